@@ -1,0 +1,51 @@
+# The two commands of the README:
+#   make demo   install what is missing, build, run the quickstart with `drover run`
+#   make test   install what is missing, build, run every test through ctest
+# Other targets: build, asan (build + test under sanitizers), release, bench, format, deps.
+
+PRESET ?= dev
+JOBS ?= $(shell nproc)
+DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
+  libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev \
+  libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  python3 procps clang-format
+
+.PHONY: deps build test demo asan release bench format clean
+
+# Installs the Debian packages that are not installed yet (needs root, or sudo).
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	cmake --preset $(PRESET) >/dev/null
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+demo: build
+	./build/drover run examples/quickstart.yaml
+
+asan:
+	$(MAKE) test PRESET=asan
+
+release: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+bench: release
+	@echo "see docs/benchmarks.md for the benchmark commands"
+
+format:
+	find drover tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-release

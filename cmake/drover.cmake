@@ -1,0 +1,30 @@
+# drover_library(NAME DEPS <libs...> [TEST_DEPS <libs...>])
+#
+# Builds every *.cc under the calling folder (recursively, tests excluded) into the static
+# library drover_NAME, and every *_test.cc into the test program drover_NAME_test, whose
+# GoogleTest cases are registered with CTest. New files are picked up at the next build.
+function(drover_library name)
+  cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  list(FILTER sources EXCLUDE REGEX "_test\\.cc$")
+  file(GLOB_RECURSE tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  if(sources)
+    add_library(drover_${name} STATIC ${sources})
+    target_include_directories(drover_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(drover_${name} PUBLIC ${ARG_DEPS})
+  else()
+    add_library(drover_${name} INTERFACE)
+    target_include_directories(drover_${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(drover_${name} INTERFACE ${ARG_DEPS})
+  endif()
+  if(tests)
+    add_executable(drover_${name}_test ${tests})
+    target_link_libraries(drover_${name}_test PRIVATE drover_${name} ${ARG_TEST_DEPS}
+                          GTest::gmock GTest::gtest_main)
+    target_compile_definitions(drover_${name}_test PRIVATE
+        DROVER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DROVER_BINARY="$<TARGET_FILE:drover>")
+    add_dependencies(drover_${name}_test drover)
+    gtest_discover_tests(drover_${name}_test DISCOVERY_TIMEOUT 60
+                         PROPERTIES TIMEOUT 300)
+  endif()
+endfunction()

@@ -1,0 +1,81 @@
+#include "drover/model/job.h"
+
+#include <array>
+#include <csignal>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace drover::model {
+namespace {
+
+constexpr std::array<std::string_view, 10> kJobStateNames = {
+    "pending", "ready",     "admitted", "placed",    "starting",
+    "running", "succeeded", "failed",   "cancelled", "timed_out"};
+
+constexpr std::array<std::string_view, 4> kWorkerStateNames = {"assigned", "launched", "running",
+                                                               "exited"};
+
+}  // namespace
+
+std::string_view JobStateName(JobState state) {
+  return kJobStateNames[static_cast<std::size_t>(state)];
+}
+
+std::optional<JobState> ParseJobState(std::string_view name) {
+  for (std::size_t i = 0; i < kJobStateNames.size(); ++i) {
+    if (kJobStateNames[i] == name) return static_cast<JobState>(i);
+  }
+  return std::nullopt;
+}
+
+bool IsTerminal(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled || state == JobState::kTimedOut;
+}
+
+bool IsAllowedTransition(JobState from, JobState to) {
+  using S = JobState;
+  if (IsTerminal(from)) return false;
+  if (to == S::kCancelled) return true;
+  switch (from) {
+    case S::kPending:
+      return to == S::kPending || to == S::kReady;  // pending -> pending records creation
+    case S::kReady:
+      return to == S::kAdmitted;
+    case S::kAdmitted:
+      return to == S::kPlaced || to == S::kReady;  // ready again if placement is undone
+    case S::kPlaced:
+      return to == S::kStarting || to == S::kReady;
+    case S::kStarting:
+    case S::kRunning:
+      return (from == S::kStarting && to == S::kRunning) || to == S::kSucceeded ||
+             to == S::kFailed || to == S::kTimedOut || to == S::kReady;
+    default:
+      return false;
+  }
+}
+
+std::string_view WorkerStateName(WorkerState state) {
+  return kWorkerStateNames[static_cast<std::size_t>(state)];
+}
+
+std::optional<WorkerState> ParseWorkerState(std::string_view name) {
+  for (std::size_t i = 0; i < kWorkerStateNames.size(); ++i) {
+    if (kWorkerStateNames[i] == name) return static_cast<WorkerState>(i);
+  }
+  return std::nullopt;
+}
+
+std::string ExitStatus::Describe() const {
+  if (cancelled) return "cancelled";
+  if (timed_out) return "timed out";
+  if (signal != 0) {
+    const char* abbrev = sigabbrev_np(signal);
+    return abbrev ? fmt::format("killed by SIG{}", abbrev) : fmt::format("killed by signal {}", signal);
+  }
+  if (!message.empty() && exit_code != 0) return fmt::format("exit {} ({})", exit_code, message);
+  return fmt::format("exit {}", exit_code);
+}
+
+}  // namespace drover::model

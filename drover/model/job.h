@@ -1,0 +1,129 @@
+#pragma once
+
+// Jobs, attempts and workers as the control plane tracks them, and the lifecycle state machine.
+//
+// Lifecycle of a job (docs/architecture.md draws it):
+//
+//   pending --(dependencies succeeded)--> ready --(dequeued + admitted)--> admitted
+//   admitted --(nodes and GPUs chosen)--> placed --(launch sent)--> starting
+//   starting --(every worker process is up)--> running
+//   running / starting --(all workers exited 0)--> succeeded
+//   running / starting --(a worker failed)--> failed, or ready again with a new attempt when the
+//                                             retry policy allows
+//   running / starting --(timeout)--> timed_out (or ready with a new attempt, as for failed)
+//   any non-terminal --(cancel, or a dependency that can no longer succeed)--> cancelled
+//
+// succeeded, failed, cancelled and timed_out are terminal. Each attempt keeps its own timeline
+// so that queue delay, placement, start-up and run time can be told apart.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/model/job_spec.h"
+
+namespace drover::model {
+
+enum class JobState {
+  kPending,
+  kReady,
+  kAdmitted,
+  kPlaced,
+  kStarting,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kTimedOut,
+};
+
+// "pending", "ready", ..., "timed_out".
+std::string_view JobStateName(JobState state);
+std::optional<JobState> ParseJobState(std::string_view name);
+bool IsTerminal(JobState state);
+// True if the lifecycle above allows from -> to. The controller never makes any other move.
+bool IsAllowedTransition(JobState from, JobState to);
+
+enum class WorkerState { kAssigned, kLaunched, kRunning, kExited };
+std::string_view WorkerStateName(WorkerState state);
+std::optional<WorkerState> ParseWorkerState(std::string_view name);
+
+// How a worker process ended.
+struct ExitStatus {
+  int exit_code = -1;     // valid when signal == 0
+  int signal = 0;         // the signal that killed it, 0 if it exited
+  bool timed_out = false;  // killed because the attempt ran past spec.timeout
+  bool cancelled = false;  // killed because the job was cancelled
+  std::string message;    // e.g. "exec failed: No such file or directory"
+
+  bool Succeeded() const { return signal == 0 && exit_code == 0 && !timed_out && !cancelled; }
+  // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled".
+  std::string Describe() const;
+  friend bool operator==(const ExitStatus&, const ExitStatus&) = default;
+};
+
+// One process of one attempt of a job.
+struct Worker {
+  int rank = 0;
+  NodeId node;
+  std::vector<int> gpus;  // GPU indices on `node`, exported as CUDA_VISIBLE_DEVICES
+  WorkerState state = WorkerState::kAssigned;
+  TimeMs launched_at = 0;  // the launch was handed to the node's agent
+  TimeMs started_at = 0;   // the process was exec'd
+  TimeMs finished_at = 0;
+  std::optional<ExitStatus> exit;
+
+  friend bool operator==(const Worker&, const Worker&) = default;
+};
+
+// One try at running a job. Times are 0 until reached.
+struct Attempt {
+  int number = 1;
+  TimeMs ready_at = 0;             // dependencies met (or retry backoff over): entered the queue
+  TimeMs dequeued_at = 0;          // taken from the queue by a scheduling cycle
+  TimeMs admitted_at = 0;          // passed admission
+  TimeMs placed_at = 0;            // nodes and GPUs chosen
+  TimeMs workers_started_at = 0;   // the last worker's launch was handed to its agent
+  TimeMs running_at = 0;           // every worker process is up
+  TimeMs finished_at = 0;
+  std::optional<JobState> outcome;  // terminal state of this attempt, or kReady when retried
+  std::string outcome_reason;
+  std::vector<Worker> workers;
+
+  friend bool operator==(const Attempt&, const Attempt&) = default;
+};
+
+struct Job {
+  JobId id;
+  JobSpec spec;
+  std::vector<JobId> dependencies;  // spec.depends_on resolved at submission
+  std::string submission_key;       // the Idempotency-Key of the submission, if any
+  JobState state = JobState::kPending;
+  TimeMs created_at = 0;
+  TimeMs finished_at = 0;
+  TimeMs not_before = 0;  // retry backoff: not dequeued before this time
+  // Why the job is where it is, in one sentence: the pending reason, or the failure cause.
+  std::string status_message;
+  std::vector<Attempt> attempts;  // the last one is current
+
+  Attempt* current_attempt() { return attempts.empty() ? nullptr : &attempts.back(); }
+  const Attempt* current_attempt() const { return attempts.empty() ? nullptr : &attempts.back(); }
+  friend bool operator==(const Job&, const Job&) = default;
+};
+
+// One lifecycle step, stored with its time and cause.
+struct Transition {
+  JobId job;
+  int attempt = 0;  // 0 before the first attempt exists
+  JobState from = JobState::kPending;
+  JobState to = JobState::kPending;
+  TimeMs at = 0;
+  std::string cause;
+
+  friend bool operator==(const Transition&, const Transition&) = default;
+};
+
+}  // namespace drover::model

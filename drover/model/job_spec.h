@@ -1,0 +1,75 @@
+#pragma once
+
+// The workload contract (docs/spec.md): what a user asks Drover to run. A JobSpec is a
+// validated value; drover/spec turns text into it.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/model/resources.h"
+
+namespace drover::model {
+
+// Constraints a placement must satisfy; a node that violates one is not a candidate.
+struct Requirements {
+  Resources per_worker;                // cpu, memory and whole GPUs for each worker
+  std::int64_t gpu_memory_bytes = 0;   // minimum memory of each assigned GPU; 0 = any
+  std::vector<std::string> gpu_models;  // acceptable models (any of); empty = any
+  std::map<std::string, std::string> node_selector;  // labels a node must carry exactly
+  std::vector<Toleration> tolerations;
+  bool same_node = false;              // all workers on one node
+
+  friend bool operator==(const Requirements&, const Requirements&) = default;
+};
+
+// Soft wishes that rank feasible nodes but never exclude one. Empty in contract v1; kept
+// apart from Requirements so that adding preferences never changes what is feasible.
+struct Preferences {
+  friend bool operator==(const Preferences&, const Preferences&) = default;
+};
+
+struct RetryPolicy {
+  int max_attempts = 1;          // total attempts including the first; 1 = no retry
+  DurationMs backoff_ms = 0;     // wait before attempt n+1 is backoff_ms * 2^(n-1)
+
+  friend bool operator==(const RetryPolicy&, const RetryPolicy&) = default;
+};
+
+struct JobSpec {
+  std::string name;       // unique within one submission; [a-z0-9][a-z0-9._-]*
+  std::string owner;
+  std::string team;
+  std::string queue = "default";
+  std::string priority_class = "normal";  // see PriorityClassValue()
+
+  // Exactly one of command (argv, run without a shell) or script (run with /bin/sh -c).
+  std::vector<std::string> command;
+  std::string script;
+  std::string working_dir;  // empty: the directory of the spec file, or the server's cwd
+  std::map<std::string, std::string> env;
+
+  Requirements requirements;
+  Preferences preferences;
+  int workers = 1;      // gang size
+  int min_workers = 1;  // the gang may start with this many; v1 schedulers place `workers`
+
+  std::vector<std::string> depends_on;  // names of jobs that must succeed first
+  std::optional<DurationMs> timeout;    // per attempt, from start
+  RetryPolicy retry;
+  std::string checkpoint_dir;  // exported as DROVER_CHECKPOINT_DIR; empty = none
+  bool interruptible = false;  // may be preempted (used by the scheduling policy)
+
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+// The built-in priority classes of contract v1, highest first: critical (1000), high (100),
+// normal (0), low (-100). Returns nullopt for an unknown name.
+std::optional<int> PriorityClassValue(std::string_view name);
+// The names above, highest first.
+const std::vector<std::string>& PriorityClassNames();
+
+}  // namespace drover::model

@@ -1,0 +1,53 @@
+#pragma once
+
+// What the control plane asks an agent to run, and what agents report back. These cross the
+// wire between the server and remote agents (JSON codecs in drover/codec).
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/model/job.h"
+
+namespace drover::model {
+
+// Identifies one worker process of one attempt: (job, attempt, rank).
+struct WorkerKey {
+  JobId job;
+  int attempt = 0;
+  int rank = 0;
+
+  friend auto operator<=>(const WorkerKey&, const WorkerKey&) = default;
+  friend bool operator==(const WorkerKey&, const WorkerKey&) = default;
+};
+
+// Everything an agent needs to start one worker. The control plane fills `env` completely
+// (DROVER_* variables, CUDA_VISIBLE_DEVICES and the spec's env); the agent adds only PATH,
+// HOME and LANG from its own environment when the spec does not set them.
+struct LaunchSpec {
+  WorkerKey key;
+  NodeId node;
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::string working_dir;
+  std::map<std::string, std::string> env;
+  std::vector<int> gpus;
+  DurationMs timeout_ms = 0;         // 0: no limit; measured from process start
+  DurationMs kill_grace_ms = 10'000;  // SIGTERM, then SIGKILL after this long
+
+  friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
+};
+
+// A change in a worker's life as observed by its agent.
+struct WorkerEvent {
+  enum class Kind { kStarted, kExited };
+  WorkerKey key;
+  Kind kind = Kind::kStarted;
+  TimeMs at = 0;
+  ExitStatus exit;  // for kExited
+
+  friend bool operator==(const WorkerEvent&, const WorkerEvent&) = default;
+};
+
+}  // namespace drover::model

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "drover/common/ids.h"
+#include "drover/model/resources.h"
+
+namespace drover::model {
+
+// One physical GPU of a node as discovered (NVML) or declared.
+struct Gpu {
+  int index = 0;              // device index on the node; what CUDA_VISIBLE_DEVICES names
+  std::string uuid;           // NVML UUID, or a synthetic "GPU-declared-<node>-<index>"
+  std::string model;          // normalized short name, e.g. "H100", "A100", "H200"
+  std::int64_t memory_bytes = 0;
+  // GPUs in one group talk over a fast link (NVLink domain / NUMA island). Empty: ungrouped.
+  std::string topology_group;
+
+  friend bool operator==(const Gpu&, const Gpu&) = default;
+};
+
+// A machine that runs workers: its fixed capacity, labels and taints.
+struct Node {
+  NodeId name;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  std::int64_t cpu_millis = 0;
+  std::int64_t memory_bytes = 0;
+  std::vector<Gpu> gpus;
+  // Host name or IP other nodes reach this one at; gang rank 0's node gives
+  // DROVER_MASTER_ADDR. "127.0.0.1" for the embedded agent.
+  std::string address = "127.0.0.1";
+
+  friend bool operator==(const Node&, const Node&) = default;
+};
+
+}  // namespace drover::model

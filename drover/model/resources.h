@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "drover/common/ids.h"
+
+namespace drover::model {
+
+// What one worker (task) of a job needs, or what a node has free. Integers only.
+struct Resources {
+  std::int64_t cpu_millis = 0;
+  std::int64_t memory_bytes = 0;
+  std::int32_t gpus = 0;
+
+  friend bool operator==(const Resources&, const Resources&) = default;
+};
+
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+// A node property that repels jobs that do not tolerate it (Kubernetes semantics).
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+
+  friend bool operator==(const Taint&, const Taint&) = default;
+};
+
+// A job's permission to run on nodes with a matching taint.
+struct Toleration {
+  enum class Operator { kEqual, kExists };
+  std::string key;  // empty with kExists tolerates every taint
+  Operator op = Operator::kEqual;
+  std::string value;
+  // Unset tolerates every effect of the matching key.
+  std::optional<TaintEffect> effect;
+
+  friend bool operator==(const Toleration&, const Toleration&) = default;
+};
+
+// True if `toleration` tolerates `taint`.
+bool Tolerates(const Toleration& toleration, const Taint& taint);
+
+// "NoSchedule", "PreferNoSchedule", "NoExecute".
+std::string_view TaintEffectName(TaintEffect effect);
+// "key=value:Effect" (or "key:Effect" when the value is empty), as kubectl prints taints.
+std::string FormatTaint(const Taint& taint);
+
+}  // namespace drover::model

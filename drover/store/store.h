@@ -1,0 +1,67 @@
+#pragma once
+
+// The durable record of jobs and their lifecycle transitions.
+//
+// The controller is the only writer: it assigns job ids and hands the store each change as a
+// Batch, which the store applies atomically (one SQLite transaction): either every job snapshot
+// and transition in it is stored, or nothing is. Reads may run concurrently with writes.
+//
+// Implementations: NewMemoryStore() for unit tests and the simulator; OpenSqliteStore() for the
+// server (WAL mode, schema version and migrations). One contract test suite runs against both.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "drover/common/ids.h"
+#include "drover/common/result.h"
+#include "drover/model/job.h"
+
+namespace drover::store {
+
+// A set of changes applied atomically.
+struct Batch {
+  std::vector<model::Job> jobs;                // full snapshots, inserted or replacing by id
+  std::vector<model::Transition> transitions;  // appended
+
+  bool empty() const { return jobs.empty() && transitions.empty(); }
+};
+
+struct JobFilter {
+  std::optional<model::JobState> state;
+  std::string owner;  // empty: any
+  std::string team;
+  std::string queue;
+  std::string name;
+  bool active_only = false;  // only non-terminal jobs
+  int limit = 0;             // 0: no limit; newest (highest id) first when limited
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Applies `batch` in one transaction. kInvalidArgument if a transition names a job that is
+  // neither stored nor in the batch; kUnavailable/kInternal on I/O failure (nothing applied).
+  virtual Status Apply(const Batch& batch) = 0;
+
+  // Jobs matching `filter`, ascending by id (descending when filter.limit > 0).
+  virtual Result<std::vector<model::Job>> ListJobs(const JobFilter& filter) const = 0;
+  // kNotFound if there is no such job.
+  virtual Result<model::Job> GetJob(JobId id) const = 0;
+  // Every transition of a job, in the order applied.
+  virtual Result<std::vector<model::Transition>> ListTransitions(JobId id) const = 0;
+  // Ids of the jobs submitted with this Idempotency-Key, ascending; empty if none.
+  virtual Result<std::vector<JobId>> FindSubmission(const std::string& key) const = 0;
+  // The largest job id stored, 0 if none.
+  virtual Result<std::int64_t> MaxJobId() const = 0;
+};
+
+std::unique_ptr<Store> NewMemoryStore();
+
+// Opens (creating if needed) the SQLite database at `path`, in WAL mode, migrating its schema
+// to the current version. kFailedPrecondition if the file has a newer schema than this build.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+}  // namespace drover::store
