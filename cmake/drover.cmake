@@ -1,10 +1,12 @@
-# drover_library(NAME DEPS <libs...> [TEST_DEPS <libs...>])
+# drover_library(NAME DEPS <libs...> [TEST_DEPS <libs...>] [TESTS_RUN_BINARY])
 #
 # Builds every *.cc under the calling folder (recursively, tests excluded) into the static
 # library drover_NAME, and every *_test.cc into the test program drover_NAME_test, whose
 # GoogleTest cases are registered with CTest. New files are picked up at the next build.
+# TESTS_RUN_BINARY: the tests exec build/drover (given to them as DROVER_BINARY), so it is built
+# first.
 function(drover_library name)
-  cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "TESTS_RUN_BINARY" "" "DEPS;TEST_DEPS" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   list(FILTER sources EXCLUDE REGEX "_test\\.cc$")
   file(GLOB_RECURSE tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
@@ -23,7 +25,9 @@ function(drover_library name)
                           GTest::gmock GTest::gtest_main)
     target_compile_definitions(drover_${name}_test PRIVATE
         DROVER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DROVER_BINARY="$<TARGET_FILE:drover>")
-    add_dependencies(drover_${name}_test drover)
+    if(ARG_TESTS_RUN_BINARY)
+      add_dependencies(drover_${name}_test drover)
+    endif()
     gtest_discover_tests(drover_${name}_test DISCOVERY_TIMEOUT 60
                          PROPERTIES TIMEOUT 300)
   endif()

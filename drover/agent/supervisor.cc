@@ -1,7 +1,388 @@
 #include "drover/agent/supervisor.h"
 
-namespace drover::agent {
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-int SupervisorMain(int, char**) { return 2; }
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "drover/agent/fd_util.h"
+#include "drover/agent/worker_files.h"
+#include "drover/common/quantity.h"
+
+extern char** environ;
+
+namespace drover::agent {
+namespace {
+
+// How long the supervisor keeps killing and reaping leftover descendants before it gives up
+// (a process stuck in uninterruptible sleep cannot be reaped).
+constexpr DurationMs kCleanupLimitMs = 30'000;
+// The longest sigtimedwait; reaping also happens on this beat in case a SIGCHLD is missed.
+constexpr DurationMs kMaxWaitMs = 1'000;
+
+// What the worker child reports through the close-on-exec pipe when it cannot exec.
+struct ChildFailure {
+  int stage;  // kStageChdir or kStageExec
+  int error;  // errno
+};
+constexpr int kStageChdir = 1;
+constexpr int kStageExec = 2;
+
+DurationMs MonotonicMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<DurationMs>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+void Log(std::string_view line) {
+  std::string text = fmt::format("drover supervise[{}]: {}\n", getpid(), line);
+  ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
+  (void)ignored;
+}
+
+sigset_t SupervisedSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+// Pids whose parent is `parent`, from /proc.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return children;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    auto text = ReadWholeFile(fmt::format("/proc/{}/stat", pid));
+    if (!text) continue;
+    std::size_t paren = text->rfind(')');
+    if (paren == std::string::npos) continue;
+    // ") S PPID ..."
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(text->c_str() + paren + 1, " %c %d", &state, &ppid) == 2 && ppid == parent &&
+        state != 'Z') {
+      children.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  closedir(proc);
+  return children;
+}
+
+model::ExitStatus Failed(int exit_code, std::string message) {
+  model::ExitStatus exit;
+  exit.exit_code = exit_code;
+  exit.message = std::move(message);
+  return exit;
+}
+
+class Supervisor {
+ public:
+  explicit Supervisor(std::string dir) : dir_(std::move(dir)) {}
+
+  int Run();
+
+ private:
+  // Forks and execs the worker. Returns false (with exit_ filled in) when it could not start.
+  bool StartWorker(const model::LaunchSpec& spec);
+  // Waits for the worker to exit, enforcing the timeout and cancellation.
+  void Supervise(const model::LaunchSpec& spec);
+  void BeginTermination(const model::LaunchSpec& spec, DurationMs now);
+  // Reaps every exited child; records the worker's status when it is among them.
+  void ReapChildren();
+  // Kills and reaps every remaining descendant. Returns how many processes it killed.
+  int KillLeftovers();
+  int Finish(const model::ExitStatus& exit);
+
+  std::string dir_;
+  pid_t worker_ = 0;
+  bool worker_done_ = false;
+  int worker_status_ = 0;
+  bool terminating_ = false;
+  bool killed_ = false;
+  DurationMs kill_at_ = 0;
+  model::ExitStatus exit_;
+};
+
+int Supervisor::Finish(const model::ExitStatus& exit) {
+  Status written = WriteExitFile(dir_, ExitRecord{exit, WallTimeMs()});
+  if (!written) {
+    Log(fmt::format("cannot record the exit: {}", written.error().message));
+    return 1;
+  }
+  return 0;
+}
+
+int Supervisor::Run() {
+  sigset_t signals = SupervisedSignals();
+  sigprocmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  setsid();  // Fails harmlessly when the spawner already made this process a session leader.
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    Log(fmt::format("cannot become a child subreaper: {}", std::strerror(errno)));
+  }
+
+  ProcessIdentity self{getpid(), ProcessStartTime(getpid()).value_or(0)};
+  if (Status s = WriteSupervisorFile(dir_, self); !s) {
+    Log(s.error().message);
+    return 1;
+  }
+
+  auto spec = ReadLaunchFile(dir_);
+  if (!spec) {
+    Log(spec.error().message);
+    return Finish(Failed(-1, "invalid launch.json: " + spec.error().message));
+  }
+
+  sigset_t pending;
+  sigemptyset(&pending);
+  sigpending(&pending);
+  if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)) {
+    model::ExitStatus cancelled = Failed(-1, "cancelled before start");
+    cancelled.cancelled = true;
+    return Finish(cancelled);
+  }
+
+  if (!StartWorker(*spec)) return Finish(exit_);
+  if (Status s = WriteStartedFile(dir_, StartedRecord{worker_, WallTimeMs()}); !s) {
+    Log(s.error().message);  // Poll still sees the exit; carry on supervising.
+  }
+  Supervise(*spec);
+
+  if (WIFEXITED(worker_status_)) {
+    exit_.exit_code = WEXITSTATUS(worker_status_);
+  } else if (WIFSIGNALED(worker_status_)) {
+    exit_.signal = WTERMSIG(worker_status_);
+    exit_.exit_code = 128 + exit_.signal;
+  }
+  std::vector<std::string> notes;
+  if (exit_.timed_out) notes.push_back("timed out after " + FormatDuration(spec->timeout_ms));
+  if (exit_.cancelled) notes.push_back("cancelled");
+  if (killed_) {
+    notes.push_back(fmt::format("killed with SIGKILL after the {} grace period",
+                                FormatDuration(spec->kill_grace_ms)));
+  }
+  int leftovers = KillLeftovers();
+  if (leftovers > 0) notes.push_back(fmt::format("killed {} leftover process(es)", leftovers));
+  exit_.message = fmt::format("{}", fmt::join(notes, "; "));
+  return Finish(exit_);
+}
+
+bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
+  if (spec.argv.empty()) {
+    exit_ = Failed(127, "exec failed: argv is empty");
+    return false;
+  }
+  // Everything the child needs is prepared before fork.
+  std::vector<std::string> env_strings;
+  for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);
+  for (const char* name : {"PATH", "HOME", "LANG"}) {
+    const char* value = getenv(name);
+    if (value != nullptr && !spec.env.contains(name)) {
+      env_strings.push_back(std::string(name) + "=" + value);
+    }
+  }
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = spec.argv;
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::string working_dir = spec.working_dir.empty() ? dir_ : spec.working_dir;
+
+  std::string stdout_path = dir_ + "/" + kStdoutFile;
+  std::string stderr_path = dir_ + "/" + kStderrFile;
+  int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int pipe_fds[2] = {-1, -1};
+  if (out < 0 || err < 0 || in < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    exit_ = Failed(127, fmt::format("exec failed: cannot set up the worker's files: {}",
+                                    std::strerror(errno)));
+    for (int fd : {out, err, in, pipe_fds[0], pipe_fds[1]}) {
+      if (fd >= 0) close(fd);
+    }
+    return false;
+  }
+
+  pid_t self = getpid();
+  pid_t child = fork();
+  if (child == 0) {
+    // The supervisor is single-threaded, so the child may use any function before exec.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != self) _exit(127);  // The supervisor died before the prctl.
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(in, STDIN_FILENO);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    CloseFdsFrom(3, pipe_fds[1]);
+    ChildFailure failure{};
+    if (chdir(working_dir.c_str()) != 0) {
+      failure = {kStageChdir, errno};
+      dprintf(STDERR_FILENO, "drover: cannot enter working directory %s: %s\n", working_dir.c_str(),
+              std::strerror(failure.error));
+    } else {
+      environ = envp.data();  // So that execvp searches the worker's PATH.
+      execvp(argv[0], argv.data());
+      failure = {kStageExec, errno};
+      dprintf(STDERR_FILENO, "drover: cannot execute %s: %s\n", argv[0],
+              std::strerror(failure.error));
+    }
+    ssize_t ignored = write(pipe_fds[1], &failure, sizeof(failure));
+    (void)ignored;
+    _exit(127);
+  }
+  int fork_error = errno;
+  close(pipe_fds[1]);
+  for (int fd : {out, err, in}) close(fd);
+  if (child < 0) {
+    close(pipe_fds[0]);
+    exit_ = Failed(127, fmt::format("exec failed: cannot fork: {}", std::strerror(fork_error)));
+    return false;
+  }
+  setpgid(child, child);  // Also here, so the group exists whichever process runs first.
+  worker_ = child;
+
+  ChildFailure failure{};
+  ssize_t n;
+  do {
+    n = read(pipe_fds[0], &failure, sizeof(failure));
+  } while (n < 0 && errno == EINTR);
+  close(pipe_fds[0]);
+  if (n <= 0) return true;  // EOF: the exec closed the pipe.
+
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string message = fmt::format("exec failed: {}", std::strerror(failure.error));
+  if (failure.stage == kStageChdir) {
+    message += fmt::format(" (working directory {})", working_dir);
+  } else {
+    message += fmt::format(" ({})", spec.argv[0]);
+  }
+  exit_ = Failed(127, std::move(message));
+  return false;
+}
+
+void Supervisor::BeginTermination(const model::LaunchSpec& spec, DurationMs now) {
+  terminating_ = true;
+  if (spec.kill_grace_ms <= 0) {
+    kill(-worker_, SIGKILL);
+    killed_ = true;
+    return;
+  }
+  kill(-worker_, SIGTERM);
+  kill_at_ = now + spec.kill_grace_ms;
+}
+
+void Supervisor::ReapChildren() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    if (pid == worker_) {
+      worker_done_ = true;
+      worker_status_ = status;
+    }
+  }
+}
+
+void Supervisor::Supervise(const model::LaunchSpec& spec) {
+  sigset_t signals = SupervisedSignals();
+  DurationMs started = MonotonicMs();
+  DurationMs timeout_at = spec.timeout_ms > 0 ? started + spec.timeout_ms : 0;
+  while (true) {
+    ReapChildren();
+    if (worker_done_) return;
+    DurationMs now = MonotonicMs();
+    if (!terminating_ && timeout_at > 0 && now >= timeout_at) {
+      exit_.timed_out = true;
+      BeginTermination(spec, now);
+    }
+    if (terminating_ && !killed_ && now >= kill_at_) {
+      kill(-worker_, SIGKILL);
+      killed_ = true;
+    }
+    DurationMs wake = now + kMaxWaitMs;
+    if (!terminating_ && timeout_at > 0) wake = std::min(wake, timeout_at);
+    if (terminating_ && !killed_) wake = std::min(wake, kill_at_);
+    DurationMs wait_ms = std::max<DurationMs>(wake - now, 1);
+    timespec ts{static_cast<time_t>(wait_ms / 1000), static_cast<long>(wait_ms % 1000) * 1'000'000};
+    int sig = sigtimedwait(&signals, nullptr, &ts);
+    if ((sig == SIGTERM || sig == SIGINT) && !terminating_) {
+      exit_.cancelled = true;
+      BeginTermination(spec, MonotonicMs());
+    }
+  }
+}
+
+int Supervisor::KillLeftovers() {
+  std::set<pid_t> killed;
+  kill(-worker_, SIGKILL);  // ESRCH when the group is already empty.
+  DurationMs give_up_at = MonotonicMs() + kCleanupLimitMs;
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  while (true) {
+    ReapChildren();
+    std::vector<pid_t> children = ChildrenOf(getpid());
+    if (children.empty()) {
+      if (waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) {
+        return static_cast<int>(killed.size());
+      }
+    }
+    for (pid_t child : children) {
+      if (kill(child, SIGKILL) == 0) killed.insert(child);
+    }
+    kill(-worker_, SIGKILL);
+    if (MonotonicMs() >= give_up_at) {
+      Log("giving up on descendants that do not die");
+      return static_cast<int>(killed.size());
+    }
+    timespec ts{0, 20'000'000};
+    sigtimedwait(&chld, nullptr, &ts);
+  }
+}
+
+}  // namespace
+
+int SupervisorMain(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: drover supervise WORKER_DIR\n");
+    return 2;
+  }
+  char* absolute = realpath(argv[1], nullptr);
+  if (absolute == nullptr) {
+    std::fprintf(stderr, "drover supervise: %s: %s\n", argv[1], std::strerror(errno));
+    return 1;
+  }
+  std::string dir(absolute);
+  std::free(absolute);
+  return Supervisor(std::move(dir)).Run();
+}
 
 }  // namespace drover::agent

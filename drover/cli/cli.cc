@@ -1,22 +1,126 @@
 #include "drover/cli/cli.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include <CLI/CLI.hpp>
 
 #include "drover/agent/supervisor.h"
+#include "drover/cli/commands.h"
+#include "drover/cli/daemons.h"
 
 namespace drover::cli {
+namespace {
+
+void AddNodeFlags(CLI::App* command, server::LocalNodeFlags& nodes) {
+  command->add_option("--gpus", nodes.gpus,
+                      "declared GPUs instead of discovery, e.g. 8xH100-80GB or 0 for none");
+  command->add_option("--nodes", nodes.nodes_file, "a YAML file of declared nodes");
+  command->add_option("--name", nodes.node_name, "this node's name (default: the host name)");
+  command->add_option("--address", nodes.address,
+                      "address other nodes reach this one at (default 127.0.0.1)");
+}
+
+}  // namespace
 
 int Main(int argc, char** argv) {
   // The supervisor is an internal entry point, exec'd by agents; it parses its own arguments.
   if (argc >= 2 && std::strcmp(argv[1], "supervise") == 0) {
     return agent::SupervisorMain(argc - 1, argv + 1);
   }
-  CLI::App app{"drover: GPU workload orchestrator"};
+  CLI::App app{"drover: run GPU workloads from an explicit contract, on one machine or many"};
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  app.fallthrough();
+  ClientFlags client;
+  const char* env_server = std::getenv("DROVER_SERVER");
+  client.server = env_server && *env_server ? env_server : "http://127.0.0.1:8420";
+  app.add_option("--server", client.server, "API base URL (env DROVER_SERVER)");
+  app.add_option("-o,--output", client.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+
+  std::function<int()> run;
+  std::string file, id, idempotency_key;
+
+  ServerFlags server_flags;
+  auto* server = app.add_subcommand("server", "run the control plane with an embedded agent");
+  server->add_option("--data", server_flags.data_dir, "state directory (SQLite, worker logs)");
+  server->add_option("--listen", server_flags.listen, "HOST:PORT to serve the API on");
+  server->add_option("--ready-file", server_flags.ready_file,
+                     "write the API URL to this file once listening");
+  AddNodeFlags(server, server_flags.nodes);
+  server->callback([&] { run = [&] { return ServerCommand(server_flags); }; });
+
+  AgentFlags agent_flags;
+  auto* agent = app.add_subcommand("agent", "serve one more node to a server over HTTP");
+  agent->add_option("--data", agent_flags.data_dir, "where worker directories and logs live");
+  AddNodeFlags(agent, agent_flags.nodes);
+  agent->callback([&] {
+    agent_flags.server = client.server;
+    run = [&] { return AgentCommand(agent_flags); };
+  });
+
+  auto* validate = app.add_subcommand("validate", "check a spec file; exit 2 if invalid");
+  validate->add_option("file", file, "spec file (YAML or JSON)")->required();
+  validate->callback([&] { run = [&] { return ValidateCommand(file); }; });
+
+  auto* submit = app.add_subcommand("submit", "submit the jobs of a spec file");
+  submit->add_option("file", file, "spec file (YAML or JSON, - for stdin)")->required();
+  submit->add_option("--idempotency-key", idempotency_key,
+                     "resubmitting with the same key returns the same jobs");
+  submit->callback([&] { run = [&] { return SubmitCommand(client, file, idempotency_key); }; });
+
+  ListFlags list_flags;
+  auto* ls = app.add_subcommand("ls", "list jobs");
+  ls->add_option("--state", list_flags.state, "only jobs in this state");
+  ls->add_option("--owner", list_flags.owner);
+  ls->add_option("--team", list_flags.team);
+  ls->add_option("--queue", list_flags.queue);
+  ls->add_option("--name", list_flags.name);
+  ls->add_flag("--active", list_flags.active, "only jobs that have not finished");
+  ls->add_option("--limit", list_flags.limit, "the newest N jobs");
+  ls->callback([&] { run = [&] { return ListCommand(client, list_flags); }; });
+
+  auto* get = app.add_subcommand("get", "show a job: timeline, attempts, workers, transitions");
+  get->add_option("id", id)->required();
+  get->callback([&] { run = [&] { return GetCommand(client, id); }; });
+
+  LogFlags log_flags;
+  auto* logs = app.add_subcommand("logs", "print a worker's output");
+  logs->add_option("id", id)->required();
+  logs->add_flag("-f,--follow", log_flags.follow, "keep printing until the worker exits");
+  logs->add_option("--attempt", log_flags.attempt, "attempt number (default: the latest)");
+  logs->add_option("--rank", log_flags.rank, "worker rank (default 0)");
+  logs->add_flag("--stderr", log_flags.stderr_stream, "standard error instead of output");
+  logs->callback([&] { run = [&] { return LogsCommand(client, id, log_flags); }; });
+
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("id", id)->required();
+  cancel->callback([&] { run = [&] { return CancelCommand(client, id); }; });
+
+  auto* explain = app.add_subcommand("explain", "say why a job is where it is");
+  explain->add_option("id", id)->required();
+  explain->callback([&] { run = [&] { return ExplainCommand(client, id); }; });
+
+  auto* nodes = app.add_subcommand("nodes", "list nodes with free and total resources");
+  nodes->callback([&] { run = [&] { return NodesCommand(client); }; });
+
+  RunFlags run_flags;
+  auto* run_command = app.add_subcommand(
+      "run", "run a spec file to the end on a private control plane, with progress");
+  run_command->add_option("file", run_flags.file, "spec file")->required();
+  run_command->add_option("--data", run_flags.data_dir,
+                          "state directory (default: a new temporary one)");
+  AddNodeFlags(run_command, run_flags.nodes);
+  run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int status = app.exit(e);
+    return status == 0 ? 0 : 2;
+  }
+  return run ? run() : 2;
 }
 
 }  // namespace drover::cli

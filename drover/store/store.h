@@ -7,7 +7,8 @@
 // and transition in it is stored, or nothing is. Reads may run concurrently with writes.
 //
 // Implementations: NewMemoryStore() for unit tests and the simulator; OpenSqliteStore() for the
-// server (WAL mode, schema version and migrations). One contract test suite runs against both.
+// server (WAL mode, schema version and migrations; options in sqlite_store.h). One contract test
+// suite (store_contract_test.cc) runs against both. Every implementation is thread-safe.
 
 #include <memory>
 #include <optional>
@@ -43,16 +44,20 @@ class Store {
   virtual ~Store() = default;
 
   // Applies `batch` in one transaction. kInvalidArgument if a transition names a job that is
-  // neither stored nor in the batch; kUnavailable/kInternal on I/O failure (nothing applied).
+  // neither stored nor in the batch, or a job id is below 1; kUnavailable/kInternal on I/O
+  // failure (nothing applied). Jobs are applied in order (a later snapshot of the same id in
+  // one batch wins); an empty batch is a no-op.
   virtual Status Apply(const Batch& batch) = 0;
 
   // Jobs matching `filter`, ascending by id (descending when filter.limit > 0).
+  // kInvalidArgument if filter.limit < 0.
   virtual Result<std::vector<model::Job>> ListJobs(const JobFilter& filter) const = 0;
   // kNotFound if there is no such job.
   virtual Result<model::Job> GetJob(JobId id) const = 0;
   // Every transition of a job, in the order applied.
   virtual Result<std::vector<model::Transition>> ListTransitions(JobId id) const = 0;
-  // Ids of the jobs submitted with this Idempotency-Key, ascending; empty if none.
+  // Ids of the jobs submitted with this Idempotency-Key, ascending; empty if none or if `key`
+  // is empty (a job with an empty submission_key has no key).
   virtual Result<std::vector<JobId>> FindSubmission(const std::string& key) const = 0;
   // The largest job id stored, 0 if none.
   virtual Result<std::int64_t> MaxJobId() const = 0;

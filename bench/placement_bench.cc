@@ -1,0 +1,140 @@
+// Placement throughput of sched::RunCycle (docs/benchmarks.md).
+//
+// Each iteration builds a fresh cluster of 5,000 nodes with 8 GPUs each (outside the timed
+// region), then times one RunCycle over the pending jobs. items_per_second is placements
+// (jobs placed) per second; the "workers" counter is workers placed per second.
+//
+//   BM_PlaceSingleGpu_5000x8  10,000 pending 1-GPU jobs, all fit.
+//   BM_PlaceGang8             4,000 pending 8-worker same_node jobs of 1 GPU each, all fit.
+//   BM_PlaceMixed_5000x8      20,000 pending jobs of 1, 2, 4 or 8 GPUs, some with a model
+//                             filter or spread over nodes; about half do not fit, so the cycle
+//                             also pays for the failed-request cache and for the pending reasons.
+
+#include <benchmark/benchmark.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drover/model/job_spec.h"
+#include "drover/model/node.h"
+#include "drover/sched/scheduler.h"
+
+namespace drover::sched {
+namespace {
+
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+std::vector<model::Node> MakeNodes(int count, int gpus_per_node) {
+  std::vector<model::Node> nodes;
+  nodes.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    model::Node node;
+    char name[32];
+    std::snprintf(name, sizeof(name), "node-%05d", i);
+    node.name = NodeId(name);
+    node.cpu_millis = 128'000;
+    node.memory_bytes = 1024 * kGi;
+    node.labels = {{"pool", i % 2 == 0 ? "a" : "b"}};
+    for (int g = 0; g < gpus_per_node; ++g) {
+      model::Gpu gpu;
+      gpu.index = g;
+      gpu.model = i % 4 == 3 ? "A100" : "H100";
+      gpu.memory_bytes = 80 * kGi;
+      gpu.topology_group = g < gpus_per_node / 2 ? "nvl0" : "nvl1";
+      node.gpus.push_back(gpu);
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+model::JobSpec MakeSpec(int gpus, int workers, bool same_node) {
+  model::JobSpec spec;
+  spec.name = "bench";
+  spec.command = {"true"};
+  spec.workers = workers;
+  spec.min_workers = workers;
+  spec.requirements.per_worker = {4'000 * gpus, 32 * kGi * gpus, gpus};
+  spec.requirements.same_node = same_node;
+  return spec;
+}
+
+// Times RunCycle(fresh cluster of `nodes`, `pending`).
+void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
+               const std::vector<PendingJob>& pending, std::int64_t expect_placed) {
+  std::int64_t placed = 0;
+  std::int64_t workers = 0;
+  std::optional<ClusterState> cluster;
+  for (auto _ : state) {
+    state.PauseTiming();
+    cluster.reset();
+    cluster.emplace();
+    for (const model::Node& node : nodes) cluster->UpsertNode(node);
+    std::vector<PendingJob> jobs = pending;
+    state.ResumeTiming();
+
+    CycleResult result = RunCycle(*cluster, std::move(jobs));
+
+    state.PauseTiming();
+    if (expect_placed >= 0 &&
+        static_cast<std::int64_t>(result.placements.size()) != expect_placed) {
+      state.SkipWithError("unexpected number of placements");
+      break;
+    }
+    placed += static_cast<std::int64_t>(result.placements.size());
+    for (const Placement& p : result.placements)
+      workers += static_cast<std::int64_t>(p.workers.size());
+    benchmark::DoNotOptimize(result);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(placed);
+  state.counters["workers"] =
+      benchmark::Counter(static_cast<double>(workers), benchmark::Counter::kIsRate);
+}
+
+void BM_PlaceSingleGpu_5000x8(benchmark::State& state) {
+  const std::vector<model::Node> nodes = MakeNodes(5'000, 8);
+  const model::JobSpec spec = MakeSpec(1, 1, false);
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 10'000; ++i) pending.push_back({JobId(i + 1), 0, i, &spec});
+  RunCycles(state, nodes, pending, 10'000);
+}
+BENCHMARK(BM_PlaceSingleGpu_5000x8)->Unit(benchmark::kMillisecond);
+
+void BM_PlaceGang8(benchmark::State& state) {
+  const std::vector<model::Node> nodes = MakeNodes(5'000, 8);
+  const model::JobSpec spec = MakeSpec(1, 8, true);
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 4'000; ++i) pending.push_back({JobId(i + 1), 0, i, &spec});
+  RunCycles(state, nodes, pending, 4'000);
+}
+BENCHMARK(BM_PlaceGang8)->Unit(benchmark::kMillisecond);
+
+void BM_PlaceMixed_5000x8(benchmark::State& state) {
+  const std::vector<model::Node> nodes = MakeNodes(5'000, 8);
+  std::vector<model::JobSpec> specs;
+  for (int gpus : {1, 2, 4, 8}) {
+    specs.push_back(MakeSpec(gpus, 1, false));
+    model::JobSpec h100 = MakeSpec(gpus, 1, false);
+    h100.requirements.gpu_models = {"H100"};
+    specs.push_back(h100);
+    model::JobSpec pool = MakeSpec(gpus, 2, false);
+    pool.requirements.node_selector = {{"pool", "b"}};
+    specs.push_back(pool);
+  }
+  std::mt19937 rng(42);
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 20'000; ++i) {
+    const model::JobSpec* spec = &specs[rng() % specs.size()];
+    pending.push_back({JobId(i + 1), static_cast<int>(rng() % 3) * 100, i, spec});
+  }
+  RunCycles(state, nodes, pending, -1);
+}
+BENCHMARK(BM_PlaceMixed_5000x8)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace drover::sched
+
+BENCHMARK_MAIN();

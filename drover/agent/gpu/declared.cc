@@ -1,0 +1,109 @@
+#include "drover/agent/gpu/declared.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <string>
+
+#include "drover/agent/gpu/gpu_model.h"
+
+namespace drover::agent {
+namespace {
+
+constexpr int kMaxGpusPerEntry = 4096;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+struct Entry {
+  int count = 0;
+  std::string model;
+  std::int64_t memory_bytes = 0;
+};
+
+Result<Entry> ParseEntry(std::string_view text) {
+  std::size_t x = 0;
+  while (x < text.size() && std::isdigit(static_cast<unsigned char>(text[x]))) ++x;
+  if (x == 0 || x >= text.size() || (text[x] != 'x' && text[x] != 'X')) {
+    return InvalidArgument("expected COUNTxMODEL[-MEMORY], e.g. 8xH100-80GB");
+  }
+  Entry entry;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + x, entry.count);
+  if (ec != std::errc() || entry.count < 1 || entry.count > kMaxGpusPerEntry) {
+    return InvalidArgument(fmt::format("count must be between 1 and {}", kMaxGpusPerEntry));
+  }
+  std::string_view rest = text.substr(x + 1);
+  std::string_view memory;
+  if (std::size_t dash = rest.rfind('-'); dash != std::string_view::npos) {
+    memory = rest.substr(dash + 1);
+    rest = rest.substr(0, dash);
+    if (memory.empty()) return InvalidArgument("memory is empty after '-'");
+  }
+  if (rest.empty()) return InvalidArgument("model is empty");
+  for (char c : rest) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') {
+      return InvalidArgument(fmt::format("model '{}' has an invalid character '{}'", rest, c));
+    }
+  }
+  entry.model = std::string(rest);
+  if (!memory.empty()) {
+    auto bytes = ParseGpuMemory(memory);
+    if (!bytes) {
+      return InvalidArgument(fmt::format("memory '{}': {}", memory, bytes.error().message));
+    }
+    entry.memory_bytes = *bytes;
+  } else if (auto known = DefaultGpuMemoryBytes(entry.model)) {
+    entry.memory_bytes = *known;
+  } else {
+    return InvalidArgument(
+        fmt::format("model '{}' has no default memory size; write it, e.g. {}x{}-48GB", entry.model,
+                    entry.count, entry.model));
+  }
+  return entry;
+}
+
+}  // namespace
+
+Result<std::vector<model::Gpu>> ParseGpuDeclaration(std::string_view spec) {
+  std::vector<model::Gpu> gpus;
+  std::string_view trimmed = Trim(spec);
+  if (trimmed.empty() || trimmed == "0") return gpus;
+  std::size_t pos = 0;
+  int entry_number = 0;
+  while (pos <= spec.size()) {
+    std::size_t comma = spec.find(',', pos);
+    if (comma == std::string_view::npos) comma = spec.size();
+    std::string_view raw = spec.substr(pos, comma - pos);
+    std::size_t lead = 0;
+    while (lead < raw.size() && std::isspace(static_cast<unsigned char>(raw[lead]))) ++lead;
+    std::string_view text = Trim(raw);
+    ++entry_number;
+    std::size_t column = pos + lead + 1;
+    if (text.empty()) {
+      return InvalidArgument(
+          fmt::format("GPU entry {} (column {}): is empty", entry_number, column));
+    }
+    auto entry = ParseEntry(text);
+    if (!entry) {
+      return InvalidArgument(fmt::format("GPU entry {} '{}' (column {}): {}", entry_number, text,
+                                         column, entry.error().message));
+    }
+    for (int i = 0; i < entry->count; ++i) {
+      model::Gpu gpu;
+      gpu.index = static_cast<int>(gpus.size());
+      gpu.uuid = fmt::format("GPU-declared-{}", gpu.index);
+      gpu.model = entry->model;
+      gpu.memory_bytes = entry->memory_bytes;
+      gpu.topology_group = fmt::format("g{}", entry_number - 1);
+      gpus.push_back(std::move(gpu));
+    }
+    pos = comma + 1;
+  }
+  return gpus;
+}
+
+}  // namespace drover::agent

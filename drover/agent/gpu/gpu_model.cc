@@ -1,0 +1,96 @@
+#include "drover/agent/gpu/gpu_model.h"
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "drover/common/quantity.h"
+
+namespace drover::agent {
+namespace {
+
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+std::vector<std::string_view> SplitWords(std::string_view text) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    std::size_t start = i;
+    while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i > start) words.push_back(text.substr(start, i - start));
+  }
+  return words;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsVendorWord(std::string_view word) {
+  for (std::string_view vendor : {"NVIDIA", "Tesla", "GeForce", "Quadro"}) {
+    if (EqualsIgnoreCase(word, vendor)) return true;
+  }
+  return false;
+}
+
+std::string_view CutAtDash(std::string_view word) {
+  std::size_t dash = word.find('-');
+  return dash == std::string_view::npos || dash == 0 ? word : word.substr(0, dash);
+}
+
+}  // namespace
+
+std::string NormalizeGpuModel(std::string_view full_name) {
+  std::vector<std::string_view> words = SplitWords(full_name);
+  std::size_t i = 0;
+  while (i < words.size() && IsVendorWord(words[i])) ++i;
+  if (i == words.size()) {
+    std::string compact;
+    for (std::string_view w : words) compact += w;
+    return compact;
+  }
+  std::string_view first = CutAtDash(words[i]);
+  bool family = EqualsIgnoreCase(first, "RTX") || EqualsIgnoreCase(first, "GTX") ||
+                EqualsIgnoreCase(first, "TITAN");
+  if (family && first.size() == words[i].size() && i + 1 < words.size()) {
+    return std::string(first) + std::string(CutAtDash(words[i + 1]));
+  }
+  return std::string(first);
+}
+
+std::optional<std::int64_t> DefaultGpuMemoryBytes(std::string_view model) {
+  if (model == "H100") return 80 * kGi;
+  if (model == "H200") return 141 * kGi;
+  if (model == "A100") return 80 * kGi;
+  if (model == "V100") return 16 * kGi;
+  if (model == "L4") return 24 * kGi;
+  return std::nullopt;
+}
+
+Result<std::int64_t> ParseGpuMemory(std::string_view text) {
+  std::string spelled(text);
+  while (!spelled.empty() && std::isspace(static_cast<unsigned char>(spelled.back()))) {
+    spelled.pop_back();
+  }
+  for (std::string_view unit : {"GB", "TB", "G", "T"}) {
+    if (spelled.size() > unit.size() && spelled.ends_with(unit) &&
+        std::isdigit(static_cast<unsigned char>(spelled[spelled.size() - unit.size() - 1]))) {
+      spelled.replace(spelled.size() - unit.size(), unit.size(), std::string(1, unit[0]) + "i");
+      break;
+    }
+  }
+  auto bytes = ParseBytes(spelled);
+  if (!bytes) return tl::unexpected(bytes.error());
+  if (*bytes <= 0) return InvalidArgument("GPU memory must be positive");
+  return *bytes;
+}
+
+}  // namespace drover::agent

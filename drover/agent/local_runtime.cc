@@ -1,0 +1,359 @@
+#include "drover/agent/local_runtime.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "drover/agent/fd_util.h"
+
+namespace drover::agent {
+namespace {
+
+// What the two forked processes of SpawnDetached report through the close-on-exec pipe.
+struct SpawnMessage {
+  int kind;
+  int value;
+};
+constexpr int kSpawnPid = 1;        // value: the grandchild's pid
+constexpr int kSpawnForkError = 2;  // value: errno of the second fork
+constexpr int kSpawnExecError = 3;  // value: errno of chdir or exec
+
+void WriteMessage(int fd, SpawnMessage message) {
+  ssize_t ignored = write(fd, &message, sizeof(message));
+  (void)ignored;
+}
+
+// Raw system calls: glibc 2.36's <sys/pidfd.h> lacks C++ linkage, and older glibc lacks it.
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+int PidfdSendSignal(int pidfd, int sig) {
+  return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+std::string KeyName(const model::WorkerKey& key) {
+  return fmt::format("job {} attempt {} rank {}", key.job.value(), key.attempt, key.rank);
+}
+
+// mkdir that accepts an existing directory.
+Status EnsureDirectory(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return OkStatus();
+  return Internal(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+}
+
+model::WorkerEvent StartedEvent(const model::WorkerKey& key, TimeMs at) {
+  model::WorkerEvent event;
+  event.key = key;
+  event.kind = model::WorkerEvent::Kind::kStarted;
+  event.at = at;
+  return event;
+}
+
+model::WorkerEvent ExitedEvent(const model::WorkerKey& key, TimeMs at, model::ExitStatus exit) {
+  model::WorkerEvent event;
+  event.key = key;
+  event.kind = model::WorkerEvent::Kind::kExited;
+  event.at = at;
+  event.exit = std::move(exit);
+  return event;
+}
+
+// A worker whose end is unknown.
+model::ExitStatus LostStatus(bool cancel_requested, std::string message) {
+  model::ExitStatus exit;
+  exit.exit_code = -1;
+  exit.cancelled = cancel_requested;
+  exit.message = std::move(message);
+  return exit;
+}
+
+void RemoveDirectoryTree(const std::string& dir) {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+}  // namespace
+
+Result<ProcessIdentity> SpawnDetached(const std::string& program,
+                                      const std::vector<std::string>& args,
+                                      const std::string& log_path, const std::string& cwd) {
+  // Everything the children use is prepared here: between fork and exec only async-signal-safe
+  // calls are allowed, since other threads of this process may hold locks.
+  std::vector<std::string> argv_strings;
+  argv_strings.push_back(program);
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGINT);
+  sigaddset(&blocked, SIGCHLD);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Internal(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  }
+  pid_t middle = fork();
+  if (middle == 0) {
+    setsid();
+    pid_t grandchild = fork();
+    if (grandchild == 0) {
+      sigprocmask(SIG_SETMASK, &blocked, nullptr);
+      for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &default_action, nullptr);
+      }
+      int in = open("/dev/null", O_RDONLY);
+      int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (in >= 0) dup2(in, STDIN_FILENO);
+      if (log >= 0) {
+        dup2(log, STDOUT_FILENO);
+        dup2(log, STDERR_FILENO);
+      }
+      CloseFdsFrom(3, pipe_fds[1]);
+      if (chdir(cwd.c_str()) == 0) execv(argv[0], argv.data());
+      WriteMessage(pipe_fds[1], {kSpawnExecError, errno});
+      _exit(127);
+    }
+    if (grandchild < 0) {
+      WriteMessage(pipe_fds[1], {kSpawnForkError, errno});
+    } else {
+      WriteMessage(pipe_fds[1], {kSpawnPid, grandchild});
+    }
+    _exit(0);
+  }
+  int fork_error = errno;
+  close(pipe_fds[1]);
+  if (middle < 0) {
+    close(pipe_fds[0]);
+    return Internal(fmt::format("cannot fork: {}", std::strerror(fork_error)));
+  }
+  while (waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  // Read until EOF: the write end closes when the grandchild execs (or exits).
+  pid_t pid = 0;
+  std::optional<SpawnMessage> failure;
+  while (true) {
+    SpawnMessage message{};
+    ssize_t n = read(pipe_fds[0], &message, sizeof(message));
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof(message))) break;
+    if (message.kind == kSpawnPid) {
+      pid = message.value;
+    } else {
+      failure = message;
+    }
+  }
+  close(pipe_fds[0]);
+  if (failure) {
+    return Internal(fmt::format("cannot {} {}: {}",
+                                failure->kind == kSpawnForkError ? "fork for" : "execute", program,
+                                std::strerror(failure->value)));
+  }
+  if (pid <= 0) return Internal(fmt::format("cannot start {}: no pid reported", program));
+  // The start time never changes across exec; 0 (process already gone) makes IsAlive false.
+  return ProcessIdentity{pid, ProcessStartTime(pid).value_or(0)};
+}
+
+Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options, const Clock& clock) {
+  if (options.runs_dir.empty()) return InvalidArgument("runs_dir is empty");
+  std::error_code error;
+  std::filesystem::path runs = std::filesystem::absolute(options.runs_dir, error);
+  if (error)
+    return InvalidArgument(fmt::format("runs_dir {}: {}", options.runs_dir, error.message()));
+  std::filesystem::create_directories(runs, error);
+  if (error) {
+    return Internal(fmt::format("cannot create runs_dir {}: {}", runs.string(), error.message()));
+  }
+  options.runs_dir = runs.lexically_normal().string();
+  while (options.runs_dir.size() > 1 && options.runs_dir.ends_with('/')) {
+    options.runs_dir.pop_back();
+  }
+  std::filesystem::path supervisor = std::filesystem::absolute(options.supervisor_path, error);
+  if (error || options.supervisor_path.empty() ||
+      !std::filesystem::is_regular_file(supervisor, error) ||
+      access(supervisor.c_str(), X_OK) != 0) {
+    return InvalidArgument(
+        fmt::format("supervisor_path '{}' is not an executable file", options.supervisor_path));
+  }
+  options.supervisor_path = supervisor.string();
+  return std::unique_ptr<LocalRuntime>(new LocalRuntime(std::move(options), clock));
+}
+
+LocalRuntime::LocalRuntime(Options options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+std::string LocalRuntime::WorkerDir(const model::WorkerKey& key) const {
+  return fmt::format("{}/{}/{}/{}", options_.runs_dir, key.job.value(), key.attempt, key.rank);
+}
+
+std::string LocalRuntime::StdoutPath(const model::WorkerKey& key) const {
+  return WorkerDir(key) + "/" + kStdoutFile;
+}
+
+std::string LocalRuntime::StderrPath(const model::WorkerKey& key) const {
+  return WorkerDir(key) + "/" + kStderrFile;
+}
+
+Status LocalRuntime::Launch(const model::LaunchSpec& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const model::WorkerKey& key = spec.key;
+  std::string dir = WorkerDir(key);
+  if (watched_.contains(key)) {
+    return MakeError(ErrorCode::kAlreadyExists, fmt::format("{} is already running", KeyName(key)));
+  }
+  DROVER_RETURN_IF_ERROR(EnsureDirectory(fmt::format("{}/{}", options_.runs_dir, key.job.value())));
+  DROVER_RETURN_IF_ERROR(
+      EnsureDirectory(fmt::format("{}/{}/{}", options_.runs_dir, key.job.value(), key.attempt)));
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) {
+      return MakeError(ErrorCode::kAlreadyExists,
+                       fmt::format("{} was launched before ({} exists)", KeyName(key), dir));
+    }
+    return Internal(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+  }
+  if (Status written = WriteLaunchFile(dir, spec); !written) {
+    RemoveDirectoryTree(dir);
+    return written;
+  }
+  auto supervisor = SpawnDetached(options_.supervisor_path, {"supervise", dir},
+                                  dir + "/" + kSupervisorLogFile, dir);
+  if (!supervisor) {
+    RemoveDirectoryTree(dir);
+    return Internal(fmt::format("cannot start the supervisor of {}: {}", KeyName(key),
+                                supervisor.error().message));
+  }
+  Watch watch;
+  watch.dir = std::move(dir);
+  watch.supervisor = *supervisor;
+  watched_[key] = std::move(watch);
+  return OkStatus();
+}
+
+Status LocalRuntime::Cancel(const model::WorkerKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = watched_.find(key);
+  if (it == watched_.end()) {
+    return NotFound(fmt::format("{} is not running here", KeyName(key)));
+  }
+  Watch& watch = it->second;
+  watch.cancel_requested = true;
+  if (!watch.supervisor) {
+    if (auto identity = ReadSupervisorFile(watch.dir)) watch.supervisor = *identity;
+  }
+  if (!watch.supervisor) {
+    return Unavailable(fmt::format("the supervisor of {} has not started yet", KeyName(key)));
+  }
+  // A pidfd pins the process, so the start-time check and the signal concern the same one.
+  int pidfd = PidfdOpen(watch.supervisor->pid);
+  if (pidfd < 0) {
+    if (errno == ESRCH) return OkStatus();  // Gone: Poll reports how it ended.
+    if (errno != ENOSYS) {
+      return Internal(
+          fmt::format("cannot open the supervisor of {}: {}", KeyName(key), std::strerror(errno)));
+    }
+    if (IsAlive(*watch.supervisor)) kill(watch.supervisor->pid, SIGTERM);
+    return OkStatus();
+  }
+  Status result = OkStatus();
+  if (IsAlive(*watch.supervisor) && PidfdSendSignal(pidfd, SIGTERM) != 0 && errno != ESRCH) {
+    result = Internal(
+        fmt::format("cannot signal the supervisor of {}: {}", KeyName(key), std::strerror(errno)));
+  }
+  close(pidfd);
+  return result;
+}
+
+std::vector<model::WorkerKey> LocalRuntime::Adopt(const std::vector<model::WorkerKey>& keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<model::WorkerKey> unknown;
+  for (const model::WorkerKey& key : keys) {
+    if (watched_.contains(key)) continue;
+    std::string dir = WorkerDir(key);
+    struct stat info {};
+    if (stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      unknown.push_back(key);
+      continue;
+    }
+    Watch watch;
+    watch.dir = std::move(dir);
+    if (auto identity = ReadSupervisorFile(watch.dir)) watch.supervisor = *identity;
+    watched_[key] = std::move(watch);
+  }
+  return unknown;
+}
+
+bool LocalRuntime::CollectFromFiles(const model::WorkerKey& key, Watch& watch,
+                                    std::vector<model::WorkerEvent>& events) {
+  // exit.json is written after started.json, so reading it first cannot miss a start.
+  auto exit = ReadExitFile(watch.dir);
+  if (!watch.started_reported) {
+    if (auto started = ReadStartedFile(watch.dir)) {
+      events.push_back(StartedEvent(key, started->at));
+      watch.started_reported = true;
+    }
+  }
+  if (exit) {
+    events.push_back(ExitedEvent(key, exit->at, std::move(exit->exit)));
+    return true;
+  }
+  if (exit.error().code != ErrorCode::kNotFound) {
+    // Atomic writes make this a damaged disk or a foreign file; do not watch it forever.
+    events.push_back(ExitedEvent(
+        key, clock_.Now(),
+        LostStatus(watch.cancel_requested, "unreadable exit record: " + exit.error().message)));
+    return true;
+  }
+  return false;
+}
+
+bool LocalRuntime::SupervisorGone(Watch& watch) {
+  if (!watch.supervisor) {
+    if (auto identity = ReadSupervisorFile(watch.dir)) watch.supervisor = *identity;
+  }
+  if (watch.supervisor) return !IsAlive(*watch.supervisor);
+  // Adopted, and its supervisor never wrote supervisor.json: lost once that is long overdue.
+  struct stat info {};
+  std::string launch = watch.dir + "/" + kLaunchFile;
+  if (stat(launch.c_str(), &info) != 0 && stat(watch.dir.c_str(), &info) != 0) return true;
+  TimeMs written =
+      static_cast<TimeMs>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
+  return WallTimeMs() - written > options_.supervisor_start_grace_ms;
+}
+
+std::vector<model::WorkerEvent> LocalRuntime::Poll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<model::WorkerEvent> events;
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    const model::WorkerKey& key = it->first;
+    Watch& watch = it->second;
+    bool exited = CollectFromFiles(key, watch, events);
+    // The supervisor writes exit.json just before it exits, so look again after finding it gone.
+    if (!exited && SupervisorGone(watch)) {
+      exited = CollectFromFiles(key, watch, events);
+      if (!exited) {
+        events.push_back(
+            ExitedEvent(key, clock_.Now(), LostStatus(watch.cancel_requested, "supervisor lost")));
+        exited = true;
+      }
+    }
+    it = exited ? watched_.erase(it) : std::next(it);
+  }
+  return events;
+}
+
+}  // namespace drover::agent

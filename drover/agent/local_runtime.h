@@ -1,0 +1,110 @@
+#pragma once
+
+// LocalRuntime: runs workers on this machine, each under its own `drover supervise` process.
+//
+// Layout: every worker gets the directory RUNS_DIR/<job>/<attempt>/<rank>/, created by Launch;
+// its existence is the record that the worker was launched, so a worker is never started twice,
+// also not across server restarts. The files in it are the protocol with the supervisor
+// (drover/agent/worker_files.h): launch.json in; supervisor.json, started.json, exit.json,
+// stdout.log, stderr.log and supervisor.log out.
+//
+// Supervisors are detached: double-forked into their own session, so they are children of init
+// (or of the nearest subreaper), never zombies of the server, and not killed with the server's
+// process group. The runtime holds no process handles; it learns everything from the files and
+// from /proc, which is why a new instance over the same RUNS_DIR can Adopt() the workers of an
+// earlier one.
+//
+// Poll() reports, per worker: kStarted (at = started.json's time) once the exec succeeded, then
+// kExited (exit.json's status and time). A worker whose exec failed reports only kExited
+// (exit code 127). When the supervisor is gone (its pid dead or reused, judged by pid + start
+// time) without having written exit.json, kExited carries exit code -1 and the message
+// "supervisor lost" (at = clock.Now()); its worker was killed with it (PR_SET_PDEATHSIG).
+// After Adopt(), kStarted is reported again for workers that had started: the caller treats
+// events idempotently.
+//
+// Thread-safety: all public methods may be called concurrently; one mutex serializes them.
+// Launch holds it while spawning (a fork and an exec, milliseconds), Poll while reading the
+// watched directories.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "drover/agent/runtime.h"
+#include "drover/agent/worker_files.h"
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+#include "drover/model/launch.h"
+
+namespace drover::agent {
+
+class LocalRuntime final : public WorkerRuntime {
+ public:
+  struct Options {
+    // Root of the worker directories; created if missing. Relative paths are made absolute.
+    std::string runs_dir;
+    // The executable that implements `supervise` (the drover binary itself).
+    std::string supervisor_path;
+    // An adopted worker with neither supervisor.json nor exit.json is declared lost once its
+    // launch.json is older than this (the old server may have died while spawning it).
+    DurationMs supervisor_start_grace_ms = 30'000;
+  };
+
+  // kInvalidArgument if runs_dir is empty or supervisor_path is not an executable file;
+  // kInternal if runs_dir cannot be created. `clock` must outlive the runtime.
+  static Result<std::unique_ptr<LocalRuntime>> Create(Options options, const Clock& clock);
+
+  // See WorkerRuntime. Errors: kAlreadyExists if the worker's directory exists (launched before,
+  // by this or an earlier instance); kInternal if the directory, launch.json or the supervisor
+  // cannot be created (the directory is then removed again, so the launch may be retried).
+  Status Launch(const model::LaunchSpec& spec) override;
+  // See WorkerRuntime. Sends SIGTERM to the supervisor after checking, through a pidfd, that it
+  // is still the same process; the supervisor then stops the worker's process group gracefully.
+  // OK when the supervisor has already exited (Poll reports the exit). kNotFound for a key not
+  // watched; kUnavailable for an adopted worker whose supervisor has not written
+  // supervisor.json yet (retry).
+  Status Cancel(const model::WorkerKey& key) override;
+  std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
+  std::vector<model::WorkerEvent> Poll() override;
+
+  // RUNS_DIR/<job>/<attempt>/<rank> (no trailing slash), whether or not it exists.
+  std::string WorkerDir(const model::WorkerKey& key) const;
+  // The worker's captured output (may not exist yet, or at all if the worker never launched).
+  std::string StdoutPath(const model::WorkerKey& key) const;
+  std::string StderrPath(const model::WorkerKey& key) const;
+  const std::string& runs_dir() const { return options_.runs_dir; }
+
+ private:
+  struct Watch {
+    std::string dir;
+    std::optional<ProcessIdentity> supervisor;
+    bool started_reported = false;
+    bool cancel_requested = false;
+  };
+
+  LocalRuntime(Options options, const Clock& clock);
+  // Appends the events that `watch`'s files show; true when the worker has exited.
+  bool CollectFromFiles(const model::WorkerKey& key, Watch& watch,
+                        std::vector<model::WorkerEvent>& events);
+  bool SupervisorGone(Watch& watch);
+
+  const Options options_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::map<model::WorkerKey, Watch> watched_;  // guarded by mu_
+};
+
+// Starts `program args...` detached: in a new session, not a child of the calling process
+// (double fork), stdin /dev/null, stdout and stderr appended to `log_path`, no other inherited
+// descriptors, signal dispositions at their defaults, and SIGTERM, SIGINT and SIGCHLD blocked
+// (the supervisor takes them with sigtimedwait, so none sent early is lost). Returns once the
+// program has been exec'd. kInternal with the reason if fork or exec failed. Safe to call from a
+// multi-threaded process.
+Result<ProcessIdentity> SpawnDetached(const std::string& program,
+                                      const std::vector<std::string>& args,
+                                      const std::string& log_path, const std::string& cwd);
+
+}  // namespace drover::agent

@@ -1,0 +1,347 @@
+#include "drover/agent/node_file.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "drover/agent/gpu/declared.h"
+#include "drover/agent/gpu/gpu_model.h"
+#include "drover/common/quantity.h"
+
+namespace drover::agent {
+namespace {
+
+constexpr int kMaxGpusPerEntry = 4096;
+
+// Collects "FILE:LINE:COL: message" diagnostics.
+class Diagnostics {
+ public:
+  explicit Diagnostics(std::string_view file) : file_(file) {}
+
+  void Add(const YAML::Mark& mark, std::string_view message) {
+    if (mark.is_null()) {
+      lines_.push_back(fmt::format("{}: {}", file_, message));
+    } else {
+      lines_.push_back(fmt::format("{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message));
+    }
+  }
+  void Add(const YAML::Node& node, std::string_view message) { Add(node.Mark(), message); }
+
+  bool empty() const { return lines_.empty(); }
+  std::size_t size() const { return lines_.size(); }
+
+  tl::unexpected<Error> ToError() const {
+    return MakeError(ErrorCode::kInvalidArgument, lines_.front(), lines_);
+  }
+
+ private:
+  std::string file_;
+  std::vector<std::string> lines_;
+};
+
+// The mark of `key` inside `map` (the key itself), or of the map when the key is absent.
+YAML::Mark KeyMark(const YAML::Node& map, std::string_view key) {
+  for (const auto& item : map) {
+    if (item.first.IsScalar() && item.first.Scalar() == key) return item.first.Mark();
+  }
+  return map.Mark();
+}
+
+bool CheckKeys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
+               std::string_view what, Diagnostics& diag) {
+  bool ok = true;
+  for (const auto& item : map) {
+    if (!item.first.IsScalar()) {
+      diag.Add(item.first, fmt::format("{} keys must be plain names", what));
+      ok = false;
+      continue;
+    }
+    bool known = false;
+    for (std::string_view key : allowed) known = known || item.first.Scalar() == key;
+    if (!known) {
+      diag.Add(item.first, fmt::format("unknown {} key '{}' (known: {})", what, item.first.Scalar(),
+                                       fmt::join(allowed, ", ")));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// A required-or-optional scalar field; nullopt (with a diagnostic when required or malformed).
+std::optional<std::string> ScalarField(const YAML::Node& map, const char* key, bool required,
+                                       Diagnostics& diag) {
+  YAML::Node value = map[key];
+  if (!value || value.IsNull()) {
+    if (required) diag.Add(map, fmt::format("missing required field '{}'", key));
+    return std::nullopt;
+  }
+  if (!value.IsScalar()) {
+    diag.Add(value, fmt::format("'{}' must be a single value", key));
+    return std::nullopt;
+  }
+  return value.Scalar();
+}
+
+std::optional<model::TaintEffect> ParseEffect(std::string_view text) {
+  if (text == "NoSchedule") return model::TaintEffect::kNoSchedule;
+  if (text == "PreferNoSchedule") return model::TaintEffect::kPreferNoSchedule;
+  if (text == "NoExecute") return model::TaintEffect::kNoExecute;
+  return std::nullopt;
+}
+
+constexpr const char* kEffects = "NoSchedule, PreferNoSchedule or NoExecute";
+
+std::optional<model::Taint> ParseTaint(const YAML::Node& node, Diagnostics& diag) {
+  model::Taint taint;
+  std::string effect;
+  if (node.IsScalar()) {
+    // key=value:Effect or key:Effect
+    const std::string& text = node.Scalar();
+    std::size_t colon = text.rfind(':');
+    if (colon == std::string::npos) {
+      diag.Add(node, fmt::format("taint '{}' must be key=value:Effect", text));
+      return std::nullopt;
+    }
+    effect = text.substr(colon + 1);
+    std::string key_value = text.substr(0, colon);
+    std::size_t eq = key_value.find('=');
+    taint.key = key_value.substr(0, eq);
+    if (eq != std::string::npos) taint.value = key_value.substr(eq + 1);
+  } else if (node.IsMap()) {
+    if (!CheckKeys(node, {"key", "value", "effect"}, "taint", diag)) return std::nullopt;
+    auto key = ScalarField(node, "key", true, diag);
+    auto value = ScalarField(node, "value", false, diag);
+    auto eff = ScalarField(node, "effect", true, diag);
+    if (!key || !eff) return std::nullopt;
+    taint.key = *key;
+    taint.value = value.value_or("");
+    effect = *eff;
+  } else {
+    diag.Add(node, "a taint is \"key=value:Effect\" or {key, value, effect}");
+    return std::nullopt;
+  }
+  if (taint.key.empty()) {
+    diag.Add(node, "taint key is empty");
+    return std::nullopt;
+  }
+  auto parsed = ParseEffect(effect);
+  if (!parsed) {
+    diag.Add(node, fmt::format("unknown taint effect '{}' (expected {})", effect, kEffects));
+    return std::nullopt;
+  }
+  taint.effect = *parsed;
+  return taint;
+}
+
+// Appends the GPUs of a list entry {model, memory, topology_group, count, uuid}.
+void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Diagnostics& diag) {
+  if (!node.IsMap()) {
+    diag.Add(node, "a GPU is a map {model, memory, topology_group, count, uuid}");
+    return;
+  }
+  if (!CheckKeys(node, {"model", "memory", "topology_group", "count", "uuid"}, "GPU", diag)) {
+    return;
+  }
+  std::size_t errors = diag.size();
+  auto model = ScalarField(node, "model", true, diag);
+  auto memory = ScalarField(node, "memory", false, diag);
+  auto group = ScalarField(node, "topology_group", false, diag);
+  auto count_text = ScalarField(node, "count", false, diag);
+  auto uuid = ScalarField(node, "uuid", false, diag);
+  if (diag.size() != errors || !model) return;
+  if (model->empty()) {
+    diag.Add(node["model"], "GPU model is empty");
+    return;
+  }
+  std::int64_t memory_bytes = 0;
+  if (memory) {
+    auto bytes = ParseGpuMemory(*memory);
+    if (!bytes) {
+      diag.Add(node["memory"], fmt::format("GPU memory '{}': {}", *memory, bytes.error().message));
+      return;
+    }
+    memory_bytes = *bytes;
+  } else if (auto known = DefaultGpuMemoryBytes(*model)) {
+    memory_bytes = *known;
+  } else {
+    diag.Add(node, fmt::format("GPU model '{}' has no default memory size; add 'memory'", *model));
+    return;
+  }
+  int count = 1;
+  if (count_text) {
+    try {
+      count = node["count"].as<int>();
+    } catch (const YAML::Exception&) {
+      count = -1;
+    }
+    if (count < 1 || count > kMaxGpusPerEntry) {
+      diag.Add(node["count"],
+               fmt::format("GPU count must be an integer from 1 to {}", kMaxGpusPerEntry));
+      return;
+    }
+  }
+  if (uuid && count != 1) {
+    diag.Add(node["uuid"], "uuid is allowed only with count 1");
+    return;
+  }
+  for (int i = 0; i < count; ++i) {
+    model::Gpu gpu;
+    gpu.index = static_cast<int>(gpus.size());
+    gpu.model = *model;
+    gpu.memory_bytes = memory_bytes;
+    gpu.topology_group = group.value_or("");
+    gpu.uuid = uuid.value_or("");
+    gpus.push_back(std::move(gpu));
+  }
+}
+
+std::optional<model::Node> ParseNode(const YAML::Node& node, Diagnostics& diag) {
+  if (!node.IsMap()) {
+    diag.Add(node, "a node is a map with name, cpu, memory, ...");
+    return std::nullopt;
+  }
+  std::size_t errors = diag.size();
+  CheckKeys(node, {"name", "address", "labels", "taints", "cpu", "memory", "gpus"}, "node", diag);
+  model::Node result;
+  if (auto name = ScalarField(node, "name", true, diag)) {
+    if (name->empty()) {
+      diag.Add(node["name"], "node name is empty");
+    } else {
+      result.name = NodeId(*name);
+    }
+  }
+  if (auto address = ScalarField(node, "address", false, diag)) result.address = *address;
+  if (auto cpu = ScalarField(node, "cpu", true, diag)) {
+    auto millis = ParseCpuMillis(*cpu);
+    if (!millis) {
+      diag.Add(node["cpu"], fmt::format("cpu '{}': {}", *cpu, millis.error().message));
+    } else {
+      result.cpu_millis = *millis;
+    }
+  }
+  if (auto memory = ScalarField(node, "memory", true, diag)) {
+    auto bytes = ParseBytes(*memory);
+    if (!bytes) {
+      diag.Add(node["memory"], fmt::format("memory '{}': {}", *memory, bytes.error().message));
+    } else {
+      result.memory_bytes = *bytes;
+    }
+  }
+  if (YAML::Node labels = node["labels"]; labels && !labels.IsNull()) {
+    if (!labels.IsMap()) {
+      diag.Add(labels, "labels must be a map of names to values");
+    } else {
+      for (const auto& item : labels) {
+        if (!item.first.IsScalar() || !(item.second.IsScalar() || item.second.IsNull())) {
+          diag.Add(item.first, "label names and values must be single values");
+          continue;
+        }
+        result.labels[item.first.Scalar()] = item.second.IsNull() ? "" : item.second.Scalar();
+      }
+    }
+  }
+  if (YAML::Node taints = node["taints"]; taints && !taints.IsNull()) {
+    if (!taints.IsSequence()) {
+      diag.Add(taints, "taints must be a list");
+    } else {
+      for (const auto& item : taints) {
+        if (auto taint = ParseTaint(item, diag)) result.taints.push_back(std::move(*taint));
+      }
+    }
+  }
+  if (YAML::Node gpus = node["gpus"]; gpus && !gpus.IsNull()) {
+    if (gpus.IsScalar()) {
+      auto declared = ParseGpuDeclaration(gpus.Scalar());
+      if (!declared) {
+        diag.Add(gpus, declared.error().message);
+      } else {
+        result.gpus = std::move(*declared);
+        for (model::Gpu& gpu : result.gpus) gpu.uuid.clear();
+      }
+    } else if (gpus.IsSequence()) {
+      for (const auto& item : gpus) ParseGpuListEntry(item, result.gpus, diag);
+    } else {
+      diag.Add(gpus, "gpus is a declaration such as \"8xH100-80GB\" or a list of GPUs");
+    }
+  }
+  for (model::Gpu& gpu : result.gpus) {
+    if (gpu.uuid.empty()) {
+      gpu.uuid = fmt::format("GPU-declared-{}-{}", result.name.value(), gpu.index);
+    }
+  }
+  if (diag.size() != errors) return std::nullopt;
+  return result;
+}
+
+}  // namespace
+
+Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name) {
+  Diagnostics diag(file_name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    diag.Add(e.mark, e.msg);
+    return diag.ToError();
+  } catch (const std::exception& e) {
+    diag.Add(YAML::Mark::null_mark(), e.what());
+    return diag.ToError();
+  }
+  std::vector<model::Node> nodes;
+  try {
+    if (!root.IsMap()) {
+      diag.Add(root, "a node file is a map with the key 'nodes'");
+      return diag.ToError();
+    }
+    CheckKeys(root, {"nodes"}, "top-level", diag);
+    const YAML::Node& const_root = root;
+    YAML::Node list = const_root["nodes"];
+    if (!list) {
+      diag.Add(root, "missing 'nodes'");
+    } else if (list.IsNull()) {
+      // An empty inventory is allowed.
+    } else if (!list.IsSequence()) {
+      diag.Add(list, "'nodes' must be a list");
+    } else {
+      std::set<std::string> names;
+      for (const auto& item : list) {
+        auto node = ParseNode(item, diag);
+        // Names of invalid nodes count too, so that one error does not hide another.
+        std::string name;
+        if (node) {
+          name = node->name.value();
+        } else if (item.IsMap() && item["name"] && item["name"].IsScalar()) {
+          name = item["name"].Scalar();
+        }
+        if (!name.empty() && !names.insert(name).second) {
+          diag.Add(KeyMark(item, "name"), fmt::format("duplicate node name '{}'", name));
+          continue;
+        }
+        if (node) nodes.push_back(std::move(*node));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    diag.Add(e.mark, e.msg);
+  }
+  if (!diag.empty()) return diag.ToError();
+  return nodes;
+}
+
+model::Node LocalNode(std::string name, std::vector<model::Gpu> gpus) {
+  model::Node node;
+  node.name = NodeId(std::move(name));
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  node.cpu_millis = cpus > 0 ? static_cast<std::int64_t>(cpus) * 1000 : 0;
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  node.memory_bytes = pages > 0 && page_size > 0 ? static_cast<std::int64_t>(pages) * page_size : 0;
+  node.gpus = std::move(gpus);
+  node.address = "127.0.0.1";
+  return node;
+}
+
+}  // namespace drover::agent

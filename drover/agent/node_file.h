@@ -1,0 +1,40 @@
+#pragma once
+
+// Node inventories: the YAML node file an operator writes for a cluster of agents (or for the
+// simulator), and the description of the machine Drover itself runs on.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/common/result.h"
+#include "drover/model/node.h"
+
+namespace drover::agent {
+
+// Parses a node file:
+//
+//   nodes:
+//     - name: gpu-a                 # required, unique
+//       address: 10.0.0.7           # optional, default 127.0.0.1
+//       labels: {zone: a, rack: "3"}
+//       taints: ["dedicated=infer:NoSchedule", {key: k, value: v, effect: NoExecute}]
+//       cpu: "64"                   # ParseCpuMillis
+//       memory: 512Gi               # ParseBytes
+//       gpus: 8xH100-80GB           # ParseGpuDeclaration, or a list:
+//       # gpus: [{model: H100, memory: 80GB, topology_group: nvl0, count: 4, uuid: GPU-...}]
+//
+// cpu and memory are required. In a GPU list, memory defaults as in ParseGpuDeclaration, count
+// defaults to 1 and uuid is allowed only with count 1. Declared GPUs get the uuid
+// "GPU-declared-<node>-<index>" unless one is given, so uuids are unique across a cluster.
+// Unknown keys are errors (they are usually typos).
+//
+// Errors: kInvalidArgument; `message` is the first diagnostic and `details` holds all of them,
+// each as "FILE:LINE:COL: message" (1-based) with `file_name` as FILE.
+Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name);
+
+// This machine as a node: CPUs online (sysconf) in millicores, physical memory, the given GPUs,
+// address 127.0.0.1, no labels or taints.
+model::Node LocalNode(std::string name, std::vector<model::Gpu> gpus);
+
+}  // namespace drover::agent

@@ -1,0 +1,151 @@
+#include "drover/agent/node_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace drover::agent {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+TEST(ParseNodeFile, ReadsNodesWithDeclaredGpus) {
+  constexpr const char* kText = R"(nodes:
+  - name: gpu-a
+    address: 10.0.0.7
+    labels: {zone: a, rack: "3"}
+    taints: ["dedicated=infer:NoSchedule", "flaky:PreferNoSchedule",
+             {key: maint, value: "yes", effect: NoExecute}]
+    cpu: "64"
+    memory: 512Gi
+    gpus: 8xH100-80GB
+  - name: cpu-b
+    cpu: 500m
+    memory: 8Gi
+)";
+  auto nodes = ParseNodeFile(kText, "cluster.yaml");
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  ASSERT_EQ(nodes->size(), 2u);
+  const model::Node& a = (*nodes)[0];
+  EXPECT_EQ(a.name, NodeId("gpu-a"));
+  EXPECT_EQ(a.address, "10.0.0.7");
+  EXPECT_EQ(a.labels.at("zone"), "a");
+  EXPECT_EQ(a.labels.at("rack"), "3");
+  EXPECT_THAT(a.taints,
+              ElementsAre(model::Taint{"dedicated", "infer", model::TaintEffect::kNoSchedule},
+                          model::Taint{"flaky", "", model::TaintEffect::kPreferNoSchedule},
+                          model::Taint{"maint", "yes", model::TaintEffect::kNoExecute}));
+  EXPECT_EQ(a.cpu_millis, 64000);
+  EXPECT_EQ(a.memory_bytes, 512 * kGi);
+  ASSERT_EQ(a.gpus.size(), 8u);
+  EXPECT_EQ(a.gpus[7].index, 7);
+  EXPECT_EQ(a.gpus[7].model, "H100");
+  EXPECT_EQ(a.gpus[7].memory_bytes, 80 * kGi);
+  EXPECT_EQ(a.gpus[7].topology_group, "g0");
+  EXPECT_EQ(a.gpus[7].uuid, "GPU-declared-gpu-a-7");
+
+  const model::Node& b = (*nodes)[1];
+  EXPECT_EQ(b.address, "127.0.0.1");
+  EXPECT_EQ(b.cpu_millis, 500);
+  EXPECT_TRUE(b.gpus.empty());
+  EXPECT_TRUE(b.taints.empty());
+}
+
+TEST(ParseNodeFile, ReadsGpuLists) {
+  constexpr const char* kText = R"(nodes:
+  - name: mixed
+    cpu: 32
+    memory: 256Gi
+    gpus:
+      - {model: H100, topology_group: nvl0, count: 2}
+      - {model: RTX4090, memory: 24GB, uuid: GPU-1234}
+)";
+  auto nodes = ParseNodeFile(kText, "n.yaml");
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  const auto& gpus = (*nodes)[0].gpus;
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_EQ(gpus[0].memory_bytes, 80 * kGi);
+  EXPECT_EQ(gpus[1].topology_group, "nvl0");
+  EXPECT_EQ(gpus[1].uuid, "GPU-declared-mixed-1");
+  EXPECT_EQ(gpus[2].index, 2);
+  EXPECT_EQ(gpus[2].model, "RTX4090");
+  EXPECT_EQ(gpus[2].memory_bytes, 24 * kGi);
+  EXPECT_EQ(gpus[2].uuid, "GPU-1234");
+  EXPECT_EQ(gpus[2].topology_group, "");
+}
+
+TEST(ParseNodeFile, EmptyInventoryIsAllowed) {
+  auto nodes = ParseNodeFile("nodes: []\n", "n.yaml");
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  EXPECT_TRUE(nodes->empty());
+}
+
+TEST(ParseNodeFile, ReportsEveryErrorWithFileLineAndColumn) {
+  constexpr const char* kText = R"(nodes:
+  - name: a
+    cpu: lots
+    memory: 8Gi
+    gpus: 2xV100-16XB
+  - name: b
+    cpu: 4
+    memory: 8Gi
+    taints: ["k=v:Sometimes"]
+    colour: blue
+  - cpu: 4
+    memory: 8Gi
+  - name: a
+    cpu: 1
+    memory: 1Gi
+)";
+  auto nodes = ParseNodeFile(kText, "cluster.yaml");
+  ASSERT_FALSE(nodes);
+  EXPECT_EQ(nodes.error().code, ErrorCode::kInvalidArgument);
+  const auto& d = nodes.error().details;
+  ASSERT_EQ(d.size(), 6u) << nodes.error().ToString();
+  EXPECT_THAT(d[0], HasSubstr("cluster.yaml:3:10: cpu 'lots'"));
+  EXPECT_THAT(d[1], HasSubstr("cluster.yaml:5:11: GPU entry 1 '2xV100-16XB' (column 1)"));
+  EXPECT_THAT(d[2], HasSubstr("cluster.yaml:10:5: unknown node key 'colour'"));
+  EXPECT_THAT(d[3], HasSubstr("cluster.yaml:9:14: unknown taint effect 'Sometimes'"));
+  EXPECT_THAT(d[4], HasSubstr("cluster.yaml:11:5: missing required field 'name'"));
+  EXPECT_THAT(d[5], HasSubstr("cluster.yaml:13:5: duplicate node name 'a'"));
+  EXPECT_EQ(nodes.error().message, d[0]);
+}
+
+TEST(ParseNodeFile, SyntaxErrorsHavePositions) {
+  auto nodes = ParseNodeFile("nodes:\n  - name: [a\n", "bad.yaml");
+  ASSERT_FALSE(nodes);
+  EXPECT_THAT(nodes.error().message, ::testing::StartsWith("bad.yaml:"));
+  EXPECT_THAT(nodes.error().message, ::testing::MatchesRegex("bad\\.yaml:[0-9]+:[0-9]+: .*"));
+}
+
+TEST(ParseNodeFile, RejectsWrongShapes) {
+  auto not_a_map = ParseNodeFile("- a\n- b\n", "f.yaml");
+  ASSERT_FALSE(not_a_map);
+  EXPECT_THAT(not_a_map.error().message, HasSubstr("f.yaml:1:1: a node file is a map"));
+
+  auto missing = ParseNodeFile("machines: []\n", "f.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_THAT(missing.error().message, HasSubstr("unknown top-level key 'machines'"));
+
+  auto gpu_list = ParseNodeFile(
+      "nodes:\n  - {name: x, cpu: 1, memory: 1Gi, gpus: [{model: Z9, count: 2}]}\n", "f.yaml");
+  ASSERT_FALSE(gpu_list);
+  EXPECT_THAT(gpu_list.error().message, HasSubstr("f.yaml:2:43: GPU model 'Z9' has no default"));
+}
+
+TEST(LocalNode, DescribesThisMachine) {
+  model::Gpu gpu;
+  gpu.model = "H100";
+  model::Node node = LocalNode("here", {gpu});
+  EXPECT_EQ(node.name, NodeId("here"));
+  EXPECT_GE(node.cpu_millis, 1000);
+  EXPECT_EQ(node.cpu_millis % 1000, 0);
+  EXPECT_GT(node.memory_bytes, 0);
+  EXPECT_EQ(node.address, "127.0.0.1");
+  ASSERT_EQ(node.gpus.size(), 1u);
+}
+
+}  // namespace
+}  // namespace drover::agent

@@ -1,0 +1,224 @@
+#include "drover/agent/worker_files.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "drover/codec/json.h"
+
+namespace drover::agent {
+namespace {
+
+using nlohmann::json;
+
+tl::unexpected<Error> ErrnoError(std::string_view what, const std::string& path, int error) {
+  return Internal(fmt::format("{} {}: {}", what, path, std::strerror(error)));
+}
+
+Status WriteAll(int fd, std::string_view content, const std::string& path) {
+  while (!content.empty()) {
+    ssize_t n = write(fd, content.data(), content.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot write", path, errno);
+    }
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return OkStatus();
+}
+
+std::string Join(const std::string& dir, const char* name) { return dir + "/" + name; }
+
+Result<json> ReadJsonFile(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text) return tl::unexpected(text.error());
+  auto parsed = codec::ParseJson(*text);
+  if (!parsed) return InvalidArgument(fmt::format("{}: {}", path, parsed.error().message));
+  if (!parsed->is_object()) return InvalidArgument(fmt::format("{}: not a JSON object", path));
+  return parsed;
+}
+
+// obj[key] as an integer, or kInvalidArgument.
+Result<std::int64_t> IntField(const json& obj, const char* key, const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) {
+    return InvalidArgument(fmt::format("{}: '{}' must be an integer", path, key));
+  }
+  return it->get<std::int64_t>();
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create", tmp, errno);
+  Status written = WriteAll(fd, content, tmp);
+  if (written && fsync(fd) != 0) written = ErrnoError("cannot fsync", tmp, errno);
+  close(fd);
+  if (written && rename(tmp.c_str(), path.c_str()) != 0) {
+    written = ErrnoError("cannot rename to", path, errno);
+  }
+  if (!written) {
+    unlink(tmp.c_str());
+    return written;
+  }
+  std::size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    fsync(dir_fd);  // Best effort: the rename is already visible to other processes.
+    close(dir_fd);
+  }
+  return OkStatus();
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(fmt::format("{} does not exist", path));
+    return ErrnoError("cannot open", path, errno);
+  }
+  std::string content;
+  char buffer[8192];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int error = errno;
+      close(fd);
+      return ErrnoError("cannot read", path, error);
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return content;
+}
+
+Status WriteSupervisorFile(const std::string& dir, const ProcessIdentity& identity) {
+  json j{{"pid", identity.pid}, {"start_time", identity.start_time}};
+  return WriteFileAtomically(Join(dir, kSupervisorFile), codec::DumpJson(j));
+}
+
+Result<ProcessIdentity> ReadSupervisorFile(const std::string& dir) {
+  std::string path = Join(dir, kSupervisorFile);
+  auto j = ReadJsonFile(path);
+  if (!j) return tl::unexpected(j.error());
+  auto pid = IntField(*j, "pid", path);
+  if (!pid) return tl::unexpected(pid.error());
+  auto start = IntField(*j, "start_time", path);
+  if (!start) return tl::unexpected(start.error());
+  return ProcessIdentity{static_cast<pid_t>(*pid), static_cast<std::uint64_t>(*start)};
+}
+
+Status WriteStartedFile(const std::string& dir, const StartedRecord& record) {
+  json j{{"pid", record.pid}, {"at", record.at}};
+  return WriteFileAtomically(Join(dir, kStartedFile), codec::DumpJson(j));
+}
+
+Result<StartedRecord> ReadStartedFile(const std::string& dir) {
+  std::string path = Join(dir, kStartedFile);
+  auto j = ReadJsonFile(path);
+  if (!j) return tl::unexpected(j.error());
+  auto pid = IntField(*j, "pid", path);
+  if (!pid) return tl::unexpected(pid.error());
+  auto at = IntField(*j, "at", path);
+  if (!at) return tl::unexpected(at.error());
+  return StartedRecord{static_cast<pid_t>(*pid), *at};
+}
+
+Status WriteExitFile(const std::string& dir, const ExitRecord& record) {
+  json j = codec::ToJson(record.exit);
+  j["at"] = record.at;
+  return WriteFileAtomically(Join(dir, kExitFile), codec::DumpJson(j));
+}
+
+Result<ExitRecord> ReadExitFile(const std::string& dir) {
+  std::string path = Join(dir, kExitFile);
+  auto j = ReadJsonFile(path);
+  if (!j) return tl::unexpected(j.error());
+  auto at = IntField(*j, "at", path);
+  if (!at) return tl::unexpected(at.error());
+  auto exit = codec::ExitStatusFromJson(*j, path);
+  if (!exit) return tl::unexpected(exit.error());
+  return ExitRecord{std::move(*exit), *at};
+}
+
+Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec) {
+  return WriteFileAtomically(Join(dir, kLaunchFile), codec::DumpJson(codec::ToJson(spec)));
+}
+
+Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {
+  std::string path = Join(dir, kLaunchFile);
+  auto j = ReadJsonFile(path);
+  if (!j) return tl::unexpected(j.error());
+  return codec::LaunchSpecFromJson(*j, path);
+}
+
+namespace {
+
+struct ProcStat {
+  char state = '?';
+  std::uint64_t start_time = 0;
+};
+
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  auto text = ReadWholeFile(fmt::format("/proc/{}/stat", pid));
+  if (!text) return std::nullopt;
+  // "pid (comm) state ppid ..."; comm may contain spaces and parentheses, so split after the
+  // last ')'. Field 3 (state) is then the first token, field 22 (starttime) the 20th.
+  std::size_t close_paren = text->rfind(')');
+  if (close_paren == std::string::npos) return std::nullopt;
+  std::vector<std::string_view> fields;
+  std::string_view rest(*text);
+  rest.remove_prefix(close_paren + 1);
+  std::size_t i = 0;
+  while (i < rest.size() && fields.size() < 20) {
+    while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\n')) ++i;
+    std::size_t start = i;
+    while (i < rest.size() && rest[i] != ' ' && rest[i] != '\n') ++i;
+    if (i > start) fields.push_back(rest.substr(start, i - start));
+  }
+  if (fields.size() < 20) return std::nullopt;
+  ProcStat stat;
+  stat.state = fields[0].empty() ? '?' : fields[0][0];
+  try {
+    stat.start_time = std::stoull(std::string(fields[19]));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return stat;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> ProcessStartTime(pid_t pid) {
+  auto stat = ReadProcStat(pid);
+  if (!stat) return std::nullopt;
+  return stat->start_time;
+}
+
+bool IsAlive(const ProcessIdentity& identity) {
+  auto stat = ReadProcStat(identity.pid);
+  if (!stat) return false;
+  if (stat->state == 'Z' || stat->state == 'X' || stat->state == 'x') return false;
+  return stat->start_time == identity.start_time;
+}
+
+TimeMs WallTimeMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace drover::agent

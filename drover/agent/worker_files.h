@@ -1,0 +1,82 @@
+#pragma once
+
+// The file protocol between LocalRuntime and `drover supervise` (one directory per worker).
+// Every file is written atomically (a temporary file, fsync, rename), so a reader sees either
+// nothing or the whole file, also after a crash:
+//
+//   launch.json      written by the runtime before the supervisor starts: the LaunchSpec
+//                    (codec::ToJson).
+//   supervisor.json  written by the supervisor first thing: {"pid", "start_time"}. start_time is
+//                    field 22 of /proc/PID/stat (clock ticks since boot), which tells a live
+//                    supervisor from an unrelated process that reused its pid.
+//   started.json     after the worker's exec succeeded: {"pid", "at"} (ms since the epoch).
+//   exit.json        last, after every process of the worker is gone: the ExitStatus
+//                    (codec::ToJson) plus "at".
+//   stdout.log, stderr.log   the worker's output; supervisor.log the supervisor's own.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+#include "drover/model/job.h"
+#include "drover/model/launch.h"
+
+namespace drover::agent {
+
+inline constexpr const char* kLaunchFile = "launch.json";
+inline constexpr const char* kSupervisorFile = "supervisor.json";
+inline constexpr const char* kStartedFile = "started.json";
+inline constexpr const char* kExitFile = "exit.json";
+inline constexpr const char* kStdoutFile = "stdout.log";
+inline constexpr const char* kStderrFile = "stderr.log";
+inline constexpr const char* kSupervisorLogFile = "supervisor.log";
+
+// A process named so that pid reuse is detected.
+struct ProcessIdentity {
+  pid_t pid = 0;
+  std::uint64_t start_time = 0;  // /proc/PID/stat field 22
+
+  friend bool operator==(const ProcessIdentity&, const ProcessIdentity&) = default;
+};
+
+struct StartedRecord {
+  pid_t pid = 0;
+  TimeMs at = 0;
+};
+
+struct ExitRecord {
+  model::ExitStatus exit;
+  TimeMs at = 0;
+};
+
+// Writes `content` to `path` through "path.tmp.<pid>" + fsync + rename + fsync of the directory.
+// kInternal with the errno text on failure.
+Status WriteFileAtomically(const std::string& path, std::string_view content);
+// The whole file; kNotFound if it does not exist, kInternal on other errors.
+Result<std::string> ReadWholeFile(const std::string& path);
+
+// Encoders and decoders of the files above. Decoders return kNotFound when the file does not
+// exist and kInvalidArgument when it is not what it should be.
+Status WriteSupervisorFile(const std::string& dir, const ProcessIdentity& identity);
+Result<ProcessIdentity> ReadSupervisorFile(const std::string& dir);
+Status WriteStartedFile(const std::string& dir, const StartedRecord& record);
+Result<StartedRecord> ReadStartedFile(const std::string& dir);
+Status WriteExitFile(const std::string& dir, const ExitRecord& record);
+Result<ExitRecord> ReadExitFile(const std::string& dir);
+Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec);
+Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir);
+
+// Field 22 of /proc/PID/stat; nullopt if the process does not exist.
+std::optional<std::uint64_t> ProcessStartTime(pid_t pid);
+// True while `identity` names a running (not zombie) process: same pid and start time.
+bool IsAlive(const ProcessIdentity& identity);
+
+// Current wall time in ms since the epoch (the supervisor has no injected clock).
+TimeMs WallTimeMs();
+
+}  // namespace drover::agent

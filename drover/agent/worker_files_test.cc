@@ -1,0 +1,83 @@
+#include "drover/agent/worker_files.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace drover::agent {
+namespace {
+
+class WorkerFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/drover_worker_files_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string dir_;
+};
+
+TEST_F(WorkerFilesTest, RecordsRoundTrip) {
+  ASSERT_TRUE(WriteSupervisorFile(dir_, ProcessIdentity{123, 456}));
+  EXPECT_EQ(ReadSupervisorFile(dir_), (ProcessIdentity{123, 456}));
+
+  ASSERT_TRUE(WriteStartedFile(dir_, StartedRecord{77, 1'700'000'000'123}));
+  auto started = ReadStartedFile(dir_);
+  ASSERT_TRUE(started);
+  EXPECT_EQ(started->pid, 77);
+  EXPECT_EQ(started->at, 1'700'000'000'123);
+
+  model::ExitStatus exit;
+  exit.exit_code = 143;
+  exit.signal = 15;
+  exit.cancelled = true;
+  exit.message = "cancelled";
+  ASSERT_TRUE(WriteExitFile(dir_, ExitRecord{exit, 42}));
+  auto read = ReadExitFile(dir_);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->exit, exit);
+  EXPECT_EQ(read->at, 42);
+
+  model::LaunchSpec spec;
+  spec.key = model::WorkerKey{JobId(5), 2, 1};
+  spec.argv = {"python", "train.py"};
+  spec.env = {{"A", "b"}};
+  spec.gpus = {3};
+  spec.timeout_ms = 1000;
+  ASSERT_TRUE(WriteLaunchFile(dir_, spec));
+  EXPECT_EQ(ReadLaunchFile(dir_), spec);
+
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 4);
+}
+
+TEST_F(WorkerFilesTest, MissingFileIsNotFoundAndGarbageIsInvalid) {
+  EXPECT_EQ(ReadExitFile(dir_).error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + kSupervisorFile, "{\"pid\": \"x\"}"));
+  EXPECT_EQ(ReadSupervisorFile(dir_).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + kExitFile, "not json"));
+  EXPECT_EQ(ReadExitFile(dir_).error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(ProcessIdentity, TellsALiveProcessFromAReusedPid) {
+  auto start = ProcessStartTime(getpid());
+  ASSERT_TRUE(start);
+  EXPECT_TRUE(IsAlive(ProcessIdentity{getpid(), *start}));
+  EXPECT_FALSE(IsAlive(ProcessIdentity{getpid(), *start + 1}));
+  EXPECT_FALSE(IsAlive(ProcessIdentity{0, 0}));
+  EXPECT_FALSE(ProcessStartTime(-1));
+}
+
+}  // namespace
+}  // namespace drover::agent

@@ -1,0 +1,40 @@
+#pragma once
+
+// The JSON the HTTP API speaks (docs/api.md): errors, job views with derived timelines and
+// durations, node views. Pure functions: the server and the CLI's `-o json` share them.
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+#include "drover/model/job.h"
+#include "drover/model/node.h"
+
+namespace drover::api {
+
+// invalid_argument -> 400, not_found -> 404, already_exists -> 409, failed_precondition -> 409,
+// aborted -> 409, resource_exhausted -> 429, unavailable -> 503, deadline_exceeded -> 504,
+// internal -> 500.
+int HttpStatusFor(ErrorCode code);
+
+// {"code": "invalid_argument", "message": "...", "details": ["...", ...]}
+nlohmann::json ErrorBody(const Error& error);
+
+// One row of `drover ls`: id, name, owner, team, queue, priority, state, attempt (the current number), workers,
+// gpus, created_at, finished_at, message, and metrics (queue_wait_ms, startup_ms, run_time_ms,
+// total_ms, gpu_hours), with `now` bounding unfinished phases.
+nlohmann::json JobSummary(const model::Job& job, TimeMs now);
+
+// `drover get`: the summary plus the spec, dependencies, the current attempt's timeline
+// (created, ready, dequeued, admitted, placed, workers_started, running, finished), every
+// attempt with its workers and placement, and the stored transitions.
+nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions,
+                         TimeMs now);
+
+// A node with its capacity and what is free now.
+nlohmann::json NodeView(const model::Node& node, const model::Resources& free,
+                        const std::vector<int>& free_gpus);
+
+}  // namespace drover::api

@@ -1,0 +1,219 @@
+#include "drover/cli/commands.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "drover/cli/table.h"
+#include "drover/cli/text.h"
+#include "drover/common/quantity.h"
+#include "drover/server/api_client.h"
+#include "drover/spec/parse.h"
+
+namespace drover::cli {
+
+using nlohmann::json;
+
+namespace {
+
+int Fail(const Error& error) {
+  std::cerr << "drover: " << error.message << "\n";
+  for (const std::string& detail : error.details) std::cerr << detail << "\n";
+  return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
+}
+
+void PrintJson(const json& value) { std::cout << value.dump(2) << "\n"; }
+
+std::string Ms(const json& value) {
+  return value.is_number() && value.get<std::int64_t>() > 0
+             ? FormatDuration(value.get<std::int64_t>())
+             : "-";
+}
+
+}  // namespace
+
+int ValidateCommand(const std::string& file) {
+  auto text = ReadSpecFile(file);
+  if (!text) return Fail(text.error());
+  spec::ParseOutput parsed = spec::ParseJobsWithDiagnostics(*text, SpecOptionsFor(file));
+  for (const spec::Diagnostic& diagnostic : parsed.diagnostics) {
+    std::cerr << diagnostic.ToString() << "\n";
+  }
+  if (!parsed.diagnostics.empty()) {
+    std::cerr << fmt::format("{}: {} error{}\n", file, parsed.diagnostics.size(),
+                             parsed.diagnostics.size() == 1 ? "" : "s");
+    return 2;
+  }
+  std::string names;
+  for (const auto& job : parsed.jobs) names += (names.empty() ? "" : ", ") + job.name;
+  std::cout << fmt::format("{}: {} job{} valid ({})\n", file, parsed.jobs.size(),
+                           parsed.jobs.size() == 1 ? "" : "s", names);
+  return 0;
+}
+
+int SubmitCommand(const ClientFlags& flags, const std::string& file,
+                  const std::string& idempotency_key) {
+  auto text = ReadSpecFile(file);
+  if (!text) return Fail(text.error());
+  spec::ParseOptions options = SpecOptionsFor(file);
+  std::map<std::string, std::string> headers = {{"X-Drover-File", options.file_name},
+                                                {"X-Drover-Base-Dir", options.base_dir},
+                                                {"X-Drover-User", CurrentUser()}};
+  if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
+  server::ApiClient client(flags.server);
+  auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
+  if (!response) return Fail(response.error());
+  if (flags.output == "json") {
+    PrintJson(response->json);
+    return 0;
+  }
+  for (const json& job : response->json["jobs"]) {
+    std::cout << fmt::format("{} job {} ({})\n",
+                             response->json["existing"].get<bool>() ? "already submitted:"
+                                                                    : "submitted",
+                             job["id"].get<std::int64_t>(), job["name"].get<std::string>());
+  }
+  return 0;
+}
+
+int ListCommand(const ClientFlags& flags, const ListFlags& list) {
+  std::string query = "/v1/jobs?";
+  auto add = [&](const char* key, const std::string& value) {
+    if (!value.empty()) query += fmt::format("{}={}&", key, server::UrlEncode(value));
+  };
+  add("state", list.state);
+  add("owner", list.owner);
+  add("team", list.team);
+  add("queue", list.queue);
+  add("name", list.name);
+  if (list.active) add("active", "1");
+  if (list.limit > 0) add("limit", std::to_string(list.limit));
+  server::ApiClient client(flags.server);
+  auto response = client.Get(query);
+  if (!response) return Fail(response.error());
+  if (flags.output == "json") {
+    PrintJson(response->json);
+    return 0;
+  }
+  Table table({"ID", "NAME", "OWNER", "QUEUE", "STATE", "ATTEMPT", "GPUS", "WAIT", "RUN",
+               "MESSAGE"});
+  for (const json& job : response->json["jobs"]) {
+    const json& m = job["metrics"];
+    table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
+                  job["queue"], job["state"], std::to_string(job["attempt"].get<int>()),
+                  std::to_string(job["gpus"].get<int>()), Ms(m["queue_wait_ms"]),
+                  Ms(m["run_time_ms"]), Truncate(job["message"].get<std::string>(), 70)});
+  }
+  std::cout << table.Render();
+  return 0;
+}
+
+int GetCommand(const ClientFlags& flags, const std::string& id) {
+  server::ApiClient client(flags.server);
+  auto response = client.Get("/v1/jobs/" + server::UrlEncode(id));
+  if (!response) return Fail(response.error());
+  const json& job = response->json;
+  if (flags.output == "json") {
+    PrintJson(job);
+    return 0;
+  }
+  std::cout << DescribeJob(job);
+  return 0;
+}
+
+int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {
+  server::ApiClient client(flags.server);
+  std::int64_t offset = 0;
+  while (true) {
+    std::string query = fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}",
+                                    server::UrlEncode(id), logs.attempt, logs.rank,
+                                    logs.stderr_stream ? "stderr" : "stdout", offset);
+    if (logs.follow) query += "&wait_ms=10000";
+    auto response = client.Get(query);
+    if (!response) return Fail(response.error());
+    std::cout << response->body << std::flush;
+    offset = std::stoll(response->headers["X-Drover-Next-Offset"]);
+    if (!logs.follow || response->headers["X-Drover-Finished"] == "1") break;
+  }
+  return 0;
+}
+
+int CancelCommand(const ClientFlags& flags, const std::string& id) {
+  server::ApiClient client(flags.server);
+  auto response = client.Post("/v1/jobs/" + server::UrlEncode(id) + "/cancel", "",
+                              "application/json", {{"X-Drover-User", CurrentUser()}});
+  if (!response) return Fail(response.error());
+  if (flags.output == "json") {
+    PrintJson(response->json);
+    return 0;
+  }
+  const json& job = response->json;
+  std::string state = job["state"];
+  std::cout << fmt::format("job {} ({}) {}\n", job["id"].get<std::int64_t>(),
+                           job["name"].get<std::string>(),
+                           state == "cancelled" ? "cancelled" : "is being cancelled");
+  return 0;
+}
+
+int ExplainCommand(const ClientFlags& flags, const std::string& id) {
+  server::ApiClient client(flags.server);
+  auto response = client.Get("/v1/jobs/" + server::UrlEncode(id) + "/explain");
+  if (!response) return Fail(response.error());
+  if (flags.output == "json") {
+    PrintJson(response->json);
+    return 0;
+  }
+  const json& body = response->json;
+  std::cout << fmt::format("job {} is {} ({}): {}\n", body["id"].get<std::int64_t>(),
+                           body["state"].get<std::string>(), body["layer"].get<std::string>(),
+                           body["message"].get<std::string>());
+  return 0;
+}
+
+int NodesCommand(const ClientFlags& flags) {
+  server::ApiClient client(flags.server);
+  auto response = client.Get("/v1/nodes");
+  if (!response) return Fail(response.error());
+  if (flags.output == "json") {
+    PrintJson(response->json);
+    return 0;
+  }
+  Table table({"NAME", "GPUS(FREE/ALL)", "MODELS", "CPU(FREE/ALL)", "MEMORY(FREE/ALL)",
+               "LABELS", "TAINTS", "AGENT"});
+  for (const json& node : response->json["nodes"]) {
+    std::map<std::string, int> models;
+    for (const json& gpu : node["gpus"]) models[gpu["model"].get<std::string>()]++;
+    std::string model_text;
+    for (const auto& [model, count] : models) {
+      model_text += fmt::format("{}{}x{}", model_text.empty() ? "" : ",", count, model);
+    }
+    std::string labels;
+    for (const auto& [key, value] : node["labels"].items()) {
+      labels += fmt::format("{}{}={}", labels.empty() ? "" : ",", key, value.get<std::string>());
+    }
+    std::string taints;
+    for (const json& taint : node["taints"]) {
+      taints += (taints.empty() ? "" : ",") + TaintText(taint);
+    }
+    const json& free = node["free"];
+    table.AddRow(
+        {node["name"], fmt::format("{}/{}", free["gpus"].get<int>(), node["gpus"].size()),
+         model_text.empty() ? "-" : model_text,
+         fmt::format("{}/{}", FormatCpuMillis(free["cpu_millis"].get<std::int64_t>()),
+                     FormatCpuMillis(node["cpu_millis"].get<std::int64_t>())),
+         fmt::format("{}/{}", FormatBytes(free["memory_bytes"].get<std::int64_t>()),
+                     FormatBytes(node["memory_bytes"].get<std::int64_t>())),
+         labels.empty() ? "-" : labels, taints.empty() ? "-" : taints,
+         node["remote"].get<bool>() ? "remote" : "embedded"});
+  }
+  std::cout << table.Render();
+  return 0;
+}
+
+}  // namespace drover::cli

@@ -1,0 +1,263 @@
+#include "drover/cli/daemons.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "drover/cli/table.h"
+#include "drover/cli/text.h"
+#include "drover/common/quantity.h"
+#include "drover/model/metrics.h"
+#include "drover/server/http_server.h"
+
+namespace drover::cli {
+namespace {
+
+std::atomic<int> g_signal{0};
+
+// SIGINT and SIGTERM set g_signal; the loops below poll it.
+void InstallSignalHandlers() {
+  struct sigaction action {};
+  action.sa_handler = [](int signal) { g_signal = signal; };
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int Fail(const Error& error) {
+  std::cerr << "drover: " << error.message << "\n";
+  for (const std::string& detail : error.details) std::cerr << detail << "\n";
+  return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
+}
+
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return InvalidArgument("--listen: expected HOST:PORT, e.g. 127.0.0.1:8420");
+  }
+  try {
+    int port = std::stoi(listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    return std::make_pair(listen.substr(0, colon), port);
+  } catch (const std::exception&) {
+    return InvalidArgument("--listen: the port must be a number from 0 to 65535");
+  }
+}
+
+// Opens the store and the control plane over `data_dir` with the local nodes of `nodes`.
+Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(
+    const std::string& data_dir, const server::LocalNodeFlags& nodes,
+    const std::string& fallback_gpus, const Clock& clock) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
+  std::string notice;
+  auto described = server::DescribeLocalNodes(nodes, fallback_gpus, &notice);
+  if (!described) return tl::unexpected(described.error());
+  if (!notice.empty()) std::cerr << notice << "\n";
+  auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
+  if (!store) return tl::unexpected(store.error());
+  auto plane = std::make_unique<server::ControlPlane>(*std::move(store), clock);
+  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*plane, *described, data_dir,
+                                               server::SelfExecutable(), clock));
+  return plane;
+}
+
+}  // namespace
+
+int ServerCommand(const ServerFlags& flags) {
+  InstallSignalHandlers();
+  auto address = SplitHostPort(flags.listen);
+  if (!address) return Fail(address.error());
+  SystemClock clock;
+  auto plane = OpenControlPlane(flags.data_dir, flags.nodes, "0", clock);
+  if (!plane) return Fail(plane.error());
+  Status started = (*plane)->Start();
+  if (!started) return Fail(started.error());
+  auto http = server::HttpServer::Start(**plane, address->first, address->second);
+  if (!http) return Fail(http.error());
+  std::string url = fmt::format("http://{}:{}", address->first, (*http)->port());
+  std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
+            << std::endl;
+  if (!flags.ready_file.empty()) {
+    std::ofstream(flags.ready_file + ".tmp") << url << "\n";
+    std::filesystem::rename(flags.ready_file + ".tmp", flags.ready_file);
+  }
+  while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::cout << "drover server stopping; running workers keep running under their supervisors"
+            << std::endl;
+  (*http)->Stop();
+  (*plane)->Stop();
+  return 0;
+}
+
+int AgentCommand(const AgentFlags& flags) {
+  InstallSignalHandlers();
+  if (flags.server.empty()) {
+    return Fail(Error{ErrorCode::kInvalidArgument, "--server: the server's URL is required", {}});
+  }
+  std::string notice;
+  auto nodes = server::DescribeLocalNodes(flags.nodes, "0", &notice);
+  if (!nodes) return Fail(nodes.error());
+  if (!notice.empty()) std::cerr << notice << "\n";
+  if (nodes->size() != 1) {
+    return Fail(Error{ErrorCode::kInvalidArgument,
+                      "an agent serves exactly one node; its node file lists " +
+                          std::to_string(nodes->size()),
+                      {}});
+  }
+  server::AgentOptions options;
+  options.server_url = flags.server;
+  options.node = nodes->front();
+  options.runs_dir = (std::filesystem::path(flags.data_dir) / "runs").string();
+  options.supervisor_path = server::SelfExecutable();
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop = true;
+  });
+  SystemClock clock;
+  std::cout << fmt::format("drover agent for node {} ({} GPUs) serving {}",
+                           options.node.name.value(), options.node.gpus.size(), flags.server)
+            << std::endl;
+  Status ran = server::RunAgent(options, clock, stop);
+  g_signal = SIGTERM;
+  watcher.join();
+  if (!ran) return Fail(ran.error());
+  return 0;
+}
+
+namespace {
+
+std::string Shorten(DurationMs ms) { return ms > 0 ? FormatDuration(ms) : "-"; }
+
+// Prints one line per job state change of `ids`; returns true when every job has finished.
+bool PrintProgress(const server::ControlPlane& plane, const std::vector<JobId>& ids, TimeMs start,
+                   std::map<JobId, model::JobState>& seen) {
+  bool all_done = true;
+  for (JobId id : ids) {
+    auto job = plane.GetJob(id);
+    if (!job) continue;
+    all_done = all_done && model::IsTerminal(job->state);
+    auto it = seen.find(id);
+    if (it != seen.end() && it->second == job->state) continue;
+    seen[id] = job->state;
+    std::string detail;
+    if (const model::Attempt* attempt = job->current_attempt()) {
+      if (job->state == model::JobState::kStarting || job->state == model::JobState::kRunning) {
+        for (const model::Worker& worker : attempt->workers) {
+          std::string gpus;
+          for (int gpu : worker.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu);
+          detail += fmt::format("{}{}{}", detail.empty() ? "on " : "; ", worker.node.value(),
+                                gpus.empty() ? "" : " GPU " + gpus);
+        }
+      }
+      if (attempt->number > 1) detail = fmt::format("attempt {} {}", attempt->number, detail);
+    }
+    if (detail.empty()) detail = job->status_message;
+    std::cout << fmt::format("[{:>7}] {:<14} {:<10} {}", FormatDuration(plane.Now() - start),
+                             fmt::format("{} ({})", job->spec.name, id.value()),
+                             model::JobStateName(job->state), detail)
+              << std::endl;
+  }
+  return all_done;
+}
+
+}  // namespace
+
+int RunCommand(const RunFlags& flags) {
+  InstallSignalHandlers();
+  auto text = ReadSpecFile(flags.file);
+  if (!text) return Fail(text.error());
+  spec::ParseOptions options = SpecOptionsFor(flags.file);
+  spec::ParseOutput parsed = spec::ParseJobsWithDiagnostics(*text, options);
+  if (!parsed.diagnostics.empty()) {
+    for (const auto& diagnostic : parsed.diagnostics) std::cerr << diagnostic.ToString() << "\n";
+    return 2;
+  }
+  std::string data_dir = flags.data_dir;
+  if (data_dir.empty()) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "drover-run-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) {
+      return Fail(Error{ErrorCode::kUnavailable, "cannot create a temporary directory", {}});
+    }
+    data_dir = pattern;
+  }
+  SystemClock clock;
+  spdlog::set_level(spdlog::level::warn);
+  auto plane = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", clock);
+  if (!plane) return Fail(plane.error());
+  Status started = (*plane)->Start();
+  if (!started) return Fail(started.error());
+  auto http = server::HttpServer::Start(**plane, "127.0.0.1", 0);
+  if (!http) return Fail(http.error());
+  for (const server::NodeStatus& node : (*plane)->Nodes()) {
+    std::string models;
+    for (const model::Gpu& gpu : node.node.gpus) {
+      models += (models.empty() ? "" : ",") + std::to_string(gpu.index) + ":" + gpu.model;
+    }
+    std::cout << fmt::format("node {}: {} CPU, {} memory, {} GPU(s) {}",
+                             node.node.name.value(), FormatCpuMillis(node.node.cpu_millis),
+                             FormatBytes(node.node.memory_bytes), node.node.gpus.size(), models)
+              << std::endl;
+  }
+  std::cout << fmt::format("control plane: {} (SQLite in {}), API at http://127.0.0.1:{}",
+                           flags.file, data_dir, (*http)->port())
+            << std::endl;
+
+  const TimeMs start = clock.Now();
+  auto submitted = (*plane)->Submit(*text, options, "", CurrentUser());
+  if (!submitted) return Fail(submitted.error());
+  std::map<JobId, model::JobState> seen;
+  bool cancelling = false;
+  std::uint64_t version = 0;
+  while (!PrintProgress(**plane, submitted->ids, start, seen)) {
+    if (g_signal != 0 && !cancelling) {
+      cancelling = true;
+      std::cout << "interrupted: cancelling every job" << std::endl;
+      for (JobId id : submitted->ids) (void)(*plane)->Cancel(id, "interrupted by the user");
+    }
+    version = (*plane)->WaitForChange(version, 200);
+  }
+
+  Table table({"JOB", "NAME", "STATE", "ATTEMPTS", "QUEUE WAIT", "START-UP", "RUN TIME",
+               "GPU-HOURS"});
+  bool all_succeeded = true;
+  TimeMs now = clock.Now();
+  for (JobId id : submitted->ids) {
+    auto job = (*plane)->GetJob(id);
+    if (!job) continue;
+    model::JobMetrics m = model::ComputeMetrics(*job, now);
+    all_succeeded = all_succeeded && job->state == model::JobState::kSucceeded;
+    table.AddRow({std::to_string(id.value()), job->spec.name,
+                  std::string(model::JobStateName(job->state)), std::to_string(m.attempts),
+                  Shorten(m.queue_wait), Shorten(m.startup), Shorten(m.run_time),
+                  fmt::format("{:.4f}", m.gpu_hours())});
+  }
+  std::cout << "\n" << table.Render();
+  for (JobId id : submitted->ids) {
+    auto job = (*plane)->GetJob(id);
+    if (job && job->state != model::JobState::kSucceeded && !job->status_message.empty()) {
+      std::cout << fmt::format("{} ({}): {}\n", job->spec.name, id.value(), job->status_message);
+    }
+  }
+  std::cout << fmt::format("logs and state: {} (drover get/logs work against the API while it "
+                           "runs)\n",
+                           data_dir);
+  (*http)->Stop();
+  (*plane)->Stop();
+  return all_succeeded ? 0 : 1;
+}
+
+}  // namespace drover::cli

@@ -1,0 +1,138 @@
+#include "drover/cli/text.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "drover/cli/table.h"
+#include "drover/common/quantity.h"
+
+namespace drover::cli {
+
+using nlohmann::json;
+
+Result<std::string> ReadSpecFile(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+spec::ParseOptions SpecOptionsFor(const std::string& path) {
+  spec::ParseOptions options;
+  options.file_name = path == "-" ? "<stdin>" : path;
+  std::error_code ec;
+  std::filesystem::path base = path == "-" ? std::filesystem::current_path(ec)
+                                           : std::filesystem::absolute(path, ec).parent_path();
+  options.base_dir = base.lexically_normal().string();
+  return options;
+}
+
+std::string CurrentUser() {
+  if (const char* user = std::getenv("USER"); user && *user) return user;
+  if (const passwd* entry = getpwuid(getuid())) return entry->pw_name;
+  return fmt::format("uid{}", getuid());
+}
+
+std::string Truncate(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  return text.substr(0, width - 3) + "...";
+}
+
+std::string TaintText(const json& taint) {
+  std::string value = taint.value("value", "");
+  return fmt::format("{}{}:{}", taint.value("key", ""), value.empty() ? "" : "=" + value,
+                     taint.value("effect", ""));
+}
+
+namespace {
+
+std::string Offset(const json& value, std::int64_t origin) {
+  if (!value.is_number() || value.get<std::int64_t>() == 0) return "-";
+  return "+" + FormatDuration(value.get<std::int64_t>() - origin);
+}
+
+std::string Gpus(const json& gpus) {
+  std::string out;
+  for (const json& gpu : gpus) out += (out.empty() ? "" : ",") + std::to_string(gpu.get<int>());
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+std::string DescribeJob(const json& job) {
+  std::string out;
+  const std::int64_t created = job["created_at"].get<std::int64_t>();
+  const json& m = job["metrics"];
+  out += fmt::format("Job {} ({})\n", job["id"].get<std::int64_t>(), job["name"].get<std::string>());
+  out += fmt::format("  state:     {}\n", job["state"].get<std::string>());
+  if (!job["message"].get<std::string>().empty()) {
+    out += fmt::format("  message:   {}\n", job["message"].get<std::string>());
+  }
+  out += fmt::format("  owner:     {}   team: {}   queue: {}   priority: {}\n",
+                     job["owner"].get<std::string>(), job["team"].get<std::string>(),
+                     job["queue"].get<std::string>(), job["priority"].get<std::string>());
+  out += fmt::format("  shape:     {} worker(s) x {} GPU(s)\n", job["workers"].get<int>(),
+                     job["spec"]["requirements"]["per_worker"]["gpus"].get<int>());
+  out += fmt::format("  durations: queue wait {}, start-up {}, run {}, total {}; {:.4f} GPU-hours\n",
+                     FormatDuration(m["queue_wait_ms"].get<std::int64_t>()),
+                     FormatDuration(m["startup_ms"].get<std::int64_t>()),
+                     FormatDuration(m["run_time_ms"].get<std::int64_t>()),
+                     FormatDuration(m["total_ms"].get<std::int64_t>()),
+                     m["gpu_hours"].get<double>());
+  out += "  timeline (current attempt, from creation):\n";
+  for (const char* phase : {"ready", "dequeued", "admitted", "placed", "workers_started",
+                            "running", "finished"}) {
+    if (job["timeline"].contains(phase)) {
+      out += fmt::format("    {:<16} {}\n", phase, Offset(job["timeline"][phase], created));
+    }
+  }
+  for (const json& attempt : job["attempts"]) {
+    std::string outcome = attempt.contains("outcome") && attempt["outcome"].is_string()
+                              ? attempt["outcome"].get<std::string>()
+                              : "in progress";
+    out += fmt::format("  attempt {}: {}{}\n", attempt["number"].get<int>(), outcome,
+                       attempt.value("outcome_reason", "").empty()
+                           ? ""
+                           : " - " + attempt["outcome_reason"].get<std::string>());
+    Table workers({"    RANK", "NODE", "GPUS", "STATE", "STARTED", "FINISHED", "EXIT"});
+    for (const json& worker : attempt["workers"]) {
+      std::string exit = "-";
+      if (worker.contains("exit") && worker["exit"].is_object()) {
+        const json& e = worker["exit"];
+        exit = e["cancelled"].get<bool>()   ? "cancelled"
+               : e["timed_out"].get<bool>() ? "timed out"
+               : e["signal"].get<int>() != 0
+                   ? fmt::format("signal {}", e["signal"].get<int>())
+                   : fmt::format("{}", e["exit_code"].get<int>());
+        if (!e.value("message", "").empty()) exit += " (" + e["message"].get<std::string>() + ")";
+      }
+      workers.AddRow({"    " + std::to_string(worker["rank"].get<int>()), worker["node"],
+                      Gpus(worker["gpus"]), worker["state"], Offset(worker["started_at"], created),
+                      Offset(worker["finished_at"], created), exit});
+    }
+    out += workers.Render();
+  }
+  out += "  transitions:\n";
+  for (const json& t : job["transitions"]) {
+    out += fmt::format("    {:>8}  {} -> {}  ({})\n", Offset(t["at"], created),
+                       t["from_state"].get<std::string>(), t["to_state"].get<std::string>(),
+                       t["cause"].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace drover::cli

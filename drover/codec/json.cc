@@ -1,0 +1,697 @@
+#include "drover/codec/json.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace drover::codec {
+namespace {
+
+using nlohmann::json;
+// The public encoders, visible beside the private ones below (which would otherwise hide them).
+using ::drover::codec::ToJson;
+
+// ---------------------------------------------------------------------------------------------
+// Decoding. Every Decode overload reads `j` (known to be present and not null) into `*out`, or
+// returns kInvalidArgument naming `path`. Overloads are declared up front so that the templates
+// below find them whatever the element type.
+
+tl::unexpected<Error> Expected(const std::string& path, std::string_view what) {
+  return InvalidArgument(fmt::format("{}: expected {}", path, what));
+}
+
+Status Decode(const json& j, const std::string& path, std::string* out);
+Status Decode(const json& j, const std::string& path, bool* out);
+Status Decode(const json& j, const std::string& path, std::int64_t* out);
+Status Decode(const json& j, const std::string& path, int* out);
+Status Decode(const json& j, const std::string& path, JobId* out);
+Status Decode(const json& j, const std::string& path, NodeId* out);
+Status Decode(const json& j, const std::string& path, std::vector<std::string>* out);
+Status Decode(const json& j, const std::string& path, std::vector<int>* out);
+Status Decode(const json& j, const std::string& path, std::vector<JobId>* out);
+Status Decode(const json& j, const std::string& path, std::map<std::string, std::string>* out);
+Status Decode(const json& j, const std::string& path, model::JobState* out);
+Status Decode(const json& j, const std::string& path, model::WorkerState* out);
+Status Decode(const json& j, const std::string& path, model::TaintEffect* out);
+Status Decode(const json& j, const std::string& path, model::Toleration::Operator* out);
+Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out);
+Status Decode(const json& j, const std::string& path, model::Resources* out);
+Status Decode(const json& j, const std::string& path, model::Taint* out);
+Status Decode(const json& j, const std::string& path, model::Toleration* out);
+Status Decode(const json& j, const std::string& path, model::Requirements* out);
+Status Decode(const json& j, const std::string& path, model::Preferences* out);
+Status Decode(const json& j, const std::string& path, model::RetryPolicy* out);
+Status Decode(const json& j, const std::string& path, model::JobSpec* out);
+Status Decode(const json& j, const std::string& path, model::ExitStatus* out);
+Status Decode(const json& j, const std::string& path, model::Worker* out);
+Status Decode(const json& j, const std::string& path, model::Attempt* out);
+Status Decode(const json& j, const std::string& path, model::Job* out);
+Status Decode(const json& j, const std::string& path, model::Transition* out);
+Status Decode(const json& j, const std::string& path, model::Gpu* out);
+Status Decode(const json& j, const std::string& path, model::Node* out);
+Status Decode(const json& j, const std::string& path, model::LaunchSpec* out);
+Status Decode(const json& j, const std::string& path, model::WorkerEvent* out);
+
+// Arrays of objects: element errors name the element ("job.attempts[2].number").
+template <typename T>
+Status Decode(const json& j, const std::string& path, std::vector<T>* out) {
+  if (!j.is_array()) return Expected(path, "an array");
+  out->clear();
+  out->reserve(j.size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    T element{};
+    DROVER_RETURN_IF_ERROR(Decode(j[i], fmt::format("{}[{}]", path, i), &element));
+    out->push_back(std::move(element));
+  }
+  return OkStatus();
+}
+
+template <typename T>
+Status Decode(const json& j, const std::string& path, std::optional<T>* out) {
+  T value{};
+  DROVER_RETURN_IF_ERROR(Decode(j, path, &value));
+  *out = std::move(value);
+  return OkStatus();
+}
+
+// Reads obj[key] into *out when present and not null; otherwise leaves *out unchanged.
+template <typename T>
+Status Field(const json& obj, const std::string& path, const char* key, T* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return OkStatus();
+  return Decode(*it, path + "." + key, out);
+}
+
+Status RequireObject(const json& j, const std::string& path) {
+  if (!j.is_object()) return Expected(path, "an object");
+  return OkStatus();
+}
+
+// Reads an integral JSON number that fits int64; floats (even 1.0) are rejected.
+std::optional<std::int64_t> AsInt64(const json& j) {
+  if (!j.is_number_integer()) return std::nullopt;
+  if (j.is_number_unsigned()) {
+    const auto value = j.get<std::uint64_t>();
+    if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(value);
+  }
+  return j.get<std::int64_t>();
+}
+
+std::optional<int> AsInt(const json& j) {
+  const auto value = AsInt64(j);
+  if (!value || *value < std::numeric_limits<int>::min() ||
+      *value > std::numeric_limits<int>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<int>(*value);
+}
+
+Status Decode(const json& j, const std::string& path, std::string* out) {
+  if (!j.is_string()) return Expected(path, "a string");
+  *out = j.get_ref<const std::string&>();
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, bool* out) {
+  if (!j.is_boolean()) return Expected(path, "a boolean");
+  *out = j.get<bool>();
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, std::int64_t* out) {
+  const auto value = AsInt64(j);
+  if (!value) return Expected(path, "a 64-bit integer");
+  *out = *value;
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, int* out) {
+  const auto value = AsInt(j);
+  if (!value) return Expected(path, "a 32-bit integer");
+  *out = *value;
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, JobId* out) {
+  const auto value = AsInt64(j);
+  if (!value) return Expected(path, "an integer job id");
+  *out = JobId(*value);
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, NodeId* out) {
+  if (!j.is_string()) return Expected(path, "a string node name");
+  *out = NodeId(j.get<std::string>());
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, std::vector<std::string>* out) {
+  if (!j.is_array()) return Expected(path, "an array of strings");
+  out->clear();
+  out->reserve(j.size());
+  for (const json& element : j) {
+    if (!element.is_string()) return Expected(path, "an array of strings");
+    out->push_back(element.get<std::string>());
+  }
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, std::vector<int>* out) {
+  if (!j.is_array()) return Expected(path, "an array of integers");
+  out->clear();
+  out->reserve(j.size());
+  for (const json& element : j) {
+    const auto value = AsInt(element);
+    if (!value) return Expected(path, "an array of integers");
+    out->push_back(*value);
+  }
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, std::vector<JobId>* out) {
+  if (!j.is_array()) return Expected(path, "an array of integer job ids");
+  out->clear();
+  out->reserve(j.size());
+  for (const json& element : j) {
+    const auto value = AsInt64(element);
+    if (!value) return Expected(path, "an array of integer job ids");
+    out->push_back(JobId(*value));
+  }
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, std::map<std::string, std::string>* out) {
+  if (!j.is_object()) return Expected(path, "an object of strings");
+  out->clear();
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_string()) return Expected(path + "." + key, "a string");
+    out->emplace(key, value.get<std::string>());
+  }
+  return OkStatus();
+}
+
+// Enums: the name must be a string and one of the known names.
+template <typename E, typename Parse>
+Status DecodeEnum(const json& j, const std::string& path, std::string_view what,
+                  std::string_view choices, Parse parse, E* out) {
+  if (!j.is_string()) return Expected(path, fmt::format("a {} name ({})", what, choices));
+  const auto& name = j.get_ref<const std::string&>();
+  std::optional<E> value = parse(name);
+  if (!value) {
+    return InvalidArgument(
+        fmt::format("{}: unknown {} \"{}\" (expected one of {})", path, what, name, choices));
+  }
+  *out = *value;
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::JobState* out) {
+  return DecodeEnum(
+      j, path, "job state",
+      "pending, ready, admitted, placed, starting, running, succeeded, failed, cancelled, "
+      "timed_out",
+      [](std::string_view name) { return model::ParseJobState(name); }, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::WorkerState* out) {
+  return DecodeEnum(
+      j, path, "worker state", "assigned, launched, running, exited",
+      [](std::string_view name) { return model::ParseWorkerState(name); }, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::TaintEffect* out) {
+  return DecodeEnum(j, path, "taint effect", "NoSchedule, PreferNoSchedule, NoExecute",
+                    ParseTaintEffect, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::Toleration::Operator* out) {
+  return DecodeEnum(
+      j, path, "toleration operator", "Equal, Exists",
+      [](std::string_view name) -> std::optional<model::Toleration::Operator> {
+        if (name == "Equal") return model::Toleration::Operator::kEqual;
+        if (name == "Exists") return model::Toleration::Operator::kExists;
+        return std::nullopt;
+      },
+      out);
+}
+
+Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out) {
+  return DecodeEnum(
+      j, path, "worker event kind", "started, exited",
+      [](std::string_view name) -> std::optional<model::WorkerEvent::Kind> {
+        if (name == "started") return model::WorkerEvent::Kind::kStarted;
+        if (name == "exited") return model::WorkerEvent::Kind::kExited;
+        return std::nullopt;
+      },
+      out);
+}
+
+std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind) {
+  return kind == model::WorkerEvent::Kind::kExited ? "exited" : "started";
+}
+
+Status Decode(const json& j, const std::string& path, model::Resources* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cpu_millis", &out->cpu_millis));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "memory_bytes", &out->memory_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Taint* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "key", &out->key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "value", &out->value));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "effect", &out->effect));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Toleration* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "key", &out->key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "operator", &out->op));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "value", &out->value));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "effect", &out->effect));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Requirements* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "per_worker", &out->per_worker));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_memory_bytes", &out->gpu_memory_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_models", &out->gpu_models));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "node_selector", &out->node_selector));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "tolerations", &out->tolerations));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "same_node", &out->same_node));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Preferences*) {
+  return RequireObject(j, path);
+}
+
+Status Decode(const json& j, const std::string& path, model::RetryPolicy* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "max_attempts", &out->max_attempts));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "backoff_ms", &out->backoff_ms));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "owner", &out->owner));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "team", &out->team));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "queue", &out->queue));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "priority_class", &out->priority_class));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "command", &out->command));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "script", &out->script));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "working_dir", &out->working_dir));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "env", &out->env));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "requirements", &out->requirements));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "preferences", &out->preferences));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "min_workers", &out->min_workers));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "depends_on", &out->depends_on));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "retry", &out->retry));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "interruptible", &out->interruptible));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::ExitStatus* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "exit_code", &out->exit_code));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "signal", &out->signal));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "timed_out", &out->timed_out));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cancelled", &out->cancelled));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "message", &out->message));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Worker* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "rank", &out->rank));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "node", &out->node));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "state", &out->state));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "launched_at", &out->launched_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "started_at", &out->started_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "finished_at", &out->finished_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "exit", &out->exit));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Attempt* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "number", &out->number));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "ready_at", &out->ready_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "dequeued_at", &out->dequeued_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "admitted_at", &out->admitted_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "placed_at", &out->placed_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "workers_started_at", &out->workers_started_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "running_at", &out->running_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "finished_at", &out->finished_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "outcome", &out->outcome));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "outcome_reason", &out->outcome_reason));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Job* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "id", &out->id));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "spec", &out->spec));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "dependencies", &out->dependencies));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "submission_key", &out->submission_key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "state", &out->state));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "created_at", &out->created_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "finished_at", &out->finished_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "not_before_at", &out->not_before));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "status_message", &out->status_message));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "attempts", &out->attempts));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Transition* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "job_id", &out->job));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "attempt", &out->attempt));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "from_state", &out->from));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "to_state", &out->to));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "at", &out->at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cause", &out->cause));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Gpu* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "index", &out->index));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "uuid", &out->uuid));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "model", &out->model));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "memory_bytes", &out->memory_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "topology_group", &out->topology_group));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Node* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "labels", &out->labels));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "taints", &out->taints));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cpu_millis", &out->cpu_millis));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "memory_bytes", &out->memory_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "address", &out->address));
+  return OkStatus();
+}
+
+Status DecodeWorkerKey(const json& j, const std::string& path, model::WorkerKey* out) {
+  DROVER_RETURN_IF_ERROR(Field(j, path, "job_id", &out->job));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "attempt", &out->attempt));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "rank", &out->rank));
+  return OkStatus();
+}
+
+void EncodeWorkerKey(const model::WorkerKey& key, json* out) {
+  (*out)["job_id"] = key.job.value();
+  (*out)["attempt"] = key.attempt;
+  (*out)["rank"] = key.rank;
+}
+
+Status Decode(const json& j, const std::string& path, model::LaunchSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(DecodeWorkerKey(j, path, &out->key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "node", &out->node));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "argv", &out->argv));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "working_dir", &out->working_dir));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "env", &out->env));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "kill_grace_ms", &out->kill_grace_ms));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::WorkerEvent* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(DecodeWorkerKey(j, path, &out->key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "kind", &out->kind));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "at", &out->at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "exit", &out->exit));
+  return OkStatus();
+}
+
+// Runs a decoder for a public entry point; nlohmann should not throw on the accessors used
+// above, but any exception is turned into an error rather than escaping.
+template <typename T>
+Result<T> DecodeRoot(const json& j, std::string_view path) {
+  try {
+    T value{};
+    DROVER_RETURN_IF_ERROR(Decode(j, std::string(path), &value));
+    return value;
+  } catch (const std::exception& e) {
+    return InvalidArgument(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding.
+
+json StringMap(const std::map<std::string, std::string>& map) {
+  json out = json::object();
+  for (const auto& [key, value] : map) out[key] = value;
+  return out;
+}
+
+json ToJson(const model::Resources& resources) {
+  return json{{"cpu_millis", resources.cpu_millis},
+              {"memory_bytes", resources.memory_bytes},
+              {"gpus", resources.gpus}};
+}
+
+json ToJson(const model::Taint& taint) {
+  return json{
+      {"key", taint.key}, {"value", taint.value}, {"effect", model::TaintEffectName(taint.effect)}};
+}
+
+json ToJson(const model::Toleration& toleration) {
+  json out{{"key", toleration.key},
+           {"operator", TolerationOperatorName(toleration.op)},
+           {"value", toleration.value}};
+  if (toleration.effect) out["effect"] = model::TaintEffectName(*toleration.effect);
+  return out;
+}
+
+json ToJson(const model::Requirements& requirements) {
+  json tolerations = json::array();
+  for (const auto& toleration : requirements.tolerations) tolerations.push_back(ToJson(toleration));
+  return json{{"per_worker", ToJson(requirements.per_worker)},
+              {"gpu_memory_bytes", requirements.gpu_memory_bytes},
+              {"gpu_models", requirements.gpu_models},
+              {"node_selector", StringMap(requirements.node_selector)},
+              {"tolerations", std::move(tolerations)},
+              {"same_node", requirements.same_node}};
+}
+
+json ToJson(const model::Gpu& gpu) {
+  return json{{"index", gpu.index},
+              {"uuid", gpu.uuid},
+              {"model", gpu.model},
+              {"memory_bytes", gpu.memory_bytes},
+              {"topology_group", gpu.topology_group}};
+}
+
+template <typename T>
+json Array(const std::vector<T>& values) {
+  json out = json::array();
+  for (const auto& value : values) out.push_back(ToJson(value));
+  return out;
+}
+
+}  // namespace
+
+std::string_view TolerationOperatorName(model::Toleration::Operator op) {
+  return op == model::Toleration::Operator::kExists ? "Exists" : "Equal";
+}
+
+std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name) {
+  for (auto effect : {model::TaintEffect::kNoSchedule, model::TaintEffect::kPreferNoSchedule,
+                      model::TaintEffect::kNoExecute}) {
+    if (model::TaintEffectName(effect) == name) return effect;
+  }
+  return std::nullopt;
+}
+
+json ToJson(const model::JobSpec& spec) {
+  json out{{"name", spec.name},
+           {"owner", spec.owner},
+           {"team", spec.team},
+           {"queue", spec.queue},
+           {"priority_class", spec.priority_class},
+           {"command", spec.command},
+           {"script", spec.script},
+           {"working_dir", spec.working_dir},
+           {"env", StringMap(spec.env)},
+           {"requirements", ToJson(spec.requirements)},
+           {"preferences", json::object()},
+           {"workers", spec.workers},
+           {"min_workers", spec.min_workers},
+           {"depends_on", spec.depends_on},
+           {"retry",
+            json{{"max_attempts", spec.retry.max_attempts}, {"backoff_ms", spec.retry.backoff_ms}}},
+           {"checkpoint_dir", spec.checkpoint_dir},
+           {"interruptible", spec.interruptible}};
+  if (spec.timeout) out["timeout_ms"] = *spec.timeout;
+  return out;
+}
+
+Result<model::JobSpec> JobSpecFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::JobSpec>(j, path);
+}
+
+json ToJson(const model::ExitStatus& exit) {
+  return json{{"exit_code", exit.exit_code},
+              {"signal", exit.signal},
+              {"timed_out", exit.timed_out},
+              {"cancelled", exit.cancelled},
+              {"message", exit.message}};
+}
+
+Result<model::ExitStatus> ExitStatusFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::ExitStatus>(j, path);
+}
+
+json ToJson(const model::Worker& worker) {
+  json out{{"rank", worker.rank},
+           {"node", worker.node.value()},
+           {"gpus", worker.gpus},
+           {"state", model::WorkerStateName(worker.state)},
+           {"launched_at", worker.launched_at},
+           {"started_at", worker.started_at},
+           {"finished_at", worker.finished_at}};
+  if (worker.exit) out["exit"] = ToJson(*worker.exit);
+  return out;
+}
+
+Result<model::Worker> WorkerFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Worker>(j, path);
+}
+
+json ToJson(const model::Attempt& attempt) {
+  json out{{"number", attempt.number},
+           {"ready_at", attempt.ready_at},
+           {"dequeued_at", attempt.dequeued_at},
+           {"admitted_at", attempt.admitted_at},
+           {"placed_at", attempt.placed_at},
+           {"workers_started_at", attempt.workers_started_at},
+           {"running_at", attempt.running_at},
+           {"finished_at", attempt.finished_at},
+           {"outcome_reason", attempt.outcome_reason},
+           {"workers", Array(attempt.workers)}};
+  if (attempt.outcome) out["outcome"] = model::JobStateName(*attempt.outcome);
+  return out;
+}
+
+Result<model::Attempt> AttemptFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Attempt>(j, path);
+}
+
+json ToJson(const model::Job& job) {
+  json dependencies = json::array();
+  for (const JobId& id : job.dependencies) dependencies.push_back(id.value());
+  return json{{"id", job.id.value()},
+              {"spec", ToJson(job.spec)},
+              {"dependencies", std::move(dependencies)},
+              {"submission_key", job.submission_key},
+              {"state", model::JobStateName(job.state)},
+              {"created_at", job.created_at},
+              {"finished_at", job.finished_at},
+              {"not_before_at", job.not_before},
+              {"status_message", job.status_message},
+              {"attempts", Array(job.attempts)}};
+}
+
+Result<model::Job> JobFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Job>(j, path);
+}
+
+json ToJson(const model::Transition& transition) {
+  return json{{"job_id", transition.job.value()},
+              {"attempt", transition.attempt},
+              {"from_state", model::JobStateName(transition.from)},
+              {"to_state", model::JobStateName(transition.to)},
+              {"at", transition.at},
+              {"cause", transition.cause}};
+}
+
+Result<model::Transition> TransitionFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Transition>(j, path);
+}
+
+json ToJson(const model::Node& node) {
+  return json{{"name", node.name.value()},
+              {"labels", StringMap(node.labels)},
+              {"taints", Array(node.taints)},
+              {"cpu_millis", node.cpu_millis},
+              {"memory_bytes", node.memory_bytes},
+              {"gpus", Array(node.gpus)},
+              {"address", node.address}};
+}
+
+Result<model::Node> NodeFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Node>(j, path);
+}
+
+json ToJson(const model::LaunchSpec& launch) {
+  json out = json::object();
+  EncodeWorkerKey(launch.key, &out);
+  out["node"] = launch.node.value();
+  out["argv"] = launch.argv;
+  out["working_dir"] = launch.working_dir;
+  out["env"] = StringMap(launch.env);
+  out["gpus"] = launch.gpus;
+  out["timeout_ms"] = launch.timeout_ms;
+  out["kill_grace_ms"] = launch.kill_grace_ms;
+  return out;
+}
+
+Result<model::LaunchSpec> LaunchSpecFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::LaunchSpec>(j, path);
+}
+
+json ToJson(const model::WorkerEvent& event) {
+  json out = json::object();
+  EncodeWorkerKey(event.key, &out);
+  out["kind"] = WorkerEventKindName(event.kind);
+  out["at"] = event.at;
+  out["exit"] = ToJson(event.exit);
+  return out;
+}
+
+Result<model::WorkerEvent> WorkerEventFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::WorkerEvent>(j, path);
+}
+
+std::string DumpJson(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<json> ParseJson(std::string_view text) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    return InvalidArgument(fmt::format("invalid JSON: {}", e.what()));
+  }
+}
+
+}  // namespace drover::codec

@@ -1,0 +1,87 @@
+#pragma once
+
+// JSON codecs for the model value types: the store's job snapshots, the HTTP API and the
+// server <-> agent wire all use these, so a value has exactly one JSON spelling.
+//
+// Encoding conventions:
+//   - keys are snake_case field names;
+//   - enums are their names: job states "pending".."timed_out" (model::JobStateName), worker
+//     states "assigned".."exited", taint effects "NoSchedule"/"PreferNoSchedule"/"NoExecute",
+//     toleration operators "Equal"/"Exists", worker event kinds "started"/"exited";
+//   - quantities are integers with the unit in the key: cpu_millis, memory_bytes, timeout_ms;
+//   - times are integers, milliseconds since the Unix epoch, in keys ending in "_at"
+//     (0 means "not yet", as in the model);
+//   - JobId is an integer ("id", "job_id", "dependencies"), NodeId a string ("node", "name");
+//   - an unset std::optional is omitted.
+//
+// Decoding contract:
+//   - the value must be an object; an absent key (or null) leaves the field at the type's default
+//     value, so older snapshots and minimal API messages decode; unknown keys are ignored;
+//   - a present key of the wrong type or an unknown enum name is kInvalidArgument, with a
+//     message that names the field by its path, e.g.
+//     "job.attempts[0].workers[1].gpus: expected an array of integers";
+//   - integers must be integral JSON numbers that fit the field (1.5 and 1.0 are rejected);
+//   - `path` names the root in messages; callers that decode a nested document pass its path
+//     ("request.body.spec").
+// Decoders never throw. ToJson never throws; note that nlohmann::json::dump() throws on strings
+// that are not valid UTF-8 unless called with error_handler_t::replace (see DumpJson below).
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "drover/common/result.h"
+#include "drover/model/job.h"
+#include "drover/model/job_spec.h"
+#include "drover/model/launch.h"
+#include "drover/model/node.h"
+
+namespace drover::codec {
+
+nlohmann::json ToJson(const model::JobSpec& spec);
+Result<model::JobSpec> JobSpecFromJson(const nlohmann::json& json, std::string_view path = "spec");
+
+nlohmann::json ToJson(const model::ExitStatus& exit);
+Result<model::ExitStatus> ExitStatusFromJson(const nlohmann::json& json,
+                                             std::string_view path = "exit");
+
+nlohmann::json ToJson(const model::Worker& worker);
+Result<model::Worker> WorkerFromJson(const nlohmann::json& json, std::string_view path = "worker");
+
+nlohmann::json ToJson(const model::Attempt& attempt);
+Result<model::Attempt> AttemptFromJson(const nlohmann::json& json,
+                                       std::string_view path = "attempt");
+
+nlohmann::json ToJson(const model::Job& job);
+Result<model::Job> JobFromJson(const nlohmann::json& json, std::string_view path = "job");
+
+// {"job_id", "attempt", "from_state", "to_state", "at", "cause"}.
+nlohmann::json ToJson(const model::Transition& transition);
+Result<model::Transition> TransitionFromJson(const nlohmann::json& json,
+                                             std::string_view path = "transition");
+
+nlohmann::json ToJson(const model::Node& node);
+Result<model::Node> NodeFromJson(const nlohmann::json& json, std::string_view path = "node");
+
+// The worker key is flattened: {"job_id", "attempt", "rank", "node", "argv", ...}.
+nlohmann::json ToJson(const model::LaunchSpec& launch);
+Result<model::LaunchSpec> LaunchSpecFromJson(const nlohmann::json& json,
+                                             std::string_view path = "launch");
+
+// {"job_id", "attempt", "rank", "kind", "at", "exit"}; "exit" is always written (it is the
+// default ExitStatus for "started") so that every event round-trips exactly.
+nlohmann::json ToJson(const model::WorkerEvent& event);
+Result<model::WorkerEvent> WorkerEventFromJson(const nlohmann::json& json,
+                                               std::string_view path = "event");
+
+// "Equal" / "Exists".
+std::string_view TolerationOperatorName(model::Toleration::Operator op);
+// Inverse of model::TaintEffectName; nullopt for an unknown name.
+std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name);
+
+// Compact serialization that never throws: invalid UTF-8 in strings is replaced by U+FFFD.
+std::string DumpJson(const nlohmann::json& json);
+// Parses `text`; kInvalidArgument with nlohmann's position message if it is not JSON.
+Result<nlohmann::json> ParseJson(std::string_view text);
+
+}  // namespace drover::codec

@@ -1,0 +1,163 @@
+#pragma once
+
+// Fully populated model values for tests: every field differs from its default, so a codec or
+// store that drops or swaps a field fails an == comparison. Test-only; header-only so that it
+// adds nothing to the library. (A candidate for drover/testing once that folder grows.)
+
+#include <cstdint>
+#include <string>
+
+#include "drover/model/job.h"
+#include "drover/model/job_spec.h"
+#include "drover/model/launch.h"
+#include "drover/model/node.h"
+
+namespace drover::codec::testing {
+
+inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
+  model::JobSpec spec;
+  spec.name = name;
+  spec.owner = "alice";
+  spec.team = "research";
+  spec.queue = "gpu-large";
+  spec.priority_class = "high";
+  spec.command = {"python", "train.py", "--epochs=3", "unicode: \xc3\xa9\xe2\x9c\x93"};
+  spec.script = "echo \"quoted\" 'single' \\ backslash\nsecond line";
+  spec.working_dir = "/home/alice/llm";
+  spec.env = {{"NCCL_DEBUG", "INFO"}, {"EMPTY", ""}};
+  spec.requirements.per_worker = {.cpu_millis = 8500, .memory_bytes = 68719476736, .gpus = 8};
+  spec.requirements.gpu_memory_bytes = 85899345920;
+  spec.requirements.gpu_models = {"H100", "H200"};
+  spec.requirements.node_selector = {{"zone", "eu-1"}, {"fabric", "ib"}};
+  spec.requirements.tolerations = {{.key = "dedicated",
+                                    .op = model::Toleration::Operator::kEqual,
+                                    .value = "ml",
+                                    .effect = model::TaintEffect::kNoSchedule},
+                                   {.key = "maintenance",
+                                    .op = model::Toleration::Operator::kExists,
+                                    .value = "",
+                                    .effect = std::nullopt},
+                                   {.key = "",
+                                    .op = model::Toleration::Operator::kExists,
+                                    .value = "",
+                                    .effect = model::TaintEffect::kNoExecute}};
+  spec.requirements.same_node = true;
+  spec.workers = 4;
+  spec.min_workers = 2;
+  spec.depends_on = {"prepare-data", "tokenize"};
+  spec.timeout = 7'200'000;
+  spec.retry = {.max_attempts = 3, .backoff_ms = 30'000};
+  spec.checkpoint_dir = "/ckpt/llm";
+  spec.interruptible = true;
+  return spec;
+}
+
+inline model::ExitStatus SampleExitStatus() {
+  return {.exit_code = 137,
+          .signal = 9,
+          .timed_out = true,
+          .cancelled = true,
+          .message = "killed after timeout"};
+}
+
+inline model::Worker SampleWorker(int rank = 1) {
+  model::Worker worker;
+  worker.rank = rank;
+  worker.node = NodeId("gpu-node-07");
+  worker.gpus = {4, 5, 6, 7};
+  worker.state = model::WorkerState::kExited;
+  worker.launched_at = 1'700'000'001'000;
+  worker.started_at = 1'700'000'002'000;
+  worker.finished_at = 1'700'000'900'000;
+  worker.exit = SampleExitStatus();
+  return worker;
+}
+
+inline model::Attempt SampleAttempt(int number = 2) {
+  model::Attempt attempt;
+  attempt.number = number;
+  attempt.ready_at = 1'700'000'000'100;
+  attempt.dequeued_at = 1'700'000'000'200;
+  attempt.admitted_at = 1'700'000'000'300;
+  attempt.placed_at = 1'700'000'000'400;
+  attempt.workers_started_at = 1'700'000'000'500;
+  attempt.running_at = 1'700'000'000'600;
+  attempt.finished_at = 1'700'000'900'700;
+  attempt.outcome = model::JobState::kTimedOut;
+  attempt.outcome_reason = "ran past the 2h timeout";
+  model::Worker running = SampleWorker(0);
+  running.state = model::WorkerState::kRunning;
+  running.exit.reset();
+  attempt.workers = {running, SampleWorker(1)};
+  return attempt;
+}
+
+inline model::Job SampleJob(std::int64_t id = 42, const std::string& name = "train-llm") {
+  model::Job job;
+  job.id = JobId(id);
+  job.spec = SampleJobSpec(name);
+  job.dependencies = {JobId(40), JobId(41)};
+  job.submission_key = "idem-7f3a";
+  job.state = model::JobState::kTimedOut;
+  job.created_at = 1'700'000'000'000;
+  job.finished_at = 1'700'000'900'800;
+  job.not_before = 1'700'000'030'000;
+  job.status_message = "attempt 2 timed out";
+  model::Attempt first = SampleAttempt(1);
+  first.outcome = model::JobState::kReady;
+  job.attempts = {first, SampleAttempt(2)};
+  return job;
+}
+
+inline model::Transition SampleTransition(std::int64_t job = 42) {
+  return {.job = JobId(job),
+          .attempt = 2,
+          .from = model::JobState::kRunning,
+          .to = model::JobState::kTimedOut,
+          .at = 1'700'000'900'800,
+          .cause = "timeout after 2h"};
+}
+
+inline model::Node SampleNode() {
+  model::Node node;
+  node.name = NodeId("gpu-node-07");
+  node.labels = {{"zone", "eu-1"}, {"fabric", "ib"}};
+  node.taints = {{.key = "dedicated", .value = "ml", .effect = model::TaintEffect::kNoSchedule},
+                 {.key = "maintenance", .value = "", .effect = model::TaintEffect::kNoExecute},
+                 {.key = "spot", .value = "true", .effect = model::TaintEffect::kPreferNoSchedule}};
+  node.cpu_millis = 224'000;
+  node.memory_bytes = 2'199'023'255'552;
+  for (int i = 0; i < 2; ++i) {
+    node.gpus.push_back({.index = i,
+                         .uuid = "GPU-1234-" + std::to_string(i),
+                         .model = "H200",
+                         .memory_bytes = 150'323'855'360,
+                         .topology_group = i < 1 ? "nvl-0" : "nvl-1"});
+  }
+  node.address = "10.0.3.7";
+  return node;
+}
+
+inline model::LaunchSpec SampleLaunchSpec() {
+  model::LaunchSpec launch;
+  launch.key = {.job = JobId(42), .attempt = 2, .rank = 3};
+  launch.node = NodeId("gpu-node-07");
+  launch.argv = {"python", "train.py"};
+  launch.working_dir = "/home/alice/llm";
+  launch.env = {{"CUDA_VISIBLE_DEVICES", "4,5"}, {"DROVER_JOB_ID", "42"}};
+  launch.gpus = {4, 5};
+  launch.timeout_ms = 7'200'000;
+  launch.kill_grace_ms = 5'000;
+  return launch;
+}
+
+inline model::WorkerEvent SampleWorkerEvent() {
+  model::WorkerEvent event;
+  event.key = {.job = JobId(42), .attempt = 2, .rank = 3};
+  event.kind = model::WorkerEvent::Kind::kExited;
+  event.at = 1'700'000'900'000;
+  event.exit = SampleExitStatus();
+  return event;
+}
+
+}  // namespace drover::codec::testing

@@ -1,0 +1,477 @@
+#include "drover/control/controller.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "drover/common/quantity.h"
+
+namespace drover::control {
+namespace {
+
+using model::Attempt;
+using model::Job;
+using model::JobState;
+using model::Worker;
+using model::WorkerState;
+
+bool HoldsResources(JobState state) {
+  return state == JobState::kPlaced || state == JobState::kStarting || state == JobState::kRunning;
+}
+
+bool WorkerAlive(const Worker& worker) {
+  return worker.state == WorkerState::kLaunched || worker.state == WorkerState::kRunning;
+}
+
+// Backoff before attempt `next_number` (>= 2): backoff_ms * 2^(next_number - 2), capped.
+DurationMs RetryDelay(const model::RetryPolicy& retry, int next_number) {
+  DurationMs delay = retry.backoff_ms;
+  for (int i = 2; i < next_number && delay < 3'600'000; ++i) delay *= 2;
+  return std::min<DurationMs>(delay, std::max<DurationMs>(retry.backoff_ms, 3'600'000));
+}
+
+}  // namespace
+
+Controller::Controller(Options options) : options_(options) {}
+
+void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now,
+                            Step& step) {
+  DROVER_CHECK(model::IsAllowedTransition(job.state, to));
+  const Attempt* attempt = job.current_attempt();
+  step.transitions.push_back(model::Transition{
+      job.id, attempt ? attempt->number : 0, job.state, to, now, cause});
+  step.changed.insert(job.id);
+  if (job.state == JobState::kPending) waiting_.erase(job.id);
+  if (job.state == JobState::kReady) queued_.erase(job.id);
+  job.state = to;
+  if (to == JobState::kPending) waiting_.insert(job.id);
+  if (to == JobState::kReady) queued_.insert(job.id);
+  if (model::IsTerminal(to)) job.finished_at = now;
+}
+
+void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
+  for (Job& job : jobs) {
+    next_id_ = std::max(next_id_, job.id.value() + 1);
+    if (!job.submission_key.empty()) submissions_[job.submission_key].push_back(job.id);
+    JobId id = job.id;
+    jobs_[id] = std::move(job);
+  }
+  for (auto& [id, job] : jobs_) {
+    switch (job.state) {
+      case JobState::kPending:
+        waiting_.insert(id);
+        break;
+      case JobState::kReady:
+        queued_.insert(id);
+        break;
+      case JobState::kAdmitted:
+      case JobState::kPlaced: {
+        // Never launched: the placement is forgotten and the job queues again.
+        Attempt& attempt = *job.current_attempt();
+        attempt.workers.clear();
+        attempt.dequeued_at = attempt.admitted_at = attempt.placed_at = 0;
+        MoveTo(job, JobState::kReady, "restored before launch", now, step);
+        break;
+      }
+      case JobState::kStarting:
+      case JobState::kRunning:
+        TryAllocate(job);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void Controller::TryAllocate(Job& job) {
+  if (cluster_.Allocate(PlacementOf(job), job.spec.requirements.per_worker)) {
+    unallocated_.erase(job.id);
+  } else {
+    unallocated_.insert(job.id);
+  }
+}
+
+Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
+                                        const std::string& submission_key,
+                                        const std::string& owner, TimeMs now, Step& step) {
+  if (!submission_key.empty()) {
+    auto it = submissions_.find(submission_key);
+    if (it != submissions_.end()) return SubmitResult{it->second, true};
+  }
+  std::map<std::string, JobId> by_name;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    by_name[specs[i].name] = JobId(next_id_ + static_cast<std::int64_t>(i));
+  }
+  std::vector<std::vector<JobId>> dependencies(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    for (const std::string& name : specs[i].depends_on) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        return InvalidArgument(fmt::format("job '{}' depends on '{}', which is not in the submission",
+                                           specs[i].name, name));
+      }
+      dependencies[i].push_back(it->second);
+    }
+  }
+  SubmitResult result;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    Job job;
+    job.id = JobId(next_id_++);
+    job.spec = std::move(specs[i]);
+    if (job.spec.owner.empty()) job.spec.owner = owner;
+    job.dependencies = std::move(dependencies[i]);
+    job.submission_key = submission_key;
+    job.created_at = now;
+    job.state = JobState::kPending;
+    JobId id = job.id;
+    Job& stored = jobs_[id] = std::move(job);
+    MoveTo(stored, JobState::kPending, "submitted", now, step);
+    result.ids.push_back(id);
+  }
+  if (!submission_key.empty()) submissions_[submission_key] = result.ids;
+  return result;
+}
+
+Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& step) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound(fmt::format("job {} does not exist", id.value()));
+  Job& job = it->second;
+  if (model::IsTerminal(job.state)) {
+    return FailedPrecondition(fmt::format("job {} has already finished ({})", id.value(),
+                                          model::JobStateName(job.state)));
+  }
+  if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
+    EndAttempt(job, JobState::kCancelled, cause, now, step);
+    return OkStatus();
+  }
+  if (HoldsResources(job.state)) {
+    cluster_.Release(PlacementOf(job), job.spec.requirements.per_worker);
+  }
+  if (Attempt* attempt = job.current_attempt()) {
+    attempt->outcome = JobState::kCancelled;
+    attempt->outcome_reason = cause;
+    attempt->finished_at = now;
+  }
+  job.status_message = cause;
+  MoveTo(job, JobState::kCancelled, cause, now, step);
+  return OkStatus();
+}
+
+void Controller::UpsertNode(const model::Node& node, TimeMs /*now*/, Step& /*step*/) {
+  nodes_[node.name] = node;
+  cluster_.UpsertNode(node);
+  for (JobId id : std::vector<JobId>(unallocated_.begin(), unallocated_.end())) {
+    TryAllocate(jobs_.at(id));
+  }
+}
+
+void Controller::Schedule(TimeMs now, Step& step) {
+  ReleaseDependents(now, step);
+  PlaceReadyJobs(now, step);
+}
+
+void Controller::ReleaseDependents(TimeMs now, Step& step) {
+  for (JobId id : std::vector<JobId>(waiting_.begin(), waiting_.end())) {
+    Job& job = jobs_.at(id);
+    const Job* blocker = nullptr;
+    bool all_succeeded = true;
+    for (JobId dep_id : job.dependencies) {
+      const Job& dep = jobs_.at(dep_id);
+      if (dep.state == JobState::kSucceeded) continue;
+      all_succeeded = false;
+      if (model::IsTerminal(dep.state)) blocker = &dep;
+    }
+    if (blocker != nullptr) {
+      std::string cause = fmt::format("dependency {} ({}) ended {}", blocker->spec.name,
+                                      blocker->id.value(), model::JobStateName(blocker->state));
+      job.status_message = cause;
+      MoveTo(job, JobState::kCancelled, cause, now, step);
+    } else if (all_succeeded) {
+      StartAttempt(job, now, step);
+      MoveTo(job, JobState::kReady,
+                 job.dependencies.empty() ? "submitted" : "dependencies succeeded", now, step);
+    }
+  }
+}
+
+void Controller::StartAttempt(Job& job, TimeMs ready_at, Step& step) {
+  Attempt attempt;
+  attempt.number = static_cast<int>(job.attempts.size()) + 1;
+  attempt.ready_at = ready_at;
+  job.attempts.push_back(std::move(attempt));
+  job.not_before = ready_at;
+  step.changed.insert(job.id);
+}
+
+void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
+  std::vector<sched::PendingJob> pending;
+  pending.reserve(queued_.size());
+  for (JobId id : queued_) {
+    const Job& job = jobs_.at(id);
+    if (job.not_before > now) continue;
+    pending.push_back(sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
+                                        job.current_attempt()->ready_at, &job.spec});
+  }
+  if (pending.empty()) return;
+  sched::CycleResult cycle = sched::RunCycle(cluster_, std::move(pending));
+  for (const sched::Placement& placement : cycle.placements) {
+    Launch(jobs_.at(placement.job), placement, now, step);
+  }
+  for (const auto& [id, reason] : cycle.pending) {
+    Job& job = jobs_.at(id);
+    std::string message = reason.Render();
+    if (job.status_message != message) {
+      job.status_message = std::move(message);
+      step.changed.insert(id);
+    }
+  }
+}
+
+void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now, Step& step) {
+  Attempt& attempt = *job.current_attempt();
+  attempt.dequeued_at = attempt.admitted_at = now;
+  MoveTo(job, JobState::kAdmitted, "dequeued", now, step);
+  attempt.workers.clear();
+  for (const sched::WorkerAssignment& assignment : placement.workers) {
+    Worker worker;
+    worker.rank = assignment.rank;
+    worker.node = assignment.node;
+    worker.gpus = assignment.gpus;
+    attempt.workers.push_back(std::move(worker));
+  }
+  attempt.placed_at = now;
+  std::string nodes;
+  for (const Worker& worker : attempt.workers) {
+    if (nodes.find(worker.node.value()) == std::string::npos) {
+      nodes += (nodes.empty() ? "" : ",") + worker.node.value();
+    }
+  }
+  MoveTo(job, JobState::kPlaced, "placed on " + nodes, now, step);
+  for (Worker& worker : attempt.workers) {
+    worker.state = WorkerState::kLaunched;
+    worker.launched_at = now;
+    step.effects.push_back(LaunchWorker{MakeLaunchSpec(job, worker)});
+  }
+  attempt.workers_started_at = now;
+  job.status_message.clear();
+  MoveTo(job, JobState::kStarting, "launching workers", now, step);
+}
+
+void Controller::Relaunch(const model::WorkerKey& key, Step& step) {
+  auto it = jobs_.find(key.job);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  Attempt* attempt = job.current_attempt();
+  if (!attempt || attempt->number != key.attempt || key.rank < 0 ||
+      key.rank >= static_cast<int>(attempt->workers.size())) {
+    return;
+  }
+  Worker& worker = attempt->workers[key.rank];
+  if (!WorkerAlive(worker)) return;
+  step.effects.push_back(LaunchWorker{MakeLaunchSpec(job, worker)});
+}
+
+model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worker) const {
+  const Attempt& attempt = *job.current_attempt();
+  model::LaunchSpec spec;
+  spec.key = model::WorkerKey{job.id, attempt.number, worker.rank};
+  spec.node = worker.node;
+  if (!job.spec.command.empty()) {
+    spec.argv = job.spec.command;
+  } else {
+    spec.argv = {"/bin/sh", "-c", job.spec.script};
+  }
+  spec.working_dir = job.spec.working_dir;
+  spec.env = job.spec.env;
+  spec.gpus = worker.gpus;
+  spec.timeout_ms = job.spec.timeout.value_or(0);
+  spec.kill_grace_ms = options_.kill_grace_ms;
+
+  std::string visible;
+  for (int gpu : worker.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
+  const Worker& master = attempt.workers.front();
+  auto master_node = nodes_.find(master.node);
+  int port = options_.master_port_base +
+             static_cast<int>((job.id.value() * 31 + attempt.number) % options_.master_port_span);
+  spec.env["CUDA_VISIBLE_DEVICES"] = visible;
+  spec.env["DROVER_JOB_ID"] = std::to_string(job.id.value());
+  spec.env["DROVER_JOB_NAME"] = job.spec.name;
+  spec.env["DROVER_ATTEMPT"] = std::to_string(attempt.number);
+  spec.env["DROVER_WORKER_RANK"] = std::to_string(worker.rank);
+  spec.env["DROVER_NUM_WORKERS"] = std::to_string(attempt.workers.size());
+  spec.env["DROVER_MASTER_ADDR"] =
+      master_node != nodes_.end() ? master_node->second.address : "127.0.0.1";
+  spec.env["DROVER_MASTER_PORT"] = std::to_string(port);
+  if (!job.spec.checkpoint_dir.empty()) spec.env["DROVER_CHECKPOINT_DIR"] = job.spec.checkpoint_dir;
+  return spec;
+}
+
+void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
+  auto it = jobs_.find(event.key.job);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  Attempt* attempt = job.current_attempt();
+  if (!attempt || attempt->number != event.key.attempt || attempt->finished_at != 0 ||
+      event.key.rank < 0 || event.key.rank >= static_cast<int>(attempt->workers.size())) {
+    return;
+  }
+  Worker& worker = attempt->workers[event.key.rank];
+  if (!WorkerAlive(worker)) return;
+  step.changed.insert(job.id);
+  const TimeMs now = event.at;
+
+  if (event.kind == model::WorkerEvent::Kind::kStarted) {
+    if (worker.state != WorkerState::kLaunched) return;
+    worker.state = WorkerState::kRunning;
+    worker.started_at = event.at;
+    bool all_running = std::all_of(attempt->workers.begin(), attempt->workers.end(),
+                                   [](const Worker& w) { return w.state != WorkerState::kLaunched; });
+    if (all_running && job.state == JobState::kStarting && !attempt->outcome) {
+      attempt->running_at = now;
+      MoveTo(job, JobState::kRunning, "all workers started", now, step);
+    }
+    return;
+  }
+
+  worker.state = WorkerState::kExited;
+  worker.exit = event.exit;
+  worker.finished_at = event.at;
+  if (!event.exit.Succeeded() && !attempt->outcome) {
+    JobState outcome = event.exit.timed_out ? JobState::kTimedOut
+                       : event.exit.cancelled ? JobState::kCancelled
+                                              : JobState::kFailed;
+    std::string reason = fmt::format("worker {} on {}: {}", worker.rank, worker.node.value(),
+                                     event.exit.Describe());
+    EndAttempt(job, outcome, reason, now, step);
+  }
+  bool any_alive = std::any_of(attempt->workers.begin(), attempt->workers.end(), WorkerAlive);
+  if (!any_alive) FinishAttempt(job, now, step);
+}
+
+void Controller::EndAttempt(Job& job, JobState outcome, const std::string& reason, TimeMs now,
+                            Step& step) {
+  Attempt& attempt = *job.current_attempt();
+  if (attempt.outcome) return;  // already ending; the first cause wins
+  attempt.outcome = outcome;
+  attempt.outcome_reason = reason;
+  job.status_message = outcome == JobState::kCancelled ? "cancelling: " + reason : reason;
+  step.changed.insert(job.id);
+  for (const Worker& worker : attempt.workers) {
+    if (WorkerAlive(worker)) {
+      step.effects.push_back(StopWorker{worker.node, {job.id, attempt.number, worker.rank}});
+    }
+  }
+  (void)now;
+}
+
+void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
+  Attempt& attempt = *job.current_attempt();
+  cluster_.Release(PlacementOf(job), job.spec.requirements.per_worker);
+  unallocated_.erase(job.id);
+  attempt.finished_at = now;
+  if (!attempt.outcome) {
+    attempt.outcome = JobState::kSucceeded;
+    attempt.outcome_reason = "all workers exited 0";
+  }
+  JobState outcome = *attempt.outcome;
+  bool retryable = outcome == JobState::kFailed || outcome == JobState::kTimedOut;
+  if (retryable && attempt.number < job.spec.retry.max_attempts) {
+    std::string cause = fmt::format("attempt {} {}: {}; retrying", attempt.number,
+                                    model::JobStateName(outcome), attempt.outcome_reason);
+    attempt.outcome = JobState::kReady;
+    job.status_message = cause;
+    TimeMs ready_at = now + RetryDelay(job.spec.retry, attempt.number + 1);
+    MoveTo(job, JobState::kReady, cause, now, step);
+    StartAttempt(job, ready_at, step);
+    return;
+  }
+  job.status_message = outcome == JobState::kSucceeded ? "" : attempt.outcome_reason;
+  MoveTo(job, outcome, attempt.outcome_reason, now, step);
+}
+
+sched::Placement Controller::PlacementOf(const Job& job) const {
+  sched::Placement placement;
+  placement.job = job.id;
+  if (const Attempt* attempt = job.current_attempt()) {
+    for (const Worker& worker : attempt->workers) {
+      placement.workers.push_back(sched::WorkerAssignment{worker.rank, worker.node, worker.gpus});
+    }
+  }
+  return placement;
+}
+
+std::vector<std::pair<NodeId, model::WorkerKey>> Controller::LiveWorkers() const {
+  std::vector<std::pair<NodeId, model::WorkerKey>> live;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state != JobState::kStarting && job.state != JobState::kRunning) continue;
+    const Attempt& attempt = *job.current_attempt();
+    for (const Worker& worker : attempt.workers) {
+      if (WorkerAlive(worker)) live.emplace_back(worker.node, model::WorkerKey{id, attempt.number, worker.rank});
+    }
+  }
+  return live;
+}
+
+const Job* Controller::Find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
+  const Job* job = Find(id);
+  if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
+  Explanation out;
+  out.state = job->state;
+  switch (job->state) {
+    case JobState::kPending: {
+      out.layer = "dependency";
+      std::string waiting;
+      for (JobId dep_id : job->dependencies) {
+        const Job& dep = jobs_.at(dep_id);
+        if (dep.state == JobState::kSucceeded) continue;
+        waiting += fmt::format("{}{} ({}, {})", waiting.empty() ? "" : ", ", dep.spec.name,
+                               dep_id.value(), model::JobStateName(dep.state));
+      }
+      out.message = "waiting for dependencies to succeed: " + waiting;
+      break;
+    }
+    case JobState::kReady:
+      if (job->not_before > now) {
+        out.layer = "backoff";
+        out.message = fmt::format("retry backoff: attempt {} may start in {}",
+                                  job->current_attempt()->number,
+                                  FormatDuration(job->not_before - now));
+      } else {
+        out.layer = "placement";
+        out.placement = sched::Explain(cluster_, job->spec);
+        out.message = out.placement->Render();
+      }
+      break;
+    case JobState::kAdmitted:
+    case JobState::kPlaced:
+    case JobState::kStarting:
+    case JobState::kRunning: {
+      out.layer = "running";
+      const Attempt& attempt = *job->current_attempt();
+      std::string where;
+      for (const Worker& worker : attempt.workers) {
+        std::string gpus;
+        for (int gpu : worker.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu);
+        where += fmt::format("{}worker {} on {}{}", where.empty() ? "" : "; ", worker.rank,
+                             worker.node.value(), gpus.empty() ? "" : " GPUs " + gpus);
+      }
+      out.message = fmt::format("attempt {} is {}: {}", attempt.number,
+                                model::JobStateName(job->state), where);
+      if (!job->status_message.empty()) out.message += " (" + job->status_message + ")";
+      break;
+    }
+    default:
+      out.layer = "finished";
+      out.message = fmt::format("{}{}", model::JobStateName(job->state),
+                                job->status_message.empty() ? "" : ": " + job->status_message);
+      break;
+  }
+  return out;
+}
+
+}  // namespace drover::control

@@ -1,0 +1,148 @@
+#pragma once
+
+// The deterministic controller: events in, lifecycle transitions and effects out.
+//
+// The same code runs under the server and the simulator. It never reads a clock (every call
+// takes `now`), does no I/O and keeps no globals; its output depends only on its inputs. The
+// driver that owns it:
+//   1. calls an event method (Submit, Cancel, UpsertNode, Schedule, OnWorkerEvent) with a Step;
+//   2. persists the Step (the snapshots of the jobs named in step.changed and the transitions)
+//      atomically, and only then
+//   3. carries out step.effects (launch or stop worker processes).
+// A crash between 2 and 3 loses no work: Restore() + the runtimes' Adopt() find out which
+// launches happened, and Relaunch() repeats the ones that did not.
+//
+// Not thread-safe: the driver serializes calls.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/common/result.h"
+#include "drover/model/job.h"
+#include "drover/model/launch.h"
+#include "drover/model/node.h"
+#include "drover/sched/scheduler.h"
+
+namespace drover::control {
+
+struct Options {
+  // Time between SIGTERM and SIGKILL when a worker is stopped.
+  DurationMs kill_grace_ms = 10'000;
+  // Gang rendezvous ports are chosen deterministically in [base, base + span).
+  int master_port_base = 29'500;
+  int master_port_span = 10'000;
+};
+
+// Start a worker process: the agent of spec.node runs spec.
+struct LaunchWorker {
+  model::LaunchSpec spec;
+};
+// Stop a worker process (SIGTERM, grace, SIGKILL).
+struct StopWorker {
+  NodeId node;
+  model::WorkerKey key;
+};
+using Effect = std::variant<LaunchWorker, StopWorker>;
+
+// The output of one controller call.
+struct Step {
+  std::set<JobId> changed;                      // jobs whose snapshot must be persisted
+  std::vector<model::Transition> transitions;   // to append, in order
+  std::vector<Effect> effects;                  // to carry out after persisting
+
+  bool empty() const { return changed.empty() && transitions.empty() && effects.empty(); }
+};
+
+struct SubmitResult {
+  std::vector<JobId> ids;
+  bool existing = false;  // the submission key was seen before; no new jobs were created
+};
+
+// "Why is my job where it is": the state and one sentence of explanation.
+struct Explanation {
+  model::JobState state = model::JobState::kPending;
+  std::string layer;  // "dependency", "backoff", "placement", "running", "finished"
+  std::string message;
+  std::optional<sched::PendingReason> placement;  // set when layer == "placement"
+};
+
+class Controller {
+ public:
+  explicit Controller(Options options = {});
+
+  // Rebuilds state from stored jobs after a restart; call once, before any other event, and
+  // after the nodes known at start were added with UpsertNode. Jobs caught between admission
+  // and launch go back to ready (recorded in `step`).
+  void Restore(std::vector<model::Job> jobs, TimeMs now, Step& step);
+
+  // Creates one job per spec, in order, resolving depends_on by name within `specs`. With a
+  // non-empty `submission_key` seen before, returns the jobs of that submission and changes
+  // nothing. kInvalidArgument (changing nothing) if a dependency name is not in `specs`.
+  Result<SubmitResult> Submit(std::vector<model::JobSpec> specs, const std::string& submission_key,
+                              const std::string& owner, TimeMs now, Step& step);
+
+  // Cancels a job: at once if it has no processes, otherwise by stopping them (it becomes
+  // cancelled when the last exits). kNotFound for an unknown job; kFailedPrecondition for a
+  // finished one. Cancelling twice is not an error.
+  Status Cancel(JobId id, const std::string& cause, TimeMs now, Step& step);
+
+  // Adds or updates a node (an agent registered or re-registered).
+  void UpsertNode(const model::Node& node, TimeMs now, Step& step);
+
+  // One scheduling pass: releases jobs whose dependencies succeeded (cancelling those whose
+  // dependencies cannot), then places ready jobs and emits their launches.
+  void Schedule(TimeMs now, Step& step);
+
+  // A worker started or exited. Events for unknown or finished attempts are ignored, so an
+  // event reported twice (e.g. after a restart) changes nothing.
+  void OnWorkerEvent(const model::WorkerEvent& event, Step& step);
+
+  // Emits the launch of a worker that its runtime has no trace of (after Restore).
+  void Relaunch(const model::WorkerKey& key, Step& step);
+
+  // Workers with a process that may be alive (launched, not yet reported exited), by node.
+  std::vector<std::pair<NodeId, model::WorkerKey>> LiveWorkers() const;
+
+  Result<Explanation> Explain(JobId id, TimeMs now) const;
+
+  const model::Job* Find(JobId id) const;
+  const std::map<JobId, model::Job>& jobs() const { return jobs_; }
+  const std::map<NodeId, model::Node>& nodes() const { return nodes_; }
+  const sched::ClusterState& cluster() const { return cluster_; }
+
+ private:
+  // Records job.state -> to (which the lifecycle must allow) and keeps the state indexes.
+  void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
+                  Step& step);
+  void ReleaseDependents(TimeMs now, Step& step);
+  void PlaceReadyJobs(TimeMs now, Step& step);
+  void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
+  void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
+  model::LaunchSpec MakeLaunchSpec(const model::Job& job, const model::Worker& worker) const;
+  // Begins ending the current attempt with `outcome`: stops every worker still alive.
+  void EndAttempt(model::Job& job, model::JobState outcome, const std::string& reason, TimeMs now,
+                  Step& step);
+  // Completes the current attempt once no worker is alive: releases its resources, then
+  // retries or moves the job to its terminal state.
+  void FinishAttempt(model::Job& job, TimeMs now, Step& step);
+  sched::Placement PlacementOf(const model::Job& job) const;
+  void TryAllocate(model::Job& job);
+
+  Options options_;
+  std::map<JobId, model::Job> jobs_;
+  std::map<NodeId, model::Node> nodes_;
+  sched::ClusterState cluster_;
+  std::int64_t next_id_ = 1;
+  std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
+  std::set<JobId> waiting_;    // pending: dependencies not yet met
+  std::set<JobId> queued_;     // ready: waiting for placement
+  std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
+};
+
+}  // namespace drover::control

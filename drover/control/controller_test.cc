@@ -1,0 +1,346 @@
+#include "drover/control/controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace drover::control {
+namespace {
+
+using model::JobState;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr TimeMs kT0 = 1'000'000;
+
+model::Node GpuNode(const std::string& name, int gpus) {
+  model::Node node;
+  node.name = NodeId(name);
+  node.cpu_millis = 32'000;
+  node.memory_bytes = 256LL << 30;
+  for (int i = 0; i < gpus; ++i) {
+    node.gpus.push_back(model::Gpu{i, "GPU-" + std::to_string(i), "H100", 80LL << 30, "g0"});
+  }
+  return node;
+}
+
+model::JobSpec Spec(const std::string& name, int gpus = 0, int workers = 1) {
+  model::JobSpec spec;
+  spec.name = name;
+  spec.command = {"true"};
+  spec.requirements.per_worker = {1000, 1LL << 30, gpus};
+  spec.workers = spec.min_workers = workers;
+  return spec;
+}
+
+std::vector<LaunchWorker> Launches(const Step& step) {
+  std::vector<LaunchWorker> out;
+  for (const Effect& effect : step.effects) {
+    if (auto* launch = std::get_if<LaunchWorker>(&effect)) out.push_back(*launch);
+  }
+  return out;
+}
+
+std::vector<StopWorker> Stops(const Step& step) {
+  std::vector<StopWorker> out;
+  for (const Effect& effect : step.effects) {
+    if (auto* stop = std::get_if<StopWorker>(&effect)) out.push_back(*stop);
+  }
+  return out;
+}
+
+model::WorkerEvent Started(JobId job, int attempt, int rank, TimeMs at) {
+  return {{job, attempt, rank}, model::WorkerEvent::Kind::kStarted, at, {}};
+}
+
+model::WorkerEvent Exited(JobId job, int attempt, int rank, int code, TimeMs at) {
+  model::ExitStatus exit;
+  exit.exit_code = code;
+  return {{job, attempt, rank}, model::WorkerEvent::Kind::kExited, at, exit};
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  ControllerTest() {
+    Step step;
+    controller_.UpsertNode(GpuNode("node-a", 4), kT0, step);
+  }
+
+  std::vector<JobId> Submit(std::vector<model::JobSpec> specs, TimeMs now = kT0,
+                            const std::string& key = "") {
+    Step step;
+    auto result = controller_.Submit(std::move(specs), key, "alice", now, step);
+    EXPECT_TRUE(result) << result.error().ToString();
+    return result->ids;
+  }
+
+  Step Schedule(TimeMs now) {
+    Step step;
+    controller_.Schedule(now, step);
+    return step;
+  }
+
+  Step Event(const model::WorkerEvent& event) {
+    Step step;
+    controller_.OnWorkerEvent(event, step);
+    return step;
+  }
+
+  JobState State(JobId id) { return controller_.Find(id)->state; }
+
+  Controller controller_;
+};
+
+TEST_F(ControllerTest, RunsAJobThroughEveryLifecycleStateWithTimestamps) {
+  JobId id = Submit({Spec("train", 1)})[0];
+  Step scheduled = Schedule(kT0 + 5);
+  ASSERT_EQ(Launches(scheduled).size(), 1u);
+  EXPECT_EQ(State(id), JobState::kStarting);
+  Event(Started(id, 1, 0, kT0 + 20));
+  EXPECT_EQ(State(id), JobState::kRunning);
+  Step finished = Event(Exited(id, 1, 0, 0, kT0 + 100));
+  EXPECT_EQ(State(id), JobState::kSucceeded);
+
+  const model::Job& job = *controller_.Find(id);
+  const model::Attempt& attempt = job.attempts.at(0);
+  EXPECT_EQ(job.created_at, kT0);
+  EXPECT_EQ(attempt.ready_at, kT0 + 5);
+  EXPECT_EQ(attempt.admitted_at, kT0 + 5);
+  EXPECT_EQ(attempt.placed_at, kT0 + 5);
+  EXPECT_EQ(attempt.running_at, kT0 + 20);
+  EXPECT_EQ(attempt.finished_at, kT0 + 100);
+  EXPECT_EQ(job.finished_at, kT0 + 100);
+  ASSERT_EQ(finished.transitions.size(), 1u);
+  EXPECT_EQ(finished.transitions[0].from, JobState::kRunning);
+  EXPECT_EQ(finished.transitions[0].to, JobState::kSucceeded);
+  EXPECT_TRUE(finished.changed.contains(id));
+}
+
+TEST_F(ControllerTest, RecordsEachTransitionInOrder) {
+  Step submit;
+  JobId id = controller_.Submit({Spec("a")}, "", "alice", kT0, submit)->ids[0];
+  Step scheduled = Schedule(kT0);
+  std::vector<JobState> to;
+  for (const auto& t : submit.transitions) to.push_back(t.to);
+  for (const auto& t : scheduled.transitions) to.push_back(t.to);
+  EXPECT_THAT(to, ElementsAre(JobState::kPending, JobState::kReady, JobState::kAdmitted,
+                              JobState::kPlaced, JobState::kStarting));
+  for (const auto& t : scheduled.transitions) EXPECT_EQ(t.job, id);
+}
+
+TEST_F(ControllerTest, LaunchSpecCarriesEnvironmentAndDisjointGpusForAGang) {
+  model::JobSpec spec = Spec("gang", 2, 2);
+  spec.env["FOO"] = "bar";
+  spec.checkpoint_dir = "/ckpt";
+  JobId id = Submit({spec})[0];
+  auto launches = Launches(Schedule(kT0));
+  ASSERT_EQ(launches.size(), 2u);
+  const auto& w0 = launches[0].spec;
+  const auto& w1 = launches[1].spec;
+  EXPECT_EQ(w0.env.at("FOO"), "bar");
+  EXPECT_EQ(w0.env.at("DROVER_JOB_ID"), std::to_string(id.value()));
+  EXPECT_EQ(w0.env.at("DROVER_WORKER_RANK"), "0");
+  EXPECT_EQ(w1.env.at("DROVER_WORKER_RANK"), "1");
+  EXPECT_EQ(w0.env.at("DROVER_NUM_WORKERS"), "2");
+  EXPECT_EQ(w0.env.at("DROVER_CHECKPOINT_DIR"), "/ckpt");
+  EXPECT_EQ(w0.env.at("DROVER_MASTER_PORT"), w1.env.at("DROVER_MASTER_PORT"));
+  EXPECT_EQ(w0.env.at("DROVER_MASTER_ADDR"), "127.0.0.1");
+  EXPECT_EQ(w0.gpus.size(), 2u);
+  EXPECT_EQ(w1.gpus.size(), 2u);
+  for (int gpu : w0.gpus) EXPECT_THAT(w1.gpus, ::testing::Not(::testing::Contains(gpu)));
+  EXPECT_NE(w0.env.at("CUDA_VISIBLE_DEVICES"), w1.env.at("CUDA_VISIBLE_DEVICES"));
+}
+
+TEST_F(ControllerTest, DependentStartsOnlyAfterItsDependencySucceeds) {
+  model::JobSpec eval = Spec("eval");
+  eval.depends_on = {"prep"};
+  auto ids = Submit({Spec("prep"), eval});
+  auto first = Launches(Schedule(kT0));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].spec.key.job, ids[0]);
+  EXPECT_EQ(State(ids[1]), JobState::kPending);
+  auto explained = controller_.Explain(ids[1], kT0);
+  ASSERT_TRUE(explained);
+  EXPECT_EQ(explained->layer, "dependency");
+  EXPECT_THAT(explained->message, HasSubstr("prep"));
+
+  Event(Exited(ids[0], 1, 0, 0, kT0 + 10));
+  auto second = Launches(Schedule(kT0 + 11));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].spec.key.job, ids[1]);
+}
+
+TEST_F(ControllerTest, DependentIsCancelledWhenItsDependencyFails) {
+  model::JobSpec eval = Spec("eval");
+  eval.depends_on = {"prep"};
+  auto ids = Submit({Spec("prep"), eval});
+  Schedule(kT0);
+  Event(Exited(ids[0], 1, 0, 3, kT0 + 10));
+  EXPECT_EQ(State(ids[0]), JobState::kFailed);
+  Schedule(kT0 + 11);
+  EXPECT_EQ(State(ids[1]), JobState::kCancelled);
+  EXPECT_THAT(controller_.Find(ids[1])->status_message, HasSubstr("dependency prep"));
+}
+
+TEST_F(ControllerTest, RetriesAfterBackoffWithANewAttempt) {
+  model::JobSpec spec = Spec("flaky", 1);
+  spec.retry = {2, 10'000};
+  JobId id = Submit({spec})[0];
+  Schedule(kT0);
+  Event(Exited(id, 1, 0, 1, kT0 + 100));
+  EXPECT_EQ(State(id), JobState::kReady);
+  EXPECT_TRUE(Launches(Schedule(kT0 + 5'000)).empty());
+  auto explained = controller_.Explain(id, kT0 + 5'000);
+  EXPECT_EQ(explained->layer, "backoff");
+  auto relaunch = Launches(Schedule(kT0 + 10'100));
+  ASSERT_EQ(relaunch.size(), 1u);
+  EXPECT_EQ(relaunch[0].spec.key.attempt, 2);
+  EXPECT_EQ(relaunch[0].spec.env.at("DROVER_ATTEMPT"), "2");
+  Event(Exited(id, 2, 0, 1, kT0 + 20'000));
+  EXPECT_EQ(State(id), JobState::kFailed);
+  const model::Job& job = *controller_.Find(id);
+  ASSERT_EQ(job.attempts.size(), 2u);
+  EXPECT_EQ(job.attempts[0].outcome, JobState::kReady);
+  EXPECT_EQ(job.attempts[1].outcome, JobState::kFailed);
+}
+
+TEST_F(ControllerTest, FailedGangWorkerStopsTheOthersAndFreesGpusWhenAllExit) {
+  JobId id = Submit({Spec("gang", 2, 2)})[0];
+  Schedule(kT0);
+  Step failed = Event(Exited(id, 1, 1, 2, kT0 + 50));
+  auto stops = Stops(failed);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].key.rank, 0);
+  EXPECT_EQ(State(id), JobState::kStarting);
+  EXPECT_EQ(controller_.cluster().FreeGpus(NodeId("node-a")).size(), 0u);
+  model::WorkerEvent killed = Exited(id, 1, 0, 0, kT0 + 60);
+  killed.exit.signal = 15;
+  killed.exit.cancelled = true;
+  Event(killed);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_THAT(controller_.Find(id)->status_message, HasSubstr("worker 1 on node-a: exit 2"));
+  EXPECT_EQ(controller_.cluster().FreeGpus(NodeId("node-a")).size(), 4u);
+}
+
+TEST_F(ControllerTest, CancelStopsRunningWorkersAndEndsCancelled) {
+  JobId id = Submit({Spec("long", 1)})[0];
+  Schedule(kT0);
+  Event(Started(id, 1, 0, kT0 + 1));
+  Step cancel;
+  ASSERT_TRUE(controller_.Cancel(id, "cancelled by alice", kT0 + 2, cancel));
+  EXPECT_EQ(Stops(cancel).size(), 1u);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  Step again;
+  ASSERT_TRUE(controller_.Cancel(id, "cancelled by alice", kT0 + 3, again));
+  EXPECT_TRUE(Stops(again).empty());
+  model::WorkerEvent killed = Exited(id, 1, 0, 0, kT0 + 4);
+  killed.exit.signal = 15;
+  killed.exit.cancelled = true;
+  Event(killed);
+  EXPECT_EQ(State(id), JobState::kCancelled);
+  Step late;
+  auto error = controller_.Cancel(id, "x", kT0 + 5, late);
+  ASSERT_FALSE(error);
+  EXPECT_EQ(error.error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST_F(ControllerTest, TimeoutEndsTimedOutWithoutRetryBudget) {
+  JobId id = Submit({Spec("slow")})[0];
+  Schedule(kT0);
+  model::WorkerEvent timed_out = Exited(id, 1, 0, 0, kT0 + 1000);
+  timed_out.exit.signal = 15;
+  timed_out.exit.timed_out = true;
+  Event(timed_out);
+  EXPECT_EQ(State(id), JobState::kTimedOut);
+}
+
+TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
+  JobId id = Submit({Spec("huge", 8)})[0];
+  EXPECT_TRUE(Launches(Schedule(kT0)).empty());
+  EXPECT_EQ(State(id), JobState::kReady);
+  EXPECT_THAT(controller_.Find(id)->status_message, HasSubstr("8"));
+  auto explained = controller_.Explain(id, kT0);
+  ASSERT_TRUE(explained);
+  EXPECT_EQ(explained->layer, "placement");
+  EXPECT_TRUE(explained->placement.has_value());
+}
+
+TEST_F(ControllerTest, SameSubmissionKeyReturnsTheSameJobs) {
+  auto first = Submit({Spec("a"), Spec("b")}, kT0, "key-1");
+  Step step;
+  auto again = controller_.Submit({Spec("a"), Spec("b")}, "key-1", "alice", kT0 + 1, step);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->existing);
+  EXPECT_EQ(again->ids, first);
+  EXPECT_TRUE(step.empty());
+  EXPECT_EQ(controller_.jobs().size(), 2u);
+}
+
+TEST_F(ControllerTest, UnknownDependencyChangesNothing) {
+  model::JobSpec spec = Spec("eval");
+  spec.depends_on = {"missing"};
+  Step step;
+  auto result = controller_.Submit({Spec("a"), spec}, "", "alice", kT0, step);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(step.empty());
+  EXPECT_TRUE(controller_.jobs().empty());
+}
+
+TEST_F(ControllerTest, DuplicateAndStaleEventsChangeNothing) {
+  JobId id = Submit({Spec("a", 1)})[0];
+  Schedule(kT0);
+  Event(Exited(id, 1, 0, 0, kT0 + 10));
+  EXPECT_TRUE(Event(Exited(id, 1, 0, 0, kT0 + 11)).empty());
+  EXPECT_TRUE(Event(Started(id, 1, 0, kT0 + 12)).empty());
+  EXPECT_TRUE(Event(Exited(id, 7, 0, 0, kT0 + 13)).empty());
+  EXPECT_EQ(State(id), JobState::kSucceeded);
+}
+
+TEST(ControllerRestore, RestoredRunningJobKeepsItsGpusAndItsLiveWorkers) {
+  Controller before;
+  Step step;
+  before.UpsertNode(GpuNode("node-a", 2), kT0, step);
+  JobId id = before.Submit({Spec("a", 2)}, "", "alice", kT0, step)->ids[0];
+  before.Schedule(kT0, step);
+  before.OnWorkerEvent(Started(id, 1, 0, kT0 + 1), step);
+
+  Controller after;
+  Step restore;
+  after.UpsertNode(GpuNode("node-a", 2), kT0 + 5, restore);
+  std::vector<model::Job> stored;
+  for (const auto& [job_id, job] : before.jobs()) stored.push_back(job);
+  after.Restore(stored, kT0 + 5, restore);
+  EXPECT_TRUE(restore.transitions.empty());
+  ASSERT_EQ(after.LiveWorkers().size(), 1u);
+  EXPECT_EQ(after.LiveWorkers()[0].second, (model::WorkerKey{id, 1, 0}));
+
+  Step submit;
+  JobId next = after.Submit({Spec("b", 1)}, "", "alice", kT0 + 6, submit)->ids[0];
+  EXPECT_GT(next.value(), id.value());
+  Step scheduled;
+  after.Schedule(kT0 + 6, scheduled);
+  EXPECT_TRUE(Launches(scheduled).empty());  // the restored job still holds both GPUs
+
+  Step exited;
+  after.OnWorkerEvent(Exited(id, 1, 0, 0, kT0 + 7), exited);
+  EXPECT_EQ(after.Find(id)->state, JobState::kSucceeded);
+  Step rescheduled;
+  after.Schedule(kT0 + 8, rescheduled);
+  EXPECT_EQ(Launches(rescheduled).size(), 1u);
+}
+
+TEST(ControllerRestore, RelaunchRepeatsALaunchThatNeverHappened) {
+  Controller controller;
+  Step step;
+  controller.UpsertNode(GpuNode("node-a", 1), kT0, step);
+  JobId id = controller.Submit({Spec("a", 1)}, "", "alice", kT0, step)->ids[0];
+  controller.Schedule(kT0, step);
+  Step relaunch;
+  controller.Relaunch({id, 1, 0}, relaunch);
+  auto launches = Launches(relaunch);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].spec.key, (model::WorkerKey{id, 1, 0}));
+}
+
+}  // namespace
+}  // namespace drover::control

@@ -1,0 +1,118 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "drover/sched/sched_test_util.h"
+#include "drover/sched/scheduler.h"
+
+namespace drover::sched {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::kGi;
+using testing::MakeJob;
+using testing::MakeNode;
+using testing::Pending;
+
+Placement OneWorker(const std::string& node, std::vector<int> gpus) {
+  return Placement{JobId(1), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
+}
+
+const model::Resources kPerWorker{4'000, 16 * kGi, 2};
+
+TEST(ClusterState, AllocateAndReleaseRoundTrip) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 4));
+  Placement p = OneWorker("node-a", {1, 3});
+  ASSERT_TRUE(cluster.Allocate(p, kPerWorker).has_value());
+  EXPECT_EQ(*cluster.Free(NodeId("node-a")), (model::Resources{60'000, 496 * kGi, 2}));
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(0, 2));
+  cluster.Release(p, kPerWorker);
+  EXPECT_EQ(*cluster.Free(NodeId("node-a")), (model::Resources{64'000, 512 * kGi, 4}));
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(ClusterState, AllocateFailsWithoutChangingAnything) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 4, "H100", 8'000, 64 * kGi));
+  cluster.UpsertNode(MakeNode("node-b", 4, "H100", 8'000, 64 * kGi));
+  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), {1'000, kGi, 1}).has_value());
+
+  std::vector<Placement> bad = {
+      OneWorker("node-a", {0, 1}),  // GPU 0 is used
+      OneWorker("node-a", {7}),     // no such GPU
+      OneWorker("node-x", {0}),     // unknown node
+      Placement{
+          JobId(2),  // GPU 1 twice
+          {WorkerAssignment{0, NodeId("node-b"), {1}}, WorkerAssignment{1, NodeId("node-b"), {1}}}},
+      Placement{
+          JobId(3),  // CPU: 2 x 4 CPU on an 8 CPU node holding 1 already
+          {WorkerAssignment{0, NodeId("node-b"), {2}}, WorkerAssignment{1, NodeId("node-a"), {2}},
+           WorkerAssignment{2, NodeId("node-a"), {3}}}},
+  };
+  for (const Placement& p : bad) {
+    Status status = cluster.Allocate(p, {4'000, kGi, 1});
+    ASSERT_FALSE(status.has_value());
+    EXPECT_EQ(status.error().code, ErrorCode::kFailedPrecondition) << status.error().message;
+  }
+  EXPECT_EQ(*cluster.Free(NodeId("node-a")), (model::Resources{7'000, 63 * kGi, 3}));
+  EXPECT_EQ(*cluster.Free(NodeId("node-b")), (model::Resources{8'000, 64 * kGi, 4}));
+}
+
+TEST(ClusterState, UpsertKeepsAllocations) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 4));
+  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {2, 3}), kPerWorker).has_value());
+  cluster.UpsertNode(MakeNode("node-a", 2, "H100", 128'000));  // GPUs 2 and 3 disappear
+  EXPECT_EQ(*cluster.Free(NodeId("node-a")), (model::Resources{124'000, 496 * kGi, 2}));
+  cluster.UpsertNode(MakeNode("node-a", 4));  // and come back, still allocated
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(0, 1));
+  cluster.Release(OneWorker("node-a", {2, 3}), kPerWorker);
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(ClusterState, UpsertAndRemoveKeepIndexesCurrent) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 8));
+  cluster.UpsertNode(MakeNode("node-b", 8));
+  model::JobSpec job = MakeJob(1);
+  job.requirements.node_selector = {{"pool", "a"}};
+  // Builds the index for this filter: nothing matches yet.
+  EXPECT_EQ(RunCycle(cluster, {Pending(1, job)}).placements.size(), 0u);
+  model::Node labelled = MakeNode("node-b", 8);
+  labelled.labels = {{"pool", "a"}};
+  cluster.UpsertNode(labelled);
+  CycleResult result = RunCycle(cluster, {Pending(2, job)});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-b"));
+  cluster.UpsertNode(MakeNode("node-b", 8));  // label removed
+  EXPECT_EQ(RunCycle(cluster, {Pending(3, job)}).placements.size(), 0u);
+
+  model::Node c = MakeNode("node-c", 2);
+  c.labels = {{"pool", "a"}};
+  cluster.UpsertNode(c);
+  cluster.RemoveNode(NodeId("node-a"));
+  result = RunCycle(cluster, {Pending(4, job)});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-c"));
+  EXPECT_EQ(cluster.nodes().size(), 2u);
+  EXPECT_FALSE(cluster.Free(NodeId("node-a")));
+}
+
+TEST(ClusterState, ReleaseIgnoresUnknownNodesAndFreeGpus) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 2));
+  cluster.Release(OneWorker("node-x", {0}), kPerWorker);
+  cluster.Release(OneWorker("node-a", {0}), kPerWorker);
+  EXPECT_EQ(*cluster.Free(NodeId("node-a")), (model::Resources{64'000, 512 * kGi, 2}));
+}
+
+TEST(ClusterState, MoveKeepsState) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 2));
+  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), {0, 0, 1}).has_value());
+  ClusterState moved = std::move(cluster);
+  EXPECT_THAT(moved.FreeGpus(NodeId("node-a")), ElementsAre(1));
+}
+
+}  // namespace
+}  // namespace drover::sched

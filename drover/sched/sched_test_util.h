@@ -1,0 +1,60 @@
+#pragma once
+
+// Builders for scheduler tests. Test-only; header-only so the library does not carry it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "drover/model/job_spec.h"
+#include "drover/model/node.h"
+#include "drover/sched/scheduler.h"
+
+namespace drover::sched::testing {
+
+inline constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+// A node named `name` with `gpus` GPUs of `model` (indices 0..gpus-1, ungrouped).
+inline model::Node MakeNode(const std::string& name, int gpus, const std::string& model = "H100",
+                            std::int64_t cpu_millis = 64'000, std::int64_t memory_bytes = 512 * kGi,
+                            std::int64_t gpu_memory_bytes = 80 * kGi) {
+  model::Node node;
+  node.name = NodeId(name);
+  node.cpu_millis = cpu_millis;
+  node.memory_bytes = memory_bytes;
+  for (int i = 0; i < gpus; ++i) {
+    model::Gpu gpu;
+    gpu.index = i;
+    gpu.uuid = "GPU-" + name + "-" + std::to_string(i);
+    gpu.model = model;
+    gpu.memory_bytes = gpu_memory_bytes;
+    node.gpus.push_back(gpu);
+  }
+  return node;
+}
+
+// A job of `workers` workers, each with `gpus` GPUs, 1 CPU and 4Gi memory.
+inline model::JobSpec MakeJob(int gpus, int workers = 1, bool same_node = false) {
+  model::JobSpec spec;
+  spec.name = "job";
+  spec.command = {"true"};
+  spec.workers = workers;
+  spec.min_workers = workers;
+  spec.requirements.per_worker = {1000, 4 * kGi, gpus};
+  spec.requirements.same_node = same_node;
+  return spec;
+}
+
+inline model::JobSpec MakeCpuJob(std::int64_t cpu_millis, std::int64_t memory_bytes,
+                                 int workers = 1) {
+  model::JobSpec spec = MakeJob(0, workers);
+  spec.requirements.per_worker = {cpu_millis, memory_bytes, 0};
+  return spec;
+}
+
+inline PendingJob Pending(std::int64_t id, const model::JobSpec& spec, int priority = 0,
+                          TimeMs enqueued_at = 0) {
+  return PendingJob{JobId(id), priority, enqueued_at, &spec};
+}
+
+}  // namespace drover::sched::testing

@@ -1,0 +1,95 @@
+#include <chrono>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "drover/agent/local_runtime.h"
+#include "drover/codec/json.h"
+#include "drover/server/agent_link.h"
+#include "drover/server/api_client.h"
+
+namespace drover::server {
+
+using nlohmann::json;
+
+Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atomic<bool>& stop) {
+  agent::LocalRuntime::Options runtime_options;
+  runtime_options.runs_dir = options.runs_dir;
+  runtime_options.supervisor_path = options.supervisor_path;
+  auto created = agent::LocalRuntime::Create(runtime_options, clock);
+  if (!created) return tl::unexpected(created.error());
+  agent::LocalRuntime& runtime = **created;
+
+  const std::string node = options.node.name.value();
+  const std::string node_path = "/v1/agents/" + UrlEncode(node);
+  ApiClient client(options.server_url, /*timeout_ms=*/10'000);
+  bool registered = false;
+  std::vector<model::WorkerEvent> unsent;  // kept until the server accepts them
+
+  while (!stop) {
+    if (!registered) {
+      auto reply = client.Post("/v1/agents/register", codec::ToJson(options.node).dump(),
+                               "application/json");
+      if (!reply) {
+        spdlog::warn("agent {}: cannot register: {}", node, reply.error().message);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        continue;
+      }
+      registered = true;
+      spdlog::info("agent {}: registered with {}", node, options.server_url);
+    }
+    auto reply = client.Get(node_path + "/commands?wait_ms=" + std::to_string(options.poll_ms));
+    if (!reply) {
+      // A restarted server forgets remote nodes: register again, which also re-adopts.
+      ErrorCode code = reply.error().code;
+      if (code == ErrorCode::kNotFound || code == ErrorCode::kUnavailable) registered = false;
+      if (code == ErrorCode::kUnavailable) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else {
+      for (const json& item : reply->json.value("commands", json::array())) {
+        auto command = AgentCommandFromJson(item);
+        if (!command) {
+          spdlog::error("agent {}: bad command: {}", node, command.error().message);
+          continue;
+        }
+        switch (command->kind) {
+          case AgentCommand::Kind::kLaunch: {
+            Status launched = runtime.Launch(command->launch);
+            if (!launched && launched.error().code != ErrorCode::kAlreadyExists) {
+              model::WorkerEvent failed;
+              failed.key = command->launch.key;
+              failed.kind = model::WorkerEvent::Kind::kExited;
+              failed.at = clock.Now();
+              failed.exit.message = "launch failed: " + launched.error().message;
+              unsent.push_back(failed);
+            }
+            break;
+          }
+          case AgentCommand::Kind::kStop:
+            (void)runtime.Cancel(command->key);
+            break;
+          case AgentCommand::Kind::kAdopt:
+            for (const model::WorkerKey& key : runtime.Adopt(command->keys)) {
+              model::WorkerEvent lost;
+              lost.key = key;
+              lost.kind = model::WorkerEvent::Kind::kExited;
+              lost.at = clock.Now();
+              lost.exit.message = "lost: never launched on node " + node;
+              unsent.push_back(lost);
+            }
+            break;
+        }
+      }
+    }
+    for (model::WorkerEvent& event : runtime.Poll()) unsent.push_back(std::move(event));
+    if (!unsent.empty() && registered) {
+      json events = json::array();
+      for (const model::WorkerEvent& event : unsent) events.push_back(codec::ToJson(event));
+      if (client.Post(node_path + "/events", json{{"events", events}}.dump(), "application/json")) {
+        unsent.clear();
+      }
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace drover::server

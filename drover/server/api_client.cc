@@ -1,0 +1,91 @@
+#include "drover/server/api_client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+namespace drover::server {
+namespace {
+
+std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
+  for (ErrorCode code : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
+                         ErrorCode::kAlreadyExists, ErrorCode::kFailedPrecondition,
+                         ErrorCode::kAborted, ErrorCode::kUnavailable,
+                         ErrorCode::kResourceExhausted, ErrorCode::kDeadlineExceeded,
+                         ErrorCode::kInternal}) {
+    if (ErrorCodeName(code) == name) return code;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms)
+    : base_url_(std::move(base_url)), client_(std::make_unique<httplib::Client>(base_url_)) {
+  client_->set_connection_timeout(5, 0);
+  client_->set_read_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+  client_->set_write_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+  client_->set_keep_alive(true);
+}
+
+ApiClient::~ApiClient() = default;
+
+namespace {
+
+Result<ApiResponse> Convert(const std::string& base_url, httplib::Result result) {
+  if (!result) {
+    return Unavailable(fmt::format("cannot reach the Drover server at {} ({}); start one with "
+                                   "`drover server` or point DROVER_SERVER at it",
+                                   base_url, httplib::to_string(result.error())));
+  }
+  ApiResponse response;
+  response.status = result->status;
+  response.body = std::move(result->body);
+  for (const auto& [name, value] : result->headers) {
+    if (name.rfind("X-Drover-", 0) == 0) response.headers[name] = value;
+  }
+  if (result->get_header_value("Content-Type").find("application/json") != std::string::npos) {
+    response.json = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  }
+  if (response.status >= 200 && response.status < 300) return response;
+  const nlohmann::json& body = response.json;
+  if (body.is_object() && body.contains("code") && body["code"].is_string()) {
+    Error error;
+    error.code = ParseErrorCode(body["code"].get<std::string>()).value_or(ErrorCode::kInternal);
+    error.message = body.value("message", "");
+    if (body.contains("details") && body["details"].is_array()) {
+      for (const auto& detail : body["details"]) {
+        if (detail.is_string()) error.details.push_back(detail.get<std::string>());
+      }
+    }
+    return tl::unexpected(std::move(error));
+  }
+  return Internal(fmt::format("the server at {} answered HTTP {}: {}", base_url,
+                              response.status, response.body.substr(0, 200)));
+}
+
+}  // namespace
+
+Result<ApiResponse> ApiClient::Get(const std::string& path_and_query) {
+  return Convert(base_url_, client_->Get(path_and_query));
+}
+
+Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& body,
+                                    const std::string& content_type,
+                                    const std::map<std::string, std::string>& headers) {
+  httplib::Headers http_headers(headers.begin(), headers.end());
+  return Convert(base_url_, client_->Post(path, http_headers, body, content_type));
+}
+
+std::string UrlEncode(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+}  // namespace drover::server

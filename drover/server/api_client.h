@@ -1,0 +1,51 @@
+#pragma once
+
+// A client of the HTTP API, used by the CLI and by remote agents. Not thread-safe; one per
+// thread.
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace drover::server {
+
+struct ApiResponse {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // the few the API defines (X-Drover-*)
+  nlohmann::json json;  // the parsed body when it is JSON, else null
+};
+
+class ApiClient {
+ public:
+  // `base_url` is "http://host:port". Requests time out after `timeout_ms`.
+  explicit ApiClient(std::string base_url, DurationMs timeout_ms = 60'000);
+  ~ApiClient();
+
+  // A 2xx response, or the API's error: the JSON body's code and message (and details) become
+  // the Error. kUnavailable with one sentence when the server cannot be reached.
+  Result<ApiResponse> Get(const std::string& path_and_query);
+  Result<ApiResponse> Post(const std::string& path, const std::string& body,
+                           const std::string& content_type,
+                           const std::map<std::string, std::string>& headers = {});
+
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  std::string base_url_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+// Percent-encodes `text` for use in a query string.
+std::string UrlEncode(const std::string& text);
+
+}  // namespace drover::server

@@ -1,0 +1,335 @@
+#include "drover/server/control_plane.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace drover::server {
+
+ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
+                           ControlPlaneOptions options)
+    : store_(std::move(store)),
+      clock_(clock),
+      options_(options),
+      controller_(options.control) {}
+
+ControlPlane::~ControlPlane() { Stop(); }
+
+void ControlPlane::AddLocalNode(const model::Node& node,
+                                std::unique_ptr<agent::WorkerRuntime> runtime,
+                                std::string runs_dir) {
+  std::lock_guard lock(mu_);
+  nodes_[node.name] = NodeEntry{std::move(runtime), nullptr, std::move(runs_dir)};
+  control::Step step;
+  controller_.UpsertNode(node, clock_.Now(), step);
+  Commit(step);
+}
+
+Status ControlPlane::Start() {
+  auto stored = store_->ListJobs(store::JobFilter{});
+  if (!stored) return tl::unexpected(stored.error());
+  {
+    std::lock_guard lock(mu_);
+    control::Step step;
+    controller_.Restore(*std::move(stored), clock_.Now(), step);
+    // Re-attach to the workers an earlier server launched; launch those that never started.
+    std::map<NodeId, std::vector<model::WorkerKey>> live;
+    for (const auto& [node, key] : controller_.LiveWorkers()) live[node].push_back(key);
+    for (const auto& [node, keys] : live) {
+      auto it = nodes_.find(node);
+      if (it == nodes_.end()) continue;  // a remote node: adopted when its agent registers
+      for (const model::WorkerKey& key : it->second.runtime->Adopt(keys)) {
+        controller_.Relaunch(key, step);
+      }
+    }
+    controller_.Schedule(clock_.Now(), step);
+    Commit(step);
+  }
+  loop_ = std::thread([this] { Loop(); });
+  return OkStatus();
+}
+
+void ControlPlane::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [name, entry] : nodes_) {
+      if (entry.remote) entry.remote->Close();
+    }
+  }
+  wake_loop_.notify_all();
+  changed_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void ControlPlane::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    control::Step step;
+    PollRuntimes(step);
+    controller_.Schedule(clock_.Now(), step);
+    Commit(step);
+    wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
+                        [&] { return stopping_ || wake_; });
+    wake_ = false;
+  }
+}
+
+void ControlPlane::PollRuntimes(control::Step& step) {
+  for (auto& [name, entry] : nodes_) {
+    for (const model::WorkerEvent& event : entry.runtime->Poll()) {
+      controller_.OnWorkerEvent(event, step);
+    }
+  }
+}
+
+void ControlPlane::Commit(control::Step& step) {
+  // Effects can feed events back (a launch that failed), which produce further steps.
+  while (!step.empty()) {
+    store::Batch batch;
+    for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
+    batch.transitions = std::move(step.transitions);
+    if (!batch.empty()) {
+      Status written = store_->Apply(batch);
+      if (!written) {
+        spdlog::critical("cannot persist state, exiting so that a restart recovers: {}",
+                         written.error().ToString());
+        std::_Exit(70);
+      }
+      ++version_;
+      changed_.notify_all();
+    }
+    control::Step next;
+    for (const control::Effect& effect : step.effects) {
+      if (const auto* launch = std::get_if<control::LaunchWorker>(&effect)) {
+        auto it = nodes_.find(launch->spec.node);
+        Status launched = it == nodes_.end()
+                              ? Unavailable("node " + launch->spec.node.value() + " is gone")
+                              : it->second.runtime->Launch(launch->spec);
+        if (!launched && launched.error().code != ErrorCode::kAlreadyExists) {
+          model::WorkerEvent failed;
+          failed.key = launch->spec.key;
+          failed.kind = model::WorkerEvent::Kind::kExited;
+          failed.at = clock_.Now();
+          failed.exit.exit_code = -1;
+          failed.exit.message = "launch failed: " + launched.error().message;
+          controller_.OnWorkerEvent(failed, next);
+        }
+      } else if (const auto* stop = std::get_if<control::StopWorker>(&effect)) {
+        auto it = nodes_.find(stop->node);
+        if (it != nodes_.end()) (void)it->second.runtime->Cancel(stop->key);
+      }
+    }
+    step = std::move(next);
+  }
+}
+
+Result<control::SubmitResult> ControlPlane::Submit(std::string_view text,
+                                                   const spec::ParseOptions& options,
+                                                   const std::string& idempotency_key,
+                                                   const std::string& owner) {
+  auto specs = spec::ParseJobs(text, options);
+  if (!specs) return tl::unexpected(specs.error());
+  std::lock_guard lock(mu_);
+  control::Step step;
+  auto result = controller_.Submit(*std::move(specs), idempotency_key, owner, clock_.Now(), step);
+  if (!result) return result;
+  if (!result->existing) controller_.Schedule(clock_.Now(), step);
+  Commit(step);
+  return result;
+}
+
+Status ControlPlane::Cancel(JobId id, const std::string& cause) {
+  std::lock_guard lock(mu_);
+  control::Step step;
+  DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
+  controller_.Schedule(clock_.Now(), step);
+  Commit(step);
+  return OkStatus();
+}
+
+Result<model::Job> ControlPlane::GetJob(JobId id) const {
+  std::lock_guard lock(mu_);
+  const model::Job* job = controller_.Find(id);
+  if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
+  return *job;
+}
+
+std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) const {
+  std::lock_guard lock(mu_);
+  std::vector<model::Job> out;
+  auto matches = [&](const model::Job& job) {
+    return (!filter.state || job.state == *filter.state) &&
+           (filter.owner.empty() || job.spec.owner == filter.owner) &&
+           (filter.team.empty() || job.spec.team == filter.team) &&
+           (filter.queue.empty() || job.spec.queue == filter.queue) &&
+           (filter.name.empty() || job.spec.name == filter.name) &&
+           (!filter.active_only || !model::IsTerminal(job.state));
+  };
+  if (filter.limit > 0) {
+    // The newest `limit` matches, newest first.
+    for (auto it = controller_.jobs().rbegin(); it != controller_.jobs().rend(); ++it) {
+      if (static_cast<int>(out.size()) >= filter.limit) break;
+      if (matches(it->second)) out.push_back(it->second);
+    }
+    return out;
+  }
+  for (const auto& [id, job] : controller_.jobs()) {
+    if (matches(job)) out.push_back(job);
+  }
+  return out;
+}
+
+Result<std::vector<model::Transition>> ControlPlane::Transitions(JobId id) const {
+  {
+    std::lock_guard lock(mu_);
+    if (!controller_.Find(id)) return NotFound(fmt::format("job {} does not exist", id.value()));
+  }
+  return store_->ListTransitions(id);
+}
+
+Result<control::Explanation> ControlPlane::Explain(JobId id) const {
+  std::lock_guard lock(mu_);
+  return controller_.Explain(id, clock_.Now());
+}
+
+std::vector<NodeStatus> ControlPlane::Nodes() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeStatus> out;
+  for (const auto& [name, node] : controller_.nodes()) {
+    NodeStatus status;
+    status.node = node;
+    status.free = controller_.cluster().Free(name).value_or(model::Resources{});
+    status.free_gpus = controller_.cluster().FreeGpus(name);
+    auto it = nodes_.find(name);
+    status.remote = it != nodes_.end() && it->second.remote != nullptr;
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
+Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const std::string& stream,
+                                       std::int64_t offset, std::int64_t max_bytes) const {
+  if (stream != "stdout" && stream != "stderr") {
+    return InvalidArgument("stream: must be stdout or stderr");
+  }
+  std::filesystem::path path;
+  bool exited = false;
+  {
+    std::lock_guard lock(mu_);
+    const model::Job* job = controller_.Find(id);
+    if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
+    if (job->attempts.empty()) {
+      return NotFound(fmt::format("job {} has not started yet", id.value()));
+    }
+    const model::Attempt* chosen = nullptr;
+    for (const model::Attempt& a : job->attempts) {
+      if (a.number == attempt || (attempt == 0 && &a == job->current_attempt())) chosen = &a;
+    }
+    if (!chosen) return NotFound(fmt::format("job {} has no attempt {}", id.value(), attempt));
+    if (rank < 0 || rank >= static_cast<int>(chosen->workers.size())) {
+      return NotFound(fmt::format("job {} attempt {} has no worker {}", id.value(),
+                                  chosen->number, rank));
+    }
+    const model::Worker& worker = chosen->workers[rank];
+    auto it = nodes_.find(worker.node);
+    if (it == nodes_.end() || it->second.runs_dir.empty()) {
+      return Unavailable(fmt::format("the logs of worker {} are kept on its node {}", rank,
+                                     worker.node.value()));
+    }
+    path = std::filesystem::path(it->second.runs_dir) / std::to_string(id.value()) /
+           std::to_string(chosen->number) / std::to_string(rank) / (stream + ".log");
+    exited = worker.state == model::WorkerState::kExited;
+  }
+  LogChunk chunk;
+  chunk.next_offset = offset;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    chunk.finished = exited;
+    return chunk;
+  }
+  in.seekg(0, std::ios::end);
+  std::int64_t size = in.tellg();
+  if (offset < 0) offset = std::max<std::int64_t>(0, size + offset);  // negative: from the end
+  if (offset > size) offset = size;
+  std::int64_t length = std::min(max_bytes, size - offset);
+  chunk.data.resize(static_cast<std::size_t>(length));
+  in.seekg(offset);
+  in.read(chunk.data.data(), length);
+  chunk.next_offset = offset + length;
+  chunk.finished = exited && chunk.next_offset >= size;
+  return chunk;
+}
+
+Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node.name);
+  if (it != nodes_.end() && !it->second.remote) {
+    return MakeError(ErrorCode::kAlreadyExists,
+                     fmt::format("node {} is served by the embedded agent", node.name.value()));
+  }
+  control::Step step;
+  controller_.UpsertNode(node, clock_.Now(), step);
+  if (it == nodes_.end()) {
+    auto remote = std::make_shared<RemoteRuntime>();
+    it = nodes_.emplace(node.name, NodeEntry{remote, remote, ""}).first;
+  }
+  // The agent may have been restarted, or the server: in both cases it reports what became of
+  // the workers the controller believes alive on it.
+  std::vector<model::WorkerKey> keys;
+  for (const auto& [name, key] : controller_.LiveWorkers()) {
+    if (name == node.name) keys.push_back(key);
+  }
+  if (!keys.empty()) it->second.runtime->Adopt(keys);
+  Commit(step);
+  wake_ = true;
+  wake_loop_.notify_all();
+  return OkStatus();
+}
+
+Result<std::vector<AgentCommand>> ControlPlane::TakeCommands(const NodeId& node,
+                                                             DurationMs wait_ms) {
+  std::shared_ptr<RemoteRuntime> remote;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || !it->second.remote) {
+      return NotFound(fmt::format("node {} is not registered", node.value()));
+    }
+    remote = it->second.remote;
+  }
+  return remote->TakeCommands(wait_ms);
+}
+
+Status ControlPlane::ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || !it->second.remote) {
+      return NotFound(fmt::format("node {} is not registered", node.value()));
+    }
+    it->second.remote->Report(std::move(events));
+    wake_ = true;
+  }
+  wake_loop_.notify_all();
+  return OkStatus();
+}
+
+std::uint64_t ControlPlane::version() const {
+  std::lock_guard lock(mu_);
+  return version_;
+}
+
+std::uint64_t ControlPlane::WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                    [&] { return stopping_ || version_ > seen; });
+  return version_;
+}
+
+}  // namespace drover::server

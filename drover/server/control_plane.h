@@ -1,0 +1,133 @@
+#pragma once
+
+// ControlPlane: the live driver around the deterministic controller.
+//
+// It owns the controller, the store and one WorkerRuntime per node, and serializes every call
+// into the controller under one mutex. Each controller Step is persisted (one store
+// transaction) before its effects are carried out, so what is stored is always at least as far
+// along as what runs. A loop thread polls the runtimes for worker events and runs the
+// scheduler every `poll_interval_ms`, and at once after a submission.
+//
+// A failed store write is fatal (the process exits and a restart recovers from the store):
+// continuing would let running work and the durable record disagree.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "drover/agent/runtime.h"
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+#include "drover/control/controller.h"
+#include "drover/server/agent_link.h"
+#include "drover/spec/parse.h"
+#include "drover/store/store.h"
+
+namespace drover::server {
+
+struct ControlPlaneOptions {
+  control::Options control;
+  // How often runtimes are polled and the scheduler runs when nothing wakes the loop.
+  DurationMs poll_interval_ms = 10;
+};
+
+struct NodeStatus {
+  model::Node node;
+  model::Resources free;
+  std::vector<int> free_gpus;
+  bool remote = false;
+};
+
+// A chunk of a worker's output.
+struct LogChunk {
+  std::string data;
+  std::int64_t next_offset = 0;
+  bool finished = false;  // the worker has exited and `data` reaches the end of the file
+};
+
+class ControlPlane {
+ public:
+  ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
+               ControlPlaneOptions options = {});
+  ~ControlPlane();
+  ControlPlane(const ControlPlane&) = delete;
+  ControlPlane& operator=(const ControlPlane&) = delete;
+
+  // Adds a node whose workers run on this machine under `runtime`; `runs_dir` is where that
+  // runtime keeps worker directories (for logs). Call before Start().
+  void AddLocalNode(const model::Node& node, std::unique_ptr<agent::WorkerRuntime> runtime,
+                    std::string runs_dir);
+
+  // Restores jobs from the store, re-attaches to live workers, relaunches launches that never
+  // happened, and starts the loop thread.
+  Status Start();
+  // Stops the loop thread; running workers are left running (their supervisors outlive us).
+  void Stop();
+
+  // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs. An
+  // invalid spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
+  Result<control::SubmitResult> Submit(std::string_view text, const spec::ParseOptions& options,
+                                       const std::string& idempotency_key,
+                                       const std::string& owner);
+  Status Cancel(JobId id, const std::string& cause);
+
+  Result<model::Job> GetJob(JobId id) const;
+  std::vector<model::Job> ListJobs(const store::JobFilter& filter) const;
+  Result<std::vector<model::Transition>> Transitions(JobId id) const;
+  Result<control::Explanation> Explain(JobId id) const;
+  std::vector<NodeStatus> Nodes() const;
+
+  // Reads a worker's stdout or stderr from `offset` (at most `max_bytes`). attempt 0 means the
+  // current attempt. kNotFound for unknown jobs/workers, kUnavailable for workers on remote
+  // nodes (their logs stay on the node).
+  Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
+                           std::int64_t offset, std::int64_t max_bytes) const;
+
+  // Remote agents: (re-)register a node; its RemoteRuntime receives the node's commands.
+  Status RegisterRemoteNode(const model::Node& node);
+  Result<std::vector<AgentCommand>> TakeCommands(const NodeId& node, DurationMs wait_ms);
+  Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events);
+
+  // A counter that increases with every persisted change; WaitForChange blocks until it
+  // exceeds `seen` or `timeout_ms` passes, and returns the current value.
+  std::uint64_t version() const;
+  std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const;
+
+  TimeMs Now() const { return clock_.Now(); }
+
+ private:
+  struct NodeEntry {
+    std::shared_ptr<agent::WorkerRuntime> runtime;  // shared: HTTP threads wait on remote ones
+    std::shared_ptr<RemoteRuntime> remote;          // set for remote nodes
+    std::string runs_dir;                           // set for local nodes
+  };
+
+  // Persists `step` and carries out its effects; effects that fail feed events back in.
+  // Requires mu_.
+  void Commit(control::Step& step);
+  void Loop();
+  // Polls every runtime and feeds the events to the controller. Requires mu_.
+  void PollRuntimes(control::Step& step);
+
+  std::unique_ptr<store::Store> store_;
+  const Clock& clock_;
+  ControlPlaneOptions options_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::condition_variable wake_loop_;
+  control::Controller controller_;
+  std::map<NodeId, NodeEntry> nodes_;
+  std::uint64_t version_ = 0;
+  bool stopping_ = false;
+  bool wake_ = false;
+  std::thread loop_;
+};
+
+}  // namespace drover::server

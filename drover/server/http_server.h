@@ -1,0 +1,39 @@
+#pragma once
+
+// The HTTP API (docs/api.md) over a ControlPlane. Every error is JSON {code, message, details}
+// with the matching status.
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "drover/common/result.h"
+#include "drover/server/control_plane.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace drover::server {
+
+class HttpServer {
+ public:
+  // Binds `host:port` (port 0: any free port) and serves on a thread pool until Stop().
+  static Result<std::unique_ptr<HttpServer>> Start(ControlPlane& plane, const std::string& host,
+                                                   int port);
+  ~HttpServer();
+
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  HttpServer(ControlPlane& plane);
+  void Routes();
+
+  ControlPlane& plane_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace drover::server

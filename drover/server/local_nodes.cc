@@ -1,0 +1,98 @@
+#include "drover/server/local_nodes.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "drover/agent/gpu/declared.h"
+#include "drover/agent/gpu/nvml.h"
+#include "drover/agent/local_runtime.h"
+#include "drover/agent/node_file.h"
+
+namespace drover::server {
+namespace {
+
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "local";
+  return name;
+}
+
+}  // namespace
+
+Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
+                                                    const std::string& fallback_gpus,
+                                                    std::string* notice) {
+  if (!flags.gpus.empty() && !flags.nodes_file.empty()) {
+    return InvalidArgument("--gpus and --nodes exclude each other: declare GPUs in one place");
+  }
+  std::vector<model::Node> nodes;
+  if (!flags.nodes_file.empty()) {
+    std::ifstream in(flags.nodes_file);
+    if (!in) return InvalidArgument(fmt::format("--nodes: cannot read {}", flags.nodes_file));
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto parsed = agent::ParseNodeFile(text.str(), flags.nodes_file);
+    if (!parsed) return tl::unexpected(parsed.error());
+    nodes = *std::move(parsed);
+  } else {
+    std::vector<model::Gpu> gpus;
+    std::string declaration = flags.gpus;
+    if (declaration.empty()) {
+      auto discovered = agent::DiscoverNvml();
+      if (discovered && !discovered->gpus.empty()) {
+        for (const agent::NvmlGpu& gpu : discovered->gpus) gpus.push_back(gpu.gpu);
+      } else {
+        declaration = fallback_gpus;
+        if (notice) {
+          *notice = fmt::format(
+              "no NVIDIA GPU found ({}); declaring {} (change with --gpus)",
+              discovered ? "NVML lists none" : discovered.error().message,
+              fallback_gpus == "0" ? "none" : fallback_gpus);
+        }
+      }
+    }
+    if (!declaration.empty()) {
+      auto declared = agent::ParseGpuDeclaration(declaration);
+      if (!declared) {
+        return InvalidArgument("--gpus: " + declared.error().message);
+      }
+      gpus = *std::move(declared);
+    }
+    nodes.push_back(
+        agent::LocalNode(flags.node_name.empty() ? HostName() : flags.node_name, std::move(gpus)));
+  }
+  if (!flags.address.empty()) {
+    for (model::Node& node : nodes) node.address = flags.address;
+  }
+  return nodes;
+}
+
+Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
+                     const std::string& data_dir, const std::string& supervisor_path,
+                     const Clock& clock) {
+  for (const model::Node& node : nodes) {
+    agent::LocalRuntime::Options options;
+    options.runs_dir =
+        (std::filesystem::path(data_dir) / "runs" / node.name.value()).lexically_normal();
+    options.supervisor_path = supervisor_path;
+    auto runtime = agent::LocalRuntime::Create(options, clock);
+    if (!runtime) return tl::unexpected(runtime.error());
+    std::string runs_dir = (*runtime)->runs_dir();
+    plane.AddLocalNode(node, *std::move(runtime), runs_dir);
+  }
+  return OkStatus();
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("drover") : path.string();
+}
+
+}  // namespace drover::server

@@ -1,0 +1,38 @@
+#pragma once
+
+// What this machine offers, from the command line's point of view: declared GPUs (--gpus),
+// a node file (--nodes), or the GPUs NVML finds.
+
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+#include "drover/model/node.h"
+#include "drover/server/control_plane.h"
+
+namespace drover::server {
+
+struct LocalNodeFlags {
+  std::string gpus;        // e.g. "8xH100-80GB"; "0" for none
+  std::string nodes_file;  // a YAML node file; its nodes all run their workers here
+  std::string node_name;   // default: the host name
+  std::string address;     // what other nodes reach this one at; default 127.0.0.1
+};
+
+// The nodes described by `flags`. Without --gpus and --nodes, NVML is asked; when it finds no
+// GPU, `fallback_gpus` is declared instead (may be "0") and `notice` says so.
+Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
+                                                    const std::string& fallback_gpus,
+                                                    std::string* notice);
+
+// Adds each node to `plane` with a LocalRuntime keeping its workers in
+// `data_dir`/runs/<node>, supervised by the binary at `supervisor_path`.
+Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
+                     const std::string& data_dir, const std::string& supervisor_path,
+                     const Clock& clock);
+
+// The path of the running executable (/proc/self/exe).
+std::string SelfExecutable();
+
+}  // namespace drover::server

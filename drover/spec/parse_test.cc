@@ -1,0 +1,458 @@
+#include "drover/spec/parse.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace drover::spec {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr std::int64_t kGi = 1LL << 30;
+
+ParseOptions Options() {
+  ParseOptions options;
+  options.file_name = "jobs.yaml";
+  return options;
+}
+
+// Every diagnostic of `text` as "FILE:LINE:COL: error: FIELD: message".
+std::vector<std::string> Errors(std::string_view text, const ParseOptions& options = Options()) {
+  ParseOutput out = ParseJobsWithDiagnostics(text, options);
+  std::vector<std::string> lines;
+  for (const Diagnostic& d : out.diagnostics) lines.push_back(d.ToString());
+  if (!lines.empty()) {
+    EXPECT_THAT(out.jobs, IsEmpty());
+  }
+  return lines;
+}
+
+model::JobSpec ParseOne(std::string_view text, const ParseOptions& options = Options()) {
+  Result<std::vector<model::JobSpec>> jobs = ParseJobs(text, options);
+  if (!jobs) {
+    ADD_FAILURE() << jobs.error().ToString();
+    return {};
+  }
+  EXPECT_THAT(*jobs, SizeIs(1));
+  return jobs->empty() ? model::JobSpec{} : jobs->front();
+}
+
+constexpr std::string_view kQuickstart = R"(# Two jobs: train waits for prep.
+kind: Job
+name: prep
+owner: alice
+team: vision
+script: |
+  echo preparing
+  ls
+---
+kind: Job
+name: train
+owner: alice
+team: vision
+queue: gpu
+priority: high
+command: ["python", "train.py", "--epochs", 3]
+working_dir: src/../train
+env: {EPOCHS: 3, DEBUG: true, NAME: "x y", EMPTY: }
+resources:
+  cpu: 500m
+  memory: 16Gi
+  gpus: 2
+  gpu_memory: 40Gi
+  gpu_model: [H100, A100]
+workers: 4
+min_workers: 2
+placement:
+  node_selector: {pool: a}
+  tolerations:
+    - {key: gpu, operator: Equal, value: reserved, effect: NoSchedule}
+    - {operator: Exists}
+  same_node: true
+depends_on: [prep]
+timeout: 1h30m
+retry: {max_attempts: 3, backoff: 10s}
+checkpoint_dir: /ckpt/train
+interruptible: true
+)";
+
+TEST(ParseJobs, ReadsAMultiDocumentFileIntoJobSpecs) {
+  ParseOptions options = Options();
+  options.base_dir = "/home/alice/project";
+  Result<std::vector<model::JobSpec>> jobs = ParseJobs(kQuickstart, options);
+  ASSERT_TRUE(jobs) << jobs.error().ToString();
+  ASSERT_THAT(*jobs, SizeIs(2));
+
+  model::JobSpec prep;
+  prep.name = "prep";
+  prep.owner = "alice";
+  prep.team = "vision";
+  prep.script = "echo preparing\nls\n";
+  prep.requirements.per_worker = {1000, kGi, 0};
+  EXPECT_EQ((*jobs)[0], prep);
+
+  model::JobSpec train;
+  train.name = "train";
+  train.owner = "alice";
+  train.team = "vision";
+  train.queue = "gpu";
+  train.priority_class = "high";
+  train.command = {"python", "train.py", "--epochs", "3"};
+  train.working_dir = "/home/alice/project/train";
+  train.env = {{"EPOCHS", "3"}, {"DEBUG", "true"}, {"NAME", "x y"}, {"EMPTY", ""}};
+  train.requirements.per_worker = {500, 16 * kGi, 2};
+  train.requirements.gpu_memory_bytes = 40 * kGi;
+  train.requirements.gpu_models = {"H100", "A100"};
+  train.requirements.node_selector = {{"pool", "a"}};
+  train.requirements.tolerations = {
+      {"gpu", model::Toleration::Operator::kEqual, "reserved", model::TaintEffect::kNoSchedule},
+      {"", model::Toleration::Operator::kExists, "", std::nullopt}};
+  train.requirements.same_node = true;
+  train.workers = 4;
+  train.min_workers = 2;
+  train.depends_on = {"prep"};
+  train.timeout = 90 * 60 * 1000;
+  train.retry = {3, 10'000};
+  train.checkpoint_dir = "/ckpt/train";
+  train.interruptible = true;
+  EXPECT_EQ((*jobs)[1], train);
+}
+
+TEST(ParseJobs, AppliesDefaults) {
+  model::JobSpec job = ParseOne("kind: Job\nname: a\ncommand: [true]\nworkers: 3\n");
+  EXPECT_EQ(job.queue, "default");
+  EXPECT_EQ(job.priority_class, "normal");
+  EXPECT_EQ(job.requirements.per_worker, (model::Resources{1000, kGi, 0}));
+  EXPECT_EQ(job.workers, 3);
+  EXPECT_EQ(job.min_workers, 3);
+  EXPECT_EQ(job.retry, (model::RetryPolicy{1, 0}));
+  EXPECT_EQ(job.timeout, std::nullopt);
+  EXPECT_FALSE(job.interruptible);
+  EXPECT_TRUE(job.working_dir.empty());
+}
+
+TEST(ParseJobs, AcceptsAJsonObject) {
+  model::JobSpec job = ParseOne(
+      R"({"kind": "Job", "name": "a", "command": ["echo", "hi"],
+          "resources": {"cpu": 2, "memory": "512Mi", "gpus": 1, "gpu_model": "H100"},
+          "interruptible": false})");
+  EXPECT_EQ(job.name, "a");
+  EXPECT_EQ(job.command, (std::vector<std::string>{"echo", "hi"}));
+  EXPECT_EQ(job.requirements.per_worker, (model::Resources{2000, 512LL << 20, 1}));
+  EXPECT_EQ(job.requirements.gpu_models, std::vector<std::string>{"H100"});
+}
+
+TEST(ParseJobs, AcceptsAJsonArrayOfJobs) {
+  Result<std::vector<model::JobSpec>> jobs = ParseJobs(
+      R"([{"kind": "Job", "name": "a", "script": "true"},
+          {"kind": "Job", "name": "b", "script": "true", "depends_on": ["a"]}])",
+      Options());
+  ASSERT_TRUE(jobs) << jobs.error().ToString();
+  ASSERT_THAT(*jobs, SizeIs(2));
+  EXPECT_EQ((*jobs)[1].depends_on, std::vector<std::string>{"a"});
+}
+
+TEST(ParseJobs, ReportsJsonErrorsWithPositions) {
+  EXPECT_THAT(Errors(R"({"kind": "Job", "name": "a", "script": "x", "gpus": 1})"),
+              ElementsAre("jobs.yaml:1:45: error: gpus: unknown field 'gpus'; did you mean "
+                          "'resources.gpus'?"));
+}
+
+TEST(ParseJobs, ResolvesRelativePathsAgainstBaseDir) {
+  ParseOptions options = Options();
+  options.base_dir = "/srv/specs/";
+  model::JobSpec job =
+      ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: .\ncheckpoint_dir: ../ckpt/./a/\n",
+               options);
+  EXPECT_EQ(job.working_dir, "/srv/specs");
+  EXPECT_EQ(job.checkpoint_dir, "/srv/ckpt/a");
+
+  job = ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: /abs/dir\n", options);
+  EXPECT_EQ(job.working_dir, "/abs/dir");
+
+  job = ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: rel/dir\n");  // no base_dir
+  EXPECT_EQ(job.working_dir, "rel/dir");
+}
+
+TEST(ParseJobs, SkipsEmptyDocuments) {
+  Result<std::vector<model::JobSpec>> jobs =
+      ParseJobs("---\n# nothing\n---\nkind: Job\nname: a\nscript: x\n---\n", Options());
+  ASSERT_TRUE(jobs) << jobs.error().ToString();
+  EXPECT_THAT(*jobs, SizeIs(1));
+}
+
+TEST(ParseJobs, ReportsEveryErrorWithPosition) {
+  constexpr std::string_view kText = R"(kind: Job
+name: Train
+command: python train.py
+resources:
+  gpu: 1
+  memory: 16Gb
+  cpu: 4 cores
+workers: 0
+interruptible: yes
+)";
+  ParseOptions options = Options();
+  Result<std::vector<model::JobSpec>> jobs = ParseJobs(kText, options);
+  ASSERT_FALSE(jobs);
+  EXPECT_EQ(jobs.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(jobs.error().message, "7 errors in jobs.yaml");
+  EXPECT_THAT(
+      jobs.error().details,
+      ElementsAre(
+          "jobs.yaml:2:7: error: name: invalid name 'Train': use 1 to 63 lowercase letters, "
+          "digits, '.', '_' or '-', starting with a letter or digit",
+          "jobs.yaml:3:10: error: command: expected a list of strings, found 'python train.py'",
+          "jobs.yaml:5:3: error: resources.gpu: unknown field 'gpu'; did you mean 'gpus'?",
+          "jobs.yaml:6:11: error: resources.memory: unknown memory unit 'Gb' (use Ki, Mi, Gi, Ti "
+          "for powers of 1024 or K, M, G, T for powers of 1000)",
+          "jobs.yaml:7:8: error: resources.cpu: unknown CPU unit ' cores' (write cores such as 8 "
+          "or 0.5, or millicores such as 500m)",
+          "jobs.yaml:8:10: error: workers: must be at least 1",
+          "jobs.yaml:9:16: error: interruptible: expected true or false, found 'yes'"));
+}
+
+TEST(ParseJobs, ReportsErrorsInEveryDocument) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nteam: [a]\n---\nkind: Jb\nname: b\n"),
+              ElementsAre("jobs.yaml:4:7: error: team: expected a string, found a list",
+                          "jobs.yaml:6:1: error: command: one of command (a list: program and "
+                          "arguments) or script (run with /bin/sh -c) is required",
+                          "jobs.yaml:6:7: error: kind: unsupported kind 'Jb'; expected 'Job'"));
+}
+
+TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nnmae: b\nplacement:\n  same_nod: true\n"
+             "retry: {max_attempt: 2}\nfoo: 1\n"),
+      ElementsAre("jobs.yaml:4:1: error: nmae: unknown field 'nmae'; did you mean 'name'?",
+                  "jobs.yaml:6:3: error: placement.same_nod: unknown field 'same_nod'; did you "
+                  "mean 'same_node'?",
+                  "jobs.yaml:7:9: error: retry.max_attempt: unknown field 'max_attempt'; did you "
+                  "mean 'max_attempts'?",
+                  "jobs.yaml:8:1: error: foo: unknown field 'foo'; expected one of: kind, name, "
+                  "owner, team, queue, priority, command, script, working_dir, env, resources, "
+                  "workers, min_workers, placement, depends_on, timeout, retry, checkpoint_dir, "
+                  "interruptible"));
+}
+
+TEST(ParseJobs, ReportsDuplicateFields) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nname: b\n"),
+              ElementsAre("jobs.yaml:4:1: error: name: duplicate field 'name'; it is already set "
+                          "at line 2"));
+}
+
+TEST(ParseJobs, ReportsWrongTypes) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\ncommand: [run, {x: 1}]\nenv: [A]\nworkers: two\n"
+             "placement:\n  same_node: 1\n  node_selector: {pool: [a]}\nretry: 3\n"),
+      ElementsAre("jobs.yaml:3:16: error: command[1]: expected a string, found a mapping",
+                  "jobs.yaml:4:6: error: env: expected a mapping of names to strings, found a list",
+                  "jobs.yaml:5:10: error: workers: expected a whole number, found 'two'",
+                  "jobs.yaml:7:14: error: placement.same_node: expected true or false, found '1'",
+                  "jobs.yaml:8:25: error: placement.node_selector.pool: expected a string, found "
+                  "a list",
+                  "jobs.yaml:9:8: error: retry: expected a mapping, found '3'"));
+}
+
+TEST(ParseJobs, RejectsNegativeAndFractionalGpus) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: -1}\n"),
+              ElementsAre("jobs.yaml:4:19: error: resources.gpus: must not be negative"));
+  const std::string fractional =
+      "jobs.yaml:4:19: error: resources.gpus: GPU count must be a whole number; fractions of a "
+      "GPU need a sharing mechanism such as a MIG profile (mig: 1g.18gb) or time-slicing "
+      "(gpu_share: 500m), which this cluster version does not offer yet";
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 0.5}\n"),
+              ElementsAre(fractional));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 500m}\n"),
+              ElementsAre(fractional));
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nresources: {gpus: 2.0}\n")
+                .requirements.per_worker.gpus,
+            2);
+}
+
+TEST(ParseJobs, RejectsGpuConstraintsWithoutGpus) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nresources:\n  gpu_memory: 40Gi\n  gpu_model: H100\n"),
+      ElementsAre("jobs.yaml:5:15: error: resources.gpu_memory: is only valid with gpus > 0 (this "
+                  "job asks for no GPUs; add resources.gpus)",
+                  "jobs.yaml:6:14: error: resources.gpu_model: is only valid with gpus > 0 (this "
+                  "job asks for no GPUs; add resources.gpus)"));
+}
+
+TEST(ParseJobs, ReportsMissingRequiredFields) {
+  EXPECT_THAT(Errors("owner: bob\n"),
+              ElementsAre("jobs.yaml:1:1: error: kind: required field is missing (write kind: Job)",
+                          "jobs.yaml:1:1: error: name: required field is missing",
+                          "jobs.yaml:1:1: error: command: one of command (a list: program and "
+                          "arguments) or script (run with /bin/sh -c) is required"));
+  EXPECT_THAT(Errors("kind: Job\nname:\ncommand:\n"),
+              ElementsAre("jobs.yaml:2:1: error: name: must not be empty",
+                          "jobs.yaml:3:1: error: command: must not be empty"));
+}
+
+TEST(ParseJobs, RejectsBothCommandAndScriptAndEmptyCommands) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\ncommand: [x]\nscript: y\n"),
+              ElementsAre("jobs.yaml:4:9: error: script: command and script are mutually "
+                          "exclusive; give only one"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\ncommand: []\n"),
+              ElementsAre("jobs.yaml:3:10: error: command: must not be empty; give the program "
+                          "and its arguments, e.g. [python, train.py]"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\ncommand: ['', x]\n"),
+              ElementsAre("jobs.yaml:3:11: error: command[0]: the program name must not be empty"));
+}
+
+TEST(ParseJobs, RejectsUnknownPriorityClassListingTheValidOnes) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\npriority: hgh\n"),
+              ElementsAre("jobs.yaml:4:11: error: priority: unknown priority class 'hgh' (did you "
+                          "mean 'high'?); valid classes are critical, high, normal, low"));
+}
+
+TEST(ParseJobs, RejectsInvalidAndDuplicateNames) {
+  EXPECT_THAT(Errors("kind: Job\nname: -a\nscript: x\n---\nkind: Job\nname: b\nscript: x\n---\n"
+                     "kind: Job\nname: b\nscript: y\n"),
+              ElementsAre("jobs.yaml:2:7: error: name: invalid name '-a': use 1 to 63 lowercase "
+                          "letters, digits, '.', '_' or '-', starting with a letter or digit",
+                          "jobs.yaml:10:7: error: name: duplicate job name 'b'; the first is at "
+                          "line 6"));
+  EXPECT_THAT(Errors("kind: Job\nname: " + std::string(64, 'a') + "\nscript: x\n"), SizeIs(1));
+  EXPECT_THAT(Errors("kind: Job\nname: " + std::string(63, 'a') + "\nscript: x\n"), IsEmpty());
+}
+
+TEST(ParseJobs, ReportsUnknownAndSelfDependencies) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: prep\nscript: x\n---\nkind: Job\nname: train\nscript: x\n"
+             "depends_on: [prepp, train, zzz]\n"),
+      ElementsAre("jobs.yaml:8:14: error: depends_on[0]: unknown job 'prepp' (dependencies name "
+                  "jobs in the same file); did you mean 'prep'?",
+                  "jobs.yaml:8:21: error: depends_on[1]: a job cannot depend on itself",
+                  "jobs.yaml:8:28: error: depends_on[2]: unknown job 'zzz' (dependencies name jobs "
+                  "in the same file)"));
+}
+
+TEST(ParseJobs, ReportsADependencyCycleWithItsPath) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\ndepends_on: [b]\n---\n"
+                     "kind: Job\nname: b\nscript: x\ndepends_on: [c]\n---\n"
+                     "kind: Job\nname: c\nscript: x\ndepends_on: [a]\n---\n"
+                     "kind: Job\nname: d\nscript: x\ndepends_on: [a, c]\n"),
+              ElementsAre("jobs.yaml:4:14: error: depends_on[0]: dependency cycle: a -> b -> c -> "
+                          "a"));
+  EXPECT_THAT(Errors("[{kind: Job, name: x, script: s, depends_on: [y]},\n"
+                     " {kind: Job, name: y, script: s, depends_on: [x]}]\n"),
+              ElementsAre("jobs.yaml:1:47: error: depends_on[0]: dependency cycle: x -> y -> x"));
+}
+
+TEST(ParseJobs, ChecksWorkerCounts) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nworkers: 2\nmin_workers: 3\n"),
+              ElementsAre("jobs.yaml:5:14: error: min_workers: must not exceed workers (2), found "
+                          "3"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nmin_workers: 0\n"),
+              ElementsAre("jobs.yaml:4:14: error: min_workers: must be at least 1"));
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nworkers: 2\nplacement: {same_node: true}\n")
+                .requirements.same_node,
+            true);
+}
+
+TEST(ParseJobs, ChecksTolerations) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nplacement:\n  tolerations:\n"
+             "    - {key: gpu, effect: NoSchedule}\n"
+             "    - {key: gpu, operator: Exists, value: v, effect: NoSchedul}\n"
+             "    - {operator: Equals}\n"
+             "    - {value: v}\n"),
+      ElementsAre("jobs.yaml:7:43: error: placement.tolerations[1].value: must be empty when "
+                  "operator is Exists",
+                  "jobs.yaml:7:54: error: placement.tolerations[1].effect: unknown effect "
+                  "'NoSchedul' (did you mean 'NoSchedule'?); expected NoSchedule, "
+                  "PreferNoSchedule or NoExecute, or leave it out to tolerate every effect",
+                  "jobs.yaml:8:18: error: placement.tolerations[2].operator: unknown operator "
+                  "'Equals'; expected Equal or Exists",
+                  "jobs.yaml:9:7: error: placement.tolerations[3].key: is required when operator "
+                  "is Equal (use operator: Exists to tolerate every taint)"));
+}
+
+TEST(ParseJobs, ChecksDurationsAndRetry) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\ntimeout: 0s\nretry:\n  max_attempts: 0\n"
+                     "  backoff: soon\n"),
+              ElementsAre("jobs.yaml:4:10: error: timeout: must be greater than zero",
+                          "jobs.yaml:6:17: error: retry.max_attempts: must be at least 1",
+                          "jobs.yaml:7:12: error: retry.backoff: expected a number"));
+}
+
+TEST(ParseJobs, ChecksEnvironmentVariableNames) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nenv:\n  1X: a\n  OK_1: b\n"),
+              ElementsAre("jobs.yaml:5:3: error: env.1X: invalid environment variable name '1X': "
+                          "use letters, digits and '_', not starting with a digit"));
+}
+
+TEST(ParseJobs, ReportsYamlSyntaxErrorsAtTheirPosition) {
+  EXPECT_THAT(Errors("kind: Job\nname: [a, b\nscript: x\n"),
+              ElementsAre(HasSubstr("jobs.yaml:3:")));
+  EXPECT_THAT(Errors("kind: Job\nname: a: b\n"),
+              ElementsAre("jobs.yaml:2:8: error: invalid YAML: illegal map value"));
+  EXPECT_THAT(Errors(std::string(100000, '[')),
+              ElementsAre(HasSubstr("the document is nested too deeply")));
+}
+
+TEST(ParseJobs, RejectsDocumentsThatAreNotMappings) {
+  EXPECT_THAT(Errors("just text\n---\n- 1\n- {kind: Job, name: a, script: x}\n"),
+              ElementsAre("jobs.yaml:1:1: error: expected a job (a mapping with kind: Job), found "
+                          "'just text'",
+                          "jobs.yaml:3:3: error: expected a job (a mapping with kind: Job), found "
+                          "'1'"));
+}
+
+TEST(ParseJobs, RejectsInputWithoutJobs) {
+  Result<std::vector<model::JobSpec>> jobs = ParseJobs("# only a comment\n", Options());
+  ASSERT_FALSE(jobs);
+  EXPECT_EQ(jobs.error().message, "1 error in jobs.yaml");
+  EXPECT_THAT(jobs.error().details, ElementsAre(HasSubstr("jobs.yaml:1:1: error: no job found")));
+}
+
+TEST(ParseJobs, NeverCrashesOnGarbage) {
+  std::mt19937 rng(42);
+  const std::string alphabet = "kind:Job name-[]{}\"',\n\t #&*!|>?%@`\\0.5m\x01\xff";
+  const std::string valid(kQuickstart);
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    if (round % 2 == 0) {
+      std::uniform_int_distribution<std::size_t> len(0, 200);
+      std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+      for (std::size_t n = len(rng); n > 0; --n) text += alphabet[pick(rng)];
+    } else {
+      // Mutate the valid quickstart: flip, insert or delete bytes.
+      text = valid;
+      std::uniform_int_distribution<int> edits(1, 8);
+      for (int e = edits(rng); e > 0; --e) {
+        std::uniform_int_distribution<std::size_t> at(0, text.size() - 1);
+        std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+        switch (rng() % 3) {
+          case 0: text[at(rng)] = alphabet[pick(rng)]; break;
+          case 1: text.insert(at(rng), 1, alphabet[pick(rng)]); break;
+          default: text.erase(at(rng), 1); break;
+        }
+      }
+    }
+    ParseOutput out = ParseJobsWithDiagnostics(text, Options());
+    for (const Diagnostic& d : out.diagnostics) {
+      EXPECT_GE(d.line, 1);
+      EXPECT_GE(d.column, 1);
+    }
+    EXPECT_TRUE(out.diagnostics.empty() || out.jobs.empty());
+  }
+}
+
+TEST(Diagnostic, FormatsWithAndWithoutField) {
+  EXPECT_EQ((Diagnostic{"f.yaml", 3, 5, "resources.gpus", "bad"}).ToString(),
+            "f.yaml:3:5: error: resources.gpus: bad");
+  EXPECT_EQ((Diagnostic{"f.yaml", 1, 1, "", "bad"}).ToString(), "f.yaml:1:1: error: bad");
+}
+
+}  // namespace
+}  // namespace drover::spec

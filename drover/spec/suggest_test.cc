@@ -1,0 +1,37 @@
+#include "drover/spec/suggest.h"
+
+#include <gtest/gtest.h>
+
+namespace drover::spec {
+namespace {
+
+TEST(EditDistance, CountsInsertionsDeletionsSubstitutionsAndTranspositions) {
+  EXPECT_EQ(EditDistance("gpus", "gpus"), 0u);
+  EXPECT_EQ(EditDistance("gpu", "gpus"), 1u);
+  EXPECT_EQ(EditDistance("gpsu", "gpus"), 1u);
+  EXPECT_EQ(EditDistance("memroy", "memory"), 1u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("Name", "name"), 0u);
+}
+
+TEST(Suggest, PicksTheClosestCandidateWithinTheLimit) {
+  const std::vector<std::string> keys = {"cpu", "memory", "gpus", "gpu_memory", "gpu_model"};
+  EXPECT_EQ(Suggest("gpu", keys), "gpus");
+  EXPECT_EQ(Suggest("memroy", keys), "memory");
+  EXPECT_EQ(Suggest("gpu_modle", keys), "gpu_model");
+  EXPECT_EQ(Suggest("disk", keys), std::nullopt);
+}
+
+TEST(Suggest, BreaksTiesByCommonPrefix) {
+  EXPECT_EQ(Suggest("gpu", {"cpu", "gpus"}), "gpus");
+  EXPECT_EQ(Suggest("cpus", {"cpu", "gpus"}), "cpu");
+}
+
+TEST(Suggest, DoesNotSuggestForWordsShorterThanTheDistance) {
+  EXPECT_EQ(Suggest("x", {"a", "b"}), std::nullopt);
+  EXPECT_EQ(Suggest("ab", {"cd"}), std::nullopt);
+}
+
+}  // namespace
+}  // namespace drover::spec

@@ -1,0 +1,109 @@
+// NewMemoryStore(): the Store contract over in-process maps, for unit tests and the simulator.
+//
+// Thread-safety: one std::shared_mutex; Apply takes it exclusively, reads share it. Apply
+// validates the whole batch before changing anything, so a failed Apply leaves no trace.
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "drover/store/store.h"
+#include "drover/store/store_util.h"
+
+namespace drover::store {
+namespace {
+
+class MemoryStore final : public Store {
+ public:
+  Status Apply(const Batch& batch) override {
+    DROVER_RETURN_IF_ERROR(ValidateBatchShape(batch));
+    std::unique_lock lock(mutex_);
+    std::unordered_set<std::int64_t> batch_ids;
+    for (const model::Job& job : batch.jobs) batch_ids.insert(job.id.value());
+    for (std::size_t i = 0; i < batch.transitions.size(); ++i) {
+      const std::int64_t id = batch.transitions[i].job.value();
+      if (!batch_ids.contains(id) && !jobs_.contains(id)) return UnknownJobError(i, id);
+    }
+    for (const model::Job& job : batch.jobs) {
+      const std::int64_t id = job.id.value();
+      auto it = jobs_.find(id);
+      if (it != jobs_.end() && !it->second.submission_key.empty()) {
+        submissions_.erase({it->second.submission_key, id});
+      }
+      if (!job.submission_key.empty()) submissions_.insert({job.submission_key, id});
+      jobs_.insert_or_assign(id, job);
+    }
+    for (const model::Transition& transition : batch.transitions) {
+      transitions_[transition.job.value()].push_back(transition);
+    }
+    return OkStatus();
+  }
+
+  Result<std::vector<model::Job>> ListJobs(const JobFilter& filter) const override {
+    DROVER_RETURN_IF_ERROR(ValidateFilter(filter));
+    std::shared_lock lock(mutex_);
+    std::vector<model::Job> out;
+    auto visit = [&](const model::Job& job) {
+      if (!Matches(filter, job)) return true;
+      out.push_back(job);
+      return filter.limit == 0 || static_cast<int>(out.size()) < filter.limit;
+    };
+    if (filter.limit > 0) {
+      for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+        if (!visit(it->second)) break;
+      }
+    } else {
+      for (const auto& [id, job] : jobs_) visit(job);
+    }
+    return out;
+  }
+
+  Result<model::Job> GetJob(JobId id) const override {
+    std::shared_lock lock(mutex_);
+    auto it = jobs_.find(id.value());
+    if (it == jobs_.end()) return NotFound(fmt::format("job {} not found", id.value()));
+    return it->second;
+  }
+
+  Result<std::vector<model::Transition>> ListTransitions(JobId id) const override {
+    std::shared_lock lock(mutex_);
+    auto it = transitions_.find(id.value());
+    if (it == transitions_.end()) return std::vector<model::Transition>{};
+    return it->second;
+  }
+
+  Result<std::vector<JobId>> FindSubmission(const std::string& key) const override {
+    std::vector<JobId> out;
+    if (key.empty()) return out;
+    std::shared_lock lock(mutex_);
+    for (auto it = submissions_.lower_bound({key, 0}); it != submissions_.end() && it->first == key;
+         ++it) {
+      out.push_back(JobId(it->second));
+    }
+    return out;
+  }
+
+  Result<std::int64_t> MaxJobId() const override {
+    std::shared_lock lock(mutex_);
+    return jobs_.empty() ? 0 : jobs_.rbegin()->first;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::map<std::int64_t, model::Job> jobs_;                             // by id
+  std::map<std::int64_t, std::vector<model::Transition>> transitions_;  // by job, applied order
+  std::set<std::pair<std::string, std::int64_t>> submissions_;          // (key, job id)
+};
+
+}  // namespace
+
+std::unique_ptr<Store> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
+
+}  // namespace drover::store

@@ -1,0 +1,724 @@
+// OpenSqliteStore(): the Store contract on a SQLite database (see sqlite_store.h for the
+// layout, durability and thread-safety contract).
+
+#include "drover/store/sqlite_store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "drover/codec/json.h"
+#include "drover/store/store_util.h"
+
+namespace drover::store {
+namespace {
+
+// Migration i takes the schema from version i to i + 1. Append only: never edit a migration
+// that has shipped; add a new one and bump kSqliteSchemaVersion.
+constexpr std::string_view kMigrations[] = {
+    // 0 -> 1: jobs with their filter columns and JSON snapshot; the transition log.
+    R"sql(
+      CREATE TABLE jobs (
+        id             INTEGER PRIMARY KEY,
+        name           TEXT NOT NULL,
+        owner          TEXT NOT NULL,
+        team           TEXT NOT NULL,
+        queue          TEXT NOT NULL,
+        state          TEXT NOT NULL,
+        submission_key TEXT,              -- NULL when the submission had no Idempotency-Key
+        created_at     INTEGER NOT NULL,  -- ms since the epoch
+        finished_at    INTEGER NOT NULL,
+        snapshot       TEXT NOT NULL      -- codec::ToJson(model::Job)
+      );
+      CREATE INDEX jobs_state ON jobs(state);
+      CREATE INDEX jobs_submission_key ON jobs(submission_key);
+      -- The active jobs, newest first, without scanning finished ones (ListJobs active_only).
+      CREATE INDEX jobs_active ON jobs(id)
+        WHERE state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out');
+      CREATE TABLE transitions (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        job_id     INTEGER NOT NULL,
+        attempt    INTEGER NOT NULL,
+        from_state TEXT NOT NULL,
+        to_state   TEXT NOT NULL,
+        at         INTEGER NOT NULL,
+        cause      TEXT NOT NULL
+      );
+      CREATE INDEX transitions_job ON transitions(job_id, seq);
+    )sql",
+};
+static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
+
+// Maps a SQLite result code to a Drover error, with SQLite's message for context.
+tl::unexpected<Error> SqliteError(sqlite3* db, int rc, std::string_view what) {
+  ErrorCode code = ErrorCode::kInternal;
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+    case SQLITE_READONLY:
+      code = ErrorCode::kUnavailable;
+      break;
+    case SQLITE_FULL:
+      code = ErrorCode::kResourceExhausted;
+      break;
+    case SQLITE_NOTADB:
+      code = ErrorCode::kFailedPrecondition;
+      break;
+    default:
+      break;
+  }
+  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return MakeError(code, fmt::format("sqlite: {}: {}", what, detail));
+}
+
+// One SQLite connection with a cache of prepared statements keyed by SQL text. Not
+// thread-safe: the owner serializes use (the writer mutex, or the reader pool's borrow).
+class Connection {
+ public:
+  static Result<std::unique_ptr<Connection>> Open(const std::string& path, bool read_only,
+                                                  int busy_timeout_ms) {
+    sqlite3* db = nullptr;
+    const int flags =
+        (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+        SQLITE_OPEN_NOMUTEX;
+    const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+    // sqlite3_open_v2 allocates a handle even on failure; the unique_ptr closes it.
+    auto connection = std::unique_ptr<Connection>(new Connection(db));
+    if (rc != SQLITE_OK) return SqliteError(db, rc, fmt::format("open {}", path));
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, busy_timeout_ms);
+    return connection;
+  }
+
+  ~Connection() {
+    for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+    sqlite3_close_v2(db_);
+  }
+
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  sqlite3* db() const { return db_; }
+
+  // The cached prepared statement for `sql`, preparing it on first use. The caller must reset
+  // it after use (StatementScope does).
+  Result<sqlite3_stmt*> Prepare(const std::string& sql) {
+    auto it = cache_.find(sql);
+    if (it != cache_.end()) return it->second;
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare");
+    cache_.emplace(sql, stmt);
+    return stmt;
+  }
+
+  // Runs one or more statements that return no rows (not cached: for open-time work).
+  Status Exec(const std::string& sql, std::string_view what) {
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, what);
+    return OkStatus();
+  }
+
+  // The single integer a PRAGMA or query returns.
+  Result<std::int64_t> QueryInt(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
+    rc = sqlite3_step(stmt);
+    const std::int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(db_, rc, sql);
+    return value;
+  }
+
+  // The single text a PRAGMA or query returns ("" if none).
+  Result<std::string> QueryText(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
+    rc = sqlite3_step(stmt);
+    std::string value;
+    if (rc == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+      if (text != nullptr) value = text;
+    }
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(db_, rc, sql);
+    return value;
+  }
+
+ private:
+  explicit Connection(sqlite3* db) : db_(db) {}
+
+  sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*> cache_;
+};
+
+// Resets and unbinds a cached statement when the scope ends, so it is ready for reuse and
+// does not hold a read transaction open.
+class StatementScope {
+ public:
+  explicit StatementScope(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  ~StatementScope() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  StatementScope(const StatementScope&) = delete;
+  StatementScope& operator=(const StatementScope&) = delete;
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+// Binds `text` without copying (SQLITE_STATIC): every caller keeps the bound string alive until
+// the statement is reset. Never binds NULL, even for a null view.
+int BindText(sqlite3_stmt* stmt, int index, std::string_view text) {
+  return sqlite3_bind_text(stmt, index, text.empty() ? "" : text.data(),
+                           static_cast<int>(text.size()), SQLITE_STATIC);
+}
+
+std::string ColumnText(sqlite3_stmt* stmt, int column) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
+  return text == nullptr
+             ? std::string()
+             : std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)));
+}
+
+// A fixed set of connections lent to one thread at a time.
+class ConnectionPool {
+ public:
+  explicit ConnectionPool(std::vector<std::unique_ptr<Connection>> connections)
+      : connections_(std::move(connections)) {
+    for (auto& connection : connections_) free_.push_back(connection.get());
+  }
+
+  // Takes a free connection, waiting for one; give it back with Release.
+  Connection* Acquire() {
+    std::unique_lock lock(mutex_);
+    available_.wait(lock, [this] { return !free_.empty(); });
+    Connection* connection = free_.back();
+    free_.pop_back();
+    return connection;
+  }
+
+  void Release(Connection* connection) {
+    {
+      std::lock_guard lock(mutex_);
+      free_.push_back(connection);
+    }
+    available_.notify_one();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<Connection*> free_;
+};
+
+// Runs WAL checkpoints off the commit path. By default SQLite checkpoints inside the COMMIT that
+// grows the WAL past 1000 pages, and a checkpoint fsyncs the WAL and the database: an Apply that
+// happens to trigger it takes milliseconds instead of tens of microseconds. Here the writer's WAL
+// hook (OnCommit) only signals, and a thread runs PASSIVE checkpoints on its own connection;
+// PASSIVE never waits for, nor blocks, the writer or readers. Every commit still leaves the
+// database consistent: checkpoint timing affects only WAL size and power-loss durability.
+class Checkpointer {
+ public:
+  Checkpointer(std::unique_ptr<Connection> connection, int wal_pages)
+      : connection_(std::move(connection)), wal_pages_(wal_pages), thread_([this] { Run(); }) {}
+
+  ~Checkpointer() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // Called on the writer after each commit with the WAL's size in pages.
+  void OnCommit(sqlite3* writer, int pages) {
+    dirty_.store(true, std::memory_order_relaxed);
+    if (pages >= 16 * wal_pages_) {
+      // The background checkpoints are not keeping up (a long reader pins old frames): let
+      // the writer do one so the WAL does not grow without bound.
+      sqlite3_wal_checkpoint_v2(writer, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    } else if (pages >= wal_pages_) {
+      {
+        std::lock_guard lock(mutex_);
+        requested_ = true;
+      }
+      wake_.notify_one();
+    }
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      // Checkpoint when asked, and once a second after any commit so an idle WAL drains.
+      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_ || requested_; });
+      if (stop_) break;
+      requested_ = false;
+      if (!dirty_.exchange(false, std::memory_order_relaxed)) continue;
+      lock.unlock();
+      sqlite3_wal_checkpoint_v2(connection_->db(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                nullptr);
+      lock.lock();
+    }
+  }
+
+  std::unique_ptr<Connection> connection_;
+  const int wal_pages_;
+  std::atomic<bool> dirty_ = false;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool requested_ = false;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses are initialized
+};
+
+// Brings the schema of `db` to kSqliteSchemaVersion in one transaction.
+Status Migrate(Connection& db, const std::string& path) {
+  DROVER_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "begin migration"));
+  auto migrate = [&]() -> Status {
+    auto version = db.QueryInt("PRAGMA user_version");
+    if (!version) return tl::unexpected(version.error());
+    if (*version > kSqliteSchemaVersion) {
+      return FailedPrecondition(fmt::format(
+          "{}: database schema version {} is newer than this build's {}; upgrade Drover", path,
+          *version, kSqliteSchemaVersion));
+    }
+    auto application_id = db.QueryInt("PRAGMA application_id");
+    if (!application_id) return tl::unexpected(application_id.error());
+    if (*application_id != 0 && *application_id != kSqliteApplicationId) {
+      return FailedPrecondition(
+          fmt::format("{}: not a Drover database (application_id {})", path, *application_id));
+    }
+    if (*version > 0 && *application_id != kSqliteApplicationId) {
+      return FailedPrecondition(
+          fmt::format("{}: not a Drover database (user_version {} without Drover's application_id)",
+                      path, *version));
+    }
+    for (std::int64_t v = *version; v < kSqliteSchemaVersion; ++v) {
+      DROVER_RETURN_IF_ERROR(db.Exec(std::string(kMigrations[v]),
+                                     fmt::format("migrate {} schema {} -> {}", path, v, v + 1)));
+    }
+    if (*version < kSqliteSchemaVersion) {
+      DROVER_RETURN_IF_ERROR(
+          db.Exec(fmt::format("PRAGMA user_version = {}; PRAGMA application_id = {};",
+                              kSqliteSchemaVersion, kSqliteApplicationId),
+                  "set schema version"));
+    }
+    return db.Exec("COMMIT", "commit migration");
+  };
+  Status status = migrate();
+  if (!status && !sqlite3_get_autocommit(db.db())) {
+    sqlite3_exec(db.db(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  return status;
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::unique_ptr<Connection> writer, std::unique_ptr<ConnectionPool> readers,
+              std::unique_ptr<Checkpointer> checkpointer)
+      : writer_(std::move(writer)),
+        readers_(std::move(readers)),
+        checkpointer_(std::move(checkpointer)) {
+    if (checkpointer_ != nullptr) {
+      sqlite3_wal_hook(
+          writer_->db(),
+          [](void* checkpointer, sqlite3* db, const char*, int pages) {
+            static_cast<Checkpointer*>(checkpointer)->OnCommit(db, pages);
+            return SQLITE_OK;
+          },
+          checkpointer_.get());
+    }
+  }
+
+  ~SqliteStore() override {
+    // Readers and the checkpointer first; the writer closes last, and as the last connection
+    // it checkpoints the WAL into the database and removes it.
+    sqlite3_wal_hook(writer_->db(), nullptr, nullptr);
+    checkpointer_.reset();
+    readers_.reset();
+    writer_.reset();
+  }
+
+  Status Apply(const Batch& batch) override {
+    if (batch.empty()) return OkStatus();
+    DROVER_RETURN_IF_ERROR(ValidateBatchShape(batch));
+    try {
+      // Encode outside the lock: it is the expensive part and needs no database.
+      std::vector<std::string> snapshots;
+      snapshots.reserve(batch.jobs.size());
+      for (const model::Job& job : batch.jobs) {
+        snapshots.push_back(codec::DumpJson(codec::ToJson(job)));
+      }
+      std::lock_guard lock(writer_mutex_);
+      DROVER_RETURN_IF_ERROR(Step(*writer_, "BEGIN IMMEDIATE", "begin"));
+      Status status = ApplyInTransaction(batch, snapshots);
+      if (status) status = Step(*writer_, "COMMIT", "commit");
+      if (!status) RollbackIfActive();
+      return status;
+    } catch (const std::exception& e) {
+      RollbackIfActive();
+      return Internal(fmt::format("sqlite store: Apply: {}", e.what()));
+    }
+  }
+
+  Result<std::vector<model::Job>> ListJobs(const JobFilter& filter) const override {
+    DROVER_RETURN_IF_ERROR(ValidateFilter(filter));
+    // Build the query from the criteria present; each shape is prepared once and cached.
+    std::string sql = "SELECT id, snapshot FROM jobs WHERE 1";
+    std::vector<std::string_view> texts;
+    auto add_text = [&](std::string_view column, std::string_view value) {
+      if (value.empty()) return;
+      texts.push_back(value);
+      sql += fmt::format(" AND {} = ?{}", column, texts.size());
+    };
+    std::string state_name;
+    if (filter.state) state_name = std::string(model::JobStateName(*filter.state));
+    add_text("state", state_name);
+    add_text("owner", filter.owner);
+    add_text("team", filter.team);
+    add_text("queue", filter.queue);
+    add_text("name", filter.name);
+    if (filter.active_only) {
+      sql += " AND state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out')";
+    }
+    // The limit is a parameter, not text, so the statement cache holds at most 2^7 shapes.
+    const int limit_index = static_cast<int>(texts.size()) + 1;
+    sql += filter.limit > 0 ? fmt::format(" ORDER BY id DESC LIMIT ?{}", limit_index)
+                            : std::string(" ORDER BY id ASC");
+
+    std::vector<std::pair<std::int64_t, std::string>> rows;
+    {
+      auto lease = BorrowReader();
+      auto stmt = lease->Prepare(sql);
+      if (!stmt) return tl::unexpected(stmt.error());
+      StatementScope scope(*stmt);
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        BindText(*stmt, static_cast<int>(i + 1), texts[i]);
+      }
+      if (filter.limit > 0) sqlite3_bind_int(*stmt, limit_index, filter.limit);
+      int rc;
+      while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+        rows.emplace_back(sqlite3_column_int64(*stmt, 0), ColumnText(*stmt, 1));
+      }
+      if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list jobs");
+    }
+    std::vector<model::Job> jobs;
+    jobs.reserve(rows.size());
+    for (const auto& [id, snapshot] : rows) {
+      auto job = DecodeSnapshot(id, snapshot);
+      if (!job) return tl::unexpected(job.error());
+      jobs.push_back(std::move(*job));
+    }
+    return jobs;
+  }
+
+  Result<model::Job> GetJob(JobId id) const override {
+    std::string snapshot;
+    {
+      auto lease = BorrowReader();
+      auto stmt = lease->Prepare("SELECT snapshot FROM jobs WHERE id = ?1");
+      if (!stmt) return tl::unexpected(stmt.error());
+      StatementScope scope(*stmt);
+      sqlite3_bind_int64(*stmt, 1, id.value());
+      const int rc = sqlite3_step(*stmt);
+      if (rc == SQLITE_DONE) return NotFound(fmt::format("job {} not found", id.value()));
+      if (rc != SQLITE_ROW) return SqliteError(lease->db(), rc, "get job");
+      snapshot = ColumnText(*stmt, 0);
+    }
+    return DecodeSnapshot(id.value(), snapshot);
+  }
+
+  Result<std::vector<model::Transition>> ListTransitions(JobId id) const override {
+    auto lease = BorrowReader();
+    auto stmt = lease->Prepare(
+        "SELECT attempt, from_state, to_state, at, cause FROM transitions WHERE job_id = ?1 "
+        "ORDER BY seq");
+    if (!stmt) return tl::unexpected(stmt.error());
+    StatementScope scope(*stmt);
+    sqlite3_bind_int64(*stmt, 1, id.value());
+    std::vector<model::Transition> out;
+    int rc;
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+      model::Transition transition;
+      transition.job = id;
+      transition.attempt = sqlite3_column_int(*stmt, 0);
+      const std::string from = ColumnText(*stmt, 1);
+      const std::string to = ColumnText(*stmt, 2);
+      auto from_state = model::ParseJobState(from);
+      auto to_state = model::ParseJobState(to);
+      if (!from_state || !to_state) {
+        return Internal(
+            fmt::format("sqlite store: job {}: stored transition has unknown state "
+                        "\"{}\" -> \"{}\"",
+                        id.value(), from, to));
+      }
+      transition.from = *from_state;
+      transition.to = *to_state;
+      transition.at = sqlite3_column_int64(*stmt, 3);
+      transition.cause = ColumnText(*stmt, 4);
+      out.push_back(std::move(transition));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list transitions");
+    return out;
+  }
+
+  Result<std::vector<JobId>> FindSubmission(const std::string& key) const override {
+    std::vector<JobId> out;
+    if (key.empty()) return out;
+    auto lease = BorrowReader();
+    auto stmt = lease->Prepare("SELECT id FROM jobs WHERE submission_key = ?1 ORDER BY id");
+    if (!stmt) return tl::unexpected(stmt.error());
+    StatementScope scope(*stmt);
+    BindText(*stmt, 1, key);
+    int rc;
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+      out.push_back(JobId(sqlite3_column_int64(*stmt, 0)));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "find submission");
+    return out;
+  }
+
+  Result<std::int64_t> MaxJobId() const override {
+    auto lease = BorrowReader();
+    auto stmt = lease->Prepare("SELECT COALESCE(MAX(id), 0) FROM jobs");
+    if (!stmt) return tl::unexpected(stmt.error());
+    StatementScope scope(*stmt);
+    const int rc = sqlite3_step(*stmt);
+    if (rc != SQLITE_ROW) return SqliteError(lease->db(), rc, "max job id");
+    return sqlite3_column_int64(*stmt, 0);
+  }
+
+ private:
+  // A reader connection from the pool, or the writer (under its mutex) when there is no pool.
+  class ReaderLease {
+   public:
+    ReaderLease(ConnectionPool* pool, Connection* writer, std::mutex* writer_mutex) : pool_(pool) {
+      if (pool_ != nullptr) {
+        connection_ = pool_->Acquire();
+      } else {
+        writer_lock_ = std::unique_lock(*writer_mutex);
+        connection_ = writer;
+      }
+    }
+    ~ReaderLease() {
+      if (pool_ != nullptr) pool_->Release(connection_);
+    }
+    ReaderLease(const ReaderLease&) = delete;
+    ReaderLease& operator=(const ReaderLease&) = delete;
+    Connection* operator->() const { return connection_; }
+
+   private:
+    ConnectionPool* pool_;
+    std::unique_lock<std::mutex> writer_lock_;
+    Connection* connection_ = nullptr;
+  };
+
+  ReaderLease BorrowReader() const {
+    return ReaderLease(readers_.get(), writer_.get(), &writer_mutex_);
+  }
+
+  // Runs a cached statement that returns no rows on the writer.
+  Status Step(Connection& db, const std::string& sql, std::string_view what) {
+    auto stmt = db.Prepare(sql);
+    if (!stmt) return tl::unexpected(stmt.error());
+    StatementScope scope(*stmt);
+    const int rc = sqlite3_step(*stmt);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqliteError(db.db(), rc, what);
+    return OkStatus();
+  }
+
+  void RollbackIfActive() {
+    if (!sqlite3_get_autocommit(writer_->db())) {
+      sqlite3_exec(writer_->db(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+  }
+
+  // Validates and writes the batch; the caller has begun the transaction and commits or rolls
+  // back.
+  Status ApplyInTransaction(const Batch& batch, const std::vector<std::string>& snapshots) {
+    Connection& db = *writer_;
+    // Every transition must name a job in the batch or already stored.
+    std::unordered_set<std::int64_t> known;
+    for (const model::Job& job : batch.jobs) known.insert(job.id.value());
+    if (!batch.transitions.empty()) {
+      auto exists = db.Prepare("SELECT 1 FROM jobs WHERE id = ?1");
+      if (!exists) return tl::unexpected(exists.error());
+      for (std::size_t i = 0; i < batch.transitions.size(); ++i) {
+        const std::int64_t id = batch.transitions[i].job.value();
+        if (known.contains(id)) continue;
+        StatementScope scope(*exists);
+        sqlite3_bind_int64(*exists, 1, id);
+        const int rc = sqlite3_step(*exists);
+        if (rc == SQLITE_DONE) return UnknownJobError(i, id);
+        if (rc != SQLITE_ROW) return SqliteError(db.db(), rc, "check job");
+        known.insert(id);
+      }
+    }
+
+    if (!batch.jobs.empty()) {
+      auto upsert = db.Prepare(
+          "INSERT INTO jobs (id, name, owner, team, queue, state, submission_key, created_at, "
+          "finished_at, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+          "ON CONFLICT (id) DO UPDATE SET name = excluded.name, owner = excluded.owner, "
+          "team = excluded.team, queue = excluded.queue, state = excluded.state, "
+          "submission_key = excluded.submission_key, created_at = excluded.created_at, "
+          "finished_at = excluded.finished_at, snapshot = excluded.snapshot");
+      if (!upsert) return tl::unexpected(upsert.error());
+      for (std::size_t i = 0; i < batch.jobs.size(); ++i) {
+        const model::Job& job = batch.jobs[i];
+        StatementScope scope(*upsert);
+        sqlite3_bind_int64(*upsert, 1, job.id.value());
+        BindText(*upsert, 2, job.spec.name);
+        BindText(*upsert, 3, job.spec.owner);
+        BindText(*upsert, 4, job.spec.team);
+        BindText(*upsert, 5, job.spec.queue);
+        BindText(*upsert, 6, model::JobStateName(job.state));
+        if (job.submission_key.empty()) {
+          sqlite3_bind_null(*upsert, 7);
+        } else {
+          BindText(*upsert, 7, job.submission_key);
+        }
+        sqlite3_bind_int64(*upsert, 8, job.created_at);
+        sqlite3_bind_int64(*upsert, 9, job.finished_at);
+        BindText(*upsert, 10, snapshots[i]);
+        const int rc = sqlite3_step(*upsert);
+        if (rc != SQLITE_DONE) {
+          return SqliteError(db.db(), rc, fmt::format("store job {}", job.id.value()));
+        }
+      }
+    }
+
+    if (!batch.transitions.empty()) {
+      auto insert = db.Prepare(
+          "INSERT INTO transitions (job_id, attempt, from_state, to_state, at, cause) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      if (!insert) return tl::unexpected(insert.error());
+      for (const model::Transition& transition : batch.transitions) {
+        StatementScope scope(*insert);
+        sqlite3_bind_int64(*insert, 1, transition.job.value());
+        sqlite3_bind_int(*insert, 2, transition.attempt);
+        BindText(*insert, 3, model::JobStateName(transition.from));
+        BindText(*insert, 4, model::JobStateName(transition.to));
+        sqlite3_bind_int64(*insert, 5, transition.at);
+        BindText(*insert, 6, transition.cause);
+        const int rc = sqlite3_step(*insert);
+        if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store transition");
+      }
+    }
+    return OkStatus();
+  }
+
+  static Result<model::Job> DecodeSnapshot(std::int64_t id, const std::string& snapshot) {
+    auto json = codec::ParseJson(snapshot);
+    if (!json) {
+      return Internal(
+          fmt::format("sqlite store: job {}: stored snapshot: {}", id, json.error().message));
+    }
+    auto job = codec::JobFromJson(*json);
+    if (!job) {
+      return Internal(
+          fmt::format("sqlite store: job {}: stored snapshot: {}", id, job.error().message));
+    }
+    return job;
+  }
+
+  std::unique_ptr<Connection> writer_;
+  mutable std::mutex writer_mutex_;
+  std::unique_ptr<ConnectionPool> readers_;     // null: reads use the writer
+  std::unique_ptr<Checkpointer> checkpointer_;  // null for in-memory databases
+};
+
+Result<std::unique_ptr<Store>> Open(const std::string& path, const SqliteStoreOptions& options) {
+  if (options.readers < 1) {
+    return InvalidArgument(
+        fmt::format("sqlite options: readers must be at least 1, got {}", options.readers));
+  }
+  if (options.checkpoint_pages < 1) {
+    return InvalidArgument(fmt::format(
+        "sqlite options: checkpoint_pages must be at least 1, got {}", options.checkpoint_pages));
+  }
+  if (options.busy_timeout_ms < 0) {
+    return InvalidArgument(fmt::format("sqlite options: busy_timeout_ms must be 0 or more, got {}",
+                                       options.busy_timeout_ms));
+  }
+  auto writer = Connection::Open(path, /*read_only=*/false, options.busy_timeout_ms);
+  if (!writer) return tl::unexpected(writer.error());
+  Connection& db = **writer;
+
+  // journal_mode=WAL is the first statement that reads the file, so a file that is not a
+  // database fails here (SQLITE_NOTADB -> kFailedPrecondition).
+  auto mode = db.QueryText("PRAGMA journal_mode = WAL");
+  if (!mode) {
+    Error error = mode.error();
+    error.message = fmt::format("{} (is {} a Drover database?)", error.message, path);
+    return tl::unexpected(error);
+  }
+  const bool in_memory = path.empty() || path == ":memory:" || *mode == "memory";
+  if (!in_memory && *mode != "wal") {
+    return FailedPrecondition(
+        fmt::format("{}: could not enable WAL mode (journal_mode is {})", path, *mode));
+  }
+  DROVER_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = NORMAL", "set synchronous"));
+  DROVER_RETURN_IF_ERROR(Migrate(db, path));
+
+  std::unique_ptr<ConnectionPool> pool;
+  std::unique_ptr<Checkpointer> checkpointer;
+  if (!in_memory) {
+    std::vector<std::unique_ptr<Connection>> readers;
+    for (int i = 0; i < options.readers; ++i) {
+      auto reader = Connection::Open(path, /*read_only=*/true, options.busy_timeout_ms);
+      if (!reader) return tl::unexpected(reader.error());
+      readers.push_back(std::move(*reader));
+    }
+    pool = std::make_unique<ConnectionPool>(std::move(readers));
+    auto connection = Connection::Open(path, /*read_only=*/false, options.busy_timeout_ms);
+    if (!connection) return tl::unexpected(connection.error());
+    checkpointer = std::make_unique<Checkpointer>(std::move(*connection), options.checkpoint_pages);
+  }
+  return std::make_unique<SqliteStore>(std::move(*writer), std::move(pool),
+                                       std::move(checkpointer));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteStoreOptions& options) {
+  try {
+    return Open(path, options);
+  } catch (const std::exception& e) {
+    return Internal(fmt::format("sqlite store: open {}: {}", path, e.what()));
+  }
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  return OpenSqliteStore(path, SqliteStoreOptions{});
+}
+
+}  // namespace drover::store

@@ -1,0 +1,248 @@
+// SQLite-specific behaviour: durability across reopen, WAL, schema versioning, bad files.
+// The Store contract itself is covered by store_contract_test.cc.
+
+#include "drover/store/sqlite_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+
+#include "drover/codec/sample_values.h"
+#include "drover/store/test_util.h"
+
+namespace drover::store {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Runs `sql` on `path` through a plain SQLite connection and returns the first column of the
+// first row as text ("" if none). Fails the test on error.
+std::string RawQuery(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  auto callback = [](void* result, int columns, char** values, char**) {
+    auto* text = static_cast<std::string*>(result);
+    if (text->empty() && columns > 0 && values[0] != nullptr) *text = values[0];
+    return 0;
+  };
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), callback, &out, &error), SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+  return out;
+}
+
+Batch OneJob(std::int64_t id) {
+  Batch batch;
+  batch.jobs.push_back(codec::testing::SampleJob(id));
+  batch.transitions.push_back(codec::testing::SampleTransition(id));
+  return batch;
+}
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  std::string DbPath() const { return dir_.path() + "/drover.db"; }
+
+  std::unique_ptr<Store> MustOpen() {
+    auto store = OpenSqliteStore(DbPath());
+    EXPECT_TRUE(store.has_value()) << store.error().ToString();
+    return store.has_value() ? std::move(*store) : nullptr;
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(SqliteStoreTest, DataSurvivesCloseAndReopen) {
+  {
+    auto store = MustOpen();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Apply(OneJob(1)).has_value());
+    ASSERT_TRUE(store->Apply(OneJob(2)).has_value());
+  }
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->MaxJobId().value(), 2);
+  EXPECT_EQ(store->GetJob(JobId(2)).value(), codec::testing::SampleJob(2));
+  EXPECT_THAT(store->ListTransitions(JobId(1)).value(),
+              ::testing::ElementsAre(codec::testing::SampleTransition(1)));
+  EXPECT_THAT(store->FindSubmission("idem-7f3a").value(),
+              ::testing::ElementsAre(JobId(1), JobId(2)));
+  // New transitions continue after the old ones.
+  ASSERT_TRUE(store->Apply(OneJob(1)).has_value());
+  EXPECT_EQ(store->ListTransitions(JobId(1)).value().size(), 2u);
+}
+
+TEST_F(SqliteStoreTest, FileIsInWalModeWithCurrentSchema) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA user_version"), std::to_string(kSqliteSchemaVersion));
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA application_id"), std::to_string(kSqliteApplicationId));
+  EXPECT_EQ(RawQuery(DbPath(),
+                     "SELECT count(*) FROM sqlite_master WHERE name IN "
+                     "('jobs', 'transitions', 'jobs_state', 'jobs_submission_key')"),
+            "4");
+}
+
+TEST_F(SqliteStoreTest, ReopeningDoesNotMigrateAgain) {
+  { ASSERT_NE(MustOpen(), nullptr); }
+  { ASSERT_NE(MustOpen(), nullptr); }
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA user_version"), std::to_string(kSqliteSchemaVersion));
+}
+
+TEST_F(SqliteStoreTest, StoresQueryableColumns) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Apply(OneJob(5)).has_value());
+  EXPECT_EQ(RawQuery(DbPath(),
+                     "SELECT name || '/' || owner || '/' || team || '/' || queue || '/' "
+                     "|| state || '/' || submission_key FROM jobs WHERE id = 5"),
+            "train-llm/alice/research/gpu-large/timed_out/idem-7f3a");
+  EXPECT_EQ(RawQuery(DbPath(), "SELECT from_state || '->' || to_state FROM transitions"),
+            "running->timed_out");
+  EXPECT_EQ(RawQuery(DbPath(), "SELECT json_extract(snapshot, '$.spec.owner') FROM jobs"), "alice");
+}
+
+TEST_F(SqliteStoreTest, RefusesNewerSchema) {
+  { ASSERT_NE(MustOpen(), nullptr); }
+  RawQuery(DbPath(), "PRAGMA user_version = " + std::to_string(kSqliteSchemaVersion + 1));
+  auto store = OpenSqliteStore(DbPath());
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(store.error().message, HasSubstr("newer"));
+}
+
+TEST_F(SqliteStoreTest, RefusesAnotherApplicationsDatabase) {
+  RawQuery(DbPath(), "CREATE TABLE t(x); PRAGMA application_id = 1234; PRAGMA user_version = 1");
+  auto store = OpenSqliteStore(DbPath());
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(store.error().message, HasSubstr("not a Drover database"));
+}
+
+TEST_F(SqliteStoreTest, NonSqliteFileIsAnErrorNotACrash) {
+  {
+    std::ofstream file(DbPath(), std::ios::binary);
+    for (int i = 0; i < 512; ++i) file << "this is not a database\n";
+  }
+  auto store = OpenSqliteStore(DbPath());
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(store.error().message, HasSubstr("drover.db"));
+}
+
+TEST_F(SqliteStoreTest, CorruptPagesAreAnErrorNotACrash) {
+  {
+    auto store = MustOpen();
+    ASSERT_NE(store, nullptr);
+    for (int id = 1; id <= 50; ++id) ASSERT_TRUE(store->Apply(OneJob(id)).has_value());
+  }
+  // Keep the valid header, overwrite every page after the first with garbage.
+  {
+    std::fstream file(DbPath(), std::ios::binary | std::ios::in | std::ios::out);
+    file.seekp(4096);
+    for (int i = 0; i < 64 * 1024; ++i) file.put(static_cast<char>(i * 7 + 3));
+  }
+  auto store = OpenSqliteStore(DbPath());
+  if (!store.has_value()) return;  // refusing at open is fine
+  // Otherwise every read either works or reports an error.
+  auto jobs = (*store)->ListJobs({});
+  auto job = (*store)->GetJob(JobId(3));
+  auto transitions = (*store)->ListTransitions(JobId(3));
+  EXPECT_FALSE(jobs.has_value() && job.has_value() && transitions.has_value());
+}
+
+TEST_F(SqliteStoreTest, UndecodableSnapshotIsInternalError) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Apply(OneJob(1)).has_value());
+  RawQuery(DbPath(), "UPDATE jobs SET snapshot = '{\"state\": \"bogus\"}' WHERE id = 1");
+  auto job = store->GetJob(JobId(1));
+  ASSERT_FALSE(job.has_value());
+  EXPECT_EQ(job.error().code, ErrorCode::kInternal);
+  EXPECT_THAT(job.error().message, HasSubstr("job 1"));
+  EXPECT_FALSE(store->ListJobs({}).has_value());
+}
+
+TEST_F(SqliteStoreTest, MissingDirectoryIsUnavailable) {
+  auto store = OpenSqliteStore(dir_.path() + "/no/such/dir/drover.db");
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kUnavailable);
+}
+
+TEST_F(SqliteStoreTest, RejectsBadOptions) {
+  auto store = OpenSqliteStore(DbPath(), SqliteStoreOptions{.busy_timeout_ms = 10, .readers = 0});
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(SqliteStoreTest, WriteLockedByAnotherConnectionIsUnavailable) {
+  auto store = OpenSqliteStore(DbPath(), SqliteStoreOptions{.busy_timeout_ms = 50, .readers = 1});
+  ASSERT_TRUE(store.has_value());
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(DbPath().c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  Status status = (*store)->Apply(OneJob(1));
+  ASSERT_FALSE(status.has_value());
+  EXPECT_EQ(status.error().code, ErrorCode::kUnavailable);
+  // Reads still work while the write lock is held (WAL).
+  EXPECT_TRUE((*store)->MaxJobId().has_value());
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_TRUE((*store)->Apply(OneJob(1)).has_value());
+}
+
+// Throughput of the submission path's store write: one job + one transition per Apply.
+// Run with --gtest_also_run_disabled_tests --gtest_filter='*Throughput*'.
+TEST_F(SqliteStoreTest, DISABLED_ApplyThroughput) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  for (bool full : {false, true}) {
+    constexpr int kBatches = 20'000;
+    const std::int64_t base = store->MaxJobId().value();
+    const auto start = std::chrono::steady_clock::now();
+    const std::clock_t cpu_start = std::clock();
+    for (int i = 1; i <= kBatches; ++i) {
+      const std::int64_t id = base + i;
+      Batch batch;
+      if (full) {
+        batch.jobs.push_back(codec::testing::SampleJob(id));
+      } else {
+        batch.jobs.push_back(MakeJob(id, "job-" + std::to_string(id)));
+      }
+      batch.transitions.push_back({.job = JobId(id),
+                                   .attempt = 0,
+                                   .from = model::JobState::kPending,
+                                   .to = model::JobState::kPending,
+                                   .at = 1,
+                                   .cause = "submitted"});
+      ASSERT_TRUE(store->Apply(batch).has_value());
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+    std::printf("%s job: %d batches in %.3f s = %.0f batches/s; %.0f us CPU per batch\n",
+                full ? "sample (2 attempts)" : "small", kBatches, seconds, kBatches / seconds,
+                1e6 * cpu_seconds / kBatches);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  JobFilter filter;
+  filter.active_only = true;
+  filter.limit = 100;
+  auto jobs = store->ListJobs(filter);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(jobs.has_value());
+  std::printf("ListJobs(active_only, limit 100) over 40k jobs: %.2f ms\n", ms);
+}
+
+}  // namespace
+}  // namespace drover::store

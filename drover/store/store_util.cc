@@ -1,0 +1,39 @@
+#include "drover/store/store_util.h"
+
+#include <fmt/format.h>
+
+namespace drover::store {
+
+Status ValidateBatchShape(const Batch& batch) {
+  for (std::size_t i = 0; i < batch.jobs.size(); ++i) {
+    if (batch.jobs[i].id.value() < 1) {
+      return InvalidArgument(fmt::format("batch.jobs[{}].id: job ids start at 1, got {}", i,
+                                         batch.jobs[i].id.value()));
+    }
+  }
+  return OkStatus();
+}
+
+Status ValidateFilter(const JobFilter& filter) {
+  if (filter.limit < 0) {
+    return InvalidArgument(fmt::format("filter.limit: must be 0 or more, got {}", filter.limit));
+  }
+  return OkStatus();
+}
+
+bool Matches(const JobFilter& filter, const model::Job& job) {
+  if (filter.state && job.state != *filter.state) return false;
+  if (!filter.owner.empty() && job.spec.owner != filter.owner) return false;
+  if (!filter.team.empty() && job.spec.team != filter.team) return false;
+  if (!filter.queue.empty() && job.spec.queue != filter.queue) return false;
+  if (!filter.name.empty() && job.spec.name != filter.name) return false;
+  if (filter.active_only && model::IsTerminal(job.state)) return false;
+  return true;
+}
+
+tl::unexpected<Error> UnknownJobError(std::size_t index, std::int64_t id) {
+  return InvalidArgument(fmt::format(
+      "batch.transitions[{}].job_id: job {} is neither stored nor in the batch", index, id));
+}
+
+}  // namespace drover::store
