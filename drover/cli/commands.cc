@@ -28,7 +28,9 @@ int Fail(const Error& error) {
   return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
 }
 
-void PrintJson(const json& value) { std::cout << value.dump(2) << "\n"; }
+void PrintJson(const json& value) {
+  std::cout << value.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+}
 
 std::string Ms(const json& value) {
   return value.is_number() && value.get<std::int64_t>() > 0
@@ -207,8 +209,8 @@ int NodesCommand(const ClientFlags& flags) {
          model_text.empty() ? "-" : model_text,
          fmt::format("{}/{}", FormatCpuMillis(free["cpu_millis"].get<std::int64_t>()),
                      FormatCpuMillis(node["cpu_millis"].get<std::int64_t>())),
-         fmt::format("{}/{}", FormatBytes(free["memory_bytes"].get<std::int64_t>()),
-                     FormatBytes(node["memory_bytes"].get<std::int64_t>())),
+         fmt::format("{}/{}", FormatBytesApprox(free["memory_bytes"].get<std::int64_t>()),
+                     FormatBytesApprox(node["memory_bytes"].get<std::int64_t>())),
          labels.empty() ? "-" : labels, taints.empty() ? "-" : taints,
          node["remote"].get<bool>() ? "remote" : "embedded"});
   }

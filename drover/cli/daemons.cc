@@ -209,7 +209,7 @@ int RunCommand(const RunFlags& flags) {
     }
     std::cout << fmt::format("node {}: {} CPU, {} memory, {} GPU(s) {}",
                              node.node.name.value(), FormatCpuMillis(node.node.cpu_millis),
-                             FormatBytes(node.node.memory_bytes), node.node.gpus.size(), models)
+                             FormatBytesApprox(node.node.memory_bytes), node.node.gpus.size(), models)
               << std::endl;
   }
   std::cout << fmt::format("control plane: {} (SQLite in {}), API at http://127.0.0.1:{}",

@@ -176,8 +176,22 @@ std::string FormatBytes(std::int64_t bytes) {
   return fmt::format("{}", bytes);
 }
 
+std::string FormatBytesApprox(std::int64_t bytes) {
+  static constexpr std::array<std::string_view, 6> kNames = {"", "Ki", "Mi", "Gi", "Ti", "Pi"};
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < kNames.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{}", bytes);
+  std::string text = fmt::format("{:.1f}", value);
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+  return text + std::string(kNames[unit]);
+}
+
 std::string FormatDuration(DurationMs duration) {
-  if (duration < 0) return "-" + FormatDuration(-duration);
+  if (duration < 0) return fmt::format("-{}", FormatDuration(-duration));
   if (duration < 1000) return fmt::format("{}ms", duration);
   if (duration < 60'000) {
     if (duration % 1000 == 0) return fmt::format("{}s", duration / 1000);

@@ -29,6 +29,8 @@ Result<DurationMs> ParseDuration(std::string_view text);
 std::string FormatCpuMillis(std::int64_t millis);
 // The largest binary unit that divides exactly: 68719476736 -> "64Gi"; otherwise bytes.
 std::string FormatBytes(std::int64_t bytes);
+// For people, rounded to one decimal of the largest binary unit: 25275387904 -> "23.5Gi".
+std::string FormatBytesApprox(std::int64_t bytes);
 // Compact human form: 1500 -> "1.5s", 90000 -> "1m30s", 7200000 -> "2h".
 std::string FormatDuration(DurationMs duration);
 

@@ -50,6 +50,10 @@ TEST(Format, RoundTripsTypicalValues) {
   EXPECT_EQ(FormatCpuMillis(500), "500m");
   EXPECT_EQ(FormatBytes(64LL << 30), "64Gi");
   EXPECT_EQ(FormatBytes(1000), "1000");
+  EXPECT_EQ(FormatBytesApprox(25'275'387'904), "23.5Gi");
+  EXPECT_EQ(FormatBytesApprox(64LL << 30), "64Gi");
+  EXPECT_EQ(FormatBytesApprox(512), "512");
+  EXPECT_EQ(FormatDuration(-1500), "-1.5s");
   EXPECT_EQ(FormatDuration(1500), "1.5s");
   EXPECT_EQ(FormatDuration(90'000), "1m30s");
   EXPECT_EQ(FormatDuration(7'200'000), "2h");

@@ -317,11 +317,11 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
   }
   Worker& worker = attempt->workers[event.key.rank];
   if (!WorkerAlive(worker)) return;
-  step.changed.insert(job.id);
   const TimeMs now = event.at;
 
   if (event.kind == model::WorkerEvent::Kind::kStarted) {
-    if (worker.state != WorkerState::kLaunched) return;
+    if (worker.state != WorkerState::kLaunched) return;  // reported again after a restart
+    step.changed.insert(job.id);
     worker.state = WorkerState::kRunning;
     worker.started_at = event.at;
     bool all_running = std::all_of(attempt->workers.begin(), attempt->workers.end(),
@@ -333,6 +333,7 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
     return;
   }
 
+  step.changed.insert(job.id);
   worker.state = WorkerState::kExited;
   worker.exit = event.exit;
   worker.finished_at = event.at;

@@ -289,6 +289,8 @@ TEST_F(ControllerTest, UnknownDependencyChangesNothing) {
 TEST_F(ControllerTest, DuplicateAndStaleEventsChangeNothing) {
   JobId id = Submit({Spec("a", 1)})[0];
   Schedule(kT0);
+  Event(Started(id, 1, 0, kT0 + 5));
+  EXPECT_TRUE(Event(Started(id, 1, 0, kT0 + 6)).empty());  // re-reported after a restart
   Event(Exited(id, 1, 0, 0, kT0 + 10));
   EXPECT_TRUE(Event(Exited(id, 1, 0, 0, kT0 + 11)).empty());
   EXPECT_TRUE(Event(Started(id, 1, 0, kT0 + 12)).empty());

@@ -40,7 +40,7 @@ struct RetryPolicy {
 };
 
 struct JobSpec {
-  std::string name;       // unique within one submission; [a-z0-9][a-z0-9._-]*
+  std::string name;       // unique within one submission; [a-z0-9][a-z0-9._-]{0,62}
   std::string owner;
   std::string team;
   std::string queue = "default";
@@ -49,7 +49,7 @@ struct JobSpec {
   // Exactly one of command (argv, run without a shell) or script (run with /bin/sh -c).
   std::vector<std::string> command;
   std::string script;
-  std::string working_dir;  // empty: the directory of the spec file, or the server's cwd
+  std::string working_dir;  // absolute after parsing with a base dir; empty: the worker directory
   std::map<std::string, std::string> env;
 
   Requirements requirements;

@@ -28,7 +28,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
 
   while (!stop) {
     if (!registered) {
-      auto reply = client.Post("/v1/agents/register", codec::ToJson(options.node).dump(),
+      auto reply = client.Post("/v1/agents/register", codec::DumpJson(codec::ToJson(options.node)),
                                "application/json");
       if (!reply) {
         spdlog::warn("agent {}: cannot register: {}", node, reply.error().message);
@@ -84,7 +84,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
     if (!unsent.empty() && registered) {
       json events = json::array();
       for (const model::WorkerEvent& event : unsent) events.push_back(codec::ToJson(event));
-      if (client.Post(node_path + "/events", json{{"events", events}}.dump(), "application/json")) {
+      if (client.Post(node_path + "/events", codec::DumpJson(json{{"events", events}}), "application/json")) {
         unsent.clear();
       }
     }

@@ -18,7 +18,7 @@ constexpr DurationMs kMaxWaitMs = 30'000;
 
 void SendJson(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(codec::DumpJson(body), "application/json");
 }
 
 void SendError(httplib::Response& res, const Error& error) {

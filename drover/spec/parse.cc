@@ -1,8 +1,6 @@
 #include "drover/spec/parse.h"
 
-#include <yaml-cpp/depthguard.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/parser.h>
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,15 +12,13 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "drover/common/quantity.h"
 #include "drover/spec/suggest.h"
+#include "drover/spec/yaml_load.h"
 
 namespace drover::spec {
 namespace {
@@ -116,8 +112,8 @@ class Fields {
       const YAML::Node& key = pair.first;
       const Pos key_pos = PosOf(key.Mark());
       if (!key.IsScalar()) {
-        sink.Add(key_pos, prefix, fmt::format("field names must be strings, found {}",
-                                              Describe(key)));
+        sink.Add(key_pos, prefix,
+                 fmt::format("field names must be strings, found {}", Describe(key)));
         continue;
       }
       const std::string& name = key.Scalar();
@@ -207,7 +203,8 @@ std::optional<std::vector<std::string>> ReadStringList(const Value& v, Sink& sin
   bool ok = true;
   for (const Value& item : *items) {
     if (!item.node.IsScalar()) {
-      sink.Add(item.pos, item.path, fmt::format("expected a string, found {}", Describe(item.node)));
+      sink.Add(item.pos, item.path,
+               fmt::format("expected a string, found {}", Describe(item.node)));
       ok = false;
       continue;
     }
@@ -322,7 +319,8 @@ Count ClassifyCount(std::string_view s) {
 }
 
 // A whole number in [min, max]. `fraction_message` replaces the generic message for fractions.
-std::optional<int> ReadCount(const Value& v, Sink& sink, int min, std::string_view fraction_message = {}) {
+std::optional<int> ReadCount(const Value& v, Sink& sink, int min,
+                             std::string_view fraction_message = {}) {
   const Count count = v.node.IsScalar() ? ClassifyCount(v.node.Scalar()) : Count{};
   const std::int64_t max = std::numeric_limits<int>::max();
   switch (count.kind) {
@@ -331,13 +329,14 @@ std::optional<int> ReadCount(const Value& v, Sink& sink, int min, std::string_vi
       return std::nullopt;
     case CountKind::kFraction:
       sink.Add(v.pos, v.path,
-               fraction_message.empty() ? fmt::format("expected a whole number, found {}",
-                                                      Describe(v.node))
-                                        : std::string(fraction_message));
+               fraction_message.empty()
+                   ? fmt::format("expected a whole number, found {}", Describe(v.node))
+                   : std::string(fraction_message));
       return std::nullopt;
     case CountKind::kNegative:
-      sink.Add(v.pos, v.path,
-               min == 0 ? std::string("must not be negative") : fmt::format("must be at least {}", min));
+      sink.Add(
+          v.pos, v.path,
+          min == 0 ? std::string("must not be negative") : fmt::format("must be at least {}", min));
       return std::nullopt;
     case CountKind::kTooLarge:
       sink.Add(v.pos, v.path, fmt::format("must be at most {}", max));
@@ -387,9 +386,8 @@ bool IsValidJobName(std::string_view name) {
   if (name.empty() || name.size() > 63) return false;
   auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!lower_or_digit(name[0])) return false;
-  return std::all_of(name.begin() + 1, name.end(), [&](char c) {
-    return lower_or_digit(c) || c == '.' || c == '_' || c == '-';
-  });
+  return std::all_of(name.begin() + 1, name.end(),
+                     [&](char c) { return lower_or_digit(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 std::string CheckEnvName(const std::string& name) {
@@ -417,10 +415,10 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
 
 const std::vector<std::string>& TopLevelKeys() {
   static const std::vector<std::string> kKeys = {
-      "kind",       "name",        "owner",   "team",        "queue",      "priority",
-      "command",    "script",      "working_dir", "env",     "resources",  "workers",
-      "min_workers", "placement",  "depends_on", "timeout",  "retry",      "checkpoint_dir",
-      "interruptible"};
+      "kind",      "name",    "owner",          "team",         "queue",
+      "priority",  "command", "script",         "working_dir",  "env",
+      "resources", "workers", "min_workers",    "placement",    "depends_on",
+      "timeout",   "retry",   "checkpoint_dir", "interruptible"};
   return kKeys;
 }
 
@@ -463,8 +461,8 @@ struct Dependency {
 
 struct ParsedJob {
   model::JobSpec spec;
-  Pos pos;                       // the job's mapping
-  std::optional<Pos> name_pos;   // set when the name is valid
+  Pos pos;                      // the job's mapping
+  std::optional<Pos> name_pos;  // set when the name is valid
   std::vector<Dependency> dependencies;
 };
 
@@ -520,6 +518,8 @@ class JobParser {
       if (auto dir = ReadNonEmptyString(*v, sink_)) {
         spec.working_dir = ResolvePath(options_.base_dir, *dir);
       }
+    } else if (!options_.base_dir.empty()) {
+      spec.working_dir = ResolvePath(options_.base_dir, ".");  // the spec file's directory
     }
     if (auto v = f.Get("env")) {
       spec.env = ReadStringMap(*v, sink_, CheckEnvName).value_or(decltype(spec.env){});
@@ -647,7 +647,7 @@ class JobParser {
     static const std::vector<std::string> kKeys = {"cpu", "memory", "gpus", "gpu_memory",
                                                    "gpu_model"};
     static const std::map<std::string, std::string> kAliases = {
-        {"mem", "memory"},        {"ram", "memory"},       {"gpu_count", "gpus"},
+        {"mem", "memory"},         {"ram", "memory"},           {"gpu_count", "gpus"},
         {"gpu_type", "gpu_model"}, {"gpu_models", "gpu_model"}, {"vram", "gpu_memory"},
     };
     Fields f(v->node, v->path, kKeys, kAliases, sink_);
@@ -680,9 +680,9 @@ class JobParser {
       } else if (q->node.IsSequence()) {
         models = ReadStringList(*q, sink_);
       } else {
-        sink_.Add(q->pos, q->path,
-                  fmt::format("expected a GPU model or a list of models, found {}",
-                              Describe(q->node)));
+        sink_.Add(
+            q->pos, q->path,
+            fmt::format("expected a GPU model or a list of models, found {}", Describe(q->node)));
       }
       if (models) {
         const bool has_empty =
@@ -705,7 +705,8 @@ class JobParser {
         {"selector", "node_selector"}, {"labels", "node_selector"}, {"toleration", "tolerations"}};
     Fields f(v->node, v->path, kKeys, kAliases, sink_);
     if (auto q = f.Get("node_selector")) {
-      req.node_selector = ReadStringMap(*q, sink_, NoKeyCheck).value_or(decltype(req.node_selector){});
+      req.node_selector =
+          ReadStringMap(*q, sink_, NoKeyCheck).value_or(decltype(req.node_selector){});
     }
     if (auto q = f.Get("tolerations")) {
       if (auto items = ReadList(*q, "a list of tolerations", sink_)) {
@@ -719,7 +720,8 @@ class JobParser {
 
   std::optional<model::Toleration> ReadToleration(const Value& v) {
     if (!v.node.IsDefined() || v.node.IsNull()) {
-      sink_.Add(v.pos, v.path, "expected a toleration (a mapping with key, operator, value, effect)");
+      sink_.Add(v.pos, v.path,
+                "expected a toleration (a mapping with key, operator, value, effect)");
       return std::nullopt;
     }
     if (!ExpectMap(v, sink_)) return std::nullopt;
@@ -755,9 +757,11 @@ class JobParser {
           t.effect = model::TaintEffect::kNoExecute;
         } else {
           std::string message = fmt::format("unknown effect '{}'", *effect);
-          if (auto s = Suggest(*effect, kEffects)) message += fmt::format(" (did you mean '{}'?)", *s);
-          message += "; expected NoSchedule, PreferNoSchedule or NoExecute, or leave it out to "
-                     "tolerate every effect";
+          if (auto s = Suggest(*effect, kEffects))
+            message += fmt::format(" (did you mean '{}'?)", *s);
+          message +=
+              "; expected NoSchedule, PreferNoSchedule or NoExecute, or leave it out to "
+              "tolerate every effect";
           sink_.Add(q->pos, q->path, std::move(message));
         }
       }
@@ -841,8 +845,8 @@ std::vector<std::vector<std::size_t>> ResolveDependencies(
       }
       auto it = by_name.find(dep.name);
       if (it == by_name.end()) {
-        std::string message = fmt::format(
-            "unknown job '{}' (dependencies name jobs in the same file)", dep.name);
+        std::string message =
+            fmt::format("unknown job '{}' (dependencies name jobs in the same file)", dep.name);
         if (auto s = Suggest(dep.name, names)) message += fmt::format("; did you mean '{}'?", *s);
         sink.Add(dep.pos, dep.path, std::move(message));
         continue;
@@ -881,7 +885,8 @@ void CheckCycles(const std::vector<ParsedJob>& jobs,
       if (color[v] != kGray) continue;
       // Back edge u -> v: the cycle is the stack from v to u.
       std::vector<std::size_t> cycle;
-      auto from = std::find_if(stack.begin(), stack.end(), [&](const auto& e) { return e.first == v; });
+      auto from =
+          std::find_if(stack.begin(), stack.end(), [&](const auto& e) { return e.first == v; });
       for (auto it = from; it != stack.end(); ++it) cycle.push_back(it->first);
       std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
       if (!reported.insert(cycle).second) continue;
@@ -902,73 +907,14 @@ void CheckCycles(const std::vector<ParsedJob>& jobs,
 
 // ---------------------------------------------------------------------------------------------
 
-// Receives the events of one document and remembers where it started. Used only to walk the
-// stream before YAML::LoadAll (see LoadDocuments).
-class DocumentStartRecorder final : public YAML::EventHandler {
- public:
-  YAML::Mark start() const { return start_; }
-
-  void OnDocumentStart(const YAML::Mark& mark) override { start_ = mark; }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
- private:
-  YAML::Mark start_ = YAML::Mark::null_mark();
-};
-
-// YAML::LoadAll, made safe against a yaml-cpp 0.7 bug: a token that cannot start a node at the
-// top level (a stray ',' as in ",", "[a]," or "- a\n,") makes the parser return the same empty
-// document forever without consuming input (jbeder/yaml-cpp#1040, fixed upstream by PR #1319),
-// so LoadAll never returns and allocates without bound. The stream is walked with the event
-// parser first; a document that starts where the previous one did is that loop, reported as a
-// syntax error. Only a stream that ends normally is then loaded. Throws YAML::Exception.
-std::optional<std::vector<YAML::Node>> LoadDocuments(const std::string& text, Sink& sink) {
-  {
-    std::istringstream in(text);
-    YAML::Parser parser(in);
-    DocumentStartRecorder recorder;
-    YAML::Mark previous = YAML::Mark::null_mark();
-    std::size_t count = 0;
-    while (parser.HandleNextDocument(recorder)) {
-      const YAML::Mark start = recorder.start();
-      // Every document consumes at least one character, so a longer stream is the loop too.
-      if ((count > 0 && start.pos == previous.pos) || ++count > text.size() + 1) {
-        const auto at = static_cast<std::size_t>(std::max(start.pos, 0));
-        sink.Add(PosOf(start), "",
-                 at < text.size()
-                     ? fmt::format("invalid YAML: unexpected '{}'", text[at])
-                     : std::string("invalid YAML: unexpected token"));
-        return std::nullopt;
-      }
-      previous = start;
-    }
-  }
-  return YAML::LoadAll(text);
-}
-
 void ParseText(std::string_view text, const ParseOptions& options, Sink& sink,
                std::vector<ParsedJob>& jobs) {
-  std::vector<YAML::Node> documents;
-  try {
-    std::optional<std::vector<YAML::Node>> loaded = LoadDocuments(std::string(text), sink);
-    if (!loaded) return;
-    documents = std::move(*loaded);
-  } catch (const YAML::DeepRecursion& e) {
-    sink.Add(PosOf(e.mark), "", "the document is nested too deeply");
-    return;
-  } catch (const YAML::Exception& e) {
-    sink.Add(PosOf(e.mark), "", fmt::format("invalid YAML: {}", e.msg));
+  LoadedYaml loaded = LoadYamlDocuments(text);
+  if (loaded.error) {
+    sink.Add(PosOf(loaded.error->mark), "", std::move(loaded.error->message));
     return;
   }
+  const std::vector<YAML::Node>& documents = loaded.documents;
   JobParser parser(options, sink);
   auto not_a_job = [&](const YAML::Node& node, Pos pos) {
     sink.Add(pos, "",

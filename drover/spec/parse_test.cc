@@ -95,6 +95,7 @@ TEST(ParseJobs, ReadsAMultiDocumentFileIntoJobSpecs) {
   prep.owner = "alice";
   prep.team = "vision";
   prep.script = "echo preparing\nls\n";
+  prep.working_dir = "/home/alice/project";  // no working_dir: the spec file's directory
   prep.requirements.per_worker = {1000, kGi, 0};
   EXPECT_EQ((*jobs)[0], prep);
 
@@ -168,14 +169,16 @@ TEST(ParseJobs, ReportsJsonErrorsWithPositions) {
 TEST(ParseJobs, ResolvesRelativePathsAgainstBaseDir) {
   ParseOptions options = Options();
   options.base_dir = "/srv/specs/";
-  model::JobSpec job =
-      ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: .\ncheckpoint_dir: ../ckpt/./a/\n",
-               options);
+  model::JobSpec job = ParseOne(
+      "kind: Job\nname: a\nscript: x\nworking_dir: .\ncheckpoint_dir: ../ckpt/./a/\n", options);
   EXPECT_EQ(job.working_dir, "/srv/specs");
   EXPECT_EQ(job.checkpoint_dir, "/srv/ckpt/a");
 
   job = ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: /abs/dir\n", options);
   EXPECT_EQ(job.working_dir, "/abs/dir");
+
+  job = ParseOne("kind: Job\nname: a\nscript: x\n", options);  // defaults to the spec's dir
+  EXPECT_EQ(job.working_dir, "/srv/specs");
 
   job = ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: rel/dir\n");  // no base_dir
   EXPECT_EQ(job.working_dir, "rel/dir");
@@ -400,6 +403,14 @@ TEST(ParseJobs, ReportsYamlSyntaxErrorsAtTheirPosition) {
               ElementsAre(HasSubstr("the document is nested too deeply")));
 }
 
+// yaml-cpp 0.7 loops forever on these (jbeder/yaml-cpp#1040); see yaml_load.h.
+TEST(ParseJobs, ReportsAStrayTopLevelCommaInsteadOfHanging) {
+  EXPECT_THAT(Errors(","), ElementsAre("jobs.yaml:1:1: error: invalid YAML: unexpected ','"));
+  EXPECT_THAT(Errors("[a],"), ElementsAre("jobs.yaml:1:4: error: invalid YAML: unexpected ','"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\n---\n,\n"),
+              ElementsAre("jobs.yaml:5:1: error: invalid YAML: unexpected ','"));
+}
+
 TEST(ParseJobs, RejectsDocumentsThatAreNotMappings) {
   EXPECT_THAT(Errors("just text\n---\n- 1\n- {kind: Job, name: a, script: x}\n"),
               ElementsAre("jobs.yaml:1:1: error: expected a job (a mapping with kind: Job), found "
@@ -433,9 +444,15 @@ TEST(ParseJobs, NeverCrashesOnGarbage) {
         std::uniform_int_distribution<std::size_t> at(0, text.size() - 1);
         std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
         switch (rng() % 3) {
-          case 0: text[at(rng)] = alphabet[pick(rng)]; break;
-          case 1: text.insert(at(rng), 1, alphabet[pick(rng)]); break;
-          default: text.erase(at(rng), 1); break;
+          case 0:
+            text[at(rng)] = alphabet[pick(rng)];
+            break;
+          case 1:
+            text.insert(at(rng), 1, alphabet[pick(rng)]);
+            break;
+          default:
+            text.erase(at(rng), 1);
+            break;
         }
       }
     }

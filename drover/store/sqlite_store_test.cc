@@ -7,9 +7,6 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
-#include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <string>
 
@@ -198,50 +195,6 @@ TEST_F(SqliteStoreTest, WriteLockedByAnotherConnectionIsUnavailable) {
   sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(other);
   EXPECT_TRUE((*store)->Apply(OneJob(1)).has_value());
-}
-
-// Throughput of the submission path's store write: one job + one transition per Apply.
-// Run with --gtest_also_run_disabled_tests --gtest_filter='*Throughput*'.
-TEST_F(SqliteStoreTest, DISABLED_ApplyThroughput) {
-  auto store = MustOpen();
-  ASSERT_NE(store, nullptr);
-  for (bool full : {false, true}) {
-    constexpr int kBatches = 20'000;
-    const std::int64_t base = store->MaxJobId().value();
-    const auto start = std::chrono::steady_clock::now();
-    const std::clock_t cpu_start = std::clock();
-    for (int i = 1; i <= kBatches; ++i) {
-      const std::int64_t id = base + i;
-      Batch batch;
-      if (full) {
-        batch.jobs.push_back(codec::testing::SampleJob(id));
-      } else {
-        batch.jobs.push_back(MakeJob(id, "job-" + std::to_string(id)));
-      }
-      batch.transitions.push_back({.job = JobId(id),
-                                   .attempt = 0,
-                                   .from = model::JobState::kPending,
-                                   .to = model::JobState::kPending,
-                                   .at = 1,
-                                   .cause = "submitted"});
-      ASSERT_TRUE(store->Apply(batch).has_value());
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-    std::printf("%s job: %d batches in %.3f s = %.0f batches/s; %.0f us CPU per batch\n",
-                full ? "sample (2 attempts)" : "small", kBatches, seconds, kBatches / seconds,
-                1e6 * cpu_seconds / kBatches);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  JobFilter filter;
-  filter.active_only = true;
-  filter.limit = 100;
-  auto jobs = store->ListJobs(filter);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_TRUE(jobs.has_value());
-  std::printf("ListJobs(active_only, limit 100) over 40k jobs: %.2f ms\n", ms);
 }
 
 }  // namespace

@@ -1,0 +1,354 @@
+// API benchmarks: the whole server path, in process (docs/benchmarks.md).
+//
+// Each benchmark assembles what `drover server` assembles (cli/daemons.cc): a ControlPlane over
+// a SQLite store in a fresh temporary directory, and an HttpServer on 127.0.0.1, port 0.
+//
+//   BM_SubmitHttp/queued:Q     8 client threads, each with its own ApiClient, POST a one-job
+//                              YAML spec to /v1/jobs. There are no nodes, so every job stays
+//                              queued and nothing is launched: this is the cost of parse +
+//                              controller + scheduling cycle + SQLite commit + HTTP.
+//                              items_per_second is submissions per second (wall clock). Q jobs
+//                              are queued before the timed run (through ControlPlane::Submit),
+//                              because each submission runs a scheduling cycle over the queue.
+//   BM_SubmitToStart           one local node with a declared 1xH100-80GB, workers supervised by
+//                              the drover binary (DROVER_BINARY). One at a time, a 1-GPU job
+//                              `command: ["true"]` is POSTed and the benchmark waits until its
+//                              attempt has running_at set, then until it finishes (so the node is
+//                              idle for the next one). Counters: p50/p90/p99 in ms of the
+//                              client-observed time (before the POST -> running_at seen through
+//                              ControlPlane::GetJob), and of the job's own record (created_at ->
+//                              running_at, millisecond resolution).
+//   BM_ForkExecTrue            the baseline: posix_spawn("/bin/true") + waitpid. Counters:
+//                              p50/p90/p99 in ms of posix_spawn's return (glibc's posix_spawn
+//                              returns once the child has exec'd) and of spawn + waitpid.
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/model/job.h"
+#include "drover/server/api_client.h"
+#include "drover/server/control_plane.h"
+#include "drover/server/http_server.h"
+#include "drover/server/local_nodes.h"
+#include "drover/store/store.h"
+
+#ifndef DROVER_BINARY
+#error "DROVER_BINARY (the path of the drover executable) must be defined by bench/CMakeLists.txt"
+#endif
+
+extern char** environ;
+
+namespace drover::server {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+constexpr char kQueuedSpec[] =
+    "kind: Job\n"
+    "name: bench-submit\n"
+    "command: [\"true\"]\n"
+    "resources:\n"
+    "  cpu: 100m\n"
+    "  memory: 64Mi\n"
+    "  gpus: 1\n";
+
+constexpr char kTrueSpec[] =
+    "kind: Job\n"
+    "name: bench-true\n"
+    "command: [\"true\"]\n"
+    "resources:\n"
+    "  cpu: 100m\n"
+    "  memory: 64Mi\n"
+    "  gpus: 1\n";
+
+double MillisSince(Steady::time_point start) {
+  return std::chrono::duration<double, std::milli>(Steady::now() - start).count();
+}
+
+// The q-quantile (0..1) of `values` by nearest rank; 0 when empty.
+double Quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  std::size_t rank = static_cast<std::size_t>(q * static_cast<double>(values.size()) + 0.999999);
+  rank = std::clamp<std::size_t>(rank, 1, values.size());
+  return values[rank - 1];
+}
+
+void ReportPercentiles(benchmark::State& state, const std::string& prefix,
+                       const std::vector<double>& ms) {
+  state.counters[prefix + "p50_ms"] = Quantile(ms, 0.50);
+  state.counters[prefix + "p90_ms"] = Quantile(ms, 0.90);
+  state.counters[prefix + "p99_ms"] = Quantile(ms, 0.99);
+}
+
+// SkipWithError with a built message (benchmark 1.7 takes a const char*, which it copies).
+void Skip(benchmark::State& state, const std::string& message) {
+  state.SkipWithError(message.c_str());
+}
+
+// A temporary directory, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "drover-api-bench-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      std::perror("mkdtemp");
+      std::abort();
+    }
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A control plane over SQLite plus its HTTP server, as `drover server` assembles them.
+class Server {
+ public:
+  // `gpus`: empty for no node; else a declaration like "1xH100-80GB" for one local node.
+  static std::unique_ptr<Server> Create(const std::string& gpus, std::string* error) {
+    auto server = std::unique_ptr<Server>(new Server());
+    auto store = store::OpenSqliteStore(server->dir_.path() + "/drover.db");
+    if (!store) {
+      *error = "OpenSqliteStore: " + store.error().ToString();
+      return nullptr;
+    }
+    server->plane_ = std::make_unique<ControlPlane>(*std::move(store), server->clock_);
+    if (!gpus.empty()) {
+      LocalNodeFlags flags;
+      flags.gpus = gpus;
+      flags.node_name = "bench-node";
+      auto nodes = DescribeLocalNodes(flags, "0", nullptr);
+      if (!nodes) {
+        *error = "DescribeLocalNodes: " + nodes.error().ToString();
+        return nullptr;
+      }
+      Status added = AddLocalNodes(*server->plane_, *nodes, server->dir_.path(), DROVER_BINARY,
+                                   server->clock_);
+      if (!added) {
+        *error = "AddLocalNodes: " + added.error().ToString();
+        return nullptr;
+      }
+    }
+    Status started = server->plane_->Start();
+    if (!started) {
+      *error = "ControlPlane::Start: " + started.error().ToString();
+      return nullptr;
+    }
+    auto http = HttpServer::Start(*server->plane_, "127.0.0.1", 0);
+    if (!http) {
+      *error = "HttpServer::Start: " + http.error().ToString();
+      return nullptr;
+    }
+    server->http_ = *std::move(http);
+    server->url_ = fmt::format("http://127.0.0.1:{}", server->http_->port());
+    return server;
+  }
+
+  ~Server() {
+    if (http_) http_->Stop();
+    if (plane_) plane_->Stop();
+  }
+
+  ControlPlane& plane() { return *plane_; }
+  const std::string& url() const { return url_; }
+
+ private:
+  Server() = default;
+
+  TempDir dir_;  // destroyed last
+  SystemClock clock_;
+  std::unique_ptr<ControlPlane> plane_;
+  std::unique_ptr<HttpServer> http_;
+  std::string url_;
+};
+
+// Shared between the threads of one BM_SubmitHttp run: thread 0 creates it before the timed
+// loop (whose start is a barrier across threads) and destroys it after the loop's end barrier.
+std::unique_ptr<Server> g_submit_server;
+std::atomic<std::int64_t> g_submit_failures{0};
+
+void BM_SubmitHttp(benchmark::State& state) {
+  if (state.thread_index() == 0) {
+    spdlog::set_level(spdlog::level::warn);
+    std::string error;
+    g_submit_server = Server::Create("", &error);
+    g_submit_failures = 0;
+    if (g_submit_server) {
+      // Pre-queue jobs directly: the HTTP layer is not what is being filled in here.
+      for (std::int64_t i = 0; i < state.range(0); ++i) {
+        auto submitted = g_submit_server->plane().Submit(kQueuedSpec, {}, "", "bench");
+        if (!submitted) {
+          error = "pre-queue: " + submitted.error().ToString();
+          g_submit_server.reset();
+          break;
+        }
+      }
+    }
+    if (!g_submit_server) {
+      std::fprintf(stderr, "BM_SubmitHttp: %s\n", error.c_str());
+      std::abort();  // SkipWithError on one thread would leave the others at the barrier
+    }
+  }
+  std::unique_ptr<ApiClient> client;
+  std::int64_t submitted = 0;
+  for (auto _ : state) {
+    // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
+    // that reconnects per submission would pay it every time.
+    if (!client) client = std::make_unique<ApiClient>(g_submit_server->url());
+    auto response =
+        client->Post("/v1/jobs", kQueuedSpec, "application/yaml", {{"X-Drover-User", "bench"}});
+    if (!response || response->status != 201) {
+      ++g_submit_failures;
+      continue;
+    }
+    ++submitted;
+  }
+  state.SetItemsProcessed(submitted);
+  client.reset();
+  if (state.thread_index() == 0) {
+    if (g_submit_failures > 0) {
+      Skip(state, fmt::format("{} submissions failed", g_submit_failures.load()));
+    }
+    store::JobFilter filter;
+    std::int64_t stored =
+        static_cast<std::int64_t>(g_submit_server->plane().ListJobs(filter).size());
+    state.counters["jobs_in_store"] = static_cast<double>(stored);
+    g_submit_server.reset();
+  }
+}
+// 8 clients x 1,000 submissions each; then the same with 10,000 jobs already queued.
+BENCHMARK(BM_SubmitHttp)
+    ->ArgName("queued")
+    ->Arg(0)
+    ->Arg(10'000)
+    ->Threads(8)
+    ->Iterations(1'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// Waits (through WaitForChange) until `done(job)` or `timeout_ms` passes; the last job seen.
+template <typename Done>
+Result<model::Job> WaitForJob(ControlPlane& plane, JobId id, DurationMs timeout_ms, Done done) {
+  const Steady::time_point start = Steady::now();
+  std::uint64_t version = plane.version();
+  while (true) {
+    auto job = plane.GetJob(id);
+    if (!job || done(*job)) return job;
+    if (MillisSince(start) > static_cast<double>(timeout_ms)) {
+      return MakeError(ErrorCode::kDeadlineExceeded,
+                       fmt::format("job {} is still {} ({})", id.value(),
+                                   model::JobStateName(job->state), job->status_message));
+    }
+    version = plane.WaitForChange(version, 50);
+  }
+}
+
+void BM_SubmitToStart(benchmark::State& state) {
+  spdlog::set_level(spdlog::level::warn);
+  std::string error;
+  std::unique_ptr<Server> server = Server::Create("1xH100-80GB", &error);
+  if (!server) {
+    Skip(state, "BM_SubmitToStart: " + error);
+    return;
+  }
+  ApiClient client(server->url());
+  std::vector<double> observed_ms;  // before the POST -> running_at seen
+  std::vector<double> recorded_ms;  // created_at -> running_at, from the job's record
+  std::vector<double> post_ms;      // the POST alone
+  for (auto _ : state) {
+    const Steady::time_point start = Steady::now();
+    auto response =
+        client.Post("/v1/jobs", kTrueSpec, "application/yaml", {{"X-Drover-User", "bench"}});
+    const double posted = MillisSince(start);
+    if (!response || response->status != 201) {
+      Skip(state,
+           "submission failed: " + (response ? response->body : response.error().ToString()));
+      break;
+    }
+    const JobId id(response->json["jobs"][0]["id"].get<std::int64_t>());
+    auto running = WaitForJob(server->plane(), id, 10'000, [](const model::Job& job) {
+      const model::Attempt* attempt = job.current_attempt();
+      return (attempt != nullptr && attempt->running_at != 0) || model::IsTerminal(job.state);
+    });
+    const double seen = MillisSince(start);
+    if (!running || running->current_attempt() == nullptr ||
+        running->current_attempt()->running_at == 0) {
+      Skip(state, "job did not start: " +
+                      (running ? running->status_message : running.error().ToString()));
+      break;
+    }
+    post_ms.push_back(posted);
+    observed_ms.push_back(seen);
+    recorded_ms.push_back(
+        static_cast<double>(running->current_attempt()->running_at - running->created_at));
+
+    // Untimed: let the job finish so that the node is idle for the next one.
+    state.PauseTiming();
+    auto finished = WaitForJob(server->plane(), id, 10'000,
+                               [](const model::Job& job) { return model::IsTerminal(job.state); });
+    if (!finished || finished->state != model::JobState::kSucceeded) {
+      Skip(state, "job did not succeed: " +
+                      (finished ? finished->status_message : finished.error().ToString()));
+      break;
+    }
+    state.ResumeTiming();
+  }
+  ReportPercentiles(state, "", observed_ms);
+  ReportPercentiles(state, "rec_", recorded_ms);
+  state.counters["post_p50_ms"] = Quantile(post_ms, 0.50);
+}
+BENCHMARK(BM_SubmitToStart)->Iterations(100)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_ForkExecTrue(benchmark::State& state) {
+  char path[] = "/bin/true";
+  char* argv[] = {path, nullptr};
+  std::vector<double> spawn_ms;
+  std::vector<double> exit_ms;
+  for (auto _ : state) {
+    const Steady::time_point start = Steady::now();
+    pid_t pid = 0;
+    if (posix_spawn(&pid, path, nullptr, nullptr, argv, environ) != 0) {
+      state.SkipWithError("posix_spawn /bin/true failed");
+      break;
+    }
+    spawn_ms.push_back(MillisSince(start));
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      state.SkipWithError("/bin/true did not exit 0");
+      break;
+    }
+    exit_ms.push_back(MillisSince(start));
+  }
+  ReportPercentiles(state, "spawn_", spawn_ms);
+  ReportPercentiles(state, "", exit_ms);
+}
+BENCHMARK(BM_ForkExecTrue)->Iterations(1'000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace drover::server
+
+BENCHMARK_MAIN();

@@ -1,0 +1,34 @@
+#pragma once
+
+// Loading a YAML stream with yaml-cpp without letting an exception or a hang escape.
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace drover::spec {
+
+struct YamlSyntaxError {
+  YAML::Mark mark;      // 0-based, as yaml-cpp reports it; may be YAML::Mark::null_mark()
+  std::string message;  // "invalid YAML: ...", or "the document is nested too deeply"
+};
+
+struct LoadedYaml {
+  std::vector<YAML::Node> documents;     // empty documents included, as YAML::Null nodes
+  std::optional<YamlSyntaxError> error;  // set: `documents` is empty
+};
+
+// YAML::LoadAll that never throws and always terminates.
+//
+// yaml-cpp 0.7 (Debian 12) loops forever, allocating, when a token that cannot start a node
+// appears at the top level of a stream (a stray ',' as in ",", "[a]," or "- a\n,"): the parser
+// keeps returning the same empty document without consuming input (jbeder/yaml-cpp#1040, fixed
+// upstream by PR #1319). The stream is therefore walked once with the event parser; a document
+// that starts where the previous one did is that loop and is reported as a syntax error. Only a
+// stream that ends normally is then loaded. Costs a second parse of the text.
+LoadedYaml LoadYamlDocuments(std::string_view text);
+
+}  // namespace drover::spec

@@ -1,0 +1,65 @@
+// A remote `drover agent` process serving a node to a `drover server` over HTTP.
+
+#include <string>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/harness.h"
+
+namespace drover::integration {
+namespace {
+
+using nlohmann::json;
+
+class RemoteAgent : public IntegrationTest {};
+
+TEST_F(RemoteAgent, RunsAJobThatNeedsItsGpus) {
+  auto server = StartServer("server", "0");
+  ASSERT_TRUE(server->ok());
+  ChildProcess agent({DroverBinary(), "--server", server->url(), "agent", "--name", "remote-1",
+                      "--gpus", "2xA100-40GB", "--data", dir_.Sub("agent")},
+                     dir_.Sub("agent.out"), dir_.Sub("agent.err"));
+  server::ApiClient client(server->url());
+  json remote;
+  bool registered = WaitUntil([&] {
+    auto nodes = client.Get("/v1/nodes");
+    if (!nodes) return false;
+    for (const json& node : nodes->json["nodes"]) {
+      if (node["name"] == "remote-1") remote = node;
+    }
+    return remote.is_object() && remote["remote"].get<bool>();
+  });
+  ASSERT_TRUE(registered) << "agent output:\n" << agent.Stdout() << agent.Stderr();
+  EXPECT_EQ(remote["gpus"].size(), 2u);
+
+  const std::string proof = dir_.Sub("ran-remotely");
+  auto ids = Submit(client, fmt::format(R"(kind: Job
+name: remote-job
+resources:
+  cpu: 100m
+  memory: 64Mi
+  gpus: 1
+  gpu_model: A100
+script: |
+  echo "$DROVER_JOB_ID $CUDA_VISIBLE_DEVICES" > {0}.tmp && mv {0}.tmp {0}
+)",
+                                        proof));
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(WaitForTerminal(client, ids[0]), "succeeded")
+      << GetJob(client, ids[0]).dump(2) << "\nagent output:\n"
+      << agent.Stdout() << agent.Stderr() << "\nserver:\n"
+      << server->Log();
+  json job = GetJob(client, ids[0]);
+  ASSERT_EQ(job["attempts"].size(), 1u);
+  ASSERT_EQ(job["attempts"][0]["workers"].size(), 1u);
+  EXPECT_EQ(job["attempts"][0]["workers"][0]["node"], "remote-1");
+  std::vector<std::string> lines = ReadLines(proof);
+  ASSERT_EQ(lines.size(), 1u) << "the job's script did not run";
+  const int gpu = job["attempts"][0]["workers"][0]["gpus"][0].get<int>();
+  EXPECT_EQ(lines[0], fmt::format("{} {}", ids[0], gpu));
+}
+
+}  // namespace
+}  // namespace drover::integration

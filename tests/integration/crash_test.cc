@@ -1,0 +1,91 @@
+// Crash safety: the server is SIGKILLed while jobs run; a new server on the same data
+// directory finishes every job exactly once.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/harness.h"
+
+namespace drover::integration {
+namespace {
+
+using nlohmann::json;
+
+class CrashSafety : public IntegrationTest {};
+
+int CountRunning(server::ApiClient& client) {
+  auto response = client.Get("/v1/jobs?state=running");
+  return response ? static_cast<int>(response->json["jobs"].size()) : 0;
+}
+
+TEST_F(CrashSafety, EveryJobRunsExactlyOnceAcrossAServerKill) {
+  constexpr int kJobs = 20;
+  const std::string data = dir_.Sub("data");
+  const std::string ran = dir_.Sub("ran.log");
+  std::string spec;
+  for (int i = 0; i < kJobs; ++i) {
+    spec += fmt::format(R"(---
+kind: Job
+name: job-{0}
+resources:
+  cpu: 100m
+  memory: 16Mi
+script: |
+  sleep $((2 + DROVER_JOB_ID % 3))
+  echo $DROVER_JOB_ID >> {1}
+)",
+                        i, ran);
+  }
+
+  std::vector<std::int64_t> ids;
+  {
+    ServerProcess first(data, dir_.path(), {"--gpus", "4xH100-80GB"});
+    ASSERT_TRUE(first.ok());
+    server::ApiClient client(first.url());
+    ids = Submit(client, spec);
+    ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
+    ASSERT_TRUE(WaitUntil([&] { return CountRunning(client) >= 3; })) << first.Log();
+    // The server only: the supervisors live in their own sessions and keep the workers going.
+    first.process().KillProcessOnly();
+  }
+  const int finished_before_restart = static_cast<int>(ReadLines(ran).size());
+
+  ServerProcess second(data, dir_.path(), {"--gpus", "4xH100-80GB"});
+  ASSERT_TRUE(second.ok());
+  server::ApiClient client(second.url());
+  for (std::int64_t id : ids) {
+    EXPECT_EQ(WaitForTerminal(client, id, std::chrono::milliseconds(90'000)), "succeeded")
+        << GetJob(client, id).dump(2) << "\n"
+        << second.Log();
+  }
+
+  std::map<std::string, int> runs;
+  for (const std::string& line : ReadLines(ran)) runs[line]++;
+  for (std::int64_t id : ids) {
+    EXPECT_EQ(runs[std::to_string(id)], 1) << "job " << id << " ran.log entries";
+  }
+  EXPECT_EQ(runs.size(), static_cast<std::size_t>(kJobs));
+
+  for (std::int64_t id : ids) {
+    json job = GetJob(client, id);
+    EXPECT_EQ(job["attempts"].size(), 1u) << "job " << id << ": " << job.dump(2);
+    const json& transitions = job["transitions"];
+    ASSERT_FALSE(transitions.empty()) << "job " << id;
+    int terminal = 0;
+    for (const json& t : transitions) {
+      if (IsTerminalState(t["to_state"].get<std::string>())) ++terminal;
+    }
+    EXPECT_EQ(terminal, 1) << "job " << id << ": " << transitions.dump(2);
+    EXPECT_EQ(transitions.back()["to_state"], "succeeded") << "job " << id;
+  }
+  // Informational: how much of the work straddled the crash.
+  RecordProperty("finished_before_restart", finished_before_restart);
+}
+
+}  // namespace
+}  // namespace drover::integration

@@ -1,0 +1,291 @@
+#include "tests/integration/harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace drover::integration {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string DroverBinary() { return DROVER_BINARY; }
+std::string SourceDir() { return DROVER_SOURCE_DIR; }
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "drover-it-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
+  }
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (true) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& stdout_path,
+                           const std::string& stderr_path)
+    : stdout_path_(stdout_path), stderr_path_(stderr_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  posix_spawnattr_setsigmask(&attr, &no_signals);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (std::string& arg : args) cargs.push_back(arg.data());
+  cargs.push_back(nullptr);
+  int rc = posix_spawn(&pid_, cargs[0], &actions, &attr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot spawn " << argv[0] << ": " << std::strerror(rc);
+    pid_ = -1;
+    reaped_ = true;
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (!reaped_) KillGroup();
+}
+
+bool ChildProcess::Running() {
+  if (reaped_) return false;
+  pid_t done = waitpid(pid_, &status_, WNOHANG);
+  if (done == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+void ChildProcess::KillProcessOnly() {
+  if (reaped_) return;
+  kill(pid_, SIGKILL);
+  if (waitpid(pid_, &status_, 0) == pid_) reaped_ = true;
+}
+
+void ChildProcess::KillGroup() {
+  if (pid_ <= 0) return;
+  kill(-pid_, SIGKILL);
+  if (reaped_) return;
+  if (waitpid(pid_, &status_, 0) == pid_) reaped_ = true;
+}
+
+std::optional<int> ChildProcess::Wait(std::chrono::milliseconds deadline) {
+  if (!WaitUntil([&] { return !Running(); }, deadline)) return std::nullopt;
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) return 128 + WTERMSIG(status_);
+  return -1;
+}
+
+CommandResult RunDrover(const std::vector<std::string>& args, const std::string& scratch_dir,
+                        std::chrono::milliseconds deadline) {
+  static int counter = 0;
+  const std::string base = scratch_dir + "/cli-" + std::to_string(++counter);
+  std::vector<std::string> argv = {DroverBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess child(argv, base + ".out", base + ".err");
+  CommandResult result;
+  std::optional<int> code = child.Wait(deadline);
+  if (!code) {
+    child.KillGroup();
+    ADD_FAILURE() << "drover " << args.front() << " did not finish before the deadline";
+  }
+  result.exit_code = code.value_or(-1);
+  result.out = child.Stdout();
+  result.err = child.Stderr();
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scratch_dir,
+                             const std::vector<std::string>& extra) {
+  static int counter = 0;
+  const std::string base = scratch_dir + "/server-" + std::to_string(++counter);
+  const std::string ready_file = base + ".url";
+  std::vector<std::string> argv = {DroverBinary(), "server",       "--data",      data_dir,
+                                   "--listen",     "127.0.0.1:0", "--ready-file", ready_file};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  process_ = std::make_unique<ChildProcess>(argv, base + ".out", base + ".err");
+  bool ready = WaitUntil([&] { return fs::exists(ready_file) || !process_->Running(); });
+  if (!ready || !fs::exists(ready_file)) {
+    ADD_FAILURE() << "drover server did not become ready; its output:\n" << Log();
+    return;
+  }
+  std::string url = ReadFile(ready_file);
+  while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
+  url_ = url;
+}
+
+std::string ServerProcess::Log() const {
+  return "--- stdout\n" + process_->Stdout() + "--- stderr\n" + process_->Stderr();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+json GetJob(server::ApiClient& client, std::int64_t id) {
+  auto response = client.Get("/v1/jobs/" + std::to_string(id));
+  if (!response) return json();
+  return response->json;
+}
+
+bool IsTerminalState(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled" ||
+         state == "timed_out";
+}
+
+std::string WaitForState(server::ApiClient& client, std::int64_t id,
+                         const std::set<std::string>& states, std::chrono::milliseconds deadline) {
+  std::string state;
+  WaitUntil(
+      [&] {
+        json job = GetJob(client, id);
+        if (job.is_object() && job.contains("state")) state = job["state"].get<std::string>();
+        return states.count(state) > 0;
+      },
+      deadline);
+  return state;
+}
+
+std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
+                            std::chrono::milliseconds deadline) {
+  return WaitForState(client, id, {"succeeded", "failed", "cancelled", "timed_out"}, deadline);
+}
+
+std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,
+                                 const std::string& file_name) {
+  std::vector<std::int64_t> ids;
+  auto response = client.Post("/v1/jobs", spec, "application/yaml",
+                              {{"X-Drover-File", file_name}, {"X-Drover-User", "tester"}});
+  if (!response) {
+    std::string details;
+    for (const std::string& d : response.error().details) details += "\n  " + d;
+    ADD_FAILURE() << "submit failed: " << response.error().message << details;
+    return ids;
+  }
+  for (const json& job : response->json["jobs"]) ids.push_back(job["id"].get<std::int64_t>());
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+bool ProcessAlive(pid_t pid) {
+  if (!ProcessExists(pid)) return false;
+  // A zombie has exited; its parent has not reaped it yet.
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  return stat[close + 2] != 'Z';
+}
+
+namespace {
+
+// Pids of processes (not this one, not zombies) whose cwd or command line mentions `root`.
+std::vector<pid_t> ProcessesUnder(const std::string& root) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = std::stoi(name);
+    if (pid == getpid() || !ProcessAlive(pid)) continue;
+    std::error_code link_error;
+    std::string cwd = fs::read_symlink(entry.path() / "cwd", link_error).string();
+    std::string cmdline = ReadFile((entry.path() / "cmdline").string());
+    if ((!link_error && cwd.rfind(root, 0) == 0) || cmdline.find(root) != std::string::npos) {
+      out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void KillProcessesUnder(const std::string& root) {
+  if (root.size() < 8) return;  // never a broad prefix such as "/" or "/tmp"
+  WaitUntil(
+      [&] {
+        std::vector<pid_t> pids = ProcessesUnder(root);
+        for (pid_t pid : pids) kill(pid, SIGKILL);
+        // Reap our own children among them; others are reaped by their parents or init.
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        return pids.empty();
+      },
+      std::chrono::milliseconds(10'000));
+}
+
+void IntegrationTest::TearDown() { KillProcessesUnder(dir_.path() + "/"); }
+
+std::unique_ptr<ServerProcess> IntegrationTest::StartServer(const std::string& name,
+                                                            const std::string& gpus,
+                                                            std::vector<std::string> extra) {
+  extra.insert(extra.begin(), {"--gpus", gpus});
+  return std::make_unique<ServerProcess>(dir_.Sub(name), dir_.path(), extra);
+}
+
+}  // namespace drover::integration

@@ -1,0 +1,159 @@
+#pragma once
+
+// Helpers for integration tests: temporary directories, the real `drover` binary as a child
+// process (server, agent, CLI commands), polling with generous deadlines, and clean-up of every
+// process a test started (including workers that outlive the server under their supervisors).
+//
+// Nothing here asserts on durations: waits poll a condition until a deadline and report
+// whether it held.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "drover/server/api_client.h"
+
+namespace drover::integration {
+
+// The default deadline for anything a test waits for.
+inline constexpr std::chrono::milliseconds kDeadline{30'000};
+
+// Path of the `drover` binary under test, and of the repository root.
+std::string DroverBinary();
+std::string SourceDir();
+
+// A fresh directory under $TMPDIR, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& text);
+// Non-empty lines of `path` (empty if it does not exist).
+std::vector<std::string> ReadLines(const std::string& path);
+
+// Polls `condition` every 50 ms until it holds or `deadline` passes; returns the last result.
+bool WaitUntil(const std::function<bool()>& condition,
+               std::chrono::milliseconds deadline = kDeadline);
+
+// A child process started from argv, in its own process group, with stdout and stderr sent to
+// files. Killed (SIGKILL to its group) and reaped on destruction unless already reaped.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::string& stdout_path,
+               const std::string& stderr_path);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // True while the process has not exited (reaps it when it has).
+  bool Running();
+  // SIGKILL to the process only (not its group), then reaps it.
+  void KillProcessOnly();
+  // SIGKILL to the whole process group, then reaps the process.
+  void KillGroup();
+  // Waits for the exit up to `deadline`; the exit status (as from a shell: 128+signal for a
+  // signal), or nullopt on timeout.
+  std::optional<int> Wait(std::chrono::milliseconds deadline = kDeadline);
+
+  std::string Stdout() const { return ReadFile(stdout_path_); }
+  std::string Stderr() const { return ReadFile(stderr_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  std::string stdout_path_, stderr_path_;
+};
+
+// Result of running the drover CLI to completion.
+struct CommandResult {
+  int exit_code = -1;  // -1: did not finish before the deadline (it was killed)
+  std::string out, err;
+};
+
+// Runs `drover ARGS...` to completion (killed after `deadline`), output captured in files under
+// `scratch_dir`.
+CommandResult RunDrover(const std::vector<std::string>& args, const std::string& scratch_dir,
+                        std::chrono::milliseconds deadline = std::chrono::milliseconds(120'000));
+
+// A `drover server` on 127.0.0.1, port 0, data in `data_dir`.
+class ServerProcess {
+ public:
+  // Starts the server and waits for its ready file; `extra` goes after the subcommand (for
+  // example {"--gpus", "4xH100-80GB"}). Fails the current test (ADD_FAILURE) when it does not
+  // come up; url() is then empty.
+  ServerProcess(const std::string& data_dir, const std::string& scratch_dir,
+                const std::vector<std::string>& extra);
+
+  bool ok() const { return !url_.empty(); }
+  const std::string& url() const { return url_; }
+  ChildProcess& process() { return *process_; }
+  std::string Log() const;
+
+ private:
+  std::string url_;
+  std::unique_ptr<ChildProcess> process_;
+};
+
+// GET /v1/jobs/ID as JSON (null on error).
+nlohmann::json GetJob(server::ApiClient& client, std::int64_t id);
+
+// Waits until job `id` is in one of `states`; returns the last state seen ("" if never read).
+std::string WaitForState(server::ApiClient& client, std::int64_t id,
+                         const std::set<std::string>& states,
+                         std::chrono::milliseconds deadline = kDeadline);
+// Waits until job `id` is terminal (succeeded, failed, cancelled, timed_out).
+std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
+                            std::chrono::milliseconds deadline = kDeadline);
+bool IsTerminalState(const std::string& state);
+
+// Submits YAML `spec` and returns the job ids in order (empty, with a test failure, on error).
+std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,
+                                 const std::string& file_name = "test.yaml");
+
+// True while a process with this pid exists (kill(pid, 0) succeeds or fails with EPERM).
+// A zombie child of someone else still counts as existing.
+bool ProcessExists(pid_t pid);
+// True if pid exists and is not a zombie.
+bool ProcessAlive(pid_t pid);
+
+// SIGKILLs every process other than this one whose working directory or command line mentions
+// `root` (supervisors and workers of a test's servers), repeating until none is left or the
+// deadline passes.
+void KillProcessesUnder(const std::string& root);
+
+// Base fixture: one temporary directory per test, every process under it killed on TearDown.
+class IntegrationTest : public ::testing::Test {
+ protected:
+  void TearDown() override;
+
+  // Starts a server with data in dir_/`name`, declaring `gpus` (e.g. "4xH100-80GB").
+  std::unique_ptr<ServerProcess> StartServer(const std::string& name, const std::string& gpus,
+                                             std::vector<std::string> extra = {});
+
+  TempDir dir_;
+};
+
+}  // namespace drover::integration
