@@ -24,7 +24,8 @@ class WorkerRuntime {
 
   // Asks a worker to stop: SIGTERM to its process group, SIGKILL after the grace period. Its
   // exit is reported by Poll() with cancelled = true. kNotFound if the worker is unknown or has
-  // already been reported exited.
+  // already been reported exited; kUnavailable if it cannot be signalled yet (an adopted worker
+  // whose supervisor is still starting): the caller retries later.
   virtual Status Cancel(const model::WorkerKey& key) = 0;
 
   // After a server restart: resumes watching workers launched by an earlier process. Exits that

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -69,23 +70,39 @@ void ControlPlane::Stop() {
 
 void ControlPlane::Loop() {
   std::unique_lock lock(mu_);
+  TimeMs last_cycle = 0;
   while (!stopping_) {
+    for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
     control::Step step;
-    PollRuntimes(step);
-    controller_.Schedule(clock_.Now(), step);
+    bool had_events = PollRuntimes(step);
+    const TimeMs now = clock_.Now();
+    // A cycle costs time in proportion to the queue: run one only when something changed,
+    // or every idle_cycle_ms for time-driven changes (retry backoff ending).
+    if (had_events || schedule_requested_ || now - last_cycle >= options_.idle_cycle_ms) {
+      schedule_requested_ = false;
+      last_cycle = now;
+      controller_.Schedule(now, step);
+    }
     Commit(step);
     wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                        [&] { return stopping_ || wake_; });
-    wake_ = false;
+                        [&] { return stopping_ || schedule_requested_; });
   }
 }
 
-void ControlPlane::PollRuntimes(control::Step& step) {
+void ControlPlane::RequestSchedule() {
+  schedule_requested_ = true;
+  wake_loop_.notify_all();
+}
+
+bool ControlPlane::PollRuntimes(control::Step& step) {
+  bool any = false;
   for (auto& [name, entry] : nodes_) {
     for (const model::WorkerEvent& event : entry.runtime->Poll()) {
       controller_.OnWorkerEvent(event, step);
+      any = true;
     }
   }
+  return any;
 }
 
 void ControlPlane::Commit(control::Step& step) {
@@ -121,12 +138,18 @@ void ControlPlane::Commit(control::Step& step) {
           controller_.OnWorkerEvent(failed, next);
         }
       } else if (const auto* stop = std::get_if<control::StopWorker>(&effect)) {
-        auto it = nodes_.find(stop->node);
-        if (it != nodes_.end()) (void)it->second.runtime->Cancel(stop->key);
+        StopWorker(*stop);
       }
     }
     step = std::move(next);
   }
+}
+
+void ControlPlane::StopWorker(const control::StopWorker& stop) {
+  auto it = nodes_.find(stop.node);
+  if (it == nodes_.end()) return;
+  Status stopped = it->second.runtime->Cancel(stop.key);
+  if (!stopped && stopped.error().code == ErrorCode::kUnavailable) pending_stops_.push_back(stop);
 }
 
 Result<control::SubmitResult> ControlPlane::Submit(std::string_view text,
@@ -139,8 +162,8 @@ Result<control::SubmitResult> ControlPlane::Submit(std::string_view text,
   control::Step step;
   auto result = controller_.Submit(*std::move(specs), idempotency_key, owner, clock_.Now(), step);
   if (!result) return result;
-  if (!result->existing) controller_.Schedule(clock_.Now(), step);
   Commit(step);
+  if (!result->existing) RequestSchedule();
   return result;
 }
 
@@ -148,8 +171,8 @@ Status ControlPlane::Cancel(JobId id, const std::string& cause) {
   std::lock_guard lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
-  controller_.Schedule(clock_.Now(), step);
   Commit(step);
+  RequestSchedule();
   return OkStatus();
 }
 
@@ -287,8 +310,7 @@ Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
   }
   if (!keys.empty()) it->second.runtime->Adopt(keys);
   Commit(step);
-  wake_ = true;
-  wake_loop_.notify_all();
+  RequestSchedule();
   return OkStatus();
 }
 
@@ -314,9 +336,8 @@ Status ControlPlane::ReportEvents(const NodeId& node, std::vector<model::WorkerE
       return NotFound(fmt::format("node {} is not registered", node.value()));
     }
     it->second.remote->Report(std::move(events));
-    wake_ = true;
+    RequestSchedule();
   }
-  wake_loop_.notify_all();
   return OkStatus();
 }
 

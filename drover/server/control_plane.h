@@ -6,7 +6,7 @@
 // into the controller under one mutex. Each controller Step is persisted (one store
 // transaction) before its effects are carried out, so what is stored is always at least as far
 // along as what runs. A loop thread polls the runtimes for worker events and runs the
-// scheduler every `poll_interval_ms`, and at once after a submission.
+// scheduler when something changed (see ControlPlaneOptions).
 //
 // A failed store write is fatal (the process exits and a restart recovers from the store):
 // continuing would let running work and the durable record disagree.
@@ -33,8 +33,11 @@ namespace drover::server {
 
 struct ControlPlaneOptions {
   control::Options control;
-  // How often runtimes are polled and the scheduler runs when nothing wakes the loop.
+  // How often runtimes are polled for worker events. A scheduling cycle follows at once when
+  // events arrived or a submission, cancellation or node registration asked for one.
   DurationMs poll_interval_ms = 10;
+  // With nothing happening, a scheduling cycle still runs this often (retry backoffs end).
+  DurationMs idle_cycle_ms = 250;
 };
 
 struct NodeStatus {
@@ -112,8 +115,14 @@ class ControlPlane {
   // Requires mu_.
   void Commit(control::Step& step);
   void Loop();
-  // Polls every runtime and feeds the events to the controller. Requires mu_.
-  void PollRuntimes(control::Step& step);
+  // Sends StopWorker to its runtime; keeps it in pending_stops_ when the runtime asks for a
+  // retry. Requires mu_.
+  void StopWorker(const control::StopWorker& stop);
+  // Polls every runtime and feeds the events to the controller; true if there were any.
+  // Requires mu_.
+  bool PollRuntimes(control::Step& step);
+  // Wakes the loop for a scheduling cycle. Requires mu_.
+  void RequestSchedule();
 
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
@@ -124,9 +133,10 @@ class ControlPlane {
   std::condition_variable wake_loop_;
   control::Controller controller_;
   std::map<NodeId, NodeEntry> nodes_;
+  std::vector<control::StopWorker> pending_stops_;  // retried by the loop
   std::uint64_t version_ = 0;
   bool stopping_ = false;
-  bool wake_ = false;
+  bool schedule_requested_ = false;
   std::thread loop_;
 };
 
