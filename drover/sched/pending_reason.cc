@@ -174,11 +174,11 @@ PendingReason Explain(const ClusterState& cluster, const model::JobSpec& spec) {
   int best_gpus = 0;
   for (int pos = 0; pos < static_cast<int>(impl.nodes.size()); ++pos) {
     std::string cause = ExclusionCause(impl, pos, filter, need);
-    if (!cause.empty()) {
-      ++excluded[cause];
-      continue;
-    }
-    ++reason.eligible_nodes;
+    if (!cause.empty()) ++excluded[cause];
+    // A node that is merely too small still tells the user the most they can get now.
+    const bool too_small =
+        cause == "GPU count" || cause == "CPU capacity" || cause == "memory capacity";
+    if (!cause.empty() && !too_small) continue;
     const int free_gpus = impl.MatchingFreeGpus(pos, filter, nullptr);
     bool better;
     if (best < 0) {
@@ -195,6 +195,8 @@ PendingReason Explain(const ClusterState& cluster, const model::JobSpec& spec) {
       best = pos;
       best_gpus = free_gpus;
     }
+    if (too_small) continue;
+    ++reason.eligible_nodes;
     const int capacity = internal::Capacity(impl, pos, filter, nullptr, demand, reason.workers);
     fitting = req.same_node ? std::max<std::int64_t>(fitting, capacity)
                             : std::min<std::int64_t>(fitting + capacity, reason.workers);
@@ -218,8 +220,12 @@ std::string PendingReason::Render() const {
   switch (code) {
     case Code::kNoNodes:
       return "no nodes are registered";
-    case Code::kUnschedulable:
-      return RenderRequest(*this) + "; no node can ever satisfy it: " + RenderExcluded(*this);
+    case Code::kUnschedulable: {
+      std::string out =
+          RenderRequest(*this) + "; no node can ever satisfy it: " + RenderExcluded(*this);
+      if (largest_free_node && (same_node || workers == 1)) out += "; " + RenderFree(*this);
+      return out;
+    }
     case Code::kInsufficientFree:
       break;
   }

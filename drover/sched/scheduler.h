@@ -96,8 +96,9 @@ struct PendingReason {
   // "GPU model", "GPU memory", "CPU capacity", "memory capacity" (the node's total, not free,
   // capacity). Sorted by count (largest first), then by cause, for stable rendering.
   std::vector<std::pair<std::string, int>> excluded;
-  // The largest number of free matching GPUs on one eligible node, and which node has it (ties:
-  // node name). For CPU-only jobs largest_free_node is instead the eligible node with the most
+  // The largest number of free matching GPUs on one node that is eligible or excluded only for
+  // being too small (GPU count, CPU or memory capacity), and which node has it (ties: node
+  // name); kUnschedulable reasons name it too, so users see the most they can get. For CPU-only jobs largest_free_node is instead the eligible node with the most
   // free CPU (then memory).
   int largest_free_gpus = 0;
   std::optional<NodeId> largest_free_node;

@@ -426,6 +426,19 @@ TEST(Explain, CpuOnlySingleWorker) {
             "and 63Gi memory on node-b");
 }
 
+TEST(Explain, TooSmallNodesStillNameTheLargestFreeBlock) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 4, "H100"));
+  cluster.UpsertNode(MakeNode("node-b", 2, "H100"));
+  PendingReason reason = Explain(cluster, MakeJob(8));
+  EXPECT_EQ(reason.code, PendingReason::Code::kUnschedulable);
+  EXPECT_EQ(reason.eligible_nodes, 0);
+  EXPECT_EQ(reason.largest_free_gpus, 4);
+  EXPECT_EQ(reason.Render(),
+            "needs 8 GPUs on one node; no node can ever satisfy it: 2 nodes are excluded by GPU "
+            "count; the largest free block is 4 GPUs on node-a");
+}
+
 TEST(Explain, GpusFreeButCpuShort) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 8, "H100", 2'000, 512 * kGi));
@@ -433,7 +446,8 @@ TEST(Explain, GpusFreeButCpuShort) {
   job.requirements.per_worker.cpu_millis = 16'000;
   EXPECT_EQ(Explain(cluster, job).Render(),
             "needs 2 GPUs on one node; no node can ever satisfy it: 1 node is excluded by CPU "
-            "capacity");
+            "capacity; the largest free block is 8 GPUs on node-a, which has only 2 CPU and "
+            "512Gi memory free (needs 16 CPU and 4Gi memory)");
   Placement used{JobId(5), {WorkerAssignment{0, NodeId("node-a"), {}}}};
   job.requirements.per_worker.cpu_millis = 1'500;
   ASSERT_TRUE(cluster.Allocate(used, {1'000, 0, 0}).has_value());

@@ -1,10 +1,10 @@
 // A remote `drover agent` process serving a node to a `drover server` over HTTP.
 
-#include <string>
-
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/integration/harness.h"
 

@@ -1,6 +1,10 @@
 // The HTTP API and the CLI against a real server: spec diagnostics, idempotent submission,
 // not-found errors, and an unreachable server.
 
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,11 +14,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "tests/integration/harness.h"
 
@@ -59,7 +58,7 @@ TEST_F(Api, MalformedSpecGetsPositionedErrorsAndLeavesTheStoreUntouched) {
   EXPECT_THAT(details, Contains(AllOf(StartsWith("bad.yaml:3:1: error: gpu: "),
                                       HasSubstr("resources.gpus"))));
   EXPECT_THAT(details, Contains(StartsWith("bad.yaml:6:9: error: resources.gpus: ")));
-  EXPECT_THAT(details, Contains(AllOf(StartsWith("bad.yaml:7:13: error: depends_on[0]: "),
+  EXPECT_THAT(details, Contains(AllOf(StartsWith("bad.yaml:7:14: error: depends_on[0]: "),
                                       HasSubstr("nonexistent"))));
 
   server::ApiClient client(server->url());
@@ -76,7 +75,7 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
   EXPECT_EQ(invalid.exit_code, 2) << invalid.out << invalid.err;
   EXPECT_THAT(invalid.err, HasSubstr("bad.yaml:3:1: error: gpu: "));
   EXPECT_THAT(invalid.err, HasSubstr("bad.yaml:6:9: error: resources.gpus: "));
-  EXPECT_THAT(invalid.err, HasSubstr("bad.yaml:7:13: error: depends_on[0]: "));
+  EXPECT_THAT(invalid.err, HasSubstr("bad.yaml:7:14: error: depends_on[0]: "));
   EXPECT_THAT(invalid.err, HasSubstr("3 errors"));
 
   CommandResult valid =

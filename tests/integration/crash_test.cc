@@ -1,13 +1,13 @@
 // Crash safety: the server is SIGKILLed while jobs run; a new server on the same data
 // directory finishes every job exactly once.
 
-#include <map>
-#include <string>
-#include <vector>
-
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
 
 #include "tests/integration/harness.h"
 

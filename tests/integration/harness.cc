@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,8 +92,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   sigaddset(&defaults, SIGTERM);
   sigaddset(&defaults, SIGINT);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = argv;
   std::vector<char*> cargs;
   for (std::string& arg : args) cargs.push_back(arg.data());
@@ -165,7 +165,7 @@ ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scr
   static int counter = 0;
   const std::string base = scratch_dir + "/server-" + std::to_string(++counter);
   const std::string ready_file = base + ".url";
-  std::vector<std::string> argv = {DroverBinary(), "server",       "--data",      data_dir,
+  std::vector<std::string> argv = {DroverBinary(), "server",      "--data",       data_dir,
                                    "--listen",     "127.0.0.1:0", "--ready-file", ready_file};
   argv.insert(argv.end(), extra.begin(), extra.end());
   process_ = std::make_unique<ChildProcess>(argv, base + ".out", base + ".err");
@@ -192,8 +192,7 @@ json GetJob(server::ApiClient& client, std::int64_t id) {
 }
 
 bool IsTerminalState(const std::string& state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled" ||
-         state == "timed_out";
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "timed_out";
 }
 
 std::string WaitForState(server::ApiClient& client, std::int64_t id,

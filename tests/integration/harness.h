@@ -7,19 +7,18 @@
 // Nothing here asserts on durations: waits poll a condition until a deadline and report
 // whether it held.
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "drover/server/api_client.h"
 

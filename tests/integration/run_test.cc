@@ -1,11 +1,11 @@
 // `drover run`: the embedded control plane running the quickstart pipeline to the end.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "tests/integration/harness.h"
 
