@@ -12,7 +12,7 @@
 //                              because each submission runs a scheduling cycle over the queue.
 //                              (8 x 500 = 4,000 timed submissions per run.)
 //   BM_SubmitToStart           one local node with a declared 1xH100-80GB, workers supervised by
-//                              the drover binary (DROVER_BINARY). One at a time, a 1-GPU job
+//                              drover-supervise (DROVER_SUPERVISOR), as in the server. One at a time, a 1-GPU job
 //                              `command: ["true"]` is POSTed and the benchmark waits until its
 //                              attempt has running_at set, then until it finishes (so the node is
 //                              idle for the next one). Counters: p50/p90/p99 in ms of the
@@ -48,8 +48,8 @@
 #include "drover/server/local_nodes.h"
 #include "drover/store/store.h"
 
-#ifndef DROVER_BINARY
-#error "DROVER_BINARY (the path of the drover executable) must be defined by bench/CMakeLists.txt"
+#ifndef DROVER_SUPERVISOR
+#error "DROVER_SUPERVISOR (the path of drover-supervise) must be defined by bench/CMakeLists.txt"
 #endif
 
 extern char** environ;
@@ -147,7 +147,7 @@ class Server {
         *error = "DescribeLocalNodes: " + nodes.error().ToString();
         return nullptr;
       }
-      Status added = AddLocalNodes(*server->plane_, *nodes, server->dir_.path(), DROVER_BINARY,
+      Status added = AddLocalNodes(*server->plane_, *nodes, server->dir_.path(), DROVER_SUPERVISOR,
                                    server->clock_);
       if (!added) {
         *error = "AddLocalNodes: " + added.error().ToString();

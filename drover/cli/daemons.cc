@@ -69,7 +69,7 @@ Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(
   if (!store) return tl::unexpected(store.error());
   auto plane = std::make_unique<server::ControlPlane>(*std::move(store), clock);
   DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*plane, *described, data_dir,
-                                               server::SelfExecutable(), clock));
+                                               server::SupervisorExecutable(), clock));
   return plane;
 }
 
@@ -120,7 +120,7 @@ int AgentCommand(const AgentFlags& flags) {
   options.server_url = flags.server;
   options.node = nodes->front();
   options.runs_dir = (std::filesystem::path(flags.data_dir) / "runs").string();
-  options.supervisor_path = server::SelfExecutable();
+  options.supervisor_path = server::SupervisorExecutable();
   std::atomic<bool> stop{false};
   std::thread watcher([&] {
     while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -25,6 +25,8 @@ ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms)
   client_->set_read_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
   client_->set_write_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
   client_->set_keep_alive(true);
+  // Without it, the request's headers and body in two writes meet Nagle and delayed ACKs: 40 ms.
+  client_->set_tcp_nodelay(true);
 }
 
 ApiClient::~ApiClient() = default;

@@ -69,23 +69,34 @@ void ControlPlane::Stop() {
 }
 
 void ControlPlane::Loop() {
+  using Steady = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
-  TimeMs last_cycle = 0;
+  Steady::time_point last_cycle_start{};
+  Steady::time_point next_due{};  // the earliest start of the next cycle
   while (!stopping_) {
     for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
     control::Step step;
-    bool had_events = PollRuntimes(step);
-    const TimeMs now = clock_.Now();
-    // A cycle costs time in proportion to the queue: run one only when something changed,
-    // or every idle_cycle_ms for time-driven changes (retry backoff ending).
-    if (had_events || schedule_requested_ || now - last_cycle >= options_.idle_cycle_ms) {
+    if (PollRuntimes(step)) schedule_requested_ = true;
+    // A cycle costs time in proportion to the queue. One runs when something changed, but not
+    // before the previous cycle's duration has passed again since it ended, so cycles take at
+    // most half the time and a stream of submissions is decided in batches; and one runs every
+    // idle_cycle_ms regardless (retry backoffs ending).
+    Steady::time_point start = Steady::now();
+    if ((schedule_requested_ && start >= next_due) ||
+        start - last_cycle_start >= std::chrono::milliseconds(options_.idle_cycle_ms)) {
       schedule_requested_ = false;
-      last_cycle = now;
-      controller_.Schedule(now, step);
+      controller_.Schedule(clock_.Now(), step);
+      Steady::time_point end = Steady::now();
+      last_cycle_start = start;
+      next_due = end + (end - start);
     }
     Commit(step);
-    wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                        [&] { return stopping_ || schedule_requested_; });
+    if (schedule_requested_) {
+      wake_loop_.wait_until(lock, next_due, [&] { return stopping_; });
+    } else {
+      wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
+                          [&] { return stopping_ || schedule_requested_; });
+    }
   }
 }
 

@@ -6,7 +6,8 @@
 // into the controller under one mutex. Each controller Step is persisted (one store
 // transaction) before its effects are carried out, so what is stored is always at least as far
 // along as what runs. A loop thread polls the runtimes for worker events and runs the
-// scheduler when something changed (see ControlPlaneOptions).
+// scheduler when something changed, spacing cycles so that they take at most half the time
+// (ControlPlane::Loop).
 //
 // A failed store write is fatal (the process exits and a restart recovers from the store):
 // continuing would let running work and the durable record disagree.
@@ -35,7 +36,7 @@ struct ControlPlaneOptions {
   control::Options control;
   // How often runtimes are polled for worker events. A scheduling cycle follows at once when
   // events arrived or a submission, cancellation or node registration asked for one.
-  DurationMs poll_interval_ms = 10;
+  DurationMs poll_interval_ms = 5;
   // With nothing happening, a scheduling cycle still runs this often (retry backoffs end).
   DurationMs idle_cycle_ms = 250;
 };

@@ -95,4 +95,10 @@ std::string SelfExecutable() {
   return ec ? std::string("drover") : path.string();
 }
 
+std::string SupervisorExecutable() {
+  std::filesystem::path self = SelfExecutable();
+  std::filesystem::path lean = self.parent_path() / "drover-supervise";
+  return access(lean.c_str(), X_OK) == 0 ? lean.string() : self.string();
+}
+
 }  // namespace drover::server

@@ -34,5 +34,8 @@ Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
 
 // The path of the running executable (/proc/self/exe).
 std::string SelfExecutable();
+// What agents spawn as each worker's supervisor: `drover-supervise` beside the running
+// executable when it is there (it starts faster), otherwise the running executable itself.
+std::string SupervisorExecutable();
 
 }  // namespace drover::server
