@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make demo   install what is missing, build, run the quickstart with `drover run`
 #   make test   install what is missing, build, run every test through ctest
-# Other targets: build, asan (build + test under sanitizers), release, bench, format, deps.
+# Other targets: build, asan (build + test under sanitizers), release, bench, format,
+# format-check, deps.
 
 PRESET ?= dev
 JOBS ?= $(shell nproc)
@@ -10,7 +11,7 @@ DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
   python3 procps clang-format
 
-.PHONY: deps build test demo asan release bench format clean
+.PHONY: deps build test demo asan release bench format format-check clean
 
 # Installs the Debian packages that are not installed yet (needs root, or sudo).
 deps:
@@ -44,8 +45,14 @@ release: deps
 bench: release
 	@echo "see docs/benchmarks.md for the benchmark commands"
 
+SOURCES = $(shell find drover tests bench tools -name '*.h' -o -name '*.cc')
+
 format:
-	find drover tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i
+	clang-format -i $(SOURCES)
+
+# Fails, naming the files, if any source is not clang-formatted.
+format-check: deps
+	clang-format --dry-run --Werror $(SOURCES)
 
 clean:
 	rm -rf build build-asan build-release

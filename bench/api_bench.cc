@@ -12,13 +12,13 @@
 //                              because each submission runs a scheduling cycle over the queue.
 //                              (8 x 500 = 4,000 timed submissions per run.)
 //   BM_SubmitToStart           one local node with a declared 1xH100-80GB, workers supervised by
-//                              drover-supervise (DROVER_SUPERVISOR), as in the server. One at a time, a 1-GPU job
-//                              `command: ["true"]` is POSTed and the benchmark waits until its
-//                              attempt has running_at set, then until it finishes (so the node is
-//                              idle for the next one). Counters: p50/p90/p99 in ms of the
-//                              client-observed time (before the POST -> running_at seen through
-//                              ControlPlane::GetJob), and of the job's own record (created_at ->
-//                              running_at, millisecond resolution).
+//                              drover-supervise (DROVER_SUPERVISOR), as in the server. One at a
+//                              time, a 1-GPU job `command: ["true"]` is POSTed and the benchmark
+//                              waits until its attempt has running_at set, then until it finishes
+//                              (so the node is idle for the next one). Counters: p50/p90/p99 in ms
+//                              of the client-observed time (before the POST -> running_at seen
+//                              through ControlPlane::GetJob), and of the job's own record
+//                              (created_at -> running_at, millisecond resolution).
 //   BM_ForkExecTrue            the baseline: posix_spawn("/bin/true") + waitpid. Counters:
 //                              p50/p90/p99 in ms of posix_spawn's return (glibc's posix_spawn
 //                              returns once the child has exec'd) and of spawn + waitpid.

@@ -24,9 +24,9 @@ model::Job SubmittedJob(std::int64_t id) {
 }
 
 void BM_SqliteApplySubmission(benchmark::State& state) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("drover-store-bench-" + std::to_string(getpid())))
-                        .string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("drover-store-bench-" + std::to_string(getpid())))
+          .string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto store = store::OpenSqliteStore(dir + "/drover.db");

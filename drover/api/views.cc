@@ -30,9 +30,8 @@ int HttpStatusFor(ErrorCode code) {
 }
 
 json ErrorBody(const Error& error) {
-  return json{{"code", ErrorCodeName(error.code)},
-              {"message", error.message},
-              {"details", error.details}};
+  return json{
+      {"code", ErrorCodeName(error.code)}, {"message", error.message}, {"details", error.details}};
 }
 
 json JobSummary(const model::Job& job, TimeMs now) {

@@ -3,9 +3,8 @@
 // The JSON the HTTP API speaks (docs/api.md): errors, job views with derived timelines and
 // durations, node views. Pure functions: the server and the CLI's `-o json` share them.
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -22,9 +21,9 @@ int HttpStatusFor(ErrorCode code);
 // {"code": "invalid_argument", "message": "...", "details": ["...", ...]}
 nlohmann::json ErrorBody(const Error& error);
 
-// One row of `drover ls`: id, name, owner, team, queue, priority, state, attempt (the current number), workers,
-// gpus, created_at, finished_at, message, and metrics (queue_wait_ms, startup_ms, run_time_ms,
-// total_ms, gpu_hours), with `now` bounding unfinished phases.
+// One row of `drover ls`: id, name, owner, team, queue, priority, state, attempt (the current
+// number), workers, gpus, created_at, finished_at, message, and metrics (queue_wait_ms, startup_ms,
+// run_time_ms, total_ms, gpu_hours), with `now` bounding unfinished phases.
 nlohmann::json JobSummary(const model::Job& job, TimeMs now);
 
 // `drover get`: the summary plus the spec, dependencies, the current attempt's timeline

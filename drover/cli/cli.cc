@@ -1,10 +1,9 @@
 #include "drover/cli/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-
-#include <CLI/CLI.hpp>
 
 #include "drover/agent/supervisor.h"
 #include "drover/cli/commands.h"

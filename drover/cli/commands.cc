@@ -1,5 +1,6 @@
 #include "drover/cli/commands.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -7,8 +8,6 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
@@ -76,10 +75,10 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
     return 0;
   }
   for (const json& job : response->json["jobs"]) {
-    std::cout << fmt::format("{} job {} ({})\n",
-                             response->json["existing"].get<bool>() ? "already submitted:"
-                                                                    : "submitted",
-                             job["id"].get<std::int64_t>(), job["name"].get<std::string>());
+    std::cout << fmt::format(
+        "{} job {} ({})\n",
+        response->json["existing"].get<bool>() ? "already submitted:" : "submitted",
+        job["id"].get<std::int64_t>(), job["name"].get<std::string>());
   }
   return 0;
 }
@@ -103,8 +102,8 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
     PrintJson(response->json);
     return 0;
   }
-  Table table({"ID", "NAME", "OWNER", "QUEUE", "STATE", "ATTEMPT", "GPUS", "WAIT", "RUN",
-               "MESSAGE"});
+  Table table(
+      {"ID", "NAME", "OWNER", "QUEUE", "STATE", "ATTEMPT", "GPUS", "WAIT", "RUN", "MESSAGE"});
   for (const json& job : response->json["jobs"]) {
     const json& m = job["metrics"];
     table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
@@ -186,8 +185,8 @@ int NodesCommand(const ClientFlags& flags) {
     PrintJson(response->json);
     return 0;
   }
-  Table table({"NAME", "GPUS(FREE/ALL)", "MODELS", "CPU(FREE/ALL)", "MEMORY(FREE/ALL)",
-               "LABELS", "TAINTS", "AGENT"});
+  Table table({"NAME", "GPUS(FREE/ALL)", "MODELS", "CPU(FREE/ALL)", "MEMORY(FREE/ALL)", "LABELS",
+               "TAINTS", "AGENT"});
   for (const json& node : response->json["nodes"]) {
     std::map<std::string, int> models;
     for (const json& gpu : node["gpus"]) models[gpu["model"].get<std::string>()]++;
@@ -204,15 +203,14 @@ int NodesCommand(const ClientFlags& flags) {
       taints += (taints.empty() ? "" : ",") + TaintText(taint);
     }
     const json& free = node["free"];
-    table.AddRow(
-        {node["name"], fmt::format("{}/{}", free["gpus"].get<int>(), node["gpus"].size()),
-         model_text.empty() ? "-" : model_text,
-         fmt::format("{}/{}", FormatCpuMillis(free["cpu_millis"].get<std::int64_t>()),
-                     FormatCpuMillis(node["cpu_millis"].get<std::int64_t>())),
-         fmt::format("{}/{}", FormatBytesApprox(free["memory_bytes"].get<std::int64_t>()),
-                     FormatBytesApprox(node["memory_bytes"].get<std::int64_t>())),
-         labels.empty() ? "-" : labels, taints.empty() ? "-" : taints,
-         node["remote"].get<bool>() ? "remote" : "embedded"});
+    table.AddRow({node["name"], fmt::format("{}/{}", free["gpus"].get<int>(), node["gpus"].size()),
+                  model_text.empty() ? "-" : model_text,
+                  fmt::format("{}/{}", FormatCpuMillis(free["cpu_millis"].get<std::int64_t>()),
+                              FormatCpuMillis(node["cpu_millis"].get<std::int64_t>())),
+                  fmt::format("{}/{}", FormatBytesApprox(free["memory_bytes"].get<std::int64_t>()),
+                              FormatBytesApprox(node["memory_bytes"].get<std::int64_t>())),
+                  labels.empty() ? "-" : labels, taints.empty() ? "-" : taints,
+                  node["remote"].get<bool>() ? "remote" : "embedded"});
   }
   std::cout << table.Render();
   return 0;

@@ -8,7 +8,7 @@
 namespace drover::cli {
 
 struct ClientFlags {
-  std::string server;         // base URL of the API
+  std::string server;            // base URL of the API
   std::string output = "table";  // "table" or "json"
 };
 

@@ -1,6 +1,8 @@
 #include "drover/cli/daemons.h"
 
+#include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,9 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
@@ -55,9 +54,10 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
 }
 
 // Opens the store and the control plane over `data_dir` with the local nodes of `nodes`.
-Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(
-    const std::string& data_dir, const server::LocalNodeFlags& nodes,
-    const std::string& fallback_gpus, const Clock& clock) {
+Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(const std::string& data_dir,
+                                                               const server::LocalNodeFlags& nodes,
+                                                               const std::string& fallback_gpus,
+                                                               const Clock& clock) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
@@ -68,8 +68,8 @@ Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(
   auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   if (!store) return tl::unexpected(store.error());
   auto plane = std::make_unique<server::ControlPlane>(*std::move(store), clock);
-  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*plane, *described, data_dir,
-                                               server::SupervisorExecutable(), clock));
+  DROVER_RETURN_IF_ERROR(
+      server::AddLocalNodes(*plane, *described, data_dir, server::SupervisorExecutable(), clock));
   return plane;
 }
 
@@ -111,10 +111,10 @@ int AgentCommand(const AgentFlags& flags) {
   if (!nodes) return Fail(nodes.error());
   if (!notice.empty()) std::cerr << notice << "\n";
   if (nodes->size() != 1) {
-    return Fail(Error{ErrorCode::kInvalidArgument,
-                      "an agent serves exactly one node; its node file lists " +
-                          std::to_string(nodes->size()),
-                      {}});
+    return Fail(Error{
+        ErrorCode::kInvalidArgument,
+        "an agent serves exactly one node; its node file lists " + std::to_string(nodes->size()),
+        {}});
   }
   server::AgentOptions options;
   options.server_url = flags.server;
@@ -187,8 +187,7 @@ int RunCommand(const RunFlags& flags) {
   }
   std::string data_dir = flags.data_dir;
   if (data_dir.empty()) {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "drover-run-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "drover-run-XXXXXX").string();
     if (!mkdtemp(pattern.data())) {
       return Fail(Error{ErrorCode::kUnavailable, "cannot create a temporary directory", {}});
     }
@@ -207,9 +206,10 @@ int RunCommand(const RunFlags& flags) {
     for (const model::Gpu& gpu : node.node.gpus) {
       models += (models.empty() ? "" : ",") + std::to_string(gpu.index) + ":" + gpu.model;
     }
-    std::cout << fmt::format("node {}: {} CPU, {} memory, {} GPU(s) {}",
-                             node.node.name.value(), FormatCpuMillis(node.node.cpu_millis),
-                             FormatBytesApprox(node.node.memory_bytes), node.node.gpus.size(), models)
+    std::cout << fmt::format("node {}: {} CPU, {} memory, {} GPU(s) {}", node.node.name.value(),
+                             FormatCpuMillis(node.node.cpu_millis),
+                             FormatBytesApprox(node.node.memory_bytes), node.node.gpus.size(),
+                             models)
               << std::endl;
   }
   std::cout << fmt::format("control plane: {} (SQLite in {}), API at http://127.0.0.1:{}",
@@ -231,8 +231,8 @@ int RunCommand(const RunFlags& flags) {
     version = (*plane)->WaitForChange(version, 200);
   }
 
-  Table table({"JOB", "NAME", "STATE", "ATTEMPTS", "QUEUE WAIT", "START-UP", "RUN TIME",
-               "GPU-HOURS"});
+  Table table(
+      {"JOB", "NAME", "STATE", "ATTEMPTS", "QUEUE WAIT", "START-UP", "RUN TIME", "GPU-HOURS"});
   bool all_succeeded = true;
   TimeMs now = clock.Now();
   for (JobId id : submitted->ids) {
@@ -252,9 +252,10 @@ int RunCommand(const RunFlags& flags) {
       std::cout << fmt::format("{} ({}): {}\n", job->spec.name, id.value(), job->status_message);
     }
   }
-  std::cout << fmt::format("logs and state: {} (drover get/logs work against the API while it "
-                           "runs)\n",
-                           data_dir);
+  std::cout << fmt::format(
+      "logs and state: {} (drover get/logs work against the API while it "
+      "runs)\n",
+      data_dir);
   (*http)->Stop();
   (*plane)->Stop();
   return all_succeeded ? 0 : 1;

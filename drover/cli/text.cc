@@ -1,5 +1,6 @@
 #include "drover/cli/text.h"
 
+#include <fmt/format.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "drover/cli/table.h"
 #include "drover/common/quantity.h"
@@ -77,7 +76,8 @@ std::string DescribeJob(const json& job) {
   std::string out;
   const std::int64_t created = job["created_at"].get<std::int64_t>();
   const json& m = job["metrics"];
-  out += fmt::format("Job {} ({})\n", job["id"].get<std::int64_t>(), job["name"].get<std::string>());
+  out +=
+      fmt::format("Job {} ({})\n", job["id"].get<std::int64_t>(), job["name"].get<std::string>());
   out += fmt::format("  state:     {}\n", job["state"].get<std::string>());
   if (!job["message"].get<std::string>().empty()) {
     out += fmt::format("  message:   {}\n", job["message"].get<std::string>());
@@ -87,15 +87,15 @@ std::string DescribeJob(const json& job) {
                      job["queue"].get<std::string>(), job["priority"].get<std::string>());
   out += fmt::format("  shape:     {} worker(s) x {} GPU(s)\n", job["workers"].get<int>(),
                      job["spec"]["requirements"]["per_worker"]["gpus"].get<int>());
-  out += fmt::format("  durations: queue wait {}, start-up {}, run {}, total {}; {:.4f} GPU-hours\n",
-                     FormatDuration(m["queue_wait_ms"].get<std::int64_t>()),
-                     FormatDuration(m["startup_ms"].get<std::int64_t>()),
-                     FormatDuration(m["run_time_ms"].get<std::int64_t>()),
-                     FormatDuration(m["total_ms"].get<std::int64_t>()),
-                     m["gpu_hours"].get<double>());
+  out +=
+      fmt::format("  durations: queue wait {}, start-up {}, run {}, total {}; {:.4f} GPU-hours\n",
+                  FormatDuration(m["queue_wait_ms"].get<std::int64_t>()),
+                  FormatDuration(m["startup_ms"].get<std::int64_t>()),
+                  FormatDuration(m["run_time_ms"].get<std::int64_t>()),
+                  FormatDuration(m["total_ms"].get<std::int64_t>()), m["gpu_hours"].get<double>());
   out += "  timeline (current attempt, from creation):\n";
-  for (const char* phase : {"ready", "dequeued", "admitted", "placed", "workers_started",
-                            "running", "finished"}) {
+  for (const char* phase :
+       {"ready", "dequeued", "admitted", "placed", "workers_started", "running", "finished"}) {
     if (job["timeline"].contains(phase)) {
       out += fmt::format("    {:<16} {}\n", phase, Offset(job["timeline"][phase], created));
     }
@@ -113,11 +113,10 @@ std::string DescribeJob(const json& job) {
       std::string exit = "-";
       if (worker.contains("exit") && worker["exit"].is_object()) {
         const json& e = worker["exit"];
-        exit = e["cancelled"].get<bool>()   ? "cancelled"
-               : e["timed_out"].get<bool>() ? "timed out"
-               : e["signal"].get<int>() != 0
-                   ? fmt::format("signal {}", e["signal"].get<int>())
-                   : fmt::format("{}", e["exit_code"].get<int>());
+        exit = e["cancelled"].get<bool>()    ? "cancelled"
+               : e["timed_out"].get<bool>()  ? "timed out"
+               : e["signal"].get<int>() != 0 ? fmt::format("signal {}", e["signal"].get<int>())
+                                             : fmt::format("{}", e["exit_code"].get<int>());
         if (!e.value("message", "").empty()) exit += " (" + e["message"].get<std::string>() + ")";
       }
       workers.AddRow({"    " + std::to_string(worker["rank"].get<int>()), worker["node"],

@@ -2,9 +2,8 @@
 
 // Helpers shared by the subcommands: reading spec files and rendering API JSON for people.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "drover/common/result.h"
 #include "drover/spec/parse.h"

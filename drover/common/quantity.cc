@@ -1,10 +1,10 @@
 #include "drover/common/quantity.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cctype>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace drover {
 namespace {
@@ -14,7 +14,7 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 // A non-negative decimal number split into integer and fractional digits, exact.
 struct Decimal {
   std::int64_t whole = 0;
-  std::int64_t fraction = 0;  // the fractional digits as an integer
+  std::int64_t fraction = 0;        // the fractional digits as an integer
   std::int64_t fraction_scale = 1;  // 10^(number of fractional digits)
 };
 

@@ -6,8 +6,8 @@
 //   kInvalidArgument     the caller's input is wrong regardless of system state (bad spec).
 //   kNotFound            a named entity (job, node, file) does not exist.
 //   kAlreadyExists       a create collided with an existing entity.
-//   kFailedPrecondition  the system is not in the state the operation needs (cancel a finished job).
-//   kAborted             a concurrency conflict; the caller may retry the whole operation.
+//   kFailedPrecondition  the system is not in the state the operation needs (cancel a finished
+//   job). kAborted             a concurrency conflict; the caller may retry the whole operation.
 //   kUnavailable         a transient failure (server unreachable); retrying later may work.
 //   kResourceExhausted   a quota or limit was hit.
 //   kDeadlineExceeded    the operation did not finish in time.
@@ -15,10 +15,9 @@
 
 #include <string>
 #include <string_view>
+#include <tl/expected.hpp>
 #include <utility>
 #include <vector>
-
-#include <tl/expected.hpp>
 
 namespace drover {
 
@@ -82,15 +81,15 @@ inline tl::unexpected<Error> Internal(std::string message) {
 }
 
 // Returns the error of `expr` (a Result or Status) from the enclosing function if it failed.
-#define DROVER_RETURN_IF_ERROR(expr)                               \
-  do {                                                             \
-    auto drover_status_ = (expr);                                  \
+#define DROVER_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                  \
+    auto drover_status_ = (expr);                                       \
     if (!drover_status_) return tl::unexpected(drover_status_.error()); \
   } while (0)
 
 // For conditions that cannot happen unless Drover has a bug. Never for input validation.
-#define DROVER_CHECK(cond)                                            \
-  do {                                                                \
+#define DROVER_CHECK(cond)                                                   \
+  do {                                                                       \
     if (!(cond)) ::drover::internal::CheckFailed(#cond, __FILE__, __LINE__); \
   } while (0)
 

@@ -1,8 +1,8 @@
 #include "drover/control/controller.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "drover/common/quantity.h"
 
@@ -34,12 +34,11 @@ DurationMs RetryDelay(const model::RetryPolicy& retry, int next_number) {
 
 Controller::Controller(Options options) : options_(options) {}
 
-void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now,
-                            Step& step) {
+void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now, Step& step) {
   DROVER_CHECK(model::IsAllowedTransition(job.state, to));
   const Attempt* attempt = job.current_attempt();
-  step.transitions.push_back(model::Transition{
-      job.id, attempt ? attempt->number : 0, job.state, to, now, cause});
+  step.transitions.push_back(
+      model::Transition{job.id, attempt ? attempt->number : 0, job.state, to, now, cause});
   step.changed.insert(job.id);
   if (job.state == JobState::kPending) waiting_.erase(job.id);
   if (job.state == JobState::kReady) queued_.erase(job.id);
@@ -92,8 +91,8 @@ void Controller::TryAllocate(Job& job) {
 }
 
 Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
-                                        const std::string& submission_key,
-                                        const std::string& owner, TimeMs now, Step& step) {
+                                        const std::string& submission_key, const std::string& owner,
+                                        TimeMs now, Step& step) {
   if (!submission_key.empty()) {
     auto it = submissions_.find(submission_key);
     if (it != submissions_.end()) return SubmitResult{it->second, true};
@@ -107,8 +106,8 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     for (const std::string& name : specs[i].depends_on) {
       auto it = by_name.find(name);
       if (it == by_name.end()) {
-        return InvalidArgument(fmt::format("job '{}' depends on '{}', which is not in the submission",
-                                           specs[i].name, name));
+        return InvalidArgument(fmt::format(
+            "job '{}' depends on '{}', which is not in the submission", specs[i].name, name));
       }
       dependencies[i].push_back(it->second);
     }
@@ -189,7 +188,7 @@ void Controller::ReleaseDependents(TimeMs now, Step& step) {
     } else if (all_succeeded) {
       StartAttempt(job, now, step);
       MoveTo(job, JobState::kReady,
-                 job.dependencies.empty() ? "submitted" : "dependencies succeeded", now, step);
+             job.dependencies.empty() ? "submitted" : "dependencies succeeded", now, step);
     }
   }
 }
@@ -209,8 +208,9 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   for (JobId id : queued_) {
     const Job& job = jobs_.at(id);
     if (job.not_before > now) continue;
-    pending.push_back(sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
-                                        job.current_attempt()->ready_at, &job.spec});
+    pending.push_back(
+        sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
+                          job.current_attempt()->ready_at, &job.spec});
   }
   if (pending.empty()) return;
   sched::CycleResult cycle = sched::RunCycle(cluster_, std::move(pending));
@@ -324,8 +324,9 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
     step.changed.insert(job.id);
     worker.state = WorkerState::kRunning;
     worker.started_at = event.at;
-    bool all_running = std::all_of(attempt->workers.begin(), attempt->workers.end(),
-                                   [](const Worker& w) { return w.state != WorkerState::kLaunched; });
+    bool all_running =
+        std::all_of(attempt->workers.begin(), attempt->workers.end(),
+                    [](const Worker& w) { return w.state != WorkerState::kLaunched; });
     if (all_running && job.state == JobState::kStarting && !attempt->outcome) {
       attempt->running_at = now;
       MoveTo(job, JobState::kRunning, "all workers started", now, step);
@@ -338,11 +339,11 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
   worker.exit = event.exit;
   worker.finished_at = event.at;
   if (!event.exit.Succeeded() && !attempt->outcome) {
-    JobState outcome = event.exit.timed_out ? JobState::kTimedOut
+    JobState outcome = event.exit.timed_out   ? JobState::kTimedOut
                        : event.exit.cancelled ? JobState::kCancelled
                                               : JobState::kFailed;
-    std::string reason = fmt::format("worker {} on {}: {}", worker.rank, worker.node.value(),
-                                     event.exit.Describe());
+    std::string reason =
+        fmt::format("worker {} on {}: {}", worker.rank, worker.node.value(), event.exit.Describe());
     EndAttempt(job, outcome, reason, now, step);
   }
   bool any_alive = std::any_of(attempt->workers.begin(), attempt->workers.end(), WorkerAlive);
@@ -407,7 +408,8 @@ std::vector<std::pair<NodeId, model::WorkerKey>> Controller::LiveWorkers() const
     if (job.state != JobState::kStarting && job.state != JobState::kRunning) continue;
     const Attempt& attempt = *job.current_attempt();
     for (const Worker& worker : attempt.workers) {
-      if (WorkerAlive(worker)) live.emplace_back(worker.node, model::WorkerKey{id, attempt.number, worker.rank});
+      if (WorkerAlive(worker))
+        live.emplace_back(worker.node, model::WorkerKey{id, attempt.number, worker.rank});
     }
   }
   return live;
@@ -439,9 +441,9 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
     case JobState::kReady:
       if (job->not_before > now) {
         out.layer = "backoff";
-        out.message = fmt::format("retry backoff: attempt {} may start in {}",
-                                  job->current_attempt()->number,
-                                  FormatDuration(job->not_before - now));
+        out.message =
+            fmt::format("retry backoff: attempt {} may start in {}", job->current_attempt()->number,
+                        FormatDuration(job->not_before - now));
       } else {
         out.layer = "placement";
         out.placement = sched::Explain(cluster_, job->spec);

@@ -52,9 +52,9 @@ using Effect = std::variant<LaunchWorker, StopWorker>;
 
 // The output of one controller call.
 struct Step {
-  std::set<JobId> changed;                      // jobs whose snapshot must be persisted
-  std::vector<model::Transition> transitions;   // to append, in order
-  std::vector<Effect> effects;                  // to carry out after persisting
+  std::set<JobId> changed;                     // jobs whose snapshot must be persisted
+  std::vector<model::Transition> transitions;  // to append, in order
+  std::vector<Effect> effects;                 // to carry out after persisting
 
   bool empty() const { return changed.empty() && transitions.empty() && effects.empty(); }
 };
@@ -119,7 +119,7 @@ class Controller {
  private:
   // Records job.state -> to (which the lifecycle must allow) and keeps the state indexes.
   void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
-                  Step& step);
+              Step& step);
   void ReleaseDependents(TimeMs now, Step& step);
   void PlaceReadyJobs(TimeMs now, Step& step);
   void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
@@ -140,8 +140,8 @@ class Controller {
   sched::ClusterState cluster_;
   std::int64_t next_id_ = 1;
   std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
-  std::set<JobId> waiting_;    // pending: dependencies not yet met
-  std::set<JobId> queued_;     // ready: waiting for placement
+  std::set<JobId> waiting_;                                // pending: dependencies not yet met
+  std::set<JobId> queued_;                                 // ready: waiting for placement
   std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
 };
 

@@ -1,10 +1,10 @@
 #include "drover/model/job.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <csignal>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace drover::model {
 namespace {
@@ -72,7 +72,8 @@ std::string ExitStatus::Describe() const {
   if (timed_out) return "timed out";
   if (signal != 0) {
     const char* abbrev = sigabbrev_np(signal);
-    return abbrev ? fmt::format("killed by SIG{}", abbrev) : fmt::format("killed by signal {}", signal);
+    return abbrev ? fmt::format("killed by SIG{}", abbrev)
+                  : fmt::format("killed by signal {}", signal);
   }
   if (!message.empty() && exit_code != 0) return fmt::format("exit {} ({})", exit_code, message);
   return fmt::format("exit {}", exit_code);

@@ -53,11 +53,11 @@ std::optional<WorkerState> ParseWorkerState(std::string_view name);
 
 // How a worker process ended.
 struct ExitStatus {
-  int exit_code = -1;     // valid when signal == 0
-  int signal = 0;         // the signal that killed it, 0 if it exited
+  int exit_code = -1;      // valid when signal == 0
+  int signal = 0;          // the signal that killed it, 0 if it exited
   bool timed_out = false;  // killed because the attempt ran past spec.timeout
   bool cancelled = false;  // killed because the job was cancelled
-  std::string message;    // e.g. "exec failed: No such file or directory"
+  std::string message;     // e.g. "exec failed: No such file or directory"
 
   bool Succeeded() const { return signal == 0 && exit_code == 0 && !timed_out && !cancelled; }
   // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled".
@@ -82,12 +82,12 @@ struct Worker {
 // One try at running a job. Times are 0 until reached.
 struct Attempt {
   int number = 1;
-  TimeMs ready_at = 0;             // dependencies met (or retry backoff over): entered the queue
-  TimeMs dequeued_at = 0;          // taken from the queue by a scheduling cycle
-  TimeMs admitted_at = 0;          // passed admission
-  TimeMs placed_at = 0;            // nodes and GPUs chosen
-  TimeMs workers_started_at = 0;   // the last worker's launch was handed to its agent
-  TimeMs running_at = 0;           // every worker process is up
+  TimeMs ready_at = 0;            // dependencies met (or retry backoff over): entered the queue
+  TimeMs dequeued_at = 0;         // taken from the queue by a scheduling cycle
+  TimeMs admitted_at = 0;         // passed admission
+  TimeMs placed_at = 0;           // nodes and GPUs chosen
+  TimeMs workers_started_at = 0;  // the last worker's launch was handed to its agent
+  TimeMs running_at = 0;          // every worker process is up
   TimeMs finished_at = 0;
   std::optional<JobState> outcome;  // terminal state of this attempt, or kReady when retried
   std::string outcome_reason;

@@ -16,12 +16,12 @@ namespace drover::model {
 
 // Constraints a placement must satisfy; a node that violates one is not a candidate.
 struct Requirements {
-  Resources per_worker;                // cpu, memory and whole GPUs for each worker
-  std::int64_t gpu_memory_bytes = 0;   // minimum memory of each assigned GPU; 0 = any
-  std::vector<std::string> gpu_models;  // acceptable models (any of); empty = any
+  Resources per_worker;                              // cpu, memory and whole GPUs for each worker
+  std::int64_t gpu_memory_bytes = 0;                 // minimum memory of each assigned GPU; 0 = any
+  std::vector<std::string> gpu_models;               // acceptable models (any of); empty = any
   std::map<std::string, std::string> node_selector;  // labels a node must carry exactly
   std::vector<Toleration> tolerations;
-  bool same_node = false;              // all workers on one node
+  bool same_node = false;  // all workers on one node
 
   friend bool operator==(const Requirements&, const Requirements&) = default;
 };
@@ -33,14 +33,14 @@ struct Preferences {
 };
 
 struct RetryPolicy {
-  int max_attempts = 1;          // total attempts including the first; 1 = no retry
-  DurationMs backoff_ms = 0;     // wait before attempt n+1 is backoff_ms * 2^(n-1)
+  int max_attempts = 1;       // total attempts including the first; 1 = no retry
+  DurationMs backoff_ms = 0;  // wait before attempt n+1 is backoff_ms * 2^(n-1)
 
   friend bool operator==(const RetryPolicy&, const RetryPolicy&) = default;
 };
 
 struct JobSpec {
-  std::string name;       // unique within one submission; [a-z0-9][a-z0-9._-]{0,62}
+  std::string name;  // unique within one submission; [a-z0-9][a-z0-9._-]{0,62}
   std::string owner;
   std::string team;
   std::string queue = "default";

@@ -33,7 +33,7 @@ struct LaunchSpec {
   std::string working_dir;
   std::map<std::string, std::string> env;
   std::vector<int> gpus;
-  DurationMs timeout_ms = 0;         // 0: no limit; measured from process start
+  DurationMs timeout_ms = 0;          // 0: no limit; measured from process start
   DurationMs kill_grace_ms = 10'000;  // SIGTERM, then SIGKILL after this long
 
   friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;

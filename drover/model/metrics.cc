@@ -15,7 +15,8 @@ JobMetrics ComputeMetrics(const Job& job, TimeMs now) {
     if (attempt.placed_at != 0) {
       TimeMs released = attempt.finished_at != 0 ? attempt.finished_at : end;
       std::int64_t gpus = 0;
-      for (const Worker& worker : attempt.workers) gpus += static_cast<std::int64_t>(worker.gpus.size());
+      for (const Worker& worker : attempt.workers)
+        gpus += static_cast<std::int64_t>(worker.gpus.size());
       m.gpu_ms += gpus * (released - attempt.placed_at);
     }
   }

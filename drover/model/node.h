@@ -12,9 +12,9 @@ namespace drover::model {
 
 // One physical GPU of a node as discovered (NVML) or declared.
 struct Gpu {
-  int index = 0;              // device index on the node; what CUDA_VISIBLE_DEVICES names
-  std::string uuid;           // NVML UUID, or a synthetic "GPU-declared-<node>-<index>"
-  std::string model;          // normalized short name, e.g. "H100", "A100", "H200"
+  int index = 0;      // device index on the node; what CUDA_VISIBLE_DEVICES names
+  std::string uuid;   // NVML UUID, or a synthetic "GPU-declared-<node>-<index>"
+  std::string model;  // normalized short name, e.g. "H100", "A100", "H200"
   std::int64_t memory_bytes = 0;
   // GPUs in one group talk over a fast link (NVLink domain / NUMA island). Empty: ungrouped.
   std::string topology_group;

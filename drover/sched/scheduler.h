@@ -98,8 +98,8 @@ struct PendingReason {
   std::vector<std::pair<std::string, int>> excluded;
   // The largest number of free matching GPUs on one node that is eligible or excluded only for
   // being too small (GPU count, CPU or memory capacity), and which node has it (ties: node
-  // name); kUnschedulable reasons name it too, so users see the most they can get. For CPU-only jobs largest_free_node is instead the eligible node with the most
-  // free CPU (then memory).
+  // name); kUnschedulable reasons name it too, so users see the most they can get. For CPU-only
+  // jobs largest_free_node is instead the eligible node with the most free CPU (then memory).
   int largest_free_gpus = 0;
   std::optional<NodeId> largest_free_node;
   // Free CPU and memory of largest_free_node.

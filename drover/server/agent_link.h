@@ -15,10 +15,9 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "drover/agent/runtime.h"
 #include "drover/common/clock.h"
@@ -66,15 +65,15 @@ class RemoteRuntime final : public agent::WorkerRuntime {
 };
 
 struct AgentOptions {
-  std::string server_url;   // e.g. http://127.0.0.1:8420
-  model::Node node;         // what this agent offers
-  std::string runs_dir;     // where worker directories and logs live
+  std::string server_url;       // e.g. http://127.0.0.1:8420
+  model::Node node;             // what this agent offers
+  std::string runs_dir;         // where worker directories and logs live
   std::string supervisor_path;  // the drover binary
   DurationMs poll_ms = 50;
 };
 
-// Runs the agent until `stop` becomes true (defined in agent_run.cc). Returns an error only for a setup failure; a
-// server that is down is retried.
+// Runs the agent until `stop` becomes true (defined in agent_run.cc). Returns an error only for a
+// setup failure; a server that is down is retried.
 Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atomic<bool>& stop);
 
 }  // namespace drover::server

@@ -1,7 +1,7 @@
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "drover/agent/local_runtime.h"
 #include "drover/codec/json.h"
@@ -43,7 +43,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       // A restarted server forgets remote nodes: register again, which also re-adopts.
       ErrorCode code = reply.error().code;
       if (code == ErrorCode::kNotFound || code == ErrorCode::kUnavailable) registered = false;
-      if (code == ErrorCode::kUnavailable) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (code == ErrorCode::kUnavailable)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
     } else {
       for (const json& item : reply->json.value("commands", json::array())) {
         auto command = AgentCommandFromJson(item);
@@ -84,7 +85,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
     if (!unsent.empty() && registered) {
       json events = json::array();
       for (const model::WorkerEvent& event : unsent) events.push_back(codec::ToJson(event));
-      if (client.Post(node_path + "/events", codec::DumpJson(json{{"events", events}}), "application/json")) {
+      if (client.Post(node_path + "/events", codec::DumpJson(json{{"events", events}}),
+                      "application/json")) {
         unsent.clear();
       }
     }

@@ -7,11 +7,10 @@ namespace drover::server {
 namespace {
 
 std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
-  for (ErrorCode code : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
-                         ErrorCode::kAlreadyExists, ErrorCode::kFailedPrecondition,
-                         ErrorCode::kAborted, ErrorCode::kUnavailable,
-                         ErrorCode::kResourceExhausted, ErrorCode::kDeadlineExceeded,
-                         ErrorCode::kInternal}) {
+  for (ErrorCode code :
+       {ErrorCode::kInvalidArgument, ErrorCode::kNotFound, ErrorCode::kAlreadyExists,
+        ErrorCode::kFailedPrecondition, ErrorCode::kAborted, ErrorCode::kUnavailable,
+        ErrorCode::kResourceExhausted, ErrorCode::kDeadlineExceeded, ErrorCode::kInternal}) {
     if (ErrorCodeName(code) == name) return code;
   }
   return std::nullopt;
@@ -35,9 +34,10 @@ namespace {
 
 Result<ApiResponse> Convert(const std::string& base_url, httplib::Result result) {
   if (!result) {
-    return Unavailable(fmt::format("cannot reach the Drover server at {} ({}); start one with "
-                                   "`drover server` or point DROVER_SERVER at it",
-                                   base_url, httplib::to_string(result.error())));
+    return Unavailable(
+        fmt::format("cannot reach the Drover server at {} ({}); start one with "
+                    "`drover server` or point DROVER_SERVER at it",
+                    base_url, httplib::to_string(result.error())));
   }
   ApiResponse response;
   response.status = result->status;
@@ -61,8 +61,8 @@ Result<ApiResponse> Convert(const std::string& base_url, httplib::Result result)
     }
     return tl::unexpected(std::move(error));
   }
-  return Internal(fmt::format("the server at {} answered HTTP {}: {}", base_url,
-                              response.status, response.body.substr(0, 200)));
+  return Internal(fmt::format("the server at {} answered HTTP {}: {}", base_url, response.status,
+                              response.body.substr(0, 200)));
 }
 
 }  // namespace

@@ -5,9 +5,8 @@
 
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -22,7 +21,7 @@ struct ApiResponse {
   int status = 0;
   std::string body;
   std::map<std::string, std::string> headers;  // the few the API defines (X-Drover-*)
-  nlohmann::json json;  // the parsed body when it is JSON, else null
+  nlohmann::json json;                         // the parsed body when it is JSON, else null
 };
 
 class ApiClient {

@@ -1,22 +1,19 @@
 #include "drover/server/control_plane.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <utility>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 namespace drover::server {
 
 ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
                            ControlPlaneOptions options)
-    : store_(std::move(store)),
-      clock_(clock),
-      options_(options),
-      controller_(options.control) {}
+    : store_(std::move(store)), clock_(clock), options_(options), controller_(options.control) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
 
@@ -267,14 +264,14 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
     }
     if (!chosen) return NotFound(fmt::format("job {} has no attempt {}", id.value(), attempt));
     if (rank < 0 || rank >= static_cast<int>(chosen->workers.size())) {
-      return NotFound(fmt::format("job {} attempt {} has no worker {}", id.value(),
-                                  chosen->number, rank));
+      return NotFound(
+          fmt::format("job {} attempt {} has no worker {}", id.value(), chosen->number, rank));
     }
     const model::Worker& worker = chosen->workers[rank];
     auto it = nodes_.find(worker.node);
     if (it == nodes_.end() || it->second.runs_dir.empty()) {
-      return Unavailable(fmt::format("the logs of worker {} are kept on its node {}", rank,
-                                     worker.node.value()));
+      return Unavailable(
+          fmt::format("the logs of worker {} are kept on its node {}", rank, worker.node.value()));
     }
     path = std::filesystem::path(it->second.runs_dir) / std::to_string(id.value()) /
            std::to_string(chosen->number) / std::to_string(rank) / (stream + ".log");

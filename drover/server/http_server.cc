@@ -1,9 +1,9 @@
 #include "drover/server/http_server.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 #include <httplib.h>
+
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "drover/api/views.h"
@@ -33,8 +33,8 @@ Result<std::int64_t> IntParam(const httplib::Request& req, const std::string& na
   std::int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument(fmt::format("query parameter {}: expected an integer, got '{}'", name,
-                                       text));
+    return InvalidArgument(
+        fmt::format("query parameter {}: expected an integer, got '{}'", name, text));
   }
   return value;
 }
@@ -73,8 +73,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ControlPlane& plane, const
     if (server->port_ <= 0) return Unavailable(fmt::format("cannot listen on {}:0", host));
   } else {
     if (!server->http_->bind_to_port(host, port)) {
-      return Unavailable(fmt::format("cannot listen on {}:{} (in use, or not an address here)",
-                                     host, port));
+      return Unavailable(
+          fmt::format("cannot listen on {}:{} (in use, or not an address here)", host, port));
     }
     server->port_ = port;
   }
@@ -175,18 +175,17 @@ void HttpServer::Routes() {
     SendJson(res, 200, api::JobDetail(*job, *transitions, plane.Now()));
   });
 
-  http.Post(R"(/v1/jobs/(\d+)/cancel)",
-            [&plane](const httplib::Request& req, httplib::Response& res) {
-              auto id = PathJobId(req);
-              if (!id) return SendError(res, id.error());
-              std::string user = req.get_header_value("X-Drover-User");
-              Status cancelled =
-                  plane.Cancel(*id, user.empty() ? "cancelled" : "cancelled by " + user);
-              if (!cancelled) return SendError(res, cancelled.error());
-              auto job = plane.GetJob(*id);
-              if (!job) return SendError(res, job.error());
-              SendJson(res, 200, api::JobSummary(*job, plane.Now()));
-            });
+  http.Post(
+      R"(/v1/jobs/(\d+)/cancel)", [&plane](const httplib::Request& req, httplib::Response& res) {
+        auto id = PathJobId(req);
+        if (!id) return SendError(res, id.error());
+        std::string user = req.get_header_value("X-Drover-User");
+        Status cancelled = plane.Cancel(*id, user.empty() ? "cancelled" : "cancelled by " + user);
+        if (!cancelled) return SendError(res, cancelled.error());
+        auto job = plane.GetJob(*id);
+        if (!job) return SendError(res, job.error());
+        SendJson(res, 200, api::JobSummary(*job, plane.Now()));
+      });
 
   http.Get(R"(/v1/jobs/(\d+)/explain)",
            [&plane](const httplib::Request& req, httplib::Response& res) {
@@ -214,8 +213,7 @@ void HttpServer::Routes() {
              SendJson(res, 200, body);
            });
 
-  http.Get(R"(/v1/jobs/(\d+)/logs)", [&plane](const httplib::Request& req,
-                                               httplib::Response& res) {
+  http.Get(R"(/v1/jobs/(\d+)/logs)", [&plane](const httplib::Request& req, httplib::Response& res) {
     auto id = PathJobId(req);
     if (!id) return SendError(res, id.error());
     auto attempt = IntParam(req, "attempt", 0);
@@ -231,8 +229,8 @@ void HttpServer::Routes() {
     std::uint64_t seen = plane.version();
     TimeMs deadline = plane.Now() + std::min<DurationMs>(*wait_ms, kMaxWaitMs);
     while (true) {
-      auto chunk = plane.ReadLog(*id, static_cast<int>(*attempt), static_cast<int>(*rank),
-                                 stream, *offset, kMaxChunk);
+      auto chunk = plane.ReadLog(*id, static_cast<int>(*attempt), static_cast<int>(*rank), stream,
+                                 *offset, kMaxChunk);
       if (!chunk) return SendError(res, chunk.error());
       if (!chunk->data.empty() || chunk->finished || plane.Now() >= deadline) {
         res.set_header("X-Drover-Next-Offset", std::to_string(chunk->next_offset));
@@ -255,8 +253,7 @@ void HttpServer::Routes() {
     SendJson(res, 200, json{{"nodes", nodes}});
   });
 
-  http.Post("/v1/agents/register", [&plane](const httplib::Request& req,
-                                             httplib::Response& res) {
+  http.Post("/v1/agents/register", [&plane](const httplib::Request& req, httplib::Response& res) {
     auto body = ParseBody(req);
     if (!body) return SendError(res, body.error());
     auto node = codec::NodeFromJson(*body);
@@ -266,25 +263,26 @@ void HttpServer::Routes() {
     SendJson(res, 200, json{{"node", node->name.value()}});
   });
 
-  http.Get(R"(/v1/agents/([^/]+)/commands)", [&plane](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    auto wait_ms = IntParam(req, "wait_ms", 0);
-    if (!wait_ms) return SendError(res, wait_ms.error());
-    auto commands = plane.TakeCommands(NodeId(req.matches[1]),
-                                       std::clamp<DurationMs>(*wait_ms, 0, kMaxWaitMs));
-    if (!commands) return SendError(res, commands.error());
-    json out = json::array();
-    for (const AgentCommand& command : *commands) out.push_back(ToJson(command));
-    SendJson(res, 200, json{{"commands", out}});
-  });
+  http.Get(R"(/v1/agents/([^/]+)/commands)",
+           [&plane](const httplib::Request& req, httplib::Response& res) {
+             auto wait_ms = IntParam(req, "wait_ms", 0);
+             if (!wait_ms) return SendError(res, wait_ms.error());
+             auto commands = plane.TakeCommands(NodeId(req.matches[1]),
+                                                std::clamp<DurationMs>(*wait_ms, 0, kMaxWaitMs));
+             if (!commands) return SendError(res, commands.error());
+             json out = json::array();
+             for (const AgentCommand& command : *commands) out.push_back(ToJson(command));
+             SendJson(res, 200, json{{"commands", out}});
+           });
 
   http.Post(R"(/v1/agents/([^/]+)/events)", [&plane](const httplib::Request& req,
-                                                      httplib::Response& res) {
+                                                     httplib::Response& res) {
     auto body = ParseBody(req);
     if (!body) return SendError(res, body.error());
     if (!body->is_object() || !body->contains("events") || !(*body)["events"].is_array()) {
-      return SendError(res, Error{ErrorCode::kInvalidArgument,
-                                  "request body: expected {\"events\": [...]}", {}});
+      return SendError(
+          res,
+          Error{ErrorCode::kInvalidArgument, "request body: expected {\"events\": [...]}", {}});
     }
     std::vector<model::WorkerEvent> events;
     for (const json& item : (*body)["events"]) {

@@ -1,13 +1,12 @@
 #include "drover/server/local_nodes.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <climits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "drover/agent/gpu/declared.h"
 #include "drover/agent/gpu/nvml.h"
@@ -50,10 +49,9 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
       } else {
         declaration = fallback_gpus;
         if (notice) {
-          *notice = fmt::format(
-              "no NVIDIA GPU found ({}); declaring {} (change with --gpus)",
-              discovered ? "NVML lists none" : discovered.error().message,
-              fallback_gpus == "0" ? "none" : fallback_gpus);
+          *notice = fmt::format("no NVIDIA GPU found ({}); declaring {} (change with --gpus)",
+                                discovered ? "NVML lists none" : discovered.error().message,
+                                fallback_gpus == "0" ? "none" : fallback_gpus);
         }
       }
     }

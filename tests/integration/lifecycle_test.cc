@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,7 +24,40 @@ using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-class Lifecycle : public IntegrationTest {};
+class Lifecycle : public IntegrationTest {
+ protected:
+  struct LongJob {
+    std::int64_t id = 0;
+    pid_t pid = 0;  // the job's shell
+  };
+
+  // Submits a job that sleeps for 5 minutes and waits until it runs; nullopt (with a test
+  // failure recorded) if it does not.
+  std::optional<LongJob> StartLongJob(server::ApiClient& client) {
+    const std::string pid_file = dir_.Sub("pid");
+    const std::string spec = fmt::format(R"(kind: Job
+name: long
+resources:
+  cpu: 100m
+  memory: 64Mi
+script: |
+  echo $$ > {0}.tmp && mv {0}.tmp {0}
+  sleep 300
+)",
+                                         pid_file);
+    auto ids = Submit(client, spec);
+    if (ids.size() != 1u) {
+      ADD_FAILURE() << "the long job was not submitted";
+      return std::nullopt;
+    }
+    if (WaitForState(client, ids[0], {"running"}) != "running" ||
+        !WaitUntil([&] { return ReadLines(pid_file).size() == 1; })) {
+      ADD_FAILURE() << "the long job did not start";
+      return std::nullopt;
+    }
+    return LongJob{ids[0], std::stoi(ReadLines(pid_file)[0])};
+  }
+};
 
 std::vector<std::string> Split(const std::string& line) {
   std::istringstream in(line);
@@ -191,30 +225,18 @@ TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
-  const std::string pid_file = dir_.Sub("pid");
-  const std::string spec = fmt::format(R"(kind: Job
-name: long
-resources:
-  cpu: 100m
-  memory: 64Mi
-script: |
-  echo $$ > {0}.tmp && mv {0}.tmp {0}
-  sleep 300
-)",
-                                       pid_file);
-  auto ids = Submit(client, spec);
-  ASSERT_EQ(ids.size(), 1u);
-  const std::string path = "/v1/jobs/" + std::to_string(ids[0]) + "/cancel";
-  ASSERT_EQ(WaitForState(client, ids[0], {"running"}), "running");
-  ASSERT_TRUE(WaitUntil([&] { return ReadLines(pid_file).size() == 1; }));
-  pid_t pid = std::stoi(ReadLines(pid_file)[0]);
+  auto job = StartLongJob(client);
+  ASSERT_TRUE(job);
+  const std::int64_t id = job->id;
+  const pid_t pid = job->pid;
+  const std::string path = "/v1/jobs/" + std::to_string(id) + "/cancel";
   ASSERT_TRUE(ProcessAlive(pid));
 
   auto cancelled = client.Post(path, "", "application/json", {{"X-Drover-User", "tester"}});
   ASSERT_TRUE(cancelled) << cancelled.error().message;
   EXPECT_EQ(cancelled->status, 200);
-  EXPECT_EQ(cancelled->json["id"].get<std::int64_t>(), ids[0]);
-  EXPECT_EQ(WaitForTerminal(client, ids[0]), "cancelled");
+  EXPECT_EQ(cancelled->json["id"].get<std::int64_t>(), id);
+  EXPECT_EQ(WaitForTerminal(client, id), "cancelled");
   EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(pid); }))
       << "the cancelled job's process " << pid << " is still running";
 
@@ -230,7 +252,7 @@ script: |
 
   // The CLI says so too, and fails.
   CommandResult cli =
-      RunDrover({"--server", server->url(), "cancel", std::to_string(ids[0])}, dir_.path());
+      RunDrover({"--server", server->url(), "cancel", std::to_string(id)}, dir_.path());
   EXPECT_EQ(cli.exit_code, 1) << cli.out << cli.err;
   EXPECT_THAT(cli.err, HasSubstr("drover: ")) << cli.err;
 }
@@ -239,28 +261,16 @@ TEST_F(Lifecycle, CancelFromTheCliStopsARunningJob) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
-  const std::string pid_file = dir_.Sub("pid");
-  const std::string spec = fmt::format(R"(kind: Job
-name: long
-resources:
-  cpu: 100m
-  memory: 64Mi
-script: |
-  echo $$ > {0}.tmp && mv {0}.tmp {0}
-  sleep 300
-)",
-                                       pid_file);
-  auto ids = Submit(client, spec);
-  ASSERT_EQ(ids.size(), 1u);
-  ASSERT_EQ(WaitForState(client, ids[0], {"running"}), "running");
-  ASSERT_TRUE(WaitUntil([&] { return ReadLines(pid_file).size() == 1; }));
-  pid_t pid = std::stoi(ReadLines(pid_file)[0]);
+  auto job = StartLongJob(client);
+  ASSERT_TRUE(job);
+  const std::int64_t id = job->id;
+  const pid_t pid = job->pid;
 
   CommandResult cli =
-      RunDrover({"--server", server->url(), "cancel", std::to_string(ids[0])}, dir_.path());
+      RunDrover({"--server", server->url(), "cancel", std::to_string(id)}, dir_.path());
   EXPECT_EQ(cli.exit_code, 0) << cli.out << cli.err;
-  EXPECT_THAT(cli.out, HasSubstr(fmt::format("job {} (long)", ids[0])));
-  EXPECT_EQ(WaitForTerminal(client, ids[0]), "cancelled");
+  EXPECT_THAT(cli.out, HasSubstr(fmt::format("job {} (long)", id)));
+  EXPECT_EQ(WaitForTerminal(client, id), "cancelled");
   EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(pid); }))
       << "the cancelled job's process " << pid << " is still running";
 }
