@@ -41,10 +41,16 @@ void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs 
       model::Transition{job.id, attempt ? attempt->number : 0, job.state, to, now, cause});
   step.changed.insert(job.id);
   if (job.state == JobState::kPending) waiting_.erase(job.id);
-  if (job.state == JobState::kReady) queued_.erase(job.id);
+  if (job.state == JobState::kReady) {
+    queued_.erase(job.id);
+    untried_.erase(job.id);
+  }
   job.state = to;
   if (to == JobState::kPending) waiting_.insert(job.id);
-  if (to == JobState::kReady) queued_.insert(job.id);
+  if (to == JobState::kReady) {
+    queued_.insert(job.id);
+    untried_.insert(job.id);
+  }
   if (model::IsTerminal(to)) job.finished_at = now;
 }
 
@@ -62,6 +68,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
         break;
       case JobState::kReady:
         queued_.insert(id);
+        untried_.insert(id);
         break;
       case JobState::kAdmitted:
       case JobState::kPlaced: {
@@ -145,6 +152,7 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
   }
   if (HoldsResources(job.state)) {
     cluster_.Release(PlacementOf(job), job.spec.requirements.per_worker);
+    capacity_freed_ = true;
   }
   if (Attempt* attempt = job.current_attempt()) {
     attempt->outcome = JobState::kCancelled;
@@ -159,6 +167,7 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
 void Controller::UpsertNode(const model::Node& node, TimeMs /*now*/, Step& /*step*/) {
   nodes_[node.name] = node;
   cluster_.UpsertNode(node);
+  capacity_freed_ = true;
   for (JobId id : std::vector<JobId>(unallocated_.begin(), unallocated_.end())) {
     TryAllocate(jobs_.at(id));
   }
@@ -203,15 +212,25 @@ void Controller::StartAttempt(Job& job, TimeMs ready_at, Step& step) {
 }
 
 void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
+  // Capacity only shrinks between releases, so a job that did not fit in an earlier cycle
+  // cannot fit now unless something was freed: then only the untried jobs need a try. Every
+  // full_cycle_interval_ms a full cycle runs anyway, refreshing every pending reason.
+  const bool full = capacity_freed_ || now - last_full_cycle_ >= options_.full_cycle_interval_ms;
+  const std::set<JobId>& candidates = full ? queued_ : untried_;
   std::vector<sched::PendingJob> pending;
-  pending.reserve(queued_.size());
-  for (JobId id : queued_) {
+  pending.reserve(candidates.size());
+  for (JobId id : candidates) {
     const Job& job = jobs_.at(id);
     if (job.not_before > now) continue;
     pending.push_back(
         sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
                           job.current_attempt()->ready_at, &job.spec});
   }
+  if (full) {
+    capacity_freed_ = false;
+    last_full_cycle_ = now;
+  }
+  for (const sched::PendingJob& tried : pending) untried_.erase(tried.job);
   if (pending.empty()) return;
   sched::CycleResult cycle = sched::RunCycle(cluster_, std::move(pending));
   for (const sched::Placement& placement : cycle.placements) {
@@ -369,6 +388,7 @@ void Controller::EndAttempt(Job& job, JobState outcome, const std::string& reaso
 void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
   cluster_.Release(PlacementOf(job), job.spec.requirements.per_worker);
+  capacity_freed_ = true;
   unallocated_.erase(job.id);
   attempt.finished_at = now;
   if (!attempt.outcome) {

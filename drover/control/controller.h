@@ -37,6 +37,9 @@ struct Options {
   // Gang rendezvous ports are chosen deterministically in [base, base + span).
   int master_port_base = 29'500;
   int master_port_span = 10'000;
+  // Between releases of capacity a scheduling pass tries only jobs not tried before (the rest
+  // cannot fit); a full pass over the queue still runs this often, refreshing pending reasons.
+  DurationMs full_cycle_interval_ms = 1'000;
 };
 
 // Start a worker process: the agent of spec.node runs spec.
@@ -142,6 +145,9 @@ class Controller {
   std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
   std::set<JobId> waiting_;                                // pending: dependencies not yet met
   std::set<JobId> queued_;                                 // ready: waiting for placement
+  std::set<JobId> untried_;     // queued, not yet tried by a scheduling pass
+  bool capacity_freed_ = true;  // since the last full pass
+  TimeMs last_full_cycle_ = 0;
   std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
 };
 

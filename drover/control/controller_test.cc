@@ -264,6 +264,25 @@ TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
   EXPECT_TRUE(explained->placement.has_value());
 }
 
+TEST_F(ControllerTest, PassesBetweenReleasesTryOnlyNewJobsAndAFullPassRefreshesReasons) {
+  JobId big = Submit({Spec("big", 8)})[0];
+  Schedule(kT0);
+  EXPECT_THAT(controller_.Find(big)->status_message, HasSubstr("largest free block is 4 GPUs"));
+  JobId small = Submit({Spec("small", 1)}, kT0 + 10)[0];
+  auto launches = Launches(Schedule(kT0 + 10));
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].spec.key.job, small);
+  // The big job was not tried again: nothing was freed. Its reason is refreshed by the next
+  // full pass.
+  EXPECT_THAT(controller_.Find(big)->status_message, HasSubstr("4 GPUs"));
+  Schedule(kT0 + 10 + Options{}.full_cycle_interval_ms);
+  EXPECT_THAT(controller_.Find(big)->status_message, HasSubstr("largest free block is 3 GPUs"));
+  // Freed capacity makes the next pass full at once.
+  Event(Exited(small, 1, 0, 0, kT0 + 2'000));
+  Schedule(kT0 + 2'001);
+  EXPECT_THAT(controller_.Find(big)->status_message, HasSubstr("largest free block is 4 GPUs"));
+}
+
 TEST_F(ControllerTest, SameSubmissionKeyReturnsTheSameJobs) {
   auto first = Submit({Spec("a"), Spec("b")}, kT0, "key-1");
   Step step;
