@@ -91,6 +91,7 @@ int Main(int argc, char** argv) {
   logs->add_option("--attempt", log_flags.attempt, "attempt number (default: the latest)");
   logs->add_option("--rank", log_flags.rank, "worker rank (default 0)");
   logs->add_flag("--stderr", log_flags.stderr_stream, "standard error instead of output");
+  logs->add_option("--tail", log_flags.tail_lines, "start with the last N lines");
   logs->callback([&] { run = [&] { return LogsCommand(client, id, log_flags); }; });
 
   auto* cancel = app.add_subcommand("cancel", "cancel a job");

@@ -130,7 +130,10 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
 
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {
   server::ApiClient client(flags.server);
-  std::int64_t offset = 0;
+  // A negative offset reads from the end; the first chunk is then cut to the last N lines.
+  constexpr std::int64_t kTailWindow = 1 << 20;
+  std::int64_t offset = logs.tail_lines > 0 ? -kTailWindow : 0;
+  bool cut_to_tail = logs.tail_lines > 0;
   while (true) {
     std::string query = fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}",
                                     server::UrlEncode(id), logs.attempt, logs.rank,
@@ -138,7 +141,19 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
     if (logs.follow) query += "&wait_ms=10000";
     auto response = client.Get(query);
     if (!response) return Fail(response.error());
-    std::cout << response->body << std::flush;
+    std::string_view text = response->body;
+    if (cut_to_tail) {
+      cut_to_tail = false;
+      std::size_t start = text.size();
+      int lines = 0;
+      // Walk back over tail_lines line ends (the final newline does not start a line).
+      while (start > 0) {
+        if (text[start - 1] == '\n' && start != text.size() && ++lines == logs.tail_lines) break;
+        --start;
+      }
+      text.remove_prefix(start);
+    }
+    std::cout << text << std::flush;
     offset = std::stoll(response->headers["X-Drover-Next-Offset"]);
     if (!logs.follow || response->headers["X-Drover-Finished"] == "1") break;
   }

@@ -27,6 +27,7 @@ struct LogFlags {
   int attempt = 0;
   int rank = 0;
   bool stderr_stream = false;
+  int tail_lines = 0;  // > 0: start with the last N lines (of the last 1 MiB)
 };
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs);
 int CancelCommand(const ClientFlags& flags, const std::string& id);

@@ -84,6 +84,38 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
   EXPECT_THAT(valid.out, HasSubstr("3 jobs valid (prep, train, eval)"));
 }
 
+TEST_F(Api, LogsAreServedWholeFromTheTailAndFollowedToTheEnd) {
+  auto server = StartServer("data", "4xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  server::ApiClient client(server->url());
+  auto ids = Submit(client, R"(kind: Job
+name: talk
+resources:
+  cpu: 100m
+  memory: 64Mi
+script: |
+  for i in 1 2 3 4 5; do echo "line $i"; sleep 0.2; done
+  echo "to stderr" >&2
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  const std::string id = std::to_string(ids[0]);
+  // Following starts while the job runs and ends when the worker has exited.
+  CommandResult follow = RunDrover({"--server", server->url(), "logs", id, "-f"}, dir_.path());
+  EXPECT_EQ(follow.exit_code, 0) << follow.err;
+  EXPECT_EQ(follow.out, "line 1\nline 2\nline 3\nline 4\nline 5\n");
+  EXPECT_EQ(WaitForTerminal(client, ids[0]), "succeeded");
+
+  CommandResult tail =
+      RunDrover({"--server", server->url(), "logs", id, "--tail", "2"}, dir_.path());
+  EXPECT_EQ(tail.out, "line 4\nline 5\n");
+  CommandResult err = RunDrover({"--server", server->url(), "logs", id, "--stderr"}, dir_.path());
+  EXPECT_EQ(err.out, "to stderr\n");
+
+  auto missing = client.Get("/v1/jobs/" + id + "/logs?rank=3");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobs) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
