@@ -21,12 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-int Fail(const Error& error) {
-  std::cerr << "drover: " << error.message << "\n";
-  for (const std::string& detail : error.details) std::cerr << detail << "\n";
-  return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
-}
-
 void PrintJson(const json& value) {
   std::cout << value.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
 }
@@ -41,7 +35,7 @@ std::string Ms(const json& value) {
 
 int ValidateCommand(const std::string& file) {
   auto text = ReadSpecFile(file);
-  if (!text) return Fail(text.error());
+  if (!text) return ReportError(text.error());
   spec::ParseOutput parsed = spec::ParseJobsWithDiagnostics(*text, SpecOptionsFor(file));
   for (const spec::Diagnostic& diagnostic : parsed.diagnostics) {
     std::cerr << diagnostic.ToString() << "\n";
@@ -61,7 +55,7 @@ int ValidateCommand(const std::string& file) {
 int SubmitCommand(const ClientFlags& flags, const std::string& file,
                   const std::string& idempotency_key) {
   auto text = ReadSpecFile(file);
-  if (!text) return Fail(text.error());
+  if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(file);
   std::map<std::string, std::string> headers = {{"X-Drover-File", options.file_name},
                                                 {"X-Drover-Base-Dir", options.base_dir},
@@ -69,7 +63,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   server::ApiClient client(flags.server);
   auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
-  if (!response) return Fail(response.error());
+  if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
     return 0;
@@ -97,7 +91,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   if (list.limit > 0) add("limit", std::to_string(list.limit));
   server::ApiClient client(flags.server);
   auto response = client.Get(query);
-  if (!response) return Fail(response.error());
+  if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
     return 0;
@@ -118,7 +112,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
 int GetCommand(const ClientFlags& flags, const std::string& id) {
   server::ApiClient client(flags.server);
   auto response = client.Get("/v1/jobs/" + server::UrlEncode(id));
-  if (!response) return Fail(response.error());
+  if (!response) return ReportError(response.error());
   const json& job = response->json;
   if (flags.output == "json") {
     PrintJson(job);
@@ -140,7 +134,7 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
                                     logs.stderr_stream ? "stderr" : "stdout", offset);
     if (logs.follow) query += "&wait_ms=10000";
     auto response = client.Get(query);
-    if (!response) return Fail(response.error());
+    if (!response) return ReportError(response.error());
     std::string_view text = response->body;
     if (cut_to_tail) {
       cut_to_tail = false;
@@ -164,7 +158,7 @@ int CancelCommand(const ClientFlags& flags, const std::string& id) {
   server::ApiClient client(flags.server);
   auto response = client.Post("/v1/jobs/" + server::UrlEncode(id) + "/cancel", "",
                               "application/json", {{"X-Drover-User", CurrentUser()}});
-  if (!response) return Fail(response.error());
+  if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
     return 0;
@@ -180,7 +174,7 @@ int CancelCommand(const ClientFlags& flags, const std::string& id) {
 int ExplainCommand(const ClientFlags& flags, const std::string& id) {
   server::ApiClient client(flags.server);
   auto response = client.Get("/v1/jobs/" + server::UrlEncode(id) + "/explain");
-  if (!response) return Fail(response.error());
+  if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
     return 0;
@@ -195,7 +189,7 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
 int NodesCommand(const ClientFlags& flags) {
   server::ApiClient client(flags.server);
   auto response = client.Get("/v1/nodes");
-  if (!response) return Fail(response.error());
+  if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
     return 0;

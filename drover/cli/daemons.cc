@@ -33,12 +33,6 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-int Fail(const Error& error) {
-  std::cerr << "drover: " << error.message << "\n";
-  for (const std::string& detail : error.details) std::cerr << detail << "\n";
-  return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
-}
-
 Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
@@ -78,14 +72,14 @@ Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(const std::string
 int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
   auto address = SplitHostPort(flags.listen);
-  if (!address) return Fail(address.error());
+  if (!address) return ReportError(address.error());
   SystemClock clock;
   auto plane = OpenControlPlane(flags.data_dir, flags.nodes, "0", clock);
-  if (!plane) return Fail(plane.error());
+  if (!plane) return ReportError(plane.error());
   Status started = (*plane)->Start();
-  if (!started) return Fail(started.error());
+  if (!started) return ReportError(started.error());
   auto http = server::HttpServer::Start(**plane, address->first, address->second);
-  if (!http) return Fail(http.error());
+  if (!http) return ReportError(http.error());
   std::string url = fmt::format("http://{}:{}", address->first, (*http)->port());
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
             << std::endl;
@@ -104,14 +98,15 @@ int ServerCommand(const ServerFlags& flags) {
 int AgentCommand(const AgentFlags& flags) {
   InstallSignalHandlers();
   if (flags.server.empty()) {
-    return Fail(Error{ErrorCode::kInvalidArgument, "--server: the server's URL is required", {}});
+    return ReportError(
+        Error{ErrorCode::kInvalidArgument, "--server: the server's URL is required", {}});
   }
   std::string notice;
   auto nodes = server::DescribeLocalNodes(flags.nodes, "0", &notice);
-  if (!nodes) return Fail(nodes.error());
+  if (!nodes) return ReportError(nodes.error());
   if (!notice.empty()) std::cerr << notice << "\n";
   if (nodes->size() != 1) {
-    return Fail(Error{
+    return ReportError(Error{
         ErrorCode::kInvalidArgument,
         "an agent serves exactly one node; its node file lists " + std::to_string(nodes->size()),
         {}});
@@ -133,7 +128,7 @@ int AgentCommand(const AgentFlags& flags) {
   Status ran = server::RunAgent(options, clock, stop);
   g_signal = SIGTERM;
   watcher.join();
-  if (!ran) return Fail(ran.error());
+  if (!ran) return ReportError(ran.error());
   return 0;
 }
 
@@ -178,7 +173,7 @@ bool PrintProgress(const server::ControlPlane& plane, const std::vector<JobId>& 
 int RunCommand(const RunFlags& flags) {
   InstallSignalHandlers();
   auto text = ReadSpecFile(flags.file);
-  if (!text) return Fail(text.error());
+  if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(flags.file);
   spec::ParseOutput parsed = spec::ParseJobsWithDiagnostics(*text, options);
   if (!parsed.diagnostics.empty()) {
@@ -189,18 +184,18 @@ int RunCommand(const RunFlags& flags) {
   if (data_dir.empty()) {
     std::string pattern = (std::filesystem::temp_directory_path() / "drover-run-XXXXXX").string();
     if (!mkdtemp(pattern.data())) {
-      return Fail(Error{ErrorCode::kUnavailable, "cannot create a temporary directory", {}});
+      return ReportError(Error{ErrorCode::kUnavailable, "cannot create a temporary directory", {}});
     }
     data_dir = pattern;
   }
   SystemClock clock;
   spdlog::set_level(spdlog::level::warn);
   auto plane = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", clock);
-  if (!plane) return Fail(plane.error());
+  if (!plane) return ReportError(plane.error());
   Status started = (*plane)->Start();
-  if (!started) return Fail(started.error());
+  if (!started) return ReportError(started.error());
   auto http = server::HttpServer::Start(**plane, "127.0.0.1", 0);
-  if (!http) return Fail(http.error());
+  if (!http) return ReportError(http.error());
   for (const server::NodeStatus& node : (*plane)->Nodes()) {
     std::string models;
     for (const model::Gpu& gpu : node.node.gpus) {
@@ -218,7 +213,7 @@ int RunCommand(const RunFlags& flags) {
 
   const TimeMs start = clock.Now();
   auto submitted = (*plane)->Submit(*text, options, "", CurrentUser());
-  if (!submitted) return Fail(submitted.error());
+  if (!submitted) return ReportError(submitted.error());
   std::map<JobId, model::JobState> seen;
   bool cancelling = false;
   std::uint64_t version = 0;

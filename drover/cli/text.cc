@@ -40,6 +40,12 @@ spec::ParseOptions SpecOptionsFor(const std::string& path) {
   return options;
 }
 
+int ReportError(const Error& error) {
+  std::cerr << "drover: " << error.message << "\n";
+  for (const std::string& detail : error.details) std::cerr << detail << "\n";
+  return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
+}
+
 std::string CurrentUser() {
   if (const char* user = std::getenv("USER"); user && *user) return user;
   if (const passwd* entry = getpwuid(getuid())) return entry->pw_name;

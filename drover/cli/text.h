@@ -14,6 +14,9 @@ namespace drover::cli {
 Result<std::string> ReadSpecFile(const std::string& path);
 // Diagnostics name `path`; relative paths in the spec resolve against its directory.
 spec::ParseOptions SpecOptionsFor(const std::string& path);
+// Prints "drover: MESSAGE" and each detail line to stderr; returns the exit status for it:
+// 2 for invalid input, 1 otherwise.
+int ReportError(const Error& error);
 // $USER, else the password database's name for the uid, else "uid<N>".
 std::string CurrentUser();
 // `text` cut to `width` characters with "..." when longer.

@@ -194,24 +194,16 @@ Result<model::Job> ControlPlane::GetJob(JobId id) const {
 std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) const {
   std::lock_guard lock(mu_);
   std::vector<model::Job> out;
-  auto matches = [&](const model::Job& job) {
-    return (!filter.state || job.state == *filter.state) &&
-           (filter.owner.empty() || job.spec.owner == filter.owner) &&
-           (filter.team.empty() || job.spec.team == filter.team) &&
-           (filter.queue.empty() || job.spec.queue == filter.queue) &&
-           (filter.name.empty() || job.spec.name == filter.name) &&
-           (!filter.active_only || !model::IsTerminal(job.state));
-  };
   if (filter.limit > 0) {
     // The newest `limit` matches, newest first.
     for (auto it = controller_.jobs().rbegin(); it != controller_.jobs().rend(); ++it) {
       if (static_cast<int>(out.size()) >= filter.limit) break;
-      if (matches(it->second)) out.push_back(it->second);
+      if (store::Matches(filter, it->second)) out.push_back(it->second);
     }
     return out;
   }
   for (const auto& [id, job] : controller_.jobs()) {
-    if (matches(job)) out.push_back(job);
+    if (store::Matches(filter, job)) out.push_back(job);
   }
   return out;
 }

@@ -39,6 +39,10 @@ struct JobFilter {
   int limit = 0;             // 0: no limit; newest (highest id) first when limited
 };
 
+// True if `job` passes every criterion of `filter` (limit is not a criterion). Stores and
+// in-memory views of jobs filter with it alike.
+bool Matches(const JobFilter& filter, const model::Job& job);
+
 class Store {
  public:
   virtual ~Store() = default;

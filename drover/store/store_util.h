@@ -18,9 +18,6 @@ Status ValidateBatchShape(const Batch& batch);
 // kInvalidArgument if filter.limit is negative.
 Status ValidateFilter(const JobFilter& filter);
 
-// True if `job` passes every criterion of `filter` (limit is not a criterion).
-bool Matches(const JobFilter& filter, const model::Job& job);
-
 // The kInvalidArgument error for batch.transitions[index] naming job `id`, which is neither
 // stored nor in the batch.
 tl::unexpected<Error> UnknownJobError(std::size_t index, std::int64_t id);
