@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -68,13 +70,18 @@ model::WorkerEvent ExitedEvent(const model::WorkerKey& key, TimeMs at, model::Ex
   return event;
 }
 
-// A worker whose end is unknown.
-model::ExitStatus LostStatus(bool cancel_requested, std::string message) {
-  model::ExitStatus exit;
-  exit.exit_code = -1;
-  exit.cancelled = cancel_requested;
-  exit.message = std::move(message);
-  return exit;
+model::WorkerEvent CheckpointEvent(const model::WorkerKey& key, TimeMs at) {
+  model::WorkerEvent event;
+  event.key = key;
+  event.kind = model::WorkerEvent::Kind::kCheckpoint;
+  event.at = at;
+  return event;
+}
+
+std::int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void RemoveDirectoryTree(const std::string& dir) {
@@ -209,9 +216,19 @@ std::string LocalRuntime::StderrPath(const model::WorkerKey& key) const {
   return WorkerDir(key) + "/" + kStderrFile;
 }
 
-Status LocalRuntime::Launch(const model::LaunchSpec& spec) {
+void LocalRuntime::Configure(Watch& watch, const model::LaunchSpec& spec) {
+  watch.kill_grace_ms = spec.kill_grace_ms;
+  if (spec.checkpoint_dir.empty()) return;
+  std::filesystem::path dir(spec.checkpoint_dir);
+  if (dir.is_relative()) {
+    dir = std::filesystem::path(spec.working_dir.empty() ? watch.dir : spec.working_dir) / dir;
+  }
+  watch.checkpoint_marker = (dir / kCheckpointMarker).lexically_normal().string();
+}
+
+Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
   std::lock_guard<std::mutex> lock(mu_);
-  const model::WorkerKey& key = spec.key;
+  const model::WorkerKey& key = launch.key;
   std::string dir = WorkerDir(key);
   if (watched_.contains(key)) {
     return MakeError(ErrorCode::kAlreadyExists, fmt::format("{} is already running", KeyName(key)));
@@ -226,6 +243,15 @@ Status LocalRuntime::Launch(const model::LaunchSpec& spec) {
     }
     return Internal(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
   }
+  model::LaunchSpec spec = launch;
+  spec.env["DROVER_PREEMPT_NOTICE"] = dir + "/" + kPreemptNoticeFile;
+  Watch watch;
+  watch.dir = dir;
+  Configure(watch, spec);
+  // A marker left by an earlier attempt counts only once touched again.
+  if (!watch.checkpoint_marker.empty()) {
+    watch.checkpoint_seen = ModificationTimeMs(watch.checkpoint_marker).value_or(0);
+  }
   if (Status written = WriteLaunchFile(dir, spec); !written) {
     RemoveDirectoryTree(dir);
     return written;
@@ -237,21 +263,30 @@ Status LocalRuntime::Launch(const model::LaunchSpec& spec) {
     return Internal(fmt::format("cannot start the supervisor of {}: {}", KeyName(key),
                                 supervisor.error().message));
   }
-  Watch watch;
-  watch.dir = std::move(dir);
   watch.supervisor = *supervisor;
   watched_[key] = std::move(watch);
   return OkStatus();
 }
 
-Status LocalRuntime::Cancel(const model::WorkerKey& key) {
+Status LocalRuntime::Stop(const model::WorkerKey& key, const StopRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = watched_.find(key);
   if (it == watched_.end()) {
     return NotFound(fmt::format("{} is not running here", KeyName(key)));
   }
   Watch& watch = it->second;
-  watch.cancel_requested = true;
+  if (watch.stopping == Stopping::kNo) {
+    watch.stopping = request.preempt ? Stopping::kPreempt : Stopping::kCancel;
+    if (request.preempt) {
+      // Before the signal, so that the supervisor (and the worker) find it when SIGTERM arrives.
+      PreemptNotice notice{request.reason.empty() ? "preempted" : request.reason,
+                           WallTimeMs() + watch.kill_grace_ms};
+      if (Status written = WritePreemptNotice(watch.dir, notice); !written) {
+        std::fprintf(stderr, "drover: %s: cannot write the preemption notice: %s\n",
+                     KeyName(key).c_str(), written.error().message.c_str());
+      }
+    }
+  }
   if (!watch.supervisor) {
     if (auto identity = ReadSupervisorFile(watch.dir)) watch.supervisor = *identity;
   }
@@ -292,14 +327,35 @@ std::vector<model::WorkerKey> LocalRuntime::Adopt(const std::vector<model::Worke
     Watch watch;
     watch.dir = std::move(dir);
     if (auto identity = ReadSupervisorFile(watch.dir)) watch.supervisor = *identity;
+    if (auto spec = ReadLaunchFile(watch.dir)) {
+      Configure(watch, *spec);
+      // Checkpoints made while no runtime watched are reported; one already reported before the
+      // restart may be reported again (the controller takes the same time twice as one).
+      std::string launch = watch.dir + "/" + kLaunchFile;
+      watch.checkpoint_seen = ModificationTimeMs(launch).value_or(0);
+    }
+    // A notice left by a Stop of the earlier instance still makes the exit a preemption.
+    std::string notice = watch.dir + "/" + kPreemptNoticeFile;
+    if (access(notice.c_str(), F_OK) == 0) watch.stopping = Stopping::kPreempt;
     watched_[key] = std::move(watch);
   }
   return unknown;
 }
 
+void LocalRuntime::CollectCheckpoint(const model::WorkerKey& key, Watch& watch,
+                                     std::vector<model::WorkerEvent>& events) {
+  if (watch.checkpoint_marker.empty() || !watch.started_reported) return;
+  std::optional<TimeMs> mtime = ModificationTimeMs(watch.checkpoint_marker);
+  if (!mtime || *mtime <= watch.checkpoint_seen) return;
+  watch.checkpoint_seen = *mtime;
+  events.push_back(CheckpointEvent(key, *mtime));
+}
+
 bool LocalRuntime::CollectFromFiles(const model::WorkerKey& key, Watch& watch,
+                                    bool check_checkpoint,
                                     std::vector<model::WorkerEvent>& events) {
-  // exit.json is written after started.json, so reading it first cannot miss a start.
+  // exit.json is written after started.json (and after the worker's last touch of the
+  // checkpoint marker), so reading it first cannot miss a start or a checkpoint.
   auto exit = ReadExitFile(watch.dir);
   if (!watch.started_reported) {
     if (auto started = ReadStartedFile(watch.dir)) {
@@ -307,15 +363,16 @@ bool LocalRuntime::CollectFromFiles(const model::WorkerKey& key, Watch& watch,
       watch.started_reported = true;
     }
   }
+  bool exited = exit || exit.error().code != ErrorCode::kNotFound;
+  if (check_checkpoint || exited) CollectCheckpoint(key, watch, events);
   if (exit) {
-    events.push_back(ExitedEvent(key, exit->at, std::move(exit->exit)));
+    events.push_back(ExitedEvent(key, exit->at, StopOutcome(watch, std::move(exit->exit))));
     return true;
   }
-  if (exit.error().code != ErrorCode::kNotFound) {
+  if (exited) {
     // Atomic writes make this a damaged disk or a foreign file; do not watch it forever.
     events.push_back(ExitedEvent(
-        key, clock_.Now(),
-        LostStatus(watch.cancel_requested, "unreadable exit record: " + exit.error().message)));
+        key, clock_.Now(), LostStatus(watch, "unreadable exit record: " + exit.error().message)));
     return true;
   }
   return false;
@@ -335,19 +392,40 @@ bool LocalRuntime::SupervisorGone(Watch& watch) {
   return WallTimeMs() - written > options_.supervisor_start_grace_ms;
 }
 
+model::ExitStatus LocalRuntime::LostStatus(const Watch& watch, std::string message) {
+  model::ExitStatus exit;
+  exit.exit_code = -1;
+  exit.cancelled = watch.stopping == Stopping::kCancel;
+  exit.preempted = watch.stopping == Stopping::kPreempt;
+  exit.message = std::move(message);
+  return exit;
+}
+
+model::ExitStatus LocalRuntime::StopOutcome(const Watch& watch, model::ExitStatus exit) {
+  // The supervisor decides from the notice file; this covers a notice that could not be
+  // written, or a supervisor binary older than preemption.
+  if (watch.stopping == Stopping::kPreempt && exit.cancelled) {
+    exit.cancelled = false;
+    exit.preempted = true;
+  }
+  return exit;
+}
+
 std::vector<model::WorkerEvent> LocalRuntime::Poll() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<model::WorkerEvent> events;
+  const std::int64_t now = SteadyMs();
+  const bool check_checkpoints = now >= next_checkpoint_check_;
+  if (check_checkpoints) next_checkpoint_check_ = now + options_.checkpoint_poll_interval_ms;
   for (auto it = watched_.begin(); it != watched_.end();) {
     const model::WorkerKey& key = it->first;
     Watch& watch = it->second;
-    bool exited = CollectFromFiles(key, watch, events);
+    bool exited = CollectFromFiles(key, watch, check_checkpoints, events);
     // The supervisor writes exit.json just before it exits, so look again after finding it gone.
     if (!exited && SupervisorGone(watch)) {
-      exited = CollectFromFiles(key, watch, events);
+      exited = CollectFromFiles(key, watch, /*check_checkpoint=*/true, events);
       if (!exited) {
-        events.push_back(
-            ExitedEvent(key, clock_.Now(), LostStatus(watch.cancel_requested, "supervisor lost")));
+        events.push_back(ExitedEvent(key, clock_.Now(), LostStatus(watch, "supervisor lost")));
         exited = true;
       }
     }

@@ -14,11 +14,26 @@
 // from /proc, which is why a new instance over the same RUNS_DIR can Adopt() the workers of an
 // earlier one.
 //
+// Launch adds DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice to the worker's environment (to
+// the launch.json it writes, not to the caller's spec): the file does not exist until the worker
+// is stopped for a preemption (Stop with preempt), when it holds {"reason", "deadline_ms"}, the
+// deadline being the wall time at which SIGKILL follows (now + kill_grace_ms). A worker may poll
+// for it, or check it when SIGTERM arrives, to save a checkpoint in time.
+//
+// Checkpoints: for a worker whose LaunchSpec.checkpoint_dir is set (relative: to its working
+// directory), Poll() reports kCheckpoint (at = the mtime) whenever
+// <checkpoint_dir>/.drover-checkpoint has a modification time later than any reported before for
+// that worker and than the file had at launch (a marker left by an earlier attempt counts only
+// once touched again; for an adopted worker, later than its launch.json). It costs one stat per
+// such worker, at most every checkpoint_poll_interval_ms, and once more just before the worker's
+// exit is reported so that a checkpoint written on the way out is never lost. Touches closer
+// together than the interval are reported as one event (the latest).
+//
 // Poll() reports, per worker: kStarted (at = started.json's time) once the exec succeeded, then
-// kExited (exit.json's status and time). A worker whose exec failed reports only kExited
-// (exit code 127). When the supervisor is gone (its pid dead or reused, judged by pid + start
-// time) without having written exit.json, kExited carries exit code -1 and the message
-// "supervisor lost" (at = clock.Now()); its worker was killed with it (PR_SET_PDEATHSIG).
+// kCheckpoint events, then kExited (exit.json's status and time). A worker whose exec failed
+// reports only kExited (exit code 127). When the supervisor is gone (its pid dead or reused, judged
+// by pid + start time) without having written exit.json, kExited carries exit code -1 and the
+// message "supervisor lost" (at = clock.Now()); its worker was killed with it (PR_SET_PDEATHSIG).
 // After Adopt(), kStarted is reported again for workers that had started: the caller treats
 // events idempotently.
 //
@@ -26,6 +41,7 @@
 // Launch holds it while spawning (a fork and an exec, milliseconds), Poll while reading the
 // watched directories.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +67,9 @@ class LocalRuntime final : public WorkerRuntime {
     // An adopted worker with neither supervisor.json nor exit.json is declared lost once its
     // launch.json is older than this (the old server may have died while spawning it).
     DurationMs supervisor_start_grace_ms = 30'000;
+    // How often Poll() looks at the checkpoint markers (a stat per worker with a checkpoint
+    // dir). Default 200 ms: checkpoints are minutes apart; a shorter interval costs stats.
+    DurationMs checkpoint_poll_interval_ms = 200;
   };
 
   // kInvalidArgument if runs_dir is empty or supervisor_path is not an executable file;
@@ -61,12 +80,15 @@ class LocalRuntime final : public WorkerRuntime {
   // by this or an earlier instance); kInternal if the directory, launch.json or the supervisor
   // cannot be created (the directory is then removed again, so the launch may be retried).
   Status Launch(const model::LaunchSpec& spec) override;
-  // See WorkerRuntime. Sends SIGTERM to the supervisor after checking, through a pidfd, that it
-  // is still the same process; the supervisor then stops the worker's process group gracefully.
-  // OK when the supervisor has already exited (Poll reports the exit). kNotFound for a key not
-  // watched; kUnavailable for an adopted worker whose supervisor has not written
+  // See WorkerRuntime. With request.preempt, first writes <worker dir>/preempt-notice (a failure
+  // to write it is logged to stderr and the worker is still stopped; its exit is reported
+  // preempted all the same). Then sends SIGTERM to the supervisor after checking, through a
+  // pidfd, that it is still the same process; the supervisor then stops the worker's process
+  // group gracefully. The first Stop of a worker decides how its exit is reported (cancelled or
+  // preempted). OK when the supervisor has already exited (Poll reports the exit). kNotFound for
+  // a key not watched; kUnavailable for an adopted worker whose supervisor has not written
   // supervisor.json yet (retry).
-  Status Cancel(const model::WorkerKey& key) override;
+  Status Stop(const model::WorkerKey& key, const StopRequest& request) override;
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
 
@@ -78,23 +100,39 @@ class LocalRuntime final : public WorkerRuntime {
   const std::string& runs_dir() const { return options_.runs_dir; }
 
  private:
+  enum class Stopping { kNo, kCancel, kPreempt };
   struct Watch {
     std::string dir;
     std::optional<ProcessIdentity> supervisor;
     bool started_reported = false;
-    bool cancel_requested = false;
+    Stopping stopping = Stopping::kNo;  // what the first Stop asked for
+    DurationMs kill_grace_ms = 0;
+    std::string checkpoint_marker;  // <checkpoint_dir>/.drover-checkpoint; empty: none
+    TimeMs checkpoint_seen = 0;     // the latest marker mtime reported (or the baseline)
   };
 
   LocalRuntime(Options options, const Clock& clock);
   // Appends the events that `watch`'s files show; true when the worker has exited.
-  bool CollectFromFiles(const model::WorkerKey& key, Watch& watch,
+  // Checkpoint markers are looked at when `check_checkpoint` or when the worker has exited.
+  bool CollectFromFiles(const model::WorkerKey& key, Watch& watch, bool check_checkpoint,
                         std::vector<model::WorkerEvent>& events);
+  // Appends a kCheckpoint event if the marker is newer than the last one reported.
+  void CollectCheckpoint(const model::WorkerKey& key, Watch& watch,
+                         std::vector<model::WorkerEvent>& events);
+  // What Watch needs from the spec: grace period and checkpoint marker.
+  static void Configure(Watch& watch, const model::LaunchSpec& spec);
+  // The exit of a worker whose end is unknown, as the first Stop asked (cancelled/preempted).
+  static model::ExitStatus LostStatus(const Watch& watch, std::string message);
+  // `exit` as recorded by the supervisor, reported preempted if a preemption stopped it.
+  static model::ExitStatus StopOutcome(const Watch& watch, model::ExitStatus exit);
   bool SupervisorGone(Watch& watch);
 
   const Options options_;
   const Clock& clock_;
   std::mutex mu_;
   std::map<model::WorkerKey, Watch> watched_;  // guarded by mu_
+  // steady_clock ms of the next look at checkpoint markers; guarded by mu_.
+  std::int64_t next_checkpoint_check_ = 0;
 };
 
 // Starts `program args...` detached: in a new session, not a child of the calling process

@@ -86,7 +86,11 @@ class LocalRuntimeTest : public ::testing::Test {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ADD_FAILURE() << "no " << (kind == Kind::kStarted ? "start" : "exit") << " event";
+    ADD_FAILURE() << "no "
+                  << (kind == Kind::kStarted  ? "start"
+                      : kind == Kind::kExited ? "exit"
+                                              : "checkpoint")
+                  << " event";
     return std::nullopt;
   }
 
@@ -146,7 +150,7 @@ TEST_F(LocalRuntimeTest, ReportsStartThenExitCodeOnce) {
   EXPECT_EQ(CountEvents(spec.key, Kind::kExited), 1);
   EXPECT_EQ(seen_.front().kind, Kind::kStarted);
   // Reported exited: no longer known.
-  EXPECT_EQ(runtime_->Cancel(spec.key).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(runtime_->Stop(spec.key, {}).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(LocalRuntimeTest, WorkerEnvironmentIsTheSpecsPlusPathHomeLang) {
@@ -266,7 +270,7 @@ TEST_F(LocalRuntimeTest, CancelStopsTheWorker) {
   ASSERT_TRUE(runtime_->Launch(spec));
   auto started = WaitFor(spec.key, Kind::kStarted);
   ASSERT_TRUE(started);
-  ASSERT_TRUE(runtime_->Cancel(spec.key));
+  ASSERT_TRUE(runtime_->Stop(spec.key, {}));
   auto exited = WaitFor(spec.key, Kind::kExited);
   ASSERT_TRUE(exited);
   EXPECT_TRUE(exited->exit.cancelled);
@@ -280,14 +284,125 @@ TEST_F(LocalRuntimeTest, CancelStopsTheWorker) {
 TEST_F(LocalRuntimeTest, CancelRightAfterLaunchIsNotLost) {
   model::LaunchSpec spec = Spec(11, {"sleep", "100"});
   ASSERT_TRUE(runtime_->Launch(spec));
-  ASSERT_TRUE(runtime_->Cancel(spec.key));
+  ASSERT_TRUE(runtime_->Stop(spec.key, {}));
   auto exited = WaitFor(spec.key, Kind::kExited);
   ASSERT_TRUE(exited);
   EXPECT_TRUE(exited->exit.cancelled);
 }
 
 TEST_F(LocalRuntimeTest, CancelOfUnknownWorkerIsNotFound) {
-  EXPECT_EQ(runtime_->Cancel(model::WorkerKey{JobId(99), 1, 0}).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(runtime_->Stop(model::WorkerKey{JobId(99), 1, 0}, {}).error().code,
+            ErrorCode::kNotFound);
+}
+
+TEST_F(LocalRuntimeTest, PreemptWritesTheNoticeThenTheExitSaysPreempted) {
+  // The worker saves what it finds at $DROVER_PREEMPT_NOTICE when SIGTERM arrives, then exits 0.
+  std::string seen = root_ + "/seen";
+  model::LaunchSpec spec = Spec(17, {"sh", "-c",
+                                     "echo \"$DROVER_PREEMPT_NOTICE\" > " + seen +
+                                         ".path; trap 'cat \"$DROVER_PREEMPT_NOTICE\" > " + seen +
+                                         "; exit 0' TERM; while true; do sleep 0.05; done"});
+  spec.kill_grace_ms = 5000;
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
+  const std::string notice_path = runtime_->WorkerDir(spec.key) + "/preempt-notice";
+  EXPECT_FALSE(std::filesystem::exists(notice_path));  // only written on preemption
+  const TimeMs before = WallTimeMs();
+  ASSERT_TRUE(
+      runtime_->Stop(spec.key, {.preempt = true, .reason = "preempted by job 12 (reclaim)"}));
+  const TimeMs after = WallTimeMs();
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_TRUE(exited->exit.preempted);
+  EXPECT_FALSE(exited->exit.cancelled);
+  EXPECT_EQ(exited->exit.exit_code, 0);
+  EXPECT_THAT(exited->exit.message, HasSubstr("preempted by job 12 (reclaim)"));
+  EXPECT_EQ(ReadText(seen + ".path"), notice_path + "\n");
+  // The worker read the notice: the reason and when SIGKILL would follow.
+  auto notice = ReadPreemptNotice(runtime_->WorkerDir(spec.key));
+  ASSERT_TRUE(notice) << notice.error().ToString();
+  EXPECT_EQ(notice->reason, "preempted by job 12 (reclaim)");
+  EXPECT_GE(notice->deadline_ms, before + 5000);
+  EXPECT_LE(notice->deadline_ms, after + 5000);
+  EXPECT_THAT(ReadText(seen), HasSubstr("\"deadline_ms\":" + std::to_string(notice->deadline_ms)));
+  EXPECT_THAT(ReadText(seen), HasSubstr("preempted by job 12 (reclaim)"));
+}
+
+TEST_F(LocalRuntimeTest, PreemptBeforeTheWorkerStartsIsStillPreempted) {
+  model::LaunchSpec spec = Spec(18, {"sleep", "100"});
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(runtime_->Stop(spec.key, {.preempt = true, .reason = "make room"}));
+  // A later cancel does not change how the stop is reported: the first request decides.
+  ASSERT_TRUE(runtime_->Stop(spec.key, {}));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_TRUE(exited->exit.preempted);
+  EXPECT_FALSE(exited->exit.cancelled);
+}
+
+TEST_F(LocalRuntimeTest, EachTouchOfTheCheckpointMarkerIsOneEvent) {
+  const std::string checkpoints = root_ + "/ckpt";
+  std::filesystem::create_directories(checkpoints);
+  const std::string marker = checkpoints + "/.drover-checkpoint";
+  namespace fs = std::filesystem;
+  // A marker left by an earlier attempt is not a checkpoint of this one.
+  std::ofstream(marker).put('x');
+  fs::last_write_time(marker, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  // On SIGTERM the worker touches the marker once more and exits: that last checkpoint is
+  // reported before the exit.
+  model::LaunchSpec spec = Spec(
+      19,
+      {"sh", "-c", "trap 'touch " + marker + "; exit 0' TERM; while true; do sleep 0.05; done"});
+  spec.checkpoint_dir = checkpoints;
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
+
+  auto touch = [&](std::chrono::seconds ago) {
+    fs::last_write_time(marker, fs::file_time_type::clock::now() - ago);
+    // The same mtime in ms since the epoch, as the event reports it.
+    return ModificationTimeMs(marker).value();
+  };
+  auto poll_for = [&](std::chrono::milliseconds duration) {
+    auto end = std::chrono::steady_clock::now() + duration;
+    while (std::chrono::steady_clock::now() < end) {
+      for (auto& event : runtime_->Poll()) seen_.push_back(event);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  poll_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 0);
+
+  const TimeMs first = touch(std::chrono::seconds(20));
+  auto event = WaitFor(spec.key, Kind::kCheckpoint);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->at, first);
+  poll_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 1);
+
+  const TimeMs second = touch(std::chrono::seconds(10));
+  poll_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 2);
+  EXPECT_EQ(seen_.back().at, second);
+  // Setting the mtime back is not a new checkpoint.
+  touch(std::chrono::seconds(15));
+  poll_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 2);
+
+  ASSERT_TRUE(runtime_->Stop(spec.key, {.preempt = true, .reason = "reclaim"}));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 3);
+  ASSERT_GE(seen_.size(), 2u);
+  EXPECT_EQ(seen_[seen_.size() - 2].kind, Kind::kCheckpoint);
+  EXPECT_GT(seen_[seen_.size() - 2].at, second);
+  EXPECT_EQ(seen_.back().kind, Kind::kExited);
+}
+
+TEST_F(LocalRuntimeTest, WorkersWithoutCheckpointDirReportNoCheckpoints) {
+  model::LaunchSpec spec = Spec(20, {"sh", "-c", "touch .drover-checkpoint; sleep 0.5"});
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(WaitFor(spec.key, Kind::kExited));
+  EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 0);
 }
 
 TEST_F(LocalRuntimeTest, NewInstanceAdoptsWorkersOfAnEarlierOne) {
@@ -317,7 +432,7 @@ TEST_F(LocalRuntimeTest, AdoptedWorkerCanBeCancelled) {
   ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
   runtime_ = MakeRuntime();
   EXPECT_TRUE(runtime_->Adopt({spec.key}).empty());
-  ASSERT_TRUE(runtime_->Cancel(spec.key));
+  ASSERT_TRUE(runtime_->Stop(spec.key, {}));
   auto exited = WaitFor(spec.key, Kind::kExited);
   ASSERT_TRUE(exited);
   EXPECT_TRUE(exited->exit.cancelled);
@@ -366,7 +481,7 @@ TEST_F(LocalRuntimeTest, AdoptedWorkerWhoseSupervisorIsStartingIsNotLostYet) {
   ASSERT_TRUE(WriteLaunchFile(dir, Spec(16, {"true"})));
   EXPECT_TRUE(runtime_->Adopt({key}).empty());
   EXPECT_TRUE(runtime_->Poll().empty());
-  EXPECT_EQ(runtime_->Cancel(key).error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(runtime_->Stop(key, {}).error().code, ErrorCode::kUnavailable);
 }
 
 TEST_F(LocalRuntimeTest, WorkerDirectoryLayout) {

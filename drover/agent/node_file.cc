@@ -4,13 +4,17 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "drover/agent/gpu/declared.h"
 #include "drover/agent/gpu/gpu_model.h"
+#include "drover/codec/json.h"
 #include "drover/common/quantity.h"
+#include "drover/model/mig.h"
 
 namespace drover::agent {
 namespace {
@@ -137,13 +141,68 @@ std::optional<model::Taint> ParseTaint(const YAML::Node& node, Diagnostics& diag
   return taint;
 }
 
-// Appends the GPUs of a list entry {model, memory, topology_group, count, uuid}.
+// The MIG layout of a list entry, `mig: {3g.40gb: 2, 1g.10gb: 1}` in the order written, or
+// nullopt after reporting what is wrong.
+std::optional<std::vector<model::MigSlots>> ParseMigLayout(const YAML::Node& node,
+                                                           Diagnostics& diag) {
+  if (!node.IsMap() || node.size() == 0) {
+    diag.Add(node,
+             "mig is a map of MIG profiles to instance counts, e.g. {3g.40gb: 2, 1g.10gb: 1}");
+    return std::nullopt;
+  }
+  std::size_t errors = diag.size();
+  std::vector<model::MigSlots> layout;
+  for (const auto& item : node) {
+    if (!item.first.IsScalar()) {
+      diag.Add(item.first, "MIG profiles must be plain names such as 3g.40gb");
+      continue;
+    }
+    model::MigSlots slots;
+    slots.profile = item.first.Scalar();
+    // As job specs: profiles are compared in lower case ("1G.10GB" is "1g.10gb").
+    std::transform(slots.profile.begin(), slots.profile.end(), slots.profile.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (auto profile = model::ParseMigProfile(slots.profile); !profile) {
+      diag.Add(item.first, profile.error().message);
+      continue;
+    }
+    bool duplicate = false;
+    for (const model::MigSlots& other : layout)
+      duplicate = duplicate || other.profile == slots.profile;
+    if (duplicate) {
+      diag.Add(item.first, fmt::format("duplicate MIG profile '{}'", slots.profile));
+      continue;
+    }
+    try {
+      slots.count = item.second.IsScalar() ? item.second.as<int>() : -1;
+    } catch (const YAML::Exception&) {
+      slots.count = -1;
+    }
+    if (slots.count < 1 || slots.count > model::kMigComputeSlices) {
+      diag.Add(
+          item.second.IsDefined() && !item.second.IsNull() ? item.second.Mark() : item.first.Mark(),
+          fmt::format("MIG instance count of '{}' must be an integer from 1 to {}", slots.profile,
+                      model::kMigComputeSlices));
+      continue;
+    }
+    layout.push_back(std::move(slots));
+  }
+  if (diag.size() != errors) return std::nullopt;
+  if (auto status = model::CheckMigLayout(layout); !status) {
+    diag.Add(node, status.error().message);
+    return std::nullopt;
+  }
+  return layout;
+}
+
+// Appends the GPUs of a list entry {model, memory, topology_group, count, uuid, sharing, mig}.
 void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Diagnostics& diag) {
   if (!node.IsMap()) {
-    diag.Add(node, "a GPU is a map {model, memory, topology_group, count, uuid}");
+    diag.Add(node, "a GPU is a map {model, memory, topology_group, count, uuid, sharing, mig}");
     return;
   }
-  if (!CheckKeys(node, {"model", "memory", "topology_group", "count", "uuid"}, "GPU", diag)) {
+  if (!CheckKeys(node, {"model", "memory", "topology_group", "count", "uuid", "sharing", "mig"},
+                 "GPU", diag)) {
     return;
   }
   std::size_t errors = diag.size();
@@ -152,6 +211,7 @@ void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Di
   auto group = ScalarField(node, "topology_group", false, diag);
   auto count_text = ScalarField(node, "count", false, diag);
   auto uuid = ScalarField(node, "uuid", false, diag);
+  auto sharing_text = ScalarField(node, "sharing", false, diag);
   if (diag.size() != errors || !model) return;
   if (model->empty()) {
     diag.Add(node["model"], "GPU model is empty");
@@ -188,6 +248,31 @@ void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Di
     diag.Add(node["uuid"], "uuid is allowed only with count 1");
     return;
   }
+  model::GpuSharing sharing = model::GpuSharing::kExclusive;
+  if (sharing_text) {
+    auto parsed = codec::ParseGpuSharing(*sharing_text);
+    if (!parsed) {
+      diag.Add(node["sharing"],
+               fmt::format("unknown GPU sharing mode '{}' (expected exclusive, timeslice or mig)",
+                           *sharing_text));
+      return;
+    }
+    sharing = *parsed;
+  }
+  std::vector<model::MigSlots> mig;
+  if (YAML::Node layout = node["mig"]; layout && !layout.IsNull()) {
+    if (sharing != model::GpuSharing::kMig) {
+      diag.Add(KeyMark(node, "mig"), "a MIG layout ('mig') needs sharing: mig");
+      return;
+    }
+    auto parsed = ParseMigLayout(layout, diag);
+    if (!parsed) return;
+    mig = std::move(*parsed);
+  } else if (sharing == model::GpuSharing::kMig) {
+    diag.Add(node["sharing"],
+             "a GPU with sharing: mig needs its MIG layout, e.g. mig: {3g.40gb: 2, 1g.10gb: 1}");
+    return;
+  }
   for (int i = 0; i < count; ++i) {
     model::Gpu gpu;
     gpu.index = static_cast<int>(gpus.size());
@@ -195,6 +280,8 @@ void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Di
     gpu.memory_bytes = memory_bytes;
     gpu.topology_group = group.value_or("");
     gpu.uuid = uuid.value_or("");
+    gpu.sharing = sharing;
+    gpu.mig = mig;
     gpus.push_back(std::move(gpu));
   }
 }

@@ -21,13 +21,23 @@ namespace drover::agent {
 //       taints: ["dedicated=infer:NoSchedule", {key: k, value: v, effect: NoExecute}]
 //       cpu: "64"                   # ParseCpuMillis
 //       memory: 512Gi               # ParseBytes
-//       gpus: 8xH100-80GB           # ParseGpuDeclaration, or a list:
-//       # gpus: [{model: H100, memory: 80GB, topology_group: nvl0, count: 4, uuid: GPU-...}]
+//       gpus: 8xH100-80GB           # ParseGpuDeclaration, or a list of entries:
+//       # gpus:
+//       #   - {count: 4, model: H100, memory: 80Gi, topology_group: nvl0}
+//       #   - {count: 2, model: H100, memory: 80Gi, sharing: timeslice}
+//       #   - {count: 2, model: A100, memory: 40Gi, sharing: mig, mig: {3g.20gb: 2, 1g.5gb: 1}}
+//       #   - {model: RTX4090, memory: 24GB, uuid: GPU-...}
 //
-// cpu and memory are required. In a GPU list, memory defaults as in ParseGpuDeclaration, count
-// defaults to 1 and uuid is allowed only with count 1. Declared GPUs get the uuid
-// "GPU-declared-<node>-<index>" unless one is given, so uuids are unique across a cluster.
-// Unknown keys are errors (they are usually typos).
+// cpu and memory are required. In a GPU list, model is required, memory defaults as in
+// ParseGpuDeclaration, count defaults to 1 and uuid is allowed only with count 1. `sharing`
+// (model::GpuSharing) is exclusive (the default: whole GPUs only), timeslice (shared by jobs
+// asking gpu_share) or mig (cut into the MIG instances of `mig`, a map of profile to count in
+// the order written, checked by CheckMigLayout; `mig` is required with sharing: mig and allowed
+// only with it). Every GPU of an entry gets the entry's settings. Topology levels such as racks
+// and NVLink domains are node labels (labels: {rack: r1, nvlink-domain: nvl-a}); topology_group
+// groups GPUs within a node. Declared GPUs get the uuid "GPU-declared-<node>-<index>" unless one
+// is given, so uuids are unique across a cluster. Unknown keys are errors (they are usually
+// typos).
 //
 // Errors: kInvalidArgument; `message` is the first diagnostic and `details` holds all of them,
 // each as "FILE:LINE:COL: message" (1-based) with `file_name` as FILE.

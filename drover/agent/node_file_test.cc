@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
 namespace drover::agent {
 namespace {
 
@@ -74,6 +79,98 @@ TEST(ParseNodeFile, ReadsGpuLists) {
   EXPECT_EQ(gpus[2].memory_bytes, 24 * kGi);
   EXPECT_EQ(gpus[2].uuid, "GPU-1234");
   EXPECT_EQ(gpus[2].topology_group, "");
+}
+
+TEST(ParseNodeFile, ReadsSharingModesAndMigLayouts) {
+  constexpr const char* kText = R"(nodes:
+  - name: shared
+    labels: {rack: r1, nvlink-domain: nvl-a}
+    cpu: 64
+    memory: 512Gi
+    gpus:
+      - {count: 4, model: H100, memory: 80Gi}
+      - {count: 2, model: H100, memory: 80Gi, sharing: timeslice}
+      - {count: 2, model: A100, memory: 40Gi, sharing: mig, mig: {3g.20gb: 2, 1G.5GB: 1}}
+)";
+  auto nodes = ParseNodeFile(kText, "n.yaml");
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  const auto& gpus = (*nodes)[0].gpus;
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(gpus[3].sharing, model::GpuSharing::kExclusive);
+  EXPECT_TRUE(gpus[3].mig.empty());
+  EXPECT_EQ(gpus[4].sharing, model::GpuSharing::kTimeslice);
+  EXPECT_EQ(gpus[5].sharing, model::GpuSharing::kTimeslice);
+  EXPECT_EQ(gpus[5].memory_bytes, 80 * kGi);
+  EXPECT_EQ(gpus[6].sharing, model::GpuSharing::kMig);
+  EXPECT_EQ(gpus[7].model, "A100");
+  EXPECT_EQ(gpus[7].mig,
+            (std::vector<model::MigSlots>{{"3g.20gb", 2}, {"1g.5gb", 1}}));  // as written
+  EXPECT_EQ(gpus[7].uuid, "GPU-declared-shared-7");
+  EXPECT_EQ((*nodes)[0].labels.at("nvlink-domain"), "nvl-a");
+}
+
+TEST(ParseNodeFile, ReportsSharingErrorsWithPositions) {
+  constexpr const char* kText = R"(nodes:
+  - name: a
+    cpu: 8
+    memory: 64Gi
+    gpus:
+      - {model: H100, sharing: sliced}
+      - {model: H100, mig: {1g.10gb: 1}}
+      - {model: H100, sharing: mig}
+      - {model: H100, sharing: mig, mig: {3g.40gb: 2, 2g.20gb: 1}}
+      - {model: H100, sharing: mig, mig: {1g10gb: 1, 2g.20gb: 0, 1g.10gb: two}}
+      - {model: H100, sharing: mig, mig: [1g.10gb]}
+      - {model: H100, sharing: mig, mig: {1g.10gb: 1, 1g.10gb: 2}}
+)";
+  auto nodes = ParseNodeFile(kText, "n.yaml");
+  ASSERT_FALSE(nodes);
+  EXPECT_EQ(nodes.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(
+      nodes.error().details,
+      ElementsAre(
+          "n.yaml:6:32: unknown GPU sharing mode 'sliced' (expected exclusive, timeslice or mig)",
+          "n.yaml:7:23: a MIG layout ('mig') needs sharing: mig",
+          "n.yaml:8:32: a GPU with sharing: mig needs its MIG layout, e.g. mig: {3g.40gb: 2, "
+          "1g.10gb: 1}",
+          "n.yaml:9:42: the MIG layout uses 8 compute slices; a GPU has 7",
+          "n.yaml:10:43: '1g10gb' is not a MIG profile: write <compute slices>g.<memory>gb, e.g. "
+          "1g.10gb or 3g.40gb",
+          "n.yaml:10:63: MIG instance count of '2g.20gb' must be an integer from 1 to 7",
+          "n.yaml:10:75: MIG instance count of '1g.10gb' must be an integer from 1 to 7",
+          "n.yaml:11:42: mig is a map of MIG profiles to instance counts, e.g. {3g.40gb: 2, "
+          "1g.10gb: 1}",
+          "n.yaml:12:55: duplicate MIG profile '1g.10gb'"));
+}
+
+TEST(ParseNodeFile, ReadsTheSharingExample) {
+  std::ifstream in(std::string(DROVER_SOURCE_DIR) + "/examples/nodes-sharing.yaml");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto nodes = ParseNodeFile(text.str(), "nodes-sharing.yaml");
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  int timeslice = 0;
+  int mig = 0;
+  for (const model::Node& node : *nodes) {
+    EXPECT_TRUE(node.labels.count("rack")) << node.name.value();
+    for (const model::Gpu& gpu : node.gpus) {
+      timeslice += gpu.sharing == model::GpuSharing::kTimeslice;
+      mig += gpu.sharing == model::GpuSharing::kMig;
+    }
+  }
+  EXPECT_GT(timeslice, 0);
+  EXPECT_GT(mig, 0);
+}
+
+TEST(ParseNodeFile, ReadsTheClusterExample) {
+  std::ifstream in(std::string(DROVER_SOURCE_DIR) + "/examples/nodes.yaml");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto nodes = ParseNodeFile(text.str(), "nodes.yaml");
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  EXPECT_EQ(nodes->size(), 3u);
 }
 
 TEST(ParseNodeFile, EmptyInventoryIsAllowed) {

@@ -6,12 +6,23 @@
 // supervisor process (`drover supervise`) that outlives the server; RemoteRuntime (in the
 // server) forwards to an agent process over HTTP. Both report through Poll().
 
+#include <string>
 #include <vector>
 
 #include "drover/common/result.h"
 #include "drover/model/launch.h"
 
 namespace drover::agent {
+
+// How a worker is asked to stop.
+struct StopRequest {
+  // The worker is stopped to make room for another job (docs/scheduling.md): before SIGTERM the
+  // runtime writes the preemption notice file ($DROVER_PREEMPT_NOTICE, see local_runtime.h) and
+  // the exit is reported with preempted = true instead of cancelled = true.
+  bool preempt = false;
+  // Why, for the notice file and the logs, e.g. "preempted by job 12 (reclaim)".
+  std::string reason;
+};
 
 class WorkerRuntime {
  public:
@@ -22,11 +33,13 @@ class WorkerRuntime {
   // is started twice); kInternal if the supervisor could not be spawned.
   virtual Status Launch(const model::LaunchSpec& spec) = 0;
 
-  // Asks a worker to stop: SIGTERM to its process group, SIGKILL after the grace period. Its
-  // exit is reported by Poll() with cancelled = true. kNotFound if the worker is unknown or has
-  // already been reported exited; kUnavailable if it cannot be signalled yet (an adopted worker
-  // whose supervisor is still starting): the caller retries later.
-  virtual Status Cancel(const model::WorkerKey& key) = 0;
+  // Asks a worker to stop: SIGTERM to its process group, SIGKILL after the grace period
+  // (LaunchSpec::kill_grace_ms). Its exit is reported by Poll() with cancelled = true, or with
+  // preempted = true when request.preempt (the notice file is written first). kNotFound if the
+  // worker is unknown or has already been reported exited; kUnavailable if it cannot be
+  // signalled yet (an adopted worker whose supervisor is still starting): the caller retries
+  // later. Stopping a worker twice is not an error.
+  virtual Status Stop(const model::WorkerKey& key, const StopRequest& request) = 0;
 
   // After a server restart: resumes watching workers launched by an earlier process. Exits that
   // happened meanwhile are reported by the next Poll(); a worker whose supervisor died without
@@ -34,7 +47,8 @@ class WorkerRuntime {
   // there is no trace at all (never launched): the caller may launch those.
   virtual std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) = 0;
 
-  // Events since the previous call, each reported once, in the order observed.
+  // Events since the previous call, each reported once, in the order observed: kStarted, then
+  // any kCheckpoint (the worker touched <checkpoint_dir>/.drover-checkpoint), then kExited.
   virtual std::vector<model::WorkerEvent> Poll() = 0;
 };
 

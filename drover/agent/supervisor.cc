@@ -110,6 +110,8 @@ class Supervisor {
   // Kills and reaps every remaining descendant. Returns how many processes it killed.
   int KillLeftovers();
   int Finish(const model::ExitStatus& exit);
+  // True if the runtime wrote the preemption notice (a stop is then a preemption).
+  bool Preempted() const;
 
   std::string dir_;
   pid_t worker_ = 0;
@@ -128,6 +130,11 @@ int Supervisor::Finish(const model::ExitStatus& exit) {
     return 1;
   }
   return 0;
+}
+
+bool Supervisor::Preempted() const {
+  std::string path = dir_ + "/" + kPreemptNoticeFile;
+  return access(path.c_str(), F_OK) == 0;
 }
 
 int Supervisor::Run() {
@@ -156,9 +163,15 @@ int Supervisor::Run() {
   sigemptyset(&pending);
   sigpending(&pending);
   if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)) {
-    model::ExitStatus cancelled = Failed(-1, "cancelled before start");
-    cancelled.cancelled = true;
-    return Finish(cancelled);
+    model::ExitStatus stopped;
+    if (Preempted()) {
+      stopped = Failed(-1, "preempted before start");
+      stopped.preempted = true;
+    } else {
+      stopped = Failed(-1, "cancelled before start");
+      stopped.cancelled = true;
+    }
+    return Finish(stopped);
   }
 
   if (!StartWorker(*spec)) return Finish(exit_);
@@ -176,6 +189,10 @@ int Supervisor::Run() {
   std::vector<std::string> notes;
   if (exit_.timed_out) notes.push_back("timed out after " + FormatDuration(spec->timeout_ms));
   if (exit_.cancelled) notes.push_back("cancelled");
+  if (exit_.preempted) {
+    auto notice = ReadPreemptNotice(dir_);
+    notes.push_back(notice && !notice->reason.empty() ? notice->reason : "preempted");
+  }
   if (killed_) {
     notes.push_back(fmt::format("killed with SIGKILL after the {} grace period",
                                 FormatDuration(spec->kill_grace_ms)));
@@ -334,7 +351,12 @@ void Supervisor::Supervise(const model::LaunchSpec& spec) {
     timespec ts{static_cast<time_t>(wait_ms / 1000), static_cast<long>(wait_ms % 1000) * 1'000'000};
     int sig = sigtimedwait(&signals, nullptr, &ts);
     if ((sig == SIGTERM || sig == SIGINT) && !terminating_) {
-      exit_.cancelled = true;
+      // The runtime writes the notice before it signals a preemption.
+      if (Preempted()) {
+        exit_.preempted = true;
+      } else {
+        exit_.cancelled = true;
+      }
       BeginTermination(spec, MonotonicMs());
     }
   }

@@ -18,15 +18,17 @@ namespace drover::agent {
 //      "exec failed: <strerror>";
 //   3. writes started.json {pid, at};
 //   4. on timeout (timeout_ms > 0, measured from the exec) or on SIGTERM/SIGINT to itself
-//      (cancellation): SIGTERM to the worker's process group, SIGKILL to it after kill_grace_ms;
-//      records timed_out / cancelled;
+//      (cancellation, or preemption when WORKER_DIR/preempt-notice exists then): SIGTERM to the
+//      worker's process group, SIGKILL to it after kill_grace_ms; records timed_out, cancelled
+//      or preempted (with the notice's reason in the message);
 //   5. when the worker process exits: SIGKILL to whatever is left of its process group and to
 //      every descendant that escaped it (they are re-parented to the supervisor), reaping them
 //      all, so no orphan survives the worker; then writes exit.json and exits 0. A worker killed
 //      by a signal is recorded with that signal and exit code 128 + signal (as shells do); the
 //      message notes a timeout, a cancellation, an escalation to SIGKILL and leftovers killed.
 //      A SIGTERM that arrives before the worker was forked records cancelled = true with
-//      exit code -1 and "cancelled before start"; an unreadable launch.json exit code -1.
+//      exit code -1 and "cancelled before start" (preempted = true and "preempted before start"
+//      with a notice); an unreadable launch.json exit code -1.
 //
 // The supervisor keeps SIGTERM/SIGINT/SIGCHLD blocked and takes them with sigtimedwait; a
 // spawner that blocks them before exec (LocalRuntime does) therefore cannot lose a cancellation

@@ -164,6 +164,30 @@ Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {
   return codec::LaunchSpecFromJson(*j, path);
 }
 
+Status WritePreemptNotice(const std::string& dir, const PreemptNotice& notice) {
+  json j{{"reason", notice.reason}, {"deadline_ms", notice.deadline_ms}};
+  return WriteFileAtomically(Join(dir, kPreemptNoticeFile), codec::DumpJson(j));
+}
+
+Result<PreemptNotice> ReadPreemptNotice(const std::string& dir) {
+  std::string path = Join(dir, kPreemptNoticeFile);
+  auto j = ReadJsonFile(path);
+  if (!j) return tl::unexpected(j.error());
+  auto deadline = IntField(*j, "deadline_ms", path);
+  if (!deadline) return tl::unexpected(deadline.error());
+  auto reason = j->find("reason");
+  if (reason == j->end() || !reason->is_string()) {
+    return InvalidArgument(fmt::format("{}: 'reason' must be a string", path));
+  }
+  return PreemptNotice{reason->get<std::string>(), *deadline};
+}
+
+std::optional<TimeMs> ModificationTimeMs(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return std::nullopt;
+  return static_cast<TimeMs>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
+}
+
 namespace {
 
 struct ProcStat {

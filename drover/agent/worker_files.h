@@ -13,6 +13,14 @@
 //   exit.json        last, after every process of the worker is gone: the ExitStatus
 //                    (codec::ToJson) plus "at".
 //   stdout.log, stderr.log   the worker's output; supervisor.log the supervisor's own.
+//   preempt-notice   written by the runtime just before it sends SIGTERM to stop the worker for
+//                    a preemption: {"reason", "deadline_ms"} (deadline_ms: ms since the epoch
+//                    when SIGKILL follows). The worker finds it through $DROVER_PREEMPT_NOTICE;
+//                    the supervisor, seeing it when SIGTERM arrives, records preempted = true
+//                    instead of cancelled = true.
+//
+// Outside the worker directory: <checkpoint_dir>/.drover-checkpoint, touched by the worker after
+// it saved a checkpoint (its mtime is the checkpoint's time).
 
 #include <sys/types.h>
 
@@ -35,6 +43,8 @@ inline constexpr const char* kExitFile = "exit.json";
 inline constexpr const char* kStdoutFile = "stdout.log";
 inline constexpr const char* kStderrFile = "stderr.log";
 inline constexpr const char* kSupervisorLogFile = "supervisor.log";
+inline constexpr const char* kPreemptNoticeFile = "preempt-notice";
+inline constexpr const char* kCheckpointMarker = ".drover-checkpoint";
 
 // A process named so that pid reuse is detected.
 struct ProcessIdentity {
@@ -47,6 +57,11 @@ struct ProcessIdentity {
 struct StartedRecord {
   pid_t pid = 0;
   TimeMs at = 0;
+};
+
+struct PreemptNotice {
+  std::string reason;
+  TimeMs deadline_ms = 0;  // when SIGKILL follows, ms since the epoch
 };
 
 struct ExitRecord {
@@ -70,6 +85,11 @@ Status WriteExitFile(const std::string& dir, const ExitRecord& record);
 Result<ExitRecord> ReadExitFile(const std::string& dir);
 Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec);
 Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir);
+Status WritePreemptNotice(const std::string& dir, const PreemptNotice& notice);
+Result<PreemptNotice> ReadPreemptNotice(const std::string& dir);
+
+// The modification time of `path` in ms since the epoch; nullopt if it cannot be stat'ed.
+std::optional<TimeMs> ModificationTimeMs(const std::string& path);
 
 // Field 22 of /proc/PID/stat; nullopt if the process does not exist.
 std::optional<std::uint64_t> ProcessStartTime(pid_t pid);

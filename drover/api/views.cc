@@ -96,4 +96,68 @@ json NodeView(const model::Node& node, const model::Resources& free,
   return out;
 }
 
+json ExplanationView(JobId id, const control::Explanation& explanation) {
+  json body{{"id", id.value()},
+            {"state", model::JobStateName(explanation.state)},
+            {"layer", explanation.layer},
+            {"message", explanation.message},
+            {"estimated_start", nullptr}};
+  if (explanation.estimated_start) body["estimated_start"] = *explanation.estimated_start;
+  if (explanation.placement) {
+    const sched::PendingReason& reason = *explanation.placement;
+    json excluded = json::object();
+    for (const auto& [cause, count] : reason.excluded) excluded[cause] = count;
+    body["placement"] = {
+        {"eligible_nodes", reason.eligible_nodes},
+        {"largest_free_gpus", reason.largest_free_gpus},
+        {"largest_free_node", reason.largest_free_node ? reason.largest_free_node->value() : ""},
+        {"excluded", excluded}};
+  }
+  return body;
+}
+
+namespace {
+
+json Amounts(const model::ResourceAmounts& amounts) {
+  json out = json::object();
+  for (const auto& [name, amount] : amounts) out[name] = amount;
+  return out;
+}
+
+// The "gpu" amount (milli-GPUs) in whole GPUs; 0 when absent.
+double WholeGpus(const model::ResourceAmounts& amounts) {
+  auto it = amounts.find("gpu");
+  return it == amounts.end() ? 0.0 : static_cast<double>(it->second) / 1000.0;
+}
+
+}  // namespace
+
+json QueueView(const control::QueueReport& report) {
+  const sched::QueueStatus& q = report.status;
+  json gpus{{"nominal", nullptr},
+            {"usage", WholeGpus(q.usage)},
+            {"borrowed", WholeGpus(q.borrowed)},
+            {"lent", WholeGpus(q.lent)}};
+  if (q.nominal.contains("gpu")) gpus["nominal"] = WholeGpus(q.nominal);
+  return json{{"name", q.name},
+              {"path", q.path},
+              {"depth", q.depth},
+              {"leaf", q.leaf},
+              {"weight", q.weight},
+              {"nominal", Amounts(q.nominal)},
+              {"usage", Amounts(q.usage)},
+              {"borrowed", Amounts(q.borrowed)},
+              {"lent", Amounts(q.lent)},
+              {"gpus", gpus},
+              {"share", q.share},
+              {"running_jobs", q.running_jobs},
+              {"pending_jobs", report.pending_jobs}};
+}
+
+json DecisionsView(const std::vector<model::Decision>& decisions) {
+  json out = json::array();
+  for (const model::Decision& decision : decisions) out.push_back(codec::ToJson(decision));
+  return json{{"decisions", out}};
+}
+
 }  // namespace drover::api

@@ -1,13 +1,17 @@
 #pragma once
 
 // The JSON the HTTP API speaks (docs/api.md): errors, job views with derived timelines and
-// durations, node views. Pure functions: the server and the CLI's `-o json` share them.
+// durations, node views, explanations, queues and decisions. Pure functions: the server and the
+// CLI's `-o json` share them.
 
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "drover/common/clock.h"
+#include "drover/common/ids.h"
 #include "drover/common/result.h"
+#include "drover/control/controller.h"
+#include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/node.h"
 
@@ -35,5 +39,18 @@ nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transit
 // A node with its capacity and what is free now.
 nlohmann::json NodeView(const model::Node& node, const model::Resources& free,
                         const std::vector<int>& free_gpus);
+
+// GET /v1/jobs/{id}/explain: id, state, layer, message, estimated_start (ms, or null when
+// unknown or not waiting) and, when the placement layer holds the job, placement.
+nlohmann::json ExplanationView(JobId id, const control::Explanation& explanation);
+
+// One row of GET /v1/queues: name, path, depth, leaf, weight, nominal, usage, borrowed, lent
+// (resource maps as in model::ResourceAmounts: "cpu" millicores, "memory" bytes, "gpu" and
+// "gpu:<model>" milli-GPUs), gpus (the same four in whole GPUs as numbers, nominal null when
+// the queue sets no GPU quota), share, running_jobs, pending_jobs.
+nlohmann::json QueueView(const control::QueueReport& report);
+
+// GET /v1/jobs/{id}/decisions: {"decisions": [codec::ToJson(decision), ...]}.
+nlohmann::json DecisionsView(const std::vector<model::Decision>& decisions);
 
 }  // namespace drover::api

@@ -47,6 +47,9 @@ int Main(int argc, char** argv) {
   server->add_option("--listen", server_flags.listen, "HOST:PORT to serve the API on");
   server->add_option("--ready-file", server_flags.ready_file,
                      "write the API URL to this file once listening");
+  server->add_option("--policy", server_flags.policy_file,
+                     "scheduling policy file (queues, quotas, preemption); re-read when it "
+                     "changes");
   AddNodeFlags(server, server_flags.nodes);
   server->callback([&] { run = [&] { return ServerCommand(server_flags); }; });
 
@@ -105,12 +108,26 @@ int Main(int argc, char** argv) {
   auto* nodes = app.add_subcommand("nodes", "list nodes with free and total resources");
   nodes->callback([&] { run = [&] { return NodesCommand(client); }; });
 
+  auto* queues = app.add_subcommand("queues", "list queues with quotas, usage and borrowing");
+  queues->callback([&] { run = [&] { return QueuesCommand(client); }; });
+
+  auto* why = app.add_subcommand("why", "show a job's scheduling decisions");
+  why->add_option("id", id)->required();
+  why->callback([&] { run = [&] { return WhyCommand(client, id); }; });
+
+  auto* checkpoint =
+      app.add_subcommand("checkpoint", "report that a running job saved a checkpoint now");
+  checkpoint->add_option("id", id)->required();
+  checkpoint->callback([&] { run = [&] { return CheckpointCommand(client, id); }; });
+
   RunFlags run_flags;
   auto* run_command = app.add_subcommand(
       "run", "run a spec file to the end on a private control plane, with progress");
   run_command->add_option("file", run_flags.file, "spec file")->required();
   run_command->add_option("--data", run_flags.data_dir,
                           "state directory (default: a new temporary one)");
+  run_command->add_option("--policy", run_flags.policy_file,
+                          "scheduling policy file (queues, quotas, preemption)");
   AddNodeFlags(run_command, run_flags.nodes);
   run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
 

@@ -173,16 +173,64 @@ int CancelCommand(const ClientFlags& flags, const std::string& id) {
 
 int ExplainCommand(const ClientFlags& flags, const std::string& id) {
   server::ApiClient client(flags.server);
-  auto response = client.Get("/v1/jobs/" + server::UrlEncode(id) + "/explain");
-  if (!response) return ReportError(response.error());
+  auto body = client.Explain(id);
+  if (!body) return ReportError(body.error());
   if (flags.output == "json") {
-    PrintJson(response->json);
+    PrintJson(*body);
     return 0;
   }
-  const json& body = response->json;
-  std::cout << fmt::format("job {} is {} ({}): {}\n", body["id"].get<std::int64_t>(),
-                           body["state"].get<std::string>(), body["layer"].get<std::string>(),
-                           body["message"].get<std::string>());
+  const std::string state = body->value("state", "");
+  std::cout << fmt::format("job {} is {} ({}): {}\n", body->value("id", std::int64_t{0}), state,
+                           body->value("layer", ""), body->value("message", ""));
+  // Only a job that waits has a start to estimate.
+  if (state == "pending" || state == "ready" || state == "admitted" || state == "placed") {
+    const json estimate = body->value("estimated_start", json(nullptr));
+    if (estimate.is_number()) {
+      const TimeMs at = estimate.get<std::int64_t>();
+      std::cout << fmt::format("  estimated start: {} ({})\n", FormatTimestamp(at),
+                               FormatRelative(at, SystemClock().Now()));
+    } else {
+      std::cout << "  estimated start: unknown\n";
+    }
+  }
+  return 0;
+}
+
+int QueuesCommand(const ClientFlags& flags) {
+  server::ApiClient client(flags.server);
+  auto body = client.Queues();
+  if (!body) return ReportError(body.error());
+  if (flags.output == "json") {
+    PrintJson(*body);
+    return 0;
+  }
+  std::cout << DescribeQueues(*body);
+  return 0;
+}
+
+int WhyCommand(const ClientFlags& flags, const std::string& id) {
+  server::ApiClient client(flags.server);
+  auto body = client.Decisions(id);
+  if (!body) return ReportError(body.error());
+  if (flags.output == "json") {
+    PrintJson(*body);
+    return 0;
+  }
+  std::cout << DescribeDecisions(*body);
+  return 0;
+}
+
+int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
+  server::ApiClient client(flags.server);
+  auto body = client.Checkpoint(id);
+  if (!body) return ReportError(body.error());
+  if (flags.output == "json") {
+    PrintJson(*body);
+    return 0;
+  }
+  std::cout << fmt::format("job {}: checkpoint recorded at {}\n",
+                           body->value("job", std::int64_t{0}),
+                           FormatTimestamp(body->value("checkpoint_at", std::int64_t{0})));
   return 0;
 }
 

@@ -33,5 +33,11 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 int CancelCommand(const ClientFlags& flags, const std::string& id);
 int ExplainCommand(const ClientFlags& flags, const std::string& id);
 int NodesCommand(const ClientFlags& flags);
+// `drover queues`: the queue tree with quotas, usage, borrowing and pending jobs.
+int QueuesCommand(const ClientFlags& flags);
+// `drover why ID`: the job's scheduling decisions (placements, reservations, preemptions).
+int WhyCommand(const ClientFlags& flags, const std::string& id);
+// `drover checkpoint ID`: reports that a running job saved a checkpoint now.
+int CheckpointCommand(const ClientFlags& flags, const std::string& id);
 
 }  // namespace drover::cli

@@ -48,9 +48,11 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
 }
 
 // Opens the store and the control plane over `data_dir` with the local nodes of `nodes`.
+// A bad policy file is an error before anything starts.
 Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(const std::string& data_dir,
                                                                const server::LocalNodeFlags& nodes,
                                                                const std::string& fallback_gpus,
+                                                               const std::string& policy_file,
                                                                const Clock& clock) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
@@ -62,6 +64,7 @@ Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(const std::string
   auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   if (!store) return tl::unexpected(store.error());
   auto plane = std::make_unique<server::ControlPlane>(*std::move(store), clock);
+  if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(plane->LoadPolicyFile(policy_file));
   DROVER_RETURN_IF_ERROR(
       server::AddLocalNodes(*plane, *described, data_dir, server::SupervisorExecutable(), clock));
   return plane;
@@ -74,7 +77,7 @@ int ServerCommand(const ServerFlags& flags) {
   auto address = SplitHostPort(flags.listen);
   if (!address) return ReportError(address.error());
   SystemClock clock;
-  auto plane = OpenControlPlane(flags.data_dir, flags.nodes, "0", clock);
+  auto plane = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file, clock);
   if (!plane) return ReportError(plane.error());
   Status started = (*plane)->Start();
   if (!started) return ReportError(started.error());
@@ -83,6 +86,10 @@ int ServerCommand(const ServerFlags& flags) {
   std::string url = fmt::format("http://{}:{}", address->first, (*http)->port());
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
             << std::endl;
+  if (!flags.policy_file.empty()) {
+    std::cout << "scheduling policy from " << flags.policy_file << " (" << (*plane)->Queues().size()
+              << " queues; edits are picked up when saved)" << std::endl;
+  }
   if (!flags.ready_file.empty()) {
     std::ofstream(flags.ready_file + ".tmp") << url << "\n";
     std::filesystem::rename(flags.ready_file + ".tmp", flags.ready_file);
@@ -190,7 +197,7 @@ int RunCommand(const RunFlags& flags) {
   }
   SystemClock clock;
   spdlog::set_level(spdlog::level::warn);
-  auto plane = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", clock);
+  auto plane = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", flags.policy_file, clock);
   if (!plane) return ReportError(plane.error());
   Status started = (*plane)->Start();
   if (!started) return ReportError(started.error());

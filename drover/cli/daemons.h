@@ -14,6 +14,9 @@ struct ServerFlags {
   std::string listen = "127.0.0.1:8420";
   server::LocalNodeFlags nodes;
   std::string ready_file;  // written with the base URL once listening (for scripts and tests)
+  // The scheduling policy (docs/scheduling.md); empty: one queue "default" without quota. A bad
+  // file stops the start with its diagnostics; later edits are picked up within a second.
+  std::string policy_file;
 };
 int ServerCommand(const ServerFlags& flags);
 
@@ -26,7 +29,8 @@ int AgentCommand(const AgentFlags& flags);
 
 struct RunFlags {
   std::string file;
-  std::string data_dir;  // default: a new directory under $TMPDIR
+  std::string data_dir;     // default: a new directory under $TMPDIR
+  std::string policy_file;  // as ServerFlags::policy_file
   server::LocalNodeFlags nodes;
 };
 int RunCommand(const RunFlags& flags);

@@ -6,11 +6,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <vector>
 
 #include "drover/cli/table.h"
 #include "drover/common/quantity.h"
@@ -114,12 +116,27 @@ std::string DescribeJob(const json& job) {
                        attempt.value("outcome_reason", "").empty()
                            ? ""
                            : " - " + attempt["outcome_reason"].get<std::string>());
+    // Preemption and checkpoints: how the attempt began and what it kept.
+    std::vector<std::string> notes;
+    if (attempt.value("resumed", false)) notes.push_back("resumed from a checkpoint");
+    if (const json at = attempt.value("last_checkpoint_at", json(0)); at.is_number() && at != 0) {
+      notes.push_back(fmt::format("last checkpoint {} ({})", Offset(at, created),
+                                  FormatTimestamp(at.get<std::int64_t>())));
+    } else if (attempt.contains("preempted_by")) {
+      notes.push_back("no checkpoint");
+    }
+    if (attempt.contains("preempted_by") && attempt["preempted_by"].is_number()) {
+      notes.push_back(
+          fmt::format("preempted by job {}", attempt["preempted_by"].get<std::int64_t>()));
+    }
+    if (!notes.empty()) out += fmt::format("    {}\n", fmt::join(notes, "; "));
     Table workers({"    RANK", "NODE", "GPUS", "STATE", "STARTED", "FINISHED", "EXIT"});
     for (const json& worker : attempt["workers"]) {
       std::string exit = "-";
       if (worker.contains("exit") && worker["exit"].is_object()) {
         const json& e = worker["exit"];
         exit = e["cancelled"].get<bool>()    ? "cancelled"
+               : e.value("preempted", false) ? "preempted"
                : e["timed_out"].get<bool>()  ? "timed out"
                : e["signal"].get<int>() != 0 ? fmt::format("signal {}", e["signal"].get<int>())
                                              : fmt::format("{}", e["exit_code"].get<int>());
@@ -136,6 +153,91 @@ std::string DescribeJob(const json& job) {
     out += fmt::format("    {:>8}  {} -> {}  ({})\n", Offset(t["at"], created),
                        t["from_state"].get<std::string>(), t["to_state"].get<std::string>(),
                        t["cause"].get<std::string>());
+  }
+  return out;
+}
+
+std::string FormatTimestamp(TimeMs at) {
+  std::time_t seconds = static_cast<std::time_t>(at / 1000);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
+  return text;
+}
+
+std::string FormatRelative(TimeMs at, TimeMs now) {
+  if (at - now >= 1000) return "in " + FormatDuration(at - now);
+  if (now - at >= 1000) return FormatDuration(now - at) + " ago";
+  return "now";
+}
+
+std::string FormatGpuCount(double gpus) {
+  std::string text = fmt::format("{:.3f}", gpus);
+  while (text.ends_with('0')) text.pop_back();
+  if (text.ends_with('.')) text.pop_back();
+  return text == "-0" ? "0" : text;
+}
+
+namespace {
+
+double Number(const json& value) { return value.is_number() ? value.get<double>() : 0.0; }
+
+}  // namespace
+
+std::string DescribeQueues(const json& body) {
+  Table table({"QUEUE", "WEIGHT", "GPU QUOTA", "GPU USED", "BORROWED", "LENT", "SHARE", "RUNNING",
+               "PENDING"});
+  for (const json& queue : body.value("queues", json::array())) {
+    const json gpus = queue.value("gpus", json::object());
+    const json nominal = gpus.value("nominal", json(nullptr));
+    table.AddRow({std::string(2 * queue.value("depth", 0), ' ') + queue.value("name", ""),
+                  FormatGpuCount(Number(queue["weight"])),
+                  nominal.is_number() ? FormatGpuCount(nominal.get<double>()) : "-",
+                  FormatGpuCount(Number(gpus["usage"])), FormatGpuCount(Number(gpus["borrowed"])),
+                  FormatGpuCount(Number(gpus["lent"])),
+                  fmt::format("{:.3f}", Number(queue["share"])),
+                  std::to_string(queue.value("running_jobs", 0)),
+                  std::to_string(queue.value("pending_jobs", 0))});
+  }
+  return table.Render();
+}
+
+std::string DescribeDecisions(const json& body) {
+  std::string out;
+  const json decisions = body.value("decisions", json::array());
+  if (decisions.empty()) return "no scheduling decisions recorded for this job yet\n";
+  for (const json& d : decisions) {
+    const std::string kind = d.value("kind", "");
+    out +=
+        fmt::format("{}  {:<9}  attempt {}: {}\n", FormatTimestamp(d.value("at", std::int64_t{0})),
+                    kind, d.value("attempt", 0), d.value("summary", ""));
+    const std::string indent(21, ' ');
+    std::vector<std::string> nodes;
+    for (const json& node : d.value("nodes", json::array())) {
+      if (node.is_string()) nodes.push_back(node.get<std::string>());
+    }
+    if (!nodes.empty()) {
+      out += fmt::format("{}nodes: {}  score {:.3f}  ({} candidate node{})\n", indent,
+                         fmt::join(nodes, ", "), d.value("score", 0.0), d.value("candidates", 0),
+                         d.value("candidates", 0) == 1 ? "" : "s");
+    }
+    if (kind == "reserved" && d.value("reserved_start_at", std::int64_t{0}) > 0) {
+      out += fmt::format("{}reserved from {}\n", indent,
+                         FormatTimestamp(d.value("reserved_start_at", std::int64_t{0})));
+    }
+    if (kind == "evicted" && d.value("preemptor", std::int64_t{0}) > 0) {
+      out += fmt::format("{}preempted by job {}{}\n", indent, d["preemptor"].get<std::int64_t>(),
+                         d.value("reason", "").empty() ? "" : " (" + d.value("reason", "") + ")");
+    }
+    for (const json& victim : d.value("victims", json::array())) {
+      out += fmt::format("{}victim: job {} ({}, {} GPU{}) loses {:.0f} GPU-seconds{}\n", indent,
+                         victim.value("job_id", std::int64_t{0}), victim.value("queue", ""),
+                         victim.value("gpus", 0), victim.value("gpus", 0) == 1 ? "" : "s",
+                         victim.value("lost_gpu_seconds", 0.0),
+                         victim.value("has_checkpoint", false) ? ", resumes from its checkpoint"
+                                                               : ", restarts from the beginning");
+    }
   }
   return out;
 }

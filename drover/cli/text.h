@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/spec/parse.h"
 
@@ -25,5 +26,15 @@ std::string Truncate(const std::string& text, std::size_t width);
 std::string TaintText(const nlohmann::json& taint);
 // A multi-line description of a job (API JobDetail JSON) for `drover get`.
 std::string DescribeJob(const nlohmann::json& job);
+// `at` (ms since the epoch) as local time, "2026-11-30 14:05:09".
+std::string FormatTimestamp(TimeMs at);
+// How far `at` is from `now`: "in 3m", "2m ago", "now" (within a second).
+std::string FormatRelative(TimeMs at, TimeMs now);
+// A number of GPUs: "8", "2.5", "0.25" (at most 3 decimals, no trailing zeros).
+std::string FormatGpuCount(double gpus);
+// `drover queues`: the table of GET /v1/queues.
+std::string DescribeQueues(const nlohmann::json& queues);
+// `drover why`: the decision log of GET /v1/jobs/{id}/decisions, one entry per decision.
+std::string DescribeDecisions(const nlohmann::json& decisions);
 
 }  // namespace drover::cli

@@ -28,6 +28,7 @@ tl::unexpected<Error> Expected(const std::string& path, std::string_view what) {
 
 Status Decode(const json& j, const std::string& path, std::string* out);
 Status Decode(const json& j, const std::string& path, bool* out);
+Status Decode(const json& j, const std::string& path, double* out);
 Status Decode(const json& j, const std::string& path, std::int64_t* out);
 Status Decode(const json& j, const std::string& path, int* out);
 Status Decode(const json& j, const std::string& path, JobId* out);
@@ -36,15 +37,20 @@ Status Decode(const json& j, const std::string& path, std::vector<std::string>* 
 Status Decode(const json& j, const std::string& path, std::vector<int>* out);
 Status Decode(const json& j, const std::string& path, std::vector<JobId>* out);
 Status Decode(const json& j, const std::string& path, std::map<std::string, std::string>* out);
+Status Decode(const json& j, const std::string& path, model::ResourceAmounts* out);
 Status Decode(const json& j, const std::string& path, model::JobState* out);
 Status Decode(const json& j, const std::string& path, model::WorkerState* out);
 Status Decode(const json& j, const std::string& path, model::TaintEffect* out);
 Status Decode(const json& j, const std::string& path, model::Toleration::Operator* out);
 Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out);
+Status Decode(const json& j, const std::string& path, model::GpuSharing* out);
+Status Decode(const json& j, const std::string& path, model::Decision::Kind* out);
+Status Decode(const json& j, const std::string& path, model::Scoring* out);
 Status Decode(const json& j, const std::string& path, model::Resources* out);
 Status Decode(const json& j, const std::string& path, model::Taint* out);
 Status Decode(const json& j, const std::string& path, model::Toleration* out);
 Status Decode(const json& j, const std::string& path, model::Requirements* out);
+Status Decode(const json& j, const std::string& path, model::LabelPreference* out);
 Status Decode(const json& j, const std::string& path, model::Preferences* out);
 Status Decode(const json& j, const std::string& path, model::RetryPolicy* out);
 Status Decode(const json& j, const std::string& path, model::JobSpec* out);
@@ -53,10 +59,16 @@ Status Decode(const json& j, const std::string& path, model::Worker* out);
 Status Decode(const json& j, const std::string& path, model::Attempt* out);
 Status Decode(const json& j, const std::string& path, model::Job* out);
 Status Decode(const json& j, const std::string& path, model::Transition* out);
+Status Decode(const json& j, const std::string& path, model::MigSlots* out);
 Status Decode(const json& j, const std::string& path, model::Gpu* out);
 Status Decode(const json& j, const std::string& path, model::Node* out);
 Status Decode(const json& j, const std::string& path, model::LaunchSpec* out);
 Status Decode(const json& j, const std::string& path, model::WorkerEvent* out);
+Status Decode(const json& j, const std::string& path, model::Victim* out);
+Status Decode(const json& j, const std::string& path, model::Decision* out);
+Status Decode(const json& j, const std::string& path, model::Limits* out);
+Status Decode(const json& j, const std::string& path, model::QueueConfig* out);
+Status Decode(const json& j, const std::string& path, model::Policy* out);
 
 // Arrays of objects: element errors name the element ("job.attempts[2].number").
 template <typename T>
@@ -124,6 +136,12 @@ Status Decode(const json& j, const std::string& path, std::string* out) {
 Status Decode(const json& j, const std::string& path, bool* out) {
   if (!j.is_boolean()) return Expected(path, "a boolean");
   *out = j.get<bool>();
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, double* out) {
+  if (!j.is_number()) return Expected(path, "a number");
+  *out = j.get<double>();
   return OkStatus();
 }
 
@@ -199,6 +217,17 @@ Status Decode(const json& j, const std::string& path, std::map<std::string, std:
   return OkStatus();
 }
 
+Status Decode(const json& j, const std::string& path, model::ResourceAmounts* out) {
+  if (!j.is_object()) return Expected(path, "an object of integers");
+  out->clear();
+  for (const auto& [key, value] : j.items()) {
+    const auto amount = AsInt64(value);
+    if (!amount) return Expected(path + "." + key, "a 64-bit integer");
+    out->emplace(key, *amount);
+  }
+  return OkStatus();
+}
+
 // Enums: the name must be a string and one of the known names.
 template <typename E, typename Parse>
 Status DecodeEnum(const json& j, const std::string& path, std::string_view what,
@@ -245,18 +274,22 @@ Status Decode(const json& j, const std::string& path, model::Toleration::Operato
 }
 
 Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out) {
-  return DecodeEnum(
-      j, path, "worker event kind", "started, exited",
-      [](std::string_view name) -> std::optional<model::WorkerEvent::Kind> {
-        if (name == "started") return model::WorkerEvent::Kind::kStarted;
-        if (name == "exited") return model::WorkerEvent::Kind::kExited;
-        return std::nullopt;
-      },
-      out);
+  return DecodeEnum(j, path, "worker event kind", "started, exited, checkpoint",
+                    ParseWorkerEventKind, out);
 }
 
-std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind) {
-  return kind == model::WorkerEvent::Kind::kExited ? "exited" : "started";
+Status Decode(const json& j, const std::string& path, model::GpuSharing* out) {
+  return DecodeEnum(j, path, "GPU sharing mode", "exclusive, timeslice, mig", ParseGpuSharing, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::Decision::Kind* out) {
+  return DecodeEnum(
+      j, path, "decision kind", "placed, reserved, preempted, evicted",
+      [](std::string_view name) { return model::ParseDecisionKind(name); }, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::Scoring* out) {
+  return DecodeEnum(j, path, "scoring", "binpack, spread, fragmentation", ParseScoring, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Resources* out) {
@@ -292,11 +325,25 @@ Status Decode(const json& j, const std::string& path, model::Requirements* out) 
   DROVER_RETURN_IF_ERROR(Field(j, path, "node_selector", &out->node_selector));
   DROVER_RETURN_IF_ERROR(Field(j, path, "tolerations", &out->tolerations));
   DROVER_RETURN_IF_ERROR(Field(j, path, "same_node", &out->same_node));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_share_millis", &out->gpu_share_millis));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "mig_profile", &out->mig_profile));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "topology_level", &out->topology_level));
   return OkStatus();
 }
 
-Status Decode(const json& j, const std::string& path, model::Preferences*) {
-  return RequireObject(j, path);
+Status Decode(const json& j, const std::string& path, model::LabelPreference* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "key", &out->key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "value", &out->value));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "weight", &out->weight));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Preferences* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "node_labels", &out->node_labels));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "topology_level", &out->topology_level));
+  return OkStatus();
 }
 
 Status Decode(const json& j, const std::string& path, model::RetryPolicy* out) {
@@ -313,6 +360,7 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "team", &out->team));
   DROVER_RETURN_IF_ERROR(Field(j, path, "queue", &out->queue));
   DROVER_RETURN_IF_ERROR(Field(j, path, "priority_class", &out->priority_class));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "pipeline", &out->pipeline));
   DROVER_RETURN_IF_ERROR(Field(j, path, "command", &out->command));
   DROVER_RETURN_IF_ERROR(Field(j, path, "script", &out->script));
   DROVER_RETURN_IF_ERROR(Field(j, path, "working_dir", &out->working_dir));
@@ -335,6 +383,7 @@ Status Decode(const json& j, const std::string& path, model::ExitStatus* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "signal", &out->signal));
   DROVER_RETURN_IF_ERROR(Field(j, path, "timed_out", &out->timed_out));
   DROVER_RETURN_IF_ERROR(Field(j, path, "cancelled", &out->cancelled));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "preempted", &out->preempted));
   DROVER_RETURN_IF_ERROR(Field(j, path, "message", &out->message));
   return OkStatus();
 }
@@ -364,6 +413,9 @@ Status Decode(const json& j, const std::string& path, model::Attempt* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "finished_at", &out->finished_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "outcome", &out->outcome));
   DROVER_RETURN_IF_ERROR(Field(j, path, "outcome_reason", &out->outcome_reason));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "resumed", &out->resumed));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "last_checkpoint_at", &out->last_checkpoint_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "preempted_by", &out->preempted_by));
   DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
   return OkStatus();
 }
@@ -394,6 +446,13 @@ Status Decode(const json& j, const std::string& path, model::Transition* out) {
   return OkStatus();
 }
 
+Status Decode(const json& j, const std::string& path, model::MigSlots* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "profile", &out->profile));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "count", &out->count));
+  return OkStatus();
+}
+
 Status Decode(const json& j, const std::string& path, model::Gpu* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
   DROVER_RETURN_IF_ERROR(Field(j, path, "index", &out->index));
@@ -401,6 +460,8 @@ Status Decode(const json& j, const std::string& path, model::Gpu* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "model", &out->model));
   DROVER_RETURN_IF_ERROR(Field(j, path, "memory_bytes", &out->memory_bytes));
   DROVER_RETURN_IF_ERROR(Field(j, path, "topology_group", &out->topology_group));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sharing", &out->sharing));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "mig", &out->mig));
   return OkStatus();
 }
 
@@ -439,6 +500,7 @@ Status Decode(const json& j, const std::string& path, model::LaunchSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
   DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "kill_grace_ms", &out->kill_grace_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
   return OkStatus();
 }
 
@@ -448,6 +510,70 @@ Status Decode(const json& j, const std::string& path, model::WorkerEvent* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "kind", &out->kind));
   DROVER_RETURN_IF_ERROR(Field(j, path, "at", &out->at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "exit", &out->exit));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Victim* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "job_id", &out->job));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "queue", &out->queue));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "lost_gpu_seconds", &out->lost_gpu_seconds));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "has_checkpoint", &out->has_checkpoint));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Decision* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "job_id", &out->job));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "attempt", &out->attempt));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "at", &out->at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "kind", &out->kind));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "queue", &out->queue));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "summary", &out->summary));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "candidates", &out->candidates));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "nodes", &out->nodes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "score", &out->score));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "reason", &out->reason));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "victims", &out->victims));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "preemptor", &out->preemptor));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "reserved_start_at", &out->reserved_start));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Limits* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "max_running_jobs", &out->max_running_jobs));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "max_resources", &out->max_resources));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::QueueConfig* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "weight", &out->weight));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "nominal", &out->nominal));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "borrowing_limit", &out->borrowing_limit));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "lending_limit", &out->lending_limit));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "limits", &out->limits));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "user_limits", &out->user_limits));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "children", &out->children));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::Policy* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "queues", &out->queues));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "pipeline_limits", &out->pipeline_limits));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "fair_share_half_life_ms", &out->fair_share_half_life));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "aging_interval_ms", &out->aging_interval));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "aging_step", &out->aging_step));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "aging_max", &out->aging_max));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "scoring", &out->scoring));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "preemption", &out->preemption));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "min_run_time_ms", &out->min_run_time));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "preemption_grace_ms", &out->preemption_grace));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "backfill", &out->backfill));
   return OkStatus();
 }
 
@@ -492,29 +618,78 @@ json ToJson(const model::Toleration& toleration) {
   return out;
 }
 
-json ToJson(const model::Requirements& requirements) {
-  json tolerations = json::array();
-  for (const auto& toleration : requirements.tolerations) tolerations.push_back(ToJson(toleration));
-  return json{{"per_worker", ToJson(requirements.per_worker)},
-              {"gpu_memory_bytes", requirements.gpu_memory_bytes},
-              {"gpu_models", requirements.gpu_models},
-              {"node_selector", StringMap(requirements.node_selector)},
-              {"tolerations", std::move(tolerations)},
-              {"same_node", requirements.same_node}};
-}
-
-json ToJson(const model::Gpu& gpu) {
-  return json{{"index", gpu.index},
-              {"uuid", gpu.uuid},
-              {"model", gpu.model},
-              {"memory_bytes", gpu.memory_bytes},
-              {"topology_group", gpu.topology_group}};
-}
+// The private encoders Array() below uses, declared before it so that it finds them.
+json ToJson(const model::LabelPreference& preference);
+json ToJson(const model::MigSlots& slots);
+json ToJson(const model::Gpu& gpu);
+json ToJson(const model::Victim& victim);
 
 template <typename T>
 json Array(const std::vector<T>& values) {
   json out = json::array();
   for (const auto& value : values) out.push_back(ToJson(value));
+  return out;
+}
+
+json ToJson(const model::Requirements& requirements) {
+  json tolerations = json::array();
+  for (const auto& toleration : requirements.tolerations) tolerations.push_back(ToJson(toleration));
+  json out{{"per_worker", ToJson(requirements.per_worker)},
+           {"gpu_memory_bytes", requirements.gpu_memory_bytes},
+           {"gpu_models", requirements.gpu_models},
+           {"node_selector", StringMap(requirements.node_selector)},
+           {"tolerations", std::move(tolerations)},
+           {"same_node", requirements.same_node}};
+  if (requirements.gpu_share_millis != 0) out["gpu_share_millis"] = requirements.gpu_share_millis;
+  if (!requirements.mig_profile.empty()) out["mig_profile"] = requirements.mig_profile;
+  if (!requirements.topology_level.empty()) out["topology_level"] = requirements.topology_level;
+  return out;
+}
+
+json ToJson(const model::LabelPreference& preference) {
+  return json{{"key", preference.key}, {"value", preference.value}, {"weight", preference.weight}};
+}
+
+json ToJson(const model::Preferences& preferences) {
+  json out = json::object();
+  if (!preferences.node_labels.empty()) out["node_labels"] = Array(preferences.node_labels);
+  if (!preferences.topology_level.empty()) out["topology_level"] = preferences.topology_level;
+  return out;
+}
+
+json ToJson(const model::MigSlots& slots) {
+  return json{{"profile", slots.profile}, {"count", slots.count}};
+}
+
+json ToJson(const model::Gpu& gpu) {
+  json out{{"index", gpu.index},
+           {"uuid", gpu.uuid},
+           {"model", gpu.model},
+           {"memory_bytes", gpu.memory_bytes},
+           {"topology_group", gpu.topology_group}};
+  if (gpu.sharing != model::GpuSharing::kExclusive)
+    out["sharing"] = model::GpuSharingName(gpu.sharing);
+  if (!gpu.mig.empty()) out["mig"] = Array(gpu.mig);
+  return out;
+}
+
+json ToJson(const model::Victim& victim) {
+  return json{{"job_id", victim.job.value()},
+              {"queue", victim.queue},
+              {"gpus", victim.gpus},
+              {"lost_gpu_seconds", victim.lost_gpu_seconds},
+              {"has_checkpoint", victim.has_checkpoint}};
+}
+
+json ToJson(const model::ResourceAmounts& amounts) {
+  json out = json::object();
+  for (const auto& [resource, amount] : amounts) out[resource] = amount;
+  return out;
+}
+
+json ToJson(const model::Limits& limits) {
+  json out{{"max_resources", ToJson(limits.max_resources)}};
+  if (limits.max_running_jobs) out["max_running_jobs"] = *limits.max_running_jobs;
   return out;
 }
 
@@ -532,6 +707,42 @@ std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind) {
+  switch (kind) {
+    case model::WorkerEvent::Kind::kStarted:
+      return "started";
+    case model::WorkerEvent::Kind::kExited:
+      return "exited";
+    case model::WorkerEvent::Kind::kCheckpoint:
+      return "checkpoint";
+  }
+  return "started";
+}
+
+std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view name) {
+  for (auto kind : {model::WorkerEvent::Kind::kStarted, model::WorkerEvent::Kind::kExited,
+                    model::WorkerEvent::Kind::kCheckpoint}) {
+    if (WorkerEventKindName(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
+
+std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
+  for (auto sharing :
+       {model::GpuSharing::kExclusive, model::GpuSharing::kTimeslice, model::GpuSharing::kMig}) {
+    if (model::GpuSharingName(sharing) == name) return sharing;
+  }
+  return std::nullopt;
+}
+
+std::optional<model::Scoring> ParseScoring(std::string_view name) {
+  for (auto scoring :
+       {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation}) {
+    if (model::ScoringName(scoring) == name) return scoring;
+  }
+  return std::nullopt;
+}
+
 json ToJson(const model::JobSpec& spec) {
   json out{{"name", spec.name},
            {"owner", spec.owner},
@@ -543,7 +754,7 @@ json ToJson(const model::JobSpec& spec) {
            {"working_dir", spec.working_dir},
            {"env", StringMap(spec.env)},
            {"requirements", ToJson(spec.requirements)},
-           {"preferences", json::object()},
+           {"preferences", ToJson(spec.preferences)},
            {"workers", spec.workers},
            {"min_workers", spec.min_workers},
            {"depends_on", spec.depends_on},
@@ -552,6 +763,7 @@ json ToJson(const model::JobSpec& spec) {
            {"checkpoint_dir", spec.checkpoint_dir},
            {"interruptible", spec.interruptible}};
   if (spec.timeout) out["timeout_ms"] = *spec.timeout;
+  if (!spec.pipeline.empty()) out["pipeline"] = spec.pipeline;
   return out;
 }
 
@@ -560,11 +772,13 @@ Result<model::JobSpec> JobSpecFromJson(const json& j, std::string_view path) {
 }
 
 json ToJson(const model::ExitStatus& exit) {
-  return json{{"exit_code", exit.exit_code},
-              {"signal", exit.signal},
-              {"timed_out", exit.timed_out},
-              {"cancelled", exit.cancelled},
-              {"message", exit.message}};
+  json out{{"exit_code", exit.exit_code},
+           {"signal", exit.signal},
+           {"timed_out", exit.timed_out},
+           {"cancelled", exit.cancelled},
+           {"message", exit.message}};
+  if (exit.preempted) out["preempted"] = true;
+  return out;
 }
 
 Result<model::ExitStatus> ExitStatusFromJson(const json& j, std::string_view path) {
@@ -599,6 +813,9 @@ json ToJson(const model::Attempt& attempt) {
            {"outcome_reason", attempt.outcome_reason},
            {"workers", Array(attempt.workers)}};
   if (attempt.outcome) out["outcome"] = model::JobStateName(*attempt.outcome);
+  if (attempt.resumed) out["resumed"] = true;
+  if (attempt.last_checkpoint_at != 0) out["last_checkpoint_at"] = attempt.last_checkpoint_at;
+  if (attempt.preempted_by) out["preempted_by"] = attempt.preempted_by->value();
   return out;
 }
 
@@ -662,6 +879,7 @@ json ToJson(const model::LaunchSpec& launch) {
   out["gpus"] = launch.gpus;
   out["timeout_ms"] = launch.timeout_ms;
   out["kill_grace_ms"] = launch.kill_grace_ms;
+  if (!launch.checkpoint_dir.empty()) out["checkpoint_dir"] = launch.checkpoint_dir;
   return out;
 }
 
@@ -680,6 +898,59 @@ json ToJson(const model::WorkerEvent& event) {
 
 Result<model::WorkerEvent> WorkerEventFromJson(const json& j, std::string_view path) {
   return DecodeRoot<model::WorkerEvent>(j, path);
+}
+
+json ToJson(const model::Decision& decision) {
+  return json{{"job_id", decision.job.value()},
+              {"attempt", decision.attempt},
+              {"at", decision.at},
+              {"kind", model::DecisionKindName(decision.kind)},
+              {"queue", decision.queue},
+              {"summary", decision.summary},
+              {"candidates", decision.candidates},
+              {"nodes", decision.nodes},
+              {"score", decision.score},
+              {"reason", decision.reason},
+              {"victims", Array(decision.victims)},
+              {"preemptor", decision.preemptor.value()},
+              {"reserved_start_at", decision.reserved_start}};
+}
+
+Result<model::Decision> DecisionFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Decision>(j, path);
+}
+
+json ToJson(const model::QueueConfig& queue) {
+  return json{{"name", queue.name},
+              {"weight", queue.weight},
+              {"nominal", ToJson(queue.nominal)},
+              {"borrowing_limit", ToJson(queue.borrowing_limit)},
+              {"lending_limit", ToJson(queue.lending_limit)},
+              {"limits", ToJson(queue.limits)},
+              {"user_limits", ToJson(queue.user_limits)},
+              {"children", Array(queue.children)}};
+}
+
+Result<model::QueueConfig> QueueConfigFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::QueueConfig>(j, path);
+}
+
+json ToJson(const model::Policy& policy) {
+  return json{{"queues", Array(policy.queues)},
+              {"pipeline_limits", ToJson(policy.pipeline_limits)},
+              {"fair_share_half_life_ms", policy.fair_share_half_life},
+              {"aging_interval_ms", policy.aging_interval},
+              {"aging_step", policy.aging_step},
+              {"aging_max", policy.aging_max},
+              {"scoring", model::ScoringName(policy.scoring)},
+              {"preemption", policy.preemption},
+              {"min_run_time_ms", policy.min_run_time},
+              {"preemption_grace_ms", policy.preemption_grace},
+              {"backfill", policy.backfill}};
+}
+
+Result<model::Policy> PolicyFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::Policy>(j, path);
 }
 
 std::string DumpJson(const json& j) {

@@ -7,12 +7,21 @@
 //   - keys are snake_case field names;
 //   - enums are their names: job states "pending".."timed_out" (model::JobStateName), worker
 //     states "assigned".."exited", taint effects "NoSchedule"/"PreferNoSchedule"/"NoExecute",
-//     toleration operators "Equal"/"Exists", worker event kinds "started"/"exited";
+//     toleration operators "Equal"/"Exists", worker event kinds "started"/"exited"/"checkpoint",
+//     GPU sharing modes "exclusive"/"timeslice"/"mig" (model::GpuSharingName), decision kinds
+//     "placed".."evicted" (model::DecisionKindName), scorings "binpack"/"spread"/"fragmentation"
+//     (model::ScoringName);
 //   - quantities are integers with the unit in the key: cpu_millis, memory_bytes, timeout_ms;
 //   - times are integers, milliseconds since the Unix epoch, in keys ending in "_at"
 //     (0 means "not yet", as in the model);
 //   - JobId is an integer ("id", "job_id", "dependencies"), NodeId a string ("node", "name");
-//   - an unset std::optional is omitted.
+//   - an unset std::optional is omitted;
+//   - fields added after the first stored snapshots (JobSpec.pipeline, Requirements'
+//     gpu_share_millis, mig_profile and topology_level, Preferences' node_labels and
+//     topology_level, Gpu.sharing and Gpu.mig, Attempt's resumed, last_checkpoint_at and
+//     preempted_by, ExitStatus.preempted, LaunchSpec.checkpoint_dir) are omitted while they hold
+//     their default value, so a value that does not use them encodes exactly as before (older
+//     agents and readers see the same JSON). Decision, QueueConfig and Policy write every field.
 //
 // Decoding contract:
 //   - the value must be an object; an absent key (or null) leaves the field at the type's default
@@ -31,10 +40,12 @@
 #include <string_view>
 
 #include "drover/common/result.h"
+#include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
+#include "drover/model/policy.h"
 
 namespace drover::codec {
 
@@ -74,10 +85,38 @@ nlohmann::json ToJson(const model::WorkerEvent& event);
 Result<model::WorkerEvent> WorkerEventFromJson(const nlohmann::json& json,
                                                std::string_view path = "event");
 
+// One scheduling decision (GET /v1/jobs/{id}/decisions): {"job_id", "attempt", "at", "kind",
+// "queue", "summary", "candidates", "nodes", "score", "reason", "victims": [{"job_id", "queue",
+// "gpus", "lost_gpu_seconds", "has_checkpoint"}], "preemptor" (a job id, 0 for none),
+// "reserved_start_at"}.
+nlohmann::json ToJson(const model::Decision& decision);
+Result<model::Decision> DecisionFromJson(const nlohmann::json& json,
+                                         std::string_view path = "decision");
+
+// {"name", "weight", "nominal", "borrowing_limit", "lending_limit", "limits", "user_limits",
+// "children"}. Resource amounts are objects keyed by resource name as in model::ResourceAmounts
+// ({"gpu": 4000, "gpu:h100": 2000, "cpu": 64000, "memory": 549755813888}); limits are
+// {"max_running_jobs" (omitted when unset), "max_resources"}.
+nlohmann::json ToJson(const model::QueueConfig& queue);
+Result<model::QueueConfig> QueueConfigFromJson(const nlohmann::json& json,
+                                               std::string_view path = "queue");
+
+// {"queues", "pipeline_limits", "fair_share_half_life_ms", "aging_interval_ms", "aging_step",
+// "aging_max", "scoring", "preemption", "min_run_time_ms", "preemption_grace_ms", "backfill"}.
+nlohmann::json ToJson(const model::Policy& policy);
+Result<model::Policy> PolicyFromJson(const nlohmann::json& json, std::string_view path = "policy");
+
 // "Equal" / "Exists".
 std::string_view TolerationOperatorName(model::Toleration::Operator op);
 // Inverse of model::TaintEffectName; nullopt for an unknown name.
 std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name);
+// "started" / "exited" / "checkpoint", and the inverse (nullopt for an unknown name).
+std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind);
+std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view name);
+// Inverse of model::GpuSharingName; nullopt for an unknown name.
+std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name);
+// Inverse of model::ScoringName; nullopt for an unknown name.
+std::optional<model::Scoring> ParseScoring(std::string_view name);
 
 // Compact serialization that never throws: invalid UTF-8 in strings is replaced by U+FFFD.
 std::string DumpJson(const nlohmann::json& json);

@@ -92,6 +92,135 @@ TEST(JsonCodec, RoundTripsWorkerEvent) {
   EXPECT_EQ(RoundTrip(event, WorkerEventFromJson), event);
 }
 
+TEST(JsonCodec, RoundTripsCheckpointEvents) {
+  model::WorkerEvent event = testing::SampleWorkerEvent();
+  event.kind = model::WorkerEvent::Kind::kCheckpoint;
+  event.exit = {};
+  EXPECT_EQ(ToJson(event)["kind"], "checkpoint");
+  EXPECT_EQ(RoundTrip(event, WorkerEventFromJson), event);
+}
+
+TEST(JsonCodec, RoundTripsDecision) {
+  const model::Decision decision = testing::SampleDecision();
+  EXPECT_EQ(RoundTrip(decision, DecisionFromJson), decision);
+  EXPECT_EQ(RoundTrip(model::Decision{}, DecisionFromJson), model::Decision{});
+  for (auto kind : {model::Decision::Kind::kPlaced, model::Decision::Kind::kReserved,
+                    model::Decision::Kind::kPreempted, model::Decision::Kind::kEvicted}) {
+    model::Decision d = decision;
+    d.kind = kind;
+    EXPECT_EQ(RoundTrip(d, DecisionFromJson), d);
+  }
+  const json j = ToJson(decision);
+  EXPECT_EQ(j["kind"], "preempted");
+  EXPECT_EQ(j["victims"][0]["job_id"], 40);
+  EXPECT_EQ(j["victims"][0]["lost_gpu_seconds"], 1234.5);
+  EXPECT_EQ(j["preemptor"], 39);
+  EXPECT_EQ(j["reserved_start_at"], 1'700'000'600'000);
+}
+
+TEST(JsonCodec, RoundTripsPolicy) {
+  const model::Policy policy = testing::SamplePolicy();
+  EXPECT_EQ(RoundTrip(policy, PolicyFromJson), policy);
+  EXPECT_EQ(RoundTrip(model::Policy{}, PolicyFromJson), model::Policy{});
+  EXPECT_EQ(RoundTrip(policy.queues[0], QueueConfigFromJson), policy.queues[0]);
+  for (auto scoring :
+       {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation}) {
+    model::Policy p = policy;
+    p.scoring = scoring;
+    EXPECT_EQ(RoundTrip(p, PolicyFromJson), p);
+  }
+  const json j = ToJson(policy);
+  EXPECT_EQ(j["scoring"], "fragmentation");
+  EXPECT_EQ(j["queues"][0]["children"][0]["nominal"]["gpu:h100"], 2000);
+  EXPECT_EQ(j["queues"][0]["children"][0]["limits"]["max_running_jobs"], 10);
+  EXPECT_FALSE(j["queues"][0]["limits"].contains("max_running_jobs"));
+  EXPECT_EQ(j["queues"][0]["children"][1]["user_limits"]["max_running_jobs"], 0);
+  EXPECT_EQ(j["fair_share_half_life_ms"], 7'200'000);
+}
+
+TEST(JsonCodec, RejectsBadPoliciesAndDecisions) {
+  json j = ToJson(testing::SamplePolicy());
+  j["scoring"] = "packed";
+  auto policy = PolicyFromJson(j);
+  ASSERT_FALSE(policy.has_value());
+  EXPECT_THAT(policy.error().message, HasSubstr("policy.scoring: unknown scoring \"packed\""));
+
+  j = ToJson(testing::SamplePolicy());
+  j["queues"][0]["children"][0]["nominal"]["gpu"] = 1.5;
+  policy = PolicyFromJson(j);
+  ASSERT_FALSE(policy.has_value());
+  EXPECT_EQ(policy.error().message,
+            "policy.queues[0].children[0].nominal.gpu: expected a 64-bit integer");
+
+  j = ToJson(testing::SamplePolicy());
+  j["queues"][0]["weight"] = "heavy";
+  EXPECT_EQ(PolicyFromJson(j).error().message, "policy.queues[0].weight: expected a number");
+
+  auto decision = DecisionFromJson(json{{"kind", "moved"}});
+  ASSERT_FALSE(decision.has_value());
+  EXPECT_THAT(decision.error().message, HasSubstr("decision.kind: unknown decision kind"));
+
+  json node = ToJson(testing::SampleNode());
+  node["gpus"][0]["sharing"] = "shared";
+  auto decoded = NodeFromJson(node);
+  ASSERT_FALSE(decoded.has_value());
+  EXPECT_THAT(decoded.error().message, HasSubstr("node.gpus[0].sharing: unknown GPU sharing mode"));
+}
+
+// Values that do not use the fields added for sharing, topology, pipelines, preemption and
+// checkpoints encode as before: the new keys are left out while they hold their defaults, and
+// snapshots written before them still decode.
+TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
+  model::Job job = testing::SampleJob();
+  job.spec.pipeline.clear();
+  job.spec.requirements.gpu_share_millis = 0;
+  job.spec.requirements.mig_profile.clear();
+  job.spec.requirements.topology_level.clear();
+  job.spec.preferences = {};
+  for (model::Attempt& attempt : job.attempts) {
+    attempt.resumed = false;
+    attempt.last_checkpoint_at = 0;
+    attempt.preempted_by.reset();
+    for (model::Worker& worker : attempt.workers) {
+      if (worker.exit) worker.exit->preempted = false;
+    }
+  }
+  const json j = ToJson(job);
+  for (const char* key : {"pipeline"}) EXPECT_FALSE(j["spec"].contains(key)) << key;
+  for (const char* key : {"gpu_share_millis", "mig_profile", "topology_level"}) {
+    EXPECT_FALSE(j["spec"]["requirements"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["spec"]["preferences"], json::object());
+  for (const char* key : {"resumed", "last_checkpoint_at", "preempted_by"}) {
+    EXPECT_FALSE(j["attempts"][1].contains(key)) << key;
+  }
+  EXPECT_FALSE(j["attempts"][1]["workers"][1]["exit"].contains("preempted"));
+  EXPECT_EQ(RoundTrip(job, JobFromJson), job);
+
+  model::Node node = testing::SampleNode();
+  for (model::Gpu& gpu : node.gpus) {
+    gpu.sharing = model::GpuSharing::kExclusive;
+    gpu.mig.clear();
+  }
+  EXPECT_FALSE(ToJson(node)["gpus"][1].contains("sharing"));
+  EXPECT_FALSE(ToJson(node)["gpus"][1].contains("mig"));
+  model::LaunchSpec launch = testing::SampleLaunchSpec();
+  launch.checkpoint_dir.clear();
+  EXPECT_FALSE(ToJson(launch).contains("checkpoint_dir"));
+
+  // A snapshot as stored before these fields existed.
+  auto old = JobFromJson(json::parse(R"({"id": 3, "state": "running",
+      "spec": {"name": "a", "requirements": {"per_worker": {"gpus": 1}}, "preferences": {}},
+      "attempts": [{"number": 1, "workers": [{"rank": 0, "exit": {"exit_code": 0}}]}]})"));
+  ASSERT_TRUE(old.has_value()) << old.error().ToString();
+  EXPECT_EQ(old->spec.pipeline, "");
+  EXPECT_EQ(old->spec.requirements.gpu_share_millis, 0);
+  EXPECT_EQ(old->spec.preferences, model::Preferences{});
+  EXPECT_FALSE(old->attempts[0].resumed);
+  EXPECT_FALSE(old->attempts[0].preempted_by.has_value());
+  EXPECT_FALSE(old->attempts[0].workers[0].exit->preempted);
+}
+
 TEST(JsonCodec, UsesReadableKeysAndEnumNames) {
   const json job = ToJson(testing::SampleJob());
   EXPECT_EQ(job["id"], 42);
@@ -108,6 +237,17 @@ TEST(JsonCodec, UsesReadableKeysAndEnumNames) {
   EXPECT_EQ(job["attempts"][1]["workers"][1]["node"], "gpu-node-07");
   EXPECT_EQ(job["attempts"][1]["workers"][1]["state"], "exited");
   EXPECT_EQ(job["attempts"][0]["outcome"], "ready");
+  EXPECT_EQ(job["spec"]["pipeline"], "nightly-llm");
+  EXPECT_EQ(job["spec"]["requirements"]["gpu_share_millis"], 250);
+  EXPECT_EQ(job["spec"]["requirements"]["mig_profile"], "3g.40gb");
+  EXPECT_EQ(job["spec"]["requirements"]["topology_level"], "rack");
+  EXPECT_EQ(job["spec"]["preferences"]["node_labels"][0],
+            (json{{"key", "zone"}, {"value", "a"}, {"weight", 10}}));
+  EXPECT_EQ(job["spec"]["preferences"]["topology_level"], "nvlink-domain");
+  EXPECT_EQ(job["attempts"][1]["preempted_by"], 77);
+  EXPECT_EQ(job["attempts"][1]["resumed"], true);
+  EXPECT_EQ(job["attempts"][1]["last_checkpoint_at"], 1'700'000'450'000);
+  EXPECT_EQ(job["attempts"][1]["workers"][1]["exit"]["preempted"], true);
 
   const json transition = ToJson(testing::SampleTransition());
   EXPECT_EQ(transition["from_state"], "running");
@@ -115,6 +255,10 @@ TEST(JsonCodec, UsesReadableKeysAndEnumNames) {
 
   const json node = ToJson(testing::SampleNode());
   EXPECT_EQ(node["taints"][2]["effect"], "PreferNoSchedule");
+  EXPECT_EQ(node["gpus"][0]["sharing"], "timeslice");
+  EXPECT_EQ(node["gpus"][1]["sharing"], "mig");
+  EXPECT_EQ(node["gpus"][1]["mig"][0], (json{{"profile", "3g.71gb"}, {"count", 2}}));
+  EXPECT_EQ(ToJson(testing::SampleLaunchSpec())["checkpoint_dir"], "/ckpt/llm");
   EXPECT_EQ(ToJson(testing::SampleWorkerEvent())["kind"], "exited");
 }
 
@@ -203,6 +347,9 @@ TEST(JsonCodec, RejectsWrongTypesWithoutThrowing) {
     EXPECT_FALSE(WorkerEventFromJson(bad).has_value());
     EXPECT_FALSE(TransitionFromJson(bad).has_value());
     EXPECT_FALSE(ExitStatusFromJson(bad).has_value());
+    EXPECT_FALSE(DecisionFromJson(bad).has_value());
+    EXPECT_FALSE(PolicyFromJson(bad).has_value());
+    EXPECT_FALSE(QueueConfigFromJson(bad).has_value());
   }
   auto node = NodeFromJson(json{{"name", 7}});
   ASSERT_FALSE(node.has_value());
@@ -232,6 +379,18 @@ TEST(JsonCodec, ParsesTaintEffects) {
   EXPECT_EQ(ParseTaintEffect("PreferNoSchedule"), model::TaintEffect::kPreferNoSchedule);
   EXPECT_EQ(ParseTaintEffect("NoSchedule"), model::TaintEffect::kNoSchedule);
   EXPECT_EQ(ParseTaintEffect("noschedule"), std::nullopt);
+}
+
+TEST(JsonCodec, ParsesEnumNames) {
+  EXPECT_EQ(ParseGpuSharing("timeslice"), model::GpuSharing::kTimeslice);
+  EXPECT_EQ(ParseGpuSharing("mig"), model::GpuSharing::kMig);
+  EXPECT_EQ(ParseGpuSharing("exclusive"), model::GpuSharing::kExclusive);
+  EXPECT_EQ(ParseGpuSharing("MIG"), std::nullopt);
+  EXPECT_EQ(ParseScoring("spread"), model::Scoring::kSpread);
+  EXPECT_EQ(ParseScoring("best-fit"), std::nullopt);
+  EXPECT_EQ(ParseWorkerEventKind("checkpoint"), model::WorkerEvent::Kind::kCheckpoint);
+  EXPECT_EQ(WorkerEventKindName(model::WorkerEvent::Kind::kExited), "exited");
+  EXPECT_EQ(ParseWorkerEventKind("crashed"), std::nullopt);
 }
 
 }  // namespace

@@ -3,14 +3,18 @@
 // Fully populated model values for tests: every field differs from its default, so a codec or
 // store that drops or swaps a field fails an == comparison. Test-only; header-only so that it
 // adds nothing to the library. (A candidate for drover/testing once that folder grows.)
+// The values exercise the codecs, not the scheduler: SampleJobSpec, for one, asks for whole GPUs,
+// a GPU share and a MIG instance at once, which the spec parser would reject.
 
 #include <cstdint>
 #include <string>
 
+#include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
+#include "drover/model/policy.h"
 
 namespace drover::codec::testing {
 
@@ -21,6 +25,7 @@ inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
   spec.team = "research";
   spec.queue = "gpu-large";
   spec.priority_class = "high";
+  spec.pipeline = "nightly-llm";
   spec.command = {"python", "train.py", "--epochs=3", "unicode: \xc3\xa9\xe2\x9c\x93"};
   spec.script = "echo \"quoted\" 'single' \\ backslash\nsecond line";
   spec.working_dir = "/home/alice/llm";
@@ -42,6 +47,12 @@ inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
                                     .value = "",
                                     .effect = model::TaintEffect::kNoExecute}};
   spec.requirements.same_node = true;
+  spec.requirements.gpu_share_millis = 250;
+  spec.requirements.mig_profile = "3g.40gb";
+  spec.requirements.topology_level = "rack";
+  spec.preferences.node_labels = {{.key = "zone", .value = "a", .weight = 10},
+                                  {.key = "spot", .value = "", .weight = 1}};
+  spec.preferences.topology_level = "nvlink-domain";
   spec.workers = 4;
   spec.min_workers = 2;
   spec.depends_on = {"prepare-data", "tokenize"};
@@ -57,6 +68,7 @@ inline model::ExitStatus SampleExitStatus() {
           .signal = 9,
           .timed_out = true,
           .cancelled = true,
+          .preempted = true,
           .message = "killed after timeout"};
 }
 
@@ -85,6 +97,9 @@ inline model::Attempt SampleAttempt(int number = 2) {
   attempt.finished_at = 1'700'000'900'700;
   attempt.outcome = model::JobState::kTimedOut;
   attempt.outcome_reason = "ran past the 2h timeout";
+  attempt.resumed = true;
+  attempt.last_checkpoint_at = 1'700'000'450'000;
+  attempt.preempted_by = JobId(77);
   model::Worker running = SampleWorker(0);
   running.state = model::WorkerState::kRunning;
   running.exit.reset();
@@ -132,8 +147,13 @@ inline model::Node SampleNode() {
                          .uuid = "GPU-1234-" + std::to_string(i),
                          .model = "H200",
                          .memory_bytes = 150'323'855'360,
-                         .topology_group = i < 1 ? "nvl-0" : "nvl-1"});
+                         .topology_group = i < 1 ? "nvl-0" : "nvl-1",
+                         .sharing = model::GpuSharing::kExclusive,
+                         .mig = {}});
   }
+  node.gpus[0].sharing = model::GpuSharing::kTimeslice;
+  node.gpus[1].sharing = model::GpuSharing::kMig;
+  node.gpus[1].mig = {{.profile = "3g.71gb", .count = 2}, {.profile = "1g.18gb", .count = 1}};
   node.address = "10.0.3.7";
   return node;
 }
@@ -148,6 +168,7 @@ inline model::LaunchSpec SampleLaunchSpec() {
   launch.gpus = {4, 5};
   launch.timeout_ms = 7'200'000;
   launch.kill_grace_ms = 5'000;
+  launch.checkpoint_dir = "/ckpt/llm";
   return launch;
 }
 
@@ -158,6 +179,68 @@ inline model::WorkerEvent SampleWorkerEvent() {
   event.at = 1'700'000'900'000;
   event.exit = SampleExitStatus();
   return event;
+}
+
+inline model::Decision SampleDecision() {
+  model::Decision decision;
+  decision.job = JobId(42);
+  decision.attempt = 2;
+  decision.at = 1'700'000'000'400;
+  decision.kind = model::Decision::Kind::kPreempted;
+  decision.queue = "team-b";
+  decision.summary = "preempted 2 jobs of team-a to reclaim team-b's quota";
+  decision.candidates = 12;
+  decision.nodes = {"gpu-node-07", "gpu-node-08"};
+  decision.score = 0.625;
+  decision.reason = "reclaim";
+  decision.victims = {{.job = JobId(40),
+                       .queue = "team-a",
+                       .gpus = 4,
+                       .lost_gpu_seconds = 1234.5,
+                       .has_checkpoint = true},
+                      {.job = JobId(41),
+                       .queue = "team-a",
+                       .gpus = 2,
+                       .lost_gpu_seconds = 0.25,
+                       .has_checkpoint = false}};
+  decision.preemptor = JobId(39);
+  decision.reserved_start = 1'700'000'600'000;
+  return decision;
+}
+
+inline model::Policy SamplePolicy() {
+  model::QueueConfig team_a;
+  team_a.name = "team-a";
+  team_a.weight = 2.5;
+  team_a.nominal = {
+      {"gpu", 4000}, {"gpu:h100", 2000}, {"cpu", 64'000}, {"memory", 549'755'813'888}};
+  team_a.borrowing_limit = {{"gpu", 4000}};
+  team_a.lending_limit = {{"gpu", 2000}};
+  team_a.limits = {.max_running_jobs = 10, .max_resources = {{"gpu", 8000}}};
+  team_a.user_limits = {.max_running_jobs = 4, .max_resources = {{"gpu", 2500}}};
+  model::QueueConfig team_b;
+  team_b.name = "team-b";
+  team_b.nominal = {{"gpu", 0}};
+  team_b.user_limits.max_running_jobs = 0;
+  model::QueueConfig org;
+  org.name = "org";
+  org.weight = 0.5;
+  org.limits.max_resources = {{"gpu", 64'000}};
+  org.children = {team_a, team_b};
+
+  model::Policy policy;
+  policy.queues = {org};
+  policy.pipeline_limits = {.max_running_jobs = 2, .max_resources = {{"cpu", 500}}};
+  policy.fair_share_half_life = 7'200'000;
+  policy.aging_interval = 600'000;
+  policy.aging_step = 50;
+  policy.aging_max = 500;
+  policy.scoring = model::Scoring::kFragmentation;
+  policy.preemption = false;
+  policy.min_run_time = 300'000;
+  policy.preemption_grace = 45'000;
+  policy.backfill = false;
+  return policy;
 }
 
 }  // namespace drover::codec::testing

@@ -15,10 +15,6 @@ using model::JobState;
 using model::Worker;
 using model::WorkerState;
 
-bool HoldsResources(JobState state) {
-  return state == JobState::kPlaced || state == JobState::kStarting || state == JobState::kRunning;
-}
-
 bool WorkerAlive(const Worker& worker) {
   return worker.state == WorkerState::kLaunched || worker.state == WorkerState::kRunning;
 }
@@ -30,9 +26,63 @@ DurationMs RetryDelay(const model::RetryPolicy& retry, int next_number) {
   return std::min<DurationMs>(delay, std::max<DurationMs>(retry.backoff_ms, 3'600'000));
 }
 
+// The latest checkpoint any attempt of the job reported; 0 if none.
+TimeMs LastCheckpoint(const Job& job) {
+  TimeMs last = 0;
+  for (const Attempt& attempt : job.attempts) last = std::max(last, attempt.last_checkpoint_at);
+  return last;
+}
+
 }  // namespace
 
 Controller::Controller(Options options) : options_(options) {}
+
+std::optional<sched::Charge> Controller::ChargeOf(const Job& job) const {
+  std::optional<int> leaf = queues_.FindLeaf(job.spec.queue);
+  if (!leaf) return std::nullopt;
+  const Attempt* attempt = job.current_attempt();
+  model::JobSpec placed = job.spec;
+  std::string flavor;
+  if (attempt != nullptr && !attempt->workers.empty()) {
+    placed.workers = static_cast<int>(attempt->workers.size());
+    const Worker& first = attempt->workers.front();
+    auto node = nodes_.find(first.node);
+    if (node != nodes_.end() && !first.gpus.empty()) {
+      for (const model::Gpu& gpu : node->second.gpus) {
+        if (gpu.index != first.gpus.front()) continue;
+        std::string lower = gpu.model;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (queues_.Governs("gpu:" + lower)) flavor = lower;
+      }
+    }
+  }
+  return sched::Charge{*leaf, job.spec.owner, job.spec.pipeline,
+                       sched::ChargeAmounts(placed, flavor)};
+}
+
+void Controller::Hold(Job& job) {
+  holding_.insert(job.id);
+  placements_[job.id] = PlacementOf(job);
+  if (auto charge = ChargeOf(job)) {
+    queues_.Add(*charge);
+    charges_[job.id] = std::move(*charge);
+  }
+  TryAllocate(job);
+}
+
+void Controller::Unhold(const Job& job) {
+  if (!holding_.erase(job.id)) return;
+  cluster_.Release(PlacementOf(job), job.spec.requirements);
+  placements_.erase(job.id);
+  auto charge = charges_.find(job.id);
+  if (charge != charges_.end()) {
+    queues_.Remove(charge->second);
+    charges_.erase(charge);
+  }
+  unallocated_.erase(job.id);
+  capacity_freed_ = true;
+}
 
 void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now, Step& step) {
   DROVER_CHECK(model::IsAllowedTransition(job.state, to));
@@ -81,7 +131,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
       }
       case JobState::kStarting:
       case JobState::kRunning:
-        TryAllocate(job);
+        Hold(job);
         break;
       default:
         break;
@@ -90,7 +140,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
 }
 
 void Controller::TryAllocate(Job& job) {
-  if (cluster_.Allocate(PlacementOf(job), job.spec.requirements.per_worker)) {
+  if (cluster_.Allocate(PlacementOf(job), job.spec.requirements)) {
     unallocated_.erase(job.id);
   } else {
     unallocated_.insert(job.id);
@@ -107,6 +157,13 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
   std::map<std::string, JobId> by_name;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     by_name[specs[i].name] = JobId(next_id_ + static_cast<std::int64_t>(i));
+  }
+  for (const model::JobSpec& spec : specs) {
+    if (!queues_.FindLeaf(spec.queue)) {
+      return InvalidArgument(fmt::format("job '{}': queue: {} does not exist; the queues are {}",
+                                         spec.name, spec.queue,
+                                         fmt::join(queues_.LeafNames(), ", ")));
+    }
   }
   std::vector<std::vector<JobId>> dependencies(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -147,13 +204,20 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
                                           model::JobStateName(job.state)));
   }
   if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
+    Attempt& attempt = *job.current_attempt();
+    if (attempt.outcome == JobState::kReady) {
+      // Being preempted: its workers are already stopping; it ends cancelled, not requeued.
+      attempt.outcome = JobState::kCancelled;
+      attempt.outcome_reason = cause;
+      job.status_message = "cancelling: " + cause;
+      step.changed.insert(id);
+      return OkStatus();
+    }
     EndAttempt(job, JobState::kCancelled, cause, now, step);
     return OkStatus();
   }
-  if (HoldsResources(job.state)) {
-    cluster_.Release(PlacementOf(job), job.spec.requirements.per_worker);
-    capacity_freed_ = true;
-  }
+  Unhold(job);
+  awaiting_.erase(job.id);
   if (Attempt* attempt = job.current_attempt()) {
     attempt->outcome = JobState::kCancelled;
     attempt->outcome_reason = cause;
@@ -211,18 +275,36 @@ void Controller::StartAttempt(Job& job, TimeMs ready_at, Step& step) {
   step.changed.insert(job.id);
 }
 
+std::vector<sched::RunningJob> Controller::RunningJobs() const {
+  std::vector<sched::RunningJob> running;
+  running.reserve(holding_.size());
+  for (JobId id : holding_) {
+    auto placement = placements_.find(id);
+    const Job& job = jobs_.at(id);
+    const Attempt& attempt = *job.current_attempt();
+    auto charge = charges_.find(id);
+    running.push_back(sched::RunningJob{
+        id, &job.spec, &placement->second, charge == charges_.end() ? nullptr : &charge->second,
+        model::PriorityClassValue(job.spec.priority_class).value_or(0), attempt.placed_at,
+        attempt.last_checkpoint_at});
+  }
+  return running;
+}
+
 void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   // Capacity only shrinks between releases, so a job that did not fit in an earlier cycle
-  // cannot fit now unless something was freed: then only the untried jobs need a try. Every
-  // full_cycle_interval_ms a full cycle runs anyway, refreshing every pending reason.
+  // cannot fit now unless something was freed: then only the untried jobs need a try (and the
+  // last full pass's reservation still holds). Every full_cycle_interval_ms a full cycle runs
+  // anyway, refreshing every verdict, the reservation and preemption choices.
   const bool full = capacity_freed_ || now - last_full_cycle_ >= options_.full_cycle_interval_ms;
   const std::set<JobId>& candidates = full ? queued_ : untried_;
-  std::vector<sched::PendingJob> pending;
-  pending.reserve(candidates.size());
+  sched::CycleInput input;
+  input.now = now;
+  input.pending.reserve(candidates.size());
   for (JobId id : candidates) {
     const Job& job = jobs_.at(id);
     if (job.not_before > now) continue;
-    pending.push_back(
+    input.pending.push_back(
         sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
                           job.current_attempt()->ready_at, &job.spec});
   }
@@ -230,20 +312,72 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     capacity_freed_ = false;
     last_full_cycle_ = now;
   }
-  for (const sched::PendingJob& tried : pending) untried_.erase(tried.job);
-  if (pending.empty()) return;
-  sched::CycleResult cycle = sched::RunCycle(cluster_, std::move(pending));
-  for (const sched::Placement& placement : cycle.placements) {
-    Launch(jobs_.at(placement.job), placement, now, step);
+  for (const sched::PendingJob& tried : input.pending) untried_.erase(tried.job);
+  if (input.pending.empty()) return;
+  input.running = RunningJobs();
+  input.stopping = stopping_;
+  for (const auto& [preemptor, victims] : awaiting_) input.awaiting_victims.insert(preemptor);
+  input.keep_reservation = !full;
+  sched::CycleOutput cycle = sched::RunPolicyCycle(policy_, queues_, cluster_, input, reservation_);
+
+  for (sched::PlacedJob& placed : cycle.placed) {
+    Job& job = jobs_.at(placed.placement.job);
+    verdicts_.erase(job.id);
+    awaiting_.erase(job.id);
+    holding_.insert(job.id);
+    charges_[job.id] = std::move(placed.charge);
+    Launch(job, placed.placement, now, step);
+    placed.decision.attempt = job.current_attempt()->number;
+    step.decisions.push_back(std::move(placed.decision));
   }
-  for (const auto& [id, reason] : cycle.pending) {
-    Job& job = jobs_.at(id);
-    std::string message = reason.Render();
-    if (job.status_message != message) {
-      job.status_message = std::move(message);
-      step.changed.insert(id);
+  for (sched::Preemption& preemption : cycle.preemptions) {
+    Job& preemptor = jobs_.at(preemption.preemptor);
+    preemption.decision.attempt = preemptor.current_attempt()->number;
+    step.decisions.push_back(std::move(preemption.decision));
+    for (std::size_t i = 0; i < preemption.victims.size(); ++i) {
+      Job& victim = jobs_.at(preemption.victims[i]);
+      model::Decision& evicted = preemption.evicted[i];
+      evicted.attempt = victim.current_attempt()->number;
+      Preempt(victim, preemptor.id,
+              fmt::format("preempted by job {} ({})", preemptor.id.value(), evicted.reason), now,
+              step);
+      step.decisions.push_back(std::move(evicted));
+      awaiting_[preemptor.id].insert(victim.id);
     }
   }
+  reservation_ = std::move(cycle.reservation);
+  if (cycle.reservation_decision) {
+    cycle.reservation_decision->attempt =
+        jobs_.at(cycle.reservation_decision->job).current_attempt()->number;
+    step.decisions.push_back(std::move(*cycle.reservation_decision));
+  }
+  for (auto& [id, verdict] : cycle.pending) {
+    Job& job = jobs_.at(id);
+    if (job.status_message != verdict.message) {
+      job.status_message = verdict.message;
+      step.changed.insert(id);
+    }
+    verdicts_[id] = std::move(verdict);
+  }
+}
+
+void Controller::Preempt(Job& victim, JobId preemptor, const std::string& reason, TimeMs now,
+                         Step& step) {
+  Attempt& attempt = *victim.current_attempt();
+  if (attempt.outcome) return;  // already ending
+  attempt.outcome = JobState::kReady;
+  attempt.outcome_reason = reason;
+  attempt.preempted_by = preemptor;
+  victim.status_message = "stopping: " + reason;
+  stopping_.insert(victim.id);
+  step.changed.insert(victim.id);
+  for (const Worker& worker : attempt.workers) {
+    if (WorkerAlive(worker)) {
+      step.effects.push_back(StopWorker{
+          worker.node, {victim.id, attempt.number, worker.rank}, /*preempt=*/true, reason});
+    }
+  }
+  (void)now;
 }
 
 void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now, Step& step) {
@@ -258,6 +392,7 @@ void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now,
     worker.gpus = assignment.gpus;
     attempt.workers.push_back(std::move(worker));
   }
+  placements_[job.id] = placement;
   attempt.placed_at = now;
   std::string nodes;
   for (const Worker& worker : attempt.workers) {
@@ -273,7 +408,9 @@ void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now,
   }
   attempt.workers_started_at = now;
   job.status_message.clear();
-  MoveTo(job, JobState::kStarting, "launching workers", now, step);
+  MoveTo(job, JobState::kStarting,
+         attempt.resumed ? "launching workers (resuming from checkpoint)" : "launching workers",
+         now, step);
 }
 
 void Controller::Relaunch(const model::WorkerKey& key, Step& step) {
@@ -304,7 +441,9 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
   spec.env = job.spec.env;
   spec.gpus = worker.gpus;
   spec.timeout_ms = job.spec.timeout.value_or(0);
-  spec.kill_grace_ms = options_.kill_grace_ms;
+  // An interruptible job may be preempted: every stop gives it the preemption grace period.
+  spec.kill_grace_ms = job.spec.interruptible ? policy_.preemption_grace : options_.kill_grace_ms;
+  spec.checkpoint_dir = job.spec.checkpoint_dir;
 
   std::string visible;
   for (int gpu : worker.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
@@ -322,6 +461,7 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
       master_node != nodes_.end() ? master_node->second.address : "127.0.0.1";
   spec.env["DROVER_MASTER_PORT"] = std::to_string(port);
   if (!job.spec.checkpoint_dir.empty()) spec.env["DROVER_CHECKPOINT_DIR"] = job.spec.checkpoint_dir;
+  if (attempt.resumed) spec.env["DROVER_RESUME"] = "1";
   return spec;
 }
 
@@ -338,6 +478,13 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
   if (!WorkerAlive(worker)) return;
   const TimeMs now = event.at;
 
+  if (event.kind == model::WorkerEvent::Kind::kCheckpoint) {
+    if (event.at > attempt->last_checkpoint_at) {
+      attempt->last_checkpoint_at = event.at;
+      step.changed.insert(job.id);
+    }
+    return;
+  }
   if (event.kind == model::WorkerEvent::Kind::kStarted) {
     if (worker.state != WorkerState::kLaunched) return;  // reported again after a restart
     step.changed.insert(job.id);
@@ -379,7 +526,8 @@ void Controller::EndAttempt(Job& job, JobState outcome, const std::string& reaso
   step.changed.insert(job.id);
   for (const Worker& worker : attempt.workers) {
     if (WorkerAlive(worker)) {
-      step.effects.push_back(StopWorker{worker.node, {job.id, attempt.number, worker.rank}});
+      step.effects.push_back(StopWorker{
+          worker.node, {job.id, attempt.number, worker.rank}, /*preempt=*/false, reason});
     }
   }
   (void)now;
@@ -387,22 +535,54 @@ void Controller::EndAttempt(Job& job, JobState outcome, const std::string& reaso
 
 void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
-  cluster_.Release(PlacementOf(job), job.spec.requirements.per_worker);
-  capacity_freed_ = true;
-  unallocated_.erase(job.id);
+  Unhold(job);
   attempt.finished_at = now;
+  if (attempt.preempted_by) {
+    stopping_.erase(job.id);
+    auto awaiting = awaiting_.find(*attempt.preempted_by);
+    if (awaiting != awaiting_.end() && awaiting->second.erase(job.id) && awaiting->second.empty()) {
+      awaiting_.erase(awaiting);
+    }
+    // Finished on its own during the grace period: it succeeded, nothing to requeue.
+    const bool all_succeeded =
+        std::all_of(attempt.workers.begin(), attempt.workers.end(),
+                    [](const Worker& worker) { return worker.exit && worker.exit->Succeeded(); });
+    if (all_succeeded && attempt.outcome == JobState::kReady) {
+      attempt.outcome = JobState::kSucceeded;
+      attempt.outcome_reason = "all workers exited 0 (before preemption took effect)";
+      attempt.preempted_by.reset();
+    }
+  }
   if (!attempt.outcome) {
     attempt.outcome = JobState::kSucceeded;
     attempt.outcome_reason = "all workers exited 0";
   }
+  if (attempt.preempted_by && attempt.outcome == JobState::kReady) {
+    // Requeued at once; a preemption does not count against the retry policy.
+    const TimeMs checkpoint = LastCheckpoint(job);
+    std::string cause =
+        checkpoint > 0
+            ? fmt::format("{}; requeued to resume from its checkpoint ({} before preemption)",
+                          attempt.outcome_reason,
+                          FormatDuration(std::max<TimeMs>(now - checkpoint, 0)))
+            : fmt::format("{}; requeued to retry from scratch (no checkpoint)",
+                          attempt.outcome_reason);
+    job.status_message = cause;
+    MoveTo(job, JobState::kReady, cause, now, step);
+    StartAttempt(job, now, step);
+    job.current_attempt()->resumed = checkpoint > 0;
+    return;
+  }
   JobState outcome = *attempt.outcome;
   bool retryable = outcome == JobState::kFailed || outcome == JobState::kTimedOut;
-  if (retryable && attempt.number < job.spec.retry.max_attempts) {
+  const int tries = static_cast<int>(std::count_if(
+      job.attempts.begin(), job.attempts.end(), [](const Attempt& a) { return !a.preempted_by; }));
+  if (retryable && tries < job.spec.retry.max_attempts) {
     std::string cause = fmt::format("attempt {} {}: {}; retrying", attempt.number,
                                     model::JobStateName(outcome), attempt.outcome_reason);
     attempt.outcome = JobState::kReady;
     job.status_message = cause;
-    TimeMs ready_at = now + RetryDelay(job.spec.retry, attempt.number + 1);
+    TimeMs ready_at = now + RetryDelay(job.spec.retry, tries + 1);
     MoveTo(job, JobState::kReady, cause, now, step);
     StartAttempt(job, ready_at, step);
     return;
@@ -464,10 +644,22 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
         out.message =
             fmt::format("retry backoff: attempt {} may start in {}", job->current_attempt()->number,
                         FormatDuration(job->not_before - now));
+      } else if (auto verdict = verdicts_.find(id); verdict != verdicts_.end()) {
+        out.layer = verdict->second.layer;
+        out.message = verdict->second.message;
+        out.placement = verdict->second.placement;
       } else {
-        out.layer = "placement";
+        out.layer = "node fit";
         out.placement = sched::Explain(cluster_, job->spec);
-        out.message = out.placement->Render();
+        out.message = "not tried by a scheduling cycle yet; now: " + out.placement->Render();
+      }
+      if (reservation_ && reservation_->job == id) {
+        out.estimated_start = reservation_->start;
+      } else if (awaiting_.contains(id)) {
+        out.estimated_start = now + policy_.preemption_grace;  // victims are gone by then
+      } else {
+        out.estimated_start = sched::EstimateStart(cluster_, RunningJobs(), job->spec,
+                                                   std::max(now, job->not_before));
       }
       break;
     case JobState::kAdmitted:
@@ -495,6 +687,64 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       break;
   }
   return out;
+}
+
+Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound(fmt::format("job {} does not exist", id.value()));
+  Job& job = it->second;
+  if (job.state != JobState::kStarting && job.state != JobState::kRunning) {
+    return FailedPrecondition(fmt::format("job {} is {}: only a running job reports checkpoints",
+                                          id.value(), model::JobStateName(job.state)));
+  }
+  Attempt& attempt = *job.current_attempt();
+  if (at > attempt.last_checkpoint_at) {
+    attempt.last_checkpoint_at = at;
+    step.changed.insert(id);
+  }
+  return OkStatus();
+}
+
+Status Controller::SetPolicy(const model::Policy& policy) {
+  Result<sched::QueueTree> tree = sched::QueueTree::Create(policy);
+  if (!tree) return tl::unexpected(tree.error());
+  policy_ = policy;
+  queues_ = std::move(*tree);
+  charges_.clear();
+  for (JobId id : holding_) {
+    if (auto charge = ChargeOf(jobs_.at(id))) {
+      queues_.Add(*charge);
+      charges_[id] = std::move(*charge);
+    }
+  }
+  reservation_.reset();
+  verdicts_.clear();
+  capacity_freed_ = true;  // the next pass is a full one under the new rules
+  return OkStatus();
+}
+
+std::vector<QueueReport> Controller::Queues() const {
+  std::map<std::string, int> pending_by_leaf;
+  for (JobId id : queued_) ++pending_by_leaf[jobs_.at(id).spec.queue];
+  std::vector<QueueReport> reports;
+  for (sched::QueueStatus& status : queues_.Status()) {
+    QueueReport report;
+    report.status = std::move(status);
+    reports.push_back(std::move(report));
+  }
+  // A row counts the pending jobs of every leaf in its subtree (paths nest by "/").
+  for (const QueueReport& leaf : reports) {
+    if (!leaf.status.leaf) continue;
+    auto count = pending_by_leaf.find(leaf.status.name);
+    if (count == pending_by_leaf.end()) continue;
+    for (QueueReport& row : reports) {
+      const std::string& path = row.status.path;
+      if (leaf.status.path == path || leaf.status.path.rfind(path + "/", 0) == 0) {
+        row.pending_jobs += count->second;
+      }
+    }
+  }
+  return reports;
 }
 
 }  // namespace drover::control

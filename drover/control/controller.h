@@ -24,9 +24,13 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
+#include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
+#include "drover/model/policy.h"
+#include "drover/sched/engine.h"
+#include "drover/sched/queues.h"
 #include "drover/sched/scheduler.h"
 
 namespace drover::control {
@@ -46,10 +50,13 @@ struct Options {
 struct LaunchWorker {
   model::LaunchSpec spec;
 };
-// Stop a worker process (SIGTERM, grace, SIGKILL).
+// Stop a worker process (SIGTERM, grace, SIGKILL). With preempt, the agent first writes the
+// preemption notice file ($DROVER_PREEMPT_NOTICE) and reports the exit as preempted.
 struct StopWorker {
   NodeId node;
   model::WorkerKey key;
+  bool preempt = false;
+  std::string reason;  // for the notice, e.g. "preempted by job 12 (reclaim)"
 };
 using Effect = std::variant<LaunchWorker, StopWorker>;
 
@@ -58,8 +65,11 @@ struct Step {
   std::set<JobId> changed;                     // jobs whose snapshot must be persisted
   std::vector<model::Transition> transitions;  // to append, in order
   std::vector<Effect> effects;                 // to carry out after persisting
+  std::vector<model::Decision> decisions;      // to append to the decision log
 
-  bool empty() const { return changed.empty() && transitions.empty() && effects.empty(); }
+  bool empty() const {
+    return changed.empty() && transitions.empty() && effects.empty() && decisions.empty();
+  }
 };
 
 struct SubmitResult {
@@ -67,12 +77,24 @@ struct SubmitResult {
   bool existing = false;  // the submission key was seen before; no new jobs were created
 };
 
-// "Why is my job where it is": the state and one sentence of explanation.
+// "Why is my job where it is": the state, the layer that holds it and one sentence.
 struct Explanation {
   model::JobState state = model::JobState::kPending;
-  std::string layer;  // "dependency", "backoff", "placement", "running", "finished"
+  // "dependency", "backoff", "queue" (unknown queue), "quota", "concurrency limit",
+  // "fair share", "reservation", "gang size", "topology", "taint", "node fit", "preempting"
+  // (victims are stopping), "running", "finished".
+  std::string layer;
   std::string message;
-  std::optional<sched::PendingReason> placement;  // set when layer == "placement"
+  std::optional<sched::PendingReason> placement;  // when the placement layer holds the job
+  // For a ready job: when it is expected to start, from running jobs' time limits; nullopt:
+  // unknown (something it waits for has no time limit).
+  std::optional<TimeMs> estimated_start;
+};
+
+// One row of `drover queues`.
+struct QueueReport {
+  sched::QueueStatus status;
+  int pending_jobs = 0;  // ready jobs of this queue's subtree waiting for placement
 };
 
 class Controller {
@@ -106,6 +128,18 @@ class Controller {
   // event reported twice (e.g. after a restart) changes nothing.
   void OnWorkerEvent(const model::WorkerEvent& event, Step& step);
 
+  // A running job saved a checkpoint at `at` (the API, or the checkpoint file its agent saw).
+  // kNotFound for an unknown job; kFailedPrecondition if it is not starting or running.
+  Status ReportCheckpoint(JobId id, TimeMs at, Step& step);
+
+  // Replaces the scheduling policy (queues, quotas, limits, fair share, preemption, backfill).
+  // kInvalidArgument, changing nothing, if the policy is malformed. Running jobs keep running;
+  // queued jobs of a queue the policy no longer has wait with layer "queue".
+  Status SetPolicy(const model::Policy& policy);
+  const model::Policy& policy() const { return policy_; }
+  // The queue tree with usage and pending counts, in tree order.
+  std::vector<QueueReport> Queues() const;
+
   // Emits the launch of a worker that its runtime has no trace of (after Restore).
   void Relaunch(const model::WorkerKey& key, Step& step);
 
@@ -136,8 +170,20 @@ class Controller {
   void FinishAttempt(model::Job& job, TimeMs now, Step& step);
   sched::Placement PlacementOf(const model::Job& job) const;
   void TryAllocate(model::Job& job);
+  // Stops a running job's workers to make room for `preemptor`; it queues again when they exit.
+  void Preempt(model::Job& victim, JobId preemptor, const std::string& reason, TimeMs now,
+               Step& step);
+  // What a job holding resources counts against the queue tree (nullopt: its queue is not in
+  // the policy; it runs uncharged).
+  std::optional<sched::Charge> ChargeOf(const model::Job& job) const;
+  // Adds / removes a job's resources to / from the cluster's and the queue tree's bookkeeping.
+  void Hold(model::Job& job);
+  void Unhold(const model::Job& job);
+  std::vector<sched::RunningJob> RunningJobs() const;
 
   Options options_;
+  model::Policy policy_;
+  sched::QueueTree queues_;
   std::map<JobId, model::Job> jobs_;
   std::map<NodeId, model::Node> nodes_;
   sched::ClusterState cluster_;
@@ -149,6 +195,13 @@ class Controller {
   bool capacity_freed_ = true;  // since the last full pass
   TimeMs last_full_cycle_ = 0;
   std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
+  std::set<JobId> holding_;      // placed, starting or running: resources allocated
+  std::map<JobId, sched::Placement> placements_;  // of holding jobs
+  std::map<JobId, sched::Charge> charges_;        // of holding jobs whose queue is in the policy
+  std::set<JobId> stopping_;                      // victims whose workers are being stopped
+  std::map<JobId, std::set<JobId>> awaiting_;     // preemptor -> victims still stopping
+  std::optional<sched::Reservation> reservation_;
+  std::map<JobId, sched::Verdict> verdicts_;  // ready jobs: the last cycle's verdict
 };
 
 }  // namespace drover::control

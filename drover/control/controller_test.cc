@@ -18,7 +18,13 @@ model::Node GpuNode(const std::string& name, int gpus) {
   node.cpu_millis = 32'000;
   node.memory_bytes = 256LL << 30;
   for (int i = 0; i < gpus; ++i) {
-    node.gpus.push_back(model::Gpu{i, "GPU-" + std::to_string(i), "H100", 80LL << 30, "g0"});
+    model::Gpu gpu;
+    gpu.index = i;
+    gpu.uuid = "GPU-" + std::to_string(i);
+    gpu.model = "H100";
+    gpu.memory_bytes = 80LL << 30;
+    gpu.topology_group = "g0";
+    node.gpus.push_back(gpu);
   }
   return node;
 }
@@ -260,8 +266,10 @@ TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
   EXPECT_THAT(controller_.Find(id)->status_message, HasSubstr("8"));
   auto explained = controller_.Explain(id, kT0);
   ASSERT_TRUE(explained);
-  EXPECT_EQ(explained->layer, "placement");
+  // 8 GPUs on a node of 4: no node can ever hold it, and nothing bounds a start.
+  EXPECT_EQ(explained->layer, "node fit");
   EXPECT_TRUE(explained->placement.has_value());
+  EXPECT_EQ(explained->estimated_start, std::nullopt);
 }
 
 TEST_F(ControllerTest, PassesBetweenReleasesTryOnlyNewJobsAndAFullPassRefreshesReasons) {

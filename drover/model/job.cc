@@ -69,6 +69,7 @@ std::optional<WorkerState> ParseWorkerState(std::string_view name) {
 
 std::string ExitStatus::Describe() const {
   if (cancelled) return "cancelled";
+  if (preempted) return "preempted";
   if (timed_out) return "timed out";
   if (signal != 0) {
     const char* abbrev = sigabbrev_np(signal);

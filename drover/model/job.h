@@ -57,9 +57,12 @@ struct ExitStatus {
   int signal = 0;          // the signal that killed it, 0 if it exited
   bool timed_out = false;  // killed because the attempt ran past spec.timeout
   bool cancelled = false;  // killed because the job was cancelled
+  bool preempted = false;  // stopped to make room for another job (docs/scheduling.md)
   std::string message;     // e.g. "exec failed: No such file or directory"
 
-  bool Succeeded() const { return signal == 0 && exit_code == 0 && !timed_out && !cancelled; }
+  bool Succeeded() const {
+    return signal == 0 && exit_code == 0 && !timed_out && !cancelled && !preempted;
+  }
   // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled".
   std::string Describe() const;
   friend bool operator==(const ExitStatus&, const ExitStatus&) = default;
@@ -91,6 +94,12 @@ struct Attempt {
   TimeMs finished_at = 0;
   std::optional<JobState> outcome;  // terminal state of this attempt, or kReady when retried
   std::string outcome_reason;
+  // This attempt started from a checkpoint of an earlier one (DROVER_RESUME=1).
+  bool resumed = false;
+  // Last checkpoint this attempt reported (API or the checkpoint file); 0 = none.
+  TimeMs last_checkpoint_at = 0;
+  // Set when the attempt was preempted: the job it made room for.
+  std::optional<JobId> preempted_by;
   std::vector<Worker> workers;
 
   friend bool operator==(const Attempt&, const Attempt&) = default;

@@ -22,13 +22,37 @@ struct Requirements {
   std::map<std::string, std::string> node_selector;  // labels a node must carry exactly
   std::vector<Toleration> tolerations;
   bool same_node = false;  // all workers on one node
+  // Fractional GPU through a real sharing mechanism; at most one of the two, and only with
+  // per_worker.gpus == 0. Each worker then gets a part of one GPU:
+  //   gpu_share_millis (1..999): a time-sliced share of a GPU in `timeslice` mode, with
+  //     gpu_memory_bytes of that GPU's memory set aside for it (0 = none accounted);
+  //   mig_profile (e.g. "1g.18gb"): one MIG instance of that profile on a GPU in `mig` mode.
+  std::int32_t gpu_share_millis = 0;
+  std::string mig_profile;
+  // Non-empty: every worker runs on nodes that carry the same value of this node label (one
+  // domain of a topology level, e.g. "rack" or "nvlink-domain"). Nodes without it are excluded.
+  std::string topology_level;
 
   friend bool operator==(const Requirements&, const Requirements&) = default;
 };
 
-// Soft wishes that rank feasible nodes but never exclude one. Empty in contract v1; kept
-// apart from Requirements so that adding preferences never changes what is feasible.
+// Raises the score of nodes carrying label key=value by `weight` (1..100).
+struct LabelPreference {
+  std::string key;
+  std::string value;
+  int weight = 1;
+
+  friend bool operator==(const LabelPreference&, const LabelPreference&) = default;
+};
+
+// Soft wishes that rank feasible nodes but never exclude one; kept apart from Requirements so
+// that adding a preference never changes what is feasible.
 struct Preferences {
+  std::vector<LabelPreference> node_labels;
+  // Non-empty: place every worker within one domain of this label when one has room, else
+  // anywhere feasible.
+  std::string topology_level;
+
   friend bool operator==(const Preferences&, const Preferences&) = default;
 };
 
@@ -45,6 +69,7 @@ struct JobSpec {
   std::string team;
   std::string queue = "default";
   std::string priority_class = "normal";  // see PriorityClassValue()
+  std::string pipeline;  // groups jobs for per-pipeline concurrency limits; empty = none
 
   // Exactly one of command (argv, run without a shell) or script (run with /bin/sh -c).
   std::vector<std::string> command;
@@ -58,10 +83,11 @@ struct JobSpec {
   int min_workers = 1;  // the gang may start with this many; v1 schedulers place `workers`
 
   std::vector<std::string> depends_on;  // names of jobs that must succeed first
-  std::optional<DurationMs> timeout;    // per attempt, from start
+  // Per attempt, from start; also the time limit backfill and start-time estimates rely on.
+  std::optional<DurationMs> timeout;
   RetryPolicy retry;
   std::string checkpoint_dir;  // exported as DROVER_CHECKPOINT_DIR; empty = none
-  bool interruptible = false;  // may be preempted (used by the scheduling policy)
+  bool interruptible = false;  // may be preempted (docs/scheduling.md)
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -35,13 +35,17 @@ struct LaunchSpec {
   std::vector<int> gpus;
   DurationMs timeout_ms = 0;          // 0: no limit; measured from process start
   DurationMs kill_grace_ms = 10'000;  // SIGTERM, then SIGKILL after this long
+  // With checkpoint_dir set, the agent reports a kCheckpoint event whenever
+  // <checkpoint_dir>/.drover-checkpoint is touched.
+  std::string checkpoint_dir;
 
   friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };
 
-// A change in a worker's life as observed by its agent.
+// A change in a worker's life as observed by its agent. kCheckpoint: the worker touched
+// $DROVER_CHECKPOINT_DIR/.drover-checkpoint (its mtime is `at`).
 struct WorkerEvent {
-  enum class Kind { kStarted, kExited };
+  enum class Kind { kStarted, kExited, kCheckpoint };
   WorkerKey key;
   Kind kind = Kind::kStarted;
   TimeMs at = 0;

@@ -3,12 +3,30 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "drover/common/ids.h"
 #include "drover/model/resources.h"
 
 namespace drover::model {
+
+// How a GPU is handed out (docs/scheduling.md, "Fractional GPUs"). Only a real mechanism
+// makes a fraction: an exclusive GPU goes whole to one worker; a timeslice GPU is shared by
+// workers asking gpu_share (1000 milli-shares of compute and its memory_bytes of memory in all);
+// a MIG GPU is cut into the instances listed in Gpu::mig.
+enum class GpuSharing { kExclusive, kTimeslice, kMig };
+
+// "exclusive", "timeslice", "mig".
+std::string_view GpuSharingName(GpuSharing sharing);
+
+// `count` MIG instances of `profile` (e.g. "3g.71gb") on one GPU.
+struct MigSlots {
+  std::string profile;
+  int count = 0;
+
+  friend bool operator==(const MigSlots&, const MigSlots&) = default;
+};
 
 // One physical GPU of a node as discovered (NVML) or declared.
 struct Gpu {
@@ -18,6 +36,8 @@ struct Gpu {
   std::int64_t memory_bytes = 0;
   // GPUs in one group talk over a fast link (NVLink domain / NUMA island). Empty: ungrouped.
   std::string topology_group;
+  GpuSharing sharing = GpuSharing::kExclusive;
+  std::vector<MigSlots> mig;  // with kMig: the instances it is cut into
 
   friend bool operator==(const Gpu&, const Gpu&) = default;
 };

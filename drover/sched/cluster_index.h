@@ -1,26 +1,36 @@
 #pragma once
 
-// Internals of ClusterState shared by cluster_state.cc, scheduler.cc and pending_reason.cc. Not
-// part of the scheduler's API: only files in drover/sched include this header.
+// Internals of ClusterState shared by cluster_state.cc, placement.cc, scheduler.cc and
+// pending_reason.cc. Not part of the scheduler's API: only files in drover/sched include this
+// header.
 //
 // Node bookkeeping: nodes live in a vector (the public nodes() view) with a parallel NodeState
 // holding what is allocated; free = capacity - allocated. A node's position is stable until
 // RemoveNode, which renumbers positions and therefore drops every index.
 //
-// Indexes: for each StaticFilter (the part of a job's requirements that never depends on what is
-// free: selector, tolerations, GPU model and memory) RunCycle asks for, an Index holds the
-// eligible nodes ordered by NodeKey. The best fit for a demand (G GPUs, C CPU, M memory) is then
-// the first key at or after lower_bound(tier, G, C, M) that really fits (see BestFit in
-// scheduler.cc); Allocate, Release and UpsertNode move a node's key in every index it belongs to.
+// GPUs come in three modes (model::GpuSharing). Whole-GPU allocations are a list of used GPU
+// indices (only exclusive GPUs are ever free for them: NodeState::free_gpus counts free
+// exclusive GPUs); shares are recorded per GPU index as used milli-shares and share memory
+// (timeslice) or used instances per profile (MIG). Nodes that have a timeslice or MIG GPU are
+// listed in Impl::sharing_positions, so that share requests scan only them and the exclusive
+// path never looks at share bookkeeping.
+//
+// Indexes: for each StaticFilter of a whole-GPU or CPU-only request (the part of a job's
+// requirements that never depends on what is free: selector, tolerations, GPU model and memory)
+// an Index holds the eligible nodes ordered by NodeKey. The best fit for a demand (G GPUs,
+// C CPU, M memory) is then the first key at or after lower_bound(tier, G, C, M) that really
+// fits (see BestFit in placement.cc); Allocate, Release and UpsertNode move a node's key in
+// every index it belongs to. Share requests have no index (they scan sharing_positions).
 
-#include <array>
-#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "drover/model/job_spec.h"
@@ -29,20 +39,34 @@
 
 namespace drover::sched::internal {
 
-// ASCII lower case, for GPU model comparison.
+// ASCII lower case, for GPU model and MIG profile comparison.
 std::string Lower(std::string_view text);
+// ASCII case-insensitive equality.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// Milli-shares of one timeslice GPU.
+inline constexpr int kShareMillisPerGpu = 1000;
+
+// What kind of GPU a request takes. Decided from model::Requirements in this order:
+// per_worker.gpus > 0 -> kWhole; else gpu_share_millis > 0 -> kTimeslice; else a non-empty
+// mig_profile -> kMig; else kNone (CPU only).
+enum class GpuMode { kNone, kWhole, kTimeslice, kMig };
+GpuMode ModeOf(const model::Requirements& requirements);
 
 // The static (capacity-independent) part of a job's requirements.
 struct StaticFilter {
-  bool needs_gpus = false;                    // per_worker.gpus > 0; else GPU filters are ignored
-  std::vector<std::string> gpu_models_lower;  // sorted, unique; empty = any
-  std::int64_t gpu_memory_bytes = 0;
+  GpuMode mode = GpuMode::kNone;
+  bool needs_gpus = false;                    // mode == kWhole
+  std::vector<std::string> gpu_models_lower;  // sorted, unique; empty = any (GPU modes only)
+  std::int64_t gpu_memory_bytes = 0;          // minimum memory_bytes of the GPU (GPU modes only)
+  std::string mig_profile_lower;              // kMig
   std::map<std::string, std::string> node_selector;
   std::vector<model::Toleration> tolerations;
   std::string key;  // canonical encoding of all of the above; equal filters have equal keys
 
   static StaticFilter From(const model::Requirements& requirements);
-  // True if a GPU of this (lower-cased) model and memory may serve the job.
+  bool shares() const { return mode == GpuMode::kTimeslice || mode == GpuMode::kMig; }
+  // True if a GPU of this (lower-cased) model and memory may serve the job (mode aside).
   bool GpuMatches(const std::string& model_lower, std::int64_t memory_bytes) const;
 };
 
@@ -57,30 +81,72 @@ struct NodeKey {
   std::string name;
   int position = 0;
 
-  friend auto operator<=>(const NodeKey&, const NodeKey&) = default;
+  friend bool operator==(const NodeKey&, const NodeKey&) = default;
+  // Written out (rather than a defaulted <=>) so that it inlines into the set operations of the
+  // hot path.
+  friend bool operator<(const NodeKey& a, const NodeKey& b) {
+    if (a.tier != b.tier) return a.tier < b.tier;
+    if (a.free_gpus != b.free_gpus) return a.free_gpus < b.free_gpus;
+    if (a.free_cpu != b.free_cpu) return a.free_cpu < b.free_cpu;
+    if (a.free_memory != b.free_memory) return a.free_memory < b.free_memory;
+    const int names = a.name.compare(b.name);
+    if (names != 0) return names < 0;
+    return a.position < b.position;
+  }
+};
+
+// What shares of one GPU are allocated (by GPU index).
+struct ShareUse {
+  int index = 0;
+  int millis = 0;           // timeslice: milli-shares used
+  std::int64_t memory = 0;  // timeslice: GPU memory set aside for shares
+  // MIG: instances used per profile (lower-case), sorted by profile.
+  std::vector<std::pair<std::string, int>> mig;
+
+  bool empty() const { return millis == 0 && memory == 0 && mig.empty(); }
+  int MigUsed(std::string_view profile_lower) const;
 };
 
 // What is allocated on one node.
 struct NodeState {
   std::int64_t used_cpu = 0;
   std::int64_t used_memory = 0;
-  // Allocated GPU indices, ascending; may name GPUs an upsert removed (kept until released).
+  // Whole GPUs allocated, ascending; may name GPUs an upsert removed (kept until released).
   std::vector<int> used_gpus;
+  // Shares allocated, sorted by GPU index; only GPUs with some share use. May name GPUs an
+  // upsert removed or switched to another mode (kept until released).
+  std::vector<ShareUse> shares;
   // Parallel to Node::gpus: the lower-cased model of each GPU.
   std::vector<std::string> gpu_models_lower;
-  // Node::gpus that are not in used_gpus.
+  // Exclusive GPUs of the node that are neither in used_gpus nor in shares.
   int free_gpus = 0;
+  // Exclusive GPUs of the node, free or not.
+  int exclusive_gpus = 0;
+  // The node has a timeslice or MIG GPU (so the exclusive path need not read Gpu::sharing).
+  bool sharing_gpus = false;
 
   bool GpuUsed(int index) const;
+  const ShareUse* FindShare(int index) const;
+  ShareUse& ShareOf(int index);  // inserts an empty entry if missing
 };
 
 // Eligible nodes of one StaticFilter, ordered by NodeKey.
 struct Index {
   StaticFilter filter;
   std::vector<char> member;          // by node position
-  std::vector<char> all_gpus_match;  // by position: every GPU of the node passes the filter
+  std::vector<char> all_gpus_match;  // by position: every exclusive GPU passes the filter
   std::set<NodeKey> keys;
   std::uint64_t last_used = 0;
+};
+
+// Shares one worker takes on one GPU (Allocate, Release, Commit).
+struct ShareAmount {
+  GpuMode mode = GpuMode::kTimeslice;  // kTimeslice or kMig
+  int millis = 0;                      // kTimeslice
+  std::int64_t memory = 0;             // kTimeslice
+  std::string mig_profile_lower;       // kMig
+
+  static ShareAmount From(const model::Requirements& requirements);
 };
 
 }  // namespace drover::sched::internal
@@ -91,6 +157,8 @@ struct ClusterState::Impl {
   std::vector<model::Node> nodes;
   std::vector<internal::NodeState> states;  // parallel to nodes
   std::unordered_map<std::string, int> position_by_name;
+  // Positions of nodes with at least one timeslice or MIG GPU, ascending.
+  std::vector<int> sharing_positions;
   std::vector<std::unique_ptr<internal::Index>> indexes;
   std::unordered_map<std::string, internal::Index*> index_by_filter;
   std::uint64_t tick = 0;  // advances on every index lookup; drives least-recently-used eviction
@@ -106,16 +174,38 @@ struct ClusterState::Impl {
   }
   internal::NodeKey KeyOf(int pos, const internal::StaticFilter& filter) const;
 
-  // Selector and taints pass, and for GPU jobs at least one GPU passes the GPU filters.
+  // GPU `i` (a position in nodes[pos].gpus) is exclusive and wholly free.
+  bool WholeFree(int pos, std::size_t i) const {
+    const model::Gpu& gpu = nodes[pos].gpus[i];
+    const internal::NodeState& state = states[pos];
+    if (state.GpuUsed(gpu.index)) return false;
+    if (state.sharing_gpus && gpu.sharing != model::GpuSharing::kExclusive) return false;
+    return state.shares.empty() || state.FindShare(gpu.index) == nullptr;
+  }
+  // Free milli-shares of GPU `i` if it is a timeslice GPU not wholly allocated, else 0.
+  int FreeShareMillis(int pos, std::size_t i) const;
+  // Memory of timeslice GPU `i` not set aside for shares (its memory_bytes if none).
+  std::int64_t FreeShareMemory(int pos, std::size_t i) const;
+  // Free instances of `profile_lower` on GPU `i` if it is a MIG GPU, else 0.
+  int FreeMigInstances(int pos, std::size_t i, std::string_view profile_lower) const;
+  // Instances of `profile_lower` GPU `i` is cut into (0 unless it is a MIG GPU).
+  int MigInstances(int pos, std::size_t i, std::string_view profile_lower) const;
+
+  // Selector and taints pass, and for GPU jobs at least one GPU in the request's mode passes the
+  // GPU filters (MIG: and offers the profile).
   bool StaticEligible(int pos, const internal::StaticFilter& filter) const;
+  // GPU `i` of node `pos` is in the filter's mode and passes its GPU filters (static).
+  bool GpuEligible(int pos, std::size_t i, const internal::StaticFilter& filter) const;
   bool AllGpusMatch(int pos, const internal::StaticFilter& filter) const;
-  // Free GPUs of the node that pass the filter. `index` (may be null) speeds up the common case.
+  // Free exclusive GPUs of the node that pass the filter. `index` (may be null) speeds up the
+  // common case.
   int MatchingFreeGpus(int pos, const internal::StaticFilter& filter,
                        const internal::Index* index) const;
 
   // The index of `filter` if one exists (does not touch recency).
   const internal::Index* FindIndex(const internal::StaticFilter& filter) const;
-  // The index of `filter`, built by one scan of the nodes if missing.
+  // The index of `filter`, built by one scan of the nodes if missing. Share filters get one too,
+  // but Plan does not use it (shares scan sharing_positions).
   internal::Index& GetOrBuildIndex(const internal::StaticFilter& filter);
 
   // Brackets a change to a node's description: takes its keys out of the indexes, then puts the
@@ -123,32 +213,54 @@ struct ClusterState::Impl {
   void Unindex(int pos);
   void Reindex(int pos);
 
-  // Marks cpu, memory and `gpus` (ascending, each free and existing: the caller has checked) of
-  // node `pos` as used, moving its keys in place (no allocation).
+  // Marks cpu, memory and the whole GPUs `gpus` (ascending, each free and existing) of node
+  // `pos` as used, moving its keys in place (no allocation). The caller has checked that
+  // everything fits.
   void Use(int pos, std::int64_t cpu, std::int64_t memory, const std::vector<int>& gpus);
+  // The same for the whole GPUs of `n` workers (their lists disjoint, free and existing).
+  void Use(int pos, std::int64_t cpu, std::int64_t memory, const WorkerAssignment* workers, int n);
+  // The same for shares: each entry of `gpus` (a GPU index, repeated once per worker) takes
+  // `share` of that GPU.
+  void UseShares(int pos, std::int64_t cpu, std::int64_t memory, const std::vector<int>& gpus,
+                 const internal::ShareAmount& share);
+  // The reverse of Use, forgiving: nothing goes below zero, unknown entries are ignored.
+  void Unuse(int pos, std::int64_t cpu, std::int64_t memory, const std::vector<int>& gpus,
+             const internal::ShareAmount* share = nullptr);
   // Moves the node's keys in every index after `change` (which alters only free capacity).
   template <typename Change>
   void UpdateFree(int pos, Change&& change);
 
   void RecountFreeGpus(int pos);
+  // Recomputes sharing_positions from the nodes.
+  void RebuildSharingPositions();
 };
 
 template <typename Change>
 void ClusterState::Impl::UpdateFree(int pos, Change&& change) {
-  // Node handles keep the set nodes: a key moves without freeing and allocating.
-  std::array<std::set<internal::NodeKey>::node_type, ClusterState::kMaxIndexes> handles;
-  std::array<internal::Index*, ClusterState::kMaxIndexes> owners{};
+  // Node handles keep the set nodes: a key moves without freeing and allocating. The slots are
+  // left uninitialized (this runs for every allocation change; zeroing kMaxIndexes handles
+  // would cost more than the usual one or two moves).
+  using Handle = std::set<internal::NodeKey>::node_type;
+  union Slot {
+    Slot() {}
+    ~Slot() {}
+    Handle handle;
+  };
+  Slot slots[ClusterState::kMaxIndexes];
+  internal::Index* owners[ClusterState::kMaxIndexes];
   std::size_t moved = 0;
   for (const auto& index : indexes) {
     if (pos < static_cast<int>(index->member.size()) && index->member[pos]) {
       owners[moved] = index.get();
-      handles[moved++] = index->keys.extract(KeyOf(pos, index->filter));
+      new (&slots[moved++].handle) Handle(index->keys.extract(KeyOf(pos, index->filter)));
     }
   }
   change();
   for (std::size_t i = 0; i < moved; ++i) {
-    handles[i].value() = KeyOf(pos, owners[i]->filter);
-    owners[i]->keys.insert(std::move(handles[i]));
+    Handle& handle = slots[i].handle;
+    handle.value() = KeyOf(pos, owners[i]->filter);
+    owners[i]->keys.insert(std::move(handle));
+    handle.~Handle();
   }
 }
 

@@ -20,6 +20,44 @@ std::string Lower(std::string_view text) {
   return out;
 }
 
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i];
+    char y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+GpuMode ModeOf(const model::Requirements& requirements) {
+  if (requirements.per_worker.gpus > 0) return GpuMode::kWhole;
+  if (requirements.gpu_share_millis > 0) return GpuMode::kTimeslice;
+  if (!requirements.mig_profile.empty()) return GpuMode::kMig;
+  return GpuMode::kNone;
+}
+
+ShareAmount ShareAmount::From(const model::Requirements& requirements) {
+  ShareAmount share;
+  share.mode = ModeOf(requirements);
+  if (share.mode == GpuMode::kTimeslice) {
+    share.millis = std::min(requirements.gpu_share_millis, kShareMillisPerGpu);
+    share.memory = std::max<std::int64_t>(requirements.gpu_memory_bytes, 0);
+  } else if (share.mode == GpuMode::kMig) {
+    share.mig_profile_lower = Lower(requirements.mig_profile);
+  }
+  return share;
+}
+
+int ShareUse::MigUsed(std::string_view profile_lower) const {
+  for (const auto& [profile, used] : mig) {
+    if (profile == profile_lower) return used;
+  }
+  return 0;
+}
+
 namespace {
 
 // Separators that do not occur in names, labels or models.
@@ -41,8 +79,9 @@ std::string EncodeToleration(const model::Toleration& t) {
 
 StaticFilter StaticFilter::From(const model::Requirements& requirements) {
   StaticFilter filter;
-  filter.needs_gpus = requirements.per_worker.gpus > 0;
-  if (filter.needs_gpus) {
+  filter.mode = ModeOf(requirements);
+  filter.needs_gpus = filter.mode == GpuMode::kWhole;
+  if (filter.mode != GpuMode::kNone) {
     for (const std::string& model : requirements.gpu_models) {
       filter.gpu_models_lower.push_back(Lower(model));
     }
@@ -52,11 +91,26 @@ StaticFilter StaticFilter::From(const model::Requirements& requirements) {
         filter.gpu_models_lower.end());
     filter.gpu_memory_bytes = requirements.gpu_memory_bytes;
   }
+  if (filter.mode == GpuMode::kMig) filter.mig_profile_lower = Lower(requirements.mig_profile);
   filter.node_selector = requirements.node_selector;
   filter.tolerations = requirements.tolerations;
 
   std::string& key = filter.key;
-  key += filter.needs_gpus ? 'G' : 'C';
+  switch (filter.mode) {
+    case GpuMode::kNone:
+      key += 'C';
+      break;
+    case GpuMode::kWhole:
+      key += 'G';
+      break;
+    case GpuMode::kTimeslice:
+      key += 'T';
+      break;
+    case GpuMode::kMig:
+      key += 'M';
+      key += filter.mig_profile_lower;
+      break;
+  }
   key += kItem;
   for (const std::string& model : filter.gpu_models_lower) {
     key += model;
@@ -92,8 +146,25 @@ bool NodeState::GpuUsed(int index) const {
   return std::binary_search(used_gpus.begin(), used_gpus.end(), index);
 }
 
+const ShareUse* NodeState::FindShare(int index) const {
+  auto it = std::lower_bound(shares.begin(), shares.end(), index,
+                             [](const ShareUse& use, int i) { return use.index < i; });
+  return it != shares.end() && it->index == index ? &*it : nullptr;
+}
+
+ShareUse& NodeState::ShareOf(int index) {
+  auto it = std::lower_bound(shares.begin(), shares.end(), index,
+                             [](const ShareUse& use, int i) { return use.index < i; });
+  if (it == shares.end() || it->index != index) {
+    it = shares.insert(it, ShareUse{});
+    it->index = index;
+  }
+  return *it;
+}
+
 }  // namespace internal
 
+using internal::GpuMode;
 using internal::Index;
 using internal::NodeKey;
 using internal::NodeState;
@@ -115,6 +186,60 @@ NodeKey ClusterState::Impl::KeyOf(int pos, const StaticFilter& filter) const {
   return key;
 }
 
+int ClusterState::Impl::FreeShareMillis(int pos, std::size_t i) const {
+  const model::Gpu& gpu = nodes[pos].gpus[i];
+  if (gpu.sharing != model::GpuSharing::kTimeslice) return 0;
+  const NodeState& state = states[pos];
+  if (state.GpuUsed(gpu.index)) return 0;
+  const internal::ShareUse* use = state.FindShare(gpu.index);
+  return std::max(internal::kShareMillisPerGpu - (use ? use->millis : 0), 0);
+}
+
+std::int64_t ClusterState::Impl::FreeShareMemory(int pos, std::size_t i) const {
+  const model::Gpu& gpu = nodes[pos].gpus[i];
+  const internal::ShareUse* use = states[pos].FindShare(gpu.index);
+  return gpu.memory_bytes - (use ? use->memory : 0);
+}
+
+int ClusterState::Impl::MigInstances(int pos, std::size_t i, std::string_view profile_lower) const {
+  const model::Gpu& gpu = nodes[pos].gpus[i];
+  if (gpu.sharing != model::GpuSharing::kMig) return 0;
+  int count = 0;
+  for (const model::MigSlots& slots : gpu.mig) {
+    if (internal::EqualsIgnoreCase(slots.profile, profile_lower)) count += std::max(slots.count, 0);
+  }
+  return count;
+}
+
+int ClusterState::Impl::FreeMigInstances(int pos, std::size_t i,
+                                         std::string_view profile_lower) const {
+  const int total = MigInstances(pos, i, profile_lower);
+  if (total == 0) return 0;
+  const model::Gpu& gpu = nodes[pos].gpus[i];
+  const NodeState& state = states[pos];
+  if (state.GpuUsed(gpu.index)) return 0;
+  const internal::ShareUse* use = state.FindShare(gpu.index);
+  return std::max(total - (use ? use->MigUsed(profile_lower) : 0), 0);
+}
+
+bool ClusterState::Impl::GpuEligible(int pos, std::size_t i, const StaticFilter& filter) const {
+  const model::Gpu& gpu = nodes[pos].gpus[i];
+  switch (filter.mode) {
+    case GpuMode::kNone:
+      return false;
+    case GpuMode::kWhole:
+      if (gpu.sharing != model::GpuSharing::kExclusive) return false;
+      break;
+    case GpuMode::kTimeslice:
+      if (gpu.sharing != model::GpuSharing::kTimeslice) return false;
+      break;
+    case GpuMode::kMig:
+      if (MigInstances(pos, i, filter.mig_profile_lower) == 0) return false;
+      break;
+  }
+  return filter.GpuMatches(states[pos].gpu_models_lower[i], gpu.memory_bytes);
+}
+
 bool ClusterState::Impl::StaticEligible(int pos, const StaticFilter& filter) const {
   const model::Node& node = nodes[pos];
   for (const auto& [label, value] : filter.node_selector) {
@@ -127,20 +252,21 @@ bool ClusterState::Impl::StaticEligible(int pos, const StaticFilter& filter) con
                                  [&](const model::Toleration& t) { return Tolerates(t, taint); });
     if (!tolerated) return false;
   }
-  if (!filter.needs_gpus) return true;
-  const NodeState& state = states[pos];
+  if (filter.mode == GpuMode::kNone) return true;
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    if (filter.GpuMatches(state.gpu_models_lower[i], node.gpus[i].memory_bytes)) return true;
+    if (GpuEligible(pos, i, filter)) return true;
   }
   return false;
 }
 
 bool ClusterState::Impl::AllGpusMatch(int pos, const StaticFilter& filter) const {
-  const model::Node& node = nodes[pos];
-  const NodeState& state = states[pos];
   if (!filter.needs_gpus) return true;
+  const model::Node& node = nodes[pos];
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    if (!filter.GpuMatches(state.gpu_models_lower[i], node.gpus[i].memory_bytes)) return false;
+    if (node.gpus[i].sharing == model::GpuSharing::kExclusive &&
+        !filter.GpuMatches(states[pos].gpu_models_lower[i], node.gpus[i].memory_bytes)) {
+      return false;
+    }
   }
   return true;
 }
@@ -154,7 +280,7 @@ int ClusterState::Impl::MatchingFreeGpus(int pos, const StaticFilter& filter,
   const model::Node& node = nodes[pos];
   int count = 0;
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    if (!state.GpuUsed(node.gpus[i].index) &&
+    if (WholeFree(pos, i) &&
         filter.GpuMatches(state.gpu_models_lower[i], node.gpus[i].memory_bytes)) {
       ++count;
     }
@@ -233,11 +359,104 @@ void ClusterState::Impl::Use(int pos, std::int64_t cpu, std::int64_t memory,
   });
 }
 
+void ClusterState::Impl::Use(int pos, std::int64_t cpu, std::int64_t memory,
+                             const WorkerAssignment* workers, int n) {
+  UpdateFree(pos, [&] {
+    NodeState& state = states[pos];
+    state.used_cpu += cpu;
+    state.used_memory += memory;
+    for (int w = 0; w < n; ++w) {
+      for (int gpu : workers[w].gpus) {
+        state.used_gpus.insert(
+            std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu), gpu);
+        --state.free_gpus;
+      }
+    }
+  });
+}
+
+void ClusterState::Impl::UseShares(int pos, std::int64_t cpu, std::int64_t memory,
+                                   const std::vector<int>& gpus,
+                                   const internal::ShareAmount& share) {
+  UpdateFree(pos, [&] {
+    NodeState& state = states[pos];
+    state.used_cpu += cpu;
+    state.used_memory += memory;
+    for (int gpu : gpus) {
+      internal::ShareUse& use = state.ShareOf(gpu);
+      if (share.mode == GpuMode::kMig) {
+        auto it =
+            std::lower_bound(use.mig.begin(), use.mig.end(), share.mig_profile_lower,
+                             [](const std::pair<std::string, int>& entry,
+                                const std::string& profile) { return entry.first < profile; });
+        if (it == use.mig.end() || it->first != share.mig_profile_lower) {
+          it = use.mig.emplace(it, share.mig_profile_lower, 0);
+        }
+        ++it->second;
+      } else {
+        use.millis += share.millis;
+        use.memory += share.memory;
+      }
+    }
+    RecountFreeGpus(pos);
+  });
+}
+
+void ClusterState::Impl::Unuse(int pos, std::int64_t cpu, std::int64_t memory,
+                               const std::vector<int>& gpus, const internal::ShareAmount* share) {
+  auto non_negative = [](std::int64_t value) { return std::max<std::int64_t>(value, 0); };
+  UpdateFree(pos, [&] {
+    NodeState& state = states[pos];
+    state.used_cpu = non_negative(state.used_cpu - cpu);
+    state.used_memory = non_negative(state.used_memory - memory);
+    for (int gpu : gpus) {
+      if (share == nullptr) {
+        auto it = std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu);
+        if (it != state.used_gpus.end() && *it == gpu) state.used_gpus.erase(it);
+        continue;
+      }
+      auto it = std::lower_bound(
+          state.shares.begin(), state.shares.end(), gpu,
+          [](const internal::ShareUse& use, int index) { return use.index < index; });
+      if (it == state.shares.end() || it->index != gpu) continue;
+      if (share->mode == GpuMode::kMig) {
+        for (auto m = it->mig.begin(); m != it->mig.end(); ++m) {
+          if (m->first != share->mig_profile_lower) continue;
+          if (--m->second <= 0) it->mig.erase(m);
+          break;
+        }
+      } else {
+        it->millis = static_cast<int>(non_negative(it->millis - share->millis));
+        it->memory = non_negative(it->memory - share->memory);
+      }
+      if (it->empty()) state.shares.erase(it);
+    }
+    RecountFreeGpus(pos);
+  });
+}
+
 void ClusterState::Impl::RecountFreeGpus(int pos) {
   NodeState& state = states[pos];
   state.free_gpus = 0;
+  state.exclusive_gpus = 0;
   for (const model::Gpu& gpu : nodes[pos].gpus) {
-    if (!state.GpuUsed(gpu.index)) ++state.free_gpus;
+    if (gpu.sharing == model::GpuSharing::kExclusive) ++state.exclusive_gpus;
+  }
+  state.sharing_gpus = state.exclusive_gpus != static_cast<int>(nodes[pos].gpus.size());
+  for (std::size_t i = 0; i < nodes[pos].gpus.size(); ++i) {
+    if (WholeFree(pos, i)) ++state.free_gpus;
+  }
+}
+
+void ClusterState::Impl::RebuildSharingPositions() {
+  sharing_positions.clear();
+  for (int pos = 0; pos < static_cast<int>(nodes.size()); ++pos) {
+    const auto& gpus = nodes[pos].gpus;
+    if (std::any_of(gpus.begin(), gpus.end(), [](const model::Gpu& gpu) {
+          return gpu.sharing != model::GpuSharing::kExclusive;
+        })) {
+      sharing_positions.push_back(pos);
+    }
   }
 }
 
@@ -245,6 +464,15 @@ ClusterState::ClusterState() : impl_(std::make_unique<Impl>()) {}
 ClusterState::~ClusterState() = default;
 ClusterState::ClusterState(ClusterState&&) noexcept = default;
 ClusterState& ClusterState::operator=(ClusterState&&) noexcept = default;
+
+ClusterState ClusterState::Clone() const {
+  ClusterState copy;
+  copy.impl_->nodes = impl_->nodes;
+  copy.impl_->states = impl_->states;
+  copy.impl_->position_by_name = impl_->position_by_name;
+  copy.impl_->sharing_positions = impl_->sharing_positions;
+  return copy;
+}
 
 void ClusterState::UpsertNode(const model::Node& node) {
   Impl& impl = *impl_;
@@ -260,9 +488,17 @@ void ClusterState::UpsertNode(const model::Node& node) {
   }
   NodeState& state = impl.states[pos];
   state.gpu_models_lower.clear();
-  for (const model::Gpu& gpu : node.gpus)
+  for (const model::Gpu& gpu : node.gpus) {
     state.gpu_models_lower.push_back(internal::Lower(gpu.model));
+  }
   impl.RecountFreeGpus(pos);
+  const bool sharing = std::any_of(node.gpus.begin(), node.gpus.end(), [](const model::Gpu& gpu) {
+    return gpu.sharing != model::GpuSharing::kExclusive;
+  });
+  auto it = std::lower_bound(impl.sharing_positions.begin(), impl.sharing_positions.end(), pos);
+  const bool listed = it != impl.sharing_positions.end() && *it == pos;
+  if (sharing && !listed) impl.sharing_positions.insert(it, pos);
+  if (!sharing && listed) impl.sharing_positions.erase(it);
   impl.Reindex(pos);
 }
 
@@ -276,6 +512,7 @@ void ClusterState::RemoveNode(const NodeId& name) {
   for (auto& [node_name, p] : impl.position_by_name) {
     if (p > pos) --p;
   }
+  impl.RebuildSharingPositions();
   // Positions moved: indexes are rebuilt on demand.
   impl.indexes.clear();
   impl.index_by_filter.clear();
@@ -286,12 +523,24 @@ namespace {
 
 std::int64_t NonNegative(std::int64_t value) { return std::max<std::int64_t>(value, 0); }
 
+// Position of the GPU with `index` in node.gpus, or -1.
+int GpuPosition(const model::Node& node, int index) {
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    if (node.gpus[i].index == index) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace
 
-Status ClusterState::Allocate(const Placement& placement, const model::Resources& per_worker) {
+Status ClusterState::Allocate(const Placement& placement, const model::Requirements& requirements) {
   Impl& impl = *impl_;
-  const std::int64_t cpu = NonNegative(per_worker.cpu_millis);
-  const std::int64_t memory = NonNegative(per_worker.memory_bytes);
+  const std::int64_t cpu = NonNegative(requirements.per_worker.cpu_millis);
+  const std::int64_t memory = NonNegative(requirements.per_worker.memory_bytes);
+  const GpuMode mode = internal::ModeOf(requirements);
+  const bool shared = mode == GpuMode::kTimeslice || mode == GpuMode::kMig;
+  const internal::ShareAmount share = internal::ShareAmount::From(requirements);
+  const std::string job = std::to_string(placement.job.value());
 
   // Demand per node position, validated before anything changes.
   struct NodeDemand {
@@ -304,7 +553,12 @@ Status ClusterState::Allocate(const Placement& placement, const model::Resources
     int pos = impl.Find(worker.node.value());
     if (pos < 0) {
       return FailedPrecondition(
-          fmt::format("job {}: node {} is unknown", placement.job.value(), worker.node.value()));
+          fmt::format("job {}: node {} is unknown", job, worker.node.value()));
+    }
+    if (shared && worker.gpus.size() != 1) {
+      return FailedPrecondition(fmt::format(
+          "job {}: worker {} must list exactly one GPU for its {}, lists {}", job, worker.rank,
+          mode == GpuMode::kMig ? "MIG instance" : "GPU share", worker.gpus.size()));
     }
     NodeDemand& d = demand[pos];
     d.cpu += cpu;
@@ -313,59 +567,113 @@ Status ClusterState::Allocate(const Placement& placement, const model::Resources
   }
   for (auto& [pos, d] : demand) {
     const model::Node& node = impl.nodes[pos];
-    const NodeState& state = impl.states[pos];
     const std::string& name = node.name.value();
     if (d.cpu > impl.FreeCpu(pos)) {
-      return FailedPrecondition(
-          fmt::format("job {}: node {} has {} CPU free, needs {}", placement.job.value(), name,
-                      FormatCpuMillis(impl.FreeCpu(pos)), FormatCpuMillis(d.cpu)));
+      return FailedPrecondition(fmt::format("job {}: node {} has {} CPU free, needs {}", job, name,
+                                            FormatCpuMillis(impl.FreeCpu(pos)),
+                                            FormatCpuMillis(d.cpu)));
     }
     if (d.memory > impl.FreeMemory(pos)) {
-      return FailedPrecondition(
-          fmt::format("job {}: node {} has {} memory free, needs {}", placement.job.value(), name,
-                      FormatBytes(impl.FreeMemory(pos)), FormatBytes(d.memory)));
+      return FailedPrecondition(fmt::format("job {}: node {} has {} memory free, needs {}", job,
+                                            name, FormatBytes(impl.FreeMemory(pos)),
+                                            FormatBytes(d.memory)));
     }
     std::sort(d.gpus.begin(), d.gpus.end());
-    for (std::size_t i = 0; i < d.gpus.size(); ++i) {
-      int gpu = d.gpus[i];
-      if (i > 0 && d.gpus[i - 1] == gpu) {
-        return FailedPrecondition(fmt::format("job {}: GPU {} of node {} is assigned twice",
-                                              placement.job.value(), gpu, name));
-      }
-      bool exists = std::any_of(node.gpus.begin(), node.gpus.end(),
-                                [gpu](const model::Gpu& g) { return g.index == gpu; });
-      if (!exists) {
-        return FailedPrecondition(
-            fmt::format("job {}: node {} has no GPU {}", placement.job.value(), name, gpu));
-      }
-      if (state.GpuUsed(gpu)) {
-        return FailedPrecondition(
-            fmt::format("job {}: GPU {} of node {} is not free", placement.job.value(), gpu, name));
+    for (std::size_t k = 0; k < d.gpus.size();) {
+      const int gpu = d.gpus[k];
+      std::size_t end = k;
+      while (end < d.gpus.size() && d.gpus[end] == gpu) ++end;
+      const int times = static_cast<int>(end - k);
+      k = end;
+      const int i = GpuPosition(node, gpu);
+      if (i < 0)
+        return FailedPrecondition(fmt::format("job {}: node {} has no GPU {}", job, name, gpu));
+      const model::Gpu& g = node.gpus[i];
+      switch (mode) {
+        case GpuMode::kNone:
+        case GpuMode::kWhole:
+          if (times > 1) {
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} is assigned twice", job, gpu, name));
+          }
+          if (g.sharing != model::GpuSharing::kExclusive) {
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} is in {} mode and serves only shares", job,
+                            gpu, name, model::GpuSharingName(g.sharing)));
+          }
+          if (!impl.WholeFree(pos, i)) {
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} is not free", job, gpu, name));
+          }
+          break;
+        case GpuMode::kTimeslice:
+          if (g.sharing != model::GpuSharing::kTimeslice) {
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} is in {} mode, not timeslice", job, gpu,
+                            name, model::GpuSharingName(g.sharing)));
+          }
+          if (std::int64_t{times} * share.millis > impl.FreeShareMillis(pos, i)) {
+            return FailedPrecondition(fmt::format(
+                "job {}: GPU {} of node {} has {}m of its shares free, needs {}m", job, gpu, name,
+                impl.FreeShareMillis(pos, i), std::int64_t{times} * share.millis));
+          }
+          if (times * share.memory > impl.FreeShareMemory(pos, i)) {
+            return FailedPrecondition(fmt::format(
+                "job {}: GPU {} of node {} has {} memory free for shares, needs {}", job, gpu, name,
+                FormatBytes(impl.FreeShareMemory(pos, i)), FormatBytes(times * share.memory)));
+          }
+          break;
+        case GpuMode::kMig:
+          if (g.sharing != model::GpuSharing::kMig) {
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} is in {} mode, not mig", job, gpu, name,
+                            model::GpuSharingName(g.sharing)));
+          }
+          if (times > impl.FreeMigInstances(pos, i, share.mig_profile_lower)) {
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} has {} free {} instances, needs {}", job,
+                            gpu, name, impl.FreeMigInstances(pos, i, share.mig_profile_lower),
+                            requirements.mig_profile, times));
+          }
+          break;
       }
     }
   }
-  for (const auto& [pos, d] : demand) impl.Use(pos, d.cpu, d.memory, d.gpus);
+  for (const auto& [pos, d] : demand) {
+    if (shared) {
+      impl.UseShares(pos, d.cpu, d.memory, d.gpus, share);
+    } else {
+      impl.Use(pos, d.cpu, d.memory, d.gpus);
+    }
+  }
   return OkStatus();
 }
 
-void ClusterState::Release(const Placement& placement, const model::Resources& per_worker) {
+void ClusterState::Release(const Placement& placement, const model::Requirements& requirements) {
   Impl& impl = *impl_;
-  const std::int64_t cpu = NonNegative(per_worker.cpu_millis);
-  const std::int64_t memory = NonNegative(per_worker.memory_bytes);
+  const std::int64_t cpu = NonNegative(requirements.per_worker.cpu_millis);
+  const std::int64_t memory = NonNegative(requirements.per_worker.memory_bytes);
+  const GpuMode mode = internal::ModeOf(requirements);
+  const bool shared = mode == GpuMode::kTimeslice || mode == GpuMode::kMig;
+  const internal::ShareAmount share = internal::ShareAmount::From(requirements);
   for (const WorkerAssignment& worker : placement.workers) {
     int pos = impl.Find(worker.node.value());
     if (pos < 0) continue;
-    impl.UpdateFree(pos, [&] {
-      NodeState& state = impl.states[pos];
-      state.used_cpu = NonNegative(state.used_cpu - cpu);
-      state.used_memory = NonNegative(state.used_memory - memory);
-      for (int gpu : worker.gpus) {
-        auto it = std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu);
-        if (it != state.used_gpus.end() && *it == gpu) state.used_gpus.erase(it);
-      }
-      impl.RecountFreeGpus(pos);
-    });
+    impl.Unuse(pos, cpu, memory, worker.gpus, shared ? &share : nullptr);
   }
+}
+
+model::ResourceAmounts ClusterState::Capacity() const {
+  model::ResourceAmounts out{{"cpu", 0}, {"memory", 0}, {"gpu", 0}};
+  for (const model::Node& node : impl_->nodes) {
+    out["cpu"] += node.cpu_millis;
+    out["memory"] += node.memory_bytes;
+    out["gpu"] += 1000 * static_cast<std::int64_t>(node.gpus.size());
+    for (const model::Gpu& gpu : node.gpus) {
+      if (!gpu.model.empty()) out["gpu:" + internal::Lower(gpu.model)] += 1000;
+    }
+  }
+  return out;
 }
 
 const std::vector<model::Node>& ClusterState::nodes() const { return impl_->nodes; }
@@ -381,10 +689,53 @@ std::vector<int> ClusterState::FreeGpus(const NodeId& name) const {
   std::vector<int> out;
   int pos = impl_->Find(name.value());
   if (pos < 0) return out;
-  for (const model::Gpu& gpu : impl_->nodes[pos].gpus) {
-    if (!impl_->states[pos].GpuUsed(gpu.index)) out.push_back(gpu.index);
+  const model::Node& node = impl_->nodes[pos];
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    if (impl_->WholeFree(pos, i)) out.push_back(node.gpus[i].index);
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<GpuFree> ClusterState::FreeByGpu(const NodeId& name) const {
+  std::vector<GpuFree> out;
+  int pos = impl_->Find(name.value());
+  if (pos < 0) return out;
+  const model::Node& node = impl_->nodes[pos];
+  const NodeState& state = impl_->states[pos];
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    const model::Gpu& gpu = node.gpus[i];
+    GpuFree free;
+    free.index = gpu.index;
+    free.sharing = gpu.sharing;
+    switch (gpu.sharing) {
+      case model::GpuSharing::kExclusive:
+        free.whole = impl_->WholeFree(pos, i);
+        break;
+      case model::GpuSharing::kTimeslice:
+        free.share_millis = impl_->FreeShareMillis(pos, i);
+        free.share_memory_bytes = impl_->FreeShareMemory(pos, i);
+        break;
+      case model::GpuSharing::kMig: {
+        // Instances in use are taken from the first entries of their profile.
+        const internal::ShareUse* use = state.FindShare(gpu.index);
+        const bool used = state.GpuUsed(gpu.index);
+        std::map<std::string, int> taken;
+        if (use != nullptr) taken.insert(use->mig.begin(), use->mig.end());
+        for (const model::MigSlots& slots : gpu.mig) {
+          int& left = taken[internal::Lower(slots.profile)];
+          const int count = std::max(slots.count, 0);
+          const int from_here = std::min(left, count);
+          left -= from_here;
+          free.mig.push_back(model::MigSlots{slots.profile, used ? 0 : count - from_here});
+        }
+        break;
+      }
+    }
+    out.push_back(std::move(free));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const GpuFree& a, const GpuFree& b) { return a.index < b.index; });
   return out;
 }
 

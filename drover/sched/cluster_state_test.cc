@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "drover/model/policy.h"
 #include "drover/sched/sched_test_util.h"
 #include "drover/sched/scheduler.h"
 
@@ -8,6 +9,7 @@ namespace drover::sched {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 using testing::kGi;
 using testing::MakeJob;
 using testing::MakeNode;
@@ -17,7 +19,7 @@ Placement OneWorker(const std::string& node, std::vector<int> gpus) {
   return Placement{JobId(1), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
 }
 
-const model::Resources kPerWorker{4'000, 16 * kGi, 2};
+const model::Requirements kPerWorker = testing::Req({4'000, 16 * kGi, 2});
 
 TEST(ClusterState, AllocateAndReleaseRoundTrip) {
   ClusterState cluster;
@@ -35,7 +37,8 @@ TEST(ClusterState, AllocateFailsWithoutChangingAnything) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 4, "H100", 8'000, 64 * kGi));
   cluster.UpsertNode(MakeNode("node-b", 4, "H100", 8'000, 64 * kGi));
-  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), {1'000, kGi, 1}).has_value());
+  ASSERT_TRUE(
+      cluster.Allocate(OneWorker("node-a", {0}), testing::Req({1'000, kGi, 1})).has_value());
 
   std::vector<Placement> bad = {
       OneWorker("node-a", {0, 1}),  // GPU 0 is used
@@ -50,7 +53,7 @@ TEST(ClusterState, AllocateFailsWithoutChangingAnything) {
            WorkerAssignment{2, NodeId("node-a"), {3}}}},
   };
   for (const Placement& p : bad) {
-    Status status = cluster.Allocate(p, {4'000, kGi, 1});
+    Status status = cluster.Allocate(p, testing::Req({4'000, kGi, 1}));
     ASSERT_FALSE(status.has_value());
     EXPECT_EQ(status.error().code, ErrorCode::kFailedPrecondition) << status.error().message;
   }
@@ -109,9 +112,58 @@ TEST(ClusterState, ReleaseIgnoresUnknownNodesAndFreeGpus) {
 TEST(ClusterState, MoveKeepsState) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 2));
-  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), {0, 0, 1}).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), testing::Req({0, 0, 1})).has_value());
   ClusterState moved = std::move(cluster);
   EXPECT_THAT(moved.FreeGpus(NodeId("node-a")), ElementsAre(1));
+}
+
+TEST(ClusterState, CloneIsIndependent) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 4));
+  cluster.UpsertNode(testing::MakeSharedNode("node-b", 1, model::GpuSharing::kTimeslice));
+  ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), kPerWorker).has_value());
+  model::JobSpec job = MakeJob(1);
+  RunCycle(cluster, {Pending(1, job)});  // builds an index; GPU 1 of node-a is used
+  const model::Requirements share = testing::MakeShareJob(300).requirements;
+  ASSERT_TRUE(cluster.Allocate(OneWorker("node-b", {0}), share).has_value());
+
+  ClusterState copy = cluster.Clone();
+  EXPECT_EQ(copy.nodes(), cluster.nodes());
+  EXPECT_EQ(copy.Free(NodeId("node-a")), cluster.Free(NodeId("node-a")));
+  EXPECT_EQ(copy.FreeByGpu(NodeId("node-b")), cluster.FreeByGpu(NodeId("node-b")));
+  // Simulated releases and placements on the copy leave the original alone, and back.
+  copy.Release(OneWorker("node-a", {0}), kPerWorker);
+  copy.Release(OneWorker("node-b", {0}), share);
+  EXPECT_THAT(copy.FreeGpus(NodeId("node-a")), ElementsAre(0, 2, 3));
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(2, 3));
+  EXPECT_EQ(copy.FreeByGpu(NodeId("node-b"))[0].share_millis, 1000);
+  EXPECT_EQ(cluster.FreeByGpu(NodeId("node-b"))[0].share_millis, 700);
+  CycleResult result = RunCycle(copy, {Pending(2, job)});  // the copy builds its own index
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_THAT(result.placements[0].workers[0].gpus, ElementsAre(0));
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(2, 3));
+  result = RunCycle(cluster, {Pending(3, MakeJob(2))});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), IsEmpty());
+  EXPECT_THAT(copy.FreeGpus(NodeId("node-a")), ElementsAre(2, 3));
+  cluster.RemoveNode(NodeId("node-b"));
+  EXPECT_TRUE(copy.Free(NodeId("node-b")));
+}
+
+TEST(ClusterState, CapacityTotalsEveryGpuOfAnyMode) {
+  ClusterState cluster;
+  EXPECT_EQ(cluster.Capacity(), (model::ResourceAmounts{{"cpu", 0}, {"memory", 0}, {"gpu", 0}}));
+  cluster.UpsertNode(MakeNode("a", 8, "H100", 64'000, 512 * kGi));
+  cluster.UpsertNode(MakeNode("b", 2, "A100", 32'000, 256 * kGi));
+  cluster.UpsertNode(testing::MakeSharedNode("c", 1, model::GpuSharing::kMig, {{"1g.10gb", 7}},
+                                             "a100", 16'000, 64 * kGi));
+  cluster.UpsertNode(MakeNode("cpu", 0, "", 8'000, 32 * kGi));
+  ASSERT_TRUE(cluster.Allocate(OneWorker("a", {0, 1}), kPerWorker).has_value());  // total, not free
+  EXPECT_EQ(cluster.Capacity(), (model::ResourceAmounts{{"cpu", 120'000},
+                                                        {"memory", 864 * kGi},
+                                                        {"gpu", 11'000},
+                                                        {"gpu:a100", 3'000},
+                                                        {"gpu:h100", 8'000}}));
 }
 
 }  // namespace

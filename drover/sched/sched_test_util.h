@@ -52,6 +52,47 @@ inline model::JobSpec MakeCpuJob(std::int64_t cpu_millis, std::int64_t memory_by
   return spec;
 }
 
+// Requirements of `per_worker` alone (whole GPUs), for Allocate and Release.
+inline model::Requirements Req(const model::Resources& per_worker) {
+  model::Requirements requirements;
+  requirements.per_worker = per_worker;
+  return requirements;
+}
+
+// A node named `name` with `gpus` GPUs of `model` in `sharing` mode; MIG GPUs are each cut into
+// `mig` (e.g. {{"1g.18gb", 7}}).
+inline model::Node MakeSharedNode(const std::string& name, int gpus, model::GpuSharing sharing,
+                                  std::vector<model::MigSlots> mig = {},
+                                  const std::string& model = "H100",
+                                  std::int64_t cpu_millis = 64'000,
+                                  std::int64_t memory_bytes = 512 * kGi,
+                                  std::int64_t gpu_memory_bytes = 80 * kGi) {
+  model::Node node = MakeNode(name, gpus, model, cpu_millis, memory_bytes, gpu_memory_bytes);
+  for (model::Gpu& gpu : node.gpus) {
+    gpu.sharing = sharing;
+    if (sharing == model::GpuSharing::kMig) gpu.mig = mig;
+  }
+  return node;
+}
+
+// A job of `workers` workers, each with a `millis` time-sliced GPU share and `gpu_memory` of
+// that GPU's memory, 1 CPU and 4Gi memory.
+inline model::JobSpec MakeShareJob(int millis, std::int64_t gpu_memory = 0, int workers = 1,
+                                   bool same_node = false) {
+  model::JobSpec spec = MakeJob(0, workers, same_node);
+  spec.requirements.gpu_share_millis = millis;
+  spec.requirements.gpu_memory_bytes = gpu_memory;
+  return spec;
+}
+
+// A job of `workers` workers, each with one MIG instance of `profile`, 1 CPU and 4Gi memory.
+inline model::JobSpec MakeMigJob(const std::string& profile, int workers = 1,
+                                 bool same_node = false) {
+  model::JobSpec spec = MakeJob(0, workers, same_node);
+  spec.requirements.mig_profile = profile;
+  return spec;
+}
+
 inline PendingJob Pending(std::int64_t id, const model::JobSpec& spec, int priority = 0,
                           TimeMs enqueued_at = 0) {
   return PendingJob{JobId(id), priority, enqueued_at, &spec};

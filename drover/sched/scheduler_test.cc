@@ -26,7 +26,7 @@ std::vector<JobId> PlacedJobs(const CycleResult& result) {
 // Occupies `gpus` GPUs (the lowest indices) on `node`, with no CPU or memory.
 void Occupy(ClusterState& cluster, const std::string& node, std::vector<int> gpus) {
   Placement p{JobId(999), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
-  ASSERT_TRUE(cluster.Allocate(p, model::Resources{}).has_value());
+  ASSERT_TRUE(cluster.Allocate(p, model::Requirements{}).has_value());
 }
 
 TEST(Order, PriorityThenSubmitTimeThenId) {
@@ -415,10 +415,10 @@ TEST(Explain, CpuOnlySingleWorker) {
   cluster.UpsertNode(MakeNode("node-a", 0, "", 8'000, 64 * kGi));
   cluster.UpsertNode(MakeNode("node-b", 0, "", 8'000, 64 * kGi));
   Placement used{JobId(5), {WorkerAssignment{0, NodeId("node-a"), {}}}};
-  ASSERT_TRUE(cluster.Allocate(used, {7'500, 1 * kGi, 0}).has_value());
+  ASSERT_TRUE(cluster.Allocate(used, testing::Req({7'500, 1 * kGi, 0})).has_value());
   ASSERT_TRUE(cluster
                   .Allocate(Placement{JobId(6), {WorkerAssignment{0, NodeId("node-b"), {}}}},
-                            {6'000, 1 * kGi, 0})
+                            testing::Req({6'000, 1 * kGi, 0}))
                   .has_value());
   PendingReason reason = Explain(cluster, MakeCpuJob(4'000, 16 * kGi));
   EXPECT_EQ(reason.Render(),
@@ -450,7 +450,7 @@ TEST(Explain, GpusFreeButCpuShort) {
             "512Gi memory free (needs 16 CPU and 4Gi memory)");
   Placement used{JobId(5), {WorkerAssignment{0, NodeId("node-a"), {}}}};
   job.requirements.per_worker.cpu_millis = 1'500;
-  ASSERT_TRUE(cluster.Allocate(used, {1'000, 0, 0}).has_value());
+  ASSERT_TRUE(cluster.Allocate(used, testing::Req({1'000, 0, 0})).has_value());
   EXPECT_EQ(Explain(cluster, job).Render(),
             "needs 2 GPUs on one node; the largest free block is 8 GPUs on node-a, which has only "
             "1 CPU and 512Gi memory free (needs 1500m CPU and 4Gi memory)");

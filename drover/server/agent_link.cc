@@ -26,7 +26,10 @@ json ToJson(const AgentCommand& command) {
     case AgentCommand::Kind::kLaunch:
       return json{{"kind", "launch"}, {"launch", codec::ToJson(command.launch)}};
     case AgentCommand::Kind::kStop:
-      return json{{"kind", "stop"}, {"key", KeyJson(command.key)}};
+      return json{{"kind", "stop"},
+                  {"key", KeyJson(command.key)},
+                  {"preempt", command.stop.preempt},
+                  {"reason", command.stop.reason}};
     case AgentCommand::Kind::kAdopt: {
       json keys = json::array();
       for (const model::WorkerKey& key : command.keys) keys.push_back(KeyJson(key));
@@ -48,6 +51,8 @@ Result<AgentCommand> AgentCommandFromJson(const json& j) {
     } else if (kind == "stop") {
       command.kind = AgentCommand::Kind::kStop;
       command.key = KeyFromJson(j.at("key"));
+      command.stop.preempt = j.value("preempt", false);
+      command.stop.reason = j.value("reason", "");
     } else if (kind == "adopt") {
       command.kind = AgentCommand::Kind::kAdopt;
       for (const json& key : j.at("keys")) command.keys.push_back(KeyFromJson(key));
@@ -76,10 +81,11 @@ Status RemoteRuntime::Launch(const model::LaunchSpec& spec) {
   return OkStatus();
 }
 
-Status RemoteRuntime::Cancel(const model::WorkerKey& key) {
+Status RemoteRuntime::Stop(const model::WorkerKey& key, const agent::StopRequest& request) {
   AgentCommand command;
   command.kind = AgentCommand::Kind::kStop;
   command.key = key;
+  command.stop = request;
   Push(std::move(command));
   return OkStatus();
 }

@@ -8,8 +8,12 @@
 // POST /v1/agents/{node}/events until the control plane polls them.
 //
 // Agent end: RunAgent() registers the node, then loops: collect commands, carry them out on a
-// LocalRuntime, post the runtime's events (kept and re-sent until the server accepts them, so
-// a restarted server loses no exit).
+// LocalRuntime, post the runtime's events (started, checkpoint, exited; kept and re-sent until
+// the server accepts them, so a restarted server loses no exit).
+//
+// Wire form of a command: {"kind": "launch", "launch": LaunchSpec}, {"kind": "stop", "key": KEY,
+// "preempt": bool, "reason": text} ("preempt" and "reason" absent mean a plain stop, so an
+// older server's commands decode) or {"kind": "adopt", "keys": [KEY...]}.
 
 #include <atomic>
 #include <condition_variable>
@@ -32,6 +36,7 @@ struct AgentCommand {
   Kind kind = Kind::kLaunch;
   model::LaunchSpec launch;            // kLaunch
   model::WorkerKey key;                // kStop
+  agent::StopRequest stop;             // kStop: preempt and reason
   std::vector<model::WorkerKey> keys;  // kAdopt
 };
 
@@ -43,7 +48,7 @@ Result<AgentCommand> AgentCommandFromJson(const nlohmann::json& json);
 class RemoteRuntime final : public agent::WorkerRuntime {
  public:
   Status Launch(const model::LaunchSpec& spec) override;
-  Status Cancel(const model::WorkerKey& key) override;
+  Status Stop(const model::WorkerKey& key, const agent::StopRequest& request) override;
   // The agent answers with an exit event ("lost") for every key it has no trace of.
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;

@@ -66,7 +66,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
             break;
           }
           case AgentCommand::Kind::kStop:
-            (void)runtime.Cancel(command->key);
+            (void)runtime.Stop(command->key, command->stop);
             break;
           case AgentCommand::Kind::kAdopt:
             for (const model::WorkerKey& key : runtime.Adopt(command->keys)) {

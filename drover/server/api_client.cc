@@ -78,6 +78,35 @@ Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& 
   return Convert(base_url_, client_->Post(path, http_headers, body, content_type));
 }
 
+namespace {
+
+Result<nlohmann::json> BodyOf(Result<ApiResponse> response) {
+  if (!response) return tl::unexpected(response.error());
+  return std::move(response->json);
+}
+
+}  // namespace
+
+Result<nlohmann::json> ApiClient::Explain(const std::string& job) {
+  return BodyOf(Get("/v1/jobs/" + UrlEncode(job) + "/explain"));
+}
+
+Result<nlohmann::json> ApiClient::Decisions(const std::string& job) {
+  return BodyOf(Get("/v1/jobs/" + UrlEncode(job) + "/decisions"));
+}
+
+Result<nlohmann::json> ApiClient::Checkpoint(const std::string& job) {
+  return BodyOf(Post("/v1/jobs/" + UrlEncode(job) + "/checkpoint", "", "application/json"));
+}
+
+Result<nlohmann::json> ApiClient::Queues() { return BodyOf(Get("/v1/queues")); }
+
+Result<nlohmann::json> ApiClient::Policy() { return BodyOf(Get("/v1/policy")); }
+
+Result<nlohmann::json> ApiClient::ReloadPolicy() {
+  return BodyOf(Post("/v1/policy/reload", "", "application/json"));
+}
+
 std::string UrlEncode(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {

@@ -37,6 +37,15 @@ class ApiClient {
                            const std::string& content_type,
                            const std::map<std::string, std::string>& headers = {});
 
+  // Typed calls (docs/api.md), each returning the response's JSON body. `job` is a job id as
+  // the user typed it (it is URL-encoded; a malformed one is the server's kNotFound).
+  Result<nlohmann::json> Explain(const std::string& job);     // GET /v1/jobs/{id}/explain
+  Result<nlohmann::json> Decisions(const std::string& job);   // GET /v1/jobs/{id}/decisions
+  Result<nlohmann::json> Checkpoint(const std::string& job);  // POST /v1/jobs/{id}/checkpoint
+  Result<nlohmann::json> Queues();                            // GET /v1/queues
+  Result<nlohmann::json> Policy();                            // GET /v1/policy
+  Result<nlohmann::json> ReloadPolicy();                      // POST /v1/policy/reload
+
   const std::string& base_url() const { return base_url_; }
 
  private:

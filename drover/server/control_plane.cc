@@ -2,14 +2,32 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
+#include "drover/spec/policy.h"
+
 namespace drover::server {
+namespace {
+
+// (mtime in ns, size) of `path`; nullopt if it cannot be stat'ed.
+std::optional<std::pair<std::int64_t, std::int64_t>> FileStamp(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::make_pair(
+      static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec,
+      static_cast<std::int64_t>(info.st_size));
+}
+
+}  // namespace
 
 ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
                            ControlPlaneOptions options)
@@ -69,9 +87,15 @@ void ControlPlane::Loop() {
   using Steady = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
   Steady::time_point last_cycle_start{};
-  Steady::time_point next_due{};  // the earliest start of the next cycle
+  Steady::time_point next_due{};           // the earliest start of the next cycle
+  Steady::time_point next_policy_check{};  // the next look at the policy file
   while (!stopping_) {
     for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
+    if (!policy_file_.empty() && Steady::now() >= next_policy_check) {
+      CheckPolicyFile();
+      next_policy_check =
+          Steady::now() + std::chrono::milliseconds(options_.policy_check_interval_ms);
+    }
     control::Step step;
     if (PollRuntimes(step)) schedule_requested_ = true;
     // A cycle costs time in proportion to the queue. One runs when something changed, but not
@@ -106,11 +130,32 @@ bool ControlPlane::PollRuntimes(control::Step& step) {
   bool any = false;
   for (auto& [name, entry] : nodes_) {
     for (const model::WorkerEvent& event : entry.runtime->Poll()) {
-      controller_.OnWorkerEvent(event, step);
-      any = true;
+      if (OnRuntimeEvent(event, step)) any = true;
     }
   }
   return any;
+}
+
+bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) {
+  if (event.kind != model::WorkerEvent::Kind::kCheckpoint) {
+    controller_.OnWorkerEvent(event, step);
+    return true;
+  }
+  // A checkpoint of an attempt that is over, or one already recorded (an adopted worker's
+  // marker is reported again), changes nothing.
+  const model::Job* job = controller_.Find(event.key.job);
+  const model::Attempt* attempt = job != nullptr ? job->current_attempt() : nullptr;
+  if (attempt == nullptr || attempt->number != event.key.attempt ||
+      event.at <= attempt->last_checkpoint_at) {
+    return false;
+  }
+  Status recorded = controller_.ReportCheckpoint(event.key.job, event.at, step);
+  if (!recorded && recorded.error().code != ErrorCode::kNotFound &&
+      recorded.error().code != ErrorCode::kFailedPrecondition) {
+    spdlog::warn("checkpoint of job {} attempt {}: {}", event.key.job.value(), event.key.attempt,
+                 recorded.error().ToString());
+  }
+  return false;
 }
 
 void ControlPlane::Commit(control::Step& step) {
@@ -119,6 +164,7 @@ void ControlPlane::Commit(control::Step& step) {
     store::Batch batch;
     for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
     batch.transitions = std::move(step.transitions);
+    batch.decisions = std::move(step.decisions);
     if (!batch.empty()) {
       Status written = store_->Apply(batch);
       if (!written) {
@@ -156,7 +202,10 @@ void ControlPlane::Commit(control::Step& step) {
 void ControlPlane::StopWorker(const control::StopWorker& stop) {
   auto it = nodes_.find(stop.node);
   if (it == nodes_.end()) return;
-  Status stopped = it->second.runtime->Cancel(stop.key);
+  agent::StopRequest request;
+  request.preempt = stop.preempt;
+  request.reason = stop.reason;
+  Status stopped = it->second.runtime->Stop(stop.key, request);
   if (!stopped && stopped.error().code == ErrorCode::kUnavailable) pending_stops_.push_back(stop);
 }
 
@@ -219,6 +268,109 @@ Result<std::vector<model::Transition>> ControlPlane::Transitions(JobId id) const
 Result<control::Explanation> ControlPlane::Explain(JobId id) const {
   std::lock_guard lock(mu_);
   return controller_.Explain(id, clock_.Now());
+}
+
+Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
+  std::lock_guard lock(mu_);
+  control::Step step;
+  const TimeMs now = clock_.Now();
+  DROVER_RETURN_IF_ERROR(controller_.ReportCheckpoint(id, now, step));
+  Commit(step);
+  if (at != nullptr) *at = now;
+  return OkStatus();
+}
+
+Result<std::vector<model::Decision>> ControlPlane::Decisions(JobId id) const {
+  {
+    std::lock_guard lock(mu_);
+    if (!controller_.Find(id)) return NotFound(fmt::format("job {} does not exist", id.value()));
+  }
+  return store_->ListDecisions(id);
+}
+
+std::vector<control::QueueReport> ControlPlane::Queues() const {
+  std::lock_guard lock(mu_);
+  return controller_.Queues();
+}
+
+Status ControlPlane::SetPolicy(const model::Policy& policy) {
+  std::lock_guard lock(mu_);
+  DROVER_RETURN_IF_ERROR(controller_.SetPolicy(policy));
+  RequestSchedule();
+  return OkStatus();
+}
+
+model::Policy ControlPlane::Policy() const {
+  std::lock_guard lock(mu_);
+  return controller_.policy();
+}
+
+PolicyStatus ControlPlane::PolicyInfo() const {
+  std::lock_guard lock(mu_);
+  return PolicyStatus{controller_.policy(), policy_file_, policy_loaded_at_, policy_reload_error_};
+}
+
+Status ControlPlane::LoadPolicyFile(const std::string& path) {
+  std::lock_guard lock(mu_);
+  return InstallPolicyFile(path);
+}
+
+Status ControlPlane::ReloadPolicy() {
+  std::lock_guard lock(mu_);
+  if (policy_file_.empty()) {
+    return FailedPrecondition(
+        "the server was started without a policy file (drover server --policy FILE)");
+  }
+  Status loaded = InstallPolicyFile(policy_file_);
+  if (!loaded) policy_reload_error_ = loaded.error();
+  return loaded;
+}
+
+Status ControlPlane::InstallPolicyFile(const std::string& path) {
+  // Stamp first: a change while reading is seen by the next look.
+  auto stamp = FileStamp(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!stamp || !in) {
+    return InvalidArgument(fmt::format("cannot read the policy file {}: {}", path,
+                                       std::strerror(errno != 0 ? errno : ENOENT)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  spec::ParseOptions options;
+  options.file_name = path;
+  auto policy = spec::ParsePolicy(text.str(), options);
+  if (!policy) return tl::unexpected(policy.error());
+  Status installed = controller_.SetPolicy(*policy);
+  if (!installed) {
+    Error error = installed.error();
+    error.message = fmt::format("{}: {}", path, error.message);
+    return tl::unexpected(std::move(error));
+  }
+  policy_file_ = path;
+  policy_file_seen_ = *stamp;
+  policy_loaded_at_ = clock_.Now();
+  policy_reload_error_.reset();
+  RequestSchedule();
+  return OkStatus();
+}
+
+void ControlPlane::CheckPolicyFile() {
+  auto stamp = FileStamp(policy_file_).value_or(std::make_pair(-1, -1));
+  if (stamp == policy_file_seen_) return;
+  policy_file_seen_ = stamp;
+  Status loaded = InstallPolicyFile(policy_file_);
+  if (loaded) {
+    spdlog::info("policy file {} changed: the new policy is in force", policy_file_);
+    return;
+  }
+  // InstallPolicyFile leaves the stamp alone on failure: keep the one just seen, so that an
+  // unchanged bad file is reported once.
+  policy_file_seen_ = stamp;
+  policy_reload_error_ = loaded.error();
+  std::string details;
+  for (const std::string& detail : loaded.error().details) details += "\n  " + detail;
+  spdlog::error("policy file {} changed but was not applied (the previous policy stays): {}{}",
+                policy_file_, loaded.error().message, details);
 }
 
 std::vector<NodeStatus> ControlPlane::Nodes() const {

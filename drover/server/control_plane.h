@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "drover/agent/runtime.h"
@@ -39,6 +40,18 @@ struct ControlPlaneOptions {
   DurationMs poll_interval_ms = 5;
   // With nothing happening, a scheduling cycle still runs this often (retry backoffs end).
   DurationMs idle_cycle_ms = 250;
+  // How often the loop looks at the policy file's modification time (LoadPolicyFile). 1 s: an
+  // edit takes effect within about a second for the cost of one stat per second.
+  DurationMs policy_check_interval_ms = 1'000;
+};
+
+// Where the scheduling policy came from, for GET /v1/policy.
+struct PolicyStatus {
+  model::Policy policy;
+  std::string file;      // empty: the default policy (no --policy)
+  TimeMs loaded_at = 0;  // when the policy in force was read; 0 for the default
+  // The last automatic re-read that failed (the policy in force stayed), until one succeeds.
+  std::optional<Error> reload_error;
 };
 
 struct NodeStatus {
@@ -87,6 +100,32 @@ class ControlPlane {
   Result<control::Explanation> Explain(JobId id) const;
   std::vector<NodeStatus> Nodes() const;
 
+  // Records a checkpoint of a running job now (POST /v1/jobs/{id}/checkpoint); `at`, when not
+  // null, receives the time recorded. kNotFound for an unknown job; kFailedPrecondition if it
+  // is not starting or running. Checkpoints the agents see (kCheckpoint events) take the same
+  // path from the loop, where one for a job no longer running is ignored.
+  Status ReportCheckpoint(JobId id, TimeMs* at = nullptr);
+  // The decision log of a job (store::Store::ListDecisions). kNotFound for an unknown job.
+  Result<std::vector<model::Decision>> Decisions(JobId id) const;
+  // The queue tree with usage and pending counts, in tree order.
+  std::vector<control::QueueReport> Queues() const;
+
+  // Replaces the scheduling policy (Controller::SetPolicy) and asks for a scheduling cycle.
+  // kInvalidArgument, changing nothing, for a malformed policy.
+  Status SetPolicy(const model::Policy& policy);
+  model::Policy Policy() const;
+  PolicyStatus PolicyInfo() const;
+  // Reads, parses and installs the policy file at `path`, and remembers it: from then on the
+  // loop re-reads it whenever its modification time (or size) changes, logging a bad version
+  // with its diagnostics and keeping the policy in force. kInvalidArgument with one detail per
+  // diagnostic ("FILE:LINE:COL: error: FIELD: message") for a file that does not parse or
+  // validate; kInvalidArgument naming the file when it cannot be read. On error nothing changes
+  // (and the file is not remembered).
+  Status LoadPolicyFile(const std::string& path);
+  // Re-reads the remembered policy file now (POST /v1/policy/reload), with LoadPolicyFile's
+  // errors; kFailedPrecondition when the server was started without one.
+  Status ReloadPolicy();
+
   // Reads a worker's stdout or stderr from `offset` (at most `max_bytes`). attempt 0 means the
   // current attempt. kNotFound for unknown jobs/workers, kUnavailable for workers on remote
   // nodes (their logs stay on the node).
@@ -124,6 +163,14 @@ class ControlPlane {
   bool PollRuntimes(control::Step& step);
   // Wakes the loop for a scheduling cycle. Requires mu_.
   void RequestSchedule();
+  // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
+  // (started, exited). Requires mu_.
+  bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step);
+  // Reads and parses `path` and installs it. Requires mu_.
+  Status InstallPolicyFile(const std::string& path);
+  // Re-reads the policy file if its modification time changed since the last look. Requires
+  // mu_.
+  void CheckPolicyFile();
 
   std::unique_ptr<store::Store> store_;
   const Clock& clock_;
@@ -135,6 +182,12 @@ class ControlPlane {
   control::Controller controller_;
   std::map<NodeId, NodeEntry> nodes_;
   std::vector<control::StopWorker> pending_stops_;  // retried by the loop
+  // The policy file (empty: none) and what the last look at it saw (mtime and size), so that an
+  // unchanged bad file is reported once.
+  std::string policy_file_;
+  std::pair<std::int64_t, std::int64_t> policy_file_seen_{0, 0};
+  TimeMs policy_loaded_at_ = 0;
+  std::optional<Error> policy_reload_error_;
   std::uint64_t version_ = 0;
   bool stopping_ = false;
   bool schedule_requested_ = false;

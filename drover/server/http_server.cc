@@ -49,6 +49,15 @@ Result<JobId> PathJobId(const httplib::Request& req) {
   return JobId(value);
 }
 
+// GET /v1/policy and a successful POST /v1/policy/reload.
+json PolicyBody(const PolicyStatus& status) {
+  return json{
+      {"policy", codec::ToJson(status.policy)},
+      {"file", status.file},
+      {"loaded_at", status.loaded_at},
+      {"reload_error", status.reload_error ? api::ErrorBody(*status.reload_error) : json(nullptr)}};
+}
+
 Result<json> ParseBody(const httplib::Request& req) {
   auto parsed = codec::ParseJson(req.body);
   if (!parsed) return InvalidArgument("request body: " + parsed.error().message);
@@ -193,25 +202,45 @@ void HttpServer::Routes() {
              if (!id) return SendError(res, id.error());
              auto explanation = plane.Explain(*id);
              if (!explanation) return SendError(res, explanation.error());
-             json body{{"id", id->value()},
-                       {"state", model::JobStateName(explanation->state)},
-                       {"layer", explanation->layer},
-                       {"message", explanation->message}};
-             if (explanation->placement) {
-               json excluded = json::object();
-               for (const auto& [cause, count] : explanation->placement->excluded) {
-                 excluded[cause] = count;
-               }
-               body["placement"] = {
-                   {"eligible_nodes", explanation->placement->eligible_nodes},
-                   {"largest_free_gpus", explanation->placement->largest_free_gpus},
-                   {"largest_free_node", explanation->placement->largest_free_node
-                                             ? explanation->placement->largest_free_node->value()
-                                             : ""},
-                   {"excluded", excluded}};
-             }
-             SendJson(res, 200, body);
+             SendJson(res, 200, api::ExplanationView(*id, *explanation));
            });
+
+  http.Get(R"(/v1/jobs/(\d+)/decisions)",
+           [&plane](const httplib::Request& req, httplib::Response& res) {
+             auto id = PathJobId(req);
+             if (!id) return SendError(res, id.error());
+             auto decisions = plane.Decisions(*id);
+             if (!decisions) return SendError(res, decisions.error());
+             SendJson(res, 200, api::DecisionsView(*decisions));
+           });
+
+  http.Post(R"(/v1/jobs/(\d+)/checkpoint)",
+            [&plane](const httplib::Request& req, httplib::Response& res) {
+              auto id = PathJobId(req);
+              if (!id) return SendError(res, id.error());
+              TimeMs at = 0;
+              Status recorded = plane.ReportCheckpoint(*id, &at);
+              if (!recorded) return SendError(res, recorded.error());
+              SendJson(res, 200, json{{"job", id->value()}, {"checkpoint_at", at}});
+            });
+
+  http.Get("/v1/queues", [&plane](const httplib::Request&, httplib::Response& res) {
+    json queues = json::array();
+    for (const control::QueueReport& report : plane.Queues()) {
+      queues.push_back(api::QueueView(report));
+    }
+    SendJson(res, 200, json{{"queues", queues}, {"policy", codec::ToJson(plane.Policy())}});
+  });
+
+  http.Get("/v1/policy", [&plane](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, PolicyBody(plane.PolicyInfo()));
+  });
+
+  http.Post("/v1/policy/reload", [&plane](const httplib::Request&, httplib::Response& res) {
+    Status reloaded = plane.ReloadPolicy();
+    if (!reloaded) return SendError(res, reloaded.error());
+    SendJson(res, 200, PolicyBody(plane.PolicyInfo()));
+  });
 
   http.Get(R"(/v1/jobs/(\d+)/logs)", [&plane](const httplib::Request& req, httplib::Response& res) {
     auto id = PathJobId(req);

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <exception>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,378 +15,38 @@
 #include <vector>
 
 #include "drover/common/quantity.h"
+#include "drover/model/mig.h"
 #include "drover/spec/suggest.h"
-#include "drover/spec/yaml_load.h"
+#include "drover/spec/yaml_reader.h"
 
 namespace drover::spec {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Positions and the diagnostic sink.
-
-struct Pos {
-  int line = 1;
-  int column = 1;
-};
-
-Pos PosOf(const YAML::Mark& mark) {
-  if (mark.is_null() || mark.line < 0 || mark.column < 0) return {};
-  return {mark.line + 1, mark.column + 1};
-}
-
-// The position of a value. yaml-cpp places an empty (null) value at the token after it, so
-// the caller's fallback (the key, or the enclosing collection) is used for nulls.
-Pos PosOf(const YAML::Node& node, Pos fallback) {
-  if (!node.IsDefined() || node.IsNull()) return fallback;
-  return PosOf(node.Mark());
-}
-
-class Sink {
- public:
-  explicit Sink(std::string file) : file_(std::move(file)) {}
-
-  void Add(Pos pos, std::string field, std::string message) {
-    diagnostics_.push_back(
-        Diagnostic{file_, pos.line, pos.column, std::move(field), std::move(message)});
-  }
-  std::size_t size() const { return diagnostics_.size(); }
-  std::vector<Diagnostic> Take() { return std::move(diagnostics_); }
-
- private:
-  std::string file_;
-  std::vector<Diagnostic> diagnostics_;
-};
-
-std::string Join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += separator;
-    out += items[i];
-  }
-  return out;
-}
-
-std::string Child(const std::string& prefix, std::string_view key) {
-  return prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
-}
-
-std::string Index(const std::string& prefix, std::size_t i) {
-  return fmt::format("{}[{}]", prefix, i);
-}
-
-// "a string", "a list", ... for "found ..." messages.
-std::string Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar:
-      return fmt::format("'{}'", node.Scalar());
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    default:
-      return "nothing";
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// One value of a mapping, with where it is.
-
-struct Value {
-  YAML::Node node;  // never null or undefined
-  std::string path;
-  Pos pos;      // of the value
-  Pos key_pos;  // of its key, or of the list item for list elements
-};
-
-// The fields of one mapping level. Reports unknown keys (with a suggestion), duplicate keys and
-// non-string keys on construction; Get() then hands out the known ones.
-class Fields {
- public:
-  // `aliases`: misspellings too far for the edit distance, mapped to the intended key (which may
-  // be a path to another level, such as "resources.gpus").
-  Fields(const YAML::Node& map, const std::string& prefix, const std::vector<std::string>& known,
-         const std::map<std::string, std::string>& aliases, Sink& sink) {
-    for (const auto& pair : map) {
-      const YAML::Node& key = pair.first;
-      const Pos key_pos = PosOf(key.Mark());
-      if (!key.IsScalar()) {
-        sink.Add(key_pos, prefix,
-                 fmt::format("field names must be strings, found {}", Describe(key)));
-        continue;
-      }
-      const std::string& name = key.Scalar();
-      const std::string path = Child(prefix, name);
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string message = fmt::format("unknown field '{}'", name);
-        std::optional<std::string> suggestion = Suggest(name, known);
-        if (!suggestion) {
-          if (auto alias = aliases.find(name); alias != aliases.end()) suggestion = alias->second;
-        }
-        if (suggestion) {
-          message += fmt::format("; did you mean '{}'?", *suggestion);
-        } else {
-          message += fmt::format("; expected one of: {}", Join(known, ", "));
-        }
-        sink.Add(key_pos, path, std::move(message));
-        continue;
-      }
-      if (present_.count(name) > 0) {
-        sink.Add(key_pos, path,
-                 fmt::format("duplicate field '{}'; it is already set at line {}", name,
-                             present_[name].line));
-        continue;
-      }
-      present_[name] = key_pos;
-      if (pair.second.IsDefined() && !pair.second.IsNull()) {
-        values_.emplace(name, Value{pair.second, path, PosOf(pair.second.Mark()), key_pos});
-      }
-    }
-  }
-
-  // The value of `key`, or nullopt when it is absent or empty (`key:` or `key: null`).
-  std::optional<Value> Get(const std::string& key) const {
-    auto it = values_.find(key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
-  }
-  // True when `key` is written, even with an empty value.
-  bool Written(const std::string& key) const { return present_.count(key) > 0; }
-  // Position of the key `key`; requires Written(key).
-  Pos KeyPos(const std::string& key) const { return present_.at(key); }
-
- private:
-  std::map<std::string, Pos> present_;
-  std::map<std::string, Value> values_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Typed readers. Each reports its own errors and returns nullopt on any.
-
-std::optional<std::string> ReadString(const Value& v, Sink& sink) {
-  if (!v.node.IsScalar()) {
-    sink.Add(v.pos, v.path, fmt::format("expected a string, found {}", Describe(v.node)));
-    return std::nullopt;
-  }
-  return v.node.Scalar();
-}
-
-std::optional<std::string> ReadNonEmptyString(const Value& v, Sink& sink) {
-  std::optional<std::string> s = ReadString(v, sink);
-  if (s && s->empty()) {
-    sink.Add(v.pos, v.path, "must not be empty");
-    return std::nullopt;
-  }
-  return s;
-}
-
-// Elements of a list as Values; reports a non-list.
-std::optional<std::vector<Value>> ReadList(const Value& v, std::string_view expected, Sink& sink) {
-  if (!v.node.IsSequence()) {
-    sink.Add(v.pos, v.path, fmt::format("expected {}, found {}", expected, Describe(v.node)));
-    return std::nullopt;
-  }
-  std::vector<Value> items;
-  std::size_t i = 0;
-  for (const YAML::Node& item : v.node) {
-    const Pos pos = PosOf(item, v.pos);
-    items.push_back(Value{item, Index(v.path, i++), pos, pos});
-  }
-  return items;
-}
-
-std::optional<std::vector<std::string>> ReadStringList(const Value& v, Sink& sink) {
-  std::optional<std::vector<Value>> items = ReadList(v, "a list of strings", sink);
-  if (!items) return std::nullopt;
-  std::vector<std::string> out;
-  bool ok = true;
-  for (const Value& item : *items) {
-    if (!item.node.IsScalar()) {
-      sink.Add(item.pos, item.path,
-               fmt::format("expected a string, found {}", Describe(item.node)));
-      ok = false;
-      continue;
-    }
-    out.push_back(item.node.Scalar());
-  }
-  if (!ok) return std::nullopt;
-  return out;
-}
-
-// A mapping of names to strings. Scalars of any kind (numbers, booleans) are kept as written;
-// an empty value is "". `check_key` returns an error message for an invalid key, or "".
-template <typename KeyCheck>
-std::optional<std::map<std::string, std::string>> ReadStringMap(const Value& v, Sink& sink,
-                                                                KeyCheck check_key) {
-  if (!v.node.IsMap()) {
-    sink.Add(v.pos, v.path,
-             fmt::format("expected a mapping of names to strings, found {}", Describe(v.node)));
-    return std::nullopt;
-  }
-  std::map<std::string, std::string> out;
-  std::map<std::string, int> first_line;
-  bool ok = true;
-  for (const auto& pair : v.node) {
-    const Pos key_pos = PosOf(pair.first.Mark());
-    if (!pair.first.IsScalar()) {
-      sink.Add(key_pos, v.path,
-               fmt::format("names must be strings, found {}", Describe(pair.first)));
-      ok = false;
-      continue;
-    }
-    const std::string& key = pair.first.Scalar();
-    const std::string path = Child(v.path, key);
-    if (std::string problem = check_key(key); !problem.empty()) {
-      sink.Add(key_pos, path, std::move(problem));
-      ok = false;
-      continue;
-    }
-    if (auto seen = first_line.find(key); seen != first_line.end()) {
-      sink.Add(key_pos, path,
-               fmt::format("duplicate key '{}'; it is already set at line {}", key, seen->second));
-      ok = false;
-      continue;
-    }
-    first_line[key] = key_pos.line;
-    const YAML::Node& value = pair.second;
-    if (!value.IsDefined() || value.IsNull()) {
-      out[key] = "";
-    } else if (value.IsScalar()) {
-      out[key] = value.Scalar();
-    } else {
-      sink.Add(PosOf(value.Mark()), path,
-               fmt::format("expected a string, found {}", Describe(value)));
-      ok = false;
-    }
-  }
-  if (!ok) return std::nullopt;
-  return out;
-}
-
-std::optional<bool> ReadBool(const Value& v, Sink& sink) {
-  if (v.node.IsScalar()) {
-    const std::string& s = v.node.Scalar();
-    if (s == "true" || s == "True" || s == "TRUE") return true;
-    if (s == "false" || s == "False" || s == "FALSE") return false;
-  }
-  sink.Add(v.pos, v.path, fmt::format("expected true or false, found {}", Describe(v.node)));
-  return std::nullopt;
-}
-
-// How a count (GPUs, workers, attempts) is written.
-enum class CountKind { kWhole, kFraction, kNegative, kTooLarge, kNotANumber };
-
-struct Count {
-  CountKind kind = CountKind::kNotANumber;
-  std::int64_t value = 0;
-};
-
-// Digits with an optional sign, decimal fraction and milli suffix ("2", "-1", "0.5", "500m").
-// "2.0" is whole; "500m" is a fraction (a milli-share).
-Count ClassifyCount(std::string_view s) {
-  std::size_t i = 0;
-  bool negative = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-  std::int64_t whole = 0;
-  bool too_large = false;
-  std::size_t digits = 0;
-  bool nonzero = false;
-  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, ++digits) {
-    const int d = s[i] - '0';
-    nonzero = nonzero || d != 0;
-    if (whole > (std::numeric_limits<std::int64_t>::max() - d) / 10) {
-      too_large = true;
-    } else {
-      whole = whole * 10 + d;
-    }
-  }
-  bool fraction = false;
-  if (i < s.size() && s[i] == '.') {
-    for (++i; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, ++digits) {
-      if (s[i] != '0') fraction = nonzero = true;
-    }
-  }
-  if (i < s.size() && s[i] == 'm' && digits > 0) {
-    ++i;
-    fraction = true;
-  }
-  if (digits == 0 || i != s.size()) return {CountKind::kNotANumber, 0};
-  if (negative && nonzero) return {CountKind::kNegative, 0};
-  if (fraction) return {CountKind::kFraction, 0};
-  if (too_large) return {CountKind::kTooLarge, 0};
-  return {CountKind::kWhole, whole};
-}
-
-// A whole number in [min, max]. `fraction_message` replaces the generic message for fractions.
-std::optional<int> ReadCount(const Value& v, Sink& sink, int min,
-                             std::string_view fraction_message = {}) {
-  const Count count = v.node.IsScalar() ? ClassifyCount(v.node.Scalar()) : Count{};
-  const std::int64_t max = std::numeric_limits<int>::max();
-  switch (count.kind) {
-    case CountKind::kNotANumber:
-      sink.Add(v.pos, v.path, fmt::format("expected a whole number, found {}", Describe(v.node)));
-      return std::nullopt;
-    case CountKind::kFraction:
-      sink.Add(v.pos, v.path,
-               fraction_message.empty()
-                   ? fmt::format("expected a whole number, found {}", Describe(v.node))
-                   : std::string(fraction_message));
-      return std::nullopt;
-    case CountKind::kNegative:
-      sink.Add(
-          v.pos, v.path,
-          min == 0 ? std::string("must not be negative") : fmt::format("must be at least {}", min));
-      return std::nullopt;
-    case CountKind::kTooLarge:
-      sink.Add(v.pos, v.path, fmt::format("must be at most {}", max));
-      return std::nullopt;
-    case CountKind::kWhole:
-      break;
-  }
-  if (count.value < min) {
-    sink.Add(v.pos, v.path, fmt::format("must be at least {}", min));
-    return std::nullopt;
-  }
-  if (count.value > max) {
-    sink.Add(v.pos, v.path, fmt::format("must be at most {}", max));
-    return std::nullopt;
-  }
-  return static_cast<int>(count.value);
-}
-
-// A quantity parsed by one of drover/common/quantity.h's parsers; its message passes through.
-template <typename T>
-std::optional<T> ReadQuantity(const Value& v, Sink& sink, Result<T> (*parse)(std::string_view),
-                              std::string_view example) {
-  if (!v.node.IsScalar()) {
-    sink.Add(v.pos, v.path,
-             fmt::format("expected a quantity such as {}, found {}", example, Describe(v.node)));
-    return std::nullopt;
-  }
-  Result<T> parsed = parse(v.node.Scalar());
-  if (!parsed) {
-    sink.Add(v.pos, v.path, parsed.error().message);
-    return std::nullopt;
-  }
-  return *parsed;
-}
-
-// A mapping level; reports anything else.
-bool ExpectMap(const Value& v, Sink& sink) {
-  if (v.node.IsMap()) return true;
-  sink.Add(v.pos, v.path, fmt::format("expected a mapping, found {}", Describe(v.node)));
-  return false;
-}
+using internal::Child;
+using internal::Describe;
+using internal::ExpectMap;
+using internal::Fields;
+using internal::Index;
+using internal::InvalidNameMessage;
+using internal::IsValidName;
+using internal::Join;
+using internal::NoKeyCheck;
+using internal::ParseMillis;
+using internal::Pos;
+using internal::PosOf;
+using internal::ReadBool;
+using internal::ReadCount;
+using internal::ReadList;
+using internal::ReadNonEmptyString;
+using internal::ReadQuantity;
+using internal::ReadString;
+using internal::ReadStringList;
+using internal::ReadStringMap;
+using internal::Sink;
+using internal::Value;
 
 // ---------------------------------------------------------------------------------------------
 // Rules on values.
-
-bool IsValidJobName(std::string_view name) {
-  if (name.empty() || name.size() > 63) return false;
-  auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!lower_or_digit(name[0])) return false;
-  return std::all_of(name.begin() + 1, name.end(),
-                     [&](char c) { return lower_or_digit(c) || c == '.' || c == '_' || c == '-'; });
-}
 
 std::string CheckEnvName(const std::string& name) {
   const bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
@@ -402,8 +60,6 @@ std::string CheckEnvName(const std::string& name) {
       name);
 }
 
-std::string NoKeyCheck(const std::string&) { return ""; }
-
 // base_dir / path, lexically normalized, without a trailing slash. The file system is not read.
 std::string ResolvePath(const std::string& base_dir, const std::string& path) {
   if (base_dir.empty()) return path;
@@ -415,10 +71,10 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
 
 const std::vector<std::string>& TopLevelKeys() {
   static const std::vector<std::string> kKeys = {
-      "kind",      "name",    "owner",          "team",         "queue",
-      "priority",  "command", "script",         "working_dir",  "env",
-      "resources", "workers", "min_workers",    "placement",    "depends_on",
-      "timeout",   "retry",   "checkpoint_dir", "interruptible"};
+      "kind",       "name",      "owner",   "team",           "queue",
+      "priority",   "pipeline",  "command", "script",         "working_dir",
+      "env",        "resources", "workers", "min_workers",    "placement",
+      "depends_on", "timeout",   "retry",   "checkpoint_dir", "interruptible"};
   return kKeys;
 }
 
@@ -441,9 +97,13 @@ const std::map<std::string, std::string>& TopLevelAliases() {
       {"gpu", "resources.gpus"},
       {"gpu_memory", "resources.gpu_memory"},
       {"gpu_model", "resources.gpu_model"},
+      {"gpu_share", "resources.gpu_share"},
+      {"mig", "resources.mig"},
       {"node_selector", "placement.node_selector"},
       {"tolerations", "placement.tolerations"},
       {"same_node", "placement.same_node"},
+      {"topology", "placement.topology"},
+      {"prefer", "placement.prefer"},
       {"max_attempts", "retry.max_attempts"},
       {"backoff", "retry.backoff"},
   };
@@ -466,10 +126,25 @@ struct ParsedJob {
   std::vector<Dependency> dependencies;
 };
 
-constexpr std::string_view kFractionalGpus =
-    "GPU count must be a whole number; fractions of a GPU need a sharing mechanism such as a MIG "
-    "profile (mig: 1g.18gb) or time-slicing (gpu_share: 500m), which this cluster version does "
-    "not offer yet";
+// The message for `gpus: 0.25` or `gpus: 250m`: a share of one GPU is asked for with gpu_share
+// (time-slicing) or mig (a MIG instance); the suggestion reuses the value when it is a share.
+std::string FractionalGpusMessage(const YAML::Node& gpus) {
+  std::string share = "500m";
+  if (auto millis = ParseMillis(gpus.Scalar()); millis && *millis > 0 && *millis < 1000) {
+    share = fmt::format("{}m", *millis);
+  }
+  return fmt::format(
+      "GPU count must be a whole number; for part of one GPU write gpu_share: {} (a time-sliced "
+      "share) or mig: <profile> (a MIG instance, e.g. mig: 1g.18gb) instead of gpus",
+      share);
+}
+
+// "zone=a" -> {"zone", "a"}; nullopt without '=' or with an empty key.
+std::optional<std::pair<std::string, std::string>> SplitLabel(std::string_view label) {
+  const std::size_t eq = label.find('=');
+  if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+  return std::pair(std::string(label.substr(0, eq)), std::string(label.substr(eq + 1)));
+}
 
 class JobParser {
  public:
@@ -493,14 +168,11 @@ class JobParser {
     // name
     if (auto v = f.Get("name")) {
       if (auto name = ReadString(*v, sink_)) {
-        if (IsValidJobName(*name)) {
+        if (IsValidName(*name)) {
           spec.name = *name;
           job.name_pos = v->pos;
         } else {
-          sink_.Add(v->pos, v->path,
-                    fmt::format("invalid name '{}': use 1 to 63 lowercase letters, digits, '.', "
-                                "'_' or '-', starting with a letter or digit",
-                                *name));
+          sink_.Add(v->pos, v->path, InvalidNameMessage("name", *name));
         }
       }
     } else {
@@ -511,6 +183,15 @@ class JobParser {
     if (auto v = f.Get("team")) spec.team = ReadString(*v, sink_).value_or("");
     if (auto v = f.Get("queue")) spec.queue = ReadNonEmptyString(*v, sink_).value_or(spec.queue);
     if (auto v = f.Get("priority")) ReadPriority(*v, spec);
+    if (auto v = f.Get("pipeline")) {
+      if (auto pipeline = ReadString(*v, sink_)) {
+        if (IsValidName(*pipeline)) {
+          spec.pipeline = *pipeline;
+        } else {
+          sink_.Add(v->pos, v->path, InvalidNameMessage("pipeline name", *pipeline));
+        }
+      }
+    }
 
     ReadCommand(f, job);
 
@@ -542,7 +223,7 @@ class JobParser {
       }
     }
 
-    ReadPlacement(f.Get("placement"), spec.requirements);
+    ReadPlacement(f.Get("placement"), spec);
 
     if (auto v = f.Get("depends_on")) ReadDependencies(*v, job);
 
@@ -644,11 +325,15 @@ class JobParser {
     req.per_worker.memory_bytes = 1LL << 30;
     req.per_worker.gpus = 0;
     if (!v || !ExpectMap(*v, sink_)) return;
-    static const std::vector<std::string> kKeys = {"cpu", "memory", "gpus", "gpu_memory",
-                                                   "gpu_model"};
+    static const std::vector<std::string> kKeys = {"cpu", "memory",     "gpus",     "gpu_share",
+                                                   "mig", "gpu_memory", "gpu_model"};
     static const std::map<std::string, std::string> kAliases = {
-        {"mem", "memory"},         {"ram", "memory"},           {"gpu_count", "gpus"},
-        {"gpu_type", "gpu_model"}, {"gpu_models", "gpu_model"}, {"vram", "gpu_memory"},
+        {"mem", "memory"},           {"ram", "memory"},
+        {"gpu_count", "gpus"},       {"gpu_type", "gpu_model"},
+        {"gpu_models", "gpu_model"}, {"vram", "gpu_memory"},
+        {"share", "gpu_share"},      {"gpu_fraction", "gpu_share"},
+        {"timeslice", "gpu_share"},  {"mig_profile", "mig"},
+        {"gpu_mig", "mig"},
     };
     Fields f(v->node, v->path, kKeys, kAliases, sink_);
     if (auto q = f.Get("cpu")) {
@@ -660,14 +345,66 @@ class JobParser {
           ReadQuantity<std::int64_t>(*q, sink_, &ParseBytes, "16Gi").value_or(1LL << 30);
     }
     std::optional<int> gpus = 0;
-    if (auto q = f.Get("gpus")) gpus = ReadCount(*q, sink_, 0, kFractionalGpus);
+    if (auto q = f.Get("gpus")) {
+      gpus = ReadCount(*q, sink_, 0, q->node.IsScalar() ? FractionalGpusMessage(q->node) : "");
+    }
     req.per_worker.gpus = gpus.value_or(0);
+
+    // A part of one GPU: gpu_share (time-slicing) or mig (a MIG instance), never with whole
+    // GPUs and never both.
+    const std::optional<Value> share = f.Get("gpu_share");
+    const std::optional<Value> mig = f.Get("mig");
+    auto whole_gpus_conflict = [&](const Value& q) {
+      sink_.Add(q.pos, q.path,
+                fmt::format("cannot be combined with gpus ({}): a worker gets whole GPUs or a "
+                            "part of one GPU, not both; remove gpus or set it to 0",
+                            *gpus));
+    };
+    if (share) {
+      if (auto millis = ReadQuantity<std::int64_t>(*share, sink_, &ParseMillis, "500m or 0.5")) {
+        if (*millis < 1 || *millis > 999) {
+          sink_.Add(share->pos, share->path,
+                    fmt::format("must be from 1m to 999m (0.001 to 0.999) of one GPU, found {}; "
+                                "ask for whole GPUs with gpus",
+                                share->node.Scalar()));
+        } else if (gpus && *gpus > 0) {
+          whole_gpus_conflict(*share);
+        } else {
+          req.gpu_share_millis = static_cast<std::int32_t>(*millis);
+        }
+      }
+    }
+    if (mig) {
+      if (auto written = ReadNonEmptyString(*mig, sink_)) {
+        std::string profile = *written;
+        std::transform(profile.begin(), profile.end(), profile.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (auto parsed = model::ParseMigProfile(profile); !parsed) {
+          sink_.Add(mig->pos, mig->path,
+                    parsed.error().message + " (nvidia-smi mig -lgip lists a GPU's profiles)");
+        } else if (share) {
+          sink_.Add(mig->pos, mig->path,
+                    "gpu_share and mig are mutually exclusive: a worker gets either a time-sliced "
+                    "share or a MIG instance; give only one");
+        } else if (gpus && *gpus > 0) {
+          whole_gpus_conflict(*mig);
+        } else {
+          req.mig_profile = std::move(profile);
+        }
+      }
+    }
+    const bool any_gpu = (gpus && *gpus > 0) || share || mig;
     const std::string_view no_gpus =
-        "is only valid with gpus > 0 (this job asks for no GPUs; add resources.gpus)";
+        "is only valid when the job asks for GPUs (this job asks for none; add resources.gpus, "
+        "resources.gpu_share or resources.mig)";
     if (auto q = f.Get("gpu_memory")) {
       if (auto bytes = ReadQuantity<std::int64_t>(*q, sink_, &ParseBytes, "40Gi")) {
-        if (gpus == 0) {
+        if (!any_gpu) {
           sink_.Add(q->pos, q->path, std::string(no_gpus));
+        } else if (mig && !share && !(gpus && *gpus > 0)) {
+          sink_.Add(q->pos, q->path,
+                    "is not valid with mig: the MIG profile sets the instance's memory (1g.18gb "
+                    "has 18 GB)");
         } else {
           req.gpu_memory_bytes = *bytes;
         }
@@ -689,7 +426,7 @@ class JobParser {
             std::any_of(models->begin(), models->end(), [](const auto& m) { return m.empty(); });
         if (has_empty || models->empty()) {
           sink_.Add(q->pos, q->path, "GPU model names must not be empty");
-        } else if (gpus == 0) {
+        } else if (!any_gpu) {
           sink_.Add(q->pos, q->path, std::string(no_gpus));
         } else {
           req.gpu_models = std::move(*models);
@@ -698,11 +435,15 @@ class JobParser {
     }
   }
 
-  void ReadPlacement(const std::optional<Value>& v, model::Requirements& req) {
+  void ReadPlacement(const std::optional<Value>& v, model::JobSpec& spec) {
+    model::Requirements& req = spec.requirements;
     if (!v || !ExpectMap(*v, sink_)) return;
-    static const std::vector<std::string> kKeys = {"node_selector", "tolerations", "same_node"};
+    static const std::vector<std::string> kKeys = {"node_selector", "tolerations", "same_node",
+                                                   "topology", "prefer"};
     static const std::map<std::string, std::string> kAliases = {
-        {"selector", "node_selector"}, {"labels", "node_selector"}, {"toleration", "tolerations"}};
+        {"selector", "node_selector"},  {"labels", "node_selector"}, {"toleration", "tolerations"},
+        {"preferences", "prefer"},      {"preferred", "prefer"},     {"affinity", "prefer"},
+        {"topology_level", "topology"}, {"locality", "topology"}};
     Fields f(v->node, v->path, kKeys, kAliases, sink_);
     if (auto q = f.Get("node_selector")) {
       req.node_selector =
@@ -716,6 +457,89 @@ class JobParser {
       }
     }
     if (auto q = f.Get("same_node")) req.same_node = ReadBool(*q, sink_).value_or(false);
+    if (auto q = f.Get("topology")) ReadTopology(*q, spec);
+    if (auto q = f.Get("prefer")) {
+      if (auto items =
+              ReadList(*q, "a list of label preferences ({label: zone=a, weight: 10})", sink_)) {
+        for (const Value& item : *items) {
+          if (auto preference = ReadLabelPreference(item)) {
+            spec.preferences.node_labels.push_back(std::move(*preference));
+          }
+        }
+      }
+    }
+  }
+
+  // {level: rack, mode: required|preferred}.
+  void ReadTopology(const Value& v, model::JobSpec& spec) {
+    if (!ExpectMap(v, sink_)) return;
+    static const std::vector<std::string> kKeys = {"level", "mode"};
+    static const std::map<std::string, std::string> kAliases = {
+        {"label", "level"}, {"key", "level"}, {"domain", "level"}, {"policy", "mode"}};
+    Fields f(v.node, v.path, kKeys, kAliases, sink_);
+    bool required = true;
+    if (auto q = f.Get("mode")) {
+      if (auto mode = ReadString(*q, sink_)) {
+        if (*mode == "preferred") {
+          required = false;
+        } else if (*mode != "required") {
+          static const std::vector<std::string> kModes = {"required", "preferred"};
+          std::string message = fmt::format("unknown mode '{}'", *mode);
+          if (auto s = Suggest(*mode, kModes)) message += fmt::format(" (did you mean '{}'?)", *s);
+          message +=
+              "; expected required (every worker in one domain, or wait) or preferred (one "
+              "domain when one has room, else anywhere)";
+          sink_.Add(q->pos, q->path, std::move(message));
+        }
+      }
+    }
+    std::optional<Value> level = f.Get("level");
+    if (!level) {
+      sink_.Add(f.Written("level") ? f.KeyPos("level") : v.pos, Child(v.path, "level"),
+                f.Written("level") ? "must not be empty"
+                                   : "required field is missing (the node label that names a "
+                                     "domain, e.g. level: rack)");
+      return;
+    }
+    std::optional<std::string> label = ReadNonEmptyString(*level, sink_);
+    if (!label) return;
+    if (label->find_first_of("= \t") != std::string::npos) {
+      sink_.Add(level->pos, level->path,
+                fmt::format("invalid label name '{}': write the label's name only (level: rack), "
+                            "without a value",
+                            *label));
+      return;
+    }
+    (required ? spec.requirements.topology_level : spec.preferences.topology_level) = *label;
+  }
+
+  // {label: "zone=a", weight: 10}.
+  std::optional<model::LabelPreference> ReadLabelPreference(const Value& v) {
+    if (!ExpectMap(v, sink_)) return std::nullopt;
+    const std::size_t errors = sink_.size();
+    static const std::vector<std::string> kKeys = {"label", "weight"};
+    static const std::map<std::string, std::string> kAliases = {
+        {"labels", "label"}, {"node_label", "label"}, {"score", "weight"}};
+    Fields f(v.node, v.path, kKeys, kAliases, sink_);
+    model::LabelPreference preference;
+    if (auto q = f.Get("label")) {
+      if (auto label = ReadNonEmptyString(*q, sink_)) {
+        if (auto kv = SplitLabel(*label)) {
+          preference.key = std::move(kv->first);
+          preference.value = std::move(kv->second);
+        } else {
+          sink_.Add(q->pos, q->path,
+                    fmt::format("invalid label '{}': write key=value, e.g. zone=a", *label));
+        }
+      }
+    } else {
+      sink_.Add(f.Written("label") ? f.KeyPos("label") : v.pos, Child(v.path, "label"),
+                f.Written("label") ? "must not be empty"
+                                   : "required field is missing (write label: key=value)");
+    }
+    if (auto q = f.Get("weight")) preference.weight = ReadCount(*q, sink_, 1, {}, 100).value_or(1);
+    if (sink_.size() != errors) return std::nullopt;
+    return preference;
   }
 
   std::optional<model::Toleration> ReadToleration(const Value& v) {
@@ -909,18 +733,14 @@ void CheckCycles(const std::vector<ParsedJob>& jobs,
 
 void ParseText(std::string_view text, const ParseOptions& options, Sink& sink,
                std::vector<ParsedJob>& jobs) {
-  LoadedYaml loaded = LoadYamlDocuments(text);
-  if (loaded.error) {
-    sink.Add(PosOf(loaded.error->mark), "", std::move(loaded.error->message));
-    return;
-  }
-  const std::vector<YAML::Node>& documents = loaded.documents;
+  std::optional<std::vector<YAML::Node>> documents = internal::LoadDocuments(text, sink);
+  if (!documents) return;
   JobParser parser(options, sink);
   auto not_a_job = [&](const YAML::Node& node, Pos pos) {
     sink.Add(pos, "",
              fmt::format("expected a job (a mapping with kind: Job), found {}", Describe(node)));
   };
-  for (const YAML::Node& document : documents) {
+  for (const YAML::Node& document : *documents) {
     if (document.IsMap()) {
       jobs.push_back(parser.Parse(document));
     } else if (document.IsSequence()) {
@@ -940,15 +760,10 @@ void ParseText(std::string_view text, const ParseOptions& options, Sink& sink,
 
 }  // namespace
 
-std::string Diagnostic::ToString() const {
-  if (field.empty()) return fmt::format("{}:{}:{}: error: {}", file, line, column, message);
-  return fmt::format("{}:{}:{}: error: {}: {}", file, line, column, field, message);
-}
-
 ParseOutput ParseJobsWithDiagnostics(std::string_view text, const ParseOptions& options) {
   Sink sink(options.file_name);
   std::vector<ParsedJob> jobs;
-  try {
+  internal::ReadGuarded(sink, "spec", [&] {
     ParseText(text, options, sink, jobs);
     if (sink.size() == 0 && jobs.empty()) {
       sink.Add(Pos{}, "", "no job found; write one job per YAML document (kind: Job, ...)");
@@ -956,18 +771,9 @@ ParseOutput ParseJobsWithDiagnostics(std::string_view text, const ParseOptions& 
     std::map<std::string, std::size_t> by_name;
     CheckNames(jobs, by_name, sink);
     CheckCycles(jobs, ResolveDependencies(jobs, by_name, sink), sink);
-  } catch (const std::exception& e) {
-    // yaml-cpp documents no throws on the accessors used above; this is a last line of defence.
-    sink.Add(Pos{}, "", fmt::format("internal error while reading the spec: {}", e.what()));
-  } catch (...) {
-    sink.Add(Pos{}, "", "internal error while reading the spec");
-  }
+  });
   ParseOutput out;
-  out.diagnostics = sink.Take();
-  std::stable_sort(out.diagnostics.begin(), out.diagnostics.end(),
-                   [](const Diagnostic& a, const Diagnostic& b) {
-                     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
-                   });
+  out.diagnostics = sink.TakeSorted();
   if (out.diagnostics.empty()) {
     out.jobs.reserve(jobs.size());
     for (ParsedJob& job : jobs) out.jobs.push_back(std::move(job.spec));
@@ -978,13 +784,7 @@ ParseOutput ParseJobsWithDiagnostics(std::string_view text, const ParseOptions& 
 Result<std::vector<model::JobSpec>> ParseJobs(std::string_view text, const ParseOptions& options) {
   ParseOutput out = ParseJobsWithDiagnostics(text, options);
   if (out.diagnostics.empty()) return std::move(out.jobs);
-  std::vector<std::string> details;
-  details.reserve(out.diagnostics.size());
-  for (const Diagnostic& d : out.diagnostics) details.push_back(d.ToString());
-  const std::size_t n = details.size();
-  return MakeError(ErrorCode::kInvalidArgument,
-                   fmt::format("{} error{} in {}", n, n == 1 ? "" : "s", options.file_name),
-                   std::move(details));
+  return DiagnosticsError(out.diagnostics, options.file_name);
 }
 
 }  // namespace drover::spec

@@ -18,33 +18,9 @@
 
 #include "drover/common/result.h"
 #include "drover/model/job_spec.h"
+#include "drover/spec/diagnostic.h"
 
 namespace drover::spec {
-
-struct ParseOptions {
-  // Names the input in diagnostics ("FILE:LINE:COL: ...").
-  std::string file_name = "<input>";
-  // An absolute directory against which relative working_dir and checkpoint_dir are resolved
-  // (a string join followed by lexical normalization; the file system is never consulted).
-  // Empty: the paths are kept as written.
-  std::string base_dir;
-};
-
-// One problem found in the input.
-struct Diagnostic {
-  std::string file;
-  int line = 1;    // 1-based
-  int column = 1;  // 1-based
-  // Where in the job the problem is, e.g. "resources.gpus", "placement.tolerations[1].effect",
-  // "depends_on[0]"; empty for problems with the document itself (syntax, not a mapping).
-  std::string field;
-  std::string message;
-
-  // "FILE:LINE:COL: error: FIELD: message", or "FILE:LINE:COL: error: message" without a field.
-  std::string ToString() const;
-
-  friend bool operator==(const Diagnostic&, const Diagnostic&) = default;
-};
 
 struct ParseOutput {
   // The jobs in source order. Empty whenever `diagnostics` is not: a half-valid job is never

@@ -1,5 +1,6 @@
 #include "drover/spec/parse.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -240,9 +241,9 @@ TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
                   "jobs.yaml:7:9: error: retry.max_attempt: unknown field 'max_attempt'; did you "
                   "mean 'max_attempts'?",
                   "jobs.yaml:8:1: error: foo: unknown field 'foo'; expected one of: kind, name, "
-                  "owner, team, queue, priority, command, script, working_dir, env, resources, "
-                  "workers, min_workers, placement, depends_on, timeout, retry, checkpoint_dir, "
-                  "interruptible"));
+                  "owner, team, queue, priority, pipeline, command, script, working_dir, env, "
+                  "resources, workers, min_workers, placement, depends_on, timeout, retry, "
+                  "checkpoint_dir, interruptible"));
 }
 
 TEST(ParseJobs, ReportsDuplicateFields) {
@@ -267,14 +268,21 @@ TEST(ParseJobs, ReportsWrongTypes) {
 TEST(ParseJobs, RejectsNegativeAndFractionalGpus) {
   EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: -1}\n"),
               ElementsAre("jobs.yaml:4:19: error: resources.gpus: must not be negative"));
-  const std::string fractional =
-      "jobs.yaml:4:19: error: resources.gpus: GPU count must be a whole number; fractions of a "
-      "GPU need a sharing mechanism such as a MIG profile (mig: 1g.18gb) or time-slicing "
-      "(gpu_share: 500m), which this cluster version does not offer yet";
+  auto fractional = [](std::string_view share) {
+    return fmt::format(
+        "jobs.yaml:4:19: error: resources.gpus: GPU count must be a whole number; for part of one "
+        "GPU write gpu_share: {} (a time-sliced share) or mig: <profile> (a MIG instance, e.g. "
+        "mig: 1g.18gb) instead of gpus",
+        share);
+  };
   EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 0.5}\n"),
-              ElementsAre(fractional));
-  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 500m}\n"),
-              ElementsAre(fractional));
+              ElementsAre(fractional("500m")));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 250m}\n"),
+              ElementsAre(fractional("250m")));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 0.125}\n"),
+              ElementsAre(fractional("125m")));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nresources: {gpus: 1.5}\n"),
+              ElementsAre(fractional("500m")));
   EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nresources: {gpus: 2.0}\n")
                 .requirements.per_worker.gpus,
             2);
@@ -283,10 +291,12 @@ TEST(ParseJobs, RejectsNegativeAndFractionalGpus) {
 TEST(ParseJobs, RejectsGpuConstraintsWithoutGpus) {
   EXPECT_THAT(
       Errors("kind: Job\nname: a\nscript: x\nresources:\n  gpu_memory: 40Gi\n  gpu_model: H100\n"),
-      ElementsAre("jobs.yaml:5:15: error: resources.gpu_memory: is only valid with gpus > 0 (this "
-                  "job asks for no GPUs; add resources.gpus)",
-                  "jobs.yaml:6:14: error: resources.gpu_model: is only valid with gpus > 0 (this "
-                  "job asks for no GPUs; add resources.gpus)"));
+      ElementsAre("jobs.yaml:5:15: error: resources.gpu_memory: is only valid when the job asks "
+                  "for GPUs (this job asks for none; add resources.gpus, resources.gpu_share or "
+                  "resources.mig)",
+                  "jobs.yaml:6:14: error: resources.gpu_model: is only valid when the job asks for "
+                  "GPUs (this job asks for none; add resources.gpus, resources.gpu_share or "
+                  "resources.mig)"));
 }
 
 TEST(ParseJobs, ReportsMissingRequiredFields) {
@@ -463,6 +473,144 @@ TEST(ParseJobs, NeverCrashesOnGarbage) {
     }
     EXPECT_TRUE(out.diagnostics.empty() || out.jobs.empty());
   }
+}
+
+TEST(ParseJobs, ReadsTimeSlicedGpuShares) {
+  model::JobSpec job = ParseOne(
+      "kind: Job\nname: a\nscript: x\n"
+      "resources: {gpu_share: 250m, gpu_memory: 10Gi, gpu_model: [L4, A100]}\n");
+  EXPECT_EQ(job.requirements.gpu_share_millis, 250);
+  EXPECT_EQ(job.requirements.gpu_memory_bytes, 10 * kGi);
+  EXPECT_EQ(job.requirements.gpu_models, (std::vector<std::string>{"L4", "A100"}));
+  EXPECT_EQ(job.requirements.per_worker.gpus, 0);
+  EXPECT_TRUE(job.requirements.mig_profile.empty());
+
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nresources: {gpu_share: 0.5, gpus: 0}\n")
+                .requirements.gpu_share_millis,
+            500);
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nresources: {gpu_share: 1m}\n")
+                .requirements.gpu_share_millis,
+            1);
+}
+
+TEST(ParseJobs, ChecksGpuShares) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nresources:\n  gpu_share: 1\n  gpus: 1\n---\n"
+             "kind: Job\nname: b\nscript: x\nresources:\n  gpu_share: 500m\n  gpus: 2\n---\n"
+             "kind: Job\nname: c\nscript: x\nresources: {gpu_share: 0.0001}\n---\n"
+             "kind: Job\nname: d\nscript: x\nresources: {gpu_share: half}\n---\n"
+             "kind: Job\nname: e\nscript: x\nresources: {gpu_share: 0m}\n"),
+      ElementsAre(
+          "jobs.yaml:5:14: error: resources.gpu_share: must be from 1m to 999m (0.001 to 0.999) "
+          "of one GPU, found 1; ask for whole GPUs with gpus",
+          "jobs.yaml:12:14: error: resources.gpu_share: cannot be combined with gpus (2): a worker "
+          "gets whole GPUs or a part of one GPU, not both; remove gpus or set it to 0",
+          "jobs.yaml:18:24: error: resources.gpu_share: must be a whole number of thousandths (at "
+          "most 3 decimals)",
+          "jobs.yaml:23:24: error: resources.gpu_share: expected a number such as 2, 0.25 or 250m "
+          "(thousandths), found 'half'",
+          "jobs.yaml:28:24: error: resources.gpu_share: must be from 1m to 999m (0.001 to 0.999) "
+          "of one GPU, found 0m; ask for whole GPUs with gpus"));
+}
+
+TEST(ParseJobs, ReadsMigProfiles) {
+  model::JobSpec job = ParseOne(
+      "kind: Job\nname: a\nscript: x\nresources: {mig: 1G.18GB, gpu_model: H200, gpus: 0}\n");
+  EXPECT_EQ(job.requirements.mig_profile, "1g.18gb");
+  EXPECT_EQ(job.requirements.gpu_models, std::vector<std::string>{"H200"});
+  EXPECT_EQ(job.requirements.gpu_share_millis, 0);
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nresources: {mig: 7g.141gb}\n")
+                .requirements.mig_profile,
+            "7g.141gb");
+}
+
+TEST(ParseJobs, ChecksMigProfiles) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nresources:\n"
+             "  mig: 1g18gb\n---\n"
+             "kind: Job\nname: b\nscript: x\nresources:\n"
+             "  mig: 8g.80gb\n---\n"
+             "kind: Job\nname: c\nscript: x\nresources:\n"
+             "  gpu_share: 500m\n  mig: 1g.10gb\n---\n"
+             "kind: Job\nname: d\nscript: x\nresources:\n"
+             "  gpus: 1\n  mig: 1g.10gb\n---\n"
+             "kind: Job\nname: e\nscript: x\nresources:\n"
+             "  mig: 1g.10gb\n  gpu_memory: 10Gi\n---\n"
+             "kind: Job\nname: f\nscript: x\nresources:\n"
+             "  mig: 1G.0GB\n"),
+      ElementsAre(
+          "jobs.yaml:5:8: error: resources.mig: '1g18gb' is not a MIG profile: write <compute "
+          "slices>g.<memory>gb, e.g. 1g.10gb or 3g.40gb (nvidia-smi mig -lgip lists a GPU's "
+          "profiles)",
+          "jobs.yaml:11:8: error: resources.mig: MIG profile '8g.80gb': the compute slices (8g) "
+          "must be 1 to 7 (nvidia-smi mig -lgip lists a GPU's profiles)",
+          "jobs.yaml:18:8: error: resources.mig: gpu_share and mig are mutually exclusive: a "
+          "worker gets either a time-sliced share or a MIG instance; give only one",
+          "jobs.yaml:25:8: error: resources.mig: cannot be combined with gpus (1): a worker gets "
+          "whole GPUs or a part of one GPU, not both; remove gpus or set it to 0",
+          "jobs.yaml:32:15: error: resources.gpu_memory: is not valid with mig: the MIG profile "
+          "sets the instance's memory (1g.18gb has 18 GB)",
+          "jobs.yaml:38:8: error: resources.mig: MIG profile '1g.0gb': the memory must not be 0 "
+          "(nvidia-smi mig -lgip lists a GPU's profiles)"));
+}
+
+TEST(ParseJobs, ReadsTopologyAndLabelPreferences) {
+  model::JobSpec job = ParseOne(
+      "kind: Job\nname: a\nscript: x\nworkers: 4\nplacement:\n"
+      "  topology: {level: rack}\n"
+      "  prefer:\n    - {label: \"zone=a\", weight: 10}\n    - label: spot=\n");
+  EXPECT_EQ(job.requirements.topology_level, "rack");
+  EXPECT_TRUE(job.preferences.topology_level.empty());
+  EXPECT_EQ(job.preferences.node_labels,
+            (std::vector<model::LabelPreference>{{"zone", "a", 10}, {"spot", "", 1}}));
+
+  job = ParseOne(
+      "kind: Job\nname: a\nscript: x\nplacement: {topology: {level: nvlink-domain, mode: "
+      "preferred}}\n");
+  EXPECT_TRUE(job.requirements.topology_level.empty());
+  EXPECT_EQ(job.preferences.topology_level, "nvlink-domain");
+}
+
+TEST(ParseJobs, ChecksTopologyAndLabelPreferences) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nplacement:\n"
+             "  topology: {mode: requird}\n"
+             "  prefer:\n"
+             "    - {label: zone, weight: 0}\n"
+             "    - {label: a=b, weight: 101, wieght: 2}\n"
+             "    - {weight: 5}\n"
+             "    - zone=a\n"),
+      ElementsAre(
+          "jobs.yaml:5:13: error: placement.topology.level: required field is missing (the node "
+          "label that names a domain, e.g. level: rack)",
+          "jobs.yaml:5:20: error: placement.topology.mode: unknown mode 'requird' (did you mean "
+          "'required'?); expected required (every worker in one domain, or wait) or preferred "
+          "(one domain when one has room, else anywhere)",
+          "jobs.yaml:7:15: error: placement.prefer[0].label: invalid label 'zone': write "
+          "key=value, e.g. zone=a",
+          "jobs.yaml:7:29: error: placement.prefer[0].weight: must be at least 1",
+          "jobs.yaml:8:28: error: placement.prefer[1].weight: must be at most 100",
+          "jobs.yaml:8:33: error: placement.prefer[1].wieght: unknown field 'wieght'; did you "
+          "mean 'weight'?",
+          "jobs.yaml:9:7: error: placement.prefer[2].label: required field is missing (write "
+          "label: key=value)",
+          "jobs.yaml:10:7: error: placement.prefer[3]: expected a mapping, found 'zone=a'"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nplacement:\n  topology: {level: rack=3}\n"
+                     "topology: {level: rack}\n"),
+              ElementsAre("jobs.yaml:5:21: error: placement.topology.level: invalid label name "
+                          "'rack=3': write the label's name only (level: rack), without a value",
+                          "jobs.yaml:6:1: error: topology: unknown field 'topology'; did you mean "
+                          "'placement.topology'?"));
+}
+
+TEST(ParseJobs, ReadsAndChecksPipelines) {
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\npipeline: nightly-eval\n").pipeline,
+            "nightly-eval");
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\n").pipeline, "");
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\npipeline: Nightly\n"),
+              ElementsAre("jobs.yaml:4:11: error: pipeline: invalid pipeline name 'Nightly': use "
+                          "1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a "
+                          "letter or digit"));
 }
 
 TEST(Diagnostic, FormatsWithAndWithoutField) {

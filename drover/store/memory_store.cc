@@ -31,6 +31,12 @@ class MemoryStore final : public Store {
       const std::int64_t id = batch.transitions[i].job.value();
       if (!batch_ids.contains(id) && !jobs_.contains(id)) return UnknownJobError(i, id);
     }
+    for (std::size_t i = 0; i < batch.decisions.size(); ++i) {
+      const std::int64_t id = batch.decisions[i].job.value();
+      if (!batch_ids.contains(id) && !jobs_.contains(id)) {
+        return UnknownJobError("decisions", i, id);
+      }
+    }
     for (const model::Job& job : batch.jobs) {
       const std::int64_t id = job.id.value();
       auto it = jobs_.find(id);
@@ -42,6 +48,12 @@ class MemoryStore final : public Store {
     }
     for (const model::Transition& transition : batch.transitions) {
       transitions_[transition.job.value()].push_back(transition);
+    }
+    for (const model::Decision& decision : batch.decisions) {
+      const std::size_t index = decisions_.size();
+      decisions_.push_back(decision);
+      decisions_by_job_[decision.job.value()].push_back(index);
+      for (std::int64_t other : OtherJobsOf(decision)) decisions_by_job_[other].push_back(index);
     }
     return OkStatus();
   }
@@ -79,6 +91,15 @@ class MemoryStore final : public Store {
     return it->second;
   }
 
+  Result<std::vector<model::Decision>> ListDecisions(JobId id) const override {
+    std::shared_lock lock(mutex_);
+    std::vector<model::Decision> out;
+    auto it = decisions_by_job_.find(id.value());
+    if (it == decisions_by_job_.end()) return out;
+    for (std::size_t index : it->second) out.push_back(decisions_[index]);
+    return out;
+  }
+
   Result<std::vector<JobId>> FindSubmission(const std::string& key) const override {
     std::vector<JobId> out;
     if (key.empty()) return out;
@@ -100,6 +121,8 @@ class MemoryStore final : public Store {
   std::map<std::int64_t, model::Job> jobs_;                             // by id
   std::map<std::int64_t, std::vector<model::Transition>> transitions_;  // by job, applied order
   std::set<std::pair<std::string, std::int64_t>> submissions_;          // (key, job id)
+  std::vector<model::Decision> decisions_;                              // applied order
+  std::map<std::int64_t, std::vector<std::size_t>> decisions_by_job_;   // job -> decisions_ index
 };
 
 }  // namespace

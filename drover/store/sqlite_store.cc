@@ -59,6 +59,24 @@ constexpr std::string_view kMigrations[] = {
       );
       CREATE INDEX transitions_job ON transitions(job_id, seq);
     )sql",
+    // 1 -> 2: the scheduler's decision log. A decision is one row about its job; the jobs it
+    // chose as victims point at it from decision_victims.
+    R"sql(
+      CREATE TABLE decisions (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        job_id   INTEGER NOT NULL,
+        attempt  INTEGER NOT NULL,
+        at       INTEGER NOT NULL,  -- ms since the epoch
+        kind     TEXT NOT NULL,     -- placed, reserved, preempted, evicted
+        json     TEXT NOT NULL      -- codec::ToJson(model::Decision)
+      );
+      CREATE INDEX decisions_job ON decisions(job_id, seq);
+      CREATE TABLE decision_victims (
+        job_id   INTEGER NOT NULL,
+        seq      INTEGER NOT NULL,  -- decisions.seq
+        PRIMARY KEY (job_id, seq)
+      ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -376,9 +394,14 @@ class SqliteStore final : public Store {
       for (const model::Job& job : batch.jobs) {
         snapshots.push_back(codec::DumpJson(codec::ToJson(job)));
       }
+      std::vector<std::string> decisions;
+      decisions.reserve(batch.decisions.size());
+      for (const model::Decision& decision : batch.decisions) {
+        decisions.push_back(codec::DumpJson(codec::ToJson(decision)));
+      }
       std::lock_guard lock(writer_mutex_);
       DROVER_RETURN_IF_ERROR(Step(*writer_, "BEGIN IMMEDIATE", "begin"));
-      Status status = ApplyInTransaction(batch, snapshots);
+      Status status = ApplyInTransaction(batch, snapshots, decisions);
       if (status) status = Step(*writer_, "COMMIT", "commit");
       if (!status) RollbackIfActive();
       return status;
@@ -489,6 +512,38 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Result<std::vector<model::Decision>> ListDecisions(JobId id) const override {
+    std::vector<std::string> rows;
+    {
+      auto lease = BorrowReader();
+      auto stmt = lease->Prepare(
+          "SELECT json FROM decisions WHERE job_id = ?1 OR seq IN "
+          "(SELECT seq FROM decision_victims WHERE job_id = ?1) ORDER BY seq");
+      if (!stmt) return tl::unexpected(stmt.error());
+      StatementScope scope(*stmt);
+      sqlite3_bind_int64(*stmt, 1, id.value());
+      int rc;
+      while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) rows.push_back(ColumnText(*stmt, 0));
+      if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list decisions");
+    }
+    std::vector<model::Decision> out;
+    out.reserve(rows.size());
+    for (const std::string& text : rows) {
+      auto json = codec::ParseJson(text);
+      if (!json) {
+        return Internal(fmt::format("sqlite store: job {}: stored decision: {}", id.value(),
+                                    json.error().message));
+      }
+      auto decision = codec::DecisionFromJson(*json);
+      if (!decision) {
+        return Internal(fmt::format("sqlite store: job {}: stored decision: {}", id.value(),
+                                    decision.error().message));
+      }
+      out.push_back(*std::move(decision));
+    }
+    return out;
+  }
+
   Result<std::vector<JobId>> FindSubmission(const std::string& key) const override {
     std::vector<JobId> out;
     if (key.empty()) return out;
@@ -562,24 +617,29 @@ class SqliteStore final : public Store {
 
   // Validates and writes the batch; the caller has begun the transaction and commits or rolls
   // back.
-  Status ApplyInTransaction(const Batch& batch, const std::vector<std::string>& snapshots) {
+  Status ApplyInTransaction(const Batch& batch, const std::vector<std::string>& snapshots,
+                            const std::vector<std::string>& decisions) {
     Connection& db = *writer_;
-    // Every transition must name a job in the batch or already stored.
+    // Every transition and decision must name a job in the batch or already stored.
     std::unordered_set<std::int64_t> known;
     for (const model::Job& job : batch.jobs) known.insert(job.id.value());
-    if (!batch.transitions.empty()) {
+    auto check = [&](std::string_view list, std::size_t i, std::int64_t id) -> Status {
+      if (known.contains(id)) return OkStatus();
       auto exists = db.Prepare("SELECT 1 FROM jobs WHERE id = ?1");
       if (!exists) return tl::unexpected(exists.error());
-      for (std::size_t i = 0; i < batch.transitions.size(); ++i) {
-        const std::int64_t id = batch.transitions[i].job.value();
-        if (known.contains(id)) continue;
-        StatementScope scope(*exists);
-        sqlite3_bind_int64(*exists, 1, id);
-        const int rc = sqlite3_step(*exists);
-        if (rc == SQLITE_DONE) return UnknownJobError(i, id);
-        if (rc != SQLITE_ROW) return SqliteError(db.db(), rc, "check job");
-        known.insert(id);
-      }
+      StatementScope scope(*exists);
+      sqlite3_bind_int64(*exists, 1, id);
+      const int rc = sqlite3_step(*exists);
+      if (rc == SQLITE_DONE) return UnknownJobError(list, i, id);
+      if (rc != SQLITE_ROW) return SqliteError(db.db(), rc, "check job");
+      known.insert(id);
+      return OkStatus();
+    };
+    for (std::size_t i = 0; i < batch.transitions.size(); ++i) {
+      DROVER_RETURN_IF_ERROR(check("transitions", i, batch.transitions[i].job.value()));
+    }
+    for (std::size_t i = 0; i < batch.decisions.size(); ++i) {
+      DROVER_RETURN_IF_ERROR(check("decisions", i, batch.decisions[i].job.value()));
     }
 
     if (!batch.jobs.empty()) {
@@ -630,6 +690,36 @@ class SqliteStore final : public Store {
         BindText(*insert, 6, transition.cause);
         const int rc = sqlite3_step(*insert);
         if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store transition");
+      }
+    }
+
+    if (!batch.decisions.empty()) {
+      auto insert = db.Prepare(
+          "INSERT INTO decisions (job_id, attempt, at, kind, json) VALUES (?1, ?2, ?3, ?4, ?5)");
+      if (!insert) return tl::unexpected(insert.error());
+      auto victim =
+          db.Prepare("INSERT OR IGNORE INTO decision_victims (job_id, seq) VALUES (?1, ?2)");
+      if (!victim) return tl::unexpected(victim.error());
+      for (std::size_t i = 0; i < batch.decisions.size(); ++i) {
+        const model::Decision& decision = batch.decisions[i];
+        {
+          StatementScope scope(*insert);
+          sqlite3_bind_int64(*insert, 1, decision.job.value());
+          sqlite3_bind_int(*insert, 2, decision.attempt);
+          sqlite3_bind_int64(*insert, 3, decision.at);
+          BindText(*insert, 4, model::DecisionKindName(decision.kind));
+          BindText(*insert, 5, decisions[i]);
+          const int rc = sqlite3_step(*insert);
+          if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store decision");
+        }
+        const std::int64_t seq = sqlite3_last_insert_rowid(db.db());
+        for (std::int64_t other : OtherJobsOf(decision)) {
+          StatementScope scope(*victim);
+          sqlite3_bind_int64(*victim, 1, other);
+          sqlite3_bind_int64(*victim, 2, seq);
+          const int rc = sqlite3_step(*victim);
+          if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store decision victim");
+        }
       }
     }
     return OkStatus();

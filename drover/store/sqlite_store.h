@@ -3,7 +3,10 @@
 // The SQLite Store: options and schema facts beyond store.h's OpenSqliteStore(path).
 //
 // Layout: table `jobs` (one row per job: indexed columns for filters plus `snapshot`, the job
-// as codec::ToJson text) and table `transitions` (append-only, `seq` gives the applied order).
+// as codec::ToJson text), table `transitions` (append-only, `seq` gives the applied order), and
+// the decision log (schema 2): table `decisions` (append-only, one row per decision under its
+// job, the decision as codec::ToJson text) with `decision_victims` (job_id, seq) naming the
+// decisions that chose a job as a victim.
 // The schema version is PRAGMA user_version; PRAGMA application_id marks a Drover database.
 //
 // Durability: WAL with synchronous=NORMAL. A committed Apply survives a crash of the process;
@@ -28,7 +31,8 @@
 namespace drover::store {
 
 // The schema version this build writes; OpenSqliteStore refuses a database with a higher one.
-inline constexpr std::int64_t kSqliteSchemaVersion = 1;
+// 1: jobs and transitions; 2: the decision log. Older databases are migrated at open.
+inline constexpr std::int64_t kSqliteSchemaVersion = 2;
 // PRAGMA application_id of a Drover database ("DRVR").
 inline constexpr std::int64_t kSqliteApplicationId = 0x44525652;
 

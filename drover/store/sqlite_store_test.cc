@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "drover/codec/json.h"
 #include "drover/codec/sample_values.h"
 #include "drover/store/test_util.h"
 
@@ -85,8 +86,98 @@ TEST_F(SqliteStoreTest, FileIsInWalModeWithCurrentSchema) {
   EXPECT_EQ(RawQuery(DbPath(), "PRAGMA application_id"), std::to_string(kSqliteApplicationId));
   EXPECT_EQ(RawQuery(DbPath(),
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
-                     "('jobs', 'transitions', 'jobs_state', 'jobs_submission_key')"),
-            "4");
+                     "('jobs', 'transitions', 'jobs_state', 'jobs_submission_key', 'decisions', "
+                     "'decisions_job', 'decision_victims')"),
+            "7");
+}
+
+// The schema of version 1 as it shipped, and a database written by that version.
+constexpr char kSchemaV1[] = R"sql(
+  CREATE TABLE jobs (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL,
+    owner          TEXT NOT NULL,
+    team           TEXT NOT NULL,
+    queue          TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    submission_key TEXT,
+    created_at     INTEGER NOT NULL,
+    finished_at    INTEGER NOT NULL,
+    snapshot       TEXT NOT NULL
+  );
+  CREATE INDEX jobs_state ON jobs(state);
+  CREATE INDEX jobs_submission_key ON jobs(submission_key);
+  CREATE INDEX jobs_active ON jobs(id)
+    WHERE state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out');
+  CREATE TABLE transitions (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id     INTEGER NOT NULL,
+    attempt    INTEGER NOT NULL,
+    from_state TEXT NOT NULL,
+    to_state   TEXT NOT NULL,
+    at         INTEGER NOT NULL,
+    cause      TEXT NOT NULL
+  );
+  CREATE INDEX transitions_job ON transitions(job_id, seq);
+  PRAGMA user_version = 1;
+  PRAGMA application_id = 1146246738;
+)sql";
+
+TEST_F(SqliteStoreTest, MigratesAVersion1Database) {
+  const model::Job job = MakeJob(4, "old");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(DbPath().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_stmt* insert = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "INSERT INTO jobs VALUES (4, 'old', 'alice', 'research', 'default', "
+                               "'pending', NULL, 1, 0, ?1)",
+                               -1, &insert, nullptr),
+            SQLITE_OK);
+  const std::string snapshot = codec::DumpJson(codec::ToJson(job));
+  sqlite3_bind_text(insert, 1, snapshot.c_str(), -1, SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(insert), SQLITE_DONE);
+  sqlite3_finalize(insert);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO transitions (job_id, attempt, from_state, to_state, at, "
+                         "cause) VALUES (4, 0, 'pending', 'pending', 1, 'submitted')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ASSERT_EQ(RawQuery(DbPath(), "PRAGMA user_version"), "1");
+  ASSERT_EQ(std::to_string(kSqliteApplicationId), "1146246738");
+
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA user_version"), std::to_string(kSqliteSchemaVersion));
+  // What version 1 stored reads back, and the decision log works.
+  EXPECT_EQ(store->GetJob(JobId(4)).value(), job);
+  EXPECT_EQ(store->ListTransitions(JobId(4)).value().size(), 1u);
+  EXPECT_TRUE(store->ListDecisions(JobId(4)).value().empty());
+  const model::Decision decision = MakeDecision(4, model::Decision::Kind::kPlaced);
+  Batch batch;
+  batch.decisions.push_back(decision);
+  ASSERT_TRUE(store->Apply(batch).has_value());
+  EXPECT_THAT(store->ListDecisions(JobId(4)).value(), ::testing::ElementsAre(decision));
+  store.reset();
+  // Reopening keeps it, without migrating again.
+  store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(store->ListDecisions(JobId(4)).value(), ::testing::ElementsAre(decision));
+}
+
+TEST_F(SqliteStoreTest, DecisionsAreQueryableRows) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Apply(OneJob(1)).has_value());
+  ASSERT_TRUE(store->Apply(OneJob(2)).has_value());
+  Batch batch;
+  batch.decisions.push_back(MakeDecision(2, model::Decision::Kind::kPreempted, {1}));
+  ASSERT_TRUE(store->Apply(batch).has_value());
+  EXPECT_EQ(RawQuery(DbPath(), "SELECT job_id || '/' || attempt || '/' || kind FROM decisions"),
+            "2/2/preempted");
+  EXPECT_EQ(RawQuery(DbPath(), "SELECT job_id FROM decision_victims"), "1");
+  EXPECT_EQ(RawQuery(DbPath(), "SELECT json_extract(json, '$.queue') FROM decisions"), "team-a");
 }
 
 TEST_F(SqliteStoreTest, ReopeningDoesNotMigrateAgain) {

@@ -1,10 +1,10 @@
 #pragma once
 
-// The durable record of jobs and their lifecycle transitions.
+// The durable record of jobs, their lifecycle transitions and the scheduler's decision log.
 //
 // The controller is the only writer: it assigns job ids and hands the store each change as a
-// Batch, which the store applies atomically (one SQLite transaction): either every job snapshot
-// and transition in it is stored, or nothing is. Reads may run concurrently with writes.
+// Batch, which the store applies atomically (one SQLite transaction): either every job snapshot,
+// transition and decision in it is stored, or nothing is. Reads may run concurrently with writes.
 //
 // Implementations: NewMemoryStore() for unit tests and the simulator; OpenSqliteStore() for the
 // server (WAL mode, schema version and migrations; options in sqlite_store.h). One contract test
@@ -17,6 +17,7 @@
 
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
+#include "drover/model/decision.h"
 #include "drover/model/job.h"
 
 namespace drover::store {
@@ -25,8 +26,9 @@ namespace drover::store {
 struct Batch {
   std::vector<model::Job> jobs;                // full snapshots, inserted or replacing by id
   std::vector<model::Transition> transitions;  // appended
+  std::vector<model::Decision> decisions;      // appended to the decision log, in order
 
-  bool empty() const { return jobs.empty() && transitions.empty(); }
+  bool empty() const { return jobs.empty() && transitions.empty() && decisions.empty(); }
 };
 
 struct JobFilter {
@@ -47,8 +49,9 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Applies `batch` in one transaction. kInvalidArgument if a transition names a job that is
-  // neither stored nor in the batch, or a job id is below 1; kUnavailable/kInternal on I/O
+  // Applies `batch` in one transaction. kInvalidArgument if a transition or a decision (its
+  // `job`; victims are not checked) names a job that is neither stored nor in the batch, or a
+  // job id is below 1; kUnavailable/kInternal on I/O
   // failure (nothing applied). Jobs are applied in order (a later snapshot of the same id in
   // one batch wins); an empty batch is a no-op.
   virtual Status Apply(const Batch& batch) = 0;
@@ -60,6 +63,10 @@ class Store {
   virtual Result<model::Job> GetJob(JobId id) const = 0;
   // Every transition of a job, in the order applied.
   virtual Result<std::vector<model::Transition>> ListTransitions(JobId id) const = 0;
+  // The decisions that concern a job, in the order applied: those about it (Decision::job == id)
+  // and those that chose it as a victim (id among Decision::victims). A decision is stored once
+  // and returned for each job it concerns. Empty for an unknown job.
+  virtual Result<std::vector<model::Decision>> ListDecisions(JobId id) const = 0;
   // Ids of the jobs submitted with this Idempotency-Key, ascending; empty if none or if `key`
   // is empty (a job with an empty submission_key has no key).
   virtual Result<std::vector<JobId>> FindSubmission(const std::string& key) const = 0;

@@ -69,6 +69,7 @@ TEST_P(StoreContractTest, EmptyStoreHasNothing) {
   EXPECT_EQ(job.error().code, ErrorCode::kNotFound);
   EXPECT_THAT(store_->ListTransitions(JobId(1)).value(), IsEmpty());
   EXPECT_THAT(store_->FindSubmission("k").value(), IsEmpty());
+  EXPECT_THAT(store_->ListDecisions(JobId(1)).value(), IsEmpty());
   EXPECT_TRUE(store_->Apply(Batch{}).has_value());
 }
 
@@ -234,6 +235,44 @@ TEST_P(StoreContractTest, MaxJobIdIsLargestStored) {
   EXPECT_EQ(store_->MaxJobId().value(), 5);
   MustApply({.jobs = {MakeJob(12, "c")}});
   EXPECT_EQ(store_->MaxJobId().value(), 12);
+}
+
+TEST_P(StoreContractTest, DecisionsAreListedForTheirJobAndForTheirVictims) {
+  using Kind = model::Decision::Kind;
+  MustApply({.jobs = {MakeJob(1, "a"), MakeJob(2, "b"), MakeJob(3, "c")}});
+  const model::Decision placed = MakeDecision(1, Kind::kPlaced);
+  // Job 3 preempts 1 and 2 (2 named twice: it is still listed once), then 1 learns it was evicted.
+  const model::Decision preempted = MakeDecision(3, Kind::kPreempted, {1, 2, 2});
+  const model::Decision evicted = MakeDecision(1, Kind::kEvicted);
+  MustApply({.decisions = {placed}});
+  MustApply({.decisions = {preempted, evicted}});
+  EXPECT_THAT(store_->ListDecisions(JobId(1)).value(), ElementsAre(placed, preempted, evicted));
+  EXPECT_THAT(store_->ListDecisions(JobId(2)).value(), ElementsAre(preempted));
+  EXPECT_THAT(store_->ListDecisions(JobId(3)).value(), ElementsAre(preempted));
+  EXPECT_THAT(store_->ListDecisions(JobId(4)).value(), IsEmpty());
+}
+
+TEST_P(StoreContractTest, DecisionsMayNameJobsOfTheSameBatch) {
+  const model::Decision placed = MakeDecision(5, model::Decision::Kind::kPlaced);
+  MustApply({.jobs = {MakeJob(5, "e")}, .decisions = {placed}});
+  EXPECT_THAT(store_->ListDecisions(JobId(5)).value(), ElementsAre(placed));
+}
+
+TEST_P(StoreContractTest, DecisionAboutAnUnknownJobStoresNothing) {
+  MustApply({.jobs = {MakeJob(1, "a")}});
+  Status status = store_->Apply({.jobs = {MakeJob(2, "b")},
+                                 .decisions = {MakeDecision(1, model::Decision::Kind::kPlaced),
+                                               MakeDecision(7, model::Decision::Kind::kPlaced)}});
+  ASSERT_FALSE(status.has_value());
+  EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(status.error().message, ::testing::HasSubstr("decisions[1]"));
+  EXPECT_THAT(store_->ListDecisions(JobId(1)).value(), IsEmpty());
+  EXPECT_EQ(store_->GetJob(JobId(2)).error().code, ErrorCode::kNotFound);
+  // A batch that fails on a transition leaves no decision behind either.
+  status = store_->Apply({.transitions = {codec::testing::SampleTransition(8)},
+                          .decisions = {MakeDecision(1, model::Decision::Kind::kPlaced)}});
+  ASSERT_FALSE(status.has_value());
+  EXPECT_THAT(store_->ListDecisions(JobId(1)).value(), IsEmpty());
 }
 
 TEST_P(StoreContractTest, ReadsRunConcurrentlyWithOneWriter) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace drover::store {
 
 Status ValidateBatchShape(const Batch& batch) {
@@ -32,8 +34,22 @@ bool Matches(const JobFilter& filter, const model::Job& job) {
 }
 
 tl::unexpected<Error> UnknownJobError(std::size_t index, std::int64_t id) {
+  return UnknownJobError("transitions", index, id);
+}
+
+tl::unexpected<Error> UnknownJobError(std::string_view list, std::size_t index, std::int64_t id) {
   return InvalidArgument(fmt::format(
-      "batch.transitions[{}].job_id: job {} is neither stored nor in the batch", index, id));
+      "batch.{}[{}].job_id: job {} is neither stored nor in the batch", list, index, id));
+}
+
+std::vector<std::int64_t> OtherJobsOf(const model::Decision& decision) {
+  std::vector<std::int64_t> out;
+  for (const model::Victim& victim : decision.victims) {
+    const std::int64_t id = victim.job.value();
+    if (id == decision.job.value() || std::find(out.begin(), out.end(), id) != out.end()) continue;
+    out.push_back(id);
+  }
+  return out;
 }
 
 }  // namespace drover::store

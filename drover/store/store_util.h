@@ -5,8 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "drover/common/result.h"
+#include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/store/store.h"
 
@@ -21,5 +24,10 @@ Status ValidateFilter(const JobFilter& filter);
 // The kInvalidArgument error for batch.transitions[index] naming job `id`, which is neither
 // stored nor in the batch.
 tl::unexpected<Error> UnknownJobError(std::size_t index, std::int64_t id);
+// The same for batch.<list>[index] ("decisions").
+tl::unexpected<Error> UnknownJobError(std::string_view list, std::size_t index, std::int64_t id);
+
+// The jobs other than decision.job that `decision` concerns (its victims), without repeats.
+std::vector<std::int64_t> OtherJobsOf(const model::Decision& decision);
 
 }  // namespace drover::store

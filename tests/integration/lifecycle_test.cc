@@ -305,7 +305,7 @@ script: "true"
   ASSERT_TRUE(explained) << explained.error().message;
   const json& body = explained->json;
   EXPECT_EQ(body["state"], "ready");
-  EXPECT_EQ(body["layer"], "placement");
+  EXPECT_EQ(body["layer"], "node fit");
   const std::string message = body["message"].get<std::string>();
   EXPECT_THAT(message, HasSubstr("8 GPUs"));
   // The user needs to know the most the cluster offers on one node: a block of 4 GPUs.
@@ -314,7 +314,7 @@ script: "true"
   CommandResult cli =
       RunDrover({"--server", server->url(), "explain", std::to_string(big[0])}, dir_.path());
   EXPECT_EQ(cli.exit_code, 0) << cli.err;
-  EXPECT_THAT(cli.out, HasSubstr(fmt::format("job {} is ready (placement): ", big[0])));
+  EXPECT_THAT(cli.out, HasSubstr(fmt::format("job {} is ready (node fit): ", big[0])));
   EXPECT_THAT(cli.out, HasSubstr(message));
 }
 

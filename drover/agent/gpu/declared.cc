@@ -7,6 +7,7 @@
 #include <string>
 
 #include "drover/agent/gpu/gpu_model.h"
+#include "drover/codec/json.h"
 
 namespace drover::agent {
 namespace {
@@ -23,6 +24,7 @@ struct Entry {
   int count = 0;
   std::string model;
   std::int64_t memory_bytes = 0;
+  model::GpuSharing sharing = model::GpuSharing::kExclusive;
 };
 
 Result<Entry> ParseEntry(std::string_view text) {
@@ -37,6 +39,21 @@ Result<Entry> ParseEntry(std::string_view text) {
     return InvalidArgument(fmt::format("count must be between 1 and {}", kMaxGpusPerEntry));
   }
   std::string_view rest = text.substr(x + 1);
+  if (std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+    const std::string_view sharing = rest.substr(colon + 1);
+    rest = rest.substr(0, colon);
+    auto parsed = codec::ParseGpuSharing(sharing);
+    if (parsed == model::GpuSharing::kMig) {
+      return InvalidArgument(
+          "MIG GPUs need their layout: declare them in a node file (gpus: [{model, count, "
+          "sharing: mig, mig: {3g.40gb: 2}}])");
+    }
+    if (!parsed) {
+      return InvalidArgument(fmt::format(
+          "unknown sharing mode '{}' after ':' (expected exclusive or timeslice)", sharing));
+    }
+    entry.sharing = *parsed;
+  }
   std::string_view memory;
   if (std::size_t dash = rest.rfind('-'); dash != std::string_view::npos) {
     memory = rest.substr(dash + 1);
@@ -99,6 +116,7 @@ Result<std::vector<model::Gpu>> ParseGpuDeclaration(std::string_view spec) {
       gpu.model = entry->model;
       gpu.memory_bytes = entry->memory_bytes;
       gpu.topology_group = fmt::format("g{}", entry_number - 1);
+      gpu.sharing = entry->sharing;
       gpus.push_back(std::move(gpu));
     }
     pos = comma + 1;

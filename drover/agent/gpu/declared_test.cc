@@ -65,6 +65,25 @@ TEST(ParseGpuDeclaration, RequiresMemoryForUnknownModels) {
   EXPECT_EQ((*with_memory)[0].memory_bytes, 24 * kGi);
 }
 
+TEST(ParseGpuDeclaration, ReadsASharingModePerEntry) {
+  auto gpus = ParseGpuDeclaration("1xH100-80GB,2xL4:timeslice,1xA100:exclusive");
+  ASSERT_TRUE(gpus) << gpus.error().ToString();
+  ASSERT_EQ(gpus->size(), 4u);
+  EXPECT_EQ((*gpus)[0].sharing, model::GpuSharing::kExclusive);
+  EXPECT_EQ((*gpus)[1].sharing, model::GpuSharing::kTimeslice);
+  EXPECT_EQ((*gpus)[2].sharing, model::GpuSharing::kTimeslice);
+  EXPECT_EQ((*gpus)[2].model, "L4");
+  EXPECT_EQ((*gpus)[2].memory_bytes, 24 * kGi);
+  EXPECT_EQ((*gpus)[3].sharing, model::GpuSharing::kExclusive);
+
+  auto mig = ParseGpuDeclaration("2xA100-40GB:mig");
+  ASSERT_FALSE(mig);
+  EXPECT_THAT(mig.error().message, HasSubstr("MIG GPUs need their layout"));
+  auto unknown = ParseGpuDeclaration("2xA100:shared");
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error().message, HasSubstr("unknown sharing mode 'shared'"));
+}
+
 TEST(ParseGpuDeclaration, ErrorsNameTheEntryAndColumn) {
   auto bad_memory = ParseGpuDeclaration("2xA100-40GB,2xV100-16XB");
   ASSERT_FALSE(bad_memory);

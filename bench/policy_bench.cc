@@ -1,0 +1,235 @@
+// The scheduling policy at scale: sched::RunPolicyCycle with queues, quotas, fair share,
+// backfill and topology (docs/benchmarks.md).
+//
+// Each iteration builds a fresh cluster and queue tree outside the timed region, then times one
+// cycle. items_per_second is jobs placed per second; "workers" counts workers placed.
+//
+//   BM_PolicySingleGpu_5000x8   20,000 pending 1-GPU jobs in 8 leaf queues with quotas on
+//                               5,000 nodes x 8 GPUs: sustained single-GPU placements.
+//   BM_PolicyGang8Rack_5000x8   2,000 pending 8-worker gangs of 1 GPU each that must sit in
+//                               one rack (topology_level "rack", 20 nodes per rack).
+//   BM_PolicyGang8Block_5000x8  400 pending 8-worker gangs of 8 GPUs each within one block
+//                               (32 nodes): 64-GPU topology-constrained jobs.
+//   BM_PolicyMixed50k_5000x8    50,000 pending jobs of mixed shapes (1/2/4/8 GPUs, gangs,
+//                               model filters, topology) under quotas with borrowing; about
+//                               half do not fit, so the cycle also pays for verdicts and the
+//                               backfill reservation.
+//   BM_PendingJobMemory         heap bytes per pending job held by the Controller (JobSpec,
+//                               Job, attempt, indexes), 50,000 jobs.
+
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drover/control/controller.h"
+#include "drover/model/job_spec.h"
+#include "drover/model/node.h"
+#include "drover/model/policy.h"
+#include "drover/sched/engine.h"
+
+namespace drover::sched {
+namespace {
+
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+std::vector<model::Node> MakeNodes(int count) {
+  std::vector<model::Node> nodes;
+  nodes.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    model::Node node;
+    char name[32];
+    std::snprintf(name, sizeof(name), "node-%05d", i);
+    node.name = NodeId(name);
+    node.cpu_millis = 128'000;
+    node.memory_bytes = 1024 * kGi;
+    node.labels = {{"rack", "r" + std::to_string(i / 20)}, {"block", "b" + std::to_string(i / 32)}};
+    for (int g = 0; g < 8; ++g) {
+      model::Gpu gpu;
+      gpu.index = g;
+      gpu.model = i % 4 == 3 ? "A100" : "H100";
+      gpu.memory_bytes = 80 * kGi;
+      gpu.topology_group = g < 4 ? "nvl0" : "nvl1";
+      node.gpus.push_back(gpu);
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+// org -> 4 teams -> 2 queues each; each leaf gets 1/8 of the cluster's GPUs as nominal quota and
+// may borrow the rest.
+model::Policy MakePolicy(std::int64_t cluster_gpus) {
+  model::Policy policy;
+  model::QueueConfig org;
+  org.name = "org";
+  for (int t = 0; t < 4; ++t) {
+    model::QueueConfig team;
+    team.name = "team-" + std::to_string(t);
+    for (int q = 0; q < 2; ++q) {
+      model::QueueConfig leaf;
+      leaf.name = team.name + "-q" + std::to_string(q);
+      leaf.nominal["gpu"] = cluster_gpus * 1000 / 8;
+      team.children.push_back(leaf);
+    }
+    org.children.push_back(team);
+  }
+  policy.queues = {org};
+  return policy;
+}
+
+model::JobSpec MakeSpec(int gpus, int workers, const std::string& queue) {
+  model::JobSpec spec;
+  spec.name = "bench";
+  spec.command = {"true"};
+  spec.queue = queue;
+  spec.workers = workers;
+  spec.min_workers = workers;
+  spec.requirements.per_worker = {4'000 * gpus, 32 * kGi * gpus, gpus};
+  return spec;
+}
+
+std::string LeafName(int i) {
+  return "team-" + std::to_string(i % 4) + "-q" + std::to_string(i / 4 % 2);
+}
+
+void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
+               const model::Policy& policy, const std::vector<PendingJob>& pending,
+               std::int64_t expect_placed) {
+  std::int64_t placed = 0;
+  std::int64_t workers = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::optional<ClusterState> cluster;
+    cluster.emplace();
+    for (const model::Node& node : nodes) cluster->UpsertNode(node);
+    QueueTree queues = *QueueTree::Create(policy);
+    CycleInput input;
+    input.now = 1'000'000;
+    input.pending = pending;
+    state.ResumeTiming();
+
+    CycleOutput out = RunPolicyCycle(policy, queues, *cluster, input, std::nullopt);
+
+    state.PauseTiming();
+    if (expect_placed >= 0 && static_cast<std::int64_t>(out.placed.size()) != expect_placed) {
+      state.SkipWithError(("placed " + std::to_string(out.placed.size()) + ", expected " +
+                           std::to_string(expect_placed))
+                              .c_str());
+      break;
+    }
+    placed += static_cast<std::int64_t>(out.placed.size());
+    for (const PlacedJob& job : out.placed) {
+      workers += static_cast<std::int64_t>(job.placement.workers.size());
+    }
+    benchmark::DoNotOptimize(out);
+    cluster.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(placed);
+  state.counters["workers"] =
+      benchmark::Counter(static_cast<double>(workers), benchmark::Counter::kIsRate);
+}
+
+void BM_PolicySingleGpu_5000x8(benchmark::State& state) {
+  const auto nodes = MakeNodes(5'000);
+  const model::Policy policy = MakePolicy(40'000);
+  std::vector<model::JobSpec> specs;
+  for (int q = 0; q < 8; ++q) specs.push_back(MakeSpec(1, 1, LeafName(q)));
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 20'000; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
+  RunCycles(state, nodes, policy, pending, 20'000);
+}
+BENCHMARK(BM_PolicySingleGpu_5000x8)->Unit(benchmark::kMillisecond);
+
+void BM_PolicyGang8Rack_5000x8(benchmark::State& state) {
+  const auto nodes = MakeNodes(5'000);
+  const model::Policy policy = MakePolicy(40'000);
+  std::vector<model::JobSpec> specs;
+  for (int q = 0; q < 8; ++q) {
+    model::JobSpec spec = MakeSpec(1, 8, LeafName(q));
+    spec.requirements.topology_level = "rack";
+    specs.push_back(spec);
+  }
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 2'000; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
+  RunCycles(state, nodes, policy, pending, 2'000);
+}
+BENCHMARK(BM_PolicyGang8Rack_5000x8)->Unit(benchmark::kMillisecond);
+
+void BM_PolicyGang8Block_5000x8(benchmark::State& state) {
+  const auto nodes = MakeNodes(5'000);
+  const model::Policy policy = MakePolicy(40'000);
+  std::vector<model::JobSpec> specs;
+  for (int q = 0; q < 8; ++q) {
+    model::JobSpec spec = MakeSpec(8, 8, LeafName(q));
+    spec.requirements.topology_level = "block";
+    specs.push_back(spec);
+  }
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 400; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
+  RunCycles(state, nodes, policy, pending, 400);
+}
+BENCHMARK(BM_PolicyGang8Block_5000x8)->Unit(benchmark::kMillisecond);
+
+void BM_PolicyMixed50k_5000x8(benchmark::State& state) {
+  const auto nodes = MakeNodes(5'000);
+  const model::Policy policy = MakePolicy(40'000);
+  std::vector<model::JobSpec> specs;
+  for (int q = 0; q < 8; ++q) {
+    for (int gpus : {1, 2, 4, 8}) {
+      model::JobSpec plain = MakeSpec(gpus, 1, LeafName(q));
+      plain.timeout = 3'600'000;
+      specs.push_back(plain);
+      model::JobSpec h100 = MakeSpec(gpus, 1, LeafName(q));
+      h100.requirements.gpu_models = {"H100"};
+      specs.push_back(h100);
+      model::JobSpec gang = MakeSpec(gpus, 4, LeafName(q));
+      gang.requirements.topology_level = "rack";
+      specs.push_back(gang);
+    }
+  }
+  std::mt19937 rng(42);
+  std::vector<PendingJob> pending;
+  for (int i = 0; i < 50'000; ++i) {
+    const model::JobSpec* spec = &specs[rng() % specs.size()];
+    pending.push_back({JobId(i + 1), static_cast<int>(rng() % 3) * 100, i, spec});
+  }
+  RunCycles(state, nodes, policy, pending, -1);
+}
+BENCHMARK(BM_PolicyMixed50k_5000x8)->Unit(benchmark::kMillisecond);
+
+void BM_PendingJobMemory(benchmark::State& state) {
+  constexpr int kJobs = 50'000;
+  for (auto _ : state) {
+    const std::size_t before = mallinfo2().uordblks;
+    auto controller = std::make_unique<control::Controller>();
+    {
+      control::Step step;  // persisted and dropped by a driver; not part of what a job costs
+      std::vector<model::JobSpec> specs;
+      for (int i = 0; i < kJobs; ++i) {
+        model::JobSpec spec = MakeSpec(1 + i % 8, 1, "default");
+        spec.name = "job-" + std::to_string(i);
+        spec.owner = "alice";
+        spec.command = {"python", "train.py", "--epochs", "3"};
+        specs.push_back(std::move(spec));
+      }
+      (void)controller->Submit(std::move(specs), "", "alice", 0, step);
+      control::Step schedule;
+      controller->Schedule(0, schedule);  // every job becomes ready (no nodes: all stay pending)
+    }
+    const std::size_t after = mallinfo2().uordblks;
+    state.counters["bytes_per_pending_job"] =
+        static_cast<double>(after - before) / static_cast<double>(kJobs);
+    benchmark::DoNotOptimize(controller);
+  }
+}
+BENCHMARK(BM_PendingJobMemory)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+}  // namespace
+}  // namespace drover::sched
+
+BENCHMARK_MAIN();

@@ -1,0 +1,74 @@
+#include "drover/model/mig.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <set>
+#include <string>
+
+namespace drover::model {
+namespace {
+
+// The leading decimal digits of `text` from `*i`, advancing `*i`.
+std::string_view Digits(std::string_view text, std::size_t* i) {
+  const std::size_t start = *i;
+  while (*i < text.size() && std::isdigit(static_cast<unsigned char>(text[*i]))) ++*i;
+  return text.substr(start, *i - start);
+}
+
+}  // namespace
+
+Result<MigProfile> ParseMigProfile(std::string_view name) {
+  std::size_t i = 0;
+  const std::string_view slices = Digits(name, &i);
+  const bool g = i < name.size() && name[i] == 'g';
+  if (g) ++i;
+  const bool dot = g && i < name.size() && name[i] == '.';
+  if (dot) ++i;
+  const std::string_view memory = dot ? Digits(name, &i) : std::string_view();
+  MigProfile profile;
+  if (slices.empty() || !dot || memory.empty() || name.substr(i) != "gb" ||
+      std::from_chars(memory.data(), memory.data() + memory.size(), profile.memory_gb).ec !=
+          std::errc()) {
+    return InvalidArgument(fmt::format(
+        "'{}' is not a MIG profile: write <compute slices>g.<memory>gb, e.g. 1g.10gb or 3g.40gb",
+        name));
+  }
+  if (slices.size() != 1 || slices[0] < '1' || slices[0] > '7') {
+    return InvalidArgument(fmt::format("MIG profile '{}': the compute slices ({}g) must be 1 to {}",
+                                       name, slices, kMigComputeSlices));
+  }
+  if (profile.memory_gb == 0) {
+    return InvalidArgument(fmt::format("MIG profile '{}': the memory must not be 0", name));
+  }
+  profile.compute_slices = slices[0] - '0';
+  return profile;
+}
+
+Status CheckMigLayout(const std::vector<MigSlots>& layout) {
+  if (layout.empty()) {
+    return InvalidArgument("the MIG layout is empty; list the instances, e.g. {3g.40gb: 2}");
+  }
+  std::set<std::string> seen;
+  int slices = 0;
+  for (const MigSlots& slot : layout) {
+    auto profile = ParseMigProfile(slot.profile);
+    if (!profile) return tl::unexpected(profile.error());
+    if (!seen.insert(slot.profile).second) {
+      return InvalidArgument(fmt::format("MIG profile '{}' is listed twice", slot.profile));
+    }
+    if (slot.count < 1 || slot.count > kMigComputeSlices) {
+      return InvalidArgument(fmt::format("MIG profile '{}': the count must be 1 to {}, found {}",
+                                         slot.profile, kMigComputeSlices, slot.count));
+    }
+    slices += profile->compute_slices * slot.count;
+  }
+  if (slices > kMigComputeSlices) {
+    return InvalidArgument(fmt::format("the MIG layout uses {} compute slices; a GPU has {}",
+                                       slices, kMigComputeSlices));
+  }
+  return OkStatus();
+}
+
+}  // namespace drover::model

@@ -1,0 +1,93 @@
+#pragma once
+
+// The cluster scheduling policy (docs/scheduling.md): the queue tree with quotas, borrowing and
+// lending, concurrency limits, fair share, preemption and backfill settings. A Policy is a
+// validated value; drover/spec parses it from the policy file and drover/sched applies it.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+
+namespace drover::model {
+
+// Amounts of the resources quotas and limits govern, by name:
+//   "cpu" (millicores), "memory" (bytes), "gpu" (milli-GPUs of any model: a whole GPU is 1000,
+//   a 250m time-slice share 250, a MIG instance of g compute slices of 7 is g*1000/7),
+//   "gpu:<model>" (milli-GPUs of one model, the model lower-cased, e.g. "gpu:h100").
+// The policy file writes GPUs in whole units or with an m suffix ("8", "2500m").
+// A name that is absent means "not set" (see each field for what that implies).
+using ResourceAmounts = std::map<std::string, std::int64_t>;
+
+// Concurrency limits, apart from capacity. Unset fields do not limit.
+struct Limits {
+  std::optional<std::int64_t> max_running_jobs;  // jobs holding resources at once
+  ResourceAmounts max_resources;                 // e.g. {"gpu": 8}: held at once
+
+  bool empty() const { return !max_running_jobs && max_resources.empty(); }
+  friend bool operator==(const Limits&, const Limits&) = default;
+};
+
+// One node of the queue tree (org -> team -> queue, any depth). Jobs name a leaf in
+// JobSpec::queue; leaf names are unique in the whole tree.
+struct QueueConfig {
+  std::string name;
+  double weight = 1.0;  // fair-share weight among siblings (> 0)
+  // Guaranteed amounts. A resource some queue of the tree sets is governed: a leaf that does
+  // not set it has nominal 0 of it, a queue with children the sum of its children's (a
+  // grouping queue, like a Kueue cohort without quota of its own). A resource no queue sets is
+  // not limited by quotas.
+  ResourceAmounts nominal;
+  // Most this queue may use beyond `nominal` by borrowing its siblings' unused quota, per
+  // resource; a resource absent here may borrow without limit.
+  ResourceAmounts borrowing_limit;
+  // Most of its own unused nominal it lends to siblings, per resource; absent = all of it.
+  // nominal - lending_limit is protected: siblings never borrow it.
+  ResourceAmounts lending_limit;
+  Limits limits;       // for the whole subtree
+  Limits user_limits;  // for each user, within this subtree
+  std::vector<QueueConfig> children;
+
+  friend bool operator==(const QueueConfig&, const QueueConfig&) = default;
+};
+
+// How a placement chooses among feasible nodes.
+enum class Scoring {
+  kBinpack,        // fewest free resources left (keeps other nodes empty)
+  kSpread,         // most free resources left (spreads load)
+  kFragmentation,  // least growth of expected fragmentation (FGD, Weng et al., ATC'23)
+};
+std::string_view ScoringName(Scoring scoring);
+
+struct Policy {
+  // Roots of the queue tree. Empty: one implicit leaf "default" without quota.
+  std::vector<QueueConfig> queues;
+  Limits pipeline_limits;  // for each pipeline (JobSpec::pipeline), across queues
+
+  // Fair share: usage decays with this half-life; 0 ranks by current allocation only.
+  DurationMs fair_share_half_life = 3'600'000;
+  // Aging: a pending job's priority grows by aging_step per aging_interval waited, up to
+  // aging_max; aging_interval 0 disables it.
+  DurationMs aging_interval = 0;
+  int aging_step = 100;
+  int aging_max = 1000;
+
+  Scoring scoring = Scoring::kBinpack;
+
+  // Preemption: a running job is never a victim before it has run this long.
+  bool preemption = true;
+  DurationMs min_run_time = 0;
+  // Time a preempted job's workers get between SIGTERM (and the notice file) and SIGKILL.
+  DurationMs preemption_grace = 30'000;
+
+  // EASY backfill: the first job that does not fit holds a reservation; later jobs start
+  // ahead of it only if their time limit ends before the reservation or they avoid its nodes.
+  bool backfill = true;
+
+  friend bool operator==(const Policy&, const Policy&) = default;
+};
+
+}  // namespace drover::model

@@ -1,0 +1,715 @@
+#include "drover/sched/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "drover/common/quantity.h"
+#include "drover/sched/cluster_index.h"
+#include "drover/sched/placement.h"
+
+namespace drover::sched {
+namespace {
+
+using internal::ClusterImpl;
+using internal::ClusterStateAccess;
+using internal::StaticFilter;
+
+// Preemption is tried for at most this many blocked jobs per cycle: each try clones the cluster.
+constexpr int kMaxPreemptionTriesPerCycle = 4;
+
+std::string JobLabel(const model::JobSpec& spec, JobId id) {
+  return spec.name.empty() ? fmt::format("job {}", id.value())
+                           : fmt::format("job {} ({})", id.value(), spec.name);
+}
+
+// "in 3m" (or "now"): times in sentences are relative; absolute ones travel as fields.
+std::string In(TimeMs at, TimeMs now) {
+  return at <= now ? "now" : "in " + FormatDuration(at - now);
+}
+
+// Nodes of a placement without repeats, in rank order.
+std::vector<std::string> NodesOf(const std::vector<WorkerAssignment>& workers) {
+  std::vector<std::string> nodes;
+  for (const WorkerAssignment& worker : workers) {
+    if (std::find(nodes.begin(), nodes.end(), worker.node.value()) == nodes.end()) {
+      nodes.push_back(worker.node.value());
+    }
+  }
+  return nodes;
+}
+
+// The end of a running job's time limit, or nullopt when it has none.
+std::optional<TimeMs> EndOf(const RunningJob& job) {
+  if (!job.spec->timeout) return std::nullopt;
+  return job.started_at + *job.spec->timeout;
+}
+
+// Everything Plan needs for one spec against one ClusterImpl.
+struct Prepared {
+  StaticFilter filter;
+  std::string demand_key;
+};
+
+Prepared Prepare(const model::JobSpec& spec) {
+  Prepared prepared{StaticFilter::From(spec.requirements), std::string()};
+  prepared.demand_key = internal::DemandKey(prepared.filter, spec);
+  return prepared;
+}
+
+std::optional<internal::PlannedGang> PlanOn(ClusterImpl& impl, const Prepared& prepared,
+                                            const model::JobSpec& spec,
+                                            const internal::PlanOptions& options) {
+  internal::Index& index = impl.GetOrBuildIndex(prepared.filter);
+  return internal::Plan(impl, prepared.filter, &index, spec, options);
+}
+
+// Running jobs with a time limit, by the end of it (ties: id).
+std::vector<const RunningJob*> ByEnd(const std::vector<RunningJob>& running) {
+  std::vector<const RunningJob*> bounded;
+  for (const RunningJob& job : running) {
+    if (EndOf(job)) bounded.push_back(&job);
+  }
+  std::sort(bounded.begin(), bounded.end(), [](const RunningJob* a, const RunningJob* b) {
+    if (*EndOf(*a) != *EndOf(*b)) return *EndOf(*a) < *EndOf(*b);
+    return a->job < b->job;
+  });
+  return bounded;
+}
+
+// Where and when `spec` could start as bounded running jobs end: releases them in order of
+// their ends on a copy of the cluster until the job fits. nullopt if it never does.
+struct Projection {
+  TimeMs start = 0;
+  std::vector<NodeId> nodes;
+};
+std::optional<Projection> Project(const ClusterState& cluster,
+                                  const std::vector<RunningJob>& running,
+                                  const model::JobSpec& spec, TimeMs now,
+                                  const internal::PlanOptions& options) {
+  const Prepared prepared = Prepare(spec);
+  ClusterState trial = cluster.Clone();
+  ClusterImpl& impl = ClusterStateAccess::Get(trial);
+  if (auto gang = PlanOn(impl, prepared, spec, options)) {
+    Projection projection{now, {}};
+    for (const std::string& node : NodesOf(gang->workers)) projection.nodes.emplace_back(node);
+    return projection;
+  }
+  const std::vector<const RunningJob*> bounded = ByEnd(running);
+  for (std::size_t i = 0; i < bounded.size();) {
+    const TimeMs end = *EndOf(*bounded[i]);
+    // Release every job ending at this instant, then try once.
+    for (; i < bounded.size() && *EndOf(*bounded[i]) == end; ++i) {
+      trial.Release(*bounded[i]->placement, bounded[i]->spec->requirements);
+    }
+    if (auto gang = PlanOn(impl, prepared, spec, options)) {
+      Projection projection{std::max(end, now), {}};
+      for (const std::string& node : NodesOf(gang->workers)) projection.nodes.emplace_back(node);
+      return projection;
+    }
+  }
+  return std::nullopt;
+}
+
+// The layer a placement reason belongs to.
+std::string PlacementLayer(const PendingReason& reason) {
+  if (!reason.topology_level.empty() && reason.code == PendingReason::Code::kInsufficientFree) {
+    return "topology";
+  }
+  if (reason.code == PendingReason::Code::kUnschedulable && !reason.excluded.empty() &&
+      reason.excluded.front().first.rfind("taint ", 0) == 0) {
+    return "taint";
+  }
+  if (reason.code == PendingReason::Code::kInsufficientFree && reason.workers > 1 &&
+      reason.fitting_workers > 0 && reason.fitting_workers < reason.workers) {
+    return "gang size";
+  }
+  return "node fit";
+}
+
+// One scheduling cycle (see engine.h). Holds the cycle's caches; used once.
+class Cycle {
+ public:
+  Cycle(const model::Policy& policy, QueueTree& queues, ClusterState& cluster,
+        const CycleInput& input, const std::optional<Reservation>& previous)
+      : policy_(policy),
+        queues_(queues),
+        cluster_(cluster),
+        impl_(ClusterStateAccess::Get(cluster)),
+        input_(input),
+        previous_(previous) {}
+
+  CycleOutput Run();
+
+ private:
+  struct Entry {
+    const PendingJob* job = nullptr;
+    int leaf = 0;
+    int priority = 0;  // effective
+    double user_share = 0.0;
+  };
+
+  void Process(const Entry& entry, bool nominated);
+  // The GPU models to try in turn, lower-case; {""} when the tree governs no model quota or
+  // the job needs no GPU.
+  std::vector<std::string> Flavors(const model::JobSpec& spec) const;
+  const model::JobSpec& SpecFor(const model::JobSpec& spec, const std::string& flavor);
+  const Prepared& PreparedFor(const model::JobSpec& spec);
+  // Plans `spec` (a gang that does not fit whole shrinks down to min_workers); honours the
+  // reservation unless the job ends before it. nullopt if it does not fit.
+  std::optional<internal::PlannedGang> PlaceGang(const model::JobSpec& spec,
+                                                 bool honour_reservation,
+                                                 const model::JobSpec** placed_spec);
+  void Commit(const Entry& entry, const model::JobSpec& spec, internal::PlannedGang gang,
+              Charge charge);
+  bool EndsBeforeReservation(const model::JobSpec& spec) const;
+  void Reserve(const Entry& entry, const model::JobSpec& spec);
+  void AdoptReservation(Reservation reservation);
+  bool TryPreempt(const Entry& entry, const model::JobSpec& spec, const Charge& charge);
+  Verdict PlacementVerdict(const Entry& entry, const model::JobSpec& spec);
+  void Pend(const Entry& entry, Verdict verdict) {
+    out_.pending.emplace_back(entry.job->job, std::move(verdict));
+  }
+  internal::PlanOptions Options(bool honour_reservation) const {
+    internal::PlanOptions options;
+    options.scoring = policy_.scoring;
+    options.mix = mix_.shapes.empty() ? nullptr : &mix_;
+    if (honour_reservation && reservation_) options.excluded = &reserved_mask_;
+    return options;
+  }
+
+  const model::Policy& policy_;
+  QueueTree& queues_;
+  ClusterState& cluster_;
+  ClusterImpl& impl_;
+  const CycleInput& input_;
+  const std::optional<Reservation>& previous_;
+  CycleOutput out_;
+
+  internal::WorkloadMix mix_;
+  std::unordered_map<const model::JobSpec*, Prepared> prepared_;
+  // Specs derived for this cycle (a flavor, a smaller gang); stable addresses.
+  std::vector<std::unique_ptr<model::JobSpec>> derived_;
+  std::map<std::pair<const model::JobSpec*, std::string>, const model::JobSpec*> flavored_;
+  // Demand keys that did not fit, with or without the reservation's nodes excluded: free
+  // capacity only shrinks during a cycle, so they stay unplaceable.
+  std::unordered_map<std::string, bool> failed_;
+  std::optional<Reservation> reservation_;
+  std::vector<char> reserved_mask_;  // by node position
+  std::set<JobId> victims_;
+  int preemption_tries_ = 0;
+  // Jobs placed this cycle, by leaf: a job that then does not fit may have lost to them.
+  std::map<int, int> placed_by_leaf_;
+  std::unordered_map<std::string, PendingReason> reasons_;  // by demand key
+};
+
+CycleOutput Cycle::Run() {
+  queues_.Advance(input_.now, cluster_.Capacity());
+  if (input_.keep_reservation && previous_) AdoptReservation(*previous_);
+
+  // The workload mix FGD weighs fragmentation against: the shapes of the pending jobs.
+  if (policy_.scoring == model::Scoring::kFragmentation) {
+    std::vector<const model::JobSpec*> specs;
+    specs.reserve(input_.pending.size());
+    for (const PendingJob& job : input_.pending) specs.push_back(job.spec);
+    mix_ = internal::MixOf(specs);
+  }
+
+  // Bucket the pending jobs by leaf queue, each bucket in its within-queue order.
+  std::map<int, std::vector<Entry>> buckets;
+  std::vector<Entry> nominated;
+  for (const PendingJob& job : input_.pending) {
+    DROVER_CHECK(job.spec != nullptr);
+    std::optional<int> leaf = queues_.FindLeaf(job.spec->queue);
+    if (!leaf) {
+      std::vector<std::string> names = queues_.LeafNames();
+      out_.pending.emplace_back(
+          job.job, Verdict{"queue",
+                           fmt::format("queue {} does not exist; the policy's queues are {}",
+                                       job.spec->queue, fmt::join(names, ", ")),
+                           std::nullopt, std::nullopt});
+      continue;
+    }
+    Entry entry{&job, *leaf, EffectivePriority(policy_, job.priority, job.enqueued_at, input_.now),
+                queues_.UserShare(*leaf, job.spec->owner)};
+    if (input_.awaiting_victims.contains(job.job)) {
+      nominated.push_back(entry);
+    } else {
+      buckets[*leaf].push_back(entry);
+    }
+  }
+  auto within_queue = [](const Entry& a, const Entry& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.user_share != b.user_share) return a.user_share < b.user_share;
+    if (a.job->enqueued_at != b.job->enqueued_at) return a.job->enqueued_at < b.job->enqueued_at;
+    return a.job->job < b.job->job;
+  };
+  std::sort(nominated.begin(), nominated.end(), within_queue);
+  for (auto& [leaf, entries] : buckets) std::sort(entries.begin(), entries.end(), within_queue);
+
+  for (const Entry& entry : nominated) Process(entry, /*nominated=*/true);
+
+  // Take jobs leaf by leaf in hierarchical fair-share order, re-evaluated after each job.
+  std::vector<std::pair<int, std::size_t>> cursors;  // (leaf, next entry)
+  for (const auto& [leaf, entries] : buckets) cursors.emplace_back(leaf, 0);
+  while (!cursors.empty()) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < cursors.size(); ++i) {
+      if (queues_.Before(cursors[i].first, cursors[best].first)) best = i;
+    }
+    auto& [leaf, next] = cursors[best];
+    const std::vector<Entry>& entries = buckets[leaf];
+    Process(entries[next], /*nominated=*/false);
+    if (++next == entries.size()) cursors.erase(cursors.begin() + static_cast<long>(best));
+  }
+  out_.reservation = reservation_;
+  return std::move(out_);
+}
+
+std::vector<std::string> Cycle::Flavors(const model::JobSpec& spec) const {
+  const model::Requirements& r = spec.requirements;
+  const bool wants_gpu = r.per_worker.gpus > 0 || r.gpu_share_millis > 0 || !r.mig_profile.empty();
+  if (!wants_gpu) return {""};
+  std::vector<std::string> flavors;
+  auto add = [&](const std::string& model) {
+    std::string lower = internal::Lower(model);
+    if (std::find(flavors.begin(), flavors.end(), lower) == flavors.end()) {
+      flavors.push_back(lower);
+    }
+  };
+  if (!r.gpu_models.empty()) {
+    for (const std::string& model : r.gpu_models) add(model);
+  } else {
+    // Any model: the governed flavors first (in model order), then the cluster's others.
+    std::vector<std::string> models;
+    for (const model::Node& node : cluster_.nodes()) {
+      for (const model::Gpu& gpu : node.gpus) {
+        std::string lower = internal::Lower(gpu.model);
+        if (std::find(models.begin(), models.end(), lower) == models.end()) {
+          models.push_back(lower);
+        }
+      }
+    }
+    std::sort(models.begin(), models.end());
+    for (const std::string& model : models) {
+      if (queues_.Governs("gpu:" + model)) add(model);
+    }
+    if (flavors.empty()) return {""};
+    for (const std::string& model : models) add(model);
+  }
+  bool any_governed = std::any_of(flavors.begin(), flavors.end(), [&](const std::string& model) {
+    return queues_.Governs("gpu:" + model);
+  });
+  if (!any_governed) return {""};
+  return flavors;
+}
+
+const model::JobSpec& Cycle::SpecFor(const model::JobSpec& spec, const std::string& flavor) {
+  if (flavor.empty()) return spec;
+  auto [it, inserted] = flavored_.try_emplace({&spec, flavor}, nullptr);
+  if (inserted) {
+    auto copy = std::make_unique<model::JobSpec>(spec);
+    copy->requirements.gpu_models = {flavor};
+    it->second = copy.get();
+    derived_.push_back(std::move(copy));
+  }
+  return *it->second;
+}
+
+const Prepared& Cycle::PreparedFor(const model::JobSpec& spec) {
+  auto it = prepared_.find(&spec);
+  if (it == prepared_.end()) it = prepared_.emplace(&spec, Prepare(spec)).first;
+  return it->second;
+}
+
+bool Cycle::EndsBeforeReservation(const model::JobSpec& spec) const {
+  return reservation_ && spec.timeout && input_.now + *spec.timeout <= reservation_->start;
+}
+
+std::optional<internal::PlannedGang> Cycle::PlaceGang(const model::JobSpec& spec,
+                                                      bool honour_reservation,
+                                                      const model::JobSpec** placed_spec) {
+  const bool excluding = honour_reservation && reservation_ && !EndsBeforeReservation(spec);
+  const internal::PlanOptions options = Options(excluding);
+  auto attempt = [&](const model::JobSpec& candidate) -> std::optional<internal::PlannedGang> {
+    const Prepared& prepared = PreparedFor(candidate);
+    const std::string key = prepared.demand_key + (excluding ? "\x1dreserved" : "");
+    if (failed_.contains(key)) return std::nullopt;
+    auto gang = PlanOn(impl_, prepared, candidate, options);
+    if (!gang) failed_.emplace(key, true);
+    return gang;
+  };
+  *placed_spec = &spec;
+  if (auto gang = attempt(spec)) return gang;
+  const int workers = std::max(spec.workers, 1);
+  const int min_workers = std::clamp(spec.min_workers, 1, workers);
+  if (min_workers == workers) return std::nullopt;
+  // Elastic start: the largest gang in [min_workers, workers) that fits (fit is monotone in
+  // the gang size, so a binary search finds it).
+  int low = min_workers;
+  int high = workers - 1;
+  std::optional<internal::PlannedGang> best;
+  while (low <= high) {
+    const int size = low + (high - low) / 2;
+    auto smaller = std::make_unique<model::JobSpec>(spec);
+    smaller->workers = size;
+    smaller->min_workers = size;
+    const model::JobSpec& candidate = *smaller;
+    derived_.push_back(std::move(smaller));
+    if (auto gang = attempt(candidate)) {
+      best = std::move(gang);
+      *placed_spec = &candidate;
+      low = size + 1;
+    } else {
+      high = size - 1;
+    }
+  }
+  return best;
+}
+
+void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::PlannedGang gang,
+                   Charge charge) {
+  internal::Commit(impl_, gang, spec);
+  queues_.Add(charge);
+  ++placed_by_leaf_[entry.leaf];
+
+  const PendingJob& job = *entry.job;
+  model::Decision decision;
+  decision.job = job.job;
+  decision.at = input_.now;
+  decision.kind = model::Decision::Kind::kPlaced;
+  decision.queue = queues_.Name(entry.leaf);
+  decision.candidates = gang.candidates;
+  decision.nodes = NodesOf(gang.workers);
+  decision.score = gang.score;
+  std::string borrowing;
+  for (const auto& [resource, amount] : charge.amounts) {
+    if (queues_.Borrowing(entry.leaf, resource) && resource == "gpu") borrowing = " (borrowing)";
+  }
+  const int workers = static_cast<int>(gang.workers.size());
+  decision.summary = fmt::format(
+      "admitted to queue {}{}; {} worker{} placed on {} by {} (score {:.3f}) among {} feasible "
+      "node{}",
+      decision.queue, borrowing, workers, workers == 1 ? "" : "s", fmt::join(decision.nodes, ","),
+      model::ScoringName(policy_.scoring), gang.score, gang.candidates,
+      gang.candidates == 1 ? "" : "s");
+  if (workers < std::max(job.spec->workers, 1)) {
+    decision.summary += fmt::format(" (elastic start: {} of {} workers, min_workers {})", workers,
+                                    job.spec->workers, job.spec->min_workers);
+  }
+  out_.placed.push_back(PlacedJob{Placement{job.job, std::move(gang.workers)}, std::move(charge),
+                                  std::move(decision)});
+}
+
+void Cycle::Reserve(const Entry& entry, const model::JobSpec& spec) {
+  auto projection = Project(cluster_, input_.running, spec, input_.now, Options(false));
+  if (!projection || projection->start <= input_.now) return;
+  AdoptReservation(Reservation{entry.job->job, projection->start, projection->nodes});
+  if (!previous_ || previous_->job != reservation_->job) {
+    model::Decision decision;
+    decision.job = entry.job->job;
+    decision.at = input_.now;
+    decision.kind = model::Decision::Kind::kReserved;
+    decision.queue = queues_.Name(entry.leaf);
+    for (const NodeId& node : reservation_->nodes) decision.nodes.push_back(node.value());
+    decision.reserved_start = reservation_->start;
+    decision.summary = fmt::format(
+        "top blocked job: reserved {} for it, expected to start {}; later jobs start ahead only "
+        "if they end by then or avoid these nodes",
+        fmt::join(decision.nodes, ","), In(reservation_->start, input_.now));
+    out_.reservation_decision = std::move(decision);
+  }
+}
+
+void Cycle::AdoptReservation(Reservation reservation) {
+  reserved_mask_.assign(impl_.nodes.size(), 0);
+  for (const NodeId& node : reservation.nodes) {
+    int pos = impl_.Find(node.value());
+    if (pos >= 0) reserved_mask_[pos] = 1;
+  }
+  reservation_ = std::move(reservation);
+}
+
+void Cycle::Process(const Entry& entry, bool nominated) {
+  const PendingJob& job = *entry.job;
+  const model::JobSpec& spec = *job.spec;
+  std::optional<AdmitVerdict> refused;
+  std::optional<Charge> admitted_charge;
+  const model::JobSpec* admitted_spec = nullptr;
+  for (const std::string& flavor : Flavors(spec)) {
+    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
+    AdmitVerdict verdict = queues_.CheckAdmit(charge);
+    if (!verdict.ok()) {
+      if (!refused) refused = std::move(verdict);
+      continue;
+    }
+    const model::JobSpec& flavored = SpecFor(spec, flavor);
+    const model::JobSpec* placed_spec = nullptr;
+    auto gang = PlaceGang(flavored, /*honour_reservation=*/!nominated, &placed_spec);
+    if (gang) {
+      if (placed_spec->workers != flavored.workers) {
+        charge.amounts = ChargeAmounts(*placed_spec, flavor);
+      }
+      Commit(entry, *placed_spec, std::move(*gang), std::move(charge));
+      return;
+    }
+    if (!admitted_charge) {
+      admitted_charge = std::move(charge);
+      admitted_spec = &flavored;
+    }
+  }
+
+  if (nominated) {
+    Pend(entry, Verdict{"preempting",
+                        "waiting for the jobs preempted for it to stop and free their resources",
+                        std::nullopt, std::nullopt});
+    return;
+  }
+
+  if (!admitted_charge) {
+    // Refused by quota or a limit. A job within its own guaranteed quota, refused because its
+    // cohort lent the rest, may reclaim what was lent.
+    const Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, "")};
+    if (refused->code == AdmitVerdict::Code::kCohort && TryPreempt(entry, spec, charge)) return;
+    const bool limit = refused->code == AdmitVerdict::Code::kLimit;
+    Pend(entry, Verdict{limit ? "concurrency limit" : "quota", refused->Render(), std::nullopt,
+                        std::nullopt});
+    return;
+  }
+
+  // Admitted but does not fit.
+  const model::JobSpec& flavored = *admitted_spec;
+  if (!reservation_ && policy_.backfill) {
+    Reserve(entry, flavored);
+    if (reservation_ && reservation_->job == job.job) {
+      Verdict verdict = PlacementVerdict(entry, flavored);
+      verdict.reserved_start = reservation_->start;
+      verdict.message += fmt::format("; resources are reserved for it, expected to start {}",
+                                     In(reservation_->start, input_.now));
+      if (!TryPreempt(entry, flavored, *admitted_charge)) Pend(entry, std::move(verdict));
+      return;
+    }
+  }
+  if (TryPreempt(entry, flavored, *admitted_charge)) return;
+  Pend(entry, PlacementVerdict(entry, flavored));
+}
+
+Verdict Cycle::PlacementVerdict(const Entry& entry, const model::JobSpec& spec) {
+  const Prepared& prepared = PreparedFor(spec);
+  // Held only by the reservation: it would fit on the reserved nodes.
+  if (reservation_ && reservation_->job != entry.job->job && !EndsBeforeReservation(spec) &&
+      !failed_.contains(prepared.demand_key)) {
+    if (PlanOn(impl_, prepared, spec, Options(false))) {
+      return Verdict{
+          "reservation",
+          fmt::format("would fit now, but only on nodes reserved for job {}, which starts {}; "
+                      "a job starts ahead of it only with a time limit that ends by then{}",
+                      reservation_->job.value(), In(reservation_->start, input_.now),
+                      spec.timeout
+                          ? fmt::format(" (its limit {} ends later)", FormatDuration(*spec.timeout))
+                          : " (it has none)"),
+          std::nullopt, std::nullopt};
+    }
+    failed_.emplace(prepared.demand_key, true);
+  }
+  auto it = reasons_.find(prepared.demand_key);
+  if (it == reasons_.end()) {
+    it = reasons_.emplace(prepared.demand_key, Explain(cluster_, spec)).first;
+  }
+  const PendingReason& reason = it->second;
+  Verdict verdict{PlacementLayer(reason), reason.Render(), reason, std::nullopt};
+  // Lost to queues ahead of it by fair share this cycle?
+  int others = 0;
+  for (const auto& [leaf, count] : placed_by_leaf_) {
+    if (leaf != entry.leaf) others += count;
+  }
+  if (others > 0 && verdict.layer == "node fit" &&
+      reason.code == PendingReason::Code::kInsufficientFree) {
+    verdict.layer = "fair share";
+    verdict.message = fmt::format(
+        "{} job{} of queues ahead of {} by fair share took free capacity this cycle; {}", others,
+        others == 1 ? "" : "s", queues_.Name(entry.leaf), verdict.message);
+  }
+  return verdict;
+}
+
+bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Charge& charge) {
+  if (!policy_.preemption || preemption_tries_ >= kMaxPreemptionTriesPerCycle) return false;
+  const PendingJob& job = *entry.job;
+  const bool reclaim = queues_.WithinNominal(entry.leaf, charge.amounts);
+  struct Candidate {
+    const RunningJob* job;
+    double lost;
+    bool reclaim;
+  };
+  std::vector<Candidate> candidates;
+  for (const RunningJob& running : input_.running) {
+    if (!running.spec->interruptible || input_.stopping.contains(running.job) ||
+        victims_.contains(running.job) || input_.now - running.started_at < policy_.min_run_time) {
+      continue;
+    }
+    const int leaf = running.charge->leaf;
+    if (leaf == entry.leaf && running.priority < job.priority) {
+      candidates.push_back({&running, LostGpuSeconds(running, input_.now), false});
+    } else if (reclaim && leaf != entry.leaf) {
+      bool borrowing = false;
+      for (const auto& [resource, amount] : running.charge->amounts) {
+        if (amount > 0 && charge.amounts.contains(resource) && queues_.Borrowing(leaf, resource)) {
+          borrowing = true;
+        }
+      }
+      if (borrowing) candidates.push_back({&running, LostGpuSeconds(running, input_.now), true});
+    }
+  }
+  if (candidates.empty()) return false;
+  ++preemption_tries_;
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.lost != b.lost) return a.lost < b.lost;
+    if (a.job->priority != b.job->priority) return a.job->priority < b.job->priority;
+    if (a.job->started_at != b.job->started_at) return a.job->started_at > b.job->started_at;
+    return a.job->job < b.job->job;
+  });
+
+  const Prepared prepared = Prepare(spec);
+  // True if the job is admitted and fits once `chosen` are gone.
+  auto fits_without = [&](const std::vector<Candidate>& chosen) {
+    QueueTree trial_queues = queues_;
+    ClusterState trial = cluster_.Clone();
+    for (const Candidate& victim : chosen) {
+      trial_queues.Remove(*victim.job->charge);
+      trial.Release(*victim.job->placement, victim.job->spec->requirements);
+    }
+    if (!trial_queues.CheckAdmit(charge).ok()) return false;
+    return PlanOn(ClusterStateAccess::Get(trial), prepared, spec, Options(false)).has_value();
+  };
+
+  // Greedy: add victims cheapest first on one trial state until the job fits.
+  std::vector<Candidate> chosen;
+  {
+    QueueTree trial_queues = queues_;
+    ClusterState trial = cluster_.Clone();
+    ClusterImpl& trial_impl = ClusterStateAccess::Get(trial);
+    bool fits = false;
+    for (const Candidate& candidate : candidates) {
+      trial_queues.Remove(*candidate.job->charge);
+      trial.Release(*candidate.job->placement, candidate.job->spec->requirements);
+      chosen.push_back(candidate);
+      if (trial_queues.CheckAdmit(charge).ok() &&
+          PlanOn(trial_impl, prepared, spec, Options(false))) {
+        fits = true;
+        break;
+      }
+    }
+    if (!fits) return false;
+  }
+  // Drop victims it does not need, the costliest first.
+  std::vector<std::size_t> order(chosen.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return chosen[a].lost > chosen[b].lost; });
+  std::vector<char> keep(chosen.size(), 1);
+  for (std::size_t drop : order) {
+    if (chosen.size() == 1) break;
+    keep[drop] = 0;
+    std::vector<Candidate> rest;
+    for (std::size_t i = 0; i < chosen.size(); ++i) {
+      if (keep[i]) rest.push_back(chosen[i]);
+    }
+    if (rest.empty() || !fits_without(rest)) keep[drop] = 1;
+  }
+
+  Preemption preemption;
+  preemption.preemptor = job.job;
+  model::Decision& decision = preemption.decision;
+  decision.job = job.job;
+  decision.at = input_.now;
+  decision.kind = model::Decision::Kind::kPreempted;
+  decision.queue = queues_.Name(entry.leaf);
+  bool any_reclaim = false;
+  double total_lost = 0.0;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    if (!keep[i]) continue;
+    const RunningJob& victim = *chosen[i].job;
+    any_reclaim = any_reclaim || chosen[i].reclaim;
+    total_lost += chosen[i].lost;
+    victims_.insert(victim.job);
+    preemption.victims.push_back(victim.job);
+    model::Victim record;
+    record.job = victim.job;
+    record.queue = queues_.Name(victim.charge->leaf);
+    auto gpu = victim.charge->amounts.find("gpu");
+    record.gpus = gpu == victim.charge->amounts.end() ? 0 : static_cast<int>(gpu->second / 1000);
+    record.lost_gpu_seconds = chosen[i].lost;
+    record.has_checkpoint = victim.last_checkpoint_at > 0;
+    decision.victims.push_back(record);
+    names.push_back(fmt::format("{} of queue {} (loses {:.0f} GPU-s{})", victim.job.value(),
+                                record.queue, record.lost_gpu_seconds,
+                                record.has_checkpoint ? ", resumes from checkpoint" : ""));
+  }
+  decision.reason = any_reclaim ? "reclaim" : "priority";
+  decision.summary = fmt::format(
+      "{}: preempting {} job{} to make room ({:.0f} GPU-seconds of work lost in all): {}",
+      any_reclaim ? "reclaiming quota lent by queue " + decision.queue
+                  : "priority within queue " + decision.queue,
+      names.size(), names.size() == 1 ? "" : "s", total_lost, fmt::join(names, "; "));
+  for (const model::Victim& victim : decision.victims) {
+    model::Decision evicted;
+    evicted.job = victim.job;
+    evicted.at = input_.now;
+    evicted.kind = model::Decision::Kind::kEvicted;
+    evicted.queue = victim.queue;
+    evicted.reason = decision.reason;
+    evicted.preemptor = job.job;
+    evicted.victims = {victim};
+    evicted.summary = fmt::format(
+        "preempted for {} of queue {} ({}): loses {:.0f} GPU-seconds since its {}",
+        JobLabel(spec, job.job), decision.queue, decision.reason, victim.lost_gpu_seconds,
+        victim.has_checkpoint ? "last checkpoint" : "start (no checkpoint)");
+    preemption.evicted.push_back(std::move(evicted));
+  }
+  Pend(entry, Verdict{"preempting", decision.summary, std::nullopt, std::nullopt});
+  out_.preemptions.push_back(std::move(preemption));
+  return true;
+}
+
+}  // namespace
+
+int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued_at, TimeMs now) {
+  if (policy.aging_interval <= 0 || now <= enqueued_at) return priority;
+  const std::int64_t steps = (now - enqueued_at) / policy.aging_interval;
+  const std::int64_t bonus =
+      std::min<std::int64_t>(steps * policy.aging_step, std::max(policy.aging_max, 0));
+  return static_cast<int>(priority + bonus);
+}
+
+double LostGpuSeconds(const RunningJob& job, TimeMs now) {
+  const TimeMs since = std::max(job.started_at, job.last_checkpoint_at);
+  double gpus = 0.0;
+  if (job.charge != nullptr) {
+    auto it = job.charge->amounts.find("gpu");
+    if (it != job.charge->amounts.end()) gpus = static_cast<double>(it->second) / 1000.0;
+  }
+  return gpus * static_cast<double>(std::max<TimeMs>(now - since, 0)) / 1000.0;
+}
+
+std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
+                                    const std::vector<RunningJob>& running,
+                                    const model::JobSpec& spec, TimeMs now) {
+  auto projection = Project(cluster, running, spec, now, internal::PlanOptions{});
+  if (!projection) return std::nullopt;
+  return projection->start;
+}
+
+CycleOutput RunPolicyCycle(const model::Policy& policy, QueueTree& queues, ClusterState& cluster,
+                           const CycleInput& input,
+                           const std::optional<Reservation>& previous_reservation) {
+  return Cycle(policy, queues, cluster, input, previous_reservation).Run();
+}
+
+}  // namespace drover::sched

@@ -1,0 +1,130 @@
+#pragma once
+
+// The scheduling engine: one cycle of the cluster policy (docs/scheduling.md). Pure: values in,
+// decisions out; time is a parameter; the same input gives the same output. The controller runs
+// it under the server and the simulator alike.
+//
+// A cycle:
+//   1. Advances fair share to `now` and orders the pending jobs: jobs awaiting their victims'
+//      exit first; then queue by queue, always taking the next job of the leaf queue that goes
+//      first by hierarchical fair share (QueueTree::Before, re-evaluated after every placement);
+//      within a leaf by effective priority (class value plus aging), then the user's share, then
+//      the time the job became ready, then id.
+//   2. For each job: admission (quota with borrowing and lending, concurrency limits; GPU
+//      flavors are tried in order when the tree governs per-model quota), then placement
+//      (internal::Plan with the policy's scoring). A gang that does not fit whole starts with
+//      fewer workers when min_workers allows (the most that fit).
+//   3. EASY backfill: the first admitted job that does not fit gets a reservation: the earliest
+//      time running jobs' time limits free enough for it, and the nodes it would take then.
+//      Later jobs start only if their time limit ends by then, or on nodes outside the
+//      reservation. A reservation whose start nothing bounds holds nothing back.
+//   4. Preemption, for a job admitted (or within its guaranteed quota) that does not fit:
+//      victims are interruptible running jobs that have run at least min_run_time, either of a
+//      lower priority in the same leaf queue ("priority") or of queues using more than their
+//      nominal quota while the job's queue stays within its own ("reclaim"). The engine picks
+//      victims in order of the work they would lose (GPU-seconds since their last checkpoint,
+//      or start), adds them until the job would be admitted and fit, then drops any it does not
+//      need. A gang is a job: it is preempted whole. Victims' resources free only when their
+//      workers exit; until then the job waits first in line ("preempting").
+//   5. Every job left pending gets a verdict naming the layer that holds it.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/model/decision.h"
+#include "drover/model/job_spec.h"
+#include "drover/model/policy.h"
+#include "drover/sched/queues.h"
+#include "drover/sched/scheduler.h"
+
+namespace drover::sched {
+
+// A job holding resources. Pointers are borrowed for the duration of the call.
+struct RunningJob {
+  JobId job;
+  const model::JobSpec* spec = nullptr;
+  const Placement* placement = nullptr;
+  const Charge* charge = nullptr;  // what it counts against the queue tree
+  int priority = 0;
+  TimeMs started_at = 0;          // placed at; it holds resources since
+  TimeMs last_checkpoint_at = 0;  // 0: none in this attempt
+};
+
+struct CycleInput {
+  TimeMs now = 0;
+  std::vector<PendingJob> pending;   // every ready job whose backoff is over
+  std::vector<RunningJob> running;   // every job holding resources, stopping ones included
+  std::set<JobId> stopping;          // running jobs already being stopped: never victims again
+  std::set<JobId> awaiting_victims;  // pending jobs whose victims are still stopping
+  // A pass over only the jobs not tried before (nothing was freed since the last full pass):
+  // the previous reservation still holds instead of a new one being chosen.
+  bool keep_reservation = false;
+};
+
+// Why a pending job waits: the layer that holds it and one sentence.
+struct Verdict {
+  // "queue", "quota", "concurrency limit", "fair share", "reservation", "gang size",
+  // "topology", "taint", "node fit", "preempting".
+  std::string layer;
+  std::string message;
+  std::optional<PendingReason> placement;  // for the placement layers
+  std::optional<TimeMs> reserved_start;    // the reservation's start, for its holder
+
+  friend bool operator==(const Verdict&, const Verdict&) = default;
+};
+
+struct PlacedJob {
+  Placement placement;  // may hold fewer workers than spec.workers (min_workers)
+  Charge charge;        // added to the queue tree
+  model::Decision decision;
+};
+
+struct Preemption {
+  JobId preemptor;
+  std::vector<JobId> victims;
+  model::Decision decision;              // kPreempted, for the preemptor
+  std::vector<model::Decision> evicted;  // kEvicted, one per victim
+};
+
+struct Reservation {
+  JobId job;
+  TimeMs start = 0;
+  std::vector<NodeId> nodes;
+};
+
+struct CycleOutput {
+  std::vector<PlacedJob> placed;  // in decision order; allocated in the cluster and the tree
+  std::vector<Preemption> preemptions;
+  std::vector<std::pair<JobId, Verdict>> pending;
+  std::optional<Reservation> reservation;
+  std::optional<model::Decision> reservation_decision;  // kReserved, when new this cycle
+};
+
+// Runs one cycle; allocates every placement in `cluster` and adds its charge to `queues`.
+// `previous_reservation` (the last cycle's holder, if any) only decides whether a kReserved
+// decision is new. Every PendingJob's and RunningJob's pointers must be non-null.
+CycleOutput RunPolicyCycle(const model::Policy& policy, QueueTree& queues, ClusterState& cluster,
+                           const CycleInput& input,
+                           const std::optional<Reservation>& previous_reservation);
+
+// The priority a pending job is ordered by: its class value plus aging (policy.aging_step per
+// aging_interval waited since enqueued_at, at most aging_max).
+int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued_at, TimeMs now);
+
+// When `spec` could start if the running jobs end by their time limits (spec->timeout after
+// started_at) and nothing else starts: `now` if it fits now; nullopt if even after every bounded
+// job ends it does not fit (something it needs has no limit). Changes nothing.
+std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
+                                    const std::vector<RunningJob>& running,
+                                    const model::JobSpec& spec, TimeMs now);
+
+// GPU-seconds a running job loses if stopped now: its GPUs times the time since its last
+// checkpoint (or its start).
+double LostGpuSeconds(const RunningJob& job, TimeMs now);
+
+}  // namespace drover::sched

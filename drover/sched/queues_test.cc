@@ -1,0 +1,910 @@
+#include "drover/sched/queues.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace drover::sched {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kGpu = 1000;      // one whole GPU in milli-GPUs
+constexpr std::int64_t kCore = 1000;     // one CPU in millicores
+constexpr std::int64_t kGi = 1LL << 30;  // bytes
+constexpr DurationMs kHour = 3'600'000;
+
+model::QueueConfig Queue(std::string name, model::ResourceAmounts nominal = {},
+                         std::vector<model::QueueConfig> children = {}) {
+  model::QueueConfig q;
+  q.name = std::move(name);
+  q.nominal = std::move(nominal);
+  q.children = std::move(children);
+  return q;
+}
+
+model::Policy PolicyOf(std::vector<model::QueueConfig> queues) {
+  model::Policy policy;
+  policy.queues = std::move(queues);
+  return policy;
+}
+
+QueueTree MustCreate(const model::Policy& policy) {
+  Result<QueueTree> tree = QueueTree::Create(policy);
+  EXPECT_TRUE(tree.has_value()) << tree.error().ToString();
+  return tree.has_value() ? *tree : QueueTree();
+}
+
+Charge ChargeOf(const QueueTree& tree, std::string_view leaf, model::ResourceAmounts amounts,
+                std::string user = "alice", std::string pipeline = "") {
+  std::optional<int> id = tree.FindLeaf(leaf);
+  EXPECT_TRUE(id.has_value()) << leaf;
+  return Charge{id.value_or(1), std::move(user), std::move(pipeline), std::move(amounts)};
+}
+
+Charge Gpus(const QueueTree& tree, std::string_view leaf, std::int64_t gpus,
+            std::string user = "alice") {
+  return ChargeOf(tree, leaf, {{"gpu", gpus * kGpu}}, std::move(user));
+}
+
+// Adds `charge` after checking that it is admitted.
+void MustAdd(QueueTree& tree, const Charge& charge) {
+  AdmitVerdict verdict = tree.CheckAdmit(charge);
+  ASSERT_TRUE(verdict.ok()) << verdict.Render();
+  tree.Add(charge);
+}
+
+const QueueStatus& Row(const std::vector<QueueStatus>& rows, std::string_view path) {
+  for (const QueueStatus& row : rows) {
+    if (row.path == path) return row;
+  }
+  ADD_FAILURE() << "no row " << path;
+  return rows.front();
+}
+
+// --- The tree itself ---
+
+TEST(QueueTree, EmptyPolicyHasOneDefaultLeafThatAdmitsEverything) {
+  QueueTree tree = MustCreate(model::Policy{});
+  EXPECT_THAT(tree.LeafNames(), ElementsAre("default"));
+  std::optional<int> leaf = tree.FindLeaf("default");
+  ASSERT_TRUE(leaf.has_value());
+  EXPECT_NE(*leaf, 0);
+  EXPECT_FALSE(tree.Governs("gpu"));
+  Charge big = ChargeOf(tree, "default", {{"gpu", 10'000 * kGpu}, {"cpu", 1'000'000 * kCore}});
+  for (int i = 0; i < 100; ++i) MustAdd(tree, big);
+  EXPECT_TRUE(tree.WithinNominal(*leaf, big.amounts));
+  EXPECT_FALSE(tree.Borrowing(*leaf, "gpu"));
+
+  QueueTree plain;
+  EXPECT_THAT(plain.LeafNames(), ElementsAre("default"));
+  EXPECT_EQ(plain.FindLeaf("default"), leaf);
+}
+
+TEST(QueueTree, NamesPathsAndTreeOrder) {
+  QueueTree tree = MustCreate(PolicyOf({
+      Queue("org", {{"gpu", 8 * kGpu}},
+            {Queue("team-a", {{"gpu", 4 * kGpu}}, {Queue("train"), Queue("infer")}),
+             Queue("team-b", {{"gpu", 4 * kGpu}})}),
+      Queue("lab"),
+  }));
+  EXPECT_THAT(tree.LeafNames(), ElementsAre("train", "infer", "team-b", "lab"));
+  int train = *tree.FindLeaf("train");
+  EXPECT_EQ(tree.Name(train), "train");
+  EXPECT_EQ(tree.Path(train), "org/team-a/train");
+  EXPECT_FALSE(tree.FindLeaf("team-a").has_value());  // not a leaf
+  EXPECT_FALSE(tree.FindLeaf("default").has_value());
+  EXPECT_TRUE(tree.Governs("gpu"));
+  EXPECT_FALSE(tree.Governs("cpu"));
+
+  std::vector<QueueStatus> rows = tree.Status();
+  std::vector<std::string> paths;
+  std::vector<int> depths;
+  for (const QueueStatus& row : rows) {
+    paths.push_back(row.path);
+    depths.push_back(row.depth);
+  }
+  EXPECT_THAT(paths, ElementsAre("org", "org/team-a", "org/team-a/train", "org/team-a/infer",
+                                 "org/team-b", "lab"));
+  EXPECT_THAT(depths, ElementsAre(0, 1, 2, 2, 1, 0));
+  EXPECT_FALSE(Row(rows, "org/team-a").leaf);
+  EXPECT_TRUE(Row(rows, "lab").leaf);
+  // A governed resource a queue does not set is nominal 0 there.
+  EXPECT_EQ(Row(rows, "lab").nominal, (model::ResourceAmounts{{"gpu", 0}}));
+}
+
+// --- Quota ---
+
+TEST(Quota, JobWithinNominalIsAdmitted) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a", {{"gpu", 4 * kGpu}})}));
+  MustAdd(tree, Gpus(tree, "a", 3));
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "a", 1)).ok());
+  AdmitVerdict over = tree.CheckAdmit(Gpus(tree, "a", 2));
+  // A single root lends only to itself: the cohort under the synthetic root is its own quota.
+  EXPECT_EQ(over.code, AdmitVerdict::Code::kCohort);
+  EXPECT_EQ(over.scope, "cohort of a");
+}
+
+TEST(Quota, UngovernedResourceIsUnlimited) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a", {{"gpu", 1 * kGpu}})}));
+  MustAdd(tree, ChargeOf(tree, "a", {{"cpu", 10'000 * kCore}, {"memory", 1000 * kGi}}));
+  EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "a", {{"cpu", 10'000 * kCore}})).ok());
+}
+
+TEST(Quota, BorrowsUpToBorrowingLimitWhenSiblingsAreIdle) {
+  model::QueueConfig a = Queue("a", {{"gpu", 4 * kGpu}});
+  a.borrowing_limit = {{"gpu", 2 * kGpu}};
+  QueueTree tree = MustCreate(PolicyOf({a, Queue("b", {{"gpu", 4 * kGpu}})}));
+  MustAdd(tree, Gpus(tree, "a", 4));
+  MustAdd(tree, Gpus(tree, "a", 2));  // borrows 2 of b's idle 4
+  EXPECT_TRUE(tree.Borrowing(*tree.FindLeaf("a"), "gpu"));
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "a", 1));
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kQuota, "queue a", "gpu", 6 * kGpu, 1 * kGpu,
+                                   6 * kGpu, 4 * kGpu}));
+  EXPECT_EQ(verdict.Render(),
+            "queue a would use 7 GPUs, above its quota of 6 (nominal 4, borrowing limit 2)");
+  // b still gets the 2 it has not lent.
+  MustAdd(tree, Gpus(tree, "b", 2));
+}
+
+TEST(Quota, WithoutBorrowingLimitBorrowsEverythingSiblingsLeaveIdle) {
+  QueueTree tree =
+      MustCreate(PolicyOf({Queue("a", {{"gpu", 4 * kGpu}}), Queue("b", {{"gpu", 4 * kGpu}})}));
+  MustAdd(tree, Gpus(tree, "a", 8));
+  EXPECT_EQ(tree.CheckAdmit(Gpus(tree, "b", 1)).code, AdmitVerdict::Code::kCohort);
+}
+
+TEST(Quota, LendingLimitProtectsPartOfSiblingQuota) {
+  model::QueueConfig interactive = Queue("interactive", {{"gpu", 4 * kGpu}});
+  interactive.lending_limit = {{"gpu", 1 * kGpu}};  // 3 GPUs protected
+  QueueTree tree = MustCreate(PolicyOf({Queue("batch", {{"gpu", 4 * kGpu}}), interactive}));
+  MustAdd(tree, Gpus(tree, "batch", 5));  // its 4 + the 1 interactive lends
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "batch", 1));
+  EXPECT_EQ(verdict.code, AdmitVerdict::Code::kCohort);
+  EXPECT_EQ(verdict.scope, "cohort of batch");
+  EXPECT_EQ(verdict.used, 5 * kGpu);
+  EXPECT_EQ(verdict.requested, 1 * kGpu);
+  EXPECT_EQ(verdict.limit, 5 * kGpu);
+
+  int leaf = *tree.FindLeaf("interactive");
+  // The protected 3 are there at once; the 4th is lent and comes back only by preemption,
+  // which WithinNominal allows.
+  MustAdd(tree, Gpus(tree, "interactive", 3));
+  EXPECT_EQ(tree.CheckAdmit(Gpus(tree, "interactive", 1)).code, AdmitVerdict::Code::kCohort);
+  EXPECT_TRUE(tree.WithinNominal(leaf, {{"gpu", 1 * kGpu}}));
+  EXPECT_FALSE(tree.WithinNominal(leaf, {{"gpu", 2 * kGpu}}));
+}
+
+TEST(Quota, CohortExhaustionGivesCohortVerdictWithNumbers) {
+  QueueTree tree =
+      MustCreate(PolicyOf({Queue("a", {{"gpu", 2 * kGpu}}), Queue("b", {{"gpu", 2 * kGpu}}),
+                           Queue("c", {{"gpu", 2 * kGpu}})}));
+  MustAdd(tree, Gpus(tree, "a", 4));
+  MustAdd(tree, Gpus(tree, "b", 2));
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "c", 1));
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kCohort, "cohort of c", "gpu", 6 * kGpu,
+                                   1 * kGpu, 6 * kGpu, 0}));
+  EXPECT_EQ(verdict.Render(),
+            "cohort of c would draw 7 GPUs from its pool of 6 lent by its queues (6 drawn now, 1 "
+            "more for this job)");
+}
+
+TEST(Quota, OrgQuotaCapsItsTeams) {
+  model::QueueConfig org_a =
+      Queue("org-a", {{"gpu", 8 * kGpu}},
+            {Queue("t1", {{"gpu", 6 * kGpu}}), Queue("t2", {{"gpu", 6 * kGpu}})});
+  org_a.borrowing_limit = {{"gpu", 0}};
+  QueueTree tree = MustCreate(PolicyOf({org_a, Queue("org-b", {{"gpu", 8 * kGpu}})}));
+  MustAdd(tree, Gpus(tree, "t1", 6));
+  MustAdd(tree, Gpus(tree, "t2", 2));
+  // t2 is within its own nominal, but org-a is at its 8.
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t2", 1));
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kQuota, "queue org-a", "gpu", 8 * kGpu,
+                                   1 * kGpu, 8 * kGpu, 8 * kGpu}));
+  EXPECT_EQ(verdict.Render(),
+            "queue org-a would use 9 GPUs, above its quota of 8 (nominal 8, borrowing limit 0)");
+  EXPECT_TRUE(tree.WithinNominal(*tree.FindLeaf("t2"), {{"gpu", 1 * kGpu}}));
+}
+
+TEST(Quota, TeamsBorrowAcrossOrgsOnlyWhatTheirOwnCohortLends) {
+  // A team alone under its org: its cohort's pool is its own nominal, so the org's idle
+  // neighbour does not help it (the first failure from the leaf upwards is the team's cohort).
+  QueueTree tree = MustCreate(PolicyOf({
+      Queue("org-a", {{"gpu", 4 * kGpu}}, {Queue("t1", {{"gpu", 4 * kGpu}})}),
+      Queue("org-b", {{"gpu", 4 * kGpu}}, {Queue("t2", {{"gpu", 4 * kGpu}})}),
+  }));
+  MustAdd(tree, Gpus(tree, "t1", 4));
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t1", 1));
+  EXPECT_EQ(verdict.code, AdmitVerdict::Code::kCohort);
+  EXPECT_EQ(verdict.scope, "cohort of org-a/t1");
+
+  // Teams whose nominals add up to more than the org's: the org borrows from org-b.
+  QueueTree wide = MustCreate(PolicyOf({
+      Queue("org-a", {{"gpu", 4 * kGpu}}, {Queue("t1", {{"gpu", 8 * kGpu}})}),
+      Queue("org-b", {{"gpu", 4 * kGpu}}),
+  }));
+  MustAdd(wide, Gpus(wide, "t1", 8));
+  std::vector<QueueStatus> rows = wide.Status();
+  EXPECT_EQ(Row(rows, "org-a").borrowed, (model::ResourceAmounts{{"gpu", 4 * kGpu}}));
+  EXPECT_EQ(Row(rows, "org-b").lent, (model::ResourceAmounts{{"gpu", 4 * kGpu}}));
+  EXPECT_TRUE(wide.Borrowing(*wide.FindLeaf("t1"), "gpu"));  // through org-a
+  EXPECT_EQ(wide.CheckAdmit(Gpus(wide, "t1", 1)).scope, "cohort of org-a/t1");
+}
+
+TEST(Quota, GroupingQueueWithoutQuotaIsAsLargeAsItsChildren) {
+  // org sets no quota: its nominal is its teams' 4 + 4, which it lends to `lab` when idle.
+  QueueTree tree = MustCreate(PolicyOf({
+      Queue("org", {}, {Queue("a", {{"gpu", 4 * kGpu}}), Queue("b", {{"gpu", 4 * kGpu}})}),
+      Queue("lab"),
+  }));
+  EXPECT_EQ(Row(tree.Status(), "org").nominal, (model::ResourceAmounts{{"gpu", 8 * kGpu}}));
+  EXPECT_EQ(Row(tree.Status(), "lab").nominal, (model::ResourceAmounts{{"gpu", 0}}));
+  MustAdd(tree, Gpus(tree, "a", 6));    // borrows 2 of b's idle 4
+  MustAdd(tree, Gpus(tree, "lab", 1));  // lab has no quota: it borrows org's idle GPUs
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "b", 2));
+  EXPECT_EQ(verdict.code, AdmitVerdict::Code::kCohort);
+  EXPECT_EQ(verdict.scope, "cohort of org");  // b's own cohort has room; org has lent 1 to lab
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "b", 1)).ok());
+  EXPECT_TRUE(tree.WithinNominal(*tree.FindLeaf("b"), {{"gpu", 2 * kGpu}}));
+}
+
+TEST(Quota, PerModelFlavorIsGovernedApart) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a", {{"gpu", 8 * kGpu}, {"gpu:h100", 2 * kGpu}})}));
+  MustAdd(tree, ChargeOf(tree, "a", {{"gpu", 2 * kGpu}, {"gpu:h100", 2 * kGpu}}));
+  AdmitVerdict verdict =
+      tree.CheckAdmit(ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"gpu:h100", 1 * kGpu}}));
+  EXPECT_EQ(verdict.resource, "gpu:h100");
+  EXPECT_THAT(verdict.Render(), HasSubstr("would draw 3 H100 GPUs"));
+  EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"gpu:a100", kGpu}})).ok());
+}
+
+TEST(Quota, RemoveReturnsCapacity) {
+  QueueTree tree =
+      MustCreate(PolicyOf({Queue("a", {{"gpu", 2 * kGpu}}), Queue("b", {{"gpu", 2 * kGpu}})}));
+  Charge job = Gpus(tree, "a", 4);
+  MustAdd(tree, job);
+  EXPECT_FALSE(tree.CheckAdmit(Gpus(tree, "b", 1)).ok());
+  tree.Remove(job);
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "b", 2)).ok());
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "a", 4)).ok());
+  std::vector<QueueStatus> rows = tree.Status();
+  EXPECT_EQ(Row(rows, "a").usage, (model::ResourceAmounts{{"gpu", 0}}));
+  EXPECT_EQ(Row(rows, "a").running_jobs, 0);
+  // Removing a charge never added does not drive usage below zero.
+  tree.Remove(job);
+  EXPECT_EQ(tree.Status()[0].usage.at("gpu"), 0);
+  MustAdd(tree, Gpus(tree, "a", 4));
+}
+
+TEST(Quota, WithinNominalAndBorrowing) {
+  QueueTree tree = MustCreate(PolicyOf(
+      {Queue("a", {{"gpu", 2 * kGpu}, {"cpu", 8 * kCore}}), Queue("b", {{"gpu", 2 * kGpu}})}));
+  int a = *tree.FindLeaf("a");
+  EXPECT_TRUE(tree.WithinNominal(a, {{"gpu", 2 * kGpu}}));
+  EXPECT_FALSE(tree.WithinNominal(a, {{"gpu", 3 * kGpu}}));
+  EXPECT_TRUE(tree.WithinNominal(a, {{"memory", 100 * kGi}}));  // not governed
+  EXPECT_FALSE(tree.Borrowing(a, "gpu"));
+  MustAdd(tree, ChargeOf(tree, "a", {{"gpu", 3 * kGpu}}));
+  EXPECT_TRUE(tree.Borrowing(a, "gpu"));
+  EXPECT_FALSE(tree.Borrowing(a, "cpu"));
+  EXPECT_FALSE(tree.Borrowing(a, "memory"));
+  // Borrowing GPUs does not stop a CPU-only job from being within nominal.
+  EXPECT_TRUE(tree.WithinNominal(a, {{"cpu", 8 * kCore}}));
+  EXPECT_FALSE(tree.WithinNominal(a, {{"gpu", 1}}));
+}
+
+// --- Concurrency limits ---
+
+TEST(Limit, MaxRunningJobsOfAQueue) {
+  model::QueueConfig a = Queue("a");
+  a.limits.max_running_jobs = 2;
+  QueueTree tree = MustCreate(PolicyOf({a}));
+  MustAdd(tree, Gpus(tree, "a", 1));
+  MustAdd(tree, Gpus(tree, "a", 1));
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "a", 1));
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "queue a", "jobs", 2, 1, 2, 0}));
+  EXPECT_EQ(verdict.Render(), "queue a would run 3 jobs, above the limit of 2");
+}
+
+TEST(Limit, MaxResourcesAtAParentCapsTheSubtree) {
+  model::QueueConfig org = Queue("org", {}, {Queue("t1"), Queue("t2")});
+  org.limits.max_resources = {{"memory", 64 * kGi}};
+  QueueTree tree = MustCreate(PolicyOf({org}));
+  MustAdd(tree, ChargeOf(tree, "t1", {{"memory", 48 * kGi}}));
+  AdmitVerdict verdict = tree.CheckAdmit(ChargeOf(tree, "t2", {{"memory", 32 * kGi}}));
+  EXPECT_EQ(verdict.code, AdmitVerdict::Code::kLimit);
+  EXPECT_EQ(verdict.scope, "queue org");
+  EXPECT_EQ(verdict.Render(), "queue org would use 80Gi of memory, above the limit of 64Gi");
+}
+
+TEST(Limit, UserLimitsApplyToEachUserWithinTheSubtree) {
+  model::QueueConfig org = Queue("org", {}, {Queue("t1"), Queue("t2")});
+  org.user_limits.max_resources = {{"gpu", 4 * kGpu}};
+  QueueTree tree = MustCreate(PolicyOf({org}));
+  MustAdd(tree, Gpus(tree, "t1", 3, "alice"));
+  AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t2", 2, "alice"));
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "user alice in queue org", "gpu",
+                                   3 * kGpu, 2 * kGpu, 4 * kGpu, 0}));
+  EXPECT_EQ(verdict.Render(), "user alice in queue org would use 5 GPUs, above the limit of 4");
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "t2", 4, "bob")).ok());
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "t2", 1, "alice")).ok());
+}
+
+TEST(Limit, UserMaxRunningJobsInALeaf) {
+  model::QueueConfig a = Queue("a");
+  a.user_limits.max_running_jobs = 1;
+  QueueTree tree = MustCreate(PolicyOf({a}));
+  Charge first = Gpus(tree, "a", 1, "alice");
+  MustAdd(tree, first);
+  EXPECT_EQ(tree.CheckAdmit(Gpus(tree, "a", 1, "alice")).scope, "user alice in queue a");
+  MustAdd(tree, Gpus(tree, "a", 1, "bob"));
+  tree.Remove(first);
+  EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "a", 1, "alice")).ok());
+}
+
+TEST(Limit, PipelineLimitsCountAcrossQueues) {
+  model::Policy policy = PolicyOf({Queue("a"), Queue("b")});
+  policy.pipeline_limits.max_running_jobs = 1;
+  policy.pipeline_limits.max_resources = {{"cpu", 4 * kCore}};
+  QueueTree tree = MustCreate(policy);
+  MustAdd(tree, ChargeOf(tree, "a", {{"cpu", 2 * kCore}}, "alice", "nightly"));
+  AdmitVerdict verdict =
+      tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 1 * kCore}}, "bob", "nightly"));
+  EXPECT_EQ(verdict,
+            (AdmitVerdict{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 1, 1, 1, 0}));
+  EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 1 * kCore}}, "bob", "weekly")).ok());
+  // A job without a pipeline is not limited by pipeline limits.
+  EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 64 * kCore}}, "bob", "")).ok());
+  AdmitVerdict cpu = tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 8 * kCore}}, "bob", "weekly"));
+  EXPECT_EQ(cpu.Render(), "pipeline weekly would use 8 CPUs, above the limit of 4");
+}
+
+TEST(Limit, QuotaIsCheckedBeforeLimits) {
+  model::QueueConfig a = Queue("a", {{"gpu", 1 * kGpu}});
+  a.borrowing_limit = {{"gpu", 0}};
+  a.limits.max_running_jobs = 0;
+  QueueTree tree = MustCreate(PolicyOf({a}));
+  EXPECT_EQ(tree.CheckAdmit(Gpus(tree, "a", 2)).code, AdmitVerdict::Code::kQuota);
+  EXPECT_EQ(tree.CheckAdmit(Gpus(tree, "a", 1)).code, AdmitVerdict::Code::kLimit);
+}
+
+// --- Fair share ---
+
+TEST(FairShare, QueueWithLessUsageGoesFirst) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  int a = *tree.FindLeaf("a");
+  int b = *tree.FindLeaf("b");
+  EXPECT_TRUE(tree.Before(a, b));  // tie: by name
+  EXPECT_FALSE(tree.Before(b, a));
+  EXPECT_FALSE(tree.Before(a, a));
+  MustAdd(tree, Gpus(tree, "a", 2));
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.2);
+  EXPECT_DOUBLE_EQ(tree.Share(b), 0.0);
+  EXPECT_TRUE(tree.Before(b, a));
+  EXPECT_FALSE(tree.Before(a, b));
+}
+
+TEST(FairShare, DominantResourceCounts) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}, {"cpu", 100 * kCore}});
+  MustAdd(tree, ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"cpu", 50 * kCore}}));
+  MustAdd(tree, ChargeOf(tree, "b", {{"gpu", 3 * kGpu}, {"cpu", 1 * kCore}}));
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("a")), 0.5);  // cpu dominates
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("b")), 0.3);
+  EXPECT_TRUE(tree.Before(*tree.FindLeaf("b"), *tree.FindLeaf("a")));
+}
+
+TEST(FairShare, WeightsScaleShares) {
+  model::QueueConfig heavy = Queue("heavy");
+  heavy.weight = 2.0;
+  QueueTree tree = MustCreate(PolicyOf({heavy, Queue("light")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "heavy", 4));
+  MustAdd(tree, Gpus(tree, "light", 3));
+  int h = *tree.FindLeaf("heavy");
+  int l = *tree.FindLeaf("light");
+  EXPECT_DOUBLE_EQ(tree.Share(h), 0.2);  // 0.4 / 2
+  EXPECT_DOUBLE_EQ(tree.Share(l), 0.3);
+  EXPECT_TRUE(tree.Before(h, l));
+}
+
+TEST(FairShare, UsageDecaysByHalfAfterOneHalfLife) {
+  model::Policy policy = PolicyOf({Queue("a")});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  int a = *tree.FindLeaf("a");
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  Charge job = Gpus(tree, "a", 5);
+  MustAdd(tree, job);
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.5);
+  // Held for one half-life: the history term is 0.5 * (1 - 1/2).
+  tree.Advance(kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.5 + 0.25, 1e-12);
+  tree.Remove(job);
+  EXPECT_NEAR(tree.Share(a), 0.25, 1e-12);
+  tree.Advance(2 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.125, 1e-12);
+  tree.Advance(3 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.0625, 1e-12);
+  // Time going backwards or standing still changes nothing.
+  tree.Advance(3 * kHour, capacity);
+  tree.Advance(kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.0625, 1e-12);
+  // Many steps compound to the same decay as one.
+  for (int i = 1; i <= 60; ++i) tree.Advance(3 * kHour + i * kHour / 60, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.03125, 1e-12);
+}
+
+TEST(FairShare, ConstantUsageHistoryConvergesToCurrentShare) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a")}));  // default half-life: 1h
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  MustAdd(tree, Gpus(tree, "a", 5));
+  tree.Advance(100 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(*tree.FindLeaf("a")), 1.0, 1e-9);
+}
+
+TEST(FairShare, ZeroHalfLifeRanksByCurrentUsageOnly) {
+  model::Policy policy = PolicyOf({Queue("a"), Queue("b")});
+  policy.fair_share_half_life = 0;
+  QueueTree tree = MustCreate(policy);
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  Charge job = Gpus(tree, "a", 5);
+  MustAdd(tree, job);
+  tree.Advance(kHour, capacity);
+  tree.Remove(job);
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("a")), 0.0);
+}
+
+TEST(FairShare, HistoryRanksAQueueThatUsedMoreRecentlyLater) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  Charge job = Gpus(tree, "a", 8);
+  MustAdd(tree, job);
+  tree.Advance(kHour, capacity);
+  tree.Remove(job);
+  MustAdd(tree, Gpus(tree, "b", 1));
+  // a holds nothing now but used 8 GPUs for an hour: 0.8 * 0.5 = 0.4 > 0.1.
+  EXPECT_TRUE(tree.Before(*tree.FindLeaf("b"), *tree.FindLeaf("a")));
+}
+
+// The worked example of docs/scheduling-queues.md.
+TEST(FairShare, WorkedExampleOfTheDocs) {
+  model::QueueConfig research = Queue("research");
+  research.weight = 2;
+  model::Policy policy = PolicyOf({research, Queue("prod")});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  const int r = *tree.FindLeaf("research");
+  const int p = *tree.FindLeaf("prod");
+  const model::ResourceAmounts capacity = {{"gpu", 16 * kGpu}};
+  const TimeMs nine = 9 * kHour;
+  tree.Advance(nine, capacity);
+  Charge research_jobs = Gpus(tree, "research", 8);
+  MustAdd(tree, research_jobs);
+  MustAdd(tree, Gpus(tree, "prod", 2));
+  EXPECT_NEAR(tree.Share(r), 0.25, 1e-12);
+  EXPECT_NEAR(tree.Share(p), 0.125, 1e-12);
+  tree.Advance(nine + kHour, capacity);
+  EXPECT_NEAR(tree.Share(r), 0.375, 1e-12);
+  EXPECT_NEAR(tree.Share(p), 0.1875, 1e-12);
+  EXPECT_TRUE(tree.Before(p, r));
+  tree.Remove(research_jobs);
+  EXPECT_NEAR(tree.Share(r), 0.125, 1e-12);
+  EXPECT_TRUE(tree.Before(r, p));
+  tree.Advance(nine + 2 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(r), 0.0625, 1e-12);
+  EXPECT_NEAR(tree.Share(p), 0.21875, 1e-12);
+}
+
+TEST(FairShare, UsersWithinALeafAreOrderedByTheirOwnShare) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a")}));
+  int a = *tree.FindLeaf("a");
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "a", 3, "alice"));
+  MustAdd(tree, Gpus(tree, "a", 1, "bob"));
+  EXPECT_DOUBLE_EQ(tree.UserShare(a, "alice"), 0.3);
+  EXPECT_DOUBLE_EQ(tree.UserShare(a, "bob"), 0.1);
+  EXPECT_DOUBLE_EQ(tree.UserShare(a, "carol"), 0.0);
+  EXPECT_LT(tree.UserShare(a, "bob"), tree.UserShare(a, "alice"));
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.4);
+}
+
+TEST(FairShare, BeforeComparesAtTheLevelWherePathsPart) {
+  QueueTree tree = MustCreate(PolicyOf({
+      Queue("org-a", {}, {Queue("busy"), Queue("idle")}),
+      Queue("org-b", {}, {Queue("mid")}),
+  }));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "busy", 6));
+  MustAdd(tree, Gpus(tree, "mid", 2));
+  int busy = *tree.FindLeaf("busy");
+  int idle = *tree.FindLeaf("idle");
+  int mid = *tree.FindLeaf("mid");
+  // idle uses nothing, but its org uses more than org-b.
+  EXPECT_TRUE(tree.Before(mid, idle));
+  EXPECT_TRUE(tree.Before(mid, busy));
+  // Within org-a the idle team goes first.
+  EXPECT_TRUE(tree.Before(idle, busy));
+  std::vector<int> leaves = {busy, idle, mid};
+  std::sort(leaves.begin(), leaves.end(), [&](int x, int y) { return tree.Before(x, y); });
+  EXPECT_THAT(leaves, ElementsAre(mid, idle, busy));
+}
+
+TEST(FairShare, SharesAreZeroBeforeTheFirstAdvance) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  MustAdd(tree, Gpus(tree, "b", 2));
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("b")), 0.0);
+  EXPECT_TRUE(tree.Before(*tree.FindLeaf("a"), *tree.FindLeaf("b")));  // by name
+}
+
+// --- Status ---
+
+TEST(QueueStatus, ReportsUsageBorrowedLentShareAndJobs) {
+  model::QueueConfig b = Queue("b", {{"gpu", 4 * kGpu}});
+  b.lending_limit = {{"gpu", 2 * kGpu}};
+  QueueTree tree =
+      MustCreate(PolicyOf({Queue("a", {{"gpu", 4 * kGpu}}), b, Queue("c", {{"gpu", 2 * kGpu}})}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "a", 4));
+  MustAdd(tree, ChargeOf(tree, "a", {{"gpu", 3 * kGpu}, {"cpu", 4 * kCore}}));
+  std::vector<QueueStatus> rows = tree.Status();
+  ASSERT_EQ(rows.size(), 3u);
+  const QueueStatus& a = Row(rows, "a");
+  EXPECT_EQ(a.usage, (model::ResourceAmounts{{"gpu", 7 * kGpu}, {"cpu", 4 * kCore}}));
+  EXPECT_EQ(a.nominal, (model::ResourceAmounts{{"gpu", 4 * kGpu}}));
+  EXPECT_EQ(a.borrowed, (model::ResourceAmounts{{"gpu", 3 * kGpu}}));
+  EXPECT_TRUE(a.lent.empty());
+  EXPECT_EQ(a.running_jobs, 2);
+  EXPECT_DOUBLE_EQ(a.share, 0.7);
+  // b lends at most 2 (lending limit) and c 2 (its whole nominal): the 3 borrowed split evenly.
+  EXPECT_EQ(Row(rows, "b").lent, (model::ResourceAmounts{{"gpu", 1500}}));
+  EXPECT_EQ(Row(rows, "c").lent, (model::ResourceAmounts{{"gpu", 1500}}));
+  EXPECT_TRUE(Row(rows, "b").borrowed.empty());
+  EXPECT_EQ(Row(rows, "c").running_jobs, 0);
+}
+
+TEST(QueueStatus, LentIsSplitInProportionToUnusedLendableQuota) {
+  QueueTree tree =
+      MustCreate(PolicyOf({Queue("a", {{"gpu", 2 * kGpu}}), Queue("b", {{"gpu", 6 * kGpu}}),
+                           Queue("c", {{"gpu", 3 * kGpu}})}));
+  MustAdd(tree, Gpus(tree, "a", 6));  // borrows 4
+  MustAdd(tree, Gpus(tree, "c", 1));  // c has 2 unused, b 6
+  std::vector<QueueStatus> rows = tree.Status();
+  EXPECT_EQ(Row(rows, "b").lent.at("gpu"), 3 * kGpu);  // 4 * 6 / 8
+  EXPECT_EQ(Row(rows, "c").lent.at("gpu"), 1 * kGpu);  // 4 * 2 / 8
+  EXPECT_EQ(Row(rows, "c").usage.at("gpu"), 1 * kGpu);
+}
+
+// --- Rendering, amounts, validation ---
+
+TEST(AdmitVerdictRender, Sentences) {
+  EXPECT_EQ(AdmitVerdict{}.Render(), "admitted");
+  AdmitVerdict fractional{AdmitVerdict::Code::kQuota, "queue team-a", "gpu", 2000, 500, 2000, 1500};
+  EXPECT_EQ(fractional.Render(),
+            "queue team-a would use 2500m GPUs, above its quota of 2 (nominal 1500m, borrowing "
+            "limit 500m)");
+  AdmitVerdict one{AdmitVerdict::Code::kLimit, "user bob in queue x", "gpu:h100", 0, 1000, 0, 0};
+  EXPECT_EQ(one.Render(), "user bob in queue x would use 1 H100 GPU, above the limit of 0");
+  AdmitVerdict cpu{AdmitVerdict::Code::kLimit, "queue x", "cpu", 7500, 500, 7500, 0};
+  EXPECT_EQ(cpu.Render(), "queue x would use 8 CPUs, above the limit of 7500m");
+  AdmitVerdict job{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 0, 1, 0, 0};
+  EXPECT_EQ(job.Render(), "pipeline nightly would run 1 job, above the limit of 0");
+  AdmitVerdict memory{
+      AdmitVerdict::Code::kCohort, "cohort of org/a", "memory", 64 * kGi, 8 * kGi, 64 * kGi, 0};
+  EXPECT_EQ(memory.Render(),
+            "cohort of org/a would draw 72Gi of memory from its pool of 64Gi lent by its queues "
+            "(64Gi drawn now, 8Gi more for this job)");
+}
+
+TEST(ChargeAmountsOf, WorkersTimesPerWorkerAmounts) {
+  model::JobSpec spec;
+  spec.workers = 4;
+  spec.requirements.per_worker = {2 * kCore, 16 * kGi, 2};
+  EXPECT_EQ(
+      ChargeAmounts(spec, "H100"),
+      (model::ResourceAmounts{
+          {"cpu", 8 * kCore}, {"memory", 64 * kGi}, {"gpu", 8 * kGpu}, {"gpu:h100", 8 * kGpu}}));
+  EXPECT_EQ(ChargeAmounts(spec, ""),
+            (model::ResourceAmounts{{"cpu", 8 * kCore}, {"memory", 64 * kGi}, {"gpu", 8 * kGpu}}));
+
+  model::JobSpec shared;
+  shared.workers = 3;
+  shared.requirements.per_worker = {500, 0, 0};
+  shared.requirements.gpu_share_millis = 250;
+  EXPECT_EQ(ChargeAmounts(shared, "A100"),
+            (model::ResourceAmounts{{"cpu", 1500}, {"gpu", 750}, {"gpu:a100", 750}}));
+
+  model::JobSpec mig;
+  mig.requirements.mig_profile = "3g.71gb";
+  EXPECT_EQ(ChargeAmounts(mig, "H100"), (model::ResourceAmounts{{"gpu", 428}, {"gpu:h100", 428}}));
+  mig.workers = 2;
+  mig.requirements.mig_profile = "1g.10gb";
+  EXPECT_EQ(ChargeAmounts(mig, "").at("gpu"), 2 * 142);
+
+  model::JobSpec cpu_only;
+  cpu_only.requirements.per_worker = {1000, kGi, 0};
+  EXPECT_EQ(ChargeAmounts(cpu_only, "H100"),
+            (model::ResourceAmounts{{"cpu", 1000}, {"memory", kGi}}));
+}
+
+std::string CreateError(const model::Policy& policy) {
+  Result<QueueTree> tree = QueueTree::Create(policy);
+  if (tree.has_value()) return "ok";
+  EXPECT_EQ(tree.error().code, ErrorCode::kInvalidArgument);
+  return tree.error().message;
+}
+
+TEST(QueueCreate, RejectsMalformedPolicies) {
+  EXPECT_EQ(CreateError(PolicyOf({Queue("org", {}, {Queue("x")}), Queue("lab", {}, {Queue("x")})})),
+            "queue lab/x: name: duplicate leaf name (queue org/x has it too; leaf names are "
+            "unique in the whole tree)");
+  EXPECT_EQ(CreateError(PolicyOf({Queue("org", {}, {Queue("x"), Queue("x")})})),
+            "queue org/x: name: duplicate name: two queues under org have it");
+  EXPECT_EQ(CreateError(PolicyOf({Queue("")})), "queue at the top level: name: must not be empty");
+
+  model::QueueConfig weightless = Queue("w");
+  weightless.weight = 0;
+  EXPECT_EQ(CreateError(PolicyOf({Queue("org", {}, {weightless})})),
+            "queue org/w: weight: must be above 0 (is 0)");
+
+  EXPECT_EQ(CreateError(PolicyOf({Queue("a", {{"gpu", -1}})})),
+            "queue a: nominal.gpu: must not be negative (is -1)");
+
+  model::QueueConfig lender = Queue("a", {{"gpu", 4 * kGpu}});
+  lender.lending_limit = {{"gpu", 5 * kGpu}};
+  EXPECT_EQ(CreateError(PolicyOf({Queue("org", {}, {lender})})),
+            "queue org/a: lending_limit.gpu: 5 is above the nominal 4");
+  model::QueueConfig cpu_lender = Queue("a", {{"gpu", 4 * kGpu}});
+  cpu_lender.lending_limit = {{"cpu", 500}};
+  EXPECT_EQ(CreateError(PolicyOf({cpu_lender})),
+            "queue a: lending_limit.cpu: 500m is above the nominal 0");
+
+  model::QueueConfig negative_borrow = Queue("a", {{"gpu", 4 * kGpu}});
+  negative_borrow.borrowing_limit = {{"gpu", -2}};
+  EXPECT_THAT(CreateError(PolicyOf({negative_borrow})),
+              HasSubstr("queue a: borrowing_limit.gpu: must not be negative"));
+
+  model::QueueConfig group = Queue("org", {}, {Queue("a", {{"gpu", 4 * kGpu}})});
+  group.lending_limit = {{"gpu", 5 * kGpu}};
+  EXPECT_EQ(CreateError(PolicyOf({group})),
+            "queue org: lending_limit.gpu: 5 is above the nominal 4 (the sum of its children's)");
+  model::QueueConfig zero_lender = Queue("a", {{"gpu", 4 * kGpu}});
+  zero_lender.lending_limit = {{"cpu", 0}};
+  EXPECT_EQ(CreateError(PolicyOf({zero_lender})), "ok");
+
+  model::QueueConfig ungoverned_borrow = Queue("a", {{"gpu", 4 * kGpu}});
+  ungoverned_borrow.borrowing_limit = {{"cpu", 2 * kCore}};
+  EXPECT_THAT(CreateError(PolicyOf({ungoverned_borrow})),
+              HasSubstr("queue a: borrowing_limit.cpu: no queue sets a nominal amount"));
+
+  EXPECT_THAT(CreateError(PolicyOf({Queue("a", {{"gpu:H100", 4 * kGpu}})})),
+              HasSubstr("queue a: nominal.gpu:H100: unknown resource"));
+
+  model::QueueConfig limited = Queue("a");
+  limited.user_limits.max_running_jobs = -1;
+  EXPECT_EQ(CreateError(PolicyOf({Queue("org", {}, {limited})})),
+            "queue org/a: user_limits.max_running_jobs: must not be negative (is -1)");
+  model::QueueConfig limited_gpu = Queue("a");
+  limited_gpu.limits.max_resources = {{"gpu", -1000}};
+  EXPECT_THAT(CreateError(PolicyOf({limited_gpu})),
+              HasSubstr("queue a: limits.max_resources.gpu: must not be negative"));
+
+  model::Policy pipelines;
+  pipelines.pipeline_limits.max_running_jobs = -3;
+  EXPECT_EQ(CreateError(pipelines),
+            "pipeline_limits.max_running_jobs: must not be negative (is -3)");
+
+  EXPECT_EQ(CreateError(PolicyOf({Queue("org", {{"gpu", 0}}, {Queue("x")})})), "ok");
+}
+
+// --- Property: the quota invariants hold after any sequence of admitted adds and removes ---
+
+struct RandomTree {
+  model::Policy policy;
+  std::map<std::string, const model::QueueConfig*> by_path;
+};
+
+const std::vector<std::string>& Resources() {
+  static const std::vector<std::string> kResources = {"cpu", "gpu", "gpu:h100"};
+  return kResources;
+}
+
+// N as queues.h defines it: what the queue sets, else 0 for a leaf and the children's sum.
+std::int64_t EffectiveNominal(const model::QueueConfig& q, const std::string& r) {
+  if (auto it = q.nominal.find(r); it != q.nominal.end()) return it->second;
+  std::int64_t sum = 0;
+  for (const model::QueueConfig& child : q.children) sum += EffectiveNominal(child, r);
+  return sum;
+}
+
+model::QueueConfig RandomQueue(std::mt19937_64& rng, const std::string& name, int depth) {
+  std::uniform_int_distribution<int> coin(0, 99);
+  std::uniform_int_distribution<std::int64_t> units(0, 8);
+  model::QueueConfig q;
+  q.name = name;
+  if (depth < 3) {
+    int children = std::uniform_int_distribution<int>(0, 3)(rng);
+    for (int i = 0; i < children; ++i) {
+      q.children.push_back(RandomQueue(rng, name + "-" + std::to_string(i), depth + 1));
+    }
+  }
+  for (const std::string& r : Resources()) {
+    const std::int64_t unit = r == "cpu" ? kCore : kGpu / 2;
+    if (coin(rng) < 55) q.nominal[r] = units(rng) * unit;
+    const std::int64_t nominal = EffectiveNominal(q, r);
+    if (coin(rng) < 30) {
+      q.lending_limit[r] =
+          std::uniform_int_distribution<std::int64_t>(0, nominal / unit)(rng) * unit;
+    }
+    if (coin(rng) < 35) q.borrowing_limit[r] = units(rng) * unit;
+  }
+  return q;
+}
+
+void Index(const model::QueueConfig& q, const std::string& prefix, RandomTree& tree) {
+  std::string path = prefix.empty() ? q.name : prefix + "/" + q.name;
+  tree.by_path[path] = &q;
+  for (const model::QueueConfig& child : q.children) Index(child, path, tree);
+}
+
+// Drops borrowing and lending limits of resources no queue sets a nominal of (Create rejects
+// them).
+void DropUngovernedBorrowing(model::QueueConfig& q, const std::set<std::string>& governed) {
+  std::erase_if(q.borrowing_limit, [&](const auto& kv) { return !governed.contains(kv.first); });
+  std::erase_if(q.lending_limit, [&](const auto& kv) { return !governed.contains(kv.first); });
+  for (model::QueueConfig& child : q.children) DropUngovernedBorrowing(child, governed);
+}
+void CollectNominal(const model::QueueConfig& q, std::set<std::string>& governed) {
+  for (const auto& [r, v] : q.nominal) governed.insert(r);
+  for (const model::QueueConfig& child : q.children) CollectNominal(child, governed);
+}
+
+// Checks the documented invariants against an independent computation from the policy and the
+// running charges; returns the first violation found, or "".
+std::string Violation(const QueueTree& tree, const RandomTree& random,
+                      const std::vector<std::pair<std::string, model::ResourceAmounts>>& running) {
+  std::set<std::string> governed;
+  for (const model::QueueConfig& q : random.policy.queues) CollectNominal(q, governed);
+  // Expected usage per path: each charge counts in its leaf and every ancestor.
+  std::map<std::string, model::ResourceAmounts> usage;
+  for (const auto& [leaf_path, amounts] : running) {
+    std::string path = leaf_path;
+    while (true) {
+      for (const auto& [r, v] : amounts) usage[path][r] += v;
+      std::size_t slash = path.rfind('/');
+      if (slash == std::string::npos) break;
+      path = path.substr(0, slash);
+    }
+  }
+  auto get = [](const model::ResourceAmounts& m, const std::string& r) -> std::int64_t {
+    auto it = m.find(r);
+    return it == m.end() ? 0 : it->second;
+  };
+  std::vector<QueueStatus> rows = tree.Status();
+  // Cohorts: members grouped by parent path ("" for the configured roots).
+  std::map<std::string, std::vector<std::string>> cohorts;
+  for (const QueueStatus& row : rows) {
+    for (const std::string& r : Resources()) {
+      if (get(row.usage, r) != get(usage[row.path], r)) {
+        return "usage of " + row.path + " " + r + " is " + std::to_string(get(row.usage, r));
+      }
+    }
+    std::size_t slash = row.path.rfind('/');
+    cohorts[slash == std::string::npos ? "" : row.path.substr(0, slash)].push_back(row.path);
+  }
+  for (const std::string& r : governed) {
+    for (const auto& [parent, members] : cohorts) {
+      std::int64_t drawn = 0, pool = 0, borrowed = 0, lent = 0;
+      for (const std::string& m : members) {
+        const model::QueueConfig& q = *random.by_path.at(m);
+        const std::int64_t n = EffectiveNominal(q, r);
+        const std::int64_t l = q.lending_limit.contains(r) ? q.lending_limit.at(r) : n;
+        const std::int64_t u = get(usage[m], r);
+        if (q.borrowing_limit.contains(r) && u > n + q.borrowing_limit.at(r)) {
+          return m + " uses " + std::to_string(u) + " " + r + " above nominal + borrowing limit";
+        }
+        drawn += std::max<std::int64_t>(0, u - (n - l));
+        pool += l;
+        borrowed += std::max<std::int64_t>(0, u - n);
+        const std::int64_t unused = std::min(l, std::max<std::int64_t>(0, n - u));
+        const std::int64_t lent_m = get(Row(rows, m).lent, r);
+        if (lent_m > unused) return m + " lends more than its unused lendable " + r;
+        lent += lent_m;
+      }
+      if (drawn > pool) {
+        return "cohort under '" + parent + "' draws " + std::to_string(drawn) + " " + r +
+               " from a pool of " + std::to_string(pool);
+      }
+      if (lent != borrowed) return "cohort under '" + parent + "' lent != borrowed for " + r;
+    }
+  }
+  return "";
+}
+
+TEST(QuotaProperty, AdmittedChargesNeverBreakQuotaInvariants) {
+  std::mt19937_64 rng(20240611);
+  int admitted = 0;
+  int rejected = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    RandomTree random;
+    int roots = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int i = 0; i < roots; ++i) {
+      random.policy.queues.push_back(RandomQueue(rng, "q" + std::to_string(i), 1));
+    }
+    std::set<std::string> governed;
+    for (const model::QueueConfig& q : random.policy.queues) CollectNominal(q, governed);
+    for (model::QueueConfig& q : random.policy.queues) DropUngovernedBorrowing(q, governed);
+    for (const model::QueueConfig& q : random.policy.queues) Index(q, "", random);
+    Result<QueueTree> created = QueueTree::Create(random.policy);
+    ASSERT_TRUE(created.has_value()) << created.error().ToString();
+    QueueTree tree = *created;
+    std::vector<std::string> leaves = tree.LeafNames();
+
+    std::vector<Charge> charges;
+    std::vector<std::pair<std::string, model::ResourceAmounts>> running;
+    for (int step = 0; step < 80; ++step) {
+      if (!charges.empty() && std::uniform_int_distribution<int>(0, 99)(rng) < 35) {
+        std::size_t i = std::uniform_int_distribution<std::size_t>(0, charges.size() - 1)(rng);
+        tree.Remove(charges[i]);
+        charges.erase(charges.begin() + static_cast<std::ptrdiff_t>(i));
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        const std::string& leaf =
+            leaves[std::uniform_int_distribution<std::size_t>(0, leaves.size() - 1)(rng)];
+        model::ResourceAmounts amounts;
+        std::int64_t gpus = std::uniform_int_distribution<std::int64_t>(0, 6)(rng) * kGpu / 2;
+        if (gpus > 0) {
+          amounts["gpu"] = gpus;
+          if (std::uniform_int_distribution<int>(0, 1)(rng)) amounts["gpu:h100"] = gpus;
+        }
+        std::int64_t cpu = std::uniform_int_distribution<std::int64_t>(0, 4)(rng) * kCore;
+        if (cpu > 0) amounts["cpu"] = cpu;
+        Charge charge = ChargeOf(tree, leaf, amounts);
+        AdmitVerdict verdict = tree.CheckAdmit(charge);
+        // CheckAdmit is exact: it admits iff adding keeps the invariants.
+        QueueTree copy = tree;
+        copy.Add(charge);
+        auto with = running;
+        with.emplace_back(tree.Path(charge.leaf), amounts);
+        std::string after = Violation(copy, random, with);
+        if (verdict.ok()) {
+          ASSERT_EQ(after, "") << "trial " << trial << " step " << step;
+          tree = std::move(copy);
+          charges.push_back(charge);
+          running = std::move(with);
+          ++admitted;
+        } else {
+          ASSERT_NE(after, "") << "trial " << trial << " step " << step << ": " << verdict.Render();
+          ASSERT_NE(verdict.code, AdmitVerdict::Code::kLimit);
+          ++rejected;
+        }
+      }
+      ASSERT_EQ(Violation(tree, random, running), "") << "trial " << trial << " step " << step;
+    }
+    // Removing everything returns every node to zero.
+    for (const Charge& charge : charges) tree.Remove(charge);
+    for (const QueueStatus& row : tree.Status()) {
+      for (const auto& [r, v] : row.usage) EXPECT_EQ(v, 0) << row.path << " " << r;
+      EXPECT_EQ(row.running_jobs, 0);
+    }
+  }
+  // The trees are tight enough that both outcomes are exercised.
+  EXPECT_GT(admitted, 1000);
+  EXPECT_GT(rejected, 1000);
+}
+
+}  // namespace
+}  // namespace drover::sched

@@ -1,0 +1,44 @@
+#pragma once
+
+// What the spec parsers (jobs: parse.h, the scheduling policy: policy.h) take and report: the
+// options naming the input, and one Diagnostic per problem found.
+
+#include <string>
+#include <vector>
+
+#include "drover/common/result.h"
+
+namespace drover::spec {
+
+struct ParseOptions {
+  // Names the input in diagnostics ("FILE:LINE:COL: ...").
+  std::string file_name = "<input>";
+  // An absolute directory against which relative working_dir and checkpoint_dir are resolved
+  // (a string join followed by lexical normalization; the file system is never consulted).
+  // Empty: the paths are kept as written. Job specs only.
+  std::string base_dir;
+};
+
+// One problem found in the input.
+struct Diagnostic {
+  std::string file;
+  int line = 1;    // 1-based
+  int column = 1;  // 1-based
+  // Where in the document the problem is, e.g. "resources.gpus",
+  // "placement.tolerations[1].effect", "queues[0].children[1].quota.gpu"; empty for problems
+  // with the document itself (syntax, not a mapping).
+  std::string field;
+  std::string message;
+
+  // "FILE:LINE:COL: error: FIELD: message", or "FILE:LINE:COL: error: message" without a field.
+  std::string ToString() const;
+
+  friend bool operator==(const Diagnostic&, const Diagnostic&) = default;
+};
+
+// kInvalidArgument with message "N errors in FILE" ("1 error in FILE") and one detail line per
+// diagnostic (its ToString(), in the order given). Requires a non-empty `diagnostics`.
+tl::unexpected<Error> DiagnosticsError(const std::vector<Diagnostic>& diagnostics,
+                                       const std::string& file_name);
+
+}  // namespace drover::spec

@@ -1,0 +1,518 @@
+#include "drover/spec/policy.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "drover/common/quantity.h"
+#include "drover/spec/suggest.h"
+#include "drover/spec/yaml_reader.h"
+
+namespace drover::spec {
+namespace {
+
+using internal::Child;
+using internal::Describe;
+using internal::ExpectMap;
+using internal::Fields;
+using internal::InvalidNameMessage;
+using internal::IsValidName;
+using internal::Join;
+using internal::ParseMillis;
+using internal::Pos;
+using internal::PosOf;
+using internal::ReadBool;
+using internal::ReadCount;
+using internal::ReadList;
+using internal::ReadQuantity;
+using internal::ReadString;
+using internal::Sink;
+using internal::Value;
+
+// The resource keys of a quota, a borrowing or lending limit, and (beside max_running_jobs) of
+// limits.
+const std::vector<std::string>& ResourceKeys() {
+  static const std::vector<std::string> kKeys = {"cpu", "memory", "gpu", "gpu_models"};
+  return kKeys;
+}
+
+const std::map<std::string, std::string>& ResourceAliases() {
+  static const std::map<std::string, std::string> kAliases = {
+      {"gpus", "gpu"},
+      {"mem", "memory"},
+      {"ram", "memory"},
+      {"cpus", "cpu"},
+      {"gpu_model", "gpu_models"},
+      {"models", "gpu_models"},
+      {"max_jobs", "max_running_jobs"},
+      {"jobs", "max_running_jobs"},
+  };
+  return kAliases;
+}
+
+// Where one amount of a ResourceAmounts was written.
+struct AmountSite {
+  Pos pos;
+  std::string path;  // "queues[0].lending_limit.gpu", "….gpu_models.H100"
+};
+// By resource name.
+using AmountPositions = std::map<std::string, AmountSite>;
+
+// "4", "2500m" for GPUs and CPUs (thousandths), "64Gi" for memory.
+std::string FormatAmount(const std::string& resource, std::int64_t amount) {
+  if (resource == "memory") return FormatBytes(amount);
+  return FormatCpuMillis(amount);
+}
+
+// A queue as read, with where its parts are (for the checks across the tree).
+struct ParsedQueue {
+  model::QueueConfig config;
+  Pos name_pos;
+  std::string name_path;  // "queues[0].children[1].name"
+  bool name_valid = false;
+  AmountPositions borrowing_pos;
+  AmountPositions lending_pos;
+  std::vector<ParsedQueue> children;
+};
+
+class PolicyParser {
+ public:
+  explicit PolicyParser(Sink& sink) : sink_(sink) {}
+
+  model::Policy Parse(const YAML::Node& map) {
+    model::Policy policy;
+    static const std::vector<std::string> kKeys = {"kind",       "queues",  "pipeline_limits",
+                                                   "fair_share", "aging",   "scoring",
+                                                   "preemption", "backfill"};
+    static const std::map<std::string, std::string> kAliases = {
+        {"queue", "queues"},
+        {"tree", "queues"},
+        {"pipelines", "pipeline_limits"},
+        {"pipeline", "pipeline_limits"},
+        {"fairshare", "fair_share"},
+        {"half_life", "fair_share.half_life"},
+        {"score", "scoring"},
+        {"placement", "scoring"},
+        {"preempt", "preemption"},
+        {"min_run_time", "preemption.min_run_time"},
+        {"grace_period", "preemption.grace_period"}};
+    const Pos pos = PosOf(map.Mark());
+    Fields f(map, "", kKeys, kAliases, sink_);
+
+    if (auto v = f.Get("kind")) {
+      if (auto kind = ReadString(*v, sink_); kind && *kind != "Policy") {
+        sink_.Add(v->pos, v->path, fmt::format("unsupported kind '{}'; expected 'Policy'", *kind));
+      }
+    } else if (f.Written("kind")) {
+      sink_.Add(f.KeyPos("kind"), "kind", "must not be empty");
+    } else {
+      sink_.Add(pos, "kind", "required field is missing (write kind: Policy)");
+    }
+
+    if (auto v = f.Get("queues")) {
+      if (auto items = ReadList(*v, "a list of queues", sink_)) {
+        std::vector<ParsedQueue> roots;
+        for (const Value& item : *items) {
+          if (auto queue = ReadQueue(item)) roots.push_back(std::move(*queue));
+        }
+        CheckNames(roots);
+        CheckLimits(roots);
+        for (ParsedQueue& root : roots) policy.queues.push_back(Take(root));
+      }
+    }
+    if (auto v = f.Get("pipeline_limits")) policy.pipeline_limits = ReadLimits(*v);
+    if (auto v = f.Get("fair_share")) ReadFairShare(*v, policy);
+    if (auto v = f.Get("aging")) ReadAging(*v, policy);
+    if (auto v = f.Get("scoring")) ReadScoring(*v, policy);
+    if (auto v = f.Get("preemption")) ReadPreemption(*v, policy);
+    if (auto v = f.Get("backfill")) {
+      if (ExpectMap(*v, sink_)) {
+        Fields b(v->node, v->path, {"enabled"}, {{"enable", "enabled"}}, sink_);
+        if (auto q = b.Get("enabled")) policy.backfill = ReadBool(*q, sink_).value_or(true);
+      }
+    }
+    return policy;
+  }
+
+ private:
+  std::optional<ParsedQueue> ReadQueue(const Value& v) {
+    if (!ExpectMap(v, sink_)) return std::nullopt;
+    static const std::vector<std::string> kKeys = {
+        "name",          "weight", "quota",       "borrowing_limit",
+        "lending_limit", "limits", "user_limits", "children"};
+    static const std::map<std::string, std::string> kAliases = {
+        {"nominal", "quota"},
+        {"nominal_quota", "quota"},
+        {"guarantee", "quota"},
+        {"borrow_limit", "borrowing_limit"},
+        {"max_borrow", "borrowing_limit"},
+        {"lend_limit", "lending_limit"},
+        {"max_lend", "lending_limit"},
+        {"queues", "children"},
+        {"subqueues", "children"},
+        {"per_user_limits", "user_limits"},
+        {"per_user", "user_limits"},
+        {"max_running_jobs", "limits.max_running_jobs"}};
+    Fields f(v.node, v.path, kKeys, kAliases, sink_);
+    ParsedQueue queue;
+    model::QueueConfig& config = queue.config;
+
+    queue.name_path = Child(v.path, "name");
+    if (auto q = f.Get("name")) {
+      if (auto name = ReadString(*q, sink_)) {
+        queue.name_pos = q->pos;
+        if (IsValidName(*name)) {
+          config.name = *name;
+          queue.name_valid = true;
+        } else {
+          sink_.Add(q->pos, q->path, InvalidNameMessage("queue name", *name));
+        }
+      }
+    } else if (f.Written("name")) {
+      sink_.Add(f.KeyPos("name"), Child(v.path, "name"), "must not be empty");
+    } else {
+      sink_.Add(v.pos, Child(v.path, "name"), "required field is missing");
+    }
+
+    if (auto q = f.Get("weight")) config.weight = ReadWeight(*q).value_or(1.0);
+    if (auto q = f.Get("quota")) config.nominal = ReadResourceMap(*q, nullptr);
+    if (auto q = f.Get("borrowing_limit")) {
+      config.borrowing_limit = ReadResourceMap(*q, &queue.borrowing_pos);
+    }
+    if (auto q = f.Get("lending_limit")) {
+      config.lending_limit = ReadResourceMap(*q, &queue.lending_pos);
+    }
+    if (auto q = f.Get("limits")) config.limits = ReadLimits(*q);
+    if (auto q = f.Get("user_limits")) config.user_limits = ReadLimits(*q);
+
+    if (auto q = f.Get("children")) {
+      if (auto items = ReadList(*q, "a list of queues", sink_)) {
+        for (const Value& item : *items) {
+          if (auto child = ReadQueue(item)) queue.children.push_back(std::move(*child));
+        }
+      }
+    }
+    return queue;
+  }
+
+  // A fair-share weight: a number greater than zero ("2", "0.5").
+  std::optional<double> ReadWeight(const Value& v) {
+    if (v.node.IsScalar()) {
+      const std::string& text = v.node.Scalar();
+      double weight = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), weight);
+      if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(weight)) {
+        if (weight > 0) return weight;
+        sink_.Add(v.pos, v.path, fmt::format("must be greater than zero, found {}", text));
+        return std::nullopt;
+      }
+    }
+    sink_.Add(v.pos, v.path,
+              fmt::format("expected a number such as 1 or 2.5, found {}", Describe(v.node)));
+    return std::nullopt;
+  }
+
+  // {cpu, memory, gpu, gpu_models: {MODEL: amount}}.
+  model::ResourceAmounts ReadResourceMap(const Value& v, AmountPositions* positions) {
+    model::ResourceAmounts amounts;
+    if (!ExpectMap(v, sink_)) return amounts;
+    Fields f(v.node, v.path, ResourceKeys(), ResourceAliases(), sink_);
+    ReadAmounts(f, amounts, positions);
+    return amounts;
+  }
+
+  // The resource keys of `f` into `amounts`, with their positions when `positions` is set.
+  void ReadAmounts(const Fields& f, model::ResourceAmounts& amounts, AmountPositions* positions) {
+    auto add = [&](const std::string& resource, const Value& q, std::optional<std::int64_t> n) {
+      if (!n) return;
+      amounts[resource] = *n;
+      if (positions) (*positions)[resource] = AmountSite{q.pos, q.path};
+    };
+    if (auto q = f.Get("cpu")) {
+      add("cpu", *q, ReadQuantity<std::int64_t>(*q, sink_, &ParseCpuMillis, "64 or 500m"));
+    }
+    if (auto q = f.Get("memory")) {
+      add("memory", *q, ReadQuantity<std::int64_t>(*q, sink_, &ParseBytes, "512Gi"));
+    }
+    if (auto q = f.Get("gpu")) {
+      add("gpu", *q, ReadQuantity<std::int64_t>(*q, sink_, &ParseMillis, "8 or 2500m"));
+    }
+    if (auto q = f.Get("gpu_models")) {
+      if (!q->node.IsMap()) {
+        sink_.Add(q->pos, q->path,
+                  fmt::format("expected a mapping of GPU models to amounts (gpu_models: {{H100: "
+                              "4}}), found {}",
+                              Describe(q->node)));
+        return;
+      }
+      std::map<std::string, int> first_line;  // by lower-cased model
+      for (const auto& pair : q->node) {
+        const Pos key_pos = PosOf(pair.first.Mark());
+        if (!pair.first.IsScalar() || pair.first.Scalar().empty()) {
+          sink_.Add(key_pos, q->path,
+                    fmt::format("GPU model names must be non-empty strings, found {}",
+                                Describe(pair.first)));
+          continue;
+        }
+        const std::string& model = pair.first.Scalar();
+        const std::string path = Child(q->path, model);
+        std::string lower = model;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (auto seen = first_line.find(lower); seen != first_line.end()) {
+          sink_.Add(key_pos, path,
+                    fmt::format("duplicate GPU model '{}'; it is already set at line {} (models "
+                                "are compared without case)",
+                                model, seen->second));
+          continue;
+        }
+        first_line[lower] = key_pos.line;
+        if (!pair.second.IsDefined() || pair.second.IsNull()) {
+          sink_.Add(key_pos, path, "must not be empty");
+          continue;
+        }
+        const Value amount{pair.second, path, PosOf(pair.second.Mark()), key_pos};
+        add("gpu:" + lower, amount,
+            ReadQuantity<std::int64_t>(amount, sink_, &ParseMillis, "4 or 2500m"));
+      }
+    }
+  }
+
+  // {max_running_jobs, cpu, memory, gpu, gpu_models}.
+  model::Limits ReadLimits(const Value& v) {
+    model::Limits limits;
+    if (!ExpectMap(v, sink_)) return limits;
+    static const std::vector<std::string> kKeys = [] {
+      std::vector<std::string> keys = {"max_running_jobs"};
+      keys.insert(keys.end(), ResourceKeys().begin(), ResourceKeys().end());
+      return keys;
+    }();
+    Fields f(v.node, v.path, kKeys, ResourceAliases(), sink_);
+    if (auto q = f.Get("max_running_jobs")) {
+      if (auto n = ReadCount(*q, sink_, 0)) limits.max_running_jobs = *n;
+    }
+    ReadAmounts(f, limits.max_resources, nullptr);
+    return limits;
+  }
+
+  std::optional<DurationMs> ReadDuration(const std::optional<Value>& v, std::string_view example) {
+    if (!v) return std::nullopt;
+    return ReadQuantity<DurationMs>(*v, sink_, &ParseDuration, example);
+  }
+
+  void ReadFairShare(const Value& v, model::Policy& policy) {
+    if (!ExpectMap(v, sink_)) return;
+    Fields f(v.node, v.path, {"half_life"}, {{"halflife", "half_life"}, {"decay", "half_life"}},
+             sink_);
+    if (auto d = ReadDuration(f.Get("half_life"), "1h")) policy.fair_share_half_life = *d;
+  }
+
+  void ReadAging(const Value& v, model::Policy& policy) {
+    if (!ExpectMap(v, sink_)) return;
+    Fields f(v.node, v.path, {"interval", "step", "max"},
+             {{"every", "interval"},
+              {"period", "interval"},
+              {"increment", "step"},
+              {"maximum", "max"},
+              {"limit", "max"},
+              {"cap", "max"}},
+             sink_);
+    if (auto d = ReadDuration(f.Get("interval"), "10m")) policy.aging_interval = *d;
+    if (auto q = f.Get("step")) policy.aging_step = ReadCount(*q, sink_, 1).value_or(100);
+    if (auto q = f.Get("max")) policy.aging_max = ReadCount(*q, sink_, 0).value_or(1000);
+  }
+
+  void ReadScoring(const Value& v, model::Policy& policy) {
+    std::optional<std::string> name = ReadString(v, sink_);
+    if (!name) return;
+    std::vector<std::string> names;
+    for (model::Scoring scoring :
+         {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation}) {
+      if (model::ScoringName(scoring) == *name) {
+        policy.scoring = scoring;
+        return;
+      }
+      names.emplace_back(model::ScoringName(scoring));
+    }
+    std::string message = fmt::format("unknown scoring '{}'", *name);
+    if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
+    message += fmt::format("; expected one of {}", Join(names, ", "));
+    sink_.Add(v.pos, v.path, std::move(message));
+  }
+
+  void ReadPreemption(const Value& v, model::Policy& policy) {
+    if (!ExpectMap(v, sink_)) return;
+    Fields f(v.node, v.path, {"enabled", "min_run_time", "grace_period"},
+             {{"enable", "enabled"}, {"grace", "grace_period"}, {"min_runtime", "min_run_time"}},
+             sink_);
+    if (auto q = f.Get("enabled")) policy.preemption = ReadBool(*q, sink_).value_or(true);
+    if (auto d = ReadDuration(f.Get("min_run_time"), "5m")) policy.min_run_time = *d;
+    if (auto d = ReadDuration(f.Get("grace_period"), "30s")) policy.preemption_grace = *d;
+  }
+
+  // Leaf names are unique in the whole tree (jobs name leaves), and siblings have distinct names;
+  // the first in file order is kept and each later one reported, once.
+  void CheckNames(const std::vector<ParsedQueue>& roots) {
+    std::vector<const ParsedQueue*> reported;
+    CheckSiblingNames(roots, reported);
+    std::vector<const ParsedQueue*> leaves;
+    CollectLeaves(roots, leaves);
+    std::stable_sort(leaves.begin(), leaves.end(), [](const ParsedQueue* a, const ParsedQueue* b) {
+      return std::pair(a->name_pos.line, a->name_pos.column) <
+             std::pair(b->name_pos.line, b->name_pos.column);
+    });
+    std::map<std::string, int> first_line;
+    for (const ParsedQueue* leaf : leaves) {
+      auto [it, inserted] = first_line.emplace(leaf->config.name, leaf->name_pos.line);
+      if (inserted || std::find(reported.begin(), reported.end(), leaf) != reported.end()) {
+        continue;
+      }
+      sink_.Add(leaf->name_pos, leaf->name_path,
+                fmt::format("duplicate leaf queue name '{}'; the first is at line {} (jobs name "
+                            "leaf queues, so their names are unique in the whole tree)",
+                            leaf->config.name, it->second));
+    }
+  }
+
+  void CheckSiblingNames(const std::vector<ParsedQueue>& siblings,
+                         std::vector<const ParsedQueue*>& reported) {
+    std::map<std::string, int> first_line;
+    for (const ParsedQueue& queue : siblings) {
+      CheckSiblingNames(queue.children, reported);
+      if (!queue.name_valid) continue;
+      auto [it, inserted] = first_line.emplace(queue.config.name, queue.name_pos.line);
+      if (inserted) continue;
+      sink_.Add(queue.name_pos, queue.name_path,
+                fmt::format("duplicate queue name '{}' among its siblings; the first is at line "
+                            "{}",
+                            queue.config.name, it->second));
+      reported.push_back(&queue);
+    }
+  }
+
+  static void CollectLeaves(const std::vector<ParsedQueue>& queues,
+                            std::vector<const ParsedQueue*>& out) {
+    for (const ParsedQueue& queue : queues) {
+      if (queue.children.empty() && queue.name_valid) out.push_back(&queue);
+      CollectLeaves(queue.children, out);
+    }
+  }
+
+  // The quota of `resource` a queue has: its own, or for a grouping queue that sets none, the sum
+  // of its children's (a leaf that sets none has 0). Saturates at the int64 maximum.
+  static std::int64_t EffectiveQuota(const ParsedQueue& queue, const std::string& resource) {
+    if (auto it = queue.config.nominal.find(resource); it != queue.config.nominal.end()) {
+      return it->second;
+    }
+    std::int64_t sum = 0;
+    for (const ParsedQueue& child : queue.children) {
+      const std::int64_t part = EffectiveQuota(child, resource);
+      sum = part > std::numeric_limits<std::int64_t>::max() - sum
+                ? std::numeric_limits<std::int64_t>::max()
+                : sum + part;
+    }
+    return sum;
+  }
+
+  static void CollectGoverned(const std::vector<ParsedQueue>& queues,
+                              std::set<std::string>& governed) {
+    for (const ParsedQueue& queue : queues) {
+      for (const auto& [resource, amount] : queue.config.nominal) governed.insert(resource);
+      CollectGoverned(queue.children, governed);
+    }
+  }
+
+  // A queue lends at most its quota (what it does not have, it cannot lend), and a borrowing
+  // limit of a resource no queue sets a quota of would limit nothing (quotas do not govern it).
+  void CheckLimits(const std::vector<ParsedQueue>& roots) {
+    std::set<std::string> governed;
+    CollectGoverned(roots, governed);
+    CheckLimits(roots, governed);
+  }
+
+  void CheckLimits(const std::vector<ParsedQueue>& queues, const std::set<std::string>& governed) {
+    for (const ParsedQueue& queue : queues) {
+      for (const auto& [resource, lend] : queue.config.lending_limit) {
+        const std::int64_t quota = EffectiveQuota(queue, resource);
+        if (lend <= quota) continue;
+        const bool summed = !queue.children.empty() && !queue.config.nominal.count(resource);
+        const AmountSite& at = queue.lending_pos.at(resource);
+        sink_.Add(
+            at.pos, at.path,
+            fmt::format("must not exceed the queue's quota of {} ({}{}), found {}", resource,
+                        FormatAmount(resource, quota), summed ? ", the sum of its children's" : "",
+                        FormatAmount(resource, lend)));
+      }
+      for (const auto& [resource, amount] : queue.config.borrowing_limit) {
+        if (governed.count(resource)) continue;
+        const AmountSite& at = queue.borrowing_pos.at(resource);
+        sink_.Add(at.pos, at.path,
+                  fmt::format("no queue sets a quota of {}, so quotas do not limit it and this "
+                              "borrowing limit would limit nothing; set a quota of {} or remove "
+                              "this",
+                              resource, resource));
+      }
+      CheckLimits(queue.children, governed);
+    }
+  }
+
+  static model::QueueConfig Take(ParsedQueue& queue) {
+    model::QueueConfig config = std::move(queue.config);
+    for (ParsedQueue& child : queue.children) config.children.push_back(Take(child));
+    return config;
+  }
+
+  Sink& sink_;
+};
+
+}  // namespace
+
+PolicyParseOutput ParsePolicyWithDiagnostics(std::string_view text, const ParseOptions& options) {
+  Sink sink(options.file_name);
+  model::Policy policy;
+  internal::ReadGuarded(sink, "policy", [&] {
+    std::optional<std::vector<YAML::Node>> documents = internal::LoadDocuments(text, sink);
+    if (!documents) return;
+    bool found = false;
+    for (const YAML::Node& document : *documents) {
+      if (!document.IsDefined() || document.IsNull()) continue;  // empty documents
+      const Pos pos = PosOf(document.Mark());
+      if (!document.IsMap()) {
+        sink.Add(pos, "",
+                 fmt::format("expected a policy (a mapping with kind: Policy), found {}",
+                             Describe(document)));
+      } else if (found) {
+        sink.Add(pos, "", "a policy file holds one policy; this is a second document");
+      } else {
+        policy = PolicyParser(sink).Parse(document);
+      }
+      found = true;
+    }
+    if (!found && sink.size() == 0) {
+      sink.Add(Pos{}, "", "no policy found; write a mapping with kind: Policy");
+    }
+  });
+  PolicyParseOutput out;
+  out.diagnostics = sink.TakeSorted();
+  if (out.diagnostics.empty()) out.policy = std::move(policy);
+  return out;
+}
+
+Result<model::Policy> ParsePolicy(std::string_view text, const ParseOptions& options) {
+  PolicyParseOutput out = ParsePolicyWithDiagnostics(text, options);
+  if (out.diagnostics.empty()) return std::move(*out.policy);
+  return DiagnosticsError(out.diagnostics, options.file_name);
+}
+
+}  // namespace drover::spec

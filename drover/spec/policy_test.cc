@@ -1,0 +1,332 @@
+#include "drover/spec/policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace drover::spec {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kGi = 1LL << 30;
+
+ParseOptions Options() {
+  ParseOptions options;
+  options.file_name = "policy.yaml";
+  return options;
+}
+
+// Every diagnostic of `text` as "FILE:LINE:COL: error: FIELD: message".
+std::vector<std::string> Errors(std::string_view text) {
+  PolicyParseOutput out = ParsePolicyWithDiagnostics(text, Options());
+  std::vector<std::string> lines;
+  for (const Diagnostic& d : out.diagnostics) lines.push_back(d.ToString());
+  if (!lines.empty()) {
+    EXPECT_FALSE(out.policy.has_value());
+  }
+  return lines;
+}
+
+model::Policy ParseOk(std::string_view text) {
+  Result<model::Policy> policy = ParsePolicy(text, Options());
+  if (!policy) {
+    ADD_FAILURE() << policy.error().ToString();
+    return {};
+  }
+  return *policy;
+}
+
+// The example of policy.h and docs/scheduling-policy-file.md.
+constexpr std::string_view kDocumented = R"(kind: Policy
+queues:
+  - name: org
+    limits: {max_running_jobs: 100, gpu: 64}
+    children:
+      - name: team-a
+        weight: 2
+        quota: {gpu: 4, cpu: 64, memory: 512Gi, gpu_models: {H100: 4}}
+        borrowing_limit: {gpu: 4}
+        lending_limit: {gpu: 2}
+        user_limits: {max_running_jobs: 4, gpu: 2}
+      - name: team-b
+        weight: 0.5
+        quota: {gpu: 2500m}
+pipeline_limits: {max_running_jobs: 2}
+fair_share: {half_life: 2h}
+aging: {interval: 10m, step: 50, max: 500}
+scoring: fragmentation
+preemption: {enabled: false, min_run_time: 5m, grace_period: 45s}
+backfill: {enabled: false}
+)";
+
+TEST(ParsePolicy, ReadsEveryField) {
+  model::QueueConfig team_a;
+  team_a.name = "team-a";
+  team_a.weight = 2;
+  team_a.nominal = {{"gpu", 4000}, {"cpu", 64000}, {"memory", 512 * kGi}, {"gpu:h100", 4000}};
+  team_a.borrowing_limit = {{"gpu", 4000}};
+  team_a.lending_limit = {{"gpu", 2000}};
+  team_a.user_limits.max_running_jobs = 4;
+  team_a.user_limits.max_resources = {{"gpu", 2000}};
+  model::QueueConfig team_b;
+  team_b.name = "team-b";
+  team_b.weight = 0.5;
+  team_b.nominal = {{"gpu", 2500}};
+  model::QueueConfig org;
+  org.name = "org";
+  org.limits.max_running_jobs = 100;
+  org.limits.max_resources = {{"gpu", 64000}};
+  org.children = {team_a, team_b};
+
+  model::Policy expected;
+  expected.queues = {org};
+  expected.pipeline_limits.max_running_jobs = 2;
+  expected.fair_share_half_life = 2 * 3'600'000;
+  expected.aging_interval = 10 * 60'000;
+  expected.aging_step = 50;
+  expected.aging_max = 500;
+  expected.scoring = model::Scoring::kFragmentation;
+  expected.preemption = false;
+  expected.min_run_time = 5 * 60'000;
+  expected.preemption_grace = 45'000;
+  expected.backfill = false;
+  EXPECT_EQ(ParseOk(kDocumented), expected);
+}
+
+TEST(ParsePolicy, AppliesDefaults) {
+  EXPECT_EQ(ParseOk("kind: Policy\n"), model::Policy{});
+  EXPECT_EQ(ParseOk("---\n# comment\n---\nkind: Policy\nqueues: []\n---\n"), model::Policy{});
+  model::Policy policy = ParseOk("kind: Policy\nqueues: [{name: a}]\nscoring: spread\n");
+  ASSERT_EQ(policy.queues.size(), 1u);
+  EXPECT_EQ(policy.queues[0].weight, 1.0);
+  EXPECT_TRUE(policy.queues[0].nominal.empty());
+  EXPECT_TRUE(policy.queues[0].limits.empty());
+  EXPECT_EQ(policy.scoring, model::Scoring::kSpread);
+}
+
+TEST(ParsePolicy, ReadsGpuAmountsInMilliGpus) {
+  model::Policy policy = ParseOk(
+      "kind: Policy\nqueues:\n  - name: a\n"
+      "    quota: {gpu: 0.5, gpu_models: {H100: 2, a100: 250m, RTX4090: 0}, cpu: 1, memory: 1}\n"
+      "    borrowing_limit: {gpu: 2500m, cpu: 500m, memory: 1.5Gi}\n");
+  ASSERT_EQ(policy.queues.size(), 1u);
+  EXPECT_EQ(policy.queues[0].nominal, (model::ResourceAmounts{{"gpu", 500},
+                                                              {"gpu:h100", 2000},
+                                                              {"gpu:a100", 250},
+                                                              {"gpu:rtx4090", 0},
+                                                              {"cpu", 1000},
+                                                              {"memory", 1}}));
+  EXPECT_EQ(policy.queues[0].borrowing_limit,
+            (model::ResourceAmounts{{"gpu", 2500}, {"cpu", 500}, {"memory", 3 * kGi / 2}}));
+}
+
+TEST(ParsePolicy, AcceptsJson) {
+  model::Policy policy = ParseOk(
+      R"({"kind": "Policy", "queues": [{"name": "a", "quota": {"gpu": 8}}], "scoring": "spread"})");
+  ASSERT_EQ(policy.queues.size(), 1u);
+  EXPECT_EQ(policy.queues[0].nominal, (model::ResourceAmounts{{"gpu", 8000}}));
+  EXPECT_EQ(policy.scoring, model::Scoring::kSpread);
+}
+
+TEST(ParsePolicy, ReportsEveryErrorWithItsPosition) {
+  constexpr std::string_view kText = R"(kind: Policy
+queues:
+  - name: org
+    wieght: 2
+    children:
+      - name: team-a
+        weight: 0
+        quota: {gpu: 4, memory: 16Gb}
+        lending_limit: {gpu: 6, cpu: 1}
+      - name: team-b
+        quota: {gpu: -1, gpu_models: {H100: 2, h100: 1}}
+        limits: {max_running_jobs: -2, gpus: 1}
+      - name: Team-C
+      - weight: 1
+  - name: team-a
+pipeline_limits: {max_running_jobs: two}
+fair_share: {half_life: soon}
+aging: {interval: 10m, step: 0}
+scoring: binpak
+preemption: {enabled: yes, grace: 1s}
+backfill: true
+)";
+  Result<model::Policy> policy = ParsePolicy(kText, Options());
+  ASSERT_FALSE(policy);
+  EXPECT_EQ(policy.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(policy.error().message, "19 errors in policy.yaml");
+  EXPECT_THAT(
+      policy.error().details,
+      ElementsAre(
+          "policy.yaml:4:5: error: queues[0].wieght: unknown field 'wieght'; did you mean "
+          "'weight'?",
+          "policy.yaml:7:17: error: queues[0].children[0].weight: must be greater than zero, "
+          "found 0",
+          "policy.yaml:8:33: error: queues[0].children[0].quota.memory: unknown memory unit 'Gb' "
+          "(use Ki, Mi, Gi, Ti for powers of 1024 or K, M, G, T for powers of 1000)",
+          "policy.yaml:9:30: error: queues[0].children[0].lending_limit.gpu: must not exceed the "
+          "queue's quota of gpu (4), found 6",
+          "policy.yaml:9:38: error: queues[0].children[0].lending_limit.cpu: must not exceed the "
+          "queue's quota of cpu (0), found 1",
+          "policy.yaml:11:22: error: queues[0].children[1].quota.gpu: must not be negative",
+          "policy.yaml:11:48: error: queues[0].children[1].quota.gpu_models.h100: duplicate GPU "
+          "model 'h100'; it is already set at line 11 (models are compared without case)",
+          "policy.yaml:12:36: error: queues[0].children[1].limits.max_running_jobs: must not be "
+          "negative",
+          "policy.yaml:12:40: error: queues[0].children[1].limits.gpus: unknown field 'gpus'; did "
+          "you mean 'gpu'?",
+          "policy.yaml:13:15: error: queues[0].children[2].name: invalid queue name 'Team-C': use "
+          "1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit",
+          "policy.yaml:14:9: error: queues[0].children[3].name: required field is missing",
+          "policy.yaml:15:11: error: queues[1].name: duplicate leaf queue name 'team-a'; the "
+          "first is at line 6 (jobs name leaf queues, so their names are unique in the whole "
+          "tree)",
+          "policy.yaml:16:37: error: pipeline_limits.max_running_jobs: expected a whole number, "
+          "found 'two'",
+          "policy.yaml:17:25: error: fair_share.half_life: expected a number",
+          "policy.yaml:18:30: error: aging.step: must be at least 1",
+          "policy.yaml:19:10: error: scoring: unknown scoring 'binpak' (did you mean "
+          "'binpack'?); expected one of binpack, spread, fragmentation",
+          "policy.yaml:20:23: error: preemption.enabled: expected true or false, found 'yes'",
+          "policy.yaml:20:28: error: preemption.grace: unknown field 'grace'; did you mean "
+          "'grace_period'?",
+          "policy.yaml:21:11: error: backfill: expected a mapping, found 'true'"));
+}
+
+TEST(ParsePolicy, ChecksTheDocument) {
+  EXPECT_THAT(Errors(""), ElementsAre("policy.yaml:1:1: error: no policy found; write a mapping "
+                                      "with kind: Policy"));
+  EXPECT_THAT(Errors("queues: []\n"),
+              ElementsAre("policy.yaml:1:1: error: kind: required field is missing (write kind: "
+                          "Policy)"));
+  EXPECT_THAT(Errors("kind: Job\n"),
+              ElementsAre("policy.yaml:1:7: error: kind: unsupported kind 'Job'; expected "
+                          "'Policy'"));
+  EXPECT_THAT(Errors("kind: Policy\n---\nkind: Policy\n"),
+              ElementsAre("policy.yaml:3:1: error: a policy file holds one policy; this is a "
+                          "second document"));
+  EXPECT_THAT(Errors("- kind: Policy\n"),
+              ElementsAre("policy.yaml:1:1: error: expected a policy (a mapping with kind: "
+                          "Policy), found a list"));
+  EXPECT_THAT(Errors("kind: Policy\nqueues: {name: a}\n"),
+              ElementsAre("policy.yaml:2:9: error: queues: expected a list of queues, found a "
+                          "mapping"));
+  EXPECT_THAT(Errors("kind: Policy\nqueues: [a: b: c]\n"),
+              ElementsAre(HasSubstr("policy.yaml:2:")));
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - {name: a, quota: {gpu_models: [H100]}}\n"),
+              ElementsAre("policy.yaml:3:35: error: queues[0].quota.gpu_models: expected a "
+                          "mapping of GPU models to amounts (gpu_models: {H100: 4}), found a "
+                          "list"));
+}
+
+TEST(ParsePolicy, ChecksLendingAgainstPerModelQuota) {
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    quota: {gpu_models: {H100: 2}}\n"
+                     "    lending_limit: {gpu_models: {H100: 3}}\n"),
+              ElementsAre("policy.yaml:5:40: error: queues[0].lending_limit.gpu_models.H100: must "
+                          "not exceed the queue's quota of gpu:h100 (2), found 3"));
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    quota: {memory: 1Gi}\n"
+                     "    lending_limit: {memory: 2Gi}\n"),
+              ElementsAre("policy.yaml:5:29: error: queues[0].lending_limit.memory: must not "
+                          "exceed the queue's quota of memory (1Gi), found 2Gi"));
+}
+
+TEST(ParsePolicy, ComparesAGroupingQueuesLendingWithItsChildrensQuotas) {
+  constexpr std::string_view kTree =
+      "kind: Policy\nqueues:\n  - name: org\n    lending_limit: {gpu: LEND}\n    children:\n"
+      "      - {name: a, quota: {gpu: 2}}\n      - {name: b, quota: {gpu: 3}}\n";
+  auto with = [&](std::string_view lend) {
+    std::string text(kTree);
+    text.replace(text.find("LEND"), 4, lend);
+    return text;
+  };
+  EXPECT_THAT(Errors(with("5")), ::testing::IsEmpty());
+  EXPECT_THAT(Errors(with("6")),
+              ElementsAre("policy.yaml:4:26: error: queues[0].lending_limit.gpu: must not exceed "
+                          "the queue's quota of gpu (5, the sum of its children's), found 6"));
+}
+
+TEST(ParsePolicy, RejectsBorrowingLimitsOfUngovernedResources) {
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - {name: a, quota: {gpu: 2}}\n"
+                     "  - {name: b, borrowing_limit: {gpu: 1, cpu: 4}}\n"),
+              ElementsAre("policy.yaml:4:46: error: queues[1].borrowing_limit.cpu: no queue sets a "
+                          "quota of cpu, so quotas do not limit it and this borrowing limit would "
+                          "limit nothing; set a quota of cpu or remove this"));
+}
+
+TEST(ParsePolicy, ChecksQueueNames) {
+  // Siblings differ; leaves are unique in the tree; grouping queues may share a name with
+  // queues elsewhere.
+  EXPECT_THAT(
+      Errors("kind: Policy\nqueues:\n"
+             "  - name: org-a\n    children:\n      - name: ml\n        children: [{name: x}]\n"
+             "      - name: ml\n        children: [{name: y}]\n"
+             "  - name: org-b\n    children:\n      - name: ml\n        children: [{name: x}]\n"
+             "  - name: z\n  - name: z\n"),
+      ElementsAre("policy.yaml:7:15: error: queues[0].children[1].name: duplicate queue name 'ml' "
+                  "among its siblings; the first is at line 5",
+                  "policy.yaml:12:27: error: queues[1].children[0].children[0].name: duplicate "
+                  "leaf queue name 'x'; the first is at line 6 (jobs name leaf queues, so their "
+                  "names are unique in the whole tree)",
+                  "policy.yaml:14:11: error: queues[3].name: duplicate queue name 'z' among its "
+                  "siblings; the first is at line 13"));
+}
+
+TEST(ParsePolicy, ReadsTheExampleFile) {
+  std::ifstream in(std::string(DROVER_SOURCE_DIR) + "/examples/policy.yaml");
+  ASSERT_TRUE(in) << "examples/policy.yaml";
+  std::stringstream text;
+  text << in.rdbuf();
+  model::Policy policy = ParseOk(text.str());
+  ASSERT_EQ(policy.queues.size(), 1u);
+  const model::QueueConfig& org = policy.queues[0];
+  ASSERT_EQ(org.children.size(), 3u);
+  EXPECT_EQ(org.children[0].name, "team-a");
+  EXPECT_EQ(org.children[0].nominal.at("gpu"), 4000);
+  EXPECT_EQ(org.children[0].lending_limit.at("gpu"), 3000);
+  ASSERT_EQ(org.children[0].children.size(), 2u);
+  EXPECT_EQ(org.children[0].children[1].lending_limit.at("gpu"), 0);
+  EXPECT_EQ(org.children[1].name, "team-b");
+  EXPECT_EQ(org.children[1].borrowing_limit.at("gpu"), 4000);
+  EXPECT_EQ(policy.pipeline_limits.max_running_jobs, 2);
+}
+
+TEST(ParsePolicy, NeverCrashesOnGarbage) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "kind:Policy name-[]{}\"',\n\t #&*!|>?%@`\\0.5m\x01\xff";
+  const std::string valid(kDocumented);
+  for (int round = 0; round < 2000; ++round) {
+    std::string text = valid;
+    std::uniform_int_distribution<int> edits(1, 8);
+    for (int e = edits(rng); e > 0; --e) {
+      std::uniform_int_distribution<std::size_t> at(0, text.size() - 1);
+      std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+      switch (rng() % 3) {
+        case 0:
+          text[at(rng)] = alphabet[pick(rng)];
+          break;
+        case 1:
+          text.insert(at(rng), 1, alphabet[pick(rng)]);
+          break;
+        default:
+          text.erase(at(rng), 1);
+          break;
+      }
+    }
+    PolicyParseOutput out = ParsePolicyWithDiagnostics(text, Options());
+    for (const Diagnostic& d : out.diagnostics) {
+      EXPECT_GE(d.line, 1);
+      EXPECT_GE(d.column, 1);
+    }
+    EXPECT_NE(out.diagnostics.empty(), !out.policy.has_value());
+  }
+}
+
+}  // namespace
+}  // namespace drover::spec
