@@ -171,7 +171,11 @@ class Cycle {
   void Reserve(const Entry& entry, const model::JobSpec& spec);
   void AdoptReservation(Reservation reservation);
   bool TryPreempt(const Entry& entry, const model::JobSpec& spec, const Charge& charge);
-  Verdict PlacementVerdict(const Entry& entry, const model::JobSpec& spec);
+  // Pends a job that was admitted but did not fit: held by the reservation (decided now), or
+  // by placement (explained at the end of the cycle, against what is left then).
+  void PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::string suffix = "",
+                    std::optional<TimeMs> reserved_start = std::nullopt);
+  void ExplainUnplaced();
   void Pend(const Entry& entry, Verdict verdict) {
     out_.pending.emplace_back(entry.job->job, std::move(verdict));
   }
@@ -205,7 +209,15 @@ class Cycle {
   int preemption_tries_ = 0;
   // Jobs placed this cycle, by leaf: a job that then does not fit may have lost to them.
   std::map<int, int> placed_by_leaf_;
-  std::unordered_map<std::string, PendingReason> reasons_;  // by demand key
+  // Jobs left pending by placement, explained after the last placement of the cycle.
+  struct Unplaced {
+    Entry entry;
+    const model::JobSpec* spec = nullptr;
+    int placed_from_other_queues = 0;  // jobs of other queues placed before it this cycle
+    std::string suffix;                // appended to the message
+    std::optional<TimeMs> reserved_start;
+  };
+  std::vector<Unplaced> unplaced_;
 };
 
 CycleOutput Cycle::Run() {
@@ -267,6 +279,7 @@ CycleOutput Cycle::Run() {
     Process(entries[next], /*nominated=*/false);
     if (++next == entries.size()) cursors.erase(cursors.begin() + static_cast<long>(best));
   }
+  ExplainUnplaced();
   out_.reservation = reservation_;
   return std::move(out_);
 }
@@ -487,55 +500,68 @@ void Cycle::Process(const Entry& entry, bool nominated) {
   if (!reservation_ && policy_.backfill) {
     Reserve(entry, flavored);
     if (reservation_ && reservation_->job == job.job) {
-      Verdict verdict = PlacementVerdict(entry, flavored);
-      verdict.reserved_start = reservation_->start;
-      verdict.message += fmt::format("; resources are reserved for it, expected to start {}",
-                                     In(reservation_->start, input_.now));
-      if (!TryPreempt(entry, flavored, *admitted_charge)) Pend(entry, std::move(verdict));
+      if (!TryPreempt(entry, flavored, *admitted_charge)) {
+        PendUnplaced(entry, flavored,
+                     fmt::format("; resources are reserved for it, expected to start {}",
+                                 In(reservation_->start, input_.now)),
+                     reservation_->start);
+      }
       return;
     }
   }
   if (TryPreempt(entry, flavored, *admitted_charge)) return;
-  Pend(entry, PlacementVerdict(entry, flavored));
+  PendUnplaced(entry, flavored);
 }
 
-Verdict Cycle::PlacementVerdict(const Entry& entry, const model::JobSpec& spec) {
+void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::string suffix,
+                         std::optional<TimeMs> reserved_start) {
   const Prepared& prepared = PreparedFor(spec);
   // Held only by the reservation: it would fit on the reserved nodes.
   if (reservation_ && reservation_->job != entry.job->job && !EndsBeforeReservation(spec) &&
       !failed_.contains(prepared.demand_key)) {
     if (PlanOn(impl_, prepared, spec, Options(false))) {
-      return Verdict{
-          "reservation",
-          fmt::format("would fit now, but only on nodes reserved for job {}, which starts {}; "
-                      "a job starts ahead of it only with a time limit that ends by then{}",
-                      reservation_->job.value(), In(reservation_->start, input_.now),
-                      spec.timeout
-                          ? fmt::format(" (its limit {} ends later)", FormatDuration(*spec.timeout))
-                          : " (it has none)"),
-          std::nullopt, std::nullopt};
+      Pend(entry,
+           Verdict{"reservation",
+                   fmt::format(
+                       "would fit now, but only on nodes reserved for job {}, which starts {}; a "
+                       "job starts ahead of it only with a time limit that ends by then{}",
+                       reservation_->job.value(), In(reservation_->start, input_.now),
+                       spec.timeout ? fmt::format(" (its limit {} ends later)",
+                                                  FormatDuration(*spec.timeout))
+                                    : " (it has none)"),
+                   std::nullopt, std::nullopt});
+      return;
     }
     failed_.emplace(prepared.demand_key, true);
   }
-  auto it = reasons_.find(prepared.demand_key);
-  if (it == reasons_.end()) {
-    it = reasons_.emplace(prepared.demand_key, Explain(cluster_, spec)).first;
-  }
-  const PendingReason& reason = it->second;
-  Verdict verdict{PlacementLayer(reason), reason.Render(), reason, std::nullopt};
-  // Lost to queues ahead of it by fair share this cycle?
   int others = 0;
   for (const auto& [leaf, count] : placed_by_leaf_) {
     if (leaf != entry.leaf) others += count;
   }
-  if (others > 0 && verdict.layer == "node fit" &&
-      reason.code == PendingReason::Code::kInsufficientFree) {
-    verdict.layer = "fair share";
-    verdict.message = fmt::format(
-        "{} job{} of queues ahead of {} by fair share took free capacity this cycle; {}", others,
-        others == 1 ? "" : "s", queues_.Name(entry.leaf), verdict.message);
+  unplaced_.push_back(Unplaced{entry, &spec, others, std::move(suffix), reserved_start});
+}
+
+void Cycle::ExplainUnplaced() {
+  std::unordered_map<std::string, PendingReason> reasons;  // by demand key
+  for (Unplaced& unplaced : unplaced_) {
+    const model::JobSpec& spec = *unplaced.spec;
+    const std::string& key = PreparedFor(spec).demand_key;
+    auto it = reasons.find(key);
+    if (it == reasons.end()) it = reasons.emplace(key, Explain(cluster_, spec)).first;
+    const PendingReason& reason = it->second;
+    Verdict verdict{PlacementLayer(reason), reason.Render() + unplaced.suffix, reason,
+                    unplaced.reserved_start};
+    // Lost to queues ahead of it by fair share this cycle?
+    const int others = unplaced.placed_from_other_queues;
+    if (others > 0 && verdict.layer == "node fit" &&
+        reason.code == PendingReason::Code::kInsufficientFree) {
+      verdict.layer = "fair share";
+      verdict.message = fmt::format(
+          "{} job{} of queues ahead of {} by fair share took free capacity this cycle; {}", others,
+          others == 1 ? "" : "s", queues_.Name(unplaced.entry.leaf), verdict.message);
+    }
+    Pend(unplaced.entry, std::move(verdict));
   }
-  return verdict;
 }
 
 bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Charge& charge) {
@@ -704,6 +730,26 @@ std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
   auto projection = Project(cluster, running, spec, now, internal::PlanOptions{});
   if (!projection) return std::nullopt;
   return projection->start;
+}
+
+CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending) {
+  const model::Policy policy;
+  QueueTree queues;
+  CycleInput input;
+  input.pending = std::move(pending);
+  CycleOutput out = RunPolicyCycle(policy, queues, cluster, input, std::nullopt);
+  CycleResult result;
+  result.placements.reserve(out.placed.size());
+  for (PlacedJob& placed : out.placed) result.placements.push_back(std::move(placed.placement));
+  std::map<JobId, const model::JobSpec*> specs;
+  for (const PendingJob& job : input.pending) specs.emplace(job.job, job.spec);
+  for (auto& [job, verdict] : out.pending) {
+    // Under the empty policy only the placement layers hold a job, except a job naming a queue
+    // other than "default": it is explained by placement alone.
+    result.pending.emplace_back(
+        job, verdict.placement ? std::move(*verdict.placement) : Explain(cluster, *specs.at(job)));
+  }
+  return result;
 }
 
 CycleOutput RunPolicyCycle(const model::Policy& policy, QueueTree& queues, ClusterState& cluster,

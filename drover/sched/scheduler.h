@@ -4,14 +4,14 @@
 // clock, no threads, no globals; the same input always gives the same output. Users' view:
 // docs/scheduling-placement.md.
 //
-// RunCycle (to be replaced by the engine, drover/sched/engine.h) orders the pending jobs by
-// priority (higher first), then by the time they entered the queue (earlier first), then by id,
-// and tries each in turn against the free capacity left by the jobs placed before it in the
-// same cycle, with the default placement options (binpack). Placement itself is Plan + Commit
-// (drover/sched/placement.h), which the engine calls with its policy's options.
+// RunCycle is the scheduling engine (drover/sched/engine.h) under the empty policy: one queue,
+// no quota, binpack; it orders the pending jobs by priority (higher first), then by the time
+// they entered the queue (earlier first), then by id, and tries each in turn against the free
+// capacity left by the jobs placed before it in the same cycle. Placement itself is Plan +
+// Commit (drover/sched/placement.h), which the engine calls with its policy's options.
 //
-// A job is placed whole (every worker) or not at all; gangs are all-or-nothing of spec.workers
-// (RunCycle ignores min_workers).
+// A job is placed whole (every worker) or not at all; a gang that does not fit whole starts
+// with the most workers that fit when min_workers allows (the engine's elastic start).
 //
 // Feasibility of a node for one worker:
 //   - static filters: every node_selector label present with exactly that value; every
@@ -287,9 +287,10 @@ struct CycleResult {
   std::vector<std::pair<JobId, PendingReason>> pending;  // every job not placed
 };
 
-// Runs one scheduling cycle; allocates every placement it returns in `cluster`. Every pending
-// entry's reason is computed after all placements of the cycle (once per distinct request).
-// `spec` of every PendingJob must be non-null. A spec with workers < 1 is treated as 1.
+// Runs one scheduling cycle under the empty policy (RunPolicyCycle with model::Policy{}; defined
+// in engine.cc); allocates every placement it returns in `cluster`. Every pending entry's reason
+// is computed after all placements of the cycle (once per distinct request). `spec` of every
+// PendingJob must be non-null. A spec with workers < 1 is treated as 1.
 CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending);
 
 // Tries to place one job without changing `cluster`; the placement RunCycle would choose for it

@@ -86,6 +86,7 @@ model::JobSpec RandomJob(std::mt19937& rng) {
   model::JobSpec spec;
   spec.name = "job";
   spec.workers = Uniform(rng, 1, 4);
+  spec.min_workers = spec.workers;  // rigid gangs; elastic starts are the engine's tests
   model::Requirements& req = spec.requirements;
   req.per_worker.cpu_millis = 500 * Uniform(rng, 0, 16);
   req.per_worker.memory_bytes = kGi * Uniform(rng, 0, 64);
