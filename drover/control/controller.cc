@@ -132,6 +132,11 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
       case JobState::kStarting:
       case JobState::kRunning:
         Hold(job);
+        // A victim caught stopping: never chosen again; it requeues when its workers exit.
+        if (job.current_attempt()->preempted_by &&
+            job.current_attempt()->outcome == JobState::kReady) {
+          stopping_.insert(id);
+        }
         break;
       default:
         break;

@@ -3,97 +3,33 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "drover/control/control_test_util.h"
+
 namespace drover::control {
 namespace {
 
 using model::JobState;
 using ::testing::ElementsAre;
+using testing::Exited;
+using testing::GpuNode;
 using ::testing::HasSubstr;
+using testing::kGi;
+using testing::Killed;
+using testing::kT0;
+using testing::Launches;
+using testing::Spec;
+using testing::Started;
+using testing::Stops;
 
-constexpr TimeMs kT0 = 1'000'000;
+// node-a: `gpus` H100s in one topology group, 32 CPUs and 256Gi of memory.
+model::Node NodeA(int gpus) { return GpuNode("node-a", gpus, 32'000, 256 * kGi, "g0"); }
 
-model::Node GpuNode(const std::string& name, int gpus) {
-  model::Node node;
-  node.name = NodeId(name);
-  node.cpu_millis = 32'000;
-  node.memory_bytes = 256LL << 30;
-  for (int i = 0; i < gpus; ++i) {
-    model::Gpu gpu;
-    gpu.index = i;
-    gpu.uuid = "GPU-" + std::to_string(i);
-    gpu.model = "H100";
-    gpu.memory_bytes = 80LL << 30;
-    gpu.topology_group = "g0";
-    node.gpus.push_back(gpu);
-  }
-  return node;
-}
-
-model::JobSpec Spec(const std::string& name, int gpus = 0, int workers = 1) {
-  model::JobSpec spec;
-  spec.name = name;
-  spec.command = {"true"};
-  spec.requirements.per_worker = {1000, 1LL << 30, gpus};
-  spec.workers = spec.min_workers = workers;
-  return spec;
-}
-
-std::vector<LaunchWorker> Launches(const Step& step) {
-  std::vector<LaunchWorker> out;
-  for (const Effect& effect : step.effects) {
-    if (auto* launch = std::get_if<LaunchWorker>(&effect)) out.push_back(*launch);
-  }
-  return out;
-}
-
-std::vector<StopWorker> Stops(const Step& step) {
-  std::vector<StopWorker> out;
-  for (const Effect& effect : step.effects) {
-    if (auto* stop = std::get_if<StopWorker>(&effect)) out.push_back(*stop);
-  }
-  return out;
-}
-
-model::WorkerEvent Started(JobId job, int attempt, int rank, TimeMs at) {
-  return {{job, attempt, rank}, model::WorkerEvent::Kind::kStarted, at, {}};
-}
-
-model::WorkerEvent Exited(JobId job, int attempt, int rank, int code, TimeMs at) {
-  model::ExitStatus exit;
-  exit.exit_code = code;
-  return {{job, attempt, rank}, model::WorkerEvent::Kind::kExited, at, exit};
-}
-
-class ControllerTest : public ::testing::Test {
+class ControllerTest : public testing::ControllerFixture {
  protected:
   ControllerTest() {
     Step step;
-    controller_.UpsertNode(GpuNode("node-a", 4), kT0, step);
+    controller_.UpsertNode(NodeA(4), kT0, step);
   }
-
-  std::vector<JobId> Submit(std::vector<model::JobSpec> specs, TimeMs now = kT0,
-                            const std::string& key = "") {
-    Step step;
-    auto result = controller_.Submit(std::move(specs), key, "alice", now, step);
-    EXPECT_TRUE(result) << result.error().ToString();
-    return result->ids;
-  }
-
-  Step Schedule(TimeMs now) {
-    Step step;
-    controller_.Schedule(now, step);
-    return step;
-  }
-
-  Step Event(const model::WorkerEvent& event) {
-    Step step;
-    controller_.OnWorkerEvent(event, step);
-    return step;
-  }
-
-  JobState State(JobId id) { return controller_.Find(id)->state; }
-
-  Controller controller_;
 };
 
 TEST_F(ControllerTest, RunsAJobThroughEveryLifecycleStateWithTimestamps) {
@@ -218,8 +154,7 @@ TEST_F(ControllerTest, FailedGangWorkerStopsTheOthersAndFreesGpusWhenAllExit) {
   EXPECT_EQ(stops[0].key.rank, 0);
   EXPECT_EQ(State(id), JobState::kStarting);
   EXPECT_EQ(controller_.cluster().FreeGpus(NodeId("node-a")).size(), 0u);
-  model::WorkerEvent killed = Exited(id, 1, 0, 0, kT0 + 60);
-  killed.exit.signal = 15;
+  model::WorkerEvent killed = Killed(id, 1, 0, kT0 + 60);
   killed.exit.cancelled = true;
   Event(killed);
   EXPECT_EQ(State(id), JobState::kFailed);
@@ -238,8 +173,7 @@ TEST_F(ControllerTest, CancelStopsRunningWorkersAndEndsCancelled) {
   Step again;
   ASSERT_TRUE(controller_.Cancel(id, "cancelled by alice", kT0 + 3, again));
   EXPECT_TRUE(Stops(again).empty());
-  model::WorkerEvent killed = Exited(id, 1, 0, 0, kT0 + 4);
-  killed.exit.signal = 15;
+  model::WorkerEvent killed = Killed(id, 1, 0, kT0 + 4);
   killed.exit.cancelled = true;
   Event(killed);
   EXPECT_EQ(State(id), JobState::kCancelled);
@@ -252,8 +186,7 @@ TEST_F(ControllerTest, CancelStopsRunningWorkersAndEndsCancelled) {
 TEST_F(ControllerTest, TimeoutEndsTimedOutWithoutRetryBudget) {
   JobId id = Submit({Spec("slow")})[0];
   Schedule(kT0);
-  model::WorkerEvent timed_out = Exited(id, 1, 0, 0, kT0 + 1000);
-  timed_out.exit.signal = 15;
+  model::WorkerEvent timed_out = Killed(id, 1, 0, kT0 + 1000);
   timed_out.exit.timed_out = true;
   Event(timed_out);
   EXPECT_EQ(State(id), JobState::kTimedOut);
@@ -328,14 +261,14 @@ TEST_F(ControllerTest, DuplicateAndStaleEventsChangeNothing) {
 TEST(ControllerRestore, RestoredRunningJobKeepsItsGpusAndItsLiveWorkers) {
   Controller before;
   Step step;
-  before.UpsertNode(GpuNode("node-a", 2), kT0, step);
+  before.UpsertNode(NodeA(2), kT0, step);
   JobId id = before.Submit({Spec("a", 2)}, "", "alice", kT0, step)->ids[0];
   before.Schedule(kT0, step);
   before.OnWorkerEvent(Started(id, 1, 0, kT0 + 1), step);
 
   Controller after;
   Step restore;
-  after.UpsertNode(GpuNode("node-a", 2), kT0 + 5, restore);
+  after.UpsertNode(NodeA(2), kT0 + 5, restore);
   std::vector<model::Job> stored;
   for (const auto& [job_id, job] : before.jobs()) stored.push_back(job);
   after.Restore(stored, kT0 + 5, restore);
@@ -361,7 +294,7 @@ TEST(ControllerRestore, RestoredRunningJobKeepsItsGpusAndItsLiveWorkers) {
 TEST(ControllerRestore, RelaunchRepeatsALaunchThatNeverHappened) {
   Controller controller;
   Step step;
-  controller.UpsertNode(GpuNode("node-a", 1), kT0, step);
+  controller.UpsertNode(NodeA(1), kT0, step);
   JobId id = controller.Submit({Spec("a", 1)}, "", "alice", kT0, step)->ids[0];
   controller.Schedule(kT0, step);
   Step relaunch;

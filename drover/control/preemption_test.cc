@@ -4,41 +4,21 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "drover/control/control_test_util.h"
 #include "drover/control/controller.h"
 
 namespace drover::control {
 namespace {
 
 using model::JobState;
+using testing::Exited;
+using testing::GpuNode;
 using ::testing::HasSubstr;
-
-constexpr TimeMs kT0 = 1'000'000;
-
-model::Node GpuNode(const std::string& name, int gpus) {
-  model::Node node;
-  node.name = NodeId(name);
-  node.cpu_millis = 64'000;
-  node.memory_bytes = 512LL << 30;
-  for (int i = 0; i < gpus; ++i) {
-    model::Gpu gpu;
-    gpu.index = i;
-    gpu.uuid = "GPU-" + std::to_string(i);
-    gpu.model = "H100";
-    gpu.memory_bytes = 80LL << 30;
-    node.gpus.push_back(gpu);
-  }
-  return node;
-}
-
-model::JobSpec Spec(const std::string& name, const std::string& queue, int gpus, int workers = 1) {
-  model::JobSpec spec;
-  spec.name = name;
-  spec.queue = queue;
-  spec.command = {"true"};
-  spec.requirements.per_worker = {1000, 1LL << 30, gpus};
-  spec.workers = spec.min_workers = workers;
-  return spec;
-}
+using testing::kT0;
+using testing::Launches;
+using testing::Preempted;
+using testing::Spec;
+using testing::Stops;
 
 // team-a and team-b under one org, 4 GPUs of nominal quota each.
 model::Policy TwoTeams() {
@@ -56,7 +36,7 @@ model::Policy TwoTeams() {
   return policy;
 }
 
-class PreemptionTest : public ::testing::Test {
+class PreemptionTest : public testing::ControllerFixture {
  protected:
   PreemptionTest() {
     EXPECT_TRUE(controller_.SetPolicy(TwoTeams()).has_value());
@@ -65,30 +45,15 @@ class PreemptionTest : public ::testing::Test {
   }
 
   JobId Submit(model::JobSpec spec, TimeMs now) {
-    Step step;
-    auto result = controller_.Submit({std::move(spec)}, "", "alice", now, step);
-    EXPECT_TRUE(result) << result.error().ToString();
-    return result->ids.at(0);
-  }
-
-  Step Schedule(TimeMs now) {
-    Step step;
-    controller_.Schedule(now, step);
-    return step;
+    return ControllerFixture::Submit({std::move(spec)}, now).at(0);
   }
 
   // Reports every launched worker of `step` started.
   void StartAll(const Step& step, TimeMs at) {
-    for (const Effect& effect : step.effects) {
-      if (const auto* launch = std::get_if<LaunchWorker>(&effect)) {
-        Step events;
-        controller_.OnWorkerEvent({launch->spec.key, model::WorkerEvent::Kind::kStarted, at, {}},
-                                  events);
-      }
+    for (const LaunchWorker& launch : Launches(step)) {
+      Event({launch.spec.key, model::WorkerEvent::Kind::kStarted, at, {}});
     }
   }
-
-  Controller controller_;
 };
 
 TEST_F(PreemptionTest, SubmitToAnUnknownQueueIsRejected) {
@@ -114,18 +79,13 @@ TEST_F(PreemptionTest, BorrowedGpusAreReclaimedAndTheVictimResumesFromItsCheckpo
   ASSERT_EQ(controller_.Find(b)->state, JobState::kRunning);
 
   // B checkpoints through its file (reported by the agent as an event).
-  Step checkpoint;
-  controller_.OnWorkerEvent({{b, 1, 0}, model::WorkerEvent::Kind::kCheckpoint, kT0 + 60'000, {}},
-                            checkpoint);
+  Event({{b, 1, 0}, model::WorkerEvent::Kind::kCheckpoint, kT0 + 60'000, {}});
   EXPECT_EQ(controller_.Find(b)->current_attempt()->last_checkpoint_at, kT0 + 60'000);
 
   // A asks for its own quota: B is preempted, gracefully.
   const JobId a = Submit(Spec("a-train", "team-a", 4), kT0 + 70'000);
   Step preempt = Schedule(kT0 + 70'000);
-  std::vector<StopWorker> stops;
-  for (const Effect& effect : preempt.effects) {
-    if (const auto* stop = std::get_if<StopWorker>(&effect)) stops.push_back(*stop);
-  }
+  std::vector<StopWorker> stops = Stops(preempt);
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_TRUE(stops[0].preempt);
   EXPECT_THAT(stops[0].reason, HasSubstr("reclaim"));
@@ -149,12 +109,7 @@ TEST_F(PreemptionTest, BorrowedGpusAreReclaimedAndTheVictimResumesFromItsCheckpo
 
   // B's worker exits on SIGTERM: B queues again with a new attempt that resumes. A is placed;
   // B needs all 8 GPUs, so it waits for A.
-  Step exited;
-  model::ExitStatus status;
-  status.signal = 15;
-  status.preempted = true;
-  controller_.OnWorkerEvent({{b, 1, 0}, model::WorkerEvent::Kind::kExited, kT0 + 72'000, status},
-                            exited);
+  Step exited = Event(Preempted(b, 1, 0, kT0 + 72'000));
   const model::Job& requeued = *controller_.Find(b);
   EXPECT_EQ(requeued.state, JobState::kReady);
   ASSERT_EQ(requeued.attempts.size(), 2u);
@@ -174,20 +129,15 @@ TEST_F(PreemptionTest, BorrowedGpusAreReclaimedAndTheVictimResumesFromItsCheckpo
 
   // When A is done, B runs again with DROVER_RESUME=1.
   StartAll(next, kT0 + 72'100);
-  Step done;
-  model::ExitStatus ok;
-  ok.exit_code = 0;
-  controller_.OnWorkerEvent({{a, 1, 0}, model::WorkerEvent::Kind::kExited, kT0 + 80'000, ok}, done);
+  Event(Exited(a, 1, 0, 0, kT0 + 80'000));
   Step relaunch = Schedule(kT0 + 80'000);
   bool resumed_env = false;
-  for (const Effect& effect : relaunch.effects) {
-    if (const auto* launch = std::get_if<LaunchWorker>(&effect)) {
-      if (launch->spec.key.job == b) {
-        resumed_env = launch->spec.env.count("DROVER_RESUME") == 1 &&
-                      launch->spec.env.at("DROVER_RESUME") == "1";
-        EXPECT_EQ(launch->spec.key.attempt, 2);
-        EXPECT_EQ(launch->spec.kill_grace_ms, 5'000);
-      }
+  for (const LaunchWorker& launch : Launches(relaunch)) {
+    if (launch.spec.key.job == b) {
+      resumed_env =
+          launch.spec.env.count("DROVER_RESUME") == 1 && launch.spec.env.at("DROVER_RESUME") == "1";
+      EXPECT_EQ(launch.spec.key.attempt, 2);
+      EXPECT_EQ(launch.spec.kill_grace_ms, 5'000);
     }
   }
   EXPECT_TRUE(resumed_env);
@@ -201,12 +151,7 @@ TEST_F(PreemptionTest, AVictimWithoutCheckpointRetriesFromScratchAndKeepsItsRetr
   StartAll(Schedule(kT0), kT0 + 10);
   Submit(Spec("a-train", "team-a", 4), kT0 + 1'000);
   Schedule(kT0 + 1'000);
-  Step exited;
-  model::ExitStatus status;
-  status.signal = 15;
-  status.preempted = true;
-  controller_.OnWorkerEvent({{b, 1, 0}, model::WorkerEvent::Kind::kExited, kT0 + 2'000, status},
-                            exited);
+  Event(Preempted(b, 1, 0, kT0 + 2'000));
   const model::Job& job = *controller_.Find(b);
   // Preemption is not a failure: with max_attempts 1 it still queues again.
   EXPECT_EQ(job.state, JobState::kReady);
@@ -223,12 +168,7 @@ TEST_F(PreemptionTest, CancellingAVictimWhileItStopsEndsItCancelled) {
   Schedule(kT0 + 1'000);
   Step cancel;
   ASSERT_TRUE(controller_.Cancel(b, "cancelled by bob", kT0 + 1'500, cancel).has_value());
-  Step exited;
-  model::ExitStatus status;
-  status.signal = 15;
-  status.preempted = true;
-  controller_.OnWorkerEvent({{b, 1, 0}, model::WorkerEvent::Kind::kExited, kT0 + 2'000, status},
-                            exited);
+  Event(Preempted(b, 1, 0, kT0 + 2'000));
   EXPECT_EQ(controller_.Find(b)->state, JobState::kCancelled);
 }
 

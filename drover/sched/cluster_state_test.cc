@@ -13,11 +13,8 @@ using ::testing::IsEmpty;
 using testing::kGi;
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::OneWorker;
 using testing::Pending;
-
-Placement OneWorker(const std::string& node, std::vector<int> gpus) {
-  return Placement{JobId(1), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
-}
 
 const model::Requirements kPerWorker = testing::Req({4'000, 16 * kGi, 2});
 

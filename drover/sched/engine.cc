@@ -204,6 +204,7 @@ class Cycle {
   // capacity only shrinks during a cycle, so they stay unplaceable.
   std::unordered_map<std::string, bool> failed_;
   std::optional<Reservation> reservation_;
+  bool reservation_tried_ = false;
   std::vector<char> reserved_mask_;  // by node position
   std::set<JobId> victims_;
   int preemption_tries_ = 0;
@@ -222,7 +223,10 @@ class Cycle {
 
 CycleOutput Cycle::Run() {
   queues_.Advance(input_.now, cluster_.Capacity());
-  if (input_.keep_reservation && previous_) AdoptReservation(*previous_);
+  if (input_.keep_reservation) {
+    reservation_tried_ = true;  // jobs tried before still block; a newcomer does not reserve
+    if (previous_) AdoptReservation(*previous_);
+  }
 
   // The workload mix FGD weighs fragmentation against: the shapes of the pending jobs.
   if (policy_.scoring == model::Scoring::kFragmentation) {
@@ -497,7 +501,10 @@ void Cycle::Process(const Entry& entry, bool nominated) {
 
   // Admitted but does not fit.
   const model::JobSpec& flavored = *admitted_spec;
-  if (!reservation_ && policy_.backfill) {
+  if (!reservation_tried_ && policy_.backfill) {
+    // EASY: only the first blocked job reserves (one projection per cycle); if nothing bounds
+    // its start, no reservation holds anyone back this cycle.
+    reservation_tried_ = true;
     Reserve(entry, flavored);
     if (reservation_ && reservation_->job == job.job) {
       if (!TryPreempt(entry, flavored, *admitted_charge)) {

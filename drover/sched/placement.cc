@@ -1,5 +1,5 @@
 // Plan and Commit: where the workers of one job go (placement.h; the algorithms are described in
-// scheduler.h and docs/scheduling-placement.md).
+// scheduler.h and docs/scheduling.md).
 
 #include "drover/sched/placement.h"
 

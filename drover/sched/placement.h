@@ -3,7 +3,7 @@
 // Placement of one job against a ClusterState: Plan (where every worker goes, changing nothing)
 // and Commit (mark it used), shared by RunCycle, TryPlace, Explain and the scheduling engine.
 // Internal to drover/sched. The algorithms are described in scheduler.h (file comment) and, for
-// users, in docs/scheduling-placement.md.
+// users, in docs/scheduling.md.
 
 #include <cstdint>
 #include <optional>

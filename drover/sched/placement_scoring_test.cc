@@ -20,6 +20,7 @@ using testing::MakeJob;
 using testing::MakeNode;
 using testing::MakeSharedNode;
 using testing::MakeShareJob;
+using testing::OneWorker;
 using testing::Pending;
 
 internal::PlanOptions Scored(model::Scoring scoring) {
@@ -31,8 +32,8 @@ internal::PlanOptions Scored(model::Scoring scoring) {
 // Occupies GPUs `gpus` and `cpu` millicores of `node`.
 void Occupy(ClusterState& cluster, const std::string& node, std::vector<int> gpus,
             std::int64_t cpu = 0) {
-  Placement p{JobId(999), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
-  ASSERT_TRUE(cluster.Allocate(p, testing::Req({cpu, 0, 0})).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker(node, std::move(gpus), 999), testing::Req({cpu, 0, 0}))
+                  .has_value());
 }
 
 std::set<std::string> NodesOf(const Placement& placement) {
@@ -175,14 +176,10 @@ TEST(Scoring, FgdKeepsTimesliceShareLeftoversUsable) {
   // fragment; a 400m job does: on the 600m GPU it leaves 200m, a fragment for 300m shares.
   ClusterState cluster;
   cluster.UpsertNode(MakeSharedNode("ts", 2, model::GpuSharing::kTimeslice));
-  ASSERT_TRUE(cluster
-                  .Allocate(Placement{JobId(9), {WorkerAssignment{0, NodeId("ts"), {0}}}},
-                            MakeShareJob(400).requirements)
-                  .has_value());
-  ASSERT_TRUE(cluster
-                  .Allocate(Placement{JobId(8), {WorkerAssignment{0, NodeId("ts"), {1}}}},
-                            MakeShareJob(700).requirements)
-                  .has_value());
+  ASSERT_TRUE(
+      cluster.Allocate(OneWorker("ts", {0}, 9), MakeShareJob(400).requirements).has_value());
+  ASSERT_TRUE(
+      cluster.Allocate(OneWorker("ts", {1}, 8), MakeShareJob(700).requirements).has_value());
   internal::WorkloadMix mix;
   mix.shapes = {{0, 0, 0, 300, 1.0}};
   internal::PlanOptions fgd = Scored(model::Scoring::kFragmentation);

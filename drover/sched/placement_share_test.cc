@@ -18,6 +18,7 @@ using testing::MakeMigJob;
 using testing::MakeNode;
 using testing::MakeSharedNode;
 using testing::MakeShareJob;
+using testing::OneWorker;
 using ::testing::Pair;
 using testing::Pending;
 
@@ -157,8 +158,7 @@ TEST(Share, SpreadPicksTheEmptiestGpu) {
   ClusterState cluster;
   cluster.UpsertNode(MakeSharedNode("a", 2, kTimeslice));
   model::JobSpec job = MakeShareJob(300);
-  Placement used{JobId(9), {WorkerAssignment{0, NodeId("a"), {0}}}};
-  ASSERT_TRUE(cluster.Allocate(used, job.requirements).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker("a", {0}, 9), job.requirements).has_value());
   internal::PlanOptions spread;
   spread.scoring = model::Scoring::kSpread;
   EXPECT_THAT(TryPlace(cluster, JobId(1), job, spread)->workers[0].gpus, ElementsAre(1));
@@ -191,8 +191,7 @@ TEST(Mig, FillsTheGpuWithTheFewestFreeInstancesFirst) {
   ClusterState cluster;
   cluster.UpsertNode(MakeSharedNode("mig", 2, kMig, {{"1g.10gb", 7}}));
   model::JobSpec job = MakeMigJob("1g.10gb");
-  Placement used{JobId(9), {WorkerAssignment{0, NodeId("mig"), {1}}}};
-  ASSERT_TRUE(cluster.Allocate(used, job.requirements).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker("mig", {1}, 9), job.requirements).has_value());
   EXPECT_THAT(TryPlace(cluster, JobId(1), job)->workers[0].gpus, ElementsAre(1));
 }
 
@@ -203,11 +202,8 @@ TEST(ShareAllocate, ValidatesModeAndRoomAndChangesNothingOnFailure) {
   cluster.UpsertNode(MakeSharedNode("mig", 1, kMig, {{"1g.10gb", 2}}));
   const model::Requirements share = MakeShareJob(600, 50 * kGi).requirements;
   const model::Requirements mig = MakeMigJob("1g.10gb").requirements;
-  auto one = [](const std::string& node, std::vector<int> gpus) {
-    return Placement{JobId(1), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
-  };
-  ASSERT_TRUE(cluster.Allocate(one("ts", {0}), share).has_value());
-  ASSERT_TRUE(cluster.Allocate(one("mig", {0}), mig).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker("ts", {0}), share).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker("mig", {0}), mig).has_value());
 
   struct Case {
     Placement placement;
@@ -220,16 +216,16 @@ TEST(ShareAllocate, ValidatesModeAndRoomAndChangesNothingOnFailure) {
                           {WorkerAssignment{0, NodeId("mig"), {0}},
                            WorkerAssignment{1, NodeId("mig"), {0}}}};  // 1 instance left
   std::vector<Case> bad = {
-      {one("excl", {0}), share},                  // exclusive GPU, share request
-      {one("ts", {0}), share},                    // 400m left on GPU 0
-      {one("ts", {0, 1}), share},                 // a share worker lists one GPU
-      {one("ts", {}), share},                     // ... not none
-      {two_on_ts1, share},                        // two workers' shares together do not fit
-      {one("ts", {1}), testing::Req({0, 0, 1})},  // whole GPU on a timeslice GPU
-      {one("mig", {0}), share},                   // MIG GPU, timeslice request
-      {two_mig, mig},                             // instances
-      {one("mig", {0}), MakeMigJob("3g.40gb").requirements},  // profile not offered
-      {one("ts", {7}), share},                                // no such GPU
+      {OneWorker("excl", {0}), share},                  // exclusive GPU, share request
+      {OneWorker("ts", {0}), share},                    // 400m left on GPU 0
+      {OneWorker("ts", {0, 1}), share},                 // a share worker lists one GPU
+      {OneWorker("ts", {}), share},                     // ... not none
+      {two_on_ts1, share},                              // two workers' shares together do not fit
+      {OneWorker("ts", {1}), testing::Req({0, 0, 1})},  // whole GPU on a timeslice GPU
+      {OneWorker("mig", {0}), share},                   // MIG GPU, timeslice request
+      {two_mig, mig},                                   // instances
+      {OneWorker("mig", {0}), MakeMigJob("3g.40gb").requirements},  // profile not offered
+      {OneWorker("ts", {7}), share},                                // no such GPU
   };
   for (const Case& c : bad) {
     Status status = cluster.Allocate(c.placement, c.requirements);
@@ -243,8 +239,8 @@ TEST(ShareAllocate, ValidatesModeAndRoomAndChangesNothingOnFailure) {
   EXPECT_EQ(cluster.Free(NodeId("excl"))->gpus, 2);
   EXPECT_EQ(cluster.Free(NodeId("ts"))->cpu_millis, 63'000);
 
-  cluster.Release(one("ts", {0}), share);
-  cluster.Release(one("ts", {0}), share);  // not allocated any more: ignored
+  cluster.Release(OneWorker("ts", {0}), share);
+  cluster.Release(OneWorker("ts", {0}), share);  // not allocated any more: ignored
   EXPECT_EQ(FreeOf(cluster, "ts", 0).share_millis, 1000);
   EXPECT_EQ(FreeOf(cluster, "ts", 0).share_memory_bytes, 80 * kGi);
   EXPECT_EQ(cluster.Free(NodeId("ts"))->cpu_millis, 64'000);
@@ -266,8 +262,7 @@ TEST(ShareExplain, GpuFreeButCpuShort) {
   cluster.UpsertNode(MakeSharedNode("ts", 1, kTimeslice, {}, "H100", 2'000));
   model::JobSpec job = MakeShareJob(500);
   job.requirements.per_worker.cpu_millis = 1'500;
-  Placement used{JobId(9), {WorkerAssignment{0, NodeId("ts"), {0}}}};
-  ASSERT_TRUE(cluster.Allocate(used, job.requirements).has_value());
+  ASSERT_TRUE(cluster.Allocate(OneWorker("ts", {0}, 9), job.requirements).has_value());
   EXPECT_EQ(Explain(cluster, job).Render(),
             "needs a 500m share of a timeslice GPU; the largest free share is 500m of a GPU on ts, "
             "which has only 500m CPU and 508Gi memory free (needs 1500m CPU and 4Gi memory)");
@@ -277,7 +272,7 @@ TEST(ShareUpsert, ModeChangeKeepsAllocationsUntilReleased) {
   ClusterState cluster;
   cluster.UpsertNode(MakeSharedNode("n", 1, kTimeslice));
   model::JobSpec job = MakeShareJob(500);
-  Placement used{JobId(9), {WorkerAssignment{0, NodeId("n"), {0}}}};
+  const Placement used = OneWorker("n", {0}, 9);
   ASSERT_TRUE(cluster.Allocate(used, job.requirements).has_value());
   cluster.UpsertNode(MakeNode("n", 1));  // now exclusive, but a share is still on GPU 0
   EXPECT_EQ(cluster.Free(NodeId("n"))->gpus, 0);

@@ -480,7 +480,7 @@ TEST(FairShare, HistoryRanksAQueueThatUsedMoreRecentlyLater) {
   EXPECT_TRUE(tree.Before(*tree.FindLeaf("b"), *tree.FindLeaf("a")));
 }
 
-// The worked example of docs/scheduling-queues.md.
+// The worked example of docs/scheduling.md.
 TEST(FairShare, WorkedExampleOfTheDocs) {
   model::QueueConfig research = Queue("research");
   research.weight = 2;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/model/job_spec.h"
@@ -91,6 +92,11 @@ inline model::JobSpec MakeMigJob(const std::string& profile, int workers = 1,
   model::JobSpec spec = MakeJob(0, workers, same_node);
   spec.requirements.mig_profile = profile;
   return spec;
+}
+
+// Job `job`'s one worker (rank 0) on GPUs `gpus` of `node`, for Allocate and Release.
+inline Placement OneWorker(const std::string& node, std::vector<int> gpus, std::int64_t job = 1) {
+  return Placement{JobId(job), {WorkerAssignment{0, NodeId(node), std::move(gpus)}}};
 }
 
 inline PendingJob Pending(std::int64_t id, const model::JobSpec& spec, int priority = 0,

@@ -2,7 +2,7 @@
 
 // The pure scheduling core: placement of gangs onto nodes. Values in, decisions out: no I/O, no
 // clock, no threads, no globals; the same input always gives the same output. Users' view:
-// docs/scheduling-placement.md.
+// docs/scheduling.md.
 //
 // RunCycle is the scheduling engine (drover/sched/engine.h) under the empty policy: one queue,
 // no quota, binpack; it orders the pending jobs by priority (higher first), then by the time
@@ -231,7 +231,7 @@ class ClusterState {
   // Marks the resources of `placement` as used: for each worker, per_worker CPU and memory of
   // `requirements`, and the GPUs it lists. How a listed GPU is taken follows the request's GPU
   // mode (per_worker.gpus > 0, else gpu_share_millis > 0, else mig_profile; see
-  // docs/scheduling-placement.md):
+  // docs/scheduling.md):
   //   - whole GPUs (also when no GPU is asked for: the lists are authoritative): each listed GPU
   //     must be exclusive, exist, be free and be listed once in the placement;
   //   - a time-sliced share: the worker lists exactly one timeslice GPU, which gives it

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "drover/spec/spec_test_util.h"
+
 namespace drover::spec {
 namespace {
 
@@ -447,24 +449,7 @@ TEST(ParseJobs, NeverCrashesOnGarbage) {
       std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
       for (std::size_t n = len(rng); n > 0; --n) text += alphabet[pick(rng)];
     } else {
-      // Mutate the valid quickstart: flip, insert or delete bytes.
-      text = valid;
-      std::uniform_int_distribution<int> edits(1, 8);
-      for (int e = edits(rng); e > 0; --e) {
-        std::uniform_int_distribution<std::size_t> at(0, text.size() - 1);
-        std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-        switch (rng() % 3) {
-          case 0:
-            text[at(rng)] = alphabet[pick(rng)];
-            break;
-          case 1:
-            text.insert(at(rng), 1, alphabet[pick(rng)]);
-            break;
-          default:
-            text.erase(at(rng), 1);
-            break;
-        }
-      }
+      text = testing::Mutate(valid, alphabet, rng);  // flip, insert or delete bytes
     }
     ParseOutput out = ParseJobsWithDiagnostics(text, Options());
     for (const Diagnostic& d : out.diagnostics) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "drover/spec/spec_test_util.h"
+
 namespace drover::spec {
 namespace {
 
@@ -302,23 +304,7 @@ TEST(ParsePolicy, NeverCrashesOnGarbage) {
   const std::string alphabet = "kind:Policy name-[]{}\"',\n\t #&*!|>?%@`\\0.5m\x01\xff";
   const std::string valid(kDocumented);
   for (int round = 0; round < 2000; ++round) {
-    std::string text = valid;
-    std::uniform_int_distribution<int> edits(1, 8);
-    for (int e = edits(rng); e > 0; --e) {
-      std::uniform_int_distribution<std::size_t> at(0, text.size() - 1);
-      std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-      switch (rng() % 3) {
-        case 0:
-          text[at(rng)] = alphabet[pick(rng)];
-          break;
-        case 1:
-          text.insert(at(rng), 1, alphabet[pick(rng)]);
-          break;
-        default:
-          text.erase(at(rng), 1);
-          break;
-      }
-    }
+    const std::string text = testing::Mutate(valid, alphabet, rng);
     PolicyParseOutput out = ParsePolicyWithDiagnostics(text, Options());
     for (const Diagnostic& d : out.diagnostics) {
       EXPECT_GE(d.line, 1);

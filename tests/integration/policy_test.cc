@@ -21,8 +21,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-class Policy : public IntegrationTest {};
-
 // Two teams under one org, 4 GPUs of quota each.
 constexpr char kTwoTeams[] = R"(kind: Policy
 queues:
@@ -56,10 +54,34 @@ json FindQueue(const json& body, const std::string& name) {
 
 std::vector<std::string> Details(const Error& error) { return error.details; }
 
+// A job `name` of 100m CPU, 64Mi and `gpus` GPUs running `script` (a YAML scalar, or "|" and an
+// indented block); `extra` (lines such as "queue: team-a\n") goes after its name.
+std::string GpuJob(const std::string& name, int gpus, const std::string& script,
+                   const std::string& extra = "") {
+  return fmt::format(R"(kind: Job
+name: {}
+{}resources:
+  cpu: 100m
+  memory: 64Mi
+  gpus: {}
+script: {}
+)",
+                     name, extra, gpus, script);
+}
+
+class Policy : public IntegrationTest {
+ protected:
+  // Writes kTwoTeams to policy_ and starts a server of 8 GPUs under it.
+  std::unique_ptr<ServerProcess> StartUnderTwoTeams() {
+    WriteFile(policy_, kTwoTeams);
+    return StartServer("data", "8xH100-80GB", {"--policy", policy_});
+  }
+
+  const std::string policy_ = dir_.Sub("policy.yaml");
+};
+
 TEST_F(Policy, QueuesShowTheQuotasOfThePolicyFileAndTheirUsage) {
-  const std::string policy = dir_.Sub("policy.yaml");
-  WriteFile(policy, kTwoTeams);
-  auto server = StartServer("data", "8xH100-80GB", {"--policy", policy});
+  auto server = StartUnderTwoTeams();
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
 
@@ -80,15 +102,7 @@ TEST_F(Policy, QueuesShowTheQuotasOfThePolicyFileAndTheirUsage) {
   EXPECT_EQ(org["leaf"], false);
   ASSERT_TRUE((*queues)["policy"].is_object());
 
-  auto ids = Submit(client, R"(kind: Job
-name: a-job
-queue: team-a
-resources:
-  cpu: 100m
-  memory: 64Mi
-  gpus: 2
-script: sleep 60
-)");
+  auto ids = Submit(client, GpuJob("a-job", 2, "sleep 60", "queue: team-a\n"));
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForState(client, ids[0], {"running"}), "running") << server->Log();
   json used;
@@ -120,7 +134,7 @@ script: sleep 60
 
   auto policy_body = client.Policy();
   ASSERT_TRUE(policy_body) << policy_body.error().message;
-  EXPECT_EQ((*policy_body)["file"], policy);
+  EXPECT_EQ((*policy_body)["file"], policy_);
   EXPECT_GT((*policy_body)["loaded_at"].get<std::int64_t>(), 0);
   EXPECT_TRUE((*policy_body)["reload_error"].is_null());
 }
@@ -152,19 +166,17 @@ TEST_F(Policy, ABadPolicyFileStopsTheStartWithItsPosition) {
 }
 
 TEST_F(Policy, EditsArePickedUpAndABadEditKeepsThePolicyInForce) {
-  const std::string policy = dir_.Sub("policy.yaml");
-  WriteFile(policy, kTwoTeams);
-  auto server = StartServer("data", "8xH100-80GB", {"--policy", policy});
+  auto server = StartUnderTwoTeams();
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
 
   // A bad edit: the reload answers with its diagnostics and the policy in force stays.
-  WriteFile(policy, kBadPolicy);
+  WriteFile(policy_, kBadPolicy);
   auto reload = client.ReloadPolicy();
   ASSERT_FALSE(reload);
   EXPECT_EQ(reload.error().code, ErrorCode::kInvalidArgument);
   ASSERT_EQ(Details(reload.error()).size(), 1u);
-  EXPECT_THAT(Details(reload.error())[0], HasSubstr(policy + ":7:16: error: "));
+  EXPECT_THAT(Details(reload.error())[0], HasSubstr(policy_ + ":7:16: error: "));
   httplib::Client http(server->url());
   auto raw = http.Post("/v1/policy/reload", "", "application/json");
   ASSERT_TRUE(raw);
@@ -178,11 +190,11 @@ TEST_F(Policy, EditsArePickedUpAndABadEditKeepsThePolicyInForce) {
     auto status = client.Policy();
     return status && (*status)["reload_error"].is_object();
   }));
-  EXPECT_TRUE(WaitUntil([&] { return server->Log().find(policy + ":7:16") != std::string::npos; }))
+  EXPECT_TRUE(WaitUntil([&] { return server->Log().find(policy_ + ":7:16") != std::string::npos; }))
       << server->Log();
 
   // A good edit takes effect without a request.
-  WriteFile(policy, R"(kind: Policy
+  WriteFile(policy_, R"(kind: Policy
 queues:
   - name: research
     quota: {gpu: 6}
@@ -202,7 +214,7 @@ queues:
   // And an explicit reload of a good file answers with the policy.
   auto again = client.ReloadPolicy();
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_EQ((*again)["file"], policy);
+  EXPECT_EQ((*again)["file"], policy_);
 }
 
 TEST_F(Policy, ReloadWithoutAPolicyFileIsAFailedPrecondition) {
@@ -229,14 +241,7 @@ TEST_F(Decisions, WhyShowsWhereAndHowAJobWasPlaced) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
-  auto ids = Submit(client, R"(kind: Job
-name: placed
-resources:
-  cpu: 100m
-  memory: 64Mi
-  gpus: 2
-script: "true"
-)");
+  auto ids = Submit(client, GpuJob("placed", 2, "\"true\""));
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForTerminal(client, ids[0]), "succeeded") << server->Log();
   const std::string id = std::to_string(ids[0]);
@@ -278,14 +283,7 @@ TEST_F(Decisions, ExplainSaysTheLayerAndTheEstimatedStart) {
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
   // Never fits: its start cannot be estimated.
-  auto ids = Submit(client, R"(kind: Job
-name: too-big
-resources:
-  cpu: 100m
-  memory: 64Mi
-  gpus: 4
-script: "true"
-)");
+  auto ids = Submit(client, GpuJob("too-big", 4, "\"true\""));
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForState(client, ids[0], {"ready"}), "ready");
   auto body = client.Explain(std::to_string(ids[0]));
@@ -311,16 +309,8 @@ TEST_F(Checkpoints, ReportedForARunningJobAndRefusedForAFinishedOne) {
   ASSERT_TRUE(server->ok());
   server::ApiClient client(server->url());
   const std::string go = dir_.Sub("go");
-  auto ids = Submit(client, fmt::format(R"(kind: Job
-name: long
-resources:
-  cpu: 100m
-  memory: 64Mi
-  gpus: 1
-script: |
-  while [ ! -e {} ]; do sleep 0.05; done
-)",
-                                        go));
+  auto ids = Submit(
+      client, GpuJob("long", 1, fmt::format("|\n  while [ ! -e {} ]; do sleep 0.05; done", go)));
   ASSERT_EQ(ids.size(), 1u);
   const std::string id = std::to_string(ids[0]);
   ASSERT_EQ(WaitForState(client, ids[0], {"running"}), "running") << server->Log();
