@@ -1,14 +1,24 @@
 // Placement throughput of sched::RunCycle (docs/benchmarks.md).
 //
+// RunCycle is the scheduling engine, sched::RunPolicyCycle (drover/sched/engine.h), under the
+// empty policy model::Policy{}: one queue "default" without quota, binpack scoring, and the
+// defaults of the other settings (backfill and preemption on, with nothing running to reserve
+// or preempt). So each cycle pays for what the engine does per job (queue order, admission,
+// GPU flavor choice, a decision record with its summary; for jobs that do not fit, the backfill
+// attempt and the verdicts), then RunCycle's conversion to placements and pending reasons.
+// bench/policy_bench.cc measures the same engine under a policy with queues and quotas.
+//
 // Each iteration builds a fresh cluster of 5,000 nodes with 8 GPUs each (outside the timed
 // region), then times one RunCycle over the pending jobs. items_per_second is placements
-// (jobs placed) per second; the "workers" counter is workers placed per second.
+// (jobs placed) per second; the "workers" counter is workers placed per second; "placed" and
+// "pending" are jobs per cycle.
 //
 //   BM_PlaceSingleGpu_5000x8  10,000 pending 1-GPU jobs, all fit.
 //   BM_PlaceGang8             4,000 pending 8-worker same_node jobs of 1 GPU each, all fit.
-//   BM_PlaceMixed_5000x8      20,000 pending jobs of 1, 2, 4 or 8 GPUs, some with a model
-//                             filter or spread over nodes; about half do not fit, so the cycle
-//                             also pays for the failed-request cache and for the pending reasons.
+//   BM_PlaceMixed_5000x8      20,000 pending jobs of 1, 2, 4 or 8 GPUs per worker, some with a
+//                             model filter or 2 workers on pool "b"; they ask for more than
+//                             the 40,000 GPUs, so many do not fit and the cycle also pays for
+//                             the failed-request cache and for the pending reasons.
 
 #include <benchmark/benchmark.h>
 
@@ -66,6 +76,7 @@ void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
                const std::vector<PendingJob>& pending, std::int64_t expect_placed) {
   std::int64_t placed = 0;
   std::int64_t workers = 0;
+  std::int64_t pending_jobs = 0;
   std::optional<ClusterState> cluster;
   for (auto _ : state) {
     state.PauseTiming();
@@ -84,6 +95,7 @@ void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
       break;
     }
     placed += static_cast<std::int64_t>(result.placements.size());
+    pending_jobs += static_cast<std::int64_t>(result.pending.size());
     for (const Placement& p : result.placements)
       workers += static_cast<std::int64_t>(p.workers.size());
     benchmark::DoNotOptimize(result);
@@ -92,6 +104,10 @@ void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
   state.SetItemsProcessed(placed);
   state.counters["workers"] =
       benchmark::Counter(static_cast<double>(workers), benchmark::Counter::kIsRate);
+  state.counters["placed"] =
+      benchmark::Counter(static_cast<double>(placed), benchmark::Counter::kAvgIterations);
+  state.counters["pending"] =
+      benchmark::Counter(static_cast<double>(pending_jobs), benchmark::Counter::kAvgIterations);
 }
 
 void BM_PlaceSingleGpu_5000x8(benchmark::State& state) {

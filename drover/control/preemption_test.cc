@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "drover/control/control_test_util.h"
 #include "drover/control/controller.h"
 
@@ -157,6 +159,29 @@ TEST_F(PreemptionTest, AVictimWithoutCheckpointRetriesFromScratchAndKeepsItsRetr
   EXPECT_EQ(job.state, JobState::kReady);
   EXPECT_FALSE(job.current_attempt()->resumed);
   EXPECT_THAT(job.status_message, HasSubstr("retry from scratch"));
+}
+
+TEST_F(PreemptionTest, AGangIsPreemptedWholeAndRequeuedOnlyWhenEveryWorkerExited) {
+  model::JobSpec gang = Spec("b-gang", "team-b", 2, /*workers=*/4);  // 8 GPUs on 4 workers
+  gang.interruptible = true;
+  const JobId b = Submit(gang, kT0);
+  StartAll(Schedule(kT0), kT0 + 10);
+  Submit(Spec("a-train", "team-a", 2), kT0 + 1'000);
+  std::vector<StopWorker> stops = Stops(Schedule(kT0 + 1'000));
+  // Every worker of the gang is stopped, each as a preemption; never one alone.
+  ASSERT_EQ(stops.size(), 4u);
+  std::set<int> ranks;
+  for (const StopWorker& stop : stops) {
+    EXPECT_EQ(stop.key.job, b);
+    EXPECT_TRUE(stop.preempt);
+    ranks.insert(stop.key.rank);
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  // The gang holds its GPUs until its last worker is gone.
+  for (int rank = 0; rank < 3; ++rank) Event(Preempted(b, 1, rank, kT0 + 2'000));
+  EXPECT_EQ(controller_.Find(b)->state, JobState::kRunning);
+  Event(Preempted(b, 1, 3, kT0 + 2'100));
+  EXPECT_EQ(controller_.Find(b)->state, JobState::kReady);
 }
 
 TEST_F(PreemptionTest, CancellingAVictimWhileItStopsEndsItCancelled) {

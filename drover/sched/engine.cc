@@ -196,6 +196,9 @@ class Cycle {
   CycleOutput out_;
 
   internal::WorkloadMix mix_;
+  // See Run(): flavors for jobs that accept any GPU model, and whether any flavor is governed.
+  std::vector<std::string> any_model_flavors_;
+  bool any_flavor_governed_ = false;
   std::unordered_map<const model::JobSpec*, Prepared> prepared_;
   // Specs derived for this cycle (a flavor, a smaller gang); stable addresses.
   std::vector<std::unique_ptr<model::JobSpec>> derived_;
@@ -222,7 +225,26 @@ class Cycle {
 };
 
 CycleOutput Cycle::Run() {
-  queues_.Advance(input_.now, cluster_.Capacity());
+  const model::ResourceAmounts capacity = cluster_.Capacity();
+  queues_.Advance(input_.now, capacity);
+  // GPU flavors for jobs that accept any model: the governed models of the cluster first (in
+  // name order), then its other models; none when the tree governs no model of the cluster.
+  std::vector<std::string> others;
+  for (const auto& [resource, amount] : capacity) {
+    if (resource.rfind("gpu:", 0) != 0) continue;
+    std::string model = resource.substr(4);
+    if (queues_.Governs(resource)) {
+      any_model_flavors_.push_back(std::move(model));
+    } else {
+      others.push_back(std::move(model));
+    }
+  }
+  any_flavor_governed_ = !any_model_flavors_.empty() || queues_.GovernsAnyModel();
+  if (any_model_flavors_.empty()) {
+    any_model_flavors_ = {""};
+  } else {
+    any_model_flavors_.insert(any_model_flavors_.end(), others.begin(), others.end());
+  }
   if (input_.keep_reservation) {
     reservation_tried_ = true;  // jobs tried before still block; a newcomer does not reserve
     if (previous_) AdoptReservation(*previous_);
@@ -291,38 +313,17 @@ CycleOutput Cycle::Run() {
 std::vector<std::string> Cycle::Flavors(const model::JobSpec& spec) const {
   const model::Requirements& r = spec.requirements;
   const bool wants_gpu = r.per_worker.gpus > 0 || r.gpu_share_millis > 0 || !r.mig_profile.empty();
-  if (!wants_gpu) return {""};
+  if (!wants_gpu || !any_flavor_governed_) return {""};
+  if (r.gpu_models.empty()) return any_model_flavors_;
   std::vector<std::string> flavors;
-  auto add = [&](const std::string& model) {
+  bool governed = false;
+  for (const std::string& model : r.gpu_models) {
     std::string lower = internal::Lower(model);
-    if (std::find(flavors.begin(), flavors.end(), lower) == flavors.end()) {
-      flavors.push_back(lower);
-    }
-  };
-  if (!r.gpu_models.empty()) {
-    for (const std::string& model : r.gpu_models) add(model);
-  } else {
-    // Any model: the governed flavors first (in model order), then the cluster's others.
-    std::vector<std::string> models;
-    for (const model::Node& node : cluster_.nodes()) {
-      for (const model::Gpu& gpu : node.gpus) {
-        std::string lower = internal::Lower(gpu.model);
-        if (std::find(models.begin(), models.end(), lower) == models.end()) {
-          models.push_back(lower);
-        }
-      }
-    }
-    std::sort(models.begin(), models.end());
-    for (const std::string& model : models) {
-      if (queues_.Governs("gpu:" + model)) add(model);
-    }
-    if (flavors.empty()) return {""};
-    for (const std::string& model : models) add(model);
+    if (std::find(flavors.begin(), flavors.end(), lower) != flavors.end()) continue;
+    governed = governed || queues_.Governs("gpu:" + lower);
+    flavors.push_back(std::move(lower));
   }
-  bool any_governed = std::any_of(flavors.begin(), flavors.end(), [&](const std::string& model) {
-    return queues_.Governs("gpu:" + model);
-  });
-  if (!any_governed) return {""};
+  if (!governed) return {""};
   return flavors;
 }
 

@@ -339,6 +339,33 @@ TEST(Engine, AgingLiftsOldJobsAboveNewerHigherPriorityOnes) {
   EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(2)});
 }
 
+TEST(Engine, GpuFlavorsAreTriedInTurnAndPlacementFollowsTheAdmittedFlavor) {
+  model::Policy policy;
+  model::QueueConfig queue;
+  queue.name = "q";
+  queue.nominal = {{"gpu", 8000}, {"gpu:h100", 2000}, {"gpu:a100", 6000}};
+  queue.borrowing_limit = {{"gpu:h100", 0}, {"gpu:a100", 0}};
+  policy.queues = {queue};
+  World world(policy);
+  world.AddNode(MakeNode("h", 8, "H100"));
+  world.AddNode(MakeNode("a", 8, "A100"));
+  // Any model: the H100 quota (2) cannot take 4, the A100 quota can, and the job lands there.
+  const auto& any = world.Spec(MakeJob(4), "q");
+  CycleOutput out = world.Cycle(0, {Pending(1, any)});
+  ASSERT_EQ(out.placed.size(), 1u);
+  EXPECT_EQ(out.placed[0].placement.workers[0].node, NodeId("a"));
+  EXPECT_EQ(out.placed[0].charge.amounts.at("gpu:a100"), 4000);
+  // An H100-only job above the H100 quota waits on quota, though H100s are free.
+  model::JobSpec h100 = MakeJob(4);
+  h100.requirements.gpu_models = {"H100"};
+  out = world.Cycle(0, {Pending(2, world.Spec(h100, "q"))});
+  EXPECT_TRUE(out.placed.empty());
+  ASSERT_NE(VerdictOf(out, 2), nullptr);
+  EXPECT_EQ(VerdictOf(out, 2)->layer, "quota") << VerdictOf(out, 2)->message;
+  EXPECT_NE(VerdictOf(out, 2)->message.find("4 H100 GPUs, above its quota of 2"), std::string::npos)
+      << VerdictOf(out, 2)->message;
+}
+
 TEST(Engine, UnknownQueueIsTheQueueLayer) {
   World world(TwoTeams(4, 4));
   world.AddNode(MakeNode("n1", 8));

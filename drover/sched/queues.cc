@@ -411,6 +411,13 @@ bool QueueTree::Governs(std::string_view resource) const {
   return it != resource_index_.end() && it->second < governed_;
 }
 
+bool QueueTree::GovernsAnyModel() const {
+  for (const auto& [resource, index] : resource_index_) {
+    if (index < governed_ && resource.rfind("gpu:", 0) == 0) return true;
+  }
+  return false;
+}
+
 std::optional<AdmitVerdict> QueueTree::CheckQuota(int n, const DenseAmounts& amounts) const {
   const Node& node = nodes_[n];
   const Node& parent = nodes_[node.parent];

@@ -150,6 +150,8 @@ class QueueTree {
   std::string Path(int node) const;
   // True if some queue sets a nominal amount of `resource`.
   bool Governs(std::string_view resource) const;
+  // True if some queue sets a nominal amount of a "gpu:<model>" flavor.
+  bool GovernsAnyModel() const;
 
   // Whether `charge` may be admitted now (quota, then concurrency limits; the first failure
   // found from the leaf upwards).
