@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
 #include "drover/sched/scheduler.h"
@@ -34,39 +35,10 @@
 namespace drover::sched {
 namespace {
 
-constexpr std::int64_t kGi = std::int64_t{1} << 30;
-
-std::vector<model::Node> MakeNodes(int count, int gpus_per_node) {
-  std::vector<model::Node> nodes;
-  nodes.reserve(count);
-  for (int i = 0; i < count; ++i) {
-    model::Node node;
-    char name[32];
-    std::snprintf(name, sizeof(name), "node-%05d", i);
-    node.name = NodeId(name);
-    node.cpu_millis = 128'000;
-    node.memory_bytes = 1024 * kGi;
-    node.labels = {{"pool", i % 2 == 0 ? "a" : "b"}};
-    for (int g = 0; g < gpus_per_node; ++g) {
-      model::Gpu gpu;
-      gpu.index = g;
-      gpu.model = i % 4 == 3 ? "A100" : "H100";
-      gpu.memory_bytes = 80 * kGi;
-      gpu.topology_group = g < gpus_per_node / 2 ? "nvl0" : "nvl1";
-      node.gpus.push_back(gpu);
-    }
-    nodes.push_back(std::move(node));
-  }
-  return nodes;
-}
+using bench::MakeNodes;
 
 model::JobSpec MakeSpec(int gpus, int workers, bool same_node) {
-  model::JobSpec spec;
-  spec.name = "bench";
-  spec.command = {"true"};
-  spec.workers = workers;
-  spec.min_workers = workers;
-  spec.requirements.per_worker = {4'000 * gpus, 32 * kGi * gpus, gpus};
+  model::JobSpec spec = bench::MakeSpec(gpus, workers);
   spec.requirements.same_node = same_node;
   return spec;
 }

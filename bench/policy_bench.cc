@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "drover/control/controller.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
@@ -47,31 +48,7 @@
 namespace drover::sched {
 namespace {
 
-constexpr std::int64_t kGi = std::int64_t{1} << 30;
-
-std::vector<model::Node> MakeNodes(int count) {
-  std::vector<model::Node> nodes;
-  nodes.reserve(count);
-  for (int i = 0; i < count; ++i) {
-    model::Node node;
-    char name[32];
-    std::snprintf(name, sizeof(name), "node-%05d", i);
-    node.name = NodeId(name);
-    node.cpu_millis = 128'000;
-    node.memory_bytes = 1024 * kGi;
-    node.labels = {{"rack", "r" + std::to_string(i / 20)}, {"block", "b" + std::to_string(i / 32)}};
-    for (int g = 0; g < 8; ++g) {
-      model::Gpu gpu;
-      gpu.index = g;
-      gpu.model = i % 4 == 3 ? "A100" : "H100";
-      gpu.memory_bytes = 80 * kGi;
-      gpu.topology_group = g < 4 ? "nvl0" : "nvl1";
-      node.gpus.push_back(gpu);
-    }
-    nodes.push_back(std::move(node));
-  }
-  return nodes;
-}
+std::vector<model::Node> MakeNodes(int count) { return bench::MakeNodes(count, 8); }
 
 // org -> 4 teams -> 2 queues each; each leaf gets 1/8 of the cluster's GPUs as nominal quota and
 // may borrow the rest.
@@ -95,13 +72,8 @@ model::Policy MakePolicy(std::int64_t cluster_gpus) {
 }
 
 model::JobSpec MakeSpec(int gpus, int workers, const std::string& queue) {
-  model::JobSpec spec;
-  spec.name = "bench";
-  spec.command = {"true"};
+  model::JobSpec spec = bench::MakeSpec(gpus, workers);
   spec.queue = queue;
-  spec.workers = workers;
-  spec.min_workers = workers;
-  spec.requirements.per_worker = {4'000 * gpus, 32 * kGi * gpus, gpus};
   return spec;
 }
 
@@ -168,33 +140,29 @@ void BM_PolicySingleGpu_5000x8(benchmark::State& state) {
 }
 BENCHMARK(BM_PolicySingleGpu_5000x8)->Unit(benchmark::kMillisecond);
 
-void BM_PolicyGang8Rack_5000x8(benchmark::State& state) {
+// `count` gangs of 8 workers x `gpus` GPUs that must sit within one domain of `level`, spread
+// over the 8 leaves; all must be placed.
+void RunTopologyGangs(benchmark::State& state, int gpus, const std::string& level, int count) {
   const auto nodes = MakeNodes(5'000);
   const model::Policy policy = MakePolicy(40'000);
   std::vector<model::JobSpec> specs;
   for (int q = 0; q < 8; ++q) {
-    model::JobSpec spec = MakeSpec(1, 8, LeafName(q));
-    spec.requirements.topology_level = "rack";
+    model::JobSpec spec = MakeSpec(gpus, 8, LeafName(q));
+    spec.requirements.topology_level = level;
     specs.push_back(spec);
   }
   std::vector<PendingJob> pending;
-  for (int i = 0; i < 2'000; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
-  RunCycles(state, nodes, policy, pending, 2'000);
+  for (int i = 0; i < count; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
+  RunCycles(state, nodes, policy, pending, count);
+}
+
+void BM_PolicyGang8Rack_5000x8(benchmark::State& state) {
+  RunTopologyGangs(state, 1, "rack", 2'000);
 }
 BENCHMARK(BM_PolicyGang8Rack_5000x8)->Unit(benchmark::kMillisecond);
 
 void BM_PolicyGang8Block_5000x8(benchmark::State& state) {
-  const auto nodes = MakeNodes(5'000);
-  const model::Policy policy = MakePolicy(40'000);
-  std::vector<model::JobSpec> specs;
-  for (int q = 0; q < 8; ++q) {
-    model::JobSpec spec = MakeSpec(8, 8, LeafName(q));
-    spec.requirements.topology_level = "block";
-    specs.push_back(spec);
-  }
-  std::vector<PendingJob> pending;
-  for (int i = 0; i < 400; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
-  RunCycles(state, nodes, policy, pending, 400);
+  RunTopologyGangs(state, 8, "block", 400);
 }
 BENCHMARK(BM_PolicyGang8Block_5000x8)->Unit(benchmark::kMillisecond);
 
