@@ -79,8 +79,11 @@ struct JobSpec {
 
   Requirements requirements;
   Preferences preferences;
-  int workers = 1;      // gang size
-  int min_workers = 1;  // the gang may start with this many; v1 schedulers place `workers`
+  int workers = 1;  // gang size
+  // The gang may start with as few as this many workers when `workers` do not fit (the engine
+  // then places the most that fit). 0 (the default here) or `workers` (the parser's default):
+  // all-or-nothing of `workers`.
+  int min_workers = 0;
 
   std::vector<std::string> depends_on;  // names of jobs that must succeed first
   // Per attempt, from start; also the time limit backfill and start-time estimates rely on.

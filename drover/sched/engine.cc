@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "drover/common/quantity.h"
@@ -205,7 +205,7 @@ class Cycle {
   std::map<std::pair<const model::JobSpec*, std::string>, const model::JobSpec*> flavored_;
   // Demand keys that did not fit, with or without the reservation's nodes excluded: free
   // capacity only shrinks during a cycle, so they stay unplaceable.
-  std::unordered_map<std::string, bool> failed_;
+  std::unordered_set<std::string> failed_;
   std::optional<Reservation> reservation_;
   bool reservation_tried_ = false;
   std::vector<char> reserved_mask_;  // by node position
@@ -359,13 +359,14 @@ std::optional<internal::PlannedGang> Cycle::PlaceGang(const model::JobSpec& spec
     const std::string key = prepared.demand_key + (excluding ? "\x1dreserved" : "");
     if (failed_.contains(key)) return std::nullopt;
     auto gang = PlanOn(impl_, prepared, candidate, options);
-    if (!gang) failed_.emplace(key, true);
+    if (!gang) failed_.insert(key);
     return gang;
   };
   *placed_spec = &spec;
   if (auto gang = attempt(spec)) return gang;
   const int workers = std::max(spec.workers, 1);
-  const int min_workers = std::clamp(spec.min_workers, 1, workers);
+  // 0 (the model's default) keeps the gang rigid.
+  const int min_workers = spec.min_workers <= 0 ? workers : std::min(spec.min_workers, workers);
   if (min_workers == workers) return std::nullopt;
   // Elastic start: the largest gang in [min_workers, workers) that fits (fit is monotone in
   // the gang size, so a binary search finds it).
@@ -540,7 +541,7 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
                    std::nullopt, std::nullopt});
       return;
     }
-    failed_.emplace(prepared.demand_key, true);
+    failed_.insert(prepared.demand_key);
   }
   int others = 0;
   for (const auto& [leaf, count] : placed_by_leaf_) {

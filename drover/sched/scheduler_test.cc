@@ -294,7 +294,9 @@ TEST(Gang, PlacesAllWorkersOrNone) {
   EXPECT_EQ(cluster.Free(NodeId("node-a"))->gpus, 2);
 }
 
-TEST(Gang, MinWorkersIsIgnoredInV0) {
+// TryPlace (Plan) places the gang as specified; starting with fewer workers, down to
+// min_workers, is the engine's choice (Engine.GangStartsSmallerDownToMinWorkers).
+TEST(Gang, TryPlaceAsksForTheWholeGang) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 2));
   model::JobSpec job = MakeJob(1, 4);

@@ -100,6 +100,7 @@ TEST(ParseJobs, ReadsAMultiDocumentFileIntoJobSpecs) {
   prep.script = "echo preparing\nls\n";
   prep.working_dir = "/home/alice/project";  // no working_dir: the spec file's directory
   prep.requirements.per_worker = {1000, kGi, 0};
+  prep.min_workers = 1;  // = workers
   EXPECT_EQ((*jobs)[0], prep);
 
   model::JobSpec train;
