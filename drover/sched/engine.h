@@ -17,7 +17,9 @@
 //   3. EASY backfill: the first admitted job that does not fit gets a reservation: the earliest
 //      time running jobs' time limits free enough for it, and the nodes it would take then.
 //      Later jobs start only if their time limit ends by then, or on nodes outside the
-//      reservation. A reservation whose start nothing bounds holds nothing back.
+//      reservation. Only that first job is projected (once per cycle); when nothing bounds its
+//      start there is no reservation and nothing is held back. A pass over only untried jobs
+//      (keep_reservation) keeps the previous full pass's reservation instead.
 //   4. Preemption, for a job admitted (or within its guaranteed quota) that does not fit:
 //      victims are interruptible running jobs that have run at least min_run_time, either of a
 //      lower priority in the same leaf queue ("priority") or of queues using more than their
