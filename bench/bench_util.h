@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
+#include "drover/sched/scheduler.h"
 
 namespace drover::bench {
 
@@ -52,6 +54,20 @@ inline model::JobSpec MakeSpec(int gpus, int workers) {
   spec.min_workers = workers;
   spec.requirements.per_worker = {4'000 * gpus, 32 * kGi * gpus, gpus};
   return spec;
+}
+
+// `count` jobs drawn at random (seed 42) from `specs`, with ids 1..count, priorities 0, 100 or
+// 200 and enqueue times 0..count-1. `specs` must outlive the result.
+inline std::vector<sched::PendingJob> RandomMix(const std::vector<model::JobSpec>& specs,
+                                                int count) {
+  std::mt19937 rng(42);
+  std::vector<sched::PendingJob> pending;
+  pending.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    const model::JobSpec* spec = &specs[rng() % specs.size()];
+    pending.push_back({JobId(i + 1), static_cast<int>(rng() % 3) * 100, i, spec});
+  }
+  return pending;
 }
 
 }  // namespace drover::bench

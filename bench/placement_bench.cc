@@ -23,7 +23,6 @@
 #include <benchmark/benchmark.h>
 
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -112,12 +111,7 @@ void BM_PlaceMixed_5000x8(benchmark::State& state) {
     pool.requirements.node_selector = {{"pool", "b"}};
     specs.push_back(pool);
   }
-  std::mt19937 rng(42);
-  std::vector<PendingJob> pending;
-  for (int i = 0; i < 20'000; ++i) {
-    const model::JobSpec* spec = &specs[rng() % specs.size()];
-    pending.push_back({JobId(i + 1), static_cast<int>(rng() % 3) * 100, i, spec});
-  }
+  const std::vector<PendingJob> pending = bench::RandomMix(specs, 20'000);
   RunCycles(state, nodes, pending, -1);
 }
 BENCHMARK(BM_PlaceMixed_5000x8)->Unit(benchmark::kMillisecond);

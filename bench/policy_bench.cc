@@ -34,7 +34,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -183,12 +182,7 @@ void BM_PolicyMixed50k_5000x8(benchmark::State& state) {
       specs.push_back(gang);
     }
   }
-  std::mt19937 rng(42);
-  std::vector<PendingJob> pending;
-  for (int i = 0; i < 50'000; ++i) {
-    const model::JobSpec* spec = &specs[rng() % specs.size()];
-    pending.push_back({JobId(i + 1), static_cast<int>(rng() % 3) * 100, i, spec});
-  }
+  const std::vector<PendingJob> pending = bench::RandomMix(specs, 50'000);
   RunCycles(state, nodes, policy, pending, -1);
 }
 BENCHMARK(BM_PolicyMixed50k_5000x8)->Unit(benchmark::kMillisecond);

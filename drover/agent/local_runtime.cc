@@ -53,28 +53,13 @@ Status EnsureDirectory(const std::string& path) {
   return Internal(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
 }
 
-model::WorkerEvent StartedEvent(const model::WorkerKey& key, TimeMs at) {
+model::WorkerEvent Event(const model::WorkerKey& key, model::WorkerEvent::Kind kind, TimeMs at,
+                         model::ExitStatus exit = {}) {
   model::WorkerEvent event;
   event.key = key;
-  event.kind = model::WorkerEvent::Kind::kStarted;
-  event.at = at;
-  return event;
-}
-
-model::WorkerEvent ExitedEvent(const model::WorkerKey& key, TimeMs at, model::ExitStatus exit) {
-  model::WorkerEvent event;
-  event.key = key;
-  event.kind = model::WorkerEvent::Kind::kExited;
+  event.kind = kind;
   event.at = at;
   event.exit = std::move(exit);
-  return event;
-}
-
-model::WorkerEvent CheckpointEvent(const model::WorkerKey& key, TimeMs at) {
-  model::WorkerEvent event;
-  event.key = key;
-  event.kind = model::WorkerEvent::Kind::kCheckpoint;
-  event.at = at;
   return event;
 }
 
@@ -348,7 +333,7 @@ void LocalRuntime::CollectCheckpoint(const model::WorkerKey& key, Watch& watch,
   std::optional<TimeMs> mtime = ModificationTimeMs(watch.checkpoint_marker);
   if (!mtime || *mtime <= watch.checkpoint_seen) return;
   watch.checkpoint_seen = *mtime;
-  events.push_back(CheckpointEvent(key, *mtime));
+  events.push_back(Event(key, model::WorkerEvent::Kind::kCheckpoint, *mtime));
 }
 
 bool LocalRuntime::CollectFromFiles(const model::WorkerKey& key, Watch& watch,
@@ -359,20 +344,21 @@ bool LocalRuntime::CollectFromFiles(const model::WorkerKey& key, Watch& watch,
   auto exit = ReadExitFile(watch.dir);
   if (!watch.started_reported) {
     if (auto started = ReadStartedFile(watch.dir)) {
-      events.push_back(StartedEvent(key, started->at));
+      events.push_back(Event(key, model::WorkerEvent::Kind::kStarted, started->at));
       watch.started_reported = true;
     }
   }
   bool exited = exit || exit.error().code != ErrorCode::kNotFound;
   if (check_checkpoint || exited) CollectCheckpoint(key, watch, events);
   if (exit) {
-    events.push_back(ExitedEvent(key, exit->at, StopOutcome(watch, std::move(exit->exit))));
+    events.push_back(Event(key, model::WorkerEvent::Kind::kExited, exit->at,
+                           StopOutcome(watch, std::move(exit->exit))));
     return true;
   }
   if (exited) {
     // Atomic writes make this a damaged disk or a foreign file; do not watch it forever.
-    events.push_back(ExitedEvent(
-        key, clock_.Now(), LostStatus(watch, "unreadable exit record: " + exit.error().message)));
+    events.push_back(Event(key, model::WorkerEvent::Kind::kExited, clock_.Now(),
+                           LostStatus(watch, "unreadable exit record: " + exit.error().message)));
     return true;
   }
   return false;
@@ -425,7 +411,8 @@ std::vector<model::WorkerEvent> LocalRuntime::Poll() {
     if (!exited && SupervisorGone(watch)) {
       exited = CollectFromFiles(key, watch, /*check_checkpoint=*/true, events);
       if (!exited) {
-        events.push_back(ExitedEvent(key, clock_.Now(), LostStatus(watch, "supervisor lost")));
+        events.push_back(Event(key, model::WorkerEvent::Kind::kExited, clock_.Now(),
+                               LostStatus(watch, "supervisor lost")));
         exited = true;
       }
     }
