@@ -33,7 +33,32 @@ TimeMs LastCheckpoint(const Job& job) {
   return last;
 }
 
+// Milli-GPUs one worker of `spec` holds, as the queue tree charges it.
+std::int64_t MilliGpusPerWorker(const model::JobSpec& spec) {
+  if (spec.workers >= 1) {
+    const model::ResourceAmounts amounts = sched::ChargeAmounts(spec, "");
+    auto gpu = amounts.find("gpu");
+    return gpu == amounts.end() ? 0 : gpu->second / spec.workers;
+  }
+  model::JobSpec one = spec;  // workers < 1 runs as 1
+  one.workers = 1;
+  return MilliGpusPerWorker(one);
+}
+
 }  // namespace
+
+std::int64_t AttainedGpuMs(const Job& job, TimeMs now) {
+  std::int64_t per_worker = -1;  // computed on the first placed attempt
+  std::int64_t milli_gpu_ms = 0;
+  for (const Attempt& attempt : job.attempts) {
+    if (attempt.placed_at == 0 || attempt.workers.empty()) continue;
+    if (per_worker < 0) per_worker = MilliGpusPerWorker(job.spec);
+    const TimeMs end = attempt.finished_at != 0 ? attempt.finished_at : now;
+    const std::int64_t held = std::max<TimeMs>(end - attempt.placed_at, 0);
+    milli_gpu_ms += per_worker * static_cast<std::int64_t>(attempt.workers.size()) * held;
+  }
+  return milli_gpu_ms / 1000;
+}
 
 Controller::Controller(Options options) : options_(options) {}
 
@@ -296,6 +321,13 @@ std::vector<sched::RunningJob> Controller::RunningJobs() const {
   return running;
 }
 
+sched::JobHistory Controller::HistoryOf(const Job& job, TimeMs now) const {
+  sched::JobHistory history;
+  history.submitted_at = job.created_at;
+  if (policy_.order == model::QueueOrder::kLas) history.attained_gpu_ms = AttainedGpuMs(job, now);
+  return history;
+}
+
 void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   // Capacity only shrinks between releases, so a job that did not fit in an earlier cycle
   // cannot fit now unless something was freed: then only the untried jobs need a try (and the
@@ -323,6 +355,14 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   input.stopping = stopping_;
   for (const auto& [preemptor, victims] : awaiting_) input.awaiting_victims.insert(preemptor);
   input.keep_reservation = !full;
+  if (policy_.order != model::QueueOrder::kFairShare) {
+    for (const sched::PendingJob& pending : input.pending) {
+      input.history.emplace(pending.job, HistoryOf(jobs_.at(pending.job), now));
+    }
+    for (const sched::RunningJob& running : input.running) {
+      input.history.emplace(running.job, HistoryOf(jobs_.at(running.job), now));
+    }
+  }
   sched::CycleOutput cycle = sched::RunPolicyCycle(policy_, queues_, cluster_, input, reservation_);
 
   for (sched::PlacedJob& placed : cycle.placed) {

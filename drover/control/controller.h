@@ -97,6 +97,13 @@ struct QueueReport {
   int pending_jobs = 0;  // ready jobs of this queue's subtree waiting for placement
 };
 
+// Tiresias' attained service of `job` at `now`, in GPU-milliseconds: over every attempt that
+// was placed, the milli-GPUs its workers held (as sched::ChargeAmounts counts them: a whole GPU
+// 1000, a time-slice share its thousandths, a MIG instance g*1000/7) times the time from its
+// placement to its end (the current attempt: to `now`), divided by 1000. Preempted and failed
+// attempts count: service attained is not forgotten on requeue.
+std::int64_t AttainedGpuMs(const model::Job& job, TimeMs now);
+
 class Controller {
  public:
   explicit Controller(Options options = {});
@@ -121,7 +128,10 @@ class Controller {
   void UpsertNode(const model::Node& node, TimeMs now, Step& step);
 
   // One scheduling pass: releases jobs whose dependencies succeeded (cancelling those whose
-  // dependencies cannot), then places ready jobs and emits their launches.
+  // dependencies cannot), then places ready jobs and emits their launches. Under a queue order
+  // other than fair-share the pass gives the engine each ready and holding job's submission
+  // time and attained service (AttainedGpuMs) at `now`, so running jobs move down LAS queues
+  // (and may become victims) as they run.
   void Schedule(TimeMs now, Step& step);
 
   // A worker started or exited. Events for unknown or finished attempts are ignored, so an
@@ -180,6 +190,8 @@ class Controller {
   void Hold(model::Job& job);
   void Unhold(const model::Job& job);
   std::vector<sched::RunningJob> RunningJobs() const;
+  // sched::CycleInput::history of `job` at `now`.
+  sched::JobHistory HistoryOf(const model::Job& job, TimeMs now) const;
 
   Options options_;
   model::Policy policy_;

@@ -14,4 +14,18 @@ std::string_view ScoringName(Scoring scoring) {
   return "binpack";
 }
 
+std::string_view QueueOrderName(QueueOrder order) {
+  switch (order) {
+    case QueueOrder::kFairShare:
+      return "fair-share";
+    case QueueOrder::kFifo:
+      return "fifo";
+    case QueueOrder::kSjf:
+      return "sjf";
+    case QueueOrder::kLas:
+      return "las";
+  }
+  return "fair-share";
+}
+
 }  // namespace drover::model

@@ -62,6 +62,32 @@ enum class Scoring {
 };
 std::string_view ScoringName(Scoring scoring);
 
+// The order a scheduling cycle tries pending jobs in (docs/scheduling.md, "Queue order"). It
+// decides only who is tried first: quotas, concurrency limits, placement, backfill and reclaim
+// preemption apply under every order. Jobs whose preemption victims are still stopping are tried
+// before all others under every order.
+enum class QueueOrder {
+  // Hierarchical fair share between leaf queues; within a leaf, effective priority (class value
+  // plus aging), then the user's fair share, then the time the job became ready, then its id.
+  kFairShare,
+  // Submission time, then job id. Priority, aging and fair share do not reorder; priority
+  // preemption is off (reclaim still preempts).
+  kFifo,
+  // Shortest job first: by time limit (JobSpec::timeout) ascending; jobs without a time limit
+  // after every job with one; ties in fifo order. Priority preemption is off.
+  kSjf,
+  // Tiresias' discretized two-dimensional least-attained-service (2D-LAS; Gu et al., NSDI'19).
+  // A job's attained service is the GPU-time it has held over all its attempts (GPUs x time; a
+  // time-slice share counts its thousandths, a MIG instance g/7). Policy::las_thresholds split
+  // jobs into priority queues: queue 0 below the first threshold, queue i from threshold i-1
+  // up to threshold i, the last from the last threshold on. Lower queue first; fifo within a
+  // queue. Priority preemption uses the queue instead of the priority class: a job may preempt
+  // interruptible running jobs of its leaf queue that sit in a later LAS queue.
+  kLas,
+};
+// "fair-share", "fifo", "sjf", "las".
+std::string_view QueueOrderName(QueueOrder order);
+
 struct Policy {
   // Roots of the queue tree. Empty: one implicit leaf "default" without quota.
   std::vector<QueueConfig> queues;
@@ -76,6 +102,16 @@ struct Policy {
   int aging_max = 1000;
 
   Scoring scoring = Scoring::kBinpack;
+
+  // The order pending jobs are tried in. The default keeps fair share (and priority with aging).
+  QueueOrder order = QueueOrder::kFairShare;
+  // order kLas: attained-service thresholds in GPU-seconds, ascending, each > 0 (the policy file
+  // parser checks both); N thresholds make N + 1 queues. A job with attained service s is in
+  // queue i = the number of thresholds t with s >= t. The default [3250, 7200] is the Tiresias
+  // simulator's (SymbioticLab/Tiresias, simulator/jobs.py: num_queue = 3 and queue_limit =
+  // [3250, 7200, 18000], of which three queues use the first two), in GPU-seconds as its
+  // dlas-gpu scheme compares them.
+  std::vector<std::int64_t> las_thresholds = {3250, 7200};
 
   // Preemption: a running job is never a victim before it has run this long.
   bool preemption = true;

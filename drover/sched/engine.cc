@@ -152,7 +152,19 @@ class Cycle {
     int leaf = 0;
     int priority = 0;  // effective
     double user_share = 0.0;
+    TimeMs submitted_at = 0;  // orders other than fair-share
+    int las_queue = 0;        // order las
   };
+
+  // True if `a` goes before `b` under policy.order; fair-share: within one leaf queue.
+  bool Before(const Entry& a, const Entry& b) const;
+  // True if pending `entry` may preempt `running` of its own leaf queue for priority: a lower
+  // priority class (fair-share), a later LAS queue (las); never under fifo and sjf.
+  bool Outranks(const Entry& entry, const RunningJob& running) const;
+  const JobHistory* HistoryOf(JobId job) const {
+    auto it = input_.history.find(job);
+    return it == input_.history.end() ? nullptr : &it->second;
+  }
 
   void Process(const Entry& entry, bool nominated);
   // The GPU models to try in turn, lower-case; {""} when the tree governs no model quota or
@@ -217,8 +229,9 @@ class Cycle {
   struct Unplaced {
     Entry entry;
     const model::JobSpec* spec = nullptr;
-    int placed_from_other_queues = 0;  // jobs of other queues placed before it this cycle
-    std::string suffix;                // appended to the message
+    // Jobs placed before it this cycle: of other queues (fair-share), of any queue (otherwise).
+    int placed_from_other_queues = 0;
+    std::string suffix;  // appended to the message
     std::optional<TimeMs> reserved_start;
   };
   std::vector<Unplaced> unplaced_;
@@ -258,8 +271,11 @@ CycleOutput Cycle::Run() {
     mix_ = internal::MixOf(specs);
   }
 
-  // Bucket the pending jobs by leaf queue, each bucket in its within-queue order.
+  // Fair-share: bucket the pending jobs by leaf queue, each bucket in its within-queue order.
+  // Other orders: one list.
+  const bool fair_share = policy_.order == model::QueueOrder::kFairShare;
   std::map<int, std::vector<Entry>> buckets;
+  std::vector<Entry> ordered;
   std::vector<Entry> nominated;
   for (const PendingJob& job : input_.pending) {
     DROVER_CHECK(job.spec != nullptr);
@@ -273,24 +289,35 @@ CycleOutput Cycle::Run() {
                            std::nullopt, std::nullopt});
       continue;
     }
-    Entry entry{&job, *leaf, EffectivePriority(policy_, job.priority, job.enqueued_at, input_.now),
-                queues_.UserShare(*leaf, job.spec->owner)};
+    Entry entry{&job,
+                *leaf,
+                EffectivePriority(policy_, job.priority, job.enqueued_at, input_.now),
+                queues_.UserShare(*leaf, job.spec->owner),
+                job.enqueued_at,
+                0};
+    if (!fair_share) {
+      if (const JobHistory* history = HistoryOf(job.job)) {
+        entry.submitted_at = history->submitted_at;
+        entry.las_queue = LasQueue(policy_, history->attained_gpu_ms);
+      }
+    }
     if (input_.awaiting_victims.contains(job.job)) {
       nominated.push_back(entry);
-    } else {
+    } else if (fair_share) {
       buckets[*leaf].push_back(entry);
+    } else {
+      ordered.push_back(entry);
     }
   }
-  auto within_queue = [](const Entry& a, const Entry& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.user_share != b.user_share) return a.user_share < b.user_share;
-    if (a.job->enqueued_at != b.job->enqueued_at) return a.job->enqueued_at < b.job->enqueued_at;
-    return a.job->job < b.job->job;
-  };
-  std::sort(nominated.begin(), nominated.end(), within_queue);
-  for (auto& [leaf, entries] : buckets) std::sort(entries.begin(), entries.end(), within_queue);
+  auto before = [this](const Entry& a, const Entry& b) { return Before(a, b); };
+  std::sort(nominated.begin(), nominated.end(), before);
+  for (auto& [leaf, entries] : buckets) std::sort(entries.begin(), entries.end(), before);
+  std::sort(ordered.begin(), ordered.end(), before);
 
   for (const Entry& entry : nominated) Process(entry, /*nominated=*/true);
+  // Orders other than fair-share: one order across every queue (quotas and limits still hold
+  // each job to its own queue's).
+  for (const Entry& entry : ordered) Process(entry, /*nominated=*/false);
 
   // Take jobs leaf by leaf in hierarchical fair-share order, re-evaluated after each job.
   std::vector<std::pair<int, std::size_t>> cursors;  // (leaf, next entry)
@@ -308,6 +335,47 @@ CycleOutput Cycle::Run() {
   ExplainUnplaced();
   out_.reservation = reservation_;
   return std::move(out_);
+}
+
+bool Cycle::Before(const Entry& a, const Entry& b) const {
+  switch (policy_.order) {
+    case model::QueueOrder::kFairShare:
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.user_share != b.user_share) return a.user_share < b.user_share;
+      if (a.job->enqueued_at != b.job->enqueued_at) {
+        return a.job->enqueued_at < b.job->enqueued_at;
+      }
+      return a.job->job < b.job->job;
+    case model::QueueOrder::kFifo:
+      break;
+    case model::QueueOrder::kSjf: {
+      const std::optional<DurationMs>& limit_a = a.job->spec->timeout;
+      const std::optional<DurationMs>& limit_b = b.job->spec->timeout;
+      if (limit_a.has_value() != limit_b.has_value()) return limit_a.has_value();
+      if (limit_a && *limit_a != *limit_b) return *limit_a < *limit_b;
+      break;
+    }
+    case model::QueueOrder::kLas:
+      if (a.las_queue != b.las_queue) return a.las_queue < b.las_queue;
+      break;
+  }
+  if (a.submitted_at != b.submitted_at) return a.submitted_at < b.submitted_at;
+  return a.job->job < b.job->job;
+}
+
+bool Cycle::Outranks(const Entry& entry, const RunningJob& running) const {
+  switch (policy_.order) {
+    case model::QueueOrder::kFairShare:
+      return running.priority < entry.job->priority;
+    case model::QueueOrder::kLas: {
+      const JobHistory* history = HistoryOf(running.job);
+      return LasQueue(policy_, history ? history->attained_gpu_ms : 0) > entry.las_queue;
+    }
+    case model::QueueOrder::kFifo:
+    case model::QueueOrder::kSjf:
+      return false;
+  }
+  return false;
 }
 
 std::vector<std::string> Cycle::Flavors(const model::JobSpec& spec) const {
@@ -543,9 +611,10 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
     }
     failed_.insert(prepared.demand_key);
   }
+  // Fair-share: jobs of other queues placed before it; other orders: every job placed before it.
   int others = 0;
   for (const auto& [leaf, count] : placed_by_leaf_) {
-    if (leaf != entry.leaf) others += count;
+    if (leaf != entry.leaf || policy_.order != model::QueueOrder::kFairShare) others += count;
   }
   unplaced_.push_back(Unplaced{entry, &spec, others, std::move(suffix), reserved_start});
 }
@@ -563,7 +632,13 @@ void Cycle::ExplainUnplaced() {
     // Lost to queues ahead of it by fair share this cycle?
     const int others = unplaced.placed_from_other_queues;
     if (others > 0 && verdict.layer == "node fit" &&
-        reason.code == PendingReason::Code::kInsufficientFree) {
+        reason.code == PendingReason::Code::kInsufficientFree &&
+        policy_.order != model::QueueOrder::kFairShare) {
+      verdict.message = fmt::format(
+          "{} job{} ahead of it in {} order took free capacity this cycle; {}", others,
+          others == 1 ? "" : "s", model::QueueOrderName(policy_.order), verdict.message);
+    } else if (others > 0 && verdict.layer == "node fit" &&
+               reason.code == PendingReason::Code::kInsufficientFree) {
       verdict.layer = "fair share";
       verdict.message = fmt::format(
           "{} job{} of queues ahead of {} by fair share took free capacity this cycle; {}", others,
@@ -589,7 +664,7 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
       continue;
     }
     const int leaf = running.charge->leaf;
-    if (leaf == entry.leaf && running.priority < job.priority) {
+    if (leaf == entry.leaf && Outranks(entry, running)) {
       candidates.push_back({&running, LostGpuSeconds(running, input_.now), false});
     } else if (reclaim && leaf != entry.leaf) {
       bool borrowing = false;
@@ -688,10 +763,17 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
                                 record.has_checkpoint ? ", resumes from checkpoint" : ""));
   }
   decision.reason = any_reclaim ? "reclaim" : "priority";
+  std::string why;
+  if (any_reclaim) {
+    why = "reclaiming quota lent by queue " + decision.queue;
+  } else if (policy_.order == model::QueueOrder::kLas) {
+    why = fmt::format("least attained service within queue {} (LAS queue {})", decision.queue,
+                      entry.las_queue);
+  } else {
+    why = "priority within queue " + decision.queue;
+  }
   decision.summary = fmt::format(
-      "{}: preempting {} job{} to make room ({:.0f} GPU-seconds of work lost in all): {}",
-      any_reclaim ? "reclaiming quota lent by queue " + decision.queue
-                  : "priority within queue " + decision.queue,
+      "{}: preempting {} job{} to make room ({:.0f} GPU-seconds of work lost in all): {}", why,
       names.size(), names.size() == 1 ? "" : "s", total_lost, fmt::join(names, "; "));
   for (const model::Victim& victim : decision.victims) {
     model::Decision evicted;
@@ -714,6 +796,16 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
 }
 
 }  // namespace
+
+int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms) {
+  // s >= t in GPU-seconds is floor(ms / 1000) >= t for a whole t (and no overflow for large t).
+  const std::int64_t attained_gpu_seconds = std::max<std::int64_t>(attained_gpu_ms, 0) / 1000;
+  int queue = 0;
+  for (std::int64_t threshold : policy.las_thresholds) {
+    if (attained_gpu_seconds >= threshold) ++queue;
+  }
+  return queue;
+}
 
 int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued_at, TimeMs now) {
   if (policy.aging_interval <= 0 || now <= enqueued_at) return priority;

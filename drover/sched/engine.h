@@ -5,11 +5,15 @@
 // it under the server and the simulator alike.
 //
 // A cycle:
-//   1. Advances fair share to `now` and orders the pending jobs: jobs awaiting their victims'
-//      exit first; then queue by queue, always taking the next job of the leaf queue that goes
-//      first by hierarchical fair share (QueueTree::Before, re-evaluated after every placement);
-//      within a leaf by effective priority (class value plus aging), then the user's share, then
-//      the time the job became ready, then id.
+//   1. Advances fair share to `now` and orders the pending jobs by policy.order: jobs awaiting
+//      their victims' exit first (among themselves in that order too); then
+//        fair-share: queue by queue, always taking the next job of the leaf queue that goes
+//          first by hierarchical fair share (QueueTree::Before, re-evaluated after every
+//          placement); within a leaf by effective priority (class value plus aging), then the
+//          user's share, then the time the job became ready, then id;
+//        fifo: one order across queues: submission time (JobHistory::submitted_at), then id;
+//        sjf: time limit (spec->timeout) ascending, jobs without one last, ties as fifo;
+//        las: LAS queue (LasQueue of JobHistory::attained_gpu_ms) ascending, ties as fifo.
 //   2. For each job: admission (quota with borrowing and lending, concurrency limits; GPU
 //      flavors are tried in order when the tree governs per-model quota), then placement
 //      (internal::Plan with the policy's scoring). A gang that does not fit whole starts with
@@ -23,7 +27,10 @@
 //   4. Preemption, for a job admitted (or within its guaranteed quota) that does not fit:
 //      victims are interruptible running jobs that have run at least min_run_time, either of a
 //      lower priority in the same leaf queue ("priority") or of queues using more than their
-//      nominal quota while the job's queue stays within its own ("reclaim"). The engine picks
+//      nominal quota while the job's queue stays within its own ("reclaim"). "Lower priority" is
+//      by priority class under fair-share, by LAS queue under las (a running job in a later LAS
+//      queue than the pending job's: Tiresias' preemption, demotion seen at every cycle as
+//      attained service grows), and never under fifo and sjf (only reclaim). The engine picks
 //      victims in order of the work they would lose (GPU-seconds since their last checkpoint,
 //      or start), adds them until the job would be admitted and fit, then drops any it does not
 //      need. A gang is a job: it is preempted whole. Victims' resources free only when their
@@ -31,6 +38,7 @@
 //   5. Every job left pending gets a verdict naming the layer that holds it.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -57,6 +65,16 @@ struct RunningJob {
   TimeMs last_checkpoint_at = 0;  // 0: none in this attempt
 };
 
+// What the queue orders other than fair-share need to know of a job's past (model::QueueOrder).
+struct JobHistory {
+  TimeMs submitted_at = 0;  // fifo, and ties of sjf and las
+  // las: GPU-milliseconds the job has held over all its attempts up to `now` (GPUs x time held;
+  // a time-slice share counts its thousandths, a MIG instance g/7 of a GPU).
+  std::int64_t attained_gpu_ms = 0;
+
+  friend bool operator==(const JobHistory&, const JobHistory&) = default;
+};
+
 struct CycleInput {
   TimeMs now = 0;
   std::vector<PendingJob> pending;   // every ready job whose backoff is over
@@ -66,6 +84,10 @@ struct CycleInput {
   // A pass over only the jobs not tried before (nothing was freed since the last full pass):
   // the previous reservation still holds instead of a new one being chosen.
   bool keep_reservation = false;
+  // Pending and running jobs' history, read only under orders other than fair-share. A pending
+  // job absent here counts as submitted at its enqueued_at with no attained service; a running
+  // job as having none.
+  std::map<JobId, JobHistory> history;
 };
 
 // Why a pending job waits: the layer that holds it and one sentence.
@@ -117,6 +139,10 @@ CycleOutput RunPolicyCycle(const model::Policy& policy, QueueTree& queues, Clust
 // The priority a pending job is ordered by: its class value plus aging (policy.aging_step per
 // aging_interval waited since enqueued_at, at most aging_max).
 int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued_at, TimeMs now);
+
+// The LAS queue (model::QueueOrder::kLas) of a job that has held `attained_gpu_ms`
+// GPU-milliseconds: the number of policy.las_thresholds (GPU-seconds) it has reached, 0 first.
+int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms);
 
 // When `spec` could start if the running jobs end by their time limits (spec->timeout after
 // started_at) and nothing else starts: `now` if it fits now; nullopt if even after every bounded

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <limits>
+#include <map>
 #include <random>
 
 #include "drover/sched/sched_test_util.h"
@@ -77,12 +79,15 @@ class World {
     input.pending = std::move(pending);
     input.running = running_;
     input.awaiting_victims = std::move(awaiting);
+    input.history = history_;
     CycleOutput out = RunPolicyCycle(policy_, queues_, cluster_, input, previous_);
     previous_ = out.reservation;
     return out;
   }
 
   model::Policy& policy() { return policy_; }
+  // What the next cycles get as CycleInput::history.
+  std::map<JobId, JobHistory>& history() { return history_; }
   QueueTree& queues() { return queues_; }
   ClusterState& cluster() { return cluster_; }
   const std::vector<RunningJob>& running() const { return running_; }
@@ -96,6 +101,7 @@ class World {
   std::deque<Charge> charges_;
   std::vector<RunningJob> running_;
   std::optional<Reservation> previous_;
+  std::map<JobId, JobHistory> history_;
 };
 
 std::vector<JobId> PlacedIds(const CycleOutput& out) {
@@ -373,6 +379,171 @@ TEST(Engine, UnknownQueueIsTheQueueLayer) {
   ASSERT_NE(VerdictOf(out, 1), nullptr);
   EXPECT_EQ(VerdictOf(out, 1)->layer, "queue");
   EXPECT_NE(VerdictOf(out, 1)->message.find("team-a"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue orders (model::QueueOrder).
+
+model::Policy Ordered(model::QueueOrder order, model::Policy policy = {}) {
+  policy.order = order;
+  return policy;
+}
+
+TEST(EngineOrder, FifoTakesSubmissionOrderWhateverThePriority) {
+  // One free GPU; job 1 was submitted first at a low priority (and re-entered the queue later,
+  // after a retry), job 2 later at a high one.
+  for (model::QueueOrder order : {model::QueueOrder::kFairShare, model::QueueOrder::kFifo}) {
+    World world(Ordered(order));
+    world.AddNode(MakeNode("n1", 1));
+    const auto& low = world.Spec(MakeJob(1), "default");
+    const auto& high = world.Spec(MakeJob(1), "default");
+    world.history()[JobId(1)] = JobHistory{0, 0};
+    world.history()[JobId(2)] = JobHistory{10, 0};
+    CycleOutput out = world.Cycle(
+        kMinute, {Pending(1, low, -100, /*enqueued_at=*/50), Pending(2, high, 100, 10)});
+    EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(order == model::QueueOrder::kFifo ? 1 : 2)})
+        << model::QueueOrderName(order);
+  }
+}
+
+TEST(EngineOrder, FifoIgnoresFairShareButKeepsQuotas) {
+  // team-a already holds 6 GPUs: fair share would try team-b first. FIFO tries team-a's older
+  // job first; team-b's job then exceeds the cohort's quota and waits on it.
+  World world(Ordered(model::QueueOrder::kFifo, TwoTeams(4, 4)));
+  world.AddNode(MakeNode("n1", 8));
+  world.Run(1, world.Spec(MakeJob(6), "team-a"), 0);
+  const auto& a = world.Spec(MakeJob(1), "team-a");
+  const auto& b = world.Spec(MakeJob(2), "team-b");
+  world.history()[JobId(2)] = JobHistory{100, 0};
+  world.history()[JobId(3)] = JobHistory{200, 0};
+  CycleOutput out = world.Cycle(kMinute, {Pending(2, a, -100, 100), Pending(3, b, 100, 200)});
+  EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(2)});
+  ASSERT_NE(VerdictOf(out, 3), nullptr);
+  EXPECT_EQ(VerdictOf(out, 3)->layer, "quota") << VerdictOf(out, 3)->message;
+}
+
+TEST(EngineOrder, FifoAndSjfDoNotPreemptForPriority) {
+  for (model::QueueOrder order : {model::QueueOrder::kFifo, model::QueueOrder::kSjf}) {
+    World world(Ordered(order, OneQueue()));
+    RunInterruptibleOnAllGpus(world, /*priority=*/-100);
+    const auto& urgent = world.Spec(MakeJob(4), "q");
+    CycleOutput out = world.Cycle(kMinute, {Pending(1, urgent, /*priority=*/100)});
+    EXPECT_TRUE(out.preemptions.empty()) << model::QueueOrderName(order);
+    EXPECT_TRUE(out.placed.empty());
+  }
+}
+
+TEST(EngineOrder, SjfTakesTheShortestTimeLimitFirstAndJobsWithoutOneLast) {
+  World world(Ordered(model::QueueOrder::kSjf));
+  world.AddNode(MakeNode("n1", 3));
+  model::JobSpec unbounded = MakeJob(1);
+  model::JobSpec two_hours = MakeJob(1);
+  two_hours.timeout = 2 * kHour;
+  model::JobSpec half_hour = MakeJob(1);
+  half_hour.timeout = 30 * kMinute;
+  const auto& a = world.Spec(unbounded, "default");
+  const auto& b = world.Spec(two_hours, "default");
+  const auto& c = world.Spec(half_hour, "default");
+  const auto& d = world.Spec(half_hour, "default");
+  for (std::int64_t id = 1; id <= 4; ++id) world.history()[JobId(id)] = JobHistory{id, 0};
+  // Listed in the worst order; equal limits (3 and 4) go in submission order.
+  CycleOutput out = world.Cycle(kMinute, {Pending(4, d, 0, 4), Pending(1, a, 0, 1),
+                                          Pending(2, b, 0, 2), Pending(3, c, 0, 3)});
+  EXPECT_EQ(PlacedIds(out), (std::vector<JobId>{JobId(3), JobId(4), JobId(2)}));
+  ASSERT_NE(VerdictOf(out, 1), nullptr);
+  EXPECT_EQ(VerdictOf(out, 1)->layer, "node fit");
+  EXPECT_NE(VerdictOf(out, 1)->message.find("3 jobs ahead of it in sjf order"), std::string::npos)
+      << VerdictOf(out, 1)->message;
+}
+
+TEST(EngineOrder, LasQueueCountsTheThresholdsReached) {
+  model::Policy policy = Ordered(model::QueueOrder::kLas);
+  EXPECT_EQ(policy.las_thresholds, (std::vector<std::int64_t>{3250, 7200}));
+  policy.las_thresholds = {100, 1000};
+  EXPECT_EQ(LasQueue(policy, 0), 0);
+  EXPECT_EQ(LasQueue(policy, 99'999), 0);
+  EXPECT_EQ(LasQueue(policy, 100'000), 1);
+  EXPECT_EQ(LasQueue(policy, 999'999), 1);
+  EXPECT_EQ(LasQueue(policy, 1'000'000), 2);
+  EXPECT_EQ(LasQueue(policy, std::numeric_limits<std::int64_t>::max()), 2);
+}
+
+TEST(EngineOrder, LasTakesTheLeastAttainedServiceQueueFirstThenSubmissionOrder) {
+  model::Policy policy = Ordered(model::QueueOrder::kLas);
+  policy.las_thresholds = {100, 1000};  // GPU-seconds
+  World world(policy);
+  world.AddNode(MakeNode("n1", 4));
+  // Attained GPU-ms by job: 1 and 5 in queue 1, 2 in queue 2, 3 and 4 in queue 0.
+  const std::map<std::int64_t, std::int64_t> attained = {
+      {1, 500'000}, {2, 2'000'000}, {3, 0}, {4, 99'999}, {5, 100'000}};
+  std::vector<PendingJob> pending;
+  for (const auto& [id, gpu_ms] : attained) {
+    world.history()[JobId(id)] = JobHistory{id, gpu_ms};
+    pending.push_back(Pending(id, world.Spec(MakeJob(1), "default"), /*priority=*/-id, id));
+  }
+  CycleOutput out = world.Cycle(kMinute, pending);
+  EXPECT_EQ(PlacedIds(out), (std::vector<JobId>{JobId(3), JobId(4), JobId(1), JobId(5)}));
+  ASSERT_NE(VerdictOf(out, 2), nullptr);
+}
+
+TEST(EngineOrder, LasDemotesALongRunningJobSoANewJobPreemptsIt) {
+  World world(Ordered(model::QueueOrder::kLas, OneQueue()));
+  RunInterruptibleOnAllGpus(world, /*priority=*/100);  // the class priority does not matter
+  const auto& fresh = world.Spec(MakeJob(4), "q");
+  auto cycle_at = [&](TimeMs now) {
+    world.history()[JobId(10)] = JobHistory{0, 8 * now};  // 8 GPUs since 0
+    world.history()[JobId(1)] = JobHistory{now, 0};
+    return world.Cycle(now, {Pending(1, fresh, /*priority=*/-100, now)});
+  };
+  // 8 GPUs x 6 minutes = 2880 GPU-seconds: both jobs in LAS queue 0, nothing is preempted.
+  CycleOutput out = cycle_at(6 * kMinute);
+  EXPECT_TRUE(out.preemptions.empty());
+  EXPECT_TRUE(out.placed.empty());
+  // 7 minutes: 3360 >= 3250, the running job is demoted to queue 1 and preempted.
+  out = cycle_at(7 * kMinute);
+  ASSERT_EQ(out.preemptions.size(), 1u);
+  EXPECT_EQ(out.preemptions[0].victims, std::vector<JobId>{JobId(10)});
+  EXPECT_EQ(out.preemptions[0].decision.reason, "priority");
+  EXPECT_NE(out.preemptions[0].decision.summary.find("least attained service"), std::string::npos)
+      << out.preemptions[0].decision.summary;
+  EXPECT_EQ(VerdictOf(out, 1)->layer, "preempting");
+}
+
+TEST(EngineOrder, LasPreemptsOnlyInterruptibleJobsPastTheirMinRunTime) {
+  model::Policy policy = Ordered(model::QueueOrder::kLas, OneQueue());
+  policy.las_thresholds = {1000};
+  policy.min_run_time = 10 * kMinute;
+  World world(policy);
+  world.AddNode(MakeNode("n1", 8));
+  world.Run(10, world.Spec(MakeJob(4), "q"), 0);  // not interruptible
+  model::JobSpec interruptible = MakeJob(4);
+  interruptible.interruptible = true;
+  // Job 11's current attempt started at 10 minutes; earlier attempts put it in queue 1 already.
+  world.Run(11, world.Spec(interruptible, "q"), 10 * kMinute);
+  const auto& fresh = world.Spec(MakeJob(4), "q");
+  auto cycle_at = [&](TimeMs now) {
+    world.history()[JobId(10)] = JobHistory{0, 4 * now};
+    world.history()[JobId(11)] = JobHistory{1, 2'000'000 + 4 * (now - 10 * kMinute)};
+    world.history()[JobId(1)] = JobHistory{now, 0};
+    return world.Cycle(now, {Pending(1, fresh, 0, now)});
+  };
+  // At 15 minutes both running jobs are in LAS queue 1: job 10 is not interruptible, job 11 has
+  // run 5 of its 10 protected minutes.
+  EXPECT_TRUE(cycle_at(15 * kMinute).preemptions.empty());
+  // At 20 minutes job 11 is no longer protected; job 10 still never goes.
+  CycleOutput out = cycle_at(20 * kMinute);
+  ASSERT_EQ(out.preemptions.size(), 1u);
+  EXPECT_EQ(out.preemptions[0].victims, std::vector<JobId>{JobId(11)});
+}
+
+TEST(EngineOrder, LasDoesNotPreemptAJobOfTheSameLasQueue) {
+  model::Policy policy = Ordered(model::QueueOrder::kLas, OneQueue());
+  World world(policy);
+  RunInterruptibleOnAllGpus(world, 0);
+  world.history()[JobId(10)] = JobHistory{0, 4'000'000};  // queue 1
+  world.history()[JobId(1)] = JobHistory{1, 3'300'000};   // queue 1 too, after an earlier run
+  CycleOutput out = world.Cycle(kHour, {Pending(1, world.Spec(MakeJob(4), "q"), 0, 1)});
+  EXPECT_TRUE(out.preemptions.empty());
 }
 
 // Randomized: over many seeded scenarios, the engine's preemptions never pick a job that is not

@@ -92,9 +92,9 @@ class PolicyParser {
 
   model::Policy Parse(const YAML::Node& map) {
     model::Policy policy;
-    static const std::vector<std::string> kKeys = {"kind",       "queues",  "pipeline_limits",
-                                                   "fair_share", "aging",   "scoring",
-                                                   "preemption", "backfill"};
+    static const std::vector<std::string> kKeys = {
+        "kind",  "queues", "pipeline_limits", "fair_share", "aging", "scoring",
+        "order", "las",    "preemption",      "backfill"};
     static const std::map<std::string, std::string> kAliases = {
         {"queue", "queues"},
         {"tree", "queues"},
@@ -106,7 +106,12 @@ class PolicyParser {
         {"placement", "scoring"},
         {"preempt", "preemption"},
         {"min_run_time", "preemption.min_run_time"},
-        {"grace_period", "preemption.grace_period"}};
+        {"grace_period", "preemption.grace_period"},
+        {"queue_order", "order"},
+        {"ordering", "order"},
+        {"sort", "order"},
+        {"tiresias", "las"},
+        {"thresholds", "las.thresholds"}};
     const Pos pos = PosOf(map.Mark());
     Fields f(map, "", kKeys, kAliases, sink_);
 
@@ -135,6 +140,8 @@ class PolicyParser {
     if (auto v = f.Get("fair_share")) ReadFairShare(*v, policy);
     if (auto v = f.Get("aging")) ReadAging(*v, policy);
     if (auto v = f.Get("scoring")) ReadScoring(*v, policy);
+    if (auto v = f.Get("order")) ReadOrder(*v, policy);
+    if (auto v = f.Get("las")) ReadLas(*v, policy);
     if (auto v = f.Get("preemption")) ReadPreemption(*v, policy);
     if (auto v = f.Get("backfill")) {
       if (ExpectMap(*v, sink_)) {
@@ -349,6 +356,63 @@ class PolicyParser {
     if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
     message += fmt::format("; expected one of {}", Join(names, ", "));
     sink_.Add(v.pos, v.path, std::move(message));
+  }
+
+  void ReadOrder(const Value& v, model::Policy& policy) {
+    std::optional<std::string> name = ReadString(v, sink_);
+    if (!name) return;
+    std::vector<std::string> names;
+    for (model::QueueOrder order : {model::QueueOrder::kFairShare, model::QueueOrder::kFifo,
+                                    model::QueueOrder::kSjf, model::QueueOrder::kLas}) {
+      if (model::QueueOrderName(order) == *name) {
+        policy.order = order;
+        return;
+      }
+      names.emplace_back(model::QueueOrderName(order));
+    }
+    std::string message = fmt::format("unknown order '{}'", *name);
+    if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
+    message += fmt::format("; expected one of {}", Join(names, ", "));
+    sink_.Add(v.pos, v.path, std::move(message));
+  }
+
+  // {thresholds: [GPU-seconds, ...]}: at least one, each a whole number of at least 1, each
+  // greater than the one before.
+  void ReadLas(const Value& v, model::Policy& policy) {
+    if (!ExpectMap(v, sink_)) return;
+    Fields f(v.node, v.path, {"thresholds"},
+             {{"threshold", "thresholds"}, {"queue_limit", "thresholds"}, {"limits", "thresholds"}},
+             sink_);
+    auto q = f.Get("thresholds");
+    if (!q) return;
+    auto items = ReadList(*q, "a list of GPU-seconds such as [3250, 7200]", sink_);
+    if (!items) return;
+    if (items->empty()) {
+      sink_.Add(q->pos, q->path,
+                "must list at least one threshold in GPU-seconds (such as [3250, 7200])");
+      return;
+    }
+    std::vector<std::int64_t> thresholds;
+    bool ok = true;
+    std::optional<int> previous;  // the last valid threshold
+    for (const Value& item : *items) {
+      std::optional<int> threshold =
+          ReadCount(item, sink_, 1, "GPU-seconds are whole numbers: write 3250, not 3250.5");
+      if (!threshold) {
+        ok = false;
+        continue;
+      }
+      if (previous && *threshold <= *previous) {
+        sink_.Add(item.pos, item.path,
+                  fmt::format("must be greater than the threshold before it ({}), found {}; "
+                              "thresholds are ascending",
+                              *previous, *threshold));
+        ok = false;
+      }
+      previous = threshold;
+      thresholds.push_back(*threshold);
+    }
+    if (ok) policy.las_thresholds = std::move(thresholds);
   }
 
   void ReadPreemption(const Value& v, model::Policy& policy) {

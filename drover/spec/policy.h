@@ -2,7 +2,7 @@
 
 // The scheduling policy file (docs/scheduling-policy-file.md): YAML or JSON text -> a validated
 // model::Policy (the queue tree with quotas, borrowing and lending limits, concurrency limits,
-// fair share, aging, scoring, preemption and backfill settings).
+// fair share, aging, scoring, queue order, preemption and backfill settings).
 //
 //   kind: Policy
 //   queues:
@@ -19,12 +19,15 @@
 //   fair_share: {half_life: 1h}
 //   aging: {interval: 10m, step: 100, max: 1000}
 //   scoring: binpack
+//   order: fair-share                  # or fifo, sjf, las (model::QueueOrderName)
+//   las: {thresholds: [3250, 7200]}    # GPU-seconds, ascending, each >= 1; for order: las
 //   preemption: {enabled: true, min_run_time: 5m, grace_period: 30s}
 //   backfill: {enabled: true}
 //
 // Resource amounts map to model::ResourceAmounts: "cpu" in millicores (ParseCpuMillis), "memory"
 // in bytes (ParseBytes), "gpu" in milli-GPUs ("4" is 4000, "2500m" 2500, "0.5" 500), and each
-// gpu_models entry to "gpu:<model lower-cased>" in milli-GPUs.
+// gpu_models entry to "gpu:<model lower-cased>" in milli-GPUs. las.thresholds are whole
+// GPU-seconds into model::Policy::las_thresholds; a list written replaces the default whole.
 //
 // Pure, as parse.h: no file I/O (the caller reads the file and passes its text and name), no
 // clock, no globals; reentrant. Every problem is reported, each as one Diagnostic

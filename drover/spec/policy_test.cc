@@ -64,6 +64,8 @@ pipeline_limits: {max_running_jobs: 2}
 fair_share: {half_life: 2h}
 aging: {interval: 10m, step: 50, max: 500}
 scoring: fragmentation
+order: las
+las: {thresholds: [600, 3600]}
 preemption: {enabled: false, min_run_time: 5m, grace_period: 45s}
 backfill: {enabled: false}
 )";
@@ -95,6 +97,8 @@ TEST(ParsePolicy, ReadsEveryField) {
   expected.aging_step = 50;
   expected.aging_max = 500;
   expected.scoring = model::Scoring::kFragmentation;
+  expected.order = model::QueueOrder::kLas;
+  expected.las_thresholds = {600, 3600};
   expected.preemption = false;
   expected.min_run_time = 5 * 60'000;
   expected.preemption_grace = 45'000;
@@ -111,6 +115,58 @@ TEST(ParsePolicy, AppliesDefaults) {
   EXPECT_TRUE(policy.queues[0].nominal.empty());
   EXPECT_TRUE(policy.queues[0].limits.empty());
   EXPECT_EQ(policy.scoring, model::Scoring::kSpread);
+}
+
+TEST(ParsePolicy, ReadsEachQueueOrder) {
+  EXPECT_EQ(ParseOk("kind: Policy\n").order, model::QueueOrder::kFairShare);
+  for (model::QueueOrder order : {model::QueueOrder::kFairShare, model::QueueOrder::kFifo,
+                                  model::QueueOrder::kSjf, model::QueueOrder::kLas}) {
+    const std::string text =
+        "kind: Policy\norder: " + std::string(model::QueueOrderName(order)) + "\n";
+    EXPECT_EQ(ParseOk(text).order, order) << text;
+  }
+  // Thresholds may be set under any order; a list replaces the default whole.
+  model::Policy policy = ParseOk(
+      "kind: Policy\nlas:\n  thresholds:\n    - 60\n    - 3600\n"
+      "    - 86400\n");
+  EXPECT_EQ(policy.order, model::QueueOrder::kFairShare);
+  EXPECT_EQ(policy.las_thresholds, (std::vector<std::int64_t>{60, 3600, 86400}));
+  EXPECT_EQ(ParseOk("kind: Policy\norder: las\nlas:\n").las_thresholds,
+            (std::vector<std::int64_t>{3250, 7200}));
+}
+
+TEST(ParsePolicy, ReportsBadOrdersAndThresholdsWithTheirPositions) {
+  EXPECT_THAT(Errors("kind: Policy\norder: lass\n"),
+              ElementsAre("policy.yaml:2:8: error: order: unknown order 'lass' (did you mean "
+                          "'las'?); expected one of fair-share, fifo, sjf, las"));
+  EXPECT_THAT(Errors("kind: Policy\norder: [fifo]\n"),
+              ElementsAre(HasSubstr("policy.yaml:2:8: error: order: ")));
+  EXPECT_THAT(
+      Errors("kind: Policy\norder: las\nlas: {thresholds: [3250, 0, 100, 7200.5, x, 50]}\n"),
+      ElementsAre("policy.yaml:3:26: error: las.thresholds[1]: must be at least 1",
+                  "policy.yaml:3:29: error: las.thresholds[2]: must be greater than the threshold "
+                  "before it (3250), found 100; thresholds are ascending",
+                  "policy.yaml:3:34: error: las.thresholds[3]: GPU-seconds are whole numbers: "
+                  "write 3250, not 3250.5",
+                  "policy.yaml:3:42: error: las.thresholds[4]: expected a whole number, found 'x'",
+                  "policy.yaml:3:45: error: las.thresholds[5]: must be greater than the threshold "
+                  "before it (100), found 50; thresholds are ascending"));
+  EXPECT_THAT(Errors("kind: Policy\nlas: {thresholds: [60, 60]}\n"),
+              ElementsAre("policy.yaml:2:24: error: las.thresholds[1]: must be greater than the "
+                          "threshold before it (60), found 60; thresholds are ascending"));
+  EXPECT_THAT(Errors("kind: Policy\nlas: {thresholds: []}\n"),
+              ElementsAre("policy.yaml:2:19: error: las.thresholds: must list at least one "
+                          "threshold in GPU-seconds (such as [3250, 7200])"));
+  EXPECT_THAT(Errors("kind: Policy\nlas: {thresholds: 3250}\n"),
+              ElementsAre("policy.yaml:2:19: error: las.thresholds: expected a list of "
+                          "GPU-seconds such as [3250, 7200], found '3250'"));
+  EXPECT_THAT(Errors("kind: Policy\nlas: {threshold: [1]}\nthresholds: [2]\n"),
+              ElementsAre("policy.yaml:2:7: error: las.threshold: unknown field 'threshold'; did "
+                          "you mean 'thresholds'?",
+                          "policy.yaml:3:1: error: thresholds: unknown field 'thresholds'; did "
+                          "you mean 'las.thresholds'?"));
+  EXPECT_THAT(Errors("kind: Policy\nlas: fifo\n"),
+              ElementsAre("policy.yaml:2:6: error: las: expected a mapping, found 'fifo'"));
 }
 
 TEST(ParsePolicy, ReadsGpuAmountsInMilliGpus) {
