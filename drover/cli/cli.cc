@@ -8,6 +8,7 @@
 #include "drover/agent/supervisor.h"
 #include "drover/cli/commands.h"
 #include "drover/cli/daemons.h"
+#include "drover/cli/simulate.h"
 
 namespace drover::cli {
 namespace {
@@ -130,6 +131,58 @@ int Main(int argc, char** argv) {
                           "scheduling policy file (queues, quotas, preemption)");
   AddNodeFlags(run_command, run_flags.nodes);
   run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
+
+  SimulateFlags sim_flags;
+  auto* simulate = app.add_subcommand(
+      "simulate", "run the simulator on a trace: FGD placement experiment, replays, what-if");
+  simulate->add_option("--format", sim_flags.format, "trace format: openb, tiresias or drover")
+      ->check(CLI::IsMember({"openb", "tiresias", "drover"}));
+  simulate->add_option("--nodes", sim_flags.nodes_file, "openb node list (CSV)");
+  simulate->add_option("--pods", sim_flags.pods_file, "openb pod list (CSV)");
+  simulate->add_option("--cluster", sim_flags.cluster_file,
+                       "the cluster: Tiresias cluster CSV or Drover node YAML");
+  simulate->add_option("--jobs", sim_flags.jobs_file,
+                       "the jobs: Tiresias CSV, Drover CSV or JSONL");
+  simulate->add_option("--synthetic", sim_flags.synthetic_summary,
+                       "draw a synthetic trace from this cluster summary CSV");
+  simulate->add_option("--cluster-id", sim_flags.cluster_id, "the summary's row (--synthetic)");
+  simulate->add_option("--nodes-count", sim_flags.nodes_count, "nodes (--synthetic)");
+  simulate->add_option("--gpus-per-node", sim_flags.gpus_per_node, "GPUs per node (--synthetic)");
+  simulate->add_option("--jobs-count", sim_flags.jobs_count, "jobs (--synthetic)");
+  simulate->add_option("--load", sim_flags.load, "offered GPU load, e.g. 0.9 (--synthetic)");
+  simulate->add_option("--queues", sim_flags.queues, "queues q0.. (--synthetic)");
+  simulate->add_option("--from-server", sim_flags.from_server,
+                       "what-if: replay the jobs a server recorded in this data directory");
+  simulate->add_option("--since", sim_flags.since,
+                       "start of the recorded window, ISO time (no zone: local time)");
+  simulate->add_option("--window", sim_flags.window,
+                       "length of the recorded window, e.g. 24h (alone: the last 24h)");
+  simulate->add_option("--baseline-policy", sim_flags.baseline_policy,
+                       "the server's current policy file (default: fair-share)");
+  simulate
+      ->add_option("--experiment", sim_flags.experiment,
+                   "fgd or replay (default: fgd for openb, else replay)")
+      ->check(CLI::IsMember({"fgd", "replay"}));
+  simulate->add_option("--policy", sim_flags.policies,
+                       "placement policy (fgd) or fifo|sjf|las|fair-share|POLICY.yaml (replay); "
+                       "repeat to compare");
+  simulate->add_option("--seed", sim_flags.seed, "first random seed (default 42)");
+  simulate->add_option("--seeds", sim_flags.seeds, "seeds to average over (fgd; default 1)");
+  simulate->add_option("--inflate", sim_flags.inflate,
+                       "arrived demand up to this multiple of capacity (fgd; default 1.3)");
+  simulate->add_option("--published", sim_flags.published_dir,
+                       "FGD paper results folder (default: fgd-expected-results beside --pods)");
+  simulate->add_option("--tick", sim_flags.tick, "scheduling pass interval of a replay (1m)");
+  simulate->add_flag("--no-timing", sim_flags.no_timing,
+                     "leave out wall-clock fields: same input, same output");
+  simulate->add_option("-o,--output", sim_flags.output, "json, text (default) or html")
+      ->check(CLI::IsMember({"json", "text", "html"}));
+  simulate->add_option("--report", sim_flags.report_file, "also write the HTML report here");
+  simulate->callback([&] {
+    // `drover -o json simulate ...` works too.
+    if (sim_flags.output.empty() && client.output == "json") sim_flags.output = "json";
+    run = [&] { return SimulateCommand(sim_flags); };
+  });
 
   try {
     app.parse(argc, argv);

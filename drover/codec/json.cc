@@ -289,7 +289,10 @@ Status Decode(const json& j, const std::string& path, model::Decision::Kind* out
 }
 
 Status Decode(const json& j, const std::string& path, model::Scoring* out) {
-  return DecodeEnum(j, path, "scoring", "binpack, spread, fragmentation", ParseScoring, out);
+  return DecodeEnum(j, path, "scoring",
+                    "binpack, spread, fragmentation, random, best-fit, dot-product, gpu-packing, "
+                    "gpu-clustering",
+                    ParseScoring, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Resources* out) {
@@ -737,7 +740,9 @@ std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
 
 std::optional<model::Scoring> ParseScoring(std::string_view name) {
   for (auto scoring :
-       {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation}) {
+       {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation,
+        model::Scoring::kRandom, model::Scoring::kBestFit, model::Scoring::kDotProduct,
+        model::Scoring::kGpuPacking, model::Scoring::kGpuClustering}) {
     if (model::ScoringName(scoring) == name) return scoring;
   }
   return std::nullopt;

@@ -387,7 +387,8 @@ TEST(JsonCodec, ParsesEnumNames) {
   EXPECT_EQ(ParseGpuSharing("exclusive"), model::GpuSharing::kExclusive);
   EXPECT_EQ(ParseGpuSharing("MIG"), std::nullopt);
   EXPECT_EQ(ParseScoring("spread"), model::Scoring::kSpread);
-  EXPECT_EQ(ParseScoring("best-fit"), std::nullopt);
+  EXPECT_EQ(ParseScoring("best-fit"), model::Scoring::kBestFit);
+  EXPECT_EQ(ParseScoring("bestfit"), std::nullopt);
   EXPECT_EQ(ParseWorkerEventKind("checkpoint"), model::WorkerEvent::Kind::kCheckpoint);
   EXPECT_EQ(WorkerEventKindName(model::WorkerEvent::Kind::kExited), "exited");
   EXPECT_EQ(ParseWorkerEventKind("crashed"), std::nullopt);

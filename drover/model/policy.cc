@@ -10,6 +10,16 @@ std::string_view ScoringName(Scoring scoring) {
       return "spread";
     case Scoring::kFragmentation:
       return "fragmentation";
+    case Scoring::kRandom:
+      return "random";
+    case Scoring::kBestFit:
+      return "best-fit";
+    case Scoring::kDotProduct:
+      return "dot-product";
+    case Scoring::kGpuPacking:
+      return "gpu-packing";
+    case Scoring::kGpuClustering:
+      return "gpu-clustering";
   }
   return "binpack";
 }

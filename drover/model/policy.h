@@ -59,6 +59,13 @@ enum class Scoring {
   kBinpack,        // fewest free resources left (keeps other nodes empty)
   kSpread,         // most free resources left (spreads load)
   kFragmentation,  // least growth of expected fragmentation (FGD, Weng et al., ATC'23)
+  // The baselines of the FGD paper, for single-worker jobs (gangs place as kBinpack); see
+  // docs/scheduling.md, "Placement scoring":
+  kRandom,         // any feasible node, uniformly
+  kBestFit,        // least free CPU and GPU left, weighted half and half
+  kDotProduct,     // least alignment of free resources with the request (Tetris)
+  kGpuPacking,     // partly used GPUs first, then used nodes, then idle nodes
+  kGpuClustering,  // nodes already running tasks of the same GPU request first
 };
 std::string_view ScoringName(Scoring scoring);
 

@@ -9,11 +9,11 @@
 // RemoveNode, which renumbers positions and therefore drops every index.
 //
 // GPUs come in three modes (model::GpuSharing). Whole-GPU allocations are a list of used GPU
-// indices (only exclusive GPUs are ever free for them: NodeState::free_gpus counts free
-// exclusive GPUs); shares are recorded per GPU index as used milli-shares and share memory
+// indices; an exclusive GPU and an idle timeslice GPU (no share in use) may be given whole
+// (NodeState::free_gpus counts both); a timeslice GPU given whole serves no share until it is
+// released. Shares are recorded per GPU index as used milli-shares and share memory
 // (timeslice) or used instances per profile (MIG). Nodes that have a timeslice or MIG GPU are
-// listed in Impl::sharing_positions, so that share requests scan only them and the exclusive
-// path never looks at share bookkeeping.
+// listed in Impl::sharing_positions, so that share requests scan only them.
 //
 // Indexes: for each StaticFilter of a whole-GPU or CPU-only request (the part of a job's
 // requirements that never depends on what is free: selector, tolerations, GPU model and memory)
@@ -118,12 +118,18 @@ struct NodeState {
   std::vector<ShareUse> shares;
   // Parallel to Node::gpus: the lower-cased model of each GPU.
   std::vector<std::string> gpu_models_lower;
-  // Exclusive GPUs of the node that are neither in used_gpus nor in shares.
+  // GPUs that may be given whole now: exclusive or timeslice, neither in used_gpus nor in
+  // shares.
   int free_gpus = 0;
-  // Exclusive GPUs of the node, free or not.
-  int exclusive_gpus = 0;
-  // The node has a timeslice or MIG GPU (so the exclusive path need not read Gpu::sharing).
-  bool sharing_gpus = false;
+  // GPUs that may ever be given whole (exclusive and timeslice), free or not.
+  int whole_capable_gpus = 0;
+  // The node has a MIG GPU (so the whole-GPU path need not read Gpu::sharing otherwise).
+  bool mig_gpus = false;
+  // Whole-GPU workers on the node by their GPU count (gpu-clustering scoring reads it).
+  std::map<int, int> whole_workers;
+  // Changes on every change of what is allocated or of the node; unique within the
+  // ClusterState (Impl::next_version), so callers may cache per-node results by it.
+  std::uint64_t version = 0;
 
   bool GpuUsed(int index) const;
   const ShareUse* FindShare(int index) const;
@@ -162,6 +168,7 @@ struct ClusterState::Impl {
   std::vector<std::unique_ptr<internal::Index>> indexes;
   std::unordered_map<std::string, internal::Index*> index_by_filter;
   std::uint64_t tick = 0;  // advances on every index lookup; drives least-recently-used eviction
+  std::uint64_t next_version = 0;  // the last NodeState::version handed out
   // Advances whenever an index is destroyed, so that callers may cache Index pointers.
   std::uint64_t index_generation = 0;
 
@@ -174,12 +181,13 @@ struct ClusterState::Impl {
   }
   internal::NodeKey KeyOf(int pos, const internal::StaticFilter& filter) const;
 
-  // GPU `i` (a position in nodes[pos].gpus) is exclusive and wholly free.
+  // GPU `i` (a position in nodes[pos].gpus) may be given whole now: exclusive or timeslice,
+  // and wholly free.
   bool WholeFree(int pos, std::size_t i) const {
     const model::Gpu& gpu = nodes[pos].gpus[i];
     const internal::NodeState& state = states[pos];
     if (state.GpuUsed(gpu.index)) return false;
-    if (state.sharing_gpus && gpu.sharing != model::GpuSharing::kExclusive) return false;
+    if (state.mig_gpus && gpu.sharing == model::GpuSharing::kMig) return false;
     return state.shares.empty() || state.FindShare(gpu.index) == nullptr;
   }
   // Free milli-shares of GPU `i` if it is a timeslice GPU not wholly allocated, else 0.

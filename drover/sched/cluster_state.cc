@@ -228,7 +228,7 @@ bool ClusterState::Impl::GpuEligible(int pos, std::size_t i, const StaticFilter&
     case GpuMode::kNone:
       return false;
     case GpuMode::kWhole:
-      if (gpu.sharing != model::GpuSharing::kExclusive) return false;
+      if (gpu.sharing == model::GpuSharing::kMig) return false;
       break;
     case GpuMode::kTimeslice:
       if (gpu.sharing != model::GpuSharing::kTimeslice) return false;
@@ -263,7 +263,7 @@ bool ClusterState::Impl::AllGpusMatch(int pos, const StaticFilter& filter) const
   if (!filter.needs_gpus) return true;
   const model::Node& node = nodes[pos];
   for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    if (node.gpus[i].sharing == model::GpuSharing::kExclusive &&
+    if (node.gpus[i].sharing != model::GpuSharing::kMig &&
         !filter.GpuMatches(states[pos].gpu_models_lower[i], node.gpus[i].memory_bytes)) {
       return false;
     }
@@ -356,6 +356,7 @@ void ClusterState::Impl::Use(int pos, std::int64_t cpu, std::int64_t memory,
                              gpu);
     }
     state.free_gpus -= static_cast<int>(gpus.size());
+    state.version = ++next_version;
   });
 }
 
@@ -371,7 +372,9 @@ void ClusterState::Impl::Use(int pos, std::int64_t cpu, std::int64_t memory,
             std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu), gpu);
         --state.free_gpus;
       }
+      if (!workers[w].gpus.empty()) ++state.whole_workers[static_cast<int>(workers[w].gpus.size())];
     }
+    state.version = ++next_version;
   });
 }
 
@@ -409,6 +412,12 @@ void ClusterState::Impl::Unuse(int pos, std::int64_t cpu, std::int64_t memory,
     NodeState& state = states[pos];
     state.used_cpu = non_negative(state.used_cpu - cpu);
     state.used_memory = non_negative(state.used_memory - memory);
+    if (share == nullptr && !gpus.empty()) {
+      auto workers = state.whole_workers.find(static_cast<int>(gpus.size()));
+      if (workers != state.whole_workers.end() && --workers->second <= 0) {
+        state.whole_workers.erase(workers);
+      }
+    }
     for (int gpu : gpus) {
       if (share == nullptr) {
         auto it = std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu);
@@ -437,12 +446,13 @@ void ClusterState::Impl::Unuse(int pos, std::int64_t cpu, std::int64_t memory,
 
 void ClusterState::Impl::RecountFreeGpus(int pos) {
   NodeState& state = states[pos];
+  state.version = ++next_version;
   state.free_gpus = 0;
-  state.exclusive_gpus = 0;
+  state.whole_capable_gpus = 0;
   for (const model::Gpu& gpu : nodes[pos].gpus) {
-    if (gpu.sharing == model::GpuSharing::kExclusive) ++state.exclusive_gpus;
+    if (gpu.sharing != model::GpuSharing::kMig) ++state.whole_capable_gpus;
   }
-  state.sharing_gpus = state.exclusive_gpus != static_cast<int>(nodes[pos].gpus.size());
+  state.mig_gpus = state.whole_capable_gpus != static_cast<int>(nodes[pos].gpus.size());
   for (std::size_t i = 0; i < nodes[pos].gpus.size(); ++i) {
     if (WholeFree(pos, i)) ++state.free_gpus;
   }
@@ -596,7 +606,7 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
             return FailedPrecondition(
                 fmt::format("job {}: GPU {} of node {} is assigned twice", job, gpu, name));
           }
-          if (g.sharing != model::GpuSharing::kExclusive) {
+          if (g.sharing == model::GpuSharing::kMig) {
             return FailedPrecondition(
                 fmt::format("job {}: GPU {} of node {} is in {} mode and serves only shares", job,
                             gpu, name, model::GpuSharingName(g.sharing)));
@@ -644,6 +654,13 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
       impl.UseShares(pos, d.cpu, d.memory, d.gpus, share);
     } else {
       impl.Use(pos, d.cpu, d.memory, d.gpus);
+    }
+  }
+  if (!shared) {
+    for (const WorkerAssignment& worker : placement.workers) {
+      if (worker.gpus.empty()) continue;
+      ++impl.states[impl.Find(worker.node.value())]
+            .whole_workers[static_cast<int>(worker.gpus.size())];
     }
   }
   return OkStatus();
@@ -713,6 +730,7 @@ std::vector<GpuFree> ClusterState::FreeByGpu(const NodeId& name) const {
         free.whole = impl_->WholeFree(pos, i);
         break;
       case model::GpuSharing::kTimeslice:
+        free.whole = impl_->WholeFree(pos, i);
         free.share_millis = impl_->FreeShareMillis(pos, i);
         free.share_memory_bytes = impl_->FreeShareMemory(pos, i);
         break;

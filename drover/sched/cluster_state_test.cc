@@ -119,10 +119,10 @@ TEST(ClusterState, CloneIsIndependent) {
   cluster.UpsertNode(MakeNode("node-a", 4));
   cluster.UpsertNode(testing::MakeSharedNode("node-b", 1, model::GpuSharing::kTimeslice));
   ASSERT_TRUE(cluster.Allocate(OneWorker("node-a", {0}), kPerWorker).has_value());
-  model::JobSpec job = MakeJob(1);
-  RunCycle(cluster, {Pending(1, job)});  // builds an index; GPU 1 of node-a is used
   const model::Requirements share = testing::MakeShareJob(300).requirements;
   ASSERT_TRUE(cluster.Allocate(OneWorker("node-b", {0}), share).has_value());
+  model::JobSpec job = MakeJob(1);
+  RunCycle(cluster, {Pending(1, job)});  // builds an index; GPU 1 of node-a is used
 
   ClusterState copy = cluster.Clone();
   EXPECT_EQ(copy.nodes(), cluster.nodes());
@@ -135,14 +135,16 @@ TEST(ClusterState, CloneIsIndependent) {
   EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(2, 3));
   EXPECT_EQ(copy.FreeByGpu(NodeId("node-b"))[0].share_millis, 1000);
   EXPECT_EQ(cluster.FreeByGpu(NodeId("node-b"))[0].share_millis, 700);
-  CycleResult result = RunCycle(copy, {Pending(2, job)});  // the copy builds its own index
+  // The copy builds its own index; its best fit is node-b's idle timeslice GPU.
+  CycleResult result = RunCycle(copy, {Pending(2, job)});
   ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-b"));
   EXPECT_THAT(result.placements[0].workers[0].gpus, ElementsAre(0));
   EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), ElementsAre(2, 3));
   result = RunCycle(cluster, {Pending(3, MakeJob(2))});
   ASSERT_EQ(result.placements.size(), 1u);
   EXPECT_THAT(cluster.FreeGpus(NodeId("node-a")), IsEmpty());
-  EXPECT_THAT(copy.FreeGpus(NodeId("node-a")), ElementsAre(2, 3));
+  EXPECT_THAT(copy.FreeGpus(NodeId("node-a")), ElementsAre(0, 2, 3));
   cluster.RemoveNode(NodeId("node-b"));
   EXPECT_TRUE(copy.Free(NodeId("node-b")));
 }

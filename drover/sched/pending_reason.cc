@@ -85,13 +85,13 @@ std::string ExclusionCause(const ClusterImpl& impl, int pos, const StaticFilter&
     std::int64_t model_ok = 0;
     std::int64_t both_ok = 0;
     for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpus[i].sharing != model::GpuSharing::kExclusive) continue;
+      if (node.gpus[i].sharing == model::GpuSharing::kMig) continue;
       ++exclusive;
       if (!any_model && !ModelMatches(filter, state.gpu_models_lower[i])) continue;
       ++model_ok;
       if (node.gpus[i].memory_bytes >= filter.gpu_memory_bytes) ++both_ok;
     }
-    if (exclusive < need.gpus) return "GPU sharing: too few exclusive GPUs";
+    if (exclusive < need.gpus) return "GPU sharing: too few GPUs that may be given whole";
     if (model_ok < need.gpus) return "GPU model";
     if (both_ok < need.gpus) return "GPU memory";
   } else if (filter.shares()) {

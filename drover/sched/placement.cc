@@ -18,47 +18,142 @@ int ClampToInt(std::int64_t value) {
   return static_cast<int>(std::clamp<std::int64_t>(value, 0, INT_MAX));
 }
 
-// Free milli-shares of every timeslice GPU of node `pos`, in node order.
-void TimesliceFree(const ClusterImpl& impl, int pos, std::vector<int>& out) {
+// The FragmentationCache code of GPU `i` of node `pos` with `taken` more milli-GPUs used (a
+// whole GPU takes 1000), or -1 for a MIG GPU (not part of fragmentation).
+std::int64_t GpuCodeAfter(const ClusterImpl& impl, int pos, std::size_t i, int taken,
+                          FragmentationCache& cache) {
+  const model::Gpu& gpu = impl.nodes[pos].gpus[i];
+  if (gpu.sharing == model::GpuSharing::kMig) return -1;
+  const bool timeslice = gpu.sharing == model::GpuSharing::kTimeslice;
+  int free =
+      impl.WholeFree(pos, i) ? kShareMillisPerGpu : (timeslice ? impl.FreeShareMillis(pos, i) : 0);
+  free = std::clamp(free - taken, 0, kShareMillisPerGpu);
+  return FragmentationCache::GpuCode(cache.ModelId(impl.states[pos].gpu_models_lower[i]), timeslice,
+                                     free);
+}
+
+// The signature (FragmentationSignature) of node `pos` after `cpu` more millicores and, per
+// GPU position, taken[i] more milli-GPUs (taken may be shorter than the GPU list).
+void SignatureAfter(const ClusterImpl& impl, int pos, std::int64_t cpu,
+                    const std::vector<int>& taken, FragmentationCache& cache,
+                    std::vector<std::int64_t>& out) {
+  out.clear();
+  out.push_back(std::max<std::int64_t>(impl.FreeCpu(pos) - cpu, 0));
+  const std::size_t n = impl.nodes[pos].gpus.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t code = GpuCodeAfter(impl, pos, i, i < taken.size() ? taken[i] : 0, cache);
+    if (code >= 0) out.push_back(code);
+  }
+  std::sort(out.begin() + 1, out.end());
+}
+
+// Positions (in Node::gpus) of the first `count` GPUs of `pos` that may be given whole and pass
+// `filter`, skipping the first `skip` of them; fewer if the node has fewer.
+void WholeGpusInOrder(const ClusterImpl& impl, int pos, const StaticFilter& filter, int skip,
+                      int count, std::vector<int>& out) {
   out.clear();
   const model::Node& node = impl.nodes[pos];
-  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    if (node.gpus[i].sharing == model::GpuSharing::kTimeslice) {
-      out.push_back(impl.FreeShareMillis(pos, i));
+  for (std::size_t i = 0; i < node.gpus.size() && static_cast<int>(out.size()) < count; ++i) {
+    if (!impl.WholeFree(pos, i) ||
+        !filter.GpuMatches(impl.states[pos].gpu_models_lower[i], node.gpus[i].memory_bytes)) {
+      continue;
+    }
+    if (skip > 0) {
+      --skip;
+      continue;
+    }
+    out.push_back(static_cast<int>(i));
+  }
+}
+
+// Calls visit(pos) for every node that may hold a worker of `demand` now and is not excluded:
+// through the index when there is one (keys with room only), else by a scan of the eligible
+// nodes (shares: of the nodes with sharing GPUs).
+template <typename Visit>
+void ForEachEligible(const ClusterImpl& impl, const StaticFilter& filter, const Index* index,
+                     const Demand& demand, const std::vector<char>* excluded, Visit&& visit) {
+  auto Excluded = [excluded](int pos) {
+    return excluded != nullptr && pos < static_cast<int>(excluded->size()) && (*excluded)[pos];
+  };
+  if (filter.shares()) {
+    for (int pos : impl.sharing_positions) {
+      if (!Excluded(pos) && impl.StaticEligible(pos, filter)) visit(pos);
+    }
+    return;
+  }
+  if (index == nullptr) {
+    for (int pos = 0; pos < static_cast<int>(impl.nodes.size()); ++pos) {
+      if (!Excluded(pos) && impl.StaticEligible(pos, filter)) visit(pos);
+    }
+    return;
+  }
+  const std::set<NodeKey>& keys = index->keys;
+  const int last_tier = filter.needs_gpus ? 0 : 1;
+  for (int tier = 0; tier <= last_tier; ++tier) {
+    auto it = keys.lower_bound(NodeKey{tier, demand.gpus, demand.cpu, demand.memory, {}, 0});
+    while (it != keys.end() && it->tier == tier) {
+      if (it->free_cpu < demand.cpu) {
+        it = keys.lower_bound(
+            NodeKey{tier, it->free_gpus, demand.cpu, demand.memory, std::string(), 0});
+        continue;
+      }
+      if (it->free_memory >= demand.memory && !Excluded(it->position)) visit(it->position);
+      ++it;
     }
   }
 }
 
-// Fragmentation (placement.h) of a node with these free amounts.
-double NodeFragmentation(std::int64_t whole_free, std::int64_t cpu, std::int64_t memory,
-                         const std::vector<int>& timeslice, const WorkloadMix& mix) {
-  whole_free = std::max<std::int64_t>(whole_free, 0);
-  std::int64_t timeslice_free = 0;
-  for (int free : timeslice) timeslice_free += std::max(free, 0);
-  const std::int64_t all = kShareMillisPerGpu * whole_free + timeslice_free;
-  double total = 0.0;
-  for (const Shape& shape : mix.shapes) {
-    const bool host_fits = cpu >= shape.cpu && memory >= shape.memory;
-    std::int64_t unusable = all;
-    if (shape.gpus > 0) {
-      if (host_fits && whole_free >= shape.gpus) unusable = timeslice_free;
-    } else if (shape.gpu_share_millis > 0) {
-      bool gpu_fits = false;
-      std::int64_t leftovers = 0;
-      for (int free : timeslice) {
-        if (free >= shape.gpu_share_millis) {
-          gpu_fits = true;
-        } else {
-          leftovers += std::max(free, 0);
-        }
-      }
-      if (host_fits && gpu_fits) unusable = kShareMillisPerGpu * whole_free + leftovers;
-    } else if (host_fits) {
-      unusable = 0;
+// GPU indices for one worker on node `pos`, ascending, avoiding `taken` (already chosen for
+// earlier workers of this job). See "GPU choice" in scheduler.h.
+std::vector<int> ChooseWholeGpus(const ClusterImpl& impl, const StaticFilter& filter, int pos,
+                                 int count, const std::vector<int>& taken) {
+  std::vector<int> chosen;
+  if (count <= 0) return chosen;
+  const model::Node& node = impl.nodes[pos];
+  const NodeState& state = impl.states[pos];
+  // Free matching GPUs as (group, index), sorted: each group is a run, indices ascending.
+  std::vector<std::pair<const std::string*, int>> free;
+  free.reserve(node.gpus.size());
+  const bool mig = state.mig_gpus;
+  const bool shares = !state.shares.empty();
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    const model::Gpu& gpu = node.gpus[i];
+    // ClusterState::Impl::WholeFree, with the node's lookups hoisted.
+    if (state.GpuUsed(gpu.index) || (mig && gpu.sharing == model::GpuSharing::kMig) ||
+        (shares && state.FindShare(gpu.index) != nullptr) ||
+        (!taken.empty() && std::find(taken.begin(), taken.end(), gpu.index) != taken.end())) {
+      continue;
     }
-    total += shape.weight * static_cast<double>(unusable);
+    if (!filter.GpuMatches(state.gpu_models_lower[i], gpu.memory_bytes)) continue;
+    free.emplace_back(&gpu.topology_group, gpu.index);
   }
-  return total;
+  std::sort(free.begin(), free.end(), [](const auto& a, const auto& b) {
+    if (*a.first != *b.first) return *a.first < *b.first;
+    return a.second < b.second;
+  });
+  // The smallest run that holds `count` (ties: the lowest first index).
+  std::size_t best_begin = 0;
+  std::size_t best_size = 0;
+  for (std::size_t begin = 0; begin < free.size();) {
+    std::size_t end = begin + 1;
+    while (end < free.size() && *free[end].first == *free[begin].first) ++end;
+    const std::size_t size = end - begin;
+    if (size >= static_cast<std::size_t>(count) &&
+        (best_size == 0 || size < best_size ||
+         (size == best_size && free[begin].second < free[best_begin].second))) {
+      best_begin = begin;
+      best_size = size;
+    }
+    begin = end;
+  }
+  if (best_size > 0) {
+    for (int i = 0; i < count; ++i) chosen.push_back(free[best_begin + i].second);
+    return chosen;
+  }
+  for (const auto& [group, index] : free) chosen.push_back(index);
+  std::sort(chosen.begin(), chosen.end());
+  chosen.resize(std::min<std::size_t>(chosen.size(), count));
+  return chosen;
 }
 
 // FGD deltas closer than this are ties (they are sums of products of weights and integers).
@@ -79,16 +174,19 @@ class Planner {
         same_node_(spec.requirements.same_node),
         labels_(!spec.preferences.node_labels.empty()),
         scoring_(options.scoring) {
+    if (scoring_ != model::Scoring::kSpread && scoring_ != model::Scoring::kFragmentation) {
+      scoring_ = model::Scoring::kBinpack;  // the node-scored baselines place gangs as binpack
+    }
     if (scoring_ == model::Scoring::kFragmentation) {
       if (demand_.mode == GpuMode::kMig) {
         scoring_ = model::Scoring::kBinpack;  // MIG slices are preconfigured: nothing to score
       } else if (options.mix != nullptr) {
         mix_ = options.mix;
       } else {
-        own_mix_.shapes.push_back(
-            Shape{demand_.gpus, demand_.cpu, demand_.memory, demand_.share_millis, 1.0});
+        own_mix_ = MixOf({&spec});
         mix_ = &own_mix_;
       }
+      cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
     }
   }
 
@@ -200,7 +298,7 @@ class Planner {
         break;
       case model::Scoring::kSpread:
         return shares ? ShareSpreadBefore(a, b, impl_) : SpreadBefore(a, b, impl_);
-      case model::Scoring::kBinpack:
+      default:
         break;
     }
     return shares ? ShareBinpackBefore(a, b, impl_) : BinpackBefore(a, b, impl_);
@@ -213,36 +311,10 @@ class Planner {
 
   // ---- Topology ----
 
-  // Calls visit(pos) for every node that may hold a worker now (before this plan): through the
-  // index when there is one (keys with room only), else by a scan of the eligible nodes.
+  // Calls visit(pos) for every node that may hold a worker now (before this plan).
   template <typename Visit>
   void ForEachCandidate(Visit&& visit) const {
-    if (filter_.shares()) {
-      for (int pos : impl_.sharing_positions) {
-        if (!Excluded(pos) && impl_.StaticEligible(pos, filter_)) visit(pos);
-      }
-      return;
-    }
-    if (index_ == nullptr) {
-      for (int pos = 0; pos < static_cast<int>(impl_.nodes.size()); ++pos) {
-        if (!Excluded(pos) && impl_.StaticEligible(pos, filter_)) visit(pos);
-      }
-      return;
-    }
-    const std::set<NodeKey>& keys = index_->keys;
-    const int last_tier = filter_.needs_gpus ? 0 : 1;
-    for (int tier = 0; tier <= last_tier; ++tier) {
-      auto it = keys.lower_bound(NodeKey{tier, demand_.gpus, demand_.cpu, demand_.memory, {}, 0});
-      while (it != keys.end() && it->tier == tier) {
-        if (it->free_cpu < demand_.cpu) {
-          it = keys.lower_bound(
-              NodeKey{tier, it->free_gpus, demand_.cpu, demand_.memory, std::string(), 0});
-          continue;
-        }
-        if (it->free_memory >= demand_.memory && !Excluded(it->position)) visit(it->position);
-        ++it;
-      }
-    }
+    ForEachEligible(impl_, filter_, index_, demand_, options_.excluded, visit);
   }
 
   // The domain of `level` that fits the gang with the least spare capacity (in workers; ties:
@@ -310,17 +382,23 @@ class Planner {
     return ClampToInt(n);
   }
 
-  double WholeDelta(const Cand& c, int k) {
-    TimesliceFree(impl_, c.pos, timeslice_);
-    const double before = NodeFragmentation(c.free_gpus, c.cpu, c.memory, timeslice_, *mix_);
-    const double after =
-        NodeFragmentation(c.free_gpus - std::int64_t{k} * demand_.gpus, c.cpu - k * demand_.cpu,
-                          c.memory - k * demand_.memory, timeslice_, *mix_);
-    return after - before;
+  // Fragmentation of node `pos` with `workers` whole-GPU workers of this demand on it beyond
+  // what it holds now (their GPUs the first free matching ones).
+  double WholeFragmentation(int pos, int workers) {
+    WholeGpusInOrder(impl_, pos, filter_, 0, ClampToInt(std::int64_t{workers} * demand_.gpus),
+                     gpu_scratch_);
+    taken_.assign(impl_.nodes[pos].gpus.size(), 0);
+    for (int i : gpu_scratch_) taken_[i] = kShareMillisPerGpu;
+    SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, *cache_, signature_);
+    return cache_->Get(signature_, *mix_);
   }
 
-  // FGD among `cands`: one representative per (label score, tier, free GPUs) class, its best
-  // fit; then the least growth of fragmentation, ties in binpack order.
+  double WholeDelta(const Cand& c, int k) {
+    const int planned = Planned(c.pos);
+    return WholeFragmentation(c.pos, planned + k) - WholeFragmentation(c.pos, planned);
+  }
+
+  // FGD among `cands`: the least growth of fragmentation, ties in binpack order.
   Cand PickFragmentation(std::vector<Cand>& cands, int k) {
     std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
       if (a.label != b.label) return a.label > b.label;
@@ -328,10 +406,6 @@ class Planner {
     });
     Cand best;
     for (std::size_t i = 0; i < cands.size(); ++i) {
-      if (i > 0 && cands[i].label == cands[i - 1].label && cands[i].tier == cands[i - 1].tier &&
-          cands[i].free_gpus == cands[i - 1].free_gpus) {
-        continue;  // not the best fit of its class
-      }
       Cand& cand = cands[i];
       if (!list_mode_) Count(cand.pos);
       cand.delta = WholeDelta(cand, k);
@@ -374,7 +448,7 @@ class Planner {
     };
     Cand best;
     Cand cand;
-    std::vector<Cand> cands;  // FGD representatives
+    std::vector<Cand> cands;  // FGD: every feasible node
     for (int tier = 0; tier <= last_tier; ++tier) {
       if (scoring_ == model::Scoring::kSpread) {
         // The top of the tier: the most free first. Keys below `c` CPU in a GPU bucket are
@@ -412,11 +486,9 @@ class Planner {
             it = keys.lower_bound(NodeKey{tier, it->free_gpus, c, m, std::string(), 0});
             continue;
           }
-          if (usable(*it) && MakeWhole(it->position, k, cand)) {
-            cands.push_back(cand);  // the best fit of its bucket; on to the next bucket
-            it = keys.lower_bound(NodeKey{tier, it->free_gpus + 1, c, m, std::string(), 0});
-            continue;
-          }
+          // Every feasible node: nodes with as many free GPUs may differ in their partly used
+          // timeslice GPUs and their CPU, which fragmentation weighs.
+          if (usable(*it) && MakeWhole(it->position, k, cand)) cands.push_back(cand);
           ++it;
         }
       }
@@ -444,7 +516,7 @@ class Planner {
     } else {
       double used = 0.0;
       if (demand_.gpus > 0) {
-        const int total = impl_.states[c.pos].exclusive_gpus;
+        const int total = impl_.states[c.pos].whole_capable_gpus;
         const std::int64_t free = c.free_gpus - std::int64_t{n} * demand_.gpus;
         if (total > 0) used = 1.0 - static_cast<double>(free) / static_cast<double>(total);
       } else if (node.cpu_millis > 0) {
@@ -516,7 +588,7 @@ class Planner {
     const model::Node& node = impl_.nodes[pos];
     double used = 0.0;
     if (demand_.gpus > 0) {
-      const int total = impl_.states[pos].exclusive_gpus;
+      const int total = impl_.states[pos].whole_capable_gpus;
       const std::int64_t free = impl_.states[pos].free_gpus - std::int64_t{n} * demand_.gpus;
       if (total > 0) used = 1.0 - static_cast<double>(free) / total;
     } else if (node.cpu_millis > 0) {
@@ -578,65 +650,13 @@ class Planner {
         WorkerAssignment worker;
         worker.rank = static_cast<int>(gang_.workers.size());
         worker.node = impl_.nodes[pos].name;
-        worker.gpus = ChooseGpus(pos, demand_.gpus, taken);
+        worker.gpus = ChooseWholeGpus(impl_, filter_, pos, demand_.gpus, taken);
         DROVER_CHECK(static_cast<int>(worker.gpus.size()) == demand_.gpus);
         if (n > 1) taken.insert(taken.end(), worker.gpus.begin(), worker.gpus.end());
         gang_.workers.push_back(std::move(worker));
       }
     }
     return Finish();
-  }
-
-  // GPU indices for one worker on node `pos`, ascending, avoiding `taken` (already chosen for
-  // earlier workers of this job). See "GPU choice" in scheduler.h.
-  std::vector<int> ChooseGpus(int pos, int count, const std::vector<int>& taken) const {
-    std::vector<int> chosen;
-    if (count <= 0) return chosen;
-    const model::Node& node = impl_.nodes[pos];
-    const NodeState& state = impl_.states[pos];
-    // Free matching GPUs as (group, index), sorted: each group is a run, indices ascending.
-    std::vector<std::pair<const std::string*, int>> free;
-    free.reserve(node.gpus.size());
-    const bool sharing = state.sharing_gpus;
-    const bool shares = !state.shares.empty();
-    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-      const model::Gpu& gpu = node.gpus[i];
-      // ClusterState::Impl::WholeFree, with the node's lookups hoisted.
-      if (state.GpuUsed(gpu.index) || (sharing && gpu.sharing != model::GpuSharing::kExclusive) ||
-          (shares && state.FindShare(gpu.index) != nullptr) ||
-          (!taken.empty() && std::find(taken.begin(), taken.end(), gpu.index) != taken.end())) {
-        continue;
-      }
-      if (!filter_.GpuMatches(state.gpu_models_lower[i], gpu.memory_bytes)) continue;
-      free.emplace_back(&gpu.topology_group, gpu.index);
-    }
-    std::sort(free.begin(), free.end(), [](const auto& a, const auto& b) {
-      if (*a.first != *b.first) return *a.first < *b.first;
-      return a.second < b.second;
-    });
-    // The smallest run that holds `count` (ties: the lowest first index).
-    std::size_t best_begin = 0;
-    std::size_t best_size = 0;
-    for (std::size_t begin = 0; begin < free.size();) {
-      std::size_t end = begin + 1;
-      while (end < free.size() && *free[end].first == *free[begin].first) ++end;
-      const std::size_t size = end - begin;
-      if (size >= static_cast<std::size_t>(count) &&
-          (best_size == 0 || size < best_size ||
-           (size == best_size && free[begin].second < free[best_begin].second))) {
-        best_begin = begin;
-        best_size = size;
-      }
-      begin = end;
-    }
-    if (best_size > 0) {
-      for (int i = 0; i < count; ++i) chosen.push_back(free[best_begin + i].second);
-      return chosen;
-    }
-    for (const auto& [group, index] : free) chosen.push_back(index);
-    std::sort(chosen.begin(), chosen.end());
-    chosen.resize(std::min<std::size_t>(chosen.size(), count));
-    return chosen;
   }
 
   // ---- Shares (timeslice and MIG) ----
@@ -709,23 +729,12 @@ class Planner {
       node.label = LabelScore(pos);
       const bool fgd = scoring_ == model::Scoring::kFragmentation;
       double before = 0.0;
-      if (fgd) {
-        ShareTimeslice(pos, timeslice_);
-        before = NodeFragmentation(node.free_gpus, node.cpu, node.memory, timeslice_, *mix_);
-      }
+      if (fgd) before = ShareFragmentation(pos, -1);
       const model::Node& n = impl_.nodes[pos];
-      int slot = -1;  // position of GPU i among the node's timeslice GPUs
       for (std::size_t i = 0; i < n.gpus.size(); ++i) {
-        if (n.gpus[i].sharing == model::GpuSharing::kTimeslice) ++slot;
         Cand cand;
         if (!MakeShare(node, static_cast<int>(i), cand)) continue;
-        if (fgd) {
-          timeslice_[slot] -= demand_.share_millis;
-          cand.delta = NodeFragmentation(node.free_gpus, node.cpu - demand_.cpu,
-                                         node.memory - demand_.memory, timeslice_, *mix_) -
-                       before;
-          timeslice_[slot] += demand_.share_millis;
-        }
+        if (fgd) cand.delta = ShareFragmentation(pos, static_cast<int>(i)) - before;
         if (Better(cand, best)) best = cand;
       }
     };
@@ -737,18 +746,23 @@ class Planner {
     return best;
   }
 
-  // Free milli-shares of each timeslice GPU of `pos`, net of this plan.
-  void ShareTimeslice(int pos, std::vector<int>& out) const {
-    out.clear();
-    const model::Node& node = impl_.nodes[pos];
-    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpus[i].sharing != model::GpuSharing::kTimeslice) continue;
-      int free = impl_.FreeShareMillis(pos, i);
-      if (demand_.mode == GpuMode::kTimeslice) {
-        free -= PlannedOnGpu(pos, static_cast<int>(i)) * demand_.share_millis;
-      }
-      out.push_back(free);
+  // Fragmentation of node `pos` with the shares this plan put on it and, if `extra` >= 0, one
+  // more on GPU position `extra` (timeslice demands only).
+  double ShareFragmentation(int pos, int extra) {
+    const std::size_t n = impl_.nodes[pos].gpus.size();
+    taken_.assign(n, 0);
+    int workers = 0;
+    for (const auto& [p, gpu] : steps_) {
+      if (p != pos) continue;
+      taken_[gpu] += demand_.share_millis;
+      ++workers;
     }
+    if (extra >= 0) {
+      taken_[extra] += demand_.share_millis;
+      ++workers;
+    }
+    SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, *cache_, signature_);
+    return cache_->Get(signature_, *mix_);
   }
 
   std::optional<PlannedGang> PlanShares(std::vector<int> positions) {
@@ -829,6 +843,8 @@ class Planner {
   model::Scoring scoring_;
   WorkloadMix own_mix_;
   const WorkloadMix* mix_ = nullptr;
+  FragmentationCache own_cache_;
+  FragmentationCache* cache_ = nullptr;
 
   bool list_mode_ = false;
   std::vector<int> list_;  // candidate positions in list mode
@@ -839,8 +855,362 @@ class Planner {
   int found_ = 0;                                       // binpack index hits (each distinct)
   int list_candidates_ = -1;                            // list mode: feasible at the first step
   double score_ = 0.0;
-  std::vector<int> timeslice_;  // scratch
+  std::vector<int> taken_;               // scratch: milli-GPUs taken per GPU position
+  std::vector<int> gpu_scratch_;         // scratch: GPU positions
+  std::vector<std::int64_t> signature_;  // scratch
 };
+
+// Plans a single-worker job by scoring every feasible node (the kube-scheduler's model): the
+// highest score wins; ties go to options.rng uniformly, else to the node name. The scores of
+// the FGD paper's baselines are theirs (integer scores of 0..100, as its simulator computes
+// them), so that the simulator can reproduce its experiment; kFragmentation scores the exact
+// growth of fragmentation (fragmentation.h), memoized by node state.
+class ScoredPlanner {
+ public:
+  ScoredPlanner(const ClusterImpl& impl, const StaticFilter& filter, const Index* index,
+                const model::JobSpec& spec, const PlanOptions& options)
+      : impl_(impl),
+        filter_(filter),
+        index_(filter.shares() ? nullptr : index),
+        spec_(spec),
+        options_(options),
+        demand_(PerWorker(spec)) {
+    if (options.scoring == model::Scoring::kFragmentation) {
+      if (options.mix != nullptr) {
+        mix_ = options.mix;
+      } else {
+        own_mix_ = MixOf({&spec});
+        mix_ = &own_mix_;
+      }
+      cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
+      // Sized up front: groups_ points into the node entries.
+      if (!impl.nodes.empty()) cache_->Node(static_cast<int>(impl.nodes.size()) - 1);
+    }
+  }
+
+  std::optional<PlannedGang> Run() {
+    int feasible = 0;
+    ForEachEligible(impl_, filter_, index_, demand_, options_.excluded, [&](int pos) {
+      if (Capacity(impl_, pos, filter_, index_, demand_, 1) < 1) return;
+      ++feasible;
+      int gpu = -1;
+      const double score = Score(pos, gpu);
+      const int label = LabelScore(pos);
+      // FGD: among equal growth of fragmentation, the fullest node (fewest free milli-GPUs,
+      // then CPU), which keeps idle nodes whole for the tasks the mix leaves out.
+      const double fill = options_.scoring == model::Scoring::kFragmentation ? Fill(pos) : 0.0;
+      if (best_ >= 0) {
+        if (label != best_label_) {
+          if (label < best_label_) return;
+        } else if (std::abs(score - best_score_) > kDeltaEpsilon) {
+          if (score < best_score_) return;
+        } else if (fill < best_fill_) {
+          return;
+        }
+      }
+      const bool tie = best_ >= 0 && label == best_label_ &&
+                       std::abs(score - best_score_) <= kDeltaEpsilon && fill == best_fill_;
+      if (tie) {
+        ++ties_;
+        if (options_.rng != nullptr) {
+          if (std::uniform_int_distribution<int>(0, ties_ - 1)(*options_.rng) != 0) return;
+        } else if (impl_.nodes[pos].name.value() > impl_.nodes[best_].name.value()) {
+          return;
+        }
+      } else {
+        ties_ = 1;
+        best_score_ = score;
+        best_label_ = label;
+        best_fill_ = fill;
+      }
+      best_ = pos;
+      best_gpu_ = gpu;
+    });
+    if (best_ < 0) return std::nullopt;
+    PlannedGang gang;
+    WorkerAssignment worker;
+    worker.rank = 0;
+    worker.node = impl_.nodes[best_].name;
+    if (filter_.shares()) {
+      worker.gpus = {impl_.nodes[best_].gpus[best_gpu_].index};
+    } else if (demand_.gpus > 0) {
+      worker.gpus = ChooseWholeGpus(impl_, filter_, best_, demand_.gpus, {});
+    }
+    gang.workers.push_back(std::move(worker));
+    gang.nodes.emplace_back(best_, 1);
+    gang.candidates = feasible;
+    gang.score = best_label_ + best_score_ / 100.0;
+    return gang;
+  }
+
+ private:
+  // The node-level quantities the FGD paper's scores read.
+  struct NodeView {
+    std::int64_t cpu_free = 0;
+    std::int64_t gpu_left = 0;  // free milli-GPUs over the GPUs that may be given whole or shared
+    int gpus = 0;               // such GPUs
+    int fully_free = 0;         // of them, wholly free
+  };
+
+  NodeView View(int pos) const {
+    NodeView view;
+    view.cpu_free = impl_.FreeCpu(pos);
+    const model::Node& node = impl_.nodes[pos];
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+      if (node.gpus[i].sharing == model::GpuSharing::kMig) continue;
+      ++view.gpus;
+      if (impl_.WholeFree(pos, i)) {
+        ++view.fully_free;
+        view.gpu_left += kShareMillisPerGpu;
+      } else {
+        view.gpu_left += impl_.FreeShareMillis(pos, i);
+      }
+    }
+    return view;
+  }
+
+  // How full the node is: minus its free milli-GPUs, then minus its free cores.
+  double Fill(int pos) const {
+    const NodeView v = View(pos);
+    return -static_cast<double>(v.gpu_left) * 1e6 - static_cast<double>(v.cpu_free);
+  }
+
+  int LabelScore(int pos) const {
+    int score = 0;
+    const auto& labels = impl_.nodes[pos].labels;
+    for (const model::LabelPreference& pref : spec_.preferences.node_labels) {
+      auto it = labels.find(pref.key);
+      if (it != labels.end() && it->second == pref.value) score += pref.weight;
+    }
+    return score;
+  }
+
+  // Free milli-GPUs of GPU position i for this demand, or -1 if it cannot host one worker.
+  int HostFree(int pos, std::size_t i) const {
+    if (filter_.shares()) {
+      if (!impl_.GpuEligible(pos, i, filter_)) return -1;
+      const int free = impl_.FreeShareMillis(pos, i);
+      if (free < demand_.share_millis) return -1;
+      if (demand_.share_memory > 0 && impl_.FreeShareMemory(pos, i) < demand_.share_memory) {
+        return -1;
+      }
+      return free;
+    }
+    return impl_.WholeFree(pos, i) && filter_.GpuMatches(impl_.states[pos].gpu_models_lower[i],
+                                                         impl_.nodes[pos].gpus[i].memory_bytes)
+               ? kShareMillisPerGpu
+               : -1;
+  }
+
+  // The share's GPU: the fullest that hosts it (ties: the lowest position).
+  int BestFitGpu(int pos) const {
+    int best = -1;
+    int best_free = 0;
+    for (std::size_t i = 0; i < impl_.nodes[pos].gpus.size(); ++i) {
+      const int free = HostFree(pos, i);
+      if (free >= 0 && (best < 0 || free < best_free)) {
+        best = static_cast<int>(i);
+        best_free = free;
+      }
+    }
+    return best;
+  }
+
+  std::int64_t GpuRequest() const {
+    return filter_.shares() ? demand_.share_millis
+                            : std::int64_t{demand_.gpus} * kShareMillisPerGpu;
+  }
+
+  double Score(int pos, int& gpu) {
+    if (filter_.shares()) gpu = BestFitGpu(pos);
+    constexpr double kMaxCpu = 128'000;  // the FGD simulator's normalizers: 128 cores, 8 GPUs
+    constexpr double kMaxGpu = 8'000;
+    switch (options_.scoring) {
+      case model::Scoring::kRandom:
+        return 0.0;
+      case model::Scoring::kBestFit: {
+        const NodeView v = View(pos);
+        const double left = 0.5 * static_cast<double>(v.cpu_free - demand_.cpu) / kMaxCpu +
+                            0.5 * static_cast<double>(v.gpu_left - GpuRequest()) / kMaxGpu;
+        return std::trunc((1.0 - left) * 100.0);
+      }
+      case model::Scoring::kDotProduct: {
+        const NodeView v = View(pos);
+        const double dot = (static_cast<double>(v.cpu_free) / kMaxCpu) *
+                               (static_cast<double>(demand_.cpu) / kMaxCpu) +
+                           (static_cast<double>(v.gpu_left) / kMaxGpu) *
+                               (static_cast<double>(GpuRequest()) / kMaxGpu);
+        return std::trunc(100.0 * (1.0 - dot / 2.0));
+      }
+      case model::Scoring::kGpuPacking:
+        return PackingScore(pos);
+      case model::Scoring::kGpuClustering:
+        return ClusteringScore(pos);
+      case model::Scoring::kFragmentation:
+        return -FragmentationDelta(pos, gpu);
+      case model::Scoring::kBinpack:
+      case model::Scoring::kSpread:
+        break;
+    }
+    return 0.0;
+  }
+
+  // Partly used GPUs first (100 down to 50 by their free share), then free GPUs of a used node
+  // (50 down to 33 by how many), then idle nodes (33 down by their GPU count).
+  double PackingScore(int pos) const {
+    if (demand_.mode == GpuMode::kNone) return 0.0;
+    const NodeView v = View(pos);
+    if (v.fully_free == v.gpus) return std::max(33 - v.fully_free, v.fully_free);
+    std::vector<std::pair<int, int>> hosts;  // (free, position), the fullest first
+    for (std::size_t i = 0; i < impl_.nodes[pos].gpus.size(); ++i) {
+      const int free = HostFree(pos, i);
+      if (free >= 0) hosts.emplace_back(free, static_cast<int>(i));
+    }
+    std::stable_sort(hosts.begin(), hosts.end());
+    const int count = filter_.shares() ? 1 : demand_.gpus;
+    int fully_free_used = 0;
+    std::int64_t free_percent = 0;
+    for (int k = 0; k < count && k < static_cast<int>(hosts.size()); ++k) {
+      if (hosts[k].first == kShareMillisPerGpu) ++fully_free_used;
+      free_percent += hosts[k].first * 100 / kShareMillisPerGpu;
+    }
+    if (fully_free_used > 0) return std::max(50 - fully_free_used, 33);
+    return static_cast<double>(std::max<std::int64_t>(100 - free_percent / 10, 50));
+  }
+
+  // Nodes running only tasks of this GPU request (75..100), of it among others (50..75), idle
+  // nodes (25..50), nodes running other requests (0..25); within each band, fuller first.
+  double ClusteringScore(int pos) const {
+    if (demand_.mode == GpuMode::kNone) return 0.0;
+    const NodeState& state = impl_.states[pos];
+    const bool shares = std::any_of(state.shares.begin(), state.shares.end(),
+                                    [](const ShareUse& use) { return use.millis > 0; });
+    const int kinds = static_cast<int>(state.whole_workers.size()) + (shares ? 1 : 0);
+    const bool same = filter_.shares() ? shares : state.whole_workers.count(demand_.gpus) > 0;
+    const std::int64_t fill = 25 * (8000 - View(pos).gpu_left) / 8000;
+    int band = 0;
+    if (same) {
+      band = kinds == 1 ? 75 : 50;
+    } else {
+      band = kinds == 0 ? 25 : 0;
+    }
+    return static_cast<double>(fill + band);
+  }
+
+  // Growth of the node's fragmentation if the worker goes there (for a share, on the GPU that
+  // grows it least, which `gpu` receives).
+  double FragmentationDelta(int pos, int& gpu) {
+    FragmentationCache::NodeEntry& node = cache_->Node(pos);
+    const std::uint64_t version = impl_.states[pos].version;
+    if (node.version != version || node.signature.empty()) {
+      SignatureAfter(impl_, pos, 0, {}, *cache_, node.signature);
+      node.value = cache_->Get(node.signature, *mix_);
+      node.hash = FragmentationCache::Hash(node.signature);
+      node.version = version;
+    }
+    // Nodes in the same state (same signature) grow alike: evaluate each state once per plan
+    // (unless GPU memory, which the signature leaves out, decides which GPU hosts the worker).
+    if (filter_.gpu_memory_bytes > 0 || demand_.share_memory > 0) {
+      return Growth(pos, node.value, gpu);
+    }
+    auto [group, fresh] = groups_.try_emplace(node.hash);
+    if (!fresh && *group->second.signature == node.signature) {
+      gpu = filter_.shares() ? GpuWithCode(pos, group->second.gpu_code) : -1;
+      return group->second.delta;
+    }
+    const double delta = Growth(pos, node.value, gpu);
+    if (fresh) {
+      group->second.signature = &node.signature;
+      group->second.delta = delta;
+      group->second.gpu_code = gpu >= 0 ? GpuCodeAfter(impl_, pos, gpu, 0, *cache_) : -1;
+    }
+    return delta;
+  }
+
+  // Growth of node `pos`'s fragmentation (now `before`) if the worker goes there; for a share,
+  // on the GPU that grows it least (ties: the lowest position), which `gpu` receives.
+  double Growth(int pos, double before, int& gpu) {
+    const std::size_t n = impl_.nodes[pos].gpus.size();
+    taken_.assign(n, 0);
+    if (!filter_.shares()) {
+      WholeGpusInOrder(impl_, pos, filter_, 0, demand_.gpus, gpus_);
+      for (int i : gpus_) taken_[i] = kShareMillisPerGpu;
+      SignatureAfter(impl_, pos, demand_.cpu, taken_, *cache_, signature_);
+      return cache_->Get(signature_, *mix_) - before;
+    }
+    double best = 0.0;
+    gpu = -1;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (HostFree(pos, i) < 0) continue;
+      taken_[i] = demand_.share_millis;
+      SignatureAfter(impl_, pos, demand_.cpu, taken_, *cache_, signature_);
+      taken_[i] = 0;
+      const double delta = cache_->Get(signature_, *mix_) - before;
+      if (gpu < 0 || delta < best - kDeltaEpsilon) {
+        best = delta;
+        gpu = static_cast<int>(i);
+      }
+    }
+    return best;
+  }
+
+  // The lowest GPU position of `pos` that hosts the share and whose code is `code`.
+  int GpuWithCode(int pos, std::int64_t code) const {
+    for (std::size_t i = 0; i < impl_.nodes[pos].gpus.size(); ++i) {
+      if (HostFree(pos, i) >= 0 && GpuCodeAfter(impl_, pos, i, 0, *cache_) == code) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+
+  // A node state already evaluated in this plan.
+  struct Group {
+    const std::vector<std::int64_t>* signature = nullptr;  // in the cache's node entries
+    double delta = 0.0;
+    std::int64_t gpu_code = -1;  // shares: the chosen GPU's code
+  };
+
+  const ClusterImpl& impl_;
+  const StaticFilter& filter_;
+  const Index* index_;
+  const model::JobSpec& spec_;
+  const PlanOptions& options_;
+  const Demand demand_;
+  WorkloadMix own_mix_;
+  const WorkloadMix* mix_ = nullptr;
+  FragmentationCache own_cache_;
+  FragmentationCache* cache_ = nullptr;
+
+  int best_ = -1;
+  int best_gpu_ = -1;
+  int best_label_ = 0;
+  double best_score_ = 0.0;
+  double best_fill_ = 0.0;
+  int ties_ = 0;
+  std::vector<int> taken_;
+  std::vector<int> gpus_;
+  std::vector<std::int64_t> signature_;
+  std::unordered_map<std::size_t, Group> groups_;
+};
+
+// True if Plan scores every node for this job (ScoredPlanner).
+bool NodeScored(const model::JobSpec& spec, const StaticFilter& filter,
+                const PlanOptions& options) {
+  if (GangSize(spec) != 1 || !spec.requirements.topology_level.empty() ||
+      !spec.preferences.topology_level.empty()) {
+    return false;
+  }
+  switch (options.scoring) {
+    case model::Scoring::kBinpack:
+    case model::Scoring::kSpread:
+      return false;
+    case model::Scoring::kFragmentation:
+      return filter.mode != GpuMode::kMig;
+    default:
+      return true;
+  }
+}
 
 }  // namespace
 
@@ -898,43 +1268,17 @@ int Capacity(const ClusterImpl& impl, int pos, const StaticFilter& filter, const
   return ClampToInt(capacity);
 }
 
-WorkloadMix MixOf(const std::vector<const model::JobSpec*>& specs) {
-  WorkloadMix mix;
-  double total = 0.0;
-  for (const model::JobSpec* spec : specs) {
-    const Demand demand = PerWorker(*spec);
-    if (demand.mode == GpuMode::kMig) continue;
-    Shape shape{demand.gpus, demand.cpu, demand.memory, demand.share_millis, 0.0};
-    auto it = std::find_if(mix.shapes.begin(), mix.shapes.end(), [&](const Shape& s) {
-      return s.gpus == shape.gpus && s.cpu == shape.cpu && s.memory == shape.memory &&
-             s.gpu_share_millis == shape.gpu_share_millis;
-    });
-    if (it == mix.shapes.end()) it = mix.shapes.insert(mix.shapes.end(), shape);
-    it->weight += GangSize(*spec);
-    total += GangSize(*spec);
-  }
-  for (Shape& shape : mix.shapes) shape.weight /= total;
-  return mix;
-}
-
-double Fragmentation(const ClusterImpl& impl, int pos, const WorkloadMix& mix) {
-  std::vector<int> timeslice;
-  TimesliceFree(impl, pos, timeslice);
-  return NodeFragmentation(impl.states[pos].free_gpus, impl.FreeCpu(pos), impl.FreeMemory(pos),
-                           timeslice, mix);
-}
-
-double Fragmentation(const ClusterImpl& impl, const WorkloadMix& mix) {
-  double total = 0.0;
-  for (int pos = 0; pos < static_cast<int>(impl.nodes.size()); ++pos) {
-    total += Fragmentation(impl, pos, mix);
-  }
-  return total;
+void FragmentationSignature(const ClusterImpl& impl, int pos, FragmentationCache& cache,
+                            std::vector<std::int64_t>& out) {
+  SignatureAfter(impl, pos, 0, {}, cache, out);
 }
 
 std::optional<PlannedGang> Plan(const ClusterImpl& impl, const StaticFilter& filter,
                                 const Index* index, const model::JobSpec& spec,
                                 const PlanOptions& options) {
+  if (NodeScored(spec, filter, options)) {
+    return ScoredPlanner(impl, filter, index, spec, options).Run();
+  }
   return Planner(impl, filter, index, spec, options).Run();
 }
 

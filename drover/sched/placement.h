@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
 #include "drover/sched/cluster_index.h"
+#include "drover/sched/fragmentation.h"
 #include "drover/sched/scheduler.h"
 
 namespace drover::sched::internal {
@@ -40,44 +42,29 @@ int GangSize(const model::JobSpec& spec);
 int Capacity(const ClusterImpl& impl, int pos, const StaticFilter& filter, const Index* index,
              const Demand& demand, int limit);
 
-// The workload the fragmentation score expects (FGD's target workload): request shapes and
-// their weights (probabilities; they need not sum to 1).
-struct WorkloadMix {
-  // gpus > 0: whole GPUs; else gpu_share_millis > 0: a time-sliced share; else CPU only.
-  struct Shape {
-    int gpus = 0;
-    std::int64_t cpu = 0;
-    std::int64_t memory = 0;
-    int gpu_share_millis = 0;
-    double weight = 1.0;
-
-    friend bool operator==(const Shape&, const Shape&) = default;
-  };
-  std::vector<Shape> shapes;
-};
+// The workload the fragmentation score expects (fragmentation.h).
+using WorkloadMix = sched::WorkloadMix;
 using Shape = WorkloadMix::Shape;
+using sched::MixOf;
 
-// The mix of `specs` (one shape per distinct per-worker request; weight = its share of the
-// workers). MIG requests are left out (see Fragmentation).
-WorkloadMix MixOf(const std::vector<const model::JobSpec*>& specs);
-
-// FGD's fragmentation of one node for `mix`, in milli-GPUs:
-//   F(node) = sum over shapes m of weight_m * (the free GPU amount on the node that m cannot
-//   use: all of it if m does not fit on the node (GPU count, CPU or memory); otherwise the
-//   partial GPUs: for a whole-GPU or CPU-only m the free milli-shares of timeslice GPUs (m
-//   cannot use those), for a share m the free exclusive GPUs plus the timeslice leftovers
-//   smaller than m's share).
-// The free GPU amount is 1000 per free exclusive GPU plus the free milli-shares of timeslice
-// GPUs; MIG GPUs are preconfigured and do not count.
-double Fragmentation(const ClusterImpl& impl, int pos, const WorkloadMix& mix);
-// The sum over every node.
-double Fragmentation(const ClusterImpl& impl, const WorkloadMix& mix);
+// Writes node `pos`'s state as a FragmentationCache signature: its free CPU, then the code of
+// each exclusive or timeslice GPU (wholly free: 1000; timeslice: its free milli-shares; given
+// whole or used: 0), ascending.
+void FragmentationSignature(const ClusterImpl& impl, int pos, FragmentationCache& cache,
+                            std::vector<std::int64_t>& out);
 
 // How Plan chooses among feasible nodes.
 struct PlanOptions {
   // kBinpack: the best fit (fewest free GPUs, then CPU, then memory after placement);
-  // kSpread: the most free; kFragmentation: the least growth of Fragmentation (FGD).
+  // kSpread: the most free; kFragmentation: the least growth of fragmentation (FGD); the
+  // other scorings (model::Scoring) score every feasible node for a single-worker job and
+  // behave as kBinpack for gangs.
   model::Scoring scoring = model::Scoring::kBinpack;
+  // Breaks ties between equally scored nodes uniformly at random (as the kube-scheduler does);
+  // null: by node name. kRandom needs it to be random. Borrowed; may be null.
+  std::mt19937_64* rng = nullptr;
+  // Memo for kFragmentation, bound to `mix`; null: a fresh one per Plan. Borrowed.
+  FragmentationCache* fragmentation_cache = nullptr;
   // By node position: 1 = must not be used (e.g. nodes reserved for a blocked job). Positions
   // past its end are usable. Borrowed; may be null.
   const std::vector<char>* excluded = nullptr;
@@ -89,8 +76,8 @@ struct PlannedGang {
   std::vector<WorkerAssignment> workers;   // ranks 0..n-1, grouped by node
   std::vector<std::pair<int, int>> nodes;  // (node position, workers on it), in rank order
   // Feasible nodes the search evaluated: every feasible node when it scans (no index, label
-  // preferences, a topology domain, shares); with an index only the nodes it looked at (one per
-  // chosen node for binpack; the representatives for FGD; the top node and the already chosen
+  // preferences, a topology domain, shares, node-scored policies, FGD); with an index only the
+  // nodes it looked at (one per chosen node for binpack; the top node and the already chosen
   // ones for spread), so that a cycle never pays for counting.
   int candidates = 0;
   // The mean over workers of (sum of the weights of the worker node's matching preferred

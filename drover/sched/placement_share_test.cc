@@ -86,15 +86,37 @@ TEST(Share, GpuMemoryIsSetAsideOnTheSharedGpu) {
             "share is 800m of a GPU on shared with 20Gi of its memory free");
 }
 
-TEST(Share, WholeGpuRequestsNeverUseSharedGpus) {
+TEST(Share, WholeGpuRequestsTakeOnlyIdleTimesliceGpus) {
   ClusterState cluster;
-  cluster.UpsertNode(MakeSharedNode("shared", 4, kTimeslice));
+  cluster.UpsertNode(MakeSharedNode("shared", 2, kTimeslice));
+  ASSERT_TRUE(
+      cluster.Allocate(OneWorker("shared", {0}, 1), MakeShareJob(250).requirements).has_value());
+  // GPU 0 serves a share: only GPU 1 may be given whole.
+  auto whole = TryPlace(cluster, JobId(2), MakeJob(1));
+  ASSERT_TRUE(whole);
+  EXPECT_THAT(whole->workers[0].gpus, ElementsAre(1));
+  ASSERT_TRUE(cluster.Allocate(*whole, MakeJob(1).requirements).has_value());
+  EXPECT_TRUE(cluster.FreeByGpu(NodeId("shared"))[1].share_millis == 0);
+  // A GPU given whole serves no share; GPU 0 still has 750m.
+  auto share = TryPlace(cluster, JobId(3), MakeShareJob(500));
+  ASSERT_TRUE(share);
+  EXPECT_THAT(share->workers[0].gpus, ElementsAre(0));
+  EXPECT_FALSE(TryPlace(cluster, JobId(4), MakeJob(1)));
+  // Released, GPU 1 is idle again and may be shared or given whole.
+  cluster.Release(*whole, MakeJob(1).requirements);
+  EXPECT_EQ(cluster.FreeByGpu(NodeId("shared"))[1].share_millis, 1000);
+  EXPECT_TRUE(cluster.FreeByGpu(NodeId("shared"))[1].whole);
+}
+
+TEST(Share, WholeGpuRequestsNeverUseMigGpus) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeSharedNode("mig", 1, kMig, {{"3g.40gb", 2}}));
   EXPECT_FALSE(TryPlace(cluster, JobId(1), MakeJob(1)));
   PendingReason reason = Explain(cluster, MakeJob(1));
   EXPECT_EQ(reason.code, PendingReason::Code::kUnschedulable);
   EXPECT_EQ(reason.Render(),
             "needs 1 GPU on one node; no node can ever satisfy it: 1 node is excluded by GPU "
-            "sharing: too few exclusive GPUs");
+            "sharing: too few GPUs that may be given whole");
 }
 
 TEST(Share, OnANodeWithoutTheModeIsPendingAndTheReasonSaysSo) {
@@ -221,7 +243,7 @@ TEST(ShareAllocate, ValidatesModeAndRoomAndChangesNothingOnFailure) {
       {OneWorker("ts", {0, 1}), share},                 // a share worker lists one GPU
       {OneWorker("ts", {}), share},                     // ... not none
       {two_on_ts1, share},                              // two workers' shares together do not fit
-      {OneWorker("ts", {1}), testing::Req({0, 0, 1})},  // whole GPU on a timeslice GPU
+      {OneWorker("ts", {0}), testing::Req({0, 0, 1})},  // whole GPU on a GPU serving shares
       {OneWorker("mig", {0}), share},                   // MIG GPU, timeslice request
       {two_mig, mig},                                   // instances
       {OneWorker("mig", {0}), MakeMigJob("3g.40gb").requirements},  // profile not offered

@@ -42,19 +42,21 @@
 // through the index when there is one.
 //
 // Scoring among feasible nodes (PlanOptions::scoring; model::Scoring):
-//   - binpack (default): the best fit: the node whose free exclusive GPUs, then free CPU, then
+//   - binpack (default): the best fit: the node whose free whole GPUs, then free CPU, then
 //     free memory are smallest (ties: node name). Because workers of a gang are identical and
 //     nodes independent, filling the best-fit node to its capacity before moving to the next
 //     gives the same result as choosing worker by worker.
 //   - spread: worker by worker, the node with the most free GPUs, then CPU, then memory (ties:
 //     node name).
 //   - fragmentation (FGD, Weng et al., USENIX ATC'23): worker by worker, the node where the
-//     placement grows the expected fragmentation of placement.h's Fragmentation() least, for
-//     the workload mix in PlanOptions::mix (or the job's own shape); ties in binpack order.
-//     Approximation: the growth is evaluated on one representative per class of (preference
-//     score, tier, free GPU count), that class's best fit (one lower_bound per free-GPU level
-//     with an index), not on every node; nodes of one class differ only in free CPU and memory.
-//     MIG requests use binpack (MIG slices are fixed; they do not fragment).
+//     placement grows the expected fragmentation (fragmentation.h) least, for the workload mix
+//     in PlanOptions::mix (or the job's own shape), evaluated on every feasible node and
+//     memoized by node state; ties in binpack order for gangs, by PlanOptions::rng (else name)
+//     for single workers. MIG requests use binpack (MIG slices are fixed; they do not
+//     fragment).
+//   - random, best-fit, dot-product, gpu-packing, gpu-clustering: the baselines of the FGD
+//     paper, with its simulator's integer scores, for single-worker jobs (every feasible node
+//     scored; ties by PlanOptions::rng, else name); gangs place as binpack.
 //   - shares: the same orders applied to (GPU, node) pairs: binpack takes the fullest GPU that
 //     still fits (fewest free milli-shares, or free instances, then share memory), then the
 //     fullest node, so that whole GPUs stay whole; spread the emptiest; FGD the least growth.
@@ -197,7 +199,7 @@ struct PendingReason {
 struct GpuFree {
   int index = 0;
   model::GpuSharing sharing = model::GpuSharing::kExclusive;
-  bool whole = false;                   // kExclusive: not allocated
+  bool whole = false;                   // kExclusive, kTimeslice: may be given whole now
   int share_millis = 0;                 // kTimeslice: free milli-shares (of 1000)
   std::int64_t share_memory_bytes = 0;  // kTimeslice: memory not set aside for shares
   std::vector<model::MigSlots> mig;     // kMig: free instances per profile, in the GPU's order

@@ -166,8 +166,8 @@ int MigCount(const model::Gpu& gpu, const std::string& profile) {
 // The GPU may serve a worker of `req` (mode, model, memory).
 bool GpuAllowed(const model::Gpu& gpu, const model::Requirements& req) {
   switch (KindOf(req)) {
-    case Kind::kWhole:
-      if (gpu.sharing != model::GpuSharing::kExclusive) return false;
+    case Kind::kWhole:  // exclusive, or timeslice while it serves no share
+      if (gpu.sharing == model::GpuSharing::kMig) return false;
       break;
     case Kind::kShare:
       if (gpu.sharing != model::GpuSharing::kTimeslice) return false;
@@ -354,8 +354,10 @@ void CheckUsage(const std::vector<model::Node>& nodes, const UsageMap& usage,
           free.whole = gu.whole == 0 && !gu.shared();
           free_whole += free.whole ? 1 : 0;
           break;
-        case model::GpuSharing::kTimeslice:
-          free.share_millis = 1000 - gu.millis;
+        case model::GpuSharing::kTimeslice:  // idle: may be given whole; given whole: no share
+          free.whole = gu.whole == 0 && !gu.shared();
+          free_whole += free.whole ? 1 : 0;
+          free.share_millis = gu.whole > 0 ? 0 : 1000 - gu.millis;
           free.share_memory_bytes = gpu.memory_bytes - gu.memory;
           break;
         case model::GpuSharing::kMig: {
@@ -416,7 +418,7 @@ TEST_P(SchedulerProperty, HoldsOverSeededScenarios) {
   }
   internal::WorkloadMix mix;
   if (Uniform(rng, 0, 1) == 0) {
-    mix.shapes = {{1, 1000, 0, 0, 0.5}, {4, 4000, 0, 0, 0.3}, {0, 500, 0, 250, 0.2}};
+    mix.shapes = {{1, 0, 1000, {}, 0.5}, {4, 0, 4000, {}, 0.3}, {0, 250, 500, {}, 0.2}};
     options.mix = &mix;
   }
 

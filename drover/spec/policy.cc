@@ -345,7 +345,9 @@ class PolicyParser {
     if (!name) return;
     std::vector<std::string> names;
     for (model::Scoring scoring :
-         {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation}) {
+         {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation,
+          model::Scoring::kRandom, model::Scoring::kBestFit, model::Scoring::kDotProduct,
+          model::Scoring::kGpuPacking, model::Scoring::kGpuClustering}) {
       if (model::ScoringName(scoring) == *name) {
         policy.scoring = scoring;
         return;

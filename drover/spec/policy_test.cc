@@ -251,7 +251,8 @@ backfill: true
           "policy.yaml:17:25: error: fair_share.half_life: expected a number",
           "policy.yaml:18:30: error: aging.step: must be at least 1",
           "policy.yaml:19:10: error: scoring: unknown scoring 'binpak' (did you mean "
-          "'binpack'?); expected one of binpack, spread, fragmentation",
+          "'binpack'?); expected one of binpack, spread, fragmentation, random, best-fit, "
+          "dot-product, gpu-packing, gpu-clustering",
           "policy.yaml:20:23: error: preemption.enabled: expected true or false, found 'yes'",
           "policy.yaml:20:28: error: preemption.grace: unknown field 'grace'; did you mean "
           "'grace_period'?",

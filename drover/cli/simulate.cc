@@ -1,0 +1,479 @@
+#include "drover/cli/simulate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "drover/cli/text.h"
+#include "drover/common/quantity.h"
+#include "drover/sim/fgd/fgd.h"
+#include "drover/sim/replay/replay.h"
+#include "drover/sim/report/report.h"
+#include "drover/sim/trace/loaders.h"
+#include "drover/sim/trace/synthetic.h"
+#include "drover/spec/policy.h"
+
+namespace drover::cli {
+namespace {
+
+using nlohmann::json;
+
+// Replays of more jobs than this leave out the per-job rows (the JSON would be hundreds of MB);
+// the reports then draw no CDFs and say so.
+constexpr std::size_t kJobDetailLimit = 200'000;
+
+const std::set<std::string> kNamedReplayPolicies = {"fifo", "sjf", "las", "fair-share"};
+
+// `error` as an input problem of `what` (a flag and its value): "WHAT: MESSAGE", where WHAT
+// loses its value when the message already names it (loaders start with the file's path). A
+// missing or unreadable file is bad input to the command, so every code becomes
+// kInvalidArgument.
+tl::unexpected<Error> InputError(const std::string& what, Error error) {
+  const std::size_t space = what.find(' ');
+  const bool named =
+      space != std::string::npos && error.message.find(what.substr(space + 1)) != std::string::npos;
+  error.message = (named ? what.substr(0, space) : what) + ": " + error.message;
+  error.code = ErrorCode::kInvalidArgument;
+  return tl::unexpected(std::move(error));
+}
+
+std::string Stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+bool IsRegularFile(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+// A trace with what the reports call it.
+struct Source {
+  sim::Trace trace;
+  std::string workload;   // the jobs file's stem, or "synthetic-<id>"
+  std::string jobs_path;  // where fgd-expected-results may sit beside ("" for none)
+};
+
+// --format FORMAT and its files.
+Result<Source> LoadFormatTrace(const SimulateFlags& f) {
+  Source source;
+  if (f.format == "openb") {
+    if (f.nodes_file.empty() || f.pods_file.empty()) {
+      return InvalidArgument("--format openb needs --nodes NODES.csv and --pods PODS.csv");
+    }
+    if (!f.cluster_file.empty() || !f.jobs_file.empty()) {
+      return InvalidArgument("--format openb reads --nodes and --pods, not --cluster or --jobs");
+    }
+    auto nodes = sim::LoadOpenbNodes(f.nodes_file);
+    if (!nodes) return InputError("--nodes " + f.nodes_file, nodes.error());
+    auto pods = sim::LoadOpenbPods(f.pods_file);
+    if (!pods) return InputError("--pods " + f.pods_file, pods.error());
+    source.trace = {std::move(*nodes), std::move(*pods)};
+    source.workload = Stem(f.pods_file);
+    source.jobs_path = f.pods_file;
+    return source;
+  }
+  if (f.format != "tiresias" && f.format != "drover") {
+    return InvalidArgument("--format " + f.format + ": expected openb, tiresias or drover");
+  }
+  if (f.cluster_file.empty() || f.jobs_file.empty()) {
+    return InvalidArgument(fmt::format("--format {} needs --cluster and --jobs", f.format));
+  }
+  if (!f.nodes_file.empty() || !f.pods_file.empty()) {
+    return InvalidArgument(
+        fmt::format("--format {} reads --cluster and --jobs, not --nodes or --pods", f.format));
+  }
+  if (f.format == "tiresias") {
+    auto nodes = sim::LoadTiresiasCluster(f.cluster_file);
+    if (!nodes) return InputError("--cluster " + f.cluster_file, nodes.error());
+    if (nodes->empty()) return InvalidArgument("--cluster " + f.cluster_file + ": no nodes");
+    const int gpus_per_node = static_cast<int>(nodes->front().gpus.size());
+    auto jobs = sim::LoadTiresiasJobs(f.jobs_file, gpus_per_node);
+    if (!jobs) return InputError("--jobs " + f.jobs_file, jobs.error());
+    source.trace = {std::move(*nodes), std::move(*jobs)};
+  } else {
+    auto nodes = sim::LoadClusterFile(f.cluster_file);
+    if (!nodes) return InputError("--cluster " + f.cluster_file, nodes.error());
+    auto jobs = sim::LoadDroverJobs(f.jobs_file);
+    if (!jobs) return InputError("--jobs " + f.jobs_file, jobs.error());
+    source.trace = {std::move(*nodes), std::move(*jobs)};
+  }
+  source.workload = Stem(f.jobs_file);
+  source.jobs_path = f.jobs_file;
+  return source;
+}
+
+// --synthetic SUMMARY.csv --cluster-id ID and the sizes.
+Result<Source> LoadSyntheticTrace(const SimulateFlags& f) {
+  if (f.cluster_id.empty()) return InvalidArgument("--synthetic needs --cluster-id ID");
+  if (f.nodes_count < 1) return InvalidArgument("--nodes-count must be at least 1");
+  if (f.gpus_per_node < 1) return InvalidArgument("--gpus-per-node must be at least 1");
+  if (f.jobs_count < 0) return InvalidArgument("--jobs-count must not be negative");
+  if (!(f.load > 0)) return InvalidArgument("--load must be greater than 0");
+  if (f.queues < 1) return InvalidArgument("--queues must be at least 1");
+  auto summary = sim::LoadClusterSummary(f.synthetic_summary, f.cluster_id);
+  if (!summary) {
+    return InputError("--synthetic " + f.synthetic_summary, summary.error());
+  }
+  sim::SyntheticOptions options;
+  options.nodes = f.nodes_count;
+  options.gpus_per_node = f.gpus_per_node;
+  options.jobs = f.jobs_count;
+  options.load = f.load;
+  options.queues = f.queues;
+  options.seed = f.seed;
+  Source source;
+  source.trace = sim::MakeSyntheticTrace(*summary, options);
+  source.workload = "synthetic-" + f.cluster_id;
+  return source;
+}
+
+struct NamedPolicy {
+  std::string name;  // as the reports show it
+  model::Policy policy;
+};
+
+// A replay policy given to `flag`: a named one (fifo, sjf, las, fair-share) or a policy file.
+Result<NamedPolicy> ResolveReplayPolicy(const std::string& flag, const std::string& value,
+                                        const sim::Trace& trace) {
+  if (kNamedReplayPolicies.count(value) > 0) {
+    auto policy = sim::NamedReplayPolicy(value, trace);
+    if (!policy) return InputError(flag + " " + value, policy.error());
+    return NamedPolicy{value, std::move(*policy)};
+  }
+  if (!IsRegularFile(value)) {
+    return InvalidArgument(fmt::format(
+        "{} {}: not fifo, sjf, las or fair-share, and no such policy file", flag, value));
+  }
+  auto text = ReadSpecFile(value);
+  if (!text) return InputError(flag + " " + value, text.error());
+  spec::ParseOptions options;
+  options.file_name = value;
+  auto policy = spec::ParsePolicy(*text, options);
+  if (!policy) return InputError(flag + " " + value, policy.error());
+  return NamedPolicy{std::filesystem::path(value).filename().string(), std::move(*policy)};
+}
+
+Result<DurationMs> ReplayTick(const SimulateFlags& f) {
+  if (f.tick.empty()) return sim::ReplayOptions{}.tick;
+  auto tick = ParseDuration(f.tick);
+  if (!tick) return InputError("--tick " + f.tick, tick.error());
+  if (*tick < 1) return InvalidArgument("--tick " + f.tick + ": must be at least 1ms");
+  return *tick;
+}
+
+Result<json> Replay(const sim::Trace& trace, const NamedPolicy& policy, DurationMs tick,
+                    bool timing, bool job_detail) {
+  sim::ReplayOptions options;
+  options.policy = policy.policy;
+  options.policy_name = policy.name;
+  options.tick = tick;
+  options.timing = timing;
+  options.job_detail = job_detail;
+  auto result = sim::RunReplay(trace, options);
+  if (!result) {
+    Error error = result.error();
+    error.message = "replay under " + policy.name + ": " + error.message;
+    return tl::unexpected(std::move(error));
+  }
+  return std::move(*result);
+}
+
+// One result, or {"experiment":"compare","results":[...]} for several.
+json OneOrCompare(std::vector<json> results) {
+  if (results.size() == 1) return std::move(results.front());
+  return json{{"experiment", "compare"}, {"results", std::move(results)}};
+}
+
+Result<json> RunReplays(const SimulateFlags& f, Source source) {
+  // A replay takes jobs in ascending submit (openb pod lists are not always sorted).
+  std::stable_sort(
+      source.trace.jobs.begin(), source.trace.jobs.end(),
+      [](const sim::TraceJob& a, const sim::TraceJob& b) { return a.submit < b.submit; });
+  auto tick = ReplayTick(f);
+  if (!tick) return tl::unexpected(tick.error());
+  const std::vector<std::string> names =
+      f.policies.empty() ? std::vector<std::string>{"fair-share"} : f.policies;
+  // Every policy is checked before the first replay starts.
+  std::vector<NamedPolicy> policies;
+  for (const std::string& name : names) {
+    auto policy = ResolveReplayPolicy("--policy", name, source.trace);
+    if (!policy) return tl::unexpected(policy.error());
+    policies.push_back(std::move(*policy));
+  }
+  const bool job_detail = source.trace.jobs.size() <= kJobDetailLimit;
+  std::vector<json> results;
+  for (const NamedPolicy& policy : policies) {
+    auto result = Replay(source.trace, policy, *tick, !f.no_timing, job_detail);
+    if (!result) return tl::unexpected(result.error());
+    results.push_back(std::move(*result));
+  }
+  return OneOrCompare(std::move(results));
+}
+
+Result<json> RunFgd(const SimulateFlags& f, const Source& source) {
+  // The paper's policies, and the server's own placement orders, which the experiment also
+  // takes.
+  std::vector<std::string> known = sim::FgdPolicyNames();
+  known.insert(known.end(), {"binpack", "spread"});
+  const std::vector<std::string> names =
+      f.policies.empty() ? std::vector<std::string>{""} : f.policies;
+  for (const std::string& name : names) {
+    if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
+      return InvalidArgument(fmt::format("--policy {}: not an FGD placement policy (one of: {})",
+                                         name, fmt::join(known, ", ")));
+    }
+  }
+  if (f.seeds < 1) return InvalidArgument("--seeds must be at least 1");
+  if (!(f.inflate > 0)) return InvalidArgument("--inflate must be greater than 0");
+  std::string published = f.published_dir;
+  if (!published.empty()) {
+    if (!IsDirectory(published)) {
+      return InvalidArgument("--published " + published + ": no such directory");
+    }
+  } else if (!source.jobs_path.empty()) {
+    const std::string beside =
+        (std::filesystem::path(source.jobs_path).parent_path() / "fgd-expected-results").string();
+    if (IsDirectory(beside)) published = beside;
+  }
+  std::vector<json> results;
+  for (const std::string& name : names) {
+    sim::FgdOptions options;
+    options.policy = name;
+    options.seed = f.seed;
+    options.seeds = f.seeds;
+    options.inflate = f.inflate;
+    options.workload = source.workload;
+    options.timing = !f.no_timing;
+    options.published_dir = published;
+    auto result = sim::RunFgdExperiment(source.trace.nodes, source.trace.jobs, options);
+    if (!result) {
+      Error error = result.error();
+      error.message = "fgd experiment" + (name.empty() ? std::string() : " with " + name) + ": " +
+                      error.message;
+      return tl::unexpected(std::move(error));
+    }
+    results.push_back(std::move(*result));
+  }
+  return OneOrCompare(std::move(results));
+}
+
+// --from-server: the recorded window under the baseline and under the new policy.
+Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
+  if (f.policies.size() != 1) {
+    return InvalidArgument("--from-server needs exactly one --policy (the new policy)");
+  }
+  std::optional<DurationMs> window;
+  if (!f.window.empty()) {
+    auto parsed = ParseDuration(f.window);
+    if (!parsed) return InputError("--window " + f.window, parsed.error());
+    if (*parsed <= 0) return InvalidArgument("--window " + f.window + ": must be positive");
+    window = *parsed;
+  }
+  TimeMs from = 0, to = now;
+  if (!f.since.empty()) {
+    auto since = ParseIsoTime(f.since);
+    if (!since) return InputError("--since", since.error());
+    from = *since;
+    if (window) to = from + *window;
+    if (from > now) return InvalidArgument("--since " + f.since + ": in the future");
+  } else if (window) {
+    from = now - *window;
+  } else {
+    return InvalidArgument("--from-server needs --since ISO-TIME or --window DURATION");
+  }
+  auto trace = sim::TraceFromDataDir(f.from_server, from, to);
+  if (!trace) return InputError("--from-server " + f.from_server, trace.error());
+  auto before = f.baseline_policy.empty()
+                    ? ResolveReplayPolicy("baseline", "fair-share", *trace)
+                    : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, *trace);
+  if (!before) return tl::unexpected(before.error());
+  auto after = ResolveReplayPolicy("--policy", f.policies.front(), *trace);
+  if (!after) return tl::unexpected(after.error());
+  auto tick = ReplayTick(f);
+  if (!tick) return tl::unexpected(tick.error());
+  // CompareQueueTimes reads the per-job rows: always kept here.
+  auto before_result = Replay(*trace, *before, *tick, !f.no_timing, true);
+  if (!before_result) return tl::unexpected(before_result.error());
+  auto after_result = Replay(*trace, *after, *tick, !f.no_timing, true);
+  if (!after_result) return tl::unexpected(after_result.error());
+  json teams = sim::CompareQueueTimes(*before_result, *after_result);
+  json per_team = json::object();
+  if (teams.is_object()) {
+    if (auto it = teams.find("teams"); it != teams.end() && it->is_object()) per_team = *it;
+  }
+  return json{{"experiment", "what-if"},
+              {"data_dir", f.from_server},
+              {"from_ms", from},
+              {"to_ms", to},
+              {"jobs", trace->jobs.size()},
+              {"before", std::move(*before_result)},
+              {"after", std::move(*after_result)},
+              {"per_team", std::move(per_team)}};
+}
+
+// "drover simulate: MESSAGE" and any details on stderr; the exit status for it.
+int Fail(const Error& error) {
+  std::cerr << "drover simulate: " << error.message << "\n";
+  for (const std::string& detail : error.details) std::cerr << detail << "\n";
+  return error.code == ErrorCode::kInternal ? 1 : 2;
+}
+
+}  // namespace
+
+Result<TimeMs> ParseIsoTime(const std::string& text) {
+  auto bad = [&] {
+    return InvalidArgument(
+        fmt::format("'{}' is not a time: expected YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM]", text));
+  };
+  std::size_t i = 0;
+  auto number = [&](int width, int* out) {
+    if (i + width > text.size()) return false;
+    int value = 0;
+    for (int k = 0; k < width; ++k) {
+      const char c = text[i + k];
+      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+      value = value * 10 + (c - '0');
+    }
+    i += width;
+    *out = value;
+    return true;
+  };
+  auto take = [&](char c) {
+    if (i < text.size() && text[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  };
+  int year = 0, mon = 0, mday = 0, hour = 0, minute = 0, second = 0, millis = 0;
+  if (!number(4, &year) || !take('-') || !number(2, &mon) || !take('-') || !number(2, &mday)) {
+    return bad();
+  }
+  if (take('T') || take(' ')) {
+    if (!number(2, &hour) || !take(':') || !number(2, &minute)) return bad();
+    if (take(':')) {
+      if (!number(2, &second)) return bad();
+      if (take('.')) {
+        int digits = 0;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+          if (digits < 3) millis = millis * 10 + (text[i] - '0');
+          ++digits;
+          ++i;
+        }
+        if (digits == 0) return bad();
+        for (int d = digits; d < 3; ++d) millis *= 10;
+      }
+    }
+  }
+  std::optional<int> offset_minutes;
+  if (take('Z') || take('z')) {
+    offset_minutes = 0;
+  } else if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+    const int sign = text[i] == '-' ? -1 : 1;
+    ++i;
+    int oh = 0, om = 0;
+    if (!number(2, &oh)) return bad();
+    take(':');
+    if (i < text.size() && !number(2, &om)) return bad();
+    if (oh > 23 || om > 59) return bad();
+    offset_minutes = sign * (oh * 60 + om);
+  }
+  if (i != text.size()) return bad();
+  const std::chrono::year_month_day date{std::chrono::year(year),
+                                         std::chrono::month(static_cast<unsigned>(mon)),
+                                         std::chrono::day(static_cast<unsigned>(mday))};
+  if (!date.ok() || hour > 23 || minute > 59 || second > 59) return bad();
+  if (offset_minutes) {
+    const auto at = std::chrono::sys_days(date) + std::chrono::hours(hour) +
+                    std::chrono::minutes(minute - *offset_minutes) + std::chrono::seconds(second) +
+                    std::chrono::milliseconds(millis);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+  }
+  std::tm local{};
+  local.tm_year = year - 1900;
+  local.tm_mon = mon - 1;
+  local.tm_mday = mday;
+  local.tm_hour = hour;
+  local.tm_min = minute;
+  local.tm_sec = second;
+  local.tm_isdst = -1;
+  const std::time_t seconds = std::mktime(&local);
+  if (seconds == static_cast<std::time_t>(-1)) return bad();
+  return static_cast<TimeMs>(seconds) * 1000 + millis;
+}
+
+Result<json> RunSimulation(const SimulateFlags& f, TimeMs now) {
+  const int sources = !f.format.empty() + !f.synthetic_summary.empty() + !f.from_server.empty();
+  if (sources == 0) {
+    return InvalidArgument(
+        "no trace: give --format openb|tiresias|drover with its files, --synthetic "
+        "SUMMARY.csv or --from-server DATA_DIR");
+  }
+  if (sources > 1) {
+    return InvalidArgument("--format, --synthetic and --from-server exclude each other");
+  }
+  if (!f.experiment.empty() && f.experiment != "fgd" && f.experiment != "replay") {
+    return InvalidArgument("--experiment " + f.experiment + ": expected fgd or replay");
+  }
+  if (f.from_server.empty() &&
+      (!f.since.empty() || !f.window.empty() || !f.baseline_policy.empty())) {
+    return InvalidArgument("--since, --window and --baseline-policy need --from-server");
+  }
+  if (!f.from_server.empty()) {
+    if (f.experiment == "fgd") {
+      return InvalidArgument("--experiment fgd: --from-server replays; it has no fgd");
+    }
+    return RunWhatIf(f, now);
+  }
+  Result<Source> source = f.format.empty() ? LoadSyntheticTrace(f) : LoadFormatTrace(f);
+  if (!source) return tl::unexpected(source.error());
+  const std::string experiment =
+      !f.experiment.empty() ? f.experiment : (f.format == "openb" ? "fgd" : "replay");
+  if (experiment == "fgd") return RunFgd(f, *source);
+  return RunReplays(f, std::move(*source));
+}
+
+int SimulateCommand(const SimulateFlags& flags) {
+  const std::string output = flags.output.empty() ? "text" : flags.output;
+  if (output != "json" && output != "text" && output != "html") {
+    return Fail(
+        Error{ErrorCode::kInvalidArgument, "-o " + output + ": expected json, text or html", {}});
+  }
+  auto result = RunSimulation(flags, SystemClock().Now());
+  if (!result) return Fail(result.error());
+  // The report file first: a failure to write it leaves stdout empty.
+  if (!flags.report_file.empty()) {
+    std::ofstream out(flags.report_file, std::ios::binary | std::ios::trunc);
+    out << sim::RenderHtmlReport(*result);
+    out.close();
+    if (!out) {
+      return Fail(Error{ErrorCode::kInvalidArgument,
+                        "--report " + flags.report_file + ": cannot write the file",
+                        {}});
+    }
+  }
+  if (output == "json") {
+    std::cout << result->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else if (output == "text") {
+    std::cout << sim::RenderTextReport(*result);
+  } else if (flags.report_file.empty()) {
+    std::cout << sim::RenderHtmlReport(*result);
+  }
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace drover::cli

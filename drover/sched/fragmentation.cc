@@ -1,0 +1,142 @@
+// FGD's fragmentation measure (fragmentation.h).
+
+#include "drover/sched/fragmentation.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "drover/sched/cluster_index.h"
+#include "drover/sched/placement.h"
+
+namespace drover::sched {
+namespace {
+
+constexpr int kMilli = internal::kShareMillisPerGpu;
+
+}  // namespace
+
+std::size_t FragmentationCache::VectorHash::operator()(const std::vector<std::int64_t>& v) const {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ v.size();
+  for (std::int64_t x : v) {
+    h ^= static_cast<std::uint64_t>(x) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  }
+  return static_cast<std::size_t>(h);
+}
+
+int FragmentationCache::ModelId(const std::string& model_lower) {
+  auto [it, inserted] = model_ids_.emplace(model_lower, static_cast<int>(models_.size()));
+  if (inserted) models_.push_back(model_lower);
+  return it->second;
+}
+
+bool FragmentationCache::Accepts(const WorkloadMix::Shape& shape, int model_id) const {
+  if (shape.gpu_models_lower.empty()) return true;
+  return std::binary_search(shape.gpu_models_lower.begin(), shape.gpu_models_lower.end(),
+                            models_[model_id]);
+}
+
+double FragmentationCache::Get(const std::vector<std::int64_t>& signature, const WorkloadMix& mix) {
+  auto it = memo_.find(signature);
+  if (it != memo_.end()) return it->second;
+  const double value = Compute(signature, mix);
+  memo_.emplace(signature, value);
+  return value;
+}
+
+double FragmentationCache::Compute(const std::vector<std::int64_t>& signature,
+                                   const WorkloadMix& mix) const {
+  if (signature.empty()) return 0.0;
+  const std::int64_t cpu = signature[0];
+  std::int64_t all = 0;
+  for (std::size_t i = 1; i < signature.size(); ++i) all += signature[i] & 0xfff;
+  if (all == 0) return 0.0;
+  double total = 0.0;
+  for (const WorkloadMix::Shape& shape : mix.shapes) {
+    const bool share = shape.gpus == 0 && shape.gpu_share_millis > 0;
+    const int count = share ? 1 : shape.gpus;
+    const int need = share ? shape.gpu_share_millis : kMilli;
+    std::int64_t unusable = all;
+    if (count > 0 && cpu >= shape.cpu) {
+      bool accessible = false;
+      int hosts = 0;
+      std::int64_t left_over = 0;
+      for (std::size_t i = 1; i < signature.size(); ++i) {
+        const std::int64_t code = signature[i];
+        const int free = static_cast<int>(code & 0xfff);
+        const bool timeslice = (code >> 12) & 1;
+        const bool model_ok = Accepts(shape, static_cast<int>(code >> 16));
+        accessible = accessible || model_ok;
+        if (model_ok && (share ? timeslice : true) && free >= need) {
+          ++hosts;
+        } else {
+          left_over += free;
+        }
+      }
+      if (accessible && hosts >= count) unusable = left_over;
+    }
+    total += shape.weight * static_cast<double>(unusable);
+  }
+  return total;
+}
+
+WorkloadMix MixOf(const std::vector<const model::JobSpec*>& specs) {
+  WorkloadMix mix;
+  double total = 0.0;
+  for (const model::JobSpec* spec : specs) {
+    const internal::Demand demand = internal::PerWorker(*spec);
+    if (demand.mode == internal::GpuMode::kMig) continue;
+    WorkloadMix::Shape shape;
+    shape.gpus = demand.gpus;
+    shape.gpu_share_millis = demand.share_millis;
+    shape.cpu = demand.cpu;
+    for (const std::string& model : spec->requirements.gpu_models) {
+      shape.gpu_models_lower.push_back(internal::Lower(model));
+    }
+    std::sort(shape.gpu_models_lower.begin(), shape.gpu_models_lower.end());
+    shape.gpu_models_lower.erase(
+        std::unique(shape.gpu_models_lower.begin(), shape.gpu_models_lower.end()),
+        shape.gpu_models_lower.end());
+    shape.weight = 0.0;
+    auto it = std::find_if(mix.shapes.begin(), mix.shapes.end(), [&](const WorkloadMix::Shape& s) {
+      return s.gpus == shape.gpus && s.gpu_share_millis == shape.gpu_share_millis &&
+             s.cpu == shape.cpu && s.gpu_models_lower == shape.gpu_models_lower;
+    });
+    if (it == mix.shapes.end()) it = mix.shapes.insert(mix.shapes.end(), std::move(shape));
+    it->weight += internal::GangSize(*spec);
+    total += internal::GangSize(*spec);
+  }
+  for (WorkloadMix::Shape& shape : mix.shapes) shape.weight /= total;
+  std::stable_sort(mix.shapes.begin(), mix.shapes.end(),
+                   [](const WorkloadMix::Shape& a, const WorkloadMix::Shape& b) {
+                     if (a.weight != b.weight) return a.weight > b.weight;
+                     return std::tie(a.cpu, a.gpus, a.gpu_share_millis, a.gpu_models_lower) <
+                            std::tie(b.cpu, b.gpus, b.gpu_share_millis, b.gpu_models_lower);
+                   });
+  return mix;
+}
+
+WorkloadMix TypicalMix(const WorkloadMix& mix, double coverage) {
+  double total = 0.0;
+  for (const WorkloadMix::Shape& shape : mix.shapes) total += shape.weight;
+  WorkloadMix out;
+  double kept = 0.0;
+  for (const WorkloadMix::Shape& shape : mix.shapes) {
+    if (total > 0 && kept >= coverage * total) break;
+    out.shapes.push_back(shape);
+    kept += shape.weight;
+  }
+  for (WorkloadMix::Shape& shape : out.shapes) shape.weight /= kept > 0 ? kept : 1.0;
+  return out;
+}
+
+double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const WorkloadMix& mix) {
+  const internal::ClusterImpl& impl = internal::ClusterStateAccess::Get(cluster);
+  const int pos = impl.Find(node.value());
+  if (pos < 0) return 0.0;
+  FragmentationCache cache;
+  std::vector<std::int64_t> signature;
+  internal::FragmentationSignature(impl, pos, cache, signature);
+  return cache.Get(signature, mix);
+}
+
+}  // namespace drover::sched

@@ -1,0 +1,112 @@
+#pragma once
+
+// GPU fragmentation as the FGD paper defines it (Weng et al., "Beware of Fragmentation:
+// Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC'23), over
+// Drover's GPU modes. The fragmentation scoring of placement (model::Scoring::kFragmentation)
+// and the simulator's FGD experiment both read these functions.
+//
+// A node's free GPU amount is, per GPU that may be given whole or shared (exclusive and
+// timeslice; MIG GPUs are preconfigured and left out), 1000 milli-GPUs for a wholly free GPU and
+// the free milli-shares of a timeslice GPU. For one task shape m, the part of that amount m
+// cannot use is:
+//   - all of it when m asks for no GPU (a CPU task leaves every idle GPU idle), when no GPU of
+//     the node is of a model m accepts, when the node has less free CPU than m asks, or when
+//     fewer than m's GPU count of GPUs can host m (a whole GPU must be wholly free; a share
+//     needs a timeslice GPU of m's models with at least m's milli-shares free);
+//   - otherwise the free amount of every GPU that cannot host m (less free than m asks, of
+//     another model, or of a mode m cannot use).
+// F(node) = sum over shapes of weight(m) x that amount. Host memory is not part of it, as in
+// the paper.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "drover/common/ids.h"
+#include "drover/model/job_spec.h"
+
+namespace drover::sched {
+
+class ClusterState;
+
+// The workload fragmentation is measured against (FGD's "typical tasks"): request shapes and
+// their weights (popularity; they need not sum to 1).
+struct WorkloadMix {
+  struct Shape {
+    int gpus = 0;              // whole GPUs; 0 with gpu_share_millis: a share; both 0: CPU only
+    int gpu_share_millis = 0;  // a time-sliced share of one GPU (1..999)
+    std::int64_t cpu = 0;      // millicores
+    std::vector<std::string> gpu_models_lower;  // accepted models, sorted; empty = any
+    double weight = 1.0;
+
+    friend bool operator==(const Shape&, const Shape&) = default;
+  };
+  std::vector<Shape> shapes;
+};
+
+// One shape per distinct per-worker request of `specs` (weight = its share of all workers),
+// most popular first (ties: fewer CPU, fewer GPUs, smaller share, models). MIG requests are
+// left out.
+WorkloadMix MixOf(const std::vector<const model::JobSpec*>& specs);
+
+// The most popular shapes of `mix` (in its order) whose weights first reach `coverage` (0..1]
+// of the total, renormalized to sum to 1: FGD keeps the shapes that cover 95% of the tasks.
+WorkloadMix TypicalMix(const WorkloadMix& mix, double coverage);
+
+// F of node `node` in its current state, in milli-GPUs; 0 for an unknown node.
+double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const WorkloadMix& mix);
+
+// Memoized fragmentation for callers that place many jobs against one mix (the simulator, a
+// scheduling cycle): node states that look alike to the definition above (free CPU and the
+// free amount, mode and model of each GPU) share one evaluation. Not thread-safe. Bound to one
+// mix: Reset() when it changes.
+class FragmentationCache {
+ public:
+  void Reset() {
+    memo_.clear();
+    nodes_.clear();
+  }
+  // A small number standing for a lower-case GPU model name (stable for this cache's life).
+  int ModelId(const std::string& model_lower);
+  // One GPU of a node state: its model, whether it is a timeslice GPU (else exclusive) and its
+  // free milli-GPUs (0..1000).
+  static std::int64_t GpuCode(int model_id, bool timeslice, int free_millis) {
+    return (std::int64_t{model_id} << 16) | (timeslice ? 1 << 12 : 0) | free_millis;
+  }
+  // F of the node state `signature` = {free CPU millicores, then the GpuCode of each GPU in
+  // ascending order}; computed and remembered on a miss.
+  double Get(const std::vector<std::int64_t>& signature, const WorkloadMix& mix);
+  std::size_t size() const { return memo_.size(); }
+
+  // What placement remembers of the node at position `pos` of the one ClusterState this cache
+  // is used with: its signature and F at NodeState::version `version` (versions are unique
+  // within a ClusterState, so a stale or renumbered entry never matches).
+  struct NodeEntry {
+    std::uint64_t version = 0;
+    std::size_t hash = 0;
+    double value = 0.0;
+    std::vector<std::int64_t> signature;
+  };
+  NodeEntry& Node(int pos) {
+    if (pos >= static_cast<int>(nodes_.size())) nodes_.resize(pos + 1);
+    return nodes_[pos];
+  }
+  static std::size_t Hash(const std::vector<std::int64_t>& signature) {
+    return VectorHash{}(signature);
+  }
+
+ private:
+  double Compute(const std::vector<std::int64_t>& signature, const WorkloadMix& mix) const;
+  bool Accepts(const WorkloadMix::Shape& shape, int model_id) const;
+
+  std::vector<std::string> models_;
+  std::unordered_map<std::string, int> model_ids_;
+  struct VectorHash {
+    std::size_t operator()(const std::vector<std::int64_t>& v) const;
+  };
+  std::unordered_map<std::vector<std::int64_t>, double, VectorHash> memo_;
+  std::vector<NodeEntry> nodes_;
+};
+
+}  // namespace drover::sched

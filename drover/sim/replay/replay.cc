@@ -1,0 +1,686 @@
+#include "drover/sim/replay/replay.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <set>
+#include <vector>
+
+#include "drover/control/controller.h"
+#include "drover/model/metrics.h"
+#include "drover/sched/queues.h"
+#include "drover/sim/replay/stats.h"
+
+namespace drover::sim {
+namespace {
+
+using model::JobState;
+using model::WorkerEvent;
+
+// Rounds one instant may take before the loop gives up (see replay.h).
+constexpr int kMaxRoundsPerInstant = 1'000'000;
+// Points of the sampled time series.
+constexpr std::int64_t kSeriesPoints = 500;
+
+enum class EventKind : std::uint8_t {
+  kStarted,     // a worker's process started
+  kWorkDone,    // the attempt's work is done: every worker exits 0
+  kTimeLimit,   // the attempt reached its time limit: every worker exits timed out
+  kStop,        // a stopped worker exits
+  kCheckpoint,  // the attempt saves a checkpoint
+  kTick,        // a scheduling pass while jobs wait (ReplayOptions::tick)
+  kPass,        // a pass held back by ReplayOptions::pass_interval
+};
+
+// kStop flags.
+constexpr std::uint8_t kStopPreempt = 1;
+constexpr std::uint8_t kStopCancel = 2;
+
+struct Event {
+  TimeMs at = 0;
+  std::uint64_t seq = 0;
+  EventKind kind = EventKind::kTick;
+  std::uint8_t flags = 0;
+  std::int32_t job = 0;  // trace index (after sorting by submit)
+  std::int32_t attempt = 0;
+  std::int32_t rank = 0;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
+  }
+};
+
+// The loop's view of one job: what it needs to account the work; the controller keeps the rest.
+struct JobSim {
+  JobId id;                           // 0 until submitted, and if rejected
+  std::int64_t milli_per_worker = 0;  // milli-GPUs of one worker (sched::ChargeAmounts)
+  std::int32_t attempt = 0;           // the attempt last launched
+  std::int32_t workers = 0;           // its workers
+  std::int32_t started = 0;           // of them started
+  bool running = false;               // its work is being done
+  bool stopping = false;              // a stop arrived: its work ended
+  bool ended = false;                 // the loop sent every worker's exit itself
+  TimeMs run_start = 0;               // when every worker had started
+  TimeMs end_at = 0;                  // when the work is done or the time limit hits
+  DurationMs work_base = 0;           // work done before run_start (kept by a checkpoint)
+  DurationMs saved = 0;               // work at the latest checkpoint
+};
+
+class Replay {
+ public:
+  Replay(const Trace& trace, const ReplayOptions& options)
+      : trace_(trace), options_(options), controller_(ControllerOptions(options)) {}
+
+  Result<nlohmann::json> Run();
+
+ private:
+  static control::Options ControllerOptions(const ReplayOptions& options) {
+    control::Options out;
+    out.full_cycle_interval_ms = options.tick;
+    return out;
+  }
+  double Seconds(TimeMs at) const { return static_cast<double>(at - kReplayEpochMs) / 1000.0; }
+  const TraceJob& TraceOf(std::int32_t index) const { return trace_.jobs[order_[index]]; }
+
+  void Push(TimeMs at, EventKind kind, std::int32_t job, std::int32_t attempt = 0,
+            std::int32_t rank = 0, std::uint8_t flags = 0) {
+    queue_.push(Event{at, next_seq_++, kind, flags, job, attempt, rank});
+    if (kind != EventKind::kTick) ++pending_work_events_;
+  }
+  void Handle(const Event& event);
+  // Runs `call` (a controller call), adding its wall time to controller_ns_ when timing.
+  template <typename Call>
+  auto Timed(Call&& call) {
+    if (!options_.timing) return call();
+    const auto start = std::chrono::steady_clock::now();
+    struct Add {
+      std::int64_t& total;
+      std::chrono::steady_clock::time_point start;
+      ~Add() {
+        total += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      }
+    } add{controller_ns_, start};
+    return call();
+  }
+  // A scheduling pass at now_.
+  void Pass();
+  void SubmitJob(std::int32_t index);
+  void BeginWork(std::int32_t index);
+  void SendExits(std::int32_t index, const model::ExitStatus& exit);
+  void WorkerEventFor(std::int32_t index, std::int32_t attempt, std::int32_t rank,
+                      WorkerEvent::Kind kind, const model::ExitStatus& exit = {});
+  // Takes in the last controller call's step: counts transitions, carries out effects.
+  void Drain();
+  void OnLaunch(const control::LaunchWorker& launch);
+  void OnStop(const control::StopWorker& stop);
+  std::int32_t IndexOf(JobId id) const {
+    const auto value = static_cast<std::size_t>(id.value());
+    return value < index_of_id_.size() ? index_of_id_[value] : -1;
+  }
+  // The earliest retry backoff end of a ready job after `now_`, or 0 if none.
+  TimeMs NextBackoffEnd() const;
+  nlohmann::json Report(std::chrono::steady_clock::time_point wall_start) const;
+
+  const Trace& trace_;
+  const ReplayOptions& options_;
+  control::Controller controller_;
+  control::Step step_;
+  std::vector<std::size_t> order_;  // trace job indexes by submit (stable)
+  std::vector<JobSim> jobs_;        // by position in order_
+  std::vector<std::int32_t> index_of_id_;
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::uint64_t next_seq_ = 0;
+  std::int64_t pending_work_events_ = 0;  // queued events other than ticks
+  bool tick_pending_ = false;
+  bool pass_pending_ = false;
+  bool passed_ = false;  // a pass ran; last_pass_ is set
+  TimeMs last_pass_ = 0;
+  std::int64_t passes_ = 0;
+  std::int64_t controller_ns_ = 0;  // in controller calls, when timing
+  TimeMs now_ = kReplayEpochMs;
+  std::int64_t ready_ = 0;  // jobs the controller holds ready
+  std::int64_t events_ = 0;
+  std::int64_t rejected_ = 0;
+  std::vector<std::string> log_;
+};
+
+void Replay::WorkerEventFor(std::int32_t index, std::int32_t attempt, std::int32_t rank,
+                            WorkerEvent::Kind kind, const model::ExitStatus& exit) {
+  WorkerEvent event;
+  event.key = model::WorkerKey{jobs_[index].id, attempt, rank};
+  event.kind = kind;
+  event.at = now_;
+  event.exit = exit;
+  Timed([&] { controller_.OnWorkerEvent(event, step_); });
+  Drain();
+}
+
+void Replay::SubmitJob(std::int32_t index) {
+  const TraceJob& trace_job = TraceOf(index);
+  model::JobSpec spec = trace_job.spec;
+  if (!trace_job.user.empty()) spec.owner = trace_job.user;
+  Result<control::SubmitResult> submitted =
+      Timed([&] { return controller_.Submit({std::move(spec)}, "", trace_job.user, now_, step_); });
+  if (!submitted || submitted->ids.size() != 1) {
+    ++rejected_;
+    step_ = control::Step{};
+    return;
+  }
+  const JobId id = submitted->ids.front();
+  jobs_[index].id = id;
+  const auto value = static_cast<std::size_t>(id.value());
+  if (value >= index_of_id_.size()) index_of_id_.resize(value + 1, -1);
+  index_of_id_[value] = index;
+  Drain();
+}
+
+void Replay::BeginWork(std::int32_t index) {
+  JobSim& job = jobs_[index];
+  const TraceJob& trace_job = TraceOf(index);
+  job.running = true;
+  job.run_start = now_;
+  const DurationMs remaining = std::max<DurationMs>(trace_job.duration - job.work_base, 0);
+  const std::optional<DurationMs>& limit = trace_job.spec.timeout;
+  if (limit && *limit < remaining) {
+    job.end_at = now_ + *limit;
+    Push(job.end_at, EventKind::kTimeLimit, index, job.attempt);
+  } else {
+    job.end_at = now_ + remaining;
+    Push(job.end_at, EventKind::kWorkDone, index, job.attempt);
+  }
+  const DurationMs interval = trace_job.checkpoint_interval;
+  if (interval > 0 && now_ + interval < job.end_at) {
+    Push(now_ + interval, EventKind::kCheckpoint, index, job.attempt);
+  }
+}
+
+void Replay::SendExits(std::int32_t index, const model::ExitStatus& exit) {
+  JobSim& job = jobs_[index];
+  job.running = false;
+  job.stopping = true;
+  job.ended = true;
+  for (std::int32_t rank = 0; rank < job.workers; ++rank) {
+    WorkerEventFor(index, job.attempt, rank, WorkerEvent::Kind::kExited, exit);
+  }
+}
+
+void Replay::Handle(const Event& event) {
+  ++events_;
+  if (event.kind == EventKind::kTick) {
+    tick_pending_ = false;
+    return;
+  }
+  --pending_work_events_;
+  if (event.kind == EventKind::kPass) {
+    pass_pending_ = false;
+    return;
+  }
+  JobSim& job = jobs_[event.job];
+  const bool current = job.attempt == event.attempt;
+  switch (event.kind) {
+    case EventKind::kStarted:
+      WorkerEventFor(event.job, event.attempt, event.rank, WorkerEvent::Kind::kStarted);
+      if (current && !job.stopping && ++job.started == job.workers) BeginWork(event.job);
+      break;
+    case EventKind::kWorkDone:
+      if (current && job.running) {
+        model::ExitStatus exit;
+        exit.exit_code = 0;
+        SendExits(event.job, exit);
+      }
+      break;
+    case EventKind::kTimeLimit:
+      if (current && job.running) {
+        model::ExitStatus exit;
+        exit.signal = SIGTERM;
+        exit.timed_out = true;
+        SendExits(event.job, exit);
+      }
+      break;
+    case EventKind::kStop: {
+      model::ExitStatus exit;
+      exit.signal = SIGTERM;
+      exit.preempted = (event.flags & kStopPreempt) != 0;
+      exit.cancelled = (event.flags & kStopCancel) != 0;
+      WorkerEventFor(event.job, event.attempt, event.rank, WorkerEvent::Kind::kExited, exit);
+      break;
+    }
+    case EventKind::kCheckpoint:
+      if (current && job.running) {
+        Status reported = Timed([&] { return controller_.ReportCheckpoint(job.id, now_, step_); });
+        Drain();
+        if (reported) job.saved = job.work_base + (now_ - job.run_start);
+        const DurationMs interval = TraceOf(event.job).checkpoint_interval;
+        if (now_ + interval < job.end_at) {
+          Push(now_ + interval, EventKind::kCheckpoint, event.job, job.attempt);
+        }
+      }
+      break;
+    case EventKind::kTick:
+    case EventKind::kPass:
+      break;
+  }
+}
+
+void Replay::OnLaunch(const control::LaunchWorker& launch) {
+  const std::int32_t index = IndexOf(launch.spec.key.job);
+  if (index < 0) return;
+  JobSim& job = jobs_[index];
+  if (launch.spec.key.attempt != job.attempt) {
+    const model::Job* record = controller_.Find(job.id);
+    const model::Attempt* attempt = record ? record->current_attempt() : nullptr;
+    job.attempt = launch.spec.key.attempt;
+    job.workers = attempt ? static_cast<std::int32_t>(attempt->workers.size()) : 1;
+    job.started = 0;
+    job.running = job.stopping = job.ended = false;
+    const bool resumed = attempt != nullptr && attempt->resumed;
+    if (!resumed) job.saved = 0;
+    job.work_base = job.saved;
+    if (options_.event_log) {
+      log_.push_back(
+          fmt::format("{:.3f} start {}#{}", Seconds(now_), TraceOf(index).name, job.attempt));
+    }
+  }
+  if (options_.event_log && !log_.empty()) {
+    log_.back() +=
+        fmt::format(" {}[{}]", launch.spec.node.value(), fmt::join(launch.spec.gpus, ","));
+  }
+  Push(now_ + options_.startup_delay, EventKind::kStarted, index, launch.spec.key.attempt,
+       launch.spec.key.rank);
+}
+
+void Replay::OnStop(const control::StopWorker& stop) {
+  const std::int32_t index = IndexOf(stop.key.job);
+  if (index < 0) return;
+  JobSim& job = jobs_[index];
+  if (stop.key.attempt == job.attempt) {
+    if (job.ended) return;  // the loop is sending every worker's exit already
+    if (!job.stopping && stop.preempt && options_.event_log) {
+      log_.push_back(
+          fmt::format("{:.3f} preempt {}#{}", Seconds(now_), TraceOf(index).name, job.attempt));
+    }
+    job.running = false;
+    job.stopping = true;
+  }
+  std::uint8_t flags = stop.preempt ? kStopPreempt : 0;
+  if (!stop.preempt) {
+    const model::Job* record = controller_.Find(stop.key.job);
+    const model::Attempt* attempt = record ? record->current_attempt() : nullptr;
+    if (attempt && attempt->outcome == JobState::kCancelled) flags |= kStopCancel;
+  }
+  Push(now_, EventKind::kStop, index, stop.key.attempt, stop.key.rank, flags);
+}
+
+void Replay::Drain() {
+  for (const model::Transition& transition : step_.transitions) {
+    if (transition.from == JobState::kReady) --ready_;
+    if (transition.to == JobState::kReady) ++ready_;
+    if (options_.event_log && model::IsTerminal(transition.to)) {
+      const std::int32_t index = IndexOf(transition.job);
+      if (index >= 0) {
+        log_.push_back(fmt::format("{:.3f} end {} {}", Seconds(transition.at), TraceOf(index).name,
+                                   model::JobStateName(transition.to)));
+      }
+    }
+  }
+  // Effects may call back into nothing: they only queue events, so iterating is safe.
+  for (const control::Effect& effect : step_.effects) {
+    if (const auto* launch = std::get_if<control::LaunchWorker>(&effect)) {
+      OnLaunch(*launch);
+    } else {
+      OnStop(std::get<control::StopWorker>(effect));
+    }
+  }
+  step_.changed.clear();
+  step_.transitions.clear();
+  step_.effects.clear();
+  step_.decisions.clear();
+}
+
+void Replay::Pass() {
+  Timed([&] { controller_.Schedule(now_, step_); });
+  ++passes_;
+  passed_ = true;
+  last_pass_ = now_;
+  Drain();
+}
+
+TimeMs Replay::NextBackoffEnd() const {
+  TimeMs next = 0;
+  for (const auto& [id, job] : controller_.jobs()) {
+    if (job.state == JobState::kReady && job.not_before > now_ &&
+        (next == 0 || job.not_before < next)) {
+      next = job.not_before;
+    }
+  }
+  return next;
+}
+
+Result<nlohmann::json> Replay::Run() {
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (options_.startup_delay < 0) return InvalidArgument("startup_delay must not be negative");
+  if (options_.tick < 1) return InvalidArgument("tick must be at least 1 ms");
+  if (options_.pass_interval < 0) return InvalidArgument("pass_interval must not be negative");
+  DROVER_RETURN_IF_ERROR(controller_.SetPolicy(options_.policy));
+
+  order_.resize(trace_.jobs.size());
+  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+    return trace_.jobs[a].submit < trace_.jobs[b].submit;
+  });
+  jobs_.resize(order_.size());
+  index_of_id_.assign(order_.size() + 2, -1);
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    const model::JobSpec& spec = trace_.jobs[order_[i]].spec;
+    const model::ResourceAmounts amounts = sched::ChargeAmounts(spec, "");
+    auto gpu = amounts.find("gpu");
+    if (gpu != amounts.end() && spec.workers > 0) {
+      jobs_[i].milli_per_worker = gpu->second / spec.workers;
+    }
+  }
+
+  for (const model::Node& node : trace_.nodes) controller_.UpsertNode(node, now_, step_);
+  Drain();
+
+  std::size_t next_submit = 0;
+  TimeMs last_instant = -1;
+  int rounds = 0;
+  while (true) {
+    const bool submits_left = next_submit < order_.size();
+    if (pending_work_events_ == 0 && !submits_left) {
+      // Nothing is alive and nothing will arrive: only a retry backoff can still move a job.
+      if (ready_ == 0) break;
+      const TimeMs wake = NextBackoffEnd();
+      if (wake == 0) break;
+      now_ = wake;
+      ++events_;
+      Pass();
+      continue;
+    }
+    TimeMs next = submits_left ? kReplayEpochMs + TraceOf(next_submit).submit : 0;
+    if (!queue_.empty() && (!submits_left || queue_.top().at < next)) next = queue_.top().at;
+    now_ = next;
+    if (now_ == last_instant) {
+      if (++rounds > kMaxRoundsPerInstant) {
+        return Internal(fmt::format("replay: instant {:.3f}s does not settle", Seconds(now_)));
+      }
+    } else {
+      last_instant = now_;
+      rounds = 0;
+    }
+    while (!queue_.empty() && queue_.top().at == now_) {
+      const Event event = queue_.top();
+      queue_.pop();
+      Handle(event);
+    }
+    while (next_submit < order_.size() && kReplayEpochMs + TraceOf(next_submit).submit == now_) {
+      ++events_;
+      SubmitJob(static_cast<std::int32_t>(next_submit++));
+    }
+    if (!passed_ || now_ - last_pass_ >= options_.pass_interval) {
+      Pass();
+    } else if (!pass_pending_) {
+      pass_pending_ = true;
+      Push(last_pass_ + options_.pass_interval, EventKind::kPass, 0);
+    }
+    if (ready_ > 0 && !tick_pending_) {
+      tick_pending_ = true;
+      Push(now_ + options_.tick, EventKind::kTick, 0);
+    }
+  }
+  return Report(wall_start);
+}
+
+nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) const {
+  using internal::Round;
+  nlohmann::json out;
+  std::int64_t total_gpus = 0;
+  for (const model::Node& node : trace_.nodes)
+    total_gpus += static_cast<std::int64_t>(node.gpus.size());
+
+  std::map<std::string, int> queue_index;
+  for (const TraceJob& job : trace_.jobs) queue_index.emplace(job.spec.queue, 0);
+  std::vector<std::string> queue_names;
+  for (auto& [name, index] : queue_index) {
+    index = static_cast<int>(queue_names.size());
+    queue_names.push_back(name);
+  }
+  struct PerQueue {
+    std::int64_t jobs = 0;
+    std::vector<double> queue_s;
+    std::vector<double> jct_s;
+  };
+  std::vector<PerQueue> per_queue(queue_names.size());
+
+  // Allocation changes (time, queue, milli-GPUs), for the time series.
+  struct Delta {
+    TimeMs at;
+    int queue;
+    std::int64_t milli;
+  };
+  std::vector<Delta> deltas;
+  std::vector<double> jct_s, queue_s, placement_s, startup_s, run_s;
+  std::int64_t finished = 0, timed_out = 0, preemptions = 0;
+  double lost_gpu_ms = 0.0, allocated_gpu_ms = 0.0;
+  TimeMs first_submit = 0, last_end = kReplayEpochMs;
+  bool any_submit = false;
+  nlohmann::json rows = nlohmann::json::array();
+
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    const JobSim& sim = jobs_[i];
+    const TraceJob& trace_job = TraceOf(static_cast<std::int32_t>(i));
+    const int queue = queue_index.at(trace_job.spec.queue);
+    PerQueue& stats = per_queue[queue];
+    ++stats.jobs;
+    const TimeMs submit = kReplayEpochMs + trace_job.submit;
+    if (!any_submit || submit < first_submit) first_submit = submit;
+    any_submit = true;
+    const model::Job* job = sim.id.value() > 0 ? controller_.Find(sim.id) : nullptr;
+    nlohmann::json row;
+    if (options_.job_detail) {
+      const std::int64_t gpu_milli = sim.milli_per_worker * std::max(trace_job.spec.workers, 0);
+      row = {{"name", trace_job.name},
+             {"queue", trace_job.spec.queue},
+             {"team", trace_job.spec.team},
+             {"user", trace_job.user},
+             {"gpus", Round(static_cast<double>(gpu_milli) / 1000.0)},
+             {"submit_s", Round(Seconds(submit))},
+             {"start_s", nullptr},
+             {"end_s", nullptr},
+             {"queue_s", nullptr},
+             {"jct_s", nullptr},
+             {"preemptions", 0}};
+    }
+    if (job == nullptr) {
+      if (options_.job_detail) rows.push_back(std::move(row));
+      continue;
+    }
+    int job_preemptions = 0;
+    TimeMs first_start = 0;
+    for (const model::Attempt& attempt : job->attempts) {
+      if (attempt.placed_at == 0) continue;
+      if (first_start == 0) first_start = attempt.placed_at;
+      const std::int64_t milli =
+          sim.milli_per_worker * static_cast<std::int64_t>(attempt.workers.size());
+      const TimeMs released = attempt.finished_at != 0 ? attempt.finished_at : now_;
+      allocated_gpu_ms +=
+          static_cast<double>(milli) / 1000.0 * static_cast<double>(released - attempt.placed_at);
+      if (milli > 0) {
+        deltas.push_back({attempt.placed_at, queue, milli});
+        deltas.push_back({released, queue, -milli});
+      }
+      if (attempt.preempted_by) {
+        ++job_preemptions;
+        const TimeMs since = std::max(attempt.placed_at, attempt.last_checkpoint_at);
+        lost_gpu_ms += static_cast<double>(milli) / 1000.0 *
+                       static_cast<double>(std::max<TimeMs>(released - since, 0));
+      }
+    }
+    preemptions += job_preemptions;
+    if (options_.job_detail) {
+      row["preemptions"] = job_preemptions;
+      if (first_start != 0) row["start_s"] = Round(Seconds(first_start));
+    }
+    if (!model::IsTerminal(job->state)) {
+      if (options_.job_detail) rows.push_back(std::move(row));
+      continue;
+    }
+    ++finished;
+    if (job->state == JobState::kTimedOut) ++timed_out;
+    last_end = std::max(last_end, job->finished_at);
+    const model::JobMetrics metrics = model::ComputeMetrics(*job, now_);
+    const double jct = static_cast<double>(job->finished_at - submit) / 1000.0;
+    const double waited = static_cast<double>(metrics.queue_wait) / 1000.0;
+    jct_s.push_back(jct);
+    queue_s.push_back(waited);
+    stats.jct_s.push_back(jct);
+    stats.queue_s.push_back(waited);
+    if (const model::Attempt* last = job->current_attempt()) {
+      if (last->placed_at != 0 && last->workers_started_at != 0) {
+        placement_s.push_back(static_cast<double>(last->workers_started_at - last->placed_at) /
+                              1000.0);
+      }
+      if (last->workers_started_at != 0 && last->running_at != 0) {
+        startup_s.push_back(static_cast<double>(last->running_at - last->workers_started_at) /
+                            1000.0);
+      }
+      if (last->running_at != 0 && last->finished_at != 0) {
+        run_s.push_back(static_cast<double>(last->finished_at - last->running_at) / 1000.0);
+      }
+    }
+    if (options_.job_detail) {
+      row["end_s"] = Round(Seconds(job->finished_at));
+      row["queue_s"] = Round(waited);
+      row["jct_s"] = Round(jct);
+      rows.push_back(std::move(row));
+    }
+  }
+
+  auto mean = [](const std::vector<double>& values) {
+    double sum = 0.0;
+    for (double value : values) sum += value;
+    return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+  };
+  const std::int64_t jobs = static_cast<std::int64_t>(jobs_.size());
+  out["experiment"] = "replay";
+  out["policy"] = options_.policy_name;
+  out["jobs"] = jobs;
+  out["finished"] = finished;
+  out["unfinished"] = jobs - finished;
+  out["rejected"] = rejected_;
+  out["timed_out"] = timed_out;
+  out["nodes"] = trace_.nodes.size();
+  out["total_gpus"] = total_gpus;
+  const double lifecycle_queue = mean(queue_s);
+  out["jct_seconds"] = internal::ToJson(internal::Summarize(jct_s));
+  out["queue_seconds"] = internal::ToJson(internal::Summarize(queue_s));
+  out["makespan_seconds"] =
+      finished > 0 ? Round(static_cast<double>(last_end - first_submit) / 1000.0) : 0.0;
+  out["preemptions"] = preemptions;
+  out["lost_gpu_hours"] = Round(lost_gpu_ms / 3'600'000.0, 6);
+  out["gpu_hours_allocated"] = Round(allocated_gpu_ms / 3'600'000.0, 6);
+  out["lifecycle_seconds"] = {{"queue", Round(lifecycle_queue)},
+                              {"placement", Round(mean(placement_s))},
+                              {"startup", Round(mean(startup_s))},
+                              {"run", Round(mean(run_s))}};
+
+  // Time series: the allocation at evenly spaced instants from trace time 0 to the last end.
+  std::sort(deltas.begin(), deltas.end(),
+            [](const Delta& a, const Delta& b) { return a.at < b.at; });
+  const TimeMs horizon = std::max<TimeMs>(std::max(last_end, now_) - kReplayEpochMs, 0);
+  const std::int64_t points = std::min<std::int64_t>(kSeriesPoints, horizon + 1);
+  nlohmann::json allocation = nlohmann::json::array();
+  std::vector<nlohmann::json> shares(queue_names.size(), nlohmann::json::array());
+  std::vector<std::int64_t> held(queue_names.size(), 0);
+  std::int64_t held_total = 0;
+  std::size_t next_delta = 0;
+  const double capacity_milli = static_cast<double>(total_gpus) * 1000.0;
+  for (std::int64_t k = 0; k < points; ++k) {
+    const TimeMs offset = points == 1 ? 0 : horizon * k / (points - 1);
+    const TimeMs at = kReplayEpochMs + offset;
+    for (; next_delta < deltas.size() && deltas[next_delta].at <= at; ++next_delta) {
+      held[deltas[next_delta].queue] += deltas[next_delta].milli;
+      held_total += deltas[next_delta].milli;
+    }
+    const double t = Round(static_cast<double>(offset) / 1000.0);
+    allocation.push_back(
+        {t, Round(capacity_milli > 0 ? static_cast<double>(held_total) / capacity_milli * 100.0
+                                     : 0.0)});
+    for (std::size_t q = 0; q < queue_names.size(); ++q) {
+      shares[q].push_back({t, Round(held_total > 0 ? static_cast<double>(held[q]) /
+                                                         static_cast<double>(held_total) * 100.0
+                                                   : 0.0)});
+    }
+  }
+  out["gpu_allocation_over_time"] = std::move(allocation);
+  nlohmann::json share_json = nlohmann::json::object();
+  nlohmann::json queues_json = nlohmann::json::object();
+  for (std::size_t q = 0; q < queue_names.size(); ++q) {
+    share_json[queue_names[q]] = std::move(shares[q]);
+    queues_json[queue_names[q]] = {
+        {"jobs", per_queue[q].jobs},
+        {"queue_seconds", internal::ToJson(internal::Summarize(per_queue[q].queue_s))},
+        {"jct_seconds", internal::ToJson(internal::Summarize(per_queue[q].jct_s))}};
+  }
+  out["queue_share_over_time"] = std::move(share_json);
+  out["per_queue"] = std::move(queues_json);
+  if (options_.job_detail) out["job_rows"] = std::move(rows);
+  if (options_.event_log) out["log"] = log_;
+  out["events"] = events_;
+  out["passes"] = passes_;
+  if (options_.timing) {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    out["wall_seconds"] = Round(wall);
+    out["controller_seconds"] = Round(static_cast<double>(controller_ns_) / 1e9);
+    out["events_per_second"] = Round(wall > 0 ? static_cast<double>(events_) / wall : 0.0, 0);
+    out["peak_rss_bytes"] = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trace) {
+  model::Policy policy;
+  if (name == "fifo") {
+    policy.order = model::QueueOrder::kFifo;
+  } else if (name == "sjf") {
+    policy.order = model::QueueOrder::kSjf;
+  } else if (name == "las") {
+    policy.order = model::QueueOrder::kLas;
+  } else if (name == "fair-share") {
+    policy.order = model::QueueOrder::kFairShare;
+  } else {
+    return InvalidArgument(fmt::format(
+        "policy '{}' is not a named replay policy; the names are fifo, sjf, las, fair-share",
+        name));
+  }
+  std::set<std::string> queues;
+  for (const TraceJob& job : trace.jobs) queues.insert(job.spec.queue);
+  for (const std::string& queue : queues) {
+    model::QueueConfig config;
+    config.name = queue;
+    policy.queues.push_back(std::move(config));
+  }
+  return policy;
+}
+
+Result<nlohmann::json> RunReplay(const Trace& trace, const ReplayOptions& options) {
+  Replay replay(trace, options);
+  return replay.Run();
+}
+
+}  // namespace drover::sim
