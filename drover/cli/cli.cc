@@ -173,6 +173,8 @@ int Main(int argc, char** argv) {
   simulate->add_option("--published", sim_flags.published_dir,
                        "FGD paper results folder (default: fgd-expected-results beside --pods)");
   simulate->add_option("--tick", sim_flags.tick, "scheduling pass interval of a replay (1m)");
+  simulate->add_option("--pass-interval", sim_flags.pass_interval,
+                       "replay: scheduling passes at most this often (default: every instant)");
   simulate->add_flag("--no-timing", sim_flags.no_timing,
                      "leave out wall-clock fields: same input, same output");
   simulate->add_option("-o,--output", sim_flags.output, "json, text (default) or html")

@@ -166,20 +166,28 @@ Result<NamedPolicy> ResolveReplayPolicy(const std::string& flag, const std::stri
   return NamedPolicy{std::filesystem::path(value).filename().string(), std::move(*policy)};
 }
 
-Result<DurationMs> ReplayTick(const SimulateFlags& f) {
-  if (f.tick.empty()) return sim::ReplayOptions{}.tick;
-  auto tick = ParseDuration(f.tick);
-  if (!tick) return InputError("--tick " + f.tick, tick.error());
-  if (*tick < 1) return InvalidArgument("--tick " + f.tick + ": must be at least 1ms");
-  return *tick;
+// The replay's pacing from --tick and --pass-interval.
+Result<sim::ReplayOptions> ReplayPacing(const SimulateFlags& f) {
+  sim::ReplayOptions options;
+  if (!f.tick.empty()) {
+    auto tick = ParseDuration(f.tick);
+    if (!tick) return InputError("--tick " + f.tick, tick.error());
+    if (*tick < 1) return InvalidArgument("--tick " + f.tick + ": must be at least 1ms");
+    options.tick = *tick;
+  }
+  if (!f.pass_interval.empty()) {
+    auto pass = ParseDuration(f.pass_interval);
+    if (!pass) return InputError("--pass-interval " + f.pass_interval, pass.error());
+    options.pass_interval = *pass;
+  }
+  return options;
 }
 
-Result<json> Replay(const sim::Trace& trace, const NamedPolicy& policy, DurationMs tick,
-                    bool timing, bool job_detail) {
-  sim::ReplayOptions options;
+Result<json> Replay(const sim::Trace& trace, const NamedPolicy& policy,
+                    const sim::ReplayOptions& pacing, bool timing, bool job_detail) {
+  sim::ReplayOptions options = pacing;
   options.policy = policy.policy;
   options.policy_name = policy.name;
-  options.tick = tick;
   options.timing = timing;
   options.job_detail = job_detail;
   auto result = sim::RunReplay(trace, options);
@@ -202,8 +210,8 @@ Result<json> RunReplays(const SimulateFlags& f, Source source) {
   std::stable_sort(
       source.trace.jobs.begin(), source.trace.jobs.end(),
       [](const sim::TraceJob& a, const sim::TraceJob& b) { return a.submit < b.submit; });
-  auto tick = ReplayTick(f);
-  if (!tick) return tl::unexpected(tick.error());
+  auto pacing = ReplayPacing(f);
+  if (!pacing) return tl::unexpected(pacing.error());
   const std::vector<std::string> names =
       f.policies.empty() ? std::vector<std::string>{"fair-share"} : f.policies;
   // Every policy is checked before the first replay starts.
@@ -216,7 +224,7 @@ Result<json> RunReplays(const SimulateFlags& f, Source source) {
   const bool job_detail = source.trace.jobs.size() <= kJobDetailLimit;
   std::vector<json> results;
   for (const NamedPolicy& policy : policies) {
-    auto result = Replay(source.trace, policy, *tick, !f.no_timing, job_detail);
+    auto result = Replay(source.trace, policy, *pacing, !f.no_timing, job_detail);
     if (!result) return tl::unexpected(result.error());
     results.push_back(std::move(*result));
   }
@@ -302,12 +310,12 @@ Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
   if (!before) return tl::unexpected(before.error());
   auto after = ResolveReplayPolicy("--policy", f.policies.front(), *trace);
   if (!after) return tl::unexpected(after.error());
-  auto tick = ReplayTick(f);
-  if (!tick) return tl::unexpected(tick.error());
+  auto pacing = ReplayPacing(f);
+  if (!pacing) return tl::unexpected(pacing.error());
   // CompareQueueTimes reads the per-job rows: always kept here.
-  auto before_result = Replay(*trace, *before, *tick, !f.no_timing, true);
+  auto before_result = Replay(*trace, *before, *pacing, !f.no_timing, true);
   if (!before_result) return tl::unexpected(before_result.error());
-  auto after_result = Replay(*trace, *after, *tick, !f.no_timing, true);
+  auto after_result = Replay(*trace, *after, *pacing, !f.no_timing, true);
   if (!after_result) return tl::unexpected(after_result.error());
   json teams = sim::CompareQueueTimes(*before_result, *after_result);
   json per_team = json::object();

@@ -62,6 +62,7 @@ struct SimulateFlags {
   std::string published_dir;          // --published (fgd; "": fgd-expected-results beside pods)
   bool no_timing = false;             // --no-timing: no wall-clock fields, identical output
   std::string tick;                   // --tick DURATION (replay; "": the replay's default)
+  std::string pass_interval;          // --pass-interval DURATION (replay; "": a pass per instant)
 
   std::string output;       // -o json|text|html ("": text)
   std::string report_file;  // --report FILE.html

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@
 
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
+#include "drover/model/policy.h"
 #include "drover/sched/scheduler.h"
 
 namespace drover::sched::internal {
@@ -169,6 +171,8 @@ struct ClusterState::Impl {
   std::unordered_map<std::string, internal::Index*> index_by_filter;
   std::uint64_t tick = 0;  // advances on every index lookup; drives least-recently-used eviction
   std::uint64_t next_version = 0;  // the last NodeState::version handed out
+  // ClusterState::Capacity(), computed on first use after a node change.
+  mutable std::optional<model::ResourceAmounts> capacity;
   // Advances whenever an index is destroyed, so that callers may cache Index pointers.
   std::uint64_t index_generation = 0;
 

@@ -481,11 +481,14 @@ ClusterState ClusterState::Clone() const {
   copy.impl_->states = impl_->states;
   copy.impl_->position_by_name = impl_->position_by_name;
   copy.impl_->sharing_positions = impl_->sharing_positions;
+  copy.impl_->next_version = impl_->next_version;
+  copy.impl_->capacity = impl_->capacity;
   return copy;
 }
 
 void ClusterState::UpsertNode(const model::Node& node) {
   Impl& impl = *impl_;
+  impl.capacity.reset();
   int pos = impl.Find(node.name.value());
   if (pos < 0) {
     pos = static_cast<int>(impl.nodes.size());
@@ -516,6 +519,7 @@ void ClusterState::RemoveNode(const NodeId& name) {
   Impl& impl = *impl_;
   int pos = impl.Find(name.value());
   if (pos < 0) return;
+  impl.capacity.reset();
   impl.nodes.erase(impl.nodes.begin() + pos);
   impl.states.erase(impl.states.begin() + pos);
   impl.position_by_name.erase(name.value());
@@ -681,6 +685,7 @@ void ClusterState::Release(const Placement& placement, const model::Requirements
 }
 
 model::ResourceAmounts ClusterState::Capacity() const {
+  if (impl_->capacity) return *impl_->capacity;
   model::ResourceAmounts out{{"cpu", 0}, {"memory", 0}, {"gpu", 0}};
   for (const model::Node& node : impl_->nodes) {
     out["cpu"] += node.cpu_millis;
@@ -690,6 +695,7 @@ model::ResourceAmounts ClusterState::Capacity() const {
       if (!gpu.model.empty()) out["gpu:" + internal::Lower(gpu.model)] += 1000;
     }
   }
+  impl_->capacity = out;
   return out;
 }
 

@@ -659,8 +659,12 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
   };
   std::vector<Candidate> candidates;
   for (const RunningJob& running : input_.running) {
+    // A job started at this very instant is never a victim (whatever min_run_time says):
+    // otherwise a victim requeued and placed again at once could be preempted again at once,
+    // forever, without time passing.
+    const DurationMs ran = input_.now - running.started_at;
     if (!running.spec->interruptible || input_.stopping.contains(running.job) ||
-        victims_.contains(running.job) || input_.now - running.started_at < policy_.min_run_time) {
+        victims_.contains(running.job) || ran <= 0 || ran < policy_.min_run_time) {
       continue;
     }
     const int leaf = running.charge->leaf;

@@ -156,6 +156,40 @@ std::vector<int> ChooseWholeGpus(const ClusterImpl& impl, const StaticFilter& fi
   return chosen;
 }
 
+// Sum of the weights of `spec`'s preferred labels that node `pos` carries.
+int LabelScore(const ClusterImpl& impl, int pos, const model::JobSpec& spec) {
+  int score = 0;
+  const auto& labels = impl.nodes[pos].labels;
+  for (const model::LabelPreference& pref : spec.preferences.node_labels) {
+    auto it = labels.find(pref.key);
+    if (it != labels.end() && it->second == pref.value) score += pref.weight;
+  }
+  return score;
+}
+
+// What fragmentation scoring reads: the mix (PlanOptions::mix, else the job's own shape) and
+// the memo (PlanOptions::fragmentation_cache, else one of its own).
+class FragmentationInputs {
+ public:
+  void Init(const model::JobSpec& spec, const PlanOptions& options) {
+    if (options.mix != nullptr) {
+      mix_ = options.mix;
+    } else {
+      own_mix_ = MixOf({&spec});
+      mix_ = &own_mix_;
+    }
+    cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
+  }
+  const WorkloadMix& mix() const { return *mix_; }
+  FragmentationCache& cache() const { return *cache_; }
+
+ private:
+  WorkloadMix own_mix_;
+  const WorkloadMix* mix_ = nullptr;
+  FragmentationCache own_cache_;
+  FragmentationCache* cache_ = nullptr;
+};
+
 // FGD deltas closer than this are ties (they are sums of products of weights and integers).
 constexpr double kDeltaEpsilon = 1e-6;
 
@@ -180,13 +214,9 @@ class Planner {
     if (scoring_ == model::Scoring::kFragmentation) {
       if (demand_.mode == GpuMode::kMig) {
         scoring_ = model::Scoring::kBinpack;  // MIG slices are preconfigured: nothing to score
-      } else if (options.mix != nullptr) {
-        mix_ = options.mix;
       } else {
-        own_mix_ = MixOf({&spec});
-        mix_ = &own_mix_;
+        fragmentation_.Init(spec, options);
       }
-      cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
     }
   }
 
@@ -223,16 +253,7 @@ class Planner {
     return excluded != nullptr && pos < static_cast<int>(excluded->size()) && (*excluded)[pos];
   }
 
-  int LabelScore(int pos) const {
-    if (!labels_) return 0;
-    int score = 0;
-    const auto& labels = impl_.nodes[pos].labels;
-    for (const model::LabelPreference& pref : spec_.preferences.node_labels) {
-      auto it = labels.find(pref.key);
-      if (it != labels.end() && it->second == pref.value) score += pref.weight;
-    }
-    return score;
-  }
+  int LabelScore(int pos) const { return labels_ ? internal::LabelScore(impl_, pos, spec_) : 0; }
 
   int Tier(int pos) const {
     return (!filter_.needs_gpus && !impl_.nodes[pos].gpus.empty()) ? 1 : 0;
@@ -389,8 +410,8 @@ class Planner {
                      gpu_scratch_);
     taken_.assign(impl_.nodes[pos].gpus.size(), 0);
     for (int i : gpu_scratch_) taken_[i] = kShareMillisPerGpu;
-    SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, *cache_, signature_);
-    return cache_->Get(signature_, *mix_);
+    SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, fragmentation_.cache(), signature_);
+    return fragmentation_.cache().Get(signature_, fragmentation_.mix());
   }
 
   double WholeDelta(const Cand& c, int k) {
@@ -761,8 +782,8 @@ class Planner {
       taken_[extra] += demand_.share_millis;
       ++workers;
     }
-    SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, *cache_, signature_);
-    return cache_->Get(signature_, *mix_);
+    SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, fragmentation_.cache(), signature_);
+    return fragmentation_.cache().Get(signature_, fragmentation_.mix());
   }
 
   std::optional<PlannedGang> PlanShares(std::vector<int> positions) {
@@ -841,10 +862,7 @@ class Planner {
   const bool same_node_;
   const bool labels_;
   model::Scoring scoring_;
-  WorkloadMix own_mix_;
-  const WorkloadMix* mix_ = nullptr;
-  FragmentationCache own_cache_;
-  FragmentationCache* cache_ = nullptr;
+  FragmentationInputs fragmentation_;
 
   bool list_mode_ = false;
   std::vector<int> list_;  // candidate positions in list mode
@@ -876,15 +894,11 @@ class ScoredPlanner {
         options_(options),
         demand_(PerWorker(spec)) {
     if (options.scoring == model::Scoring::kFragmentation) {
-      if (options.mix != nullptr) {
-        mix_ = options.mix;
-      } else {
-        own_mix_ = MixOf({&spec});
-        mix_ = &own_mix_;
-      }
-      cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
+      fragmentation_.Init(spec, options);
       // Sized up front: groups_ points into the node entries.
-      if (!impl.nodes.empty()) cache_->Node(static_cast<int>(impl.nodes.size()) - 1);
+      if (!impl.nodes.empty()) {
+        fragmentation_.cache().Node(static_cast<int>(impl.nodes.size()) - 1);
+      }
     }
   }
 
@@ -895,7 +909,7 @@ class ScoredPlanner {
       ++feasible;
       int gpu = -1;
       const double score = Score(pos, gpu);
-      const int label = LabelScore(pos);
+      const int label = internal::LabelScore(impl_, pos, spec_);
       // FGD: among equal growth of fragmentation, the fullest node (fewest free milli-GPUs,
       // then CPU), which keeps idle nodes whole for the tasks the mix leaves out.
       const double fill = options_.scoring == model::Scoring::kFragmentation ? Fill(pos) : 0.0;
@@ -973,16 +987,6 @@ class ScoredPlanner {
   double Fill(int pos) const {
     const NodeView v = View(pos);
     return -static_cast<double>(v.gpu_left) * 1e6 - static_cast<double>(v.cpu_free);
-  }
-
-  int LabelScore(int pos) const {
-    int score = 0;
-    const auto& labels = impl_.nodes[pos].labels;
-    for (const model::LabelPreference& pref : spec_.preferences.node_labels) {
-      auto it = labels.find(pref.key);
-      if (it != labels.end() && it->second == pref.value) score += pref.weight;
-    }
-    return score;
   }
 
   // Free milli-GPUs of GPU position i for this demand, or -1 if it cannot host one worker.
@@ -1100,11 +1104,11 @@ class ScoredPlanner {
   // Growth of the node's fragmentation if the worker goes there (for a share, on the GPU that
   // grows it least, which `gpu` receives).
   double FragmentationDelta(int pos, int& gpu) {
-    FragmentationCache::NodeEntry& node = cache_->Node(pos);
+    FragmentationCache::NodeEntry& node = fragmentation_.cache().Node(pos);
     const std::uint64_t version = impl_.states[pos].version;
     if (node.version != version || node.signature.empty()) {
-      SignatureAfter(impl_, pos, 0, {}, *cache_, node.signature);
-      node.value = cache_->Get(node.signature, *mix_);
+      SignatureAfter(impl_, pos, 0, {}, fragmentation_.cache(), node.signature);
+      node.value = fragmentation_.cache().Get(node.signature, fragmentation_.mix());
       node.hash = FragmentationCache::Hash(node.signature);
       node.version = version;
     }
@@ -1122,7 +1126,8 @@ class ScoredPlanner {
     if (fresh) {
       group->second.signature = &node.signature;
       group->second.delta = delta;
-      group->second.gpu_code = gpu >= 0 ? GpuCodeAfter(impl_, pos, gpu, 0, *cache_) : -1;
+      group->second.gpu_code =
+          gpu >= 0 ? GpuCodeAfter(impl_, pos, gpu, 0, fragmentation_.cache()) : -1;
     }
     return delta;
   }
@@ -1135,17 +1140,17 @@ class ScoredPlanner {
     if (!filter_.shares()) {
       WholeGpusInOrder(impl_, pos, filter_, 0, demand_.gpus, gpus_);
       for (int i : gpus_) taken_[i] = kShareMillisPerGpu;
-      SignatureAfter(impl_, pos, demand_.cpu, taken_, *cache_, signature_);
-      return cache_->Get(signature_, *mix_) - before;
+      SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
+      return fragmentation_.cache().Get(signature_, fragmentation_.mix()) - before;
     }
     double best = 0.0;
     gpu = -1;
     for (std::size_t i = 0; i < n; ++i) {
       if (HostFree(pos, i) < 0) continue;
       taken_[i] = demand_.share_millis;
-      SignatureAfter(impl_, pos, demand_.cpu, taken_, *cache_, signature_);
+      SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
       taken_[i] = 0;
-      const double delta = cache_->Get(signature_, *mix_) - before;
+      const double delta = fragmentation_.cache().Get(signature_, fragmentation_.mix()) - before;
       if (gpu < 0 || delta < best - kDeltaEpsilon) {
         best = delta;
         gpu = static_cast<int>(i);
@@ -1157,7 +1162,7 @@ class ScoredPlanner {
   // The lowest GPU position of `pos` that hosts the share and whose code is `code`.
   int GpuWithCode(int pos, std::int64_t code) const {
     for (std::size_t i = 0; i < impl_.nodes[pos].gpus.size(); ++i) {
-      if (HostFree(pos, i) >= 0 && GpuCodeAfter(impl_, pos, i, 0, *cache_) == code) {
+      if (HostFree(pos, i) >= 0 && GpuCodeAfter(impl_, pos, i, 0, fragmentation_.cache()) == code) {
         return static_cast<int>(i);
       }
     }
@@ -1177,10 +1182,7 @@ class ScoredPlanner {
   const model::JobSpec& spec_;
   const PlanOptions& options_;
   const Demand demand_;
-  WorkloadMix own_mix_;
-  const WorkloadMix* mix_ = nullptr;
-  FragmentationCache own_cache_;
-  FragmentationCache* cache_ = nullptr;
+  FragmentationInputs fragmentation_;
 
   int best_ = -1;
   int best_gpu_ = -1;

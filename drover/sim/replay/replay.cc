@@ -169,6 +169,11 @@ void Replay::SubmitJob(std::int32_t index) {
   const TraceJob& trace_job = TraceOf(index);
   model::JobSpec spec = trace_job.spec;
   if (!trace_job.user.empty()) spec.owner = trace_job.user;
+  // SJF with known durations: a job without a time limit is ordered by its trace duration (the
+  // limit is never reached, so nothing else changes).
+  if (options_.policy.order == model::QueueOrder::kSjf && !spec.timeout) {
+    spec.timeout = trace_job.duration;
+  }
   Result<control::SubmitResult> submitted =
       Timed([&] { return controller_.Submit({std::move(spec)}, "", trace_job.user, now_, step_); });
   if (!submitted || submitted->ids.size() != 1) {
@@ -540,7 +545,10 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
     last_end = std::max(last_end, job->finished_at);
     const model::JobMetrics metrics = model::ComputeMetrics(*job, now_);
     const double jct = static_cast<double>(job->finished_at - submit) / 1000.0;
-    const double waited = static_cast<double>(metrics.queue_wait) / 1000.0;
+    // Submission to the pass that made it ready (only with pass_interval) also waits.
+    const DurationMs before_ready =
+        job->attempts.empty() ? 0 : job->attempts.front().ready_at - job->created_at;
+    const double waited = static_cast<double>(metrics.queue_wait + before_ready) / 1000.0;
     jct_s.push_back(jct);
     queue_s.push_back(waited);
     stats.jct_s.push_back(jct);

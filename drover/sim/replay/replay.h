@@ -20,7 +20,9 @@
 //     its latest checkpoint; otherwise it starts again from zero.
 //   - Time limits: the controller does not enforce JobSpec::timeout (the supervisor does), so
 //     the loop does: every worker exits timed out `timeout` after the workers started, unless
-//     the work is done by then (a job whose work equals its limit succeeds).
+//     the work is done by then (a job whose work equals its limit succeeds). Under order sjf a
+//     job without a time limit is submitted with its trace duration as its limit (its size for
+//     SJF, and for backfill); that limit is never enforced.
 //   - With pass_interval > 0, a pass runs at an instant only if the last one is at least that
 //     old; otherwise one is queued for that time and handles everything that arrived meanwhile.
 //   - A scheduling pass also runs every `tick` while jobs wait (aging, LAS demotion, min run
@@ -85,12 +87,13 @@ Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trac
 //   progress any more), "rejected" (the controller refused the submission: a queue the policy
 //   lacks; counted in unfinished too), "timed_out", "nodes", "total_gpus",
 //   "jct_seconds" {mean,p50,p95,p99} (finished jobs: end - submit),
-//   "queue_seconds" {mean,p50,p95,p99} (finished jobs: time ready but not placed, summed over
-//   attempts: model::ComputeMetrics' queue_wait), "makespan_seconds" (first submit to last end),
-//   "preemptions" (attempts ended by preemption), "lost_gpu_hours" (of preempted attempts: GPUs
-//   x time since the later of placement and the attempt's last checkpoint, as the engine
-//   weighs victims), "gpu_hours_allocated" (GPUs x time from placement to release, every
-//   attempt; fractional GPUs count their share),
+//   "queue_seconds" {mean,p50,p95,p99} (finished jobs: submit to first placement plus every
+//   later wait ready but not placed: model::ComputeMetrics' queue_wait plus, with
+//   pass_interval, the wait from submission to the pass that made the job ready),
+//   "makespan_seconds" (first submit to last end), "preemptions" (attempts ended by preemption),
+//   "lost_gpu_hours" (of preempted attempts: GPUs x time since the later of placement and the
+//   attempt's last checkpoint, as the engine weighs victims), "gpu_hours_allocated" (GPUs x time
+//   from placement to release, every attempt; fractional GPUs count their share),
 //   "lifecycle_seconds" {queue (= queue_seconds.mean), placement (placed -> launch handed),
 //   startup (-> all workers running), run (-> finished)}: means over finished jobs' last
 //   attempts that reached each phase,

@@ -254,6 +254,7 @@ TEST(Replay, PassIntervalHoldsEventsForTheNextPass) {
   EXPECT_EQ(Row(report, "a").at("end_s"), 10);
   EXPECT_EQ(Row(report, "b").at("start_s"), 25);
   EXPECT_EQ(Row(report, "b").at("end_s"), 35);
+  EXPECT_EQ(Row(report, "b").at("queue_s"), 24);
   EXPECT_EQ(report.at("passes"), 3);  // 0, 25, and 50 (b's end)
 }
 
@@ -486,53 +487,6 @@ TEST(Scenarios, ReplayMatchesExpectedDecisions) {
     EXPECT_EQ(actual, expected);
   }
   EXPECT_GE(count, 2);
-}
-
-// Speed, on demand: DROVER_REPLAY_BENCH_JOBS=N [DROVER_REPLAY_BENCH_NODES=M]
-// [DROVER_REPLAY_BENCH_POLICY=fifo] [DROVER_REPLAY_BENCH_PASS_S=seconds] runs a synthetic trace of
-// N jobs on M nodes x 8 GPUs at load 0.9 and prints the timing fields.
-TEST(ReplaySpeed, SyntheticTrace) {
-  const char* jobs = std::getenv("DROVER_REPLAY_BENCH_JOBS");
-  if (jobs == nullptr) GTEST_SKIP() << "set DROVER_REPLAY_BENCH_JOBS to run";
-  const char* nodes = std::getenv("DROVER_REPLAY_BENCH_NODES");
-  const char* policy = std::getenv("DROVER_REPLAY_BENCH_POLICY");
-  SyntheticOptions synthetic;
-  synthetic.jobs = std::atoll(jobs);
-  synthetic.nodes = nodes ? std::atoi(nodes) : 10'000;
-  synthetic.load = 0.9;
-  const auto made = std::chrono::steady_clock::now();
-  const Trace trace = MakeSyntheticTrace(TestSummary(), synthetic);
-  const double make_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - made).count();
-  auto named = NamedReplayPolicy(policy ? policy : "fifo", trace);
-  ASSERT_TRUE(named);
-  ReplayOptions options;
-  options.policy = *named;
-  options.policy_name = policy ? policy : "fifo";
-  options.job_detail = false;
-  if (const char* pass_s = std::getenv("DROVER_REPLAY_BENCH_PASS_S")) {
-    options.pass_interval = static_cast<DurationMs>(std::atof(pass_s) * 1000);
-  }
-  auto report = RunReplay(trace, options);
-  ASSERT_TRUE(report) << report.error().ToString();
-  nlohmann::json summary = *report;
-  for (const char* key : {"gpu_allocation_over_time", "queue_share_over_time", "per_queue"}) {
-    summary.erase(key);
-  }
-  summary["trace_seconds"] = make_s;
-  // The part of every pass's cost that grows with the cluster: the engine sums its capacity.
-  sched::ClusterState cluster;
-  for (const model::Node& node : trace.nodes) cluster.UpsertNode(node);
-  const auto summed = std::chrono::steady_clock::now();
-  std::int64_t total = 0;
-  for (int i = 0; i < 20; ++i) total += cluster.Capacity().at("gpu");
-  summary["cluster_capacity_ms"] =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - summed).count() /
-      20;
-  EXPECT_GT(total, 0);
-  summary["jobs_per_second"] = static_cast<double>(synthetic.jobs) /
-                               std::max(summary.at("wall_seconds").get<double>(), 1e-9);
-  std::cout << summary.dump() << std::endl;
 }
 
 }  // namespace
