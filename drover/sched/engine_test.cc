@@ -226,6 +226,19 @@ TEST(Engine, NonInterruptibleAndProtectedJobsAreNeverVictims) {
   EXPECT_EQ(out.preemptions[0].victims, std::vector<JobId>{JobId(11)});
 }
 
+TEST(Engine, AJobStartedThisInstantIsNeverAVictim) {
+  // With min_run_time 0, a victim requeued and placed again at once must not be preempted again
+  // at the same instant (that would repeat without time passing); a moment later it may be.
+  World world(OneQueue());
+  RunInterruptibleOnAllGpus(world, /*priority=*/-100);  // started at time 0
+  const auto& urgent = world.Spec(MakeJob(4), "q");
+  CycleOutput out = world.Cycle(0, {Pending(1, urgent, /*priority=*/100)});
+  EXPECT_TRUE(out.preemptions.empty());
+  out = world.Cycle(1, {Pending(1, urgent, /*priority=*/100)});
+  ASSERT_EQ(out.preemptions.size(), 1u);
+  EXPECT_EQ(out.preemptions[0].victims, std::vector<JobId>{JobId(10)});
+}
+
 TEST(Engine, HigherPriorityPreemptsWithinItsQueue) {
   World world(OneQueue());
   RunInterruptibleOnAllGpus(world, /*priority=*/-100);
