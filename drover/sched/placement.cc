@@ -48,18 +48,14 @@ void SignatureAfter(const ClusterImpl& impl, int pos, std::int64_t cpu,
 }
 
 // Positions (in Node::gpus) of the first `count` GPUs of `pos` that may be given whole and pass
-// `filter`, skipping the first `skip` of them; fewer if the node has fewer.
-void WholeGpusInOrder(const ClusterImpl& impl, int pos, const StaticFilter& filter, int skip,
-                      int count, std::vector<int>& out) {
+// `filter`; fewer if the node has fewer.
+void WholeGpusInOrder(const ClusterImpl& impl, int pos, const StaticFilter& filter, int count,
+                      std::vector<int>& out) {
   out.clear();
   const model::Node& node = impl.nodes[pos];
   for (std::size_t i = 0; i < node.gpus.size() && static_cast<int>(out.size()) < count; ++i) {
     if (!impl.WholeFree(pos, i) ||
         !filter.GpuMatches(impl.states[pos].gpu_models_lower[i], node.gpus[i].memory_bytes)) {
-      continue;
-    }
-    if (skip > 0) {
-      --skip;
       continue;
     }
     out.push_back(static_cast<int>(i));
@@ -406,7 +402,7 @@ class Planner {
   // Fragmentation of node `pos` with `workers` whole-GPU workers of this demand on it beyond
   // what it holds now (their GPUs the first free matching ones).
   double WholeFragmentation(int pos, int workers) {
-    WholeGpusInOrder(impl_, pos, filter_, 0, ClampToInt(std::int64_t{workers} * demand_.gpus),
+    WholeGpusInOrder(impl_, pos, filter_, ClampToInt(std::int64_t{workers} * demand_.gpus),
                      gpu_scratch_);
     taken_.assign(impl_.nodes[pos].gpus.size(), 0);
     for (int i : gpu_scratch_) taken_[i] = kShareMillisPerGpu;
@@ -1138,7 +1134,7 @@ class ScoredPlanner {
     const std::size_t n = impl_.nodes[pos].gpus.size();
     taken_.assign(n, 0);
     if (!filter_.shares()) {
-      WholeGpusInOrder(impl_, pos, filter_, 0, demand_.gpus, gpus_);
+      WholeGpusInOrder(impl_, pos, filter_, demand_.gpus, gpus_);
       for (int i : gpus_) taken_[i] = kShareMillisPerGpu;
       SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
       return fragmentation_.cache().Get(signature_, fragmentation_.mix()) - before;
