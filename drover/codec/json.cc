@@ -289,10 +289,17 @@ Status Decode(const json& j, const std::string& path, model::Decision::Kind* out
 }
 
 Status Decode(const json& j, const std::string& path, model::Scoring* out) {
-  return DecodeEnum(j, path, "scoring",
-                    "binpack, spread, fragmentation, random, best-fit, dot-product, gpu-packing, "
-                    "gpu-clustering",
-                    ParseScoring, out);
+  static const std::string choices = [] {
+    std::string out;
+    for (model::Scoring scoring : model::AllScorings()) {
+      if (!out.empty()) out += ", ";
+      out += model::ScoringName(scoring);
+    }
+    return out;
+  }();
+  return DecodeEnum(
+      j, path, "scoring", choices, [](std::string_view name) { return model::ParseScoring(name); },
+      out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Resources* out) {
@@ -734,16 +741,6 @@ std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
   for (auto sharing :
        {model::GpuSharing::kExclusive, model::GpuSharing::kTimeslice, model::GpuSharing::kMig}) {
     if (model::GpuSharingName(sharing) == name) return sharing;
-  }
-  return std::nullopt;
-}
-
-std::optional<model::Scoring> ParseScoring(std::string_view name) {
-  for (auto scoring :
-       {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation,
-        model::Scoring::kRandom, model::Scoring::kBestFit, model::Scoring::kDotProduct,
-        model::Scoring::kGpuPacking, model::Scoring::kGpuClustering}) {
-    if (model::ScoringName(scoring) == name) return scoring;
   }
   return std::nullopt;
 }

@@ -115,8 +115,6 @@ std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind);
 std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view name);
 // Inverse of model::GpuSharingName; nullopt for an unknown name.
 std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name);
-// Inverse of model::ScoringName; nullopt for an unknown name.
-std::optional<model::Scoring> ParseScoring(std::string_view name);
 
 // Compact serialization that never throws: invalid UTF-8 in strings is replaced by U+FFFD.
 std::string DumpJson(const nlohmann::json& json);

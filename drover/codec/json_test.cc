@@ -386,9 +386,9 @@ TEST(JsonCodec, ParsesEnumNames) {
   EXPECT_EQ(ParseGpuSharing("mig"), model::GpuSharing::kMig);
   EXPECT_EQ(ParseGpuSharing("exclusive"), model::GpuSharing::kExclusive);
   EXPECT_EQ(ParseGpuSharing("MIG"), std::nullopt);
-  EXPECT_EQ(ParseScoring("spread"), model::Scoring::kSpread);
-  EXPECT_EQ(ParseScoring("best-fit"), model::Scoring::kBestFit);
-  EXPECT_EQ(ParseScoring("bestfit"), std::nullopt);
+  EXPECT_EQ(model::ParseScoring("spread"), model::Scoring::kSpread);
+  EXPECT_EQ(model::ParseScoring("best-fit"), model::Scoring::kBestFit);
+  EXPECT_EQ(model::ParseScoring("bestfit"), std::nullopt);
   EXPECT_EQ(ParseWorkerEventKind("checkpoint"), model::WorkerEvent::Kind::kCheckpoint);
   EXPECT_EQ(WorkerEventKindName(model::WorkerEvent::Kind::kExited), "exited");
   EXPECT_EQ(ParseWorkerEventKind("crashed"), std::nullopt);

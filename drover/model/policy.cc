@@ -2,6 +2,20 @@
 
 namespace drover::model {
 
+const std::vector<Scoring>& AllScorings() {
+  static const std::vector<Scoring> all = {
+      Scoring::kBinpack, Scoring::kSpread,     Scoring::kFragmentation, Scoring::kRandom,
+      Scoring::kBestFit, Scoring::kDotProduct, Scoring::kGpuPacking,    Scoring::kGpuClustering};
+  return all;
+}
+
+std::optional<Scoring> ParseScoring(std::string_view name) {
+  for (Scoring scoring : AllScorings()) {
+    if (ScoringName(scoring) == name) return scoring;
+  }
+  return std::nullopt;
+}
+
 std::string_view ScoringName(Scoring scoring) {
   switch (scoring) {
     case Scoring::kBinpack:

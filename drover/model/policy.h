@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "drover/common/clock.h"
@@ -68,6 +69,10 @@ enum class Scoring {
   kGpuClustering,  // nodes already running tasks of the same GPU request first
 };
 std::string_view ScoringName(Scoring scoring);
+// Every scoring, in declaration order.
+const std::vector<Scoring>& AllScorings();
+// Inverse of ScoringName; nullopt for an unknown name.
+std::optional<Scoring> ParseScoring(std::string_view name);
 
 // The order a scheduling cycle tries pending jobs in (docs/scheduling.md, "Queue order"). It
 // decides only who is tried first: quotas, concurrency limits, placement, backfill and reclaim

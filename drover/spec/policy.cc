@@ -344,14 +344,11 @@ class PolicyParser {
     std::optional<std::string> name = ReadString(v, sink_);
     if (!name) return;
     std::vector<std::string> names;
-    for (model::Scoring scoring :
-         {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation,
-          model::Scoring::kRandom, model::Scoring::kBestFit, model::Scoring::kDotProduct,
-          model::Scoring::kGpuPacking, model::Scoring::kGpuClustering}) {
-      if (model::ScoringName(scoring) == *name) {
-        policy.scoring = scoring;
-        return;
-      }
+    if (auto scoring = model::ParseScoring(*name)) {
+      policy.scoring = *scoring;
+      return;
+    }
+    for (model::Scoring scoring : model::AllScorings()) {
       names.emplace_back(model::ScoringName(scoring));
     }
     std::string message = fmt::format("unknown scoring '{}'", *name);

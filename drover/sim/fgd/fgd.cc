@@ -7,15 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <random>
-#include <sstream>
 
 #include "drover/sched/fragmentation.h"
 #include "drover/sched/placement.h"
 #include "drover/sched/scheduler.h"
+#include "drover/sim/trace/csv.h"
 
 namespace drover::sim {
 namespace {
@@ -32,12 +31,7 @@ std::int64_t GpuDemand(const model::JobSpec& spec) {
 Result<model::Scoring> ScoringOf(const std::string& policy) {
   if (policy.empty()) return model::Policy{}.scoring;
   if (policy == "fgd") return model::Scoring::kFragmentation;
-  for (model::Scoring scoring :
-       {model::Scoring::kBinpack, model::Scoring::kSpread, model::Scoring::kFragmentation,
-        model::Scoring::kRandom, model::Scoring::kBestFit, model::Scoring::kDotProduct,
-        model::Scoring::kGpuPacking, model::Scoring::kGpuClustering}) {
-    if (model::ScoringName(scoring) == policy) return scoring;
-  }
+  if (auto scoring = model::ParseScoring(policy)) return *scoring;
   return InvalidArgument(
       fmt::format("unknown policy '{}'; known: random, best-fit, dot-product, "
                   "gpu-packing, gpu-clustering, fgd, binpack, spread",
@@ -189,15 +183,6 @@ nlohmann::json MeanCurve(const std::vector<nlohmann::json>& runs, const std::str
   return out;
 }
 
-std::vector<std::string> SplitCsvLine(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
-
 // Drover's fgd policy weighs a whole-GPU shape by (1 + kWideWeight x its GPU count) on top of
 // its popularity, then renormalizes: a node kept whole matters more the more GPUs a request
 // needs. On openb default (10 seeds) 0.5 gives 95.10% allocation at 130% demand against 94.82%
@@ -234,23 +219,27 @@ Result<nlohmann::json> LoadPublishedFgd(const std::string& dir, const std::strin
       {"analysis_frag_ratio_discrete.csv", "fragmentation_ratio_at"}};
   for (const auto& [file, key] : files) {
     const std::string path = dir + "/" + file;
-    std::ifstream in(path);
-    if (!in) return NotFound(fmt::format("{}: cannot open", path));
-    std::string line;
-    std::getline(in, line);
-    const std::vector<std::string> header = SplitCsvLine(line);
-    std::map<std::string, std::pair<double, int>> sums;
+    auto csv = CsvReader::Open(path);
+    if (!csv) return tl::unexpected(csv.error());
+    auto workload_column = csv->Require("workload");
+    if (!workload_column) return tl::unexpected(workload_column.error());
+    auto policy_column = csv->Require("sc_policy");
+    if (!policy_column) return tl::unexpected(policy_column.error());
+    std::map<std::string, std::pair<double, int>> sums;  // by demand percent
     int seeds = 0;
-    while (std::getline(in, line)) {
-      const std::vector<std::string> cells = SplitCsvLine(line);
-      if (cells.size() < 2 || cells[0] != workload || cells[1] != name) continue;
+    while (true) {
+      auto more = csv->Next();
+      if (!more) return tl::unexpected(more.error());
+      if (!*more) break;
+      if (csv->Field(*workload_column) != workload || csv->Field(*policy_column) != name) continue;
       ++seeds;
-      for (std::size_t c = 0; c < header.size() && c < cells.size(); ++c) {
-        const std::string& column = header[c];
-        if (column.empty() || !std::all_of(column.begin(), column.end(), ::isdigit)) continue;
-        if (cells[c].empty()) continue;
+      for (int c = 0; c < static_cast<int>(csv->columns().size()); ++c) {
+        const std::string& column = csv->columns()[c];
+        if (!std::all_of(column.begin(), column.end(), ::isdigit) || csv->Empty(c)) continue;
+        auto value = csv->Number(c);
+        if (!value) return tl::unexpected(value.error());
         auto& [sum, n] = sums[column];
-        sum += std::strtod(cells[c].c_str(), nullptr);
+        sum += *value;
         ++n;
       }
     }
@@ -323,7 +312,7 @@ Result<nlohmann::json> RunFgdExperiment(const std::vector<model::Node>& nodes,
   if (!options.published_dir.empty()) {
     auto published = LoadPublishedFgd(
         options.published_dir, options.workload,
-        options.policy.empty() ? model::ScoringName(*scoring).data() : options.policy);
+        options.policy.empty() ? std::string(model::ScoringName(*scoring)) : options.policy);
     if (published) out["published"] = std::move(*published);
   }
   if (options.timing) {
