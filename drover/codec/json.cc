@@ -46,6 +46,7 @@ Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* 
 Status Decode(const json& j, const std::string& path, model::GpuSharing* out);
 Status Decode(const json& j, const std::string& path, model::Decision::Kind* out);
 Status Decode(const json& j, const std::string& path, model::Scoring* out);
+Status Decode(const json& j, const std::string& path, model::QueueOrder* out);
 Status Decode(const json& j, const std::string& path, model::Resources* out);
 Status Decode(const json& j, const std::string& path, model::Taint* out);
 Status Decode(const json& j, const std::string& path, model::Toleration* out);
@@ -300,6 +301,12 @@ Status Decode(const json& j, const std::string& path, model::Scoring* out) {
   return DecodeEnum(
       j, path, "scoring", choices, [](std::string_view name) { return model::ParseScoring(name); },
       out);
+}
+
+Status Decode(const json& j, const std::string& path, model::QueueOrder* out) {
+  return DecodeEnum(
+      j, path, "queue order", "fair-share, fifo, sjf, las",
+      [](std::string_view name) { return model::ParseQueueOrder(name); }, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Resources* out) {
@@ -584,6 +591,8 @@ Status Decode(const json& j, const std::string& path, model::Policy* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "min_run_time_ms", &out->min_run_time));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preemption_grace_ms", &out->preemption_grace));
   DROVER_RETURN_IF_ERROR(Field(j, path, "backfill", &out->backfill));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "order", &out->order));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "las_thresholds_gpu_seconds", &out->las_thresholds));
   return OkStatus();
 }
 
@@ -948,7 +957,9 @@ json ToJson(const model::Policy& policy) {
               {"preemption", policy.preemption},
               {"min_run_time_ms", policy.min_run_time},
               {"preemption_grace_ms", policy.preemption_grace},
-              {"backfill", policy.backfill}};
+              {"backfill", policy.backfill},
+              {"order", model::QueueOrderName(policy.order)},
+              {"las_thresholds_gpu_seconds", policy.las_thresholds}};
 }
 
 Result<model::Policy> PolicyFromJson(const json& j, std::string_view path) {

@@ -240,6 +240,8 @@ inline model::Policy SamplePolicy() {
   policy.min_run_time = 300'000;
   policy.preemption_grace = 45'000;
   policy.backfill = false;
+  policy.order = model::QueueOrder::kLas;
+  policy.las_thresholds = {600, 3600};
   return policy;
 }
 

@@ -52,4 +52,17 @@ std::string_view QueueOrderName(QueueOrder order) {
   return "fair-share";
 }
 
+const std::vector<QueueOrder>& AllQueueOrders() {
+  static const std::vector<QueueOrder> all = {QueueOrder::kFairShare, QueueOrder::kFifo,
+                                              QueueOrder::kSjf, QueueOrder::kLas};
+  return all;
+}
+
+std::optional<QueueOrder> ParseQueueOrder(std::string_view name) {
+  for (QueueOrder order : AllQueueOrders()) {
+    if (QueueOrderName(order) == name) return order;
+  }
+  return std::nullopt;
+}
+
 }  // namespace drover::model

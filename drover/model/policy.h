@@ -99,6 +99,10 @@ enum class QueueOrder {
 };
 // "fair-share", "fifo", "sjf", "las".
 std::string_view QueueOrderName(QueueOrder order);
+// Every order, in declaration order.
+const std::vector<QueueOrder>& AllQueueOrders();
+// Inverse of QueueOrderName; nullopt for an unknown name.
+std::optional<QueueOrder> ParseQueueOrder(std::string_view name);
 
 struct Policy {
   // Roots of the queue tree. Empty: one implicit leaf "default" without quota.

@@ -360,13 +360,12 @@ class PolicyParser {
   void ReadOrder(const Value& v, model::Policy& policy) {
     std::optional<std::string> name = ReadString(v, sink_);
     if (!name) return;
+    if (auto order = model::ParseQueueOrder(*name)) {
+      policy.order = *order;
+      return;
+    }
     std::vector<std::string> names;
-    for (model::QueueOrder order : {model::QueueOrder::kFairShare, model::QueueOrder::kFifo,
-                                    model::QueueOrder::kSjf, model::QueueOrder::kLas}) {
-      if (model::QueueOrderName(order) == *name) {
-        policy.order = order;
-        return;
-      }
+    for (model::QueueOrder order : model::AllQueueOrders()) {
       names.emplace_back(model::QueueOrderName(order));
     }
     std::string message = fmt::format("unknown order '{}'", *name);
