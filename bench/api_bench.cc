@@ -148,7 +148,7 @@ class Server {
         return nullptr;
       }
       Status added = AddLocalNodes(*server->plane_, *nodes, server->dir_.path(), DROVER_SUPERVISOR,
-                                   server->clock_);
+                                   /*server_url=*/"", server->clock_);
       if (!added) {
         *error = "AddLocalNodes: " + added.error().ToString();
         return nullptr;

@@ -14,8 +14,10 @@
 // from /proc, which is why a new instance over the same RUNS_DIR can Adopt() the workers of an
 // earlier one.
 //
-// Launch adds DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice to the worker's environment (to
-// the launch.json it writes, not to the caller's spec): the file does not exist until the worker
+// Launch adds DROVER_SERVER=<Options::server_url> to the worker's environment unless the spec
+// sets it, so that `drover report` and `drover checkpoint` inside a job reach the API, and
+// DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice (both to the launch.json it writes, not to
+// the caller's spec): the file does not exist until the worker
 // is stopped for a preemption (Stop with preempt), when it holds {"reason", "deadline_ms"}, the
 // deadline being the wall time at which SIGKILL follows (now + kill_grace_ms). A worker may poll
 // for it, or check it when SIGTERM arrives, to save a checkpoint in time.
@@ -64,6 +66,9 @@ class LocalRuntime final : public WorkerRuntime {
     std::string runs_dir;
     // The executable that implements `supervise` (the drover binary itself).
     std::string supervisor_path;
+    // The API's base URL as seen from this machine, exported to workers as DROVER_SERVER;
+    // empty: not exported.
+    std::string server_url{};
     // An adopted worker with neither supervisor.json nor exit.json is declared lost once its
     // launch.json is older than this (the old server may have died while spawning it).
     DurationMs supervisor_start_grace_ms = 30'000;

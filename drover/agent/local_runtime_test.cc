@@ -173,6 +173,55 @@ TEST_F(LocalRuntimeTest, WorkerEnvironmentIsTheSpecsPlusPathHomeLang) {
   unsetenv("DROVER_TEST_MUST_NOT_LEAK");
 }
 
+TEST_F(LocalRuntimeTest, ExportsTheServerUrlUnlessTheSpecSetsIt) {
+  auto runtime = LocalRuntime::Create(LocalRuntime::Options{.runs_dir = root_ + "/runs-served",
+                                                            .supervisor_path = DROVER_BINARY,
+                                                            .server_url = "http://10.0.0.1:8420"},
+                                      clock_);
+  ASSERT_TRUE(runtime) << runtime.error().ToString();
+  model::LaunchSpec plain = Spec(20, {"env"});
+  model::LaunchSpec own = Spec(21, {"env"});
+  own.env["DROVER_SERVER"] = "http://proxy:9000";
+  ASSERT_TRUE((*runtime)->Launch(plain));
+  ASSERT_TRUE((*runtime)->Launch(own));
+  ASSERT_TRUE(WaitFor(**runtime, plain.key, Kind::kExited));
+  ASSERT_TRUE(WaitFor(**runtime, own.key, Kind::kExited));
+  EXPECT_THAT(ReadText((*runtime)->StdoutPath(plain.key)),
+              HasSubstr("DROVER_SERVER=http://10.0.0.1:8420\n"));
+  EXPECT_THAT(ReadText((*runtime)->StdoutPath(own.key)),
+              HasSubstr("DROVER_SERVER=http://proxy:9000\n"));
+  // Without a server URL nothing is exported.
+  model::LaunchSpec unserved = Spec(22, {"env"});
+  ASSERT_TRUE(runtime_->Launch(unserved));
+  ASSERT_TRUE(WaitFor(unserved.key, Kind::kExited));
+  EXPECT_THAT(ReadText(runtime_->StdoutPath(unserved.key)),
+              ::testing::Not(HasSubstr("DROVER_SERVER=")));
+}
+
+TEST_F(LocalRuntimeTest, MakesTheSpecsDirectoriesBeforeTheWorkerStarts) {
+  model::LaunchSpec spec =
+      Spec(23, {"sh", "-c",
+                "test -d out/.drover-staging/job-23.attempt-1 && test -d values/job-23/attempt-1"});
+  spec.make_dirs = {root_ + "/out/.drover-staging/job-23.attempt-1", "values/job-23/attempt-1"};
+  ASSERT_TRUE(runtime_->Launch(spec));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_EQ(exited->exit.exit_code, 0) << exited->exit.message;  // relative: to working_dir
+}
+
+TEST_F(LocalRuntimeTest, ADirectoryThatCannotBeMadeIsTheWorkersExit) {
+  std::ofstream(root_ + "/file") << "in the way";
+  model::LaunchSpec spec = Spec(24, {"true"});
+  spec.make_dirs = {root_ + "/file/staging"};
+  ASSERT_TRUE(runtime_->Launch(spec));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_EQ(exited->exit.exit_code, 127);
+  EXPECT_EQ(exited->exit.message,
+            "cannot create directory " + root_ + "/file/staging: Not a directory");
+  EXPECT_EQ(CountEvents(spec.key, Kind::kStarted), 0);
+}
+
 TEST_F(LocalRuntimeTest, RunsInTheWorkingDirectory) {
   std::filesystem::create_directories(root_ + "/work");
   model::LaunchSpec spec = Spec(3, {"pwd"});

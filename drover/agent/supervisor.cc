@@ -225,6 +225,13 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::string working_dir = spec.working_dir.empty() ? dir_ : spec.working_dir;
+  for (const std::string& make : spec.make_dirs) {
+    std::string path = make.starts_with('/') ? make : working_dir + "/" + make;
+    if (Status made = MakeDirectories(path); !made) {
+      exit_ = Failed(127, made.error().message);
+      return false;
+    }
+  }
 
   std::string stdout_path = dir_ + "/" + kStdoutFile;
   std::string stderr_path = dir_ + "/" + kStderrFile;

@@ -9,8 +9,11 @@ namespace drover::agent {
 //
 //   1. writes supervisor.json {pid, start_time}; becomes a child subreaper
 //      (PR_SET_CHILD_SUBREAPER) so that every descendant of the worker ends up its child;
-//   2. reads launch.json and forks the worker: own process group, chdir(working_dir or
-//      WORKER_DIR when empty), stdin /dev/null, stdout/stderr appended to stdout.log/stderr.log,
+//   2. reads launch.json and creates each of its make_dirs (with parents, mode 0755; relative
+//      to the working directory); a failure is recorded as exit code 127 with "cannot create
+//      directory <path>: <strerror>" and nothing is started. Then forks the worker: own
+//      process group, chdir(working_dir or WORKER_DIR when empty), stdin /dev/null,
+//      stdout/stderr appended to stdout.log/stderr.log,
 //      environment = LaunchSpec.env plus PATH, HOME and LANG from its own environment when
 //      absent, no other open files, signals at their defaults, SIGKILL if the supervisor dies
 //      (PR_SET_PDEATHSIG), then execvp(argv) with argv[0] looked up in the worker's PATH. An exec

@@ -67,6 +67,9 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
   out["spec"] = stored["spec"];
   out["dependencies"] = stored["dependencies"];
   out["attempts"] = stored["attempts"];
+  for (std::size_t i = 0; i < job.attempts.size(); ++i) {
+    out["attempts"][i].update(GoodputView(job.attempts[i]));
+  }
   json timeline = {{"created", job.created_at}};
   if (const model::Attempt* attempt = job.current_attempt()) {
     timeline["ready"] = attempt->ready_at;
@@ -75,6 +78,7 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
     timeline["placed"] = attempt->placed_at;
     timeline["workers_started"] = attempt->workers_started_at;
     timeline["running"] = attempt->running_at;
+    timeline["useful_work"] = attempt->useful_work_at;
     timeline["finished"] = attempt->finished_at;
   }
   out["timeline"] = timeline;
@@ -84,6 +88,11 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
   }
   out["transitions"] = history;
   return out;
+}
+
+json GoodputView(const model::Attempt& attempt) {
+  return json{{"useful_work_at", attempt.useful_work_at},
+              {"progress", attempt.progress >= 0 ? json(attempt.progress) : json(nullptr)}};
 }
 
 json NodeView(const model::Node& node, const model::Resources& free,

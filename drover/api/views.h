@@ -31,10 +31,15 @@ nlohmann::json ErrorBody(const Error& error);
 nlohmann::json JobSummary(const model::Job& job, TimeMs now);
 
 // `drover get`: the summary plus the spec, dependencies, the current attempt's timeline
-// (created, ready, dequeued, admitted, placed, workers_started, running, finished), every
-// attempt with its workers and placement, and the stored transitions.
+// (created, ready, dequeued, admitted, placed, workers_started, running, useful_work, finished),
+// every attempt with its workers and placement and its GoodputView fields, and the stored
+// transitions.
 nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions,
                          TimeMs now);
+
+// What the job reported about an attempt (`drover report`): {"useful_work_at": ms, 0 = not
+// reported, "progress": a number in [0, 1], null = not reported}.
+nlohmann::json GoodputView(const model::Attempt& attempt);
 
 // A node with its capacity and what is free now.
 nlohmann::json NodeView(const model::Node& node, const model::Resources& free,

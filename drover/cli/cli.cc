@@ -121,6 +121,17 @@ int Main(int argc, char** argv) {
   checkpoint->add_option("id", id)->required();
   checkpoint->callback([&] { run = [&] { return CheckpointCommand(client, id); }; });
 
+  ReportFlags report_flags;
+  auto* report = app.add_subcommand(
+      "report", "from inside a job: report that useful work began and/or its progress");
+  report->add_flag("--began", report_flags.began, "useful work began now");
+  report->add_option("--progress", report_flags.progress, "progress from 0 to 1");
+  report->add_option("--job", report_flags.job, "the job (default: $DROVER_JOB_ID)");
+  report->callback([&] { run = [&] { return ReportCommand(client, report_flags); }; });
+
+  auto* crons = app.add_subcommand("crons", "list cron jobs: schedule, next and last run");
+  crons->callback([&] { run = [&] { return CronsCommand(client); }; });
+
   RunFlags run_flags;
   auto* run_command = app.add_subcommand(
       "run", "run a spec file to the end on a private control plane, with progress");
@@ -129,6 +140,9 @@ int Main(int argc, char** argv) {
                           "state directory (default: a new temporary one)");
   run_command->add_option("--policy", run_flags.policy_file,
                           "scheduling policy file (queues, quotas, preemption)");
+  run_command->add_option("--runs", run_flags.cron_runs,
+                          "with cron jobs: finish after each has completed this many runs "
+                          "(default 1)");
   AddNodeFlags(run_command, run_flags.nodes);
   run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -36,7 +37,7 @@ std::string Ms(const json& value) {
 int ValidateCommand(const std::string& file) {
   auto text = ReadSpecFile(file);
   if (!text) return ReportError(text.error());
-  spec::ParseOutput parsed = spec::ParseJobsWithDiagnostics(*text, SpecOptionsFor(file));
+  spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, SpecOptionsFor(file));
   for (const spec::Diagnostic& diagnostic : parsed.diagnostics) {
     std::cerr << diagnostic.ToString() << "\n";
   }
@@ -47,8 +48,10 @@ int ValidateCommand(const std::string& file) {
   }
   std::string names;
   for (const auto& job : parsed.jobs) names += (names.empty() ? "" : ", ") + job.name;
-  std::cout << fmt::format("{}: {} job{} valid ({})\n", file, parsed.jobs.size(),
-                           parsed.jobs.size() == 1 ? "" : "s", names);
+  for (const auto& cron : parsed.crons) names += (names.empty() ? "" : ", ") + cron.name;
+  const std::size_t count = parsed.jobs.size() + parsed.crons.size();
+  std::cout << fmt::format("{}: {} {}{} valid ({})\n", file, count,
+                           parsed.crons.empty() ? "job" : "cron job", count == 1 ? "" : "s", names);
   return 0;
 }
 
@@ -57,6 +60,10 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
   auto text = ReadSpecFile(file);
   if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(file);
+  // Cron jobs go to /v1/crons; jobs and pipelines (and invalid files, with the server's
+  // diagnostics) to /v1/jobs.
+  spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, options);
+  if (!parsed.crons.empty()) return SubmitCrons(flags, parsed.crons);
   std::map<std::string, std::string> headers = {{"X-Drover-File", options.file_name},
                                                 {"X-Drover-Base-Dir", options.base_dir},
                                                 {"X-Drover-User", CurrentUser()}};
@@ -231,6 +238,40 @@ int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
   std::cout << fmt::format("job {}: checkpoint recorded at {}\n",
                            body->value("job", std::int64_t{0}),
                            FormatTimestamp(body->value("checkpoint_at", std::int64_t{0})));
+  return 0;
+}
+
+int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
+  std::string job = report.job;
+  if (const char* env = std::getenv("DROVER_JOB_ID"); job.empty() && env != nullptr) job = env;
+  if (job.empty()) {
+    return ReportError(Error{ErrorCode::kInvalidArgument,
+                             "no job to report for: run inside a job (DROVER_JOB_ID) or pass --job",
+                             {}});
+  }
+  if (!report.began && !report.progress) {
+    return ReportError(Error{
+        ErrorCode::kInvalidArgument, "nothing to report: pass --began and/or --progress X", {}});
+  }
+  json body = json::object();
+  if (report.began) body["useful_work_began"] = true;
+  if (report.progress) body["progress"] = *report.progress;
+  server::ApiClient client(flags.server);
+  auto reply = client.Report(job, body);
+  if (!reply) return ReportError(reply.error());
+  if (flags.output == "json") {
+    PrintJson(*reply);
+    return 0;
+  }
+  std::vector<std::string> notes;
+  if (const std::int64_t at = reply->value("useful_work_at", std::int64_t{0}); at != 0) {
+    notes.push_back("useful work began at " + FormatTimestamp(at));
+  }
+  if (const json progress = reply->value("progress", json(nullptr)); progress.is_number()) {
+    notes.push_back(fmt::format("progress {:.0f}%", progress.get<double>() * 100));
+  }
+  std::cout << fmt::format("job {} attempt {}: {}\n", reply->value("job", std::int64_t{0}),
+                           reply->value("attempt", 0), fmt::join(notes, "; "));
   return 0;
 }
 

@@ -3,7 +3,11 @@
 // The subcommands of `drover`. Each returns the process exit status: 0 success, 1 failure,
 // 2 invalid input (a spec that does not validate, a bad flag).
 
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "drover/model/cron.h"
 
 namespace drover::cli {
 
@@ -39,5 +43,19 @@ int QueuesCommand(const ClientFlags& flags);
 int WhyCommand(const ClientFlags& flags, const std::string& id);
 // `drover checkpoint ID`: reports that a running job saved a checkpoint now.
 int CheckpointCommand(const ClientFlags& flags, const std::string& id);
+struct ReportFlags {
+  std::string job;                 // empty: $DROVER_JOB_ID
+  bool began = false;              // useful work began now
+  std::optional<double> progress;  // in [0, 1] (the server checks)
+};
+// `drover report --began | --progress X [--job ID]`: from inside a job, reports that useful work
+// began (after data loading, compilation, rendezvous) and/or its progress. Exit 2 without a job
+// id or anything to report.
+int ReportCommand(const ClientFlags& flags, const ReportFlags& report);
+
+// `drover crons`: every cron job with its schedule, zone, next run, last run and active runs.
+int CronsCommand(const ClientFlags& flags);
+// `drover submit` of a file of CronJob documents: creates or replaces each (POST /v1/crons).
+int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& crons);
 
 }  // namespace drover::cli

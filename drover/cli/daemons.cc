@@ -47,13 +47,19 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
   }
 }
 
-// Opens the store and the control plane over `data_dir` with the local nodes of `nodes`.
-// A bad policy file is an error before anything starts.
-Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(const std::string& data_dir,
-                                                               const server::LocalNodeFlags& nodes,
-                                                               const std::string& fallback_gpus,
-                                                               const std::string& policy_file,
-                                                               const Clock& clock) {
+// A control plane and its API, bound but not serving yet.
+struct Daemon {
+  std::unique_ptr<server::ControlPlane> plane;
+  std::unique_ptr<server::HttpServer> http;  // after `plane`, so destroyed before it
+  std::string url;                           // the API's base URL
+};
+
+// Opens the store and the control plane over `data_dir`, binds its API on host:port, and adds
+// the local nodes of `nodes`, whose workers find the API at its URL (DROVER_SERVER). A bad
+// policy file is an error before anything starts.
+Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::LocalNodeFlags& nodes,
+                                const std::string& fallback_gpus, const std::string& policy_file,
+                                const std::string& host, int port, const Clock& clock) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
@@ -63,11 +69,18 @@ Result<std::unique_ptr<server::ControlPlane>> OpenControlPlane(const std::string
   if (!notice.empty()) std::cerr << notice << "\n";
   auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   if (!store) return tl::unexpected(store.error());
-  auto plane = std::make_unique<server::ControlPlane>(*std::move(store), clock);
-  if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(plane->LoadPolicyFile(policy_file));
-  DROVER_RETURN_IF_ERROR(
-      server::AddLocalNodes(*plane, *described, data_dir, server::SupervisorExecutable(), clock));
-  return plane;
+  Daemon daemon;
+  server::ControlPlaneOptions options;
+  options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
+  daemon.plane = std::make_unique<server::ControlPlane>(*std::move(store), clock, options);
+  if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
+  auto http = server::HttpServer::Bind(*daemon.plane, host, port);
+  if (!http) return tl::unexpected(http.error());
+  daemon.http = *std::move(http);
+  daemon.url = fmt::format("http://{}:{}", host, daemon.http->port());
+  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, *described, data_dir,
+                                               server::SupervisorExecutable(), daemon.url, clock));
+  return daemon;
 }
 
 }  // namespace
@@ -77,18 +90,19 @@ int ServerCommand(const ServerFlags& flags) {
   auto address = SplitHostPort(flags.listen);
   if (!address) return ReportError(address.error());
   SystemClock clock;
-  auto plane = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file, clock);
-  if (!plane) return ReportError(plane.error());
-  Status started = (*plane)->Start();
+  auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
+                                 address->first, address->second, clock);
+  if (!daemon) return ReportError(daemon.error());
+  Status started = daemon->plane->Start();
   if (!started) return ReportError(started.error());
-  auto http = server::HttpServer::Start(**plane, address->first, address->second);
-  if (!http) return ReportError(http.error());
-  std::string url = fmt::format("http://{}:{}", address->first, (*http)->port());
+  daemon->http->Serve();
+  const std::string& url = daemon->url;
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
             << std::endl;
   if (!flags.policy_file.empty()) {
-    std::cout << "scheduling policy from " << flags.policy_file << " (" << (*plane)->Queues().size()
-              << " queues; edits are picked up when saved)" << std::endl;
+    std::cout << "scheduling policy from " << flags.policy_file << " ("
+              << daemon->plane->Queues().size() << " queues; edits are picked up when saved)"
+              << std::endl;
   }
   if (!flags.ready_file.empty()) {
     std::ofstream(flags.ready_file + ".tmp") << url << "\n";
@@ -97,8 +111,8 @@ int ServerCommand(const ServerFlags& flags) {
   while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::cout << "drover server stopping; running workers keep running under their supervisors"
             << std::endl;
-  (*http)->Stop();
-  (*plane)->Stop();
+  daemon->http->Stop();
+  daemon->plane->Stop();
   return 0;
 }
 
@@ -175,6 +189,74 @@ bool PrintProgress(const server::ControlPlane& plane, const std::vector<JobId>& 
   return all_done;
 }
 
+// Suspends every cron job of `crons` and cancels their unfinished runs; returns once no job of
+// theirs is running (their workers would outlive the embedded control plane).
+void StopCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& crons) {
+  for (model::CronSpec cron : crons) {
+    cron.suspend = true;
+    (void)plane.PutCron(cron, CurrentUser());
+  }
+  std::uint64_t version = 0;
+  while (true) {
+    bool unfinished = false;
+    for (const server::CronStatus& status : plane.Crons()) {
+      for (const server::CronRun& run : status.active) {
+        unfinished = true;
+        for (JobId id : run.jobs) (void)plane.Cancel(id, "drover run finished");
+      }
+    }
+    if (!unfinished) return;
+    version = plane.WaitForChange(version, 200);
+  }
+}
+
+// `drover run` of cron jobs: creates them, prints each run as it starts and ends, and returns
+// once each cron job has completed `runs` runs (see StopCrons): 0 if every completed run
+// succeeded, 1 otherwise.
+int RunCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& crons, int runs,
+             TimeMs start) {
+  for (const model::CronSpec& cron : crons) {
+    auto status = plane.PutCron(cron, CurrentUser());
+    if (!status) return ReportError(status.error());
+    std::cout << fmt::format("cron job {}: \"{}\" in {}, next run at {}", cron.name, cron.schedule,
+                             cron.time_zone, FormatTimestamp(status->next_run.value_or(0)))
+              << std::endl;
+  }
+  std::map<std::string, std::string> seen;  // run id -> state printed
+  int completed_total = 0;
+  int failed_total = 0;
+  std::uint64_t version = 0;
+  while (g_signal == 0) {
+    std::map<JobId, model::Job> jobs;
+    for (model::Job& job : plane.ListJobs(store::JobFilter{})) jobs.emplace(job.id, std::move(job));
+    bool done = true;
+    completed_total = failed_total = 0;
+    for (const model::CronSpec& cron : crons) {
+      int completed = 0;
+      for (const server::CronRun& run : server::CronRunsOf(cron.name, jobs)) {
+        if (run.state != "active") ++completed;
+        if (run.state == "failed") ++failed_total;
+        if (seen[run.id] == run.state) continue;
+        seen[run.id] = run.state;
+        std::string ids;
+        for (JobId id : run.jobs) ids += (ids.empty() ? "" : ",") + std::to_string(id.value());
+        std::cout << fmt::format("[{:>7}] run {:<36} {:<10} job {}",
+                                 FormatDuration(plane.Now() - start), run.id, run.state, ids)
+                  << std::endl;
+      }
+      completed_total += completed;
+      done = done && completed >= runs;
+    }
+    if (done) break;
+    version = plane.WaitForChange(version, 200);
+  }
+  const bool interrupted = g_signal != 0;
+  if (interrupted) std::cout << "interrupted: cancelling the active runs" << std::endl;
+  StopCrons(plane, crons);
+  std::cout << fmt::format("{} run(s) finished, {} failed\n", completed_total, failed_total);
+  return interrupted || failed_total > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int RunCommand(const RunFlags& flags) {
@@ -182,7 +264,7 @@ int RunCommand(const RunFlags& flags) {
   auto text = ReadSpecFile(flags.file);
   if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(flags.file);
-  spec::ParseOutput parsed = spec::ParseJobsWithDiagnostics(*text, options);
+  spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, options);
   if (!parsed.diagnostics.empty()) {
     for (const auto& diagnostic : parsed.diagnostics) std::cerr << diagnostic.ToString() << "\n";
     return 2;
@@ -197,13 +279,14 @@ int RunCommand(const RunFlags& flags) {
   }
   SystemClock clock;
   spdlog::set_level(spdlog::level::warn);
-  auto plane = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", flags.policy_file, clock);
-  if (!plane) return ReportError(plane.error());
-  Status started = (*plane)->Start();
+  auto daemon = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", flags.policy_file,
+                                 "127.0.0.1", 0, clock);
+  if (!daemon) return ReportError(daemon.error());
+  server::ControlPlane& plane = *daemon->plane;
+  Status started = plane.Start();
   if (!started) return ReportError(started.error());
-  auto http = server::HttpServer::Start(**plane, "127.0.0.1", 0);
-  if (!http) return ReportError(http.error());
-  for (const server::NodeStatus& node : (*plane)->Nodes()) {
+  daemon->http->Serve();
+  for (const server::NodeStatus& node : plane.Nodes()) {
     std::string models;
     for (const model::Gpu& gpu : node.node.gpus) {
       models += (models.empty() ? "" : ",") + std::to_string(gpu.index) + ":" + gpu.model;
@@ -214,23 +297,29 @@ int RunCommand(const RunFlags& flags) {
                              models)
               << std::endl;
   }
-  std::cout << fmt::format("control plane: {} (SQLite in {}), API at http://127.0.0.1:{}",
-                           flags.file, data_dir, (*http)->port())
+  std::cout << fmt::format("control plane: {} (SQLite in {}), API at {}", flags.file, data_dir,
+                           daemon->url)
             << std::endl;
 
   const TimeMs start = clock.Now();
-  auto submitted = (*plane)->Submit(*text, options, "", CurrentUser());
+  if (!parsed.crons.empty()) {
+    const int status = RunCrons(plane, parsed.crons, flags.cron_runs, start);
+    daemon->http->Stop();
+    plane.Stop();
+    return status;
+  }
+  auto submitted = plane.Submit(*text, options, "", CurrentUser());
   if (!submitted) return ReportError(submitted.error());
   std::map<JobId, model::JobState> seen;
   bool cancelling = false;
   std::uint64_t version = 0;
-  while (!PrintProgress(**plane, submitted->ids, start, seen)) {
+  while (!PrintProgress(plane, submitted->ids, start, seen)) {
     if (g_signal != 0 && !cancelling) {
       cancelling = true;
       std::cout << "interrupted: cancelling every job" << std::endl;
-      for (JobId id : submitted->ids) (void)(*plane)->Cancel(id, "interrupted by the user");
+      for (JobId id : submitted->ids) (void)plane.Cancel(id, "interrupted by the user");
     }
-    version = (*plane)->WaitForChange(version, 200);
+    version = plane.WaitForChange(version, 200);
   }
 
   Table table(
@@ -238,7 +327,7 @@ int RunCommand(const RunFlags& flags) {
   bool all_succeeded = true;
   TimeMs now = clock.Now();
   for (JobId id : submitted->ids) {
-    auto job = (*plane)->GetJob(id);
+    auto job = plane.GetJob(id);
     if (!job) continue;
     model::JobMetrics m = model::ComputeMetrics(*job, now);
     all_succeeded = all_succeeded && job->state == model::JobState::kSucceeded;
@@ -249,7 +338,7 @@ int RunCommand(const RunFlags& flags) {
   }
   std::cout << "\n" << table.Render();
   for (JobId id : submitted->ids) {
-    auto job = (*plane)->GetJob(id);
+    auto job = plane.GetJob(id);
     if (job && job->state != model::JobState::kSucceeded && !job->status_message.empty()) {
       std::cout << fmt::format("{} ({}): {}\n", job->spec.name, id.value(), job->status_message);
     }
@@ -258,8 +347,8 @@ int RunCommand(const RunFlags& flags) {
       "logs and state: {} (drover get/logs work against the API while it "
       "runs)\n",
       data_dir);
-  (*http)->Stop();
-  (*plane)->Stop();
+  daemon->http->Stop();
+  plane.Stop();
   return all_succeeded ? 0 : 1;
 }
 

@@ -32,6 +32,7 @@ struct RunFlags {
   std::string data_dir;     // default: a new directory under $TMPDIR
   std::string policy_file;  // as ServerFlags::policy_file
   server::LocalNodeFlags nodes;
+  int cron_runs = 1;  // a file of cron jobs: finish after each has completed this many runs
 };
 int RunCommand(const RunFlags& flags);
 

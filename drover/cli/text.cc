@@ -102,8 +102,8 @@ std::string DescribeJob(const json& job) {
                   FormatDuration(m["run_time_ms"].get<std::int64_t>()),
                   FormatDuration(m["total_ms"].get<std::int64_t>()), m["gpu_hours"].get<double>());
   out += "  timeline (current attempt, from creation):\n";
-  for (const char* phase :
-       {"ready", "dequeued", "admitted", "placed", "workers_started", "running", "finished"}) {
+  for (const char* phase : {"ready", "dequeued", "admitted", "placed", "workers_started", "running",
+                            "useful_work", "finished"}) {
     if (job["timeline"].contains(phase)) {
       out += fmt::format("    {:<16} {}\n", phase, Offset(job["timeline"][phase], created));
     }
@@ -119,6 +119,13 @@ std::string DescribeJob(const json& job) {
     // Preemption and checkpoints: how the attempt began and what it kept.
     std::vector<std::string> notes;
     if (attempt.value("resumed", false)) notes.push_back("resumed from a checkpoint");
+    // What the job reported (`drover report`).
+    if (const json at = attempt.value("useful_work_at", json(0)); at.is_number() && at != 0) {
+      notes.push_back("useful work began " + Offset(at, created));
+    }
+    if (const json progress = attempt.value("progress", json(nullptr)); progress.is_number()) {
+      notes.push_back(fmt::format("progress {:.0f}%", progress.get<double>() * 100));
+    }
     if (const json at = attempt.value("last_checkpoint_at", json(0)); at.is_number() && at != 0) {
       notes.push_back(fmt::format("last checkpoint {} ({})", Offset(at, created),
                                   FormatTimestamp(at.get<std::int64_t>())));

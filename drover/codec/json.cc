@@ -54,6 +54,15 @@ Status Decode(const json& j, const std::string& path, model::Requirements* out);
 Status Decode(const json& j, const std::string& path, model::LabelPreference* out);
 Status Decode(const json& j, const std::string& path, model::Preferences* out);
 Status Decode(const json& j, const std::string& path, model::RetryPolicy* out);
+Status Decode(const json& j, const std::string& path, model::FailureKind* out);
+Status Decode(const json& j, const std::string& path, model::DependencyCondition* out);
+Status Decode(const json& j, const std::string& path, model::Dependency* out);
+Status Decode(const json& j, const std::string& path, model::InputSpec* out);
+Status Decode(const json& j, const std::string& path, model::OutputSpec* out);
+Status Decode(const json& j, const std::string& path, model::TrialSpec* out);
+Status Decode(const json& j, const std::string& path, model::PipelineAdmission* out);
+Status Decode(const json& j, const std::string& path, model::ConcurrencyPolicy* out);
+Status Decode(const json& j, const std::string& path, model::CronSpec* out);
 Status Decode(const json& j, const std::string& path, model::JobSpec* out);
 Status Decode(const json& j, const std::string& path, model::ExitStatus* out);
 Status Decode(const json& j, const std::string& path, model::Worker* out);
@@ -248,7 +257,7 @@ Status Decode(const json& j, const std::string& path, model::JobState* out) {
   return DecodeEnum(
       j, path, "job state",
       "pending, ready, admitted, placed, starting, running, succeeded, failed, cancelled, "
-      "timed_out",
+      "timed_out, waiting, skipped",
       [](std::string_view name) { return model::ParseJobState(name); }, out);
 }
 
@@ -277,6 +286,25 @@ Status Decode(const json& j, const std::string& path, model::Toleration::Operato
 Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out) {
   return DecodeEnum(j, path, "worker event kind", "started, exited, checkpoint",
                     ParseWorkerEventKind, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::FailureKind* out) {
+  return DecodeEnum(j, path, "failure kind", "exit, node_lost, preempted, timeout",
+                    model::ParseFailureKind, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::DependencyCondition* out) {
+  return DecodeEnum(j, path, "dependency condition", "succeeded, failed, done, skipped",
+                    model::ParseDependencyCondition, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::PipelineAdmission* out) {
+  return DecodeEnum(j, path, "pipeline admission", "stagewise, whole", ParsePipelineAdmission, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::ConcurrencyPolicy* out) {
+  return DecodeEnum(j, path, "concurrency policy", "allow, forbid, replace",
+                    model::ParseConcurrencyPolicy, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::GpuSharing* out) {
@@ -367,6 +395,43 @@ Status Decode(const json& j, const std::string& path, model::RetryPolicy* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
   DROVER_RETURN_IF_ERROR(Field(j, path, "max_attempts", &out->max_attempts));
   DROVER_RETURN_IF_ERROR(Field(j, path, "backoff_ms", &out->backoff_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "on", &out->on));
+  return OkStatus();
+}
+
+// {"name", "condition"}, or a bare name (snapshots written before conditions existed).
+Status Decode(const json& j, const std::string& path, model::Dependency* out) {
+  if (j.is_string()) return Decode(j, path, &out->name);
+  if (!j.is_object()) return Expected(path, "a dependency object or a job name");
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "condition", &out->condition));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::InputSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "path", &out->path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "from_stage", &out->from_stage));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "from_output", &out->from_output));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::OutputSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "path", &out->path));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::TrialSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "index", &out->index));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "count", &out->count));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "params", &out->params));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "concurrency", &out->concurrency));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "objective", &out->objective));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "maximize", &out->maximize));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "stop_at", &out->stop_at));
   return OkStatus();
 }
 
@@ -378,6 +443,9 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "queue", &out->queue));
   DROVER_RETURN_IF_ERROR(Field(j, path, "priority_class", &out->priority_class));
   DROVER_RETURN_IF_ERROR(Field(j, path, "pipeline", &out->pipeline));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "stage", &out->stage));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "trial", &out->trial));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "admission", &out->admission));
   DROVER_RETURN_IF_ERROR(Field(j, path, "command", &out->command));
   DROVER_RETURN_IF_ERROR(Field(j, path, "script", &out->script));
   DROVER_RETURN_IF_ERROR(Field(j, path, "working_dir", &out->working_dir));
@@ -387,9 +455,13 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
   DROVER_RETURN_IF_ERROR(Field(j, path, "min_workers", &out->min_workers));
   DROVER_RETURN_IF_ERROR(Field(j, path, "depends_on", &out->depends_on));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "run_if", &out->run_if));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "inputs", &out->inputs));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "outputs", &out->outputs));
   DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout));
   DROVER_RETURN_IF_ERROR(Field(j, path, "retry", &out->retry));
   DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "resume", &out->resume));
   DROVER_RETURN_IF_ERROR(Field(j, path, "interruptible", &out->interruptible));
   return OkStatus();
 }
@@ -433,6 +505,8 @@ Status Decode(const json& j, const std::string& path, model::Attempt* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "resumed", &out->resumed));
   DROVER_RETURN_IF_ERROR(Field(j, path, "last_checkpoint_at", &out->last_checkpoint_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preempted_by", &out->preempted_by));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "useful_work_at", &out->useful_work_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "progress", &out->progress));
   DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
   return OkStatus();
 }
@@ -443,6 +517,9 @@ Status Decode(const json& j, const std::string& path, model::Job* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "spec", &out->spec));
   DROVER_RETURN_IF_ERROR(Field(j, path, "dependencies", &out->dependencies));
   DROVER_RETURN_IF_ERROR(Field(j, path, "submission_key", &out->submission_key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "pipeline_run", &out->pipeline_run));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "released_at", &out->released_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "outputs", &out->outputs));
   DROVER_RETURN_IF_ERROR(Field(j, path, "state", &out->state));
   DROVER_RETURN_IF_ERROR(Field(j, path, "created_at", &out->created_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "finished_at", &out->finished_at));
@@ -518,6 +595,22 @@ Status Decode(const json& j, const std::string& path, model::LaunchSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "kill_grace_ms", &out->kill_grace_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "make_dirs", &out->make_dirs));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::CronSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "schedule", &out->schedule));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "time_zone", &out->time_zone));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "concurrency_policy", &out->concurrency_policy));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "starting_deadline_ms", &out->starting_deadline));
+  DROVER_RETURN_IF_ERROR(
+      Field(j, path, "successful_history_limit", &out->successful_history_limit));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "failed_history_limit", &out->failed_history_limit));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "suspend", &out->suspend));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "jobs", &out->jobs));
   return OkStatus();
 }
 
@@ -639,6 +732,9 @@ json ToJson(const model::Toleration& toleration) {
 
 // The private encoders Array() below uses, declared before it so that it finds them.
 json ToJson(const model::LabelPreference& preference);
+json ToJson(const model::Dependency& dependency);
+json ToJson(const model::InputSpec& input);
+json ToJson(const model::OutputSpec& output);
 json ToJson(const model::MigSlots& slots);
 json ToJson(const model::Gpu& gpu);
 json ToJson(const model::Victim& victim);
@@ -662,6 +758,44 @@ json ToJson(const model::Requirements& requirements) {
   if (requirements.gpu_share_millis != 0) out["gpu_share_millis"] = requirements.gpu_share_millis;
   if (!requirements.mig_profile.empty()) out["mig_profile"] = requirements.mig_profile;
   if (!requirements.topology_level.empty()) out["topology_level"] = requirements.topology_level;
+  return out;
+}
+
+json ToJson(const model::Dependency& dependency) {
+  return json{{"name", dependency.name},
+              {"condition", model::DependencyConditionName(dependency.condition)}};
+}
+
+// {"path"} or {"from_stage", "from_output"}.
+json ToJson(const model::InputSpec& input) {
+  if (input.from_stage.empty() && input.from_output.empty()) return json{{"path", input.path}};
+  json out{{"from_stage", input.from_stage}, {"from_output", input.from_output}};
+  if (!input.path.empty()) out["path"] = input.path;
+  return out;
+}
+
+json ToJson(const model::OutputSpec& output) {
+  return json{{"name", output.name}, {"path", output.path}};
+}
+
+json ToJson(const model::TrialSpec& trial) {
+  json out{{"index", trial.index},
+           {"count", trial.count},
+           {"params", StringMap(trial.params)},
+           {"concurrency", trial.concurrency},
+           {"objective", trial.objective},
+           {"maximize", trial.maximize}};
+  if (trial.stop_at) out["stop_at"] = *trial.stop_at;
+  return out;
+}
+
+json ToJson(const model::RetryPolicy& retry) {
+  json out{{"max_attempts", retry.max_attempts}, {"backoff_ms", retry.backoff_ms}};
+  if (retry.on != model::RetryPolicy{}.on) {
+    json on = json::array();
+    for (model::FailureKind kind : retry.on) on.push_back(model::FailureKindName(kind));
+    out["on"] = std::move(on);
+  }
   return out;
 }
 
@@ -746,6 +880,17 @@ std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view na
   return std::nullopt;
 }
 
+std::string_view PipelineAdmissionName(model::PipelineAdmission admission) {
+  return admission == model::PipelineAdmission::kWhole ? "whole" : "stagewise";
+}
+
+std::optional<model::PipelineAdmission> ParsePipelineAdmission(std::string_view name) {
+  for (auto admission : {model::PipelineAdmission::kStagewise, model::PipelineAdmission::kWhole}) {
+    if (PipelineAdmissionName(admission) == name) return admission;
+  }
+  return std::nullopt;
+}
+
 std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
   for (auto sharing :
        {model::GpuSharing::kExclusive, model::GpuSharing::kTimeslice, model::GpuSharing::kMig}) {
@@ -768,13 +913,21 @@ json ToJson(const model::JobSpec& spec) {
            {"preferences", ToJson(spec.preferences)},
            {"workers", spec.workers},
            {"min_workers", spec.min_workers},
-           {"depends_on", spec.depends_on},
-           {"retry",
-            json{{"max_attempts", spec.retry.max_attempts}, {"backoff_ms", spec.retry.backoff_ms}}},
+           {"depends_on", Array(spec.depends_on)},
+           {"retry", ToJson(spec.retry)},
            {"checkpoint_dir", spec.checkpoint_dir},
            {"interruptible", spec.interruptible}};
   if (spec.timeout) out["timeout_ms"] = *spec.timeout;
   if (!spec.pipeline.empty()) out["pipeline"] = spec.pipeline;
+  if (!spec.stage.empty()) out["stage"] = spec.stage;
+  if (spec.trial != model::TrialSpec{}) out["trial"] = ToJson(spec.trial);
+  if (spec.admission != model::PipelineAdmission::kStagewise) {
+    out["admission"] = PipelineAdmissionName(spec.admission);
+  }
+  if (!spec.run_if.empty()) out["run_if"] = spec.run_if;
+  if (!spec.inputs.empty()) out["inputs"] = Array(spec.inputs);
+  if (!spec.outputs.empty()) out["outputs"] = Array(spec.outputs);
+  if (spec.resume) out["resume"] = true;
   return out;
 }
 
@@ -827,6 +980,8 @@ json ToJson(const model::Attempt& attempt) {
   if (attempt.resumed) out["resumed"] = true;
   if (attempt.last_checkpoint_at != 0) out["last_checkpoint_at"] = attempt.last_checkpoint_at;
   if (attempt.preempted_by) out["preempted_by"] = attempt.preempted_by->value();
+  if (attempt.useful_work_at != 0) out["useful_work_at"] = attempt.useful_work_at;
+  if (attempt.progress != model::Attempt{}.progress) out["progress"] = attempt.progress;
   return out;
 }
 
@@ -837,16 +992,20 @@ Result<model::Attempt> AttemptFromJson(const json& j, std::string_view path) {
 json ToJson(const model::Job& job) {
   json dependencies = json::array();
   for (const JobId& id : job.dependencies) dependencies.push_back(id.value());
-  return json{{"id", job.id.value()},
-              {"spec", ToJson(job.spec)},
-              {"dependencies", std::move(dependencies)},
-              {"submission_key", job.submission_key},
-              {"state", model::JobStateName(job.state)},
-              {"created_at", job.created_at},
-              {"finished_at", job.finished_at},
-              {"not_before_at", job.not_before},
-              {"status_message", job.status_message},
-              {"attempts", Array(job.attempts)}};
+  json out{{"id", job.id.value()},
+           {"spec", ToJson(job.spec)},
+           {"dependencies", std::move(dependencies)},
+           {"submission_key", job.submission_key},
+           {"state", model::JobStateName(job.state)},
+           {"created_at", job.created_at},
+           {"finished_at", job.finished_at},
+           {"not_before_at", job.not_before},
+           {"status_message", job.status_message},
+           {"attempts", Array(job.attempts)}};
+  if (job.pipeline_run.value() != 0) out["pipeline_run"] = job.pipeline_run.value();
+  if (job.released_at != 0) out["released_at"] = job.released_at;
+  if (!job.outputs.empty()) out["outputs"] = StringMap(job.outputs);
+  return out;
 }
 
 Result<model::Job> JobFromJson(const json& j, std::string_view path) {
@@ -891,11 +1050,31 @@ json ToJson(const model::LaunchSpec& launch) {
   out["timeout_ms"] = launch.timeout_ms;
   out["kill_grace_ms"] = launch.kill_grace_ms;
   if (!launch.checkpoint_dir.empty()) out["checkpoint_dir"] = launch.checkpoint_dir;
+  if (!launch.make_dirs.empty()) out["make_dirs"] = launch.make_dirs;
   return out;
 }
 
 Result<model::LaunchSpec> LaunchSpecFromJson(const json& j, std::string_view path) {
   return DecodeRoot<model::LaunchSpec>(j, path);
+}
+
+json ToJson(const model::CronSpec& cron) {
+  json jobs = json::array();
+  for (const model::JobSpec& spec : cron.jobs) jobs.push_back(ToJson(spec));
+  json out{{"name", cron.name},
+           {"schedule", cron.schedule},
+           {"time_zone", cron.time_zone},
+           {"concurrency_policy", model::ConcurrencyPolicyName(cron.concurrency_policy)},
+           {"successful_history_limit", cron.successful_history_limit},
+           {"failed_history_limit", cron.failed_history_limit},
+           {"suspend", cron.suspend},
+           {"jobs", std::move(jobs)}};
+  if (cron.starting_deadline) out["starting_deadline_ms"] = *cron.starting_deadline;
+  return out;
+}
+
+Result<model::CronSpec> CronSpecFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::CronSpec>(j, path);
 }
 
 json ToJson(const model::WorkerEvent& event) {

@@ -5,7 +5,7 @@
 //
 // Encoding conventions:
 //   - keys are snake_case field names;
-//   - enums are their names: job states "pending".."timed_out" (model::JobStateName), worker
+//   - enums are their names: job states "pending".."skipped" (model::JobStateName), worker
 //     states "assigned".."exited", taint effects "NoSchedule"/"PreferNoSchedule"/"NoExecute",
 //     toleration operators "Equal"/"Exists", worker event kinds "started"/"exited"/"checkpoint",
 //     GPU sharing modes "exclusive"/"timeslice"/"mig" (model::GpuSharingName), decision kinds
@@ -19,9 +19,16 @@
 //   - fields added after the first stored snapshots (JobSpec.pipeline, Requirements'
 //     gpu_share_millis, mig_profile and topology_level, Preferences' node_labels and
 //     topology_level, Gpu.sharing and Gpu.mig, Attempt's resumed, last_checkpoint_at and
-//     preempted_by, ExitStatus.preempted, LaunchSpec.checkpoint_dir) are omitted while they hold
-//     their default value, so a value that does not use them encodes exactly as before (older
-//     agents and readers see the same JSON). Decision, QueueConfig and Policy write every field.
+//     preempted_by, ExitStatus.preempted, LaunchSpec.checkpoint_dir; the workflow fields:
+//     JobSpec's stage, trial, admission, run_if, inputs, outputs, resume and retry.on, Job's
+//     pipeline_run, released_at and outputs, Attempt's useful_work_at and progress,
+//     LaunchSpec.make_dirs) are omitted while they hold their default value, so a value that does
+//     not use them encodes exactly as before (older agents and readers see the same JSON).
+//     Decision, QueueConfig, Policy and CronSpec write every field;
+//   - JobSpec.depends_on is [{"name", "condition"}] (condition "succeeded", "failed", "done" or
+//     "skipped"); the decoder also reads the older form, a list of names;
+//   - enums added with workflows: pipeline admission "stagewise"/"whole", failure kinds
+//     "exit"/"node_lost"/"preempted"/"timeout", concurrency policies "allow"/"forbid"/"replace".
 //
 // Decoding contract:
 //   - the value must be an object; an absent key (or null) leaves the field at the type's default
@@ -40,6 +47,7 @@
 #include <string_view>
 
 #include "drover/common/result.h"
+#include "drover/model/cron.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/job_spec.h"
@@ -79,6 +87,12 @@ nlohmann::json ToJson(const model::LaunchSpec& launch);
 Result<model::LaunchSpec> LaunchSpecFromJson(const nlohmann::json& json,
                                              std::string_view path = "launch");
 
+// {"name", "schedule", "time_zone", "concurrency_policy", "starting_deadline_ms" (omitted when
+// unset), "successful_history_limit", "failed_history_limit", "suspend", "jobs": [JobSpec]}.
+nlohmann::json ToJson(const model::CronSpec& cron);
+Result<model::CronSpec> CronSpecFromJson(const nlohmann::json& json,
+                                         std::string_view path = "cron");
+
 // {"job_id", "attempt", "rank", "kind", "at", "exit"}; "exit" is always written (it is the
 // default ExitStatus for "started") so that every event round-trips exactly.
 nlohmann::json ToJson(const model::WorkerEvent& event);
@@ -113,6 +127,9 @@ std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name);
 // "started" / "exited" / "checkpoint", and the inverse (nullopt for an unknown name).
 std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind);
 std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view name);
+// "stagewise" / "whole", and the inverse (nullopt for an unknown name).
+std::string_view PipelineAdmissionName(model::PipelineAdmission admission);
+std::optional<model::PipelineAdmission> ParsePipelineAdmission(std::string_view name);
 // Inverse of model::GpuSharingName; nullopt for an unknown name.
 std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name);
 

@@ -62,11 +62,52 @@ TEST(JsonCodec, RoundTripsJob) {
 }
 
 TEST(JsonCodec, RoundTripsEveryJobState) {
-  for (int i = 0; i <= static_cast<int>(model::JobState::kTimedOut); ++i) {
+  for (int i = 0; i <= static_cast<int>(model::JobState::kSkipped); ++i) {
     model::Job job = testing::SampleJob();
     job.state = static_cast<model::JobState>(i);
     EXPECT_EQ(RoundTrip(job, JobFromJson), job) << i;
   }
+}
+
+TEST(JsonCodec, RoundTripsCronSpec) {
+  const model::CronSpec cron = testing::SampleCronSpec();
+  EXPECT_EQ(RoundTrip(cron, CronSpecFromJson), cron);
+  EXPECT_EQ(RoundTrip(model::CronSpec{}, CronSpecFromJson), model::CronSpec{});
+  const json j = ToJson(cron);
+  EXPECT_EQ(j["concurrency_policy"], "forbid");
+  EXPECT_EQ(j["starting_deadline_ms"], 3'600'000);
+  EXPECT_FALSE(ToJson(model::CronSpec{}).contains("starting_deadline_ms"));
+  auto bad = CronSpecFromJson(json{{"concurrency_policy", "queue"}});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message,
+              HasSubstr("cron.concurrency_policy: unknown concurrency policy"));
+}
+
+TEST(JsonCodec, EncodesWorkflowFields) {
+  const json spec = ToJson(testing::SampleJobSpec());
+  EXPECT_EQ(spec["depends_on"][1], (json{{"name", "tokenize"}, {"condition", "done"}}));
+  EXPECT_EQ(spec["admission"], "whole");
+  EXPECT_EQ(spec["trial"]["params"]["lr"], "0.01");
+  EXPECT_EQ(spec["trial"]["stop_at"], 0.05);
+  EXPECT_EQ(spec["inputs"][0], (json{{"path", "/data/raw.csv"}}));
+  EXPECT_EQ(spec["inputs"][1], (json{{"from_stage", "tokenize"}, {"from_output", "tokens"}}));
+  EXPECT_EQ(spec["retry"]["on"], json::array({"node_lost", "timeout"}));
+  EXPECT_EQ(spec["resume"], true);
+
+  json bad = spec;
+  bad["depends_on"][0]["condition"] = "finished";
+  auto decoded = JobSpecFromJson(bad);
+  ASSERT_FALSE(decoded.has_value());
+  EXPECT_THAT(decoded.error().message,
+              HasSubstr("spec.depends_on[0].condition: unknown dependency condition"));
+  bad = spec;
+  bad["retry"]["on"] = json::array({"oom"});
+  EXPECT_THAT(JobSpecFromJson(bad).error().message,
+              HasSubstr("spec.retry.on[0]: unknown failure kind \"oom\""));
+  bad = spec;
+  bad["depends_on"] = json::array({7});
+  EXPECT_EQ(JobSpecFromJson(bad).error().message,
+            "spec.depends_on[0]: expected a dependency object or a job name");
 }
 
 TEST(JsonCodec, RoundTripsTransition) {
@@ -177,21 +218,42 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   job.spec.requirements.mig_profile.clear();
   job.spec.requirements.topology_level.clear();
   job.spec.preferences = {};
+  job.spec.stage.clear();
+  job.spec.trial = {};
+  job.spec.admission = model::PipelineAdmission::kStagewise;
+  job.spec.run_if.clear();
+  job.spec.inputs.clear();
+  job.spec.outputs.clear();
+  job.spec.resume = false;
+  job.spec.retry.on = model::RetryPolicy{}.on;
+  job.pipeline_run = JobId(0);
+  job.released_at = 0;
+  job.outputs.clear();
   for (model::Attempt& attempt : job.attempts) {
     attempt.resumed = false;
     attempt.last_checkpoint_at = 0;
     attempt.preempted_by.reset();
+    attempt.useful_work_at = 0;
+    attempt.progress = -1;
     for (model::Worker& worker : attempt.workers) {
       if (worker.exit) worker.exit->preempted = false;
     }
   }
   const json j = ToJson(job);
-  for (const char* key : {"pipeline"}) EXPECT_FALSE(j["spec"].contains(key)) << key;
+  for (const char* key :
+       {"pipeline", "stage", "trial", "admission", "run_if", "inputs", "outputs", "resume"}) {
+    EXPECT_FALSE(j["spec"].contains(key)) << key;
+  }
+  EXPECT_FALSE(j["spec"]["retry"].contains("on"));
+  for (const char* key : {"pipeline_run", "released_at", "outputs"}) {
+    EXPECT_FALSE(j.contains(key)) << key;
+  }
   for (const char* key : {"gpu_share_millis", "mig_profile", "topology_level"}) {
     EXPECT_FALSE(j["spec"]["requirements"].contains(key)) << key;
   }
   EXPECT_EQ(j["spec"]["preferences"], json::object());
-  for (const char* key : {"resumed", "last_checkpoint_at", "preempted_by"}) {
+  for (const char* key :
+       {"resumed", "last_checkpoint_at", "preempted_by", "useful_work_at", "progress"}) {
     EXPECT_FALSE(j["attempts"][1].contains(key)) << key;
   }
   EXPECT_FALSE(j["attempts"][1]["workers"][1]["exit"].contains("preempted"));
@@ -206,14 +268,22 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   EXPECT_FALSE(ToJson(node)["gpus"][1].contains("mig"));
   model::LaunchSpec launch = testing::SampleLaunchSpec();
   launch.checkpoint_dir.clear();
+  launch.make_dirs.clear();
   EXPECT_FALSE(ToJson(launch).contains("checkpoint_dir"));
+  EXPECT_FALSE(ToJson(launch).contains("make_dirs"));
 
   // A snapshot as stored before these fields existed.
   auto old = JobFromJson(json::parse(R"({"id": 3, "state": "running",
-      "spec": {"name": "a", "requirements": {"per_worker": {"gpus": 1}}, "preferences": {}},
+      "spec": {"name": "a", "requirements": {"per_worker": {"gpus": 1}}, "preferences": {},
+               "depends_on": ["prep", "tokenize"]},
       "attempts": [{"number": 1, "workers": [{"rank": 0, "exit": {"exit_code": 0}}]}]})"));
   ASSERT_TRUE(old.has_value()) << old.error().ToString();
   EXPECT_EQ(old->spec.pipeline, "");
+  EXPECT_EQ(old->spec.depends_on,
+            (std::vector<model::Dependency>{
+                {.name = "prep", .condition = model::DependencyCondition::kSucceeded},
+                {.name = "tokenize", .condition = model::DependencyCondition::kSucceeded}}));
+  EXPECT_EQ(old->spec.retry.on, model::RetryPolicy{}.on);
   EXPECT_EQ(old->spec.requirements.gpu_share_millis, 0);
   EXPECT_EQ(old->spec.preferences, model::Preferences{});
   EXPECT_FALSE(old->attempts[0].resumed);

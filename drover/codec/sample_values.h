@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "drover/model/cron.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/job_spec.h"
@@ -55,10 +56,27 @@ inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
   spec.preferences.topology_level = "nvlink-domain";
   spec.workers = 4;
   spec.min_workers = 2;
-  spec.depends_on = {"prepare-data", "tokenize"};
+  spec.stage = "train";
+  spec.trial = {.index = 2,
+                .count = 6,
+                .params = {{"lr", "0.01"}, {"batch", "64"}},
+                .concurrency = 2,
+                .objective = "accuracy",
+                .maximize = false,
+                .stop_at = 0.05};
+  spec.admission = model::PipelineAdmission::kWhole;
+  spec.depends_on = {{.name = "prepare-data", .condition = model::DependencyCondition::kSucceeded},
+                     {.name = "tokenize", .condition = model::DependencyCondition::kDone}};
+  spec.run_if = "${{ stages.tokenize.outputs.tokens }} > 1000";
+  spec.inputs = {{.path = "/data/raw.csv", .from_stage = "", .from_output = ""},
+                 {.path = "", .from_stage = "tokenize", .from_output = "tokens"}};
+  spec.outputs = {{.name = "model", .path = "/out/model-2"}, {.name = "accuracy", .path = ""}};
   spec.timeout = 7'200'000;
-  spec.retry = {.max_attempts = 3, .backoff_ms = 30'000};
+  spec.retry = {.max_attempts = 3,
+                .backoff_ms = 30'000,
+                .on = {model::FailureKind::kNodeLost, model::FailureKind::kTimeout}};
   spec.checkpoint_dir = "/ckpt/llm";
+  spec.resume = true;
   spec.interruptible = true;
   return spec;
 }
@@ -100,6 +118,8 @@ inline model::Attempt SampleAttempt(int number = 2) {
   attempt.resumed = true;
   attempt.last_checkpoint_at = 1'700'000'450'000;
   attempt.preempted_by = JobId(77);
+  attempt.useful_work_at = 1'700'000'000'650;
+  attempt.progress = 0.375;
   model::Worker running = SampleWorker(0);
   running.state = model::WorkerState::kRunning;
   running.exit.reset();
@@ -113,6 +133,9 @@ inline model::Job SampleJob(std::int64_t id = 42, const std::string& name = "tra
   job.spec = SampleJobSpec(name);
   job.dependencies = {JobId(40), JobId(41)};
   job.submission_key = "idem-7f3a";
+  job.pipeline_run = JobId(39);
+  job.released_at = 1'700'000'000'050;
+  job.outputs = {{"model", "/out/model-2"}, {"accuracy", "0.93"}};
   job.state = model::JobState::kTimedOut;
   job.created_at = 1'700'000'000'000;
   job.finished_at = 1'700'000'900'800;
@@ -169,7 +192,22 @@ inline model::LaunchSpec SampleLaunchSpec() {
   launch.timeout_ms = 7'200'000;
   launch.kill_grace_ms = 5'000;
   launch.checkpoint_dir = "/ckpt/llm";
+  launch.make_dirs = {"/out/.drover-staging/job-42.attempt-2", "/var/drover/values/42.2"};
   return launch;
+}
+
+inline model::CronSpec SampleCronSpec() {
+  model::CronSpec cron;
+  cron.name = "nightly";
+  cron.schedule = "30 2 * * *";
+  cron.time_zone = "Europe/Berlin";
+  cron.concurrency_policy = model::ConcurrencyPolicy::kForbid;
+  cron.starting_deadline = 3'600'000;
+  cron.successful_history_limit = 5;
+  cron.failed_history_limit = 2;
+  cron.suspend = true;
+  cron.jobs = {SampleJobSpec("report"), SampleJobSpec("publish")};
+  return cron;
 }
 
 inline model::WorkerEvent SampleWorkerEvent() {

@@ -5,6 +5,9 @@
 #include <algorithm>
 
 #include "drover/common/quantity.h"
+#include "drover/workflow/conditions.h"
+#include "drover/workflow/expression.h"
+#include "drover/workflow/trials.h"
 
 namespace drover::control {
 namespace {
@@ -43,6 +46,52 @@ std::int64_t MilliGpusPerWorker(const model::JobSpec& spec) {
   model::JobSpec one = spec;  // workers < 1 runs as 1
   one.workers = 1;
   return MilliGpusPerWorker(one);
+}
+
+// What a stage of a pipeline asks of its queue at its widest: one job, or for a sweep as many
+// trials as its concurrency releases at once (all of them without a bound).
+sched::Charge StageCharge(const sched::QueueTree& queues, const model::JobSpec& spec) {
+  sched::Charge charge;
+  charge.leaf = queues.FindLeaf(spec.queue).value_or(0);
+  charge.user = spec.owner;
+  charge.pipeline = spec.pipeline;
+  charge.amounts = sched::ChargeAmounts(spec, "");
+  if (spec.trial.index > 0) {
+    const int parallel = spec.trial.concurrency > 0
+                             ? std::min(spec.trial.concurrency, spec.trial.count)
+                             : spec.trial.count;
+    for (auto& [resource, amount] : charge.amounts) amount *= parallel;
+  }
+  return charge;
+}
+
+// The failure class of an attempt that ended without success. (kNodeLost is not told apart
+// yet: a lost node's workers are reported as exits; docs/workflows.md.)
+model::FailureKind FailureKindOf(const Attempt& attempt) {
+  if (attempt.preempted_by) return model::FailureKind::kPreempted;
+  if (attempt.outcome == JobState::kTimedOut) return model::FailureKind::kTimeout;
+  return model::FailureKind::kExit;
+}
+
+// Replaces ${{ stages.S.outputs.N }} in the command, script and env values of `spec` through
+// `lookup`; the first reference without a value is the error.
+Status RenderUpstreamOutputs(model::JobSpec& spec, const workflow::Lookup& lookup) {
+  auto render = [&](std::string& text, std::string_view field) -> Status {
+    Result<std::string> rendered = workflow::Render(text, lookup);
+    if (!rendered) {
+      return InvalidArgument(fmt::format("{}: {}", field, rendered.error().message));
+    }
+    text = std::move(*rendered);
+    return OkStatus();
+  };
+  for (std::string& arg : spec.command) DROVER_RETURN_IF_ERROR(render(arg, "command"));
+  DROVER_RETURN_IF_ERROR(render(spec.script, "script"));
+  for (auto& [name, value] : spec.env) DROVER_RETURN_IF_ERROR(render(value, "env." + name));
+  return OkStatus();
+}
+
+bool RetriesOn(const model::RetryPolicy& retry, model::FailureKind kind) {
+  return std::find(retry.on.begin(), retry.on.end(), kind) != retry.on.end();
 }
 
 }  // namespace
@@ -116,12 +165,14 @@ void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs 
       model::Transition{job.id, attempt ? attempt->number : 0, job.state, to, now, cause});
   step.changed.insert(job.id);
   if (job.state == JobState::kPending) waiting_.erase(job.id);
+  if (job.state == JobState::kWaiting) awaiting_inputs_.erase(job.id);
   if (job.state == JobState::kReady) {
     queued_.erase(job.id);
     untried_.erase(job.id);
   }
   job.state = to;
   if (to == JobState::kPending) waiting_.insert(job.id);
+  if (to == JobState::kWaiting) awaiting_inputs_.insert(job.id);
   if (to == JobState::kReady) {
     queued_.insert(job.id);
     untried_.insert(job.id);
@@ -141,6 +192,9 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
       case JobState::kPending:
         waiting_.insert(id);
         break;
+      case JobState::kWaiting:
+        awaiting_inputs_.insert(id);
+        break;
       case JobState::kReady:
         queued_.insert(id);
         untried_.insert(id);
@@ -156,6 +210,12 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
       }
       case JobState::kStarting:
       case JobState::kRunning:
+        if (job.current_attempt()->finished_at != 0) {
+          // Its workers exited 0 and publication did not report back: publish again.
+          publishing_.insert(id);
+          EmitPublish(job, step);
+          break;
+        }
         Hold(job);
         // A victim caught stopping: never chosen again; it requeues when its workers exit.
         if (job.current_attempt()->preempted_by &&
@@ -195,15 +255,47 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
                                          fmt::join(queues_.LeafNames(), ", ")));
     }
   }
+  // A dependency names a job of the submission or a pipeline stage (every trial of a sweep).
   std::vector<std::vector<JobId>> dependencies(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    for (const std::string& name : specs[i].depends_on) {
-      auto it = by_name.find(name);
-      if (it == by_name.end()) {
-        return InvalidArgument(fmt::format(
-            "job '{}' depends on '{}', which is not in the submission", specs[i].name, name));
+    for (const model::Dependency& dependency : specs[i].depends_on) {
+      std::size_t found = 0;
+      for (std::size_t j = 0; j < specs.size(); ++j) {
+        if (j == i || (specs[j].name != dependency.name && specs[j].stage != dependency.name)) {
+          continue;
+        }
+        const JobId upstream = by_name.at(specs[j].name);
+        if (std::find(dependencies[i].begin(), dependencies[i].end(), upstream) ==
+            dependencies[i].end()) {
+          dependencies[i].push_back(upstream);
+        }
+        ++found;
       }
-      dependencies[i].push_back(it->second);
+      if (found == 0) {
+        return InvalidArgument(
+            fmt::format("job '{}' depends on '{}', which is not in the submission", specs[i].name,
+                        dependency.name));
+      }
+    }
+  }
+  // A pipeline, or a file of several jobs: its jobs share a run (Job::pipeline_run).
+  const bool pipeline = specs.size() > 1 ||
+                        std::any_of(specs.begin(), specs.end(),
+                                    [](const model::JobSpec& spec) { return !spec.stage.empty(); });
+  if (std::any_of(specs.begin(), specs.end(), [](const model::JobSpec& spec) {
+        return spec.admission == model::PipelineAdmission::kWhole;
+      })) {
+    // admission: whole refuses a pipeline one of whose stages could never be admitted, even
+    // with its queue (and its cohort) otherwise empty.
+    Result<sched::QueueTree> empty = sched::QueueTree::Create(policy_);
+    DROVER_CHECK(empty.has_value());
+    for (const model::JobSpec& spec : specs) {
+      const sched::AdmitVerdict verdict = empty->CheckAdmit(StageCharge(*empty, spec));
+      if (!verdict.ok()) {
+        return InvalidArgument(fmt::format(
+            "pipeline '{}' (admission: whole): stage '{}' can never be admitted: {}", spec.pipeline,
+            spec.stage.empty() ? spec.name : spec.stage, verdict.Render()));
+      }
     }
   }
   SubmitResult result;
@@ -214,6 +306,7 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     if (job.spec.owner.empty()) job.spec.owner = owner;
     job.dependencies = std::move(dependencies[i]);
     job.submission_key = submission_key;
+    if (pipeline) job.pipeline_run = JobId(next_id_ - 1 - static_cast<std::int64_t>(i));
     job.created_at = now;
     job.state = JobState::kPending;
     JobId id = job.id;
@@ -232,6 +325,10 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
   if (model::IsTerminal(job.state)) {
     return FailedPrecondition(fmt::format("job {} has already finished ({})", id.value(),
                                           model::JobStateName(job.state)));
+  }
+  if (publishing_.contains(id)) {
+    return FailedPrecondition(
+        fmt::format("job {} has finished running and is publishing its outputs", id.value()));
   }
   if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
     Attempt& attempt = *job.current_attempt();
@@ -275,25 +372,147 @@ void Controller::Schedule(TimeMs now, Step& step) {
 void Controller::ReleaseDependents(TimeMs now, Step& step) {
   for (JobId id : std::vector<JobId>(waiting_.begin(), waiting_.end())) {
     Job& job = jobs_.at(id);
-    const Job* blocker = nullptr;
+    std::vector<workflow::JudgedDependency> judged;
     bool all_succeeded = true;
-    for (JobId dep_id : job.dependencies) {
-      const Job& dep = jobs_.at(dep_id);
-      if (dep.state == JobState::kSucceeded) continue;
-      all_succeeded = false;
-      if (model::IsTerminal(dep.state)) blocker = &dep;
+    for (const model::Dependency& dependency : job.spec.depends_on) {
+      std::vector<JobState> states;
+      for (JobId upstream : job.dependencies) {
+        const Job& up = jobs_.at(upstream);
+        if (up.spec.name == dependency.name || up.spec.stage == dependency.name) {
+          states.push_back(up.state);
+        }
+      }
+      judged.push_back({dependency, workflow::AggregateStage(states)});
+      all_succeeded &= dependency.condition == model::DependencyCondition::kSucceeded;
     }
-    if (blocker != nullptr) {
-      std::string cause = fmt::format("dependency {} ({}) ended {}", blocker->spec.name,
-                                      blocker->id.value(), model::JobStateName(blocker->state));
-      job.status_message = cause;
-      MoveTo(job, JobState::kCancelled, cause, now, step);
-    } else if (all_succeeded) {
-      StartAttempt(job, now, step);
-      MoveTo(job, JobState::kReady,
-             job.dependencies.empty() ? "submitted" : "dependencies succeeded", now, step);
+    const workflow::DependencyVerdict verdict = workflow::Judge(judged);
+    if (verdict.kind == workflow::DependencyVerdict::Kind::kSkip) {
+      Skip(job, verdict.reason, now, step);
+      continue;
+    }
+    if (verdict.kind == workflow::DependencyVerdict::Kind::kWait) continue;
+    const workflow::Lookup lookup = [&](const workflow::Reference& reference) {
+      return UpstreamOutput(job, reference);
+    };
+    if (!job.spec.run_if.empty()) {
+      Result<bool> holds = workflow::EvaluateCondition(job.spec.run_if, lookup);
+      if (!holds || !*holds) {
+        Skip(job,
+             holds ? fmt::format("if: {} is false", job.spec.run_if)
+                   : fmt::format("if: {}: {}", job.spec.run_if, holds.error().message),
+             now, step);
+        continue;
+      }
+    }
+    if (Status rendered = RenderUpstreamOutputs(job.spec, lookup); !rendered) {
+      Skip(job, rendered.error().message, now, step);
+      continue;
+    }
+    std::optional<std::string> hold = SweepConcurrencyHold(job);
+    if (!hold) hold = WholeAdmissionHold(job);
+    if (hold) {
+      if (job.status_message != *hold) {
+        job.status_message = *hold;
+        step.changed.insert(id);
+      }
+      continue;
+    }
+    Release(job,
+            job.dependencies.empty() ? "submitted"
+            : all_succeeded          ? "dependencies succeeded"
+                                     : "dependency conditions met",
+            now, step);
+  }
+}
+
+std::optional<std::string> Controller::UpstreamOutput(const Job& job,
+                                                      const workflow::Reference& reference) const {
+  if (reference.kind != workflow::Reference::Kind::kStageOutput) return std::nullopt;
+  // The stage's job, or for a sweep its best trial (by the objective).
+  std::vector<const Job*> stage;
+  for (auto it = jobs_.lower_bound(job.pipeline_run);
+       job.pipeline_run != JobId() && it != jobs_.end() &&
+       it->second.pipeline_run == job.pipeline_run;
+       ++it) {
+    const Job& candidate = it->second;
+    if (candidate.spec.stage == reference.stage ||
+        (candidate.spec.stage.empty() && candidate.spec.name == reference.stage)) {
+      stage.push_back(&candidate);
     }
   }
+  const Job* source = stage.size() == 1 ? stage.front() : nullptr;
+  if (stage.size() > 1) {
+    std::vector<workflow::TrialResult> trials;
+    for (const Job* trial : stage) {
+      auto objective = trial->outputs.find(trial->spec.trial.objective);
+      trials.push_back({trial->spec.trial.index, trial->state,
+                        objective == trial->outputs.end()
+                            ? std::nullopt
+                            : std::optional<std::string>(objective->second)});
+    }
+    std::optional<int> best = workflow::BestTrial(trials, stage.front()->spec.trial.maximize);
+    if (best) source = stage[static_cast<std::size_t>(*best - 1)];
+  }
+  if (source == nullptr) return std::nullopt;
+  auto output = source->outputs.find(reference.output);
+  if (output == source->outputs.end()) return std::nullopt;
+  return output->second;
+}
+
+void Controller::Release(Job& job, const std::string& cause, TimeMs now, Step& step) {
+  job.released_at = now;
+  job.status_message.clear();
+  const bool has_paths =
+      std::any_of(job.spec.inputs.begin(), job.spec.inputs.end(),
+                  [](const model::InputSpec& input) { return !input.path.empty(); });
+  if (!has_paths) {
+    StartAttempt(job, now, step);
+    MoveTo(job, JobState::kReady, cause, now, step);
+    return;
+  }
+  job.status_message = "waiting for its inputs to be checked";
+  MoveTo(job, JobState::kWaiting, cause, now, step);
+}
+
+void Controller::Skip(Job& job, const std::string& cause, TimeMs now, Step& step) {
+  job.status_message = cause;
+  MoveTo(job, JobState::kSkipped, cause, now, step);
+}
+
+std::optional<std::string> Controller::SweepConcurrencyHold(const Job& job) const {
+  const model::TrialSpec& trial = job.spec.trial;
+  if (trial.index == 0 || trial.concurrency <= 0) return std::nullopt;
+  int released = 0;
+  for (auto it = jobs_.lower_bound(job.pipeline_run);
+       it != jobs_.end() && it->second.pipeline_run == job.pipeline_run; ++it) {
+    const Job& sibling = it->second;
+    if (sibling.spec.stage == job.spec.stage && sibling.state != JobState::kPending &&
+        !model::IsTerminal(sibling.state)) {
+      ++released;
+    }
+  }
+  if (released < trial.concurrency) return std::nullopt;
+  return fmt::format("sweep {}: {} of its {} trials released (concurrency {})", job.spec.stage,
+                     released, trial.count, trial.concurrency);
+}
+
+std::optional<std::string> Controller::WholeAdmissionHold(const Job& job) const {
+  if (job.spec.admission != model::PipelineAdmission::kWhole) return std::nullopt;
+  std::vector<const Job*> run;
+  for (auto it = jobs_.lower_bound(job.pipeline_run);
+       it != jobs_.end() && it->second.pipeline_run == job.pipeline_run; ++it) {
+    if (it->second.state != JobState::kPending) return std::nullopt;  // already started
+    run.push_back(&it->second);
+  }
+  for (const Job* stage : run) {
+    const sched::AdmitVerdict verdict = queues_.CheckAdmit(StageCharge(queues_, stage->spec));
+    if (!verdict.ok()) {
+      return fmt::format("admission: whole: waiting until stage {} fits: {}",
+                         stage->spec.stage.empty() ? stage->spec.name : stage->spec.stage,
+                         verdict.Render());
+    }
+  }
+  return std::nullopt;
 }
 
 void Controller::StartAttempt(Job& job, TimeMs ready_at, Step& step) {
@@ -507,6 +726,14 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
   spec.env["DROVER_MASTER_PORT"] = std::to_string(port);
   if (!job.spec.checkpoint_dir.empty()) spec.env["DROVER_CHECKPOINT_DIR"] = job.spec.checkpoint_dir;
   if (attempt.resumed) spec.env["DROVER_RESUME"] = "1";
+  for (const model::StagedOutput& output :
+       model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root)) {
+    spec.env[model::OutputVariable(output.name)] = output.staging;
+    const std::string dir = model::DirectoryOf(output.staging);
+    if (std::find(spec.make_dirs.begin(), spec.make_dirs.end(), dir) == spec.make_dirs.end()) {
+      spec.make_dirs.push_back(dir);
+    }
+  }
   return spec;
 }
 
@@ -602,6 +829,38 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
     attempt.outcome = JobState::kSucceeded;
     attempt.outcome_reason = "all workers exited 0";
   }
+  if (attempt.outcome == JobState::kSucceeded && !job.spec.outputs.empty()) {
+    // Succeeded only once its outputs are published (OnOutputsPublished).
+    publishing_.insert(job.id);
+    job.status_message = "publishing outputs";
+    step.changed.insert(job.id);
+    EmitPublish(job, step);
+    return;
+  }
+  CompleteAttempt(job, now, step);
+}
+
+void Controller::EmitPublish(const Job& job, Step& step) const {
+  PublishOutputs publish;
+  publish.job = job.id;
+  publish.attempt = job.current_attempt()->number;
+  publish.outputs =
+      model::StagedOutputs(job.spec, job.id, publish.attempt, options_.value_outputs_root);
+  step.effects.emplace_back(std::move(publish));
+}
+
+void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
+  Attempt& attempt = *job.current_attempt();
+  if (attempt.outcome != JobState::kSucceeded && !job.spec.outputs.empty()) {
+    DiscardOutputs discard;
+    discard.outputs =
+        model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root);
+    step.effects.emplace_back(std::move(discard));
+  }
+  if (attempt.preempted_by && attempt.outcome == JobState::kReady &&
+      !RetriesOn(job.spec.retry, model::FailureKind::kPreempted)) {
+    attempt.outcome = JobState::kFailed;  // retry.on leaves preemption out: it ends the job
+  }
   if (attempt.preempted_by && attempt.outcome == JobState::kReady) {
     // Requeued at once; a preemption does not count against the retry policy.
     const TimeMs checkpoint = LastCheckpoint(job);
@@ -619,21 +878,73 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
     return;
   }
   JobState outcome = *attempt.outcome;
-  bool retryable = outcome == JobState::kFailed || outcome == JobState::kTimedOut;
+  const bool retryable = (outcome == JobState::kFailed || outcome == JobState::kTimedOut) &&
+                         RetriesOn(job.spec.retry, FailureKindOf(attempt));
   const int tries = static_cast<int>(std::count_if(
       job.attempts.begin(), job.attempts.end(), [](const Attempt& a) { return !a.preempted_by; }));
   if (retryable && tries < job.spec.retry.max_attempts) {
-    std::string cause = fmt::format("attempt {} {}: {}; retrying", attempt.number,
-                                    model::JobStateName(outcome), attempt.outcome_reason);
+    const TimeMs checkpoint = LastCheckpoint(job);
+    const bool resume = job.spec.resume && checkpoint > 0;
+    std::string cause =
+        fmt::format("attempt {} {}: {}; {}", attempt.number, model::JobStateName(outcome),
+                    attempt.outcome_reason, resume ? "resuming from its checkpoint" : "retrying");
     attempt.outcome = JobState::kReady;
     job.status_message = cause;
     TimeMs ready_at = now + RetryDelay(job.spec.retry, tries + 1);
     MoveTo(job, JobState::kReady, cause, now, step);
     StartAttempt(job, ready_at, step);
+    job.current_attempt()->resumed = resume;
     return;
   }
   job.status_message = outcome == JobState::kSucceeded ? "" : attempt.outcome_reason;
   MoveTo(job, outcome, attempt.outcome_reason, now, step);
+  if (outcome == JobState::kSucceeded) MaybeStopSweep(job, now, step);
+}
+
+void Controller::OnOutputsPublished(JobId id, int attempt_number,
+                                    const Result<std::map<std::string, std::string>>& published,
+                                    TimeMs now, Step& step) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !publishing_.contains(id)) return;
+  Job& job = it->second;
+  Attempt& attempt = *job.current_attempt();
+  if (attempt.number != attempt_number) return;
+  publishing_.erase(id);
+  step.changed.insert(id);
+  if (published) {
+    job.outputs = *published;
+  } else {
+    attempt.outcome = JobState::kFailed;
+    attempt.outcome_reason = "publishing outputs: " + published.error().message;
+  }
+  CompleteAttempt(job, now, step);
+}
+
+std::vector<Job*> Controller::SiblingTrials(const Job& job) {
+  std::vector<Job*> siblings;
+  if (job.pipeline_run == JobId() || job.spec.stage.empty()) return siblings;
+  for (auto it = jobs_.lower_bound(job.pipeline_run);
+       it != jobs_.end() && it->second.pipeline_run == job.pipeline_run; ++it) {
+    if (it->first != job.id && it->second.spec.stage == job.spec.stage) {
+      siblings.push_back(&it->second);
+    }
+  }
+  return siblings;
+}
+
+void Controller::MaybeStopSweep(const Job& trial, TimeMs now, Step& step) {
+  const model::TrialSpec& sweep = trial.spec.trial;
+  if (sweep.index == 0) return;
+  auto output = trial.outputs.find(sweep.objective);
+  if (output == trial.outputs.end() || !workflow::ReachesStopAt(sweep, output->second)) return;
+  const std::string cause =
+      fmt::format("early stopping: trial {} reached {} = {} (stop_at {})", sweep.index,
+                  sweep.objective, output->second, *sweep.stop_at);
+  for (Job* sibling : SiblingTrials(trial)) {
+    if (!model::IsTerminal(sibling->state) && !publishing_.contains(sibling->id)) {
+      (void)Cancel(sibling->id, cause, now, step);
+    }
+  }
 }
 
 sched::Placement Controller::PlacementOf(const Job& job) const {
@@ -672,17 +983,26 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   out.state = job->state;
   switch (job->state) {
     case JobState::kPending: {
+      if (!job->status_message.empty()) {  // a sweep's concurrency or whole admission holds it
+        out.layer = "pipeline";
+        out.message = job->status_message;
+        break;
+      }
       out.layer = "dependency";
       std::string waiting;
       for (JobId dep_id : job->dependencies) {
         const Job& dep = jobs_.at(dep_id);
-        if (dep.state == JobState::kSucceeded) continue;
+        if (model::IsTerminal(dep.state)) continue;
         waiting += fmt::format("{}{} ({}, {})", waiting.empty() ? "" : ", ", dep.spec.name,
                                dep_id.value(), model::JobStateName(dep.state));
       }
-      out.message = "waiting for dependencies to succeed: " + waiting;
+      out.message = "waiting for dependencies to finish: " + waiting;
       break;
     }
+    case JobState::kWaiting:
+      out.layer = "inputs";
+      out.message = job->status_message;
+      break;
     case JobState::kReady:
       if (job->not_before > now) {
         out.layer = "backoff";
@@ -746,6 +1066,68 @@ Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
   if (at > attempt.last_checkpoint_at) {
     attempt.last_checkpoint_at = at;
     step.changed.insert(id);
+  }
+  return OkStatus();
+}
+
+Status Controller::ReportProgress(JobId id, bool useful_work_began, std::optional<double> progress,
+                                  TimeMs now, Step& step) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound(fmt::format("job {} does not exist", id.value()));
+  Job& job = it->second;
+  if (job.state != JobState::kStarting && job.state != JobState::kRunning) {
+    return FailedPrecondition(fmt::format("job {} is {}: only a running job reports progress",
+                                          id.value(), model::JobStateName(job.state)));
+  }
+  if (progress && !(*progress >= 0 && *progress <= 1)) {
+    return InvalidArgument(fmt::format("progress: {} is outside [0, 1]", *progress));
+  }
+  Attempt& attempt = *job.current_attempt();
+  if (useful_work_began && attempt.useful_work_at == 0) attempt.useful_work_at = now;
+  if (progress) attempt.progress = *progress;
+  step.changed.insert(id);
+  return OkStatus();
+}
+
+std::vector<std::pair<JobId, std::vector<std::string>>> Controller::InputsToCheck() const {
+  std::vector<std::pair<JobId, std::vector<std::string>>> checks;
+  for (JobId id : awaiting_inputs_) {
+    std::vector<std::string> paths;
+    for (const model::InputSpec& input : jobs_.at(id).spec.inputs) {
+      if (!input.path.empty()) paths.push_back(input.path);
+    }
+    checks.emplace_back(id, std::move(paths));
+  }
+  return checks;
+}
+
+void Controller::OnInputsChecked(JobId id, const std::vector<std::string>& missing, TimeMs now,
+                                 Step& step) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != JobState::kWaiting) return;
+  Job& job = it->second;
+  if (missing.empty()) {
+    job.status_message.clear();
+    StartAttempt(job, now, step);
+    MoveTo(job, JobState::kReady, "inputs present", now, step);
+    return;
+  }
+  std::string message = fmt::format("waiting for input {}", fmt::join(missing, ", "));
+  if (message != job.status_message) {
+    job.status_message = std::move(message);
+    step.changed.insert(id);
+  }
+}
+
+Status Controller::CancelPipeline(JobId run, const std::string& cause, TimeMs now, Step& step) {
+  auto it = jobs_.lower_bound(run);
+  if (it == jobs_.end() || it->second.pipeline_run != run) {
+    return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
+  }
+  for (; it != jobs_.end() && it->second.pipeline_run == run; ++it) {
+    if (!model::IsTerminal(it->second.state) && !publishing_.contains(it->first)) {
+      DROVER_RETURN_IF_ERROR(Cancel(it->first, cause, now, step));
+    }
   }
   return OkStatus();
 }

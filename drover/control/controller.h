@@ -28,10 +28,12 @@
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
+#include "drover/model/outputs.h"
 #include "drover/model/policy.h"
 #include "drover/sched/engine.h"
 #include "drover/sched/queues.h"
 #include "drover/sched/scheduler.h"
+#include "drover/workflow/expression.h"
 
 namespace drover::control {
 
@@ -44,6 +46,9 @@ struct Options {
   // Between releases of capacity a scheduling pass tries only jobs not tried before (the rest
   // cannot fit); a full pass over the queue still runs this often, refreshing pending reasons.
   DurationMs full_cycle_interval_ms = 1'000;
+  // Value outputs stage at <value_outputs_root>/job-ID/attempt-N/NAME (docs/workflows.md); a
+  // driver that runs jobs with value outputs sets it (the server: under its data directory).
+  std::string value_outputs_root;
 };
 
 // Start a worker process: the agent of spec.node runs spec.
@@ -58,7 +63,20 @@ struct StopWorker {
   bool preempt = false;
   std::string reason;  // for the notice, e.g. "preempted by job 12 (reclaim)"
 };
-using Effect = std::variant<LaunchWorker, StopWorker>;
+// Publish the outputs of an attempt whose workers all exited 0: move each staged path onto its
+// destination atomically, read each value. The driver answers with OnOutputsPublished; until
+// then the job stays running (holding nothing).
+struct PublishOutputs {
+  JobId job;
+  int attempt = 0;
+  std::vector<model::StagedOutput> outputs;
+};
+// Remove the staging locations of an attempt that will not publish (it failed, timed out, was
+// preempted or cancelled).
+struct DiscardOutputs {
+  std::vector<model::StagedOutput> outputs;
+};
+using Effect = std::variant<LaunchWorker, StopWorker, PublishOutputs, DiscardOutputs>;
 
 // The output of one controller call.
 struct Step {
@@ -142,6 +160,30 @@ class Controller {
   // kNotFound for an unknown job; kFailedPrecondition if it is not starting or running.
   Status ReportCheckpoint(JobId id, TimeMs at, Step& step);
 
+  // The job reports from inside: useful work began (the first report counts) and/or its
+  // progress in [0, 1]. kNotFound for an unknown job; kFailedPrecondition if it is not starting
+  // or running; kInvalidArgument for a progress outside [0, 1].
+  Status ReportProgress(JobId id, bool useful_work_began, std::optional<double> progress,
+                        TimeMs now, Step& step);
+
+  // The driver carried out PublishOutputs for (job, attempt): `published` maps each output to
+  // its published path or value, or is the error that stopped publication (nothing was
+  // published). Success ends the job succeeded (or starts early stopping of its sweep); an
+  // error fails the attempt like a worker failure (retry applies). Stale answers are ignored.
+  void OnOutputsPublished(JobId job, int attempt,
+                          const Result<std::map<std::string, std::string>>& published, TimeMs now,
+                          Step& step);
+
+  // Jobs in `waiting` with the input paths they need, for the driver to look for.
+  std::vector<std::pair<JobId, std::vector<std::string>>> InputsToCheck() const;
+  // The driver looked: `missing` are the paths of InputsToCheck() that do not exist. Empty: the
+  // job becomes ready. Ignored for a job not waiting.
+  void OnInputsChecked(JobId id, const std::vector<std::string>& missing, TimeMs now, Step& step);
+
+  // Cancels every unfinished job of pipeline run `run` (Job::pipeline_run). kNotFound if no job
+  // belongs to it; cancelling a finished run is not an error.
+  Status CancelPipeline(JobId run, const std::string& cause, TimeMs now, Step& step);
+
   // Replaces the scheduling policy (queues, quotas, limits, fair share, preemption, backfill).
   // kInvalidArgument, changing nothing, if the policy is malformed. Running jobs keep running;
   // queued jobs of a queue the policy no longer has wait with layer "queue".
@@ -168,6 +210,25 @@ class Controller {
   void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
               Step& step);
   void ReleaseDependents(TimeMs now, Step& step);
+  // Leaves pending: to waiting when it has input paths to look for, else straight to ready.
+  void Release(model::Job& job, const std::string& cause, TimeMs now, Step& step);
+  // The value of ${{ stages.S.outputs.N }} for `job`: output N of stage (or job) S of its
+  // pipeline run, for a sweep of its best trial; nullopt when not published.
+  std::optional<std::string> UpstreamOutput(const model::Job& job,
+                                            const workflow::Reference& reference) const;
+  // Ends a pending job skipped (terminal) with `cause`.
+  void Skip(model::Job& job, const std::string& cause, TimeMs now, Step& step);
+  // With admission: whole, whether `job`'s pipeline run may start now; else nullopt, or the
+  // reason it may not.
+  std::optional<std::string> WholeAdmissionHold(const model::Job& job) const;
+  // For a trial of a sweep with a concurrency bound: the reason it must stay pending, if the
+  // bound is reached.
+  std::optional<std::string> SweepConcurrencyHold(const model::Job& job) const;
+  // The other jobs of the same pipeline run and stage (trials of one sweep), `job` excluded.
+  std::vector<model::Job*> SiblingTrials(const model::Job& job);
+  // Early stopping: after `trial` succeeded, cancels its sweep's unfinished trials when its
+  // objective reached the stop value.
+  void MaybeStopSweep(const model::Job& trial, TimeMs now, Step& step);
   void PlaceReadyJobs(TimeMs now, Step& step);
   void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
   void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
@@ -178,6 +239,11 @@ class Controller {
   // Completes the current attempt once no worker is alive: releases its resources, then
   // retries or moves the job to its terminal state.
   void FinishAttempt(model::Job& job, TimeMs now, Step& step);
+  // Ends the current, finished attempt: publishes (success with outputs), requeues, retries or
+  // moves the job to its terminal state.
+  void CompleteAttempt(model::Job& job, TimeMs now, Step& step);
+  // Emits PublishOutputs for the job's current attempt.
+  void EmitPublish(const model::Job& job, Step& step) const;
   sched::Placement PlacementOf(const model::Job& job) const;
   void TryAllocate(model::Job& job);
   // Stops a running job's workers to make room for `preemptor`; it queues again when they exit.
@@ -202,7 +268,9 @@ class Controller {
   std::int64_t next_id_ = 1;
   std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
   std::set<JobId> waiting_;                                // pending: dependencies not yet met
-  std::set<JobId> queued_;                                 // ready: waiting for placement
+  std::set<JobId> awaiting_inputs_;                        // waiting: inputs not all present
+  std::set<JobId> publishing_;  // running, workers exited 0, outputs being published
+  std::set<JobId> queued_;      // ready: waiting for placement
   std::set<JobId> untried_;     // queued, not yet tried by a scheduling pass
   bool capacity_freed_ = true;  // since the last full pass
   TimeMs last_full_cycle_ = 0;

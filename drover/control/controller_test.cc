@@ -94,7 +94,7 @@ TEST_F(ControllerTest, LaunchSpecCarriesEnvironmentAndDisjointGpusForAGang) {
 
 TEST_F(ControllerTest, DependentStartsOnlyAfterItsDependencySucceeds) {
   model::JobSpec eval = Spec("eval");
-  eval.depends_on = {"prep"};
+  eval.depends_on = {{"prep"}};
   auto ids = Submit({Spec("prep"), eval});
   auto first = Launches(Schedule(kT0));
   ASSERT_EQ(first.size(), 1u);
@@ -111,16 +111,16 @@ TEST_F(ControllerTest, DependentStartsOnlyAfterItsDependencySucceeds) {
   EXPECT_EQ(second[0].spec.key.job, ids[1]);
 }
 
-TEST_F(ControllerTest, DependentIsCancelledWhenItsDependencyFails) {
+TEST_F(ControllerTest, DependentIsSkippedWhenItsDependencyFails) {
   model::JobSpec eval = Spec("eval");
-  eval.depends_on = {"prep"};
+  eval.depends_on = {{"prep"}};
   auto ids = Submit({Spec("prep"), eval});
   Schedule(kT0);
   Event(Exited(ids[0], 1, 0, 3, kT0 + 10));
   EXPECT_EQ(State(ids[0]), JobState::kFailed);
   Schedule(kT0 + 11);
-  EXPECT_EQ(State(ids[1]), JobState::kCancelled);
-  EXPECT_THAT(controller_.Find(ids[1])->status_message, HasSubstr("dependency prep"));
+  EXPECT_EQ(State(ids[1]), JobState::kSkipped);
+  EXPECT_THAT(controller_.Find(ids[1])->status_message, HasSubstr("prep"));
 }
 
 TEST_F(ControllerTest, RetriesAfterBackoffWithANewAttempt) {
@@ -237,7 +237,7 @@ TEST_F(ControllerTest, SameSubmissionKeyReturnsTheSameJobs) {
 
 TEST_F(ControllerTest, UnknownDependencyChangesNothing) {
   model::JobSpec spec = Spec("eval");
-  spec.depends_on = {"missing"};
+  spec.depends_on = {{"missing"}};
   Step step;
   auto result = controller_.Submit({Spec("a"), spec}, "", "alice", kT0, step);
   ASSERT_FALSE(result);

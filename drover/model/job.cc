@@ -9,9 +9,9 @@
 namespace drover::model {
 namespace {
 
-constexpr std::array<std::string_view, 10> kJobStateNames = {
-    "pending", "ready",     "admitted", "placed",    "starting",
-    "running", "succeeded", "failed",   "cancelled", "timed_out"};
+constexpr std::array<std::string_view, 12> kJobStateNames = {
+    "pending",   "ready",  "admitted",  "placed",    "starting", "running",
+    "succeeded", "failed", "cancelled", "timed_out", "waiting",  "skipped"};
 
 constexpr std::array<std::string_view, 4> kWorkerStateNames = {"assigned", "launched", "running",
                                                                "exited"};
@@ -31,7 +31,8 @@ std::optional<JobState> ParseJobState(std::string_view name) {
 
 bool IsTerminal(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled || state == JobState::kTimedOut;
+         state == JobState::kCancelled || state == JobState::kTimedOut ||
+         state == JobState::kSkipped;
 }
 
 bool IsAllowedTransition(JobState from, JobState to) {
@@ -39,8 +40,10 @@ bool IsAllowedTransition(JobState from, JobState to) {
   if (IsTerminal(from)) return false;
   if (to == S::kCancelled) return true;
   switch (from) {
-    case S::kPending:
-      return to == S::kPending || to == S::kReady;  // pending -> pending records creation
+    case S::kPending:  // pending -> pending records creation
+      return to == S::kPending || to == S::kWaiting || to == S::kReady || to == S::kSkipped;
+    case S::kWaiting:
+      return to == S::kReady;
     case S::kReady:
       return to == S::kAdmitted;
     case S::kAdmitted:

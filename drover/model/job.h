@@ -4,7 +4,10 @@
 //
 // Lifecycle of a job (docs/architecture.md draws it):
 //
-//   pending --(dependencies succeeded)--> ready --(dequeued + admitted)--> admitted
+//   pending --(dependency conditions hold, `if` true)--> ready, or waiting when it declares
+//                                                          input paths --(they exist)--> ready
+//   pending --(a dependency condition can no longer hold, or `if` is false)--> skipped
+//   ready --(dequeued + admitted)--> admitted
 //   admitted --(nodes and GPUs chosen)--> placed --(launch sent)--> starting
 //   starting --(every worker process is up)--> running
 //   running / starting --(all workers exited 0)--> succeeded
@@ -13,9 +16,10 @@
 //   running / starting --(timeout)--> timed_out (or ready with a new attempt, as for failed)
 //   any non-terminal --(cancel, or a dependency that can no longer succeed)--> cancelled
 //
-// succeeded, failed, cancelled and timed_out are terminal. Each attempt keeps its own timeline
-// so that queue delay, placement, start-up and run time can be told apart.
+// succeeded, failed, cancelled, timed_out and skipped are terminal. Each attempt keeps its own
+// timeline so that queue delay, placement, start-up and run time can be told apart.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +42,8 @@ enum class JobState {
   kFailed,
   kCancelled,
   kTimedOut,
+  kWaiting,  // dependencies met; declared inputs do not all exist yet (holds no quota)
+  kSkipped,  // never ran: a dependency condition or its `if` did not hold
 };
 
 // "pending", "ready", ..., "timed_out".
@@ -100,6 +106,10 @@ struct Attempt {
   TimeMs last_checkpoint_at = 0;
   // Set when the attempt was preempted: the job it made room for.
   std::optional<JobId> preempted_by;
+  // Reported by the job (`drover report`, POST /v1/jobs/{id}/report): when useful work began
+  // (after data loading, compilation, rendezvous) and its progress in [0, 1]; 0 / -1 = never.
+  TimeMs useful_work_at = 0;
+  double progress = -1;
   std::vector<Worker> workers;
 
   friend bool operator==(const Attempt&, const Attempt&) = default;
@@ -110,6 +120,12 @@ struct Job {
   JobSpec spec;
   std::vector<JobId> dependencies;  // spec.depends_on resolved at submission
   std::string submission_key;       // the Idempotency-Key of the submission, if any
+  // The jobs of one pipeline submission share the id of its first job; 0 outside pipelines.
+  JobId pipeline_run;
+  // When the dependency conditions held and the job left pending (entered waiting); 0 = not yet.
+  TimeMs released_at = 0;
+  // Outputs published by the attempt that succeeded: name -> published path, or the value.
+  std::map<std::string, std::string> outputs;
   JobState state = JobState::kPending;
   TimeMs created_at = 0;
   TimeMs finished_at = 0;

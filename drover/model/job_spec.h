@@ -56,11 +56,98 @@ struct Preferences {
   friend bool operator==(const Preferences&, const Preferences&) = default;
 };
 
+// Why an attempt ended without success; RetryPolicy::on selects which of them are retried.
+enum class FailureKind {
+  kExit,       // a worker exited non-zero or was killed by a signal
+  kNodeLost,   // a worker's node stopped answering
+  kPreempted,  // stopped to make room for another job
+  kTimeout,    // ran past spec.timeout
+};
+// "exit", "node_lost", "preempted", "timeout".
+std::string_view FailureKindName(FailureKind kind);
+std::optional<FailureKind> ParseFailureKind(std::string_view name);
+const std::vector<FailureKind>& AllFailureKinds();
+
 struct RetryPolicy {
   int max_attempts = 1;       // total attempts including the first; 1 = no retry
   DurationMs backoff_ms = 0;  // wait before attempt n+1 is backoff_ms * 2^(n-1)
+  // Failures that earn another attempt (while attempts remain). Preemption is always requeued
+  // (it is not the job's fault) unless `on` is given without `preempted`: then a preempted
+  // attempt ends the job as failed.
+  std::vector<FailureKind> on = {FailureKind::kExit, FailureKind::kNodeLost,
+                                 FailureKind::kPreempted, FailureKind::kTimeout};
 
   friend bool operator==(const RetryPolicy&, const RetryPolicy&) = default;
+};
+
+// The upstream state a dependency waits for (docs/workflows.md). A dependency names a job of
+// the same submission, or a pipeline stage (for a sweep: all of its trials, judged together).
+enum class DependencyCondition {
+  kSucceeded,  // the upstream succeeded (the default)
+  kFailed,     // the upstream failed, timed out or was cancelled
+  kDone,       // the upstream reached any terminal state, skipped included
+  kSkipped,    // the upstream was skipped (its condition or `if` did not hold)
+};
+// "succeeded", "failed", "done", "skipped".
+std::string_view DependencyConditionName(DependencyCondition condition);
+std::optional<DependencyCondition> ParseDependencyCondition(std::string_view name);
+
+struct Dependency {
+  std::string name;  // a job of the same submission, or a stage of the same pipeline
+  DependencyCondition condition = DependencyCondition::kSucceeded;
+
+  friend bool operator==(const Dependency&, const Dependency&) = default;
+};
+
+// Something a job needs before it may queue; until every input exists the job is `waiting`
+// (holding no quota). Exactly one of `path` and `from_stage` is set.
+struct InputSpec {
+  // A file or directory that must exist (absolute after parsing with a base dir); a dataset
+  // marker file (e.g. data/_SUCCESS) is a path like any other.
+  std::string path;
+  // An output of an upstream stage: implies a dependency on that stage; satisfied once the
+  // upstream published it.
+  std::string from_stage;
+  std::string from_output;
+
+  friend bool operator==(const InputSpec&, const InputSpec&) = default;
+};
+
+// A declared output. An attempt writes it in a staging location of its own
+// ($DROVER_OUTPUT_<NAME>); only an attempt that succeeds publishes it (atomic rename).
+struct OutputSpec {
+  std::string name;  // [a-z][a-z0-9_]{0,62}; the variable is DROVER_OUTPUT_ + upper-case name
+  // Where the output is published (absolute after parsing with a base dir): a file or a
+  // directory. Empty: a value output, whose first line of text (at most 4 KiB) the attempt
+  // writes to $DROVER_OUTPUT_<NAME>; downstream stages read it as ${{ stages.S.outputs.NAME }}.
+  std::string path;
+
+  friend bool operator==(const OutputSpec&, const OutputSpec&) = default;
+};
+
+// A trial of a sweep stage: the stage's `matrix` expanded into one job per parameter set.
+struct TrialSpec {
+  int index = 0;                              // 1-based; 0: the job is not a trial
+  int count = 0;                              // trials in the sweep
+  std::map<std::string, std::string> params;  // this trial's parameters, as text
+  int concurrency = 0;  // at most this many trials of the sweep released at once; 0 = no bound
+  // The value output that ranks trials (the best trial stands for the sweep downstream);
+  // empty = none.
+  std::string objective;
+  bool maximize = true;
+  // Early stopping: once a trial that succeeded reports objective >= stop_at (maximize) or
+  // <= stop_at (minimize), the sweep's unfinished trials are cancelled.
+  std::optional<double> stop_at;
+
+  friend bool operator==(const TrialSpec&, const TrialSpec&) = default;
+};
+
+// How a pipeline is admitted against its queue's quota.
+enum class PipelineAdmission {
+  kStagewise,  // each stage on its own (the default)
+  // The pipeline's first stages are released only while its queue's quota can hold its widest
+  // stage, and it is refused at submission if the quota never could.
+  kWhole,
 };
 
 struct JobSpec {
@@ -70,6 +157,11 @@ struct JobSpec {
   std::string queue = "default";
   std::string priority_class = "normal";  // see PriorityClassValue()
   std::string pipeline;  // groups jobs for per-pipeline concurrency limits; empty = none
+  // Set on the jobs a `kind: Pipeline` expands into: the stage the job runs, its trial (for a
+  // sweep stage), how the pipeline is admitted.
+  std::string stage;
+  TrialSpec trial;
+  PipelineAdmission admission = PipelineAdmission::kStagewise;
 
   // Exactly one of command (argv, run without a shell) or script (run with /bin/sh -c).
   std::vector<std::string> command;
@@ -85,11 +177,20 @@ struct JobSpec {
   // all-or-nothing of `workers`.
   int min_workers = 0;
 
-  std::vector<std::string> depends_on;  // names of jobs that must succeed first
+  std::vector<Dependency> depends_on;
+  // Run only if this expression over upstream outputs holds, else the job is skipped
+  // (docs/workflows.md, e.g. "${{ stages.train.outputs.accuracy }} >= 0.9"); empty = always.
+  std::string run_if;
+  std::vector<InputSpec> inputs;
+  std::vector<OutputSpec> outputs;
   // Per attempt, from start; also the time limit backfill and start-time estimates rely on.
   std::optional<DurationMs> timeout;
   RetryPolicy retry;
   std::string checkpoint_dir;  // exported as DROVER_CHECKPOINT_DIR; empty = none
+  // A retried attempt resumes from the last checkpoint (DROVER_RESUME=1, checkpoint_dir kept)
+  // instead of starting over; requires checkpoint_dir. Preempted attempts always resume when
+  // a checkpoint was reported.
+  bool resume = false;
   bool interruptible = false;  // may be preempted (docs/scheduling.md)
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;

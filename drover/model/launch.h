@@ -23,9 +23,10 @@ struct WorkerKey {
   friend bool operator==(const WorkerKey&, const WorkerKey&) = default;
 };
 
-// Everything an agent needs to start one worker. The control plane fills `env` completely
-// (DROVER_* variables, CUDA_VISIBLE_DEVICES and the spec's env); the agent adds only PATH,
-// HOME and LANG from its own environment when the spec does not set them.
+// Everything an agent needs to start one worker. The control plane fills `env` (DROVER_*
+// variables, CUDA_VISIBLE_DEVICES and the spec's env); the agent adds only DROVER_PREEMPT_NOTICE,
+// DROVER_SERVER (the API's URL as the agent reaches it) and PATH, HOME and LANG from its own
+// environment, the last four only when `env` does not set them.
 struct LaunchSpec {
   WorkerKey key;
   NodeId node;
@@ -38,6 +39,9 @@ struct LaunchSpec {
   // With checkpoint_dir set, the agent reports a kCheckpoint event whenever
   // <checkpoint_dir>/.drover-checkpoint is touched.
   std::string checkpoint_dir;
+  // Directories the agent creates (with parents) before the process starts: the attempt's
+  // output staging locations (docs/workflows.md).
+  std::vector<std::string> make_dirs;
 
   friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };

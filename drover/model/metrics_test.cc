@@ -55,5 +55,105 @@ TEST(ComputeMetrics, BoundsUnfinishedPhasesByNow) {
   EXPECT_EQ(m.gpu_ms, 0);
 }
 
+// A job released at 1000 after its upstream, waiting for inputs until 1200, failing once after
+// a checkpoint, then resuming and succeeding, then publishing its outputs.
+Job RetriedJob() {
+  Job job;
+  job.id = JobId(2);
+  job.created_at = 0;
+  job.released_at = 1000;
+  job.finished_at = 9000;
+  job.state = JobState::kSucceeded;
+  Attempt first;
+  first.ready_at = 1200;
+  first.dequeued_at = first.admitted_at = 1300;
+  first.placed_at = 1350;
+  first.running_at = 1400;
+  first.useful_work_at = 1500;
+  first.last_checkpoint_at = 2000;
+  first.finished_at = 2500;
+  first.outcome = JobState::kReady;
+  first.outcome_reason = "worker 0 on a: exit 1";
+  first.workers = {WorkerWithGpus(0, {0, 1})};
+  Attempt second;
+  second.number = 2;
+  second.resumed = true;
+  second.ready_at = 3000;
+  second.dequeued_at = second.admitted_at = second.placed_at = 3000;
+  second.running_at = 3100;
+  second.finished_at = 8000;
+  second.outcome = JobState::kSucceeded;
+  second.workers = {WorkerWithGpus(0, {0, 1})};
+  job.attempts = {first, second};
+  return job;
+}
+
+TEST(ComputeSplit, PhasesAddUpToTheWallTime) {
+  const Job job = RetriedJob();
+  const LifecycleSplit split = ComputeSplit(job, 99'999);
+  EXPECT_EQ(split.dependencies, 1000);
+  EXPECT_EQ(split.inputs, 200);
+  EXPECT_EQ(split.queue, 100);
+  EXPECT_EQ(split.placement, 50);
+  EXPECT_EQ(split.startup, 50 + 100);
+  EXPECT_EQ(split.until_useful, 100);
+  EXPECT_EQ(split.run, 1000 + 4900);
+  EXPECT_EQ(split.backoff, 500);
+  EXPECT_EQ(split.publishing, 1000);
+  EXPECT_EQ(split.Total(), 9000);
+}
+
+TEST(ComputeSplit, AJobStillPendingSpendsItsTimeOnDependencies) {
+  Job job;
+  job.created_at = 100;
+  EXPECT_EQ(ComputeSplit(job, 700).dependencies, 600);
+  EXPECT_EQ(ComputeSplit(job, 700).Total(), 600);
+}
+
+TEST(ComputeAttemptCosts, AResumedSuccessorLosesOnlyTheTimeAfterTheCheckpoint) {
+  Job job = RetriedJob();
+  std::vector<AttemptCost> costs = ComputeAttemptCosts(job, 99'999);
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].gpu_ms, 2 * (2500 - 1350));
+  EXPECT_EQ(costs[0].lost_gpu_ms, 2 * (2500 - 2000));
+  EXPECT_EQ(costs[0].cause, "worker 0 on a: exit 1");
+  EXPECT_EQ(costs[1].lost_gpu_ms, 0);
+
+  job.attempts[1].resumed = false;  // retried from scratch: the whole attempt is lost
+  EXPECT_EQ(ComputeAttemptCosts(job, 99'999)[0].lost_gpu_ms, 2 * (2500 - 1350));
+
+  Goodput goodput;
+  goodput.Add(job, 99'999);
+  EXPECT_EQ(goodput.succeeded, 1);
+  EXPECT_EQ(goodput.retry_lost_gpu_ms, 2 * (2500 - 1350));
+  EXPECT_EQ(goodput.preemption_lost_gpu_ms, 0);
+  EXPECT_DOUBLE_EQ(goodput.GpuHoursPerResult(),
+                   static_cast<double>(2 * (2500 - 1350) + 2 * (8000 - 3000)) / 3'600'000.0);
+}
+
+TEST(ComputePipelineSplit, FollowsTheCriticalPathAndAddsUpToTheRunsWallTime) {
+  Job prep;
+  prep.id = JobId(1);
+  prep.created_at = 0;
+  prep.released_at = 0;
+  prep.finished_at = 900;
+  Attempt run;
+  run.ready_at = 0;
+  run.dequeued_at = run.admitted_at = run.placed_at = 100;
+  run.running_at = 150;
+  run.finished_at = 900;
+  prep.attempts = {run};
+  Job side = prep;  // a parallel root that ends early: off the critical path
+  side.id = JobId(3);
+  side.finished_at = side.attempts[0].finished_at = 300;
+  Job train = RetriedJob();  // released at 1000, after prep ended at 900
+  train.dependencies = {prep.id, side.id};
+
+  const LifecycleSplit split = ComputePipelineSplit({&prep, &train, &side}, 99'999);
+  EXPECT_EQ(split.Total(), 9000);
+  EXPECT_EQ(split.dependencies, 100);  // prep's end (900) until train's release (1000)
+  EXPECT_EQ(split.queue, 100 + 100);
+}
+
 }  // namespace
 }  // namespace drover::model

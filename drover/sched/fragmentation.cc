@@ -24,15 +24,22 @@ std::size_t FragmentationCache::VectorHash::operator()(const std::vector<std::in
 }
 
 int FragmentationCache::ModelId(const std::string& model_lower) {
-  auto [it, inserted] = model_ids_.emplace(model_lower, static_cast<int>(models_.size()));
-  if (inserted) models_.push_back(model_lower);
-  return it->second;
+  if (auto it = model_ids_.find(model_lower); it != model_ids_.end()) return it->second;
+  model_ids_.emplace(model_lower, static_cast<int>(models_.size()));
+  models_.push_back(model_lower);
+  return static_cast<int>(models_.size()) - 1;
 }
 
 bool FragmentationCache::Accepts(const WorkloadMix::Shape& shape, int model_id) const {
   if (shape.gpu_models_lower.empty()) return true;
   return std::binary_search(shape.gpu_models_lower.begin(), shape.gpu_models_lower.end(),
                             models_[model_id]);
+}
+
+int FragmentationCache::DemandId(const std::string& key) {
+  auto [it, inserted] = demand_ids_.emplace(key, static_cast<int>(fits_.size()));
+  if (inserted) fits_.emplace_back();
+  return it->second;
 }
 
 double FragmentationCache::Get(const std::vector<std::int64_t>& signature, const WorkloadMix& mix) {
@@ -129,14 +136,16 @@ WorkloadMix TypicalMix(const WorkloadMix& mix, double coverage) {
   return out;
 }
 
-double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const WorkloadMix& mix) {
+double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const WorkloadMix& mix,
+                         FragmentationCache* cache) {
   const internal::ClusterImpl& impl = internal::ClusterStateAccess::Get(cluster);
   const int pos = impl.Find(node.value());
   if (pos < 0) return 0.0;
-  FragmentationCache cache;
+  FragmentationCache own;
+  FragmentationCache& memo = cache != nullptr ? *cache : own;
   std::vector<std::int64_t> signature;
-  internal::FragmentationSignature(impl, pos, cache, signature);
-  return cache.Get(signature, mix);
+  internal::FragmentationSignature(impl, pos, memo, signature);
+  return memo.Get(signature, mix);
 }
 
 }  // namespace drover::sched

@@ -54,18 +54,25 @@ WorkloadMix MixOf(const std::vector<const model::JobSpec*>& specs);
 // of the total, renormalized to sum to 1: FGD keeps the shapes that cover 95% of the tasks.
 WorkloadMix TypicalMix(const WorkloadMix& mix, double coverage);
 
-// F of node `node` in its current state, in milli-GPUs; 0 for an unknown node.
-double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const WorkloadMix& mix);
+class FragmentationCache;
+
+// F of node `node` in its current state, in milli-GPUs; 0 for an unknown node. `cache` (bound
+// to `mix`; may be null) remembers it by node state.
+double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const WorkloadMix& mix,
+                         FragmentationCache* cache = nullptr);
 
 // Memoized fragmentation for callers that place many jobs against one mix (the simulator, a
 // scheduling cycle): node states that look alike to the definition above (free CPU and the
-// free amount, mode and model of each GPU) share one evaluation. Not thread-safe. Bound to one
-// mix: Reset() when it changes.
+// free amount, mode and model of each GPU) share one evaluation; and, lent to placement
+// (PlanOptions::fragmentation_cache), what each node offers each kind of request until the node
+// changes. Not thread-safe. Bound to one mix and one ClusterState: Reset() when either changes.
 class FragmentationCache {
  public:
   void Reset() {
     memo_.clear();
     nodes_.clear();
+    demand_ids_.clear();
+    fits_.clear();
   }
   // A small number standing for a lower-case GPU model name (stable for this cache's life).
   int ModelId(const std::string& model_lower);
@@ -79,12 +86,21 @@ class FragmentationCache {
   double Get(const std::vector<std::int64_t>& signature, const WorkloadMix& mix);
   std::size_t size() const { return memo_.size(); }
 
+  // What placement's scoring (ScoredPlanner) remembers of what one node offers one kind of
+  // request (DemandId): whether a worker fits, its score, the node's free milli-GPUs and the
+  // share's GPU, valid while the node stays at NodeState::version `version` (0: never set).
+  struct Fit {
+    std::uint64_t version = 0;
+    bool fits = false;
+    double score = 0.0;
+    std::int64_t gpu_left = 0;
+    int gpu = -1;
+  };
   // What placement remembers of the node at position `pos` of the one ClusterState this cache
   // is used with: its signature and F at NodeState::version `version` (versions are unique
   // within a ClusterState, so a stale or renumbered entry never matches).
   struct NodeEntry {
     std::uint64_t version = 0;
-    std::size_t hash = 0;
     double value = 0.0;
     std::vector<std::int64_t> signature;
   };
@@ -92,8 +108,14 @@ class FragmentationCache {
     if (pos >= static_cast<int>(nodes_.size())) nodes_.resize(pos + 1);
     return nodes_[pos];
   }
-  static std::size_t Hash(const std::vector<std::int64_t>& signature) {
-    return VectorHash{}(signature);
+  // A small number standing for a kind of request (placement's key of everything a fit and a
+  // score read of the request), stable for this cache's life.
+  int DemandId(const std::string& key);
+  // The fits of kind `demand_id` by node position, `nodes` long at least.
+  std::vector<Fit>& Fits(int demand_id, std::size_t nodes) {
+    std::vector<Fit>& fits = fits_[demand_id];
+    if (fits.size() < nodes) fits.resize(nodes);
+    return fits;
   }
 
  private:
@@ -107,6 +129,8 @@ class FragmentationCache {
   };
   std::unordered_map<std::vector<std::int64_t>, double, VectorHash> memo_;
   std::vector<NodeEntry> nodes_;
+  std::unordered_map<std::string, int> demand_ids_;
+  std::vector<std::vector<Fit>> fits_;  // by DemandId, then node position
 };
 
 }  // namespace drover::sched

@@ -64,22 +64,24 @@ void WholeGpusInOrder(const ClusterImpl& impl, int pos, const StaticFilter& filt
 
 // Calls visit(pos) for every node that may hold a worker of `demand` now and is not excluded:
 // through the index when there is one (keys with room only), else by a scan of the eligible
-// nodes (shares: of the nodes with sharing GPUs).
+// nodes (shares: of the nodes with sharing GPUs). With `check_static` false a scan leaves the
+// static eligibility (StaticEligible) to the visitor.
 template <typename Visit>
 void ForEachEligible(const ClusterImpl& impl, const StaticFilter& filter, const Index* index,
-                     const Demand& demand, const std::vector<char>* excluded, Visit&& visit) {
+                     const Demand& demand, const std::vector<char>* excluded, Visit&& visit,
+                     bool check_static = true) {
   auto Excluded = [excluded](int pos) {
     return excluded != nullptr && pos < static_cast<int>(excluded->size()) && (*excluded)[pos];
   };
   if (filter.shares()) {
     for (int pos : impl.sharing_positions) {
-      if (!Excluded(pos) && impl.StaticEligible(pos, filter)) visit(pos);
+      if (!Excluded(pos) && (!check_static || impl.StaticEligible(pos, filter))) visit(pos);
     }
     return;
   }
   if (index == nullptr) {
     for (int pos = 0; pos < static_cast<int>(impl.nodes.size()); ++pos) {
-      if (!Excluded(pos) && impl.StaticEligible(pos, filter)) visit(pos);
+      if (!Excluded(pos) && (!check_static || impl.StaticEligible(pos, filter))) visit(pos);
     }
     return;
   }
@@ -878,7 +880,10 @@ class Planner {
 // highest score wins; ties go to options.rng uniformly, else to the node name. The scores of
 // the FGD paper's baselines are theirs (integer scores of 0..100, as its simulator computes
 // them), so that the simulator can reproduce its experiment; kFragmentation scores the exact
-// growth of fragmentation (fragmentation.h), memoized by node state.
+// growth of fragmentation (fragmentation.h), memoized by node state. With a FragmentationCache
+// lent (PlanOptions::fragmentation_cache) what each node offers this kind of request (fit,
+// score) is remembered there until the node changes: a simulation that places thousands of jobs
+// of a few shapes re-evaluates only the nodes that changed.
 class ScoredPlanner {
  public:
   ScoredPlanner(const ClusterImpl& impl, const StaticFilter& filter, const Index* index,
@@ -888,61 +893,30 @@ class ScoredPlanner {
         index_(filter.shares() ? nullptr : index),
         spec_(spec),
         options_(options),
-        demand_(PerWorker(spec)) {
-    if (options.scoring == model::Scoring::kFragmentation) {
-      fragmentation_.Init(spec, options);
-      // Sized up front: groups_ points into the node entries.
-      if (!impl.nodes.empty()) {
-        fragmentation_.cache().Node(static_cast<int>(impl.nodes.size()) - 1);
-      }
+        demand_(PerWorker(spec)),
+        fgd_(options.scoring == model::Scoring::kFragmentation),
+        memo_(options.fragmentation_cache) {
+    if (fgd_) fragmentation_.Init(spec, options);
+    if (memo_ != nullptr) {
+      const std::string kind =
+          DemandKey(filter, spec) + "/scoring=" + std::string(model::ScoringName(options.scoring));
+      fits_ = &memo_->Fits(memo_->DemandId(kind), impl.nodes.size());
     }
   }
 
   std::optional<PlannedGang> Run() {
     int feasible = 0;
-    ForEachEligible(impl_, filter_, index_, demand_, options_.excluded, [&](int pos) {
-      if (Capacity(impl_, pos, filter_, index_, demand_, 1) < 1) return;
-      ++feasible;
-      int gpu = -1;
-      const double score = Score(pos, gpu);
-      const int label = internal::LabelScore(impl_, pos, spec_);
-      // FGD: among equal growth of fragmentation, the fullest node (fewest free milli-GPUs,
-      // then CPU), which keeps idle nodes whole for the tasks the mix leaves out.
-      const double fill = options_.scoring == model::Scoring::kFragmentation ? Fill(pos) : 0.0;
-      if (best_ >= 0) {
-        if (label != best_label_) {
-          if (label < best_label_) return;
-        } else if (std::abs(score - best_score_) > kDeltaEpsilon) {
-          if (score < best_score_) return;
-        } else if (fill < best_fill_) {
-          return;
-        }
-      }
-      const bool tie = best_ >= 0 && label == best_label_ &&
-                       std::abs(score - best_score_) <= kDeltaEpsilon && fill == best_fill_;
-      if (tie) {
-        ++ties_;
-        if (options_.rng != nullptr) {
-          if (std::uniform_int_distribution<int>(0, ties_ - 1)(*options_.rng) != 0) return;
-        } else if (impl_.nodes[pos].name.value() > impl_.nodes[best_].name.value()) {
-          return;
-        }
-      } else {
-        ties_ = 1;
-        best_score_ = score;
-        best_label_ = label;
-        best_fill_ = fill;
-      }
-      best_ = pos;
-      best_gpu_ = gpu;
-    });
+    ForEachEligible(
+        impl_, filter_, index_, demand_, options_.excluded, [&](int pos) { Visit(pos, feasible); },
+        memo_ == nullptr);
     if (best_ < 0) return std::nullopt;
     PlannedGang gang;
     WorkerAssignment worker;
     worker.rank = 0;
     worker.node = impl_.nodes[best_].name;
     if (filter_.shares()) {
-      worker.gpus = {impl_.nodes[best_].gpus[best_gpu_].index};
+      const int gpu = fgd_ ? best_fit_.gpu : ShareGpu(best_);
+      worker.gpus = {impl_.nodes[best_].gpus[gpu].index};
     } else if (demand_.gpus > 0) {
       worker.gpus = ChooseWholeGpus(impl_, filter_, best_, demand_.gpus, {});
     }
@@ -954,6 +928,48 @@ class ScoredPlanner {
   }
 
  private:
+  using Fit = FragmentationCache::Fit;
+
+  // Scores node `pos` (statically eligible unless the memo checks it) against the best so far.
+  void Visit(int pos, int& feasible) {
+    const Fit* eval = Evaluate(pos);
+    if (eval == nullptr) return;
+    ++feasible;
+    const double score = ScoreOf(pos, *eval);
+    const int label = internal::LabelScore(impl_, pos, spec_);
+    // FGD: among equal growth of fragmentation, the fullest node (fewest free milli-GPUs,
+    // then CPU), which keeps idle nodes whole for the tasks the mix leaves out.
+    const double fill =
+        fgd_ ? -static_cast<double>(eval->gpu_left) * 1e6 - static_cast<double>(impl_.FreeCpu(pos))
+             : 0.0;
+    if (best_ >= 0) {
+      if (label != best_label_) {
+        if (label < best_label_) return;
+      } else if (std::abs(score - best_score_) > kDeltaEpsilon) {
+        if (score < best_score_) return;
+      } else if (fill < best_fill_) {
+        return;
+      }
+    }
+    const bool tie = best_ >= 0 && label == best_label_ &&
+                     std::abs(score - best_score_) <= kDeltaEpsilon && fill == best_fill_;
+    if (tie) {
+      ++ties_;
+      if (options_.rng != nullptr) {
+        if (std::uniform_int_distribution<int>(0, ties_ - 1)(*options_.rng) != 0) return;
+      } else if (impl_.nodes[pos].name.value() > impl_.nodes[best_].name.value()) {
+        return;
+      }
+    } else {
+      ties_ = 1;
+      best_score_ = score;
+      best_label_ = label;
+      best_fill_ = fill;
+    }
+    best_ = pos;
+    best_fit_ = *eval;
+  }
+
   // The node-level quantities the FGD paper's scores read.
   struct NodeView {
     std::int64_t cpu_free = 0;
@@ -979,10 +995,33 @@ class ScoredPlanner {
     return view;
   }
 
-  // How full the node is: minus its free milli-GPUs, then minus its free cores.
-  double Fill(int pos) const {
-    const NodeView v = View(pos);
-    return -static_cast<double>(v.gpu_left) * 1e6 - static_cast<double>(v.cpu_free);
+  // Node `pos`'s fit for this job, or null if the worker does not fit there.
+  const Fit* Evaluate(int pos) {
+    if (memo_ == nullptr) {
+      if (Capacity(impl_, pos, filter_, index_, demand_, 1) < 1) return nullptr;
+      scratch_ = Compute(pos);
+      return &scratch_;
+    }
+    Fit& fit = (*fits_)[pos];
+    const std::uint64_t version = impl_.states[pos].version;
+    if (fit.version != version) {
+      fit = impl_.StaticEligible(pos, filter_) &&
+                    Capacity(impl_, pos, filter_, index_, demand_, 1) >= 1
+                ? Compute(pos)
+                : Fit{};
+      fit.version = version;
+    }
+    return fit.fits ? &fit : nullptr;
+  }
+
+  // The fit of node `pos`, where the worker fits.
+  Fit Compute(int pos) {
+    Fit fit;
+    fit.fits = true;
+    fit.gpu_left = View(pos).gpu_left;
+    if (options_.scoring == model::Scoring::kGpuPacking) fit.score = PackingScore(pos);
+    if (fgd_) fit.score = -FragmentationDelta(pos, fit.gpu);
+    return fit;
   }
 
   // Free milli-GPUs of GPU position i for this demand, or -1 if it cannot host one worker.
@@ -1000,6 +1039,24 @@ class ScoredPlanner {
                                                          impl_.nodes[pos].gpus[i].memory_bytes)
                ? kShareMillisPerGpu
                : -1;
+  }
+
+  // The share's GPU on node `pos`: for kRandom with a generator any GPU that hosts it,
+  // uniformly (the paper's Random selects the GPU at random too: its fragmentation curve then
+  // matches the published one within 0.6 points), else the fullest (BestFitGpu).
+  int ShareGpu(int pos) const {
+    if (options_.scoring != model::Scoring::kRandom || options_.rng == nullptr) {
+      return BestFitGpu(pos);
+    }
+    int hosts = 0;
+    int chosen = -1;
+    for (std::size_t i = 0; i < impl_.nodes[pos].gpus.size(); ++i) {
+      if (HostFree(pos, i) < 0) continue;
+      if (std::uniform_int_distribution<int>(0, hosts++)(*options_.rng) == 0) {
+        chosen = static_cast<int>(i);
+      }
+    }
+    return chosen;
   }
 
   // The share's GPU: the fullest that hosts it (ties: the lowest position).
@@ -1021,38 +1078,28 @@ class ScoredPlanner {
                             : std::int64_t{demand_.gpus} * kShareMillisPerGpu;
   }
 
-  double Score(int pos, int& gpu) {
-    if (filter_.shares()) gpu = BestFitGpu(pos);
+  // The score of node `pos`, whose fit is `eval`.
+  double ScoreOf(int pos, const Fit& eval) const {
     constexpr double kMaxCpu = 128'000;  // the FGD simulator's normalizers: 128 cores, 8 GPUs
     constexpr double kMaxGpu = 8'000;
+    const double cpu_free = static_cast<double>(impl_.FreeCpu(pos));
+    const double gpu_left = static_cast<double>(eval.gpu_left);
     switch (options_.scoring) {
-      case model::Scoring::kRandom:
-        return 0.0;
       case model::Scoring::kBestFit: {
-        const NodeView v = View(pos);
-        const double left = 0.5 * static_cast<double>(v.cpu_free - demand_.cpu) / kMaxCpu +
-                            0.5 * static_cast<double>(v.gpu_left - GpuRequest()) / kMaxGpu;
+        const double left = 0.5 * (cpu_free - static_cast<double>(demand_.cpu)) / kMaxCpu +
+                            0.5 * (gpu_left - static_cast<double>(GpuRequest())) / kMaxGpu;
         return std::trunc((1.0 - left) * 100.0);
       }
       case model::Scoring::kDotProduct: {
-        const NodeView v = View(pos);
-        const double dot = (static_cast<double>(v.cpu_free) / kMaxCpu) *
-                               (static_cast<double>(demand_.cpu) / kMaxCpu) +
-                           (static_cast<double>(v.gpu_left) / kMaxGpu) *
-                               (static_cast<double>(GpuRequest()) / kMaxGpu);
+        const double dot = (cpu_free / kMaxCpu) * (static_cast<double>(demand_.cpu) / kMaxCpu) +
+                           (gpu_left / kMaxGpu) * (static_cast<double>(GpuRequest()) / kMaxGpu);
         return std::trunc(100.0 * (1.0 - dot / 2.0));
       }
-      case model::Scoring::kGpuPacking:
-        return PackingScore(pos);
       case model::Scoring::kGpuClustering:
-        return ClusteringScore(pos);
-      case model::Scoring::kFragmentation:
-        return -FragmentationDelta(pos, gpu);
-      case model::Scoring::kBinpack:
-      case model::Scoring::kSpread:
-        break;
+        return ClusteringScore(pos, eval.gpu_left);
+      default:
+        return eval.score;
     }
-    return 0.0;
   }
 
   // Partly used GPUs first (100 down to 50 by their free share), then free GPUs of a used node
@@ -1080,14 +1127,14 @@ class ScoredPlanner {
 
   // Nodes running only tasks of this GPU request (75..100), of it among others (50..75), idle
   // nodes (25..50), nodes running other requests (0..25); within each band, fuller first.
-  double ClusteringScore(int pos) const {
+  double ClusteringScore(int pos, std::int64_t gpu_left) const {
     if (demand_.mode == GpuMode::kNone) return 0.0;
     const NodeState& state = impl_.states[pos];
     const bool shares = std::any_of(state.shares.begin(), state.shares.end(),
                                     [](const ShareUse& use) { return use.millis > 0; });
     const int kinds = static_cast<int>(state.whole_workers.size()) + (shares ? 1 : 0);
     const bool same = filter_.shares() ? shares : state.whole_workers.count(demand_.gpus) > 0;
-    const std::int64_t fill = 25 * (8000 - View(pos).gpu_left) / 8000;
+    const std::int64_t fill = 25 * (8000 - gpu_left) / 8000;
     int band = 0;
     if (same) {
       band = kinds == 1 ? 75 : 50;
@@ -1105,27 +1152,9 @@ class ScoredPlanner {
     if (node.version != version || node.signature.empty()) {
       SignatureAfter(impl_, pos, 0, {}, fragmentation_.cache(), node.signature);
       node.value = fragmentation_.cache().Get(node.signature, fragmentation_.mix());
-      node.hash = FragmentationCache::Hash(node.signature);
       node.version = version;
     }
-    // Nodes in the same state (same signature) grow alike: evaluate each state once per plan
-    // (unless GPU memory, which the signature leaves out, decides which GPU hosts the worker).
-    if (filter_.gpu_memory_bytes > 0 || demand_.share_memory > 0) {
-      return Growth(pos, node.value, gpu);
-    }
-    auto [group, fresh] = groups_.try_emplace(node.hash);
-    if (!fresh && *group->second.signature == node.signature) {
-      gpu = filter_.shares() ? GpuWithCode(pos, group->second.gpu_code) : -1;
-      return group->second.delta;
-    }
-    const double delta = Growth(pos, node.value, gpu);
-    if (fresh) {
-      group->second.signature = &node.signature;
-      group->second.delta = delta;
-      group->second.gpu_code =
-          gpu >= 0 ? GpuCodeAfter(impl_, pos, gpu, 0, fragmentation_.cache()) : -1;
-    }
-    return delta;
+    return Growth(pos, node.value, gpu);
   }
 
   // Growth of node `pos`'s fragmentation (now `before`) if the worker goes there; for a share,
@@ -1155,33 +1184,20 @@ class ScoredPlanner {
     return best;
   }
 
-  // The lowest GPU position of `pos` that hosts the share and whose code is `code`.
-  int GpuWithCode(int pos, std::int64_t code) const {
-    for (std::size_t i = 0; i < impl_.nodes[pos].gpus.size(); ++i) {
-      if (HostFree(pos, i) >= 0 && GpuCodeAfter(impl_, pos, i, 0, fragmentation_.cache()) == code) {
-        return static_cast<int>(i);
-      }
-    }
-    return -1;
-  }
-
-  // A node state already evaluated in this plan.
-  struct Group {
-    const std::vector<std::int64_t>* signature = nullptr;  // in the cache's node entries
-    double delta = 0.0;
-    std::int64_t gpu_code = -1;  // shares: the chosen GPU's code
-  };
-
   const ClusterImpl& impl_;
   const StaticFilter& filter_;
   const Index* index_;
   const model::JobSpec& spec_;
   const PlanOptions& options_;
   const Demand demand_;
+  const bool fgd_;
+  FragmentationCache* const memo_;                        // borrowed; may be null
+  std::vector<FragmentationCache::Fit>* fits_ = nullptr;  // by node position, in memo_
   FragmentationInputs fragmentation_;
 
   int best_ = -1;
-  int best_gpu_ = -1;
+  Fit best_fit_;
+  Fit scratch_;
   int best_label_ = 0;
   double best_score_ = 0.0;
   double best_fill_ = 0.0;
@@ -1189,7 +1205,6 @@ class ScoredPlanner {
   std::vector<int> taken_;
   std::vector<int> gpus_;
   std::vector<std::int64_t> signature_;
-  std::unordered_map<std::size_t, Group> groups_;
 };
 
 // True if Plan scores every node for this job (ScoredPlanner).

@@ -70,7 +70,7 @@ class RemoteRuntime final : public agent::WorkerRuntime {
 };
 
 struct AgentOptions {
-  std::string server_url;       // e.g. http://127.0.0.1:8420
+  std::string server_url;       // e.g. http://127.0.0.1:8420; also the workers' DROVER_SERVER
   model::Node node;             // what this agent offers
   std::string runs_dir;         // where worker directories and logs live
   std::string supervisor_path;  // the drover binary

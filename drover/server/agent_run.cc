@@ -16,6 +16,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   agent::LocalRuntime::Options runtime_options;
   runtime_options.runs_dir = options.runs_dir;
   runtime_options.supervisor_path = options.supervisor_path;
+  runtime_options.server_url = options.server_url;
   auto created = agent::LocalRuntime::Create(runtime_options, clock);
   if (!created) return tl::unexpected(created.error());
   agent::LocalRuntime& runtime = **created;

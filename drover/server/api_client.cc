@@ -99,6 +99,10 @@ Result<nlohmann::json> ApiClient::Checkpoint(const std::string& job) {
   return BodyOf(Post("/v1/jobs/" + UrlEncode(job) + "/checkpoint", "", "application/json"));
 }
 
+Result<nlohmann::json> ApiClient::Report(const std::string& job, const nlohmann::json& report) {
+  return BodyOf(Post("/v1/jobs/" + UrlEncode(job) + "/report", report.dump(), "application/json"));
+}
+
 Result<nlohmann::json> ApiClient::Queues() { return BodyOf(Get("/v1/queues")); }
 
 Result<nlohmann::json> ApiClient::Policy() { return BodyOf(Get("/v1/policy")); }

@@ -42,9 +42,11 @@ class ApiClient {
   Result<nlohmann::json> Explain(const std::string& job);     // GET /v1/jobs/{id}/explain
   Result<nlohmann::json> Decisions(const std::string& job);   // GET /v1/jobs/{id}/decisions
   Result<nlohmann::json> Checkpoint(const std::string& job);  // POST /v1/jobs/{id}/checkpoint
-  Result<nlohmann::json> Queues();                            // GET /v1/queues
-  Result<nlohmann::json> Policy();                            // GET /v1/policy
-  Result<nlohmann::json> ReloadPolicy();                      // POST /v1/policy/reload
+  // POST /v1/jobs/{id}/report with `report` as the body.
+  Result<nlohmann::json> Report(const std::string& job, const nlohmann::json& report);
+  Result<nlohmann::json> Queues();        // GET /v1/queues
+  Result<nlohmann::json> Policy();        // GET /v1/policy
+  Result<nlohmann::json> ReloadPolicy();  // POST /v1/policy/reload
 
   const std::string& base_url() const { return base_url_; }
 

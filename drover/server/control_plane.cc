@@ -13,6 +13,7 @@
 #include <sstream>
 #include <utility>
 
+#include "drover/agent/outputs.h"
 #include "drover/spec/policy.h"
 
 namespace drover::server {
@@ -64,6 +65,7 @@ Status ControlPlane::Start() {
     }
     controller_.Schedule(clock_.Now(), step);
     Commit(step);
+    DROVER_RETURN_IF_ERROR(RestoreCrons());
   }
   loop_ = std::thread([this] { Loop(); });
   return OkStatus();
@@ -89,6 +91,7 @@ void ControlPlane::Loop() {
   Steady::time_point last_cycle_start{};
   Steady::time_point next_due{};           // the earliest start of the next cycle
   Steady::time_point next_policy_check{};  // the next look at the policy file
+  Steady::time_point next_input_check{};   // the next look for waiting jobs' inputs
   while (!stopping_) {
     for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
     if (!policy_file_.empty() && Steady::now() >= next_policy_check) {
@@ -96,7 +99,13 @@ void ControlPlane::Loop() {
       next_policy_check =
           Steady::now() + std::chrono::milliseconds(options_.policy_check_interval_ms);
     }
+    RunDueCrons();
     control::Step step;
+    if (Steady::now() >= next_input_check) {
+      CheckInputs(step);
+      next_input_check =
+          Steady::now() + std::chrono::milliseconds(options_.input_check_interval_ms);
+    }
     if (PollRuntimes(step)) schedule_requested_ = true;
     // A cycle costs time in proportion to the queue. One runs when something changed, but not
     // before the previous cycle's duration has passed again since it ended, so cycles take at
@@ -118,6 +127,18 @@ void ControlPlane::Loop() {
       wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
                           [&] { return stopping_ || schedule_requested_; });
     }
+  }
+}
+
+void ControlPlane::CheckInputs(control::Step& step) {
+  for (const auto& [id, paths] : controller_.InputsToCheck()) {
+    std::vector<std::string> missing;
+    for (const std::string& path : paths) {
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) missing.push_back(path);
+    }
+    controller_.OnInputsChecked(id, missing, clock_.Now(), step);
+    if (missing.empty()) schedule_requested_ = true;
   }
 }
 
@@ -193,6 +214,11 @@ void ControlPlane::Commit(control::Step& step) {
         }
       } else if (const auto* stop = std::get_if<control::StopWorker>(&effect)) {
         StopWorker(*stop);
+      } else if (const auto* publish = std::get_if<control::PublishOutputs>(&effect)) {
+        controller_.OnOutputsPublished(publish->job, publish->attempt,
+                                       agent::PublishOutputs(publish->outputs), clock_.Now(), next);
+      } else if (const auto* discard = std::get_if<control::DiscardOutputs>(&effect)) {
+        agent::DiscardStaging(discard->outputs);
       }
     }
     step = std::move(next);
@@ -228,6 +254,15 @@ Status ControlPlane::Cancel(JobId id, const std::string& cause) {
   std::lock_guard lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
+  Commit(step);
+  RequestSchedule();
+  return OkStatus();
+}
+
+Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
+  std::lock_guard lock(mu_);
+  control::Step step;
+  DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, cause, clock_.Now(), step));
   Commit(step);
   RequestSchedule();
   return OkStatus();
@@ -278,6 +313,16 @@ Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
   Commit(step);
   if (at != nullptr) *at = now;
   return OkStatus();
+}
+
+Result<model::Attempt> ControlPlane::ReportProgress(JobId id, bool useful_work_began,
+                                                    std::optional<double> progress) {
+  std::lock_guard lock(mu_);
+  control::Step step;
+  DROVER_RETURN_IF_ERROR(
+      controller_.ReportProgress(id, useful_work_began, progress, clock_.Now(), step));
+  Commit(step);
+  return *controller_.Find(id)->current_attempt();
 }
 
 Result<std::vector<model::Decision>> ControlPlane::Decisions(JobId id) const {

@@ -28,8 +28,10 @@
 #include "drover/common/result.h"
 #include "drover/control/controller.h"
 #include "drover/server/agent_link.h"
+#include "drover/server/crons.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
+#include "drover/workflow/cron.h"
 
 namespace drover::server {
 
@@ -43,6 +45,8 @@ struct ControlPlaneOptions {
   // How often the loop looks at the policy file's modification time (LoadPolicyFile). 1 s: an
   // edit takes effect within about a second for the cost of one stat per second.
   DurationMs policy_check_interval_ms = 1'000;
+  // How often the loop looks for the input paths of waiting jobs (docs/workflows.md).
+  DurationMs input_check_interval_ms = 500;
 };
 
 // Where the scheduling policy came from, for GET /v1/policy.
@@ -93,6 +97,8 @@ class ControlPlane {
                                        const std::string& idempotency_key,
                                        const std::string& owner);
   Status Cancel(JobId id, const std::string& cause);
+  // Cancels the unfinished jobs of pipeline run `run` (Controller::CancelPipeline).
+  Status CancelPipeline(JobId run, const std::string& cause);
 
   Result<model::Job> GetJob(JobId id) const;
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const;
@@ -105,6 +111,11 @@ class ControlPlane {
   // is not starting or running. Checkpoints the agents see (kCheckpoint events) take the same
   // path from the loop, where one for a job no longer running is ignored.
   Status ReportCheckpoint(JobId id, TimeMs* at = nullptr);
+  // The job reports from inside (POST /v1/jobs/{id}/report): useful work began now and/or its
+  // progress in [0, 1]; returns its current attempt as recorded. Controller::ReportProgress's
+  // errors: kNotFound, kFailedPrecondition (not starting or running), kInvalidArgument.
+  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
+                                        std::optional<double> progress);
   // The decision log of a job (store::Store::ListDecisions). kNotFound for an unknown job.
   Result<std::vector<model::Decision>> Decisions(JobId id) const;
   // The queue tree with usage and pending counts, in tree order.
@@ -144,6 +155,20 @@ class ControlPlane {
 
   TimeMs Now() const { return clock_.Now(); }
 
+  // Cron jobs (docs/workflows.md "Cron jobs"; control_plane_cron.cc). The loop starts each due
+  // run through Controller::Submit with the run id as the submission key, persists it, and only
+  // then advances and stores the cron job's last handled time (store::CronRecord).
+  //
+  // Creates the cron job spec.name, or replaces it keeping its creation and last handled times
+  // (so a suspended one resumes with the latest missed run, if within its starting deadline).
+  // kInvalidArgument naming the field: name, schedule, time_zone (not in the tz database),
+  // jobs (none), starting_deadline or history limits (negative).
+  Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner);
+  // Removes a cron job; its runs' jobs stay. kNotFound for an unknown name.
+  Status DeleteCron(const std::string& name);
+  // Every cron job, by name, with its runs.
+  std::vector<CronStatus> Crons() const;
+
  private:
   struct NodeEntry {
     std::shared_ptr<agent::WorkerRuntime> runtime;  // shared: HTTP threads wait on remote ones
@@ -161,11 +186,26 @@ class ControlPlane {
   // Polls every runtime and feeds the events to the controller; true if there were any.
   // Requires mu_.
   bool PollRuntimes(control::Step& step);
+  // Looks for the input paths of waiting jobs and tells the controller what is missing.
+  void CheckInputs(control::Step& step);
   // Wakes the loop for a scheduling cycle. Requires mu_.
   void RequestSchedule();
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
   // (started, exited). Requires mu_.
   bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step);
+  struct CronEntry {
+    store::CronRecord record;
+    workflow::CronSchedule schedule;
+    const date::time_zone* zone = nullptr;
+    TimeMs next_due = 0;  // planned again at this time
+  };
+  // Loads the stored cron jobs (Start). Requires mu_.
+  Status RestoreCrons();
+  // Plans every cron job that is due and starts its run (the loop). Requires mu_.
+  void RunDueCrons();
+  // Submits the run of `entry` due at `due` under its concurrency policy. Requires mu_.
+  void StartCronRun(const CronEntry& entry, TimeMs due);
+  CronStatus StatusOf(const CronEntry& entry) const;  // Requires mu_.
   // Reads and parses `path` and installs it. Requires mu_.
   Status InstallPolicyFile(const std::string& path);
   // Re-reads the policy file if its modification time changed since the last look. Requires
@@ -188,6 +228,7 @@ class ControlPlane {
   std::pair<std::int64_t, std::int64_t> policy_file_seen_{0, 0};
   TimeMs policy_loaded_at_ = 0;
   std::optional<Error> policy_reload_error_;
+  std::map<std::string, CronEntry> crons_;  // by name
   std::uint64_t version_ = 0;
   bool stopping_ = false;
   bool schedule_requested_ = false;

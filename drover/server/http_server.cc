@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "drover/api/views.h"
 #include "drover/codec/json.h"
@@ -64,6 +65,37 @@ Result<json> ParseBody(const httplib::Request& req) {
   return parsed;
 }
 
+// The body of POST /v1/jobs/{id}/report.
+struct ProgressReport {
+  bool useful_work_began = false;
+  std::optional<double> progress;
+};
+
+// Errors are kInvalidArgument naming the field.
+Result<ProgressReport> ParseProgressReport(const httplib::Request& req) {
+  auto body = ParseBody(req);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object()) return InvalidArgument("request body: expected a JSON object");
+  ProgressReport report;
+  for (const auto& [field, value] : body->items()) {
+    if (field == "useful_work_began") {
+      if (!value.is_boolean()) return InvalidArgument("useful_work_began: expected true or false");
+      report.useful_work_began = value.get<bool>();
+    } else if (field == "progress") {
+      if (!value.is_number()) return InvalidArgument("progress: expected a number from 0 to 1");
+      report.progress = value.get<double>();
+    } else {
+      return InvalidArgument(
+          fmt::format("{}: unknown field; a report has useful_work_began and/or progress", field));
+    }
+  }
+  if (!report.useful_work_began && !report.progress) {
+    return InvalidArgument(
+        "request body: nothing to report; send useful_work_began: true and/or progress");
+  }
+  return report;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ControlPlane& plane)
@@ -71,8 +103,8 @@ HttpServer::HttpServer(ControlPlane& plane)
 
 HttpServer::~HttpServer() { Stop(); }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(ControlPlane& plane, const std::string& host,
-                                                      int port) {
+Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ControlPlane& plane, const std::string& host,
+                                                     int port) {
   std::unique_ptr<HttpServer> server(new HttpServer(plane));
   server->Routes();
   server->http_->new_task_queue = [] { return new httplib::ThreadPool(32); };
@@ -87,8 +119,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ControlPlane& plane, const
     }
     server->port_ = port;
   }
-  httplib::Server* http = server->http_.get();
-  server->thread_ = std::thread([http] { http->listen_after_bind(); });
+  return server;
+}
+
+void HttpServer::Serve() {
+  httplib::Server* http = http_.get();
+  thread_ = std::thread([http] { http->listen_after_bind(); });
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(ControlPlane& plane, const std::string& host,
+                                                      int port) {
+  auto server = Bind(plane, host, port);
+  if (server) (*server)->Serve();
   return server;
 }
 
@@ -224,6 +266,19 @@ void HttpServer::Routes() {
               SendJson(res, 200, json{{"job", id->value()}, {"checkpoint_at", at}});
             });
 
+  http.Post(R"(/v1/jobs/(\d+)/report)",
+            [&plane](const httplib::Request& req, httplib::Response& res) {
+              auto id = PathJobId(req);
+              if (!id) return SendError(res, id.error());
+              auto report = ParseProgressReport(req);
+              if (!report) return SendError(res, report.error());
+              auto attempt = plane.ReportProgress(*id, report->useful_work_began, report->progress);
+              if (!attempt) return SendError(res, attempt.error());
+              json body = {{"job", id->value()}, {"attempt", attempt->number}};
+              body.update(api::GoodputView(*attempt));
+              SendJson(res, 200, body);
+            });
+
   http.Get("/v1/queues", [&plane](const httplib::Request&, httplib::Response& res) {
     json queues = json::array();
     for (const control::QueueReport& report : plane.Queues()) {
@@ -271,6 +326,29 @@ void HttpServer::Routes() {
       seen = plane.WaitForChange(seen, 100);
     }
   });
+
+  http.Post("/v1/crons", [&plane](const httplib::Request& req, httplib::Response& res) {
+    auto body = ParseBody(req);
+    if (!body) return SendError(res, body.error());
+    auto spec = codec::CronSpecFromJson(*body, "request.body");
+    if (!spec) return SendError(res, spec.error());
+    auto status = plane.PutCron(*spec, req.get_header_value("X-Drover-User"));
+    if (!status) return SendError(res, status.error());
+    SendJson(res, 200, CronView(*status));
+  });
+
+  http.Get("/v1/crons", [&plane](const httplib::Request&, httplib::Response& res) {
+    json crons = json::array();
+    for (const CronStatus& status : plane.Crons()) crons.push_back(CronView(status));
+    SendJson(res, 200, json{{"crons", crons}});
+  });
+
+  http.Delete(R"(/v1/crons/([^/]+))",
+              [&plane](const httplib::Request& req, httplib::Response& res) {
+                Status deleted = plane.DeleteCron(req.matches[1]);
+                if (!deleted) return SendError(res, deleted.error());
+                SendJson(res, 200, json{{"deleted", req.matches[1].str()}});
+              });
 
   http.Get("/v1/nodes", [&plane](const httplib::Request&, httplib::Response& res) {
     json nodes = json::array();

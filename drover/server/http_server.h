@@ -18,7 +18,13 @@ namespace drover::server {
 
 class HttpServer {
  public:
-  // Binds `host:port` (port 0: any free port) and serves on a thread pool until Stop().
+  // Binds `host:port` (port 0: any free port) without serving yet: connections wait until
+  // Serve(). Lets the caller learn the port (for DROVER_SERVER) before the control plane starts.
+  static Result<std::unique_ptr<HttpServer>> Bind(ControlPlane& plane, const std::string& host,
+                                                  int port);
+  // Serves on a thread pool until Stop().
+  void Serve();
+  // Bind, then Serve.
   static Result<std::unique_ptr<HttpServer>> Start(ControlPlane& plane, const std::string& host,
                                                    int port);
   ~HttpServer();

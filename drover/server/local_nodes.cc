@@ -73,12 +73,13 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
 
 Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
                      const std::string& data_dir, const std::string& supervisor_path,
-                     const Clock& clock) {
+                     const std::string& server_url, const Clock& clock) {
   for (const model::Node& node : nodes) {
     agent::LocalRuntime::Options options;
     options.runs_dir =
         (std::filesystem::path(data_dir) / "runs" / node.name.value()).lexically_normal();
     options.supervisor_path = supervisor_path;
+    options.server_url = server_url;
     auto runtime = agent::LocalRuntime::Create(options, clock);
     if (!runtime) return tl::unexpected(runtime.error());
     std::string runs_dir = (*runtime)->runs_dir();

@@ -27,10 +27,11 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
                                                     std::string* notice);
 
 // Adds each node to `plane` with a LocalRuntime keeping its workers in
-// `data_dir`/runs/<node>, supervised by the binary at `supervisor_path`.
+// `data_dir`/runs/<node>, supervised by the binary at `supervisor_path`, and giving them
+// `server_url` as DROVER_SERVER (LocalRuntime::Options::server_url).
 Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
                      const std::string& data_dir, const std::string& supervisor_path,
-                     const Clock& clock);
+                     const std::string& server_url, const Clock& clock);
 
 // The path of the running executable (/proc/self/exe).
 std::string SelfExecutable();

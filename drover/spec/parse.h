@@ -1,14 +1,19 @@
 #pragma once
 
-// Workload contract v1 (docs/spec.md): YAML or JSON text -> validated model::JobSpec values.
+// Workload contract v1 (docs/spec.md, docs/workflows.md): YAML or JSON text -> validated
+// model::JobSpec values (kind: Job, kind: Pipeline) and model::CronSpec values (kind: CronJob).
 //
 // Pure: no file I/O, no clock, no globals. The caller reads the file and passes its text, its
 // name (for diagnostics) and its directory (to resolve relative paths).
 //
 // Validation reports every error it finds, never only the first: each unknown field (with a
 // did-you-mean suggestion), wrong type, bad quantity, rule violation and cross-job problem
-// (duplicate names, unknown dependencies, dependency cycles) becomes one Diagnostic with the
-// 1-based line and column of the offending value (or of the key, for unknown fields).
+// (duplicate names, unknown dependencies, dependency cycles, references to outputs that no
+// upstream declares) becomes one Diagnostic with the 1-based line and column of the offending
+// value (or of the key, for unknown fields).
+//
+// A file holds jobs (kind: Job documents), or one pipeline (kind: Pipeline), or cron jobs (kind:
+// CronJob documents); mixing them is an error.
 //
 // Thread-safety: the functions are reentrant; they share no state.
 
@@ -17,20 +22,24 @@
 #include <vector>
 
 #include "drover/common/result.h"
+#include "drover/model/cron.h"
 #include "drover/model/job_spec.h"
 #include "drover/spec/diagnostic.h"
 
 namespace drover::spec {
 
 struct ParseOutput {
-  // The jobs in source order. Empty whenever `diagnostics` is not: a half-valid job is never
-  // handed out.
+  // The jobs in source order; a pipeline's in stage order, each sweep stage as its trials
+  // (STAGE.1 .. STAGE.N). Empty whenever `diagnostics` is not: a half-valid job is never handed
+  // out.
   std::vector<model::JobSpec> jobs;
+  // The cron jobs in source order (ParseDocumentsWithDiagnostics only); empty on any diagnostic.
+  std::vector<model::CronSpec> crons;
   // Every problem found, sorted by position (source order).
   std::vector<Diagnostic> diagnostics;
 };
 
-// Parses one or more jobs from `text`.
+// Parses the jobs of `text`: jobs or one pipeline (a CronJob document is an error at its kind).
 //   YAML: one job per document (documents separated by ---); a document may also be a
 //         sequence of jobs. Empty documents are skipped.
 //   JSON: one job object, or an array of job objects (JSON is read as YAML, with positions).
@@ -41,5 +50,16 @@ ParseOutput ParseJobsWithDiagnostics(std::string_view text, const ParseOptions& 
 // "N errors in FILE" ("1 error in FILE") and details holding every diagnostic's ToString() in
 // source order. Input without any job is an error too ("no job found").
 Result<std::vector<model::JobSpec>> ParseJobs(std::string_view text, const ParseOptions& options);
+
+// As ParseJobsWithDiagnostics, and cron jobs too: a file of jobs, one pipeline, or cron jobs.
+ParseOutput ParseDocumentsWithDiagnostics(std::string_view text, const ParseOptions& options);
+
+struct Documents {
+  std::vector<model::JobSpec> jobs;
+  std::vector<model::CronSpec> crons;
+};
+
+// As ParseDocumentsWithDiagnostics, failing as ParseJobs does.
+Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& options);
 
 }  // namespace drover::spec

@@ -20,6 +20,11 @@ using ::testing::SizeIs;
 
 constexpr std::int64_t kGi = 1LL << 30;
 
+model::Dependency Dep(std::string name, model::DependencyCondition condition =
+                                            model::DependencyCondition::kSucceeded) {
+  return {std::move(name), condition};
+}
+
 ParseOptions Options() {
   ParseOptions options;
   options.file_name = "jobs.yaml";
@@ -122,7 +127,7 @@ TEST(ParseJobs, ReadsAMultiDocumentFileIntoJobSpecs) {
   train.requirements.same_node = true;
   train.workers = 4;
   train.min_workers = 2;
-  train.depends_on = {"prep"};
+  train.depends_on = {Dep("prep")};
   train.timeout = 90 * 60 * 1000;
   train.retry = {3, 10'000};
   train.checkpoint_dir = "/ckpt/train";
@@ -161,7 +166,7 @@ TEST(ParseJobs, AcceptsAJsonArrayOfJobs) {
       Options());
   ASSERT_TRUE(jobs) << jobs.error().ToString();
   ASSERT_THAT(*jobs, SizeIs(2));
-  EXPECT_EQ((*jobs)[1].depends_on, std::vector<std::string>{"a"});
+  EXPECT_EQ((*jobs)[1].depends_on, std::vector{Dep("a")});
 }
 
 TEST(ParseJobs, ReportsJsonErrorsWithPositions) {
@@ -227,11 +232,13 @@ interruptible: yes
 }
 
 TEST(ParseJobs, ReportsErrorsInEveryDocument) {
-  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nteam: [a]\n---\nkind: Jb\nname: b\n"),
-              ElementsAre("jobs.yaml:4:7: error: team: expected a string, found a list",
-                          "jobs.yaml:6:1: error: command: one of command (a list: program and "
-                          "arguments) or script (run with /bin/sh -c) is required",
-                          "jobs.yaml:6:7: error: kind: unsupported kind 'Jb'; expected 'Job'"));
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nteam: [a]\n---\nkind: Jb\nname: b\n"),
+      ElementsAre("jobs.yaml:4:7: error: team: expected a string, found a list",
+                  "jobs.yaml:6:1: error: command: one of command (a list: program and "
+                  "arguments) or script (run with /bin/sh -c) is required",
+                  "jobs.yaml:6:7: error: kind: unsupported kind 'Jb' (did you mean 'Job'?); "
+                  "expected Job, Pipeline or CronJob"));
 }
 
 TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
@@ -245,8 +252,8 @@ TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
                   "mean 'max_attempts'?",
                   "jobs.yaml:8:1: error: foo: unknown field 'foo'; expected one of: kind, name, "
                   "owner, team, queue, priority, pipeline, command, script, working_dir, env, "
-                  "resources, workers, min_workers, placement, depends_on, timeout, retry, "
-                  "checkpoint_dir, interruptible"));
+                  "resources, workers, min_workers, placement, depends_on, if, inputs, outputs, "
+                  "timeout, retry, checkpoint_dir, resume, interruptible"));
 }
 
 TEST(ParseJobs, ReportsDuplicateFields) {

@@ -116,6 +116,25 @@ class MemoryStore final : public Store {
     return jobs_.empty() ? 0 : jobs_.rbegin()->first;
   }
 
+  Status PutCron(const CronRecord& cron) override {
+    std::unique_lock lock(mutex_);
+    crons_.insert_or_assign(cron.spec.name, cron);
+    return OkStatus();
+  }
+
+  Status DeleteCron(const std::string& name) override {
+    std::unique_lock lock(mutex_);
+    if (crons_.erase(name) == 0) return NotFound(fmt::format("cron job {} not found", name));
+    return OkStatus();
+  }
+
+  Result<std::vector<CronRecord>> ListCrons() const override {
+    std::shared_lock lock(mutex_);
+    std::vector<CronRecord> out;
+    for (const auto& [name, cron] : crons_) out.push_back(cron);
+    return out;
+  }
+
  private:
   mutable std::shared_mutex mutex_;
   std::map<std::int64_t, model::Job> jobs_;                             // by id
@@ -123,6 +142,7 @@ class MemoryStore final : public Store {
   std::set<std::pair<std::string, std::int64_t>> submissions_;          // (key, job id)
   std::vector<model::Decision> decisions_;                              // applied order
   std::map<std::int64_t, std::vector<std::size_t>> decisions_by_job_;   // job -> decisions_ index
+  std::map<std::string, CronRecord> crons_;                             // by name
 };
 
 }  // namespace

@@ -77,6 +77,16 @@ constexpr std::string_view kMigrations[] = {
         PRIMARY KEY (job_id, seq)
       ) WITHOUT ROWID;
     )sql",
+    // 2 -> 3: cron jobs, with the latest due time handled (store.h, CronRecord).
+    R"sql(
+      CREATE TABLE crons (
+        name         TEXT PRIMARY KEY,
+        owner        TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,  -- ms since the epoch
+        last_handled INTEGER NOT NULL,  -- ms since the epoch
+        spec         TEXT NOT NULL      -- the CronSpec as JSON
+      ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -568,6 +578,82 @@ class SqliteStore final : public Store {
     const int rc = sqlite3_step(*stmt);
     if (rc != SQLITE_ROW) return SqliteError(lease->db(), rc, "max job id");
     return sqlite3_column_int64(*stmt, 0);
+  }
+
+  Status PutCron(const CronRecord& cron) override {
+    try {
+      const std::string spec = codec::DumpJson(codec::ToJson(cron.spec));
+      std::lock_guard lock(writer_mutex_);
+      auto stmt = writer_->Prepare(
+          "INSERT INTO crons (name, owner, created_at, last_handled, spec) "
+          "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
+          "created_at = excluded.created_at, last_handled = excluded.last_handled, "
+          "spec = excluded.spec");
+      if (!stmt) return tl::unexpected(stmt.error());
+      StatementScope scope(*stmt);
+      BindText(*stmt, 1, cron.spec.name);
+      BindText(*stmt, 2, cron.owner);
+      sqlite3_bind_int64(*stmt, 3, cron.created_at);
+      sqlite3_bind_int64(*stmt, 4, cron.last_handled);
+      BindText(*stmt, 5, spec);
+      const int rc = sqlite3_step(*stmt);
+      if (rc != SQLITE_DONE) {
+        return SqliteError(writer_->db(), rc, fmt::format("store cron job {}", cron.spec.name));
+      }
+      return OkStatus();
+    } catch (const std::exception& e) {
+      return Internal(fmt::format("sqlite store: PutCron: {}", e.what()));
+    }
+  }
+
+  Status DeleteCron(const std::string& name) override {
+    std::lock_guard lock(writer_mutex_);
+    auto stmt = writer_->Prepare("DELETE FROM crons WHERE name = ?1");
+    if (!stmt) return tl::unexpected(stmt.error());
+    StatementScope scope(*stmt);
+    BindText(*stmt, 1, name);
+    const int rc = sqlite3_step(*stmt);
+    if (rc != SQLITE_DONE) {
+      return SqliteError(writer_->db(), rc, fmt::format("delete cron job {}", name));
+    }
+    if (sqlite3_changes(writer_->db()) == 0) {
+      return NotFound(fmt::format("cron job {} not found", name));
+    }
+    return OkStatus();
+  }
+
+  Result<std::vector<CronRecord>> ListCrons() const override {
+    std::vector<std::pair<CronRecord, std::string>> rows;
+    {
+      auto lease = BorrowReader();
+      auto stmt =
+          lease->Prepare("SELECT owner, created_at, last_handled, spec FROM crons ORDER BY name");
+      if (!stmt) return tl::unexpected(stmt.error());
+      StatementScope scope(*stmt);
+      int rc;
+      while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+        CronRecord cron;
+        cron.owner = ColumnText(*stmt, 0);
+        cron.created_at = sqlite3_column_int64(*stmt, 1);
+        cron.last_handled = sqlite3_column_int64(*stmt, 2);
+        rows.emplace_back(std::move(cron), ColumnText(*stmt, 3));
+      }
+      if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list cron jobs");
+    }
+    std::vector<CronRecord> out;
+    for (auto& [cron, text] : rows) {
+      auto json = codec::ParseJson(text);
+      if (!json) {
+        return Internal(fmt::format("sqlite store: stored cron job: {}", json.error().message));
+      }
+      auto spec = codec::CronSpecFromJson(*json);
+      if (!spec) {
+        return Internal(fmt::format("sqlite store: stored cron job: {}", spec.error().message));
+      }
+      cron.spec = *std::move(spec);
+      out.push_back(std::move(cron));
+    }
+    return out;
   }
 
  private:

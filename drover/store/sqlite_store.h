@@ -6,7 +6,8 @@
 // as codec::ToJson text), table `transitions` (append-only, `seq` gives the applied order), and
 // the decision log (schema 2): table `decisions` (append-only, one row per decision under its
 // job, the decision as codec::ToJson text) with `decision_victims` (job_id, seq) naming the
-// decisions that chose a job as a victim.
+// decisions that chose a job as a victim. Table `crons` (schema 3): one row per cron job with
+// its owner, creation time, last handled due time and spec as JSON.
 // The schema version is PRAGMA user_version; PRAGMA application_id marks a Drover database.
 //
 // Durability: WAL with synchronous=NORMAL. A committed Apply survives a crash of the process;
@@ -31,8 +32,9 @@
 namespace drover::store {
 
 // The schema version this build writes; OpenSqliteStore refuses a database with a higher one.
-// 1: jobs and transitions; 2: the decision log. Older databases are migrated at open.
-inline constexpr std::int64_t kSqliteSchemaVersion = 2;
+// 1: jobs and transitions; 2: the decision log; 3: cron jobs. Older databases are migrated at
+// open.
+inline constexpr std::int64_t kSqliteSchemaVersion = 3;
 // PRAGMA application_id of a Drover database ("DRVR").
 inline constexpr std::int64_t kSqliteApplicationId = 0x44525652;
 

@@ -17,6 +17,7 @@
 
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
+#include "drover/model/cron.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 
@@ -39,6 +40,24 @@ struct JobFilter {
   std::string name;
   bool active_only = false;  // only non-terminal jobs
   int limit = 0;             // 0: no limit; newest (highest id) first when limited
+};
+
+// A cron job as stored (docs/workflows.md "Cron jobs").
+//
+// Restart safety: a due run is submitted to the controller with its run id
+// (workflow::CronRunId) as the Idempotency-Key, and that submission is persisted (the jobs'
+// snapshots carry the key, and Controller::Restore rebuilds its key map from them) BEFORE
+// last_handled is advanced past the due time. A crash in between re-plans the same due time
+// after the restart, and the resubmission with the same key returns the existing jobs: a run is
+// never submitted twice, and a due time is never marked handled before its run exists.
+struct CronRecord {
+  model::CronSpec spec;
+  std::string owner;  // who submitted the cron job; its runs are submitted as this user
+  TimeMs created_at = 0;
+  // The latest due time handled (its run submitted, or skipped); created_at before the first.
+  TimeMs last_handled = 0;
+
+  friend bool operator==(const CronRecord&, const CronRecord&) = default;
 };
 
 // True if `job` passes every criterion of `filter` (limit is not a criterion). Stores and
@@ -72,6 +91,13 @@ class Store {
   virtual Result<std::vector<JobId>> FindSubmission(const std::string& key) const = 0;
   // The largest job id stored, 0 if none.
   virtual Result<std::int64_t> MaxJobId() const = 0;
+
+  // Inserts a cron job or replaces the one of the same spec.name (each write is atomic).
+  virtual Status PutCron(const CronRecord& cron) = 0;
+  // Removes a cron job (its runs' jobs stay). kNotFound if there is none of that name.
+  virtual Status DeleteCron(const std::string& name) = 0;
+  // Every cron job, by name.
+  virtual Result<std::vector<CronRecord>> ListCrons() const = 0;
 };
 
 std::unique_ptr<Store> NewMemoryStore();

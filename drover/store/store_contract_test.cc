@@ -301,6 +301,42 @@ TEST_P(StoreContractTest, ReadsRunConcurrentlyWithOneWriter) {
   EXPECT_EQ(ListIds({}).size(), static_cast<std::size_t>(kJobs));
 }
 
+// A cron job running the sample job spec every 5 minutes in Berlin.
+CronRecord SampleCron(const std::string& name) {
+  CronRecord cron;
+  cron.spec.name = name;
+  cron.spec.schedule = "*/5 * * * *";
+  cron.spec.time_zone = "Europe/Berlin";
+  cron.spec.concurrency_policy = model::ConcurrencyPolicy::kForbid;
+  cron.spec.starting_deadline = 60'000;
+  cron.spec.jobs = {codec::testing::SampleJobSpec()};
+  cron.owner = "alice";
+  cron.created_at = 1'700'000'000'000;
+  cron.last_handled = cron.created_at;
+  return cron;
+}
+
+TEST_P(StoreContractTest, CronJobsArePutReplacedListedAndDeleted) {
+  EXPECT_THAT(store_->ListCrons().value(), IsEmpty());
+  CronRecord b = SampleCron("b");
+  CronRecord a = SampleCron("a");
+  a.spec.starting_deadline.reset();
+  ASSERT_TRUE(store_->PutCron(b).has_value());
+  ASSERT_TRUE(store_->PutCron(a).has_value());
+  EXPECT_THAT(store_->ListCrons().value(), ElementsAre(a, b));
+
+  b.last_handled += 300'000;
+  b.spec.suspend = true;
+  ASSERT_TRUE(store_->PutCron(b).has_value());
+  EXPECT_THAT(store_->ListCrons().value(), ElementsAre(a, b));
+
+  ASSERT_TRUE(store_->DeleteCron("a").has_value());
+  EXPECT_THAT(store_->ListCrons().value(), ElementsAre(b));
+  Status again = store_->DeleteCron("a");
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreContractTest,
     ::testing::Values(StoreFactory{"Memory",

@@ -113,7 +113,8 @@ nlohmann::json RunOnce(const std::vector<model::Node>& nodes, const std::vector<
 
   sched::ClusterState cluster;
   for (const model::Node& node : nodes) cluster.UpsertNode(node);
-  sched::FragmentationCache cache;  // bound to scoring_mix
+  sched::FragmentationCache cache;    // bound to scoring_mix
+  sched::FragmentationCache measure;  // bound to mix
   sched::internal::PlanOptions options;
   options.scoring = scoring;
   options.rng = &rng;
@@ -123,7 +124,7 @@ nlohmann::json RunOnce(const std::vector<model::Node>& nodes, const std::vector<
   std::map<std::string, double> node_fragmentation;
   double fragmentation = 0.0;
   for (const model::Node& node : nodes) {
-    const double f = sched::NodeFragmentation(cluster, node.name, mix);
+    const double f = sched::NodeFragmentation(cluster, node.name, mix, &measure);
     node_fragmentation[node.name.value()] = f;
     fragmentation += f;
   }
@@ -144,7 +145,7 @@ nlohmann::json RunOnce(const std::vector<model::Node>& nodes, const std::vector<
       ++placed;
       for (const sched::WorkerAssignment& worker : placement->workers) {
         double& f = node_fragmentation[worker.node.value()];
-        const double now = sched::NodeFragmentation(cluster, worker.node, mix);
+        const double now = sched::NodeFragmentation(cluster, worker.node, mix, &measure);
         fragmentation += now - f;
         f = now;
       }

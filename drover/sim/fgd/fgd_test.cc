@@ -111,6 +111,7 @@ class Openb : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(std::filesystem::exists(Traces()))
         << Traces() << " is missing (shared/traces beside the source tree, as in CI)";
+    // The set-up: all 1,523 nodes (docs/simulation.md compares the GPU-node list).
     auto n = LoadOpenbNodes(Traces() + "/openb_node_list_all_node.csv");
     auto p = LoadOpenbPods(Traces() + "/openb_pod_list_default.csv");
     ASSERT_TRUE(n.has_value() && p.has_value());
@@ -118,12 +119,14 @@ class Openb : public ::testing::Test {
     pods_ = new std::vector<TraceJob>(std::move(*p));
   }
 
-  static nlohmann::json Run(const std::string& policy, std::uint64_t seed = 42) {
+  // `nodes`: the cluster, all 1,523 nodes unless given.
+  static nlohmann::json Run(const std::string& policy, std::uint64_t seed = 42,
+                            const std::vector<model::Node>* nodes = nullptr) {
     FgdOptions options = Options(policy);
     options.seed = seed;
     options.workload = "openb_pod_list_default";
     options.published_dir = Traces() + "/fgd-expected-results";
-    auto result = RunFgdExperiment(*nodes_, *pods_, options);
+    auto result = RunFgdExperiment(nodes ? *nodes : *nodes_, *pods_, options);
     EXPECT_TRUE(result.has_value());
     return result.has_value() ? *result : nlohmann::json();
   }
@@ -147,10 +150,10 @@ TEST_F(Openb, PublishedMeansAreTheTenSeedAverages) {
 // against the paper's 10-seed mean), in allocation-ratio points.
 TEST_F(Openb, BaselinesLandWithinTheStatedToleranceOfThePaper) {
   const std::map<std::string, double> tolerance = {{"random", 2.0},
-                                                   {"best-fit", 1.5},
-                                                   {"dot-product", 2.0},
-                                                   {"gpu-packing", 2.0},
-                                                   {"gpu-clustering", 2.0}};
+                                                   {"best-fit", 1.0},
+                                                   {"dot-product", 1.5},
+                                                   {"gpu-packing", 1.5},
+                                                   {"gpu-clustering", 1.5}};
   for (const auto& [policy, points] : tolerance) {
     const nlohmann::json result = Run(policy);
     ASSERT_TRUE(result.contains("published")) << policy;
@@ -159,6 +162,20 @@ TEST_F(Openb, BaselinesLandWithinTheStatedToleranceOfThePaper) {
     EXPECT_NEAR(ours, paper, points) << policy;
     // The curve follows arrived demand while the cluster has room.
     EXPECT_NEAR(result["allocation_ratio_at"]["50"].get<double>(), 50.0, 1.0) << policy;
+  }
+}
+
+// Random picks the share's GPU at random, as the paper's Random does: on the 1,213 GPU nodes (the
+// cluster the published results evidently ran on, docs/simulation.md) its fragmentation curve
+// follows the published one (best-fit GPUs would stay about 1.6 points below it at 60%).
+TEST_F(Openb, RandomFragmentsAsThePapersRandomDoesOnTheGpuNodes) {
+  auto gpu_nodes = LoadOpenbNodes(Traces() + "/openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(gpu_nodes.has_value());
+  const nlohmann::json random = Run("random", 42, &*gpu_nodes);
+  for (const char* at : {"30", "60", "90", "130"}) {
+    EXPECT_NEAR(random["fragmentation_at"][at].get<double>(),
+                random["published"]["fragmentation_at"][at].get<double>(), 0.75)
+        << at;
   }
 }
 

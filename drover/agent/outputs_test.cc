@@ -1,0 +1,193 @@
+#include "drover/agent/outputs.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "drover/agent/worker_files.h"
+
+namespace drover::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  ASSERT_TRUE(MakeDirectories(model::DirectoryOf(path)));
+  std::ofstream(path) << text;
+}
+
+class OutputsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/drover_outputs_test_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+  }
+
+  // A path output of job 7 attempt 1 published at root_/DESTINATION.
+  model::StagedOutput PathOutput(const std::string& name, const std::string& destination) {
+    const std::string path = root_ + "/" + destination;
+    return model::StagedOutput{name, model::StagingPathFor(path, JobId(7), 1), path};
+  }
+  model::StagedOutput ValueOutput(const std::string& name) {
+    return model::StagedOutput{name, root_ + "/values/job-7/attempt-1/" + name, ""};
+  }
+
+  std::string root_;
+};
+
+TEST_F(OutputsTest, PublishesANewDirectoryAndRemovesTheEmptiedStagingDirectory) {
+  model::StagedOutput model = PathOutput("model", "out/model");
+  WriteText(model.staging + "/weights.bin", "new weights");
+  WriteText(model.staging + "/config.json", "{}");
+
+  auto published = PublishOutputs({model});
+
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(*published, (std::map<std::string, std::string>{{"model", root_ + "/out/model"}}));
+  EXPECT_EQ(ReadText(root_ + "/out/model/weights.bin"), "new weights");
+  EXPECT_EQ(ReadText(root_ + "/out/model/config.json"), "{}");
+  EXPECT_FALSE(fs::exists(model.staging));
+  EXPECT_FALSE(fs::exists(model::DirectoryOf(model.staging)));  // .../job-7.attempt-1
+}
+
+TEST_F(OutputsTest, ReplacesAnExistingOutputWhole) {
+  model::StagedOutput model = PathOutput("model", "out/model");
+  WriteText(root_ + "/out/model/weights.bin", "old weights");
+  WriteText(root_ + "/out/model/only-in-old.txt", "stale");
+  WriteText(model.staging + "/weights.bin", "new weights");
+
+  auto published = PublishOutputs({model});
+
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(ReadText(root_ + "/out/model/weights.bin"), "new weights");
+  EXPECT_FALSE(fs::exists(root_ + "/out/model/only-in-old.txt"));
+  EXPECT_FALSE(fs::exists(model.staging));  // the old tree, swapped there, is gone too
+}
+
+TEST_F(OutputsTest, ReplacesAFileWithADirectory) {
+  model::StagedOutput report = PathOutput("report", "report");
+  WriteText(root_ + "/report", "old file");
+  WriteText(report.staging + "/index.html", "new");
+
+  ASSERT_TRUE(PublishOutputs({report}));
+
+  EXPECT_TRUE(fs::is_directory(root_ + "/report"));
+  EXPECT_EQ(ReadText(root_ + "/report/index.html"), "new");
+}
+
+TEST_F(OutputsTest, CreatesTheDestinationsParents) {
+  // A staging location outside the destination's directory, whose parents do not exist yet.
+  model::StagedOutput output{"table", root_ + "/staging/table.csv", root_ + "/a/b/table.csv"};
+  WriteText(output.staging, "x,y\n");
+
+  auto published = PublishOutputs({output});
+
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(ReadText(root_ + "/a/b/table.csv"), "x,y\n");
+}
+
+TEST_F(OutputsTest, AMissingOutputPublishesNothing) {
+  model::StagedOutput written = PathOutput("model", "out/model");
+  model::StagedOutput missing = PathOutput("metrics", "out/metrics.json");
+  model::StagedOutput value = ValueOutput("accuracy");
+  WriteText(written.staging, "new");
+  WriteText(root_ + "/out/model", "old");
+  WriteText(value.staging, "0.9\n");
+
+  auto published = PublishOutputs({written, missing, value});
+
+  ASSERT_FALSE(published);
+  EXPECT_EQ(published.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(published.error().message,
+            "output 'metrics' was not written: " + missing.staging + " does not exist");
+  EXPECT_EQ(ReadText(root_ + "/out/model"), "old");
+  EXPECT_EQ(ReadText(written.staging), "new");
+}
+
+TEST_F(OutputsTest, AMissingValuePublishesNothing) {
+  model::StagedOutput written = PathOutput("model", "out/model");
+  model::StagedOutput value = ValueOutput("accuracy");
+  WriteText(written.staging, "new");
+
+  auto published = PublishOutputs({written, value});
+
+  ASSERT_FALSE(published);
+  EXPECT_EQ(published.error().message,
+            "output 'accuracy' was not written: " + value.staging + " does not exist");
+  EXPECT_FALSE(fs::exists(root_ + "/out/model"));
+}
+
+TEST_F(OutputsTest, AValueIsItsFirstLineWithoutTrailingWhitespace) {
+  model::StagedOutput accuracy = ValueOutput("accuracy");
+  model::StagedOutput label = ValueOutput("label");
+  model::StagedOutput empty = ValueOutput("empty");
+  WriteText(accuracy.staging, "0.93 \t\r\nsecond line\n");
+  WriteText(label.staging, "  best run");
+  WriteText(empty.staging, "");
+
+  auto published = PublishOutputs({accuracy, label, empty});
+
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(*published, (std::map<std::string, std::string>{
+                            {"accuracy", "0.93"}, {"label", "  best run"}, {"empty", ""}}));
+}
+
+TEST_F(OutputsTest, AValueMayBeAtMost4096Bytes) {
+  model::StagedOutput longest = ValueOutput("longest");
+  model::StagedOutput too_long = ValueOutput("too_long");
+  WriteText(longest.staging,
+            std::string(kMaxOutputValueBytes, 'a') + "\n" + std::string(9000, 'b'));
+  WriteText(too_long.staging, std::string(kMaxOutputValueBytes + 1, 'a') + "\n");
+
+  auto ok = PublishOutputs({longest});
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->at("longest"), std::string(kMaxOutputValueBytes, 'a'));
+
+  auto rejected = PublishOutputs({too_long});
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(rejected.error().message, HasSubstr("output 'too_long'"));
+  EXPECT_THAT(rejected.error().message, HasSubstr("longer than 4096 bytes"));
+}
+
+TEST_F(OutputsTest, DiscardRemovesTheStagingLocationsAndTheEmptiedAttemptDirectory) {
+  model::StagedOutput model = PathOutput("model", "out/model");
+  model::StagedOutput value = ValueOutput("accuracy");
+  WriteText(model.staging + "/partial.bin", "half");
+  WriteText(value.staging, "0.5");
+  // Another attempt's staging directory beside it is left alone.
+  const std::string other = model::StagingPathFor(root_ + "/out/model", JobId(7), 2);
+  WriteText(other, "other attempt");
+
+  DiscardStaging({model, value});
+
+  EXPECT_FALSE(fs::exists(model::DirectoryOf(model.staging)));
+  EXPECT_FALSE(fs::exists(model::DirectoryOf(value.staging)));
+  EXPECT_EQ(ReadText(other), "other attempt");
+  EXPECT_FALSE(fs::exists(root_ + "/out/model"));
+}
+
+TEST_F(OutputsTest, DiscardOfAnAttemptThatWroteNothingIsHarmless) {
+  DiscardStaging({PathOutput("model", "out/model"), ValueOutput("accuracy")});
+  EXPECT_TRUE(fs::is_directory(root_));
+}
+
+}  // namespace
+}  // namespace drover::agent

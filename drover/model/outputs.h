@@ -1,0 +1,39 @@
+#pragma once
+
+// Where an attempt stages its declared outputs before they are published (docs/workflows.md,
+// "Inputs and outputs"). Pure: paths are computed, never touched.
+
+#include <string>
+#include <vector>
+
+#include "drover/common/ids.h"
+#include "drover/model/job_spec.h"
+
+namespace drover::model {
+
+// One output of one attempt: where the attempt writes it and where it is published.
+struct StagedOutput {
+  std::string name;
+  std::string staging;      // $DROVER_OUTPUT_<NAME> of the attempt
+  std::string destination;  // the declared path; empty: a value output (read, not moved)
+
+  friend bool operator==(const StagedOutput&, const StagedOutput&) = default;
+};
+
+// The staging location of a path output `destination` for (job, attempt): next to it, on the
+// same file system, so that publishing is a rename:
+//   dirname(destination)/.drover-staging/job-ID.attempt-N/basename(destination)
+std::string StagingPathFor(const std::string& destination, JobId job, int attempt);
+
+// Every output of `spec` staged for (job, attempt). A value output stages at
+// value_root/job-ID/attempt-N/NAME.
+std::vector<StagedOutput> StagedOutputs(const JobSpec& spec, JobId job, int attempt,
+                                        const std::string& value_root);
+
+// "DROVER_OUTPUT_" + the output name in upper case.
+std::string OutputVariable(const std::string& name);
+
+// The directory part of `path` ("." when it has none).
+std::string DirectoryOf(const std::string& path);
+
+}  // namespace drover::model

@@ -1,0 +1,136 @@
+// ControlPlane's cron jobs under a FakeClock and the memory store: submission with the run id
+// as the key, the concurrency policies, and validation errors.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "drover/server/control_plane.h"
+#include "drover/testing/fake_clock.h"
+
+namespace drover::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// 2023-11-14T22:13:20Z, 0 s past a 10-second due time.
+constexpr TimeMs kStart = 1'700'000'000'000;
+
+bool Eventually(const std::function<bool()>& condition) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
+}
+
+class ControlPlaneCronTest : public ::testing::Test {
+ protected:
+  // No nodes: a run's job stays pending, which keeps its run active.
+  void SetUp() override {
+    plane_ = std::make_unique<ControlPlane>(store::NewMemoryStore(), clock_);
+    ASSERT_TRUE(plane_->Start().has_value());
+  }
+
+  model::CronSpec Spec(model::ConcurrencyPolicy policy) {
+    model::CronSpec spec;
+    spec.name = "tick";
+    spec.schedule = "*/10 * * * * *";
+    spec.concurrency_policy = policy;
+    model::JobSpec job;
+    job.name = "tick";
+    job.command = {"true"};
+    spec.jobs = {job};
+    return spec;
+  }
+
+  std::vector<std::string> Keys() {
+    std::vector<std::string> keys;
+    for (const model::Job& job : plane_->ListJobs({})) keys.push_back(job.submission_key);
+    return keys;
+  }
+
+  // Moves the clock to `to` and lets the loop go round a few times.
+  void AdvanceTo(TimeMs to) {
+    clock_.Set(to);
+    const std::uint64_t seen = plane_->version();
+    plane_->WaitForChange(seen, 100);
+  }
+
+  testing::FakeClock clock_{kStart + 1};
+  std::unique_ptr<ControlPlane> plane_;
+};
+
+TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
+  auto status = plane_->PutCron(Spec(model::ConcurrencyPolicy::kAllow), "alice");
+  ASSERT_TRUE(status.has_value()) << status.error().ToString();
+  EXPECT_EQ(status->next_run, kStart + 10'000);
+  EXPECT_TRUE(Keys().empty());
+
+  AdvanceTo(kStart + 10'500);
+  ASSERT_TRUE(Eventually([&] { return Keys().size() == 1; }));
+  EXPECT_THAT(Keys(), ElementsAre("tick@2023-11-14T22:13:30Z"));
+  AdvanceTo(kStart + 12'000);
+  EXPECT_EQ(Keys().size(), 1u);
+
+  AdvanceTo(kStart + 20'000);
+  ASSERT_TRUE(Eventually([&] { return Keys().size() == 2; }));
+  std::vector<CronStatus> crons = plane_->Crons();
+  ASSERT_EQ(crons.size(), 1u);
+  EXPECT_EQ(crons[0].record.last_handled, kStart + 20'000);
+  EXPECT_EQ(crons[0].record.owner, "alice");
+  ASSERT_TRUE(crons[0].last.has_value());
+  EXPECT_EQ(crons[0].last->id, "tick@2023-11-14T22:13:40Z");
+  EXPECT_EQ(crons[0].active.size(), 2u);
+}
+
+TEST_F(ControlPlaneCronTest, ForbidSkipsWhileTheRunIsActive) {
+  ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kForbid), "alice").has_value());
+  AdvanceTo(kStart + 10'000);
+  ASSERT_TRUE(Eventually([&] { return Keys().size() == 1; }));
+  AdvanceTo(kStart + 20'000);
+  ASSERT_TRUE(
+      Eventually([&] { return plane_->Crons()[0].record.last_handled == kStart + 20'000; }));
+  EXPECT_EQ(Keys().size(), 1u);
+}
+
+TEST_F(ControlPlaneCronTest, ReplaceCancelsTheActiveRun) {
+  ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kReplace), "alice").has_value());
+  AdvanceTo(kStart + 10'000);
+  ASSERT_TRUE(Eventually([&] { return Keys().size() == 1; }));
+  AdvanceTo(kStart + 20'000);
+  ASSERT_TRUE(Eventually([&] { return Keys().size() == 2; }));
+  std::vector<model::Job> jobs = plane_->ListJobs({});
+  EXPECT_EQ(jobs[0].state, model::JobState::kCancelled);
+  EXPECT_FALSE(model::IsTerminal(jobs[1].state));
+  std::vector<CronStatus> crons = plane_->Crons();
+  ASSERT_EQ(crons[0].history.size(), 1u);
+  EXPECT_EQ(crons[0].history[0].state, "failed");
+}
+
+TEST_F(ControlPlaneCronTest, ErrorsNameTheField) {
+  model::CronSpec spec = Spec(model::ConcurrencyPolicy::kAllow);
+  spec.time_zone = "Mars/Olympus_Mons";
+  auto zone = plane_->PutCron(spec, "alice");
+  ASSERT_FALSE(zone.has_value());
+  EXPECT_EQ(zone.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(zone.error().message, HasSubstr("time_zone: unknown time zone"));
+
+  spec = Spec(model::ConcurrencyPolicy::kAllow);
+  spec.schedule = "61 * * * *";
+  auto schedule = plane_->PutCron(spec, "alice");
+  ASSERT_FALSE(schedule.has_value());
+  EXPECT_THAT(schedule.error().message, HasSubstr("schedule: minute: \"61\""));
+  EXPECT_TRUE(plane_->Crons().empty());
+  EXPECT_EQ(plane_->DeleteCron("tick").error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace drover::server

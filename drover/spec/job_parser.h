@@ -1,0 +1,86 @@
+#pragma once
+
+// Reading one job mapping (a `kind: Job` document, a pipeline stage, a cron job's `job:`) into a
+// model::JobSpec, and the checks across the jobs of one file or the stages of one pipeline
+// (names, dependencies, cycles, references to upstream outputs), then the expansion of sweep
+// stages into trials. Internal to drover/spec; parse.cc drives it per document.
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/model/job_spec.h"
+#include "drover/spec/diagnostic.h"
+#include "drover/spec/yaml_reader.h"
+#include "drover/workflow/matrix.h"
+
+namespace drover::spec::internal {
+
+// Which mapping is read; each admits its own fields.
+enum class JobForm {
+  kJob,      // a `kind: Job` document: kind and name required
+  kStage,    // a pipeline stage: no kind or pipeline; matrix, concurrency, objective, ...
+  kCronJob,  // a cron job's `job:`: no kind; the name defaults to the cron job's
+};
+
+// A dependency as written (or implied by an input `from`), with where.
+struct DependencyUse {
+  model::Dependency dependency;
+  std::string path;  // "depends_on[1]", "stages[2].inputs[0].from"
+  Pos pos;
+  bool implied = false;  // from an input, not depends_on
+};
+
+// A use of an upstream's output: a `${{ stages.S.outputs.N }}` template or an input `from`.
+struct OutputUse {
+  std::string stage;
+  std::string output;
+  std::string path;
+  Pos pos;
+};
+
+struct ParsedJob {
+  // The job; for a sweep stage, before its `${{ matrix.* }}` and `${{ trial }}` templates are
+  // replaced per trial.
+  model::JobSpec spec;
+  std::string prefix;           // the field path of the mapping: "" or "stages[1]"
+  Pos pos;                      // the mapping
+  std::optional<Pos> name_pos;  // set when the name is valid
+  std::vector<DependencyUse> dependencies;
+  std::vector<OutputUse> output_uses;
+  std::optional<workflow::Matrix> matrix;  // a sweep stage
+};
+
+// Reads `map` (a mapping) at field path `prefix` ("" or "stages[1]"). Fields absent from `map`
+// keep their value in `base` (a pipeline's owner, team, queue and priority; a cron job's name)
+// or the contract's defaults. Reports every problem to `sink`.
+ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm form,
+                   const model::JobSpec& base, const ParseOptions& options, Sink& sink);
+
+// A required field `key` of `f` (a mapping at `prefix`) that is absent (reported at `parent` with
+// `message`) or empty (at its key: "must not be empty").
+void ReportMissing(const Fields& f, Pos parent, const std::string& prefix, const std::string& key,
+                   std::string_view message, Sink& sink);
+
+// owner, team, queue and priority of `f` into `spec` (a job's, or a pipeline's defaults).
+void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink);
+
+// "unsupported kind 'Jb' (did you mean 'Job'?); expected Job, Pipeline or CronJob".
+std::string UnsupportedKindMessage(std::string_view kind);
+
+// The jobs of one file (`pipeline` false) or the stages of one pipeline: checks names,
+// dependencies (adding those inputs imply), cycles and output uses, reporting to `sink`.
+void CheckGroup(std::vector<ParsedJob>& jobs, bool pipeline, Sink& sink);
+
+// The job specs of a checked group, in order: one per job or stage, one per trial of a sweep
+// (named STAGE.N, templates of its parameters replaced). Moves the specs out of `jobs`.
+std::vector<model::JobSpec> ExpandGroup(std::vector<ParsedJob>& jobs, const std::string& base_dir);
+
+// base_dir / path, lexically normalized, without a trailing slash; `path` as written when
+// base_dir is empty. The file system is not read.
+std::string ResolvePath(const std::string& base_dir, const std::string& path);
+
+}  // namespace drover::spec::internal
