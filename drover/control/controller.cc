@@ -143,17 +143,28 @@ void Controller::Hold(Job& job) {
     charges_[job.id] = std::move(*charge);
   }
   TryAllocate(job);
+  Track(job);
 }
 
 void Controller::Unhold(const Job& job) {
   if (!holding_.erase(job.id)) return;
-  cluster_.Release(PlacementOf(job), job.spec.requirements);
-  placements_.erase(job.id);
+  auto placement = placements_.find(job.id);
+  cluster_.Release(placement->second, job.spec.requirements);
+  placements_.erase(placement);
   auto charge = charges_.find(job.id);
   if (charge != charges_.end()) {
     queues_.Remove(charge->second);
     charges_.erase(charge);
   }
+  // Swap-remove: the last entry takes the job's place.
+  auto index = running_index_.find(job.id);
+  const std::size_t pos = index->second;
+  running_index_.erase(index);
+  if (pos + 1 != running_.size()) {
+    running_[pos] = running_.back();
+    running_index_[running_[pos].job] = pos;
+  }
+  running_.pop_back();
   unallocated_.erase(job.id);
   capacity_freed_ = true;
 }
@@ -524,20 +535,22 @@ void Controller::StartAttempt(Job& job, TimeMs ready_at, Step& step) {
   step.changed.insert(job.id);
 }
 
-std::vector<sched::RunningJob> Controller::RunningJobs() const {
-  std::vector<sched::RunningJob> running;
-  running.reserve(holding_.size());
-  for (JobId id : holding_) {
-    auto placement = placements_.find(id);
-    const Job& job = jobs_.at(id);
-    const Attempt& attempt = *job.current_attempt();
-    auto charge = charges_.find(id);
-    running.push_back(sched::RunningJob{
-        id, &job.spec, &placement->second, charge == charges_.end() ? nullptr : &charge->second,
-        model::PriorityClassValue(job.spec.priority_class).value_or(0), attempt.placed_at,
-        attempt.last_checkpoint_at});
+void Controller::Track(const Job& job) {
+  const Attempt& attempt = *job.current_attempt();
+  auto charge = charges_.find(job.id);
+  const sched::RunningJob entry{job.id,
+                                &job.spec,
+                                &placements_.at(job.id),
+                                charge == charges_.end() ? nullptr : &charge->second,
+                                model::PriorityClassValue(job.spec.priority_class).value_or(0),
+                                attempt.placed_at,
+                                attempt.last_checkpoint_at};
+  auto [index, inserted] = running_index_.try_emplace(job.id, running_.size());
+  if (inserted) {
+    running_.push_back(entry);
+  } else {
+    running_[index->second] = entry;
   }
-  return running;
 }
 
 sched::JobHistory Controller::HistoryOf(const Job& job, TimeMs now) const {
@@ -570,7 +583,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   }
   for (const sched::PendingJob& tried : input.pending) untried_.erase(tried.job);
   if (input.pending.empty()) return;
-  input.running = RunningJobs();
+  input.running = running_;
   input.stopping = stopping_;
   for (const auto& [preemptor, victims] : awaiting_) input.awaiting_victims.insert(preemptor);
   input.keep_reservation = !full;
@@ -578,8 +591,11 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     for (const sched::PendingJob& pending : input.pending) {
       input.history.emplace(pending.job, HistoryOf(jobs_.at(pending.job), now));
     }
-    for (const sched::RunningJob& running : input.running) {
-      input.history.emplace(running.job, HistoryOf(jobs_.at(running.job), now));
+    // Only las reads running jobs' history (their LAS queue, for preemption).
+    if (policy_.order == model::QueueOrder::kLas) {
+      for (const sched::RunningJob& running : input.running) {
+        input.history.emplace(running.job, HistoryOf(jobs_.at(running.job), now));
+      }
     }
   }
   sched::CycleOutput cycle = sched::RunPolicyCycle(policy_, queues_, cluster_, input, reservation_);
@@ -591,6 +607,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     holding_.insert(job.id);
     charges_[job.id] = std::move(placed.charge);
     Launch(job, placed.placement, now, step);
+    Track(job);
     placed.decision.attempt = job.current_attempt()->number;
     step.decisions.push_back(std::move(placed.decision));
   }
@@ -753,6 +770,7 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
   if (event.kind == model::WorkerEvent::Kind::kCheckpoint) {
     if (event.at > attempt->last_checkpoint_at) {
       attempt->last_checkpoint_at = event.at;
+      Track(job);
       step.changed.insert(job.id);
     }
     return;
@@ -1023,8 +1041,8 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       } else if (awaiting_.contains(id)) {
         out.estimated_start = now + policy_.preemption_grace;  // victims are gone by then
       } else {
-        out.estimated_start = sched::EstimateStart(cluster_, RunningJobs(), job->spec,
-                                                   std::max(now, job->not_before));
+        out.estimated_start =
+            sched::EstimateStart(cluster_, running_, job->spec, std::max(now, job->not_before));
       }
       break;
     case JobState::kAdmitted:
@@ -1065,6 +1083,7 @@ Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
   Attempt& attempt = *job.current_attempt();
   if (at > attempt.last_checkpoint_at) {
     attempt.last_checkpoint_at = at;
+    Track(job);
     step.changed.insert(id);
   }
   return OkStatus();
@@ -1139,10 +1158,12 @@ Status Controller::SetPolicy(const model::Policy& policy) {
   queues_ = std::move(*tree);
   charges_.clear();
   for (JobId id : holding_) {
-    if (auto charge = ChargeOf(jobs_.at(id))) {
+    const Job& job = jobs_.at(id);
+    if (auto charge = ChargeOf(job)) {
       queues_.Add(*charge);
       charges_[id] = std::move(*charge);
     }
+    Track(job);  // the charge moved
   }
   reservation_.reset();
   verdicts_.clear();

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -147,9 +148,9 @@ class Controller {
 
   // One scheduling pass: releases jobs whose dependencies succeeded (cancelling those whose
   // dependencies cannot), then places ready jobs and emits their launches. Under a queue order
-  // other than fair-share the pass gives the engine each ready and holding job's submission
-  // time and attained service (AttainedGpuMs) at `now`, so running jobs move down LAS queues
-  // (and may become victims) as they run.
+  // other than fair-share the pass gives the engine each ready job's submission time and, under
+  // las, its attained service (AttainedGpuMs) at `now`; under las also each holding job's, so
+  // running jobs move down LAS queues (and may become victims) as they run.
   void Schedule(TimeMs now, Step& step);
 
   // A worker started or exited. Events for unknown or finished attempts are ignored, so an
@@ -255,7 +256,9 @@ class Controller {
   // Adds / removes a job's resources to / from the cluster's and the queue tree's bookkeeping.
   void Hold(model::Job& job);
   void Unhold(const model::Job& job);
-  std::vector<sched::RunningJob> RunningJobs() const;
+  // Writes (or rewrites) the running_ entry of holding `job` from its current attempt, its
+  // placement and its charge; call whenever one of them changes.
+  void Track(const model::Job& job);
   // sched::CycleInput::history of `job` at `now`.
   sched::JobHistory HistoryOf(const model::Job& job, TimeMs now) const;
 
@@ -276,12 +279,18 @@ class Controller {
   TimeMs last_full_cycle_ = 0;
   std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
   std::set<JobId> holding_;      // placed, starting or running: resources allocated
-  std::map<JobId, sched::Placement> placements_;  // of holding jobs
+  std::map<JobId, sched::Placement> placements_;  // of holding jobs: PlacementOf(job)
   std::map<JobId, sched::Charge> charges_;        // of holding jobs whose queue is in the policy
   std::set<JobId> stopping_;                      // victims whose workers are being stopped
   std::map<JobId, std::set<JobId>> awaiting_;     // preemptor -> victims still stopping
   std::optional<sched::Reservation> reservation_;
   std::map<JobId, sched::Verdict> verdicts_;  // ready jobs: the last cycle's verdict
+
+  // The engine's view of the holding jobs (one entry each), in no particular order: the engine's
+  // results do not depend on it. Its pointers point into jobs_, placements_ and charges_. Kept
+  // by Track and Unhold, so that a pass does not rebuild it.
+  std::vector<sched::RunningJob> running_;
+  std::unordered_map<JobId, std::size_t> running_index_;  // job -> its position in running_
 };
 
 }  // namespace drover::control

@@ -70,7 +70,7 @@ std::optional<internal::PlannedGang> PlanOn(ClusterImpl& impl, const Prepared& p
 }
 
 // Running jobs with a time limit, by the end of it (ties: id).
-std::vector<const RunningJob*> ByEnd(const std::vector<RunningJob>& running) {
+std::vector<const RunningJob*> ByEnd(std::span<const RunningJob> running) {
   std::vector<const RunningJob*> bounded;
   for (const RunningJob& job : running) {
     if (EndOf(job)) bounded.push_back(&job);
@@ -88,8 +88,7 @@ struct Projection {
   TimeMs start = 0;
   std::vector<NodeId> nodes;
 };
-std::optional<Projection> Project(const ClusterState& cluster,
-                                  const std::vector<RunningJob>& running,
+std::optional<Projection> Project(const ClusterState& cluster, std::span<const RunningJob> running,
                                   const model::JobSpec& spec, TimeMs now,
                                   const internal::PlanOptions& options) {
   const Prepared prepared = Prepare(spec);
@@ -830,8 +829,8 @@ double LostGpuSeconds(const RunningJob& job, TimeMs now) {
 }
 
 std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
-                                    const std::vector<RunningJob>& running,
-                                    const model::JobSpec& spec, TimeMs now) {
+                                    std::span<const RunningJob> running, const model::JobSpec& spec,
+                                    TimeMs now) {
   auto projection = Project(cluster, running, spec, now, internal::PlanOptions{});
   if (!projection) return std::nullopt;
   return projection->start;

@@ -41,6 +41,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,16 +78,17 @@ struct JobHistory {
 
 struct CycleInput {
   TimeMs now = 0;
-  std::vector<PendingJob> pending;   // every ready job whose backoff is over
-  std::vector<RunningJob> running;   // every job holding resources, stopping ones included
+  std::vector<PendingJob> pending;  // every ready job whose backoff is over
+  // Every job holding resources, stopping ones included, in any order; borrowed for the call.
+  std::span<const RunningJob> running;
   std::set<JobId> stopping;          // running jobs already being stopped: never victims again
   std::set<JobId> awaiting_victims;  // pending jobs whose victims are still stopping
   // A pass over only the jobs not tried before (nothing was freed since the last full pass):
   // the previous reservation still holds instead of a new one being chosen.
   bool keep_reservation = false;
-  // Pending and running jobs' history, read only under orders other than fair-share. A pending
-  // job absent here counts as submitted at its enqueued_at with no attained service; a running
-  // job as having none.
+  // Pending jobs' history, read only under orders other than fair-share, and running jobs', read
+  // only under las. A pending job absent here counts as submitted at its enqueued_at with no
+  // attained service; a running job as having none.
   std::map<JobId, JobHistory> history;
 };
 
@@ -148,8 +150,8 @@ int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms);
 // started_at) and nothing else starts: `now` if it fits now; nullopt if even after every bounded
 // job ends it does not fit (something it needs has no limit). Changes nothing.
 std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
-                                    const std::vector<RunningJob>& running,
-                                    const model::JobSpec& spec, TimeMs now);
+                                    std::span<const RunningJob> running, const model::JobSpec& spec,
+                                    TimeMs now);
 
 // GPU-seconds a running job loses if stopped now: its GPUs times the time since its last
 // checkpoint (or its start).

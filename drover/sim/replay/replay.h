@@ -61,8 +61,10 @@ struct ReplayOptions {
   DurationMs tick = 60'000;
   // Scheduling passes at most this often: events at later instants wait for the next pass,
   // like the server's cycles, which are spaced by their own cost. Default 0: a pass after every
-  // instant that had events (the most faithful; a pass costs the controller time linear in the
-  // cluster's nodes and running jobs, so huge traces may trade fidelity for speed here).
+  // instant that had events (the most faithful). A pass costs the controller time that grows
+  // with the jobs waiting, and with the cluster's nodes and running jobs when one cannot start
+  // (backfill, preemption) or under las; where such passes dominate, spacing them trades
+  // fidelity for speed.
   DurationMs pass_interval = 0;
   // Include wall-clock fields; false -> byte-identical JSON for identical inputs.
   bool timing = true;
