@@ -1,7 +1,13 @@
 #include "drover/api/views.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
 #include "drover/codec/json.h"
 #include "drover/model/metrics.h"
+#include "drover/workflow/rollup.h"
 
 namespace drover::api {
 
@@ -67,9 +73,17 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
   out["spec"] = stored["spec"];
   out["dependencies"] = stored["dependencies"];
   out["attempts"] = stored["attempts"];
+  const std::vector<model::AttemptCost> costs = model::ComputeAttemptCosts(job, now);
   for (std::size_t i = 0; i < job.attempts.size(); ++i) {
-    out["attempts"][i].update(GoodputView(job.attempts[i]));
+    json& attempt = out["attempts"][i];
+    attempt.update(GoodputView(job.attempts[i]));
+    attempt["cause"] = costs[i].cause;
+    attempt["gpu_seconds"] = static_cast<double>(costs[i].gpu_ms) / 1000.0;
+    attempt["lost_gpu_seconds"] = static_cast<double>(costs[i].lost_gpu_ms) / 1000.0;
   }
+  out["split"] = SplitView(model::ComputeSplit(job, now));
+  out["outputs"] = json(job.outputs);
+  if (job.pipeline_run != JobId()) out["pipeline_run"] = job.pipeline_run.value();
   json timeline = {{"created", job.created_at}};
   if (const model::Attempt* attempt = job.current_attempt()) {
     timeline["ready"] = attempt->ready_at;
@@ -93,6 +107,187 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
 json GoodputView(const model::Attempt& attempt) {
   return json{{"useful_work_at", attempt.useful_work_at},
               {"progress", attempt.progress >= 0 ? json(attempt.progress) : json(nullptr)}};
+}
+
+json SplitView(const model::LifecycleSplit& split) {
+  json out = json::object();
+  for (const SplitPhase& phase : kSplitPhases) {
+    out[std::string(phase.name) + "_ms"] = split.*phase.field;
+  }
+  return out;
+}
+
+namespace {
+
+double Hours(std::int64_t gpu_ms) { return static_cast<double>(gpu_ms) / 3'600'000.0; }
+
+}  // namespace
+
+json GoodputTotals(const model::Goodput& goodput) {
+  return json{{"jobs", goodput.jobs},
+              {"succeeded", goodput.succeeded},
+              {"gpu_hours", Hours(goodput.gpu_ms)},
+              {"gpu_hours_per_result", goodput.GpuHoursPerResult()},
+              {"retry_lost_gpu_hours", Hours(goodput.retry_lost_gpu_ms)},
+              {"preemption_lost_gpu_hours", Hours(goodput.preemption_lost_gpu_ms)},
+              {"split", SplitView(goodput.split)}};
+}
+
+Result<json> GoodputReport(const std::vector<model::Job>& jobs, std::string_view by, TimeMs since,
+                           TimeMs now) {
+  std::string model::JobSpec::*key = nullptr;
+  if (by == "queue") key = &model::JobSpec::queue;
+  if (by == "team") key = &model::JobSpec::team;
+  if (by == "owner") key = &model::JobSpec::owner;
+  if (key == nullptr) {
+    return InvalidArgument(
+        fmt::format("query parameter by: expected queue, team or owner, got '{}'", by));
+  }
+  std::map<std::string, model::Goodput> groups;
+  model::Goodput total;
+  for (const model::Job& job : jobs) {
+    if (job.created_at < since) continue;
+    groups[job.spec.*key].Add(job, now);
+    total.Add(job, now);
+  }
+  json rows = json::array();
+  for (const auto& [name, goodput] : groups) {
+    json row = {{"name", name}};
+    row.update(GoodputTotals(goodput));
+    rows.push_back(row);
+  }
+  return json{{"by", by}, {"since", since}, {"groups", rows}, {"total", GoodputTotals(total)}};
+}
+
+namespace {
+
+bool Started(model::JobState state) {
+  return state != model::JobState::kPending && state != model::JobState::kWaiting;
+}
+
+// The rolled-up state of a stage, with an unfinished one told apart: "running" once a job of
+// it left pending and waiting, "waiting" while one waits for inputs, else "pending".
+std::string StageStateName(const workflow::StageStatus& stage) {
+  if (stage.state != workflow::UpstreamState::kUnfinished) {
+    return std::string(workflow::UpstreamStateName(stage.state));
+  }
+  auto any = [&](auto predicate) {
+    return std::any_of(stage.jobs.begin(), stage.jobs.end(),
+                       [&](const model::Job* job) { return predicate(job->state); });
+  };
+  if (any(Started)) return "running";
+  if (any([](model::JobState s) { return s == model::JobState::kWaiting; })) return "waiting";
+  return "pending";
+}
+
+// A job of a pipeline stage: its trial, times and outputs.
+json StageJobView(const model::Job& job, TimeMs now) {
+  const model::JobMetrics metrics = model::ComputeMetrics(job, now);
+  const model::TrialSpec& trial = job.spec.trial;
+  const model::Attempt* first = job.attempts.empty() ? nullptr : &job.attempts.front();
+  const model::Attempt* last = job.current_attempt();
+  return json{
+      {"id", job.id.value()},
+      {"name", job.spec.name},
+      {"state", model::JobStateName(job.state)},
+      {"trial",
+       trial.index == 0
+           ? json(nullptr)
+           : json{{"index", trial.index}, {"count", trial.count}, {"params", trial.params}}},
+      {"attempts", metrics.attempts},
+      {"created_at", job.created_at},
+      {"released_at", job.released_at},
+      {"ready_at", first ? first->ready_at : 0},
+      {"running_at", last ? last->running_at : 0},
+      {"finished_at", job.finished_at},
+      {"queue_wait_ms", metrics.queue_wait},
+      {"run_time_ms", metrics.run_time},
+      {"gpu_hours", metrics.gpu_hours()},
+      {"outputs", json(job.outputs)},
+      {"message", job.status_message},
+  };
+}
+
+json StageView(const workflow::StageStatus& stage, TimeMs now) {
+  const model::JobSpec& spec = stage.jobs.front()->spec;
+  json depends_on = json::array();
+  for (const model::Dependency& dependency : spec.depends_on) {
+    depends_on.push_back({{"stage", dependency.name},
+                          {"condition", model::DependencyConditionName(dependency.condition)}});
+  }
+  json jobs = json::array();
+  TimeMs started_at = 0;
+  TimeMs finished_at = 0;
+  DurationMs queue_wait = 0;
+  DurationMs run_time = 0;
+  for (const model::Job* job : stage.jobs) {
+    json view = StageJobView(*job, now);
+    const TimeMs running_at = view["running_at"].get<TimeMs>();
+    if (running_at != 0 && (started_at == 0 || running_at < started_at)) started_at = running_at;
+    finished_at = std::max(finished_at, job->finished_at);
+    queue_wait += view["queue_wait_ms"].get<DurationMs>();
+    run_time += view["run_time_ms"].get<DurationMs>();
+    jobs.push_back(std::move(view));
+  }
+  const bool finished = stage.state != workflow::UpstreamState::kUnfinished;
+  return json{{"name", stage.name},
+              {"state", StageStateName(stage)},
+              {"depends_on", depends_on},
+              {"if", spec.run_if},
+              {"started_at", started_at},
+              {"finished_at", finished ? finished_at : 0},
+              {"queue_wait_ms", queue_wait},
+              {"run_time_ms", run_time},
+              {"jobs", jobs}};
+}
+
+std::vector<const model::Job*> Pointers(const std::vector<model::Job>& jobs) {
+  std::vector<const model::Job*> out;
+  for (const model::Job& job : jobs) out.push_back(&job);
+  return out;
+}
+
+json SummaryOf(const std::vector<const model::Job*>& run, const workflow::RunStatus& status,
+               TimeMs now) {
+  const model::JobSpec& first = run.front()->spec;
+  std::map<std::string, int> counts;
+  for (const model::Job* job : run) ++counts[std::string(model::JobStateName(job->state))];
+  const int done = static_cast<int>(std::count_if(
+      status.stages.begin(), status.stages.end(),
+      [](const auto& stage) { return stage.state != workflow::UpstreamState::kUnfinished; }));
+  const TimeMs end = status.finished_at != 0 ? status.finished_at : now;
+  return json{{"id", run.front()->pipeline_run.value()},
+              {"name", first.pipeline.empty() ? first.name : first.pipeline},
+              {"owner", first.owner},
+              {"queue", first.queue},
+              {"state", workflow::RunStateName(status.state)},
+              {"created_at", status.created_at},
+              {"finished_at", status.finished_at},
+              {"wall_ms", std::max<DurationMs>(end - status.created_at, 0)},
+              {"stages_total", status.stages.size()},
+              {"stages_done", done},
+              {"jobs", counts}};
+}
+
+}  // namespace
+
+json PipelineSummary(const std::vector<model::Job>& jobs, TimeMs now) {
+  const std::vector<const model::Job*> run = Pointers(jobs);
+  return SummaryOf(run, workflow::RollUp(run), now);
+}
+
+json PipelineDetail(const std::vector<model::Job>& jobs, TimeMs now) {
+  const std::vector<const model::Job*> run = Pointers(jobs);
+  const workflow::RunStatus status = workflow::RollUp(run);
+  json out = SummaryOf(run, status, now);
+  json stages = json::array();
+  for (const workflow::StageStatus& stage : status.stages) stages.push_back(StageView(stage, now));
+  out["stages"] = stages;
+  out["split"] = SplitView(model::ComputePipelineSplit(run, now));
+  model::Goodput goodput;
+  for (const model::Job* job : run) goodput.Add(*job, now);
+  out["goodput"] = GoodputTotals(goodput);
+  return out;
 }
 
 json NodeView(const model::Node& node, const model::Resources& free,

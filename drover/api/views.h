@@ -5,6 +5,7 @@
 // CLI's `-o json` share them.
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <vector>
 
 #include "drover/common/clock.h"
@@ -13,6 +14,7 @@
 #include "drover/control/controller.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
+#include "drover/model/metrics.h"
 #include "drover/model/node.h"
 
 namespace drover::api {
@@ -32,14 +34,61 @@ nlohmann::json JobSummary(const model::Job& job, TimeMs now);
 
 // `drover get`: the summary plus the spec, dependencies, the current attempt's timeline
 // (created, ready, dequeued, admitted, placed, workers_started, running, useful_work, finished),
-// every attempt with its workers and placement and its GoodputView fields, and the stored
-// transitions.
+// every attempt with its workers and placement, its GoodputView fields and its cost (`cause`,
+// `gpu_seconds`, `lost_gpu_seconds`: model::ComputeAttemptCosts), the job's `split`
+// (SplitView of model::ComputeSplit), `outputs` (name -> published path or value),
+// `pipeline_run` (only when the job belongs to one) and the stored transitions.
 nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions,
                          TimeMs now);
 
 // What the job reported about an attempt (`drover report`): {"useful_work_at": ms, 0 = not
 // reported, "progress": a number in [0, 1], null = not reported}.
 nlohmann::json GoodputView(const model::Attempt& attempt);
+
+// The phases of a lifecycle split in the order they happen; SplitView names each NAME_ms.
+struct SplitPhase {
+  std::string_view name;
+  DurationMs model::LifecycleSplit::*field;
+};
+inline constexpr SplitPhase kSplitPhases[] = {
+    {"dependencies", &model::LifecycleSplit::dependencies},
+    {"inputs", &model::LifecycleSplit::inputs},
+    {"queue", &model::LifecycleSplit::queue},
+    {"admission", &model::LifecycleSplit::admission},
+    {"placement", &model::LifecycleSplit::placement},
+    {"startup", &model::LifecycleSplit::startup},
+    {"until_useful", &model::LifecycleSplit::until_useful},
+    {"run", &model::LifecycleSplit::run},
+    {"backoff", &model::LifecycleSplit::backoff},
+    {"publishing", &model::LifecycleSplit::publishing},
+};
+
+// A lifecycle split in milliseconds: dependencies_ms, inputs_ms, queue_ms, admission_ms,
+// placement_ms, startup_ms, until_useful_ms, run_ms, backoff_ms, publishing_ms (they add up to
+// split.Total()).
+nlohmann::json SplitView(const model::LifecycleSplit& split);
+
+// GPU-time accounting of a set of jobs: jobs, succeeded, gpu_hours, gpu_hours_per_result,
+// retry_lost_gpu_hours, preemption_lost_gpu_hours and split (SplitView, summed over the jobs).
+nlohmann::json GoodputTotals(const model::Goodput& goodput);
+
+// GET /v1/goodput: {"by", "since", "groups": [{"name", GoodputTotals...}] by name, "total":
+// GoodputTotals} over the jobs created at or after `since`, grouped by `by` (queue, team or
+// owner; anything else is kInvalidArgument naming the parameter).
+Result<nlohmann::json> GoodputReport(const std::vector<model::Job>& jobs, std::string_view by,
+                                     TimeMs since, TimeMs now);
+
+// One row of GET /v1/pipelines for the jobs of one pipeline run (in id order, not empty): id
+// (the run), name, owner, queue, state (workflow::RollUp), created_at, finished_at, wall_ms
+// (created until finished, or `now`), stages_total, stages_done (finished stages) and jobs
+// (counts by job state).
+nlohmann::json PipelineSummary(const std::vector<model::Job>& run, TimeMs now);
+
+// GET /v1/pipelines/{id}: the summary plus `stages` (name, state, depends_on [{stage,
+// condition}], if, started_at, finished_at, queue_wait_ms, run_time_ms and jobs with their
+// trial, times and outputs), `split` (model::ComputePipelineSplit; its phases add up to
+// wall_ms) and `goodput` (GoodputTotals over the run's jobs).
+nlohmann::json PipelineDetail(const std::vector<model::Job>& run, TimeMs now);
 
 // A node with its capacity and what is free now.
 nlohmann::json NodeView(const model::Node& node, const model::Resources& free,

@@ -82,9 +82,11 @@ int Main(int argc, char** argv) {
   ls->add_option("--name", list_flags.name);
   ls->add_flag("--active", list_flags.active, "only jobs that have not finished");
   ls->add_option("--limit", list_flags.limit, "the newest N jobs");
+  ls->add_flag("--pipeline", list_flags.pipelines, "list pipeline runs instead of jobs");
   ls->callback([&] { run = [&] { return ListCommand(client, list_flags); }; });
 
-  auto* get = app.add_subcommand("get", "show a job: timeline, attempts, workers, transitions");
+  auto* get = app.add_subcommand(
+      "get", "show a job (timeline, attempts, workers, transitions) and its pipeline run");
   get->add_option("id", id)->required();
   get->callback([&] { run = [&] { return GetCommand(client, id); }; });
 
@@ -98,9 +100,18 @@ int Main(int argc, char** argv) {
   logs->add_option("--tail", log_flags.tail_lines, "start with the last N lines");
   logs->callback([&] { run = [&] { return LogsCommand(client, id, log_flags); }; });
 
-  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  bool cancel_pipeline = false;
+  auto* cancel = app.add_subcommand("cancel", "cancel a job, or a pipeline run's unfinished jobs");
   cancel->add_option("id", id)->required();
-  cancel->callback([&] { run = [&] { return CancelCommand(client, id); }; });
+  cancel->add_flag("--pipeline", cancel_pipeline, "ID is a pipeline run: cancel its stages");
+  cancel->callback([&] { run = [&] { return CancelCommand(client, id, cancel_pipeline); }; });
+
+  std::string goodput_by = "queue";
+  auto* goodput = app.add_subcommand(
+      "goodput", "GPU-hours, per result, lost to retries and preemptions, and the lifecycle split");
+  goodput->add_option("--by", goodput_by, "group by queue (default), team or owner")
+      ->check(CLI::IsMember({"queue", "team", "owner"}));
+  goodput->callback([&] { run = [&] { return GoodputCommand(client, goodput_by); }; });
 
   auto* explain = app.add_subcommand("explain", "say why a job is where it is");
   explain->add_option("id", id)->required();

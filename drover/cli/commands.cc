@@ -26,10 +26,31 @@ void PrintJson(const json& value) {
   std::cout << value.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
-std::string Ms(const json& value) {
-  return value.is_number() && value.get<std::int64_t>() > 0
-             ? FormatDuration(value.get<std::int64_t>())
-             : "-";
+// Prints `body` as JSON or, for tables, as `describe` renders it; 0, or the error's status.
+template <typename Describe>
+int Print(const ClientFlags& flags, const Result<json>& body, Describe describe) {
+  if (!body) return ReportError(body.error());
+  if (flags.output == "json") {
+    PrintJson(*body);
+  } else {
+    std::cout << describe(*body);
+  }
+  return 0;
+}
+
+// `drover ls --pipeline`: one row per pipeline run.
+int ListPipelines(const ClientFlags& flags) {
+  server::ApiClient client(flags.server);
+  return Print(flags, client.Pipelines(), [](const json& body) {
+    Table table({"ID", "NAME", "STATE", "STAGES", "CREATED", "WALL"});
+    for (const json& run : body["pipelines"]) {
+      table.AddRow(
+          {run["id"].dump(), run["name"], run["state"],
+           fmt::format("{}/{}", run["stages_done"].get<int>(), run["stages_total"].get<int>()),
+           FormatTimestamp(run["created_at"].get<TimeMs>()), FormatMs(run["wall_ms"])});
+    }
+    return table.Render();
+  });
 }
 
 }  // namespace
@@ -85,6 +106,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
 }
 
 int ListCommand(const ClientFlags& flags, const ListFlags& list) {
+  if (list.pipelines) return ListPipelines(flags);
   std::string query = "/v1/jobs?";
   auto add = [&](const char* key, const std::string& value) {
     if (!value.empty()) query += fmt::format("{}={}&", key, server::UrlEncode(value));
@@ -109,8 +131,8 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
     const json& m = job["metrics"];
     table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
                   job["queue"], job["state"], std::to_string(job["attempt"].get<int>()),
-                  std::to_string(job["gpus"].get<int>()), Ms(m["queue_wait_ms"]),
-                  Ms(m["run_time_ms"]), Truncate(job["message"].get<std::string>(), 70)});
+                  std::to_string(job["gpus"].get<int>()), FormatMs(m["queue_wait_ms"]),
+                  FormatMs(m["run_time_ms"]), Truncate(job["message"].get<std::string>(), 70)});
   }
   std::cout << table.Render();
   return 0;
@@ -126,6 +148,10 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
     return 0;
   }
   std::cout << DescribeJob(job);
+  if (!job.contains("pipeline_run")) return 0;
+  auto run = client.Pipeline(job["pipeline_run"].dump());
+  if (!run) return ReportError(run.error());
+  std::cout << "\n" << DescribePipeline(*run);
   return 0;
 }
 
@@ -161,8 +187,15 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
   return 0;
 }
 
-int CancelCommand(const ClientFlags& flags, const std::string& id) {
+int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline) {
   server::ApiClient client(flags.server);
+  if (pipeline) {
+    return Print(flags, client.CancelPipeline(id, CurrentUser()), [](const json& run) {
+      return fmt::format("pipeline run {} ({}) cancelled; its state is now {}\n",
+                         run["id"].get<std::int64_t>(), run["name"].get<std::string>(),
+                         run["state"].get<std::string>());
+    });
+  }
   auto response = client.Post("/v1/jobs/" + server::UrlEncode(id) + "/cancel", "",
                               "application/json", {{"X-Drover-User", CurrentUser()}});
   if (!response) return ReportError(response.error());
@@ -203,28 +236,19 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
   return 0;
 }
 
+int GoodputCommand(const ClientFlags& flags, const std::string& by) {
+  server::ApiClient client(flags.server);
+  return Print(flags, client.Goodput(by), DescribeGoodput);
+}
+
 int QueuesCommand(const ClientFlags& flags) {
   server::ApiClient client(flags.server);
-  auto body = client.Queues();
-  if (!body) return ReportError(body.error());
-  if (flags.output == "json") {
-    PrintJson(*body);
-    return 0;
-  }
-  std::cout << DescribeQueues(*body);
-  return 0;
+  return Print(flags, client.Queues(), DescribeQueues);
 }
 
 int WhyCommand(const ClientFlags& flags, const std::string& id) {
   server::ApiClient client(flags.server);
-  auto body = client.Decisions(id);
-  if (!body) return ReportError(body.error());
-  if (flags.output == "json") {
-    PrintJson(*body);
-    return 0;
-  }
-  std::cout << DescribeDecisions(*body);
-  return 0;
+  return Print(flags, client.Decisions(id), DescribeDecisions);
 }
 
 int CheckpointCommand(const ClientFlags& flags, const std::string& id) {

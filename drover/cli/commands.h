@@ -23,8 +23,10 @@ struct ListFlags {
   std::string state, owner, team, queue, name;
   bool active = false;
   int limit = 0;
+  bool pipelines = false;  // list pipeline runs instead of jobs (the other filters do not apply)
 };
 int ListCommand(const ClientFlags& flags, const ListFlags& list);
+// `drover get ID`: the job and, when it belongs to a pipeline run, the run as a tree.
 int GetCommand(const ClientFlags& flags, const std::string& id);
 struct LogFlags {
   bool follow = false;
@@ -34,7 +36,12 @@ struct LogFlags {
   int tail_lines = 0;  // > 0: start with the last N lines (of the last 1 MiB)
 };
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs);
-int CancelCommand(const ClientFlags& flags, const std::string& id);
+// `drover cancel ID`, or with `pipeline` `drover cancel --pipeline RUN`: cancels the run's
+// unfinished jobs.
+int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline);
+// `drover goodput [--by queue|team|owner]`: GPU-hours, per result, lost to retries and
+// preemptions, and the lifecycle split, per group.
+int GoodputCommand(const ClientFlags& flags, const std::string& by);
 int ExplainCommand(const ClientFlags& flags, const std::string& id);
 int NodesCommand(const ClientFlags& flags);
 // `drover queues`: the queue tree with quotas, usage, borrowing and pending jobs.

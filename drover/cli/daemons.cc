@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "drover/api/views.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
@@ -324,24 +325,32 @@ int RunCommand(const RunFlags& flags) {
 
   Table table(
       {"JOB", "NAME", "STATE", "ATTEMPTS", "QUEUE WAIT", "START-UP", "RUN TIME", "GPU-HOURS"});
-  bool all_succeeded = true;
+  bool succeeded = true;
   TimeMs now = clock.Now();
+  std::vector<model::Job> jobs;
   for (JobId id : submitted->ids) {
-    auto job = plane.GetJob(id);
-    if (!job) continue;
-    model::JobMetrics m = model::ComputeMetrics(*job, now);
-    all_succeeded = all_succeeded && job->state == model::JobState::kSucceeded;
-    table.AddRow({std::to_string(id.value()), job->spec.name,
-                  std::string(model::JobStateName(job->state)), std::to_string(m.attempts),
+    if (auto job = plane.GetJob(id)) jobs.push_back(*std::move(job));
+  }
+  for (const model::Job& job : jobs) {
+    model::JobMetrics m = model::ComputeMetrics(job, now);
+    succeeded = succeeded && job.state == model::JobState::kSucceeded;
+    table.AddRow({std::to_string(job.id.value()), job.spec.name,
+                  std::string(model::JobStateName(job.state)), std::to_string(m.attempts),
                   Shorten(m.queue_wait), Shorten(m.startup), Shorten(m.run_time),
                   fmt::format("{:.4f}", m.gpu_hours())});
   }
   std::cout << "\n" << table.Render();
-  for (JobId id : submitted->ids) {
-    auto job = plane.GetJob(id);
-    if (job && job->state != model::JobState::kSucceeded && !job->status_message.empty()) {
-      std::cout << fmt::format("{} ({}): {}\n", job->spec.name, id.value(), job->status_message);
+  for (const model::Job& job : jobs) {
+    if (job.state != model::JobState::kSucceeded && !job.status_message.empty()) {
+      std::cout << fmt::format("{} ({}): {}\n", job.spec.name, job.id.value(), job.status_message);
     }
+  }
+  // A pipeline run succeeds by its roll-up: skipped stages and trials cancelled by early
+  // stopping are part of a run that succeeded.
+  if (!jobs.empty() && jobs.front().pipeline_run != JobId()) {
+    const nlohmann::json run = api::PipelineDetail(jobs, now);
+    std::cout << "\n" << DescribePipeline(run);
+    succeeded = run["state"] == "succeeded";
   }
   std::cout << fmt::format(
       "logs and state: {} (drover get/logs work against the API while it "
@@ -349,7 +358,7 @@ int RunCommand(const RunFlags& flags) {
       data_dir);
   daemon->http->Stop();
   plane.Stop();
-  return all_succeeded ? 0 : 1;
+  return succeeded ? 0 : 1;
 }
 
 }  // namespace drover::cli

@@ -4,6 +4,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -14,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "drover/api/views.h"
 #include "drover/cli/table.h"
 #include "drover/common/quantity.h"
 
@@ -101,6 +104,7 @@ std::string DescribeJob(const json& job) {
                   FormatDuration(m["startup_ms"].get<std::int64_t>()),
                   FormatDuration(m["run_time_ms"].get<std::int64_t>()),
                   FormatDuration(m["total_ms"].get<std::int64_t>()), m["gpu_hours"].get<double>());
+  out += fmt::format("  split:     {}\n", DescribeSplit(job["split"]));
   out += "  timeline (current attempt, from creation):\n";
   for (const char* phase : {"ready", "dequeued", "admitted", "placed", "workers_started", "running",
                             "useful_work", "finished"}) {
@@ -112,10 +116,14 @@ std::string DescribeJob(const json& job) {
     std::string outcome = attempt.contains("outcome") && attempt["outcome"].is_string()
                               ? attempt["outcome"].get<std::string>()
                               : "in progress";
-    out += fmt::format("  attempt {}: {}{}\n", attempt["number"].get<int>(), outcome,
-                       attempt.value("outcome_reason", "").empty()
-                           ? ""
-                           : " - " + attempt["outcome_reason"].get<std::string>());
+    const std::string cause = attempt.value("cause", "");
+    const double gpu_seconds = attempt.value("gpu_seconds", 0.0);
+    out +=
+        fmt::format("  attempt {}: {}{}{}\n", attempt["number"].get<int>(), outcome,
+                    cause.empty() ? "" : " - " + cause,
+                    gpu_seconds > 0 ? fmt::format(" ({:.1f} GPU-seconds, {:.1f} lost)", gpu_seconds,
+                                                  attempt.value("lost_gpu_seconds", 0.0))
+                                    : "");
     // Preemption and checkpoints: how the attempt began and what it kept.
     std::vector<std::string> notes;
     if (attempt.value("resumed", false)) notes.push_back("resumed from a checkpoint");
@@ -162,6 +170,108 @@ std::string DescribeJob(const json& job) {
                        t["cause"].get<std::string>());
   }
   return out;
+}
+
+std::string FormatMs(const json& ms) {
+  return ms.is_number() && ms.get<std::int64_t>() > 0 ? FormatDuration(ms.get<std::int64_t>())
+                                                      : "-";
+}
+
+std::string DescribeSplit(const json& split) {
+  std::vector<std::string> phases;
+  for (const api::SplitPhase& phase : api::kSplitPhases) {
+    const std::int64_t ms = split.value(std::string(phase.name) + "_ms", std::int64_t{0});
+    if (ms > 0) phases.push_back(fmt::format("{} {}", phase.name, FormatDuration(ms)));
+  }
+  return phases.empty() ? "-" : fmt::format("{}", fmt::join(phases, ", "));
+}
+
+namespace {
+
+// "lr=0.1 batch=32", "accuracy=0.93": a JSON object of strings on one line.
+std::string Pairs(const json& object) {
+  std::vector<std::string> pairs;
+  for (const auto& [key, value] : object.items()) {
+    pairs.push_back(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+  return fmt::format("{}", fmt::join(pairs, " "));
+}
+
+// What a pipeline tree says of a job besides its state: its outputs and its message.
+std::string JobNotes(const json& job) {
+  std::vector<std::string> notes;
+  if (!job["outputs"].empty()) notes.push_back(Pairs(job["outputs"]));
+  if (!job.value("message", "").empty()) notes.push_back(Truncate(job["message"], 60));
+  return fmt::format("{}", fmt::join(notes, "; "));
+}
+
+}  // namespace
+
+std::string DescribePipeline(const json& run) {
+  std::string out = fmt::format(
+      "Pipeline run {} ({}): {}, {}/{} stages done, wall {}\n", run.value("id", std::int64_t{0}),
+      run.value("name", ""), run.value("state", ""), run.value("stages_done", 0),
+      run.value("stages_total", 0), FormatDuration(run.value("wall_ms", std::int64_t{0})));
+  Table tree({"STAGE", "STATE", "JOB", "QUEUED", "RAN", "DETAIL"});
+  const json& stages = run["stages"];
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const json& stage = stages[i];
+    const bool last_stage = i + 1 == stages.size();
+    const json& jobs = stage["jobs"];
+    const bool sweep = !jobs.empty() && jobs[0]["trial"].is_object();
+    std::vector<std::string> notes;
+    std::vector<std::string> upstreams;
+    for (const json& dependency : stage["depends_on"]) {
+      const std::string condition = dependency["condition"];
+      upstreams.push_back(dependency["stage"].get<std::string>() +
+                          (condition == "succeeded" ? "" : " " + condition));
+    }
+    if (!upstreams.empty()) notes.push_back(fmt::format("after {}", fmt::join(upstreams, ", ")));
+    // A skipped stage's message already says why its `if` did not hold.
+    if (!stage.value("if", "").empty() && stage["state"] != "skipped") {
+      notes.push_back("if " + stage["if"].get<std::string>());
+    }
+    if (!sweep && jobs.size() == 1 && !JobNotes(jobs[0]).empty()) {
+      notes.push_back(JobNotes(jobs[0]));
+    }
+    tree.AddRow({(last_stage ? "`-- " : "|-- ") + stage["name"].get<std::string>() +
+                     (sweep ? fmt::format(" (sweep, {} trials)", jobs.size()) : ""),
+                 stage["state"], sweep || jobs.size() != 1 ? "-" : jobs[0]["id"].dump(),
+                 FormatMs(stage["queue_wait_ms"]), FormatMs(stage["run_time_ms"]),
+                 fmt::format("{}", fmt::join(notes, "; "))});
+    if (!sweep && jobs.size() == 1) continue;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const json& job = jobs[j];
+      const json& trial = job["trial"];
+      tree.AddRow({std::string(last_stage ? "    " : "|   ") +
+                       (j + 1 == jobs.size() ? "`-- " : "|-- ") + job["name"].get<std::string>() +
+                       (trial.is_object() ? " " + Pairs(trial["params"]) : ""),
+                   job["state"], job["id"].dump(), FormatMs(job["queue_wait_ms"]),
+                   FormatMs(job["run_time_ms"]), JobNotes(job)});
+    }
+  }
+  out += tree.Render();
+  out += fmt::format("split (adds up to the wall time): {}\n", DescribeSplit(run["split"]));
+  return out;
+}
+
+std::string DescribeGoodput(const json& report) {
+  std::string by = report.value("by", "queue");
+  std::transform(by.begin(), by.end(), by.begin(), [](unsigned char c) { return std::toupper(c); });
+  Table table({by, "JOBS", "SUCCEEDED", "GPU-HOURS", "PER RESULT", "RETRY LOST", "PREEMPTION LOST",
+               "SPLIT"});
+  auto add = [&](const std::string& name, const json& row) {
+    table.AddRow({name, std::to_string(row.value("jobs", 0)),
+                  std::to_string(row.value("succeeded", 0)),
+                  fmt::format("{:.4f}", row.value("gpu_hours", 0.0)),
+                  fmt::format("{:.4f}", row.value("gpu_hours_per_result", 0.0)),
+                  fmt::format("{:.4f}", row.value("retry_lost_gpu_hours", 0.0)),
+                  fmt::format("{:.4f}", row.value("preemption_lost_gpu_hours", 0.0)),
+                  DescribeSplit(row.value("split", json::object()))});
+  };
+  for (const json& group : report.value("groups", json::array())) add(group["name"], group);
+  add("(total)", report.value("total", json::object()));
+  return table.Render();
 }
 
 std::string FormatTimestamp(TimeMs at) {

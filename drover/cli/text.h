@@ -26,6 +26,17 @@ std::string Truncate(const std::string& text, std::size_t width);
 std::string TaintText(const nlohmann::json& taint);
 // A multi-line description of a job (API JobDetail JSON) for `drover get`.
 std::string DescribeJob(const nlohmann::json& job);
+// A duration in milliseconds (a JSON number) for a table cell: "1.5s", or "-" when 0 or absent.
+std::string FormatMs(const nlohmann::json& ms);
+// A lifecycle split (api::SplitView) on one line, its phases that took time in order:
+// "queue 5ms, startup 40ms, run 1.2s" ("-" when none did).
+std::string DescribeSplit(const nlohmann::json& split);
+// A pipeline run (GET /v1/pipelines/{id}) as a tree: its state, each stage with its state,
+// times, dependencies and outputs and, under a sweep, each trial with its parameters; then the
+// run's lifecycle split.
+std::string DescribePipeline(const nlohmann::json& run);
+// `drover goodput`: the groups of GET /v1/goodput and their total as a table.
+std::string DescribeGoodput(const nlohmann::json& report);
 // `at` (ms since the epoch) as local time, "2026-11-30 14:05:09".
 std::string FormatTimestamp(TimeMs at);
 // How far `at` is from `now`: "in 3m", "2m ago", "now" (within a second).

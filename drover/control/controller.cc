@@ -743,6 +743,7 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
   spec.env["DROVER_MASTER_PORT"] = std::to_string(port);
   if (!job.spec.checkpoint_dir.empty()) spec.env["DROVER_CHECKPOINT_DIR"] = job.spec.checkpoint_dir;
   if (attempt.resumed) spec.env["DROVER_RESUME"] = "1";
+  if (!job.spec.checkpoint_dir.empty()) spec.make_dirs.push_back(job.spec.checkpoint_dir);
   for (const model::StagedOutput& output :
        model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root)) {
     spec.env[model::OutputVariable(output.name)] = output.staging;
@@ -1072,14 +1073,21 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   return out;
 }
 
-Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
+Result<Job*> Controller::FindRunning(JobId id, std::string_view reports) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return NotFound(fmt::format("job {} does not exist", id.value()));
   Job& job = it->second;
   if (job.state != JobState::kStarting && job.state != JobState::kRunning) {
-    return FailedPrecondition(fmt::format("job {} is {}: only a running job reports checkpoints",
-                                          id.value(), model::JobStateName(job.state)));
+    return FailedPrecondition(fmt::format("job {} is {}: only a running job reports {}", id.value(),
+                                          model::JobStateName(job.state), reports));
   }
+  return &job;
+}
+
+Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
+  Result<Job*> found = FindRunning(id, "checkpoints");
+  if (!found) return tl::unexpected(found.error());
+  Job& job = **found;
   Attempt& attempt = *job.current_attempt();
   if (at > attempt.last_checkpoint_at) {
     attempt.last_checkpoint_at = at;
@@ -1091,13 +1099,9 @@ Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
 
 Status Controller::ReportProgress(JobId id, bool useful_work_began, std::optional<double> progress,
                                   TimeMs now, Step& step) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return NotFound(fmt::format("job {} does not exist", id.value()));
-  Job& job = it->second;
-  if (job.state != JobState::kStarting && job.state != JobState::kRunning) {
-    return FailedPrecondition(fmt::format("job {} is {}: only a running job reports progress",
-                                          id.value(), model::JobStateName(job.state)));
-  }
+  Result<Job*> found = FindRunning(id, "progress");
+  if (!found) return tl::unexpected(found.error());
+  Job& job = **found;
   if (progress && !(*progress >= 0 && *progress <= 1)) {
     return InvalidArgument(fmt::format("progress: {} is outside [0, 1]", *progress));
   }

@@ -207,6 +207,9 @@ class Controller {
   const sched::ClusterState& cluster() const { return cluster_; }
 
  private:
+  // The job `id` when it is starting or running; else kNotFound, or kFailedPrecondition saying
+  // only a running job reports `reports`.
+  Result<model::Job*> FindRunning(JobId id, std::string_view reports);
   // Records job.state -> to (which the lifecycle must allow) and keeps the state indexes.
   void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
               Step& step);

@@ -84,6 +84,7 @@ TEST_F(ControllerTest, LaunchSpecCarriesEnvironmentAndDisjointGpusForAGang) {
   EXPECT_EQ(w1.env.at("DROVER_WORKER_RANK"), "1");
   EXPECT_EQ(w0.env.at("DROVER_NUM_WORKERS"), "2");
   EXPECT_EQ(w0.env.at("DROVER_CHECKPOINT_DIR"), "/ckpt");
+  EXPECT_THAT(w0.make_dirs, ElementsAre("/ckpt"));  // the agent creates it
   EXPECT_EQ(w0.env.at("DROVER_MASTER_PORT"), w1.env.at("DROVER_MASTER_PORT"));
   EXPECT_EQ(w0.env.at("DROVER_MASTER_ADDR"), "127.0.0.1");
   EXPECT_EQ(w0.gpus.size(), 2u);

@@ -39,8 +39,8 @@ struct LaunchSpec {
   // With checkpoint_dir set, the agent reports a kCheckpoint event whenever
   // <checkpoint_dir>/.drover-checkpoint is touched.
   std::string checkpoint_dir;
-  // Directories the agent creates (with parents) before the process starts: the attempt's
-  // output staging locations (docs/workflows.md).
+  // Directories the agent creates (with parents) before the process starts: the checkpoint
+  // directory and the attempt's output staging locations (docs/workflows.md).
   std::vector<std::string> make_dirs;
 
   friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;

@@ -103,6 +103,21 @@ Result<nlohmann::json> ApiClient::Report(const std::string& job, const nlohmann:
   return BodyOf(Post("/v1/jobs/" + UrlEncode(job) + "/report", report.dump(), "application/json"));
 }
 
+Result<nlohmann::json> ApiClient::Pipelines() { return BodyOf(Get("/v1/pipelines")); }
+
+Result<nlohmann::json> ApiClient::Pipeline(const std::string& run) {
+  return BodyOf(Get("/v1/pipelines/" + UrlEncode(run)));
+}
+
+Result<nlohmann::json> ApiClient::CancelPipeline(const std::string& run, const std::string& user) {
+  return BodyOf(Post("/v1/pipelines/" + UrlEncode(run) + "/cancel", "", "application/json",
+                     {{"X-Drover-User", user}}));
+}
+
+Result<nlohmann::json> ApiClient::Goodput(const std::string& by) {
+  return BodyOf(Get("/v1/goodput?by=" + UrlEncode(by)));
+}
+
 Result<nlohmann::json> ApiClient::Queues() { return BodyOf(Get("/v1/queues")); }
 
 Result<nlohmann::json> ApiClient::Policy() { return BodyOf(Get("/v1/policy")); }

@@ -44,9 +44,14 @@ class ApiClient {
   Result<nlohmann::json> Checkpoint(const std::string& job);  // POST /v1/jobs/{id}/checkpoint
   // POST /v1/jobs/{id}/report with `report` as the body.
   Result<nlohmann::json> Report(const std::string& job, const nlohmann::json& report);
-  Result<nlohmann::json> Queues();        // GET /v1/queues
-  Result<nlohmann::json> Policy();        // GET /v1/policy
-  Result<nlohmann::json> ReloadPolicy();  // POST /v1/policy/reload
+  Result<nlohmann::json> Pipelines();                       // GET /v1/pipelines
+  Result<nlohmann::json> Pipeline(const std::string& run);  // GET /v1/pipelines/{id}
+  // POST /v1/pipelines/{id}/cancel as `user` (X-Drover-User).
+  Result<nlohmann::json> CancelPipeline(const std::string& run, const std::string& user);
+  Result<nlohmann::json> Goodput(const std::string& by);  // GET /v1/goodput?by=
+  Result<nlohmann::json> Queues();                        // GET /v1/queues
+  Result<nlohmann::json> Policy();                        // GET /v1/policy
+  Result<nlohmann::json> ReloadPolicy();                  // POST /v1/policy/reload
 
   const std::string& base_url() const { return base_url_; }
 

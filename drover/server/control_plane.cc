@@ -292,6 +292,35 @@ std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) c
   return out;
 }
 
+Result<std::vector<model::Job>> ControlPlane::PipelineRun(JobId run) const {
+  std::lock_guard lock(mu_);
+  std::vector<model::Job> out;
+  if (run != JobId()) {
+    for (auto it = controller_.jobs().lower_bound(run);
+         it != controller_.jobs().end() && it->second.pipeline_run == run; ++it) {
+      out.push_back(it->second);
+    }
+  }
+  if (out.empty()) return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
+  return out;
+}
+
+std::vector<std::vector<model::Job>> ControlPlane::PipelineRuns() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::vector<model::Job>> runs;
+  for (const auto& [id, job] : controller_.jobs()) {
+    if (job.pipeline_run == JobId()) continue;
+    // A run's jobs have consecutive ids, starting at the run's.
+    if (job.pipeline_run == id) {
+      runs.emplace_back();
+    } else if (runs.empty() || runs.back().front().pipeline_run != job.pipeline_run) {
+      continue;
+    }
+    runs.back().push_back(job);
+  }
+  return runs;
+}
+
 Result<std::vector<model::Transition>> ControlPlane::Transitions(JobId id) const {
   {
     std::lock_guard lock(mu_);

@@ -102,6 +102,11 @@ class ControlPlane {
 
   Result<model::Job> GetJob(JobId id) const;
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const;
+  // The jobs of pipeline run `run` (Job::pipeline_run), in id order; kNotFound when no job
+  // belongs to it.
+  Result<std::vector<model::Job>> PipelineRun(JobId run) const;
+  // Every pipeline run's jobs (each in id order), oldest run first.
+  std::vector<std::vector<model::Job>> PipelineRuns() const;
   Result<std::vector<model::Transition>> Transitions(JobId id) const;
   Result<control::Explanation> Explain(JobId id) const;
   std::vector<NodeStatus> Nodes() const;

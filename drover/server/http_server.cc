@@ -40,14 +40,24 @@ Result<std::int64_t> IntParam(const httplib::Request& req, const std::string& na
   return value;
 }
 
-Result<JobId> PathJobId(const httplib::Request& req) {
+// The id in the path; an id that cannot be one is kNotFound naming `what` ("job", "pipeline
+// run").
+Result<JobId> PathJobId(const httplib::Request& req, std::string_view what = "job") {
   const std::string text = req.matches[1];
   std::int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value <= 0) {
-    return NotFound(fmt::format("job {} does not exist", text));
+    return NotFound(fmt::format("{} {} does not exist", what, text));
   }
   return JobId(value);
+}
+
+// The jobs of the pipeline run named in the path.
+Result<std::vector<model::Job>> PathPipelineRun(const ControlPlane& plane,
+                                                const httplib::Request& req) {
+  auto id = PathJobId(req, "pipeline run");
+  if (!id) return tl::unexpected(id.error());
+  return plane.PipelineRun(*id);
 }
 
 // GET /v1/policy and a successful POST /v1/policy/reload.
@@ -278,6 +288,51 @@ void HttpServer::Routes() {
               body.update(api::GoodputView(*attempt));
               SendJson(res, 200, body);
             });
+
+  http.Get("/v1/pipelines", [&plane](const httplib::Request&, httplib::Response& res) {
+    json runs = json::array();
+    const TimeMs now = plane.Now();
+    for (const std::vector<model::Job>& run : plane.PipelineRuns()) {
+      runs.push_back(api::PipelineSummary(run, now));
+    }
+    SendJson(res, 200, json{{"pipelines", runs}});
+  });
+
+  http.Get(R"(/v1/pipelines/(\d+))", [&plane](const httplib::Request& req, httplib::Response& res) {
+    auto run = PathPipelineRun(plane, req);
+    if (!run) return SendError(res, run.error());
+    SendJson(res, 200, api::PipelineDetail(*run, plane.Now()));
+  });
+
+  http.Post(R"(/v1/pipelines/(\d+)/cancel)", [&plane](const httplib::Request& req,
+                                                      httplib::Response& res) {
+    auto run = PathPipelineRun(plane, req);
+    if (!run) return SendError(res, run.error());
+    const JobId id = run->front().pipeline_run;
+    json before = api::PipelineSummary(*run, plane.Now());
+    if (before["finished_at"].get<TimeMs>() != 0) {
+      return SendError(res, Error{ErrorCode::kFailedPrecondition,
+                                  fmt::format("pipeline run {} has already finished ({})",
+                                              id.value(), before["state"].get<std::string>()),
+                                  {}});
+    }
+    std::string user = req.get_header_value("X-Drover-User");
+    Status cancelled = plane.CancelPipeline(
+        id, user.empty() ? "pipeline cancelled" : "pipeline cancelled by " + user);
+    if (!cancelled) return SendError(res, cancelled.error());
+    auto after = plane.PipelineRun(id);
+    if (!after) return SendError(res, after.error());
+    SendJson(res, 200, api::PipelineSummary(*after, plane.Now()));
+  });
+
+  http.Get("/v1/goodput", [&plane](const httplib::Request& req, httplib::Response& res) {
+    auto since = IntParam(req, "since", 0);
+    if (!since) return SendError(res, since.error());
+    const std::string by = req.has_param("by") ? req.get_param_value("by") : "queue";
+    auto report = api::GoodputReport(plane.ListJobs(store::JobFilter{}), by, *since, plane.Now());
+    if (!report) return SendError(res, report.error());
+    SendJson(res, 200, *report);
+  });
 
   http.Get("/v1/queues", [&plane](const httplib::Request&, httplib::Response& res) {
     json queues = json::array();

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "drover/model/job.h"
+
 extern char** environ;
 
 namespace drover::integration {
@@ -192,7 +194,8 @@ json GetJob(server::ApiClient& client, std::int64_t id) {
 }
 
 bool IsTerminalState(const std::string& state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "timed_out";
+  auto parsed = model::ParseJobState(state);
+  return parsed.has_value() && model::IsTerminal(*parsed);
 }
 
 std::string WaitForState(server::ApiClient& client, std::int64_t id,
@@ -210,7 +213,16 @@ std::string WaitForState(server::ApiClient& client, std::int64_t id,
 
 std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline) {
-  return WaitForState(client, id, {"succeeded", "failed", "cancelled", "timed_out"}, deadline);
+  return WaitForState(client, id, {"succeeded", "failed", "cancelled", "timed_out", "skipped"},
+                      deadline);
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  std::string word;
+  while (in >> word) out.push_back(word);
+  return out;
 }
 
 std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,

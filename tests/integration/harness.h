@@ -123,7 +123,10 @@ nlohmann::json GetJob(server::ApiClient& client, std::int64_t id);
 std::string WaitForState(server::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states,
                          std::chrono::milliseconds deadline = kDeadline);
-// Waits until job `id` is terminal (succeeded, failed, cancelled, timed_out).
+// The whitespace-separated words of `line`.
+std::vector<std::string> Words(const std::string& line);
+
+// Waits until job `id` is terminal (succeeded, failed, cancelled, timed_out, skipped).
 std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline = kDeadline);
 bool IsTerminalState(const std::string& state);

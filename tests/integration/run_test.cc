@@ -14,14 +14,6 @@ namespace {
 
 class Run : public IntegrationTest {};
 
-std::vector<std::string> Words(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  std::string word;
-  while (in >> word) out.push_back(word);
-  return out;
-}
-
 TEST_F(Run, QuickstartSucceeds) {
   CommandResult run = RunDrover({"run", SourceDir() + "/examples/quickstart.yaml", "--gpus",
                                  "4xH100-80GB", "--data", dir_.Sub("data")},

@@ -324,7 +324,9 @@ std::string RenderLineChart(const Chart& chart, const std::vector<Series>& serie
       }
       const std::string xy = Coord(sx(p.x)) + " " + Coord(sy(p.y));
       if (pen_down && xy == last_xy) continue;  // same pixel: adds nothing
-      d += (d.empty() ? "" : " ") + std::string(pen_down ? "L" : "M") + xy;
+      if (!d.empty()) d += ' ';
+      d += pen_down ? 'L' : 'M';
+      d += xy;
       pen_down = true;
       last_xy = xy;
       only = p;
