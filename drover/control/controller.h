@@ -132,9 +132,12 @@ class Controller {
   // and launch go back to ready (recorded in `step`).
   void Restore(std::vector<model::Job> jobs, TimeMs now, Step& step);
 
-  // Creates one job per spec, in order, resolving depends_on by name within `specs`. With a
-  // non-empty `submission_key` seen before, returns the jobs of that submission and changes
-  // nothing. kInvalidArgument (changing nothing) if a dependency name is not in `specs`.
+  // Creates one job per spec, in order, resolving depends_on by name within `specs` (a job's
+  // name, or a pipeline stage: every job of that stage). Several specs, or pipeline stages,
+  // share a run (Job::pipeline_run: the first job's id). With a non-empty `submission_key` seen
+  // before, returns the jobs of that submission and changes nothing. kInvalidArgument (changing
+  // nothing) if a dependency name is not in `specs`, or if with admission: whole a stage could
+  // never be admitted by its queue.
   Result<SubmitResult> Submit(std::vector<model::JobSpec> specs, const std::string& submission_key,
                               const std::string& owner, TimeMs now, Step& step);
 
@@ -146,11 +149,12 @@ class Controller {
   // Adds or updates a node (an agent registered or re-registered).
   void UpsertNode(const model::Node& node, TimeMs now, Step& step);
 
-  // One scheduling pass: releases jobs whose dependencies succeeded (cancelling those whose
-  // dependencies cannot), then places ready jobs and emits their launches. Under a queue order
-  // other than fair-share the pass gives the engine each ready job's submission time and, under
-  // las, its attained service (AttainedGpuMs) at `now`; under las also each holding job's, so
-  // running jobs move down LAS queues (and may become victims) as they run.
+  // One scheduling pass: releases pending jobs whose dependency conditions hold and whose `if`
+  // is true (skipping those for which either cannot hold; docs/workflows.md), then places ready
+  // jobs and emits their launches. Under a queue order other than fair-share the pass gives the
+  // engine each ready job's submission time and, under las, its attained service (AttainedGpuMs) at
+  // `now`; under las also each holding job's, so running jobs move down LAS queues (and may become
+  // victims) as they run.
   void Schedule(TimeMs now, Step& step);
 
   // A worker started or exited. Events for unknown or finished attempts are ignored, so an
@@ -240,11 +244,12 @@ class Controller {
   // Begins ending the current attempt with `outcome`: stops every worker still alive.
   void EndAttempt(model::Job& job, model::JobState outcome, const std::string& reason, TimeMs now,
                   Step& step);
-  // Completes the current attempt once no worker is alive: releases its resources, then
-  // retries or moves the job to its terminal state.
+  // Completes the current attempt once no worker is alive: releases its resources, then emits
+  // PublishOutputs (a success with outputs) or goes on to CompleteAttempt.
   void FinishAttempt(model::Job& job, TimeMs now, Step& step);
-  // Ends the current, finished attempt: publishes (success with outputs), requeues, retries or
-  // moves the job to its terminal state.
+  // Ends the current, finished (and, with outputs, published) attempt: discards the staging of
+  // an attempt that did not succeed, then requeues, retries or moves the job to its terminal
+  // state.
   void CompleteAttempt(model::Job& job, TimeMs now, Step& step);
   // Emits PublishOutputs for the job's current attempt.
   void EmitPublish(const model::Job& job, Step& step) const;
