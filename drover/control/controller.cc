@@ -441,14 +441,10 @@ std::optional<std::string> Controller::UpstreamOutput(const Job& job,
   if (reference.kind != workflow::Reference::Kind::kStageOutput) return std::nullopt;
   // The stage's job, or for a sweep its best trial (by the objective).
   std::vector<const Job*> stage;
-  for (auto it = jobs_.lower_bound(job.pipeline_run);
-       job.pipeline_run != JobId() && it != jobs_.end() &&
-       it->second.pipeline_run == job.pipeline_run;
-       ++it) {
-    const Job& candidate = it->second;
-    if (candidate.spec.stage == reference.stage ||
-        (candidate.spec.stage.empty() && candidate.spec.name == reference.stage)) {
-      stage.push_back(&candidate);
+  for (const Job* candidate : RunJobs(job.pipeline_run)) {
+    if (candidate->spec.stage == reference.stage ||
+        (candidate->spec.stage.empty() && candidate->spec.name == reference.stage)) {
+      stage.push_back(candidate);
     }
   }
   const Job* source = stage.size() == 1 ? stage.front() : nullptr;
@@ -494,11 +490,9 @@ std::optional<std::string> Controller::SweepConcurrencyHold(const Job& job) cons
   const model::TrialSpec& trial = job.spec.trial;
   if (trial.index == 0 || trial.concurrency <= 0) return std::nullopt;
   int released = 0;
-  for (auto it = jobs_.lower_bound(job.pipeline_run);
-       it != jobs_.end() && it->second.pipeline_run == job.pipeline_run; ++it) {
-    const Job& sibling = it->second;
-    if (sibling.spec.stage == job.spec.stage && sibling.state != JobState::kPending &&
-        !model::IsTerminal(sibling.state)) {
+  for (const Job* sibling : RunJobs(job.pipeline_run)) {
+    if (sibling->spec.stage == job.spec.stage && sibling->state != JobState::kPending &&
+        !model::IsTerminal(sibling->state)) {
       ++released;
     }
   }
@@ -509,11 +503,9 @@ std::optional<std::string> Controller::SweepConcurrencyHold(const Job& job) cons
 
 std::optional<std::string> Controller::WholeAdmissionHold(const Job& job) const {
   if (job.spec.admission != model::PipelineAdmission::kWhole) return std::nullopt;
-  std::vector<const Job*> run;
-  for (auto it = jobs_.lower_bound(job.pipeline_run);
-       it != jobs_.end() && it->second.pipeline_run == job.pipeline_run; ++it) {
-    if (it->second.state != JobState::kPending) return std::nullopt;  // already started
-    run.push_back(&it->second);
+  const std::vector<const Job*> run = RunJobs(job.pipeline_run);
+  for (const Job* stage : run) {
+    if (stage->state != JobState::kPending) return std::nullopt;  // already started
   }
   for (const Job* stage : run) {
     const sched::AdmitVerdict verdict = queues_.CheckAdmit(StageCharge(queues_, stage->spec));
@@ -939,16 +931,14 @@ void Controller::OnOutputsPublished(JobId id, int attempt_number,
   CompleteAttempt(job, now, step);
 }
 
-std::vector<Job*> Controller::SiblingTrials(const Job& job) {
-  std::vector<Job*> siblings;
-  if (job.pipeline_run == JobId() || job.spec.stage.empty()) return siblings;
-  for (auto it = jobs_.lower_bound(job.pipeline_run);
-       it != jobs_.end() && it->second.pipeline_run == job.pipeline_run; ++it) {
-    if (it->first != job.id && it->second.spec.stage == job.spec.stage) {
-      siblings.push_back(&it->second);
-    }
+std::vector<const Job*> Controller::RunJobs(JobId run) const {
+  std::vector<const Job*> jobs;
+  if (run == JobId()) return jobs;
+  for (auto it = jobs_.lower_bound(run); it != jobs_.end() && it->second.pipeline_run == run;
+       ++it) {
+    jobs.push_back(&it->second);
   }
-  return siblings;
+  return jobs;
 }
 
 void Controller::MaybeStopSweep(const Job& trial, TimeMs now, Step& step) {
@@ -959,8 +949,9 @@ void Controller::MaybeStopSweep(const Job& trial, TimeMs now, Step& step) {
   const std::string cause =
       fmt::format("early stopping: trial {} reached {} = {} (stop_at {})", sweep.index,
                   sweep.objective, output->second, *sweep.stop_at);
-  for (Job* sibling : SiblingTrials(trial)) {
-    if (!model::IsTerminal(sibling->state) && !publishing_.contains(sibling->id)) {
+  for (const Job* sibling : RunJobs(trial.pipeline_run)) {
+    if (sibling->id != trial.id && sibling->spec.stage == trial.spec.stage &&
+        !model::IsTerminal(sibling->state) && !publishing_.contains(sibling->id)) {
       (void)Cancel(sibling->id, cause, now, step);
     }
   }
@@ -1143,13 +1134,11 @@ void Controller::OnInputsChecked(JobId id, const std::vector<std::string>& missi
 }
 
 Status Controller::CancelPipeline(JobId run, const std::string& cause, TimeMs now, Step& step) {
-  auto it = jobs_.lower_bound(run);
-  if (it == jobs_.end() || it->second.pipeline_run != run) {
-    return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
-  }
-  for (; it != jobs_.end() && it->second.pipeline_run == run; ++it) {
-    if (!model::IsTerminal(it->second.state) && !publishing_.contains(it->first)) {
-      DROVER_RETURN_IF_ERROR(Cancel(it->first, cause, now, step));
+  const std::vector<const Job*> jobs = RunJobs(run);
+  if (jobs.empty()) return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
+  for (const Job* job : jobs) {
+    if (!model::IsTerminal(job->state) && !publishing_.contains(job->id)) {
+      DROVER_RETURN_IF_ERROR(Cancel(job->id, cause, now, step));
     }
   }
   return OkStatus();

@@ -206,6 +206,9 @@ class Controller {
   Result<Explanation> Explain(JobId id, TimeMs now) const;
 
   const model::Job* Find(JobId id) const;
+  // The jobs of pipeline run `run` (Job::pipeline_run) in id order: its ids are consecutive,
+  // starting at `run`. Empty for JobId() or a run that does not exist.
+  std::vector<const model::Job*> RunJobs(JobId run) const;
   const std::map<JobId, model::Job>& jobs() const { return jobs_; }
   const std::map<NodeId, model::Node>& nodes() const { return nodes_; }
   const sched::ClusterState& cluster() const { return cluster_; }
@@ -232,8 +235,6 @@ class Controller {
   // For a trial of a sweep with a concurrency bound: the reason it must stay pending, if the
   // bound is reached.
   std::optional<std::string> SweepConcurrencyHold(const model::Job& job) const;
-  // The other jobs of the same pipeline run and stage (trials of one sweep), `job` excluded.
-  std::vector<model::Job*> SiblingTrials(const model::Job& job);
   // Early stopping: after `trial` succeeded, cancels its sweep's unfinished trials when its
   // objective reached the stop value.
   void MaybeStopSweep(const model::Job& trial, TimeMs now, Step& step);

@@ -325,9 +325,12 @@ TEST_F(WorkflowTest, WholeAdmissionRefusesAPipelineItsQueueCouldNeverHoldAndWait
 }
 
 TEST_F(WorkflowTest, CancellingAPipelineCancelsItsUnfinishedJobs) {
+  JobId alone = Submit({Spec("alone")})[0];  // in no run: pipeline_run is JobId()
   auto ids = Submit({Stage("a"), Stage("b", "a")});
   Schedule(kT0);
   Step step;
+  EXPECT_FALSE(controller_.CancelPipeline(JobId(), "user", kT0 + 1, step));
+  EXPECT_EQ(State(alone), JobState::kStarting);
   ASSERT_TRUE(controller_.CancelPipeline(ids[0], "user", kT0 + 1, step));
   EXPECT_EQ(State(ids[1]), JobState::kCancelled);
   EXPECT_EQ(testing::Stops(step).size(), 1u);

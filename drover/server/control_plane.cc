@@ -295,12 +295,7 @@ std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) c
 Result<std::vector<model::Job>> ControlPlane::PipelineRun(JobId run) const {
   std::lock_guard lock(mu_);
   std::vector<model::Job> out;
-  if (run != JobId()) {
-    for (auto it = controller_.jobs().lower_bound(run);
-         it != controller_.jobs().end() && it->second.pipeline_run == run; ++it) {
-      out.push_back(it->second);
-    }
-  }
+  for (const model::Job* job : controller_.RunJobs(run)) out.push_back(*job);
   if (out.empty()) return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
   return out;
 }
