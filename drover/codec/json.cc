@@ -77,6 +77,8 @@ Status Decode(const json& j, const std::string& path, model::WorkerEvent* out);
 Status Decode(const json& j, const std::string& path, model::Victim* out);
 Status Decode(const json& j, const std::string& path, model::Decision* out);
 Status Decode(const json& j, const std::string& path, model::Limits* out);
+Status Decode(const json& j, const std::string& path, model::ExecutorKind* out);
+Status Decode(const json& j, const std::string& path, model::ExecutorConfig* out);
 Status Decode(const json& j, const std::string& path, model::QueueConfig* out);
 Status Decode(const json& j, const std::string& path, model::Policy* out);
 
@@ -473,6 +475,7 @@ Status Decode(const json& j, const std::string& path, model::ExitStatus* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "timed_out", &out->timed_out));
   DROVER_RETURN_IF_ERROR(Field(j, path, "cancelled", &out->cancelled));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preempted", &out->preempted));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "node_lost", &out->node_lost));
   DROVER_RETURN_IF_ERROR(Field(j, path, "message", &out->message));
   return OkStatus();
 }
@@ -658,8 +661,33 @@ Status Decode(const json& j, const std::string& path, model::Limits* out) {
   return OkStatus();
 }
 
+Status Decode(const json& j, const std::string& path, model::ExecutorKind* out) {
+  return DecodeEnum(
+      j, path, "executor", "local, slurm, kubernetes",
+      [](std::string_view name) { return model::ParseExecutorKind(name); }, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::ExecutorConfig* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "kind", &out->kind));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "partition", &out->slurm.partition));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "qos", &out->slurm.qos));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "account", &out->slurm.account));
+  model::KubernetesQueueOptions& k = out->kubernetes;
+  DROVER_RETURN_IF_ERROR(Field(j, path, "namespace", &k.namespace_name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "scheduler_name", &k.scheduler_name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "kueue_queue", &k.kueue_queue));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gang_scheduler", &k.gang_scheduler));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "dra", &k.dra));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "device_class", &k.device_class));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "image", &k.image));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "service_account", &k.service_account));
+  return OkStatus();
+}
+
 Status Decode(const json& j, const std::string& path, model::QueueConfig* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "executor", &out->executor));
   DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
   DROVER_RETURN_IF_ERROR(Field(j, path, "weight", &out->weight));
   DROVER_RETURN_IF_ERROR(Field(j, path, "nominal", &out->nominal));
@@ -942,6 +970,7 @@ json ToJson(const model::ExitStatus& exit) {
            {"cancelled", exit.cancelled},
            {"message", exit.message}};
   if (exit.preempted) out["preempted"] = true;
+  if (exit.node_lost) out["node_lost"] = true;
   return out;
 }
 
@@ -1110,15 +1139,38 @@ Result<model::Decision> DecisionFromJson(const json& j, std::string_view path) {
   return DecodeRoot<model::Decision>(j, path);
 }
 
+json ToJson(const model::ExecutorConfig& executor) {
+  json out{{"kind", model::ExecutorKindName(executor.kind)}};
+  if (executor.kind == model::ExecutorKind::kSlurm) {
+    out["partition"] = executor.slurm.partition;
+    out["qos"] = executor.slurm.qos;
+    out["account"] = executor.slurm.account;
+  }
+  if (executor.kind == model::ExecutorKind::kKubernetes) {
+    const model::KubernetesQueueOptions& k = executor.kubernetes;
+    out["namespace"] = k.namespace_name;
+    out["scheduler_name"] = k.scheduler_name;
+    out["kueue_queue"] = k.kueue_queue;
+    out["gang_scheduler"] = k.gang_scheduler;
+    out["dra"] = k.dra;
+    out["device_class"] = k.device_class;
+    out["image"] = k.image;
+    out["service_account"] = k.service_account;
+  }
+  return out;
+}
+
 json ToJson(const model::QueueConfig& queue) {
-  return json{{"name", queue.name},
-              {"weight", queue.weight},
-              {"nominal", ToJson(queue.nominal)},
-              {"borrowing_limit", ToJson(queue.borrowing_limit)},
-              {"lending_limit", ToJson(queue.lending_limit)},
-              {"limits", ToJson(queue.limits)},
-              {"user_limits", ToJson(queue.user_limits)},
-              {"children", Array(queue.children)}};
+  json out{{"name", queue.name},
+           {"weight", queue.weight},
+           {"nominal", ToJson(queue.nominal)},
+           {"borrowing_limit", ToJson(queue.borrowing_limit)},
+           {"lending_limit", ToJson(queue.lending_limit)},
+           {"limits", ToJson(queue.limits)},
+           {"user_limits", ToJson(queue.user_limits)},
+           {"children", Array(queue.children)}};
+  if (queue.executor) out["executor"] = ToJson(*queue.executor);
+  return out;
 }
 
 Result<model::QueueConfig> QueueConfigFromJson(const json& j, std::string_view path) {

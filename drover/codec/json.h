@@ -111,6 +111,7 @@ Result<model::Decision> DecisionFromJson(const nlohmann::json& json,
 // "children"}. Resource amounts are objects keyed by resource name as in model::ResourceAmounts
 // ({"gpu": 4000, "gpu:h100": 2000, "cpu": 64000, "memory": 549755813888}); limits are
 // {"max_running_jobs" (omitted when unset), "max_resources"}.
+nlohmann::json ToJson(const model::ExecutorConfig& executor);
 nlohmann::json ToJson(const model::QueueConfig& queue);
 Result<model::QueueConfig> QueueConfigFromJson(const nlohmann::json& json,
                                                std::string_view path = "queue");

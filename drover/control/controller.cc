@@ -65,11 +65,13 @@ sched::Charge StageCharge(const sched::QueueTree& queues, const model::JobSpec& 
   return charge;
 }
 
-// The failure class of an attempt that ended without success. (kNodeLost is not told apart
-// yet: a lost node's workers are reported as exits; docs/workflows.md.)
+// The failure class of an attempt that ended without success.
 model::FailureKind FailureKindOf(const Attempt& attempt) {
   if (attempt.preempted_by) return model::FailureKind::kPreempted;
   if (attempt.outcome == JobState::kTimedOut) return model::FailureKind::kTimeout;
+  for (const model::Worker& worker : attempt.workers) {
+    if (worker.exit && worker.exit->node_lost) return model::FailureKind::kNodeLost;
+  }
   return model::FailureKind::kExit;
 }
 

@@ -74,6 +74,7 @@ std::string ExitStatus::Describe() const {
   if (cancelled) return "cancelled";
   if (preempted) return "preempted";
   if (timed_out) return "timed out";
+  if (node_lost) return message.empty() ? "node lost" : fmt::format("node lost ({})", message);
   if (signal != 0) {
     const char* abbrev = sigabbrev_np(signal);
     return abbrev ? fmt::format("killed by SIG{}", abbrev)

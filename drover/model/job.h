@@ -64,12 +64,15 @@ struct ExitStatus {
   bool timed_out = false;  // killed because the attempt ran past spec.timeout
   bool cancelled = false;  // killed because the job was cancelled
   bool preempted = false;  // stopped to make room for another job (docs/scheduling.md)
-  std::string message;     // e.g. "exec failed: No such file or directory"
+  // Its node stopped answering (a silent agent, or an executor's node failure): the process may
+  // still run there, but the attempt is over.
+  bool node_lost = false;
+  std::string message;  // e.g. "exec failed: No such file or directory"
 
   bool Succeeded() const {
-    return signal == 0 && exit_code == 0 && !timed_out && !cancelled && !preempted;
+    return signal == 0 && exit_code == 0 && !timed_out && !cancelled && !preempted && !node_lost;
   }
-  // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled".
+  // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled", "node lost".
   std::string Describe() const;
   friend bool operator==(const ExitStatus&, const ExitStatus&) = default;
 };

@@ -65,4 +65,24 @@ std::optional<QueueOrder> ParseQueueOrder(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Depth-first search for `queue` below `nodes`, carrying the executor inherited so far.
+std::optional<ExecutorConfig> FindExecutor(const std::vector<QueueConfig>& nodes,
+                                           std::string_view queue,
+                                           const ExecutorConfig& inherited) {
+  for (const QueueConfig& node : nodes) {
+    const ExecutorConfig& here = node.executor ? *node.executor : inherited;
+    if (node.children.empty() && node.name == queue) return here;
+    if (auto found = FindExecutor(node.children, queue, here)) return found;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ExecutorConfig ExecutorOf(const Policy& policy, std::string_view queue) {
+  return FindExecutor(policy.queues, queue, ExecutorConfig{}).value_or(ExecutorConfig{});
+}
+
 }  // namespace drover::model

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "drover/common/clock.h"
+#include "drover/model/executor.h"
 
 namespace drover::model {
 
@@ -50,6 +51,8 @@ struct QueueConfig {
   ResourceAmounts lending_limit;
   Limits limits;       // for the whole subtree
   Limits user_limits;  // for each user, within this subtree
+  // Where the subtree's jobs run (model/executor.h); unset: as the parent's (local at a root).
+  std::optional<ExecutorConfig> executor;
   std::vector<QueueConfig> children;
 
   friend bool operator==(const QueueConfig&, const QueueConfig&) = default;
@@ -141,5 +144,9 @@ struct Policy {
 
   friend bool operator==(const Policy&, const Policy&) = default;
 };
+
+// The executor of leaf queue `queue`: the nearest setting on its path from the root; local when
+// none sets one or the queue is not in the policy.
+ExecutorConfig ExecutorOf(const Policy& policy, std::string_view queue);
 
 }  // namespace drover::model

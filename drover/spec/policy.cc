@@ -156,8 +156,8 @@ class PolicyParser {
   std::optional<ParsedQueue> ReadQueue(const Value& v) {
     if (!ExpectMap(v, sink_)) return std::nullopt;
     static const std::vector<std::string> kKeys = {
-        "name",          "weight", "quota",       "borrowing_limit",
-        "lending_limit", "limits", "user_limits", "children"};
+        "name",   "weight",      "quota",    "borrowing_limit", "lending_limit",
+        "limits", "user_limits", "children", "executor"};
     static const std::map<std::string, std::string> kAliases = {
         {"nominal", "quota"},
         {"nominal_quota", "quota"},
@@ -202,6 +202,7 @@ class PolicyParser {
     }
     if (auto q = f.Get("limits")) config.limits = ReadLimits(*q);
     if (auto q = f.Get("user_limits")) config.user_limits = ReadLimits(*q);
+    if (auto q = f.Get("executor")) config.executor = ReadExecutor(*q);
 
     if (auto q = f.Get("children")) {
       if (auto items = ReadList(*q, "a list of queues", sink_)) {
@@ -211,6 +212,97 @@ class PolicyParser {
       }
     }
     return queue;
+  }
+
+  // `executor: KIND` or `executor: {kind: KIND, <that kind's options>}` (docs/operations.md).
+  std::optional<model::ExecutorConfig> ReadExecutor(const Value& v) {
+    model::ExecutorConfig config;
+    auto read_kind = [&](const Value& kind_value) {
+      std::optional<std::string> name = ReadString(kind_value, sink_);
+      if (!name) return false;
+      if (auto kind = model::ParseExecutorKind(*name)) {
+        config.kind = *kind;
+        return true;
+      }
+      std::vector<std::string> names = {"local", "slurm", "kubernetes"};
+      std::string message = fmt::format("unknown executor '{}'", *name);
+      if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
+      message += "; expected one of local, slurm, kubernetes";
+      sink_.Add(kind_value.pos, kind_value.path, std::move(message));
+      return false;
+    };
+    if (v.node.IsScalar()) {
+      if (!read_kind(v)) return std::nullopt;
+      return config;
+    }
+    if (!ExpectMap(v, sink_)) return std::nullopt;
+    static const std::vector<std::string> kKeys = {
+        "kind",        "partition",      "qos", "account",      "namespace", "scheduler_name",
+        "kueue_queue", "gang_scheduler", "dra", "device_class", "image",     "service_account"};
+    static const std::map<std::string, std::string> kAliases = {{"type", "kind"},
+                                                                {"scheduler", "scheduler_name"},
+                                                                {"queue_name", "kueue_queue"},
+                                                                {"local_queue", "kueue_queue"},
+                                                                {"gang", "gang_scheduler"},
+                                                                {"pod_group", "gang_scheduler"}};
+    Fields f(v.node, v.path, kKeys, kAliases, sink_);
+    auto kind = f.Get("kind");
+    if (!kind) {
+      sink_.Add(v.pos, Child(v.path, "kind"),
+                "required field is missing (local, slurm or kubernetes)");
+      return std::nullopt;
+    }
+    if (!read_kind(*kind)) return std::nullopt;
+    auto text = [&](const char* key, std::string& out) {
+      if (auto q = f.Get(key)) {
+        if (auto value = ReadString(*q, sink_)) out = *value;
+      }
+    };
+    // Options of another kind than `kind` are mistakes, not silently ignored.
+    auto only_for = [&](model::ExecutorKind owner, std::initializer_list<const char*> keys) {
+      if (config.kind == owner) return;
+      for (const char* key : keys) {
+        if (auto q = f.Get(key)) {
+          sink_.Add(
+              q->pos, q->path,
+              fmt::format("is an option of the {} executor, not of {}",
+                          model::ExecutorKindName(owner), model::ExecutorKindName(config.kind)));
+        }
+      }
+    };
+    only_for(model::ExecutorKind::kSlurm, {"partition", "qos", "account"});
+    only_for(model::ExecutorKind::kKubernetes,
+             {"namespace", "scheduler_name", "kueue_queue", "gang_scheduler", "dra", "device_class",
+              "image", "service_account"});
+    if (config.kind == model::ExecutorKind::kSlurm) {
+      text("partition", config.slurm.partition);
+      text("qos", config.slurm.qos);
+      text("account", config.slurm.account);
+    }
+    if (config.kind == model::ExecutorKind::kKubernetes) {
+      model::KubernetesQueueOptions& k = config.kubernetes;
+      text("namespace", k.namespace_name);
+      text("scheduler_name", k.scheduler_name);
+      text("kueue_queue", k.kueue_queue);
+      if (auto q = f.Get("gang_scheduler")) {
+        if (auto value = ReadString(*q, sink_)) {
+          if (*value == "none" || *value == "volcano" || *value == "kai" ||
+              *value == "coscheduling") {
+            k.gang_scheduler = *value == "none" ? "" : *value;
+          } else {
+            sink_.Add(q->pos, q->path,
+                      fmt::format("unknown gang scheduler '{}'; expected one of none, volcano, "
+                                  "kai, coscheduling",
+                                  *value));
+          }
+        }
+      }
+      if (auto q = f.Get("dra")) k.dra = ReadBool(*q, sink_).value_or(false);
+      text("device_class", k.device_class);
+      text("image", k.image);
+      text("service_account", k.service_account);
+    }
+    return config;
   }
 
   // A fair-share weight: a number greater than zero ("2", "0.5").

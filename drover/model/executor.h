@@ -1,0 +1,119 @@
+#pragma once
+
+// Executors (docs/operations.md, "Executors"): where a queue's jobs run. Under the local
+// executor Drover places every worker on its own nodes and the node runtimes start them. Under
+// an external executor (Slurm, Kubernetes) Drover keeps admission (queues, quotas, limits,
+// pipelines) and hands each admitted attempt to the engine, which places and runs it; the
+// engine's states, pending reasons and times come back as ExecutorEvents. These values cross
+// from the controller to the drivers in drover/exec.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/model/job.h"
+#include "drover/model/job_spec.h"
+
+namespace drover::model {
+
+enum class ExecutorKind { kLocal, kSlurm, kKubernetes };
+// "local", "slurm", "kubernetes".
+std::string_view ExecutorKindName(ExecutorKind kind);
+std::optional<ExecutorKind> ParseExecutorKind(std::string_view name);
+
+// Where a Slurm queue's jobs go (sbatch options); empty fields are left to Slurm's defaults.
+struct SlurmQueueOptions {
+  std::string partition;  // --partition
+  std::string qos;        // --qos
+  std::string account;    // --account
+
+  friend bool operator==(const SlurmQueueOptions&, const SlurmQueueOptions&) = default;
+};
+
+// How a Kubernetes queue's jobs are rendered (docs/operations.md).
+struct KubernetesQueueOptions {
+  std::string namespace_name = "default";
+  std::string scheduler_name;  // pod spec schedulerName (KAI, Volcano...); empty: the default
+  std::string kueue_queue;     // the kueue.x-k8s.io/queue-name label; empty: none
+  // PodGroup for gangs: "" (none), "volcano", "kai" or "coscheduling".
+  std::string gang_scheduler;
+  // GPUs as a DRA ResourceClaim of `device_class` instead of nvidia.com/gpu limits.
+  bool dra = false;
+  std::string device_class = "gpu.nvidia.com";
+  std::string image;  // for jobs that name none
+  std::string service_account;
+
+  friend bool operator==(const KubernetesQueueOptions&, const KubernetesQueueOptions&) = default;
+};
+
+struct ExecutorConfig {
+  ExecutorKind kind = ExecutorKind::kLocal;
+  SlurmQueueOptions slurm;            // kind == kSlurm
+  KubernetesQueueOptions kubernetes;  // kind == kKubernetes
+
+  bool external() const { return kind != ExecutorKind::kLocal; }
+  friend bool operator==(const ExecutorConfig&, const ExecutorConfig&) = default;
+};
+
+// One attempt of a job as an external executor knows it.
+struct ExternalRef {
+  JobId job;
+  int attempt = 0;
+  ExecutorKind executor = ExecutorKind::kSlurm;
+  // The engine-side name, "drover-<job>-<attempt>": with the submission it is the idempotency
+  // key (an attempt found under its name is not submitted again).
+  std::string name;
+  std::string external_id;  // the engine's id (Slurm job id, Kubernetes Job name); "" before
+
+  friend bool operator==(const ExternalRef&, const ExternalRef&) = default;
+};
+
+// "drover-<job>-<attempt>".
+std::string ExternalName(JobId job, int attempt);
+
+// Everything an external executor needs to run one attempt: the contract with rendered
+// templates, the queue's executor options and the environment every worker gets.
+struct ExternalLaunch {
+  ExternalRef ref;
+  ExecutorConfig executor;
+  JobSpec spec;
+  // The environment contract shared by all workers (DROVER_JOB_ID, DROVER_JOB_NAME,
+  // DROVER_ATTEMPT, DROVER_NUM_WORKERS, DROVER_MASTER_PORT, DROVER_CHECKPOINT_DIR,
+  // DROVER_RESUME, DROVER_OUTPUT_*, and the spec's env). Per worker, the executor adds
+  // DROVER_WORKER_RANK and DROVER_MASTER_ADDR from the engine's own ranks and hosts; the
+  // engine's allocation sets CUDA_VISIBLE_DEVICES.
+  std::map<std::string, std::string> env;
+  // Directories to create before the job starts (checkpoint dir, output staging).
+  std::vector<std::string> make_dirs;
+  DurationMs kill_grace_ms = 10'000;
+
+  friend bool operator==(const ExternalLaunch&, const ExternalLaunch&) = default;
+};
+
+// What an external executor observed of an attempt.
+struct ExecutorEvent {
+  enum class Kind {
+    kSubmitted,  // the engine accepted it: ref.external_id is set; `at` = its submit time
+    kPending,    // still queued in the engine, for `reason`; `eligible_at` when known
+    kStarted,    // it runs on `nodes` since `at`
+    // The engine put it back in its queue after it had started (preemption, node failure); it
+    // runs again under the same external id. exit says why (preempted or node_lost).
+    kRequeued,
+    kExited,  // ended for good: exit
+  };
+  ExternalRef ref;
+  Kind kind = Kind::kSubmitted;
+  TimeMs at = 0;
+  std::string reason;  // kPending: e.g. "Resources: waiting for resources to become available"
+  TimeMs eligible_at = 0;
+  std::vector<std::string> nodes;
+  ExitStatus exit;  // kRequeued, kExited
+
+  friend bool operator==(const ExecutorEvent&, const ExecutorEvent&) = default;
+};
+
+}  // namespace drover::model
