@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "drover/common/quantity.h"
+#include "drover/control/contract.h"
 #include "drover/workflow/conditions.h"
 #include "drover/workflow/expression.h"
 #include "drover/workflow/trials.h"
@@ -702,6 +703,11 @@ void Controller::Relaunch(const model::WorkerKey& key, Step& step) {
   step.effects.push_back(LaunchWorker{MakeLaunchSpec(job, worker)});
 }
 
+DurationMs Controller::KillGrace(const Job& job) const {
+  // An interruptible job may be preempted: every stop gives it the preemption grace period.
+  return job.spec.interruptible ? policy_.preemption_grace : options_.kill_grace_ms;
+}
+
 model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worker) const {
   const Attempt& attempt = *job.current_attempt();
   model::LaunchSpec spec;
@@ -713,39 +719,25 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
     spec.argv = {"/bin/sh", "-c", job.spec.script};
   }
   spec.working_dir = job.spec.working_dir;
-  spec.env = job.spec.env;
   spec.gpus = worker.gpus;
   spec.timeout_ms = job.spec.timeout.value_or(0);
-  // An interruptible job may be preempted: every stop gives it the preemption grace period.
-  spec.kill_grace_ms = job.spec.interruptible ? policy_.preemption_grace : options_.kill_grace_ms;
+  spec.kill_grace_ms = KillGrace(job);
   spec.checkpoint_dir = job.spec.checkpoint_dir;
 
+  AttemptContract contract = ContractOf(
+      job, static_cast<int>(attempt.workers.size()),
+      MasterPort(job.id, attempt.number, options_.master_port_base, options_.master_port_span),
+      options_.value_outputs_root);
+  spec.env = std::move(contract.env);
+  spec.make_dirs = std::move(contract.make_dirs);
   std::string visible;
   for (int gpu : worker.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
   const Worker& master = attempt.workers.front();
   auto master_node = nodes_.find(master.node);
-  int port = options_.master_port_base +
-             static_cast<int>((job.id.value() * 31 + attempt.number) % options_.master_port_span);
   spec.env["CUDA_VISIBLE_DEVICES"] = visible;
-  spec.env["DROVER_JOB_ID"] = std::to_string(job.id.value());
-  spec.env["DROVER_JOB_NAME"] = job.spec.name;
-  spec.env["DROVER_ATTEMPT"] = std::to_string(attempt.number);
   spec.env["DROVER_WORKER_RANK"] = std::to_string(worker.rank);
-  spec.env["DROVER_NUM_WORKERS"] = std::to_string(attempt.workers.size());
   spec.env["DROVER_MASTER_ADDR"] =
       master_node != nodes_.end() ? master_node->second.address : "127.0.0.1";
-  spec.env["DROVER_MASTER_PORT"] = std::to_string(port);
-  if (!job.spec.checkpoint_dir.empty()) spec.env["DROVER_CHECKPOINT_DIR"] = job.spec.checkpoint_dir;
-  if (attempt.resumed) spec.env["DROVER_RESUME"] = "1";
-  if (!job.spec.checkpoint_dir.empty()) spec.make_dirs.push_back(job.spec.checkpoint_dir);
-  for (const model::StagedOutput& output :
-       model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root)) {
-    spec.env[model::OutputVariable(output.name)] = output.staging;
-    const std::string dir = model::DirectoryOf(output.staging);
-    if (std::find(spec.make_dirs.begin(), spec.make_dirs.end(), dir) == spec.make_dirs.end()) {
-      spec.make_dirs.push_back(dir);
-    }
-  }
   return spec;
 }
 

@@ -242,6 +242,8 @@ class Controller {
   void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
   void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
   model::LaunchSpec MakeLaunchSpec(const model::Job& job, const model::Worker& worker) const;
+  // SIGTERM-to-SIGKILL time of `job`'s workers.
+  DurationMs KillGrace(const model::Job& job) const;
   // Begins ending the current attempt with `outcome`: stops every worker still alive.
   void EndAttempt(model::Job& job, model::JobState outcome, const std::string& reason, TimeMs now,
                   Step& step);

@@ -1,0 +1,59 @@
+#include "drover/control/contract.h"
+
+#include <algorithm>
+
+#include "drover/model/outputs.h"
+
+namespace drover::control {
+
+int MasterPort(JobId job, int attempt, int base, int span) {
+  return base + static_cast<int>((job.value() * 31 + attempt) % span);
+}
+
+AttemptContract ContractOf(const model::Job& job, int num_workers, int master_port,
+                           const std::string& value_outputs_root) {
+  const model::Attempt& attempt = *job.current_attempt();
+  AttemptContract contract;
+  std::map<std::string, std::string>& env = contract.env;
+  env = job.spec.env;
+  env["DROVER_JOB_ID"] = std::to_string(job.id.value());
+  env["DROVER_JOB_NAME"] = job.spec.name;
+  env["DROVER_ATTEMPT"] = std::to_string(attempt.number);
+  env["DROVER_NUM_WORKERS"] = std::to_string(num_workers);
+  env["DROVER_MASTER_PORT"] = std::to_string(master_port);
+  if (!job.spec.checkpoint_dir.empty()) {
+    env["DROVER_CHECKPOINT_DIR"] = job.spec.checkpoint_dir;
+    contract.make_dirs.push_back(job.spec.checkpoint_dir);
+  }
+  // (A moved std::string: assigning the literal trips GCC 12's false -Wrestrict here.)
+  if (attempt.resumed) env["DROVER_RESUME"] = std::string(1, '1');
+  for (const model::StagedOutput& output :
+       model::StagedOutputs(job.spec, job.id, attempt.number, value_outputs_root)) {
+    env[model::OutputVariable(output.name)] = output.staging;
+    const std::string dir = model::DirectoryOf(output.staging);
+    if (std::find(contract.make_dirs.begin(), contract.make_dirs.end(), dir) ==
+        contract.make_dirs.end()) {
+      contract.make_dirs.push_back(dir);
+    }
+  }
+  return contract;
+}
+
+model::ExternalLaunch MakeExternalLaunch(const model::Job& job,
+                                         const model::ExecutorConfig& executor,
+                                         AttemptContract contract, DurationMs kill_grace_ms) {
+  const int attempt = job.current_attempt()->number;
+  model::ExternalLaunch launch;
+  launch.ref.job = job.id;
+  launch.ref.attempt = attempt;
+  launch.ref.executor = executor.kind;
+  launch.ref.name = model::ExternalName(job.id, attempt);
+  launch.executor = executor;
+  launch.spec = job.spec;
+  launch.env = std::move(contract.env);
+  launch.make_dirs = std::move(contract.make_dirs);
+  launch.kill_grace_ms = kill_grace_ms;
+  return launch;
+}
+
+}  // namespace drover::control
