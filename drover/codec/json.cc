@@ -485,6 +485,7 @@ Status Decode(const json& j, const std::string& path, model::Worker* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "rank", &out->rank));
   DROVER_RETURN_IF_ERROR(Field(j, path, "node", &out->node));
   DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "host", &out->host));
   DROVER_RETURN_IF_ERROR(Field(j, path, "state", &out->state));
   DROVER_RETURN_IF_ERROR(Field(j, path, "launched_at", &out->launched_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "started_at", &out->started_at));
@@ -510,6 +511,11 @@ Status Decode(const json& j, const std::string& path, model::Attempt* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "preempted_by", &out->preempted_by));
   DROVER_RETURN_IF_ERROR(Field(j, path, "useful_work_at", &out->useful_work_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "progress", &out->progress));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "executor", &out->executor));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "external_id", &out->external_id));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "external_reason", &out->external_reason));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "external_submitted_at", &out->external_submitted_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "external_eligible_at", &out->external_eligible_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
   return OkStatus();
 }
@@ -986,6 +992,7 @@ json ToJson(const model::Worker& worker) {
            {"launched_at", worker.launched_at},
            {"started_at", worker.started_at},
            {"finished_at", worker.finished_at}};
+  if (!worker.host.empty()) out["host"] = worker.host;
   if (worker.exit) out["exit"] = ToJson(*worker.exit);
   return out;
 }
@@ -1011,6 +1018,13 @@ json ToJson(const model::Attempt& attempt) {
   if (attempt.preempted_by) out["preempted_by"] = attempt.preempted_by->value();
   if (attempt.useful_work_at != 0) out["useful_work_at"] = attempt.useful_work_at;
   if (attempt.progress != model::Attempt{}.progress) out["progress"] = attempt.progress;
+  if (!attempt.executor.empty()) {
+    out["executor"] = attempt.executor;
+    out["external_id"] = attempt.external_id;
+    out["external_reason"] = attempt.external_reason;
+    out["external_submitted_at"] = attempt.external_submitted_at;
+    out["external_eligible_at"] = attempt.external_eligible_at;
+  }
   return out;
 }
 

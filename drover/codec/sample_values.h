@@ -87,6 +87,7 @@ inline model::ExitStatus SampleExitStatus() {
           .timed_out = true,
           .cancelled = true,
           .preempted = true,
+          .node_lost = true,
           .message = "killed after timeout"};
 }
 
@@ -143,7 +144,15 @@ inline model::Job SampleJob(std::int64_t id = 42, const std::string& name = "tra
   job.status_message = "attempt 2 timed out";
   model::Attempt first = SampleAttempt(1);
   first.outcome = model::JobState::kReady;
-  job.attempts = {first, SampleAttempt(2)};
+  // The second attempt ran under Slurm.
+  model::Attempt second = SampleAttempt(2);
+  second.executor = "slurm";
+  second.external_id = "4711";
+  second.external_reason = "Priority: higher priority jobs are ahead";
+  second.external_submitted_at = 1'700'000'000'310;
+  second.external_eligible_at = 1'700'000'000'320;
+  second.workers[1].host = "n3";
+  job.attempts = {first, second};
   return job;
 }
 

@@ -23,6 +23,17 @@ bool WorkerAlive(const Worker& worker) {
   return worker.state == WorkerState::kLaunched || worker.state == WorkerState::kRunning;
 }
 
+using model::IsExternal;
+using model::WasPreempted;
+
+model::ExternalRef RefOf(const Job& job) {
+  const Attempt& attempt = *job.current_attempt();
+  return model::ExternalRef{
+      job.id, attempt.number,
+      model::ParseExecutorKind(attempt.executor).value_or(model::ExecutorKind::kSlurm),
+      model::ExternalName(job.id, attempt.number), attempt.external_id};
+}
+
 // Backoff before attempt `next_number` (>= 2): backoff_ms * 2^(next_number - 2), capped.
 DurationMs RetryDelay(const model::RetryPolicy& retry, int next_number) {
   DurationMs delay = retry.backoff_ms;
@@ -68,7 +79,7 @@ sched::Charge StageCharge(const sched::QueueTree& queues, const model::JobSpec& 
 
 // The failure class of an attempt that ended without success.
 model::FailureKind FailureKindOf(const Attempt& attempt) {
-  if (attempt.preempted_by) return model::FailureKind::kPreempted;
+  if (WasPreempted(attempt)) return model::FailureKind::kPreempted;
   if (attempt.outcome == JobState::kTimedOut) return model::FailureKind::kTimeout;
   for (const model::Worker& worker : attempt.workers) {
     if (worker.exit && worker.exit->node_lost) return model::FailureKind::kNodeLost;
@@ -215,6 +226,10 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
         break;
       case JobState::kAdmitted:
       case JobState::kPlaced: {
+        if (IsExternal(*job.current_attempt())) {
+          Hold(job);  // handed to its executor (or about to be): the driver adopts it
+          break;
+        }
         // Never launched: the placement is forgotten and the job queues again.
         Attempt& attempt = *job.current_attempt();
         attempt.workers.clear();
@@ -344,7 +359,8 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
     return FailedPrecondition(
         fmt::format("job {} has finished running and is publishing its outputs", id.value()));
   }
-  if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
+  if (job.state == JobState::kStarting || job.state == JobState::kRunning ||
+      (holding_.contains(id) && IsExternal(*job.current_attempt()))) {
     Attempt& attempt = *job.current_attempt();
     if (attempt.outcome == JobState::kReady) {
       // Being preempted: its workers are already stopping; it ends cancelled, not requeued.
@@ -570,7 +586,8 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     if (job.not_before > now) continue;
     input.pending.push_back(
         sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
-                          job.current_attempt()->ready_at, &job.spec});
+                          job.current_attempt()->ready_at, &job.spec,
+                          model::ExecutorOf(policy_, job.spec.queue).external()});
   }
   if (full) {
     capacity_freed_ = false;
@@ -601,7 +618,13 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     awaiting_.erase(job.id);
     holding_.insert(job.id);
     charges_[job.id] = std::move(placed.charge);
-    Launch(job, placed.placement, now, step);
+    if (model::ExecutorConfig executor = model::ExecutorOf(policy_, job.spec.queue);
+        executor.external()) {
+      HandOff(job, executor, now, step);
+      placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));
+    } else {
+      Launch(job, placed.placement, now, step);
+    }
     Track(job);
     placed.decision.attempt = job.current_attempt()->number;
     step.decisions.push_back(std::move(placed.decision));
@@ -647,13 +670,148 @@ void Controller::Preempt(Job& victim, JobId preemptor, const std::string& reason
   victim.status_message = "stopping: " + reason;
   stopping_.insert(victim.id);
   step.changed.insert(victim.id);
+  StopWorkers(victim, /*preempt=*/true, reason, step);
+  (void)now;
+}
+
+void Controller::StopWorkers(const Job& job, bool preempt, const std::string& reason,
+                             Step& step) const {
+  const Attempt& attempt = *job.current_attempt();
+  if (IsExternal(attempt)) {
+    if (std::any_of(attempt.workers.begin(), attempt.workers.end(), WorkerAlive)) {
+      step.effects.push_back(CancelExternal{RefOf(job), reason});
+    }
+    return;
+  }
   for (const Worker& worker : attempt.workers) {
     if (WorkerAlive(worker)) {
-      step.effects.push_back(StopWorker{
-          worker.node, {victim.id, attempt.number, worker.rank}, /*preempt=*/true, reason});
+      step.effects.push_back(
+          StopWorker{worker.node, {job.id, attempt.number, worker.rank}, preempt, reason});
     }
   }
-  (void)now;
+}
+
+void Controller::HandOff(Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step) {
+  Attempt& attempt = *job.current_attempt();
+  attempt.dequeued_at = attempt.admitted_at = now;
+  attempt.executor = model::ExecutorKindName(executor.kind);
+  attempt.workers.clear();
+  for (int rank = 0; rank < std::max(job.spec.workers, 1); ++rank) {
+    Worker worker;
+    worker.rank = rank;
+    worker.state = WorkerState::kLaunched;
+    worker.launched_at = now;
+    attempt.workers.push_back(std::move(worker));
+  }
+  placements_[job.id] = sched::Placement{job.id, {}};
+  job.status_message = fmt::format("submitting to {}", attempt.executor);
+  MoveTo(job, JobState::kAdmitted, fmt::format("dequeued; handed to {}", attempt.executor), now,
+         step);
+  const int workers = static_cast<int>(attempt.workers.size());
+  step.effects.push_back(SubmitExternal{MakeExternalLaunch(
+      job, executor,
+      ContractOf(
+          job, workers,
+          MasterPort(job.id, attempt.number, options_.master_port_base, options_.master_port_span),
+          options_.value_outputs_root),
+      KillGrace(job))});
+}
+
+void Controller::OnExecutorEvent(const model::ExecutorEvent& event, Step& step) {
+  auto it = jobs_.find(event.ref.job);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  Attempt* attempt = job.current_attempt();
+  if (!attempt || !IsExternal(*attempt) || attempt->number != event.ref.attempt ||
+      attempt->finished_at != 0 || !holding_.contains(job.id)) {
+    return;
+  }
+  const std::string& id = event.ref.external_id;
+  // The engine's clock may be coarser than ours (Slurm's are whole seconds): never before the
+  // hand-off, so the timeline stays ordered.
+  const TimeMs at = std::max(event.at, attempt->admitted_at);
+  if (attempt->external_id.empty() && !id.empty()) {  // kSubmitted was missed (a restart)
+    attempt->external_id = id;
+    step.changed.insert(job.id);
+  }
+  using Kind = model::ExecutorEvent::Kind;
+  switch (event.kind) {
+    case Kind::kSubmitted:
+      if (attempt->external_submitted_at != 0) return;
+      attempt->external_submitted_at = at;
+      if (job.state == JobState::kAdmitted && !attempt->outcome) {
+        job.status_message = fmt::format("queued in {} as job {}", attempt->executor, id);
+      }
+      step.changed.insert(job.id);
+      return;
+    case Kind::kPending:
+      if (job.state != JobState::kAdmitted || attempt->outcome ||
+          (attempt->external_reason == event.reason &&
+           attempt->external_eligible_at == event.eligible_at)) {
+        return;
+      }
+      attempt->external_reason = event.reason;
+      attempt->external_eligible_at = event.eligible_at;
+      job.status_message = fmt::format("{} job {} pending: {}", attempt->executor,
+                                       attempt->external_id, event.reason);
+      step.changed.insert(job.id);
+      return;
+    case Kind::kStarted: {
+      if (job.state != JobState::kAdmitted) return;
+      step.changed.insert(job.id);
+      for (Worker& worker : attempt->workers) {
+        if (!event.nodes.empty()) {
+          worker.host = event.nodes[std::min<std::size_t>(worker.rank, event.nodes.size() - 1)];
+        }
+        if (worker.state == WorkerState::kLaunched) {
+          worker.state = WorkerState::kRunning;
+          worker.started_at = at;
+        }
+      }
+      attempt->external_reason.clear();
+      attempt->placed_at = attempt->workers_started_at = attempt->running_at = at;
+      std::string hosts;
+      for (const std::string& node : event.nodes) hosts += (hosts.empty() ? "" : ",") + node;
+      job.status_message.clear();
+      MoveTo(job, JobState::kPlaced,
+             fmt::format("{} job {} allocated {}", attempt->executor, attempt->external_id,
+                         hosts.empty() ? "its nodes" : hosts),
+             at, step);
+      MoveTo(job, JobState::kStarting, "launching workers", at, step);
+      MoveTo(job, JobState::kRunning, "all workers started", at, step);
+      return;
+    }
+    case Kind::kExited: {
+      step.changed.insert(job.id);
+      for (Worker& worker : attempt->workers) {
+        if (!WorkerAlive(worker)) continue;
+        worker.state = WorkerState::kExited;
+        worker.exit = event.exit;
+        worker.finished_at = at;
+      }
+      if (!event.exit.Succeeded() && !attempt->outcome) {
+        // Preempted by the engine: requeued (JobState::kReady) like a preemption of Drover's.
+        const JobState outcome = event.exit.timed_out   ? JobState::kTimedOut
+                                 : event.exit.cancelled ? JobState::kCancelled
+                                 : event.exit.preempted ? JobState::kReady
+                                                        : JobState::kFailed;
+        EndAttempt(job, outcome,
+                   fmt::format("{} job {}: {}", attempt->executor, attempt->external_id,
+                               event.exit.Describe()),
+                   at, step);
+      }
+      if (job.state == JobState::kAdmitted || job.state == JobState::kPlaced) {
+        // Ended before it was seen running: the lifecycle still passes through running.
+        attempt->placed_at = attempt->workers_started_at = attempt->running_at = at;
+        MoveTo(job, JobState::kPlaced, "ended in its executor before it was seen running", at,
+               step);
+        MoveTo(job, JobState::kStarting, "launching workers", at, step);
+        MoveTo(job, JobState::kRunning, "all workers started", at, step);
+      }
+      FinishAttempt(job, at, step);
+      return;
+    }
+  }
 }
 
 void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now, Step& step) {
@@ -801,12 +959,7 @@ void Controller::EndAttempt(Job& job, JobState outcome, const std::string& reaso
   attempt.outcome_reason = reason;
   job.status_message = outcome == JobState::kCancelled ? "cancelling: " + reason : reason;
   step.changed.insert(job.id);
-  for (const Worker& worker : attempt.workers) {
-    if (WorkerAlive(worker)) {
-      step.effects.push_back(StopWorker{
-          worker.node, {job.id, attempt.number, worker.rank}, /*preempt=*/false, reason});
-    }
-  }
+  StopWorkers(job, /*preempt=*/false, reason, step);
   (void)now;
 }
 
@@ -862,11 +1015,11 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
         model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root);
     step.effects.emplace_back(std::move(discard));
   }
-  if (attempt.preempted_by && attempt.outcome == JobState::kReady &&
+  if (WasPreempted(attempt) && attempt.outcome == JobState::kReady &&
       !RetriesOn(job.spec.retry, model::FailureKind::kPreempted)) {
     attempt.outcome = JobState::kFailed;  // retry.on leaves preemption out: it ends the job
   }
-  if (attempt.preempted_by && attempt.outcome == JobState::kReady) {
+  if (WasPreempted(attempt) && attempt.outcome == JobState::kReady) {
     // Requeued at once; a preemption does not count against the retry policy.
     const TimeMs checkpoint = LastCheckpoint(job);
     std::string cause =
@@ -886,7 +1039,7 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
   const bool retryable = (outcome == JobState::kFailed || outcome == JobState::kTimedOut) &&
                          RetriesOn(job.spec.retry, FailureKindOf(attempt));
   const int tries = static_cast<int>(std::count_if(
-      job.attempts.begin(), job.attempts.end(), [](const Attempt& a) { return !a.preempted_by; }));
+      job.attempts.begin(), job.attempts.end(), [](const Attempt& a) { return !WasPreempted(a); }));
   if (retryable && tries < job.spec.retry.max_attempts) {
     const TimeMs checkpoint = LastCheckpoint(job);
     const bool resume = job.spec.resume && checkpoint > 0;
@@ -954,7 +1107,7 @@ void Controller::MaybeStopSweep(const Job& trial, TimeMs now, Step& step) {
 sched::Placement Controller::PlacementOf(const Job& job) const {
   sched::Placement placement;
   placement.job = job.id;
-  if (const Attempt* attempt = job.current_attempt()) {
+  if (const Attempt* attempt = job.current_attempt(); attempt && !IsExternal(*attempt)) {
     for (const Worker& worker : attempt->workers) {
       placement.workers.push_back(sched::WorkerAssignment{worker.rank, worker.node, worker.gpus});
     }
@@ -967,9 +1120,23 @@ std::vector<std::pair<NodeId, model::WorkerKey>> Controller::LiveWorkers() const
   for (const auto& [id, job] : jobs_) {
     if (job.state != JobState::kStarting && job.state != JobState::kRunning) continue;
     const Attempt& attempt = *job.current_attempt();
+    if (IsExternal(attempt)) continue;
     for (const Worker& worker : attempt.workers) {
       if (WorkerAlive(worker))
         live.emplace_back(worker.node, model::WorkerKey{id, attempt.number, worker.rank});
+    }
+  }
+  return live;
+}
+
+std::vector<model::ExternalRef> Controller::LiveExternal() const {
+  std::vector<model::ExternalRef> live;
+  for (JobId id : holding_) {
+    const Job& job = jobs_.at(id);
+    const Attempt& attempt = *job.current_attempt();
+    if (IsExternal(attempt) && attempt.finished_at == 0 &&
+        std::any_of(attempt.workers.begin(), attempt.workers.end(), WorkerAlive)) {
+      live.push_back(RefOf(job));
     }
   }
   return live;

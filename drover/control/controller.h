@@ -26,6 +26,7 @@
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
 #include "drover/model/decision.h"
+#include "drover/model/executor.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
@@ -77,7 +78,18 @@ struct PublishOutputs {
 struct DiscardOutputs {
   std::vector<model::StagedOutput> outputs;
 };
-using Effect = std::variant<LaunchWorker, StopWorker, PublishOutputs, DiscardOutputs>;
+// Hand an admitted attempt to its queue's external executor (model/executor.h); the driver
+// answers with OnExecutorEvent.
+struct SubmitExternal {
+  model::ExternalLaunch launch;
+};
+// End an attempt running under an external executor (scancel, delete the Kubernetes Job).
+struct CancelExternal {
+  model::ExternalRef ref;
+  std::string reason;
+};
+using Effect = std::variant<LaunchWorker, StopWorker, PublishOutputs, DiscardOutputs,
+                            SubmitExternal, CancelExternal>;
 
 // The output of one controller call.
 struct Step {
@@ -161,6 +173,13 @@ class Controller {
   // event reported twice (e.g. after a restart) changes nothing.
   void OnWorkerEvent(const model::WorkerEvent& event, Step& step);
 
+  // An external executor observed an attempt it runs (model::ExecutorEvent). Events for an
+  // attempt that is not the job's current, unfinished one are ignored (a repeat after a
+  // restart changes nothing). kStarted moves the job through placed and starting to running;
+  // kExited ends the attempt as a worker exit ends a local one (retry, resume and outputs
+  // apply alike).
+  void OnExecutorEvent(const model::ExecutorEvent& event, Step& step);
+
   // A running job saved a checkpoint at `at` (the API, or the checkpoint file its agent saw).
   // kNotFound for an unknown job; kFailedPrecondition if it is not starting or running.
   Status ReportCheckpoint(JobId id, TimeMs at, Step& step);
@@ -200,8 +219,12 @@ class Controller {
   // Emits the launch of a worker that its runtime has no trace of (after Restore).
   void Relaunch(const model::WorkerKey& key, Step& step);
 
-  // Workers with a process that may be alive (launched, not yet reported exited), by node.
+  // Workers with a process that may be alive (launched, not yet reported exited), by node; local
+  // executor only.
   std::vector<std::pair<NodeId, model::WorkerKey>> LiveWorkers() const;
+  // Attempts handed to external executors that have not ended, for the drivers to adopt after
+  // a restart (external_id empty: perhaps never submitted; the executor looks it up by name).
+  std::vector<model::ExternalRef> LiveExternal() const;
 
   Result<Explanation> Explain(JobId id, TimeMs now) const;
 
@@ -241,6 +264,13 @@ class Controller {
   void PlaceReadyJobs(TimeMs now, Step& step);
   void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
   void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
+  // The external counterpart of Launch: the admitted job's attempt goes to `executor` (its
+  // workers wait, without nodes, for the executor to start them).
+  void HandOff(model::Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step);
+  // Emits the stop of every live worker of the current attempt: StopWorker per worker, or one
+  // CancelExternal for an attempt under an external executor.
+  void StopWorkers(const model::Job& job, bool preempt, const std::string& reason,
+                   Step& step) const;
   model::LaunchSpec MakeLaunchSpec(const model::Job& job, const model::Worker& worker) const;
   // SIGTERM-to-SIGKILL time of `job`'s workers.
   DurationMs KillGrace(const model::Job& job) const;

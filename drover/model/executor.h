@@ -100,10 +100,10 @@ struct ExecutorEvent {
     kSubmitted,  // the engine accepted it: ref.external_id is set; `at` = its submit time
     kPending,    // still queued in the engine, for `reason`; `eligible_at` when known
     kStarted,    // it runs on `nodes` since `at`
-    // The engine put it back in its queue after it had started (preemption, node failure); it
-    // runs again under the same external id. exit says why (preempted or node_lost).
-    kRequeued,
-    kExited,  // ended for good: exit
+    // It ended: exit. An engine that requeues a job on its own (Slurm after a preemption or a
+    // node failure) reports the run that ended as kExited (preempted, node_lost) and lets
+    // Drover's retry policy decide about the next attempt.
+    kExited,
   };
   ExternalRef ref;
   Kind kind = Kind::kSubmitted;
@@ -111,7 +111,7 @@ struct ExecutorEvent {
   std::string reason;  // kPending: e.g. "Resources: waiting for resources to become available"
   TimeMs eligible_at = 0;
   std::vector<std::string> nodes;
-  ExitStatus exit;  // kRequeued, kExited
+  ExitStatus exit;  // kExited
 
   friend bool operator==(const ExecutorEvent&, const ExecutorEvent&) = default;
 };

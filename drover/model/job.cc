@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstring>
@@ -68,6 +69,15 @@ std::optional<WorkerState> ParseWorkerState(std::string_view name) {
     if (kWorkerStateNames[i] == name) return static_cast<WorkerState>(i);
   }
   return std::nullopt;
+}
+
+bool IsExternal(const Attempt& attempt) { return !attempt.executor.empty(); }
+
+bool WasPreempted(const Attempt& attempt) {
+  return attempt.preempted_by ||
+         (IsExternal(attempt) &&
+          std::any_of(attempt.workers.begin(), attempt.workers.end(),
+                      [](const Worker& worker) { return worker.exit && worker.exit->preempted; }));
 }
 
 std::string ExitStatus::Describe() const {

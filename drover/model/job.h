@@ -82,6 +82,7 @@ struct Worker {
   int rank = 0;
   NodeId node;
   std::vector<int> gpus;  // GPU indices on `node`, exported as CUDA_VISIBLE_DEVICES
+  std::string host;       // under an external executor: the engine's host it ran on
   WorkerState state = WorkerState::kAssigned;
   TimeMs launched_at = 0;  // the launch was handed to the node's agent
   TimeMs started_at = 0;   // the process was exec'd
@@ -113,10 +114,25 @@ struct Attempt {
   // (after data loading, compilation, rendezvous) and its progress in [0, 1]; 0 / -1 = never.
   TimeMs useful_work_at = 0;
   double progress = -1;
+  // Under an external executor (model/executor.h): its name ("slurm", "kubernetes"; empty: the
+  // local executor), the engine's id of this attempt, and while the engine queues it, the
+  // engine's pending reason and its own submit and eligible times. Workers have no Drover node
+  // there: kStarted names the engine's hosts in Worker::host.
+  std::string executor;
+  std::string external_id;
+  std::string external_reason;
+  TimeMs external_submitted_at = 0;
+  TimeMs external_eligible_at = 0;
   std::vector<Worker> workers;
 
   friend bool operator==(const Attempt&, const Attempt&) = default;
 };
+
+// The attempt runs under an external executor (model/executor.h).
+bool IsExternal(const Attempt& attempt);
+// Preempted by Drover (for job preempted_by) or by the external engine that ran it (e.g.
+// Slurm's partition priority): it requeues at once and does not count against the retry policy.
+bool WasPreempted(const Attempt& attempt);
 
 struct Job {
   JobId id;

@@ -77,7 +77,7 @@ std::vector<AttemptCost> ComputeAttemptCosts(const Job& job, TimeMs now) {
     AttemptCost cost;
     cost.number = attempt.number;
     cost.cause = attempt.outcome_reason;
-    cost.preempted = attempt.preempted_by.has_value();
+    cost.preempted = WasPreempted(attempt);
     if (attempt.placed_at != 0) {
       const TimeMs end = attempt.finished_at != 0 ? attempt.finished_at : now;
       const std::int64_t gpus = GpusHeld(attempt);

@@ -166,6 +166,8 @@ class Cycle {
   }
 
   void Process(const Entry& entry, bool nominated);
+  // Admits an external job (PendingJob::external) or pends it with the quota or limit verdict.
+  void Admit(const Entry& entry);
   // The GPU models to try in turn, lower-case; {""} when the tree governs no model quota or
   // the job needs no GPU.
   std::vector<std::string> Flavors(const model::JobSpec& spec) const;
@@ -521,9 +523,42 @@ void Cycle::AdoptReservation(Reservation reservation) {
   reservation_ = std::move(reservation);
 }
 
+void Cycle::Admit(const Entry& entry) {
+  const PendingJob& job = *entry.job;
+  const model::JobSpec& spec = *job.spec;
+  std::optional<AdmitVerdict> refused;
+  for (const std::string& flavor : Flavors(spec)) {
+    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
+    AdmitVerdict verdict = queues_.CheckAdmit(charge);
+    if (!verdict.ok()) {
+      if (!refused) refused = std::move(verdict);
+      continue;
+    }
+    queues_.Add(charge);
+    ++placed_by_leaf_[entry.leaf];
+    model::Decision decision;
+    decision.job = job.job;
+    decision.at = input_.now;
+    decision.kind = model::Decision::Kind::kPlaced;
+    decision.queue = queues_.Name(entry.leaf);
+    decision.summary = fmt::format(
+        "admitted to queue {}; placement is left to the queue's executor", decision.queue);
+    out_.placed.push_back(
+        PlacedJob{Placement{job.job, {}}, std::move(charge), std::move(decision)});
+    return;
+  }
+  const bool limit = refused->code == AdmitVerdict::Code::kLimit;
+  Pend(entry, Verdict{limit ? "concurrency limit" : "quota", refused->Render(), std::nullopt,
+                      std::nullopt});
+}
+
 void Cycle::Process(const Entry& entry, bool nominated) {
   const PendingJob& job = *entry.job;
   const model::JobSpec& spec = *job.spec;
+  if (job.external) {
+    Admit(entry);
+    return;
+  }
   std::optional<AdmitVerdict> refused;
   std::optional<Charge> admitted_charge;
   const model::JobSpec* admitted_spec = nullptr;
@@ -662,7 +697,8 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
     // otherwise a victim requeued and placed again at once could be preempted again at once,
     // forever, without time passing.
     const DurationMs ran = input_.now - running.started_at;
-    if (!running.spec->interruptible || input_.stopping.contains(running.job) ||
+    if (!running.spec->interruptible || running.placement->workers.empty() ||
+        input_.stopping.contains(running.job) ||
         victims_.contains(running.job) || ran <= 0 || ran < policy_.min_run_time) {
       continue;
     }

@@ -55,7 +55,9 @@
 
 namespace drover::sched {
 
-// A job holding resources. Pointers are borrowed for the duration of the call.
+// A job holding resources. Pointers are borrowed for the duration of the call. An external job
+// (PendingJob::external) holds quota and an empty placement, and is never a victim: Drover
+// does not know where its engine runs it.
 struct RunningJob {
   JobId job;
   const model::JobSpec* spec = nullptr;
@@ -105,7 +107,9 @@ struct Verdict {
 };
 
 struct PlacedJob {
-  Placement placement;  // may hold fewer workers than spec.workers (min_workers)
+  // May hold fewer workers than spec.workers (min_workers); none for an external job (admitted
+  // only, PendingJob::external).
+  Placement placement;
   Charge charge;        // added to the queue tree
   model::Decision decision;
 };

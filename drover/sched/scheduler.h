@@ -282,6 +282,9 @@ struct PendingJob {
   int priority = 0;
   TimeMs enqueued_at = 0;
   const model::JobSpec* spec = nullptr;
+  // Its queue hands placement to an external executor (model/executor.h): the policy cycle
+  // only admits it (quota, limits) and places nothing; it neither preempts nor reserves.
+  bool external = false;
 };
 
 struct CycleResult {
