@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libhowardhinnant-date-dev tzdata \
+  libhowardhinnant-date-dev tzdata slurm-wlm munge \
   python3 procps clang-format
 
 .PHONY: deps build test demo asan release bench format format-check clean

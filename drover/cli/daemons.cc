@@ -16,6 +16,7 @@
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
+#include "drover/exec/slurm/slurm_executor.h"
 #include "drover/model/metrics.h"
 #include "drover/server/http_server.h"
 
@@ -81,6 +82,12 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   daemon.url = fmt::format("http://{}:{}", host, daemon.http->port());
   DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, *described, data_dir,
                                                server::SupervisorExecutable(), daemon.url, clock));
+  // Queues whose policy says `executor: slurm` hand their jobs to the Slurm cluster that
+  // Slurm's commands reach from here (PATH, SLURM_CONF); it idles while none does.
+  exec::slurm::SlurmExecutorOptions slurm;
+  slurm.runs_dir = (std::filesystem::path(data_dir) / "runs" / "slurm").string();
+  slurm.server_url = daemon.url;
+  daemon.plane->AddExecutor(std::make_unique<exec::slurm::SlurmExecutor>(slurm, clock));
   return daemon;
 }
 

@@ -126,6 +126,20 @@ std::string DescribeJob(const json& job) {
                                     : "");
     // Preemption and checkpoints: how the attempt began and what it kept.
     std::vector<std::string> notes;
+    if (const std::string executor = attempt.value("executor", ""); !executor.empty()) {
+      // Under an external executor: its id there, its times and, while queued, its reason.
+      std::string where = fmt::format("{} job {}", executor, attempt.value("external_id", "-"));
+      if (const json at = attempt.value("external_submitted_at", json(0)); at != 0) {
+        where += " submitted " + Offset(at, created);
+      }
+      if (const json at = attempt.value("external_eligible_at", json(0)); at != 0) {
+        where += ", eligible " + Offset(at, created);
+      }
+      if (const std::string reason = attempt.value("external_reason", ""); !reason.empty()) {
+        where += ", pending: " + reason;
+      }
+      notes.push_back(where);
+    }
     if (attempt.value("resumed", false)) notes.push_back("resumed from a checkpoint");
     // What the job reported (`drover report`).
     if (const json at = attempt.value("useful_work_at", json(0)); at.is_number() && at != 0) {
@@ -152,12 +166,14 @@ std::string DescribeJob(const json& job) {
         const json& e = worker["exit"];
         exit = e["cancelled"].get<bool>()    ? "cancelled"
                : e.value("preempted", false) ? "preempted"
+               : e.value("node_lost", false) ? "node lost"
                : e["timed_out"].get<bool>()  ? "timed out"
                : e["signal"].get<int>() != 0 ? fmt::format("signal {}", e["signal"].get<int>())
                                              : fmt::format("{}", e["exit_code"].get<int>());
         if (!e.value("message", "").empty()) exit += " (" + e["message"].get<std::string>() + ")";
       }
-      workers.AddRow({"    " + std::to_string(worker["rank"].get<int>()), worker["node"],
+      const std::string node = worker.value("host", worker["node"].get<std::string>());
+      workers.AddRow({"    " + std::to_string(worker["rank"].get<int>()), node,
                       Gpus(worker["gpus"]), worker["state"], Offset(worker["started_at"], created),
                       Offset(worker["finished_at"], created), exit});
     }

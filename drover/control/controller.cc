@@ -1199,6 +1199,13 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       }
       break;
     case JobState::kAdmitted:
+      if (IsExternal(*job->current_attempt())) {
+        // Admitted by Drover, queued in its executor: the engine's reason (e.g. Slurm's).
+        out.layer = "executor";
+        out.message = job->status_message;
+        break;
+      }
+      [[fallthrough]];
     case JobState::kPlaced:
     case JobState::kStarting:
     case JobState::kRunning: {

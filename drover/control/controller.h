@@ -113,7 +113,8 @@ struct Explanation {
   model::JobState state = model::JobState::kPending;
   // "dependency", "backoff", "queue" (unknown queue), "quota", "concurrency limit",
   // "fair share", "reservation", "gang size", "topology", "taint", "node fit", "preempting"
-  // (victims are stopping), "running", "finished".
+  // (victims are stopping), "executor" (admitted, queued in an external executor: its reason),
+  // "running", "finished".
   std::string layer;
   std::string message;
   std::optional<sched::PendingReason> placement;  // when the placement layer holds the job

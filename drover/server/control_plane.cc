@@ -46,6 +46,12 @@ void ControlPlane::AddLocalNode(const model::Node& node,
   Commit(step);
 }
 
+void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
+  std::lock_guard lock(mu_);
+  const model::ExecutorKind kind = executor->kind();
+  executors_[kind] = std::move(executor);
+}
+
 Status ControlPlane::Start() {
   auto stored = store_->ListJobs(store::JobFilter{});
   if (!stored) return tl::unexpected(stored.error());
@@ -61,6 +67,27 @@ Status ControlPlane::Start() {
       if (it == nodes_.end()) continue;  // a remote node: adopted when its agent registers
       for (const model::WorkerKey& key : it->second.runtime->Adopt(keys)) {
         controller_.Relaunch(key, step);
+      }
+    }
+    std::map<model::ExecutorKind, std::vector<model::ExternalRef>> handed;
+    for (model::ExternalRef& ref : controller_.LiveExternal()) {
+      handed[ref.executor].push_back(std::move(ref));
+    }
+    for (auto& [kind, refs] : handed) {
+      auto executor = executors_.find(kind);
+      if (executor != executors_.end()) {
+        executor->second->Adopt(refs);
+        continue;
+      }
+      for (const model::ExternalRef& ref : refs) {
+        model::ExecutorEvent lost;
+        lost.ref = ref;
+        lost.kind = model::ExecutorEvent::Kind::kExited;
+        lost.at = clock_.Now();
+        lost.exit.node_lost = true;
+        lost.exit.message = fmt::format("this server has no {} executor to re-attach to it",
+                                        model::ExecutorKindName(kind));
+        controller_.OnExecutorEvent(lost, step);
       }
     }
     controller_.Schedule(clock_.Now(), step);
@@ -154,7 +181,29 @@ bool ControlPlane::PollRuntimes(control::Step& step) {
       if (OnRuntimeEvent(event, step)) any = true;
     }
   }
+  for (auto& [kind, executor] : executors_) {
+    for (const model::ExecutorEvent& event : executor->Poll()) {
+      controller_.OnExecutorEvent(event, step);
+      any = true;
+    }
+  }
   return any;
+}
+
+void ControlPlane::SubmitExternal(const model::ExternalLaunch& launch, control::Step& next) {
+  auto executor = executors_.find(launch.ref.executor);
+  Status submitted =
+      executor == executors_.end()
+          ? FailedPrecondition(fmt::format("this server has no {} executor",
+                                           model::ExecutorKindName(launch.ref.executor)))
+          : executor->second->Submit(launch);
+  if (submitted) return;
+  model::ExecutorEvent refused;
+  refused.ref = launch.ref;
+  refused.kind = model::ExecutorEvent::Kind::kExited;
+  refused.at = clock_.Now();
+  refused.exit.message = submitted.error().message;
+  controller_.OnExecutorEvent(refused, next);
 }
 
 bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) {
@@ -219,6 +268,17 @@ void ControlPlane::Commit(control::Step& step) {
                                        agent::PublishOutputs(publish->outputs), clock_.Now(), next);
       } else if (const auto* discard = std::get_if<control::DiscardOutputs>(&effect)) {
         agent::DiscardStaging(discard->outputs);
+      } else if (const auto* submit = std::get_if<control::SubmitExternal>(&effect)) {
+        SubmitExternal(submit->launch, next);
+      } else if (const auto* cancel = std::get_if<control::CancelExternal>(&effect)) {
+        if (auto executor = executors_.find(cancel->ref.executor); executor != executors_.end()) {
+          agent::StopRequest request;
+          request.reason = cancel->reason;
+          Status cancelled = executor->second->Cancel(cancel->ref, request);
+          if (!cancelled) {
+            spdlog::warn("cancel of {}: {}", cancel->ref.name, cancelled.error().ToString());
+          }
+        }
       }
     }
     step = std::move(next);

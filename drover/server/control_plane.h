@@ -27,6 +27,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/control/controller.h"
+#include "drover/exec/executor.h"
 #include "drover/server/agent_link.h"
 #include "drover/server/crons.h"
 #include "drover/spec/parse.h"
@@ -85,8 +86,12 @@ class ControlPlane {
   void AddLocalNode(const model::Node& node, std::unique_ptr<agent::WorkerRuntime> runtime,
                     std::string runs_dir);
 
-  // Restores jobs from the store, re-attaches to live workers, relaunches launches that never
-  // happened, and starts the loop thread.
+  // Adds the executor that runs the jobs of queues whose policy names its kind (one per kind; a
+  // second replaces the first). Call before Start().
+  void AddExecutor(std::unique_ptr<exec::Executor> executor);
+
+  // Restores jobs from the store, re-attaches to live workers and to attempts handed to
+  // executors, relaunches launches that never happened, and starts the loop thread.
   Status Start();
   // Stops the loop thread; running workers are left running (their supervisors outlive us).
   void Stop();
@@ -188,9 +193,12 @@ class ControlPlane {
   // Sends StopWorker to its runtime; keeps it in pending_stops_ when the runtime asks for a
   // retry. Requires mu_.
   void StopWorker(const control::StopWorker& stop);
-  // Polls every runtime and feeds the events to the controller; true if there were any.
-  // Requires mu_.
+  // Polls every runtime and executor and feeds the events to the controller; true if there
+  // were any. Requires mu_.
   bool PollRuntimes(control::Step& step);
+  // Carries out SubmitExternal; a refusal (or no executor of that kind) ends the attempt
+  // through an event into `next`. Requires mu_.
+  void SubmitExternal(const model::ExternalLaunch& launch, control::Step& next);
   // Looks for the input paths of waiting jobs and tells the controller what is missing.
   void CheckInputs(control::Step& step);
   // Wakes the loop for a scheduling cycle. Requires mu_.
@@ -218,6 +226,7 @@ class ControlPlane {
   void CheckPolicyFile();
 
   std::unique_ptr<store::Store> store_;
+  std::map<model::ExecutorKind, std::unique_ptr<exec::Executor>> executors_;
   const Clock& clock_;
   ControlPlaneOptions options_;
 

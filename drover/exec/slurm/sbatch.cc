@@ -1,0 +1,131 @@
+#include "drover/exec/slurm/sbatch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace drover::exec::slurm {
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string TimeoutMarker(const std::string& attempt_dir) { return attempt_dir + "/timed-out"; }
+
+Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOptions& options) {
+  const model::JobSpec& spec = launch.spec;
+  const model::Requirements& req = spec.requirements;
+  if (req.gpu_share_millis > 0) {
+    return InvalidArgument(
+        "requirements.gpu_share: GPU shares cannot run under the slurm executor (Slurm needs "
+        "shard GRES for that, which Drover does not assume)");
+  }
+  if (!req.mig_profile.empty()) {
+    return InvalidArgument(
+        "requirements.mig: MIG profiles cannot run under the slurm executor (Slurm's MIG GRES "
+        "are site-specific)");
+  }
+  if (req.gpu_models.size() > 1) {
+    return InvalidArgument(
+        "requirements.gpu_model: the slurm executor takes at most one GPU model (one gres type)");
+  }
+  const int workers = std::max(spec.workers, 1);
+  const bool same_node = req.same_node || workers == 1;
+  const int gpus_per_worker = req.per_worker.gpus;
+  const int tasks_per_node = same_node ? workers : 1;
+
+  Sbatch out;
+  std::vector<std::string>& a = out.args;
+  a.push_back("--parsable");
+  a.push_back("--job-name=" + launch.ref.name);
+  a.push_back("--no-requeue");
+  a.push_back(fmt::format("--output={}/slurm-%j.out", options.attempt_dir));
+  a.push_back("--chdir=" + (spec.working_dir.empty() ? options.attempt_dir : spec.working_dir));
+  const model::SlurmQueueOptions& queue = launch.executor.slurm;
+  if (!queue.partition.empty()) a.push_back("--partition=" + queue.partition);
+  if (!queue.qos.empty()) a.push_back("--qos=" + queue.qos);
+  if (!queue.account.empty()) a.push_back("--account=" + queue.account);
+  a.push_back(fmt::format("--nodes={}", same_node ? 1 : workers));
+  a.push_back(fmt::format("--ntasks={}", workers));
+  if (!same_node) a.push_back("--ntasks-per-node=1");
+  a.push_back(fmt::format("--cpus-per-task={}",
+                          std::max<std::int64_t>(CeilDiv(req.per_worker.cpu_millis, 1000), 1)));
+  if (req.per_worker.memory_bytes > 0) {
+    a.push_back(
+        fmt::format("--mem={}M", CeilDiv(req.per_worker.memory_bytes, kMiB) * tasks_per_node));
+  }
+  if (gpus_per_worker > 0) {
+    const std::string type = req.gpu_models.empty() ? "" : Lower(req.gpu_models[0]) + ":";
+    a.push_back(fmt::format("--gres=gpu:{}{}", type, gpus_per_worker * tasks_per_node));
+  }
+  const std::int64_t grace_s = std::max<std::int64_t>(CeilDiv(launch.kill_grace_ms, 1000), 1);
+  if (spec.timeout) {
+    // Slurm's limit is the backstop, a grace period after the script's own exact timeout.
+    a.push_back(
+        fmt::format("--time={}", CeilDiv(*spec.timeout + launch.kill_grace_ms, 60'000) + 1));
+    a.push_back(fmt::format("--signal=B:TERM@{}", std::min<std::int64_t>(grace_s, 65'535)));
+  }
+
+  std::string& s = out.script;
+  s = "#!/bin/bash\n# Drover attempt " + launch.ref.name + " (docs/operations.md)\n";
+  for (const auto& [name, value] : launch.env) {
+    s += fmt::format("export {}={}\n", name, ShellQuote(value));
+  }
+  if (!options.server_url.empty()) {
+    s += fmt::format("export DROVER_SERVER={}\n", ShellQuote(options.server_url));
+  }
+  for (const std::string& dir : launch.make_dirs)
+    s += "mkdir -p " + ShellQuote(dir) + " || exit 1\n";
+  std::string command;
+  if (!spec.command.empty()) {
+    for (const std::string& word : spec.command) command += " " + ShellQuote(word);
+  } else {
+    command = " /bin/sh -c " + ShellQuote(spec.script);
+  }
+  // Each task learns its rank from Slurm; the batch host (where srun runs) is rank 0's address.
+  const std::string worker =
+      "export DROVER_WORKER_RANK=$SLURM_PROCID "
+      "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$(hostname)}; exec \"$@\"";
+  s += fmt::format("srun --kill-on-bad-exit=1 --export=ALL /bin/bash -c {} drover-worker{} &\n",
+                   ShellQuote(worker), command);
+  s += "step=$!\n";
+  s += "trap 'kill -TERM $step 2>/dev/null' TERM\n";
+  if (spec.timeout) {
+    s += fmt::format(
+        "( sleep {:.3f} && touch {} && kill -TERM $step && sleep {} && kill -KILL $step ) "
+        "2>/dev/null &\n",
+        static_cast<double>(*spec.timeout) / 1000.0, ShellQuote(TimeoutMarker(options.attempt_dir)),
+        grace_s);
+    s += "watchdog=$!\n";
+  }
+  // wait returns early when the TERM trap fires: wait again for the step's own status.
+  s += "wait $step; status=$?\n";
+  s += "while kill -0 $step 2>/dev/null; do wait $step; status=$?; done\n";
+  if (spec.timeout) s += "kill $watchdog 2>/dev/null\n";
+  s += "exit $status\n";
+  return out;
+}
+
+}  // namespace drover::exec::slurm

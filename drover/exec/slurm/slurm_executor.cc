@@ -1,0 +1,281 @@
+#include "drover/exec/slurm/slurm_executor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "drover/exec/slurm/command.h"
+#include "drover/exec/slurm/sbatch.h"
+
+namespace drover::exec::slurm {
+namespace {
+
+std::string Trim(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+bool Running(std::string_view state) {
+  return state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED" ||
+         state == "STOPPED" || state == "SIGNALING";
+}
+
+}  // namespace
+
+SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock), thread_([this] { Loop(); }) {}
+
+SlurmExecutor::~SlurmExecutor() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::string SlurmExecutor::AttemptDir(JobId job, int attempt) const {
+  return fmt::format("{}/{}/{}", options_.runs_dir, job.value(), attempt);
+}
+
+Status SlurmExecutor::Submit(const model::ExternalLaunch& launch) {
+  // Refuse what Slurm cannot express before anything is queued.
+  Result<Sbatch> rendered = RenderSbatch(launch, {});
+  if (!rendered) return tl::unexpected(rendered.error());
+  {
+    std::lock_guard lock(mu_);
+    submits_.push_back(launch);
+  }
+  wake_.notify_all();
+  return OkStatus();
+}
+
+Status SlurmExecutor::Cancel(const model::ExternalRef& ref, const agent::StopRequest&) {
+  {
+    std::lock_guard lock(mu_);
+    cancels_.push_back(ref);
+  }
+  wake_.notify_all();
+  return OkStatus();
+}
+
+void SlurmExecutor::Adopt(const std::vector<model::ExternalRef>& refs) {
+  {
+    std::lock_guard lock(mu_);
+    adopts_.insert(adopts_.end(), refs.begin(), refs.end());
+  }
+  wake_.notify_all();
+}
+
+std::vector<model::ExecutorEvent> SlurmExecutor::Poll() {
+  std::lock_guard lock(mu_);
+  return std::exchange(events_, {});
+}
+
+void SlurmExecutor::Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
+                         model::ExecutorEvent event) {
+  event.ref = tracked.ref;
+  event.kind = kind;
+  event.at = at;
+  std::lock_guard lock(mu_);
+  events_.push_back(std::move(event));
+}
+
+void SlurmExecutor::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms), [this] {
+      return stopping_ || !submits_.empty() || !cancels_.empty() || !adopts_.empty();
+    });
+    if (stopping_) break;
+    auto adopts = std::exchange(adopts_, {});
+    auto submits = std::exchange(submits_, {});
+    auto cancels = std::exchange(cancels_, {});
+    lock.unlock();
+    for (const model::ExternalRef& ref : adopts) AdoptNow(ref);
+    for (const model::ExternalLaunch& launch : submits) {
+      // Cancelled before it reached Slurm: never submitted.
+      auto cancelled = std::find_if(cancels.begin(), cancels.end(),
+                                    [&](const auto& ref) { return ref.name == launch.ref.name; });
+      if (cancelled != cancels.end()) {
+        cancels.erase(cancelled);
+        Tracked tracked{launch.ref, "", "", 0, false, 0};
+        model::ExecutorEvent event;
+        event.exit.cancelled = true;
+        Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+        continue;
+      }
+      SubmitNow(launch);
+    }
+    for (const model::ExternalRef& ref : cancels) CancelNow(ref);
+    if (!tracked_.empty()) Refresh();
+    lock.lock();
+  }
+}
+
+void SlurmExecutor::SubmitNow(const model::ExternalLaunch& launch) {
+  Tracked tracked{launch.ref, AttemptDir(launch.ref.job, launch.ref.attempt), "", 0, false, 0};
+  std::error_code ec;
+  std::filesystem::create_directories(tracked.attempt_dir, ec);
+  Result<Sbatch> sbatch =
+      RenderSbatch(launch, SbatchOptions{tracked.attempt_dir, options_.server_url});
+  std::string error;
+  if (ec) {
+    error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
+  } else if (!sbatch) {
+    error = sbatch.error().message;
+  } else {
+    std::vector<std::string> argv = {"sbatch"};
+    argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
+    CommandResult result = RunCommand(argv, sbatch->script);
+    if (result.ok()) {
+      // --parsable prints "ID" or "ID;CLUSTER".
+      std::string id = Trim(result.out);
+      id = id.substr(0, id.find(';'));
+      tracked.ref.external_id = id;
+      tracked_[tracked.ref.name] = tracked;
+      Emit(tracked, model::ExecutorEvent::Kind::kSubmitted, clock_.Now());
+      return;
+    }
+    error = "sbatch: " + Trim(result.err.empty() ? result.out : result.err);
+  }
+  spdlog::warn("slurm: {} not submitted: {}", launch.ref.name, error);
+  model::ExecutorEvent event;
+  event.exit.message = error;
+  Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+}
+
+void SlurmExecutor::CancelNow(const model::ExternalRef& ref) {
+  auto it = tracked_.find(ref.name);
+  if (it == tracked_.end()) return;  // ended meanwhile
+  CommandResult result = RunCommand({"scancel", it->second.ref.external_id});
+  if (!result.ok()) {
+    spdlog::warn("slurm: scancel {}: {}", it->second.ref.external_id, Trim(result.err));
+  }
+}
+
+void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
+  Tracked tracked{ref, AttemptDir(ref.job, ref.attempt), "", 0, false, 0};
+  if (tracked.ref.external_id.empty()) {
+    // Perhaps submitted just before a restart: look it up by its name.
+    CommandResult found =
+        RunCommand({"squeue", "-h", "--states=all", "--name=" + ref.name, "-o", "%i"});
+    std::string id = Trim(found.out);
+    id = id.substr(0, id.find('\n'));
+    if (!found.ok() || id.empty()) {
+      model::ExecutorEvent event;
+      event.exit.node_lost = true;
+      event.exit.message = fmt::format("slurm has no job named {}", ref.name);
+      Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+      return;
+    }
+    tracked.ref.external_id = id;
+    Emit(tracked, model::ExecutorEvent::Kind::kSubmitted, clock_.Now());
+  }
+  tracked_[tracked.ref.name] = tracked;
+}
+
+void SlurmExecutor::Refresh() {
+  CommandResult result = RunCommand({"scontrol", "show", "job", "-o"});
+  if (!result.ok()) {
+    spdlog::warn("slurm: scontrol show job: {}", Trim(result.err));
+    return;  // Slurm unreachable: try again at the next refresh
+  }
+  std::map<std::string, SlurmJob> jobs;
+  std::istringstream lines(result.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto job = ParseJobLine(line, &ParseLocalTime)) jobs.emplace(job->id, std::move(*job));
+  }
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    Tracked& tracked = it->second;
+    auto job = jobs.find(tracked.ref.external_id);
+    bool ended = false;
+    if (job != jobs.end()) {
+      tracked.missing = 0;
+      ended = Observe(tracked, job->second);
+    } else if (++tracked.missing >= 2) {
+      Vanished(tracked);
+      ended = true;
+    }
+    it = ended ? tracked_.erase(it) : std::next(it);
+  }
+}
+
+bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {
+  using Kind = model::ExecutorEvent::Kind;
+  if (job.state == "PENDING" && job.restarts == 0) {
+    const std::string reason = DescribeReason(job.reason);
+    if (reason != tracked.reason || job.eligible_time != tracked.eligible_at) {
+      tracked.reason = reason;
+      tracked.eligible_at = job.eligible_time;
+      model::ExecutorEvent event;
+      event.reason = reason;
+      event.eligible_at = job.eligible_time;
+      Emit(tracked, Kind::kPending, clock_.Now(), event);
+    }
+    return false;
+  }
+  const bool final = IsFinalState(job.state);
+  if (!tracked.started &&
+      (Running(job.state) || (final && job.start_time > 0 && !job.nodes.empty()))) {
+    tracked.started = true;
+    model::ExecutorEvent event;
+    event.nodes = job.nodes;
+    Emit(tracked, Kind::kStarted, job.start_time > 0 ? job.start_time : clock_.Now(), event);
+  }
+  if (final) {
+    std::error_code ec;
+    const bool marker = std::filesystem::exists(TimeoutMarker(tracked.attempt_dir), ec);
+    model::ExecutorEvent event;
+    event.exit = ExitOf(job, marker);
+    Emit(tracked, Kind::kExited, job.end_time > 0 ? job.end_time : clock_.Now(), event);
+    return true;
+  }
+  if (job.restarts > 0 || job.state == "REQUEUED" || job.state == "REQUEUE_HOLD" ||
+      job.state == "REQUEUE_FED") {
+    // Requeued by Slurm despite --no-requeue (a site's policy): that run is over. Drover's
+    // retry policy decides about the next attempt, as a new job.
+    RunCommand({"scancel", tracked.ref.external_id});
+    model::ExecutorEvent event;
+    event.exit.preempted = true;
+    event.exit.message = fmt::format("requeued by Slurm ({})", job.reason);
+    Emit(tracked, Kind::kExited, clock_.Now(), event);
+    return true;
+  }
+  return false;
+}
+
+void SlurmExecutor::Vanished(Tracked& tracked) {
+  // Past MinJobAge, scontrol forgets finished jobs; the jobcomp log (sacct -c) keeps them.
+  CommandResult result = RunCommand({"sacct", "-c", "-n", "-P", "-j", tracked.ref.external_id, "-o",
+                                     "JobID,JobName,State,ExitCode,Start,End,NodeList"});
+  std::istringstream lines(result.ok() ? result.out : "");
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, '|');) fields.push_back(field);
+    if (fields.size() < 7 || fields[0] != tracked.ref.external_id) continue;
+    SlurmJob job;
+    job.id = fields[0];
+    job.name = fields[1];
+    job.state = fields[2].substr(0, fields[2].find(' '));  // "CANCELLED by 0"
+    if (!IsFinalState(job.state)) continue;
+    const std::size_t colon = fields[3].find(':');
+    job.exit_code = std::atoi(fields[3].substr(0, colon).c_str());
+    if (colon != std::string::npos) job.exit_signal = std::atoi(fields[3].c_str() + colon + 1);
+    job.start_time = ParseLocalTime(fields[4]);
+    job.end_time = ParseLocalTime(fields[5]);
+    job.nodes = ExpandHostList(fields[6]);
+    Observe(tracked, job);
+    return;
+  }
+  model::ExecutorEvent event;
+  event.exit.node_lost = true;
+  event.exit.message = fmt::format("slurm lost job {}: no longer listed and no end recorded",
+                                   tracked.ref.external_id);
+  Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+}
+
+}  // namespace drover::exec::slurm

@@ -1,0 +1,87 @@
+#pragma once
+
+// The Slurm executor (docs/operations.md, "Executors: Slurm"): Drover's admitted attempts
+// become Slurm batch jobs through Slurm's own commands (sbatch, scontrol, scancel, squeue,
+// sacct -c), which the executor's thread runs; Slurm's states, pending reasons and times come
+// back as ExecutorEvents. The commands find the cluster as any Slurm user's do (PATH,
+// SLURM_CONF).
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/exec/executor.h"
+#include "drover/exec/slurm/state.h"
+
+namespace drover::exec::slurm {
+
+struct SlurmExecutorOptions {
+  // Each attempt's directory <runs_dir>/<job>/<attempt>/ holds its batch output
+  // (slurm-<id>.out) and the timeout marker; it must be visible to the Slurm nodes (one
+  // machine, or shared storage).
+  std::string runs_dir;
+  std::string server_url;  // exported to the jobs as DROVER_SERVER
+  DurationMs poll_interval_ms = 500;
+};
+
+class SlurmExecutor final : public Executor {
+ public:
+  SlurmExecutor(SlurmExecutorOptions options, const Clock& clock);
+  ~SlurmExecutor() override;  // stops the thread; Slurm's jobs keep running
+
+  model::ExecutorKind kind() const override { return model::ExecutorKind::kSlurm; }
+  Status Submit(const model::ExternalLaunch& launch) override;
+  Status Cancel(const model::ExternalRef& ref, const agent::StopRequest& request) override;
+  void Adopt(const std::vector<model::ExternalRef>& refs) override;
+  std::vector<model::ExecutorEvent> Poll() override;
+
+  // The attempt directory of (job, attempt).
+  std::string AttemptDir(JobId job, int attempt) const;
+
+ private:
+  // An attempt Slurm knows (or is about to): what was last reported of it.
+  struct Tracked {
+    model::ExternalRef ref;
+    std::string attempt_dir;
+    std::string reason;  // last pending reason reported
+    TimeMs eligible_at = 0;
+    bool started = false;
+    int missing = 0;  // consecutive refreshes that did not find it in scontrol's list
+  };
+
+  void Loop();
+  void SubmitNow(const model::ExternalLaunch& launch);
+  void CancelNow(const model::ExternalRef& ref);
+  void AdoptNow(const model::ExternalRef& ref);
+  // One `scontrol show job -o`: events for every tracked job that changed.
+  void Refresh();
+  // Reports what `job` says of `tracked`; true when it ended (no longer tracked).
+  bool Observe(Tracked& tracked, const SlurmJob& job);
+  // A job scontrol no longer lists: its end from `sacct -c`, or lost.
+  void Vanished(Tracked& tracked);
+  void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
+            model::ExecutorEvent event = {});
+
+  const SlurmExecutorOptions options_;
+  const Clock& clock_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::deque<model::ExternalLaunch> submits_;
+  std::vector<model::ExternalRef> cancels_;
+  std::vector<model::ExternalRef> adopts_;
+  std::vector<model::ExecutorEvent> events_;
+
+  std::map<std::string, Tracked> tracked_;  // by ExternalRef::name; the thread's own
+  std::thread thread_;
+};
+
+}  // namespace drover::exec::slurm

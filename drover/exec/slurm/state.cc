@@ -1,0 +1,174 @@
+#include "drover/exec/slurm/state.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <ctime>
+
+namespace drover::exec::slurm {
+namespace {
+
+int ToInt(std::string_view text) {
+  int value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ParseKeyValues(std::string_view line) {
+  std::map<std::string, std::string> out;
+  std::size_t pos = 0;
+  while (pos < line.size()) {
+    while (pos < line.size() && line[pos] == ' ') ++pos;
+    std::size_t end = line.find(' ', pos);
+    if (end == std::string_view::npos) end = line.size();
+    std::string_view item = line.substr(pos, end - pos);
+    if (std::size_t eq = item.find('='); eq != std::string_view::npos) {
+      out.emplace(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+    }
+    pos = end;
+  }
+  return out;
+}
+
+TimeMs ParseLocalTime(std::string_view text) {
+  std::tm tm{};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (text.size() != 19 || std::sscanf(std::string(text).c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &year,
+                                       &month, &day, &hour, &minute, &second) != 6) {
+    return 0;
+  }
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  tm.tm_isdst = -1;
+  const std::time_t seconds = std::mktime(&tm);
+  return seconds < 0 ? 0 : static_cast<TimeMs>(seconds) * 1000;
+}
+
+std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_time) {
+  std::map<std::string, std::string> kv = ParseKeyValues(line);
+  auto get = [&](const char* key) -> std::string {
+    auto it = kv.find(key);
+    return it == kv.end() ? "" : it->second;
+  };
+  SlurmJob job;
+  job.id = get("JobId");
+  if (job.id.empty()) return std::nullopt;
+  job.name = get("JobName");
+  job.state = get("JobState");
+  job.reason = get("Reason");
+  job.submit_time = parse_time(get("SubmitTime"));
+  job.eligible_time = parse_time(get("EligibleTime"));
+  job.start_time = parse_time(get("StartTime"));
+  job.end_time = parse_time(get("EndTime"));
+  std::string nodes = get("NodeList");
+  if (nodes != "(null)") job.nodes = ExpandHostList(nodes);
+  const std::string exit = get("ExitCode");  // "3:0": code:signal
+  if (std::size_t colon = exit.find(':'); colon != std::string::npos) {
+    job.exit_code = ToInt(std::string_view(exit).substr(0, colon));
+    job.exit_signal = ToInt(std::string_view(exit).substr(colon + 1));
+  }
+  job.restarts = ToInt(get("Restarts"));
+  return job;
+}
+
+std::vector<std::string> ExpandHostList(std::string_view list) {
+  std::vector<std::string> hosts;
+  std::size_t pos = 0;
+  while (pos < list.size()) {
+    // One item: a prefix, then optionally [ranges], up to a comma outside brackets.
+    std::size_t end = pos;
+    int depth = 0;
+    while (end < list.size() && (depth > 0 || list[end] != ',')) {
+      if (list[end] == '[') ++depth;
+      if (list[end] == ']') --depth;
+      ++end;
+    }
+    std::string_view item = list.substr(pos, end - pos);
+    pos = end + 1;
+    std::size_t open = item.find('[');
+    std::size_t close = item.find(']');
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+      if (!item.empty()) hosts.emplace_back(item);
+      continue;
+    }
+    const std::string prefix(item.substr(0, open));
+    const std::string suffix(item.substr(close + 1));
+    std::string_view ranges = item.substr(open + 1, close - open - 1);
+    while (!ranges.empty()) {
+      std::size_t comma = ranges.find(',');
+      std::string_view range = ranges.substr(0, comma);
+      ranges = comma == std::string_view::npos ? std::string_view() : ranges.substr(comma + 1);
+      std::size_t dash = range.find('-');
+      std::string_view first = range.substr(0, dash);
+      std::string_view last = dash == std::string_view::npos ? first : range.substr(dash + 1);
+      const int from = ToInt(first);
+      const int to = ToInt(last);
+      for (int n = from; n <= to && n - from < 100'000; ++n) {
+        hosts.push_back(fmt::format("{}{:0{}}{}", prefix, n, first.size(), suffix));
+      }
+    }
+  }
+  return hosts;
+}
+
+bool IsFinalState(std::string_view state) {
+  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
+         state == "PREEMPTED" || state == "NODE_FAIL" || state == "BOOT_FAIL" ||
+         state == "DEADLINE" || state == "OUT_OF_MEMORY";
+}
+
+model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker) {
+  model::ExitStatus exit;
+  exit.exit_code = job.exit_code;
+  exit.signal = job.exit_signal;
+  const std::string_view state = job.state;
+  if (timeout_marker || state == "TIMEOUT" || state == "DEADLINE") {
+    exit.timed_out = true;
+  } else if (state == "CANCELLED") {
+    exit.cancelled = true;
+  } else if (state == "PREEMPTED") {
+    exit.preempted = true;
+    exit.message = "preempted by Slurm";
+  } else if (state == "NODE_FAIL" || state == "BOOT_FAIL") {
+    exit.node_lost = true;
+    exit.message = fmt::format("Slurm {} on {}", job.state, fmt::join(job.nodes, ","));
+  } else if (state == "OUT_OF_MEMORY") {
+    exit.message = "out of memory (Slurm OUT_OF_MEMORY)";
+    if (exit.exit_code == 0 && exit.signal == 0) exit.exit_code = 1;
+  } else if (state == "FAILED" && exit.exit_code == 0 && exit.signal == 0) {
+    exit.exit_code = 1;  // FAILED without a code (e.g. a launch failure)
+    exit.message = "Slurm reports FAILED (" + job.reason + ")";
+  }
+  return exit;
+}
+
+std::string DescribeReason(std::string_view reason) {
+  static const std::map<std::string_view, std::string_view> kMeaning = {
+      {"Resources", "the nodes, GPUs or memory it needs are in use"},
+      {"Priority", "jobs of higher priority are ahead of it in the partition"},
+      {"Dependency", "waiting for a Slurm job dependency"},
+      {"BeginTime", "its earliest start time has not arrived"},
+      {"None", "not yet considered by the Slurm scheduler"},
+      {"JobHeldUser", "held by its user (scontrol release)"},
+      {"JobHeldAdmin", "held by an administrator"},
+      {"ReqNodeNotAvail", "a node it needs is down, drained or reserved"},
+      {"PartitionTimeLimit", "its time limit exceeds the partition's"},
+      {"PartitionNodeLimit", "its node count exceeds the partition's limits"},
+      {"PartitionDown", "the partition is down"},
+      {"NodeDown", "a node it needs is down"},
+      {"BadConstraints", "no node can ever satisfy its constraints"},
+      {"QOSMaxGRESPerUser", "the QOS limit on GPUs per user is reached"},
+      {"AssocGrpGRES", "the account's GPU limit is reached"},
+  };
+  auto it = kMeaning.find(reason);
+  if (it != kMeaning.end()) return fmt::format("{}: {}", reason, it->second);
+  return std::string(reason);
+}
+
+}  // namespace drover::exec::slurm

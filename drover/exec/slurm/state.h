@@ -1,0 +1,61 @@
+#pragma once
+
+// Reading Slurm's view of its jobs (pure): one line of `scontrol show job -o` (or of the
+// jobcomp/filetxt log that `sacct -c` reads) into a SlurmJob, Slurm's states and pending
+// reasons into Drover's terms, and node lists ("n[1-3,7],gpu-a") into host names.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/model/job.h"
+
+namespace drover::exec::slurm {
+
+struct SlurmJob {
+  std::string id;
+  std::string name;
+  std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
+  std::string reason;  // Resources, Priority, Dependency, ..., None
+  TimeMs submit_time = 0;
+  TimeMs eligible_time = 0;
+  TimeMs start_time = 0;
+  TimeMs end_time = 0;
+  std::vector<std::string> nodes;
+  int exit_code = 0;    // of the batch script
+  int exit_signal = 0;  // that killed it
+  int restarts = 0;
+};
+
+// `Key=Value Key=Value ...` (values without spaces, as `scontrol -o` prints them) into a map.
+std::map<std::string, std::string> ParseKeyValues(std::string_view line);
+
+// A job from one `scontrol show job -o` line or jobcomp/filetxt line; nullopt when it has no
+// JobId. Times are Slurm's local times, read with `parse_time` (the caller's time zone rule);
+// "Unknown", "None" and "N/A" read as 0.
+using TimeParser = TimeMs (*)(std::string_view);
+std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_time);
+
+// "2026-11-30T12:46:09" as a local time of the process's time zone; 0 if malformed.
+TimeMs ParseLocalTime(std::string_view text);
+
+// "n[1-3,7],gpu-a" -> n1 n2 n3 n7 gpu-a (zero padding kept: "n[01-02]" -> n01 n02).
+std::vector<std::string> ExpandHostList(std::string_view list);
+
+// States in which the job will not change any more.
+bool IsFinalState(std::string_view state);
+
+// How a job in a final state ended, in Drover's terms: COMPLETED -> exit 0 (timed_out when the
+// script left its timeout marker); FAILED -> the exit code or signal; CANCELLED -> cancelled
+// (preempted when `preempting`: Drover asked for it to make room); TIMEOUT, DEADLINE ->
+// timed_out; PREEMPTED -> preempted; NODE_FAIL, BOOT_FAIL -> node_lost; OUT_OF_MEMORY -> failed
+// with that message.
+model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker);
+
+// A pending reason for people: "Resources: ..." with a short explanation of Slurm's code.
+std::string DescribeReason(std::string_view reason);
+
+}  // namespace drover::exec::slurm

@@ -1,0 +1,105 @@
+#!/bin/bash
+# A real Slurm cluster on this one machine for Drover's tests (Debian 12's slurm-wlm 22.05):
+# munged, one slurmctld and four slurmd daemons that pose as nodes n1..n4, each with 16 CPUs,
+# 64 GB and 4 "GPUs" (character devices that behave like /dev/null: Slurm 22.05 drops GPUs
+# without a device file). Partitions: debug (default) and high, whose jobs preempt debug's by
+# requeueing or cancelling them (PreemptType=preempt/partition_prio, PreemptMode=REQUEUE).
+# Run as root. Everything lives under $DIR (default /tmp/drover-slurm); SLURM_CONF=$DIR/slurm.conf
+# points the Slurm commands at it.
+#
+#   slurm-cluster.sh start   start the daemons (installing nothing) and wait until 4 nodes are idle
+#   slurm-cluster.sh stop    stop them and every job step they left behind
+#   slurm-cluster.sh env     print the SLURM_CONF line to export
+set -euo pipefail
+DIR=${DROVER_SLURM_DIR:-/tmp/drover-slurm}
+export SLURM_CONF=$DIR/slurm.conf
+
+write_conf() {
+  mkdir -p "$DIR/ctld" "$DIR/fakegpu"
+  for i in 0 1 2 3; do [ -e "$DIR/fakegpu/nvidia$i" ] || mknod "$DIR/fakegpu/nvidia$i" c 1 3; done
+  cat > "$DIR/slurm.conf" <<CONF
+ClusterName=drover-test
+SlurmctldHost=localhost
+SlurmctldPort=7817
+SlurmUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$DIR/ctld
+SlurmctldPidFile=$DIR/ctld.pid
+SlurmctldLogFile=$DIR/ctld.log
+SlurmdSpoolDir=$DIR/spool-%n
+SlurmdPidFile=$DIR/slurmd-%n.pid
+SlurmdLogFile=$DIR/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+MpiDefault=none
+MailProg=/bin/true
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=1,bf_interval=1
+ReturnToService=2
+SlurmdTimeout=10
+MinJobAge=600
+KillWait=5
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$DIR/jobcomp.log
+SlurmdParameters=config_overrides
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+GresTypes=gpu
+NodeName=n[1-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17101-17104] CPUs=16 RealMemory=64000 Gres=gpu:h100:4 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
+CONF
+  printf 'AutoDetect=off\nNodeName=n[1-4] Name=gpu Type=h100 File=%s/fakegpu/nvidia[0-3]\n' "$DIR" \
+    > "$DIR/gres.conf"
+}
+
+wait_idle() {
+  for _ in $(seq 1 300); do
+    [ "$(sinfo -h -N -p debug -o '%T' 2>/dev/null | grep -c '^idle$')" = 4 ] && return 0
+    sleep 0.1
+  done
+  echo "slurm-cluster.sh: nodes not idle after 30 s" >&2
+  sinfo -N >&2 || true
+  return 1
+}
+
+start() {
+  for tool in munged slurmctld slurmd sbatch; do
+    command -v "$tool" >/dev/null || { echo "slurm-cluster.sh: $tool missing (apt-get install slurm-wlm munge)" >&2; exit 1; }
+  done
+  stop
+  write_conf
+  if ! pgrep -x munged >/dev/null; then
+    [ -s /etc/munge/munge.key ] || { mkdir -p /etc/munge; dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none; chown munge:munge /etc/munge/munge.key; chmod 0400 /etc/munge/munge.key; }
+    install -d -o munge -g munge -m 0755 /run/munge
+    runuser -u munge -- /usr/sbin/munged
+  fi
+  slurmctld -c  # -c: a clean start, no jobs kept from an earlier run
+  for n in n1 n2 n3 n4; do slurmd -N "$n"; done
+  wait_idle
+}
+
+stop() {
+  local f pid
+  for f in "$DIR"/slurmd-n*.pid "$DIR/ctld.pid"; do
+    [ -s "$f" ] || continue
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$f"
+  done
+  # slurmstepd outlives a killed slurmd; its jobs must not outlive the test cluster.
+  pkill -f "slurmstepd: \[" 2>/dev/null || true
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  env) echo "SLURM_CONF=$SLURM_CONF" ;;
+  *) echo "usage: $0 start|stop|env" >&2; exit 2 ;;
+esac

@@ -1,0 +1,323 @@
+// Drover on a real Slurm cluster (tests/slurm/slurm-cluster.sh: one slurmctld and four slurmd
+// posing as nodes n1..n4 with 4 fake H100s each, partitions debug and high). The suite starts
+// the cluster once, runs a real `drover server` whose queue "hpc" has `executor: slurm`, and
+// checks the Slurm executor end to end: the environment contract, gangs across nodes, Slurm's
+// pending reasons, cancel, timeout, exit codes, Slurm's own preemption with resume, node loss,
+// a server restart, and a pipeline whose GPU stage runs on Slurm between two local stages.
+// It fails (never skips) when Slurm cannot be started.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tests/integration/harness.h"
+
+namespace drover::integration {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kClusterDir = "/tmp/drover-slurm-test";
+
+std::string Script() { return SourceDir() + "/tests/slurm/slurm-cluster.sh"; }
+
+// Runs a shell command line; its stdout (and the exit code in *code).
+std::string Shell(const std::string& command, int* code = nullptr) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int status = pclose(pipe);
+  if (code) *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+class SlurmCluster : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    setenv("DROVER_SLURM_DIR", kClusterDir.c_str(), 1);
+    setenv("SLURM_CONF", (kClusterDir + "/slurm.conf").c_str(), 1);
+    int code = 0;
+    const std::string out = Shell(Script() + " start 2>&1", &code);
+    ASSERT_EQ(code, 0) << "could not start the test Slurm cluster (run as root with slurm-wlm "
+                          "and munge installed: make deps):\n"
+                       << out;
+  }
+  void TearDown() override { Shell(Script() + " stop >/dev/null 2>&1"); }
+};
+
+const auto* const kCluster = ::testing::AddGlobalTestEnvironment(new SlurmCluster);
+
+// Queue "hpc" on Slurm's default partition, "urgent" on partition high, "local" on this machine.
+const char* kPolicy = R"(kind: Policy
+queues:
+  - name: hpc
+    executor: {kind: slurm, partition: debug}
+  - name: local
+)";
+
+class SlurmTest : public IntegrationTest {
+ protected:
+  void SetUp() override {
+    WriteFile(dir_.Sub("policy.yaml"), kPolicy);
+    server_ = StartServer("data", "2xH100-80GB", {"--policy", dir_.Sub("policy.yaml")});
+    ASSERT_TRUE(server_->ok());
+    client_ = std::make_unique<server::ApiClient>(server_->url());
+  }
+
+  void TearDown() override {
+    // Nothing of this test may keep running in Slurm.
+    Shell("scancel --quiet --name=$(squeue -h -o %j | grep '^drover-' | paste -sd, -) 2>/dev/null");
+    IntegrationTest::TearDown();
+  }
+
+  nlohmann::json Job(std::int64_t id) { return GetJob(*client_, id); }
+  nlohmann::json Attempt(std::int64_t id, int index) { return Job(id)["attempts"][index]; }
+
+  // Slurm's state of its job `slurm_id`.
+  static std::string SlurmState(const std::string& slurm_id) {
+    std::string out = Shell("scontrol show job -o " + slurm_id + " 2>/dev/null");
+    auto pos = out.find("JobState=");
+    if (pos == std::string::npos) return "";
+    return Words(out.substr(pos + 9)).at(0);
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<server::ApiClient> client_;
+};
+
+TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {
+  const std::string out = dir_.Sub("env.txt");
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: env\nqueue: hpc\nresources: {gpus: 2, cpu: 2, memory: 1Gi}\n"
+                    "checkpoint_dir: " +
+                        dir_.Sub("ckpt") +
+                        "\n"
+                        "script: env | grep -E '^(CUDA_VISIBLE_DEVICES|DROVER_|SLURM_JOB_ID)' > " +
+                        out + "\n");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "succeeded") << Job(ids[0]).dump(2);
+  std::map<std::string, std::string> env;
+  for (const std::string& line : ReadLines(out)) {
+    env[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+  }
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1");
+  EXPECT_EQ(env["DROVER_JOB_ID"], std::to_string(ids[0]));
+  EXPECT_EQ(env["DROVER_ATTEMPT"], "1");
+  EXPECT_EQ(env["DROVER_WORKER_RANK"], "0");
+  EXPECT_EQ(env["DROVER_NUM_WORKERS"], "1");
+  EXPECT_EQ(env["DROVER_CHECKPOINT_DIR"], dir_.Sub("ckpt"));
+  EXPECT_EQ(env["DROVER_SERVER"], server_->url());
+  EXPECT_FALSE(env["DROVER_MASTER_ADDR"].empty());
+  const nlohmann::json attempt = Attempt(ids[0], 0);
+  EXPECT_EQ(attempt["executor"], "slurm");
+  EXPECT_EQ(attempt["external_id"], env["SLURM_JOB_ID"]);
+  EXPECT_GT(attempt["external_submitted_at"].get<std::int64_t>(), 0);
+  // The timeline is complete and ordered.
+  const std::int64_t admitted = attempt["admitted_at"], placed = attempt["placed_at"],
+                     running = attempt["running_at"], finished = attempt["finished_at"];
+  EXPECT_GT(admitted, 0);
+  EXPECT_LE(admitted, placed);
+  EXPECT_LE(placed, running);
+  EXPECT_LE(running, finished);
+  EXPECT_EQ(attempt["workers"][0]["host"].get<std::string>().substr(0, 1), "n");
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("ckpt")));  // make_dirs ran under Slurm
+}
+
+TEST_F(SlurmTest, GangRunsOneWorkerPerNodeWithRanks) {
+  const std::string out = dir_.Sub("ranks.txt");
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: gang\nqueue: hpc\nworkers: 3\nresources: {gpus: 4}\n"
+                    "script: echo $DROVER_WORKER_RANK $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES "
+                    "$DROVER_NUM_WORKERS >> " +
+                        out + "\n");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "succeeded") << Job(ids[0]).dump(2);
+  std::set<std::string> ranks, nodes;
+  for (const std::string& line : ReadLines(out)) {
+    auto words = Words(line);
+    ASSERT_EQ(words.size(), 4u) << line;
+    ranks.insert(words[0]);
+    nodes.insert(words[1]);
+    EXPECT_EQ(words[2], "0,1,2,3");
+    EXPECT_EQ(words[3], "3");
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(nodes.size(), 3u);  // 4 GPUs each on nodes of 4: one worker per node
+  std::set<std::string> hosts;
+  const nlohmann::json attempt = Attempt(ids[0], 0);
+  for (const auto& worker : attempt["workers"]) hosts.insert(worker["host"]);
+  EXPECT_EQ(hosts, nodes);
+}
+
+TEST_F(SlurmTest, PendingReasonIsSlurmsThenCancelEndsItInSlurm) {
+  // 16 GPUs: the whole cluster.
+  auto big = Submit(*client_,
+                    "kind: Job\nname: big\nqueue: hpc\nworkers: 4\nresources: {gpus: 4}\n"
+                    "command: [sleep, '300']\n");
+  ASSERT_EQ(big.size(), 1u);
+  EXPECT_EQ(WaitForState(*client_, big[0], {"running"}), "running");
+  auto small = Submit(
+      *client_, "kind: Job\nname: small\nqueue: hpc\nresources: {gpus: 1}\ncommand: [true]\n");
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_TRUE(WaitUntil([&] {
+    return Job(small[0])["message"].get<std::string>().find("pending: Resources") !=
+           std::string::npos;
+  })) << Job(small[0]).dump(2);
+  EXPECT_EQ(Job(small[0])["state"], "admitted");
+  const CommandResult get =
+      RunDrover({"--server", server_->url(), "get", std::to_string(small[0])}, dir_.path());
+  EXPECT_THAT(get.out, HasSubstr("slurm"));
+  EXPECT_THAT(get.out, HasSubstr(Attempt(small[0], 0)["external_id"].get<std::string>()));
+  EXPECT_THAT(get.out, HasSubstr("Resources"));
+
+  const std::string slurm_id = Attempt(big[0], 0)["external_id"];
+  ASSERT_TRUE(
+      client_->Post("/v1/jobs/" + std::to_string(big[0]) + "/cancel", "", "application/json")
+          .has_value());
+  EXPECT_EQ(WaitForTerminal(*client_, big[0]), "cancelled");
+  EXPECT_EQ(SlurmState(slurm_id), "CANCELLED");
+  EXPECT_EQ(WaitForTerminal(*client_, small[0]), "succeeded");
+}
+
+TEST_F(SlurmTest, TimeoutAndExitCodesMapToDroverStates) {
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: slow\nqueue: hpc\ntimeout: 2s\ncommand: [sleep, '120']\n---\n"
+                    "kind: Job\nname: three\nqueue: hpc\nscript: exit 3\n");
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "timed_out") << Job(ids[0]).dump(2);
+  EXPECT_EQ(WaitForTerminal(*client_, ids[1]), "failed");
+  EXPECT_THAT(Job(ids[1])["message"].get<std::string>(), HasSubstr("exit 3"));
+}
+
+TEST_F(SlurmTest, SlurmPreemptionRequeuesAndTheJobResumesFromItsCheckpoint) {
+  const std::string steps = dir_.Sub("steps.txt"), log = dir_.Sub("attempts.txt");
+  const std::string program =
+      "ck=$DROVER_CHECKPOINT_DIR/step; i=0\n"
+      "if [ \"$DROVER_RESUME\" = 1 ] && [ -f $ck ]; then i=$(cat $ck); fi\n"
+      "echo \"$DROVER_ATTEMPT ${DROVER_RESUME:-0} $i\" >> " +
+      log +
+      "\n"
+      "while [ $i -lt 12 ]; do i=$((i+1)); echo $i >> " +
+      steps + "; echo $i > $ck; " + DroverBinary() +
+      " checkpoint $DROVER_JOB_ID >/dev/null; sleep 0.5; done\n";
+  WriteFile(dir_.Sub("steps.sh"), program);
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: resumable\nqueue: hpc\nresources: {gpus: 1}\n"
+                    "checkpoint_dir: " +
+                        dir_.Sub("ckpt") +
+                        "\nresume: true\n"
+                        "command: [sh, " +
+                        dir_.Sub("steps.sh") + "]\n");
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(WaitUntil([&] { return ReadLines(steps).size() >= 3; }));
+  // A job of the high partition needs every GPU: Slurm preempts Drover's.
+  int code = 0;
+  const std::string high = Shell(
+      "sbatch --parsable -p high -N 4 --ntasks-per-node=1 --gres=gpu:4 -o /dev/null "
+      "--wrap 'sleep 3'",
+      &code);
+  ASSERT_EQ(code, 0) << high;
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0], std::chrono::seconds(90)), "succeeded")
+      << Job(ids[0]).dump(2);
+  const nlohmann::json job = Job(ids[0]);
+  ASSERT_EQ(job["attempts"].size(), 2u) << job.dump(2);
+  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("preempted"));
+  EXPECT_NE(job["attempts"][0]["external_id"], job["attempts"][1]["external_id"]);
+  // The second attempt resumed where the checkpoint said: every step is done, none twice.
+  auto attempts = ReadLines(log);
+  ASSERT_EQ(attempts.size(), 2u);
+  auto second = Words(attempts[1]);
+  EXPECT_EQ(second[0], "2");
+  EXPECT_EQ(second[1], "1");
+  EXPECT_GE(std::stoi(second[2]), 3);
+  std::vector<std::string> done = ReadLines(steps);
+  std::set<std::string> distinct(done.begin(), done.end());
+  EXPECT_EQ(distinct.size(), 12u);
+  EXPECT_LE(done.size(), 13u);  // at most the step in flight at preemption runs again
+}
+
+TEST_F(SlurmTest, NodeLossRetriesOnAnotherNode) {
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: survivor\nqueue: hpc\nresources: {gpus: 1}\n"
+                    "retry: {max_attempts: 2, on: [node_lost]}\n"
+                    "script: '[ $DROVER_ATTEMPT = 2 ] || sleep 300'\n");
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
+  const std::string node = Attempt(ids[0], 0)["workers"][0]["host"];
+  ASSERT_FALSE(node.empty());
+  int code = 0;
+  // DOWN ends its jobs (NODE_FAIL); DRAIN keeps the node out until the test resumes it (a live
+  // slurmd would otherwise bring it straight back).
+  Shell("scontrol update NodeName=" + node +
+            " State=DOWN Reason=drover-test && scontrol update NodeName=" + node +
+            " State=DRAIN Reason=drover-test",
+        &code);
+  ASSERT_EQ(code, 0);
+  const std::string state = WaitForTerminal(*client_, ids[0], std::chrono::seconds(60));
+  Shell("scontrol update NodeName=" + node + " State=RESUME");
+  EXPECT_EQ(state, "succeeded") << Job(ids[0]).dump(2);
+  const nlohmann::json job = Job(ids[0]);
+  ASSERT_EQ(job["attempts"].size(), 2u);
+  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("node lost"));
+  EXPECT_NE(job["attempts"][1]["workers"][0]["host"], node);
+}
+
+TEST_F(SlurmTest, ARestartedServerReattachesToItsSlurmJobs) {
+  auto ids = Submit(*client_, "kind: Job\nname: long\nqueue: hpc\ncommand: [sleep, '300']\n");
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
+  const std::string slurm_id = Attempt(ids[0], 0)["external_id"];
+  server_->process().KillProcessOnly();
+  server_ = std::make_unique<ServerProcess>(
+      dir_.Sub("data"), dir_.path(),
+      std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
+  ASSERT_TRUE(server_->ok());
+  client_ = std::make_unique<server::ApiClient>(server_->url());
+  EXPECT_EQ(Job(ids[0])["state"], "running");
+  EXPECT_EQ(SlurmState(slurm_id), "RUNNING");
+  ASSERT_TRUE(
+      client_->Post("/v1/jobs/" + std::to_string(ids[0]) + "/cancel", "", "application/json")
+          .has_value());
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "cancelled");
+  EXPECT_EQ(SlurmState(slurm_id), "CANCELLED");
+}
+
+TEST_F(SlurmTest, PipelineRunsItsGpuStageOnSlurmAndItsCpuStagesLocally) {
+  const std::string out = dir_.Sub("stages.txt");
+  auto ids = Submit(
+      *client_,
+      "kind: Pipeline\nname: mixed\nstages:\n"
+      "  - name: prep\n    queue: local\n    script: echo prep $SLURM_JOB_ID >> " +
+          out +
+          "\n"
+          "  - name: train\n    queue: hpc\n    depends_on: [prep]\n    resources: {gpus: 2}\n"
+          "    script: echo train $SLURM_JOB_ID >> " +
+          out +
+          "\n"
+          "  - name: eval\n    queue: local\n    depends_on: [train]\n"
+          "    script: echo eval $SLURM_JOB_ID >> " +
+          out + "\n");
+  ASSERT_EQ(ids.size(), 3u);
+  for (auto id : ids) EXPECT_EQ(WaitForTerminal(*client_, id), "succeeded") << Job(id).dump(2);
+  auto lines = ReadLines(out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(Words(lines[0]), std::vector<std::string>{"prep"});
+  EXPECT_EQ(Words(lines[1]).size(), 2u);  // under Slurm: a job id
+  EXPECT_EQ(Words(lines[2]), std::vector<std::string>{"eval"});
+  EXPECT_FALSE(Attempt(ids[0], 0).contains("executor"));
+  EXPECT_EQ(Attempt(ids[1], 0)["executor"], "slurm");
+  const CommandResult get =
+      RunDrover({"--server", server_->url(), "get", std::to_string(ids[1])}, dir_.path());
+  EXPECT_THAT(get.out, HasSubstr("slurm job " + Words(lines[1])[1]));
+}
+
+}  // namespace
+}  // namespace drover::integration
