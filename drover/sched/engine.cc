@@ -698,8 +698,8 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
     // forever, without time passing.
     const DurationMs ran = input_.now - running.started_at;
     if (!running.spec->interruptible || running.placement->workers.empty() ||
-        input_.stopping.contains(running.job) ||
-        victims_.contains(running.job) || ran <= 0 || ran < policy_.min_run_time) {
+        input_.stopping.contains(running.job) || victims_.contains(running.job) || ran <= 0 ||
+        ran < policy_.min_run_time) {
       continue;
     }
     const int leaf = running.charge->leaf;

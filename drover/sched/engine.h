@@ -110,7 +110,7 @@ struct PlacedJob {
   // May hold fewer workers than spec.workers (min_workers); none for an external job (admitted
   // only, PendingJob::external).
   Placement placement;
-  Charge charge;        // added to the queue tree
+  Charge charge;  // added to the queue tree
   model::Decision decision;
 };
 
