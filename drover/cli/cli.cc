@@ -51,6 +51,9 @@ int Main(int argc, char** argv) {
   server->add_option("--policy", server_flags.policy_file,
                      "scheduling policy file (queues, quotas, preemption); re-read when it "
                      "changes");
+  server->add_option("--agent-timeout", server_flags.agent_timeout,
+                     "declare a remote agent's node lost after this long without a word from it "
+                     "(default 30s; 0: never)");
   AddNodeFlags(server, server_flags.nodes);
   server->callback([&] { run = [&] { return ServerCommand(server_flags); }; });
 

@@ -307,8 +307,8 @@ int NodesCommand(const ClientFlags& flags) {
     PrintJson(response->json);
     return 0;
   }
-  Table table({"NAME", "GPUS(FREE/ALL)", "MODELS", "CPU(FREE/ALL)", "MEMORY(FREE/ALL)", "LABELS",
-               "TAINTS", "AGENT"});
+  Table table({"NAME", "STATE", "GPUS(FREE/ALL)", "MODELS", "CPU(FREE/ALL)", "MEMORY(FREE/ALL)",
+               "LABELS", "TAINTS", "AGENT"});
   for (const json& node : response->json["nodes"]) {
     std::map<std::string, int> models;
     for (const json& gpu : node["gpus"]) models[gpu["model"].get<std::string>()]++;
@@ -325,7 +325,8 @@ int NodesCommand(const ClientFlags& flags) {
       taints += (taints.empty() ? "" : ",") + TaintText(taint);
     }
     const json& free = node["free"];
-    table.AddRow({node["name"], fmt::format("{}/{}", free["gpus"].get<int>(), node["gpus"].size()),
+    table.AddRow({node["name"], node.value("state", "ready"),
+                  fmt::format("{}/{}", free["gpus"].get<int>(), node["gpus"].size()),
                   model_text.empty() ? "-" : model_text,
                   fmt::format("{}/{}", FormatCpuMillis(free["cpu_millis"].get<std::int64_t>()),
                               FormatCpuMillis(node["cpu_millis"].get<std::int64_t>())),

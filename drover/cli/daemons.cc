@@ -61,7 +61,8 @@ struct Daemon {
 // policy file is an error before anything starts.
 Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::LocalNodeFlags& nodes,
                                 const std::string& fallback_gpus, const std::string& policy_file,
-                                const std::string& host, int port, const Clock& clock) {
+                                const std::string& host, int port, const Clock& clock,
+                                server::ControlPlaneOptions options = {}) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
@@ -72,7 +73,6 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   if (!store) return tl::unexpected(store.error());
   Daemon daemon;
-  server::ControlPlaneOptions options;
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   daemon.plane = std::make_unique<server::ControlPlane>(*std::move(store), clock, options);
   if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
@@ -97,9 +97,16 @@ int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
   auto address = SplitHostPort(flags.listen);
   if (!address) return ReportError(address.error());
+  server::ControlPlaneOptions options;
+  auto agent_timeout = ParseDuration(flags.agent_timeout);
+  if (!agent_timeout) {
+    return ReportError(Error{
+        ErrorCode::kInvalidArgument, "--agent-timeout: " + agent_timeout.error().message, {}});
+  }
+  options.agent_timeout_ms = *agent_timeout;
   SystemClock clock;
   auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
-                                 address->first, address->second, clock);
+                                 address->first, address->second, clock, options);
   if (!daemon) return ReportError(daemon.error());
   Status started = daemon->plane->Start();
   if (!started) return ReportError(started.error());

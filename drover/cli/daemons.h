@@ -17,6 +17,9 @@ struct ServerFlags {
   // The scheduling policy (docs/scheduling.md); empty: one queue "default" without quota. A bad
   // file stops the start with its diagnostics; later edits are picked up within a second.
   std::string policy_file;
+  // A remote agent silent for longer than this is declared lost (docs/workflows.md, "Node
+  // loss"); "0" never.
+  std::string agent_timeout = "30s";
 };
 int ServerCommand(const ServerFlags& flags);
 

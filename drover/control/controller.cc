@@ -163,7 +163,8 @@ void Controller::Hold(Job& job) {
 void Controller::Unhold(const Job& job) {
   if (!holding_.erase(job.id)) return;
   auto placement = placements_.find(job.id);
-  cluster_.Release(placement->second, job.spec.requirements);
+  // An unallocated job's Allocate failed and changed nothing: there is nothing to give back.
+  if (!unallocated_.contains(job.id)) cluster_.Release(placement->second, job.spec.requirements);
   placements_.erase(placement);
   auto charge = charges_.find(job.id);
   if (charge != charges_.end()) {
@@ -259,7 +260,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
 }
 
 void Controller::TryAllocate(Job& job) {
-  if (cluster_.Allocate(PlacementOf(job), job.spec.requirements)) {
+  if (cluster_.Allocate(placements_.at(job.id), job.spec.requirements)) {
     unallocated_.erase(job.id);
   } else {
     unallocated_.insert(job.id);
@@ -387,11 +388,35 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
 
 void Controller::UpsertNode(const model::Node& node, TimeMs /*now*/, Step& /*step*/) {
   nodes_[node.name] = node;
+  lost_.erase(node.name);
   cluster_.UpsertNode(node);
   capacity_freed_ = true;
   for (JobId id : std::vector<JobId>(unallocated_.begin(), unallocated_.end())) {
     TryAllocate(jobs_.at(id));
   }
+}
+
+std::vector<model::WorkerKey> Controller::OnNodeLost(const NodeId& node, const std::string& message,
+                                                     TimeMs now, Step& step) {
+  lost_.insert(node);
+  cluster_.RemoveNode(node);
+  // What jobs held there went with the node: their placements keep only the other nodes, so that
+  // releasing them later frees nothing on the node should it come back meanwhile.
+  for (JobId id : holding_) {
+    std::erase_if(placements_.at(id).workers,
+                  [&](const sched::WorkerAssignment& worker) { return worker.node == node; });
+  }
+  std::vector<model::WorkerKey> lost;
+  for (const auto& [where, key] : LiveWorkers()) {
+    if (where == node) lost.push_back(key);
+  }
+  for (const model::WorkerKey& key : lost) {
+    model::WorkerEvent event{key, model::WorkerEvent::Kind::kExited, now, {}};
+    event.exit.node_lost = true;
+    event.exit.message = message;
+    OnWorkerEvent(event, step);
+  }
+  return lost;
 }
 
 void Controller::Schedule(TimeMs now, Step& step) {

@@ -159,8 +159,19 @@ class Controller {
   // finished one. Cancelling twice is not an error.
   Status Cancel(JobId id, const std::string& cause, TimeMs now, Step& step);
 
-  // Adds or updates a node (an agent registered or re-registered).
+  // Adds or updates a node (an agent registered or re-registered); a lost node takes placements
+  // again.
   void UpsertNode(const model::Node& node, TimeMs now, Step& step);
+
+  // The driver stopped hearing from `node` (docs/workflows.md, "Node loss"): every worker
+  // believed alive there is reported exited at `now` with ExitStatus{node_lost = true,
+  // message}, so that retry.on decides whether its job retries, and the node takes no
+  // placements until UpsertNode adds it again. Returns those workers' keys: their processes may
+  // still run, and the driver stops them should the node come back.
+  std::vector<model::WorkerKey> OnNodeLost(const NodeId& node, const std::string& message,
+                                           TimeMs now, Step& step);
+  // Whether `node` was lost (OnNodeLost) and not added again since.
+  bool IsLost(const NodeId& node) const { return lost_.contains(node); }
 
   // One scheduling pass: releases pending jobs whose dependency conditions hold and whose `if`
   // is true (skipping those for which either cannot hold; docs/workflows.md), then places ready
@@ -320,6 +331,7 @@ class Controller {
   bool capacity_freed_ = true;  // since the last full pass
   TimeMs last_full_cycle_ = 0;
   std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
+  std::set<NodeId> lost_;        // OnNodeLost, not upserted since; not in cluster_
   std::set<JobId> holding_;      // placed, starting or running: resources allocated
   std::map<JobId, sched::Placement> placements_;  // of holding jobs: PlacementOf(job)
   std::map<JobId, sched::Charge> charges_;        // of holding jobs whose queue is in the policy

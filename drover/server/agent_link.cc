@@ -1,6 +1,10 @@
 #include "drover/server/agent_link.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "drover/codec/json.h"
 
@@ -65,12 +69,19 @@ Result<AgentCommand> AgentCommandFromJson(const json& j) {
   }
 }
 
+RemoteRuntime::RemoteRuntime(NodeId node, const Clock& clock)
+    : node_(std::move(node)), clock_(clock), quiet_since_(clock.Now()) {}
+
 void RemoteRuntime::Push(AgentCommand command) {
   {
     std::lock_guard lock(mu_);
-    commands_.push_back(std::move(command));
+    PushLocked(std::move(command));
   }
   commands_ready_.notify_all();
+}
+
+void RemoteRuntime::PushLocked(AgentCommand command) {
+  if (link_ != Link::kLost) commands_.push_back(std::move(command));
 }
 
 Status RemoteRuntime::Launch(const model::LaunchSpec& spec) {
@@ -103,19 +114,83 @@ std::vector<model::WorkerEvent> RemoteRuntime::Poll() {
   return std::exchange(events_, {});
 }
 
-std::vector<AgentCommand> RemoteRuntime::TakeCommands(DurationMs wait_ms) {
+Status RemoteRuntime::RequireConnected() const {
+  if (link_ == Link::kConnected) return OkStatus();
+  if (link_ == Link::kLost) {
+    return NotFound(
+        fmt::format("node {} was declared lost ({}); register again", node_.value(), lost_reason_));
+  }
+  return NotFound(fmt::format("node {} is not registered", node_.value()));
+}
+
+Result<std::vector<AgentCommand>> RemoteRuntime::TakeCommands(DurationMs wait_ms) {
   std::unique_lock lock(mu_);
+  DROVER_RETURN_IF_ERROR(RequireConnected());
+  ++waiting_;
   commands_ready_.wait_for(lock, std::chrono::milliseconds(wait_ms),
                            [&] { return closed_ || !commands_.empty(); });
+  --waiting_;
+  quiet_since_ = heard_at_ = clock_.Now();
   std::vector<AgentCommand> out(std::make_move_iterator(commands_.begin()),
                                 std::make_move_iterator(commands_.end()));
   commands_.clear();
   return out;
 }
 
-void RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
+Status RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
   std::lock_guard lock(mu_);
+  DROVER_RETURN_IF_ERROR(RequireConnected());
+  quiet_since_ = heard_at_ = clock_.Now();
   for (model::WorkerEvent& event : events) events_.push_back(std::move(event));
+  return OkStatus();
+}
+
+void RemoteRuntime::Connect(const std::vector<model::WorkerKey>& live) {
+  {
+    std::lock_guard lock(mu_);
+    link_ = Link::kConnected;
+    quiet_since_ = heard_at_ = clock_.Now();
+    AgentCommand adopt;
+    adopt.kind = AgentCommand::Kind::kAdopt;
+    adopt.keys = live;
+    adopt.keys.insert(adopt.keys.end(), orphans_.begin(), orphans_.end());
+    if (!adopt.keys.empty()) PushLocked(std::move(adopt));
+    // Adopted first, so that an agent restarted meanwhile finds them (in their directories).
+    for (const model::WorkerKey& key : std::exchange(orphans_, {})) {
+      AgentCommand stop;
+      stop.kind = AgentCommand::Kind::kStop;
+      stop.key = key;
+      stop.stop.reason = "its attempt ended: " + lost_reason_;
+      PushLocked(std::move(stop));
+    }
+  }
+  commands_ready_.notify_all();
+}
+
+void RemoteRuntime::MarkLost(const std::vector<model::WorkerKey>& orphans,
+                             const std::string& reason) {
+  std::lock_guard lock(mu_);
+  link_ = Link::kLost;
+  lost_reason_ = reason;
+  commands_.clear();
+  orphans_.insert(orphans_.end(), orphans.begin(), orphans.end());
+}
+
+std::optional<DurationMs> RemoteRuntime::Silence() const {
+  std::lock_guard lock(mu_);
+  if (link_ == Link::kLost) return std::nullopt;
+  if (waiting_ > 0) return 0;
+  return std::max<DurationMs>(clock_.Now() - quiet_since_, 0);
+}
+
+bool RemoteRuntime::lost() const {
+  std::lock_guard lock(mu_);
+  return link_ == Link::kLost;
+}
+
+TimeMs RemoteRuntime::last_heard_at() const {
+  std::lock_guard lock(mu_);
+  return heard_at_;
 }
 
 void RemoteRuntime::Close() {

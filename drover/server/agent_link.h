@@ -20,6 +20,7 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,27 +46,68 @@ Result<AgentCommand> AgentCommandFromJson(const nlohmann::json& json);
 
 // Thread-safe: the control plane calls the WorkerRuntime methods while HTTP handler threads
 // call TakeCommands and Report.
+//
+// Liveness (docs/architecture.md, "Agent liveness"): the runtime knows when its agent was last
+// heard from. Each of the agent's calls counts (registration, every long poll for commands, for
+// as long as it waits, and every post of events); the control plane declares the agent lost
+// when Silence() exceeds its timeout.
 class RemoteRuntime final : public agent::WorkerRuntime {
  public:
+  // The server end for `node`. `clock` times the agent's calls and must outlive the runtime. A
+  // new runtime waits for its agent to register (Connect), counting its silence from now.
+  RemoteRuntime(NodeId node, const Clock& clock);
+
+  // While the agent is lost, commands are dropped: they concern workers already reported lost,
+  // which are stopped when the agent comes back (MarkLost).
   Status Launch(const model::LaunchSpec& spec) override;
   Status Stop(const model::WorkerKey& key, const agent::StopRequest& request) override;
   // The agent answers with an exit event ("lost") for every key it has no trace of.
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
 
+  // The agent's calls. kNotFound, doing nothing, until it has registered and again once it has
+  // been declared lost (the agent then registers again).
   // Commands queued for the agent; waits up to `wait_ms` for one when there are none.
-  std::vector<AgentCommand> TakeCommands(DurationMs wait_ms);
-  void Report(std::vector<model::WorkerEvent> events);
+  Result<std::vector<AgentCommand>> TakeCommands(DurationMs wait_ms);
+  Status Report(std::vector<model::WorkerEvent> events);
+
+  // The agent registered (again): connected, and heard from now. Queues an adopt of `live` (the
+  // workers the server believes alive on the node: the agent reports on each) and of the
+  // workers left from when it was lost, then a stop of each of the latter.
+  void Connect(const std::vector<model::WorkerKey>& live);
+  // The agent is declared lost (`reason`): its calls are refused until it registers again,
+  // queued commands are dropped, and `orphans` (workers that may still run on the node, already
+  // reported lost) are stopped when it comes back.
+  void MarkLost(const std::vector<model::WorkerKey>& orphans, const std::string& reason);
+  // How long the agent has not been heard from: 0 while one of its long polls waits; nullopt
+  // once it is lost (there is nothing more to detect).
+  std::optional<DurationMs> Silence() const;
+  bool lost() const;
+  // When the agent was last heard from (0: never).
+  TimeMs last_heard_at() const;
+
   // Wakes every TakeCommands waiter (shutdown).
   void Close();
 
  private:
-  void Push(AgentCommand command);
+  enum class Link { kAwaiting, kConnected, kLost };
 
-  std::mutex mu_;
+  void Push(AgentCommand command);
+  void PushLocked(AgentCommand command);  // requires mu_
+  Status RequireConnected() const;        // requires mu_
+
+  const NodeId node_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
   std::condition_variable commands_ready_;
   std::deque<AgentCommand> commands_;
   std::vector<model::WorkerEvent> events_;
+  Link link_ = Link::kAwaiting;
+  TimeMs quiet_since_ = 0;                 // the last call ended, or the runtime was created
+  TimeMs heard_at_ = 0;                    // the last call ended; 0: none yet
+  int waiting_ = 0;                        // long polls in progress
+  std::vector<model::WorkerKey> orphans_;  // workers lost with the agent, to stop
+  std::string lost_reason_;
   bool closed_ = false;
 };
 

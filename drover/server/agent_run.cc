@@ -41,8 +41,12 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
     }
     auto reply = client.Get(node_path + "/commands?wait_ms=" + std::to_string(options.poll_ms));
     if (!reply) {
-      // A restarted server forgets remote nodes: register again, which also re-adopts.
+      // A restarted server forgets remote nodes, and one that stopped hearing from us declared
+      // the node lost: register again, which also re-adopts (and stops what was lost).
       ErrorCode code = reply.error().code;
+      if (code == ErrorCode::kNotFound) {
+        spdlog::warn("agent {}: {}; registering again", node, reply.error().message);
+      }
       if (code == ErrorCode::kNotFound || code == ErrorCode::kUnavailable) registered = false;
       if (code == ErrorCode::kUnavailable)
         std::this_thread::sleep_for(std::chrono::milliseconds(200));

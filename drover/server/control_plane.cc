@@ -64,7 +64,12 @@ Status ControlPlane::Start() {
     for (const auto& [node, key] : controller_.LiveWorkers()) live[node].push_back(key);
     for (const auto& [node, keys] : live) {
       auto it = nodes_.find(node);
-      if (it == nodes_.end()) continue;  // a remote node: adopted when its agent registers
+      if (it == nodes_.end()) {
+        // A remote node: adopted when its agent registers, lost if it does not in time.
+        auto remote = std::make_shared<RemoteRuntime>(node, clock_);
+        nodes_.emplace(node, NodeEntry{remote, remote, ""});
+        continue;
+      }
       for (const model::WorkerKey& key : it->second.runtime->Adopt(keys)) {
         controller_.Relaunch(key, step);
       }
@@ -134,6 +139,7 @@ void ControlPlane::Loop() {
           Steady::now() + std::chrono::milliseconds(options_.input_check_interval_ms);
     }
     if (PollRuntimes(step)) schedule_requested_ = true;
+    if (CheckAgents(step)) schedule_requested_ = true;
     // A cycle costs time in proportion to the queue. One runs when something changed, but not
     // before the previous cycle's duration has passed again since it ended, so cycles take at
     // most half the time and a stream of submissions is decided in batches; and one runs every
@@ -204,6 +210,24 @@ void ControlPlane::SubmitExternal(const model::ExternalLaunch& launch, control::
   refused.at = clock_.Now();
   refused.exit.message = submitted.error().message;
   controller_.OnExecutorEvent(refused, next);
+}
+
+bool ControlPlane::CheckAgents(control::Step& step) {
+  if (options_.agent_timeout_ms <= 0) return false;
+  bool any = false;
+  for (auto& [name, entry] : nodes_) {
+    if (!entry.remote) continue;  // the embedded agent is never lost
+    std::optional<DurationMs> silence = entry.remote->Silence();
+    if (!silence || *silence <= options_.agent_timeout_ms) continue;
+    const std::string reason =
+        fmt::format("node {} stopped answering for {} s", name.value(), *silence / 1000);
+    std::vector<model::WorkerKey> lost = controller_.OnNodeLost(name, reason, clock_.Now(), step);
+    entry.remote->MarkLost(lost, reason);
+    spdlog::warn("{}: {} worker(s) reported lost; no placements there until its agent registers",
+                 reason, lost.size());
+    any = true;
+  }
+  return any;
 }
 
 bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) {
@@ -512,6 +536,8 @@ std::vector<NodeStatus> ControlPlane::Nodes() const {
     status.free_gpus = controller_.cluster().FreeGpus(name);
     auto it = nodes_.find(name);
     status.remote = it != nodes_.end() && it->second.remote != nullptr;
+    if (status.remote) status.last_heard_at = it->second.remote->last_heard_at();
+    status.lost = controller_.IsLost(name);
     out.push_back(std::move(status));
   }
   return out;
@@ -578,9 +604,10 @@ Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
                      fmt::format("node {} is served by the embedded agent", node.name.value()));
   }
   control::Step step;
+  const bool was_lost = controller_.IsLost(node.name);
   controller_.UpsertNode(node, clock_.Now(), step);
   if (it == nodes_.end()) {
-    auto remote = std::make_shared<RemoteRuntime>();
+    auto remote = std::make_shared<RemoteRuntime>(node.name, clock_);
     it = nodes_.emplace(node.name, NodeEntry{remote, remote, ""}).first;
   }
   // The agent may have been restarted, or the server: in both cases it reports what became of
@@ -589,36 +616,38 @@ Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
   for (const auto& [name, key] : controller_.LiveWorkers()) {
     if (name == node.name) keys.push_back(key);
   }
-  if (!keys.empty()) it->second.runtime->Adopt(keys);
+  it->second.remote->Connect(keys);
+  if (was_lost) spdlog::info("node {} registered again after it was lost", node.name.value());
   Commit(step);
   RequestSchedule();
   return OkStatus();
 }
 
+Result<std::shared_ptr<RemoteRuntime>> ControlPlane::RemoteOf(const NodeId& node) const {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || !it->second.remote) {
+    return NotFound(fmt::format("node {} is not registered", node.value()));
+  }
+  return it->second.remote;
+}
+
 Result<std::vector<AgentCommand>> ControlPlane::TakeCommands(const NodeId& node,
                                                              DurationMs wait_ms) {
-  std::shared_ptr<RemoteRuntime> remote;
+  Result<std::shared_ptr<RemoteRuntime>> remote;
   {
     std::lock_guard lock(mu_);
-    auto it = nodes_.find(node);
-    if (it == nodes_.end() || !it->second.remote) {
-      return NotFound(fmt::format("node {} is not registered", node.value()));
-    }
-    remote = it->second.remote;
+    remote = RemoteOf(node);
   }
-  return remote->TakeCommands(wait_ms);
+  if (!remote) return tl::unexpected(remote.error());
+  return (*remote)->TakeCommands(wait_ms);  // waits outside mu_
 }
 
 Status ControlPlane::ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = nodes_.find(node);
-    if (it == nodes_.end() || !it->second.remote) {
-      return NotFound(fmt::format("node {} is not registered", node.value()));
-    }
-    it->second.remote->Report(std::move(events));
-    RequestSchedule();
-  }
+  std::lock_guard lock(mu_);
+  auto remote = RemoteOf(node);
+  if (!remote) return tl::unexpected(remote.error());
+  DROVER_RETURN_IF_ERROR((*remote)->Report(std::move(events)));
+  RequestSchedule();
   return OkStatus();
 }
 

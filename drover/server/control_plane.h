@@ -48,6 +48,10 @@ struct ControlPlaneOptions {
   DurationMs policy_check_interval_ms = 1'000;
   // How often the loop looks for the input paths of waiting jobs (docs/workflows.md).
   DurationMs input_check_interval_ms = 500;
+  // A remote agent not heard from for longer than this is declared lost (docs/workflows.md,
+  // "Node loss"): the workers believed alive on its node are reported exited with node_lost,
+  // and the node takes no placements until the agent registers again. 0: never.
+  DurationMs agent_timeout_ms = 30'000;
 };
 
 // Where the scheduling policy came from, for GET /v1/policy.
@@ -64,6 +68,8 @@ struct NodeStatus {
   model::Resources free;
   std::vector<int> free_gpus;
   bool remote = false;
+  bool lost = false;         // its agent stopped answering and has not registered again
+  TimeMs last_heard_at = 0;  // remote: the agent's last call (0: none since the server started)
 };
 
 // A chunk of a worker's output.
@@ -153,8 +159,12 @@ class ControlPlane {
   Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
                            std::int64_t offset, std::int64_t max_bytes) const;
 
-  // Remote agents: (re-)register a node; its RemoteRuntime receives the node's commands.
+  // Remote agents: (re-)register a node; its RemoteRuntime receives the node's commands. A node
+  // that was lost takes placements again, and its agent is told to stop the workers that were
+  // reported lost with it.
   Status RegisterRemoteNode(const model::Node& node);
+  // kNotFound for a node that is not registered, or was declared lost since it registered: the
+  // agent registers (again).
   Result<std::vector<AgentCommand>> TakeCommands(const NodeId& node, DurationMs wait_ms);
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events);
 
@@ -206,6 +216,11 @@ class ControlPlane {
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
   // (started, exited). Requires mu_.
   bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step);
+  // Declares lost every remote agent silent for longer than options_.agent_timeout_ms; true if
+  // any was. Requires mu_.
+  bool CheckAgents(control::Step& step);
+  // The server end of remote node `node`; kNotFound if there is none. Requires mu_.
+  Result<std::shared_ptr<RemoteRuntime>> RemoteOf(const NodeId& node) const;
   struct CronEntry {
     store::CronRecord record;
     workflow::CronSchedule schedule;

@@ -410,6 +410,8 @@ void HttpServer::Routes() {
     for (const NodeStatus& status : plane.Nodes()) {
       json view = api::NodeView(status.node, status.free, status.free_gpus);
       view["remote"] = status.remote;
+      view["state"] = status.lost ? "lost" : "ready";
+      if (status.remote) view["last_heard_at"] = status.last_heard_at;
       nodes.push_back(view);
     }
     SendJson(res, 200, json{{"nodes", nodes}});

@@ -18,20 +18,15 @@ class RemoteAgent : public IntegrationTest {};
 TEST_F(RemoteAgent, RunsAJobThatNeedsItsGpus) {
   auto server = StartServer("server", "0");
   ASSERT_TRUE(server->ok());
-  ChildProcess agent({DroverBinary(), "--server", server->url(), "agent", "--name", "remote-1",
-                      "--gpus", "2xA100-40GB", "--data", dir_.Sub("agent")},
-                     dir_.Sub("agent.out"), dir_.Sub("agent.err"));
+  std::unique_ptr<ChildProcess> agent = StartAgent(*server, "remote-1", "2xA100-40GB");
   server::ApiClient client(server->url());
   json remote;
   bool registered = WaitUntil([&] {
-    auto nodes = client.Get("/v1/nodes");
-    if (!nodes) return false;
-    for (const json& node : nodes->json["nodes"]) {
-      if (node["name"] == "remote-1") remote = node;
-    }
+    remote = GetNode(client, "remote-1");
     return remote.is_object() && remote["remote"].get<bool>();
   });
-  ASSERT_TRUE(registered) << "agent output:\n" << agent.Stdout() << agent.Stderr();
+  ASSERT_TRUE(registered) << "agent output:\n" << agent->Stdout() << agent->Stderr();
+  EXPECT_EQ(remote["state"], "ready");
   EXPECT_EQ(remote["gpus"].size(), 2u);
 
   const std::string proof = dir_.Sub("ran-remotely");
@@ -49,7 +44,7 @@ script: |
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForTerminal(client, ids[0]), "succeeded")
       << GetJob(client, ids[0]).dump(2) << "\nagent output:\n"
-      << agent.Stdout() << agent.Stderr() << "\nserver:\n"
+      << agent->Stdout() << agent->Stderr() << "\nserver:\n"
       << server->Log();
   json job = GetJob(client, ids[0]);
   ASSERT_EQ(job["attempts"].size(), 1u);

@@ -193,6 +193,15 @@ json GetJob(server::ApiClient& client, std::int64_t id) {
   return response->json;
 }
 
+json GetNode(server::ApiClient& client, const std::string& name) {
+  auto response = client.Get("/v1/nodes");
+  if (!response) return json();
+  for (const json& node : response->json["nodes"]) {
+    if (node["name"] == name) return node;
+  }
+  return json();
+}
+
 bool IsTerminalState(const std::string& state) {
   auto parsed = model::ParseJobState(state);
   return parsed.has_value() && model::IsTerminal(*parsed);
@@ -297,6 +306,17 @@ std::unique_ptr<ServerProcess> IntegrationTest::StartServer(const std::string& n
                                                             std::vector<std::string> extra) {
   extra.insert(extra.begin(), {"--gpus", gpus});
   return std::make_unique<ServerProcess>(dir_.Sub(name), dir_.path(), extra);
+}
+
+std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const ServerProcess& server,
+                                                          const std::string& name,
+                                                          const std::string& gpus) {
+  static int counter = 0;
+  const std::string base = dir_.Sub(name + "-" + std::to_string(++counter));
+  return std::make_unique<ChildProcess>(
+      std::vector<std::string>{DroverBinary(), "--server", server.url(), "agent", "--name", name,
+                               "--gpus", gpus, "--data", dir_.Sub(name)},
+      base + ".out", base + ".err");
 }
 
 }  // namespace drover::integration

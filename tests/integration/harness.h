@@ -118,6 +118,8 @@ class ServerProcess {
 
 // GET /v1/jobs/ID as JSON (null on error).
 nlohmann::json GetJob(server::ApiClient& client, std::int64_t id);
+// Node `name` as GET /v1/nodes shows it (null if it is not listed, or on error).
+nlohmann::json GetNode(server::ApiClient& client, const std::string& name);
 
 // Waits until job `id` is in one of `states`; returns the last state seen ("" if never read).
 std::string WaitForState(server::ApiClient& client, std::int64_t id,
@@ -154,6 +156,10 @@ class IntegrationTest : public ::testing::Test {
   // Starts a server with data in dir_/`name`, declaring `gpus` (e.g. "4xH100-80GB").
   std::unique_ptr<ServerProcess> StartServer(const std::string& name, const std::string& gpus,
                                              std::vector<std::string> extra = {});
+  // Starts `drover agent` serving node `name` with `gpus` (e.g. "2xA100-40GB") to `server`, with
+  // data in dir_/`name` (a second agent of the same name takes over the first one's workers).
+  std::unique_ptr<ChildProcess> StartAgent(const ServerProcess& server, const std::string& name,
+                                           const std::string& gpus);
 
   TempDir dir_;
 };
