@@ -13,6 +13,13 @@ namespace {
 
 constexpr int kMilli = internal::kShareMillisPerGpu;
 
+// The free milli-GPUs of a node state's signature (FragmentationCache::Get), over its GPUs.
+std::int64_t FreeGpuAmount(const std::vector<std::int64_t>& signature) {
+  std::int64_t all = 0;
+  for (std::size_t i = 1; i < signature.size(); ++i) all += signature[i] & 0xfff;
+  return all;
+}
+
 }  // namespace
 
 std::size_t FragmentationCache::VectorHash::operator()(const std::vector<std::int64_t>& v) const {
@@ -50,12 +57,34 @@ double FragmentationCache::Get(const std::vector<std::int64_t>& signature, const
   return value;
 }
 
+double FragmentationCache::ScoringValue(const std::vector<std::int64_t>& signature,
+                                        const WorkloadMix& mix) {
+  const double value = Get(signature, mix);
+  if (!feed_.known) {
+    double cpu = 0.0;
+    double gpu = 0.0;
+    for (const WorkloadMix::Shape& shape : mix.shapes) {
+      const std::int64_t amount =
+          shape.gpus > 0 ? std::int64_t{shape.gpus} * kMilli : shape.gpu_share_millis;
+      if (amount <= 0) continue;
+      cpu += shape.weight * static_cast<double>(shape.cpu);
+      gpu += shape.weight * static_cast<double>(amount);
+      feed_.weight += shape.weight;
+    }
+    feed_.cpu_per_milli_gpu = gpu > 0 ? cpu / gpu : 0.0;
+    feed_.known = true;
+  }
+  if (signature.empty() || feed_.cpu_per_milli_gpu <= 0) return value;
+  const std::int64_t all = FreeGpuAmount(signature);
+  const double fed = static_cast<double>(signature[0]) / feed_.cpu_per_milli_gpu;
+  return value + feed_.weight * std::max(0.0, static_cast<double>(all) - fed);
+}
+
 double FragmentationCache::Compute(const std::vector<std::int64_t>& signature,
                                    const WorkloadMix& mix) const {
   if (signature.empty()) return 0.0;
   const std::int64_t cpu = signature[0];
-  std::int64_t all = 0;
-  for (std::size_t i = 1; i < signature.size(); ++i) all += signature[i] & 0xfff;
+  const std::int64_t all = FreeGpuAmount(signature);
   if (all == 0) return 0.0;
   double total = 0.0;
   for (const WorkloadMix::Shape& shape : mix.shapes) {

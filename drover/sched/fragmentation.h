@@ -17,6 +17,15 @@
 //     another model, or of a mode m cannot use).
 // F(node) = sum over shapes of weight(m) x that amount. Host memory is not part of it, as in
 // the paper.
+//
+// Fragmentation scoring (model::Scoring::kFragmentation) minimizes the growth of F plus the
+// node's CPU-stranded GPU amount: S(node) = W x max(0, free GPU amount - free CPU / rho), where
+// rho is the mix's CPU per milli-GPU (sum of weight x CPU over sum of weight x GPU amount, over
+// the shapes that ask for GPUs) and W those shapes' total weight. F sees a node's CPU only when
+// one task no longer fits; S counts, for every GPU shape, the GPUs that the free CPU cannot feed
+// at the workload's ratio, so that CPU-hungry tasks go where CPU is plentiful before a node's CPU
+// runs out under idle GPUs. S is not part of F (the measure a simulation reports stays the
+// paper's).
 
 #include <cstdint>
 #include <string>
@@ -70,6 +79,7 @@ class FragmentationCache {
  public:
   void Reset() {
     memo_.clear();
+    feed_ = Feed{};
     nodes_.clear();
     demand_ids_.clear();
     fits_.clear();
@@ -84,6 +94,9 @@ class FragmentationCache {
   // F of the node state `signature` = {free CPU millicores, then the GpuCode of each GPU in
   // ascending order}; computed and remembered on a miss.
   double Get(const std::vector<std::int64_t>& signature, const WorkloadMix& mix);
+  // What fragmentation scoring minimizes for the node state `signature`: F + S (see the file
+  // comment).
+  double ScoringValue(const std::vector<std::int64_t>& signature, const WorkloadMix& mix);
   std::size_t size() const { return memo_.size(); }
 
   // What placement's scoring (ScoredPlanner) remembers of what one node offers one kind of
@@ -97,8 +110,8 @@ class FragmentationCache {
     int gpu = -1;
   };
   // What placement remembers of the node at position `pos` of the one ClusterState this cache
-  // is used with: its signature and F at NodeState::version `version` (versions are unique
-  // within a ClusterState, so a stale or renumbered entry never matches).
+  // is used with: its signature and ScoringValue at NodeState::version `version` (versions are
+  // unique within a ClusterState, so a stale or renumbered entry never matches).
   struct NodeEntry {
     std::uint64_t version = 0;
     double value = 0.0;
@@ -128,6 +141,13 @@ class FragmentationCache {
     std::size_t operator()(const std::vector<std::int64_t>& v) const;
   };
   std::unordered_map<std::vector<std::int64_t>, double, VectorHash> memo_;
+  // The mix's rho and W (file comment), computed on first use.
+  struct Feed {
+    bool known = false;
+    double cpu_per_milli_gpu = 0.0;  // 0: the GPU shapes ask for no CPU (nothing is stranded)
+    double weight = 0.0;
+  };
+  Feed feed_;
   std::vector<NodeEntry> nodes_;
   std::unordered_map<std::string, int> demand_ids_;
   std::vector<std::vector<Fit>> fits_;  // by DemandId, then node position

@@ -178,8 +178,11 @@ class FragmentationInputs {
     }
     cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
   }
-  const WorkloadMix& mix() const { return *mix_; }
   FragmentationCache& cache() const { return *cache_; }
+  // What the scoring minimizes for a node state (FragmentationCache::ScoringValue).
+  double Value(const std::vector<std::int64_t>& signature) const {
+    return cache_->ScoringValue(signature, *mix_);
+  }
 
  private:
   WorkloadMix own_mix_;
@@ -409,7 +412,7 @@ class Planner {
     taken_.assign(impl_.nodes[pos].gpus.size(), 0);
     for (int i : gpu_scratch_) taken_[i] = kShareMillisPerGpu;
     SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, fragmentation_.cache(), signature_);
-    return fragmentation_.cache().Get(signature_, fragmentation_.mix());
+    return fragmentation_.Value(signature_);
   }
 
   double WholeDelta(const Cand& c, int k) {
@@ -781,7 +784,7 @@ class Planner {
       ++workers;
     }
     SignatureAfter(impl_, pos, workers * demand_.cpu, taken_, fragmentation_.cache(), signature_);
-    return fragmentation_.cache().Get(signature_, fragmentation_.mix());
+    return fragmentation_.Value(signature_);
   }
 
   std::optional<PlannedGang> PlanShares(std::vector<int> positions) {
@@ -880,10 +883,10 @@ class Planner {
 // highest score wins; ties go to options.rng uniformly, else to the node name. The scores of
 // the FGD paper's baselines are theirs (integer scores of 0..100, as its simulator computes
 // them), so that the simulator can reproduce its experiment; kFragmentation scores the exact
-// growth of fragmentation (fragmentation.h), memoized by node state. With a FragmentationCache
-// lent (PlanOptions::fragmentation_cache) what each node offers this kind of request (fit,
-// score) is remembered there until the node changes: a simulation that places thousands of jobs
-// of a few shapes re-evaluates only the nodes that changed.
+// growth of fragmentation plus CPU-stranded GPUs (fragmentation.h), memoized by node state. With a
+// FragmentationCache lent (PlanOptions::fragmentation_cache) what each node offers this kind of
+// request (fit, score) is remembered there until the node changes: a simulation that places
+// thousands of jobs of a few shapes re-evaluates only the nodes that changed.
 class ScoredPlanner {
  public:
   ScoredPlanner(const ClusterImpl& impl, const StaticFilter& filter, const Index* index,
@@ -1151,7 +1154,7 @@ class ScoredPlanner {
     const std::uint64_t version = impl_.states[pos].version;
     if (node.version != version || node.signature.empty()) {
       SignatureAfter(impl_, pos, 0, {}, fragmentation_.cache(), node.signature);
-      node.value = fragmentation_.cache().Get(node.signature, fragmentation_.mix());
+      node.value = fragmentation_.Value(node.signature);
       node.version = version;
     }
     return Growth(pos, node.value, gpu);
@@ -1166,7 +1169,7 @@ class ScoredPlanner {
       WholeGpusInOrder(impl_, pos, filter_, demand_.gpus, gpus_);
       for (int i : gpus_) taken_[i] = kShareMillisPerGpu;
       SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
-      return fragmentation_.cache().Get(signature_, fragmentation_.mix()) - before;
+      return fragmentation_.Value(signature_) - before;
     }
     double best = 0.0;
     gpu = -1;
@@ -1175,7 +1178,7 @@ class ScoredPlanner {
       taken_[i] = demand_.share_millis;
       SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
       taken_[i] = 0;
-      const double delta = fragmentation_.cache().Get(signature_, fragmentation_.mix()) - before;
+      const double delta = fragmentation_.Value(signature_) - before;
       if (gpu < 0 || delta < best - kDeltaEpsilon) {
         best = delta;
         gpu = static_cast<int>(i);

@@ -56,9 +56,9 @@ void FragmentationSignature(const ClusterImpl& impl, int pos, FragmentationCache
 // How Plan chooses among feasible nodes.
 struct PlanOptions {
   // kBinpack: the best fit (fewest free GPUs, then CPU, then memory after placement);
-  // kSpread: the most free; kFragmentation: the least growth of fragmentation (FGD); the
-  // other scorings (model::Scoring) score every feasible node for a single-worker job and
-  // behave as kBinpack for gangs.
+  // kSpread: the most free; kFragmentation: the least growth of fragmentation plus CPU-stranded
+  // GPUs (FGD; FragmentationCache::ScoringValue); the other scorings (model::Scoring) score
+  // every feasible node for a single-worker job and behave as kBinpack for gangs.
   model::Scoring scoring = model::Scoring::kBinpack;
   // Breaks ties between equally scored nodes uniformly at random (as the kube-scheduler does);
   // null: by node name. kRandom needs it to be random. Borrowed; may be null.
@@ -83,7 +83,7 @@ struct PlannedGang {
   // The mean over workers of (sum of the weights of the worker node's matching preferred
   // labels + the policy term): binpack the fraction of the node's GPUs (CPU-only: CPU; shares:
   // the chosen GPU's shares or instances) in use after placement, spread 1 minus that,
-  // fragmentation minus the growth of Fragmentation in GPUs.
+  // fragmentation minus the growth of FragmentationCache::ScoringValue in GPUs.
   double score = 0.0;
 };
 

@@ -195,6 +195,38 @@ TEST(Scoring, FgdKeepsTimesliceShareLeftoversUsable) {
   EXPECT_THAT(TryPlace(cluster, JobId(1), job, fgd)->workers[0].gpus, ElementsAre(0));
 }
 
+TEST(Scoring, FgdCountsGpusTheFreeCpuCannotFeed) {
+  // The mix: 1-GPU jobs of 2 and of 10 cores, equally popular: 6 cores per GPU. "lean" has 8
+  // GPUs and 32 cores (4 per GPU), "rich" 4 GPUs and 64 cores. Either keeps hosting both shapes
+  // after one more 2-core job (F does not grow), but the CPU of "lean" feeds only 5.3 of its 8
+  // GPUs at the workload's ratio: its stranded amount, 2,667 milli-GPUs, falls to 2,000 if the
+  // 2-core job takes a GPU there. FGD sends the CPU-light job to "lean" (the fullest node, the
+  // tie-break of equal growth, would be "rich") and the CPU-heavy one to "rich".
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("lean", 8, "H100", 32'000, 512 * kGi));
+  cluster.UpsertNode(MakeNode("rich", 4, "H100", 64'000, 512 * kGi));
+  internal::WorkloadMix mix;
+  mix.shapes = {{1, 0, 2'000, {}, 0.5}, {1, 0, 10'000, {}, 0.5}};
+  internal::PlanOptions fgd = Scored(model::Scoring::kFragmentation);
+  fgd.mix = &mix;
+  model::JobSpec light = MakeJob(1);
+  light.requirements.per_worker = {2'000, 0, 1};
+  model::JobSpec heavy = MakeJob(1);
+  heavy.requirements.per_worker = {10'000, 0, 1};
+  EXPECT_EQ(TryPlace(cluster, JobId(1), light, fgd)->workers[0].node, NodeId("lean"));
+  EXPECT_EQ(TryPlace(cluster, JobId(2), heavy, fgd)->workers[0].node, NodeId("rich"));
+
+  // The scoring value of a node state: F (here 0: both shapes fit) plus the stranded amount,
+  // while the measure F itself leaves CPU out until a shape no longer fits.
+  FragmentationCache cache;
+  const std::int64_t idle = FragmentationCache::GpuCode(cache.ModelId("h100"), false, 1000);
+  const std::vector<std::int64_t> lean = {32'000, idle, idle, idle, idle, idle, idle, idle, idle};
+  EXPECT_DOUBLE_EQ(cache.Get(lean, mix), 0.0);
+  EXPECT_NEAR(cache.ScoringValue(lean, mix), 8000.0 - 32'000.0 / 6.0, 1e-9);
+  const std::vector<std::int64_t> rich = {64'000, idle, idle, idle, idle};
+  EXPECT_DOUBLE_EQ(cache.ScoringValue(rich, mix), 0.0);
+}
+
 TEST(Preferences, PreferredLabelWinsWhenFeasibleAndNeverBlocks) {
   ClusterState cluster;
   model::Node small = MakeNode("small", 2);

@@ -184,22 +184,6 @@ nlohmann::json MeanCurve(const std::vector<nlohmann::json>& runs, const std::str
   return out;
 }
 
-// Drover's fgd policy weighs a whole-GPU shape by (1 + kWideWeight x its GPU count) on top of
-// its popularity, then renormalizes: a node kept whole matters more the more GPUs a request
-// needs. On openb default (10 seeds) 0.5 gives 95.10% allocation at 130% demand against 94.82%
-// with popularity alone; 0.25 to 1 give 94.99 to 95.11 (docs/simulation.md).
-constexpr double kWideWeight = 0.5;
-
-void WeighWideRequests(sched::WorkloadMix& mix) {
-  double total = 0.0;
-  for (sched::WorkloadMix::Shape& shape : mix.shapes) {
-    shape.weight *= 1.0 + kWideWeight * shape.gpus;
-    total += shape.weight;
-  }
-  if (total <= 0) return;
-  for (sched::WorkloadMix::Shape& shape : mix.shapes) shape.weight /= total;
-}
-
 }  // namespace
 
 const std::vector<std::string>& FgdPolicyNames() {
@@ -274,12 +258,10 @@ Result<nlohmann::json> RunFgdExperiment(const std::vector<model::Node>& nodes,
   specs.reserve(pods.size());
   for (const TraceJob& pod : pods) specs.push_back(&pod.spec);
   // Fragmentation is reported against the paper's typical tasks (95% of the pods, by count);
-  // Drover's fgd policy scores against every shape of the workload, weighted towards wide
-  // requests, so that rare large ones (8-GPU pods are 0.5% of openb's) keep whole nodes to land
-  // on.
-  sched::WorkloadMix all_shapes = sched::MixOf(specs);
-  WeighWideRequests(all_shapes);
-  const sched::WorkloadMix mix = sched::TypicalMix(sched::MixOf(specs), 0.95);
+  // Drover's fgd policy scores against every shape of the workload, so that rare large ones
+  // (8-GPU pods are 0.5% of openb's) keep whole nodes to land on.
+  const sched::WorkloadMix all_shapes = sched::MixOf(specs);
+  const sched::WorkloadMix mix = sched::TypicalMix(all_shapes, 0.95);
 
   std::vector<nlohmann::json> runs;
   for (int k = 0; k < options.seeds; ++k) {

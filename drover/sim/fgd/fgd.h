@@ -5,8 +5,8 @@
 // scheduler (sched::TryPlace with a model::Scoring) rather than a copy of it:
 //   1. The typical tasks are the pod shapes that cover 95% of the original pods
 //      (sched::TypicalMix); fragmentation is measured against them. (Drover's `fgd` policy
-//      scores placements against every pod shape, not only the typical ones, weighted towards
-//      wide requests; see fgd.cc.)
+//      scores placements against every pod shape, not only the typical ones, by popularity,
+//      and counts GPUs a node's free CPU cannot feed; see fgd.cc and sched/fragmentation.h.)
 //   2. With a generator seeded by the run's seed, the pods are shuffled; then pods drawn from
 //      the original list are appended (or random ones removed) until the arrived GPU demand is
 //      `inflate` x the cluster's GPU capacity (the paper's workload tuning).
