@@ -9,10 +9,10 @@ JOBS ?= $(shell nproc)
 DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libhowardhinnant-date-dev tzdata slurm-wlm munge \
+  libhowardhinnant-date-dev tzdata libssl-dev slurm-wlm munge \
   python3 procps clang-format
 
-.PHONY: deps build test demo asan release bench format format-check clean
+.PHONY: deps kubernetes-deps build test demo asan release bench format format-check clean
 
 # Installs the Debian packages that are not installed yet (needs root, or sudo).
 deps:
@@ -26,11 +26,24 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# Node.js and npm (Debian's, unless a node is installed already) and the npm packages of
+# tests/kubernetes (kubernetes-models, pinned by its package-lock.json) for the Kubernetes
+# manifest validation test.
+kubernetes-deps: deps
+	@if ! command -v npm >/dev/null; then \
+	  echo "installing: nodejs npm"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nodejs npm; \
+	fi
+	@[ -d tests/kubernetes/node_modules/kubernetes-models ] || \
+	  npm ci --prefix tests/kubernetes --no-audit --no-fund --loglevel=error
+
 build: deps
 	cmake --preset $(PRESET) >/dev/null
 	cmake --build --preset $(PRESET) -j $(JOBS)
 
-test: build
+test: build kubernetes-deps
 	ctest --preset $(PRESET) -j $(JOBS)
 
 demo: build

@@ -8,6 +8,7 @@
 #include "drover/agent/supervisor.h"
 #include "drover/cli/commands.h"
 #include "drover/cli/daemons.h"
+#include "drover/cli/render.h"
 #include "drover/cli/simulate.h"
 
 namespace drover::cli {
@@ -54,6 +55,11 @@ int Main(int argc, char** argv) {
   server->add_option("--agent-timeout", server_flags.agent_timeout,
                      "declare a remote agent's node lost after this long without a word from it "
                      "(default 30s; 0: never)");
+  server->add_option("--kubeconfig", server_flags.kubeconfig,
+                     "kubeconfig for queues with executor: kubernetes (default: $KUBECONFIG, "
+                     "else ~/.kube/config when present)");
+  server->add_option("--kube-context", server_flags.kube_context,
+                     "context of the kubeconfig (default: its current context)");
   AddNodeFlags(server, server_flags.nodes);
   server->callback([&] { run = [&] { return ServerCommand(server_flags); }; });
 
@@ -159,6 +165,37 @@ int Main(int argc, char** argv) {
                           "(default 1)");
   AddNodeFlags(run_command, run_flags.nodes);
   run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
+
+  RenderFlags render_flags;
+  auto* render = app.add_subcommand(
+      "render", "print the manifests an external executor would create for a spec file");
+  render->add_option("file", render_flags.file, "spec file (YAML or JSON, - for stdin)")
+      ->required();
+  render->add_option("--executor", render_flags.executor, "kubernetes")
+      ->check(CLI::IsMember({"kubernetes"}));
+  render->add_option("--policy", render_flags.policy_file,
+                     "take each queue's executor options from this policy file");
+  render->add_option("--queue", render_flags.queue,
+                     "with --policy: use this queue's executor for every job");
+  render->add_option("--namespace", render_flags.namespace_name, "Kubernetes namespace");
+  render->add_option("--scheduler", render_flags.scheduler_name,
+                     "the pods' schedulerName (e.g. kai-scheduler, volcano)");
+  render->add_option("--kueue-queue", render_flags.kueue_queue,
+                     "the Kueue LocalQueue (label kueue.x-k8s.io/queue-name)");
+  render
+      ->add_option("--gang", render_flags.gang_scheduler,
+                   "PodGroup for gangs: none, volcano, kai or coscheduling")
+      ->check(CLI::IsMember({"none", "volcano", "kai", "coscheduling"}));
+  render->add_flag("--dra", render_flags.dra, "GPUs as a DRA ResourceClaimTemplate");
+  render->add_option("--device-class", render_flags.device_class,
+                     "the DRA device class (default gpu.nvidia.com)");
+  render->add_option("--image", render_flags.image, "the image of jobs that name none");
+  render->add_option("--service-account", render_flags.service_account,
+                     "the pods' service account");
+  render->callback([&] {
+    render_flags.output = client.output == "json" ? "json" : "yaml";
+    run = [&] { return RenderCommand(render_flags); };
+  });
 
   SimulateFlags sim_flags;
   auto* simulate = app.add_subcommand(

@@ -16,6 +16,7 @@
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
+#include "drover/exec/kubernetes/executor.h"
 #include "drover/exec/slurm/slurm_executor.h"
 #include "drover/model/metrics.h"
 #include "drover/server/http_server.h"
@@ -108,6 +109,23 @@ int ServerCommand(const ServerFlags& flags) {
   auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
                                  address->first, address->second, clock, options);
   if (!daemon) return ReportError(daemon.error());
+  // Kubernetes: an explicit --kubeconfig must work; a default one is used when it does.
+  std::string kubeconfig = flags.kubeconfig;
+  const char* home = std::getenv("HOME");
+  const bool explicit_kubeconfig = !kubeconfig.empty();
+  const bool default_kubeconfig =
+      std::getenv("KUBECONFIG") != nullptr ||
+      (home != nullptr && std::filesystem::exists(std::filesystem::path(home) / ".kube/config"));
+  if (explicit_kubeconfig || default_kubeconfig) {
+    auto kubernetes = exec::kubernetes::NewKubernetesExecutor(kubeconfig, flags.kube_context);
+    if (kubernetes) {
+      daemon->plane->AddExecutor(*std::move(kubernetes));
+    } else if (explicit_kubeconfig) {
+      return ReportError(kubernetes.error());
+    } else {
+      std::cerr << "kubernetes executor off: " << kubernetes.error().message << "\n";
+    }
+  }
   Status started = daemon->plane->Start();
   if (!started) return ReportError(started.error());
   daemon->http->Serve();

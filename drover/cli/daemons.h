@@ -20,6 +20,10 @@ struct ServerFlags {
   // A remote agent silent for longer than this is declared lost (docs/workflows.md, "Node
   // loss"); "0" never.
   std::string agent_timeout = "30s";
+  // The Kubernetes API for queues with `executor: kubernetes` (docs/operations.md): this
+  // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
+  std::string kubeconfig;
+  std::string kube_context;
 };
 int ServerCommand(const ServerFlags& flags);
 

@@ -451,6 +451,7 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "command", &out->command));
   DROVER_RETURN_IF_ERROR(Field(j, path, "script", &out->script));
   DROVER_RETURN_IF_ERROR(Field(j, path, "working_dir", &out->working_dir));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "image", &out->image));
   DROVER_RETURN_IF_ERROR(Field(j, path, "env", &out->env));
   DROVER_RETURN_IF_ERROR(Field(j, path, "requirements", &out->requirements));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preferences", &out->preferences));
@@ -954,6 +955,7 @@ json ToJson(const model::JobSpec& spec) {
   if (spec.timeout) out["timeout_ms"] = *spec.timeout;
   if (!spec.pipeline.empty()) out["pipeline"] = spec.pipeline;
   if (!spec.stage.empty()) out["stage"] = spec.stage;
+  if (!spec.image.empty()) out["image"] = spec.image;
   if (spec.trial != model::TrialSpec{}) out["trial"] = ToJson(spec.trial);
   if (spec.admission != model::PipelineAdmission::kStagewise) {
     out["admission"] = PipelineAdmissionName(spec.admission);

@@ -16,7 +16,7 @@
 //     (0 means "not yet", as in the model);
 //   - JobId is an integer ("id", "job_id", "dependencies"), NodeId a string ("node", "name");
 //   - an unset std::optional is omitted;
-//   - fields added after the first stored snapshots (JobSpec.pipeline, Requirements'
+//   - fields added after the first stored snapshots (JobSpec.pipeline and image, Requirements'
 //     gpu_share_millis, mig_profile and topology_level, Preferences' node_labels and
 //     topology_level, Gpu.sharing and Gpu.mig, Attempt's resumed, last_checkpoint_at and
 //     preempted_by, ExitStatus.preempted, LaunchSpec.checkpoint_dir; the workflow fields:

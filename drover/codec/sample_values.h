@@ -30,6 +30,7 @@ inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
   spec.command = {"python", "train.py", "--epochs=3", "unicode: \xc3\xa9\xe2\x9c\x93"};
   spec.script = "echo \"quoted\" 'single' \\ backslash\nsecond line";
   spec.working_dir = "/home/alice/llm";
+  spec.image = "nvcr.io/nvidia/pytorch:24.05-py3";
   spec.env = {{"NCCL_DEBUG", "INFO"}, {"EMPTY", ""}};
   spec.requirements.per_worker = {.cpu_millis = 8500, .memory_bytes = 68719476736, .gpus = 8};
   spec.requirements.gpu_memory_bytes = 85899345920;

@@ -167,6 +167,9 @@ struct JobSpec {
   std::vector<std::string> command;
   std::string script;
   std::string working_dir;  // absolute after parsing with a base dir; empty: the worker directory
+  // The container image the job runs in; used only by the Kubernetes executor (the queue's
+  // `image` option when empty). The local executor runs the command on the node itself.
+  std::string image;
   std::map<std::string, std::string> env;
 
   Requirements requirements;

@@ -41,10 +41,10 @@ std::string CheckEnvName(const std::string& name) {
 // Fields every job mapping admits; the forms add their own (JobKeys).
 const std::vector<std::string>& CommonKeys() {
   static const std::vector<std::string> kKeys = {
-      "name",      "owner",          "team",   "queue",        "priority", "command",
-      "script",    "working_dir",    "env",    "resources",    "workers",  "min_workers",
-      "placement", "depends_on",     "if",     "inputs",       "outputs",  "timeout",
-      "retry",     "checkpoint_dir", "resume", "interruptible"};
+      "name",      "owner",          "team",   "queue",         "priority", "command",
+      "script",    "working_dir",    "env",    "resources",     "workers",  "min_workers",
+      "placement", "depends_on",     "if",     "inputs",        "outputs",  "timeout",
+      "retry",     "checkpoint_dir", "resume", "interruptible", "image"};
   return kKeys;
 }
 
@@ -75,6 +75,8 @@ const std::map<std::string, std::string>& TopLevelAliases() {
       {"argv", "command"},
       {"cwd", "working_dir"},
       {"workdir", "working_dir"},
+      {"container_image", "image"},
+      {"container", "image"},
       {"environment", "env"},
       {"priority_class", "priority"},
       {"dependencies", "depends_on"},
@@ -1458,6 +1460,18 @@ void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink) {
   if (auto v = f.Get("owner")) spec.owner = ReadString(*v, sink).value_or(spec.owner);
   if (auto v = f.Get("team")) spec.team = ReadString(*v, sink).value_or(spec.team);
   if (auto v = f.Get("queue")) spec.queue = ReadNonEmptyString(*v, sink).value_or(spec.queue);
+  if (auto v = f.Get("image")) {
+    if (auto image = ReadNonEmptyString(*v, sink)) {
+      if (image->find_first_of(" \t\r\n") == std::string::npos) {
+        spec.image = *image;
+      } else {
+        sink.Add(v->pos, v->path,
+                 fmt::format("invalid image '{}': an image reference has no spaces, e.g. "
+                             "nvcr.io/nvidia/pytorch:24.05-py3",
+                             *image));
+      }
+    }
+  }
   if (auto v = f.Get("priority")) {
     std::optional<std::string> name = ReadString(*v, sink);
     if (!name) return;

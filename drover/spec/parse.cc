@@ -161,7 +161,7 @@ class DocumentParser {
   std::vector<model::JobSpec> ParsePipeline(const YAML::Node& map, const std::string& prefix,
                                             const std::string& default_name) {
     static const std::vector<std::string> kDocumentKeys = {
-        "kind", "name", "owner", "team", "queue", "priority", "admission", "stages"};
+        "kind", "name", "owner", "team", "queue", "priority", "image", "admission", "stages"};
     static const std::vector<std::string> kNestedKeys(kDocumentKeys.begin() + 1,
                                                       kDocumentKeys.end());
     static const std::map<std::string, std::string> kAliases = {

@@ -253,7 +253,19 @@ TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
                   "jobs.yaml:8:1: error: foo: unknown field 'foo'; expected one of: kind, name, "
                   "owner, team, queue, priority, pipeline, command, script, working_dir, env, "
                   "resources, workers, min_workers, placement, depends_on, if, inputs, outputs, "
-                  "timeout, retry, checkpoint_dir, resume, interruptible"));
+                  "timeout, retry, checkpoint_dir, resume, interruptible, image"));
+}
+
+TEST(ParseJobs, ReadsTheContainerImage) {
+  EXPECT_EQ(
+      ParseOne("kind: Job\nname: a\nscript: x\nimage: nvcr.io/nvidia/pytorch:24.05-py3\n").image,
+      "nvcr.io/nvidia/pytorch:24.05-py3");
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\n").image, "");
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nimage: my image\n"),
+              ElementsAre("jobs.yaml:4:8: error: image: invalid image 'my image': an image "
+                          "reference has no spaces, e.g. nvcr.io/nvidia/pytorch:24.05-py3"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nimage: [a]\n"),
+              ElementsAre("jobs.yaml:4:8: error: image: expected a string, found a list"));
 }
 
 TEST(ParseJobs, ReportsDuplicateFields) {

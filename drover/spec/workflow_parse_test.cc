@@ -85,6 +85,16 @@ stages:
     command: [python, eval.py, "${{ stages.train.outputs.model }}"]
 )";
 
+TEST(ParsePipeline, StagesInheritThePipelinesImage) {
+  const std::vector<model::JobSpec> jobs = Jobs(
+      "kind: Pipeline\nname: p\nimage: python:3.12\nstages:\n  - name: a\n    script: x\n"
+      "  - name: b\n    image: eval:1\n    script: y\n",
+      Options());
+  ASSERT_THAT(jobs, SizeIs(2));
+  EXPECT_EQ(jobs[0].image, "python:3.12");
+  EXPECT_EQ(jobs[1].image, "eval:1");  // a stage overrides the pipeline's default
+}
+
 TEST(ParsePipeline, ExpandsStagesAndTrials) {
   ParseOptions options = Options();
   options.base_dir = "/home/alice/tune";
@@ -367,7 +377,7 @@ TEST(ParsePipeline, ChecksPipelineFields) {
                           "of: name, owner, team, queue, priority, command, script, working_dir, "
                           "env, resources, workers, min_workers, placement, depends_on, if, "
                           "inputs, outputs, timeout, retry, checkpoint_dir, resume, "
-                          "interruptible, matrix, concurrency, objective, early_stopping"));
+                          "interruptible, image, matrix, concurrency, objective, early_stopping"));
   EXPECT_THAT(
       Errors("kind: Pipeline\nname: p\nstages:\n  - name: a\n    script: x\n"
              "    matrix: {grid: {a: [1]}}\n    outputs: [{name: acc, path: \"/a${{ trial }}\"}]\n"
@@ -518,7 +528,7 @@ schedule: "@daily"
                           "name, owner, team, queue, priority, pipeline, command, script, "
                           "working_dir, env, resources, workers, min_workers, placement, "
                           "depends_on, if, inputs, outputs, timeout, retry, checkpoint_dir, "
-                          "resume, interruptible",
+                          "resume, interruptible, image",
                           "p.yaml:8:1: error: pipeline: job and pipeline are mutually exclusive; "
                           "give only one",
                           "p.yaml:8:20: error: pipeline.stages: must not be empty",

@@ -4,23 +4,27 @@
 # 64 GB and 4 "GPUs" (character devices that behave like /dev/null: Slurm 22.05 drops GPUs
 # without a device file). Partitions: debug (default) and high, whose jobs preempt debug's by
 # requeueing or cancelling them (PreemptType=preempt/partition_prio, PreemptMode=REQUEUE).
-# Run as root. Everything lives under $DIR (default /tmp/drover-slurm); SLURM_CONF=$DIR/slurm.conf
-# points the Slurm commands at it.
+# Run as root. Everything lives under $DIR (DROVER_SLURM_DIR, default /tmp/drover-slurm);
+# SLURM_CONF=$DIR/slurm.conf points the Slurm commands at it. Two clusters can run side by side
+# with different DROVER_SLURM_DIR and DROVER_SLURM_PORT (slurmctld's port; the slurmds take the
+# four ports from PORT+1).
 #
 #   slurm-cluster.sh start   start the daemons (installing nothing) and wait until 4 nodes are idle
 #   slurm-cluster.sh stop    stop them and every job step they left behind
 #   slurm-cluster.sh env     print the SLURM_CONF line to export
 set -euo pipefail
 DIR=${DROVER_SLURM_DIR:-/tmp/drover-slurm}
+PORT=${DROVER_SLURM_PORT:-7817}
 export SLURM_CONF=$DIR/slurm.conf
 
 write_conf() {
+  rm -rf "$DIR/ctld"  # slurmctld -c starts clean anyway; old state may name another cluster
   mkdir -p "$DIR/ctld" "$DIR/fakegpu"
   for i in 0 1 2 3; do [ -e "$DIR/fakegpu/nvidia$i" ] || mknod "$DIR/fakegpu/nvidia$i" c 1 3; done
   cat > "$DIR/slurm.conf" <<CONF
-ClusterName=drover-test
+ClusterName=drover$PORT
 SlurmctldHost=localhost
-SlurmctldPort=7817
+SlurmctldPort=$PORT
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -50,7 +54,7 @@ SlurmdParameters=config_overrides
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 GresTypes=gpu
-NodeName=n[1-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17101-17104] CPUs=16 RealMemory=64000 Gres=gpu:h100:4 State=UNKNOWN
+NodeName=n[1-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((PORT + 1))-$((PORT + 4))] CPUs=16 RealMemory=64000 Gres=gpu:h100:4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
 CONF
@@ -79,9 +83,10 @@ start() {
     install -d -o munge -g munge -m 0755 /run/munge
     runuser -u munge -- /usr/sbin/munged
   fi
-  slurmctld -c  # -c: a clean start, no jobs kept from an earlier run
-  for n in n1 n2 n3 n4; do slurmd -N "$n"; done
-  wait_idle
+  # -c: a clean start, no jobs kept from an earlier run
+  slurmctld -c || { tail -5 "$DIR/ctld.log" >&2; exit 1; }
+  for n in n1 n2 n3 n4; do slurmd -N "$n" || { tail -5 "$DIR/slurmd-$n.log" >&2; exit 1; }; done
+  wait_idle || { tail -5 "$DIR/ctld.log" >&2; exit 1; }
 }
 
 stop() {

@@ -51,6 +51,9 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
     return InvalidArgument(
         "requirements.gpu_model: the slurm executor takes at most one GPU model (one gres type)");
   }
+  if (!spec.image.empty()) {
+    return InvalidArgument("image: the slurm executor runs commands, not container images");
+  }
   const int workers = std::max(spec.workers, 1);
   const bool same_node = req.same_node || workers == 1;
   const int gpus_per_worker = req.per_worker.gpus;

@@ -39,8 +39,8 @@ struct Sbatch {
 std::string TimeoutMarker(const std::string& attempt_dir);
 
 // kInvalidArgument naming the field for what Slurm cannot express: GPU shares and MIG profiles
-// (Slurm would need shard or MIG GRES configured; Drover does not assume them) and more than one
-// acceptable GPU model.
+// (Slurm would need shard or MIG GRES configured; Drover does not assume them), more than one
+// acceptable GPU model, and a container image.
 Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOptions& options);
 
 // `text` quoted for a POSIX shell: 'text' with every ' written as '\''.

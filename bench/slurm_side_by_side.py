@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Number crunching for bench/slurm_side_by_side.sh (docs/benchmarks.md, "Drover vs Slurm on
+one machine").
+
+Each case directory CASE_DIR holds what the shell script recorded:
+  meta      "key value" lines: n, submit_start, submit_end, done_at (epoch seconds, from
+            bash's $EPOCHREALTIME, microsecond resolution), label
+  submits   "KEY CLIENT_TIME" per job: the client's clock just before the submitting process
+            started (for one submission of many jobs, the same time for all)
+  stamps    "KEY STAMP_TIME" per job, written by the job itself when it began ($EPOCHREALTIME)
+  scontrol  (Slurm cases) `scontrol show job -o` after every job finished
+
+KEY is Slurm's job id (sbatch), the array task id (sbatch --array) or Drover's job id.
+
+  slurm_side_by_side.py slurm CASE_DIR          -> appends one JSON line to CASE_DIR/../results.jsonl
+  slurm_side_by_side.py drover CASE_DIR URL     -> the same, the timelines from GET /v1/jobs/ID
+  slurm_side_by_side.py report WORK_DIR         -> the Markdown table of every case
+"""
+
+import datetime
+import json
+import math
+import os
+import sys
+import urllib.request
+
+
+def read_pairs(path):
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if len(words) >= 2:
+                out.setdefault(words[0], float(words[1]))
+    return out
+
+
+def read_meta(case_dir):
+    meta = {}
+    with open(os.path.join(case_dir, "meta")) as f:
+        for line in f:
+            key, _, value = line.strip().partition(" ")
+            meta[key] = value
+    return meta
+
+
+def percentiles(values):
+    """p50, p95 and max by nearest rank; None when empty."""
+    if not values:
+        return None
+    v = sorted(values)
+
+    def rank(p):
+        return v[max(0, min(len(v) - 1, math.ceil(p / 100.0 * len(v)) - 1))]
+
+    return {"n": len(v), "p50": rank(50), "p95": rank(95), "max": v[-1], "min": v[0]}
+
+
+def common(case_dir, meta):
+    n = int(meta["n"])
+    start, end, done = (float(meta[k]) for k in ("submit_start", "submit_end", "done_at"))
+    submits = read_pairs(os.path.join(case_dir, "submits"))
+    stamps = read_pairs(os.path.join(case_dir, "stamps"))
+    client_ms = [
+        (stamps[k] - submits[k]) * 1000.0 for k in submits if k in stamps
+    ]
+    return {
+        "case": os.path.basename(case_dir),
+        "label": meta.get("label", ""),
+        "n": n,
+        "submitted": len(submits),
+        "started": len(stamps),
+        "submit_s": end - start,
+        "submit_per_s": n / (end - start) if end > start else None,
+        "all_done_s": done - start,
+        "client_submit_to_start_ms": percentiles(client_ms),
+    }
+
+
+def parse_slurm_time(text):
+    if text in ("", "None", "Unknown", "N/A"):
+        return None
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
+
+
+def slurm(case_dir):
+    meta = read_meta(case_dir)
+    result = common(case_dir, meta)
+    latencies, states, ends, submits_at = [], {}, [], []
+    with open(os.path.join(case_dir, "scontrol")) as f:
+        for line in f:
+            fields = {}
+            for word in line.split():
+                key, sep, value = word.partition("=")
+                if sep and key not in fields:
+                    fields[key] = value
+            if fields.get("JobName") != meta.get("job_name"):
+                continue
+            state = fields.get("JobState", "?")
+            states[state] = states.get(state, 0) + 1
+            submit = parse_slurm_time(fields.get("SubmitTime", ""))
+            start = parse_slurm_time(fields.get("StartTime", ""))
+            end = parse_slurm_time(fields.get("EndTime", ""))
+            if submit is not None and start is not None:
+                latencies.append(start - submit)
+                submits_at.append(submit)
+            if end is not None:
+                ends.append(end)
+    result["states"] = states
+    result["record_submit_to_start_s"] = percentiles(latencies)
+    result["record_first_submit_to_last_end_s"] = (
+        max(ends) - min(submits_at) if ends and submits_at else None
+    )
+    append(case_dir, result)
+
+
+def get_json(url):
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.load(response)
+
+
+def drover(case_dir, url):
+    meta = read_meta(case_dir)
+    result = common(case_dir, meta)
+    submits = read_pairs(os.path.join(case_dir, "submits"))
+    record_ms, workers_ms, handoff_ms, states, created, finished = [], [], [], {}, [], []
+    for key in submits:
+        job = get_json(f"{url}/v1/jobs/{key}")
+        states[job["state"]] = states.get(job["state"], 0) + 1
+        created.append(job["created_at"])
+        if job.get("finished_at"):
+            finished.append(job["finished_at"])
+        if not job["attempts"]:
+            continue
+        attempt = job["attempts"][0]
+        if attempt.get("running_at"):
+            record_ms.append(attempt["running_at"] - job["created_at"])
+        if attempt.get("workers_started_at"):
+            workers_ms.append(attempt["workers_started_at"] - job["created_at"])
+        if attempt.get("external_submitted_at"):
+            # Under an external executor: when sbatch returned the job's id (Drover's clock).
+            handoff_ms.append(attempt["external_submitted_at"] - job["created_at"])
+    result["states"] = states
+    result["record_submit_to_start_ms"] = percentiles(record_ms)
+    result["record_submit_to_workers_started_ms"] = percentiles(workers_ms)
+    result["record_submit_to_handoff_ms"] = percentiles(handoff_ms)
+    result["record_first_submit_to_last_end_s"] = (
+        (max(finished) - min(created)) / 1000.0 if finished and created else None
+    )
+    append(case_dir, result)
+
+
+def append(case_dir, result):
+    with open(os.path.join(os.path.dirname(case_dir), "results.jsonl"), "a") as f:
+        f.write(json.dumps(result) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+def fmt_ms(p, scale=1.0, unit="ms", digits=0):
+    if not p:
+        return "n/a"
+    return " / ".join(f"{p[k] * scale:,.{digits}f}" for k in ("p50", "p95", "max")) + f" {unit}"
+
+
+def report(work_dir):
+    rows = []
+    with open(os.path.join(work_dir, "results.jsonl")) as f:
+        for line in f:
+            rows.append(json.loads(line))
+    print(
+        "| case | jobs | submission: time, jobs/s | submit-to-start, the scheduler's record "
+        "(p50 / p95 / max) | submit-to-start, client clock to the job's first line "
+        "(p50 / p95 / max) | until all finished | end states |"
+    )
+    print("|---|---:|---|---|---|---|---|")
+    for r in rows:
+        if "record_submit_to_start_s" in r:
+            record = fmt_ms(r["record_submit_to_start_s"], unit="s")
+        else:
+            record = fmt_ms(r["record_submit_to_start_ms"])
+        states = ", ".join(f"{v} {k}" for k, v in sorted(r["states"].items()))
+        record_end = r.get("record_first_submit_to_last_end_s")
+        print(
+            f"| {r['label']} | {r['n']:,} | {r['submit_s']:.2f} s, {r['submit_per_s']:,.1f}/s | "
+            f"{record} | {fmt_ms(r['client_submit_to_start_ms'])} | "
+            f"{r['all_done_s']:.1f} s (records: "
+            f"{record_end if record_end is None else f'{record_end:.1f} s'}) | "
+            f"{states} ({r['started']:,} started) |"
+        )
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "slurm" and len(sys.argv) == 3:
+        slurm(os.path.abspath(sys.argv[2]))
+    elif command == "drover" and len(sys.argv) == 4:
+        drover(os.path.abspath(sys.argv[2]), sys.argv[3])
+    elif command == "report" and len(sys.argv) == 3:
+        report(sys.argv[2])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,206 @@
+#!/bin/bash
+# Drover vs Slurm on one machine (docs/benchmarks.md, "Drover vs Slurm on one machine"), in one
+# run: submission throughput, submit-to-start latency and the time until all finished, for N
+# trivial jobs (default 1,000) each
+#
+#   A1  sbatch, one process per job (what a user's loop does)
+#   A2  sbatch --array=1-N, one submission (Slurm's way of submitting many at once)
+#   B1  drover submit, one process per job, local executor
+#   B2  drover submit of one file of N documents (---), local executor
+#   C1  drover submit, one process per job, to a queue with executor slurm (Drover drives Slurm)
+#   C2  drover submit of one file of N documents to that queue
+#
+# Every job runs the same payload: bash appending "KEY $EPOCHREALTIME" to the case's stamps
+# file, so each job's start is also measured by the one clock of this machine, at microsecond
+# resolution, beside each scheduler's own record (Slurm's SubmitTime and StartTime are whole
+# seconds; Drover's created_at and running_at milliseconds). Every job asks for 1 CPU and
+# 100 MiB (Slurm's nodes here have 16 CPUs and 64,000 MB each; without --mem a Slurm job would
+# take its node's whole memory under CR_Core_Memory, one job per node).
+#
+# Starts its own Slurm cluster (tests/slurm/slurm-cluster.sh, in /tmp/drover-slurm-bench on
+# port 7917, apart from the test suite's in /tmp/drover-slurm-test on 7817), restarted clean
+# before each Slurm case so none sees another's jobs, and stops it at the end. Run as root.
+#
+#   bench/slurm_side_by_side.sh [N] [CASES]      e.g. bench/slurm_side_by_side.sh 1000 "A1 B1"
+#
+# Environment: DROVER (default build-release/drover), WORK (default /tmp/drover-slurm-bench-work;
+# emptied first), API_PORT (default 8491). Results: WORK/results.jsonl and the Markdown table
+# printed at the end (bench/slurm_side_by_side.py report WORK).
+set -euo pipefail
+N=${1:-1000}
+CASES=${2:-"A1 A2 B1 B2 C1 C2"}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DROVER=${DROVER:-$ROOT/build-release/drover}
+WORK=${WORK:-/tmp/drover-slurm-bench-work}
+API_PORT=${API_PORT:-8491}
+URL=http://127.0.0.1:$API_PORT
+PY="python3 $ROOT/bench/slurm_side_by_side.py"
+export DROVER_SLURM_DIR=/tmp/drover-slurm-bench DROVER_SLURM_PORT=7917
+export SLURM_CONF=$DROVER_SLURM_DIR/slurm.conf
+CLUSTER=$ROOT/tests/slurm/slurm-cluster.sh
+SERVER_PID=
+WAIT_LIMIT_S=${WAIT_LIMIT_S:-600}  # per case, until all finished
+
+[ -x "$DROVER" ] || { echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-supervise" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "run as root (slurm-cluster.sh starts munged, slurmctld, slurmd)" >&2; exit 1; }
+
+cleanup() {
+  stop_server
+  "$CLUSTER" stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+now() { echo "$EPOCHREALTIME"; }
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+cluster_start() {
+  log "starting the Slurm cluster ($DROVER_SLURM_DIR, port $DROVER_SLURM_PORT)"
+  "$CLUSTER" start
+}
+
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=
+}
+
+# start_server CASE_DIR: a fresh drover server with 8 declared GPUs and queues local and hpc.
+start_server() {
+  local dir=$1
+  cat >"$dir/policy.yaml" <<'EOF'
+kind: Policy
+queues:
+  - name: local
+  - name: hpc
+    executor: {kind: slurm, partition: debug}
+EOF
+  "$DROVER" server --data "$dir/data" --listen "127.0.0.1:$API_PORT" --gpus 8xH100-80GB \
+    --policy "$dir/policy.yaml" --ready-file "$dir/ready" >"$dir/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 300); do [ -s "$dir/ready" ] && return 0; sleep 0.1; done
+  echo "drover server did not start; $dir/server.log:" >&2
+  cat "$dir/server.log" >&2
+  exit 1
+}
+
+# The job's one line: KEY (Slurm job id, array task id or Drover job id) and its start time.
+slurm_script() {
+  printf '#!/bin/bash\necho "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s\n' "$1"
+}
+
+drover_spec() {  # drover_spec QUEUE STAMPS
+  cat <<EOF
+kind: Job
+name: bench
+queue: $1
+resources: {cpu: 1, memory: 100Mi}
+command: [bash, -c, 'echo "\$DROVER_JOB_ID \$EPOCHREALTIME" >> $2']
+EOF
+}
+
+wait_slurm() {  # until squeue lists nothing (pending, running or completing)
+  local deadline=$((SECONDS + WAIT_LIMIT_S))
+  while [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do
+    [ $SECONDS -lt $deadline ] || { log "not all finished after ${WAIT_LIMIT_S}s"; return 0; }
+    sleep 0.25
+  done
+}
+
+wait_drover() {  # until the server lists no active job
+  local deadline=$((SECONDS + WAIT_LIMIT_S))
+  while [ "$(curl -sf "$URL/v1/jobs?active=1&limit=1" | jq '.jobs | length')" != 0 ]; do
+    [ $SECONDS -lt $deadline ] || { log "not all finished after ${WAIT_LIMIT_S}s"; return 0; }
+    sleep 0.25
+  done
+}
+
+write_meta() {  # write_meta DIR LABEL START END DONE [JOB_NAME]
+  printf 'n %s\nlabel %s\nsubmit_start %s\nsubmit_end %s\ndone_at %s\njob_name %s\n' \
+    "$N" "$2" "$3" "$4" "$5" "${6:-}" >"$1/meta"
+}
+
+case_A1() {
+  local dir=$WORK/A1 t start end id
+  mkdir -p "$dir"
+  slurm_script "$dir/stamps" >"$dir/job.sh"
+  cluster_start
+  log "A1: $N x sbatch"
+  start=$(now)
+  for _ in $(seq 1 "$N"); do
+    t=$EPOCHREALTIME
+    id=$(sbatch --parsable -J bench-a1 -o /dev/null --cpus-per-task=1 --mem=100M "$dir/job.sh")
+    echo "${id%%;*} $t" >>"$dir/submits"
+  done
+  end=$(now)
+  wait_slurm
+  write_meta "$dir" "A1 sbatch, one process per job" "$start" "$end" "$(now)" bench-a1
+  scontrol show job -o >"$dir/scontrol"
+  $PY slurm "$dir" >/dev/null
+}
+
+case_A2() {
+  local dir=$WORK/A2 start end
+  mkdir -p "$dir"
+  slurm_script "$dir/stamps" >"$dir/job.sh"
+  cluster_start
+  log "A2: sbatch --array=1-$N"
+  start=$(now)
+  sbatch --parsable -J bench-a2 -o /dev/null --cpus-per-task=1 --mem=100M --array="1-$N" \
+    "$dir/job.sh" >/dev/null
+  end=$(now)
+  seq 1 "$N" | sed "s/\$/ $start/" >"$dir/submits"
+  wait_slurm
+  write_meta "$dir" "A2 sbatch --array, one submission" "$start" "$end" "$(now)" bench-a2
+  scontrol show job -o >"$dir/scontrol"
+  $PY slurm "$dir" >/dev/null
+}
+
+# drover_case NAME LABEL QUEUE MODE(each|file)
+drover_case() {
+  local dir=$WORK/$1 label=$2 queue=$3 mode=$4 t start end out id
+  mkdir -p "$dir"
+  drover_spec "$queue" "$dir/stamps" >"$dir/job.yaml"
+  start_server "$dir"
+  log "$1: $label"
+  if [ "$mode" = each ]; then
+    start=$(now)
+    for _ in $(seq 1 "$N"); do
+      t=$EPOCHREALTIME
+      out=$("$DROVER" --server "$URL" submit "$dir/job.yaml")
+      id=${out#submitted job }
+      echo "${id%% *} $t" >>"$dir/submits"
+    done
+    end=$(now)
+  else
+    for i in $(seq 1 "$N"); do
+      [ "$i" = 1 ] || echo "---"
+      cat "$dir/job.yaml"
+    done >"$dir/jobs.yaml"
+    start=$(now)
+    "$DROVER" --server "$URL" submit "$dir/jobs.yaml" >"$dir/submit.out"
+    end=$(now)
+    awk -v t="$start" '{print $3, t}' "$dir/submit.out" >"$dir/submits"
+  fi
+  wait_drover
+  write_meta "$dir" "$label" "$start" "$end" "$(now)"
+  $PY drover "$dir" "$URL" >/dev/null
+  stop_server
+}
+
+log "N=$N cases: $CASES; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+for c in $CASES; do
+  case $c in
+    A1) case_A1 ;;
+    A2) case_A2 ;;
+    B1) drover_case B1 "B1 drover submit, one process per job, local executor" local each ;;
+    B2) drover_case B2 "B2 drover submit, one file of $N jobs, local executor" local file ;;
+    C1) cluster_start; drover_case C1 "C1 drover submit, one process per job, Slurm executor" hpc each ;;
+    C2) cluster_start; drover_case C2 "C2 drover submit, one file of $N jobs, Slurm executor" hpc file ;;
+    *) echo "unknown case $c" >&2; exit 2 ;;
+  esac
+  log "$c done; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+done
+$PY report "$WORK"

@@ -1,0 +1,535 @@
+#include "drover/exec/kubernetes/render.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace drover::exec::kubernetes {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+// How long a finished Job (and its pods' logs) stays before the cluster deletes it.
+constexpr int kFinishedJobTtlSeconds = 7 * 24 * 3600;
+constexpr int kDefaultMasterPort = 29500;
+
+// Node labels of NVIDIA GPU Feature Discovery: the product name and its memory in MiB.
+constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
+constexpr char kGpuMemoryLabel[] = "nvidia.com/gpu.memory";
+// The annotation an Indexed Job's pods carry their index in (downward API source of the rank).
+constexpr char kCompletionIndexAnnotation[] = "batch.kubernetes.io/job-completion-index";
+
+// A label value: at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric; "" if nothing
+// of `text` qualifies (the label is then left out).
+std::string LabelValue(std::string_view text) {
+  std::string value;
+  for (char c : text.substr(0, 63)) {
+    value +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '-';
+  }
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  while (!value.empty() && !alnum(value.back())) value.pop_back();
+  while (!value.empty() && !alnum(value.front())) value.erase(value.begin());
+  return value;
+}
+
+std::string ShellQuote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+// "0.25" for 250 thousandths.
+std::string Fraction(int millis) {
+  std::string text = fmt::format("{}.{:03d}", millis / 1000, millis % 1000);
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+tl::unexpected<Error> FieldError(const model::ExternalLaunch& launch, std::string_view field,
+                                 std::string_view message) {
+  return InvalidArgument(
+      fmt::format("job '{}' ({}): {}: {}", launch.spec.name, launch.ref.name, field, message));
+}
+
+// Which scheduler places the pods: the queue's, else the gang scheduler's own name.
+std::string SchedulerName(const model::KubernetesQueueOptions& options) {
+  if (!options.scheduler_name.empty()) return options.scheduler_name;
+  if (options.gang_scheduler == "volcano") return "volcano";
+  if (options.gang_scheduler == "kai") return "kai-scheduler";
+  return "";
+}
+
+bool UnderKai(const model::KubernetesQueueOptions& options) {
+  return options.gang_scheduler == "kai" || SchedulerName(options) == "kai-scheduler";
+}
+
+json Metadata(const std::string& name, const model::ExternalLaunch& launch, const json& labels) {
+  return {
+      {"name", name}, {"namespace", launch.executor.kubernetes.namespace_name}, {"labels", labels}};
+}
+
+json Toleration(const model::Toleration& toleration) {
+  json out = json::object();
+  if (!toleration.key.empty()) out["key"] = toleration.key;
+  if (toleration.op == model::Toleration::Operator::kExists) {
+    out["operator"] = "Exists";
+  } else {
+    out["operator"] = "Equal";
+    out["value"] = toleration.value;
+  }
+  if (toleration.effect) out["effect"] = std::string(model::TaintEffectName(*toleration.effect));
+  return out;
+}
+
+// Pod (anti-)affinity keeping the attempt's pods within one domain of `topology_key`.
+json SameDomain(const std::string& name, const std::string& topology_key) {
+  return {{"labelSelector", {{"matchLabels", {{kAttemptNameLabel, name}}}}},
+          {"topologyKey", topology_key}};
+}
+
+// nodeAffinity and podAffinity from the requirements and preferences (GPU models and memory
+// by GPU Feature Discovery's labels unless DRA selects the devices).
+json Affinity(const model::ExternalLaunch& launch, bool gpus_by_dra) {
+  const model::Requirements& req = launch.spec.requirements;
+  const model::Preferences& pref = launch.spec.preferences;
+  const std::string& name = launch.ref.name;
+  json affinity = json::object();
+
+  json match = json::array();
+  if (!gpus_by_dra && !req.gpu_models.empty() && req.mig_profile.empty()) {
+    match.push_back({{"key", kGpuProductLabel}, {"operator", "In"}, {"values", req.gpu_models}});
+  }
+  if (!gpus_by_dra && req.gpu_memory_bytes > 0 && req.per_worker.gpus > 0) {
+    const std::int64_t mib = (req.gpu_memory_bytes + kMiB - 1) / kMiB;
+    match.push_back({{"key", kGpuMemoryLabel},
+                     {"operator", "Gt"},
+                     {"values", json::array({std::to_string(mib - 1)})}});
+  }
+  if (!match.empty()) {
+    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        {"nodeSelectorTerms", json::array({{{"matchExpressions", match}}})}};
+  }
+  json preferred = json::array();
+  for (const model::LabelPreference& label : pref.node_labels) {
+    json expression = {
+        {"key", label.key}, {"operator", "In"}, {"values", json::array({label.value})}};
+    json preference = {{"matchExpressions", json::array({expression})}};
+    preferred.push_back({{"weight", label.weight}, {"preference", preference}});
+  }
+  if (!preferred.empty()) {
+    affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = preferred;
+  }
+
+  if (launch.spec.workers > 1) {
+    json required = json::array();
+    if (req.same_node) required.push_back(SameDomain(name, "kubernetes.io/hostname"));
+    if (!req.topology_level.empty()) required.push_back(SameDomain(name, req.topology_level));
+    if (!required.empty()) {
+      affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = required;
+    }
+    if (!pref.topology_level.empty()) {
+      affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = json::array(
+          {{{"weight", 100}, {"podAffinityTerm", SameDomain(name, pref.topology_level)}}});
+    }
+  }
+  return affinity;
+}
+
+// {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": EXACTLY}]}}}
+json ClaimSpec(const json& exactly) {
+  json request = {{"name", "gpu"}, {"exactly", exactly}};
+  json devices = {{"requests", json::array({request})}};
+  return {{"spec", {{"devices", devices}}}};
+}
+
+// A ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes 1.34+) for the worker's whole GPUs of
+// the queue's device class, with CEL selectors for the model and memory asked for.
+json GpuClaimTemplate(const std::string& name, const model::ExternalLaunch& launch,
+                      const json& labels) {
+  const model::Requirements& req = launch.spec.requirements;
+  const std::string& domain = launch.executor.kubernetes.device_class;
+  json exactly = {{"deviceClassName", domain},
+                  {"allocationMode", "ExactCount"},
+                  {"count", req.per_worker.gpus}};
+  json selectors = json::array();
+  if (!req.gpu_models.empty()) {
+    std::string expression;
+    for (const std::string& model : req.gpu_models) {
+      std::string lower = model;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      if (!expression.empty()) expression += " || ";
+      expression += fmt::format("device.attributes[\"{}\"].productName.lowerAscii().contains({})",
+                                domain, json(lower).dump());
+    }
+    selectors.push_back({{"cel", {{"expression", expression}}}});
+  }
+  if (req.gpu_memory_bytes > 0) {
+    const std::string expression =
+        fmt::format("device.capacity[\"{}\"].memory.compareTo(quantity(\"{}\")) >= 0", domain,
+                    ByteQuantity(req.gpu_memory_bytes));
+    selectors.push_back({{"cel", {{"expression", expression}}}});
+  }
+  if (!selectors.empty()) exactly["selectors"] = selectors;
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaimTemplate"},
+          {"metadata", Metadata(name, launch, labels)},
+          {"spec", ClaimSpec(exactly)}};
+}
+
+json PodGroup(const std::string& name, const model::ExternalLaunch& launch, const json& labels) {
+  const std::string& gang = launch.executor.kubernetes.gang_scheduler;
+  json spec = {{"minMember", launch.spec.workers}};
+  std::string api_version;
+  if (gang == "volcano") {
+    api_version = "scheduling.volcano.sh/v1beta1";
+  } else if (gang == "kai") {
+    api_version = "scheduling.run.ai/v2alpha2";
+    spec["queue"] = launch.spec.queue;
+  } else {
+    api_version = "scheduling.x-k8s.io/v1alpha1";
+  }
+  return {{"apiVersion", api_version},
+          {"kind", "PodGroup"},
+          {"metadata", Metadata(name, launch, labels)},
+          {"spec", spec}};
+}
+
+int MasterPort(const model::ExternalLaunch& launch) {
+  auto it = launch.env.find("DROVER_MASTER_PORT");
+  int port = 0;
+  if (it == launch.env.end() ||
+      std::from_chars(it->second.data(), it->second.data() + it->second.size(), port).ec !=
+          std::errc() ||
+      port <= 0 || port > 65535) {
+    return kDefaultMasterPort;
+  }
+  return port;
+}
+
+json EnvVar(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+json FieldEnvVar(const std::string& name, const std::string& field_path) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
+}
+
+// The worker's container: command (a shell first makes the launch's directories), the
+// environment with the rank and rank 0's address, resources.
+json Container(const model::ExternalLaunch& launch, const std::string& image, bool gpus_by_dra) {
+  const model::JobSpec& spec = launch.spec;
+  const model::Requirements& req = spec.requirements;
+  const std::string& name = launch.ref.name;
+  const bool gang = spec.workers > 1;
+  std::vector<std::string> argv =
+      spec.command.empty() ? std::vector<std::string>{"/bin/sh", "-c", spec.script} : spec.command;
+  if (!launch.make_dirs.empty()) {
+    // The directories exist before the worker starts: a shell creates them, then execs it.
+    std::string mkdir = "mkdir -p --";
+    for (const std::string& dir : launch.make_dirs) mkdir += " " + ShellQuote(dir);
+    std::vector<std::string> wrapped = {"/bin/sh", "-c", mkdir + " && exec \"$0\" \"$@\""};
+    wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+    argv = std::move(wrapped);
+  }
+  json env = json::array();
+  for (const auto& [key, value] : launch.env) {
+    if (key != "DROVER_WORKER_RANK" && key != "DROVER_MASTER_ADDR")
+      env.push_back(EnvVar(key, value));
+  }
+  if (gang) {
+    env.push_back(FieldEnvVar("DROVER_WORKER_RANK", fmt::format("metadata.annotations['{}']",
+                                                                kCompletionIndexAnnotation)));
+    // Indexed Job pods are named NAME-INDEX in the Service's subdomain.
+    env.push_back(EnvVar("DROVER_MASTER_ADDR", fmt::format("{}-0.{}", name, name)));
+  } else {
+    env.push_back(EnvVar("DROVER_WORKER_RANK", "0"));
+    env.push_back(FieldEnvVar("DROVER_MASTER_ADDR", "status.podIP"));
+  }
+
+  json resources = {{"requests",
+                     {{"cpu", CpuQuantity(req.per_worker.cpu_millis)},
+                      {"memory", ByteQuantity(req.per_worker.memory_bytes)}}},
+                    {"limits",
+                     {{"cpu", CpuQuantity(req.per_worker.cpu_millis)},
+                      {"memory", ByteQuantity(req.per_worker.memory_bytes)}}}};
+  if (req.per_worker.cpu_millis <= 0) {
+    resources["requests"].erase("cpu");
+    resources["limits"].erase("cpu");
+  }
+  if (req.per_worker.memory_bytes <= 0) {
+    resources["requests"].erase("memory");
+    resources["limits"].erase("memory");
+  }
+  if (gpus_by_dra) {
+    resources["claims"] = json::array({{{"name", "gpu"}}});
+  } else if (req.per_worker.gpus > 0) {
+    resources["limits"]["nvidia.com/gpu"] = std::to_string(req.per_worker.gpus);
+  }
+  if (!req.mig_profile.empty()) resources["limits"]["nvidia.com/mig-" + req.mig_profile] = "1";
+
+  json container = {{"name", kContainerName},
+                    {"image", image},
+                    {"command", argv},
+                    {"env", env},
+                    {"resources", resources}};
+  if (!spec.working_dir.empty() && spec.working_dir.front() == '/') {
+    container["workingDir"] = spec.working_dir;
+  }
+  if (gang) {
+    const int port = MasterPort(launch);
+    container["ports"] = json::array({{{"name", "rendezvous"}, {"containerPort", port}}});
+  }
+
+  return container;
+}
+
+}  // namespace
+
+std::string CpuQuantity(std::int64_t millis) {
+  if (millis % 1000 == 0) return std::to_string(millis / 1000);
+  return fmt::format("{}m", millis);
+}
+
+std::string ByteQuantity(std::int64_t bytes) {
+  static const char* const kUnits[] = {"Pi", "Ti", "Gi", "Mi", "Ki"};
+  for (int i = 0; i < 5; ++i) {
+    const std::int64_t unit = std::int64_t{1} << (10 * (5 - i));
+    if (bytes > 0 && bytes % unit == 0) return fmt::format("{}{}", bytes / unit, kUnits[i]);
+  }
+  return std::to_string(bytes);
+}
+
+Result<RenderedAttempt> Render(const model::ExternalLaunch& launch) {
+  const model::JobSpec& spec = launch.spec;
+  const model::KubernetesQueueOptions& options = launch.executor.kubernetes;
+  const model::Requirements& req = spec.requirements;
+  const std::string& name = launch.ref.name;
+
+  const std::string image = spec.image.empty() ? options.image : spec.image;
+  if (image.empty()) {
+    return FieldError(launch, "image",
+                      "required by the Kubernetes executor: give the job an image, or the queue's "
+                      "executor an image option");
+  }
+  if (req.gpu_share_millis > 0 && !UnderKai(options)) {
+    return FieldError(
+        launch, "resources.gpu_share",
+        "a time-sliced share of a GPU has no Kubernetes resource; run the queue under the KAI "
+        "scheduler (scheduler_name: kai-scheduler, which shares GPUs by the gpu-fraction "
+        "annotation), or ask for a MIG instance (resources.mig) or whole GPUs");
+  }
+  const bool relative_dir = !spec.working_dir.empty() && spec.working_dir.front() != '/';
+  if (relative_dir && spec.working_dir != ".") {
+    return FieldError(launch, "working_dir",
+                      fmt::format("'{}' is relative; in a container it must be an absolute path "
+                                  "(or '.' for the image's working directory)",
+                                  spec.working_dir));
+  }
+
+  RenderedAttempt out;
+  out.name = name;
+  out.namespace_name = options.namespace_name;
+  const bool gang = spec.workers > 1;
+  const bool gpus_by_dra = options.dra && req.per_worker.gpus > 0;
+
+  json labels = {{kManagedByLabel, kManagedBy},
+                 {kJobIdLabel, std::to_string(launch.ref.job.value())},
+                 {kAttemptLabel, std::to_string(launch.ref.attempt)},
+                 {kAttemptNameLabel, name}};
+  if (std::string value = LabelValue(spec.name); !value.empty()) labels[kJobNameLabel] = value;
+
+  const json container = Container(launch, image, gpus_by_dra);
+
+  // The pod.
+  json pod_labels = labels;
+  json pod_annotations = json::object();
+  json pod_spec = {{"restartPolicy", "Never"}, {"containers", json::array({container})}};
+  pod_spec["terminationGracePeriodSeconds"] = (launch.kill_grace_ms + 999) / 1000;
+  if (std::string scheduler = SchedulerName(options); !scheduler.empty()) {
+    pod_spec["schedulerName"] = scheduler;
+  }
+  if (!options.service_account.empty()) pod_spec["serviceAccountName"] = options.service_account;
+  if (!req.node_selector.empty()) pod_spec["nodeSelector"] = req.node_selector;
+  if (!req.tolerations.empty()) {
+    json tolerations = json::array();
+    for (const model::Toleration& t : req.tolerations) tolerations.push_back(Toleration(t));
+    pod_spec["tolerations"] = tolerations;
+  }
+  if (json affinity = Affinity(launch, gpus_by_dra); !affinity.empty()) {
+    pod_spec["affinity"] = affinity;
+  }
+  if (gang) pod_spec["subdomain"] = name;
+  if (req.gpu_share_millis > 0) pod_annotations["gpu-fraction"] = Fraction(req.gpu_share_millis);
+  if (UnderKai(options)) pod_labels["kai.scheduler/queue"] = spec.queue;
+
+  if (gang && !options.gang_scheduler.empty()) {
+    out.objects.push_back(PodGroup(name, launch, labels));
+    if (options.gang_scheduler == "volcano") {
+      pod_annotations["scheduling.k8s.io/group-name"] = name;
+    } else if (options.gang_scheduler == "kai") {
+      pod_annotations["pod-group-name"] = name;
+    } else {
+      pod_labels["scheduling.x-k8s.io/pod-group"] = name;
+    }
+  }
+  if (gpus_by_dra) {
+    const std::string claim = name + "-gpu";
+    out.objects.push_back(GpuClaimTemplate(claim, launch, labels));
+    pod_spec["resourceClaims"] =
+        json::array({{{"name", "gpu"}, {"resourceClaimTemplateName", claim}}});
+  }
+  if (gang) {
+    const int port = MasterPort(launch);
+    json service_port = {{"name", "rendezvous"}, {"port", port}, {"targetPort", port}};
+    json service_spec = {{"clusterIP", "None"},
+                         {"selector", {{kAttemptNameLabel, name}}},
+                         {"publishNotReadyAddresses", true},
+                         {"ports", json::array({service_port})}};
+    out.objects.push_back({{"apiVersion", "v1"},
+                           {"kind", "Service"},
+                           {"metadata", Metadata(name, launch, labels)},
+                           {"spec", service_spec}});
+  }
+
+  json pod_metadata = {{"labels", pod_labels}};
+  if (!pod_annotations.empty()) pod_metadata["annotations"] = pod_annotations;
+  json job_spec = {{"backoffLimit", 0},
+                   {"ttlSecondsAfterFinished", kFinishedJobTtlSeconds},
+                   {"template", {{"metadata", pod_metadata}, {"spec", pod_spec}}}};
+  if (gang) {
+    job_spec["completionMode"] = "Indexed";
+    job_spec["completions"] = spec.workers;
+    job_spec["parallelism"] = spec.workers;
+  }
+  if (spec.timeout)
+    job_spec["activeDeadlineSeconds"] = std::max<DurationMs>(1, (*spec.timeout + 999) / 1000);
+
+  json job_labels = labels;
+  if (!options.kueue_queue.empty()) job_labels["kueue.x-k8s.io/queue-name"] = options.kueue_queue;
+  if (UnderKai(options)) job_labels["kai.scheduler/queue"] = spec.queue;
+  out.objects.push_back({{"apiVersion", "batch/v1"},
+                         {"kind", "Job"},
+                         {"metadata", Metadata(name, launch, job_labels)},
+                         {"spec", job_spec}});
+  return out;
+}
+
+Result<std::string> CollectionPath(const json& object) {
+  static const std::map<std::string, std::string> kPlurals = {
+      {"Job", "jobs"},
+      {"Pod", "pods"},
+      {"Service", "services"},
+      {"PodGroup", "podgroups"},
+      {"ResourceClaimTemplate", "resourceclaimtemplates"}};
+  const std::string api_version = object.value("apiVersion", "");
+  const std::string kind = object.value("kind", "");
+  auto plural = kPlurals.find(kind);
+  if (api_version.empty() || plural == kPlurals.end()) {
+    return InvalidArgument(
+        fmt::format("apiVersion/kind: no collection for '{}' '{}'", api_version, kind));
+  }
+  std::string namespace_name = "default";
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    namespace_name = meta->value("namespace", namespace_name);
+  }
+  const std::string root = api_version.find('/') == std::string::npos ? "/api/" : "/apis/";
+  return fmt::format("{}{}/namespaces/{}/{}", root, api_version, namespace_name, plural->second);
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML.
+
+namespace {
+
+bool PlainSafe(const std::string& text) {
+  if (text.empty() || text.size() > 200) return false;
+  const unsigned char first = text.front();
+  if (!std::isalpha(first) && first != '/' && first != '_') return false;
+  if (text.back() == ':') return false;
+  for (char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("._/:@+-").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  static const std::vector<std::string> kReserved = {"true", "false", "yes", "no",  "on",
+                                                     "off",  "y",     "n",   "null"};
+  return std::find(kReserved.begin(), kReserved.end(), lower) == kReserved.end();
+}
+
+std::string Scalar(const json& value) {
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    return PlainSafe(text) ? text : value.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return value.dump();
+}
+
+bool IsCollection(const json& value) {
+  return (value.is_object() || value.is_array()) && !value.empty();
+}
+
+void Emit(const json& value, int indent, std::string& out);
+
+// `value` after "key:" or "- ": inline when a scalar or empty, else on the following lines.
+void EmitAfter(const json& value, int indent, std::string& out) {
+  if (!IsCollection(value)) {
+    out += ' ';
+    out += value.is_object() ? "{}" : value.is_array() ? "[]" : Scalar(value);
+    out += '\n';
+    return;
+  }
+  out += '\n';
+  Emit(value, indent, out);
+}
+
+void Emit(const json& value, int indent, std::string& out) {
+  const std::string pad(indent, ' ');
+  if (value.is_object()) {
+    for (const auto& [key, item] : value.items()) {
+      out += pad + Scalar(json(key)) + ':';
+      EmitAfter(item, indent + 2, out);
+    }
+    return;
+  }
+  for (const json& item : value) {
+    if (item.is_object() && !item.empty()) {
+      // "- key: value" with the item's other keys aligned under the first.
+      std::string nested;
+      Emit(item, indent + 2, nested);
+      out += pad + "- " + nested.substr(indent + 2);
+    } else {
+      out += pad + "-";
+      EmitAfter(item, indent + 2, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::string ToYaml(const std::vector<json>& objects) {
+  std::string out;
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    if (i > 0) out += "---\n";
+    Emit(objects[i], 0, out);
+  }
+  return out;
+}
+
+}  // namespace drover::exec::kubernetes
