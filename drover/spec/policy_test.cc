@@ -169,6 +169,56 @@ TEST(ParsePolicy, ReportsBadOrdersAndThresholdsWithTheirPositions) {
               ElementsAre("policy.yaml:2:6: error: las: expected a mapping, found 'fifo'"));
 }
 
+TEST(ParsePolicy, ReadsQueueExecutors) {
+  model::Policy policy = ParseOk(R"(kind: Policy
+queues:
+  - name: hpc
+    executor: {kind: slurm, partition: gpu, qos: high, account: ml}
+  - name: cloud
+    executor:
+      kind: kubernetes
+      namespace: ml
+      scheduler_name: kai-scheduler
+      kueue_queue: team-a
+      gang_scheduler: volcano
+      dra: true
+      image: python:3.12
+    children:
+      - name: cloud-a
+  - name: here
+    executor: local
+)");
+  ASSERT_EQ(policy.queues.size(), 3u);
+  const model::ExecutorConfig hpc = model::ExecutorOf(policy, "hpc");
+  EXPECT_EQ(hpc.kind, model::ExecutorKind::kSlurm);
+  EXPECT_EQ(hpc.slurm, (model::SlurmQueueOptions{"gpu", "high", "ml"}));
+  const model::ExecutorConfig cloud = model::ExecutorOf(policy, "cloud-a");  // inherited
+  EXPECT_EQ(cloud.kind, model::ExecutorKind::kKubernetes);
+  EXPECT_EQ(cloud.kubernetes.namespace_name, "ml");
+  EXPECT_EQ(cloud.kubernetes.scheduler_name, "kai-scheduler");
+  EXPECT_EQ(cloud.kubernetes.kueue_queue, "team-a");
+  EXPECT_EQ(cloud.kubernetes.gang_scheduler, "volcano");
+  EXPECT_TRUE(cloud.kubernetes.dra);
+  EXPECT_EQ(cloud.kubernetes.image, "python:3.12");
+  EXPECT_EQ(model::ExecutorOf(policy, "here").kind, model::ExecutorKind::kLocal);
+}
+
+TEST(ParsePolicy, ReportsBadExecutorsWithTheirPositions) {
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    executor: slrum\n"),
+              ElementsAre("policy.yaml:4:15: error: queues[0].executor: unknown executor "
+                          "'slrum' (did you mean 'slurm'?); expected one of local, slurm, "
+                          "kubernetes"));
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    executor: {partition: gpu}\n"),
+              ElementsAre(HasSubstr("queues[0].executor.kind: required field is missing")));
+  EXPECT_THAT(
+      Errors("kind: Policy\nqueues:\n  - name: a\n    executor: {kind: slurm, namespace: x}\n"),
+      ElementsAre("policy.yaml:4:40: error: queues[0].executor.namespace: is an option of the "
+                  "kubernetes executor, not of slurm"));
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    executor: {kind: kubernetes, "
+                     "gang_scheduler: yunikorn}\n"),
+              ElementsAre(HasSubstr("unknown gang scheduler 'yunikorn'")));
+}
+
 TEST(ParsePolicy, ReadsGpuAmountsInMilliGpus) {
   model::Policy policy = ParseOk(
       "kind: Policy\nqueues:\n  - name: a\n"
