@@ -76,9 +76,4 @@ Result<nlohmann::json> RunSimulation(const SimulateFlags& flags, TimeMs now);
 // The command: RunSimulation, then the output (and --report). Returns the exit status.
 int SimulateCommand(const SimulateFlags& flags);
 
-// "2026-05-01", "2026-05-01T12:30", "2026-05-01 12:30:15.250", each optionally followed by
-// "Z" or an offset ("+02:00", "-0500"), as ms since the epoch; without a zone, local time (as
-// `drover` prints timestamps). kInvalidArgument otherwise.
-Result<TimeMs> ParseIsoTime(const std::string& text);
-
 }  // namespace drover::cli

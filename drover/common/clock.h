@@ -5,6 +5,9 @@
 // a simulated one (drover/testing/fake_clock.h).
 
 #include <cstdint>
+#include <string>
+
+#include "drover/common/result.h"
 
 namespace drover {
 
@@ -25,5 +28,11 @@ class SystemClock final : public Clock {
  public:
   TimeMs Now() const override;
 };
+
+// "2026-05-01", "2026-05-01T12:30", "2026-05-01 12:30:15.250", each optionally followed by
+// "Z" or an offset ("+02:00", "-0500"), as ms since the epoch; without a zone, local time in the
+// process's time zone (as `drover` prints timestamps, and as Slurm prints its times).
+// kInvalidArgument quoting the text otherwise.
+Result<TimeMs> ParseIsoTime(const std::string& text);
 
 }  // namespace drover

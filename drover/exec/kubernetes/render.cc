@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "drover/common/shell.h"
+
 namespace drover::exec::kubernetes {
 
 using nlohmann::json;
@@ -35,18 +37,6 @@ std::string LabelValue(std::string_view text) {
   while (!value.empty() && !alnum(value.back())) value.pop_back();
   while (!value.empty() && !alnum(value.front())) value.erase(value.begin());
   return value;
-}
-
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
 }
 
 // "0.25" for 250 thousandths.

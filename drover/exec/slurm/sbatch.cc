@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "drover/common/shell.h"
+
 namespace drover::exec::slurm {
 namespace {
 
@@ -19,18 +21,6 @@ std::string Lower(std::string text) {
 }
 
 }  // namespace
-
-std::string ShellQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string TimeoutMarker(const std::string& attempt_dir) { return attempt_dir + "/timed-out"; }
 

@@ -43,7 +43,4 @@ std::string TimeoutMarker(const std::string& attempt_dir);
 // acceptable GPU model, and a container image.
 Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOptions& options);
 
-// `text` quoted for a POSIX shell: 'text' with every ' written as '\''.
-std::string ShellQuote(const std::string& text);
-
 }  // namespace drover::exec::slurm

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "drover/exec/slurm/command.h"
@@ -84,33 +87,53 @@ void SlurmExecutor::Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind
 }
 
 void SlurmExecutor::Loop() {
+  using Steady = std::chrono::steady_clock;
+  const auto interval = std::chrono::milliseconds(options_.poll_interval_ms);
+  Steady::time_point next_refresh = Steady::now() + interval;
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms), [this] {
+    wake_.wait_until(lock, next_refresh, [this] {
       return stopping_ || !submits_.empty() || !cancels_.empty() || !adopts_.empty();
     });
     if (stopping_) break;
     auto adopts = std::exchange(adopts_, {});
-    auto submits = std::exchange(submits_, {});
     auto cancels = std::exchange(cancels_, {});
-    lock.unlock();
-    for (const model::ExternalRef& ref : adopts) AdoptNow(ref);
-    for (const model::ExternalLaunch& launch : submits) {
-      // Cancelled before it reached Slurm: never submitted.
-      auto cancelled = std::find_if(cancels.begin(), cancels.end(),
-                                    [&](const auto& ref) { return ref.name == launch.ref.name; });
-      if (cancelled != cancels.end()) {
-        cancels.erase(cancelled);
-        Tracked tracked{launch.ref, "", "", 0, false, 0};
-        model::ExecutorEvent event;
-        event.exit.cancelled = true;
-        Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+    // Cancelled before it reached Slurm: never submitted.
+    std::vector<model::ExternalRef> dropped;
+    for (auto it = cancels.begin(); it != cancels.end();) {
+      auto queued = std::find_if(submits_.begin(), submits_.end(),
+                                 [&](const auto& launch) { return launch.ref.name == it->name; });
+      if (queued == submits_.end()) {
+        ++it;
         continue;
       }
-      SubmitNow(launch);
+      dropped.push_back(queued->ref);
+      submits_.erase(queued);
+      it = cancels.erase(it);
     }
+    // One sbatch per turn, so that cancels and refreshes are not held up behind a large
+    // submission (1,000 jobs at tens of ms per sbatch).
+    std::optional<model::ExternalLaunch> launch;
+    if (!submits_.empty()) {
+      launch = std::move(submits_.front());
+      submits_.pop_front();
+    }
+    lock.unlock();
+    for (const model::ExternalRef& ref : adopts) AdoptNow(ref);
+    for (const model::ExternalRef& ref : dropped) {
+      Tracked tracked{ref, "", "", 0, false, 0};
+      model::ExecutorEvent event;
+      event.exit.cancelled = true;
+      Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+    }
+    if (launch) SubmitNow(*launch);
     for (const model::ExternalRef& ref : cancels) CancelNow(ref);
-    if (!tracked_.empty()) Refresh();
+    // At the poll interval, not at every wake-up: a refresh lists every job Slurm holds, and
+    // one per submission cost more than the submission once hundreds were listed.
+    if (Steady::now() >= next_refresh) {
+      if (!tracked_.empty()) Refresh();
+      next_refresh = Steady::now() + interval;
+    }
     lock.lock();
   }
 }

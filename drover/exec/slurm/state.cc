@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <ctime>
 
 namespace drover::exec::slurm {
 namespace {
@@ -32,23 +31,7 @@ std::map<std::string, std::string> ParseKeyValues(std::string_view line) {
   return out;
 }
 
-TimeMs ParseLocalTime(std::string_view text) {
-  std::tm tm{};
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (text.size() != 19 || std::sscanf(std::string(text).c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &year,
-                                       &month, &day, &hour, &minute, &second) != 6) {
-    return 0;
-  }
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  tm.tm_isdst = -1;
-  const std::time_t seconds = std::mktime(&tm);
-  return seconds < 0 ? 0 : static_cast<TimeMs>(seconds) * 1000;
-}
+TimeMs ParseLocalTime(std::string_view text) { return ParseIsoTime(std::string(text)).value_or(0); }
 
 std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_time) {
   std::map<std::string, std::string> kv = ParseKeyValues(line);
