@@ -66,7 +66,7 @@ def common(case_dir, meta):
     client_ms = [
         (stamps[k] - submits[k]) * 1000.0 for k in submits if k in stamps
     ]
-    return {
+    out = {
         "case": os.path.basename(case_dir),
         "label": meta.get("label", ""),
         "n": n,
@@ -77,6 +77,10 @@ def common(case_dir, meta):
         "all_done_s": done - start,
         "client_submit_to_start_ms": percentiles(client_ms),
     }
+    if meta.get("slurm_done_at"):
+        # Drover driving Slurm: when Slurm's queue was empty, beside when Drover said so.
+        out["slurm_all_done_s"] = float(meta["slurm_done_at"]) - start
+    return out
 
 
 def parse_slurm_time(text):
@@ -164,6 +168,15 @@ def fmt_ms(p, scale=1.0, unit="ms", digits=0):
     return " / ".join(f"{p[k] * scale:,.{digits}f}" for k in ("p50", "p95", "max")) + f" {unit}"
 
 
+def handoffs(rows):
+    for r in rows:
+        if r.get("record_submit_to_handoff_ms"):
+            print(
+                f"- {r['case']}: created_at to sbatch's return (external_submitted_at), "
+                f"p50 / p95 / max: {fmt_ms(r['record_submit_to_handoff_ms'])}"
+            )
+
+
 def report(work_dir):
     rows = []
     with open(os.path.join(work_dir, "results.jsonl")) as f:
@@ -186,9 +199,13 @@ def report(work_dir):
             f"| {r['label']} | {r['n']:,} | {r['submit_s']:.2f} s, {r['submit_per_s']:,.1f}/s | "
             f"{record} | {fmt_ms(r['client_submit_to_start_ms'])} | "
             f"{r['all_done_s']:.1f} s (records: "
-            f"{record_end if record_end is None else f'{record_end:.1f} s'}) | "
+            f"{record_end if record_end is None else f'{record_end:.1f} s'}"
+            + (f"; Slurm's queue empty at {r['slurm_all_done_s']:.1f} s" if "slurm_all_done_s" in r else "")
+            + ") | "
             f"{states} ({r['started']:,} started) |"
         )
+    print()
+    handoffs(rows)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@
 #
 # Starts its own Slurm cluster (tests/slurm/slurm-cluster.sh, in /tmp/drover-slurm-bench on
 # port 7917, apart from the test suite's in /tmp/drover-slurm-test on 7817), restarted clean
-# before each Slurm case so none sees another's jobs, and stops it at the end. Run as root.
+# before each Slurm case so none sees another's jobs, and stops it at the end. Run as root, and
+# not beside the Slurm test suite: slurm-cluster.sh stop (run by every start) ends every
+# slurmstepd on the machine, the suite's cluster's included. Drover's local nodes are declared
+# with the Slurm cluster's shape (n1..n4, 16 CPUs, 64,000 MiB, 4 GPUs each).
 #
 #   bench/slurm_side_by_side.sh [N] [CASES]      e.g. bench/slurm_side_by_side.sh 1000 "A1 B1"
 #
@@ -67,9 +70,14 @@ stop_server() {
   SERVER_PID=
 }
 
-# start_server CASE_DIR: a fresh drover server with 8 declared GPUs and queues local and hpc.
+# start_server CASE_DIR: a fresh drover server with queues local and hpc, and the Slurm
+# cluster's shape declared as its local nodes (n1..n4, 16 CPUs, 64,000 MB and 4 H100 each; all
+# four run their workers on this machine), so both schedulers see the same capacity.
 start_server() {
-  local dir=$1
+  local dir=$1 n
+  for n in 1 2 3 4; do
+    printf '  - {name: n%s, cpu: "16", memory: 64000Mi, gpus: 4xH100-80GB}\n' "$n"
+  done | sed '1i nodes:' >"$dir/nodes.yaml"
   cat >"$dir/policy.yaml" <<'EOF'
 kind: Policy
 queues:
@@ -77,7 +85,7 @@ queues:
   - name: hpc
     executor: {kind: slurm, partition: debug}
 EOF
-  "$DROVER" server --data "$dir/data" --listen "127.0.0.1:$API_PORT" --gpus 8xH100-80GB \
+  "$DROVER" server --data "$dir/data" --listen "127.0.0.1:$API_PORT" --nodes "$dir/nodes.yaml" \
     --policy "$dir/policy.yaml" --ready-file "$dir/ready" >"$dir/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 300); do [ -s "$dir/ready" ] && return 0; sleep 0.1; done
@@ -109,9 +117,15 @@ wait_slurm() {  # until squeue lists nothing (pending, running or completing)
   done
 }
 
-wait_drover() {  # until the server lists no active job
+# wait_drover DIR QUEUE: until the server lists no active job. For the Slurm queue, also when
+# Slurm's own queue became empty (DIR/slurm_done_at): the gap is how late Drover learned.
+wait_drover() {
   local deadline=$((SECONDS + WAIT_LIMIT_S))
   while [ "$(curl -sf "$URL/v1/jobs?active=1&limit=1" | jq '.jobs | length')" != 0 ]; do
+    if [ "$2" = hpc ] && [ ! -s "$1/slurm_done_at" ] && [ -z "$(squeue -h -o %i 2>/dev/null)" ] &&
+      [ "$(squeue -h -t all -o %i 2>/dev/null | wc -l)" -ge "$N" ]; then
+      now >"$1/slurm_done_at"
+    fi
     [ $SECONDS -lt $deadline ] || { log "not all finished after ${WAIT_LIMIT_S}s"; return 0; }
     sleep 0.25
   done
@@ -175,22 +189,24 @@ drover_case() {
     done
     end=$(now)
   else
-    for i in $(seq 1 "$N"); do
+    for i in $(seq 1 "$N"); do  # names are unique within a file
       [ "$i" = 1 ] || echo "---"
-      cat "$dir/job.yaml"
+      sed "s/^name: bench\$/name: bench-$i/" "$dir/job.yaml"
     done >"$dir/jobs.yaml"
     start=$(now)
     "$DROVER" --server "$URL" submit "$dir/jobs.yaml" >"$dir/submit.out"
     end=$(now)
     awk -v t="$start" '{print $3, t}' "$dir/submit.out" >"$dir/submits"
   fi
-  wait_drover
+  wait_drover "$dir" "$queue"
   write_meta "$dir" "$label" "$start" "$end" "$(now)"
+  [ ! -s "$dir/slurm_done_at" ] || echo "slurm_done_at $(cat "$dir/slurm_done_at")" >>"$dir/meta"
   $PY drover "$dir" "$URL" >/dev/null
   stop_server
 }
 
 log "N=$N cases: $CASES; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+log "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || true); $DROVER; $(sbatch --version); $(nproc) cores"
 for c in $CASES; do
   case $c in
     A1) case_A1 ;;

@@ -23,7 +23,7 @@ using ::testing::Not;
 // Stand-ins for sbatch, scontrol and scancel, first on PATH: each call is a line of
 // $FAKE_SLURM_DIR/log. sbatch takes $FAKE_SBATCH_DELAY seconds; scontrol lists every job
 // submitted so far as pending.
-const char* kSbatch = R"(#!/bin/bash
+const char* kSbatch = R"sh(#!/bin/bash
 cat >/dev/null
 sleep "${FAKE_SBATCH_DELAY:-0}"
 for a in "$@"; do case $a in --job-name=*) name=${a#--job-name=};; esac; done
@@ -31,16 +31,16 @@ n=$(( $(wc -l < "$FAKE_SLURM_DIR/jobs") + 1 ))
 echo "$n $name" >> "$FAKE_SLURM_DIR/jobs"
 echo "sbatch $name" >> "$FAKE_SLURM_DIR/log"
 echo "$n"
-)";
-const char* kScontrol = R"(#!/bin/bash
+)sh";
+const char* kScontrol = R"sh(#!/bin/bash
 echo scontrol >> "$FAKE_SLURM_DIR/log"
 while read -r id name; do
   echo "JobId=$id JobName=$name JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 StartTime=Unknown EndTime=Unknown NodeList=(null)"
 done < "$FAKE_SLURM_DIR/jobs"
-)";
-const char* kScancel = R"(#!/bin/bash
+)sh";
+const char* kScancel = R"sh(#!/bin/bash
 echo "scancel $*" >> "$FAKE_SLURM_DIR/log"
-)";
+)sh";
 
 class SlurmExecutorTest : public ::testing::Test {
  protected:
@@ -135,21 +135,30 @@ TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
 }
 
 TEST_F(SlurmExecutorTest, RefreshesAtThePollIntervalNotAtEverySubmission) {
-  SlurmExecutor executor(Options(400), clock_);
-  // 20 submissions, one every 40 ms: 800 ms, so about 2 refreshes (one per submission before).
-  for (int job = 1; job <= 20; ++job) {
+  SlurmExecutor executor(Options(1000), clock_);
+  // 10 submissions, one every 150 ms: before, each was followed by a refresh (one scontrol
+  // listing every job); now there is one per second.
+  const auto start = std::chrono::steady_clock::now();
+  int submitted = 0;
+  for (int job = 1; job <= 10; ++job) {
     ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto deadline = start + std::chrono::seconds(30);
+  while (submitted < 10 && std::chrono::steady_clock::now() < deadline) {
+    for (const model::ExecutorEvent& event : executor.Poll()) {
+      if (event.kind == model::ExecutorEvent::Kind::kSubmitted) ++submitted;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(submitted, 10);
+  const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
   const std::vector<std::string> log = Log();
   const auto refreshes = std::count(log.begin(), log.end(), "scontrol");
-  const auto sbatches = std::count_if(log.begin(), log.end(), [](const std::string& line) {
-    return line.rfind("sbatch ", 0) == 0;
-  });
-  EXPECT_EQ(sbatches, 20);
-  EXPECT_GE(refreshes, 1);
-  EXPECT_LE(refreshes, 5) << "one scontrol per submission";
+  EXPECT_LE(refreshes, elapsed_ms / 1000 + 2) << "in " << elapsed_ms << " ms";
+  EXPECT_LT(refreshes, 10) << "one scontrol per submission";
 }
 
 }  // namespace
