@@ -166,8 +166,9 @@ class Cycle {
   }
 
   void Process(const Entry& entry, bool nominated);
-  // Admits an external job (PendingJob::external) or pends it with the quota or limit verdict.
-  void Admit(const Entry& entry);
+  // Adds the charge of an admitted external job (PendingJob::external) and records it placed
+  // without nodes.
+  void CommitExternal(const Entry& entry, Charge charge);
   // The GPU models to try in turn, lower-case; {""} when the tree governs no model quota or
   // the job needs no GPU.
   std::vector<std::string> Flavors(const model::JobSpec& spec) const;
@@ -523,42 +524,23 @@ void Cycle::AdoptReservation(Reservation reservation) {
   reservation_ = std::move(reservation);
 }
 
-void Cycle::Admit(const Entry& entry) {
-  const PendingJob& job = *entry.job;
-  const model::JobSpec& spec = *job.spec;
-  std::optional<AdmitVerdict> refused;
-  for (const std::string& flavor : Flavors(spec)) {
-    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
-    AdmitVerdict verdict = queues_.CheckAdmit(charge);
-    if (!verdict.ok()) {
-      if (!refused) refused = std::move(verdict);
-      continue;
-    }
-    queues_.Add(charge);
-    ++placed_by_leaf_[entry.leaf];
-    model::Decision decision;
-    decision.job = job.job;
-    decision.at = input_.now;
-    decision.kind = model::Decision::Kind::kPlaced;
-    decision.queue = queues_.Name(entry.leaf);
-    decision.summary = fmt::format(
-        "admitted to queue {}; placement is left to the queue's executor", decision.queue);
-    out_.placed.push_back(
-        PlacedJob{Placement{job.job, {}}, std::move(charge), std::move(decision)});
-    return;
-  }
-  const bool limit = refused->code == AdmitVerdict::Code::kLimit;
-  Pend(entry, Verdict{limit ? "concurrency limit" : "quota", refused->Render(), std::nullopt,
-                      std::nullopt});
+void Cycle::CommitExternal(const Entry& entry, Charge charge) {
+  queues_.Add(charge);
+  ++placed_by_leaf_[entry.leaf];
+  model::Decision decision;
+  decision.job = entry.job->job;
+  decision.at = input_.now;
+  decision.kind = model::Decision::Kind::kPlaced;
+  decision.queue = queues_.Name(entry.leaf);
+  decision.summary = fmt::format("admitted to queue {}; placement is left to the queue's executor",
+                                 decision.queue);
+  out_.placed.push_back(
+      PlacedJob{Placement{entry.job->job, {}}, std::move(charge), std::move(decision)});
 }
 
 void Cycle::Process(const Entry& entry, bool nominated) {
   const PendingJob& job = *entry.job;
   const model::JobSpec& spec = *job.spec;
-  if (job.external) {
-    Admit(entry);
-    return;
-  }
   std::optional<AdmitVerdict> refused;
   std::optional<Charge> admitted_charge;
   const model::JobSpec* admitted_spec = nullptr;
@@ -568,6 +550,10 @@ void Cycle::Process(const Entry& entry, bool nominated) {
     if (!verdict.ok()) {
       if (!refused) refused = std::move(verdict);
       continue;
+    }
+    if (job.external) {
+      CommitExternal(entry, std::move(charge));
+      return;
     }
     const model::JobSpec& flavored = SpecFor(spec, flavor);
     const model::JobSpec* placed_spec = nullptr;
@@ -594,9 +580,13 @@ void Cycle::Process(const Entry& entry, bool nominated) {
 
   if (!admitted_charge) {
     // Refused by quota or a limit. A job within its own guaranteed quota, refused because its
-    // cohort lent the rest, may reclaim what was lent.
+    // cohort lent the rest, may reclaim what was lent (not an external one: Drover preempts
+    // only for jobs it places).
     const Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, "")};
-    if (refused->code == AdmitVerdict::Code::kCohort && TryPreempt(entry, spec, charge)) return;
+    if (!job.external && refused->code == AdmitVerdict::Code::kCohort &&
+        TryPreempt(entry, spec, charge)) {
+      return;
+    }
     const bool limit = refused->code == AdmitVerdict::Code::kLimit;
     Pend(entry, Verdict{limit ? "concurrency limit" : "quota", refused->Render(), std::nullopt,
                         std::nullopt});
