@@ -165,7 +165,7 @@ int Supervisor::Run() {
   if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)) {
     model::ExitStatus stopped;
     if (Preempted()) {
-      stopped = Failed(-1, "preempted before start");
+      stopped = Failed(-1, "before it started");
       stopped.preempted = true;
     } else {
       stopped = Failed(-1, "cancelled before start");

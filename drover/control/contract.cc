@@ -39,20 +39,37 @@ AttemptContract ContractOf(const model::Job& job, int num_workers, int master_po
   return contract;
 }
 
+model::ExternalRef ExternalRefOf(const model::Job& job) {
+  const model::Attempt& attempt = *job.current_attempt();
+  model::ExternalRef ref{
+      job.id, attempt.number,
+      model::ParseExecutorKind(attempt.executor).value_or(model::ExecutorKind::kSlurm),
+      model::ExternalName(job.id, attempt.number), attempt.external_id};
+  if (attempt.external_id.empty()) return ref;
+  for (auto earlier = job.attempts.rbegin() + 1;
+       earlier != job.attempts.rend() && earlier->external_id == attempt.external_id; ++earlier) {
+    ++ref.restart;
+  }
+  return ref;
+}
+
+bool RequeuesInEngine(const model::JobSpec& spec) {
+  return model::RetriesOn(spec.retry, model::FailureKind::kPreempted) ||
+         (spec.retry.max_attempts > 1 &&
+          model::RetriesOn(spec.retry, model::FailureKind::kNodeLost));
+}
+
 model::ExternalLaunch MakeExternalLaunch(const model::Job& job,
                                          const model::ExecutorConfig& executor,
                                          AttemptContract contract, DurationMs kill_grace_ms) {
-  const int attempt = job.current_attempt()->number;
   model::ExternalLaunch launch;
-  launch.ref.job = job.id;
-  launch.ref.attempt = attempt;
-  launch.ref.executor = executor.kind;
-  launch.ref.name = model::ExternalName(job.id, attempt);
+  launch.ref = ExternalRefOf(job);
   launch.executor = executor;
   launch.spec = job.spec;
   launch.env = std::move(contract.env);
   launch.make_dirs = std::move(contract.make_dirs);
   launch.kill_grace_ms = kill_grace_ms;
+  launch.requeue = RequeuesInEngine(job.spec);
   return launch;
 }
 

@@ -33,7 +33,16 @@ int MasterPort(JobId job, int attempt, int base, int span);
 AttemptContract ContractOf(const model::Job& job, int num_workers, int master_port,
                            const std::string& value_outputs_root);
 
-// The hand-off of `job`'s current attempt to an external executor configured as `executor`.
+// How an external executor knows `job`'s current attempt. Its restart counts the attempts
+// right before it that ran under the same engine job: each continued it after a requeue.
+model::ExternalRef ExternalRefOf(const model::Job& job);
+
+// Whether the engine should requeue `spec`'s job itself after a preemption or a node failure:
+// Drover's retry policy would start another attempt after either.
+bool RequeuesInEngine(const model::JobSpec& spec);
+
+// The hand-off of `job`'s current attempt to an external executor configured as `executor`
+// (a continuation when the attempt already names the engine job it continues).
 model::ExternalLaunch MakeExternalLaunch(const model::Job& job,
                                          const model::ExecutorConfig& executor,
                                          AttemptContract contract, DurationMs kill_grace_ms);

@@ -26,12 +26,12 @@ bool WorkerAlive(const Worker& worker) {
 using model::IsExternal;
 using model::WasPreempted;
 
-model::ExternalRef RefOf(const Job& job) {
+// Whether the current attempt continues an engine job that the engine requeued, and its
+// executor has not yet acknowledged the continuation.
+bool AwaitsContinuation(const Job& job) {
   const Attempt& attempt = *job.current_attempt();
-  return model::ExternalRef{
-      job.id, attempt.number,
-      model::ParseExecutorKind(attempt.executor).value_or(model::ExecutorKind::kSlurm),
-      model::ExternalName(job.id, attempt.number), attempt.external_id};
+  return IsExternal(attempt) && attempt.external_submitted_at == 0 && attempt.finished_at == 0 &&
+         ExternalRefOf(job).restart > 0;
 }
 
 // Backoff before attempt `next_number` (>= 2): backoff_ms * 2^(next_number - 2), capped.
@@ -104,10 +104,6 @@ Status RenderUpstreamOutputs(model::JobSpec& spec, const workflow::Lookup& looku
   return OkStatus();
 }
 
-bool RetriesOn(const model::RetryPolicy& retry, model::FailureKind kind) {
-  return std::find(retry.on.begin(), retry.on.end(), kind) != retry.on.end();
-}
-
 }  // namespace
 
 std::int64_t AttainedGpuMs(const Job& job, TimeMs now) {
@@ -149,10 +145,10 @@ std::optional<sched::Charge> Controller::ChargeOf(const Job& job) const {
                        sched::ChargeAmounts(placed, flavor)};
 }
 
-void Controller::Hold(Job& job) {
+void Controller::Hold(Job& job, std::optional<sched::Charge> charge) {
   holding_.insert(job.id);
   placements_[job.id] = PlacementOf(job);
-  if (auto charge = ChargeOf(job)) {
+  if (charge) {
     queues_.Add(*charge);
     charges_[job.id] = std::move(*charge);
   }
@@ -228,8 +224,12 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
       case JobState::kAdmitted:
       case JobState::kPlaced: {
         if (IsExternal(*job.current_attempt())) {
-          Hold(job);  // handed to its executor (or about to be): the driver adopts it
-          break;
+          Hold(job, ChargeOf(job));
+          if (AwaitsContinuation(job)) {
+            // The executor may never have released the requeued engine job: continue it again.
+            EmitHandOff(job, model::ExecutorOf(policy_, job.spec.queue), step);
+          }
+          break;  // else handed to its executor (or about to be): the driver adopts it
         }
         // Never launched: the placement is forgotten and the job queues again.
         Attempt& attempt = *job.current_attempt();
@@ -246,7 +246,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
           EmitPublish(job, step);
           break;
         }
-        Hold(job);
+        Hold(job, ChargeOf(job));
         // A victim caught stopping: never chosen again; it requeues when its workers exit.
         if (job.current_attempt()->preempted_by &&
             job.current_attempt()->outcome == JobState::kReady) {
@@ -704,7 +704,7 @@ void Controller::StopWorkers(const Job& job, bool preempt, const std::string& re
   const Attempt& attempt = *job.current_attempt();
   if (IsExternal(attempt)) {
     if (std::any_of(attempt.workers.begin(), attempt.workers.end(), WorkerAlive)) {
-      step.effects.push_back(CancelExternal{RefOf(job), reason});
+      step.effects.push_back(CancelExternal{ExternalRefOf(job), reason});
     }
     return;
   }
@@ -716,7 +716,8 @@ void Controller::StopWorkers(const Job& job, bool preempt, const std::string& re
   }
 }
 
-void Controller::HandOff(Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step) {
+void Controller::HandOff(Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step,
+                         const model::ExternalRef* requeued) {
   Attempt& attempt = *job.current_attempt();
   attempt.dequeued_at = attempt.admitted_at = now;
   attempt.executor = model::ExecutorKindName(executor.kind);
@@ -729,9 +730,25 @@ void Controller::HandOff(Job& job, const model::ExecutorConfig& executor, TimeMs
     attempt.workers.push_back(std::move(worker));
   }
   placements_[job.id] = sched::Placement{job.id, {}};
-  job.status_message = fmt::format("submitting to {}", attempt.executor);
-  MoveTo(job, JobState::kAdmitted, fmt::format("dequeued; handed to {}", attempt.executor), now,
-         step);
+  if (requeued) {
+    attempt.external_id = requeued->external_id;
+    job.status_message = fmt::format("continuing {} job {}, which {} requeued", attempt.executor,
+                                     attempt.external_id, attempt.executor);
+    MoveTo(job, JobState::kAdmitted,
+           fmt::format("dequeued; continues {} job {}, which {} requeued", attempt.executor,
+                       attempt.external_id, attempt.executor),
+           now, step);
+  } else {
+    job.status_message = fmt::format("submitting to {}", attempt.executor);
+    MoveTo(job, JobState::kAdmitted, fmt::format("dequeued; handed to {}", attempt.executor), now,
+           step);
+  }
+  EmitHandOff(job, executor, step);
+}
+
+void Controller::EmitHandOff(const Job& job, const model::ExecutorConfig& executor,
+                             Step& step) const {
+  const Attempt& attempt = *job.current_attempt();
   const int workers = static_cast<int>(attempt.workers.size());
   step.effects.push_back(SubmitExternal{MakeExternalLaunch(
       job, executor,
@@ -740,6 +757,22 @@ void Controller::HandOff(Job& job, const model::ExecutorConfig& executor, TimeMs
           MasterPort(job.id, attempt.number, options_.master_port_base, options_.master_port_span),
           options_.value_outputs_root),
       KillGrace(job))});
+}
+
+void Controller::ContinueRequeued(Job& job, const model::ExternalRef& requeued,
+                                  std::optional<sched::Charge> charge, TimeMs now, Step& step) {
+  const model::ExecutorConfig executor = model::ExecutorOf(policy_, job.spec.queue);
+  if (job.state != JobState::kReady || executor.kind != requeued.executor) {
+    step.effects.push_back(
+        CancelExternal{requeued, job.state == JobState::kReady
+                                     ? "the queue runs on another executor now"
+                                     : fmt::format("job {} is not retried", job.id.value())});
+    return;
+  }
+  // Ready at once: the engine's own requeue delay stands in for a retry backoff.
+  job.current_attempt()->ready_at = job.not_before = now;
+  HandOff(job, executor, now, step, &requeued);
+  Hold(job, std::move(charge));
 }
 
 void Controller::OnExecutorEvent(const model::ExecutorEvent& event, Step& step) {
@@ -833,7 +866,16 @@ void Controller::OnExecutorEvent(const model::ExecutorEvent& event, Step& step) 
         MoveTo(job, JobState::kStarting, "launching workers", at, step);
         MoveTo(job, JobState::kRunning, "all workers started", at, step);
       }
+      if (!event.requeued) {
+        FinishAttempt(job, at, step);
+        return;
+      }
+      // The engine holds the requeued job: the next attempt keeps this one's admission.
+      const model::ExternalRef requeued = ExternalRefOf(job);
+      std::optional<sched::Charge> charge;
+      if (auto held = charges_.find(job.id); held != charges_.end()) charge = held->second;
       FinishAttempt(job, at, step);
+      ContinueRequeued(job, requeued, std::move(charge), at, step);
       return;
     }
   }
@@ -1041,7 +1083,7 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
     step.effects.emplace_back(std::move(discard));
   }
   if (WasPreempted(attempt) && attempt.outcome == JobState::kReady &&
-      !RetriesOn(job.spec.retry, model::FailureKind::kPreempted)) {
+      !model::RetriesOn(job.spec.retry, model::FailureKind::kPreempted)) {
     attempt.outcome = JobState::kFailed;  // retry.on leaves preemption out: it ends the job
   }
   if (WasPreempted(attempt) && attempt.outcome == JobState::kReady) {
@@ -1062,7 +1104,7 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
   }
   JobState outcome = *attempt.outcome;
   const bool retryable = (outcome == JobState::kFailed || outcome == JobState::kTimedOut) &&
-                         RetriesOn(job.spec.retry, FailureKindOf(attempt));
+                         model::RetriesOn(job.spec.retry, FailureKindOf(attempt));
   const int tries = static_cast<int>(std::count_if(
       job.attempts.begin(), job.attempts.end(), [](const Attempt& a) { return !WasPreempted(a); }));
   if (retryable && tries < job.spec.retry.max_attempts) {
@@ -1159,9 +1201,9 @@ std::vector<model::ExternalRef> Controller::LiveExternal() const {
   for (JobId id : holding_) {
     const Job& job = jobs_.at(id);
     const Attempt& attempt = *job.current_attempt();
-    if (IsExternal(attempt) && attempt.finished_at == 0 &&
+    if (IsExternal(attempt) && attempt.finished_at == 0 && !AwaitsContinuation(job) &&
         std::any_of(attempt.workers.begin(), attempt.workers.end(), WorkerAlive)) {
-      live.push_back(RefOf(job));
+      live.push_back(ExternalRefOf(job));
     }
   }
   return live;

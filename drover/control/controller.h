@@ -236,6 +236,8 @@ class Controller {
   std::vector<std::pair<NodeId, model::WorkerKey>> LiveWorkers() const;
   // Attempts handed to external executors that have not ended, for the drivers to adopt after
   // a restart (external_id empty: perhaps never submitted; the executor looks it up by name).
+  // A continuation of a requeued engine job that its executor never acknowledged is not among
+  // them: Restore emits its SubmitExternal again.
   std::vector<model::ExternalRef> LiveExternal() const;
 
   Result<Explanation> Explain(JobId id, TimeMs now) const;
@@ -277,8 +279,17 @@ class Controller {
   void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
   void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
   // The external counterpart of Launch: the admitted job's attempt goes to `executor` (its
-  // workers wait, without nodes, for the executor to start them).
-  void HandOff(model::Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step);
+  // workers wait, without nodes, for the executor to start them). With `requeued`, the attempt
+  // continues that engine job, which the engine requeued, instead of a new submission.
+  void HandOff(model::Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step,
+               const model::ExternalRef* requeued = nullptr);
+  // Emits SubmitExternal for the job's current, handed-off attempt.
+  void EmitHandOff(const model::Job& job, const model::ExecutorConfig& executor, Step& step) const;
+  // After the engine requeued `requeued` (the job's previous attempt): the job's new attempt
+  // continues it, keeping the admission (`charge`) it had; with no new attempt (the retry
+  // policy ends the job) or another executor now, the engine job is cancelled.
+  void ContinueRequeued(model::Job& job, const model::ExternalRef& requeued,
+                        std::optional<sched::Charge> charge, TimeMs now, Step& step);
   // Emits the stop of every live worker of the current attempt: StopWorker per worker, or one
   // CancelExternal for an attempt under an external executor.
   void StopWorkers(const model::Job& job, bool preempt, const std::string& reason,
@@ -306,8 +317,9 @@ class Controller {
   // What a job holding resources counts against the queue tree (nullopt: its queue is not in
   // the policy; it runs uncharged).
   std::optional<sched::Charge> ChargeOf(const model::Job& job) const;
-  // Adds / removes a job's resources to / from the cluster's and the queue tree's bookkeeping.
-  void Hold(model::Job& job);
+  // Adds / removes a job's resources to / from the cluster's and the queue tree's bookkeeping;
+  // Hold charges `charge` (ChargeOf(job) when restoring) to the queue tree.
+  void Hold(model::Job& job, std::optional<sched::Charge> charge);
   void Unhold(const model::Job& job);
   // Writes (or rewrites) the running_ entry of holding `job` from its current attempt, its
   // placement and its charge; call whenever one of them changes.

@@ -1,6 +1,6 @@
 // The controller's side of external executors (model/executor.h): admission without placement,
 // the hand-off as a SubmitExternal effect, the engine's events through the lifecycle, cancel,
-// retry after the engine's own preemption, and restart.
+// retry after the engine's own preemption, continuing a job the engine requeued, and restart.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -247,6 +247,112 @@ TEST_F(ExecutorTest, RestoreKeepsHandedOffAttemptsForTheExecutorToAdopt) {
   restarted.Schedule(kT0 + 102, schedule);
   EXPECT_TRUE(EffectsOf<SubmitExternal>(schedule).empty());
   (void)local;
+}
+
+model::ExitStatus RequeuedPreempted() {
+  model::ExitStatus exit;
+  exit.preempted = true;
+  exit.message = "Slurm requeued job 17 after preempting it";
+  return exit;
+}
+
+TEST_F(ExecutorTest, AJobTheEngineRequeuedContinuesAsTheNextAttemptKeepingItsAdmission) {
+  model::JobSpec spec = Spec("train", "hpc", 4);
+  spec.checkpoint_dir = "/ckpt";
+  spec.resume = true;
+  JobId id = Submit({spec}).at(0);
+  auto first = EffectsOf<SubmitExternal>(Schedule(kT0));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(first[0].launch.requeue);  // preemption is retried: Slurm may requeue it
+  EXPECT_EQ(first[0].launch.ref.restart, 0);
+  On(Event(id, 1, ExecutorEvent::Kind::kStarted, kT0 + 10));
+  Step checkpoint;
+  ASSERT_TRUE(controller_.ReportCheckpoint(id, kT0 + 50, checkpoint).has_value());
+  JobId waiting = Submit({Spec("second", "hpc", 4)}, kT0 + 60).at(0);
+
+  ExecutorEvent requeued = Exit(id, 1, RequeuedPreempted(), kT0 + 100);
+  requeued.requeued = true;
+  Step step = On(requeued);
+  auto continued = EffectsOf<SubmitExternal>(step);
+  ASSERT_EQ(continued.size(), 1u);
+  EXPECT_EQ(continued[0].launch.ref.attempt, 2);
+  EXPECT_EQ(continued[0].launch.ref.external_id, "17");
+  EXPECT_EQ(continued[0].launch.ref.restart, 1);
+  EXPECT_EQ(continued[0].launch.env.at("DROVER_ATTEMPT"), "2");
+  EXPECT_EQ(continued[0].launch.env.at("DROVER_RESUME"), "1");
+  EXPECT_TRUE(EffectsOf<CancelExternal>(step).empty());
+  const model::Job& job = *controller_.Find(id);
+  EXPECT_EQ(job.state, JobState::kAdmitted);
+  ASSERT_EQ(job.attempts.size(), 2u);
+  EXPECT_EQ(job.attempts[0].outcome, JobState::kReady);
+  EXPECT_THAT(job.attempts[0].outcome_reason,
+              HasSubstr("slurm job 17: preempted (Slurm requeued job 17 after preempting it)"));
+  EXPECT_EQ(job.attempts[1].external_id, "17");
+  EXPECT_EQ(job.attempts[1].admitted_at, kT0 + 100);
+  ASSERT_GE(step.transitions.size(), 2u);
+  EXPECT_EQ(step.transitions.back().to, JobState::kAdmitted);
+  EXPECT_THAT(step.transitions.back().cause, HasSubstr("continues slurm job 17"));
+  // The admission carried over: the queue's 4 GPUs stay charged, the other job waits.
+  EXPECT_TRUE(EffectsOf<SubmitExternal>(Schedule(kT0 + 110)).empty());
+  EXPECT_EQ(State(waiting), JobState::kReady);
+
+  On(Event(id, 2, ExecutorEvent::Kind::kStarted, kT0 + 200));
+  On(Exit(id, 2, ExitCode(0), kT0 + 300));
+  EXPECT_EQ(State(id), JobState::kSucceeded);
+  EXPECT_EQ(EffectsOf<SubmitExternal>(Schedule(kT0 + 310)).size(), 1u);  // now the other job
+}
+
+TEST_F(ExecutorTest, AJobTheEngineRequeuedThatDroverDoesNotRetryIsCancelledThere) {
+  model::JobSpec spec = Spec("train", "hpc", 1);
+  spec.retry.max_attempts = 3;
+  spec.retry.on = {model::FailureKind::kExit};
+  JobId id = Submit({spec}).at(0);
+  auto first = EffectsOf<SubmitExternal>(Schedule(kT0));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_FALSE(first[0].launch.requeue);  // neither preemption nor node loss is retried
+  On(Event(id, 1, ExecutorEvent::Kind::kStarted, kT0 + 10));
+  // Requeued all the same (an administrator's scontrol requeue): the job ends, Slurm's too.
+  ExecutorEvent requeued = Exit(id, 1, RequeuedPreempted(), kT0 + 100);
+  requeued.requeued = true;
+  Step step = On(requeued);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_TRUE(EffectsOf<SubmitExternal>(step).empty());
+  auto cancels = EffectsOf<CancelExternal>(step);
+  ASSERT_EQ(cancels.size(), 1u);
+  EXPECT_EQ(cancels[0].ref.external_id, "17");
+  EXPECT_EQ(cancels[0].ref.attempt, 1);
+}
+
+TEST_F(ExecutorTest, RestoreResendsAContinuationItsExecutorNeverAcknowledged) {
+  JobId id = Submit({Spec("train", "hpc", 1)}).at(0);
+  Schedule(kT0);
+  On(Event(id, 1, ExecutorEvent::Kind::kStarted, kT0 + 10));
+  ExecutorEvent requeued = Exit(id, 1, RequeuedPreempted(), kT0 + 100);
+  requeued.requeued = true;
+  On(requeued);
+  auto restore = [&] {
+    std::vector<model::Job> stored;
+    for (const auto& [job_id, job] : controller_.jobs()) stored.push_back(job);
+    auto restarted = std::make_unique<Controller>();
+    EXPECT_TRUE(restarted->SetPolicy(SlurmPolicy()).has_value());
+    Step step;
+    restarted->Restore(stored, kT0 + 200, step);
+    return std::make_pair(std::move(restarted), step);
+  };
+  auto [unacknowledged, resent] = restore();
+  auto submits = EffectsOf<SubmitExternal>(resent);
+  ASSERT_EQ(submits.size(), 1u);
+  EXPECT_EQ(submits[0].launch.ref.restart, 1);
+  EXPECT_EQ(submits[0].launch.ref.external_id, "17");
+  EXPECT_TRUE(unacknowledged->LiveExternal().empty());
+
+  On(Event(id, 2, ExecutorEvent::Kind::kSubmitted, kT0 + 110));
+  auto [acknowledged, nothing] = restore();
+  EXPECT_TRUE(EffectsOf<SubmitExternal>(nothing).empty());
+  auto live = acknowledged->LiveExternal();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].attempt, 2);
+  EXPECT_EQ(live[0].restart, 1);
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ struct ExternalRef {
   // key (an attempt found under its name is not submitted again).
   std::string name;
   std::string external_id;  // the engine's id (Slurm job id, Kubernetes Job name); "" before
+  // Which run of the engine's job this attempt is: 0 for the attempt that submitted it, k for
+  // the attempt that continues it after the engine requeued it k times (Slurm's Restarts).
+  int restart = 0;
 
   friend bool operator==(const ExternalRef&, const ExternalRef&) = default;
 };
@@ -76,7 +79,10 @@ struct ExternalRef {
 std::string ExternalName(JobId job, int attempt);
 
 // Everything an external executor needs to run one attempt: the contract with rendered
-// templates, the queue's executor options and the environment every worker gets.
+// templates, the queue's executor options and the environment every worker gets. With
+// ref.restart > 0 the attempt continues the engine's job ref.external_id, which the engine
+// requeued (ExecutorEvent::requeued): the executor gives that run this contract and lets it go,
+// it submits nothing.
 struct ExternalLaunch {
   ExternalRef ref;
   ExecutorConfig executor;
@@ -90,6 +96,9 @@ struct ExternalLaunch {
   // Directories to create before the job starts (checkpoint dir, output staging).
   std::vector<std::string> make_dirs;
   DurationMs kill_grace_ms = 10'000;
+  // Ask the engine to requeue the job itself after a preemption or a node failure (Slurm's
+  // --requeue): set when Drover's retry policy would start another attempt after either.
+  bool requeue = false;
 
   friend bool operator==(const ExternalLaunch&, const ExternalLaunch&) = default;
 };
@@ -101,8 +110,9 @@ struct ExecutorEvent {
     kPending,    // still queued in the engine, for `reason`; `eligible_at` when known
     kStarted,    // it runs on `nodes` since `at`
     // It ended: exit. An engine that requeues a job on its own (Slurm after a preemption or a
-    // node failure) reports the run that ended as kExited (preempted, node_lost) and lets
-    // Drover's retry policy decide about the next attempt.
+    // node failure) reports the run that ended as kExited (preempted, node_lost) with
+    // `requeued`, and holds the requeued job until Drover decides: the next attempt continues
+    // it (ExternalLaunch with ref.restart > 0), or Drover cancels it.
     kExited,
   };
   ExternalRef ref;
@@ -111,7 +121,8 @@ struct ExecutorEvent {
   std::string reason;  // kPending: e.g. "Resources: waiting for resources to become available"
   TimeMs eligible_at = 0;
   std::vector<std::string> nodes;
-  ExitStatus exit;  // kExited
+  ExitStatus exit;        // kExited
+  bool requeued = false;  // kExited: the engine holds the job, requeued under ref.external_id
 
   friend bool operator==(const ExecutorEvent&, const ExecutorEvent&) = default;
 };

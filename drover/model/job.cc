@@ -82,7 +82,7 @@ bool WasPreempted(const Attempt& attempt) {
 
 std::string ExitStatus::Describe() const {
   if (cancelled) return "cancelled";
-  if (preempted) return "preempted";
+  if (preempted) return message.empty() ? "preempted" : fmt::format("preempted ({})", message);
   if (timed_out) return "timed out";
   if (node_lost) return message.empty() ? "node lost" : fmt::format("node lost ({})", message);
   if (signal != 0) {

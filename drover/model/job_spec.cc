@@ -1,5 +1,6 @@
 #include "drover/model/job_spec.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -53,6 +54,10 @@ const std::vector<FailureKind>& AllFailureKinds() {
     return all;
   }();
   return kAll;
+}
+
+bool RetriesOn(const RetryPolicy& retry, FailureKind kind) {
+  return std::find(retry.on.begin(), retry.on.end(), kind) != retry.on.end();
 }
 
 std::string_view DependencyConditionName(DependencyCondition condition) {

@@ -80,6 +80,9 @@ struct RetryPolicy {
   friend bool operator==(const RetryPolicy&, const RetryPolicy&) = default;
 };
 
+// Whether `retry` gives another attempt (while attempts remain) after a failure of `kind`.
+bool RetriesOn(const RetryPolicy& retry, FailureKind kind);
+
 // The upstream state a dependency waits for (docs/workflows.md). A dependency names a job of
 // the same submission, or a pipeline stage (for a sweep: all of its trials, judged together).
 enum class DependencyCondition {

@@ -10,7 +10,7 @@
 # four ports from PORT+1).
 #
 #   slurm-cluster.sh start   start the daemons (installing nothing) and wait until 4 nodes are idle
-#   slurm-cluster.sh stop    stop them and every job step they left behind
+#   slurm-cluster.sh stop    stop them and the job steps they left behind
 #   slurm-cluster.sh env     print the SLURM_CONF line to export
 set -euo pipefail
 DIR=${DROVER_SLURM_DIR:-/tmp/drover-slurm}
@@ -18,7 +18,9 @@ PORT=${DROVER_SLURM_PORT:-7817}
 export SLURM_CONF=$DIR/slurm.conf
 
 write_conf() {
-  rm -rf "$DIR/ctld"  # slurmctld -c starts clean anyway; old state may name another cluster
+  # slurmctld -c starts clean anyway, numbering jobs from 1 again: old state may name another
+  # cluster, and an old jobcomp log would tell of other jobs under the same ids.
+  rm -rf "$DIR/ctld" "$DIR/jobcomp.log"
   mkdir -p "$DIR/ctld" "$DIR/fakegpu"
   for i in 0 1 2 3; do [ -e "$DIR/fakegpu/nvidia$i" ] || mknod "$DIR/fakegpu/nvidia$i" c 1 3; done
   cat > "$DIR/slurm.conf" <<CONF
@@ -41,6 +43,8 @@ MpiDefault=none
 MailProg=/bin/true
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
+# A job that names no memory gets 1000 MB per CPU, not the whole node's memory.
+DefMemPerCPU=1000
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1,bf_interval=1
 ReturnToService=2
@@ -98,8 +102,13 @@ stop() {
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     rm -f "$f"
   done
-  # slurmstepd outlives a killed slurmd; its jobs must not outlive the test cluster.
-  pkill -f "slurmstepd: \[" 2>/dev/null || true
+  # slurmstepd outlives a killed slurmd; its jobs must not outlive the test cluster. Only this
+  # cluster's: a step daemon inherits its slurmd's SLURM_CONF.
+  for pid in $(pgrep -f "slurmstepd: \[" || true); do
+    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF"; then
+      kill "$pid" 2>/dev/null || true
+    fi
+  done
 }
 
 case "${1:-start}" in

@@ -2,8 +2,9 @@
 // posing as nodes n1..n4 with 4 fake H100s each, partitions debug and high). The suite starts
 // the cluster once, runs a real `drover server` whose queue "hpc" has `executor: slurm`, and
 // checks the Slurm executor end to end: the environment contract, gangs across nodes, Slurm's
-// pending reasons, cancel, timeout, exit codes, Slurm's own preemption with resume, node loss,
-// a server restart, and a pipeline whose GPU stage runs on Slurm between two local stages.
+// pending reasons, cancel, timeout, exit codes, Slurm's own preemption and requeue with resume
+// (the requeued Slurm job continues as Drover's next attempt), node loss, a server restart, and
+// a pipeline whose GPU stage runs on Slurm between two local stages.
 // It fails (never skips) when Slurm cannot be started.
 
 #include <gmock/gmock.h>
@@ -81,12 +82,35 @@ class SlurmTest : public IntegrationTest {
   nlohmann::json Job(std::int64_t id) { return GetJob(*client_, id); }
   nlohmann::json Attempt(std::int64_t id, int index) { return Job(id)["attempts"][index]; }
 
+  // Once Drover continues job `id`'s requeued Slurm job as its second attempt, lifts Slurm's
+  // built-in delay (a requeued job is eligible 120 s later) so that the test need not wait.
+  // The Slurm job id.
+  std::string ContinueAtOnce(std::int64_t id) {
+    std::string slurm_id;
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          const nlohmann::json job = Job(id);
+          if (job["attempts"].size() < 2) return false;
+          slurm_id = job["attempts"][0]["external_id"];
+          return job["attempts"][1]["external_id"] == slurm_id;
+        },
+        std::chrono::seconds(60)))
+        << Job(id).dump(2);
+    Shell("scontrol update JobId=" + slurm_id + " StartTime=now");
+    return slurm_id;
+  }
+
+  // Field `key` of `scontrol show job` for `slurm_id` ("Restarts", "Requeue"...).
+  static std::string SlurmField(const std::string& slurm_id, const std::string& key) {
+    std::string out = Shell("scontrol show job -o " + slurm_id + " 2>/dev/null");
+    auto pos = out.find(" " + key + "=");
+    if (pos == std::string::npos) return "";
+    return Words(out.substr(pos + key.size() + 2)).at(0);
+  }
+
   // Slurm's state of its job `slurm_id`.
   static std::string SlurmState(const std::string& slurm_id) {
-    std::string out = Shell("scontrol show job -o " + slurm_id + " 2>/dev/null");
-    auto pos = out.find("JobState=");
-    if (pos == std::string::npos) return "";
-    return Words(out.substr(pos + 9)).at(0);
+    return SlurmField(slurm_id, "JobState");
   }
 
   std::unique_ptr<ServerProcess> server_;
@@ -225,12 +249,18 @@ TEST_F(SlurmTest, SlurmPreemptionRequeuesAndTheJobResumesFromItsCheckpoint) {
       "--wrap 'sleep 3'",
       &code);
   ASSERT_EQ(code, 0) << high;
+  // Slurm requeues the job (--requeue: Drover retries after preemption) and Drover continues
+  // the same Slurm job as attempt 2.
+  const std::string slurm_id = ContinueAtOnce(ids[0]);
   EXPECT_EQ(WaitForTerminal(*client_, ids[0], std::chrono::seconds(90)), "succeeded")
       << Job(ids[0]).dump(2);
   const nlohmann::json job = Job(ids[0]);
   ASSERT_EQ(job["attempts"].size(), 2u) << job.dump(2);
-  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("preempted"));
-  EXPECT_NE(job["attempts"][0]["external_id"], job["attempts"][1]["external_id"]);
+  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(),
+              HasSubstr("Slurm requeued job " + slurm_id + " after preempting it"));
+  EXPECT_EQ(job["attempts"][1]["external_id"], slurm_id);
+  EXPECT_EQ(SlurmField(slurm_id, "Requeue"), "1");
+  EXPECT_EQ(SlurmField(slurm_id, "Restarts"), "1");
   // The second attempt resumed where the checkpoint said: every step is done, none twice.
   auto attempts = ReadLines(log);
   ASSERT_EQ(attempts.size(), 2u);
@@ -261,13 +291,38 @@ TEST_F(SlurmTest, NodeLossRetriesOnAnotherNode) {
             " State=DRAIN Reason=drover-test",
         &code);
   ASSERT_EQ(code, 0);
+  // Slurm requeues it (NODE_FAIL); attempt 2 continues the same Slurm job on another node.
+  const std::string slurm_id = ContinueAtOnce(ids[0]);
   const std::string state = WaitForTerminal(*client_, ids[0], std::chrono::seconds(60));
   Shell("scontrol update NodeName=" + node + " State=RESUME");
   EXPECT_EQ(state, "succeeded") << Job(ids[0]).dump(2);
   const nlohmann::json job = Job(ids[0]);
   ASSERT_EQ(job["attempts"].size(), 2u);
   EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("node lost"));
+  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("NODE_FAIL on " + node));
+  EXPECT_EQ(job["attempts"][1]["external_id"], slurm_id);
   EXPECT_NE(job["attempts"][1]["workers"][0]["host"], node);
+}
+
+TEST_F(SlurmTest, WithoutRetryAfterPreemptionSlurmDoesNotRequeueAndTheJobFails) {
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: fragile\nqueue: hpc\nresources: {gpus: 4}\n"
+                    "retry: {max_attempts: 2, on: [exit]}\ncommand: [sleep, '300']\n");
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
+  const std::string slurm_id = Attempt(ids[0], 0)["external_id"];
+  EXPECT_EQ(SlurmField(slurm_id, "Requeue"), "0");
+  const std::string node = Attempt(ids[0], 0)["workers"][0]["host"];
+  int code = 0;
+  const std::string high =
+      Shell("sbatch --parsable -p high -w " + node + " --gres=gpu:4 -o /dev/null --wrap 'sleep 1'",
+            &code);
+  ASSERT_EQ(code, 0) << high;
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0], std::chrono::seconds(60)), "failed");
+  const nlohmann::json job = Job(ids[0]);
+  EXPECT_EQ(job["attempts"].size(), 1u);
+  EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("preempted"));
+  EXPECT_EQ(SlurmState(slurm_id), "PREEMPTED");
 }
 
 TEST_F(SlurmTest, ARestartedServerReattachesToItsSlurmJobs) {
@@ -288,6 +343,47 @@ TEST_F(SlurmTest, ARestartedServerReattachesToItsSlurmJobs) {
           .has_value());
   EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "cancelled");
   EXPECT_EQ(SlurmState(slurm_id), "CANCELLED");
+}
+
+TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {
+  const std::string log = dir_.Sub("attempts.txt");
+  auto ids = Submit(*client_,
+                    "kind: Job\nname: requeued\nqueue: hpc\nresources: {gpus: 1}\n"
+                    "script: 'echo $DROVER_ATTEMPT >> " +
+                        log + "; [ $DROVER_ATTEMPT = 2 ] || sleep 300'\n");
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
+  const std::string slurm_id = Attempt(ids[0], 0)["external_id"];
+  ASSERT_TRUE(WaitUntil([&] { return !ReadLines(log).empty(); }));
+  int code = 0;
+  Shell("scontrol requeue " + slurm_id, &code);
+  ASSERT_EQ(code, 0);
+  // Drover continues the Slurm job as attempt 2 and the executor releases it; Slurm's 120 s
+  // delay keeps it pending meanwhile. Then the server dies and comes back.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const nlohmann::json job = Job(ids[0]);
+        return job["attempts"].size() == 2 &&
+               job["attempts"][1]["external_submitted_at"].get<std::int64_t>() > 0;
+      },
+      std::chrono::seconds(30)))
+      << Job(ids[0]).dump(2);
+  EXPECT_EQ(SlurmState(slurm_id), "PENDING");
+  server_->process().KillProcessOnly();
+  server_ = std::make_unique<ServerProcess>(
+      dir_.Sub("data"), dir_.path(),
+      std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
+  ASSERT_TRUE(server_->ok());
+  client_ = std::make_unique<server::ApiClient>(server_->url());
+  EXPECT_EQ(ContinueAtOnce(ids[0]), slurm_id);
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0], std::chrono::seconds(60)), "succeeded")
+      << Job(ids[0]).dump(2);
+  const nlohmann::json job = Job(ids[0]);
+  ASSERT_EQ(job["attempts"].size(), 2u);
+  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("scontrol requeue"));
+  EXPECT_EQ(job["attempts"][1]["external_id"], slurm_id);
+  EXPECT_EQ(ReadLines(log), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(SlurmField(slurm_id, "Restarts"), "1");
 }
 
 TEST_F(SlurmTest, PipelineRunsItsGpuStageOnSlurmAndItsCpuStagesLocally) {

@@ -22,7 +22,29 @@ std::string Lower(std::string text) {
 
 }  // namespace
 
+std::string AttemptDir(const std::string& job_dir, int attempt) {
+  return fmt::format("{}/{}", job_dir, attempt);
+}
+
 std::string TimeoutMarker(const std::string& attempt_dir) { return attempt_dir + "/timed-out"; }
+
+std::string ContractFile(const std::string& attempt_dir) { return attempt_dir + "/contract.sh"; }
+
+std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOptions& options) {
+  std::string s;
+  for (const auto& [name, value] : launch.env) {
+    s += fmt::format("export {}={}\n", name, ShellQuote(value));
+  }
+  if (!options.server_url.empty()) {
+    s += fmt::format("export DROVER_SERVER={}\n", ShellQuote(options.server_url));
+  }
+  s += fmt::format("timeout_marker={}\n",
+                   ShellQuote(TimeoutMarker(AttemptDir(options.job_dir, launch.ref.attempt))));
+  for (const std::string& dir : launch.make_dirs) {
+    s += "mkdir -p " + ShellQuote(dir) + " || exit 1\n";
+  }
+  return s;
+}
 
 Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOptions& options) {
   const model::JobSpec& spec = launch.spec;
@@ -53,9 +75,11 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   std::vector<std::string>& a = out.args;
   a.push_back("--parsable");
   a.push_back("--job-name=" + launch.ref.name);
-  a.push_back("--no-requeue");
-  a.push_back(fmt::format("--output={}/slurm-%j.out", options.attempt_dir));
-  a.push_back("--chdir=" + (spec.working_dir.empty() ? options.attempt_dir : spec.working_dir));
+  const std::string attempt_dir = AttemptDir(options.job_dir, launch.ref.attempt);
+  a.push_back(launch.requeue ? "--requeue" : "--no-requeue");
+  a.push_back(fmt::format("--output={}/slurm-%j.out", attempt_dir));
+  a.push_back("--open-mode=append");  // a requeued run adds to the earlier runs' output
+  a.push_back("--chdir=" + (spec.working_dir.empty() ? attempt_dir : spec.working_dir));
   const model::SlurmQueueOptions& queue = launch.executor.slurm;
   if (!queue.partition.empty()) a.push_back("--partition=" + queue.partition);
   if (!queue.qos.empty()) a.push_back("--qos=" + queue.qos);
@@ -82,15 +106,22 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   }
 
   std::string& s = out.script;
-  s = "#!/bin/bash\n# Drover attempt " + launch.ref.name + " (docs/operations.md)\n";
-  for (const auto& [name, value] : launch.env) {
-    s += fmt::format("export {}={}\n", name, ShellQuote(value));
-  }
-  if (!options.server_url.empty()) {
-    s += fmt::format("export DROVER_SERVER={}\n", ShellQuote(options.server_url));
-  }
-  for (const std::string& dir : launch.make_dirs)
-    s += "mkdir -p " + ShellQuote(dir) + " || exit 1\n";
+  s = fmt::format(
+      "#!/bin/bash\n"
+      "# Drover attempt {0} (docs/operations.md). Slurm's run k of this job (after k requeues)\n"
+      "# is attempt {1}+k, whose contract Drover writes before it lets the run start.\n"
+      "restart=${{SLURM_RESTART_COUNT:-0}}\n"
+      "if [ \"$restart\" = 0 ]; then\n"
+      "{2}"
+      "else\n"
+      "contract={3}/$(({1} + restart))/contract.sh\n"
+      "[ -r \"$contract\" ] || {{ echo \"drover: no $contract: Slurm restarted the job before "
+      "Drover continued it\" >&2; exit 1; }}\n"
+      ". \"$contract\"\n"
+      "fi\n"
+      "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $(hostname)\"\n",
+      launch.ref.name, launch.ref.attempt, RenderContract(launch, options),
+      ShellQuote(options.job_dir));
   std::string command;
   if (!spec.command.empty()) {
     for (const std::string& word : spec.command) command += " " + ShellQuote(word);
@@ -107,10 +138,9 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   s += "trap 'kill -TERM $step 2>/dev/null' TERM\n";
   if (spec.timeout) {
     s += fmt::format(
-        "( sleep {:.3f} && touch {} && kill -TERM $step && sleep {} && kill -KILL $step ) "
-        "2>/dev/null &\n",
-        static_cast<double>(*spec.timeout) / 1000.0, ShellQuote(TimeoutMarker(options.attempt_dir)),
-        grace_s);
+        "( sleep {:.3f} && touch \"$timeout_marker\" && kill -TERM $step && sleep {} && "
+        "kill -KILL $step ) 2>/dev/null &\n",
+        static_cast<double>(*spec.timeout) / 1000.0, grace_s);
     s += "watchdog=$!\n";
   }
   // wait returns early when the TERM trap fires: wait again for the step's own status.

@@ -4,10 +4,11 @@
 // the executor runs `sbatch` with the arguments and feeds it the script on stdin.
 //
 // The mapping, for W workers of C CPUs, M bytes and G GPUs each:
-//   --job-name=drover-<job>-<attempt> (the idempotency key), --no-requeue (Drover decides about
-//   the next attempt: one Slurm job per attempt keeps DROVER_ATTEMPT, the staging paths and
-//   DROVER_RESUME exact), --output into the attempt's directory, --chdir, --partition, --qos,
-//   --account from the queue;
+//   --job-name=drover-<job>-<attempt> (the idempotency key); --requeue when Drover's retry
+//   policy would start another attempt after a preemption or a node failure (Slurm then requeues
+//   the job itself, and Drover continues it as the next attempt), else --no-requeue;
+//   --output into the attempt's directory (appended to by every run of the job), --chdir,
+//   --partition, --qos, --account from the queue;
 //   one task per worker: --ntasks=W, each task on its own node (--nodes=W --ntasks-per-node=1,
 //   --gres=gpu[:TYPE]:G per node), or all on one node when same_node (--nodes=1, --gres for
 //   W*G GPUs); --cpus-per-task=ceil(C), --mem per node;
@@ -16,6 +17,9 @@
 //   --signal=B:TERM@<grace> so the batch script hears of the time limit before SIGKILL.
 // The script exports the environment contract, creates the directories, then runs the workers
 // with `srun`, each with DROVER_WORKER_RANK=$SLURM_PROCID and DROVER_MASTER_ADDR the batch host.
+// Run k of a Slurm job submitted for attempt A (after k requeues, $SLURM_RESTART_COUNT) is
+// attempt A+k: its contract is the file ContractFile(AttemptDir(job_dir, A+k)), which the
+// executor writes before it releases the requeued job; without it the run exits 1.
 
 #include <string>
 #include <vector>
@@ -26,8 +30,10 @@
 namespace drover::exec::slurm {
 
 struct SbatchOptions {
-  std::string attempt_dir;  // the batch output (slurm-<id>.out) and the timeout marker go here
-  std::string server_url;   // exported as DROVER_SERVER (for `drover report`); may be empty
+  // <runs_dir>/<job>: the attempts' directories, which the Slurm nodes must see (one machine,
+  // or shared storage).
+  std::string job_dir;
+  std::string server_url;  // exported as DROVER_SERVER (for `drover report`); may be empty
 };
 
 struct Sbatch {
@@ -35,8 +41,17 @@ struct Sbatch {
   std::string script;             // the batch script, for stdin
 };
 
+// <job_dir>/<attempt>: the attempt's batch output (slurm-<id>.out, when it submitted the
+// Slurm job), its timeout marker and, for a continuation, its contract file.
+std::string AttemptDir(const std::string& job_dir, int attempt);
 // The file the script creates when it stopped the workers at the timeout.
 std::string TimeoutMarker(const std::string& attempt_dir);
+// The contract of an attempt that continues a requeued Slurm job.
+std::string ContractFile(const std::string& attempt_dir);
+
+// The attempt's part of the batch script (shell): exports the environment contract, names its
+// timeout marker and creates its directories; it exits 1 when a directory cannot be created.
+std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOptions& options);
 
 // kInvalidArgument naming the field for what Slurm cannot express: GPU shares and MIG profiles
 // (Slurm would need shard or MIG GRES configured; Drover does not assume them), more than one

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -39,8 +40,19 @@ SlurmExecutor::~SlurmExecutor() {
   thread_.join();
 }
 
+std::string SlurmExecutor::JobDir(JobId job) const {
+  return fmt::format("{}/{}", options_.runs_dir, job.value());
+}
+
 std::string SlurmExecutor::AttemptDir(JobId job, int attempt) const {
-  return fmt::format("{}/{}/{}", options_.runs_dir, job.value(), attempt);
+  return slurm::AttemptDir(JobDir(job), attempt);
+}
+
+SlurmExecutor::Tracked SlurmExecutor::TrackedOf(const model::ExternalRef& ref) const {
+  Tracked tracked;
+  tracked.ref = ref;
+  tracked.attempt_dir = AttemptDir(ref.job, ref.attempt);
+  return tracked;
 }
 
 Status SlurmExecutor::Submit(const model::ExternalLaunch& launch) {
@@ -121,10 +133,10 @@ void SlurmExecutor::Loop() {
     lock.unlock();
     for (const model::ExternalRef& ref : adopts) AdoptNow(ref);
     for (const model::ExternalRef& ref : dropped) {
-      Tracked tracked{ref, "", "", 0, false, 0};
+      CancelNow(ref);  // a continuation's requeued Slurm job is held: cancel it there
       model::ExecutorEvent event;
       event.exit.cancelled = true;
-      Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+      Emit(TrackedOf(ref), model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
     }
     if (launch) SubmitNow(*launch);
     for (const model::ExternalRef& ref : cancels) CancelNow(ref);
@@ -139,11 +151,15 @@ void SlurmExecutor::Loop() {
 }
 
 void SlurmExecutor::SubmitNow(const model::ExternalLaunch& launch) {
-  Tracked tracked{launch.ref, AttemptDir(launch.ref.job, launch.ref.attempt), "", 0, false, 0};
+  if (launch.ref.restart > 0) {
+    ContinueNow(launch);
+    return;
+  }
+  Tracked tracked = TrackedOf(launch.ref);
   std::error_code ec;
   std::filesystem::create_directories(tracked.attempt_dir, ec);
   Result<Sbatch> sbatch =
-      RenderSbatch(launch, SbatchOptions{tracked.attempt_dir, options_.server_url});
+      RenderSbatch(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url});
   std::string error;
   if (ec) {
     error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
@@ -170,17 +186,52 @@ void SlurmExecutor::SubmitNow(const model::ExternalLaunch& launch) {
   Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
 }
 
-void SlurmExecutor::CancelNow(const model::ExternalRef& ref) {
-  auto it = tracked_.find(ref.name);
-  if (it == tracked_.end()) return;  // ended meanwhile
-  CommandResult result = RunCommand({"scancel", it->second.ref.external_id});
-  if (!result.ok()) {
-    spdlog::warn("slurm: scancel {}: {}", it->second.ref.external_id, Trim(result.err));
+void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
+  Tracked tracked = TrackedOf(launch.ref);
+  const std::string& id = launch.ref.external_id;
+  held_.erase(id);
+  // Written whole under a temporary name, so that a run never reads half a contract.
+  const std::string contract = ContractFile(tracked.attempt_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(tracked.attempt_dir, ec);
+  if (!ec) {
+    std::ofstream out(contract + ".new", std::ios::trunc);
+    out << RenderContract(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url});
+    out.close();
+    if (!out) ec = std::make_error_code(std::errc::io_error);
   }
+  if (!ec) std::filesystem::rename(contract + ".new", contract, ec);
+  if (ec) {
+    RunCommand({"scancel", id});
+    model::ExecutorEvent event;
+    event.exit.message = fmt::format("writing {}: {}", contract, ec.message());
+    Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+    return;
+  }
+  CommandResult released = RunCommand({"scontrol", "release", id});
+  if (!released.ok()) {
+    // Not held (a restart re-sent the continuation): the run finds its contract anyway.
+    spdlog::info("slurm: scontrol release {}: {}", id, Trim(released.err));
+  }
+  tracked_[tracked.ref.name] = tracked;
+  Emit(tracked, model::ExecutorEvent::Kind::kSubmitted, clock_.Now());
+}
+
+void SlurmExecutor::CancelNow(const model::ExternalRef& ref) {
+  std::string id;
+  if (auto it = tracked_.find(ref.name); it != tracked_.end()) {
+    id = it->second.ref.external_id;
+  } else if (held_.erase(ref.external_id)) {
+    id = ref.external_id;  // requeued and held, never continued
+  } else {
+    return;  // ended meanwhile
+  }
+  CommandResult result = RunCommand({"scancel", id});
+  if (!result.ok()) spdlog::warn("slurm: scancel {}: {}", id, Trim(result.err));
 }
 
 void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
-  Tracked tracked{ref, AttemptDir(ref.job, ref.attempt), "", 0, false, 0};
+  Tracked tracked = TrackedOf(ref);
   if (tracked.ref.external_id.empty()) {
     // Perhaps submitted just before a restart: look it up by its name.
     CommandResult found =
@@ -228,7 +279,8 @@ void SlurmExecutor::Refresh() {
 
 bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {
   using Kind = model::ExecutorEvent::Kind;
-  if (job.state == "PENDING" && job.restarts == 0) {
+  if (job.restarts > tracked.ref.restart) return EndRequeuedRun(tracked, job);
+  if (job.state == "PENDING") {
     const std::string reason = DescribeReason(job.reason);
     if (reason != tracked.reason || job.eligible_time != tracked.eligible_at) {
       tracked.reason = reason;
@@ -256,42 +308,64 @@ bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {
     Emit(tracked, Kind::kExited, job.end_time > 0 ? job.end_time : clock_.Now(), event);
     return true;
   }
-  if (job.restarts > 0 || job.state == "REQUEUED" || job.state == "REQUEUE_HOLD" ||
-      job.state == "REQUEUE_FED") {
-    // Requeued by Slurm despite --no-requeue (a site's policy): that run is over. Drover's
-    // retry policy decides about the next attempt, as a new job.
-    RunCommand({"scancel", tracked.ref.external_id});
-    model::ExecutorEvent event;
-    event.exit.preempted = true;
-    event.exit.message = fmt::format("requeued by Slurm ({})", job.reason);
-    Emit(tracked, Kind::kExited, clock_.Now(), event);
-    return true;
-  }
   return false;
 }
 
-void SlurmExecutor::Vanished(Tracked& tracked) {
+bool SlurmExecutor::EndRequeuedRun(Tracked& tracked, const SlurmJob& job) {
+  using Kind = model::ExecutorEvent::Kind;
+  const std::string& id = tracked.ref.external_id;
+  const bool pending = job.state == "PENDING";
+  const bool final = IsFinalState(job.state);
+  if (!pending && !final && !Running(job.state)) return false;  // REQUEUED, COMPLETING...
+  const std::vector<SlurmJob> runs = RunEnds(tracked);
+  const std::size_t index = static_cast<std::size_t>(tracked.ref.restart);
+  const SlurmJob* run = index < runs.size() ? &runs[index] : nullptr;
+  if (!tracked.started && run != nullptr && run->start_time > 0 && !run->nodes.empty()) {
+    tracked.started = true;  // it ran between two refreshes
+    model::ExecutorEvent event;
+    event.nodes = run->nodes;
+    Emit(tracked, Kind::kStarted, run->start_time, event);
+  }
+  model::ExecutorEvent event;
+  event.exit = RequeuedExit(run, id);
+  if (pending) {
+    // Held until Drover continues it (ContinueNow) or cancels it (CancelNow).
+    CommandResult held = RunCommand({"scontrol", "hold", id});
+    if (!held.ok()) spdlog::warn("slurm: scontrol hold {}: {}", id, Trim(held.err));
+    held_.insert(id);
+    event.requeued = true;
+  } else if (!final) {
+    // Slurm started the next run before it could be held: without its contract it would only
+    // fail. Drover's next attempt, if any, is a new Slurm job.
+    RunCommand({"scancel", id});
+    event.exit.message += "; it restarted before Drover could continue it, so it was cancelled";
+  }
+  Emit(tracked, Kind::kExited, run != nullptr && run->end_time > 0 ? run->end_time : clock_.Now(),
+       event);
+  return true;
+}
+
+std::vector<SlurmJob> SlurmExecutor::RunEnds(const Tracked& tracked) const {
   // Past MinJobAge, scontrol forgets finished jobs; the jobcomp log (sacct -c) keeps them.
-  CommandResult result = RunCommand({"sacct", "-c", "-n", "-P", "-j", tracked.ref.external_id, "-o",
-                                     "JobID,JobName,State,ExitCode,Start,End,NodeList"});
-  std::istringstream lines(result.ok() ? result.out : "");
-  for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> fields;
-    std::stringstream split(line);
-    for (std::string field; std::getline(split, field, '|');) fields.push_back(field);
-    if (fields.size() < 7 || fields[0] != tracked.ref.external_id) continue;
-    SlurmJob job;
-    job.id = fields[0];
-    job.name = fields[1];
-    job.state = fields[2].substr(0, fields[2].find(' '));  // "CANCELLED by 0"
-    if (!IsFinalState(job.state)) continue;
-    const std::size_t colon = fields[3].find(':');
-    job.exit_code = std::atoi(fields[3].substr(0, colon).c_str());
-    if (colon != std::string::npos) job.exit_signal = std::atoi(fields[3].c_str() + colon + 1);
-    job.start_time = ParseLocalTime(fields[4]);
-    job.end_time = ParseLocalTime(fields[5]);
-    job.nodes = ExpandHostList(fields[6]);
-    Observe(tracked, job);
+  const std::string& id = tracked.ref.external_id;
+  CommandResult result = RunCommand({"sacct", "-c", "-n", "-P", "-j", id, "-o", kRunEndFields});
+  if (!result.ok()) {
+    spdlog::warn("slurm: sacct -c -j {}: {}", id, Trim(result.err));
+    return {};
+  }
+  // The Slurm job bears the name of the attempt that submitted it.
+  const model::ExternalRef& ref = tracked.ref;
+  return ParseRunEnds(result.out, id, model::ExternalName(ref.job, ref.attempt - ref.restart),
+                      &ParseLocalTime);
+}
+
+void SlurmExecutor::Vanished(Tracked& tracked) {
+  const std::vector<SlurmJob> runs = RunEnds(tracked);
+  const std::size_t index = static_cast<std::size_t>(tracked.ref.restart);
+  if (index < runs.size() && IsFinalState(runs[index].state)) {
+    SlurmJob run = runs[index];
+    run.restarts = tracked.ref.restart;
+    Observe(tracked, run);
     return;
   }
   model::ExecutorEvent event;

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -55,15 +56,26 @@ class SlurmExecutor final : public Executor {
     bool started = false;
     int missing = 0;  // consecutive refreshes that did not find it in scontrol's list
   };
+  Tracked TrackedOf(const model::ExternalRef& ref) const;
+  std::string JobDir(JobId job) const;
 
   void Loop();
   void SubmitNow(const model::ExternalLaunch& launch);
+  // A continuation (ref.restart > 0): writes the attempt's contract file, then releases the
+  // requeued Slurm job that Observe held.
+  void ContinueNow(const model::ExternalLaunch& launch);
   void CancelNow(const model::ExternalRef& ref);
   void AdoptNow(const model::ExternalRef& ref);
   // One `scontrol show job -o`: events for every tracked job that changed.
   void Refresh();
-  // Reports what `job` says of `tracked`; true when it ended (no longer tracked).
+  // Reports what `job` says of `tracked`; true when its run ended (no longer tracked).
   bool Observe(Tracked& tracked, const SlurmJob& job);
+  // Slurm requeued the job after `tracked`'s run (job.restarts > tracked.ref.restart): reports
+  // how that run ended; a requeued job still pending is held for Drover to continue or cancel.
+  // False while the requeue is still settling (the old run completing).
+  bool EndRequeuedRun(Tracked& tracked, const SlurmJob& job);
+  // The ends of the runs of `tracked`'s Slurm job from `sacct -c` (ParseRunEnds).
+  std::vector<SlurmJob> RunEnds(const Tracked& tracked) const;
   // A job scontrol no longer lists: its end from `sacct -c`, or lost.
   void Vanished(Tracked& tracked);
   void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
@@ -80,7 +92,10 @@ class SlurmExecutor final : public Executor {
   std::vector<model::ExternalRef> adopts_;
   std::vector<model::ExecutorEvent> events_;
 
-  std::map<std::string, Tracked> tracked_;  // by ExternalRef::name; the thread's own
+  // The thread's own: tracked attempts by ExternalRef::name, and the ids of requeued Slurm jobs
+  // held for Drover (between a requeued run's kExited and its continuation or cancel).
+  std::map<std::string, Tracked> tracked_;
+  std::set<std::string> held_;
   std::thread thread_;
 };
 

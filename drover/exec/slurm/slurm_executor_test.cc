@@ -20,9 +20,10 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Stand-ins for sbatch, scontrol and scancel, first on PATH: each call is a line of
-// $FAKE_SLURM_DIR/log. sbatch takes $FAKE_SBATCH_DELAY seconds; scontrol lists every job
-// submitted so far as pending.
+// Stand-ins for sbatch, scontrol, scancel and sacct, first on PATH: each call is a line of
+// $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds;
+// scontrol lists $FAKE_SLURM_DIR/show if it exists, else every job submitted so far as pending;
+// sacct prints $FAKE_SLURM_DIR/sacct.out.
 const char* kSbatch = R"sh(#!/bin/bash
 cat >/dev/null
 sleep "${FAKE_SBATCH_DELAY:-0}"
@@ -33,13 +34,19 @@ echo "sbatch $name" >> "$FAKE_SLURM_DIR/log"
 echo "$n"
 )sh";
 const char* kScontrol = R"sh(#!/bin/bash
+if [ "$1" != show ]; then echo "scontrol $*" >> "$FAKE_SLURM_DIR/log"; exit 0; fi
 echo scontrol >> "$FAKE_SLURM_DIR/log"
+if [ -f "$FAKE_SLURM_DIR/show" ]; then cat "$FAKE_SLURM_DIR/show"; exit 0; fi
 while read -r id name; do
   echo "JobId=$id JobName=$name JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 StartTime=Unknown EndTime=Unknown NodeList=(null)"
 done < "$FAKE_SLURM_DIR/jobs"
 )sh";
 const char* kScancel = R"sh(#!/bin/bash
 echo "scancel $*" >> "$FAKE_SLURM_DIR/log"
+)sh";
+const char* kSacct = R"sh(#!/bin/bash
+echo "sacct" >> "$FAKE_SLURM_DIR/log"
+cat "$FAKE_SLURM_DIR/sacct.out" 2>/dev/null
 )sh";
 
 class SlurmExecutorTest : public ::testing::Test {
@@ -51,6 +58,7 @@ class SlurmExecutorTest : public ::testing::Test {
     Write("sbatch", kSbatch);
     Write("scontrol", kScontrol);
     Write("scancel", kScancel);
+    Write("sacct", kSacct);
     std::ofstream(dir_ + "/jobs").flush();
     std::ofstream(dir_ + "/log").flush();
     const char* path = getenv("PATH");
@@ -87,6 +95,41 @@ class SlurmExecutorTest : public ::testing::Test {
     launch.spec.name = "bench";
     launch.spec.command = {"true"};
     return launch;
+  }
+
+  // Polls until an event matches `wanted` (which sees every event); false after 30 s.
+  template <typename Predicate>
+  static bool WaitFor(SlurmExecutor& executor, Predicate wanted) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const model::ExecutorEvent& event : executor.Poll()) {
+        if (wanted(event)) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // Whether `line` appears in the log within 30 s.
+  bool LogShows(const std::string& line) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::vector<std::string> log = Log();
+      if (std::find(log.begin(), log.end(), line) != log.end()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // What the fake scontrol lists: job 1 as drover-5-1 in `state` after `restarts` requeues.
+  void Show(const std::string& state, int restarts, const std::string& extra = "") {
+    std::ofstream(dir_ + "/show.new")
+        << "JobId=1 JobName=drover-5-1 JobState=" << state
+        << " Reason=BeginTime Restarts=" << restarts
+        << " SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:02:00 "
+           "StartTime=2026-11-30T12:00:01 EndTime=Unknown NodeList=n1 "
+        << extra << "\n";
+    std::filesystem::rename(dir_ + "/show.new", dir_ + "/show");
   }
 
   SlurmExecutorOptions Options(DurationMs poll_ms) const {
@@ -159,6 +202,80 @@ TEST_F(SlurmExecutorTest, RefreshesAtThePollIntervalNotAtEverySubmission) {
   const auto refreshes = std::count(log.begin(), log.end(), "scontrol");
   EXPECT_LE(refreshes, elapsed_ms / 1000 + 2) << "in " << elapsed_ms << " ms";
   EXPECT_LT(refreshes, 10) << "one scontrol per submission";
+}
+
+// Slurm requeues job 1 (attempt 1 of Drover's job 5) after a node failure: the executor reports
+// the run's end as requeued and holds the job; attempt 2 continues it without a new sbatch.
+TEST_F(SlurmExecutorTest, ASlurmRequeueIsHeldThenContinuedAsTheNextAttempt) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  ASSERT_TRUE(executor.Submit(Launch(5)).has_value());
+  ASSERT_TRUE(WaitFor(executor, [](const auto& e) { return e.kind == Kind::kSubmitted; }));
+  Show("RUNNING", 0);
+  ASSERT_TRUE(WaitFor(executor, [](const auto& e) { return e.kind == Kind::kStarted; }));
+  std::ofstream(dir_ + "/sacct.out")
+      << "1|drover-5-1|NODE_FAIL|0:0|2026-11-30T12:00:01|2026-11-30T12:00:05|n1\n";
+  Show("PENDING", 1);
+  model::ExecutorEvent ended;
+  ASSERT_TRUE(WaitFor(executor, [&](const auto& e) {
+    ended = e;
+    return e.kind == Kind::kExited;
+  }));
+  EXPECT_EQ(ended.ref.attempt, 1);
+  EXPECT_TRUE(ended.requeued);
+  EXPECT_TRUE(ended.exit.node_lost);
+  EXPECT_THAT(ended.exit.message, HasSubstr("NODE_FAIL on n1"));
+  EXPECT_THAT(Log(), Contains("scontrol hold 1"));
+
+  model::ExternalLaunch next = Launch(5);
+  next.ref = {JobId(5), 2, model::ExecutorKind::kSlurm, "drover-5-2", "1", 1};
+  next.env = {{"DROVER_ATTEMPT", "2"}};
+  ASSERT_TRUE(executor.Submit(next).has_value());
+  ASSERT_TRUE(WaitFor(executor, [](const auto& e) {
+    return e.kind == Kind::kSubmitted && e.ref.attempt == 2 && e.ref.external_id == "1";
+  }));
+  std::ifstream contract(executor.AttemptDir(JobId(5), 2) + "/contract.sh");
+  std::stringstream text;
+  text << contract.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("export DROVER_ATTEMPT='2'"));
+  EXPECT_THAT(Log(), Contains("scontrol release 1"));
+  const std::vector<std::string> log = Log();
+  EXPECT_EQ(std::count_if(log.begin(), log.end(),
+                          [](const std::string& line) { return line.starts_with("sbatch"); }),
+            1);
+
+  Show("RUNNING", 1);
+  ASSERT_TRUE(WaitFor(
+      executor, [](const auto& e) { return e.kind == Kind::kStarted && e.ref.attempt == 2; }));
+  Show("COMPLETED", 1, "ExitCode=0:0");
+  ASSERT_TRUE(WaitFor(executor, [&](const auto& e) {
+    ended = e;
+    return e.kind == Kind::kExited;
+  }));
+  EXPECT_EQ(ended.ref.attempt, 2);
+  EXPECT_TRUE(ended.exit.Succeeded());
+  EXPECT_FALSE(ended.requeued);
+}
+
+TEST_F(SlurmExecutorTest, AHeldRequeuedJobThatDroverDoesNotContinueIsCancelled) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  ASSERT_TRUE(executor.Submit(Launch(5)).has_value());
+  model::ExecutorEvent submitted;
+  ASSERT_TRUE(WaitFor(executor, [&](const auto& e) {
+    submitted = e;
+    return e.kind == Kind::kSubmitted;
+  }));
+  Show("PENDING", 1);  // no jobcomp record: read as a preemption
+  model::ExecutorEvent ended;
+  ASSERT_TRUE(WaitFor(executor, [&](const auto& e) {
+    ended = e;
+    return e.kind == Kind::kExited;
+  }));
+  EXPECT_TRUE(ended.requeued);
+  EXPECT_TRUE(ended.exit.preempted);
+  ASSERT_TRUE(executor.Cancel(submitted.ref, {}).has_value());
+  EXPECT_TRUE(LogShows("scancel 1"));
 }
 
 }  // namespace

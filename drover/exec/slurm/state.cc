@@ -117,7 +117,7 @@ model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker) {
     exit.cancelled = true;
   } else if (state == "PREEMPTED") {
     exit.preempted = true;
-    exit.message = "preempted by Slurm";
+    exit.message = "by Slurm";
   } else if (state == "NODE_FAIL" || state == "BOOT_FAIL") {
     exit.node_lost = true;
     exit.message = fmt::format("Slurm {} on {}", job.state, fmt::join(job.nodes, ","));
@@ -131,12 +131,61 @@ model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker) {
   return exit;
 }
 
+std::vector<SlurmJob> ParseRunEnds(std::string_view sacct_output, std::string_view id,
+                                   std::string_view name, TimeParser parse_time) {
+  std::vector<SlurmJob> runs;
+  std::size_t pos = 0;
+  while (pos < sacct_output.size()) {
+    std::size_t end = sacct_output.find('\n', pos);
+    if (end == std::string_view::npos) end = sacct_output.size();
+    std::string_view line = sacct_output.substr(pos, end - pos);
+    pos = end + 1;
+    std::vector<std::string_view> fields;
+    for (std::size_t from = 0;;) {
+      std::size_t bar = line.find('|', from);
+      fields.push_back(line.substr(from, bar - from));
+      if (bar == std::string_view::npos) break;
+      from = bar + 1;
+    }
+    if (fields.size() < 7 || fields[0] != id || fields[1] != name) continue;
+    SlurmJob run;
+    run.id = std::string(fields[0]);
+    run.name = std::string(fields[1]);
+    run.state = std::string(fields[2].substr(0, fields[2].find(' ')));  // "CANCELLED by 0"
+    const std::string_view exit = fields[3];
+    const std::size_t colon = exit.find(':');
+    run.exit_code = ToInt(exit.substr(0, colon));
+    if (colon != std::string_view::npos) run.exit_signal = ToInt(exit.substr(colon + 1));
+    run.start_time = parse_time(fields[4]);
+    run.end_time = parse_time(fields[5]);
+    run.nodes = ExpandHostList(fields[6]);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+model::ExitStatus RequeuedExit(const SlurmJob* run, std::string_view id) {
+  model::ExitStatus exit;
+  if (run != nullptr && (run->state == "NODE_FAIL" || run->state == "BOOT_FAIL")) {
+    exit.node_lost = true;
+    exit.message = fmt::format("Slurm {} on {}; Slurm requeued job {}", run->state,
+                               fmt::join(run->nodes, ","), id);
+  } else {
+    exit.preempted = true;
+    exit.message = fmt::format("Slurm requeued job {}{}", id,
+                               run == nullptr            ? " (no jobcomp record says why)"
+                               : run->state == "PENDING" ? " (scontrol requeue)"
+                                                         : " after preempting it");
+  }
+  return exit;
+}
+
 std::string DescribeReason(std::string_view reason) {
   static const std::map<std::string_view, std::string_view> kMeaning = {
       {"Resources", "the nodes, GPUs or memory it needs are in use"},
       {"Priority", "jobs of higher priority are ahead of it in the partition"},
       {"Dependency", "waiting for a Slurm job dependency"},
-      {"BeginTime", "its earliest start time has not arrived"},
+      {"BeginTime", "its earliest start time (--begin, or 120 s after a requeue) has not arrived"},
       {"None", "not yet considered by the Slurm scheduler"},
       {"JobHeldUser", "held by its user (scontrol release)"},
       {"JobHeldAdmin", "held by an administrator"},

@@ -55,6 +55,20 @@ bool IsFinalState(std::string_view state);
 // with that message.
 model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker);
 
+// The runs of job `id` named `name` that ended, oldest first, from the output of
+// `sacct -c -n -P -o <kRunEndFields>`: the jobcomp log has a line per run end, so run k (after
+// k requeues) is element k. A run Slurm requeued reads PREEMPTED, NODE_FAIL or, after
+// `scontrol requeue`, PENDING. The name tells the job from an older one with the same id (a
+// restarted or reset cluster numbers its jobs again).
+inline constexpr const char* kRunEndFields = "JobID,JobName,State,ExitCode,Start,End,NodeList";
+std::vector<SlurmJob> ParseRunEnds(std::string_view sacct_output, std::string_view id,
+                                   std::string_view name, TimeParser parse_time);
+
+// How a run that Slurm requeued ended, in Drover's terms: node_lost after NODE_FAIL, else
+// preempted (a preemption, or an administrator's `scontrol requeue`). `run` is its end in the
+// jobcomp log, nullptr when none records it.
+model::ExitStatus RequeuedExit(const SlurmJob* run, std::string_view id);
+
 // A pending reason for people: "Resources: ..." with a short explanation of Slurm's code.
 std::string DescribeReason(std::string_view reason);
 

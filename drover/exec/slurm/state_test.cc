@@ -2,12 +2,18 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "drover/exec/slurm/sbatch.h"
 
 namespace drover::exec::slurm {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -68,6 +74,45 @@ TEST(ExitTest, SlurmEndStatesMapToDroversTerms) {
   EXPECT_FALSE(IsFinalState("RUNNING"));
 }
 
+TEST(RunEndsTest, OneLinePerRunOfTheJobOldestFirst) {
+  const std::string sacct =
+      "8|drover-3-1|PREEMPTED|0:0|2026-11-30T15:20:11|2026-11-30T15:20:13|n[1-2]\n"
+      "9|other|COMPLETED|0:0|Unknown|Unknown|n1\n"
+      "8|drover-1-1|COMPLETED|0:0|Unknown|Unknown|n1\n"  // an earlier cluster's job 8
+      "8|drover-3-1|NODE_FAIL|0:9|2026-11-30T15:20:23|2026-11-30T15:20:32|n2\n"
+      "8|drover-3-1|CANCELLED by 0|0:15|Unknown|Unknown|None assigned\n"
+      "8|short|line\n";
+  std::vector<SlurmJob> runs = ParseRunEnds(sacct, "8", "drover-3-1", &FakeTime);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].state, "PREEMPTED");
+  EXPECT_THAT(runs[0].nodes, ElementsAre("n1", "n2"));
+  EXPECT_EQ(runs[0].end_time, 1000);
+  EXPECT_EQ(runs[1].state, "NODE_FAIL");
+  EXPECT_EQ(runs[1].exit_signal, 9);
+  EXPECT_EQ(runs[2].state, "CANCELLED");
+  EXPECT_EQ(runs[2].start_time, 0);
+}
+
+TEST(RunEndsTest, ARequeuedRunEndsPreemptedOrNodeLost) {
+  SlurmJob run;
+  run.state = "NODE_FAIL";
+  run.nodes = {"n2"};
+  model::ExitStatus lost = RequeuedExit(&run, "8");
+  EXPECT_TRUE(lost.node_lost);
+  EXPECT_FALSE(lost.preempted);
+  EXPECT_THAT(lost.message, HasSubstr("NODE_FAIL on n2"));
+  EXPECT_THAT(lost.message, HasSubstr("requeued job 8"));
+  run.state = "PREEMPTED";
+  EXPECT_TRUE(RequeuedExit(&run, "8").preempted);
+  EXPECT_EQ(RequeuedExit(&run, "8").Describe(),
+            "preempted (Slurm requeued job 8 after preempting it)");
+  run.state = "PENDING";  // scontrol requeue
+  EXPECT_THAT(RequeuedExit(&run, "8").message, HasSubstr("scontrol requeue"));
+  model::ExitStatus unknown = RequeuedExit(nullptr, "8");
+  EXPECT_TRUE(unknown.preempted);
+  EXPECT_THAT(unknown.message, HasSubstr("no jobcomp record"));
+}
+
 TEST(ReasonTest, KnownCodesAreExplained) {
   EXPECT_THAT(DescribeReason("Resources"), HasSubstr("Resources: "));
   EXPECT_EQ(DescribeReason("SomethingNew"), "SomethingNew");
@@ -90,21 +135,30 @@ model::ExternalLaunch Launch() {
 }
 
 TEST(SbatchTest, GangMapsToOneTaskPerNodeWithTheQueuesPlacement) {
-  auto sbatch = RenderSbatch(Launch(), {"/runs/7/2", "http://127.0.0.1:8420"});
+  auto sbatch = RenderSbatch(Launch(), {"/runs/7", "http://127.0.0.1:8420"});
   ASSERT_TRUE(sbatch.has_value()) << sbatch.error().ToString();
-  EXPECT_THAT(
-      sbatch->args,
-      ::testing::IsSupersetOf(
-          {"--job-name=drover-7-2", "--no-requeue", "--partition=gpu", "--qos=normal",
-           "--account=ml", "--nodes=3", "--ntasks=3", "--ntasks-per-node=1", "--cpus-per-task=3",
-           "--mem=3072M", "--gres=gpu:h100:2", "--time=3", "--output=/runs/7/2/slurm-%j.out"}));
+  EXPECT_THAT(sbatch->args,
+              ::testing::IsSupersetOf({"--job-name=drover-7-2", "--no-requeue", "--partition=gpu",
+                                       "--qos=normal", "--account=ml", "--nodes=3", "--ntasks=3",
+                                       "--ntasks-per-node=1", "--cpus-per-task=3", "--mem=3072M",
+                                       "--gres=gpu:h100:2", "--time=3",
+                                       "--output=/runs/7/2/slurm-%j.out", "--open-mode=append"}));
   const std::string& script = sbatch->script;
   EXPECT_THAT(script, HasSubstr("export LR='a b'\n"));
   EXPECT_THAT(script, HasSubstr("export DROVER_SERVER='http://127.0.0.1:8420'\n"));
   EXPECT_THAT(script, HasSubstr("mkdir -p '/ckpt/7'"));
   EXPECT_THAT(script, HasSubstr("'python3' 'train.py' '--name' 'it'\\''s'"));
   EXPECT_THAT(script, HasSubstr("DROVER_WORKER_RANK=$SLURM_PROCID"));
-  EXPECT_THAT(script, HasSubstr("sleep 90.000 && touch '/runs/7/2/timed-out'"));
+  EXPECT_THAT(script, HasSubstr("timeout_marker='/runs/7/2/timed-out'\n"));
+  EXPECT_THAT(script, HasSubstr("sleep 90.000 && touch \"$timeout_marker\""));
+}
+
+TEST(SbatchTest, RequeueOnlyWhenDroverWouldRetry) {
+  model::ExternalLaunch launch = Launch();
+  launch.requeue = true;
+  EXPECT_THAT(RenderSbatch(launch, {"/runs/7", ""})->args, Contains("--requeue"));
+  launch.requeue = false;
+  EXPECT_THAT(RenderSbatch(launch, {"/runs/7", ""})->args, Contains("--no-requeue"));
 }
 
 TEST(SbatchTest, SameNodeAsksForOneNodeWithAllGpus) {
@@ -112,7 +166,7 @@ TEST(SbatchTest, SameNodeAsksForOneNodeWithAllGpus) {
   launch.spec.requirements.same_node = true;
   launch.spec.requirements.gpu_models.clear();
   launch.spec.timeout.reset();
-  auto sbatch = RenderSbatch(launch, {"/runs/7/2", ""});
+  auto sbatch = RenderSbatch(launch, {"/runs/7", ""});
   ASSERT_TRUE(sbatch.has_value());
   EXPECT_THAT(sbatch->args,
               ::testing::IsSupersetOf({"--nodes=1", "--ntasks=3", "--gres=gpu:6", "--mem=9216M"}));
@@ -129,6 +183,74 @@ TEST(SbatchTest, WhatSlurmCannotExpressIsRefusedNamingTheField) {
   model::ExternalLaunch models = Launch();
   models.spec.requirements.gpu_models = {"H100", "A100"};
   EXPECT_THAT(RenderSbatch(models, {}).error().message, HasSubstr("requirements.gpu_model"));
+}
+
+// The batch script under bash, with an srun that runs the worker here as task 0.
+class BatchScriptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/drover-batch-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    std::filesystem::create_directories(dir_ + "/bin");
+    std::ofstream(dir_ + "/bin/srun")
+        << "#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nSLURM_PROCID=0 exec \"$@\"\n";
+    std::filesystem::permissions(dir_ + "/bin/srun", std::filesystem::perms::owner_all);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  model::ExternalLaunch LaunchOf(int attempt) const {
+    model::ExternalLaunch launch;
+    launch.ref = {JobId(7), attempt, model::ExecutorKind::kSlurm,
+                  model::ExternalName(JobId(7), attempt), ""};
+    launch.spec.command = {"sh", "-c", "echo attempt=$DROVER_ATTEMPT rank=$DROVER_WORKER_RANK"};
+    launch.env = {{"DROVER_ATTEMPT", std::to_string(attempt)}};
+    launch.make_dirs = {dir_ + "/staging/" + std::to_string(attempt)};
+    return launch;
+  }
+
+  // Runs the script of attempt 2's submission as Slurm's run `restart`: its output, and the
+  // exit code in *code.
+  std::string Run(int restart, int* code) {
+    Result<Sbatch> sbatch = RenderSbatch(LaunchOf(2), {dir_ + "/job", ""});
+    EXPECT_TRUE(sbatch.has_value());
+    std::ofstream(dir_ + "/batch.sh") << sbatch->script;
+    const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
+                                " SLURM_RESTART_COUNT=" + std::to_string(restart) +
+                                " bash batch.sh 2>&1";
+    std::string out;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    const int status = pclose(pipe);
+    *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {
+  int code = -1;
+  EXPECT_THAT(Run(0, &code), HasSubstr("attempt=2 rank=0"));
+  EXPECT_EQ(code, 0);
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/staging/2"));
+}
+
+TEST_F(BatchScriptTest, ARequeuedRunIsTheAttemptWhoseContractTheExecutorWrote) {
+  const SbatchOptions options{dir_ + "/job", ""};
+  const std::string attempt_dir = AttemptDir(options.job_dir, 3);
+  std::filesystem::create_directories(attempt_dir);
+  std::ofstream(ContractFile(attempt_dir)) << RenderContract(LaunchOf(3), options);
+  int code = -1;
+  EXPECT_THAT(Run(1, &code), HasSubstr("attempt=3 rank=0"));
+  EXPECT_EQ(code, 0);
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/staging/3"));
+  // Run 2 would be attempt 4, which Drover has not continued: it refuses to run.
+  const std::string refused = Run(2, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(refused, HasSubstr("Slurm restarted the job before Drover continued it"));
+  EXPECT_THAT(refused, ::testing::Not(HasSubstr("attempt=")));
 }
 
 }  // namespace
