@@ -343,14 +343,15 @@ int RunCommand(const RunFlags& flags) {
   }
   auto submitted = plane.Submit(*text, options, "", CurrentUser());
   if (!submitted) return ReportError(submitted.error());
+  const std::vector<JobId> ids = submitted->Ids();
   std::map<JobId, model::JobState> seen;
   bool cancelling = false;
   std::uint64_t version = 0;
-  while (!PrintProgress(plane, submitted->ids, start, seen)) {
+  while (!PrintProgress(plane, ids, start, seen)) {
     if (g_signal != 0 && !cancelling) {
       cancelling = true;
       std::cout << "interrupted: cancelling every job" << std::endl;
-      for (JobId id : submitted->ids) (void)plane.Cancel(id, "interrupted by the user");
+      for (JobId id : ids) (void)plane.Cancel(id, "interrupted by the user");
     }
     version = plane.WaitForChange(version, 200);
   }
@@ -360,7 +361,7 @@ int RunCommand(const RunFlags& flags) {
   bool succeeded = true;
   TimeMs now = clock.Now();
   std::vector<model::Job> jobs;
-  for (JobId id : submitted->ids) {
+  for (JobId id : ids) {
     if (auto job = plane.GetJob(id)) jobs.push_back(*std::move(job));
   }
   for (const model::Job& job : jobs) {

@@ -90,7 +90,7 @@ class AgentLivenessTest : public ::testing::Test {
             gpu_model + "}\nretry: {max_attempts: 2, on: [" + retry_on + "]}\nscript: sleep 100\n",
         spec::ParseOptions{}, "", "alice");
     EXPECT_TRUE(submitted) << submitted.error().ToString();
-    return submitted ? submitted->ids.at(0) : JobId(0);
+    return submitted ? submitted->jobs.at(0).id : JobId(0);
   }
 
   // Plays node-r's agent: collects its commands until one matches `wanted`; all collected.

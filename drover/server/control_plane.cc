@@ -319,19 +319,33 @@ void ControlPlane::StopWorker(const control::StopWorker& stop) {
   if (!stopped && stopped.error().code == ErrorCode::kUnavailable) pending_stops_.push_back(stop);
 }
 
-Result<control::SubmitResult> ControlPlane::Submit(std::string_view text,
-                                                   const spec::ParseOptions& options,
-                                                   const std::string& idempotency_key,
-                                                   const std::string& owner) {
+std::vector<JobId> Submission::Ids() const {
+  std::vector<JobId> ids;
+  ids.reserve(jobs.size());
+  for (const SubmittedJob& job : jobs) ids.push_back(job.id);
+  return ids;
+}
+
+Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
+                                        const std::string& idempotency_key,
+                                        const std::string& owner) {
   auto specs = spec::ParseJobs(text, options);
   if (!specs) return tl::unexpected(specs.error());
   std::lock_guard lock(mu_);
   control::Step step;
   auto result = controller_.Submit(*std::move(specs), idempotency_key, owner, clock_.Now(), step);
-  if (!result) return result;
+  if (!result) return tl::unexpected(result.error());
   Commit(step);
+  Submission submission;
+  submission.existing = result->existing;
+  submission.jobs.reserve(result->ids.size());
+  for (JobId id : result->ids) {
+    const model::Job* job = controller_.Find(id);
+    DROVER_CHECK(job != nullptr);
+    submission.jobs.push_back(SubmittedJob{id, job->spec.name, job->state});
+  }
   if (!result->existing) RequestSchedule();
-  return result;
+  return submission;
 }
 
 Status ControlPlane::Cancel(JobId id, const std::string& cause) {

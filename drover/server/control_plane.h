@@ -72,6 +72,21 @@ struct NodeStatus {
   TimeMs last_heard_at = 0;  // remote: the agent's last call (0: none since the server started)
 };
 
+// A job of a submission as ControlPlane::Submit left it: what POST /v1/jobs answers.
+struct SubmittedJob {
+  JobId id;
+  std::string name;
+  model::JobState state = model::JobState::kPending;
+};
+
+// What ControlPlane::Submit created, or found for a repeated submission key.
+struct Submission {
+  std::vector<SubmittedJob> jobs;  // in the submission's order
+  bool existing = false;           // the key was seen before; no new jobs were created
+
+  std::vector<JobId> Ids() const;
+};
+
 // A chunk of a worker's output.
 struct LogChunk {
   std::string data;
@@ -104,9 +119,10 @@ class ControlPlane {
 
   // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs. An
   // invalid spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
-  Result<control::SubmitResult> Submit(std::string_view text, const spec::ParseOptions& options,
-                                       const std::string& idempotency_key,
-                                       const std::string& owner);
+  // Each job's name and state are taken in the same critical section as the submission, so a
+  // reply built from them never waits for mu_ again (the loop holds it while it launches).
+  Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
+                            const std::string& idempotency_key, const std::string& owner);
   Status Cancel(JobId id, const std::string& cause);
   // Cancels the unfinished jobs of pipeline run `run` (Controller::CancelPipeline).
   Status CancelPipeline(JobId run, const std::string& cause);

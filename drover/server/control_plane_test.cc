@@ -125,7 +125,7 @@ script: sleep 100
                                     spec::ParseOptions{}, "", "alice");
     EXPECT_TRUE(submitted) << submitted.error().ToString();
     if (!submitted) return JobId(0);
-    JobId id = submitted->ids.at(0);
+    JobId id = submitted->jobs.at(0).id;
     EXPECT_TRUE(WaitUntil([&] {
       std::lock_guard lock(log_->mu);
       return !log_->launched.empty();
@@ -239,6 +239,47 @@ TEST_F(ControlPlaneTest, PlacementsAreInTheDecisionLog) {
   EXPECT_EQ(decisions->front().kind, model::Decision::Kind::kPlaced);
   EXPECT_EQ(decisions->front().job, id);
   EXPECT_EQ(plane_->Decisions(JobId(999)).error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(ControlPlaneTest, SubmitReturnsEachJobAsTheSubmissionLeftIt) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  constexpr char kFile[] = R"(kind: Job
+name: prep
+resources: {cpu: 100m, memory: 64Mi}
+script: "true"
+---
+kind: Job
+name: train
+depends_on: [prep]
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+)";
+  auto first = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", "alice");
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_FALSE(first->existing);
+  ASSERT_EQ(first->jobs.size(), 2u);
+  const JobId prep = first->jobs[0].id;
+  const JobId train = first->jobs[1].id;
+  EXPECT_EQ(train.value(), prep.value() + 1);
+  EXPECT_EQ(first->jobs[0].name, "prep");
+  EXPECT_EQ(first->jobs[1].name, "train");
+  EXPECT_EQ(first->jobs[0].state, model::JobState::kPending);
+  EXPECT_EQ(first->jobs[1].state, model::JobState::kPending);
+  EXPECT_EQ(first->Ids(), (std::vector<JobId>{prep, train}));
+
+  // prep is launched (and stays starting: the fake runtime reports nothing).
+  ASSERT_TRUE(WaitUntil([&] { return State(prep) == model::JobState::kStarting; }));
+  // The same key again: the same jobs, each in its state now, and nothing new.
+  auto again = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", "alice");
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_TRUE(again->existing);
+  ASSERT_EQ(again->jobs.size(), 2u);
+  EXPECT_EQ(again->Ids(), (std::vector<JobId>{prep, train}));
+  EXPECT_EQ(again->jobs[0].name, "prep");
+  EXPECT_EQ(again->jobs[0].state, model::JobState::kStarting);
+  EXPECT_EQ(again->jobs[1].state, model::JobState::kPending);
+  EXPECT_EQ(plane_->ListJobs(store::JobFilter{}).size(), 2u);
 }
 
 constexpr char kTeams[] = R"(kind: Policy

@@ -189,13 +189,12 @@ void HttpServer::Routes() {
     auto submitted =
         plane.Submit(req.body, options, req.get_header_value("Idempotency-Key"), owner);
     if (!submitted) return SendError(res, submitted.error());
+    // From what Submit returned: one GetJob per job would wait for mu_ each time, which the
+    // control loop holds while it launches workers (tens of ms each).
     json jobs = json::array();
-    for (JobId id : submitted->ids) {
-      auto job = plane.GetJob(id);
-      if (!job) continue;
-      jobs.push_back(json{{"id", id.value()},
-                          {"name", job->spec.name},
-                          {"state", model::JobStateName(job->state)}});
+    for (const SubmittedJob& job : submitted->jobs) {
+      jobs.push_back(json{
+          {"id", job.id.value()}, {"name", job.name}, {"state", model::JobStateName(job.state)}});
     }
     SendJson(res, submitted->existing ? 200 : 201,
              json{{"jobs", jobs}, {"existing", submitted->existing}});
