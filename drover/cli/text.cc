@@ -112,6 +112,7 @@ std::string DescribeJob(const json& job) {
       out += fmt::format("    {:<16} {}\n", phase, Offset(job["timeline"][phase], created));
     }
   }
+  std::string previous_external_id;  // of the attempt before: the same one means a continuation
   for (const json& attempt : job["attempts"]) {
     std::string outcome = attempt.contains("outcome") && attempt["outcome"].is_string()
                               ? attempt["outcome"].get<std::string>()
@@ -128,7 +129,13 @@ std::string DescribeJob(const json& job) {
     std::vector<std::string> notes;
     if (const std::string executor = attempt.value("executor", ""); !executor.empty()) {
       // Under an external executor: its id there, its times and, while queued, its reason.
-      std::string where = fmt::format("{} job {}", executor, attempt.value("external_id", "-"));
+      const std::string external_id = attempt.value("external_id", "");
+      std::string where =
+          fmt::format("{} job {}", executor, external_id.empty() ? "-" : external_id);
+      if (!external_id.empty() && external_id == previous_external_id) {
+        where += " (continued after " + executor + " requeued it)";
+      }
+      previous_external_id = external_id;
       if (const json at = attempt.value("external_submitted_at", json(0)); at != 0) {
         where += " submitted " + Offset(at, created);
       }

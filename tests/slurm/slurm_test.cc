@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "tests/integration/harness.h"
 
@@ -96,6 +97,9 @@ class SlurmTest : public IntegrationTest {
         },
         std::chrono::seconds(60)))
         << Job(id).dump(2);
+    // Not within the second of the requeue: slurmd revoked the old run's credential with a
+    // whole-second time, and a run started in that second dies "Job credential revoked".
+    std::this_thread::sleep_for(std::chrono::seconds(2));
     Shell("scontrol update JobId=" + slurm_id + " StartTime=now");
     return slurm_id;
   }
@@ -384,6 +388,10 @@ TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {
   EXPECT_EQ(job["attempts"][1]["external_id"], slurm_id);
   EXPECT_EQ(ReadLines(log), (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(SlurmField(slurm_id, "Restarts"), "1");
+  const CommandResult get =
+      RunDrover({"--server", server_->url(), "get", std::to_string(ids[0])}, dir_.path());
+  EXPECT_THAT(get.out, HasSubstr("slurm job " + slurm_id + " (continued after slurm requeued it)"))
+      << get.out;
 }
 
 TEST_F(SlurmTest, PipelineRunsItsGpuStageOnSlurmAndItsCpuStagesLocally) {
