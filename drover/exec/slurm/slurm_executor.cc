@@ -316,7 +316,9 @@ bool SlurmExecutor::EndRequeuedRun(Tracked& tracked, const SlurmJob& job) {
   const std::string& id = tracked.ref.external_id;
   const bool pending = job.state == "PENDING";
   const bool final = IsFinalState(job.state);
-  if (!pending && !final && !Running(job.state)) return false;  // REQUEUED, COMPLETING...
+  // COMPLETING here is the requeued job whose old run is still being cleaned up.
+  const bool restarted = job.state == "RUNNING" || job.state == "CONFIGURING";
+  if (!pending && !final && !restarted) return false;  // REQUEUED, COMPLETING...
   const std::vector<SlurmJob> runs = RunEnds(tracked);
   const std::size_t index = static_cast<std::size_t>(tracked.ref.restart);
   const SlurmJob* run = index < runs.size() ? &runs[index] : nullptr;
@@ -334,7 +336,7 @@ bool SlurmExecutor::EndRequeuedRun(Tracked& tracked, const SlurmJob& job) {
     if (!held.ok()) spdlog::warn("slurm: scontrol hold {}: {}", id, Trim(held.err));
     held_.insert(id);
     event.requeued = true;
-  } else if (!final) {
+  } else if (restarted) {
     // Slurm started the next run before it could be held: without its contract it would only
     // fail. Drover's next attempt, if any, is a new Slurm job.
     RunCommand({"scancel", id});

@@ -215,6 +215,21 @@ TEST_F(SlurmExecutorTest, ASlurmRequeueIsHeldThenContinuedAsTheNextAttempt) {
   ASSERT_TRUE(WaitFor(executor, [](const auto& e) { return e.kind == Kind::kStarted; }));
   std::ofstream(dir_ + "/sacct.out")
       << "1|drover-5-1|NODE_FAIL|0:0|2026-11-30T12:00:01|2026-11-30T12:00:05|n1\n";
+  // Requeued, its old run still completing (Slurm's COMPLETING flag over PENDING): the executor
+  // waits for the requeue to settle, and neither cancels nor reports anything yet.
+  Show("COMPLETING", 1);
+  const auto listings = [&] {
+    const std::vector<std::string> log = Log();
+    return std::count(log.begin(), log.end(), "scontrol");
+  };
+  const auto before = listings();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (listings() < before + 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(listings(), before + 3);
+  EXPECT_TRUE(executor.Poll().empty());
+  EXPECT_THAT(Log(), Not(Contains(HasSubstr("scancel"))));
   Show("PENDING", 1);
   model::ExecutorEvent ended;
   ASSERT_TRUE(WaitFor(executor, [&](const auto& e) {
