@@ -57,7 +57,7 @@ class SlurmCluster : public ::testing::Environment {
 
 const auto* const kCluster = ::testing::AddGlobalTestEnvironment(new SlurmCluster);
 
-// Queue "hpc" on Slurm's default partition, "urgent" on partition high, "local" on this machine.
+// Queue "hpc" on Slurm's partition debug, "local" on this machine.
 const char* kPolicy = R"(kind: Policy
 queues:
   - name: hpc
@@ -82,6 +82,24 @@ class SlurmTest : public IntegrationTest {
 
   nlohmann::json Job(std::int64_t id) { return GetJob(*client_, id); }
   nlohmann::json Attempt(std::int64_t id, int index) { return Job(id)["attempts"][index]; }
+
+  // Submits `spec`, one job, and waits until it runs: its id.
+  std::int64_t SubmitRunning(const std::string& spec) {
+    const std::vector<std::int64_t> ids = Submit(*client_, spec);
+    EXPECT_EQ(ids.size(), 1u);
+    EXPECT_EQ(WaitForState(*client_, ids.at(0), {"running"}), "running") << Job(ids.at(0)).dump(2);
+    return ids.at(0);
+  }
+
+  // Kills the server (its Slurm jobs run on) and starts another over the same data.
+  void RestartServer() {
+    server_->process().KillProcessOnly();
+    server_ = std::make_unique<ServerProcess>(
+        dir_.Sub("data"), dir_.path(),
+        std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
+    ASSERT_TRUE(server_->ok());
+    client_ = std::make_unique<server::ApiClient>(server_->url());
+  }
 
   // Once Drover continues job `id`'s requeued Slurm job as its second attempt, lifts Slurm's
   // built-in delay (a requeued job is eligible 120 s later) so that the test need not wait.
@@ -187,11 +205,9 @@ TEST_F(SlurmTest, GangRunsOneWorkerPerNodeWithRanks) {
 
 TEST_F(SlurmTest, PendingReasonIsSlurmsThenCancelEndsItInSlurm) {
   // 16 GPUs: the whole cluster.
-  auto big = Submit(*client_,
-                    "kind: Job\nname: big\nqueue: hpc\nworkers: 4\nresources: {gpus: 4}\n"
-                    "command: [sleep, '300']\n");
-  ASSERT_EQ(big.size(), 1u);
-  EXPECT_EQ(WaitForState(*client_, big[0], {"running"}), "running");
+  const std::int64_t big = SubmitRunning(
+      "kind: Job\nname: big\nqueue: hpc\nworkers: 4\nresources: {gpus: 4}\n"
+      "command: [sleep, '300']\n");
   auto small = Submit(
       *client_, "kind: Job\nname: small\nqueue: hpc\nresources: {gpus: 1}\ncommand: [true]\n");
   ASSERT_EQ(small.size(), 1u);
@@ -206,11 +222,10 @@ TEST_F(SlurmTest, PendingReasonIsSlurmsThenCancelEndsItInSlurm) {
   EXPECT_THAT(get.out, HasSubstr(Attempt(small[0], 0)["external_id"].get<std::string>()));
   EXPECT_THAT(get.out, HasSubstr("Resources"));
 
-  const std::string slurm_id = Attempt(big[0], 0)["external_id"];
-  ASSERT_TRUE(
-      client_->Post("/v1/jobs/" + std::to_string(big[0]) + "/cancel", "", "application/json")
-          .has_value());
-  EXPECT_EQ(WaitForTerminal(*client_, big[0]), "cancelled");
+  const std::string slurm_id = Attempt(big, 0)["external_id"];
+  ASSERT_TRUE(client_->Post("/v1/jobs/" + std::to_string(big) + "/cancel", "", "application/json")
+                  .has_value());
+  EXPECT_EQ(WaitForTerminal(*client_, big), "cancelled");
   EXPECT_EQ(SlurmState(slurm_id), "CANCELLED");
   EXPECT_EQ(WaitForTerminal(*client_, small[0]), "succeeded");
 }
@@ -279,13 +294,11 @@ TEST_F(SlurmTest, SlurmPreemptionRequeuesAndTheJobResumesFromItsCheckpoint) {
 }
 
 TEST_F(SlurmTest, NodeLossRetriesOnAnotherNode) {
-  auto ids = Submit(*client_,
-                    "kind: Job\nname: survivor\nqueue: hpc\nresources: {gpus: 1}\n"
-                    "retry: {max_attempts: 2, on: [node_lost]}\n"
-                    "script: '[ $DROVER_ATTEMPT = 2 ] || sleep 300'\n");
-  ASSERT_EQ(ids.size(), 1u);
-  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
-  const std::string node = Attempt(ids[0], 0)["workers"][0]["host"];
+  const std::int64_t id = SubmitRunning(
+      "kind: Job\nname: survivor\nqueue: hpc\nresources: {gpus: 1}\n"
+      "retry: {max_attempts: 2, on: [node_lost]}\n"
+      "script: '[ $DROVER_ATTEMPT = 2 ] || sleep 300'\n");
+  const std::string node = Attempt(id, 0)["workers"][0]["host"];
   ASSERT_FALSE(node.empty());
   int code = 0;
   // DOWN ends its jobs (NODE_FAIL); DRAIN keeps the node out until the test resumes it (a live
@@ -296,11 +309,11 @@ TEST_F(SlurmTest, NodeLossRetriesOnAnotherNode) {
         &code);
   ASSERT_EQ(code, 0);
   // Slurm requeues it (NODE_FAIL); attempt 2 continues the same Slurm job on another node.
-  const std::string slurm_id = ContinueAtOnce(ids[0]);
-  const std::string state = WaitForTerminal(*client_, ids[0], std::chrono::seconds(60));
+  const std::string slurm_id = ContinueAtOnce(id);
+  const std::string state = WaitForTerminal(*client_, id, std::chrono::seconds(60));
   Shell("scontrol update NodeName=" + node + " State=RESUME");
-  EXPECT_EQ(state, "succeeded") << Job(ids[0]).dump(2);
-  const nlohmann::json job = Job(ids[0]);
+  EXPECT_EQ(state, "succeeded") << Job(id).dump(2);
+  const nlohmann::json job = Job(id);
   ASSERT_EQ(job["attempts"].size(), 2u);
   EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("node lost"));
   EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("NODE_FAIL on " + node));
@@ -309,55 +322,44 @@ TEST_F(SlurmTest, NodeLossRetriesOnAnotherNode) {
 }
 
 TEST_F(SlurmTest, WithoutRetryAfterPreemptionSlurmDoesNotRequeueAndTheJobFails) {
-  auto ids = Submit(*client_,
-                    "kind: Job\nname: fragile\nqueue: hpc\nresources: {gpus: 4}\n"
-                    "retry: {max_attempts: 2, on: [exit]}\ncommand: [sleep, '300']\n");
-  ASSERT_EQ(ids.size(), 1u);
-  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
-  const std::string slurm_id = Attempt(ids[0], 0)["external_id"];
+  const std::int64_t id = SubmitRunning(
+      "kind: Job\nname: fragile\nqueue: hpc\nresources: {gpus: 4}\n"
+      "retry: {max_attempts: 2, on: [exit]}\ncommand: [sleep, '300']\n");
+  const std::string slurm_id = Attempt(id, 0)["external_id"];
   EXPECT_EQ(SlurmField(slurm_id, "Requeue"), "0");
-  const std::string node = Attempt(ids[0], 0)["workers"][0]["host"];
+  const std::string node = Attempt(id, 0)["workers"][0]["host"];
   int code = 0;
   const std::string high =
       Shell("sbatch --parsable -p high -w " + node + " --gres=gpu:4 -o /dev/null --wrap 'sleep 1'",
             &code);
   ASSERT_EQ(code, 0) << high;
-  EXPECT_EQ(WaitForTerminal(*client_, ids[0], std::chrono::seconds(60)), "failed");
-  const nlohmann::json job = Job(ids[0]);
+  EXPECT_EQ(WaitForTerminal(*client_, id, std::chrono::seconds(60)), "failed");
+  const nlohmann::json job = Job(id);
   EXPECT_EQ(job["attempts"].size(), 1u);
   EXPECT_THAT(job["message"].get<std::string>(), HasSubstr("preempted"));
   EXPECT_EQ(SlurmState(slurm_id), "PREEMPTED");
 }
 
 TEST_F(SlurmTest, ARestartedServerReattachesToItsSlurmJobs) {
-  auto ids = Submit(*client_, "kind: Job\nname: long\nqueue: hpc\ncommand: [sleep, '300']\n");
-  ASSERT_EQ(ids.size(), 1u);
-  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
-  const std::string slurm_id = Attempt(ids[0], 0)["external_id"];
-  server_->process().KillProcessOnly();
-  server_ = std::make_unique<ServerProcess>(
-      dir_.Sub("data"), dir_.path(),
-      std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
-  ASSERT_TRUE(server_->ok());
-  client_ = std::make_unique<server::ApiClient>(server_->url());
-  EXPECT_EQ(Job(ids[0])["state"], "running");
+  const std::int64_t id =
+      SubmitRunning("kind: Job\nname: long\nqueue: hpc\ncommand: [sleep, '300']\n");
+  const std::string slurm_id = Attempt(id, 0)["external_id"];
+  ASSERT_NO_FATAL_FAILURE(RestartServer());
+  EXPECT_EQ(Job(id)["state"], "running");
   EXPECT_EQ(SlurmState(slurm_id), "RUNNING");
-  ASSERT_TRUE(
-      client_->Post("/v1/jobs/" + std::to_string(ids[0]) + "/cancel", "", "application/json")
-          .has_value());
-  EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "cancelled");
+  ASSERT_TRUE(client_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json")
+                  .has_value());
+  EXPECT_EQ(WaitForTerminal(*client_, id), "cancelled");
   EXPECT_EQ(SlurmState(slurm_id), "CANCELLED");
 }
 
 TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {
   const std::string log = dir_.Sub("attempts.txt");
-  auto ids = Submit(*client_,
-                    "kind: Job\nname: requeued\nqueue: hpc\nresources: {gpus: 1}\n"
-                    "script: 'echo $DROVER_ATTEMPT >> " +
-                        log + "; [ $DROVER_ATTEMPT = 2 ] || sleep 300'\n");
-  ASSERT_EQ(ids.size(), 1u);
-  ASSERT_EQ(WaitForState(*client_, ids[0], {"running"}), "running");
-  const std::string slurm_id = Attempt(ids[0], 0)["external_id"];
+  const std::int64_t id = SubmitRunning(
+      "kind: Job\nname: requeued\nqueue: hpc\nresources: {gpus: 1}\n"
+      "script: 'echo $DROVER_ATTEMPT >> " +
+      log + "; [ $DROVER_ATTEMPT = 2 ] || sleep 300'\n");
+  const std::string slurm_id = Attempt(id, 0)["external_id"];
   ASSERT_TRUE(WaitUntil([&] { return !ReadLines(log).empty(); }));
   int code = 0;
   Shell("scontrol requeue " + slurm_id, &code);
@@ -366,30 +368,25 @@ TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {
   // delay keeps it pending meanwhile. Then the server dies and comes back.
   ASSERT_TRUE(WaitUntil(
       [&] {
-        const nlohmann::json job = Job(ids[0]);
+        const nlohmann::json job = Job(id);
         return job["attempts"].size() == 2 &&
                job["attempts"][1]["external_submitted_at"].get<std::int64_t>() > 0;
       },
       std::chrono::seconds(30)))
-      << Job(ids[0]).dump(2);
+      << Job(id).dump(2);
   EXPECT_EQ(SlurmState(slurm_id), "PENDING");
-  server_->process().KillProcessOnly();
-  server_ = std::make_unique<ServerProcess>(
-      dir_.Sub("data"), dir_.path(),
-      std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
-  ASSERT_TRUE(server_->ok());
-  client_ = std::make_unique<server::ApiClient>(server_->url());
-  EXPECT_EQ(ContinueAtOnce(ids[0]), slurm_id);
-  EXPECT_EQ(WaitForTerminal(*client_, ids[0], std::chrono::seconds(60)), "succeeded")
-      << Job(ids[0]).dump(2);
-  const nlohmann::json job = Job(ids[0]);
+  ASSERT_NO_FATAL_FAILURE(RestartServer());
+  EXPECT_EQ(ContinueAtOnce(id), slurm_id);
+  EXPECT_EQ(WaitForTerminal(*client_, id, std::chrono::seconds(60)), "succeeded")
+      << Job(id).dump(2);
+  const nlohmann::json job = Job(id);
   ASSERT_EQ(job["attempts"].size(), 2u);
   EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("scontrol requeue"));
   EXPECT_EQ(job["attempts"][1]["external_id"], slurm_id);
   EXPECT_EQ(ReadLines(log), (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(SlurmField(slurm_id, "Restarts"), "1");
   const CommandResult get =
-      RunDrover({"--server", server_->url(), "get", std::to_string(ids[0])}, dir_.path());
+      RunDrover({"--server", server_->url(), "get", std::to_string(id)}, dir_.path());
   EXPECT_THAT(get.out, HasSubstr("slurm job " + slurm_id + " (continued after slurm requeued it)"))
       << get.out;
 }
