@@ -106,6 +106,8 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   }
 
   std::string& s = out.script;
+  // Run k's contract is ContractFile(AttemptDir(job_dir, attempt + k)), spelled out in shell
+  // (BatchScriptTest runs the script against the files these functions name).
   s = fmt::format(
       "#!/bin/bash\n"
       "# Drover attempt {0} (docs/operations.md). Slurm's run k of this job (after k requeues)\n"
