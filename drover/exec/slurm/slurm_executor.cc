@@ -295,10 +295,7 @@ bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {
   const bool final = IsFinalState(job.state);
   if (!tracked.started &&
       (Running(job.state) || (final && job.start_time > 0 && !job.nodes.empty()))) {
-    tracked.started = true;
-    model::ExecutorEvent event;
-    event.nodes = job.nodes;
-    Emit(tracked, Kind::kStarted, job.start_time > 0 ? job.start_time : clock_.Now(), event);
+    ReportStarted(tracked, job.nodes, job.start_time > 0 ? job.start_time : clock_.Now());
   }
   if (final) {
     std::error_code ec;
@@ -319,17 +316,12 @@ bool SlurmExecutor::EndRequeuedRun(Tracked& tracked, const SlurmJob& job) {
   // COMPLETING here is the requeued job whose old run is still being cleaned up.
   const bool restarted = job.state == "RUNNING" || job.state == "CONFIGURING";
   if (!pending && !final && !restarted) return false;  // REQUEUED, COMPLETING...
-  const std::vector<SlurmJob> runs = RunEnds(tracked);
-  const std::size_t index = static_cast<std::size_t>(tracked.ref.restart);
-  const SlurmJob* run = index < runs.size() ? &runs[index] : nullptr;
-  if (!tracked.started && run != nullptr && run->start_time > 0 && !run->nodes.empty()) {
-    tracked.started = true;  // it ran between two refreshes
-    model::ExecutorEvent event;
-    event.nodes = run->nodes;
-    Emit(tracked, Kind::kStarted, run->start_time, event);
+  const std::optional<SlurmJob> run = RunEnd(tracked);
+  if (!tracked.started && run && run->start_time > 0 && !run->nodes.empty()) {
+    ReportStarted(tracked, run->nodes, run->start_time);  // it ran between two refreshes
   }
   model::ExecutorEvent event;
-  event.exit = RequeuedExit(run, id);
+  event.exit = RequeuedExit(run ? &*run : nullptr, id);
   if (pending) {
     // Held until Drover continues it (ContinueNow) or cancels it (CancelNow).
     CommandResult held = RunCommand({"scontrol", "hold", id});
@@ -342,32 +334,40 @@ bool SlurmExecutor::EndRequeuedRun(Tracked& tracked, const SlurmJob& job) {
     RunCommand({"scancel", id});
     event.exit.message += "; it restarted before Drover could continue it, so it was cancelled";
   }
-  Emit(tracked, Kind::kExited, run != nullptr && run->end_time > 0 ? run->end_time : clock_.Now(),
-       event);
+  Emit(tracked, Kind::kExited, run && run->end_time > 0 ? run->end_time : clock_.Now(), event);
   return true;
 }
 
-std::vector<SlurmJob> SlurmExecutor::RunEnds(const Tracked& tracked) const {
+void SlurmExecutor::ReportStarted(Tracked& tracked, const std::vector<std::string>& nodes,
+                                  TimeMs at) {
+  tracked.started = true;
+  model::ExecutorEvent event;
+  event.nodes = nodes;
+  Emit(tracked, model::ExecutorEvent::Kind::kStarted, at, event);
+}
+
+std::optional<SlurmJob> SlurmExecutor::RunEnd(const Tracked& tracked) const {
   // Past MinJobAge, scontrol forgets finished jobs; the jobcomp log (sacct -c) keeps them.
   const std::string& id = tracked.ref.external_id;
   CommandResult result = RunCommand({"sacct", "-c", "-n", "-P", "-j", id, "-o", kRunEndFields});
   if (!result.ok()) {
     spdlog::warn("slurm: sacct -c -j {}: {}", id, Trim(result.err));
-    return {};
+    return std::nullopt;
   }
-  // The Slurm job bears the name of the attempt that submitted it.
+  // The Slurm job bears the name of the attempt that submitted it; this attempt's run is the
+  // restart-th to end.
   const model::ExternalRef& ref = tracked.ref;
-  return ParseRunEnds(result.out, id, model::ExternalName(ref.job, ref.attempt - ref.restart),
-                      &ParseLocalTime);
+  std::vector<SlurmJob> runs = ParseRunEnds(
+      result.out, id, model::ExternalName(ref.job, ref.attempt - ref.restart), &ParseLocalTime);
+  const std::size_t index = static_cast<std::size_t>(ref.restart);
+  if (index >= runs.size()) return std::nullopt;
+  return std::move(runs[index]);
 }
 
 void SlurmExecutor::Vanished(Tracked& tracked) {
-  const std::vector<SlurmJob> runs = RunEnds(tracked);
-  const std::size_t index = static_cast<std::size_t>(tracked.ref.restart);
-  if (index < runs.size() && IsFinalState(runs[index].state)) {
-    SlurmJob run = runs[index];
-    run.restarts = tracked.ref.restart;
-    Observe(tracked, run);
+  if (std::optional<SlurmJob> run = RunEnd(tracked); run && IsFinalState(run->state)) {
+    run->restarts = tracked.ref.restart;
+    Observe(tracked, *run);
     return;
   }
   model::ExecutorEvent event;

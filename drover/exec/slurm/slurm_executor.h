@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -74,8 +75,11 @@ class SlurmExecutor final : public Executor {
   // how that run ended; a requeued job still pending is held for Drover to continue or cancel.
   // False while the requeue is still settling (the old run completing).
   bool EndRequeuedRun(Tracked& tracked, const SlurmJob& job);
-  // The ends of the runs of `tracked`'s Slurm job from `sacct -c` (ParseRunEnds).
-  std::vector<SlurmJob> RunEnds(const Tracked& tracked) const;
+  // kStarted on `nodes` since `at`; `tracked` is then started.
+  void ReportStarted(Tracked& tracked, const std::vector<std::string>& nodes, TimeMs at);
+  // How `tracked`'s run of its Slurm job ended, from `sacct -c` (ParseRunEnds); nullopt when
+  // no line records it.
+  std::optional<SlurmJob> RunEnd(const Tracked& tracked) const;
   // A job scontrol no longer lists: its end from `sacct -c`, or lost.
   void Vanished(Tracked& tracked);
   void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
