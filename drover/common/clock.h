@@ -16,6 +16,11 @@ using TimeMs = std::int64_t;
 // A span of time in milliseconds.
 using DurationMs = std::int64_t;
 
+inline constexpr DurationMs kMillisPerSecond = 1'000;
+inline constexpr DurationMs kMillisPerMinute = 60 * kMillisPerSecond;
+inline constexpr DurationMs kMillisPerHour = 60 * kMillisPerMinute;
+inline constexpr DurationMs kMillisPerDay = 24 * kMillisPerHour;
+
 class Clock {
  public:
   virtual ~Clock() = default;

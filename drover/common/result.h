@@ -87,6 +87,18 @@ inline tl::unexpected<Error> Internal(std::string message) {
     if (!drover_status_) return tl::unexpected(drover_status_.error()); \
   } while (0)
 
+// Evaluates `expr` (a Result<T>); returns its error from the enclosing function, or moves its
+// value into `lhs` (a declaration such as `auto x`, or an existing variable). Expands to more
+// than one statement: not for the body of an unbraced if or loop.
+#define DROVER_ASSIGN_OR_RETURN(lhs, expr) \
+  DROVER_ASSIGN_OR_RETURN_IMPL(DROVER_CONCAT(drover_result_, __LINE__), lhs, expr)
+#define DROVER_CONCAT_INNER(a, b) a##b
+#define DROVER_CONCAT(a, b) DROVER_CONCAT_INNER(a, b)
+#define DROVER_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)       \
+  auto tmp = (expr);                                       \
+  if (!tmp) return tl::unexpected(std::move(tmp).error()); \
+  lhs = *std::move(tmp)
+
 // For conditions that cannot happen unless Drover has a bug. Never for input validation.
 #define DROVER_CHECK(cond)                                                   \
   do {                                                                       \

@@ -121,16 +121,16 @@ Result<TraceJob> BuildJob(const Cells& cells, const Where& where) {
   spec.name = job.name;
   if (!given(kSubmit)) return where.Fail(kSubmit, "required: the submit time in seconds");
   if (!given(kDuration)) return where.Fail(kDuration, "required: the run time in seconds");
-  SIM_TRACE_ASSIGN_OR_RETURN(job.submit, quantity(kSubmit, &ParseDuration));
-  SIM_TRACE_ASSIGN_OR_RETURN(job.duration, quantity(kDuration, &ParseDuration));
+  DROVER_ASSIGN_OR_RETURN(job.submit, quantity(kSubmit, &ParseDuration));
+  DROVER_ASSIGN_OR_RETURN(job.duration, quantity(kDuration, &ParseDuration));
 
   req.per_worker.cpu_millis = 1000;
   req.per_worker.memory_bytes = 1LL << 30;
   if (given(kCpu)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(req.per_worker.cpu_millis, quantity(kCpu, &ParseCpuMillis));
+    DROVER_ASSIGN_OR_RETURN(req.per_worker.cpu_millis, quantity(kCpu, &ParseCpuMillis));
   }
   if (given(kMemory)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(req.per_worker.memory_bytes, quantity(kMemory, &ParseBytes));
+    DROVER_ASSIGN_OR_RETURN(req.per_worker.memory_bytes, quantity(kMemory, &ParseBytes));
   }
   if (given(kGpus)) {
     std::optional<std::int64_t> gpus = WholeNumber(text(kGpus));
@@ -145,7 +145,7 @@ Result<TraceJob> BuildJob(const Cells& cells, const Where& where) {
     req.per_worker.gpus = static_cast<std::int32_t>(*gpus);
   }
   if (given(kGpuShare)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t millis, quantity(kGpuShare, &ParseCpuMillis));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t millis, quantity(kGpuShare, &ParseCpuMillis));
     if (millis > 999) {
       return where.Fail(kGpuShare,
                         fmt::format("must be from 1m to 999m (0.001 to 0.999) of one GPU, found "
@@ -162,10 +162,10 @@ Result<TraceJob> BuildJob(const Cells& cells, const Where& where) {
   if (given(kGpuModel)) req.gpu_models = internal::SplitModels(text(kGpuModel));
 
   if (given(kWorkers)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(spec.workers, count(kWorkers, 1, 100'000));
+    DROVER_ASSIGN_OR_RETURN(spec.workers, count(kWorkers, 1, 100'000));
   }
   if (given(kMinWorkers)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(spec.min_workers, count(kMinWorkers, 1, spec.workers));
+    DROVER_ASSIGN_OR_RETURN(spec.min_workers, count(kMinWorkers, 1, spec.workers));
   }
 
   spec.queue = given(kQueue) ? std::string(text(kQueue)) : "default";
@@ -204,11 +204,10 @@ Result<TraceJob> BuildJob(const Cells& cells, const Where& where) {
     }
   }
   if (given(kCheckpointInterval)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(job.checkpoint_interval,
-                               quantity(kCheckpointInterval, &ParseDuration));
+    DROVER_ASSIGN_OR_RETURN(job.checkpoint_interval, quantity(kCheckpointInterval, &ParseDuration));
   }
   if (given(kTimeout)) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const DurationMs timeout, quantity(kTimeout, &ParseDuration));
+    DROVER_ASSIGN_OR_RETURN(const DurationMs timeout, quantity(kTimeout, &ParseDuration));
     if (timeout <= 0) return where.Fail(kTimeout, "must be greater than zero");
     spec.timeout = timeout;
   }
@@ -227,7 +226,7 @@ Status AddJob(TraceJob job, const Where& where, internal::NameSet& names,
 }
 
 Result<std::vector<TraceJob>> LoadCsv(const std::string& path) {
-  SIM_TRACE_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
+  DROVER_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
   std::array<int, kKeyCount> column_of;
   column_of.fill(-1);
   for (std::size_t i = 0; i < csv.columns().size(); ++i) {
@@ -245,7 +244,7 @@ Result<std::vector<TraceJob>> LoadCsv(const std::string& path) {
   internal::NameSet names;
   Cells cells;
   while (true) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const bool more, csv.Next());
+    DROVER_ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     for (int key = 0; key < kKeyCount; ++key) {
       const std::string_view field = csv.Field(column_of[static_cast<std::size_t>(key)]);
@@ -253,7 +252,7 @@ Result<std::vector<TraceJob>> LoadCsv(const std::string& path) {
           field.empty() ? std::nullopt : std::optional<std::string_view>(field);
     }
     const Where where{path, csv.line(), "column"};
-    SIM_TRACE_ASSIGN_OR_RETURN(TraceJob job, BuildJob(cells, where));
+    DROVER_ASSIGN_OR_RETURN(TraceJob job, BuildJob(cells, where));
     DROVER_RETURN_IF_ERROR(AddJob(std::move(job), where, names, jobs));
   }
   return jobs;
@@ -262,7 +261,7 @@ Result<std::vector<TraceJob>> LoadCsv(const std::string& path) {
 std::string_view JsonTypeName(const nlohmann::json& value) { return value.type_name(); }
 
 Result<std::vector<TraceJob>> LoadJsonl(const std::string& path) {
-  SIM_TRACE_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
+  DROVER_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
   std::vector<TraceJob> jobs;
   internal::NameSet names;
   std::array<std::string, kKeyCount> storage;
@@ -309,7 +308,7 @@ Result<std::vector<TraceJob>> LoadJsonl(const std::string& path) {
       }
       if (!cell.empty()) cells[static_cast<std::size_t>(key)] = cell;
     }
-    SIM_TRACE_ASSIGN_OR_RETURN(TraceJob job, BuildJob(cells, where));
+    DROVER_ASSIGN_OR_RETURN(TraceJob job, BuildJob(cells, where));
     DROVER_RETURN_IF_ERROR(AddJob(std::move(job), where, names, jobs));
   }
   return jobs;

@@ -13,17 +13,6 @@
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
 
-// Evaluates `expr` (a Result<T>); returns its error from the enclosing function, or moves its
-// value into `lhs` (a declaration such as `auto x` or an existing variable).
-#define SIM_TRACE_CONCAT_INNER(a, b) a##b
-#define SIM_TRACE_CONCAT(a, b) SIM_TRACE_CONCAT_INNER(a, b)
-#define SIM_TRACE_ASSIGN_OR_RETURN(lhs, expr) \
-  SIM_TRACE_ASSIGN_OR_RETURN_IMPL(SIM_TRACE_CONCAT(sim_trace_result_, __LINE__), lhs, expr)
-#define SIM_TRACE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)    \
-  auto tmp = (expr);                                       \
-  if (!tmp) return tl::unexpected(std::move(tmp).error()); \
-  lhs = *std::move(tmp)
-
 namespace drover::sim::internal {
 
 // Seconds -> milliseconds; nullopt if the result does not fit.

@@ -35,7 +35,7 @@ Result<std::int64_t> ScaledBytes(const CsvReader& csv, int column, std::int64_t 
 
 // Field `column` in seconds as milliseconds.
 Result<DurationMs> SecondsField(const CsvReader& csv, int column) {
-  SIM_TRACE_ASSIGN_OR_RETURN(std::int64_t seconds, csv.NonNegativeInt(column));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t seconds, csv.NonNegativeInt(column));
   std::optional<DurationMs> ms = internal::SecondsToMs(seconds);
   if (!ms) return tl::unexpected(csv.ColumnError(column, "number is too large"));
   return *ms;
@@ -92,27 +92,27 @@ std::int64_t OpenbGpuMemoryBytes(std::string_view model) {
 }
 
 Result<std::vector<model::Node>> LoadOpenbNodes(const std::string& path) {
-  SIM_TRACE_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int sn, csv.Require("sn"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int cpu, csv.Require("cpu_milli"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int memory, csv.Require("memory_mib"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int gpu, csv.Require("gpu"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int model_column, csv.Require("model"));
+  DROVER_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
+  DROVER_ASSIGN_OR_RETURN(const int sn, csv.Require("sn"));
+  DROVER_ASSIGN_OR_RETURN(const int cpu, csv.Require("cpu_milli"));
+  DROVER_ASSIGN_OR_RETURN(const int memory, csv.Require("memory_mib"));
+  DROVER_ASSIGN_OR_RETURN(const int gpu, csv.Require("gpu"));
+  DROVER_ASSIGN_OR_RETURN(const int model_column, csv.Require("model"));
 
   std::vector<model::Node> nodes;
   internal::NameSet names;
   while (true) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const bool more, csv.Next());
+    DROVER_ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     model::Node node;
     const std::string name(csv.Field(sn));
     if (name.empty()) return tl::unexpected(csv.ColumnError(sn, "must not be empty"));
     DROVER_RETURN_IF_ERROR(CheckUnique(names, csv, sn, name, "node"));
     node.name = NodeId(name);
-    SIM_TRACE_ASSIGN_OR_RETURN(node.cpu_millis, csv.NonNegativeInt(cpu));
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t mib, csv.NonNegativeInt(memory));
-    SIM_TRACE_ASSIGN_OR_RETURN(node.memory_bytes, ScaledBytes(csv, memory, mib, kMiB));
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t gpus, csv.NonNegativeInt(gpu));
+    DROVER_ASSIGN_OR_RETURN(node.cpu_millis, csv.NonNegativeInt(cpu));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t mib, csv.NonNegativeInt(memory));
+    DROVER_ASSIGN_OR_RETURN(node.memory_bytes, ScaledBytes(csv, memory, mib, kMiB));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t gpus, csv.NonNegativeInt(gpu));
     if (gpus > 1024) {
       return tl::unexpected(
           csv.ColumnError(gpu, fmt::format("{} GPUs on one node is more than 1024", gpus)));
@@ -135,12 +135,12 @@ Result<std::vector<model::Node>> LoadOpenbNodes(const std::string& path) {
 }
 
 Result<std::vector<TraceJob>> LoadOpenbPods(const std::string& path) {
-  SIM_TRACE_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int name_column, csv.Require("name"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int cpu, csv.Require("cpu_milli"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int memory, csv.Require("memory_mib"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int num_gpu, csv.Require("num_gpu"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int gpu_milli, csv.Require("gpu_milli"));
+  DROVER_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
+  DROVER_ASSIGN_OR_RETURN(const int name_column, csv.Require("name"));
+  DROVER_ASSIGN_OR_RETURN(const int cpu, csv.Require("cpu_milli"));
+  DROVER_ASSIGN_OR_RETURN(const int memory, csv.Require("memory_mib"));
+  DROVER_ASSIGN_OR_RETURN(const int num_gpu, csv.Require("num_gpu"));
+  DROVER_ASSIGN_OR_RETURN(const int gpu_milli, csv.Require("gpu_milli"));
   const int gpu_spec = csv.Find("gpu_spec");
   const int creation = csv.Find("creation_time");
   const int deletion = csv.Find("deletion_time");
@@ -149,7 +149,7 @@ Result<std::vector<TraceJob>> LoadOpenbPods(const std::string& path) {
   std::vector<TraceJob> jobs;
   internal::NameSet names;
   while (true) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const bool more, csv.Next());
+    DROVER_ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     TraceJob job;
     job.name = std::string(csv.Field(name_column));
@@ -161,12 +161,12 @@ Result<std::vector<TraceJob>> LoadOpenbPods(const std::string& path) {
     spec.owner = job.user;
     spec.queue = "default";
     model::Requirements& req = spec.requirements;
-    SIM_TRACE_ASSIGN_OR_RETURN(req.per_worker.cpu_millis, csv.NonNegativeInt(cpu));
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t mib, csv.NonNegativeInt(memory));
-    SIM_TRACE_ASSIGN_OR_RETURN(req.per_worker.memory_bytes, ScaledBytes(csv, memory, mib, kMiB));
+    DROVER_ASSIGN_OR_RETURN(req.per_worker.cpu_millis, csv.NonNegativeInt(cpu));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t mib, csv.NonNegativeInt(memory));
+    DROVER_ASSIGN_OR_RETURN(req.per_worker.memory_bytes, ScaledBytes(csv, memory, mib, kMiB));
 
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t gpus, csv.NonNegativeInt(num_gpu));
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t milli, csv.NonNegativeInt(gpu_milli));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t gpus, csv.NonNegativeInt(num_gpu));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t milli, csv.NonNegativeInt(gpu_milli));
     if (gpus > 1024) {
       return tl::unexpected(
           csv.ColumnError(num_gpu, fmt::format("{} GPUs for one pod is more than 1024", gpus)));
@@ -193,13 +193,13 @@ Result<std::vector<TraceJob>> LoadOpenbPods(const std::string& path) {
 
     std::optional<DurationMs> created, deleted, started;
     if (!csv.Empty(creation)) {
-      SIM_TRACE_ASSIGN_OR_RETURN(created, SecondsField(csv, creation));
+      DROVER_ASSIGN_OR_RETURN(created, SecondsField(csv, creation));
     }
     if (!csv.Empty(deletion)) {
-      SIM_TRACE_ASSIGN_OR_RETURN(deleted, SecondsField(csv, deletion));
+      DROVER_ASSIGN_OR_RETURN(deleted, SecondsField(csv, deletion));
     }
     if (!csv.Empty(scheduled)) {
-      SIM_TRACE_ASSIGN_OR_RETURN(started, SecondsField(csv, scheduled));
+      DROVER_ASSIGN_OR_RETURN(started, SecondsField(csv, scheduled));
     }
     job.submit = created.value_or(0);
     if (deleted && (started || created)) {
@@ -219,13 +219,13 @@ Result<std::vector<TraceJob>> LoadOpenbPods(const std::string& path) {
 }
 
 Result<std::vector<model::Node>> LoadTiresiasCluster(const std::string& path) {
-  SIM_TRACE_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int switches_column, csv.Require("num_switch"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int nodes_column, csv.Require("num_node_p_switch"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int gpus_column, csv.Require("num_gpu_p_node"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int cpus_column, csv.Require("num_cpu_p_node"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int memory_column, csv.Require("mem_p_node"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const bool any, csv.Next());
+  DROVER_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
+  DROVER_ASSIGN_OR_RETURN(const int switches_column, csv.Require("num_switch"));
+  DROVER_ASSIGN_OR_RETURN(const int nodes_column, csv.Require("num_node_p_switch"));
+  DROVER_ASSIGN_OR_RETURN(const int gpus_column, csv.Require("num_gpu_p_node"));
+  DROVER_ASSIGN_OR_RETURN(const int cpus_column, csv.Require("num_cpu_p_node"));
+  DROVER_ASSIGN_OR_RETURN(const int memory_column, csv.Require("mem_p_node"));
+  DROVER_ASSIGN_OR_RETURN(const bool any, csv.Next());
   if (!any) {
     return InvalidArgument(
         fmt::format("{}:2: expected one row describing the cluster, found none", csv.file_name()));
@@ -233,24 +233,24 @@ Result<std::vector<model::Node>> LoadTiresiasCluster(const std::string& path) {
 
   // Bounds that keep a typo from asking for billions of nodes.
   auto bounded = [&](int column, std::int64_t min, std::int64_t max) -> Result<int> {
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t value, csv.NonNegativeInt(column));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t value, csv.NonNegativeInt(column));
     if (value < min || value > max) {
       return tl::unexpected(
           csv.ColumnError(column, fmt::format("must be from {} to {}, found {}", min, max, value)));
     }
     return ToInt(value);
   };
-  SIM_TRACE_ASSIGN_OR_RETURN(const int switches, bounded(switches_column, 1, 100'000));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int per_switch, bounded(nodes_column, 1, 100'000));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int gpus, bounded(gpus_column, 0, 1024));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int cpus, bounded(cpus_column, 0, 1'000'000));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int memory_gib, bounded(memory_column, 0, 1'000'000'000));
+  DROVER_ASSIGN_OR_RETURN(const int switches, bounded(switches_column, 1, 100'000));
+  DROVER_ASSIGN_OR_RETURN(const int per_switch, bounded(nodes_column, 1, 100'000));
+  DROVER_ASSIGN_OR_RETURN(const int gpus, bounded(gpus_column, 0, 1024));
+  DROVER_ASSIGN_OR_RETURN(const int cpus, bounded(cpus_column, 0, 1'000'000));
+  DROVER_ASSIGN_OR_RETURN(const int memory_gib, bounded(memory_column, 0, 1'000'000'000));
   if (static_cast<std::int64_t>(switches) * per_switch > 1'000'000) {
     return tl::unexpected(csv.ColumnError(
         nodes_column,
         fmt::format("{} switches of {} nodes is more than 1,000,000 nodes", switches, per_switch)));
   }
-  SIM_TRACE_ASSIGN_OR_RETURN(const bool more, csv.Next());
+  DROVER_ASSIGN_OR_RETURN(const bool more, csv.Next());
   if (more) {
     return tl::unexpected(
         csv.RowError("expected one row describing the cluster, found a second one"));
@@ -285,16 +285,16 @@ Result<std::vector<TraceJob>> LoadTiresiasJobs(const std::string& path, int gpus
     return InvalidArgument(fmt::format("gpus_per_node must be at least 1, found {} (loading {})",
                                        gpus_per_node, path));
   }
-  SIM_TRACE_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int id_column, csv.Require("job_id"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int gpus_column, csv.Require("num_gpu"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int submit_column, csv.Require("submit_time"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int duration_column, csv.Require("duration"));
+  DROVER_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
+  DROVER_ASSIGN_OR_RETURN(const int id_column, csv.Require("job_id"));
+  DROVER_ASSIGN_OR_RETURN(const int gpus_column, csv.Require("num_gpu"));
+  DROVER_ASSIGN_OR_RETURN(const int submit_column, csv.Require("submit_time"));
+  DROVER_ASSIGN_OR_RETURN(const int duration_column, csv.Require("duration"));
 
   std::vector<TraceJob> jobs;
   internal::NameSet names;
   while (true) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const bool more, csv.Next());
+    DROVER_ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     TraceJob job;
     if (csv.Empty(id_column)) {
@@ -302,14 +302,14 @@ Result<std::vector<TraceJob>> LoadTiresiasJobs(const std::string& path, int gpus
     }
     job.name = fmt::format("job-{}", csv.Field(id_column));
     DROVER_RETURN_IF_ERROR(CheckUnique(names, csv, id_column, job.name, "job"));
-    SIM_TRACE_ASSIGN_OR_RETURN(const std::int64_t gpus, csv.NonNegativeInt(gpus_column));
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t gpus, csv.NonNegativeInt(gpus_column));
     if (gpus < 1 || gpus > 1'000'000) {
       return tl::unexpected(csv.ColumnError(
           gpus_column,
           fmt::format("must be from 1 to 1000000 (a Tiresias job uses GPUs), found {}", gpus)));
     }
-    SIM_TRACE_ASSIGN_OR_RETURN(job.submit, SecondsField(csv, submit_column));
-    SIM_TRACE_ASSIGN_OR_RETURN(job.duration, SecondsField(csv, duration_column));
+    DROVER_ASSIGN_OR_RETURN(job.submit, SecondsField(csv, submit_column));
+    DROVER_ASSIGN_OR_RETURN(job.duration, SecondsField(csv, duration_column));
     job.user = "tiresias";
     model::JobSpec& spec = job.spec;
     spec.name = job.name;
@@ -335,7 +335,7 @@ Result<std::vector<TraceJob>> LoadTiresiasJobs(const std::string& path, int gpus
 }
 
 Result<std::vector<model::Node>> LoadClusterFile(const std::string& path) {
-  SIM_TRACE_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
+  DROVER_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
   return agent::ParseNodeFile(text, path);
 }
 

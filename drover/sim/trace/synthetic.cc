@@ -84,45 +84,45 @@ std::int64_t LargestPowerOfTwoAtMost(std::int64_t n) {
 }  // namespace
 
 Result<ClusterSummary> LoadClusterSummary(const std::string& path, const std::string& id) {
-  SIM_TRACE_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int id_column, csv.Require("id"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int avg_run, csv.Require("avg_run_time_gpu"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int med_run, csv.Require("med_run_time_gpu"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int avg_gpu, csv.Require("avg_gpu_num"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int med_gpu, csv.Require("med_gpu_num"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int avg_queue, csv.Require("avg_que_time_gpu"));
-  SIM_TRACE_ASSIGN_OR_RETURN(const int med_queue, csv.Require("med_que_time_gpu"));
+  DROVER_ASSIGN_OR_RETURN(CsvReader csv, CsvReader::Open(path));
+  DROVER_ASSIGN_OR_RETURN(const int id_column, csv.Require("id"));
+  DROVER_ASSIGN_OR_RETURN(const int avg_run, csv.Require("avg_run_time_gpu"));
+  DROVER_ASSIGN_OR_RETURN(const int med_run, csv.Require("med_run_time_gpu"));
+  DROVER_ASSIGN_OR_RETURN(const int avg_gpu, csv.Require("avg_gpu_num"));
+  DROVER_ASSIGN_OR_RETURN(const int med_gpu, csv.Require("med_gpu_num"));
+  DROVER_ASSIGN_OR_RETURN(const int avg_queue, csv.Require("avg_que_time_gpu"));
+  DROVER_ASSIGN_OR_RETURN(const int med_queue, csv.Require("med_que_time_gpu"));
   const int max_run = csv.Find("max_run_time_gpu");
   const int max_gpu = csv.Find("max_gpu");
   const int cluster_gpus = csv.Find("gpu_num");
 
   std::vector<std::string> ids;
   while (true) {
-    SIM_TRACE_ASSIGN_OR_RETURN(const bool more, csv.Next());
+    DROVER_ASSIGN_OR_RETURN(const bool more, csv.Next());
     if (!more) break;
     if (csv.Field(id_column) != id) {
       ids.emplace_back(csv.Field(id_column));
       continue;
     }
     auto number = [&](int column) -> Result<double> {
-      SIM_TRACE_ASSIGN_OR_RETURN(const double value, csv.Number(column));
+      DROVER_ASSIGN_OR_RETURN(const double value, csv.Number(column));
       if (value < 0) return tl::unexpected(csv.ColumnError(column, "must not be negative"));
       return value;
     };
     ClusterSummary summary;
     summary.id = id;
-    SIM_TRACE_ASSIGN_OR_RETURN(summary.avg_run_seconds, number(avg_run));
-    SIM_TRACE_ASSIGN_OR_RETURN(summary.median_run_seconds, number(med_run));
-    SIM_TRACE_ASSIGN_OR_RETURN(summary.avg_gpus, number(avg_gpu));
-    SIM_TRACE_ASSIGN_OR_RETURN(summary.median_gpus, number(med_gpu));
-    SIM_TRACE_ASSIGN_OR_RETURN(summary.avg_queue_seconds, number(avg_queue));
-    SIM_TRACE_ASSIGN_OR_RETURN(summary.median_queue_seconds, number(med_queue));
+    DROVER_ASSIGN_OR_RETURN(summary.avg_run_seconds, number(avg_run));
+    DROVER_ASSIGN_OR_RETURN(summary.median_run_seconds, number(med_run));
+    DROVER_ASSIGN_OR_RETURN(summary.avg_gpus, number(avg_gpu));
+    DROVER_ASSIGN_OR_RETURN(summary.median_gpus, number(med_gpu));
+    DROVER_ASSIGN_OR_RETURN(summary.avg_queue_seconds, number(avg_queue));
+    DROVER_ASSIGN_OR_RETURN(summary.median_queue_seconds, number(med_queue));
     if (max_run >= 0 && !csv.Empty(max_run)) {
-      SIM_TRACE_ASSIGN_OR_RETURN(summary.max_run_seconds, number(max_run));
+      DROVER_ASSIGN_OR_RETURN(summary.max_run_seconds, number(max_run));
     }
     const int widest = max_gpu >= 0 ? max_gpu : cluster_gpus;
     if (widest >= 0 && !csv.Empty(widest)) {
-      SIM_TRACE_ASSIGN_OR_RETURN(const double gpus, number(widest));
+      DROVER_ASSIGN_OR_RETURN(const double gpus, number(widest));
       if (gpus > 1e9) return tl::unexpected(csv.ColumnError(widest, "number is too large"));
       summary.max_gpus = static_cast<int>(std::llround(gpus));
     }
