@@ -25,6 +25,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
+#include "drover/control/effects.h"
 #include "drover/model/decision.h"
 #include "drover/model/executor.h"
 #include "drover/model/job.h"
@@ -52,44 +53,6 @@ struct Options {
   // driver that runs jobs with value outputs sets it (the server: under its data directory).
   std::string value_outputs_root;
 };
-
-// Start a worker process: the agent of spec.node runs spec.
-struct LaunchWorker {
-  model::LaunchSpec spec;
-};
-// Stop a worker process (SIGTERM, grace, SIGKILL). With preempt, the agent first writes the
-// preemption notice file ($DROVER_PREEMPT_NOTICE) and reports the exit as preempted.
-struct StopWorker {
-  NodeId node;
-  model::WorkerKey key;
-  bool preempt = false;
-  std::string reason;  // for the notice, e.g. "preempted by job 12 (reclaim)"
-};
-// Publish the outputs of an attempt whose workers all exited 0: move each staged path onto its
-// destination atomically, read each value. The driver answers with OnOutputsPublished; until
-// then the job stays running (holding nothing).
-struct PublishOutputs {
-  JobId job;
-  int attempt = 0;
-  std::vector<model::StagedOutput> outputs;
-};
-// Remove the staging locations of an attempt that will not publish (it failed, timed out, was
-// preempted or cancelled).
-struct DiscardOutputs {
-  std::vector<model::StagedOutput> outputs;
-};
-// Hand an admitted attempt to its queue's external executor (model/executor.h); the driver
-// answers with OnExecutorEvent.
-struct SubmitExternal {
-  model::ExternalLaunch launch;
-};
-// End an attempt running under an external executor (scancel, delete the Kubernetes Job).
-struct CancelExternal {
-  model::ExternalRef ref;
-  std::string reason;
-};
-using Effect = std::variant<LaunchWorker, StopWorker, PublishOutputs, DiscardOutputs,
-                            SubmitExternal, CancelExternal>;
 
 // The output of one controller call.
 struct Step {

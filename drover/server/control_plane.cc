@@ -252,6 +252,50 @@ bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step
   return false;
 }
 
+class ControlPlane::EffectRunner final : public control::EffectSink {
+ public:
+  EffectRunner(ControlPlane& plane, control::Step& next) : plane_(plane), next_(next) {}
+
+  void LaunchWorker(const control::LaunchWorker& launch) override {
+    auto it = plane_.nodes_.find(launch.spec.node);
+    Status launched = it == plane_.nodes_.end()
+                          ? Unavailable("node " + launch.spec.node.value() + " is gone")
+                          : it->second.runtime->Launch(launch.spec);
+    if (launched || launched.error().code == ErrorCode::kAlreadyExists) return;
+    model::WorkerEvent failed;
+    failed.key = launch.spec.key;
+    failed.kind = model::WorkerEvent::Kind::kExited;
+    failed.at = plane_.clock_.Now();
+    failed.exit.exit_code = -1;
+    failed.exit.message = "launch failed: " + launched.error().message;
+    plane_.controller_.OnWorkerEvent(failed, next_);
+  }
+  void StopWorker(const control::StopWorker& stop) override { plane_.StopWorker(stop); }
+  void PublishOutputs(const control::PublishOutputs& publish) override {
+    plane_.controller_.OnOutputsPublished(publish.job, publish.attempt,
+                                          agent::PublishOutputs(publish.outputs),
+                                          plane_.clock_.Now(), next_);
+  }
+  void DiscardOutputs(const control::DiscardOutputs& discard) override {
+    agent::DiscardStaging(discard.outputs);
+  }
+  void SubmitExternal(const control::SubmitExternal& submit) override {
+    plane_.SubmitExternal(submit.launch, next_);
+  }
+  void CancelExternal(const control::CancelExternal& cancel) override {
+    auto executor = plane_.executors_.find(cancel.ref.executor);
+    if (executor == plane_.executors_.end()) return;
+    agent::StopRequest request;
+    request.reason = cancel.reason;
+    Status cancelled = executor->second->Cancel(cancel.ref, request);
+    if (!cancelled) spdlog::warn("cancel of {}: {}", cancel.ref.name, cancelled.error().ToString());
+  }
+
+ private:
+  ControlPlane& plane_;
+  control::Step& next_;
+};
+
 void ControlPlane::Commit(control::Step& step) {
   // Effects can feed events back (a launch that failed), which produce further steps.
   while (!step.empty()) {
@@ -270,41 +314,8 @@ void ControlPlane::Commit(control::Step& step) {
       changed_.notify_all();
     }
     control::Step next;
-    for (const control::Effect& effect : step.effects) {
-      if (const auto* launch = std::get_if<control::LaunchWorker>(&effect)) {
-        auto it = nodes_.find(launch->spec.node);
-        Status launched = it == nodes_.end()
-                              ? Unavailable("node " + launch->spec.node.value() + " is gone")
-                              : it->second.runtime->Launch(launch->spec);
-        if (!launched && launched.error().code != ErrorCode::kAlreadyExists) {
-          model::WorkerEvent failed;
-          failed.key = launch->spec.key;
-          failed.kind = model::WorkerEvent::Kind::kExited;
-          failed.at = clock_.Now();
-          failed.exit.exit_code = -1;
-          failed.exit.message = "launch failed: " + launched.error().message;
-          controller_.OnWorkerEvent(failed, next);
-        }
-      } else if (const auto* stop = std::get_if<control::StopWorker>(&effect)) {
-        StopWorker(*stop);
-      } else if (const auto* publish = std::get_if<control::PublishOutputs>(&effect)) {
-        controller_.OnOutputsPublished(publish->job, publish->attempt,
-                                       agent::PublishOutputs(publish->outputs), clock_.Now(), next);
-      } else if (const auto* discard = std::get_if<control::DiscardOutputs>(&effect)) {
-        agent::DiscardStaging(discard->outputs);
-      } else if (const auto* submit = std::get_if<control::SubmitExternal>(&effect)) {
-        SubmitExternal(submit->launch, next);
-      } else if (const auto* cancel = std::get_if<control::CancelExternal>(&effect)) {
-        if (auto executor = executors_.find(cancel->ref.executor); executor != executors_.end()) {
-          agent::StopRequest request;
-          request.reason = cancel->reason;
-          Status cancelled = executor->second->Cancel(cancel->ref, request);
-          if (!cancelled) {
-            spdlog::warn("cancel of {}: {}", cancel->ref.name, cancelled.error().ToString());
-          }
-        }
-      }
-    }
+    EffectRunner runner(*this, next);
+    for (const control::Effect& effect : step.effects) control::Dispatch(effect, runner);
     step = std::move(next);
   }
 }

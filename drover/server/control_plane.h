@@ -212,6 +212,10 @@ class ControlPlane {
     std::string runs_dir;                           // set for local nodes
   };
 
+  // Carries out one step's effects for Commit (control/effects.h); what they feed back into
+  // the controller (a failed launch, published outputs) goes into the next step.
+  class EffectRunner;
+
   // Persists `step` and carries out its effects; effects that fail feed events back in.
   // Requires mu_.
   void Commit(control::Step& step);

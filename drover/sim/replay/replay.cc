@@ -8,8 +8,11 @@
 #include <csignal>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/control/controller.h"
@@ -74,7 +77,24 @@ struct JobSim {
   DurationMs saved = 0;               // work at the latest checkpoint
 };
 
-class Replay {
+// The first leaf queue (depth first) whose jobs `policy` hands to an external executor, with
+// that executor; nullopt if every leaf runs its jobs locally.
+std::optional<std::pair<std::string, model::ExecutorConfig>> FirstExternalLeaf(
+    const std::vector<model::QueueConfig>& queues, const model::ExecutorConfig& inherited) {
+  for (const model::QueueConfig& queue : queues) {
+    const model::ExecutorConfig& executor = queue.executor ? *queue.executor : inherited;
+    if (queue.children.empty()) {
+      if (executor.external()) return std::make_pair(queue.name, executor);
+    } else if (auto found = FirstExternalLeaf(queue.children, executor)) {
+      return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// A replay carries out only the local effects: Run refuses a policy with an external queue
+// (the simulator has no model of an engine's queueing), so the external ones cannot occur.
+class Replay final : private control::EffectSink {
  public:
   Replay(const Trace& trace, const ReplayOptions& options)
       : trace_(trace), options_(options), controller_(ControllerOptions(options)) {}
@@ -121,8 +141,17 @@ class Replay {
                       WorkerEvent::Kind kind, const model::ExitStatus& exit = {});
   // Takes in the last controller call's step: counts transitions, carries out effects.
   void Drain();
-  void OnLaunch(const control::LaunchWorker& launch);
-  void OnStop(const control::StopWorker& stop);
+  // control::EffectSink. Launches and stops only queue events: they call back into nothing.
+  void LaunchWorker(const control::LaunchWorker& launch) override;
+  void StopWorker(const control::StopWorker& stop) override;
+  // Outputs (of jobs replayed from a data directory) publish at once, after the step: a path
+  // output at its destination, a value output as the empty string.
+  void PublishOutputs(const control::PublishOutputs& publish) override {
+    publishes_.push_back(publish);
+  }
+  void DiscardOutputs(const control::DiscardOutputs&) override {}
+  void SubmitExternal(const control::SubmitExternal&) override { DROVER_CHECK(false); }
+  void CancelExternal(const control::CancelExternal&) override { DROVER_CHECK(false); }
   std::int32_t IndexOf(JobId id) const {
     const auto value = static_cast<std::size_t>(id.value());
     return value < index_of_id_.size() ? index_of_id_[value] : -1;
@@ -152,6 +181,7 @@ class Replay {
   std::int64_t events_ = 0;
   std::int64_t rejected_ = 0;
   std::vector<std::string> log_;
+  std::vector<control::PublishOutputs> publishes_;  // of the step being drained
 };
 
 void Replay::WorkerEventFor(std::int32_t index, std::int32_t attempt, std::int32_t rank,
@@ -277,7 +307,7 @@ void Replay::Handle(const Event& event) {
   }
 }
 
-void Replay::OnLaunch(const control::LaunchWorker& launch) {
+void Replay::LaunchWorker(const control::LaunchWorker& launch) {
   const std::int32_t index = IndexOf(launch.spec.key.job);
   if (index < 0) return;
   JobSim& job = jobs_[index];
@@ -304,7 +334,7 @@ void Replay::OnLaunch(const control::LaunchWorker& launch) {
        launch.spec.key.rank);
 }
 
-void Replay::OnStop(const control::StopWorker& stop) {
+void Replay::StopWorker(const control::StopWorker& stop) {
   const std::int32_t index = IndexOf(stop.key.job);
   if (index < 0) return;
   JobSim& job = jobs_[index];
@@ -338,18 +368,23 @@ void Replay::Drain() {
       }
     }
   }
-  // Effects may call back into nothing: they only queue events, so iterating is safe.
-  for (const control::Effect& effect : step_.effects) {
-    if (const auto* launch = std::get_if<control::LaunchWorker>(&effect)) {
-      OnLaunch(*launch);
-    } else {
-      OnStop(std::get<control::StopWorker>(effect));
-    }
-  }
+  // Effects call back into nothing: they only queue events, so iterating is safe.
+  for (const control::Effect& effect : step_.effects) control::Dispatch(effect, *this);
   step_.changed.clear();
   step_.transitions.clear();
   step_.effects.clear();
   step_.decisions.clear();
+  if (publishes_.empty()) return;
+  for (const control::PublishOutputs& publish : std::exchange(publishes_, {})) {
+    std::map<std::string, std::string> published;
+    for (const model::StagedOutput& output : publish.outputs) {
+      published[output.name] = output.destination;
+    }
+    Timed([&] {
+      controller_.OnOutputsPublished(publish.job, publish.attempt, published, now_, step_);
+    });
+  }
+  Drain();
 }
 
 void Replay::Pass() {
@@ -376,6 +411,13 @@ Result<nlohmann::json> Replay::Run() {
   if (options_.startup_delay < 0) return InvalidArgument("startup_delay must not be negative");
   if (options_.tick < 1) return InvalidArgument("tick must be at least 1 ms");
   if (options_.pass_interval < 0) return InvalidArgument("pass_interval must not be negative");
+  if (auto external = FirstExternalLeaf(options_.policy.queues, model::ExecutorConfig{})) {
+    return InvalidArgument(fmt::format(
+        "queue '{}' hands its jobs to {} (executor: {}); the simulator runs jobs on its own "
+        "nodes only: remove the queue's executor setting to replay its jobs as local ones",
+        external->first, model::ExecutorKindName(external->second.kind),
+        model::ExecutorKindName(external->second.kind)));
+  }
   DROVER_RETURN_IF_ERROR(controller_.SetPolicy(options_.policy));
 
   order_.resize(trace_.jobs.size());

@@ -112,8 +112,9 @@ Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trac
 //   "passes" (Controller::Schedule calls),
 //   and if timing: "wall_seconds", "controller_seconds" (of it, inside Controller calls),
 //   "events_per_second", "peak_rss_bytes" (getrusage).
-// Errors: kInvalidArgument for a policy the controller refuses, a negative startup_delay or
-// pass_interval, or a tick < 1; kInternal if an instant never settles.
+// Errors: kInvalidArgument for a policy the controller refuses or that hands a queue to an
+// external executor (naming the queue: the simulator models no engine), a negative
+// startup_delay or pass_interval, or a tick < 1; kInternal if an instant never settles.
 Result<nlohmann::json> RunReplay(const Trace& trace, const ReplayOptions& options);
 
 // What-if on a live installation: the jobs the server with data directory `data_dir` recorded

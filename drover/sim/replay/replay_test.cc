@@ -284,6 +284,44 @@ TEST(Replay, JobsOfAQueueThePolicyLacksAreRejected) {
   EXPECT_EQ(report->at("finished"), 4);
 }
 
+TEST(Replay, RefusesAPolicyThatHandsAQueueToAnExternalExecutor) {
+  // The leaf inherits its parent's executor: the message names the leaf, whose jobs it is.
+  model::QueueConfig leaf;
+  leaf.name = "hpc-batch";
+  model::QueueConfig parent;
+  parent.name = "hpc";
+  parent.executor = model::ExecutorConfig{};
+  parent.executor->kind = model::ExecutorKind::kSlurm;
+  parent.children.push_back(leaf);
+  ReplayOptions options;
+  options.timing = false;
+  options.policy.queues.push_back(parent);
+  auto report = RunReplay(FiveJobs(), options);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(report.error().message,
+              testing::HasSubstr("queue 'hpc-batch' hands its jobs to slurm"));
+
+  // A leaf that sets local under an external parent runs here: the policy is accepted.
+  options.policy.queues[0].children[0].executor = model::ExecutorConfig{};
+  options.policy.queues[0].children[0].name = "default";
+  auto local = RunReplay(FiveJobs(), options);
+  ASSERT_TRUE(local) << local.error().ToString();
+  EXPECT_EQ(local->at("finished"), 5);
+}
+
+TEST(Replay, JobsWithOutputsPublishAndSucceed) {
+  Trace trace = FiveJobs();
+  trace.jobs[0].spec.outputs.push_back(model::OutputSpec{"model", "/nonexistent/model.pt"});
+  trace.jobs[0].spec.outputs.push_back(model::OutputSpec{"accuracy", ""});
+  ReplayOptions options;
+  options.event_log = true;
+  const nlohmann::json report = Replay(trace, "fifo", options);
+  EXPECT_EQ(report.at("finished"), 5);
+  EXPECT_THAT(report.at("log").get<std::vector<std::string>>(),
+              testing::Contains(testing::EndsWith(" end a succeeded")));
+}
+
 TEST(NamedReplayPolicy, OneQueuePerTraceQueue) {
   Trace trace = FiveJobs();
   trace.jobs[0].spec.queue = "zeta";

@@ -1,0 +1,77 @@
+#pragma once
+
+// The effects the controller asks its driver to carry out (after persisting the step that
+// produced them), and the one way a driver carries them out: Dispatch into an EffectSink.
+//
+// Every driver (the server's ControlPlane, the simulator's Replay) implements EffectSink, one
+// method per effect. Dispatch visits the variant with an overload per alternative, so a new
+// effect that Dispatch or a driver does not handle fails to compile instead of being treated as
+// another effect at run time.
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "drover/common/ids.h"
+#include "drover/model/executor.h"
+#include "drover/model/launch.h"
+#include "drover/model/outputs.h"
+
+namespace drover::control {
+
+// Start a worker process: the agent of spec.node runs spec.
+struct LaunchWorker {
+  model::LaunchSpec spec;
+};
+// Stop a worker process (SIGTERM, grace, SIGKILL). With preempt, the agent first writes the
+// preemption notice file ($DROVER_PREEMPT_NOTICE) and reports the exit as preempted.
+struct StopWorker {
+  NodeId node;
+  model::WorkerKey key;
+  bool preempt = false;
+  std::string reason;  // for the notice, e.g. "preempted by job 12 (reclaim)"
+};
+// Publish the outputs of an attempt whose workers all exited 0: move each staged path onto its
+// destination atomically, read each value. The driver answers with OnOutputsPublished; until
+// then the job stays running (holding nothing).
+struct PublishOutputs {
+  JobId job;
+  int attempt = 0;
+  std::vector<model::StagedOutput> outputs;
+};
+// Remove the staging locations of an attempt that will not publish (it failed, timed out, was
+// preempted or cancelled).
+struct DiscardOutputs {
+  std::vector<model::StagedOutput> outputs;
+};
+// Hand an admitted attempt to its queue's external executor (model/executor.h); the driver
+// answers with OnExecutorEvent.
+struct SubmitExternal {
+  model::ExternalLaunch launch;
+};
+// End an attempt running under an external executor (scancel, delete the Kubernetes Job).
+struct CancelExternal {
+  model::ExternalRef ref;
+  std::string reason;
+};
+using Effect = std::variant<LaunchWorker, StopWorker, PublishOutputs, DiscardOutputs,
+                            SubmitExternal, CancelExternal>;
+
+// Carries out effects, one method per alternative of Effect. Each method is called on the
+// driver's thread in the order the step lists the effects; what a method feeds back into the
+// controller (a launch that failed, outputs published) is the driver's business.
+class EffectSink {
+ public:
+  virtual ~EffectSink() = default;
+  virtual void LaunchWorker(const control::LaunchWorker& effect) = 0;
+  virtual void StopWorker(const control::StopWorker& effect) = 0;
+  virtual void PublishOutputs(const control::PublishOutputs& effect) = 0;
+  virtual void DiscardOutputs(const control::DiscardOutputs& effect) = 0;
+  virtual void SubmitExternal(const control::SubmitExternal& effect) = 0;
+  virtual void CancelExternal(const control::CancelExternal& effect) = 0;
+};
+
+// Hands `effect` to the sink method of its type.
+void Dispatch(const Effect& effect, EffectSink& sink);
+
+}  // namespace drover::control
