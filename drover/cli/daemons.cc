@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "drover/api/views.h"
@@ -19,6 +20,7 @@
 #include "drover/exec/kubernetes/executor.h"
 #include "drover/exec/slurm/slurm_executor.h"
 #include "drover/model/metrics.h"
+#include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
 
 namespace drover::cli {
@@ -52,6 +54,7 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
 
 // A control plane and its API, bound but not serving yet.
 struct Daemon {
+  std::optional<server::DataDirLock> lock;  // held for the daemon's life; destroyed last
   std::unique_ptr<server::ControlPlane> plane;
   std::unique_ptr<server::HttpServer> http;  // after `plane`, so destroyed before it
   std::string url;                           // the API's base URL
@@ -67,6 +70,8 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
+  auto lock = server::DataDirLock::Acquire(data_dir, "drover server");
+  if (!lock) return tl::unexpected(lock.error());
   std::string notice;
   auto described = server::DescribeLocalNodes(nodes, fallback_gpus, &notice);
   if (!described) return tl::unexpected(described.error());
@@ -74,6 +79,7 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   if (!store) return tl::unexpected(store.error());
   Daemon daemon;
+  daemon.lock = *std::move(lock);
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   daemon.plane = std::make_unique<server::ControlPlane>(*std::move(store), clock, options);
   if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
@@ -165,6 +171,15 @@ int AgentCommand(const AgentFlags& flags) {
         "an agent serves exactly one node; its node file lists " + std::to_string(nodes->size()),
         {}});
   }
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data_dir, ec);
+  if (ec) {
+    return ReportError(Error{ErrorCode::kInvalidArgument,
+                             fmt::format("cannot create {}: {}", flags.data_dir, ec.message()),
+                             {}});
+  }
+  auto lock = server::DataDirLock::Acquire(flags.data_dir, "drover agent");
+  if (!lock) return ReportError(lock.error());
   server::AgentOptions options;
   options.server_url = flags.server;
   options.node = nodes->front();

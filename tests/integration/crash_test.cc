@@ -87,5 +87,20 @@ script: |
   RecordProperty("finished_before_restart", finished_before_restart);
 }
 
+TEST_F(CrashSafety, ASecondServerOnTheSameDataFolderRefusesToStart) {
+  // Two servers on one folder would both write the store and hand out the same job ids.
+  const std::string data = dir_.Sub("data");
+  ServerProcess first(data, dir_.path(), {"--gpus", "0"});
+  ASSERT_TRUE(first.ok()) << first.Log();
+  CommandResult second =
+      RunDrover({"server", "--data", data, "--listen", "127.0.0.1:0", "--gpus", "0"}, dir_.path(),
+                std::chrono::milliseconds(30'000));
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_THAT(second.err,
+              testing::HasSubstr(fmt::format("{} is in use by another drover server (pid {})", data,
+                                             first.process().pid())));
+  EXPECT_TRUE(first.process().Running()) << "the first server keeps serving";
+}
+
 }  // namespace
 }  // namespace drover::integration
