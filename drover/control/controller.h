@@ -13,12 +13,19 @@
 // launches happened, and Relaunch() repeats the ones that did not.
 //
 // Not thread-safe: the driver serializes calls.
+//
+// Its state lives in two owners that keep their own invariants: JobTable (the jobs and their
+// indexes by state) and Holdings (what placed and running jobs hold of the cluster and the
+// queue tree). Its definition is spread by concern: controller.cc (events, restore, scheduling
+// passes, policy), controller_attempts.cc (an attempt from launch to its end, retries),
+// controller_external.cc (hand-offs to external executors), controller_workflow.cc
+// (dependencies, conditions, inputs, sweeps, pipelines) and controller_explain.cc (Explain,
+// Queues).
 
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -26,6 +33,9 @@
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
 #include "drover/control/effects.h"
+#include "drover/control/explanation.h"
+#include "drover/control/holdings.h"
+#include "drover/control/job_table.h"
 #include "drover/model/decision.h"
 #include "drover/model/executor.h"
 #include "drover/model/job.h"
@@ -69,27 +79,6 @@ struct Step {
 struct SubmitResult {
   std::vector<JobId> ids;
   bool existing = false;  // the submission key was seen before; no new jobs were created
-};
-
-// "Why is my job where it is": the state, the layer that holds it and one sentence.
-struct Explanation {
-  model::JobState state = model::JobState::kPending;
-  // "dependency", "backoff", "queue" (unknown queue), "quota", "concurrency limit",
-  // "fair share", "reservation", "gang size", "topology", "taint", "node fit", "preempting"
-  // (victims are stopping), "executor" (admitted, queued in an external executor: its reason),
-  // "running", "finished".
-  std::string layer;
-  std::string message;
-  std::optional<sched::PendingReason> placement;  // when the placement layer holds the job
-  // For a ready job: when it is expected to start, from running jobs' time limits; nullopt:
-  // unknown (something it waits for has no time limit).
-  std::optional<TimeMs> estimated_start;
-};
-
-// One row of `drover queues`.
-struct QueueReport {
-  sched::QueueStatus status;
-  int pending_jobs = 0;  // ready jobs of this queue's subtree waiting for placement
 };
 
 // Tiresias' attained service of `job` at `now`, in GPU-milliseconds: over every attempt that
@@ -205,21 +194,81 @@ class Controller {
 
   Result<Explanation> Explain(JobId id, TimeMs now) const;
 
-  const model::Job* Find(JobId id) const;
+  const model::Job* Find(JobId id) const { return jobs_.Find(id); }
   // The jobs of pipeline run `run` (Job::pipeline_run) in id order: its ids are consecutive,
   // starting at `run`. Empty for JobId() or a run that does not exist.
-  std::vector<const model::Job*> RunJobs(JobId run) const;
-  const std::map<JobId, model::Job>& jobs() const { return jobs_; }
+  std::vector<const model::Job*> RunJobs(JobId run) const { return jobs_.RunJobs(run); }
+  const std::map<JobId, model::Job>& jobs() const { return jobs_.jobs(); }
   const std::map<NodeId, model::Node>& nodes() const { return nodes_; }
-  const sched::ClusterState& cluster() const { return cluster_; }
+  const sched::ClusterState& cluster() const { return holdings_.cluster(); }
 
  private:
+  // --- controller.cc: the job table's and the holdings' edits, scheduling passes ---
+
+  // Moves `job` to `to` (JobTable::MoveTo), recording the transition in `step`.
+  void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
+              Step& step);
+  // Holds `job`'s current placement with `charge` (Holdings::Hold); gives it back (Unhold),
+  // marking capacity freed for the next pass.
+  void Hold(const model::Job& job, std::optional<sched::Charge> charge);
+  void Unhold(const model::Job& job);
+  // What `job` counts against the queue tree while it holds resources (control::ChargeOf).
+  std::optional<sched::Charge> ChargeOf(const model::Job& job) const;
+  void PlaceReadyJobs(TimeMs now, Step& step);
+  // sched::CycleInput::history of `job` at `now`.
+  sched::JobHistory HistoryOf(const model::Job& job, TimeMs now) const;
+  // Stops a running job's workers to make room for `preemptor`; it queues again when they exit.
+  void Preempt(model::Job& victim, JobId preemptor, const std::string& reason, Step& step);
+
+  // --- controller_attempts.cc: an attempt from its start to its end ---
+
   // The job `id` when it is starting or running; else kNotFound, or kFailedPrecondition saying
   // only a running job reports `reports`.
   Result<model::Job*> FindRunning(JobId id, std::string_view reports);
-  // Records job.state -> to (which the lifecycle must allow) and keeps the state indexes.
-  void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
-              Step& step);
+  void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
+  void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
+  // Emits the stop of every live worker of the current attempt: StopWorker per worker, or one
+  // CancelExternal for an attempt under an external executor.
+  void StopWorkers(const model::Job& job, bool preempt, const std::string& reason,
+                   Step& step) const;
+  model::LaunchSpec MakeLaunchSpec(const model::Job& job, const model::Worker& worker) const;
+  // SIGTERM-to-SIGKILL time of `job`'s workers.
+  DurationMs KillGrace(const model::Job& job) const;
+  // Begins ending the current attempt with `outcome`: stops every worker still alive.
+  void EndAttempt(model::Job& job, model::JobState outcome, const std::string& reason, Step& step);
+  // Completes the current attempt once no worker is alive: releases its resources, then emits
+  // PublishOutputs (a success with outputs) or goes on to CompleteAttempt.
+  void FinishAttempt(model::Job& job, TimeMs now, Step& step);
+  // Ends the current, finished (and, with outputs, published) attempt: discards the staging of
+  // an attempt that did not succeed, then requeues, retries or moves the job to its terminal
+  // state.
+  void CompleteAttempt(model::Job& job, TimeMs now, Step& step);
+  // Emits PublishOutputs for the job's current attempt.
+  void EmitPublish(const model::Job& job, Step& step) const;
+
+  // --- controller_external.cc: attempts handed to external executors ---
+
+  // Restore of an admitted or placed job whose attempt was handed to its executor: it holds its
+  // admission again, and a continuation its executor never acknowledged is emitted again.
+  void RestoreExternal(model::Job& job, Step& step);
+  // The external counterpart of Launch: the admitted job's attempt goes to `executor` (its
+  // workers wait, without nodes, for the executor to start them). With `requeued`, the attempt
+  // continues that engine job, which the engine requeued, instead of a new submission.
+  void HandOff(model::Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step,
+               const model::ExternalRef* requeued = nullptr);
+  // Emits SubmitExternal for the job's current, handed-off attempt.
+  void EmitHandOff(const model::Job& job, const model::ExecutorConfig& executor, Step& step) const;
+  // After the engine requeued `requeued` (the job's previous attempt): the job's new attempt
+  // continues it, keeping the admission (`charge`) it had; with no new attempt (the retry
+  // policy ends the job) or another executor now, the engine job is cancelled.
+  void ContinueRequeued(model::Job& job, const model::ExternalRef& requeued,
+                        std::optional<sched::Charge> charge, TimeMs now, Step& step);
+
+  // --- controller_workflow.cc: dependencies, conditions, inputs and sweeps ---
+
+  // kInvalidArgument if a stage of `specs` with admission: whole could never be admitted by
+  // its queue, even with the queue (and its cohort) otherwise empty.
+  Status CheckWholeAdmission(const std::vector<model::JobSpec>& specs) const;
   void ReleaseDependents(TimeMs now, Step& step);
   // Leaves pending: to waiting when it has input paths to look for, else straight to ready.
   void Release(model::Job& job, const std::string& cause, TimeMs now, Step& step);
@@ -238,88 +287,20 @@ class Controller {
   // Early stopping: after `trial` succeeded, cancels its sweep's unfinished trials when its
   // objective reached the stop value.
   void MaybeStopSweep(const model::Job& trial, TimeMs now, Step& step);
-  void PlaceReadyJobs(TimeMs now, Step& step);
-  void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
-  void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
-  // The external counterpart of Launch: the admitted job's attempt goes to `executor` (its
-  // workers wait, without nodes, for the executor to start them). With `requeued`, the attempt
-  // continues that engine job, which the engine requeued, instead of a new submission.
-  void HandOff(model::Job& job, const model::ExecutorConfig& executor, TimeMs now, Step& step,
-               const model::ExternalRef* requeued = nullptr);
-  // Emits SubmitExternal for the job's current, handed-off attempt.
-  void EmitHandOff(const model::Job& job, const model::ExecutorConfig& executor, Step& step) const;
-  // After the engine requeued `requeued` (the job's previous attempt): the job's new attempt
-  // continues it, keeping the admission (`charge`) it had; with no new attempt (the retry
-  // policy ends the job) or another executor now, the engine job is cancelled.
-  void ContinueRequeued(model::Job& job, const model::ExternalRef& requeued,
-                        std::optional<sched::Charge> charge, TimeMs now, Step& step);
-  // Emits the stop of every live worker of the current attempt: StopWorker per worker, or one
-  // CancelExternal for an attempt under an external executor.
-  void StopWorkers(const model::Job& job, bool preempt, const std::string& reason,
-                   Step& step) const;
-  model::LaunchSpec MakeLaunchSpec(const model::Job& job, const model::Worker& worker) const;
-  // SIGTERM-to-SIGKILL time of `job`'s workers.
-  DurationMs KillGrace(const model::Job& job) const;
-  // Begins ending the current attempt with `outcome`: stops every worker still alive.
-  void EndAttempt(model::Job& job, model::JobState outcome, const std::string& reason, TimeMs now,
-                  Step& step);
-  // Completes the current attempt once no worker is alive: releases its resources, then emits
-  // PublishOutputs (a success with outputs) or goes on to CompleteAttempt.
-  void FinishAttempt(model::Job& job, TimeMs now, Step& step);
-  // Ends the current, finished (and, with outputs, published) attempt: discards the staging of
-  // an attempt that did not succeed, then requeues, retries or moves the job to its terminal
-  // state.
-  void CompleteAttempt(model::Job& job, TimeMs now, Step& step);
-  // Emits PublishOutputs for the job's current attempt.
-  void EmitPublish(const model::Job& job, Step& step) const;
-  sched::Placement PlacementOf(const model::Job& job) const;
-  void TryAllocate(model::Job& job);
-  // Stops a running job's workers to make room for `preemptor`; it queues again when they exit.
-  void Preempt(model::Job& victim, JobId preemptor, const std::string& reason, TimeMs now,
-               Step& step);
-  // What a job holding resources counts against the queue tree (nullopt: its queue is not in
-  // the policy; it runs uncharged).
-  std::optional<sched::Charge> ChargeOf(const model::Job& job) const;
-  // Adds / removes a job's resources to / from the cluster's and the queue tree's bookkeeping;
-  // Hold charges `charge` (ChargeOf(job) when restoring) to the queue tree.
-  void Hold(model::Job& job, std::optional<sched::Charge> charge);
-  void Unhold(const model::Job& job);
-  // Writes (or rewrites) the running_ entry of holding `job` from its current attempt, its
-  // placement and its charge; call whenever one of them changes.
-  void Track(const model::Job& job);
-  // sched::CycleInput::history of `job` at `now`.
-  sched::JobHistory HistoryOf(const model::Job& job, TimeMs now) const;
 
   Options options_;
   model::Policy policy_;
-  sched::QueueTree queues_;
-  std::map<JobId, model::Job> jobs_;
-  std::map<NodeId, model::Node> nodes_;
-  sched::ClusterState cluster_;
-  std::int64_t next_id_ = 1;
-  std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
-  std::set<JobId> waiting_;                                // pending: dependencies not yet met
-  std::set<JobId> awaiting_inputs_;                        // waiting: inputs not all present
-  std::set<JobId> publishing_;  // running, workers exited 0, outputs being published
-  std::set<JobId> queued_;      // ready: waiting for placement
-  std::set<JobId> untried_;     // queued, not yet tried by a scheduling pass
-  bool capacity_freed_ = true;  // since the last full pass
+  JobTable jobs_;
+  // The cluster's free capacity and the queue tree's usage, with the jobs that hold them.
+  Holdings holdings_;
+  std::map<NodeId, model::Node> nodes_;  // every node added, lost ones included
+  std::set<NodeId> lost_;                // OnNodeLost, not upserted since; not in the cluster
+  bool capacity_freed_ = true;           // since the last full pass
   TimeMs last_full_cycle_ = 0;
-  std::set<JobId> unallocated_;  // restored with processes on nodes not registered yet
-  std::set<NodeId> lost_;        // OnNodeLost, not upserted since; not in cluster_
-  std::set<JobId> holding_;      // placed, starting or running: resources allocated
-  std::map<JobId, sched::Placement> placements_;  // of holding jobs: PlacementOf(job)
-  std::map<JobId, sched::Charge> charges_;        // of holding jobs whose queue is in the policy
-  std::set<JobId> stopping_;                      // victims whose workers are being stopped
-  std::map<JobId, std::set<JobId>> awaiting_;     // preemptor -> victims still stopping
+  std::set<JobId> stopping_;                   // victims whose workers are being stopped
+  std::map<JobId, std::set<JobId>> awaiting_;  // preemptor -> victims still stopping
   std::optional<sched::Reservation> reservation_;
   std::map<JobId, sched::Verdict> verdicts_;  // ready jobs: the last cycle's verdict
-
-  // The engine's view of the holding jobs (one entry each), in no particular order: the engine's
-  // results do not depend on it. Its pointers point into jobs_, placements_ and charges_. Kept
-  // by Track and Unhold, so that a pass does not rebuild it.
-  std::vector<sched::RunningJob> running_;
-  std::unordered_map<JobId, std::size_t> running_index_;  // job -> its position in running_
 };
 
 }  // namespace drover::control

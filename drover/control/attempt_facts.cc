@@ -1,0 +1,36 @@
+#include "drover/control/attempt_facts.h"
+
+#include <algorithm>
+
+namespace drover::control {
+
+using model::Attempt;
+using model::JobState;
+using model::WorkerState;
+
+bool WorkerAlive(const model::Worker& worker) {
+  return worker.state == WorkerState::kLaunched || worker.state == WorkerState::kRunning;
+}
+
+DurationMs RetryDelay(const model::RetryPolicy& retry, int next_number) {
+  DurationMs delay = retry.backoff_ms;
+  for (int i = 2; i < next_number && delay < kMillisPerHour; ++i) delay *= 2;
+  return std::min<DurationMs>(delay, std::max<DurationMs>(retry.backoff_ms, kMillisPerHour));
+}
+
+model::FailureKind FailureKindOf(const Attempt& attempt) {
+  if (model::WasPreempted(attempt)) return model::FailureKind::kPreempted;
+  if (attempt.outcome == JobState::kTimedOut) return model::FailureKind::kTimeout;
+  for (const model::Worker& worker : attempt.workers) {
+    if (worker.exit && worker.exit->node_lost) return model::FailureKind::kNodeLost;
+  }
+  return model::FailureKind::kExit;
+}
+
+TimeMs LastCheckpoint(const model::Job& job) {
+  TimeMs last = 0;
+  for (const Attempt& attempt : job.attempts) last = std::max(last, attempt.last_checkpoint_at);
+  return last;
+}
+
+}  // namespace drover::control

@@ -1,0 +1,128 @@
+// Controller, the explain part: why a job is where it is (Explain: the layer that holds it,
+// one sentence, an estimated start) and the queue tree with its pending counts (Queues).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "drover/common/quantity.h"
+#include "drover/control/controller.h"
+
+namespace drover::control {
+
+using model::Attempt;
+using model::Job;
+using model::JobState;
+using model::Worker;
+
+Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
+  const Job* job = Find(id);
+  if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
+  Explanation out;
+  out.state = job->state;
+  switch (job->state) {
+    case JobState::kPending: {
+      if (!job->status_message.empty()) {  // a sweep's concurrency or whole admission holds it
+        out.layer = "pipeline";
+        out.message = job->status_message;
+        break;
+      }
+      out.layer = "dependency";
+      std::string waiting;
+      for (JobId dep_id : job->dependencies) {
+        const Job& dep = jobs_.Get(dep_id);
+        if (model::IsTerminal(dep.state)) continue;
+        waiting += fmt::format("{}{} ({}, {})", waiting.empty() ? "" : ", ", dep.spec.name,
+                               dep_id.value(), model::JobStateName(dep.state));
+      }
+      out.message = "waiting for dependencies to finish: " + waiting;
+      break;
+    }
+    case JobState::kWaiting:
+      out.layer = "inputs";
+      out.message = job->status_message;
+      break;
+    case JobState::kReady:
+      if (job->not_before > now) {
+        out.layer = "backoff";
+        out.message =
+            fmt::format("retry backoff: attempt {} may start in {}", job->current_attempt()->number,
+                        FormatDuration(job->not_before - now));
+      } else if (auto verdict = verdicts_.find(id); verdict != verdicts_.end()) {
+        out.layer = verdict->second.layer;
+        out.message = verdict->second.message;
+        out.placement = verdict->second.placement;
+      } else {
+        out.layer = "node fit";
+        out.placement = sched::Explain(holdings_.cluster(), job->spec);
+        out.message = "not tried by a scheduling cycle yet; now: " + out.placement->Render();
+      }
+      if (reservation_ && reservation_->job == id) {
+        out.estimated_start = reservation_->start;
+      } else if (awaiting_.contains(id)) {
+        out.estimated_start = now + policy_.preemption_grace;  // victims are gone by then
+      } else {
+        out.estimated_start = sched::EstimateStart(holdings_.cluster(), holdings_.running(),
+                                                   job->spec, std::max(now, job->not_before));
+      }
+      break;
+    case JobState::kAdmitted:
+      if (model::IsExternal(*job->current_attempt())) {
+        // Admitted by Drover, queued in its executor: the engine's reason (e.g. Slurm's).
+        out.layer = "executor";
+        out.message = job->status_message;
+        break;
+      }
+      [[fallthrough]];
+    case JobState::kPlaced:
+    case JobState::kStarting:
+    case JobState::kRunning: {
+      out.layer = "running";
+      const Attempt& attempt = *job->current_attempt();
+      std::string where;
+      for (const Worker& worker : attempt.workers) {
+        std::string gpus;
+        for (int gpu : worker.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu);
+        where += fmt::format("{}worker {} on {}{}", where.empty() ? "" : "; ", worker.rank,
+                             worker.node.value(), gpus.empty() ? "" : " GPUs " + gpus);
+      }
+      out.message = fmt::format("attempt {} is {}: {}", attempt.number,
+                                model::JobStateName(job->state), where);
+      if (!job->status_message.empty()) out.message += " (" + job->status_message + ")";
+      break;
+    }
+    default:
+      out.layer = "finished";
+      out.message = fmt::format("{}{}", model::JobStateName(job->state),
+                                job->status_message.empty() ? "" : ": " + job->status_message);
+      break;
+  }
+  return out;
+}
+
+std::vector<QueueReport> Controller::Queues() const {
+  std::map<std::string, int> pending_by_leaf;
+  for (JobId id : jobs_.ready()) ++pending_by_leaf[jobs_.Get(id).spec.queue];
+  std::vector<QueueReport> reports;
+  for (sched::QueueStatus& status : holdings_.queues().Status()) {
+    QueueReport report;
+    report.status = std::move(status);
+    reports.push_back(std::move(report));
+  }
+  // A row counts the pending jobs of every leaf in its subtree (paths nest by "/").
+  for (const QueueReport& leaf : reports) {
+    if (!leaf.status.leaf) continue;
+    auto count = pending_by_leaf.find(leaf.status.name);
+    if (count == pending_by_leaf.end()) continue;
+    for (QueueReport& row : reports) {
+      const std::string& path = row.status.path;
+      if (leaf.status.path == path || leaf.status.path.rfind(path + "/", 0) == 0) {
+        row.pending_jobs += count->second;
+      }
+    }
+  }
+  return reports;
+}
+
+}  // namespace drover::control

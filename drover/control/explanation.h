@@ -1,0 +1,38 @@
+#pragma once
+
+// The controller's answers to "why is my job where it is" (Explanation) and "how are the queues
+// doing" (QueueReport): plain values, so that views (drover/api/views.h) need not include the
+// controller.
+
+#include <optional>
+#include <string>
+
+#include "drover/common/clock.h"
+#include "drover/model/job.h"
+#include "drover/sched/queues.h"
+#include "drover/sched/scheduler.h"
+
+namespace drover::control {
+
+// "Why is my job where it is": the state, the layer that holds it and one sentence.
+struct Explanation {
+  model::JobState state = model::JobState::kPending;
+  // "dependency", "backoff", "queue" (unknown queue), "quota", "concurrency limit",
+  // "fair share", "reservation", "gang size", "topology", "taint", "node fit", "preempting"
+  // (victims are stopping), "executor" (admitted, queued in an external executor: its reason),
+  // "running", "finished".
+  std::string layer;
+  std::string message;
+  std::optional<sched::PendingReason> placement;  // when the placement layer holds the job
+  // For a ready job: when it is expected to start, from running jobs' time limits; nullopt:
+  // unknown (something it waits for has no time limit).
+  std::optional<TimeMs> estimated_start;
+};
+
+// One row of `drover queues`.
+struct QueueReport {
+  sched::QueueStatus status;
+  int pending_jobs = 0;  // ready jobs of this queue's subtree waiting for placement
+};
+
+}  // namespace drover::control

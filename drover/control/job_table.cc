@@ -1,0 +1,93 @@
+#include "drover/control/job_table.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "drover/common/result.h"
+
+namespace drover::control {
+
+using model::Job;
+using model::JobState;
+
+std::set<JobId>* JobTable::IndexOf(JobState state) {
+  switch (state) {
+    case JobState::kPending:
+      return &pending_;
+    case JobState::kWaiting:
+      return &waiting_;
+    case JobState::kReady:
+      return &ready_;
+    default:
+      return nullptr;
+  }
+}
+
+Job& JobTable::Add(Job job) {
+  const JobId id = job.id;
+  DROVER_CHECK(!jobs_.contains(id));
+  next_id_ = std::max(next_id_, id.value() + 1);
+  if (!job.submission_key.empty()) submissions_[job.submission_key].push_back(id);
+  if (std::set<JobId>* index = IndexOf(job.state)) index->insert(id);
+  if (job.state == JobState::kReady) untried_.insert(id);
+  return jobs_[id] = std::move(job);
+}
+
+model::Transition JobTable::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now) {
+  DROVER_CHECK(model::IsAllowedTransition(job.state, to));
+  const model::Attempt* attempt = job.current_attempt();
+  model::Transition transition{job.id, attempt ? attempt->number : 0, job.state, to, now, cause};
+  if (std::set<JobId>* index = IndexOf(job.state)) index->erase(job.id);
+  if (job.state == JobState::kReady) untried_.erase(job.id);
+  if (to != JobState::kStarting && to != JobState::kRunning) publishing_.erase(job.id);
+  job.state = to;
+  if (std::set<JobId>* index = IndexOf(to)) index->insert(job.id);
+  if (to == JobState::kReady) untried_.insert(job.id);
+  if (model::IsTerminal(to)) job.finished_at = now;
+  return transition;
+}
+
+Job* JobTable::Find(JobId id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const Job* JobTable::Find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+Job& JobTable::Get(JobId id) {
+  Job* job = Find(id);
+  DROVER_CHECK(job != nullptr);
+  return *job;
+}
+
+const Job& JobTable::Get(JobId id) const {
+  const Job* job = Find(id);
+  DROVER_CHECK(job != nullptr);
+  return *job;
+}
+
+std::vector<const Job*> JobTable::RunJobs(JobId run) const {
+  std::vector<const Job*> jobs;
+  if (run == JobId()) return jobs;
+  for (auto it = jobs_.lower_bound(run); it != jobs_.end() && it->second.pipeline_run == run;
+       ++it) {
+    jobs.push_back(&it->second);
+  }
+  return jobs;
+}
+
+const std::vector<JobId>* JobTable::Submission(const std::string& submission_key) const {
+  auto it = submissions_.find(submission_key);
+  return it == submissions_.end() ? nullptr : &it->second;
+}
+
+void JobTable::StartPublishing(JobId id) {
+  const JobState state = Get(id).state;
+  DROVER_CHECK(state == JobState::kStarting || state == JobState::kRunning);
+  publishing_.insert(id);
+}
+
+}  // namespace drover::control

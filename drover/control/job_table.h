@@ -1,0 +1,97 @@
+#pragma once
+
+// JobTable: the controller's jobs with the indexes it keeps by state, and the one way a job's
+// state changes (MoveTo).
+//
+// Invariant, after any sequence of calls:
+//   - pending() holds exactly the jobs in state pending, waiting() those in waiting and ready()
+//     those in ready;
+//   - untried() is a subset of ready(): a job enters it each time it becomes ready and leaves it
+//     when a scheduling pass tries it (MarkTried) or when it leaves ready;
+//   - publishing() is a subset of the jobs in starting or running (their workers exited 0 and
+//     their outputs are being published); a job leaves it when it leaves those states;
+//   - next_id() is greater than every job's id, and Submission(key) lists the jobs added with
+//     that submission key, in the order they were added.
+// The indexes are kept by Add and MoveTo. Jobs are handed out mutable because the controller
+// edits their attempts, workers and messages, but a job's `state` must change only through
+// MoveTo: a state written directly would leave the indexes stale. Jobs are never removed, so a
+// pointer or reference to a job stays valid for the table's lifetime.
+//
+// Not thread-safe: the Controller that owns it serializes calls.
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/model/job.h"
+
+namespace drover::control {
+
+class JobTable {
+ public:
+  // Adds `job`, whose id must not be in the table (DROVER_CHECK), indexing it by its state and
+  // its submission key; records no transition. Returns the stored job.
+  model::Job& Add(model::Job job);
+
+  // Moves `job` (a job of this table) to `to`, which the lifecycle must allow from its state
+  // (DROVER_CHECK; model::IsAllowedTransition), keeping the indexes; a terminal state sets
+  // job.finished_at to `now`. Returns the transition to record (the current attempt's number, 0
+  // without one).
+  model::Transition MoveTo(model::Job& job, model::JobState to, const std::string& cause,
+                           TimeMs now);
+
+  // The job `id`, or nullptr when there is none.
+  model::Job* Find(JobId id);
+  const model::Job* Find(JobId id) const;
+  // The job `id`, which must exist (DROVER_CHECK).
+  model::Job& Get(JobId id);
+  const model::Job& Get(JobId id) const;
+  const std::map<JobId, model::Job>& jobs() const { return jobs_; }
+
+  // The jobs of pipeline run `run` (Job::pipeline_run) in id order: its ids are consecutive,
+  // starting at `run`. Empty for JobId() or a run that does not exist.
+  std::vector<const model::Job*> RunJobs(JobId run) const;
+
+  // The jobs added with `submission_key` (not empty), or nullptr if none was.
+  const std::vector<JobId>* Submission(const std::string& submission_key) const;
+  // The smallest id no job has yet: the id of the next new job.
+  std::int64_t next_id() const { return next_id_; }
+
+  // Jobs in state pending: dependencies not yet met.
+  const std::set<JobId>& pending() const { return pending_; }
+  // Jobs in state waiting: inputs not all present.
+  const std::set<JobId>& waiting() const { return waiting_; }
+  // Jobs in state ready: waiting for placement.
+  const std::set<JobId>& ready() const { return ready_; }
+  // Ready jobs not yet tried by a scheduling pass since they became ready.
+  const std::set<JobId>& untried() const { return untried_; }
+  // A scheduling pass tried `id`: it leaves untried().
+  void MarkTried(JobId id) { untried_.erase(id); }
+
+  // Starting or running jobs whose workers exited 0 and whose outputs are being published.
+  const std::set<JobId>& publishing() const { return publishing_; }
+  bool IsPublishing(JobId id) const { return publishing_.contains(id); }
+  // `id`, which must be starting or running (DROVER_CHECK), is publishing its outputs.
+  void StartPublishing(JobId id);
+  // `id` is no longer publishing; false if it was not.
+  bool EndPublishing(JobId id) { return publishing_.erase(id) > 0; }
+
+ private:
+  // The index of jobs in `state`, or nullptr for a state without one.
+  std::set<JobId>* IndexOf(model::JobState state);
+
+  std::map<JobId, model::Job> jobs_;
+  std::int64_t next_id_ = 1;
+  std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
+  std::set<JobId> pending_;
+  std::set<JobId> waiting_;
+  std::set<JobId> ready_;
+  std::set<JobId> untried_;
+  std::set<JobId> publishing_;
+};
+
+}  // namespace drover::control
