@@ -11,7 +11,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
-#include "drover/control/controller.h"
+#include "drover/control/explanation.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/metrics.h"
