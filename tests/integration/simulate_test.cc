@@ -92,6 +92,19 @@ TEST_F(Simulate, InvalidPolicyFilePrintsItsDiagnostics) {
   EXPECT_THAT(run.err, HasSubstr("bad-policy.yaml:2:"));  // a diagnostic with its position
 }
 
+TEST_F(Simulate, APolicyWithASlurmQueueIsRefusedNamingTheQueue) {
+  // It aborted with std::bad_variant_access (exit 134) before effects were dispatched by type.
+  WriteDroverTrace();
+  WriteFile(dir_.Sub("slurm-policy.yaml"),
+            "kind: Policy\n"
+            "queues:\n"
+            "  - name: default\n"
+            "    executor: slurm\n");
+  std::vector<std::string> args = DroverArgs();
+  args.insert(args.end(), {"--policy", dir_.Sub("slurm-policy.yaml")});
+  ExpectInputError(Run(args), "queue 'default' hands its jobs to slurm (executor: slurm)");
+}
+
 TEST_F(Simulate, FromServerNeedsAWindowAndAnExistingDataDir) {
   WriteFile(dir_.Sub("new.yaml"), "kind: Policy\norder: fifo\n");
   ExpectInputError(
