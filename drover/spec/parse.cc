@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "drover/common/quantity.h"
+#include "drover/spec/job_graph.h"
 #include "drover/spec/job_parser.h"
+#include "drover/spec/job_sweep.h"
 #include "drover/spec/suggest.h"
 #include "drover/spec/yaml_reader.h"
 #include "drover/workflow/cron.h"

@@ -115,6 +115,15 @@ std::optional<Value> Fields::Get(const std::string& key) const {
   return it->second;
 }
 
+void ReportMissing(const Fields& f, Pos parent, const std::string& prefix, const std::string& key,
+                   std::string_view message, Sink& sink) {
+  if (f.Written(key)) {
+    sink.Add(f.KeyPos(key), Child(prefix, key), "must not be empty");
+  } else {
+    sink.Add(parent, Child(prefix, key), std::string(message));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 std::optional<std::string> ReadString(const Value& v, Sink& sink) {
