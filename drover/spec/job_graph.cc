@@ -34,10 +34,10 @@ std::optional<model::DependencyCondition> ReadCondition(const Value& v, Sink& si
   if (!name) return std::nullopt;
   if (auto condition = model::ParseDependencyCondition(*name)) return condition;
   static const std::vector<std::string> kNames = {"succeeded", "failed", "done", "skipped"};
-  std::string message = fmt::format("unknown condition '{}'", *name);
-  if (auto s = Suggest(*name, kNames)) message += fmt::format(" (did you mean '{}'?)", *s);
-  message += "; expected succeeded, failed, done or skipped";
-  sink.Add(v.pos, v.path, std::move(message));
+  sink.Add(v.pos, v.path,
+           fmt::format("unknown condition '{}'", *name) +
+               DidYouMean(*name, kNames, "expected succeeded, failed, done or skipped",
+                          HintForm::kAsideThenExpected));
   return std::nullopt;
 }
 
@@ -113,7 +113,7 @@ std::vector<std::vector<std::size_t>> ResolveDependencies(
                 ? fmt::format("unknown stage '{}' (dependencies name stages of the same pipeline)",
                               name)
                 : fmt::format("unknown job '{}' (dependencies name jobs in the same file)", name);
-        if (auto s = Suggest(name, names)) message += fmt::format("; did you mean '{}'?", *s);
+        message += DidYouMean(name, names, "", HintForm::kSuggestionOrExpected);
         sink.Add(dep.pos, dep.path, std::move(message));
         continue;
       }
@@ -203,7 +203,7 @@ void CheckOutputUses(const std::vector<ParsedJob>& jobs,
       auto it = by_name.find(use.stage);
       if (it == by_name.end()) {
         std::string message = fmt::format("unknown {} '{}'", what, use.stage);
-        if (auto s = Suggest(use.stage, names)) message += fmt::format("; did you mean '{}'?", *s);
+        message += DidYouMean(use.stage, names, "", HintForm::kSuggestionOrExpected);
         sink.Add(use.pos, use.path, std::move(message));
         continue;
       }
@@ -223,13 +223,9 @@ void CheckOutputUses(const std::vector<ParsedJob>& jobs,
       if (std::find(outputs.begin(), outputs.end(), use.output) == outputs.end()) {
         std::string message =
             fmt::format("{} '{}' has no output '{}'", what, use.stage, use.output);
-        if (outputs.empty()) {
-          message += "; it declares none";
-        } else if (auto s = Suggest(use.output, outputs)) {
-          message += fmt::format("; did you mean '{}'?", *s);
-        } else {
-          message += fmt::format("; it declares {}", Join(outputs, ", "));
-        }
+        message += DidYouMean(use.output, outputs,
+                              "it declares " + (outputs.empty() ? "none" : Join(outputs, ", ")),
+                              HintForm::kSuggestionOrExpected);
         sink.Add(use.pos, use.path, std::move(message));
         continue;
       }

@@ -287,20 +287,18 @@ void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink) {
       return;
     }
     const auto& names = model::PriorityClassNames();
-    std::string message = fmt::format("unknown priority class '{}'", *name);
-    if (auto suggestion = Suggest(*name, names)) {
-      message += fmt::format(" (did you mean '{}'?)", *suggestion);
-    }
-    message += fmt::format("; valid classes are {}", Join(names, ", "));
-    sink.Add(v->pos, v->path, std::move(message));
+    sink.Add(v->pos, v->path,
+             fmt::format("unknown priority class '{}'", *name) +
+                 DidYouMean(*name, names, "valid classes are " + Join(names, ", "),
+                            HintForm::kAsideThenExpected));
   }
 }
 
 std::string UnsupportedKindMessage(std::string_view kind) {
   static const std::vector<std::string> kKinds = {"Job", "Pipeline", "CronJob"};
-  std::string message = fmt::format("unsupported kind '{}'", kind);
-  if (auto s = Suggest(kind, kKinds)) message += fmt::format(" (did you mean '{}'?)", *s);
-  return message + "; expected Job, Pipeline or CronJob";
+  return fmt::format("unsupported kind '{}'", kind) +
+         DidYouMean(kind, kKinds, "expected Job, Pipeline or CronJob",
+                    HintForm::kAsideThenExpected);
 }
 
 }  // namespace drover::spec::internal

@@ -52,12 +52,12 @@ void ReadTopology(const Value& v, model::JobSpec& spec, Sink& sink) {
         required = false;
       } else if (*mode != "required") {
         static const std::vector<std::string> kModes = {"required", "preferred"};
-        std::string message = fmt::format("unknown mode '{}'", *mode);
-        if (auto s = Suggest(*mode, kModes)) message += fmt::format(" (did you mean '{}'?)", *s);
-        message +=
-            "; expected required (every worker in one domain, or wait) or preferred (one "
-            "domain when one has room, else anywhere)";
-        sink.Add(q->pos, q->path, std::move(message));
+        sink.Add(q->pos, q->path,
+                 fmt::format("unknown mode '{}'", *mode) +
+                     DidYouMean(*mode, kModes,
+                                "expected required (every worker in one domain, or wait) or "
+                                "preferred (one domain when one has room, else anywhere)",
+                                HintForm::kAsideThenExpected));
       }
     }
   }
@@ -146,13 +146,12 @@ std::optional<model::Toleration> ReadToleration(const Value& v, Sink& sink) {
       } else if (*effect == "NoExecute") {
         t.effect = model::TaintEffect::kNoExecute;
       } else {
-        std::string message = fmt::format("unknown effect '{}'", *effect);
-        if (auto s = Suggest(*effect, kEffects))
-          message += fmt::format(" (did you mean '{}'?)", *s);
-        message +=
-            "; expected NoSchedule, PreferNoSchedule or NoExecute, or leave it out to "
-            "tolerate every effect";
-        sink.Add(q->pos, q->path, std::move(message));
+        sink.Add(q->pos, q->path,
+                 fmt::format("unknown effect '{}'", *effect) +
+                     DidYouMean(*effect, kEffects,
+                                "expected NoSchedule, PreferNoSchedule or NoExecute, or leave "
+                                "it out to tolerate every effect",
+                                HintForm::kAsideThenExpected));
       }
     }
   }

@@ -30,9 +30,10 @@ void ReadFailureKinds(const Value& v, model::RetryPolicy& retry, Sink& sink) {
     if (!name) continue;
     std::optional<model::FailureKind> kind = model::ParseFailureKind(*name);
     if (!kind) {
-      std::string message = fmt::format("unknown failure kind '{}'", *name);
-      if (auto s = Suggest(*name, kNames)) message += fmt::format(" (did you mean '{}'?)", *s);
-      sink.Add(item.pos, item.path, message + "; expected exit, node_lost, preempted or timeout");
+      sink.Add(item.pos, item.path,
+               fmt::format("unknown failure kind '{}'", *name) +
+                   DidYouMean(*name, kNames, "expected exit, node_lost, preempted or timeout",
+                              HintForm::kAsideThenExpected));
     } else if (std::find(kinds.begin(), kinds.end(), *kind) != kinds.end()) {
       sink.Add(item.pos, item.path, fmt::format("duplicate failure kind '{}'", *name));
     } else {

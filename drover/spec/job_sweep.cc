@@ -119,9 +119,10 @@ class SweepReader {
           trial.maximize = *goal == "maximize";
         } else {
           static const std::vector<std::string> kGoals = {"maximize", "minimize"};
-          std::string message = fmt::format("unknown goal '{}'", *goal);
-          if (auto s = Suggest(*goal, kGoals)) message += fmt::format(" (did you mean '{}'?)", *s);
-          sink_.Add(q->pos, q->path, message + "; expected maximize or minimize");
+          sink_.Add(q->pos, q->path,
+                    fmt::format("unknown goal '{}'", *goal) +
+                        DidYouMean(*goal, kGoals, "expected maximize or minimize",
+                                   HintForm::kAsideThenExpected));
         }
       }
     }
@@ -379,10 +380,9 @@ void CheckObjective(const SweepFields& sweep, const ParsedJob& job, Sink& sink) 
       return;
     }
   }
-  std::string message =
-      fmt::format("unknown output '{}' (the metric is a value output of this stage)", metric);
-  if (auto s = Suggest(metric, names)) message += fmt::format("; did you mean '{}'?", *s);
-  sink.Add(sweep.metric->pos, sweep.metric->path, std::move(message));
+  sink.Add(sweep.metric->pos, sweep.metric->path,
+           fmt::format("unknown output '{}' (the metric is a value output of this stage)", metric) +
+               DidYouMean(metric, names, "", HintForm::kSuggestionOrExpected));
 }
 
 std::vector<model::JobSpec> ExpandGroup(std::vector<ParsedJob>& jobs, const std::string& base_dir) {

@@ -38,13 +38,11 @@ void CheckReference(const Reference& ref, const Value& v, TemplateScope scope,
   if (ref.kind == Reference::Kind::kMatrix && job.matrix &&
       std::find(ctx.sweep.params.begin(), ctx.sweep.params.end(), ref.param) ==
           ctx.sweep.params.end()) {
-    std::string message = fmt::format("unknown matrix parameter '{}' in {}", ref.param, ref.text);
-    if (auto s = Suggest(ref.param, ctx.sweep.params)) {
-      message += fmt::format("; did you mean '{}'?", *s);
-    } else {
-      message += fmt::format("; the matrix has {}", Join(ctx.sweep.params, ", "));
-    }
-    ctx.sink.Add(v.pos, v.path, std::move(message));
+    ctx.sink.Add(v.pos, v.path,
+                 fmt::format("unknown matrix parameter '{}' in {}", ref.param, ref.text) +
+                     DidYouMean(ref.param, ctx.sweep.params,
+                                "the matrix has " + Join(ctx.sweep.params, ", "),
+                                HintForm::kSuggestionOrExpected));
   }
 }
 

@@ -83,17 +83,10 @@ Fields::Fields(const YAML::Node& map, const std::string& prefix,
     const std::string& name = key.Scalar();
     const std::string path = Child(prefix, name);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string message = fmt::format("unknown field '{}'", name);
-      std::optional<std::string> suggestion = Suggest(name, known);
-      if (!suggestion) {
-        if (auto alias = aliases.find(name); alias != aliases.end()) suggestion = alias->second;
-      }
-      if (suggestion) {
-        message += fmt::format("; did you mean '{}'?", *suggestion);
-      } else {
-        message += fmt::format("; expected one of: {}", Join(known, ", "));
-      }
-      sink.Add(key_pos, path, std::move(message));
+      sink.Add(key_pos, path,
+               fmt::format("unknown field '{}'", name) +
+                   DidYouMean(name, known, "expected one of: " + Join(known, ", "),
+                              HintForm::kSuggestionOrExpected, aliases));
       continue;
     }
     if (present_.count(name) > 0) {
