@@ -8,10 +8,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "drover/agent/gpu/declared.h"
 #include "drover/agent/gpu/nvml.h"
+#include "drover/agent/local_node.h"
 #include "drover/agent/local_runtime.h"
-#include "drover/agent/node_file.h"
+#include "drover/spec/gpu_declaration.h"
+#include "drover/spec/node_file.h"
 
 namespace drover::server {
 namespace {
@@ -36,7 +37,7 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
     if (!in) return InvalidArgument(fmt::format("--nodes: cannot read {}", flags.nodes_file));
     std::ostringstream text;
     text << in.rdbuf();
-    auto parsed = agent::ParseNodeFile(text.str(), flags.nodes_file);
+    auto parsed = spec::ParseNodeFile(text.str(), flags.nodes_file);
     if (!parsed) return tl::unexpected(parsed.error());
     nodes = *std::move(parsed);
   } else {
@@ -56,7 +57,7 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
       }
     }
     if (!declaration.empty()) {
-      auto declared = agent::ParseGpuDeclaration(declaration);
+      auto declared = spec::ParseGpuDeclaration(declaration);
       if (!declared) {
         return InvalidArgument("--gpus: " + declared.error().message);
       }

@@ -1,9 +1,13 @@
 #pragma once
 
 // Reading one job mapping (a `kind: Job` document, a pipeline stage, a cron job's `job:`) into a
-// model::JobSpec, and the checks across the jobs of one file or the stages of one pipeline
-// (names, dependencies, cycles, references to upstream outputs), then the expansion of sweep
-// stages into trials. Internal to drover/spec; parse.cc drives it per document.
+// model::JobSpec: ParseJob reads the fields common to every job (kind, name, owner, team, queue,
+// priority, image, command or script, working_dir, env, workers) and hands each other field
+// group to its reader: job_resources.h (resources, placement), job_sweep.h (a stage's matrix
+// and objective), job_graph.h (depends_on, if, inputs, outputs), job_retry.h (timeout, retry,
+// checkpoint_dir, resume), with the templates of every field checked by job_templates.h.
+// parse.cc drives it per document, then checks each group (CheckGroup, job_graph.h) and expands
+// its sweeps (ExpandGroup, job_sweep.h). Internal to drover/spec.
 
 #include <yaml-cpp/yaml.h>
 
@@ -60,24 +64,11 @@ struct ParsedJob {
 ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm form,
                    const model::JobSpec& base, const ParseOptions& options, Sink& sink);
 
-// A required field `key` of `f` (a mapping at `prefix`) that is absent (reported at `parent` with
-// `message`) or empty (at its key: "must not be empty").
-void ReportMissing(const Fields& f, Pos parent, const std::string& prefix, const std::string& key,
-                   std::string_view message, Sink& sink);
-
 // owner, team, queue and priority of `f` into `spec` (a job's, or a pipeline's defaults).
 void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink);
 
 // "unsupported kind 'Jb' (did you mean 'Job'?); expected Job, Pipeline or CronJob".
 std::string UnsupportedKindMessage(std::string_view kind);
-
-// The jobs of one file (`pipeline` false) or the stages of one pipeline: checks names,
-// dependencies (adding those inputs imply), cycles and output uses, reporting to `sink`.
-void CheckGroup(std::vector<ParsedJob>& jobs, bool pipeline, Sink& sink);
-
-// The job specs of a checked group, in order: one per job or stage, one per trial of a sweep
-// (named STAGE.N, templates of its parameters replaced). Moves the specs out of `jobs`.
-std::vector<model::JobSpec> ExpandGroup(std::vector<ParsedJob>& jobs, const std::string& base_dir);
 
 // base_dir / path, lexically normalized, without a trailing slash; `path` as written when
 // base_dir is empty. The file system is not read.

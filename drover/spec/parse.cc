@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "drover/common/quantity.h"
+#include "drover/spec/job_graph.h"
 #include "drover/spec/job_parser.h"
+#include "drover/spec/job_sweep.h"
 #include "drover/spec/suggest.h"
 #include "drover/spec/yaml_reader.h"
 #include "drover/workflow/cron.h"
@@ -57,9 +59,10 @@ std::optional<std::string> ReadChoice(const Value& v, std::string_view what,
   std::optional<std::string> name = ReadString(v, sink);
   if (!name) return std::nullopt;
   if (std::find(names.begin(), names.end(), *name) != names.end()) return name;
-  std::string message = fmt::format("unknown {} '{}'", what, *name);
-  if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
-  sink.Add(v.pos, v.path, fmt::format("{}; expected {}", message, internal::Join(names, ", ")));
+  sink.Add(v.pos, v.path,
+           fmt::format("unknown {} '{}'", what, *name) +
+               DidYouMean(*name, names, "expected " + internal::Join(names, ", "),
+                          HintForm::kAsideThenExpected));
   return std::nullopt;
 }
 

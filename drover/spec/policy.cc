@@ -225,10 +225,10 @@ class PolicyParser {
         return true;
       }
       std::vector<std::string> names = {"local", "slurm", "kubernetes"};
-      std::string message = fmt::format("unknown executor '{}'", *name);
-      if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
-      message += "; expected one of local, slurm, kubernetes";
-      sink_.Add(kind_value.pos, kind_value.path, std::move(message));
+      sink_.Add(kind_value.pos, kind_value.path,
+                fmt::format("unknown executor '{}'", *name) +
+                    DidYouMean(*name, names, "expected one of local, slurm, kubernetes",
+                               HintForm::kAsideThenExpected));
       return false;
     };
     if (v.node.IsScalar()) {
@@ -443,10 +443,10 @@ class PolicyParser {
     for (model::Scoring scoring : model::AllScorings()) {
       names.emplace_back(model::ScoringName(scoring));
     }
-    std::string message = fmt::format("unknown scoring '{}'", *name);
-    if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
-    message += fmt::format("; expected one of {}", Join(names, ", "));
-    sink_.Add(v.pos, v.path, std::move(message));
+    sink_.Add(v.pos, v.path,
+              fmt::format("unknown scoring '{}'", *name) +
+                  DidYouMean(*name, names, "expected one of " + Join(names, ", "),
+                             HintForm::kAsideThenExpected));
   }
 
   void ReadOrder(const Value& v, model::Policy& policy) {
@@ -460,10 +460,10 @@ class PolicyParser {
     for (model::QueueOrder order : model::AllQueueOrders()) {
       names.emplace_back(model::QueueOrderName(order));
     }
-    std::string message = fmt::format("unknown order '{}'", *name);
-    if (auto s = Suggest(*name, names)) message += fmt::format(" (did you mean '{}'?)", *s);
-    message += fmt::format("; expected one of {}", Join(names, ", "));
-    sink_.Add(v.pos, v.path, std::move(message));
+    sink_.Add(v.pos, v.path,
+              fmt::format("unknown order '{}'", *name) +
+                  DidYouMean(*name, names, "expected one of " + Join(names, ", "),
+                             HintForm::kAsideThenExpected));
   }
 
   // {thresholds: [GPU-seconds, ...]}: at least one, each a whole number of at least 1, each

@@ -1,5 +1,7 @@
 #include "drover/spec/suggest.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -55,6 +57,26 @@ std::optional<std::string> Suggest(std::string_view word,
     }
   }
   return best;
+}
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& choices,
+                       std::string_view expected, HintForm form,
+                       const std::map<std::string, std::string>& aliases) {
+  std::optional<std::string> suggestion = Suggest(word, choices);
+  if (!suggestion) {
+    if (auto alias = aliases.find(std::string(word)); alias != aliases.end()) {
+      suggestion = alias->second;
+    }
+  }
+  const std::string then = expected.empty() ? "" : fmt::format("; {}", expected);
+  if (!suggestion) return then;
+  switch (form) {
+    case HintForm::kAsideThenExpected:
+      return fmt::format(" (did you mean '{}'?){}", *suggestion, then);
+    case HintForm::kSuggestionOrExpected:
+      return fmt::format("; did you mean '{}'?", *suggestion);
+  }
+  return then;
 }
 
 }  // namespace drover::spec

@@ -33,5 +33,36 @@ TEST(Suggest, DoesNotSuggestForWordsShorterThanTheDistance) {
   EXPECT_EQ(Suggest("ab", {"cd"}), std::nullopt);
 }
 
+TEST(DidYouMean, AsAnAsideAlwaysSaysWhatIsExpected) {
+  const std::vector<std::string> goals = {"maximize", "minimize"};
+  EXPECT_EQ(
+      DidYouMean("maximise", goals, "expected maximize or minimize", HintForm::kAsideThenExpected),
+      " (did you mean 'maximize'?); expected maximize or minimize");
+  EXPECT_EQ(
+      DidYouMean("best", goals, "expected maximize or minimize", HintForm::kAsideThenExpected),
+      "; expected maximize or minimize");
+}
+
+TEST(DidYouMean, OtherwiseSaysWhatIsExpectedOnlyWithoutASuggestion) {
+  const std::vector<std::string> params = {"lr", "batch"};
+  EXPECT_EQ(
+      DidYouMean("bacth", params, "the matrix has lr, batch", HintForm::kSuggestionOrExpected),
+      "; did you mean 'batch'?");
+  EXPECT_EQ(DidYouMean("seed", params, "the matrix has lr, batch", HintForm::kSuggestionOrExpected),
+            "; the matrix has lr, batch");
+  EXPECT_EQ(DidYouMean("seed", params, "", HintForm::kSuggestionOrExpected), "");
+}
+
+TEST(DidYouMean, SuggestsAnAliasOnlyWhenNoChoiceIsClose) {
+  const std::vector<std::string> keys = {"command", "env"};
+  const std::map<std::string, std::string> aliases = {{"cmd", "command"}, {"envs", "image"}};
+  EXPECT_EQ(DidYouMean("cmd", keys, "expected one of: command, env",
+                       HintForm::kSuggestionOrExpected, aliases),
+            "; did you mean 'command'?");
+  EXPECT_EQ(DidYouMean("envs", keys, "expected one of: command, env",
+                       HintForm::kSuggestionOrExpected, aliases),
+            "; did you mean 'env'?");
+}
+
 }  // namespace
 }  // namespace drover::spec

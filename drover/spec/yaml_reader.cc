@@ -83,17 +83,10 @@ Fields::Fields(const YAML::Node& map, const std::string& prefix,
     const std::string& name = key.Scalar();
     const std::string path = Child(prefix, name);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string message = fmt::format("unknown field '{}'", name);
-      std::optional<std::string> suggestion = Suggest(name, known);
-      if (!suggestion) {
-        if (auto alias = aliases.find(name); alias != aliases.end()) suggestion = alias->second;
-      }
-      if (suggestion) {
-        message += fmt::format("; did you mean '{}'?", *suggestion);
-      } else {
-        message += fmt::format("; expected one of: {}", Join(known, ", "));
-      }
-      sink.Add(key_pos, path, std::move(message));
+      sink.Add(key_pos, path,
+               fmt::format("unknown field '{}'", name) +
+                   DidYouMean(name, known, "expected one of: " + Join(known, ", "),
+                              HintForm::kSuggestionOrExpected, aliases));
       continue;
     }
     if (present_.count(name) > 0) {
@@ -113,6 +106,15 @@ std::optional<Value> Fields::Get(const std::string& key) const {
   auto it = values_.find(key);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+void ReportMissing(const Fields& f, Pos parent, const std::string& prefix, const std::string& key,
+                   std::string_view message, Sink& sink) {
+  if (f.Written(key)) {
+    sink.Add(f.KeyPos(key), Child(prefix, key), "must not be empty");
+  } else {
+    sink.Add(parent, Child(prefix, key), std::string(message));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

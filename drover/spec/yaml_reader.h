@@ -84,6 +84,11 @@ class Fields {
   std::map<std::string, Value> values_;
 };
 
+// A required field `key` of `f` (a mapping at `prefix`) that is absent (reported at `parent` with
+// `message`) or empty (at its key: "must not be empty").
+void ReportMissing(const Fields& f, Pos parent, const std::string& prefix, const std::string& key,
+                   std::string_view message, Sink& sink);
+
 // ---------------------------------------------------------------------------------------------
 // Typed readers. Each reports its own errors and returns nullopt on any.
 

@@ -4,12 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "drover/common/quantity.h"
-
 namespace drover::agent {
 namespace {
-
-constexpr std::int64_t kGi = std::int64_t{1} << 30;
 
 std::vector<std::string_view> SplitWords(std::string_view text) {
   std::vector<std::string_view> words;
@@ -64,33 +60,6 @@ std::string NormalizeGpuModel(std::string_view full_name) {
     return std::string(first) + std::string(CutAtDash(words[i + 1]));
   }
   return std::string(first);
-}
-
-std::optional<std::int64_t> DefaultGpuMemoryBytes(std::string_view model) {
-  if (model == "H100") return 80 * kGi;
-  if (model == "H200") return 141 * kGi;
-  if (model == "A100") return 80 * kGi;
-  if (model == "V100") return 16 * kGi;
-  if (model == "L4") return 24 * kGi;
-  return std::nullopt;
-}
-
-Result<std::int64_t> ParseGpuMemory(std::string_view text) {
-  std::string spelled(text);
-  while (!spelled.empty() && std::isspace(static_cast<unsigned char>(spelled.back()))) {
-    spelled.pop_back();
-  }
-  for (std::string_view unit : {"GB", "TB", "G", "T"}) {
-    if (spelled.size() > unit.size() && spelled.ends_with(unit) &&
-        std::isdigit(static_cast<unsigned char>(spelled[spelled.size() - unit.size() - 1]))) {
-      spelled.replace(spelled.size() - unit.size(), unit.size(), std::string(1, unit[0]) + "i");
-      break;
-    }
-  }
-  auto bytes = ParseBytes(spelled);
-  if (!bytes) return tl::unexpected(bytes.error());
-  if (*bytes <= 0) return InvalidArgument("GPU memory must be positive");
-  return *bytes;
 }
 
 }  // namespace drover::agent

@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "drover/agent/node_file.h"
 #include "drover/agent/worker_files.h"
 #include "drover/sim/trace/csv.h"
 #include "drover/sim/trace/load_util.h"
+#include "drover/spec/node_file.h"
 
 namespace drover::sim {
 namespace {
@@ -336,7 +336,7 @@ Result<std::vector<TraceJob>> LoadTiresiasJobs(const std::string& path, int gpus
 
 Result<std::vector<model::Node>> LoadClusterFile(const std::string& path) {
   DROVER_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
-  return agent::ParseNodeFile(text, path);
+  return spec::ParseNodeFile(text, path);
 }
 
 }  // namespace drover::sim

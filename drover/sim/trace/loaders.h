@@ -66,7 +66,7 @@ Result<std::vector<model::Node>> LoadTiresiasCluster(const std::string& path);
 // gpus_per_node < 1 is kInvalidArgument. Jobs are sorted by submit (stable).
 Result<std::vector<TraceJob>> LoadTiresiasJobs(const std::string& path, int gpus_per_node);
 
-// Drover's YAML node file, parsed by agent::ParseNodeFile (its format and errors).
+// Drover's YAML node file, parsed by spec::ParseNodeFile (its format and errors).
 Result<std::vector<model::Node>> LoadClusterFile(const std::string& path);
 
 // Drover's job trace: CSV with a header (path ending in .csv) or JSON Lines (.jsonl: one object

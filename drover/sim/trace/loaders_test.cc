@@ -284,7 +284,9 @@ TEST(LoadClusterFile, ReportsErrorsOfTheNodeFileParser) {
   auto nodes = LoadClusterFile(path);
   ASSERT_FALSE(nodes);
   EXPECT_EQ(nodes.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_THAT(nodes.error().message, StartsWith(path + ":"));
+  EXPECT_EQ(nodes.error().message, "1 error in " + path);
+  ASSERT_EQ(nodes.error().details.size(), 1u);
+  EXPECT_THAT(nodes.error().details[0], StartsWith(path + ":"));
 }
 
 // ---------------------------------------------------------------------------------------------

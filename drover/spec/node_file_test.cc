@@ -1,4 +1,4 @@
-#include "drover/agent/node_file.h"
+#include "drover/spec/node_file.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace drover::agent {
+namespace drover::spec {
 namespace {
 
 using ::testing::ElementsAre;
@@ -129,18 +129,22 @@ TEST(ParseNodeFile, ReportsSharingErrorsWithPositions) {
   EXPECT_THAT(
       nodes.error().details,
       ElementsAre(
-          "n.yaml:6:32: unknown GPU sharing mode 'sliced' (expected exclusive, timeslice or mig)",
-          "n.yaml:7:23: a MIG layout ('mig') needs sharing: mig",
-          "n.yaml:8:32: a GPU with sharing: mig needs its MIG layout, e.g. mig: {3g.40gb: 2, "
-          "1g.10gb: 1}",
-          "n.yaml:9:42: the MIG layout uses 8 compute slices; a GPU has 7",
-          "n.yaml:10:43: '1g10gb' is not a MIG profile: write <compute slices>g.<memory>gb, e.g. "
-          "1g.10gb or 3g.40gb",
-          "n.yaml:10:63: MIG instance count of '2g.20gb' must be an integer from 1 to 7",
-          "n.yaml:10:75: MIG instance count of '1g.10gb' must be an integer from 1 to 7",
-          "n.yaml:11:42: mig is a map of MIG profiles to instance counts, e.g. {3g.40gb: 2, "
-          "1g.10gb: 1}",
-          "n.yaml:12:55: duplicate MIG profile '1g.10gb'"));
+          "n.yaml:6:32: error: nodes[0].gpus[0].sharing: unknown GPU sharing mode 'sliced' "
+          "(expected exclusive, timeslice or mig)",
+          "n.yaml:7:23: error: nodes[0].gpus[1].mig: a MIG layout ('mig') needs sharing: mig",
+          "n.yaml:8:32: error: nodes[0].gpus[2].sharing: a GPU with sharing: mig needs its MIG "
+          "layout, e.g. mig: {3g.40gb: 2, 1g.10gb: 1}",
+          "n.yaml:9:42: error: nodes[0].gpus[3].mig: the MIG layout uses 8 compute slices; a GPU "
+          "has 7",
+          "n.yaml:10:43: error: nodes[0].gpus[4].mig: '1g10gb' is not a MIG profile: write "
+          "<compute slices>g.<memory>gb, e.g. 1g.10gb or 3g.40gb",
+          "n.yaml:10:63: error: nodes[0].gpus[4].mig: MIG instance count of '2g.20gb' must be an "
+          "integer from 1 to 7",
+          "n.yaml:10:75: error: nodes[0].gpus[4].mig: MIG instance count of '1g.10gb' must be an "
+          "integer from 1 to 7",
+          "n.yaml:11:42: error: nodes[0].gpus[5].mig: mig is a map of MIG profiles to instance "
+          "counts, e.g. {3g.40gb: 2, 1g.10gb: 1}",
+          "n.yaml:12:55: error: nodes[0].gpus[6].mig: duplicate MIG profile '1g.10gb'"));
 }
 
 TEST(ParseNodeFile, ReadsTheSharingExample) {
@@ -201,48 +205,47 @@ TEST(ParseNodeFile, ReportsEveryErrorWithFileLineAndColumn) {
   EXPECT_EQ(nodes.error().code, ErrorCode::kInvalidArgument);
   const auto& d = nodes.error().details;
   ASSERT_EQ(d.size(), 6u) << nodes.error().ToString();
-  EXPECT_THAT(d[0], HasSubstr("cluster.yaml:3:10: cpu 'lots'"));
-  EXPECT_THAT(d[1], HasSubstr("cluster.yaml:5:11: GPU entry 1 '2xV100-16XB' (column 1)"));
-  EXPECT_THAT(d[2], HasSubstr("cluster.yaml:10:5: unknown node key 'colour'"));
-  EXPECT_THAT(d[3], HasSubstr("cluster.yaml:9:14: unknown taint effect 'Sometimes'"));
-  EXPECT_THAT(d[4], HasSubstr("cluster.yaml:11:5: missing required field 'name'"));
-  EXPECT_THAT(d[5], HasSubstr("cluster.yaml:13:5: duplicate node name 'a'"));
-  EXPECT_EQ(nodes.error().message, d[0]);
+  // In position order, each naming its field.
+  EXPECT_THAT(d[0], HasSubstr("cluster.yaml:3:10: error: nodes[0].cpu: cpu 'lots'"));
+  EXPECT_THAT(d[1], HasSubstr("cluster.yaml:5:11: error: nodes[0].gpus: GPU entry 1 "
+                              "'2xV100-16XB' (column 1)"));
+  EXPECT_THAT(d[2], HasSubstr("cluster.yaml:9:14: error: nodes[1].taints[0]: unknown taint "
+                              "effect 'Sometimes'"));
+  EXPECT_THAT(d[3],
+              HasSubstr("cluster.yaml:10:5: error: nodes[1].colour: unknown node key 'colour'"));
+  EXPECT_THAT(d[4], HasSubstr("cluster.yaml:11:5: error: nodes[2].name: missing required field "
+                              "'name'"));
+  EXPECT_THAT(d[5], HasSubstr("cluster.yaml:13:5: error: nodes[3].name: duplicate node name 'a'"));
+  EXPECT_EQ(nodes.error().message, "6 errors in cluster.yaml");
 }
 
 TEST(ParseNodeFile, SyntaxErrorsHavePositions) {
   auto nodes = ParseNodeFile("nodes:\n  - name: [a\n", "bad.yaml");
   ASSERT_FALSE(nodes);
-  EXPECT_THAT(nodes.error().message, ::testing::StartsWith("bad.yaml:"));
-  EXPECT_THAT(nodes.error().message, ::testing::MatchesRegex("bad\\.yaml:[0-9]+:[0-9]+: .*"));
+  EXPECT_EQ(nodes.error().message, "1 error in bad.yaml");
+  ASSERT_EQ(nodes.error().details.size(), 1u);
+  EXPECT_THAT(nodes.error().details[0],
+              ::testing::MatchesRegex("bad\\.yaml:[0-9]+:[0-9]+: error: .*"));
 }
 
 TEST(ParseNodeFile, RejectsWrongShapes) {
   auto not_a_map = ParseNodeFile("- a\n- b\n", "f.yaml");
   ASSERT_FALSE(not_a_map);
-  EXPECT_THAT(not_a_map.error().message, HasSubstr("f.yaml:1:1: a node file is a map"));
+  EXPECT_THAT(not_a_map.error().details,
+              ElementsAre(HasSubstr("f.yaml:1:1: error: a node file is a map")));
 
   auto missing = ParseNodeFile("machines: []\n", "f.yaml");
   ASSERT_FALSE(missing);
-  EXPECT_THAT(missing.error().message, HasSubstr("unknown top-level key 'machines'"));
+  EXPECT_THAT(missing.error().details,
+              ::testing::Contains(HasSubstr("machines: unknown top-level key 'machines'")));
 
   auto gpu_list = ParseNodeFile(
       "nodes:\n  - {name: x, cpu: 1, memory: 1Gi, gpus: [{model: Z9, count: 2}]}\n", "f.yaml");
   ASSERT_FALSE(gpu_list);
-  EXPECT_THAT(gpu_list.error().message, HasSubstr("f.yaml:2:43: GPU model 'Z9' has no default"));
-}
-
-TEST(LocalNode, DescribesThisMachine) {
-  model::Gpu gpu;
-  gpu.model = "H100";
-  model::Node node = LocalNode("here", {gpu});
-  EXPECT_EQ(node.name, NodeId("here"));
-  EXPECT_GE(node.cpu_millis, 1000);
-  EXPECT_EQ(node.cpu_millis % 1000, 0);
-  EXPECT_GT(node.memory_bytes, 0);
-  EXPECT_EQ(node.address, "127.0.0.1");
-  ASSERT_EQ(node.gpus.size(), 1u);
+  EXPECT_THAT(gpu_list.error().details,
+              ElementsAre(HasSubstr("f.yaml:2:43: error: nodes[0].gpus[0]: GPU model 'Z9' has no "
+                                    "default")));
 }
 
 }  // namespace
-}  // namespace drover::agent
+}  // namespace drover::spec

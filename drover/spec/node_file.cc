@@ -1,7 +1,6 @@
-#include "drover/agent/node_file.h"
+#include "drover/spec/node_file.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -10,41 +9,33 @@
 #include <string>
 #include <utility>
 
-#include "drover/agent/gpu/declared.h"
-#include "drover/agent/gpu/gpu_model.h"
-#include "drover/codec/json.h"
 #include "drover/common/quantity.h"
 #include "drover/model/mig.h"
+#include "drover/spec/gpu_declaration.h"
+#include "drover/spec/yaml_reader.h"
 
-namespace drover::agent {
+namespace drover::spec {
 namespace {
 
 constexpr int kMaxGpusPerEntry = 4096;
 
-// Collects "FILE:LINE:COL: message" diagnostics.
+// Reports to the spec parsers' sink: each problem at a YAML position, under the field path of
+// the mapping being read ("nodes[1].gpus[0]"), as "FILE:LINE:COL: error: FIELD: message".
 class Diagnostics {
  public:
-  explicit Diagnostics(std::string_view file) : file_(file) {}
+  explicit Diagnostics(internal::Sink& sink) : sink_(sink) {}
 
-  void Add(const YAML::Mark& mark, std::string_view message) {
-    if (mark.is_null()) {
-      lines_.push_back(fmt::format("{}: {}", file_, message));
-    } else {
-      lines_.push_back(fmt::format("{}:{}:{}: {}", file_, mark.line + 1, mark.column + 1, message));
-    }
+  void Add(const YAML::Mark& mark, const std::string& field, std::string message) {
+    sink_.Add(internal::PosOf(mark), field, std::move(message));
   }
-  void Add(const YAML::Node& node, std::string_view message) { Add(node.Mark(), message); }
-
-  bool empty() const { return lines_.empty(); }
-  std::size_t size() const { return lines_.size(); }
-
-  tl::unexpected<Error> ToError() const {
-    return MakeError(ErrorCode::kInvalidArgument, lines_.front(), lines_);
+  void Add(const YAML::Node& node, const std::string& field, std::string message) {
+    Add(node.Mark(), field, std::move(message));
   }
+
+  std::size_t size() const { return sink_.size(); }
 
  private:
-  std::string file_;
-  std::vector<std::string> lines_;
+  internal::Sink& sink_;
 };
 
 // The mark of `key` inside `map` (the key itself), or of the map when the key is absent.
@@ -55,20 +46,22 @@ YAML::Mark KeyMark(const YAML::Node& map, std::string_view key) {
   return map.Mark();
 }
 
-bool CheckKeys(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
-               std::string_view what, Diagnostics& diag) {
+bool CheckKeys(const YAML::Node& map, const std::string& path,
+               std::initializer_list<std::string_view> allowed, std::string_view what,
+               Diagnostics& diag) {
   bool ok = true;
   for (const auto& item : map) {
     if (!item.first.IsScalar()) {
-      diag.Add(item.first, fmt::format("{} keys must be plain names", what));
+      diag.Add(item.first, path, fmt::format("{} keys must be plain names", what));
       ok = false;
       continue;
     }
     bool known = false;
     for (std::string_view key : allowed) known = known || item.first.Scalar() == key;
     if (!known) {
-      diag.Add(item.first, fmt::format("unknown {} key '{}' (known: {})", what, item.first.Scalar(),
-                                       fmt::join(allowed, ", ")));
+      diag.Add(item.first, internal::Child(path, item.first.Scalar()),
+               fmt::format("unknown {} key '{}' (known: {})", what, item.first.Scalar(),
+                           fmt::join(allowed, ", ")));
       ok = false;
     }
   }
@@ -76,15 +69,17 @@ bool CheckKeys(const YAML::Node& map, std::initializer_list<std::string_view> al
 }
 
 // A required-or-optional scalar field; nullopt (with a diagnostic when required or malformed).
-std::optional<std::string> ScalarField(const YAML::Node& map, const char* key, bool required,
-                                       Diagnostics& diag) {
+std::optional<std::string> ScalarField(const YAML::Node& map, const std::string& path,
+                                       const char* key, bool required, Diagnostics& diag) {
   YAML::Node value = map[key];
   if (!value || value.IsNull()) {
-    if (required) diag.Add(map, fmt::format("missing required field '{}'", key));
+    if (required) {
+      diag.Add(map, internal::Child(path, key), fmt::format("missing required field '{}'", key));
+    }
     return std::nullopt;
   }
   if (!value.IsScalar()) {
-    diag.Add(value, fmt::format("'{}' must be a single value", key));
+    diag.Add(value, internal::Child(path, key), fmt::format("'{}' must be a single value", key));
     return std::nullopt;
   }
   return value.Scalar();
@@ -99,7 +94,8 @@ std::optional<model::TaintEffect> ParseEffect(std::string_view text) {
 
 constexpr const char* kEffects = "NoSchedule, PreferNoSchedule or NoExecute";
 
-std::optional<model::Taint> ParseTaint(const YAML::Node& node, Diagnostics& diag) {
+std::optional<model::Taint> ParseTaint(const YAML::Node& node, const std::string& path,
+                                       Diagnostics& diag) {
   model::Taint taint;
   std::string effect;
   if (node.IsScalar()) {
@@ -107,7 +103,7 @@ std::optional<model::Taint> ParseTaint(const YAML::Node& node, Diagnostics& diag
     const std::string& text = node.Scalar();
     std::size_t colon = text.rfind(':');
     if (colon == std::string::npos) {
-      diag.Add(node, fmt::format("taint '{}' must be key=value:Effect", text));
+      diag.Add(node, path, fmt::format("taint '{}' must be key=value:Effect", text));
       return std::nullopt;
     }
     effect = text.substr(colon + 1);
@@ -116,25 +112,25 @@ std::optional<model::Taint> ParseTaint(const YAML::Node& node, Diagnostics& diag
     taint.key = key_value.substr(0, eq);
     if (eq != std::string::npos) taint.value = key_value.substr(eq + 1);
   } else if (node.IsMap()) {
-    if (!CheckKeys(node, {"key", "value", "effect"}, "taint", diag)) return std::nullopt;
-    auto key = ScalarField(node, "key", true, diag);
-    auto value = ScalarField(node, "value", false, diag);
-    auto eff = ScalarField(node, "effect", true, diag);
+    if (!CheckKeys(node, path, {"key", "value", "effect"}, "taint", diag)) return std::nullopt;
+    auto key = ScalarField(node, path, "key", true, diag);
+    auto value = ScalarField(node, path, "value", false, diag);
+    auto eff = ScalarField(node, path, "effect", true, diag);
     if (!key || !eff) return std::nullopt;
     taint.key = *key;
     taint.value = value.value_or("");
     effect = *eff;
   } else {
-    diag.Add(node, "a taint is \"key=value:Effect\" or {key, value, effect}");
+    diag.Add(node, path, "a taint is \"key=value:Effect\" or {key, value, effect}");
     return std::nullopt;
   }
   if (taint.key.empty()) {
-    diag.Add(node, "taint key is empty");
+    diag.Add(node, path, "taint key is empty");
     return std::nullopt;
   }
   auto parsed = ParseEffect(effect);
   if (!parsed) {
-    diag.Add(node, fmt::format("unknown taint effect '{}' (expected {})", effect, kEffects));
+    diag.Add(node, path, fmt::format("unknown taint effect '{}' (expected {})", effect, kEffects));
     return std::nullopt;
   }
   taint.effect = *parsed;
@@ -144,9 +140,10 @@ std::optional<model::Taint> ParseTaint(const YAML::Node& node, Diagnostics& diag
 // The MIG layout of a list entry, `mig: {3g.40gb: 2, 1g.10gb: 1}` in the order written, or
 // nullopt after reporting what is wrong.
 std::optional<std::vector<model::MigSlots>> ParseMigLayout(const YAML::Node& node,
+                                                           const std::string& path,
                                                            Diagnostics& diag) {
   if (!node.IsMap() || node.size() == 0) {
-    diag.Add(node,
+    diag.Add(node, path,
              "mig is a map of MIG profiles to instance counts, e.g. {3g.40gb: 2, 1g.10gb: 1}");
     return std::nullopt;
   }
@@ -154,7 +151,7 @@ std::optional<std::vector<model::MigSlots>> ParseMigLayout(const YAML::Node& nod
   std::vector<model::MigSlots> layout;
   for (const auto& item : node) {
     if (!item.first.IsScalar()) {
-      diag.Add(item.first, "MIG profiles must be plain names such as 3g.40gb");
+      diag.Add(item.first, path, "MIG profiles must be plain names such as 3g.40gb");
       continue;
     }
     model::MigSlots slots;
@@ -163,14 +160,14 @@ std::optional<std::vector<model::MigSlots>> ParseMigLayout(const YAML::Node& nod
     std::transform(slots.profile.begin(), slots.profile.end(), slots.profile.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (auto profile = model::ParseMigProfile(slots.profile); !profile) {
-      diag.Add(item.first, profile.error().message);
+      diag.Add(item.first, path, profile.error().message);
       continue;
     }
     bool duplicate = false;
     for (const model::MigSlots& other : layout)
       duplicate = duplicate || other.profile == slots.profile;
     if (duplicate) {
-      diag.Add(item.first, fmt::format("duplicate MIG profile '{}'", slots.profile));
+      diag.Add(item.first, path, fmt::format("duplicate MIG profile '{}'", slots.profile));
       continue;
     }
     try {
@@ -181,6 +178,7 @@ std::optional<std::vector<model::MigSlots>> ParseMigLayout(const YAML::Node& nod
     if (slots.count < 1 || slots.count > model::kMigComputeSlices) {
       diag.Add(
           item.second.IsDefined() && !item.second.IsNull() ? item.second.Mark() : item.first.Mark(),
+          path,
           fmt::format("MIG instance count of '{}' must be an integer from 1 to {}", slots.profile,
                       model::kMigComputeSlices));
       continue;
@@ -189,46 +187,51 @@ std::optional<std::vector<model::MigSlots>> ParseMigLayout(const YAML::Node& nod
   }
   if (diag.size() != errors) return std::nullopt;
   if (auto status = model::CheckMigLayout(layout); !status) {
-    diag.Add(node, status.error().message);
+    diag.Add(node, path, status.error().message);
     return std::nullopt;
   }
   return layout;
 }
 
 // Appends the GPUs of a list entry {model, memory, topology_group, count, uuid, sharing, mig}.
-void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Diagnostics& diag) {
+void ParseGpuListEntry(const YAML::Node& node, const std::string& path,
+                       std::vector<model::Gpu>& gpus, Diagnostics& diag) {
   if (!node.IsMap()) {
-    diag.Add(node, "a GPU is a map {model, memory, topology_group, count, uuid, sharing, mig}");
+    diag.Add(node, path,
+             "a GPU is a map {model, memory, topology_group, count, uuid, sharing, mig}");
     return;
   }
-  if (!CheckKeys(node, {"model", "memory", "topology_group", "count", "uuid", "sharing", "mig"},
-                 "GPU", diag)) {
+  if (!CheckKeys(node, path,
+                 {"model", "memory", "topology_group", "count", "uuid", "sharing", "mig"}, "GPU",
+                 diag)) {
     return;
   }
   std::size_t errors = diag.size();
-  auto model = ScalarField(node, "model", true, diag);
-  auto memory = ScalarField(node, "memory", false, diag);
-  auto group = ScalarField(node, "topology_group", false, diag);
-  auto count_text = ScalarField(node, "count", false, diag);
-  auto uuid = ScalarField(node, "uuid", false, diag);
-  auto sharing_text = ScalarField(node, "sharing", false, diag);
+  auto model = ScalarField(node, path, "model", true, diag);
+  auto memory = ScalarField(node, path, "memory", false, diag);
+  auto group = ScalarField(node, path, "topology_group", false, diag);
+  auto count_text = ScalarField(node, path, "count", false, diag);
+  auto uuid = ScalarField(node, path, "uuid", false, diag);
+  auto sharing_text = ScalarField(node, path, "sharing", false, diag);
   if (diag.size() != errors || !model) return;
   if (model->empty()) {
-    diag.Add(node["model"], "GPU model is empty");
+    diag.Add(node["model"], internal::Child(path, "model"), "GPU model is empty");
     return;
   }
   std::int64_t memory_bytes = 0;
   if (memory) {
     auto bytes = ParseGpuMemory(*memory);
     if (!bytes) {
-      diag.Add(node["memory"], fmt::format("GPU memory '{}': {}", *memory, bytes.error().message));
+      diag.Add(node["memory"], internal::Child(path, "memory"),
+               fmt::format("GPU memory '{}': {}", *memory, bytes.error().message));
       return;
     }
     memory_bytes = *bytes;
   } else if (auto known = DefaultGpuMemoryBytes(*model)) {
     memory_bytes = *known;
   } else {
-    diag.Add(node, fmt::format("GPU model '{}' has no default memory size; add 'memory'", *model));
+    diag.Add(node, path,
+             fmt::format("GPU model '{}' has no default memory size; add 'memory'", *model));
     return;
   }
   int count = 1;
@@ -239,20 +242,20 @@ void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Di
       count = -1;
     }
     if (count < 1 || count > kMaxGpusPerEntry) {
-      diag.Add(node["count"],
+      diag.Add(node["count"], internal::Child(path, "count"),
                fmt::format("GPU count must be an integer from 1 to {}", kMaxGpusPerEntry));
       return;
     }
   }
   if (uuid && count != 1) {
-    diag.Add(node["uuid"], "uuid is allowed only with count 1");
+    diag.Add(node["uuid"], internal::Child(path, "uuid"), "uuid is allowed only with count 1");
     return;
   }
   model::GpuSharing sharing = model::GpuSharing::kExclusive;
   if (sharing_text) {
-    auto parsed = codec::ParseGpuSharing(*sharing_text);
+    auto parsed = ParseGpuSharing(*sharing_text);
     if (!parsed) {
-      diag.Add(node["sharing"],
+      diag.Add(node["sharing"], internal::Child(path, "sharing"),
                fmt::format("unknown GPU sharing mode '{}' (expected exclusive, timeslice or mig)",
                            *sharing_text));
       return;
@@ -262,14 +265,15 @@ void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Di
   std::vector<model::MigSlots> mig;
   if (YAML::Node layout = node["mig"]; layout && !layout.IsNull()) {
     if (sharing != model::GpuSharing::kMig) {
-      diag.Add(KeyMark(node, "mig"), "a MIG layout ('mig') needs sharing: mig");
+      diag.Add(KeyMark(node, "mig"), internal::Child(path, "mig"),
+               "a MIG layout ('mig') needs sharing: mig");
       return;
     }
-    auto parsed = ParseMigLayout(layout, diag);
+    auto parsed = ParseMigLayout(layout, internal::Child(path, "mig"), diag);
     if (!parsed) return;
     mig = std::move(*parsed);
   } else if (sharing == model::GpuSharing::kMig) {
-    diag.Add(node["sharing"],
+    diag.Add(node["sharing"], internal::Child(path, "sharing"),
              "a GPU with sharing: mig needs its MIG layout, e.g. mig: {3g.40gb: 2, 1g.10gb: 1}");
     return;
   }
@@ -286,45 +290,49 @@ void ParseGpuListEntry(const YAML::Node& node, std::vector<model::Gpu>& gpus, Di
   }
 }
 
-std::optional<model::Node> ParseNode(const YAML::Node& node, Diagnostics& diag) {
+std::optional<model::Node> ParseNode(const YAML::Node& node, const std::string& path,
+                                     Diagnostics& diag) {
   if (!node.IsMap()) {
-    diag.Add(node, "a node is a map with name, cpu, memory, ...");
+    diag.Add(node, path, "a node is a map with name, cpu, memory, ...");
     return std::nullopt;
   }
   std::size_t errors = diag.size();
-  CheckKeys(node, {"name", "address", "labels", "taints", "cpu", "memory", "gpus"}, "node", diag);
+  CheckKeys(node, path, {"name", "address", "labels", "taints", "cpu", "memory", "gpus"}, "node",
+            diag);
   model::Node result;
-  if (auto name = ScalarField(node, "name", true, diag)) {
+  if (auto name = ScalarField(node, path, "name", true, diag)) {
     if (name->empty()) {
-      diag.Add(node["name"], "node name is empty");
+      diag.Add(node["name"], internal::Child(path, "name"), "node name is empty");
     } else {
       result.name = NodeId(*name);
     }
   }
-  if (auto address = ScalarField(node, "address", false, diag)) result.address = *address;
-  if (auto cpu = ScalarField(node, "cpu", true, diag)) {
+  if (auto address = ScalarField(node, path, "address", false, diag)) result.address = *address;
+  if (auto cpu = ScalarField(node, path, "cpu", true, diag)) {
     auto millis = ParseCpuMillis(*cpu);
     if (!millis) {
-      diag.Add(node["cpu"], fmt::format("cpu '{}': {}", *cpu, millis.error().message));
+      diag.Add(node["cpu"], internal::Child(path, "cpu"),
+               fmt::format("cpu '{}': {}", *cpu, millis.error().message));
     } else {
       result.cpu_millis = *millis;
     }
   }
-  if (auto memory = ScalarField(node, "memory", true, diag)) {
+  if (auto memory = ScalarField(node, path, "memory", true, diag)) {
     auto bytes = ParseBytes(*memory);
     if (!bytes) {
-      diag.Add(node["memory"], fmt::format("memory '{}': {}", *memory, bytes.error().message));
+      diag.Add(node["memory"], internal::Child(path, "memory"),
+               fmt::format("memory '{}': {}", *memory, bytes.error().message));
     } else {
       result.memory_bytes = *bytes;
     }
   }
   if (YAML::Node labels = node["labels"]; labels && !labels.IsNull()) {
     if (!labels.IsMap()) {
-      diag.Add(labels, "labels must be a map of names to values");
+      diag.Add(labels, internal::Child(path, "labels"), "labels must be a map of names to values");
     } else {
       for (const auto& item : labels) {
         if (!item.first.IsScalar() || !(item.second.IsScalar() || item.second.IsNull())) {
-          diag.Add(item.first, "label names and values must be single values");
+          diag.Add(item.first, path, "label names and values must be single values");
           continue;
         }
         result.labels[item.first.Scalar()] = item.second.IsNull() ? "" : item.second.Scalar();
@@ -333,10 +341,13 @@ std::optional<model::Node> ParseNode(const YAML::Node& node, Diagnostics& diag) 
   }
   if (YAML::Node taints = node["taints"]; taints && !taints.IsNull()) {
     if (!taints.IsSequence()) {
-      diag.Add(taints, "taints must be a list");
+      diag.Add(taints, internal::Child(path, "taints"), "taints must be a list");
     } else {
+      std::size_t taint_index = 0;
       for (const auto& item : taints) {
-        if (auto taint = ParseTaint(item, diag)) result.taints.push_back(std::move(*taint));
+        if (auto taint = ParseTaint(
+                item, internal::Index(internal::Child(path, "taints"), taint_index++), diag))
+          result.taints.push_back(std::move(*taint));
       }
     }
   }
@@ -344,15 +355,20 @@ std::optional<model::Node> ParseNode(const YAML::Node& node, Diagnostics& diag) 
     if (gpus.IsScalar()) {
       auto declared = ParseGpuDeclaration(gpus.Scalar());
       if (!declared) {
-        diag.Add(gpus, declared.error().message);
+        diag.Add(gpus, internal::Child(path, "gpus"), declared.error().message);
       } else {
         result.gpus = std::move(*declared);
         for (model::Gpu& gpu : result.gpus) gpu.uuid.clear();
       }
     } else if (gpus.IsSequence()) {
-      for (const auto& item : gpus) ParseGpuListEntry(item, result.gpus, diag);
+      std::size_t i = 0;
+      for (const auto& item : gpus) {
+        ParseGpuListEntry(item, internal::Index(internal::Child(path, "gpus"), i++), result.gpus,
+                          diag);
+      }
     } else {
-      diag.Add(gpus, "gpus is a declaration such as \"8xH100-80GB\" or a list of GPUs");
+      diag.Add(gpus, internal::Child(path, "gpus"),
+               "gpus is a declaration such as \"8xH100-80GB\" or a list of GPUs");
     }
   }
   for (model::Gpu& gpu : result.gpus) {
@@ -367,36 +383,40 @@ std::optional<model::Node> ParseNode(const YAML::Node& node, Diagnostics& diag) 
 }  // namespace
 
 Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name) {
-  Diagnostics diag(file_name);
+  internal::Sink sink{std::string(file_name)};
+  Diagnostics diag(sink);
+  auto error = [&] { return DiagnosticsError(sink.TakeSorted(), std::string(file_name)); };
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::ParserException& e) {
-    diag.Add(e.mark, e.msg);
-    return diag.ToError();
+    diag.Add(e.mark, "", e.msg);
+    return error();
   } catch (const std::exception& e) {
-    diag.Add(YAML::Mark::null_mark(), e.what());
-    return diag.ToError();
+    diag.Add(YAML::Mark::null_mark(), "", e.what());
+    return error();
   }
   std::vector<model::Node> nodes;
   try {
     if (!root.IsMap()) {
-      diag.Add(root, "a node file is a map with the key 'nodes'");
-      return diag.ToError();
+      diag.Add(root, "", "a node file is a map with the key 'nodes'");
+      return error();
     }
-    CheckKeys(root, {"nodes"}, "top-level", diag);
+    CheckKeys(root, "", {"nodes"}, "top-level", diag);
     const YAML::Node& const_root = root;
     YAML::Node list = const_root["nodes"];
     if (!list) {
-      diag.Add(root, "missing 'nodes'");
+      diag.Add(root, "nodes", "missing 'nodes'");
     } else if (list.IsNull()) {
       // An empty inventory is allowed.
     } else if (!list.IsSequence()) {
-      diag.Add(list, "'nodes' must be a list");
+      diag.Add(list, "nodes", "'nodes' must be a list");
     } else {
       std::set<std::string> names;
+      std::size_t i = 0;
       for (const auto& item : list) {
-        auto node = ParseNode(item, diag);
+        const std::string path = internal::Index("nodes", i++);
+        auto node = ParseNode(item, path, diag);
         // Names of invalid nodes count too, so that one error does not hide another.
         std::string name;
         if (node) {
@@ -405,30 +425,18 @@ Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::strin
           name = item["name"].Scalar();
         }
         if (!name.empty() && !names.insert(name).second) {
-          diag.Add(KeyMark(item, "name"), fmt::format("duplicate node name '{}'", name));
+          diag.Add(KeyMark(item, "name"), internal::Child(path, "name"),
+                   fmt::format("duplicate node name '{}'", name));
           continue;
         }
         if (node) nodes.push_back(std::move(*node));
       }
     }
   } catch (const YAML::Exception& e) {
-    diag.Add(e.mark, e.msg);
+    diag.Add(e.mark, "", e.msg);
   }
-  if (!diag.empty()) return diag.ToError();
+  if (diag.size() > 0) return error();
   return nodes;
 }
 
-model::Node LocalNode(std::string name, std::vector<model::Gpu> gpus) {
-  model::Node node;
-  node.name = NodeId(std::move(name));
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  node.cpu_millis = cpus > 0 ? static_cast<std::int64_t>(cpus) * 1000 : 0;
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long page_size = sysconf(_SC_PAGE_SIZE);
-  node.memory_bytes = pages > 0 && page_size > 0 ? static_cast<std::int64_t>(pages) * page_size : 0;
-  node.gpus = std::move(gpus);
-  node.address = "127.0.0.1";
-  return node;
-}
-
-}  // namespace drover::agent
+}  // namespace drover::spec

@@ -1,9 +1,9 @@
-#include "drover/agent/gpu/declared.h"
+#include "drover/spec/gpu_declaration.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace drover::agent {
+namespace drover::spec {
 namespace {
 
 using ::testing::HasSubstr;
@@ -108,5 +108,30 @@ TEST(ParseGpuDeclaration, ErrorsNameTheEntryAndColumn) {
   EXPECT_THAT(bad_model.error().message, HasSubstr("invalid character"));
 }
 
+TEST(DefaultGpuMemoryBytes, KnowsCommonModelsOnly) {
+  EXPECT_EQ(DefaultGpuMemoryBytes("H100"), 80 * kGi);
+  EXPECT_EQ(DefaultGpuMemoryBytes("H200"), 141 * kGi);
+  EXPECT_EQ(DefaultGpuMemoryBytes("A100"), 80 * kGi);
+  EXPECT_EQ(DefaultGpuMemoryBytes("V100"), 16 * kGi);
+  EXPECT_EQ(DefaultGpuMemoryBytes("L4"), 24 * kGi);
+  EXPECT_EQ(DefaultGpuMemoryBytes("RTX4090"), std::nullopt);
+}
+
+TEST(ParseGpuMemory, ReadsVendorGigabytesAsGibibytes) {
+  EXPECT_EQ(ParseGpuMemory("80GB"), 80 * kGi);
+  EXPECT_EQ(ParseGpuMemory("80G"), 80 * kGi);
+  EXPECT_EQ(ParseGpuMemory("80Gi"), 80 * kGi);
+  EXPECT_EQ(ParseGpuMemory("81559Mi"), std::int64_t{81559} << 20);
+  EXPECT_FALSE(ParseGpuMemory("0"));
+  EXPECT_FALSE(ParseGpuMemory("lots"));
+}
+
+TEST(ParseGpuSharing, ReadsTheModelsNames) {
+  EXPECT_EQ(ParseGpuSharing("exclusive"), model::GpuSharing::kExclusive);
+  EXPECT_EQ(ParseGpuSharing("timeslice"), model::GpuSharing::kTimeslice);
+  EXPECT_EQ(ParseGpuSharing("mig"), model::GpuSharing::kMig);
+  EXPECT_EQ(ParseGpuSharing("MIG"), std::nullopt);
+}
+
 }  // namespace
-}  // namespace drover::agent
+}  // namespace drover::spec

@@ -1,16 +1,15 @@
 #pragma once
 
 // Node inventories: the YAML node file an operator writes for a cluster of agents (or for the
-// simulator), and the description of the machine Drover itself runs on.
+// simulator). (The machine Drover itself runs on is described by agent/local_node.h.)
 
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include "drover/common/result.h"
 #include "drover/model/node.h"
 
-namespace drover::agent {
+namespace drover::spec {
 
 // Parses a node file:
 //
@@ -39,12 +38,10 @@ namespace drover::agent {
 // is given, so uuids are unique across a cluster. Unknown keys are errors (they are usually
 // typos).
 //
-// Errors: kInvalidArgument; `message` is the first diagnostic and `details` holds all of them,
-// each as "FILE:LINE:COL: message" (1-based) with `file_name` as FILE.
+// Errors: kInvalidArgument as the spec parsers report (DiagnosticsError, diagnostic.h):
+// `message` is "N errors in FILE" and `details` holds every problem in position order, each as
+// "FILE:LINE:COL: error: FIELD: message" with `file_name` as FILE and FIELD the path of the
+// value ("nodes[1].gpus[0].count"; empty for the document itself).
 Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name);
 
-// This machine as a node: CPUs online (sysconf) in millicores, physical memory, the given GPUs,
-// address 127.0.0.1, no labels or taints.
-model::Node LocalNode(std::string name, std::vector<model::Gpu> gpus);
-
-}  // namespace drover::agent
+}  // namespace drover::spec

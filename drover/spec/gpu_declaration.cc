@@ -1,4 +1,4 @@
-#include "drover/agent/gpu/declared.h"
+#include "drover/spec/gpu_declaration.h"
 
 #include <fmt/format.h>
 
@@ -6,13 +6,13 @@
 #include <charconv>
 #include <string>
 
-#include "drover/agent/gpu/gpu_model.h"
-#include "drover/codec/json.h"
+#include "drover/common/quantity.h"
 
-namespace drover::agent {
+namespace drover::spec {
 namespace {
 
 constexpr int kMaxGpusPerEntry = 4096;
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -42,7 +42,7 @@ Result<Entry> ParseEntry(std::string_view text) {
   if (std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
     const std::string_view sharing = rest.substr(colon + 1);
     rest = rest.substr(0, colon);
-    auto parsed = codec::ParseGpuSharing(sharing);
+    auto parsed = ParseGpuSharing(sharing);
     if (parsed == model::GpuSharing::kMig) {
       return InvalidArgument(
           "MIG GPUs need their layout: declare them in a node file (gpus: [{model, count, "
@@ -124,4 +124,39 @@ Result<std::vector<model::Gpu>> ParseGpuDeclaration(std::string_view spec) {
   return gpus;
 }
 
-}  // namespace drover::agent
+std::optional<std::int64_t> DefaultGpuMemoryBytes(std::string_view model) {
+  if (model == "H100") return 80 * kGi;
+  if (model == "H200") return 141 * kGi;
+  if (model == "A100") return 80 * kGi;
+  if (model == "V100") return 16 * kGi;
+  if (model == "L4") return 24 * kGi;
+  return std::nullopt;
+}
+
+Result<std::int64_t> ParseGpuMemory(std::string_view text) {
+  std::string spelled(text);
+  while (!spelled.empty() && std::isspace(static_cast<unsigned char>(spelled.back()))) {
+    spelled.pop_back();
+  }
+  for (std::string_view unit : {"GB", "TB", "G", "T"}) {
+    if (spelled.size() > unit.size() && spelled.ends_with(unit) &&
+        std::isdigit(static_cast<unsigned char>(spelled[spelled.size() - unit.size() - 1]))) {
+      spelled.replace(spelled.size() - unit.size(), unit.size(), std::string(1, unit[0]) + "i");
+      break;
+    }
+  }
+  auto bytes = ParseBytes(spelled);
+  if (!bytes) return tl::unexpected(bytes.error());
+  if (*bytes <= 0) return InvalidArgument("GPU memory must be positive");
+  return *bytes;
+}
+
+std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
+  for (auto sharing :
+       {model::GpuSharing::kExclusive, model::GpuSharing::kTimeslice, model::GpuSharing::kMig}) {
+    if (model::GpuSharingName(sharing) == name) return sharing;
+  }
+  return std::nullopt;
+}
+
+}  // namespace drover::spec
