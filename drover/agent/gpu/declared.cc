@@ -7,7 +7,6 @@
 #include <string>
 
 #include "drover/agent/gpu/gpu_model.h"
-#include "drover/codec/json.h"
 
 namespace drover::agent {
 namespace {
@@ -42,7 +41,7 @@ Result<Entry> ParseEntry(std::string_view text) {
   if (std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
     const std::string_view sharing = rest.substr(colon + 1);
     rest = rest.substr(0, colon);
-    auto parsed = codec::ParseGpuSharing(sharing);
+    auto parsed = model::ParseGpuSharing(sharing);
     if (parsed == model::GpuSharing::kMig) {
       return InvalidArgument(
           "MIG GPUs need their layout: declare them in a node file (gpus: [{model, count, "
