@@ -27,7 +27,8 @@ namespace drover::store {
 namespace {
 
 // Migration i takes the schema from version i to i + 1. Append only: never edit a migration
-// that has shipped; add a new one and bump kSqliteSchemaVersion.
+// that has shipped; add a new one and bump kSqliteSchemaVersion. "{unfinished}" in a migration
+// stands for SqlUnfinishedStateCondition() (MigrationSql fills it in).
 constexpr std::string_view kMigrations[] = {
     // 0 -> 1: jobs with their filter columns and JSON snapshot; the transition log.
     R"sql(
@@ -86,6 +87,13 @@ constexpr std::string_view kMigrations[] = {
         last_handled INTEGER NOT NULL,  -- ms since the epoch
         spec         TEXT NOT NULL      -- the CronSpec as JSON
       ) WITHOUT ROWID;
+    )sql",
+    // 3 -> 4: the active-jobs index over the states model::IsTerminal calls unfinished (schema 1
+    // listed the finished ones by hand and missed `skipped`). A change to IsTerminal needs a new
+    // migration that rebuilds the index the same way.
+    R"sql(
+      DROP INDEX jobs_active;
+      CREATE INDEX jobs_active ON jobs(id) WHERE {unfinished};
     )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
@@ -326,6 +334,18 @@ class Checkpointer {
   std::thread thread_;  // last: starts after the members it uses are initialized
 };
 
+// The SQL of migration `from` -> `from` + 1, its placeholders filled in.
+std::string MigrationSql(std::int64_t from) {
+  constexpr std::string_view kPlaceholder = "{unfinished}";
+  const std::string unfinished = SqlUnfinishedStateCondition();
+  std::string sql(kMigrations[from]);
+  for (auto at = sql.find(kPlaceholder); at != std::string::npos;
+       at = sql.find(kPlaceholder, at + unfinished.size())) {
+    sql.replace(at, kPlaceholder.size(), unfinished);
+  }
+  return sql;
+}
+
 // Brings the schema of `db` to kSqliteSchemaVersion in one transaction.
 Status Migrate(Connection& db, const std::string& path) {
   DROVER_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "begin migration"));
@@ -349,8 +369,8 @@ Status Migrate(Connection& db, const std::string& path) {
                       path, *version));
     }
     for (std::int64_t v = *version; v < kSqliteSchemaVersion; ++v) {
-      DROVER_RETURN_IF_ERROR(db.Exec(std::string(kMigrations[v]),
-                                     fmt::format("migrate {} schema {} -> {}", path, v, v + 1)));
+      DROVER_RETURN_IF_ERROR(
+          db.Exec(MigrationSql(v), fmt::format("migrate {} schema {} -> {}", path, v, v + 1)));
     }
     if (*version < kSqliteSchemaVersion) {
       DROVER_RETURN_IF_ERROR(
@@ -439,7 +459,8 @@ class SqliteStore final : public Store {
     add_text("queue", filter.queue);
     add_text("name", filter.name);
     if (filter.active_only) {
-      sql += " AND state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out')";
+      static const std::string kActive = " AND " + SqlUnfinishedStateCondition();
+      sql += kActive;
     }
     // The limit is a parameter, not text, so the statement cache holds at most 2^7 shapes.
     const int limit_index = static_cast<int>(texts.size()) + 1;
