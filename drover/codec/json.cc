@@ -1,3 +1,8 @@
+// The JSON codecs of json.h: one Decode and one ToJson per model type (about fifty), with the
+// private helpers they share (Field, DecodeEnum over the model's name tables, Array). Its size is
+// earned: the codecs are one flat list, kept in one file so those helpers stay private and each
+// type's two directions are found in one place.
+
 #include "drover/codec/json.h"
 
 #include <fmt/format.h>
