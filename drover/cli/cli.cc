@@ -1,5 +1,8 @@
 #include "drover/cli/cli.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +13,9 @@
 #include "drover/cli/daemons.h"
 #include "drover/cli/render.h"
 #include "drover/cli/simulate.h"
+#include "drover/model/executor.h"
+#include "drover/model/job.h"
+#include "drover/model/policy.h"
 
 namespace drover::cli {
 namespace {
@@ -84,7 +90,8 @@ int Main(int argc, char** argv) {
 
   ListFlags list_flags;
   auto* ls = app.add_subcommand("ls", "list jobs");
-  ls->add_option("--state", list_flags.state, "only jobs in this state");
+  ls->add_option("--state", list_flags.state, "only jobs in this state")
+      ->check(CLI::IsMember(model::kJobStateNames.Choices()));
   ls->add_option("--owner", list_flags.owner);
   ls->add_option("--team", list_flags.team);
   ls->add_option("--queue", list_flags.queue);
@@ -171,8 +178,9 @@ int Main(int argc, char** argv) {
       "render", "print the manifests an external executor would create for a spec file");
   render->add_option("file", render_flags.file, "spec file (YAML or JSON, - for stdin)")
       ->required();
-  render->add_option("--executor", render_flags.executor, "kubernetes")
-      ->check(CLI::IsMember({"kubernetes"}));
+  const std::string kubernetes(model::ExecutorKindName(model::ExecutorKind::kKubernetes));
+  render->add_option("--executor", render_flags.executor, kubernetes)
+      ->check(CLI::IsMember({kubernetes}));
   render->add_option("--policy", render_flags.policy_file,
                      "take each queue's executor options from this policy file");
   render->add_option("--queue", render_flags.queue,
@@ -223,14 +231,16 @@ int Main(int argc, char** argv) {
   simulate->add_option("--window", sim_flags.window,
                        "length of the recorded window, e.g. 24h (alone: the last 24h)");
   simulate->add_option("--baseline-policy", sim_flags.baseline_policy,
-                       "the server's current policy file (default: fair-share)");
+                       fmt::format("the server's current policy file (default: {})",
+                                   model::QueueOrderName(model::Policy{}.order)));
   simulate
       ->add_option("--experiment", sim_flags.experiment,
                    "fgd or replay (default: fgd for openb, else replay)")
       ->check(CLI::IsMember({"fgd", "replay"}));
   simulate->add_option("--policy", sim_flags.policies,
-                       "placement policy (fgd) or fifo|sjf|las|fair-share|POLICY.yaml (replay); "
-                       "repeat to compare");
+                       fmt::format("placement policy (fgd) or {}|POLICY.yaml (replay); repeat to "
+                                   "compare",
+                                   fmt::join(model::kQueueOrderNames.Choices(), "|")));
   simulate->add_option("--seed", sim_flags.seed, "first random seed (default 42)");
   simulate->add_option("--seeds", sim_flags.seeds, "seeds to average over (fgd; default 1)");
   simulate->add_option("--inflate", sim_flags.inflate,

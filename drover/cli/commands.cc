@@ -13,6 +13,7 @@
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
+#include "drover/model/job.h"
 #include "drover/server/api_client.h"
 #include "drover/spec/parse.h"
 
@@ -51,6 +52,12 @@ int ListPipelines(const ClientFlags& flags) {
     }
     return table.Render();
   });
+}
+
+// A job that has not started yet: pending, ready, admitted or placed.
+bool IsWaitingToStart(std::optional<model::JobState> state) {
+  using S = model::JobState;
+  return state == S::kPending || state == S::kReady || state == S::kAdmitted || state == S::kPlaced;
 }
 
 }  // namespace
@@ -204,10 +211,11 @@ int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline
     return 0;
   }
   const json& job = response->json;
-  std::string state = job["state"];
+  const bool cancelled =
+      model::ParseJobState(job["state"].get<std::string>()) == model::JobState::kCancelled;
   std::cout << fmt::format("job {} ({}) {}\n", job["id"].get<std::int64_t>(),
                            job["name"].get<std::string>(),
-                           state == "cancelled" ? "cancelled" : "is being cancelled");
+                           cancelled ? "cancelled" : "is being cancelled");
   return 0;
 }
 
@@ -223,7 +231,7 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
   std::cout << fmt::format("job {} is {} ({}): {}\n", body->value("id", std::int64_t{0}), state,
                            body->value("layer", ""), body->value("message", ""));
   // Only a job that waits has a start to estimate.
-  if (state == "pending" || state == "ready" || state == "admitted" || state == "placed") {
+  if (IsWaitingToStart(model::ParseJobState(state))) {
     const json estimate = body->value("estimated_start", json(nullptr));
     if (estimate.is_number()) {
       const TimeMs at = estimate.get<std::int64_t>();

@@ -7,6 +7,7 @@
 #include "drover/cli/text.h"
 #include "drover/control/contract.h"
 #include "drover/exec/kubernetes/render.h"
+#include "drover/model/executor.h"
 #include "drover/spec/parse.h"
 #include "drover/spec/policy.h"
 
@@ -46,11 +47,10 @@ model::ExecutorConfig ExecutorFor(const RenderFlags& flags, const model::Policy*
 }  // namespace
 
 int RenderCommand(const RenderFlags& flags) {
-  if (!flags.executor.empty() && flags.executor != "kubernetes") {
-    std::cerr << fmt::format(
-        "drover: --executor: '{}' has no manifests to render; expected "
-        "kubernetes\n",
-        flags.executor);
+  constexpr model::ExecutorKind kRendered = model::ExecutorKind::kKubernetes;
+  if (!flags.executor.empty() && model::ParseExecutorKind(flags.executor) != kRendered) {
+    std::cerr << fmt::format("drover: --executor: '{}' has no manifests to render; expected {}\n",
+                             flags.executor, model::ExecutorKindName(kRendered));
     return 2;
   }
   auto text = ReadSpecFile(flags.file);

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
+#include "drover/model/policy.h"
 #include "drover/sim/fgd/fgd.h"
 #include "drover/sim/replay/replay.h"
 #include "drover/sim/report/report.h"
@@ -31,8 +31,6 @@ using nlohmann::json;
 // Replays of more jobs than this leave out the per-job rows (the JSON would be hundreds of MB);
 // the reports then draw no CDFs and say so.
 constexpr std::size_t kJobDetailLimit = 200'000;
-
-const std::set<std::string> kNamedReplayPolicies = {"fifo", "sjf", "las", "fair-share"};
 
 // `error` as an input problem of `what` (a flag and its value): "WHAT: MESSAGE", where WHAT
 // loses its value when the message already names it (loaders start with the file's path). A
@@ -145,17 +143,23 @@ struct NamedPolicy {
   model::Policy policy;
 };
 
-// A replay policy given to `flag`: a named one (fifo, sjf, las, fair-share) or a policy file.
+// The replay policy when none is given: the server's default queue order ("fair-share").
+std::string DefaultReplayPolicy() {
+  return std::string(model::QueueOrderName(model::Policy{}.order));
+}
+
+// A replay policy given to `flag`: a queue order by name (model::kQueueOrderNames) or a policy
+// file.
 Result<NamedPolicy> ResolveReplayPolicy(const std::string& flag, const std::string& value,
                                         const sim::Trace& trace) {
-  if (kNamedReplayPolicies.count(value) > 0) {
+  if (model::ParseQueueOrder(value)) {
     auto policy = sim::NamedReplayPolicy(value, trace);
     if (!policy) return InputError(flag + " " + value, policy.error());
     return NamedPolicy{value, std::move(*policy)};
   }
   if (!IsRegularFile(value)) {
-    return InvalidArgument(fmt::format(
-        "{} {}: not fifo, sjf, las or fair-share, and no such policy file", flag, value));
+    return InvalidArgument(fmt::format("{} {}: not a queue order ({}) and no such policy file",
+                                       flag, value, model::kQueueOrderNames.ChoiceList()));
   }
   auto text = ReadSpecFile(value);
   if (!text) return InputError(flag + " " + value, text.error());
@@ -213,7 +217,7 @@ Result<json> RunReplays(const SimulateFlags& f, Source source) {
   auto pacing = ReplayPacing(f);
   if (!pacing) return tl::unexpected(pacing.error());
   const std::vector<std::string> names =
-      f.policies.empty() ? std::vector<std::string>{"fair-share"} : f.policies;
+      f.policies.empty() ? std::vector<std::string>{DefaultReplayPolicy()} : f.policies;
   // Every policy is checked before the first replay starts.
   std::vector<NamedPolicy> policies;
   for (const std::string& name : names) {
@@ -235,7 +239,9 @@ Result<json> RunFgd(const SimulateFlags& f, const Source& source) {
   // The paper's policies, and the server's own placement orders, which the experiment also
   // takes.
   std::vector<std::string> known = sim::FgdPolicyNames();
-  known.insert(known.end(), {"binpack", "spread"});
+  for (model::Scoring scoring : {model::Scoring::kBinpack, model::Scoring::kSpread}) {
+    known.emplace_back(model::ScoringName(scoring));
+  }
   const std::vector<std::string> names =
       f.policies.empty() ? std::vector<std::string>{""} : f.policies;
   for (const std::string& name : names) {
@@ -305,7 +311,7 @@ Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
   auto trace = sim::TraceFromDataDir(f.from_server, from, to);
   if (!trace) return InputError("--from-server " + f.from_server, trace.error());
   auto before = f.baseline_policy.empty()
-                    ? ResolveReplayPolicy("baseline", "fair-share", *trace)
+                    ? ResolveReplayPolicy("baseline", DefaultReplayPolicy(), *trace)
                     : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, *trace);
   if (!before) return tl::unexpected(before.error());
   auto after = ResolveReplayPolicy("--policy", f.policies.front(), *trace);

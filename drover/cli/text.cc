@@ -19,6 +19,8 @@
 #include "drover/api/views.h"
 #include "drover/cli/table.h"
 #include "drover/common/quantity.h"
+#include "drover/model/decision.h"
+#include "drover/model/job_spec.h"
 
 namespace drover::cli {
 
@@ -246,8 +248,11 @@ std::string DescribePipeline(const json& run) {
     std::vector<std::string> upstreams;
     for (const json& dependency : stage["depends_on"]) {
       const std::string condition = dependency["condition"];
-      upstreams.push_back(dependency["stage"].get<std::string>() +
-                          (condition == "succeeded" ? "" : " " + condition));
+      upstreams.push_back(
+          dependency["stage"].get<std::string>() +
+          (model::ParseDependencyCondition(condition) == model::DependencyCondition::kSucceeded
+               ? ""
+               : " " + condition));
     }
     if (!upstreams.empty()) notes.push_back(fmt::format("after {}", fmt::join(upstreams, ", ")));
     // A skipped stage's message already says why its `if` did not hold.
@@ -362,11 +367,14 @@ std::string DescribeDecisions(const json& body) {
                          fmt::join(nodes, ", "), d.value("score", 0.0), d.value("candidates", 0),
                          d.value("candidates", 0) == 1 ? "" : "s");
     }
-    if (kind == "reserved" && d.value("reserved_start_at", std::int64_t{0}) > 0) {
+    const std::optional<model::Decision::Kind> parsed_kind = model::ParseDecisionKind(kind);
+    if (parsed_kind == model::Decision::Kind::kReserved &&
+        d.value("reserved_start_at", std::int64_t{0}) > 0) {
       out += fmt::format("{}reserved from {}\n", indent,
                          FormatTimestamp(d.value("reserved_start_at", std::int64_t{0})));
     }
-    if (kind == "evicted" && d.value("preemptor", std::int64_t{0}) > 0) {
+    if (parsed_kind == model::Decision::Kind::kEvicted &&
+        d.value("preemptor", std::int64_t{0}) > 0) {
       out += fmt::format("{}preempted by job {}{}\n", indent, d["preemptor"].get<std::int64_t>(),
                          d.value("reason", "").empty() ? "" : " (" + d.value("reason", "") + ")");
     }

@@ -1,3 +1,8 @@
+// The JSON codecs of json.h: one Decode and one ToJson per model type (about fifty), with the
+// private helpers they share (Field, DecodeEnum over the model's name tables, Array). Its size is
+// earned: the codecs are one flat list, kept in one file so those helpers stay private and each
+// type's two directions are found in one place.
+
 #include "drover/codec/json.h"
 
 #include <fmt/format.h>
@@ -240,103 +245,72 @@ Status Decode(const json& j, const std::string& path, model::ResourceAmounts* ou
   return OkStatus();
 }
 
-// Enums: the name must be a string and one of the known names.
-template <typename E, typename Parse>
+// Enums: the name must be a string and one of `names` (the enum's table in model/).
+template <typename E, std::size_t N>
 Status DecodeEnum(const json& j, const std::string& path, std::string_view what,
-                  std::string_view choices, Parse parse, E* out) {
-  if (!j.is_string()) return Expected(path, fmt::format("a {} name ({})", what, choices));
+                  const model::NameTable<E, N>& names, E* out) {
+  if (!j.is_string())
+    return Expected(path, fmt::format("a {} name ({})", what, names.ChoiceList()));
   const auto& name = j.get_ref<const std::string&>();
-  std::optional<E> value = parse(name);
+  std::optional<E> value = names.Parse(name);
   if (!value) {
-    return InvalidArgument(
-        fmt::format("{}: unknown {} \"{}\" (expected one of {})", path, what, name, choices));
+    return InvalidArgument(fmt::format("{}: unknown {} \"{}\" (expected one of {})", path, what,
+                                       name, names.ChoiceList()));
   }
   *out = *value;
   return OkStatus();
 }
 
 Status Decode(const json& j, const std::string& path, model::JobState* out) {
-  return DecodeEnum(
-      j, path, "job state",
-      "pending, ready, admitted, placed, starting, running, succeeded, failed, cancelled, "
-      "timed_out, waiting, skipped",
-      [](std::string_view name) { return model::ParseJobState(name); }, out);
+  return DecodeEnum(j, path, "job state", model::kJobStateNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::WorkerState* out) {
-  return DecodeEnum(
-      j, path, "worker state", "assigned, launched, running, exited",
-      [](std::string_view name) { return model::ParseWorkerState(name); }, out);
+  return DecodeEnum(j, path, "worker state", model::kWorkerStateNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::TaintEffect* out) {
-  return DecodeEnum(j, path, "taint effect", "NoSchedule, PreferNoSchedule, NoExecute",
-                    ParseTaintEffect, out);
+  return DecodeEnum(j, path, "taint effect", model::kTaintEffectNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Toleration::Operator* out) {
-  return DecodeEnum(
-      j, path, "toleration operator", "Equal, Exists",
-      [](std::string_view name) -> std::optional<model::Toleration::Operator> {
-        if (name == "Equal") return model::Toleration::Operator::kEqual;
-        if (name == "Exists") return model::Toleration::Operator::kExists;
-        return std::nullopt;
-      },
-      out);
+  return DecodeEnum(j, path, "toleration operator", model::kTolerationOperatorNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out) {
-  return DecodeEnum(j, path, "worker event kind", "started, exited, checkpoint",
-                    ParseWorkerEventKind, out);
+  return DecodeEnum(j, path, "worker event kind", model::kWorkerEventKindNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::FailureKind* out) {
-  return DecodeEnum(j, path, "failure kind", "exit, node_lost, preempted, timeout",
-                    model::ParseFailureKind, out);
+  return DecodeEnum(j, path, "failure kind", model::kFailureKindNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::DependencyCondition* out) {
-  return DecodeEnum(j, path, "dependency condition", "succeeded, failed, done, skipped",
-                    model::ParseDependencyCondition, out);
+  return DecodeEnum(j, path, "dependency condition", model::kDependencyConditionNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::PipelineAdmission* out) {
-  return DecodeEnum(j, path, "pipeline admission", "stagewise, whole", ParsePipelineAdmission, out);
+  return DecodeEnum(j, path, "pipeline admission", model::kPipelineAdmissionNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::ConcurrencyPolicy* out) {
-  return DecodeEnum(j, path, "concurrency policy", "allow, forbid, replace",
-                    model::ParseConcurrencyPolicy, out);
+  return DecodeEnum(j, path, "concurrency policy", model::kConcurrencyPolicyNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::GpuSharing* out) {
-  return DecodeEnum(j, path, "GPU sharing mode", "exclusive, timeslice, mig", ParseGpuSharing, out);
+  return DecodeEnum(j, path, "GPU sharing mode", model::kGpuSharingNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Decision::Kind* out) {
-  return DecodeEnum(
-      j, path, "decision kind", "placed, reserved, preempted, evicted",
-      [](std::string_view name) { return model::ParseDecisionKind(name); }, out);
+  return DecodeEnum(j, path, "decision kind", model::kDecisionKindNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Scoring* out) {
-  static const std::string choices = [] {
-    std::string out;
-    for (model::Scoring scoring : model::AllScorings()) {
-      if (!out.empty()) out += ", ";
-      out += model::ScoringName(scoring);
-    }
-    return out;
-  }();
-  return DecodeEnum(
-      j, path, "scoring", choices, [](std::string_view name) { return model::ParseScoring(name); },
-      out);
+  return DecodeEnum(j, path, "scoring", model::kScoringNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::QueueOrder* out) {
-  return DecodeEnum(
-      j, path, "queue order", "fair-share, fifo, sjf, las",
-      [](std::string_view name) { return model::ParseQueueOrder(name); }, out);
+  return DecodeEnum(j, path, "queue order", model::kQueueOrderNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::Resources* out) {
@@ -669,9 +643,7 @@ Status Decode(const json& j, const std::string& path, model::Limits* out) {
 }
 
 Status Decode(const json& j, const std::string& path, model::ExecutorKind* out) {
-  return DecodeEnum(
-      j, path, "executor", "local, slurm, kubernetes",
-      [](std::string_view name) { return model::ParseExecutorKind(name); }, out);
+  return DecodeEnum(j, path, "executor", model::kExecutorKindNames, out);
 }
 
 Status Decode(const json& j, const std::string& path, model::ExecutorConfig* out) {
@@ -759,7 +731,7 @@ json ToJson(const model::Taint& taint) {
 
 json ToJson(const model::Toleration& toleration) {
   json out{{"key", toleration.key},
-           {"operator", TolerationOperatorName(toleration.op)},
+           {"operator", model::kTolerationOperatorNames.Name(toleration.op)},
            {"value", toleration.value}};
   if (toleration.effect) out["effect"] = model::TaintEffectName(*toleration.effect);
   return out;
@@ -883,55 +855,8 @@ json ToJson(const model::Limits& limits) {
 
 }  // namespace
 
-std::string_view TolerationOperatorName(model::Toleration::Operator op) {
-  return op == model::Toleration::Operator::kExists ? "Exists" : "Equal";
-}
-
-std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name) {
-  for (auto effect : {model::TaintEffect::kNoSchedule, model::TaintEffect::kPreferNoSchedule,
-                      model::TaintEffect::kNoExecute}) {
-    if (model::TaintEffectName(effect) == name) return effect;
-  }
-  return std::nullopt;
-}
-
-std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind) {
-  switch (kind) {
-    case model::WorkerEvent::Kind::kStarted:
-      return "started";
-    case model::WorkerEvent::Kind::kExited:
-      return "exited";
-    case model::WorkerEvent::Kind::kCheckpoint:
-      return "checkpoint";
-  }
-  return "started";
-}
-
-std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view name) {
-  for (auto kind : {model::WorkerEvent::Kind::kStarted, model::WorkerEvent::Kind::kExited,
-                    model::WorkerEvent::Kind::kCheckpoint}) {
-    if (WorkerEventKindName(kind) == name) return kind;
-  }
-  return std::nullopt;
-}
-
-std::string_view PipelineAdmissionName(model::PipelineAdmission admission) {
-  return admission == model::PipelineAdmission::kWhole ? "whole" : "stagewise";
-}
-
-std::optional<model::PipelineAdmission> ParsePipelineAdmission(std::string_view name) {
-  for (auto admission : {model::PipelineAdmission::kStagewise, model::PipelineAdmission::kWhole}) {
-    if (PipelineAdmissionName(admission) == name) return admission;
-  }
-  return std::nullopt;
-}
-
 std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
-  for (auto sharing :
-       {model::GpuSharing::kExclusive, model::GpuSharing::kTimeslice, model::GpuSharing::kMig}) {
-    if (model::GpuSharingName(sharing) == name) return sharing;
-  }
-  return std::nullopt;
+  return model::ParseGpuSharing(name);
 }
 
 json ToJson(const model::JobSpec& spec) {
@@ -958,7 +883,7 @@ json ToJson(const model::JobSpec& spec) {
   if (!spec.image.empty()) out["image"] = spec.image;
   if (spec.trial != model::TrialSpec{}) out["trial"] = ToJson(spec.trial);
   if (spec.admission != model::PipelineAdmission::kStagewise) {
-    out["admission"] = PipelineAdmissionName(spec.admission);
+    out["admission"] = model::kPipelineAdmissionNames.Name(spec.admission);
   }
   if (!spec.run_if.empty()) out["run_if"] = spec.run_if;
   if (!spec.inputs.empty()) out["inputs"] = Array(spec.inputs);
@@ -1125,7 +1050,7 @@ Result<model::CronSpec> CronSpecFromJson(const json& j, std::string_view path) {
 json ToJson(const model::WorkerEvent& event) {
   json out = json::object();
   EncodeWorkerKey(event.key, &out);
-  out["kind"] = WorkerEventKindName(event.kind);
+  out["kind"] = model::kWorkerEventKindNames.Name(event.kind);
   out["at"] = event.at;
   out["exit"] = ToJson(event.exit);
   return out;

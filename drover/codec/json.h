@@ -5,12 +5,9 @@
 //
 // Encoding conventions:
 //   - keys are snake_case field names;
-//   - enums are their names: job states "pending".."skipped" (model::JobStateName), worker
-//     states "assigned".."exited", taint effects "NoSchedule"/"PreferNoSchedule"/"NoExecute",
-//     toleration operators "Equal"/"Exists", worker event kinds "started"/"exited"/"checkpoint",
-//     GPU sharing modes "exclusive"/"timeslice"/"mig" (model::GpuSharingName), decision kinds
-//     "placed".."evicted" (model::DecisionKindName), scorings "binpack"/"spread"/"fragmentation"
-//     (model::ScoringName);
+//   - an enum is its name in the enum's table in model/ (model::kJobStateNames
+//   "pending".."skipped",
+//     kTaintEffectNames "NoSchedule".., kScoringNames "binpack"..; see drover/model/names.h);
 //   - quantities are integers with the unit in the key: cpu_millis, memory_bytes, timeout_ms;
 //   - times are integers, milliseconds since the Unix epoch, in keys ending in "_at"
 //     (0 means "not yet", as in the model);
@@ -25,17 +22,16 @@
 //     LaunchSpec.make_dirs) are omitted while they hold their default value, so a value that does
 //     not use them encodes exactly as before (older agents and readers see the same JSON).
 //     Decision, QueueConfig, Policy and CronSpec write every field;
-//   - JobSpec.depends_on is [{"name", "condition"}] (condition "succeeded", "failed", "done" or
-//     "skipped"); the decoder also reads the older form, a list of names;
-//   - enums added with workflows: pipeline admission "stagewise"/"whole", failure kinds
-//     "exit"/"node_lost"/"preempted"/"timeout", concurrency policies "allow"/"forbid"/"replace".
+//   - JobSpec.depends_on is [{"name", "condition"}] (condition: model::kDependencyConditionNames);
+//     the decoder also reads the older form, a list of names;
 //
 // Decoding contract:
 //   - the value must be an object; an absent key (or null) leaves the field at the type's default
 //     value, so older snapshots and minimal API messages decode; unknown keys are ignored;
 //   - a present key of the wrong type or an unknown enum name is kInvalidArgument, with a
 //     message that names the field by its path, e.g.
-//     "job.attempts[0].workers[1].gpus: expected an array of integers";
+//     "job.attempts[0].workers[1].gpus: expected an array of integers"; for an enum it lists the
+//     table's choices: 'job.state: unknown job state "done" (expected one of pending, ...)';
 //   - integers must be integral JSON numbers that fit the field (1.5 and 1.0 are rejected);
 //   - `path` names the root in messages; callers that decode a nested document pass its path
 //     ("request.body.spec").
@@ -121,17 +117,7 @@ Result<model::QueueConfig> QueueConfigFromJson(const nlohmann::json& json,
 nlohmann::json ToJson(const model::Policy& policy);
 Result<model::Policy> PolicyFromJson(const nlohmann::json& json, std::string_view path = "policy");
 
-// "Equal" / "Exists".
-std::string_view TolerationOperatorName(model::Toleration::Operator op);
-// Inverse of model::TaintEffectName; nullopt for an unknown name.
-std::optional<model::TaintEffect> ParseTaintEffect(std::string_view name);
-// "started" / "exited" / "checkpoint", and the inverse (nullopt for an unknown name).
-std::string_view WorkerEventKindName(model::WorkerEvent::Kind kind);
-std::optional<model::WorkerEvent::Kind> ParseWorkerEventKind(std::string_view name);
-// "stagewise" / "whole", and the inverse (nullopt for an unknown name).
-std::string_view PipelineAdmissionName(model::PipelineAdmission admission);
-std::optional<model::PipelineAdmission> ParsePipelineAdmission(std::string_view name);
-// Inverse of model::GpuSharingName; nullopt for an unknown name.
+// model::ParseGpuSharing, kept for agent/node_file.cc until it calls the model's table itself.
 std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name);
 
 // Compact serialization that never throws: invalid UTF-8 in strings is replaced by U+FFFD.

@@ -444,25 +444,5 @@ TEST(JsonCodec, ParseJsonReportsSyntaxErrors) {
   EXPECT_THAT(parsed.error().message, HasSubstr("invalid JSON"));
 }
 
-TEST(JsonCodec, ParsesTaintEffects) {
-  EXPECT_EQ(ParseTaintEffect("NoExecute"), model::TaintEffect::kNoExecute);
-  EXPECT_EQ(ParseTaintEffect("PreferNoSchedule"), model::TaintEffect::kPreferNoSchedule);
-  EXPECT_EQ(ParseTaintEffect("NoSchedule"), model::TaintEffect::kNoSchedule);
-  EXPECT_EQ(ParseTaintEffect("noschedule"), std::nullopt);
-}
-
-TEST(JsonCodec, ParsesEnumNames) {
-  EXPECT_EQ(ParseGpuSharing("timeslice"), model::GpuSharing::kTimeslice);
-  EXPECT_EQ(ParseGpuSharing("mig"), model::GpuSharing::kMig);
-  EXPECT_EQ(ParseGpuSharing("exclusive"), model::GpuSharing::kExclusive);
-  EXPECT_EQ(ParseGpuSharing("MIG"), std::nullopt);
-  EXPECT_EQ(model::ParseScoring("spread"), model::Scoring::kSpread);
-  EXPECT_EQ(model::ParseScoring("best-fit"), model::Scoring::kBestFit);
-  EXPECT_EQ(model::ParseScoring("bestfit"), std::nullopt);
-  EXPECT_EQ(ParseWorkerEventKind("checkpoint"), model::WorkerEvent::Kind::kCheckpoint);
-  EXPECT_EQ(WorkerEventKindName(model::WorkerEvent::Kind::kExited), "exited");
-  EXPECT_EQ(ParseWorkerEventKind("crashed"), std::nullopt);
-}
-
 }  // namespace
 }  // namespace drover::codec

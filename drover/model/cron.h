@@ -9,6 +9,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/model/job_spec.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
@@ -18,7 +19,14 @@ enum class ConcurrencyPolicy {
   kForbid,   // skip this run
   kReplace,  // cancel the running one, then start
 };
-// "allow", "forbid", "replace".
+inline constexpr NameTable kConcurrencyPolicyNames{std::array{
+    NameEntry{ConcurrencyPolicy::kAllow, "allow"},
+    NameEntry{ConcurrencyPolicy::kForbid, "forbid"},
+    NameEntry{ConcurrencyPolicy::kReplace, "replace"},
+}};
+static_assert(kConcurrencyPolicyNames.size() ==
+              static_cast<std::size_t>(ConcurrencyPolicy::kReplace) + 1);
+// kConcurrencyPolicyNames.Name / Parse.
 std::string_view ConcurrencyPolicyName(ConcurrencyPolicy policy);
 std::optional<ConcurrencyPolicy> ParseConcurrencyPolicy(std::string_view name);
 

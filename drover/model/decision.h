@@ -12,6 +12,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
@@ -50,7 +51,14 @@ struct Decision {
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 
-// "placed", "reserved", "preempted", "evicted".
+inline constexpr NameTable kDecisionKindNames{std::array{
+    NameEntry{Decision::Kind::kPlaced, "placed"},
+    NameEntry{Decision::Kind::kReserved, "reserved"},
+    NameEntry{Decision::Kind::kPreempted, "preempted"},
+    NameEntry{Decision::Kind::kEvicted, "evicted"},
+}};
+static_assert(kDecisionKindNames.size() == static_cast<std::size_t>(Decision::Kind::kEvicted) + 1);
+// kDecisionKindNames.Name / Parse.
 std::string_view DecisionKindName(Decision::Kind kind);
 std::optional<Decision::Kind> ParseDecisionKind(std::string_view name);
 

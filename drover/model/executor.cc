@@ -4,24 +4,10 @@
 
 namespace drover::model {
 
-std::string_view ExecutorKindName(ExecutorKind kind) {
-  switch (kind) {
-    case ExecutorKind::kLocal:
-      return "local";
-    case ExecutorKind::kSlurm:
-      return "slurm";
-    case ExecutorKind::kKubernetes:
-      return "kubernetes";
-  }
-  return "local";
-}
+std::string_view ExecutorKindName(ExecutorKind kind) { return kExecutorKindNames.Name(kind); }
 
 std::optional<ExecutorKind> ParseExecutorKind(std::string_view name) {
-  for (ExecutorKind kind :
-       {ExecutorKind::kLocal, ExecutorKind::kSlurm, ExecutorKind::kKubernetes}) {
-    if (ExecutorKindName(kind) == name) return kind;
-  }
-  return std::nullopt;
+  return kExecutorKindNames.Parse(name);
 }
 
 std::string ExternalName(JobId job, int attempt) {

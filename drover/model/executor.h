@@ -17,11 +17,18 @@
 #include "drover/common/ids.h"
 #include "drover/model/job.h"
 #include "drover/model/job_spec.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
 enum class ExecutorKind { kLocal, kSlurm, kKubernetes };
-// "local", "slurm", "kubernetes".
+inline constexpr NameTable kExecutorKindNames{std::array{
+    NameEntry{ExecutorKind::kLocal, "local"},
+    NameEntry{ExecutorKind::kSlurm, "slurm"},
+    NameEntry{ExecutorKind::kKubernetes, "kubernetes"},
+}};
+static_assert(kExecutorKindNames.size() == static_cast<std::size_t>(ExecutorKind::kKubernetes) + 1);
+// kExecutorKindNames.Name / Parse.
 std::string_view ExecutorKindName(ExecutorKind kind);
 std::optional<ExecutorKind> ParseExecutorKind(std::string_view name);
 

@@ -3,32 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <csignal>
 #include <cstring>
 
 namespace drover::model {
-namespace {
 
-constexpr std::array<std::string_view, 12> kJobStateNames = {
-    "pending",   "ready",  "admitted",  "placed",    "starting", "running",
-    "succeeded", "failed", "cancelled", "timed_out", "waiting",  "skipped"};
+std::string_view JobStateName(JobState state) { return kJobStateNames.Name(state); }
 
-constexpr std::array<std::string_view, 4> kWorkerStateNames = {"assigned", "launched", "running",
-                                                               "exited"};
-
-}  // namespace
-
-std::string_view JobStateName(JobState state) {
-  return kJobStateNames[static_cast<std::size_t>(state)];
-}
-
-std::optional<JobState> ParseJobState(std::string_view name) {
-  for (std::size_t i = 0; i < kJobStateNames.size(); ++i) {
-    if (kJobStateNames[i] == name) return static_cast<JobState>(i);
-  }
-  return std::nullopt;
-}
+std::optional<JobState> ParseJobState(std::string_view name) { return kJobStateNames.Parse(name); }
 
 bool IsTerminal(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
@@ -60,15 +42,10 @@ bool IsAllowedTransition(JobState from, JobState to) {
   }
 }
 
-std::string_view WorkerStateName(WorkerState state) {
-  return kWorkerStateNames[static_cast<std::size_t>(state)];
-}
+std::string_view WorkerStateName(WorkerState state) { return kWorkerStateNames.Name(state); }
 
 std::optional<WorkerState> ParseWorkerState(std::string_view name) {
-  for (std::size_t i = 0; i < kWorkerStateNames.size(); ++i) {
-    if (kWorkerStateNames[i] == name) return static_cast<WorkerState>(i);
-  }
-  return std::nullopt;
+  return kWorkerStateNames.Parse(name);
 }
 
 bool IsExternal(const Attempt& attempt) { return !attempt.executor.empty(); }

@@ -28,6 +28,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/model/job_spec.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
@@ -46,14 +47,40 @@ enum class JobState {
   kSkipped,  // never ran: a dependency condition or its `if` did not hold
 };
 
-// "pending", "ready", ..., "timed_out".
+inline constexpr NameTable kJobStateNames{std::array{
+    NameEntry{JobState::kPending, "pending"},
+    NameEntry{JobState::kReady, "ready"},
+    NameEntry{JobState::kAdmitted, "admitted"},
+    NameEntry{JobState::kPlaced, "placed"},
+    NameEntry{JobState::kStarting, "starting"},
+    NameEntry{JobState::kRunning, "running"},
+    NameEntry{JobState::kSucceeded, "succeeded"},
+    NameEntry{JobState::kFailed, "failed"},
+    NameEntry{JobState::kCancelled, "cancelled"},
+    NameEntry{JobState::kTimedOut, "timed_out"},
+    NameEntry{JobState::kWaiting, "waiting"},
+    NameEntry{JobState::kSkipped, "skipped"},
+}};
+static_assert(kJobStateNames.size() == static_cast<std::size_t>(JobState::kSkipped) + 1);
+
+// kJobStateNames.Name / Parse.
 std::string_view JobStateName(JobState state);
 std::optional<JobState> ParseJobState(std::string_view name);
+// succeeded, failed, cancelled, timed_out and skipped: the job will not change again. The one
+// definition of "finished": the stores' active filters (SQL included) derive from it.
 bool IsTerminal(JobState state);
 // True if the lifecycle above allows from -> to. The controller never makes any other move.
 bool IsAllowedTransition(JobState from, JobState to);
 
 enum class WorkerState { kAssigned, kLaunched, kRunning, kExited };
+inline constexpr NameTable kWorkerStateNames{std::array{
+    NameEntry{WorkerState::kAssigned, "assigned"},
+    NameEntry{WorkerState::kLaunched, "launched"},
+    NameEntry{WorkerState::kRunning, "running"},
+    NameEntry{WorkerState::kExited, "exited"},
+}};
+static_assert(kWorkerStateNames.size() == static_cast<std::size_t>(WorkerState::kExited) + 1);
+// kWorkerStateNames.Name / Parse.
 std::string_view WorkerStateName(WorkerState state);
 std::optional<WorkerState> ParseWorkerState(std::string_view name);
 

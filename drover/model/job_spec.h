@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "drover/common/clock.h"
+#include "drover/model/names.h"
 #include "drover/model/resources.h"
 
 namespace drover::model {
@@ -63,10 +64,16 @@ enum class FailureKind {
   kPreempted,  // stopped to make room for another job
   kTimeout,    // ran past spec.timeout
 };
-// "exit", "node_lost", "preempted", "timeout".
+inline constexpr NameTable kFailureKindNames{std::array{
+    NameEntry{FailureKind::kExit, "exit"},
+    NameEntry{FailureKind::kNodeLost, "node_lost"},
+    NameEntry{FailureKind::kPreempted, "preempted"},
+    NameEntry{FailureKind::kTimeout, "timeout"},
+}};
+static_assert(kFailureKindNames.size() == static_cast<std::size_t>(FailureKind::kTimeout) + 1);
+// kFailureKindNames.Name / Parse.
 std::string_view FailureKindName(FailureKind kind);
 std::optional<FailureKind> ParseFailureKind(std::string_view name);
-const std::vector<FailureKind>& AllFailureKinds();
 
 struct RetryPolicy {
   int max_attempts = 1;       // total attempts including the first; 1 = no retry
@@ -91,7 +98,15 @@ enum class DependencyCondition {
   kDone,       // the upstream reached any terminal state, skipped included
   kSkipped,    // the upstream was skipped (its condition or `if` did not hold)
 };
-// "succeeded", "failed", "done", "skipped".
+inline constexpr NameTable kDependencyConditionNames{std::array{
+    NameEntry{DependencyCondition::kSucceeded, "succeeded"},
+    NameEntry{DependencyCondition::kFailed, "failed"},
+    NameEntry{DependencyCondition::kDone, "done"},
+    NameEntry{DependencyCondition::kSkipped, "skipped"},
+}};
+static_assert(kDependencyConditionNames.size() ==
+              static_cast<std::size_t>(DependencyCondition::kSkipped) + 1);
+// kDependencyConditionNames.Name / Parse.
 std::string_view DependencyConditionName(DependencyCondition condition);
 std::optional<DependencyCondition> ParseDependencyCondition(std::string_view name);
 
@@ -152,6 +167,12 @@ enum class PipelineAdmission {
   // stage, and it is refused at submission if the quota never could.
   kWhole,
 };
+inline constexpr NameTable kPipelineAdmissionNames{std::array{
+    NameEntry{PipelineAdmission::kStagewise, "stagewise"},
+    NameEntry{PipelineAdmission::kWhole, "whole"},
+}};
+static_assert(kPipelineAdmissionNames.size() ==
+              static_cast<std::size_t>(PipelineAdmission::kWhole) + 1);
 
 struct JobSpec {
   std::string name;  // unique within one submission; [a-z0-9][a-z0-9._-]{0,62}

@@ -10,6 +10,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/model/job.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
@@ -57,5 +58,12 @@ struct WorkerEvent {
 
   friend bool operator==(const WorkerEvent&, const WorkerEvent&) = default;
 };
+inline constexpr NameTable kWorkerEventKindNames{std::array{
+    NameEntry{WorkerEvent::Kind::kStarted, "started"},
+    NameEntry{WorkerEvent::Kind::kExited, "exited"},
+    NameEntry{WorkerEvent::Kind::kCheckpoint, "checkpoint"},
+}};
+static_assert(kWorkerEventKindNames.size() ==
+              static_cast<std::size_t>(WorkerEvent::Kind::kCheckpoint) + 1);
 
 }  // namespace drover::model

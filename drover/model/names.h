@@ -58,6 +58,13 @@ class NameTable {
     }
     return std::nullopt;
   }
+  // Every value, in declaration order.
+  std::vector<Enum> Values() const {
+    std::vector<Enum> out;
+    out.reserve(N);
+    for (const NameEntry<Enum>& entry : entries_) out.push_back(entry.value);
+    return out;
+  }
   // Every name, in declaration order.
   std::vector<std::string> Choices() const {
     std::vector<std::string> out;

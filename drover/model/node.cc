@@ -2,16 +2,10 @@
 
 namespace drover::model {
 
-std::string_view GpuSharingName(GpuSharing sharing) {
-  switch (sharing) {
-    case GpuSharing::kExclusive:
-      return "exclusive";
-    case GpuSharing::kTimeslice:
-      return "timeslice";
-    case GpuSharing::kMig:
-      return "mig";
-  }
-  return "exclusive";
+std::string_view GpuSharingName(GpuSharing sharing) { return kGpuSharingNames.Name(sharing); }
+
+std::optional<GpuSharing> ParseGpuSharing(std::string_view name) {
+  return kGpuSharingNames.Parse(name);
 }
 
 }  // namespace drover::model

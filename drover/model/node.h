@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "drover/common/ids.h"
+#include "drover/model/names.h"
 #include "drover/model/resources.h"
 
 namespace drover::model {
@@ -17,8 +18,15 @@ namespace drover::model {
 // a MIG GPU is cut into the instances listed in Gpu::mig.
 enum class GpuSharing { kExclusive, kTimeslice, kMig };
 
-// "exclusive", "timeslice", "mig".
+inline constexpr NameTable kGpuSharingNames{std::array{
+    NameEntry{GpuSharing::kExclusive, "exclusive"},
+    NameEntry{GpuSharing::kTimeslice, "timeslice"},
+    NameEntry{GpuSharing::kMig, "mig"},
+}};
+static_assert(kGpuSharingNames.size() == static_cast<std::size_t>(GpuSharing::kMig) + 1);
+// kGpuSharingNames.Name / Parse.
 std::string_view GpuSharingName(GpuSharing sharing);
+std::optional<GpuSharing> ParseGpuSharing(std::string_view name);
 
 // `count` MIG instances of `profile` (e.g. "3g.71gb") on one GPU.
 struct MigSlots {

@@ -2,67 +2,24 @@
 
 namespace drover::model {
 
+std::string_view ScoringName(Scoring scoring) { return kScoringNames.Name(scoring); }
+
+std::optional<Scoring> ParseScoring(std::string_view name) { return kScoringNames.Parse(name); }
+
 const std::vector<Scoring>& AllScorings() {
-  static const std::vector<Scoring> all = {
-      Scoring::kBinpack, Scoring::kSpread,     Scoring::kFragmentation, Scoring::kRandom,
-      Scoring::kBestFit, Scoring::kDotProduct, Scoring::kGpuPacking,    Scoring::kGpuClustering};
+  static const std::vector<Scoring> all = kScoringNames.Values();
   return all;
 }
 
-std::optional<Scoring> ParseScoring(std::string_view name) {
-  for (Scoring scoring : AllScorings()) {
-    if (ScoringName(scoring) == name) return scoring;
-  }
-  return std::nullopt;
-}
+std::string_view QueueOrderName(QueueOrder order) { return kQueueOrderNames.Name(order); }
 
-std::string_view ScoringName(Scoring scoring) {
-  switch (scoring) {
-    case Scoring::kBinpack:
-      return "binpack";
-    case Scoring::kSpread:
-      return "spread";
-    case Scoring::kFragmentation:
-      return "fragmentation";
-    case Scoring::kRandom:
-      return "random";
-    case Scoring::kBestFit:
-      return "best-fit";
-    case Scoring::kDotProduct:
-      return "dot-product";
-    case Scoring::kGpuPacking:
-      return "gpu-packing";
-    case Scoring::kGpuClustering:
-      return "gpu-clustering";
-  }
-  return "binpack";
-}
-
-std::string_view QueueOrderName(QueueOrder order) {
-  switch (order) {
-    case QueueOrder::kFairShare:
-      return "fair-share";
-    case QueueOrder::kFifo:
-      return "fifo";
-    case QueueOrder::kSjf:
-      return "sjf";
-    case QueueOrder::kLas:
-      return "las";
-  }
-  return "fair-share";
+std::optional<QueueOrder> ParseQueueOrder(std::string_view name) {
+  return kQueueOrderNames.Parse(name);
 }
 
 const std::vector<QueueOrder>& AllQueueOrders() {
-  static const std::vector<QueueOrder> all = {QueueOrder::kFairShare, QueueOrder::kFifo,
-                                              QueueOrder::kSjf, QueueOrder::kLas};
+  static const std::vector<QueueOrder> all = kQueueOrderNames.Values();
   return all;
-}
-
-std::optional<QueueOrder> ParseQueueOrder(std::string_view name) {
-  for (QueueOrder order : AllQueueOrders()) {
-    if (QueueOrderName(order) == name) return order;
-  }
-  return std::nullopt;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/model/executor.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
@@ -71,11 +72,22 @@ enum class Scoring {
   kGpuPacking,     // partly used GPUs first, then used nodes, then idle nodes
   kGpuClustering,  // nodes already running tasks of the same GPU request first
 };
+inline constexpr NameTable kScoringNames{std::array{
+    NameEntry{Scoring::kBinpack, "binpack"},
+    NameEntry{Scoring::kSpread, "spread"},
+    NameEntry{Scoring::kFragmentation, "fragmentation"},
+    NameEntry{Scoring::kRandom, "random"},
+    NameEntry{Scoring::kBestFit, "best-fit"},
+    NameEntry{Scoring::kDotProduct, "dot-product"},
+    NameEntry{Scoring::kGpuPacking, "gpu-packing"},
+    NameEntry{Scoring::kGpuClustering, "gpu-clustering"},
+}};
+static_assert(kScoringNames.size() == static_cast<std::size_t>(Scoring::kGpuClustering) + 1);
+// kScoringNames.Name / Parse.
 std::string_view ScoringName(Scoring scoring);
+std::optional<Scoring> ParseScoring(std::string_view name);
 // Every scoring, in declaration order.
 const std::vector<Scoring>& AllScorings();
-// Inverse of ScoringName; nullopt for an unknown name.
-std::optional<Scoring> ParseScoring(std::string_view name);
 
 // The order a scheduling cycle tries pending jobs in (docs/scheduling.md, "Queue order"). It
 // decides only who is tried first: quotas, concurrency limits, placement, backfill and reclaim
@@ -100,12 +112,18 @@ enum class QueueOrder {
   // interruptible running jobs of its leaf queue that sit in a later LAS queue.
   kLas,
 };
-// "fair-share", "fifo", "sjf", "las".
+inline constexpr NameTable kQueueOrderNames{std::array{
+    NameEntry{QueueOrder::kFairShare, "fair-share"},
+    NameEntry{QueueOrder::kFifo, "fifo"},
+    NameEntry{QueueOrder::kSjf, "sjf"},
+    NameEntry{QueueOrder::kLas, "las"},
+}};
+static_assert(kQueueOrderNames.size() == static_cast<std::size_t>(QueueOrder::kLas) + 1);
+// kQueueOrderNames.Name / Parse.
 std::string_view QueueOrderName(QueueOrder order);
+std::optional<QueueOrder> ParseQueueOrder(std::string_view name);
 // Every order, in declaration order.
 const std::vector<QueueOrder>& AllQueueOrders();
-// Inverse of QueueOrderName; nullopt for an unknown name.
-std::optional<QueueOrder> ParseQueueOrder(std::string_view name);
 
 struct Policy {
   // Roots of the queue tree. Empty: one implicit leaf "default" without quota.

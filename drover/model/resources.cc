@@ -12,16 +12,10 @@ bool Tolerates(const Toleration& toleration, const Taint& taint) {
   return toleration.key == taint.key && toleration.value == taint.value;
 }
 
-std::string_view TaintEffectName(TaintEffect effect) {
-  switch (effect) {
-    case TaintEffect::kNoSchedule:
-      return "NoSchedule";
-    case TaintEffect::kPreferNoSchedule:
-      return "PreferNoSchedule";
-    case TaintEffect::kNoExecute:
-      return "NoExecute";
-  }
-  return "NoSchedule";
+std::string_view TaintEffectName(TaintEffect effect) { return kTaintEffectNames.Name(effect); }
+
+std::optional<TaintEffect> ParseTaintEffect(std::string_view name) {
+  return kTaintEffectNames.Parse(name);
 }
 
 std::string FormatTaint(const Taint& taint) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "drover/common/ids.h"
+#include "drover/model/names.h"
 
 namespace drover::model {
 
@@ -21,6 +22,13 @@ struct Resources {
 };
 
 enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+// Kubernetes' spellings.
+inline constexpr NameTable kTaintEffectNames{std::array{
+    NameEntry{TaintEffect::kNoSchedule, "NoSchedule"},
+    NameEntry{TaintEffect::kPreferNoSchedule, "PreferNoSchedule"},
+    NameEntry{TaintEffect::kNoExecute, "NoExecute"},
+}};
+static_assert(kTaintEffectNames.size() == static_cast<std::size_t>(TaintEffect::kNoExecute) + 1);
 
 // A node property that repels jobs that do not tolerate it (Kubernetes semantics).
 struct Taint {
@@ -42,12 +50,20 @@ struct Toleration {
 
   friend bool operator==(const Toleration&, const Toleration&) = default;
 };
+// Kubernetes' spellings.
+inline constexpr NameTable kTolerationOperatorNames{std::array{
+    NameEntry{Toleration::Operator::kEqual, "Equal"},
+    NameEntry{Toleration::Operator::kExists, "Exists"},
+}};
+static_assert(kTolerationOperatorNames.size() ==
+              static_cast<std::size_t>(Toleration::Operator::kExists) + 1);
 
 // True if `toleration` tolerates `taint`.
 bool Tolerates(const Toleration& toleration, const Taint& taint);
 
-// "NoSchedule", "PreferNoSchedule", "NoExecute".
+// kTaintEffectNames.Name / Parse.
 std::string_view TaintEffectName(TaintEffect effect);
+std::optional<TaintEffect> ParseTaintEffect(std::string_view name);
 // "key=value:Effect" (or "key:Effect" when the value is empty), as kubectl prints taints.
 std::string FormatTaint(const Taint& taint);
 

@@ -42,7 +42,7 @@ Result<Entry> ParseEntry(std::string_view text) {
   if (std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
     const std::string_view sharing = rest.substr(colon + 1);
     rest = rest.substr(0, colon);
-    auto parsed = ParseGpuSharing(sharing);
+    auto parsed = model::ParseGpuSharing(sharing);
     if (parsed == model::GpuSharing::kMig) {
       return InvalidArgument(
           "MIG GPUs need their layout: declare them in a node file (gpus: [{model, count, "
@@ -149,14 +149,6 @@ Result<std::int64_t> ParseGpuMemory(std::string_view text) {
   if (!bytes) return tl::unexpected(bytes.error());
   if (*bytes <= 0) return InvalidArgument("GPU memory must be positive");
   return *bytes;
-}
-
-std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
-  for (auto sharing :
-       {model::GpuSharing::kExclusive, model::GpuSharing::kTimeslice, model::GpuSharing::kMig}) {
-    if (model::GpuSharingName(sharing) == name) return sharing;
-  }
-  return std::nullopt;
 }
 
 }  // namespace drover::spec

@@ -1,33 +1,31 @@
 // OpenSqliteStore(): the Store contract on a SQLite database (see sqlite_store.h for the
-// layout, durability and thread-safety contract).
+// layout, durability and thread-safety contract): the schema and its migrations, then the store.
+// The connection plumbing it runs on is in sqlite_connection.h.
 
 #include "drover/store/sqlite_store.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <exception>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "drover/codec/json.h"
+#include "drover/store/sqlite_connection.h"
 #include "drover/store/store_util.h"
 
 namespace drover::store {
 namespace {
 
 // Migration i takes the schema from version i to i + 1. Append only: never edit a migration
-// that has shipped; add a new one and bump kSqliteSchemaVersion.
+// that has shipped; add a new one and bump kSqliteSchemaVersion. "{unfinished}" in a migration
+// stands for SqlUnfinishedStateCondition() (MigrationSql fills it in).
 constexpr std::string_view kMigrations[] = {
     // 0 -> 1: jobs with their filter columns and JSON snapshot; the transition log.
     R"sql(
@@ -87,244 +85,35 @@ constexpr std::string_view kMigrations[] = {
         spec         TEXT NOT NULL      -- the CronSpec as JSON
       ) WITHOUT ROWID;
     )sql",
+    // 3 -> 4: the active-jobs index over the states model::IsTerminal calls unfinished (schema 1
+    // listed the finished ones by hand and missed `skipped`). A change to IsTerminal needs a new
+    // migration that rebuilds the index the same way.
+    R"sql(
+      DROP INDEX jobs_active;
+      CREATE INDEX jobs_active ON jobs(id) WHERE {unfinished};
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
-// Maps a SQLite result code to a Drover error, with SQLite's message for context.
-tl::unexpected<Error> SqliteError(sqlite3* db, int rc, std::string_view what) {
-  ErrorCode code = ErrorCode::kInternal;
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PROTOCOL:
-    case SQLITE_READONLY:
-      code = ErrorCode::kUnavailable;
-      break;
-    case SQLITE_FULL:
-      code = ErrorCode::kResourceExhausted;
-      break;
-    case SQLITE_NOTADB:
-      code = ErrorCode::kFailedPrecondition;
-      break;
-    default:
-      break;
+using sqlite::BindText;
+using sqlite::Checkpointer;
+using sqlite::ColumnText;
+using sqlite::Connection;
+using sqlite::ConnectionPool;
+using sqlite::SqliteError;
+using sqlite::StatementScope;
+
+// The SQL of migration `from` -> `from` + 1, its placeholders filled in.
+std::string MigrationSql(std::int64_t from) {
+  constexpr std::string_view kPlaceholder = "{unfinished}";
+  const std::string unfinished = SqlUnfinishedStateCondition();
+  std::string sql(kMigrations[from]);
+  for (auto at = sql.find(kPlaceholder); at != std::string::npos;
+       at = sql.find(kPlaceholder, at + unfinished.size())) {
+    sql.replace(at, kPlaceholder.size(), unfinished);
   }
-  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  return MakeError(code, fmt::format("sqlite: {}: {}", what, detail));
+  return sql;
 }
-
-// One SQLite connection with a cache of prepared statements keyed by SQL text. Not
-// thread-safe: the owner serializes use (the writer mutex, or the reader pool's borrow).
-class Connection {
- public:
-  static Result<std::unique_ptr<Connection>> Open(const std::string& path, bool read_only,
-                                                  int busy_timeout_ms) {
-    sqlite3* db = nullptr;
-    const int flags =
-        (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-        SQLITE_OPEN_NOMUTEX;
-    const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
-    // sqlite3_open_v2 allocates a handle even on failure; the unique_ptr closes it.
-    auto connection = std::unique_ptr<Connection>(new Connection(db));
-    if (rc != SQLITE_OK) return SqliteError(db, rc, fmt::format("open {}", path));
-    sqlite3_extended_result_codes(db, 1);
-    sqlite3_busy_timeout(db, busy_timeout_ms);
-    return connection;
-  }
-
-  ~Connection() {
-    for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
-    sqlite3_close_v2(db_);
-  }
-
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  sqlite3* db() const { return db_; }
-
-  // The cached prepared statement for `sql`, preparing it on first use. The caller must reset
-  // it after use (StatementScope does).
-  Result<sqlite3_stmt*> Prepare(const std::string& sql) {
-    auto it = cache_.find(sql);
-    if (it != cache_.end()) return it->second;
-    sqlite3_stmt* stmt = nullptr;
-    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
-                                      SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-    if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare");
-    cache_.emplace(sql, stmt);
-    return stmt;
-  }
-
-  // Runs one or more statements that return no rows (not cached: for open-time work).
-  Status Exec(const std::string& sql, std::string_view what) {
-    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return SqliteError(db_, rc, what);
-    return OkStatus();
-  }
-
-  // The single integer a PRAGMA or query returns.
-  Result<std::int64_t> QueryInt(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
-    if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
-    rc = sqlite3_step(stmt);
-    const std::int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-    sqlite3_finalize(stmt);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(db_, rc, sql);
-    return value;
-  }
-
-  // The single text a PRAGMA or query returns ("" if none).
-  Result<std::string> QueryText(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
-    if (rc != SQLITE_OK) return SqliteError(db_, rc, sql);
-    rc = sqlite3_step(stmt);
-    std::string value;
-    if (rc == SQLITE_ROW) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-      if (text != nullptr) value = text;
-    }
-    sqlite3_finalize(stmt);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(db_, rc, sql);
-    return value;
-  }
-
- private:
-  explicit Connection(sqlite3* db) : db_(db) {}
-
-  sqlite3* db_;
-  std::map<std::string, sqlite3_stmt*> cache_;
-};
-
-// Resets and unbinds a cached statement when the scope ends, so it is ready for reuse and
-// does not hold a read transaction open.
-class StatementScope {
- public:
-  explicit StatementScope(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  ~StatementScope() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  StatementScope(const StatementScope&) = delete;
-  StatementScope& operator=(const StatementScope&) = delete;
-
- private:
-  sqlite3_stmt* stmt_;
-};
-
-// Binds `text` without copying (SQLITE_STATIC): every caller keeps the bound string alive until
-// the statement is reset. Never binds NULL, even for a null view.
-int BindText(sqlite3_stmt* stmt, int index, std::string_view text) {
-  return sqlite3_bind_text(stmt, index, text.empty() ? "" : text.data(),
-                           static_cast<int>(text.size()), SQLITE_STATIC);
-}
-
-std::string ColumnText(sqlite3_stmt* stmt, int column) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
-  return text == nullptr
-             ? std::string()
-             : std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)));
-}
-
-// A fixed set of connections lent to one thread at a time.
-class ConnectionPool {
- public:
-  explicit ConnectionPool(std::vector<std::unique_ptr<Connection>> connections)
-      : connections_(std::move(connections)) {
-    for (auto& connection : connections_) free_.push_back(connection.get());
-  }
-
-  // Takes a free connection, waiting for one; give it back with Release.
-  Connection* Acquire() {
-    std::unique_lock lock(mutex_);
-    available_.wait(lock, [this] { return !free_.empty(); });
-    Connection* connection = free_.back();
-    free_.pop_back();
-    return connection;
-  }
-
-  void Release(Connection* connection) {
-    {
-      std::lock_guard lock(mutex_);
-      free_.push_back(connection);
-    }
-    available_.notify_one();
-  }
-
- private:
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::mutex mutex_;
-  std::condition_variable available_;
-  std::vector<Connection*> free_;
-};
-
-// Runs WAL checkpoints off the commit path. By default SQLite checkpoints inside the COMMIT that
-// grows the WAL past 1000 pages, and a checkpoint fsyncs the WAL and the database: an Apply that
-// happens to trigger it takes milliseconds instead of tens of microseconds. Here the writer's WAL
-// hook (OnCommit) only signals, and a thread runs PASSIVE checkpoints on its own connection;
-// PASSIVE never waits for, nor blocks, the writer or readers. Every commit still leaves the
-// database consistent: checkpoint timing affects only WAL size and power-loss durability.
-class Checkpointer {
- public:
-  Checkpointer(std::unique_ptr<Connection> connection, int wal_pages)
-      : connection_(std::move(connection)), wal_pages_(wal_pages), thread_([this] { Run(); }) {}
-
-  ~Checkpointer() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
-  }
-
-  Checkpointer(const Checkpointer&) = delete;
-  Checkpointer& operator=(const Checkpointer&) = delete;
-
-  // Called on the writer after each commit with the WAL's size in pages.
-  void OnCommit(sqlite3* writer, int pages) {
-    dirty_.store(true, std::memory_order_relaxed);
-    if (pages >= 16 * wal_pages_) {
-      // The background checkpoints are not keeping up (a long reader pins old frames): let
-      // the writer do one so the WAL does not grow without bound.
-      sqlite3_wal_checkpoint_v2(writer, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    } else if (pages >= wal_pages_) {
-      {
-        std::lock_guard lock(mutex_);
-        requested_ = true;
-      }
-      wake_.notify_one();
-    }
-  }
-
- private:
-  void Run() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-      // Checkpoint when asked, and once a second after any commit so an idle WAL drains.
-      wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_ || requested_; });
-      if (stop_) break;
-      requested_ = false;
-      if (!dirty_.exchange(false, std::memory_order_relaxed)) continue;
-      lock.unlock();
-      sqlite3_wal_checkpoint_v2(connection_->db(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                                nullptr);
-      lock.lock();
-    }
-  }
-
-  std::unique_ptr<Connection> connection_;
-  const int wal_pages_;
-  std::atomic<bool> dirty_ = false;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool requested_ = false;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts after the members it uses are initialized
-};
 
 // Brings the schema of `db` to kSqliteSchemaVersion in one transaction.
 Status Migrate(Connection& db, const std::string& path) {
@@ -349,8 +138,8 @@ Status Migrate(Connection& db, const std::string& path) {
                       path, *version));
     }
     for (std::int64_t v = *version; v < kSqliteSchemaVersion; ++v) {
-      DROVER_RETURN_IF_ERROR(db.Exec(std::string(kMigrations[v]),
-                                     fmt::format("migrate {} schema {} -> {}", path, v, v + 1)));
+      DROVER_RETURN_IF_ERROR(
+          db.Exec(MigrationSql(v), fmt::format("migrate {} schema {} -> {}", path, v, v + 1)));
     }
     if (*version < kSqliteSchemaVersion) {
       DROVER_RETURN_IF_ERROR(
@@ -439,7 +228,8 @@ class SqliteStore final : public Store {
     add_text("queue", filter.queue);
     add_text("name", filter.name);
     if (filter.active_only) {
-      sql += " AND state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out')";
+      static const std::string kActive = " AND " + SqlUnfinishedStateCondition();
+      sql += kActive;
     }
     // The limit is a parameter, not text, so the statement cache holds at most 2^7 shapes.
     const int limit_index = static_cast<int>(texts.size()) + 1;

@@ -7,7 +7,8 @@
 // the decision log (schema 2): table `decisions` (append-only, one row per decision under its
 // job, the decision as codec::ToJson text) with `decision_victims` (job_id, seq) naming the
 // decisions that chose a job as a victim. Table `crons` (schema 3): one row per cron job with
-// its owner, creation time, last handled due time and spec as JSON.
+// its owner, creation time, last handled due time and spec as JSON. Index `jobs_active` (rebuilt
+// in schema 4) holds the unfinished jobs, as model::IsTerminal says.
 // The schema version is PRAGMA user_version; PRAGMA application_id marks a Drover database.
 //
 // Durability: WAL with synchronous=NORMAL. A committed Apply survives a crash of the process;
@@ -32,9 +33,9 @@
 namespace drover::store {
 
 // The schema version this build writes; OpenSqliteStore refuses a database with a higher one.
-// 1: jobs and transitions; 2: the decision log; 3: cron jobs. Older databases are migrated at
-// open.
-inline constexpr std::int64_t kSqliteSchemaVersion = 3;
+// 1: jobs and transitions; 2: the decision log; 3: cron jobs; 4: the active-jobs index counts
+// skipped jobs as finished. Older databases are migrated at open.
+inline constexpr std::int64_t kSqliteSchemaVersion = 4;
 // PRAGMA application_id of a Drover database ("DRVR").
 inline constexpr std::int64_t kSqliteApplicationId = 0x44525652;
 

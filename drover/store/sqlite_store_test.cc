@@ -3,15 +3,18 @@
 
 #include "drover/store/sqlite_store.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "drover/codec/json.h"
 #include "drover/codec/sample_values.h"
+#include "drover/store/store_util.h"
 #include "drover/store/test_util.h"
 
 namespace drover::store {
@@ -123,28 +126,44 @@ constexpr char kSchemaV1[] = R"sql(
   PRAGMA application_id = 1146246738;
 )sql";
 
+// Writes a database at `path` as version 1 did (kSchemaV1), holding `jobs` and for each a
+// creation transition. Fails the test on error.
+void WriteVersion1Database(const std::string& path, const std::vector<model::Job>& jobs) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr), SQLITE_OK);
+  for (const model::Job& job : jobs) {
+    sqlite3_stmt* insert = nullptr;
+    ASSERT_EQ(
+        sqlite3_prepare_v2(db, "INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9)",
+                           -1, &insert, nullptr),
+        SQLITE_OK);
+    const std::string state(model::JobStateName(job.state));
+    const std::string snapshot = codec::DumpJson(codec::ToJson(job));
+    sqlite3_bind_int64(insert, 1, job.id.value());
+    sqlite3_bind_text(insert, 2, job.spec.name.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(insert, 3, job.spec.owner.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(insert, 4, job.spec.team.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(insert, 5, job.spec.queue.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(insert, 6, state.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(insert, 7, job.created_at);
+    sqlite3_bind_int64(insert, 8, job.finished_at);
+    sqlite3_bind_text(insert, 9, snapshot.c_str(), -1, SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(insert), SQLITE_DONE);
+    sqlite3_finalize(insert);
+    const std::string transition = fmt::format(
+        "INSERT INTO transitions (job_id, attempt, from_state, to_state, at, cause) "
+        "VALUES ({}, 0, 'pending', 'pending', 1, 'submitted')",
+        job.id.value());
+    ASSERT_EQ(sqlite3_exec(db, transition.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  sqlite3_close(db);
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+}
+
 TEST_F(SqliteStoreTest, MigratesAVersion1Database) {
   const model::Job job = MakeJob(4, "old");
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(DbPath().c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_stmt* insert = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db,
-                               "INSERT INTO jobs VALUES (4, 'old', 'alice', 'research', 'default', "
-                               "'pending', NULL, 1, 0, ?1)",
-                               -1, &insert, nullptr),
-            SQLITE_OK);
-  const std::string snapshot = codec::DumpJson(codec::ToJson(job));
-  sqlite3_bind_text(insert, 1, snapshot.c_str(), -1, SQLITE_TRANSIENT);
-  ASSERT_EQ(sqlite3_step(insert), SQLITE_DONE);
-  sqlite3_finalize(insert);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "INSERT INTO transitions (job_id, attempt, from_state, to_state, at, "
-                         "cause) VALUES (4, 0, 'pending', 'pending', 1, 'submitted')",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  ASSERT_EQ(RawQuery(DbPath(), "PRAGMA user_version"), "1");
+  WriteVersion1Database(DbPath(), {job});
   ASSERT_EQ(std::to_string(kSqliteApplicationId), "1146246738");
 
   auto store = MustOpen();
@@ -164,6 +183,42 @@ TEST_F(SqliteStoreTest, MigratesAVersion1Database) {
   store = MustOpen();
   ASSERT_NE(store, nullptr);
   EXPECT_THAT(store->ListDecisions(JobId(4)).value(), ::testing::ElementsAre(decision));
+}
+
+// Schema 4 rebuilt the active-jobs index from model::IsTerminal: version 1 listed the finished
+// states by hand and left out `skipped`.
+TEST_F(SqliteStoreTest, MigrationRebuildsTheActiveIndexWithSkippedAsFinished) {
+  model::Job running = MakeJob(1, "running");
+  running.state = model::JobState::kRunning;
+  model::Job skipped = MakeJob(2, "skipped");
+  skipped.state = model::JobState::kSkipped;
+  WriteVersion1Database(DbPath(), {running, skipped});
+  const std::string index_sql = "SELECT sql FROM sqlite_master WHERE name = 'jobs_active'";
+  ASSERT_THAT(RawQuery(DbPath(), index_sql), ::testing::Not(HasSubstr("skipped")));
+
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA user_version"), std::to_string(kSqliteSchemaVersion));
+  EXPECT_THAT(RawQuery(DbPath(), index_sql),
+              HasSubstr("WHERE state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out', "
+                        "'skipped')"));
+  EXPECT_EQ(RawQuery(DbPath(), "PRAGMA integrity_check"), "ok");
+  JobFilter active_only;
+  active_only.active_only = true;
+  auto listed = store->ListJobs(active_only);
+  ASSERT_TRUE(listed.has_value()) << listed.error().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().id, JobId(1));
+  EXPECT_EQ(store->GetJob(JobId(2)).value(), skipped);
+}
+
+// The active filter of ListJobs is the index's condition word for word, so SQLite can use the
+// partial index.
+TEST_F(SqliteStoreTest, ActiveIndexConditionIsTheListFilter) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(RawQuery(DbPath(), "SELECT sql FROM sqlite_master WHERE name = 'jobs_active'"),
+              HasSubstr("WHERE " + SqlUnfinishedStateCondition()));
 }
 
 TEST_F(SqliteStoreTest, DecisionsAreQueryableRows) {

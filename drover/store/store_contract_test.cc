@@ -135,6 +135,24 @@ TEST_P(StoreContractTest, FiltersJobs) {
               ElementsAre(3));
 }
 
+// Active means not finished as model::IsTerminal says: a skipped job (it never ran) is finished
+// like a succeeded one, in every store.
+TEST_P(StoreContractTest, ActiveJobsAreTheUnfinishedOnesSkippedIsFinished) {
+  std::vector<model::Job> jobs;
+  for (model::JobState state : model::kJobStateNames.Values()) {
+    model::Job job = MakeJob(static_cast<std::int64_t>(jobs.size()) + 1,
+                             std::string(model::JobStateName(state)));
+    job.state = state;
+    jobs.push_back(std::move(job));
+  }
+  MustApply({.jobs = jobs});
+  // 1-6: pending..running, 7-10: succeeded..timed_out, 11: waiting, 12: skipped.
+  EXPECT_THAT(ListIds({.active_only = true}), ElementsAre(1, 2, 3, 4, 5, 6, 11));
+  EXPECT_THAT(ListIds({.active_only = true, .limit = 1}), ElementsAre(11));
+  EXPECT_THAT(ListIds({.state = model::JobState::kSkipped}), ElementsAre(12));
+  EXPECT_THAT(ListIds({.state = model::JobState::kSkipped, .active_only = true}), IsEmpty());
+}
+
 TEST_P(StoreContractTest, LimitReturnsNewestFirst) {
   std::vector<model::Job> jobs;
   for (int id = 1; id <= 5; ++id) jobs.push_back(MakeJob(id, "j"));

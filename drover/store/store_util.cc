@@ -1,6 +1,7 @@
 #include "drover/store/store_util.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -31,6 +32,14 @@ bool Matches(const JobFilter& filter, const model::Job& job) {
   if (!filter.name.empty() && job.spec.name != filter.name) return false;
   if (filter.active_only && model::IsTerminal(job.state)) return false;
   return true;
+}
+
+std::string SqlUnfinishedStateCondition() {
+  std::vector<std::string> finished;
+  for (const auto& [state, name] : model::kJobStateNames.entries()) {
+    if (model::IsTerminal(state)) finished.push_back(fmt::format("'{}'", name));
+  }
+  return fmt::format("state NOT IN ({})", fmt::join(finished, ", "));
 }
 
 tl::unexpected<Error> UnknownJobError(std::size_t index, std::int64_t id) {

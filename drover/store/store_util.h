@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,12 @@ Status ValidateFilter(const JobFilter& filter);
 tl::unexpected<Error> UnknownJobError(std::size_t index, std::int64_t id);
 // The same for batch.<list>[index] ("decisions").
 tl::unexpected<Error> UnknownJobError(std::string_view list, std::size_t index, std::int64_t id);
+
+// The SQL condition "state NOT IN ('succeeded', ...)" on a `state` column that holds
+// model::JobStateName: true exactly for the jobs model::IsTerminal calls unfinished. The SQLite
+// store's active filter and its partial index jobs_active both use it, word for word (SQLite
+// uses a partial index only for a query whose WHERE clause contains the index's).
+std::string SqlUnfinishedStateCondition();
 
 // The jobs other than decision.job that `decision` concerns (its victims), without repeats.
 std::vector<std::int64_t> OtherJobsOf(const model::Decision& decision);
