@@ -855,10 +855,6 @@ json ToJson(const model::Limits& limits) {
 
 }  // namespace
 
-std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name) {
-  return model::ParseGpuSharing(name);
-}
-
 json ToJson(const model::JobSpec& spec) {
   json out{{"name", spec.name},
            {"owner", spec.owner},

@@ -117,9 +117,6 @@ Result<model::QueueConfig> QueueConfigFromJson(const nlohmann::json& json,
 nlohmann::json ToJson(const model::Policy& policy);
 Result<model::Policy> PolicyFromJson(const nlohmann::json& json, std::string_view path = "policy");
 
-// model::ParseGpuSharing, kept for agent/node_file.cc until it calls the model's table itself.
-std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name);
-
 // Compact serialization that never throws: invalid UTF-8 in strings is replaced by U+FFFD.
 std::string DumpJson(const nlohmann::json& json);
 // Parses `text`; kInvalidArgument with nlohmann's position message if it is not JSON.

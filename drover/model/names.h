@@ -81,6 +81,15 @@ class NameTable {
     }
     return out;
   }
+  // The names as alternatives for prose: "a", "a or b", "a, b or c".
+  std::string AlternativeList() const {
+    std::string out;
+    for (std::size_t i = 0; i < N; ++i) {
+      if (i > 0) out += i + 1 == N ? " or " : ", ";
+      out += entries_[i].name;
+    }
+    return out;
+  }
   constexpr const std::array<NameEntry<Enum>, N>& entries() const { return entries_; }
   static constexpr std::size_t size() { return N; }
 

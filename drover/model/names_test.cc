@@ -79,9 +79,10 @@ TEST(NameTables, NameFunctionsReadTheTables) {
   EXPECT_EQ(ParseScoring("best-fit"), Scoring::kBestFit);
   EXPECT_EQ(ParseScoring("bestfit"), std::nullopt);
   EXPECT_EQ(QueueOrderName(QueueOrder::kFairShare), "fair-share");
-  EXPECT_THAT(AllQueueOrders(), ElementsAre(QueueOrder::kFairShare, QueueOrder::kFifo,
-                                            QueueOrder::kSjf, QueueOrder::kLas));
-  EXPECT_EQ(AllScorings().size(), kScoringNames.size());
+  EXPECT_THAT(kQueueOrderNames.Values(), ElementsAre(QueueOrder::kFairShare, QueueOrder::kFifo,
+                                                     QueueOrder::kSjf, QueueOrder::kLas));
+  EXPECT_EQ(kTaintEffectNames.AlternativeList(), "NoSchedule, PreferNoSchedule or NoExecute");
+  EXPECT_EQ(kTolerationOperatorNames.AlternativeList(), "Equal or Exists");
 }
 
 TEST(IsTerminal, HoldsForTheFinishedStatesSkippedIncluded) {

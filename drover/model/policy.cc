@@ -6,20 +6,10 @@ std::string_view ScoringName(Scoring scoring) { return kScoringNames.Name(scorin
 
 std::optional<Scoring> ParseScoring(std::string_view name) { return kScoringNames.Parse(name); }
 
-const std::vector<Scoring>& AllScorings() {
-  static const std::vector<Scoring> all = kScoringNames.Values();
-  return all;
-}
-
 std::string_view QueueOrderName(QueueOrder order) { return kQueueOrderNames.Name(order); }
 
 std::optional<QueueOrder> ParseQueueOrder(std::string_view name) {
   return kQueueOrderNames.Parse(name);
-}
-
-const std::vector<QueueOrder>& AllQueueOrders() {
-  static const std::vector<QueueOrder> all = kQueueOrderNames.Values();
-  return all;
 }
 
 namespace {

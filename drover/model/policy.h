@@ -86,8 +86,6 @@ static_assert(kScoringNames.size() == static_cast<std::size_t>(Scoring::kGpuClus
 // kScoringNames.Name / Parse.
 std::string_view ScoringName(Scoring scoring);
 std::optional<Scoring> ParseScoring(std::string_view name);
-// Every scoring, in declaration order.
-const std::vector<Scoring>& AllScorings();
 
 // The order a scheduling cycle tries pending jobs in (docs/scheduling.md, "Queue order"). It
 // decides only who is tried first: quotas, concurrency limits, placement, backfill and reclaim
@@ -122,8 +120,6 @@ static_assert(kQueueOrderNames.size() == static_cast<std::size_t>(QueueOrder::kL
 // kQueueOrderNames.Name / Parse.
 std::string_view QueueOrderName(QueueOrder order);
 std::optional<QueueOrder> ParseQueueOrder(std::string_view name);
-// Every order, in declaration order.
-const std::vector<QueueOrder>& AllQueueOrders();
 
 struct Policy {
   // Roots of the queue tree. Empty: one implicit leaf "default" without quota.

@@ -35,9 +35,4 @@ std::optional<std::int64_t> DefaultGpuMemoryBytes(std::string_view model);
 // ParseBytes ("81559Mi", "80Gi", a bare byte count). kInvalidArgument if malformed or zero.
 Result<std::int64_t> ParseGpuMemory(std::string_view text);
 
-// The sharing mode named `name` as model::GpuSharingName spells it (exclusive, timeslice, mig);
-// nullopt for any other text. (codec::ParseGpuSharing does the same for JSON; spec does not
-// depend on codec. Both give way to model's name table for GpuSharing.)
-std::optional<model::GpuSharing> ParseGpuSharing(std::string_view name);
-
 }  // namespace drover::spec

@@ -126,12 +126,5 @@ TEST(ParseGpuMemory, ReadsVendorGigabytesAsGibibytes) {
   EXPECT_FALSE(ParseGpuMemory("lots"));
 }
 
-TEST(ParseGpuSharing, ReadsTheModelsNames) {
-  EXPECT_EQ(ParseGpuSharing("exclusive"), model::GpuSharing::kExclusive);
-  EXPECT_EQ(ParseGpuSharing("timeslice"), model::GpuSharing::kTimeslice);
-  EXPECT_EQ(ParseGpuSharing("mig"), model::GpuSharing::kMig);
-  EXPECT_EQ(ParseGpuSharing("MIG"), std::nullopt);
-}
-
 }  // namespace
 }  // namespace drover::spec

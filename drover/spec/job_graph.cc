@@ -27,16 +27,17 @@ bool IsValidOutputName(std::string_view name) {
 
 std::optional<model::DependencyCondition> ReadCondition(const Value& v, Sink& sink) {
   if (!v.node.IsDefined() || v.node.IsNull()) {
-    sink.Add(v.pos, v.path, "must not be empty; write succeeded, failed, done or skipped");
+    sink.Add(v.pos, v.path,
+             "must not be empty; write " + model::kDependencyConditionNames.AlternativeList());
     return std::nullopt;
   }
   std::optional<std::string> name = ReadString(v, sink);
   if (!name) return std::nullopt;
   if (auto condition = model::ParseDependencyCondition(*name)) return condition;
-  static const std::vector<std::string> kNames = {"succeeded", "failed", "done", "skipped"};
   sink.Add(v.pos, v.path,
            fmt::format("unknown condition '{}'", *name) +
-               DidYouMean(*name, kNames, "expected succeeded, failed, done or skipped",
+               DidYouMean(*name, model::kDependencyConditionNames.Choices(),
+                          "expected " + model::kDependencyConditionNames.AlternativeList(),
                           HintForm::kAsideThenExpected));
   return std::nullopt;
 }

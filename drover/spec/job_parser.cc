@@ -156,7 +156,8 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
 
   if (form == JobForm::kJob) {
     if (auto v = f.Get("kind")) {
-      if (auto kind = ReadString(*v, sink); kind && *kind != "Job") {
+      if (auto kind = ReadString(*v, sink);
+          kind && kDocumentKindNames.Parse(*kind) != DocumentKind::kJob) {
         sink.Add(v->pos, v->path, UnsupportedKindMessage(*kind));
       }
     } else {
@@ -295,9 +296,9 @@ void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink) {
 }
 
 std::string UnsupportedKindMessage(std::string_view kind) {
-  static const std::vector<std::string> kKinds = {"Job", "Pipeline", "CronJob"};
   return fmt::format("unsupported kind '{}'", kind) +
-         DidYouMean(kind, kKinds, "expected Job, Pipeline or CronJob",
+         DidYouMean(kind, kDocumentKindNames.Choices(),
+                    "expected " + kDocumentKindNames.AlternativeList(),
                     HintForm::kAsideThenExpected);
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "drover/model/job_spec.h"
+#include "drover/model/names.h"
 #include "drover/spec/diagnostic.h"
 #include "drover/spec/yaml_reader.h"
 #include "drover/workflow/matrix.h"
@@ -66,6 +67,15 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
 
 // owner, team, queue and priority of `f` into `spec` (a job's, or a pipeline's defaults).
 void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink);
+
+// The kinds of document a spec file holds, each in its `kind:` spelling.
+enum class DocumentKind { kJob, kPipeline, kCronJob };
+inline constexpr model::NameTable kDocumentKindNames{std::array{
+    model::NameEntry{DocumentKind::kJob, "Job"},
+    model::NameEntry{DocumentKind::kPipeline, "Pipeline"},
+    model::NameEntry{DocumentKind::kCronJob, "CronJob"},
+}};
+static_assert(kDocumentKindNames.size() == static_cast<std::size_t>(DocumentKind::kCronJob) + 1);
 
 // "unsupported kind 'Jb' (did you mean 'Job'?); expected Job, Pipeline or CronJob".
 std::string UnsupportedKindMessage(std::string_view kind);

@@ -123,13 +123,12 @@ std::optional<model::Toleration> ReadToleration(const Value& v, Sink& sink) {
   if (auto q = f.Get("key")) t.key = ReadString(*q, sink).value_or("");
   if (auto q = f.Get("operator")) {
     if (auto op = ReadString(*q, sink)) {
-      if (*op == "Equal") {
-        t.op = model::Toleration::Operator::kEqual;
-      } else if (*op == "Exists") {
-        t.op = model::Toleration::Operator::kExists;
+      if (auto parsed = model::kTolerationOperatorNames.Parse(*op)) {
+        t.op = *parsed;
       } else {
         sink.Add(q->pos, q->path,
-                 fmt::format("unknown operator '{}'; expected Equal or Exists", *op));
+                 fmt::format("unknown operator '{}'; expected {}", *op,
+                             model::kTolerationOperatorNames.AlternativeList()));
       }
     }
   }
@@ -137,20 +136,15 @@ std::optional<model::Toleration> ReadToleration(const Value& v, Sink& sink) {
   if (value) t.value = ReadString(*value, sink).value_or("");
   if (auto q = f.Get("effect")) {
     if (auto effect = ReadString(*q, sink)) {
-      static const std::vector<std::string> kEffects = {"NoSchedule", "PreferNoSchedule",
-                                                        "NoExecute"};
-      if (*effect == "NoSchedule") {
-        t.effect = model::TaintEffect::kNoSchedule;
-      } else if (*effect == "PreferNoSchedule") {
-        t.effect = model::TaintEffect::kPreferNoSchedule;
-      } else if (*effect == "NoExecute") {
-        t.effect = model::TaintEffect::kNoExecute;
+      if (auto parsed = model::ParseTaintEffect(*effect)) {
+        t.effect = *parsed;
       } else {
         sink.Add(q->pos, q->path,
                  fmt::format("unknown effect '{}'", *effect) +
-                     DidYouMean(*effect, kEffects,
-                                "expected NoSchedule, PreferNoSchedule or NoExecute, or leave "
-                                "it out to tolerate every effect",
+                     DidYouMean(*effect, model::kTaintEffectNames.Choices(),
+                                fmt::format("expected {}, or leave it out to tolerate every "
+                                            "effect",
+                                            model::kTaintEffectNames.AlternativeList()),
                                 HintForm::kAsideThenExpected));
       }
     }

@@ -17,13 +17,12 @@ namespace {
 // on: the failure kinds retried, each once.
 void ReadFailureKinds(const Value& v, model::RetryPolicy& retry, Sink& sink) {
   std::optional<std::vector<Value>> items =
-      ReadList(v, "a list of failure kinds (exit, node_lost, preempted, timeout)", sink);
+      ReadList(v, "a list of failure kinds (" + model::kFailureKindNames.ChoiceList() + ")", sink);
   if (!items) return;
   if (items->empty()) {
     sink.Add(v.pos, v.path, "must not be empty; leave on out to retry every kind of failure");
     return;
   }
-  static const std::vector<std::string> kNames = {"exit", "node_lost", "preempted", "timeout"};
   std::vector<model::FailureKind> kinds;
   for (const Value& item : *items) {
     std::optional<std::string> name = ReadString(item, sink);
@@ -32,7 +31,8 @@ void ReadFailureKinds(const Value& v, model::RetryPolicy& retry, Sink& sink) {
     if (!kind) {
       sink.Add(item.pos, item.path,
                fmt::format("unknown failure kind '{}'", *name) +
-                   DidYouMean(*name, kNames, "expected exit, node_lost, preempted or timeout",
+                   DidYouMean(*name, model::kFailureKindNames.Choices(),
+                              "expected " + model::kFailureKindNames.AlternativeList(),
                               HintForm::kAsideThenExpected));
     } else if (std::find(kinds.begin(), kinds.end(), *kind) != kinds.end()) {
       sink.Add(item.pos, item.path, fmt::format("duplicate failure kind '{}'", *name));

@@ -85,15 +85,6 @@ std::optional<std::string> ScalarField(const YAML::Node& map, const std::string&
   return value.Scalar();
 }
 
-std::optional<model::TaintEffect> ParseEffect(std::string_view text) {
-  if (text == "NoSchedule") return model::TaintEffect::kNoSchedule;
-  if (text == "PreferNoSchedule") return model::TaintEffect::kPreferNoSchedule;
-  if (text == "NoExecute") return model::TaintEffect::kNoExecute;
-  return std::nullopt;
-}
-
-constexpr const char* kEffects = "NoSchedule, PreferNoSchedule or NoExecute";
-
 std::optional<model::Taint> ParseTaint(const YAML::Node& node, const std::string& path,
                                        Diagnostics& diag) {
   model::Taint taint;
@@ -128,9 +119,11 @@ std::optional<model::Taint> ParseTaint(const YAML::Node& node, const std::string
     diag.Add(node, path, "taint key is empty");
     return std::nullopt;
   }
-  auto parsed = ParseEffect(effect);
+  auto parsed = model::ParseTaintEffect(effect);
   if (!parsed) {
-    diag.Add(node, path, fmt::format("unknown taint effect '{}' (expected {})", effect, kEffects));
+    diag.Add(node, path,
+             fmt::format("unknown taint effect '{}' (expected {})", effect,
+                         model::kTaintEffectNames.AlternativeList()));
     return std::nullopt;
   }
   taint.effect = *parsed;
@@ -253,11 +246,11 @@ void ParseGpuListEntry(const YAML::Node& node, const std::string& path,
   }
   model::GpuSharing sharing = model::GpuSharing::kExclusive;
   if (sharing_text) {
-    auto parsed = ParseGpuSharing(*sharing_text);
+    auto parsed = model::ParseGpuSharing(*sharing_text);
     if (!parsed) {
       diag.Add(node["sharing"], internal::Child(path, "sharing"),
-               fmt::format("unknown GPU sharing mode '{}' (expected exclusive, timeslice or mig)",
-                           *sharing_text));
+               fmt::format("unknown GPU sharing mode '{}' (expected {})", *sharing_text,
+                           model::kGpuSharingNames.AlternativeList()));
       return;
     }
     sharing = *parsed;

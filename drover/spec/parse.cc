@@ -39,19 +39,8 @@ using internal::ReadString;
 using internal::Sink;
 using internal::Value;
 
-enum class DocumentKind { kJob, kPipeline, kCronJob };
-
-std::string_view KindName(DocumentKind kind) {
-  switch (kind) {
-    case DocumentKind::kJob:
-      return "Job";
-    case DocumentKind::kPipeline:
-      return "Pipeline";
-    case DocumentKind::kCronJob:
-      return "CronJob";
-  }
-  return "";
-}
+using internal::DocumentKind;
+using internal::kDocumentKindNames;
 
 // `what` ('admission', ...) as one of `names`, with a suggestion when it is not.
 std::optional<std::string> ReadChoice(const Value& v, std::string_view what,
@@ -113,9 +102,10 @@ class DocumentParser {
     // An absent key yields an invalid node, on which only IsDefined() may be called.
     const YAML::Node kind_node = map["kind"];
     const bool has_kind = kind_node.IsDefined() && kind_node.IsScalar();
-    DocumentKind kind = DocumentKind::kJob;
-    if (has_kind && kind_node.Scalar() == "Pipeline") kind = DocumentKind::kPipeline;
-    if (has_kind && kind_node.Scalar() == "CronJob") kind = DocumentKind::kCronJob;
+    // Any other kind reads as a Job, whose parser reports it unsupported.
+    const DocumentKind kind =
+        has_kind ? kDocumentKindNames.Parse(kind_node.Scalar()).value_or(DocumentKind::kJob)
+                 : DocumentKind::kJob;
     const Pos pos = has_kind ? PosOf(kind_node, PosOf(map.Mark())) : PosOf(map.Mark());
     if (kind == DocumentKind::kCronJob && !accept_crons_) {
       sink_.Add(pos, "kind",
@@ -148,7 +138,8 @@ class DocumentParser {
       sink_.Add(pos, "kind",
                 fmt::format("a file holds jobs, one pipeline or cron jobs, not a mix: this {} "
                             "follows a {} at line {}",
-                            KindName(kind), KindName(first_->first), first_->second));
+                            kDocumentKindNames.Name(kind), kDocumentKindNames.Name(first_->first),
+                            first_->second));
       return false;
     }
     if (kind == DocumentKind::kPipeline) {
@@ -190,9 +181,9 @@ class DocumentParser {
     internal::ReadJobDefaults(f, base, sink_);
     model::PipelineAdmission admission = model::PipelineAdmission::kStagewise;
     if (auto v = f.Get("admission")) {
-      if (auto choice = ReadChoice(*v, "admission", {"stagewise", "whole"}, sink_)) {
-        admission = *choice == "whole" ? model::PipelineAdmission::kWhole
-                                       : model::PipelineAdmission::kStagewise;
+      if (auto choice =
+              ReadChoice(*v, "admission", model::kPipelineAdmissionNames.Choices(), sink_)) {
+        admission = model::kPipelineAdmissionNames.Parse(*choice).value_or(admission);
       }
     }
 
@@ -281,8 +272,8 @@ class DocumentParser {
       cron.time_zone = ReadNonEmptyString(*v, sink_).value_or(cron.time_zone);
     }
     if (auto v = f.Get("concurrency_policy")) {
-      if (auto choice =
-              ReadChoice(*v, "concurrency policy", {"allow", "forbid", "replace"}, sink_)) {
+      if (auto choice = ReadChoice(*v, "concurrency policy",
+                                   model::kConcurrencyPolicyNames.Choices(), sink_)) {
         cron.concurrency_policy =
             model::ParseConcurrencyPolicy(*choice).value_or(cron.concurrency_policy);
       }

@@ -224,10 +224,10 @@ class PolicyParser {
         config.kind = *kind;
         return true;
       }
-      std::vector<std::string> names = {"local", "slurm", "kubernetes"};
       sink_.Add(kind_value.pos, kind_value.path,
                 fmt::format("unknown executor '{}'", *name) +
-                    DidYouMean(*name, names, "expected one of local, slurm, kubernetes",
+                    DidYouMean(*name, model::kExecutorKindNames.Choices(),
+                               "expected one of " + model::kExecutorKindNames.ChoiceList(),
                                HintForm::kAsideThenExpected));
       return false;
     };
@@ -435,17 +435,14 @@ class PolicyParser {
   void ReadScoring(const Value& v, model::Policy& policy) {
     std::optional<std::string> name = ReadString(v, sink_);
     if (!name) return;
-    std::vector<std::string> names;
     if (auto scoring = model::ParseScoring(*name)) {
       policy.scoring = *scoring;
       return;
     }
-    for (model::Scoring scoring : model::AllScorings()) {
-      names.emplace_back(model::ScoringName(scoring));
-    }
     sink_.Add(v.pos, v.path,
               fmt::format("unknown scoring '{}'", *name) +
-                  DidYouMean(*name, names, "expected one of " + Join(names, ", "),
+                  DidYouMean(*name, model::kScoringNames.Choices(),
+                             "expected one of " + model::kScoringNames.ChoiceList(),
                              HintForm::kAsideThenExpected));
   }
 
@@ -456,13 +453,10 @@ class PolicyParser {
       policy.order = *order;
       return;
     }
-    std::vector<std::string> names;
-    for (model::QueueOrder order : model::AllQueueOrders()) {
-      names.emplace_back(model::QueueOrderName(order));
-    }
     sink_.Add(v.pos, v.path,
               fmt::format("unknown order '{}'", *name) +
-                  DidYouMean(*name, names, "expected one of " + Join(names, ", "),
+                  DidYouMean(*name, model::kQueueOrderNames.Choices(),
+                             "expected one of " + model::kQueueOrderNames.ChoiceList(),
                              HintForm::kAsideThenExpected));
   }
 
