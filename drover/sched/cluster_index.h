@@ -37,7 +37,7 @@
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
-#include "drover/sched/scheduler.h"
+#include "drover/sched/cluster_state.h"
 
 namespace drover::sched::internal {
 

@@ -1,3 +1,5 @@
+#include "drover/sched/cluster_state.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 
 #include "drover/common/quantity.h"
 #include "drover/sched/cluster_index.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 namespace internal {

@@ -43,6 +43,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/common/clock.h"
@@ -50,10 +51,22 @@
 #include "drover/model/decision.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/pending_reason.h"
 #include "drover/sched/queues.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
+
+// A job waiting for placement. `spec` is borrowed for the duration of the call.
+struct PendingJob {
+  JobId job;
+  int priority = 0;
+  TimeMs enqueued_at = 0;
+  const model::JobSpec* spec = nullptr;
+  // Its queue hands placement to an external executor (model/executor.h): the policy cycle
+  // only admits it (quota, limits) and places nothing; it neither preempts nor reserves.
+  bool external = false;
+};
 
 // A job holding resources. Pointers are borrowed for the duration of the call. An external job
 // (PendingJob::external) holds quota and an empty placement, and is never a victim: Drover
@@ -141,6 +154,20 @@ struct CycleOutput {
 CycleOutput RunPolicyCycle(const model::Policy& policy, QueueTree& queues, ClusterState& cluster,
                            const CycleInput& input,
                            const std::optional<Reservation>& previous_reservation);
+
+struct CycleResult {
+  std::vector<Placement> placements;                     // in decision order
+  std::vector<std::pair<JobId, PendingReason>> pending;  // every job not placed
+};
+
+// Runs one scheduling cycle under the empty policy (RunPolicyCycle with model::Policy{}): one
+// queue, no quota, binpack; it orders the pending jobs by priority (higher first), then by the
+// time they entered the queue (earlier first), then by id, and tries each in turn against the
+// free capacity left by the jobs placed before it in the same cycle. Allocates every placement
+// it returns in `cluster`. Every pending entry's reason is computed after all placements of the
+// cycle (once per distinct request). `spec` of every PendingJob must be non-null. A spec with
+// workers < 1 is treated as 1.
+CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending);
 
 // The priority a pending job is ordered by: its class value plus aging (policy.aging_step per
 // aging_interval waited since enqueued_at, at most aging_max).

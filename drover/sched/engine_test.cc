@@ -8,6 +8,7 @@
 #include <random>
 
 #include "drover/sched/sched_test_util.h"
+#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 namespace {
