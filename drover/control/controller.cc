@@ -6,6 +6,7 @@
 
 #include "drover/common/quantity.h"
 #include "drover/control/contract.h"
+#include "drover/model/hold_layer.h"
 #include "drover/workflow/conditions.h"
 #include "drover/workflow/expression.h"
 #include "drover/workflow/trials.h"
@@ -1248,7 +1249,7 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
             fmt::format("retry backoff: attempt {} may start in {}", job->current_attempt()->number,
                         FormatDuration(job->not_before - now));
       } else if (auto verdict = verdicts_.find(id); verdict != verdicts_.end()) {
-        out.layer = verdict->second.layer;
+        out.layer = std::string(model::kHoldLayerNames.Name(verdict->second.layer));
         out.message = verdict->second.message;
         out.placement = verdict->second.placement;
       } else {

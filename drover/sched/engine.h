@@ -30,11 +30,11 @@
 //      nominal quota while the job's queue stays within its own ("reclaim"). "Lower priority" is
 //      by priority class under fair-share, by LAS queue under las (a running job in a later LAS
 //      queue than the pending job's: Tiresias' preemption, demotion seen at every cycle as
-//      attained service grows), and never under fifo and sjf (only reclaim). The engine picks
-//      victims in order of the work they would lose (GPU-seconds since their last checkpoint,
-//      or start), adds them until the job would be admitted and fit, then drops any it does not
-//      need. A gang is a job: it is preempted whole. Victims' resources free only when their
-//      workers exit; until then the job waits first in line ("preempting").
+//      attained service grows), and never under fifo and sjf (only reclaim). SelectVictims
+//      (victims.h) picks victims in order of the work they would lose (GPU-seconds since their last
+//      checkpoint, or start), adds them until the job would be admitted and fit, then drops any it
+//      does not need. A gang is a job: it is preempted whole. Victims' resources free only when
+//      their workers exit; until then the job waits first in line ("preempting").
 //   5. Every job left pending gets a verdict naming the layer that holds it.
 
 #include <cstdint>
@@ -49,6 +49,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/model/decision.h"
+#include "drover/model/hold_layer.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
 #include "drover/sched/cluster_state.h"
@@ -109,9 +110,9 @@ struct CycleInput {
 
 // Why a pending job waits: the layer that holds it and one sentence.
 struct Verdict {
-  // "queue", "quota", "concurrency limit", "fair share", "reservation", "gang size",
-  // "topology", "taint", "node fit", "preempting".
-  std::string layer;
+  // One of the scheduling layers: kQueue, kQuota, kConcurrencyLimit, kFairShare, kReservation,
+  // kGangSize, kTopology, kTaint, kNodeFit, kPreempting.
+  model::HoldLayer layer = model::HoldLayer::kNodeFit;
   std::string message;
   std::optional<PendingReason> placement;  // for the placement layers
   std::optional<TimeMs> reserved_start;    // the reservation's start, for its holder
@@ -183,9 +184,5 @@ int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms);
 std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
                                     std::span<const RunningJob> running, const model::JobSpec& spec,
                                     TimeMs now);
-
-// GPU-seconds a running job loses if stopped now: its GPUs times the time since its last
-// checkpoint (or its start).
-double LostGpuSeconds(const RunningJob& job, TimeMs now);
 
 }  // namespace drover::sched
