@@ -1,3 +1,9 @@
+// RunPolicyCycle, RunCycle, EstimateStart and the queue-order helpers (engine.h). One Cycle
+// object per call holds the cycle's caches (prepared filters, derived specs, failed demands, the
+// reservation) that ordering, admission, placement, backfill, preemption and the verdicts all
+// share, which is why this file is one class of ~850 lines; placement (placement.h), the choice
+// of victims (victims.h) and the pending reasons (pending_reason.h) live in their own files.
+
 #include "drover/sched/engine.h"
 
 #include <fmt/format.h>
