@@ -10,7 +10,7 @@
 
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
-#include "drover/sched/scheduler.h"
+#include "drover/sched/engine.h"
 
 namespace drover::bench {
 

@@ -29,7 +29,8 @@
 #include "bench/bench_util.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
-#include "drover/sched/scheduler.h"
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/engine.h"
 
 namespace drover::sched {
 namespace {

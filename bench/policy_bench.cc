@@ -39,6 +39,7 @@
 
 #include "bench/bench_util.h"
 #include "drover/control/controller.h"
+#include "drover/model/hold_layer.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
@@ -111,7 +112,9 @@ void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
     }
     // Deterministic: every iteration decides the same, so the last one's split stands for all.
     std::map<std::string, int> layers;
-    for (const auto& [job, verdict] : out.pending) ++layers[verdict.layer];
+    for (const auto& [job, verdict] : out.pending) {
+      ++layers[std::string(model::kHoldLayerNames.Name(verdict.layer))];
+    }
     for (const auto& [layer, count] : layers) {
       std::string name = "pending_" + layer;
       std::replace(name.begin(), name.end(), ' ', '_');

@@ -303,7 +303,7 @@ json NodeView(const model::Node& node, const model::Resources& free,
 json ExplanationView(JobId id, const control::Explanation& explanation) {
   json body{{"id", id.value()},
             {"state", model::JobStateName(explanation.state)},
-            {"layer", explanation.layer},
+            {"layer", model::kHoldLayerNames.Name(explanation.layer)},
             {"message", explanation.message},
             {"estimated_start", nullptr}};
   if (explanation.estimated_start) body["estimated_start"] = *explanation.estimated_start;

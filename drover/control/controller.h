@@ -43,9 +43,10 @@
 #include "drover/model/node.h"
 #include "drover/model/outputs.h"
 #include "drover/model/policy.h"
+#include "drover/sched/cluster_state.h"
 #include "drover/sched/engine.h"
+#include "drover/sched/pending_reason.h"
 #include "drover/sched/queues.h"
-#include "drover/sched/scheduler.h"
 #include "drover/workflow/expression.h"
 
 namespace drover::control {

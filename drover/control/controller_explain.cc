@@ -24,11 +24,11 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   switch (job->state) {
     case JobState::kPending: {
       if (!job->status_message.empty()) {  // a sweep's concurrency or whole admission holds it
-        out.layer = "pipeline";
+        out.layer = model::HoldLayer::kPipeline;
         out.message = job->status_message;
         break;
       }
-      out.layer = "dependency";
+      out.layer = model::HoldLayer::kDependency;
       std::string waiting;
       for (JobId dep_id : job->dependencies) {
         const Job& dep = jobs_.Get(dep_id);
@@ -40,12 +40,12 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       break;
     }
     case JobState::kWaiting:
-      out.layer = "inputs";
+      out.layer = model::HoldLayer::kInputs;
       out.message = job->status_message;
       break;
     case JobState::kReady:
       if (job->not_before > now) {
-        out.layer = "backoff";
+        out.layer = model::HoldLayer::kBackoff;
         out.message =
             fmt::format("retry backoff: attempt {} may start in {}", job->current_attempt()->number,
                         FormatDuration(job->not_before - now));
@@ -54,7 +54,7 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
         out.message = verdict->second.message;
         out.placement = verdict->second.placement;
       } else {
-        out.layer = "node fit";
+        out.layer = model::HoldLayer::kNodeFit;
         out.placement = sched::Explain(holdings_.cluster(), job->spec);
         out.message = "not tried by a scheduling cycle yet; now: " + out.placement->Render();
       }
@@ -70,7 +70,7 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
     case JobState::kAdmitted:
       if (model::IsExternal(*job->current_attempt())) {
         // Admitted by Drover, queued in its executor: the engine's reason (e.g. Slurm's).
-        out.layer = "executor";
+        out.layer = model::HoldLayer::kExecutor;
         out.message = job->status_message;
         break;
       }
@@ -78,7 +78,7 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
     case JobState::kPlaced:
     case JobState::kStarting:
     case JobState::kRunning: {
-      out.layer = "running";
+      out.layer = model::HoldLayer::kRunning;
       const Attempt& attempt = *job->current_attempt();
       std::string where;
       for (const Worker& worker : attempt.workers) {
@@ -93,7 +93,7 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       break;
     }
     default:
-      out.layer = "finished";
+      out.layer = model::HoldLayer::kFinished;
       out.message = fmt::format("{}{}", model::JobStateName(job->state),
                                 job->status_message.empty() ? "" : ": " + job->status_message);
       break;

@@ -103,7 +103,7 @@ TEST_F(ControllerTest, DependentStartsOnlyAfterItsDependencySucceeds) {
   EXPECT_EQ(State(ids[1]), JobState::kPending);
   auto explained = controller_.Explain(ids[1], kT0);
   ASSERT_TRUE(explained);
-  EXPECT_EQ(explained->layer, "dependency");
+  EXPECT_EQ(explained->layer, model::HoldLayer::kDependency);
   EXPECT_THAT(explained->message, HasSubstr("prep"));
 
   Event(Exited(ids[0], 1, 0, 0, kT0 + 10));
@@ -133,7 +133,7 @@ TEST_F(ControllerTest, RetriesAfterBackoffWithANewAttempt) {
   EXPECT_EQ(State(id), JobState::kReady);
   EXPECT_TRUE(Launches(Schedule(kT0 + 5'000)).empty());
   auto explained = controller_.Explain(id, kT0 + 5'000);
-  EXPECT_EQ(explained->layer, "backoff");
+  EXPECT_EQ(explained->layer, model::HoldLayer::kBackoff);
   auto relaunch = Launches(Schedule(kT0 + 10'100));
   ASSERT_EQ(relaunch.size(), 1u);
   EXPECT_EQ(relaunch[0].spec.key.attempt, 2);
@@ -201,7 +201,7 @@ TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
   auto explained = controller_.Explain(id, kT0);
   ASSERT_TRUE(explained);
   // 8 GPUs on a node of 4: no node can ever hold it, and nothing bounds a start.
-  EXPECT_EQ(explained->layer, "node fit");
+  EXPECT_EQ(explained->layer, model::HoldLayer::kNodeFit);
   EXPECT_TRUE(explained->placement.has_value());
   EXPECT_EQ(explained->estimated_start, std::nullopt);
 }

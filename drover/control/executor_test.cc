@@ -117,7 +117,7 @@ TEST_F(ExecutorTest, AdmittedWithoutNodesAndHandedOffWithTheContract) {
   JobId second = Submit({Spec("second", "hpc", 2, 2)}, kT0 + 1).at(0);
   Step next = Schedule(kT0 + 2);
   EXPECT_TRUE(EffectsOf<SubmitExternal>(next).empty());
-  EXPECT_EQ(controller_.Explain(second, kT0 + 2)->layer, "quota");
+  EXPECT_EQ(controller_.Explain(second, kT0 + 2)->layer, model::HoldLayer::kQuota);
 }
 
 TEST_F(ExecutorTest, EngineEventsFillTheTimelineAndEndTheJob) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "drover/common/clock.h"
+#include "drover/model/hold_layer.h"
 #include "drover/model/job.h"
 #include "drover/sched/queues.h"
 #include "drover/sched/scheduler.h"
@@ -17,11 +18,7 @@ namespace drover::control {
 // "Why is my job where it is": the state, the layer that holds it and one sentence.
 struct Explanation {
   model::JobState state = model::JobState::kPending;
-  // "dependency", "backoff", "queue" (unknown queue), "quota", "concurrency limit",
-  // "fair share", "reservation", "gang size", "topology", "taint", "node fit", "preempting"
-  // (victims are stopping), "executor" (admitted, queued in an external executor: its reason),
-  // "running", "finished".
-  std::string layer;
+  model::HoldLayer layer = model::HoldLayer::kDependency;
   std::string message;
   std::optional<sched::PendingReason> placement;  // when the placement layer holds the job
   // For a ready job: when it is expected to start, from running jobs' time limits; nullopt:

@@ -107,7 +107,7 @@ TEST_F(PreemptionTest, BorrowedGpusAreReclaimedAndTheVictimResumesFromItsCheckpo
   EXPECT_TRUE(logged_eviction);
   auto explanation = controller_.Explain(a, kT0 + 70'000);
   ASSERT_TRUE(explanation);
-  EXPECT_EQ(explanation->layer, "preempting");
+  EXPECT_EQ(explanation->layer, model::HoldLayer::kPreempting);
 
   // B's worker exits on SIGTERM: B queues again with a new attempt that resumes. A is placed;
   // B needs all 8 GPUs, so it waits for A.

@@ -190,7 +190,7 @@ TEST_F(WorkflowTest, ASweepNeverReleasesMoreThanItsConcurrencyAndStopsEarly) {
   EXPECT_EQ(Launches(Schedule(kT0)).size(), 2u);  // 4 GPUs free, concurrency 2
   EXPECT_EQ(released(), 2);
   auto explained = controller_.Explain(ids[2], kT0);
-  EXPECT_EQ(explained->layer, "pipeline");
+  EXPECT_EQ(explained->layer, model::HoldLayer::kPipeline);
   EXPECT_THAT(explained->message, HasSubstr("concurrency 2"));
 
   // Trial 1 succeeds with 0.6: trial 3 takes its place.
@@ -232,7 +232,7 @@ TEST_F(WorkflowTest, AJobWaitsForItsInputsWithoutQueueing) {
   controller_.OnInputsChecked(id, {"/data/_SUCCESS"}, kT0 + 1, step);
   EXPECT_EQ(State(id), JobState::kWaiting);
   auto explained = controller_.Explain(id, kT0 + 1);
-  EXPECT_EQ(explained->layer, "inputs");
+  EXPECT_EQ(explained->layer, model::HoldLayer::kInputs);
   EXPECT_EQ(explained->message, "waiting for input /data/_SUCCESS");
   for (const QueueReport& queue : controller_.Queues()) EXPECT_EQ(queue.pending_jobs, 0);
 

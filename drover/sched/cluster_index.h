@@ -1,6 +1,6 @@
 #pragma once
 
-// Internals of ClusterState shared by cluster_state.cc, placement.cc, scheduler.cc and
+// Internals of ClusterState shared by cluster_state.cc, the placement files, scheduler.cc and
 // pending_reason.cc. Not part of the scheduler's API: only files in drover/sched include this
 // header.
 //
@@ -19,8 +19,8 @@
 // requirements that never depends on what is free: selector, tolerations, GPU model and memory)
 // an Index holds the eligible nodes ordered by NodeKey. The best fit for a demand (G GPUs,
 // C CPU, M memory) is then the first key at or after lower_bound(tier, G, C, M) that really
-// fits (see BestFit in placement.cc); Allocate, Release and UpsertNode move a node's key in
-// every index it belongs to. Share requests have no index (they scan sharing_positions).
+// fits (see BestFitIndexed in gang_planner.cc); Allocate, Release and UpsertNode move a node's key
+// in every index it belongs to. Share requests have no index (they scan sharing_positions).
 
 #include <cstdint>
 #include <map>
@@ -37,7 +37,7 @@
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
-#include "drover/sched/scheduler.h"
+#include "drover/sched/cluster_state.h"
 
 namespace drover::sched::internal {
 

@@ -1,3 +1,5 @@
+#include "drover/sched/cluster_state.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 
 #include "drover/common/quantity.h"
 #include "drover/sched/cluster_index.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 namespace internal {
@@ -690,9 +691,10 @@ model::ResourceAmounts ClusterState::Capacity() const {
   for (const model::Node& node : impl_->nodes) {
     out["cpu"] += node.cpu_millis;
     out["memory"] += node.memory_bytes;
-    out["gpu"] += 1000 * static_cast<std::int64_t>(node.gpus.size());
+    out["gpu"] += internal::kShareMillisPerGpu * static_cast<std::int64_t>(node.gpus.size());
     for (const model::Gpu& gpu : node.gpus) {
-      if (!gpu.model.empty()) out["gpu:" + internal::Lower(gpu.model)] += 1000;
+      if (!gpu.model.empty())
+        out["gpu:" + internal::Lower(gpu.model)] += internal::kShareMillisPerGpu;
     }
   }
   impl_->capacity = out;

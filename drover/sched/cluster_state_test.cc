@@ -1,9 +1,11 @@
+#include "drover/sched/cluster_state.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "drover/model/policy.h"
+#include "drover/sched/engine.h"
 #include "drover/sched/sched_test_util.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 namespace {

@@ -1,3 +1,9 @@
+// RunPolicyCycle, RunCycle, EstimateStart and the queue-order helpers (engine.h). One Cycle
+// object per call holds the cycle's caches (prepared filters, derived specs, failed demands, the
+// reservation) that ordering, admission, placement, backfill, preemption and the verdicts all
+// share, which is why this file is one class of ~850 lines; placement (placement.h), the choice
+// of victims (victims.h) and the pending reasons (pending_reason.h) live in their own files.
+
 #include "drover/sched/engine.h"
 
 #include <fmt/format.h>
@@ -12,6 +18,7 @@
 #include "drover/common/quantity.h"
 #include "drover/sched/cluster_index.h"
 #include "drover/sched/placement.h"
+#include "drover/sched/victims.h"
 
 namespace drover::sched {
 namespace {
@@ -116,19 +123,19 @@ std::optional<Projection> Project(const ClusterState& cluster, std::span<const R
 }
 
 // The layer a placement reason belongs to.
-std::string PlacementLayer(const PendingReason& reason) {
+model::HoldLayer PlacementLayer(const PendingReason& reason) {
   if (!reason.topology_level.empty() && reason.code == PendingReason::Code::kInsufficientFree) {
-    return "topology";
+    return model::HoldLayer::kTopology;
   }
   if (reason.code == PendingReason::Code::kUnschedulable && !reason.excluded.empty() &&
       reason.excluded.front().first.rfind("taint ", 0) == 0) {
-    return "taint";
+    return model::HoldLayer::kTaint;
   }
   if (reason.code == PendingReason::Code::kInsufficientFree && reason.workers > 1 &&
       reason.fitting_workers > 0 && reason.fitting_workers < reason.workers) {
-    return "gang size";
+    return model::HoldLayer::kGangSize;
   }
-  return "node fit";
+  return model::HoldLayer::kNodeFit;
 }
 
 // One scheduling cycle (see engine.h). Holds the cycle's caches; used once.
@@ -285,7 +292,7 @@ CycleOutput Cycle::Run() {
     if (!leaf) {
       std::vector<std::string> names = queues_.LeafNames();
       out_.pending.emplace_back(
-          job.job, Verdict{"queue",
+          job.job, Verdict{model::HoldLayer::kQueue,
                            fmt::format("queue {} does not exist; the policy's queues are {}",
                                        job.spec->queue, fmt::join(names, ", ")),
                            std::nullopt, std::nullopt});
@@ -572,7 +579,7 @@ void Cycle::Process(const Entry& entry, bool nominated) {
   }
 
   if (nominated) {
-    Pend(entry, Verdict{"preempting",
+    Pend(entry, Verdict{model::HoldLayer::kPreempting,
                         "waiting for the jobs preempted for it to stop and free their resources",
                         std::nullopt, std::nullopt});
     return;
@@ -588,8 +595,8 @@ void Cycle::Process(const Entry& entry, bool nominated) {
       return;
     }
     const bool limit = refused->code == AdmitVerdict::Code::kLimit;
-    Pend(entry, Verdict{limit ? "concurrency limit" : "quota", refused->Render(), std::nullopt,
-                        std::nullopt});
+    Pend(entry, Verdict{limit ? model::HoldLayer::kConcurrencyLimit : model::HoldLayer::kQuota,
+                        refused->Render(), std::nullopt, std::nullopt});
     return;
   }
 
@@ -622,7 +629,7 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
       !failed_.contains(prepared.demand_key)) {
     if (PlanOn(impl_, prepared, spec, Options(false))) {
       Pend(entry,
-           Verdict{"reservation",
+           Verdict{model::HoldLayer::kReservation,
                    fmt::format(
                        "would fit now, but only on nodes reserved for job {}, which starts {}; a "
                        "job starts ahead of it only with a time limit that ends by then{}",
@@ -655,15 +662,15 @@ void Cycle::ExplainUnplaced() {
                     unplaced.reserved_start};
     // Lost to queues ahead of it by fair share this cycle?
     const int others = unplaced.placed_from_other_queues;
-    if (others > 0 && verdict.layer == "node fit" &&
+    if (others > 0 && verdict.layer == model::HoldLayer::kNodeFit &&
         reason.code == PendingReason::Code::kInsufficientFree &&
         policy_.order != model::QueueOrder::kFairShare) {
       verdict.message = fmt::format(
           "{} job{} ahead of it in {} order took free capacity this cycle; {}", others,
           others == 1 ? "" : "s", model::QueueOrderName(policy_.order), verdict.message);
-    } else if (others > 0 && verdict.layer == "node fit" &&
+    } else if (others > 0 && verdict.layer == model::HoldLayer::kNodeFit &&
                reason.code == PendingReason::Code::kInsufficientFree) {
-      verdict.layer = "fair share";
+      verdict.layer = model::HoldLayer::kFairShare;
       verdict.message = fmt::format(
           "{} job{} of queues ahead of {} by fair share took free capacity this cycle; {}", others,
           others == 1 ? "" : "s", queues_.Name(unplaced.entry.leaf), verdict.message);
@@ -676,91 +683,51 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
   if (!policy_.preemption || preemption_tries_ >= kMaxPreemptionTriesPerCycle) return false;
   const PendingJob& job = *entry.job;
   const bool reclaim = queues_.WithinNominal(entry.leaf, charge.amounts);
-  struct Candidate {
-    const RunningJob* job;
-    double lost;
-    bool reclaim;
-  };
-  std::vector<Candidate> candidates;
-  for (const RunningJob& running : input_.running) {
-    // A job started at this very instant is never a victim (whatever min_run_time says):
-    // otherwise a victim requeued and placed again at once could be preempted again at once,
-    // forever, without time passing.
-    const DurationMs ran = input_.now - running.started_at;
-    if (!running.spec->interruptible || running.placement->workers.empty() ||
-        input_.stopping.contains(running.job) || victims_.contains(running.job) || ran <= 0 ||
-        ran < policy_.min_run_time) {
-      continue;
+  VictimRules rules;
+  rules.now = input_.now;
+  rules.min_run_time = policy_.min_run_time;
+  rules.reason = [&](const RunningJob& running) -> std::optional<VictimReason> {
+    if (input_.stopping.contains(running.job) || victims_.contains(running.job)) {
+      return std::nullopt;
     }
     const int leaf = running.charge->leaf;
-    if (leaf == entry.leaf && Outranks(entry, running)) {
-      candidates.push_back({&running, LostGpuSeconds(running, input_.now), false});
-    } else if (reclaim && leaf != entry.leaf) {
-      bool borrowing = false;
-      for (const auto& [resource, amount] : running.charge->amounts) {
-        if (amount > 0 && charge.amounts.contains(resource) && queues_.Borrowing(leaf, resource)) {
-          borrowing = true;
-        }
+    if (leaf == entry.leaf) {
+      if (Outranks(entry, running)) return VictimReason::kPriority;
+      return std::nullopt;
+    }
+    if (!reclaim) return std::nullopt;
+    for (const auto& [resource, amount] : running.charge->amounts) {
+      if (amount > 0 && charge.amounts.contains(resource) && queues_.Borrowing(leaf, resource)) {
+        return VictimReason::kReclaim;
       }
-      if (borrowing) candidates.push_back({&running, LostGpuSeconds(running, input_.now), true});
     }
-  }
-  if (candidates.empty()) return false;
-  ++preemption_tries_;
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.lost != b.lost) return a.lost < b.lost;
-    if (a.job->priority != b.job->priority) return a.job->priority < b.job->priority;
-    if (a.job->started_at != b.job->started_at) return a.job->started_at > b.job->started_at;
-    return a.job->job < b.job->job;
-  });
-
-  const Prepared prepared = Prepare(spec);
-  // True if the job is admitted and fits once `chosen` are gone.
-  auto fits_without = [&](const std::vector<Candidate>& chosen) {
-    QueueTree trial_queues = queues_;
-    ClusterState trial = cluster_.Clone();
-    for (const Candidate& victim : chosen) {
-      trial_queues.Remove(*victim.job->charge);
-      trial.Release(*victim.job->placement, victim.job->spec->requirements);
-    }
-    if (!trial_queues.CheckAdmit(charge).ok()) return false;
-    return PlanOn(ClusterStateAccess::Get(trial), prepared, spec, Options(false)).has_value();
+    return std::nullopt;
   };
-
-  // Greedy: add victims cheapest first on one trial state until the job fits.
-  std::vector<Candidate> chosen;
-  {
-    QueueTree trial_queues = queues_;
-    ClusterState trial = cluster_.Clone();
-    ClusterImpl& trial_impl = ClusterStateAccess::Get(trial);
-    bool fits = false;
-    for (const Candidate& candidate : candidates) {
-      trial_queues.Remove(*candidate.job->charge);
-      trial.Release(*candidate.job->placement, candidate.job->spec->requirements);
-      chosen.push_back(candidate);
-      if (trial_queues.CheckAdmit(charge).ok() &&
-          PlanOn(trial_impl, prepared, spec, Options(false))) {
-        fits = true;
-        break;
-      }
+  // Trial copies of the queue tree and the cluster with `released` gone. A set of victims that
+  // extends the last one releases only the new ones (SelectVictims grows its set one victim at
+  // a time); any other starts from fresh copies.
+  const Prepared prepared = Prepare(spec);
+  std::optional<QueueTree> trial_queues;
+  std::optional<ClusterState> trial;
+  std::vector<const RunningJob*> released;
+  rules.frees_enough = [&](std::span<const RunningJob* const> victims) {
+    if (!trial || victims.size() < released.size() ||
+        !std::equal(released.begin(), released.end(), victims.begin())) {
+      trial_queues = queues_;
+      trial = cluster_.Clone();
+      released.clear();
     }
-    if (!fits) return false;
-  }
-  // Drop victims it does not need, the costliest first.
-  std::vector<std::size_t> order(chosen.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return chosen[a].lost > chosen[b].lost; });
-  std::vector<char> keep(chosen.size(), 1);
-  for (std::size_t drop : order) {
-    if (chosen.size() == 1) break;
-    keep[drop] = 0;
-    std::vector<Candidate> rest;
-    for (std::size_t i = 0; i < chosen.size(); ++i) {
-      if (keep[i]) rest.push_back(chosen[i]);
+    for (std::size_t i = released.size(); i < victims.size(); ++i) {
+      trial_queues->Remove(*victims[i]->charge);
+      trial->Release(*victims[i]->placement, victims[i]->spec->requirements);
+      released.push_back(victims[i]);
     }
-    if (rest.empty() || !fits_without(rest)) keep[drop] = 1;
-  }
+    return trial_queues->CheckAdmit(charge).ok() &&
+           PlanOn(ClusterStateAccess::Get(*trial), prepared, spec, Options(false)).has_value();
+  };
+  const VictimSelection selection = SelectVictims(input_.running, rules);
+  if (selection.candidates > 0) ++preemption_tries_;
+  if (selection.victims.empty()) return false;
 
   Preemption preemption;
   preemption.preemptor = job.job;
@@ -772,19 +739,20 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
   bool any_reclaim = false;
   double total_lost = 0.0;
   std::vector<std::string> names;
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    if (!keep[i]) continue;
-    const RunningJob& victim = *chosen[i].job;
-    any_reclaim = any_reclaim || chosen[i].reclaim;
-    total_lost += chosen[i].lost;
+  for (const Victim& chosen : selection.victims) {
+    const RunningJob& victim = *chosen.job;
+    any_reclaim = any_reclaim || chosen.reason == VictimReason::kReclaim;
+    total_lost += chosen.lost_gpu_seconds;
     victims_.insert(victim.job);
     preemption.victims.push_back(victim.job);
     model::Victim record;
     record.job = victim.job;
     record.queue = queues_.Name(victim.charge->leaf);
     auto gpu = victim.charge->amounts.find("gpu");
-    record.gpus = gpu == victim.charge->amounts.end() ? 0 : static_cast<int>(gpu->second / 1000);
-    record.lost_gpu_seconds = chosen[i].lost;
+    record.gpus = gpu == victim.charge->amounts.end()
+                      ? 0
+                      : static_cast<int>(gpu->second / internal::kShareMillisPerGpu);
+    record.lost_gpu_seconds = chosen.lost_gpu_seconds;
     record.has_checkpoint = victim.last_checkpoint_at > 0;
     decision.victims.push_back(record);
     names.push_back(fmt::format("{} of queue {} (loses {:.0f} GPU-s{})", victim.job.value(),
@@ -819,7 +787,7 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
         victim.has_checkpoint ? "last checkpoint" : "start (no checkpoint)");
     preemption.evicted.push_back(std::move(evicted));
   }
-  Pend(entry, Verdict{"preempting", decision.summary, std::nullopt, std::nullopt});
+  Pend(entry, Verdict{model::HoldLayer::kPreempting, decision.summary, std::nullopt, std::nullopt});
   out_.preemptions.push_back(std::move(preemption));
   return true;
 }
@@ -828,7 +796,8 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
 
 int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms) {
   // s >= t in GPU-seconds is floor(ms / 1000) >= t for a whole t (and no overflow for large t).
-  const std::int64_t attained_gpu_seconds = std::max<std::int64_t>(attained_gpu_ms, 0) / 1000;
+  const std::int64_t attained_gpu_seconds =
+      std::max<std::int64_t>(attained_gpu_ms, 0) / kMillisPerSecond;
   int queue = 0;
   for (std::int64_t threshold : policy.las_thresholds) {
     if (attained_gpu_seconds >= threshold) ++queue;
@@ -842,16 +811,6 @@ int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued
   const std::int64_t bonus =
       std::min<std::int64_t>(steps * policy.aging_step, std::max(policy.aging_max, 0));
   return static_cast<int>(priority + bonus);
-}
-
-double LostGpuSeconds(const RunningJob& job, TimeMs now) {
-  const TimeMs since = std::max(job.started_at, job.last_checkpoint_at);
-  double gpus = 0.0;
-  if (job.charge != nullptr) {
-    auto it = job.charge->amounts.find("gpu");
-    if (it != job.charge->amounts.end()) gpus = static_cast<double>(it->second) / 1000.0;
-  }
-  return gpus * static_cast<double>(std::max<TimeMs>(now - since, 0)) / 1000.0;
 }
 
 std::optional<TimeMs> EstimateStart(const ClusterState& cluster,

@@ -30,11 +30,11 @@
 //      nominal quota while the job's queue stays within its own ("reclaim"). "Lower priority" is
 //      by priority class under fair-share, by LAS queue under las (a running job in a later LAS
 //      queue than the pending job's: Tiresias' preemption, demotion seen at every cycle as
-//      attained service grows), and never under fifo and sjf (only reclaim). The engine picks
-//      victims in order of the work they would lose (GPU-seconds since their last checkpoint,
-//      or start), adds them until the job would be admitted and fit, then drops any it does not
-//      need. A gang is a job: it is preempted whole. Victims' resources free only when their
-//      workers exit; until then the job waits first in line ("preempting").
+//      attained service grows), and never under fifo and sjf (only reclaim). SelectVictims
+//      (victims.h) picks victims in order of the work they would lose (GPU-seconds since their last
+//      checkpoint, or start), adds them until the job would be admitted and fit, then drops any it
+//      does not need. A gang is a job: it is preempted whole. Victims' resources free only when
+//      their workers exit; until then the job waits first in line ("preempting").
 //   5. Every job left pending gets a verdict naming the layer that holds it.
 
 #include <cstdint>
@@ -43,17 +43,31 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/model/decision.h"
+#include "drover/model/hold_layer.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/pending_reason.h"
 #include "drover/sched/queues.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
+
+// A job waiting for placement. `spec` is borrowed for the duration of the call.
+struct PendingJob {
+  JobId job;
+  int priority = 0;
+  TimeMs enqueued_at = 0;
+  const model::JobSpec* spec = nullptr;
+  // Its queue hands placement to an external executor (model/executor.h): the policy cycle
+  // only admits it (quota, limits) and places nothing; it neither preempts nor reserves.
+  bool external = false;
+};
 
 // A job holding resources. Pointers are borrowed for the duration of the call. An external job
 // (PendingJob::external) holds quota and an empty placement, and is never a victim: Drover
@@ -96,9 +110,9 @@ struct CycleInput {
 
 // Why a pending job waits: the layer that holds it and one sentence.
 struct Verdict {
-  // "queue", "quota", "concurrency limit", "fair share", "reservation", "gang size",
-  // "topology", "taint", "node fit", "preempting".
-  std::string layer;
+  // One of the scheduling layers: kQueue, kQuota, kConcurrencyLimit, kFairShare, kReservation,
+  // kGangSize, kTopology, kTaint, kNodeFit, kPreempting.
+  model::HoldLayer layer = model::HoldLayer::kNodeFit;
   std::string message;
   std::optional<PendingReason> placement;  // for the placement layers
   std::optional<TimeMs> reserved_start;    // the reservation's start, for its holder
@@ -142,6 +156,20 @@ CycleOutput RunPolicyCycle(const model::Policy& policy, QueueTree& queues, Clust
                            const CycleInput& input,
                            const std::optional<Reservation>& previous_reservation);
 
+struct CycleResult {
+  std::vector<Placement> placements;                     // in decision order
+  std::vector<std::pair<JobId, PendingReason>> pending;  // every job not placed
+};
+
+// Runs one scheduling cycle under the empty policy (RunPolicyCycle with model::Policy{}): one
+// queue, no quota, binpack; it orders the pending jobs by priority (higher first), then by the
+// time they entered the queue (earlier first), then by id, and tries each in turn against the
+// free capacity left by the jobs placed before it in the same cycle. Allocates every placement
+// it returns in `cluster`. Every pending entry's reason is computed after all placements of the
+// cycle (once per distinct request). `spec` of every PendingJob must be non-null. A spec with
+// workers < 1 is treated as 1.
+CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending);
+
 // The priority a pending job is ordered by: its class value plus aging (policy.aging_step per
 // aging_interval waited since enqueued_at, at most aging_max).
 int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued_at, TimeMs now);
@@ -156,9 +184,5 @@ int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms);
 std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
                                     std::span<const RunningJob> running, const model::JobSpec& spec,
                                     TimeMs now);
-
-// GPU-seconds a running job loses if stopped now: its GPUs times the time since its last
-// checkpoint (or its start).
-double LostGpuSeconds(const RunningJob& job, TimeMs now);
 
 }  // namespace drover::sched

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "drover/sched/sched_test_util.h"
+#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 namespace {
@@ -154,7 +155,7 @@ TEST(Engine, QueueWithLowerFairShareGoesFirst) {
   EXPECT_EQ(PlacedIds(out), (std::vector<JobId>{JobId(3), JobId(4)}));
   const Verdict* verdict = VerdictOf(out, 2);
   ASSERT_NE(verdict, nullptr);
-  EXPECT_EQ(verdict->layer, "quota") << verdict->message;
+  EXPECT_EQ(verdict->layer, model::HoldLayer::kQuota) << verdict->message;
 }
 
 TEST(Engine, JobAboveQuotaWaitsWithQuotaVerdict) {
@@ -167,7 +168,7 @@ TEST(Engine, JobAboveQuotaWaitsWithQuotaVerdict) {
   EXPECT_TRUE(out.placed.empty());
   const Verdict* verdict = VerdictOf(out, 1);
   ASSERT_NE(verdict, nullptr);
-  EXPECT_EQ(verdict->layer, "quota");
+  EXPECT_EQ(verdict->layer, model::HoldLayer::kQuota);
   EXPECT_NE(verdict->message.find("solo"), std::string::npos) << verdict->message;
 }
 
@@ -204,7 +205,7 @@ TEST(Engine, LenderReclaimsBorrowedQuotaByPreemptingTheCheapestVictim) {
   EXPECT_TRUE(preemption.decision.victims[0].has_checkpoint);
   ASSERT_EQ(preemption.evicted.size(), 1u);
   EXPECT_EQ(preemption.evicted[0].preemptor, JobId(1));
-  EXPECT_EQ(VerdictOf(out, 1)->layer, "preempting");
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
 }
 
 TEST(Engine, NonInterruptibleAndProtectedJobsAreNeverVictims) {
@@ -259,7 +260,7 @@ TEST(Engine, AwaitingJobIsTriedFirstAndDoesNotPreemptAgain) {
   const auto& urgent = world.Spec(MakeJob(4), "q");
   CycleOutput out = world.Cycle(kMinute, {Pending(1, urgent, 100)}, {JobId(1)});
   EXPECT_TRUE(out.preemptions.empty());
-  EXPECT_EQ(VerdictOf(out, 1)->layer, "preempting");
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
 }
 
 TEST(Engine, BackfillStartsShortJobsAheadOfTheReservationOnly) {
@@ -279,7 +280,7 @@ TEST(Engine, BackfillStartsShortJobsAheadOfTheReservationOnly) {
   EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(3)});
   const Verdict* held = VerdictOf(out, 2);
   ASSERT_NE(held, nullptr);
-  EXPECT_EQ(held->layer, "reservation") << held->message;
+  EXPECT_EQ(held->layer, model::HoldLayer::kReservation) << held->message;
   EXPECT_EQ(VerdictOf(out, 1)->reserved_start, std::optional<TimeMs>(kHour));
 }
 
@@ -321,7 +322,7 @@ TEST(Engine, ConcurrencyLimitHoldsJobsApartFromCapacity) {
   CycleOutput out =
       world.Cycle(0, {Pending(1, first, 0, 0), Pending(2, second, 0, 1), Pending(3, other, 0, 2)});
   EXPECT_EQ(PlacedIds(out), (std::vector<JobId>{JobId(1), JobId(3)}));
-  EXPECT_EQ(VerdictOf(out, 2)->layer, "concurrency limit");
+  EXPECT_EQ(VerdictOf(out, 2)->layer, model::HoldLayer::kConcurrencyLimit);
 }
 
 TEST(Engine, GangStartsSmallerDownToMinWorkers) {
@@ -339,7 +340,7 @@ TEST(Engine, GangStartsSmallerDownToMinWorkers) {
   small.AddNode(MakeNode("n1", 1));
   out = small.Cycle(0, {Pending(1, small.Spec(elastic, "default"))});
   EXPECT_TRUE(out.placed.empty());
-  EXPECT_EQ(VerdictOf(out, 1)->layer, "gang size") << VerdictOf(out, 1)->message;
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kGangSize) << VerdictOf(out, 1)->message;
 }
 
 TEST(Engine, AgingLiftsOldJobsAboveNewerHigherPriorityOnes) {
@@ -380,7 +381,7 @@ TEST(Engine, GpuFlavorsAreTriedInTurnAndPlacementFollowsTheAdmittedFlavor) {
   out = world.Cycle(0, {Pending(2, world.Spec(h100, "q"))});
   EXPECT_TRUE(out.placed.empty());
   ASSERT_NE(VerdictOf(out, 2), nullptr);
-  EXPECT_EQ(VerdictOf(out, 2)->layer, "quota") << VerdictOf(out, 2)->message;
+  EXPECT_EQ(VerdictOf(out, 2)->layer, model::HoldLayer::kQuota) << VerdictOf(out, 2)->message;
   EXPECT_NE(VerdictOf(out, 2)->message.find("4 H100 GPUs, above its quota of 2"), std::string::npos)
       << VerdictOf(out, 2)->message;
 }
@@ -390,7 +391,7 @@ TEST(Engine, UnknownQueueIsTheQueueLayer) {
   world.AddNode(MakeNode("n1", 8));
   CycleOutput out = world.Cycle(0, {Pending(1, world.Spec(MakeJob(1), "nope"))});
   ASSERT_NE(VerdictOf(out, 1), nullptr);
-  EXPECT_EQ(VerdictOf(out, 1)->layer, "queue");
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kQueue);
   EXPECT_NE(VerdictOf(out, 1)->message.find("team-a"), std::string::npos);
 }
 
@@ -432,7 +433,7 @@ TEST(EngineOrder, FifoIgnoresFairShareButKeepsQuotas) {
   CycleOutput out = world.Cycle(kMinute, {Pending(2, a, -100, 100), Pending(3, b, 100, 200)});
   EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(2)});
   ASSERT_NE(VerdictOf(out, 3), nullptr);
-  EXPECT_EQ(VerdictOf(out, 3)->layer, "quota") << VerdictOf(out, 3)->message;
+  EXPECT_EQ(VerdictOf(out, 3)->layer, model::HoldLayer::kQuota) << VerdictOf(out, 3)->message;
 }
 
 TEST(EngineOrder, FifoAndSjfDoNotPreemptForPriority) {
@@ -464,7 +465,7 @@ TEST(EngineOrder, SjfTakesTheShortestTimeLimitFirstAndJobsWithoutOneLast) {
                                           Pending(2, b, 0, 2), Pending(3, c, 0, 3)});
   EXPECT_EQ(PlacedIds(out), (std::vector<JobId>{JobId(3), JobId(4), JobId(2)}));
   ASSERT_NE(VerdictOf(out, 1), nullptr);
-  EXPECT_EQ(VerdictOf(out, 1)->layer, "node fit");
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kNodeFit);
   EXPECT_NE(VerdictOf(out, 1)->message.find("3 jobs ahead of it in sjf order"), std::string::npos)
       << VerdictOf(out, 1)->message;
 }
@@ -519,7 +520,7 @@ TEST(EngineOrder, LasDemotesALongRunningJobSoANewJobPreemptsIt) {
   EXPECT_EQ(out.preemptions[0].decision.reason, "priority");
   EXPECT_NE(out.preemptions[0].decision.summary.find("least attained service"), std::string::npos)
       << out.preemptions[0].decision.summary;
-  EXPECT_EQ(VerdictOf(out, 1)->layer, "preempting");
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
 }
 
 TEST(EngineOrder, LasPreemptsOnlyInterruptibleJobsPastTheirMinRunTime) {

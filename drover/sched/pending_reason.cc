@@ -1,5 +1,7 @@
 // Explain (why a job is pending, by one scan of every node) and PendingReason::Render.
 
+#include "drover/sched/pending_reason.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include "drover/common/quantity.h"
 #include "drover/sched/cluster_index.h"
 #include "drover/sched/placement.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 

@@ -14,8 +14,8 @@
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
 #include "drover/sched/cluster_index.h"
+#include "drover/sched/cluster_state.h"
 #include "drover/sched/fragmentation.h"
-#include "drover/sched/scheduler.h"
 
 namespace drover::sched::internal {
 

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "drover/sched/cluster_index.h"
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/engine.h"
 #include "drover/sched/placement.h"
 #include "drover/sched/sched_test_util.h"
 #include "drover/sched/scheduler.h"

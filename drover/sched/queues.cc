@@ -10,6 +10,7 @@
 
 #include "drover/common/quantity.h"
 #include "drover/model/mig.h"
+#include "drover/sched/cluster_index.h"
 
 namespace drover::sched {
 namespace {
@@ -53,7 +54,9 @@ bool ValidResourceName(std::string_view name) {
 // As the policy file writes it: GPUs "8" or "2500m", cpu "8" or "500m", memory "64Gi".
 std::string FormatAmount(std::string_view resource, std::int64_t value) {
   if (IsGpu(resource)) {
-    return value % 1000 == 0 ? std::to_string(value / 1000) : std::to_string(value) + "m";
+    return value % internal::kShareMillisPerGpu == 0
+               ? std::to_string(value / internal::kShareMillisPerGpu)
+               : std::to_string(value) + "m";
   }
   if (resource == "cpu") return FormatCpuMillis(value);
   if (resource == "memory") return FormatBytes(value);
@@ -71,7 +74,7 @@ std::string Describe(std::string_view resource, std::int64_t value) {
       model += ' ';
     }
     return fmt::format("{} {}{}", FormatAmount(resource, value), model,
-                       value == 1000 ? "GPU" : "GPUs");
+                       value == internal::kShareMillisPerGpu ? "GPU" : "GPUs");
   }
   if (resource == "cpu") return FormatCpuMillis(value) + (value == 1000 ? " CPU" : " CPUs");
   if (resource == "memory") return FormatBytes(value) + " of memory";
@@ -83,7 +86,7 @@ std::string Describe(std::string_view resource, std::int64_t value) {
 std::int64_t MigMillis(std::string_view profile) {
   auto parsed = model::ParseMigProfile(profile);
   const std::int64_t slices = parsed ? parsed->compute_slices : 1;
-  return slices * 1000 / model::kMigComputeSlices;
+  return slices * internal::kShareMillisPerGpu / model::kMigComputeSlices;
 }
 
 void CollectGoverned(const model::QueueConfig& config, std::set<std::string>& governed) {
@@ -126,7 +129,7 @@ model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_vie
   const std::int64_t workers = std::max(spec.workers, 0);
   std::int64_t gpu_millis = 0;
   if (req.per_worker.gpus > 0) {
-    gpu_millis = std::int64_t{req.per_worker.gpus} * 1000;
+    gpu_millis = std::int64_t{req.per_worker.gpus} * internal::kShareMillisPerGpu;
   } else if (req.gpu_share_millis > 0) {
     gpu_millis = req.gpu_share_millis;
   } else if (!req.mig_profile.empty()) {

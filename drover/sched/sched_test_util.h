@@ -9,7 +9,8 @@
 
 #include "drover/model/job_spec.h"
 #include "drover/model/node.h"
-#include "drover/sched/scheduler.h"
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/engine.h"
 
 namespace drover::sched::testing {
 

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/engine.h"
+#include "drover/sched/pending_reason.h"
 #include "drover/sched/sched_test_util.h"
 
 namespace drover::sched {

@@ -11,9 +11,9 @@
 #include <numeric>
 #include <random>
 
+#include "drover/sched/cluster_state.h"
 #include "drover/sched/fragmentation.h"
 #include "drover/sched/placement.h"
-#include "drover/sched/scheduler.h"
 #include "drover/sim/trace/csv.h"
 
 namespace drover::sim {

@@ -13,7 +13,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "drover/sched/scheduler.h"
 #include "drover/sim/trace/loaders.h"
 #include "drover/sim/trace/synthetic.h"
 #include "drover/store/store.h"
