@@ -254,7 +254,7 @@ Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
   return OkStatus();
 }
 
-Status LocalRuntime::Stop(const model::WorkerKey& key, const StopRequest& request) {
+Status LocalRuntime::Stop(const model::WorkerKey& key, const model::StopRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = watched_.find(key);
   if (it == watched_.end()) {

@@ -93,7 +93,7 @@ class LocalRuntime final : public WorkerRuntime {
   // preempted). OK when the supervisor has already exited (Poll reports the exit). kNotFound for
   // a key not watched; kUnavailable for an adopted worker whose supervisor has not written
   // supervisor.json yet (retry).
-  Status Stop(const model::WorkerKey& key, const StopRequest& request) override;
+  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override;
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
 

@@ -92,7 +92,7 @@ Status RemoteRuntime::Launch(const model::LaunchSpec& spec) {
   return OkStatus();
 }
 
-Status RemoteRuntime::Stop(const model::WorkerKey& key, const agent::StopRequest& request) {
+Status RemoteRuntime::Stop(const model::WorkerKey& key, const model::StopRequest& request) {
   AgentCommand command;
   command.kind = AgentCommand::Kind::kStop;
   command.key = key;

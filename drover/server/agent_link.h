@@ -37,7 +37,7 @@ struct AgentCommand {
   Kind kind = Kind::kLaunch;
   model::LaunchSpec launch;            // kLaunch
   model::WorkerKey key;                // kStop
-  agent::StopRequest stop;             // kStop: preempt and reason
+  model::StopRequest stop;             // kStop: preempt and reason
   std::vector<model::WorkerKey> keys;  // kAdopt
 };
 
@@ -60,7 +60,7 @@ class RemoteRuntime final : public agent::WorkerRuntime {
   // While the agent is lost, commands are dropped: they concern workers already reported lost,
   // which are stopped when the agent comes back (MarkLost).
   Status Launch(const model::LaunchSpec& spec) override;
-  Status Stop(const model::WorkerKey& key, const agent::StopRequest& request) override;
+  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override;
   // The agent answers with an exit event ("lost") for every key it has no trace of.
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;

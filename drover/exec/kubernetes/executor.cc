@@ -146,7 +146,7 @@ struct KubernetesExecutor::Attempt {
   bool started = false;
   bool exited = false;
   bool cancel_requested = false;
-  agent::StopRequest stop;
+  model::StopRequest stop;
   bool pods_listed = false;  // a Failed Job's pods were listed directly
   std::string pending_reason;
   std::vector<std::string> extra_paths;  // PodGroup, Service, claim template: deleted at the end
@@ -254,7 +254,7 @@ Status KubernetesExecutor::Submit(const model::ExternalLaunch& launch) {
 }
 
 Status KubernetesExecutor::Cancel(const model::ExternalRef& ref,
-                                  const agent::StopRequest& request) {
+                                  const model::StopRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find(ref.name);
   if (it == attempts_.end()) {

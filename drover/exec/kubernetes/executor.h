@@ -60,7 +60,7 @@ class KubernetesExecutor final : public exec::Executor {
 
   model::ExecutorKind kind() const override { return model::ExecutorKind::kKubernetes; }
   Status Submit(const model::ExternalLaunch& launch) override;
-  Status Cancel(const model::ExternalRef& ref, const agent::StopRequest& request) override;
+  Status Cancel(const model::ExternalRef& ref, const model::StopRequest& request) override;
   void Adopt(const std::vector<model::ExternalRef>& refs) override;
   std::vector<model::ExecutorEvent> Poll() override;
 

@@ -67,7 +67,7 @@ Status SlurmExecutor::Submit(const model::ExternalLaunch& launch) {
   return OkStatus();
 }
 
-Status SlurmExecutor::Cancel(const model::ExternalRef& ref, const agent::StopRequest&) {
+Status SlurmExecutor::Cancel(const model::ExternalRef& ref, const model::StopRequest&) {
   {
     std::lock_guard lock(mu_);
     cancels_.push_back(ref);
