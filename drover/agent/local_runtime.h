@@ -46,7 +46,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +54,7 @@
 #include "drover/agent/worker_files.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/model/launch.h"
 
 namespace drover::agent {
@@ -134,10 +134,10 @@ class LocalRuntime final : public WorkerRuntime {
 
   const Options options_;
   const Clock& clock_;
-  std::mutex mu_;
-  std::map<model::WorkerKey, Watch> watched_;  // guarded by mu_
-  // steady_clock ms of the next look at checkpoint markers; guarded by mu_.
-  std::int64_t next_checkpoint_check_ = 0;
+  Mutex mu_;
+  std::map<model::WorkerKey, Watch> watched_ GUARDED_BY(mu_);
+  // steady_clock ms of the next look at checkpoint markers.
+  std::int64_t next_checkpoint_check_ GUARDED_BY(mu_) = 0;
 };
 
 // Starts `program args...` detached: in a new session, not a child of the calling process

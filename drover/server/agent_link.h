@@ -18,7 +18,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +26,7 @@
 #include "drover/agent/runtime.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
 
@@ -92,23 +92,23 @@ class RemoteRuntime final : public agent::WorkerRuntime {
  private:
   enum class Link { kAwaiting, kConnected, kLost };
 
-  void Push(AgentCommand command);
-  void PushLocked(AgentCommand command);  // requires mu_
-  Status RequireConnected() const;        // requires mu_
+  void Push(AgentCommand command) EXCLUDES(mu_);
+  void PushLocked(AgentCommand command) REQUIRES(mu_);
+  Status RequireConnected() const REQUIRES(mu_);
 
   const NodeId node_;
   const Clock& clock_;
-  mutable std::mutex mu_;
-  std::condition_variable commands_ready_;
-  std::deque<AgentCommand> commands_;
-  std::vector<model::WorkerEvent> events_;
-  Link link_ = Link::kAwaiting;
-  TimeMs quiet_since_ = 0;                 // the last call ended, or the runtime was created
-  TimeMs heard_at_ = 0;                    // the last call ended; 0: none yet
-  int waiting_ = 0;                        // long polls in progress
-  std::vector<model::WorkerKey> orphans_;  // workers lost with the agent, to stop
-  std::string lost_reason_;
-  bool closed_ = false;
+  mutable Mutex mu_;
+  std::condition_variable_any commands_ready_;
+  std::deque<AgentCommand> commands_ GUARDED_BY(mu_);
+  std::vector<model::WorkerEvent> events_ GUARDED_BY(mu_);
+  Link link_ GUARDED_BY(mu_) = Link::kAwaiting;
+  TimeMs quiet_since_ GUARDED_BY(mu_) = 0;  // the last call ended, or the runtime was created
+  TimeMs heard_at_ GUARDED_BY(mu_) = 0;     // the last call ended; 0: none yet
+  int waiting_ GUARDED_BY(mu_) = 0;         // long polls in progress
+  std::vector<model::WorkerKey> orphans_ GUARDED_BY(mu_);  // workers lost with the agent, to stop
+  std::string lost_reason_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 struct AgentOptions {
