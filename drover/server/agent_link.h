@@ -111,6 +111,35 @@ class RemoteRuntime final : public agent::WorkerRuntime {
   bool closed_ GUARDED_BY(mu_) = false;
 };
 
+// The agent end's handling of the server's commands on its node's runtime, one turn of
+// RunAgent's loop at a time. Not thread-safe: RunAgent's loop owns it.
+class AgentCommandRunner {
+ public:
+  // `runtime` and `clock` must outlive the runner; `node` names the node in exit messages.
+  AgentCommandRunner(agent::WorkerRuntime& runtime, const Clock& clock, std::string node);
+
+  // Carries out `command`. A launch that fails (other than kAlreadyExists: launched before) and
+  // an adopted key with no trace on the node become exit events appended to `events`. A stop the
+  // runtime cannot carry out yet (kUnavailable: an adopted worker whose supervisor is still
+  // starting) is kept for RetryStops; other stop errors (kNotFound: exited already) drop it.
+  void Run(const AgentCommand& command, std::vector<model::WorkerEvent>& events);
+  // Sends each kept stop again, once per turn of the loop, as ControlPlane retries its stops;
+  // those answered kUnavailable again stay kept.
+  void RetryStops();
+
+ private:
+  struct PendingStop {
+    model::WorkerKey key;
+    model::StopRequest request;
+  };
+  void Stop(const model::WorkerKey& key, const model::StopRequest& request);
+
+  agent::WorkerRuntime& runtime_;
+  const Clock& clock_;
+  const std::string node_;
+  std::vector<PendingStop> pending_stops_;
+};
+
 struct AgentOptions {
   std::string server_url;       // e.g. http://127.0.0.1:8420; also the workers' DROVER_SERVER
   model::Node node;             // what this agent offers
