@@ -2,7 +2,7 @@
 #   make demo   install what is missing, build, run the quickstart with `drover run`
 #   make test   install what is missing, build, run every test through ctest
 # Other targets: build, asan (build + test under sanitizers), release, bench, format,
-# format-check, deps.
+# format-check, thread-safety, deps.
 
 PRESET ?= dev
 JOBS ?= $(shell nproc)
@@ -10,9 +10,10 @@ DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libhowardhinnant-date-dev tzdata libssl-dev slurm-wlm munge \
-  python3 procps clang-format
+  python3 procps clang-format clang
 
-.PHONY: deps kubernetes-deps build test demo asan release bench format format-check clean
+.PHONY: deps kubernetes-deps build test demo asan release bench format format-check \
+  thread-safety clean
 
 # Installs the Debian packages that are not installed yet (needs root, or sudo).
 deps:
@@ -67,6 +68,12 @@ format:
 # Fails, naming the files, if any source is not clang-formatted.
 format-check: deps
 	clang-format --dry-run --Werror $(SOURCES)
+
+# Clang's -Wthread-safety (syntax only) over the sources annotated with GUARDED_BY, REQUIRES...
+# (drover/common/thread_annotations.h), with the flags of build/compile_commands.json.
+thread-safety: deps
+	cmake --preset $(PRESET) >/dev/null
+	python3 .ci/thread_safety.py
 
 clean:
 	rm -rf build build-asan build-release

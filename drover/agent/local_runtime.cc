@@ -212,7 +212,7 @@ void LocalRuntime::Configure(Watch& watch, const model::LaunchSpec& spec) {
 }
 
 Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const model::WorkerKey& key = launch.key;
   std::string dir = WorkerDir(key);
   if (watched_.contains(key)) {
@@ -254,8 +254,8 @@ Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
   return OkStatus();
 }
 
-Status LocalRuntime::Stop(const model::WorkerKey& key, const StopRequest& request) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status LocalRuntime::Stop(const model::WorkerKey& key, const model::StopRequest& request) {
+  MutexLock lock(mu_);
   auto it = watched_.find(key);
   if (it == watched_.end()) {
     return NotFound(fmt::format("{} is not running here", KeyName(key)));
@@ -300,7 +300,7 @@ Status LocalRuntime::Stop(const model::WorkerKey& key, const StopRequest& reques
 }
 
 std::vector<model::WorkerKey> LocalRuntime::Adopt(const std::vector<model::WorkerKey>& keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<model::WorkerKey> unknown;
   for (const model::WorkerKey& key : keys) {
     if (watched_.contains(key)) continue;
@@ -399,7 +399,7 @@ model::ExitStatus LocalRuntime::StopOutcome(const Watch& watch, model::ExitStatu
 }
 
 std::vector<model::WorkerEvent> LocalRuntime::Poll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<model::WorkerEvent> events;
   const std::int64_t now = SteadyMs();
   const bool check_checkpoints = now >= next_checkpoint_check_;

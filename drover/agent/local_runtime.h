@@ -46,7 +46,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +54,7 @@
 #include "drover/agent/worker_files.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/model/launch.h"
 
 namespace drover::agent {
@@ -93,7 +93,7 @@ class LocalRuntime final : public WorkerRuntime {
   // preempted). OK when the supervisor has already exited (Poll reports the exit). kNotFound for
   // a key not watched; kUnavailable for an adopted worker whose supervisor has not written
   // supervisor.json yet (retry).
-  Status Stop(const model::WorkerKey& key, const StopRequest& request) override;
+  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override;
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
 
@@ -134,10 +134,10 @@ class LocalRuntime final : public WorkerRuntime {
 
   const Options options_;
   const Clock& clock_;
-  std::mutex mu_;
-  std::map<model::WorkerKey, Watch> watched_;  // guarded by mu_
-  // steady_clock ms of the next look at checkpoint markers; guarded by mu_.
-  std::int64_t next_checkpoint_check_ = 0;
+  Mutex mu_;
+  std::map<model::WorkerKey, Watch> watched_ GUARDED_BY(mu_);
+  // steady_clock ms of the next look at checkpoint markers.
+  std::int64_t next_checkpoint_check_ GUARDED_BY(mu_) = 0;
 };
 
 // Starts `program args...` detached: in a new session, not a child of the calling process

@@ -14,16 +14,6 @@
 
 namespace drover::agent {
 
-// How a worker is asked to stop.
-struct StopRequest {
-  // The worker is stopped to make room for another job (docs/scheduling.md): before SIGTERM the
-  // runtime writes the preemption notice file ($DROVER_PREEMPT_NOTICE, see local_runtime.h) and
-  // the exit is reported with preempted = true instead of cancelled = true.
-  bool preempt = false;
-  // Why, for the notice file and the logs, e.g. "preempted by job 12 (reclaim)".
-  std::string reason;
-};
-
 class WorkerRuntime {
  public:
   virtual ~WorkerRuntime() = default;
@@ -39,7 +29,7 @@ class WorkerRuntime {
   // worker is unknown or has already been reported exited; kUnavailable if it cannot be
   // signalled yet (an adopted worker whose supervisor is still starting): the caller retries
   // later. Stopping a worker twice is not an error.
-  virtual Status Stop(const model::WorkerKey& key, const StopRequest& request) = 0;
+  virtual Status Stop(const model::WorkerKey& key, const model::StopRequest& request) = 0;
 
   // After a server restart: resumes watching workers launched by an earlier process. Exits that
   // happened meanwhile are reported by the next Poll(); a worker whose supervisor died without

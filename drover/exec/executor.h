@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "drover/agent/runtime.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/model/executor.h"
+#include "drover/model/launch.h"
 
 namespace drover::exec {
 
@@ -34,7 +34,7 @@ class Executor {
 
   // Asks the engine to end the attempt; its end is reported by Poll as kExited with
   // exit.cancelled (or exit.preempted when request.preempt). Cancelling twice is not an error.
-  virtual Status Cancel(const model::ExternalRef& ref, const agent::StopRequest& request) = 0;
+  virtual Status Cancel(const model::ExternalRef& ref, const model::StopRequest& request) = 0;
 
   // After a server restart: resumes watching attempts submitted by an earlier process
   // (external_id set) or perhaps submitted (external_id empty: looked up by name). One that the

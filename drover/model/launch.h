@@ -1,6 +1,6 @@
 #pragma once
 
-// What the control plane asks an agent to run, and what agents report back. These cross the
+// What the control plane asks an agent to run or stop, and what agents report back. These cross the
 // wire between the server and remote agents (JSON codecs in drover/codec).
 
 #include <map>
@@ -65,5 +65,15 @@ inline constexpr NameTable kWorkerEventKindNames{std::array{
 }};
 static_assert(kWorkerEventKindNames.size() ==
               static_cast<std::size_t>(WorkerEvent::Kind::kCheckpoint) + 1);
+
+// How a worker is asked to stop.
+struct StopRequest {
+  // The worker is stopped to make room for another job (docs/scheduling.md): before SIGTERM the
+  // runtime writes the preemption notice file ($DROVER_PREEMPT_NOTICE, see local_runtime.h) and
+  // the exit is reported with preempted = true instead of cancelled = true.
+  bool preempt = false;
+  // Why, for the notice file and the logs, e.g. "preempted by job 12 (reclaim)".
+  std::string reason;
+};
 
 }  // namespace drover::model

@@ -74,7 +74,7 @@ RemoteRuntime::RemoteRuntime(NodeId node, const Clock& clock)
 
 void RemoteRuntime::Push(AgentCommand command) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     PushLocked(std::move(command));
   }
   commands_ready_.notify_all();
@@ -92,7 +92,7 @@ Status RemoteRuntime::Launch(const model::LaunchSpec& spec) {
   return OkStatus();
 }
 
-Status RemoteRuntime::Stop(const model::WorkerKey& key, const agent::StopRequest& request) {
+Status RemoteRuntime::Stop(const model::WorkerKey& key, const model::StopRequest& request) {
   AgentCommand command;
   command.kind = AgentCommand::Kind::kStop;
   command.key = key;
@@ -110,7 +110,7 @@ std::vector<model::WorkerKey> RemoteRuntime::Adopt(const std::vector<model::Work
 }
 
 std::vector<model::WorkerEvent> RemoteRuntime::Poll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(events_, {});
 }
 
@@ -124,11 +124,11 @@ Status RemoteRuntime::RequireConnected() const {
 }
 
 Result<std::vector<AgentCommand>> RemoteRuntime::TakeCommands(DurationMs wait_ms) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   DROVER_RETURN_IF_ERROR(RequireConnected());
   ++waiting_;
   commands_ready_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                           [&] { return closed_ || !commands_.empty(); });
+                           [this]() REQUIRES(mu_) { return closed_ || !commands_.empty(); });
   --waiting_;
   quiet_since_ = heard_at_ = clock_.Now();
   std::vector<AgentCommand> out(std::make_move_iterator(commands_.begin()),
@@ -138,7 +138,7 @@ Result<std::vector<AgentCommand>> RemoteRuntime::TakeCommands(DurationMs wait_ms
 }
 
 Status RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   DROVER_RETURN_IF_ERROR(RequireConnected());
   quiet_since_ = heard_at_ = clock_.Now();
   for (model::WorkerEvent& event : events) events_.push_back(std::move(event));
@@ -147,7 +147,7 @@ Status RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
 
 void RemoteRuntime::Connect(const std::vector<model::WorkerKey>& live) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     link_ = Link::kConnected;
     quiet_since_ = heard_at_ = clock_.Now();
     AgentCommand adopt;
@@ -169,7 +169,7 @@ void RemoteRuntime::Connect(const std::vector<model::WorkerKey>& live) {
 
 void RemoteRuntime::MarkLost(const std::vector<model::WorkerKey>& orphans,
                              const std::string& reason) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   link_ = Link::kLost;
   lost_reason_ = reason;
   commands_.clear();
@@ -177,25 +177,25 @@ void RemoteRuntime::MarkLost(const std::vector<model::WorkerKey>& orphans,
 }
 
 std::optional<DurationMs> RemoteRuntime::Silence() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (link_ == Link::kLost) return std::nullopt;
   if (waiting_ > 0) return 0;
   return std::max<DurationMs>(clock_.Now() - quiet_since_, 0);
 }
 
 bool RemoteRuntime::lost() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return link_ == Link::kLost;
 }
 
 TimeMs RemoteRuntime::last_heard_at() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return heard_at_;
 }
 
 void RemoteRuntime::Close() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
   }
   commands_ready_.notify_all();

@@ -18,7 +18,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +26,7 @@
 #include "drover/agent/runtime.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
 
@@ -37,7 +37,7 @@ struct AgentCommand {
   Kind kind = Kind::kLaunch;
   model::LaunchSpec launch;            // kLaunch
   model::WorkerKey key;                // kStop
-  agent::StopRequest stop;             // kStop: preempt and reason
+  model::StopRequest stop;             // kStop: preempt and reason
   std::vector<model::WorkerKey> keys;  // kAdopt
 };
 
@@ -60,7 +60,7 @@ class RemoteRuntime final : public agent::WorkerRuntime {
   // While the agent is lost, commands are dropped: they concern workers already reported lost,
   // which are stopped when the agent comes back (MarkLost).
   Status Launch(const model::LaunchSpec& spec) override;
-  Status Stop(const model::WorkerKey& key, const agent::StopRequest& request) override;
+  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override;
   // The agent answers with an exit event ("lost") for every key it has no trace of.
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
@@ -92,23 +92,52 @@ class RemoteRuntime final : public agent::WorkerRuntime {
  private:
   enum class Link { kAwaiting, kConnected, kLost };
 
-  void Push(AgentCommand command);
-  void PushLocked(AgentCommand command);  // requires mu_
-  Status RequireConnected() const;        // requires mu_
+  void Push(AgentCommand command) EXCLUDES(mu_);
+  void PushLocked(AgentCommand command) REQUIRES(mu_);
+  Status RequireConnected() const REQUIRES(mu_);
 
   const NodeId node_;
   const Clock& clock_;
-  mutable std::mutex mu_;
-  std::condition_variable commands_ready_;
-  std::deque<AgentCommand> commands_;
-  std::vector<model::WorkerEvent> events_;
-  Link link_ = Link::kAwaiting;
-  TimeMs quiet_since_ = 0;                 // the last call ended, or the runtime was created
-  TimeMs heard_at_ = 0;                    // the last call ended; 0: none yet
-  int waiting_ = 0;                        // long polls in progress
-  std::vector<model::WorkerKey> orphans_;  // workers lost with the agent, to stop
-  std::string lost_reason_;
-  bool closed_ = false;
+  mutable Mutex mu_;
+  std::condition_variable_any commands_ready_;
+  std::deque<AgentCommand> commands_ GUARDED_BY(mu_);
+  std::vector<model::WorkerEvent> events_ GUARDED_BY(mu_);
+  Link link_ GUARDED_BY(mu_) = Link::kAwaiting;
+  TimeMs quiet_since_ GUARDED_BY(mu_) = 0;  // the last call ended, or the runtime was created
+  TimeMs heard_at_ GUARDED_BY(mu_) = 0;     // the last call ended; 0: none yet
+  int waiting_ GUARDED_BY(mu_) = 0;         // long polls in progress
+  std::vector<model::WorkerKey> orphans_ GUARDED_BY(mu_);  // workers lost with the agent, to stop
+  std::string lost_reason_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
+};
+
+// The agent end's handling of the server's commands on its node's runtime, one turn of
+// RunAgent's loop at a time. Not thread-safe: RunAgent's loop owns it.
+class AgentCommandRunner {
+ public:
+  // `runtime` and `clock` must outlive the runner; `node` names the node in exit messages.
+  AgentCommandRunner(agent::WorkerRuntime& runtime, const Clock& clock, std::string node);
+
+  // Carries out `command`. A launch that fails (other than kAlreadyExists: launched before) and
+  // an adopted key with no trace on the node become exit events appended to `events`. A stop the
+  // runtime cannot carry out yet (kUnavailable: an adopted worker whose supervisor is still
+  // starting) is kept for RetryStops; other stop errors (kNotFound: exited already) drop it.
+  void Run(const AgentCommand& command, std::vector<model::WorkerEvent>& events);
+  // Sends each kept stop again, once per turn of the loop, as ControlPlane retries its stops;
+  // those answered kUnavailable again stay kept.
+  void RetryStops();
+
+ private:
+  struct PendingStop {
+    model::WorkerKey key;
+    model::StopRequest request;
+  };
+  void Stop(const model::WorkerKey& key, const model::StopRequest& request);
+
+  agent::WorkerRuntime& runtime_;
+  const Clock& clock_;
+  const std::string node_;
+  std::vector<PendingStop> pending_stops_;
 };
 
 struct AgentOptions {

@@ -20,7 +20,7 @@ TEST(AgentCommand, StopCarriesPreemptionAndReason) {
   AgentCommand stop;
   stop.kind = AgentCommand::Kind::kStop;
   stop.key = model::WorkerKey{JobId(7), 2, 1};
-  stop.stop = agent::StopRequest{.preempt = true, .reason = "preempted by job 12 (reclaim)"};
+  stop.stop = model::StopRequest{.preempt = true, .reason = "preempted by job 12 (reclaim)"};
   json wire = ToJson(stop);
   EXPECT_EQ(wire["preempt"], true);
   auto decoded = AgentCommandFromJson(json::parse(codec::DumpJson(wire)));

@@ -29,7 +29,7 @@ constexpr DurationMs kTimeout = 30'000;
 class SilentRuntime final : public agent::WorkerRuntime {
  public:
   Status Launch(const model::LaunchSpec&) override { return OkStatus(); }
-  Status Stop(const model::WorkerKey&, const agent::StopRequest&) override { return OkStatus(); }
+  Status Stop(const model::WorkerKey&, const model::StopRequest&) override { return OkStatus(); }
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>&) override { return {}; }
   std::vector<model::WorkerEvent> Poll() override { return {}; }
 };

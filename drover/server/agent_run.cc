@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "drover/agent/local_runtime.h"
 #include "drover/codec/json.h"
@@ -12,22 +13,69 @@ namespace drover::server {
 
 using nlohmann::json;
 
+AgentCommandRunner::AgentCommandRunner(agent::WorkerRuntime& runtime, const Clock& clock,
+                                       std::string node)
+    : runtime_(runtime), clock_(clock), node_(std::move(node)) {}
+
+void AgentCommandRunner::Run(const AgentCommand& command, std::vector<model::WorkerEvent>& events) {
+  switch (command.kind) {
+    case AgentCommand::Kind::kLaunch: {
+      Status launched = runtime_.Launch(command.launch);
+      if (!launched && launched.error().code != ErrorCode::kAlreadyExists) {
+        model::WorkerEvent failed;
+        failed.key = command.launch.key;
+        failed.kind = model::WorkerEvent::Kind::kExited;
+        failed.at = clock_.Now();
+        failed.exit.message = "launch failed: " + launched.error().message;
+        events.push_back(failed);
+      }
+      break;
+    }
+    case AgentCommand::Kind::kStop:
+      Stop(command.key, command.stop);
+      break;
+    case AgentCommand::Kind::kAdopt:
+      for (const model::WorkerKey& key : runtime_.Adopt(command.keys)) {
+        model::WorkerEvent lost;
+        lost.key = key;
+        lost.kind = model::WorkerEvent::Kind::kExited;
+        lost.at = clock_.Now();
+        lost.exit.message = "lost: never launched on node " + node_;
+        events.push_back(lost);
+      }
+      break;
+  }
+}
+
+void AgentCommandRunner::RetryStops() {
+  for (const PendingStop& stop : std::exchange(pending_stops_, {})) Stop(stop.key, stop.request);
+}
+
+void AgentCommandRunner::Stop(const model::WorkerKey& key, const model::StopRequest& request) {
+  Status stopped = runtime_.Stop(key, request);
+  if (!stopped && stopped.error().code == ErrorCode::kUnavailable) {
+    pending_stops_.push_back({key, request});
+  }
+}
+
 Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atomic<bool>& stop) {
   agent::LocalRuntime::Options runtime_options;
   runtime_options.runs_dir = options.runs_dir;
   runtime_options.supervisor_path = options.supervisor_path;
   runtime_options.server_url = options.server_url;
-  auto created = agent::LocalRuntime::Create(runtime_options, clock);
-  if (!created) return tl::unexpected(created.error());
-  agent::LocalRuntime& runtime = **created;
+  DROVER_ASSIGN_OR_RETURN(std::unique_ptr<agent::LocalRuntime> owned_runtime,
+                          agent::LocalRuntime::Create(runtime_options, clock));
+  agent::LocalRuntime& runtime = *owned_runtime;
 
   const std::string node = options.node.name.value();
   const std::string node_path = "/v1/agents/" + UrlEncode(node);
   ApiClient client(options.server_url, /*timeout_ms=*/10'000);
   bool registered = false;
   std::vector<model::WorkerEvent> unsent;  // kept until the server accepts them
+  AgentCommandRunner runner(runtime, clock, node);
 
   while (!stop) {
+    runner.RetryStops();
     if (!registered) {
       auto reply = client.Post("/v1/agents/register", codec::DumpJson(codec::ToJson(options.node)),
                                "application/json");
@@ -57,33 +105,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
           spdlog::error("agent {}: bad command: {}", node, command.error().message);
           continue;
         }
-        switch (command->kind) {
-          case AgentCommand::Kind::kLaunch: {
-            Status launched = runtime.Launch(command->launch);
-            if (!launched && launched.error().code != ErrorCode::kAlreadyExists) {
-              model::WorkerEvent failed;
-              failed.key = command->launch.key;
-              failed.kind = model::WorkerEvent::Kind::kExited;
-              failed.at = clock.Now();
-              failed.exit.message = "launch failed: " + launched.error().message;
-              unsent.push_back(failed);
-            }
-            break;
-          }
-          case AgentCommand::Kind::kStop:
-            (void)runtime.Stop(command->key, command->stop);
-            break;
-          case AgentCommand::Kind::kAdopt:
-            for (const model::WorkerKey& key : runtime.Adopt(command->keys)) {
-              model::WorkerEvent lost;
-              lost.key = key;
-              lost.kind = model::WorkerEvent::Kind::kExited;
-              lost.at = clock.Now();
-              lost.exit.message = "lost: never launched on node " + node;
-              unsent.push_back(lost);
-            }
-            break;
-        }
+        runner.Run(*command, unsent);
       }
     }
     for (model::WorkerEvent& event : runtime.Poll()) unsent.push_back(std::move(event));

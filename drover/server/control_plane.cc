@@ -285,7 +285,7 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   void CancelExternal(const control::CancelExternal& cancel) override {
     auto executor = plane_.executors_.find(cancel.ref.executor);
     if (executor == plane_.executors_.end()) return;
-    agent::StopRequest request;
+    model::StopRequest request;
     request.reason = cancel.reason;
     Status cancelled = executor->second->Cancel(cancel.ref, request);
     if (!cancelled) spdlog::warn("cancel of {}: {}", cancel.ref.name, cancelled.error().ToString());
@@ -323,7 +323,7 @@ void ControlPlane::Commit(control::Step& step) {
 void ControlPlane::StopWorker(const control::StopWorker& stop) {
   auto it = nodes_.find(stop.node);
   if (it == nodes_.end()) return;
-  agent::StopRequest request;
+  model::StopRequest request;
   request.preempt = stop.preempt;
   request.reason = stop.reason;
   Status stopped = it->second.runtime->Stop(stop.key, request);

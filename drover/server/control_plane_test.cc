@@ -30,7 +30,7 @@ using Kind = model::WorkerEvent::Kind;
 struct RuntimeLog {
   std::mutex mu;
   std::vector<model::LaunchSpec> launched;
-  std::vector<std::pair<model::WorkerKey, agent::StopRequest>> stopped;
+  std::vector<std::pair<model::WorkerKey, model::StopRequest>> stopped;
   std::vector<model::WorkerEvent> events;  // reported by the next Poll
 
   void Report(model::WorkerEvent event) {
@@ -47,7 +47,7 @@ class FakeRuntime final : public agent::WorkerRuntime {
     log_->launched.push_back(spec);
     return OkStatus();
   }
-  Status Stop(const model::WorkerKey& key, const agent::StopRequest& request) override {
+  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override {
     std::lock_guard lock(log_->mu);
     log_->stopped.emplace_back(key, request);
     return OkStatus();

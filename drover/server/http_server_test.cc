@@ -55,7 +55,7 @@ class GatedRuntime final : public agent::WorkerRuntime {
     gate_->cv.wait(lock, [&] { return gate_->released; });
     return OkStatus();
   }
-  Status Stop(const model::WorkerKey&, const agent::StopRequest&) override { return OkStatus(); }
+  Status Stop(const model::WorkerKey&, const model::StopRequest&) override { return OkStatus(); }
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>&) override { return {}; }
   std::vector<model::WorkerEvent> Poll() override { return {}; }
 

@@ -146,7 +146,7 @@ struct KubernetesExecutor::Attempt {
   bool started = false;
   bool exited = false;
   bool cancel_requested = false;
-  agent::StopRequest stop;
+  model::StopRequest stop;
   bool pods_listed = false;  // a Failed Job's pods were listed directly
   std::string pending_reason;
   std::vector<std::string> extra_paths;  // PodGroup, Service, claim template: deleted at the end
@@ -167,7 +167,7 @@ Result<std::unique_ptr<KubernetesExecutor>> KubernetesExecutor::Create(const Kub
   if (!client) return tl::unexpected(client.error());
   executor->request_client_ = std::move(*client);
   {
-    std::lock_guard<std::mutex> lock(executor->mu_);
+    MutexLock lock(executor->mu_);
     for (const std::string& ns : options.namespaces) executor->WatchNamespaceLocked(ns);
     executor->clients_.push_back(executor->request_client_.get());
   }
@@ -182,7 +182,7 @@ KubernetesExecutor::KubernetesExecutor(KubeConfig config, ExecutorOptions option
 KubernetesExecutor::~KubernetesExecutor() {
   std::vector<Client*> clients;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     clients = clients_;
   }
@@ -225,7 +225,7 @@ void KubernetesExecutor::WatchLoop(Client* client, const std::string& collection
   });
   while (!stopping_) {
     if (reflector.Step(*client, options_.watch_timeout_seconds)) continue;
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     wake_.wait_for(lock, std::chrono::milliseconds(options_.retry_pause_ms),
                    [&] { return stopping_.load(); });
   }
@@ -239,7 +239,7 @@ void KubernetesExecutor::Enqueue(Request request) {
 Status KubernetesExecutor::Submit(const model::ExternalLaunch& launch) {
   auto rendered = Render(launch);
   if (!rendered) return tl::unexpected(rendered.error());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (attempts_.contains(rendered->name)) return OkStatus();  // submitted before: one Job
   auto attempt = std::make_unique<Attempt>();
   attempt->ref = launch.ref;
@@ -254,8 +254,8 @@ Status KubernetesExecutor::Submit(const model::ExternalLaunch& launch) {
 }
 
 Status KubernetesExecutor::Cancel(const model::ExternalRef& ref,
-                                  const agent::StopRequest& request) {
-  std::lock_guard<std::mutex> lock(mu_);
+                                  const model::StopRequest& request) {
+  MutexLock lock(mu_);
   auto it = attempts_.find(ref.name);
   if (it == attempts_.end()) {
     return NotFound(fmt::format("{}: not an attempt of this executor", ref.name));
@@ -269,7 +269,7 @@ Status KubernetesExecutor::Cancel(const model::ExternalRef& ref,
 }
 
 void KubernetesExecutor::Adopt(const std::vector<model::ExternalRef>& refs) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const model::ExternalRef& ref : refs) {
     if (attempts_.contains(ref.name)) continue;
     auto attempt = std::make_unique<Attempt>();
@@ -288,7 +288,7 @@ void KubernetesExecutor::Adopt(const std::vector<model::ExternalRef>& refs) {
 }
 
 std::vector<model::ExecutorEvent> KubernetesExecutor::Poll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<model::ExecutorEvent> events;
   events.swap(events_);
   return events;
@@ -298,14 +298,14 @@ void KubernetesExecutor::RequestLoop(Client& client) {
   while (true) {
     Request request;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      auto ready = [&] {
+      MutexLock lock(mu_);
+      auto ready = [&]() REQUIRES(mu_) {
         const TimeMs now = Now();
         return std::find_if(requests_.begin(), requests_.end(),
                             [&](const Request& r) { return r.not_before <= now; });
       };
       wake_.wait_for(lock, std::chrono::milliseconds(100),
-                     [&] { return stopping_ || ready() != requests_.end(); });
+                     [&]() REQUIRES(mu_) { return stopping_ || ready() != requests_.end(); });
       if (stopping_) return;
       auto it = ready();
       if (it == requests_.end()) continue;
@@ -318,7 +318,7 @@ void KubernetesExecutor::RequestLoop(Client& client) {
 
 void KubernetesExecutor::Handle(Client& client, const Request& request) {
   auto retry = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Request again = request;
     again.not_before = Now() + options_.retry_pause_ms;
     Enqueue(again);
@@ -329,7 +329,7 @@ void KubernetesExecutor::Handle(Client& client, const Request& request) {
   std::string namespace_name;
   std::vector<std::string> extra_paths;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = attempts_.find(request.name);
     if (it == attempts_.end()) return;
     namespace_name = it->second->namespace_name;
@@ -343,7 +343,7 @@ void KubernetesExecutor::Handle(Client& client, const Request& request) {
       Status deleted = client.Delete(JobsCollection(namespace_name) + "/" + request.name);
       if (!deleted && transient(deleted.error())) return retry();
       for (const std::string& path : extra_paths) (void)client.Delete(path);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       Attempt& attempt = *attempts_.at(request.name);
       if (!deleted && deleted.error().code == ErrorCode::kNotFound && !attempt.exited) {
         // Never created (refused, or cancelled before it was): the cancellation ends it.
@@ -364,7 +364,7 @@ void KubernetesExecutor::Handle(Client& client, const Request& request) {
         auto job = client.Get(JobsCollection(ns) + "/" + request.name);
         if (!job && transient(job.error())) return retry();
         if (!job) continue;
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         Attempt& attempt = *attempts_.at(request.name);
         attempt.namespace_name = ns;
         WatchNamespaceLocked(ns);
@@ -372,7 +372,7 @@ void KubernetesExecutor::Handle(Client& client, const Request& request) {
         EvaluateLocked(request.name);
         return;
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       Attempt& attempt = *attempts_.at(request.name);
       if (attempt.exited) return;
       model::ExitStatus exit;
@@ -391,7 +391,7 @@ void KubernetesExecutor::Handle(Client& client, const Request& request) {
       auto pods = client.List(PodsCollection(namespace_name),
                               fmt::format("{}={}", kAttemptNameLabel, request.name));
       if (!pods && transient(pods.error())) return retry();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (pods) {
         for (const json& pod : pods->value("items", json::array())) {
           // A pod's phase never leaves Succeeded or Failed: such a copy is the newest there is.
@@ -414,7 +414,7 @@ void KubernetesExecutor::Handle(Client& client, const Request& request) {
 void KubernetesExecutor::CreateObjects(Client& client, const std::string& name) {
   std::vector<json> objects;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     objects = attempts_.at(name)->objects;
   }
   for (const json& object : objects) {
@@ -434,11 +434,11 @@ void KubernetesExecutor::CreateObjects(Client& client, const std::string& name) 
     }
     if (!created && (created.error().code == ErrorCode::kUnavailable ||
                      created.error().code == ErrorCode::kResourceExhausted)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       Enqueue({Request::Kind::kCreate, name, Now() + options_.retry_pause_ms});
       return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Attempt& attempt = *attempts_.at(name);
     if (!created) {
       if (attempt.exited) return;
@@ -461,7 +461,7 @@ void KubernetesExecutor::CreateObjects(Client& client, const std::string& name) 
 }
 
 void KubernetesExecutor::OnChange(bool job, const std::string& type, const json& object) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, json>& cache = job ? jobs_ : pods_;
   if (type == "DELETED") {
     cache.erase(ObjectKey(object));
@@ -532,7 +532,7 @@ void KubernetesExecutor::EvaluateLocked(const std::string& name) {
   std::stable_sort(pods.begin(), pods.end(),
                    [](const json* a, const json* b) { return PodIndex(*a) < PodIndex(*b); });
 
-  auto report_started = [&](bool all_required, TimeMs fallback) {
+  auto report_started = [&](bool all_required, TimeMs fallback) REQUIRES(mu_) {
     if (attempt.started) return;
     std::vector<std::string> nodes;
     TimeMs at = 0;

@@ -28,12 +28,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "drover/common/thread_annotations.h"
 #include "drover/exec/executor.h"
 #include "drover/exec/kubernetes/client.h"
 #include "drover/exec/kubernetes/render.h"
@@ -60,7 +60,7 @@ class KubernetesExecutor final : public exec::Executor {
 
   model::ExecutorKind kind() const override { return model::ExecutorKind::kKubernetes; }
   Status Submit(const model::ExternalLaunch& launch) override;
-  Status Cancel(const model::ExternalRef& ref, const agent::StopRequest& request) override;
+  Status Cancel(const model::ExternalRef& ref, const model::StopRequest& request) override;
   void Adopt(const std::vector<model::ExternalRef>& refs) override;
   std::vector<model::ExecutorEvent> Poll() override;
 
@@ -75,34 +75,35 @@ class KubernetesExecutor final : public exec::Executor {
 
   KubernetesExecutor(KubeConfig config, ExecutorOptions options);
   Result<std::unique_ptr<Client>> NewClient() const;
-  void WatchNamespaceLocked(const std::string& namespace_name);
-  void Enqueue(Request request);
-  void RequestLoop(Client& client);
+  void WatchNamespaceLocked(const std::string& namespace_name) REQUIRES(mu_);
+  void Enqueue(Request request) REQUIRES(mu_);
+  void RequestLoop(Client& client) EXCLUDES(mu_);
   void Handle(Client& client, const Request& request);
   void CreateObjects(Client& client, const std::string& name);
   // A watched change of a Job (`job`) or a Pod.
-  void OnChange(bool job, const std::string& type, const nlohmann::json& object);
+  void OnChange(bool job, const std::string& type, const nlohmann::json& object) EXCLUDES(mu_);
   // Reports what the cached Job and pods say of attempt `name` that was not reported yet.
-  void EvaluateLocked(const std::string& name);
-  void EmitLocked(Attempt& attempt, model::ExecutorEvent event);
-  void ExitLocked(Attempt& attempt, model::ExitStatus exit, TimeMs at);
-  void WatchLoop(Client* client, const std::string& collection, bool jobs);
+  void EvaluateLocked(const std::string& name) REQUIRES(mu_);
+  void EmitLocked(Attempt& attempt, model::ExecutorEvent event) REQUIRES(mu_);
+  void ExitLocked(Attempt& attempt, model::ExitStatus exit, TimeMs at) REQUIRES(mu_);
+  void WatchLoop(Client* client, const std::string& collection, bool jobs) EXCLUDES(mu_);
   TimeMs Now() const;
 
   const KubeConfig config_;
   const ExecutorOptions options_;
   SystemClock system_clock_;
 
-  std::mutex mu_;
-  std::condition_variable wake_;
+  Mutex mu_;
+  std::condition_variable_any wake_;
   std::atomic<bool> stopping_{false};
-  std::map<std::string, std::unique_ptr<Attempt>> attempts_;  // by attempt name
-  std::map<std::string, nlohmann::json> jobs_;                // "ns/name" -> the latest Job
-  std::map<std::string, nlohmann::json> pods_;                // "ns/name" -> the latest Pod
-  std::deque<Request> requests_;
-  std::vector<model::ExecutorEvent> events_;
-  std::map<std::string, std::unique_ptr<Watch>> watches_;  // by namespace
-  std::vector<Client*> clients_;                           // to Stop() them at the end
+  // by attempt name
+  std::map<std::string, std::unique_ptr<Attempt>> attempts_ GUARDED_BY(mu_);
+  std::map<std::string, nlohmann::json> jobs_ GUARDED_BY(mu_);  // "ns/name" -> the latest Job
+  std::map<std::string, nlohmann::json> pods_ GUARDED_BY(mu_);  // "ns/name" -> the latest Pod
+  std::deque<Request> requests_ GUARDED_BY(mu_);
+  std::vector<model::ExecutorEvent> events_ GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Watch>> watches_ GUARDED_BY(mu_);  // by namespace
+  std::vector<Client*> clients_ GUARDED_BY(mu_);  // to Stop() them at the end
   std::unique_ptr<Client> request_client_;
   std::thread request_thread_;
 };

@@ -33,7 +33,7 @@ SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, const Clock& clock)
 
 SlurmExecutor::~SlurmExecutor() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -60,16 +60,16 @@ Status SlurmExecutor::Submit(const model::ExternalLaunch& launch) {
   Result<Sbatch> rendered = RenderSbatch(launch, {});
   if (!rendered) return tl::unexpected(rendered.error());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     submits_.push_back(launch);
   }
   wake_.notify_all();
   return OkStatus();
 }
 
-Status SlurmExecutor::Cancel(const model::ExternalRef& ref, const agent::StopRequest&) {
+Status SlurmExecutor::Cancel(const model::ExternalRef& ref, const model::StopRequest&) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cancels_.push_back(ref);
   }
   wake_.notify_all();
@@ -78,14 +78,14 @@ Status SlurmExecutor::Cancel(const model::ExternalRef& ref, const agent::StopReq
 
 void SlurmExecutor::Adopt(const std::vector<model::ExternalRef>& refs) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     adopts_.insert(adopts_.end(), refs.begin(), refs.end());
   }
   wake_.notify_all();
 }
 
 std::vector<model::ExecutorEvent> SlurmExecutor::Poll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(events_, {});
 }
 
@@ -94,7 +94,7 @@ void SlurmExecutor::Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind
   event.ref = tracked.ref;
   event.kind = kind;
   event.at = at;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   events_.push_back(std::move(event));
 }
 
@@ -102,9 +102,9 @@ void SlurmExecutor::Loop() {
   using Steady = std::chrono::steady_clock;
   const auto interval = std::chrono::milliseconds(options_.poll_interval_ms);
   Steady::time_point next_refresh = Steady::now() + interval;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    wake_.wait_until(lock, next_refresh, [this] {
+    wake_.wait_until(lock, next_refresh, [this]() REQUIRES(mu_) {
       return stopping_ || !submits_.empty() || !cancels_.empty() || !adopts_.empty();
     });
     if (stopping_) break;

@@ -10,7 +10,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "drover/common/clock.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/exec/executor.h"
 #include "drover/exec/slurm/state.h"
 
@@ -40,7 +40,7 @@ class SlurmExecutor final : public Executor {
 
   model::ExecutorKind kind() const override { return model::ExecutorKind::kSlurm; }
   Status Submit(const model::ExternalLaunch& launch) override;
-  Status Cancel(const model::ExternalRef& ref, const agent::StopRequest& request) override;
+  Status Cancel(const model::ExternalRef& ref, const model::StopRequest& request) override;
   void Adopt(const std::vector<model::ExternalRef>& refs) override;
   std::vector<model::ExecutorEvent> Poll() override;
 
@@ -60,7 +60,7 @@ class SlurmExecutor final : public Executor {
   Tracked TrackedOf(const model::ExternalRef& ref) const;
   std::string JobDir(JobId job) const;
 
-  void Loop();
+  void Loop() EXCLUDES(mu_);
   void SubmitNow(const model::ExternalLaunch& launch);
   // A continuation (ref.restart > 0): writes the attempt's contract file, then releases the
   // requeued Slurm job that Observe held.
@@ -83,18 +83,18 @@ class SlurmExecutor final : public Executor {
   // A job scontrol no longer lists: its end from `sacct -c`, or lost.
   void Vanished(Tracked& tracked);
   void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
-            model::ExecutorEvent event = {});
+            model::ExecutorEvent event = {}) EXCLUDES(mu_);
 
   const SlurmExecutorOptions options_;
   const Clock& clock_;
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::deque<model::ExternalLaunch> submits_;
-  std::vector<model::ExternalRef> cancels_;
-  std::vector<model::ExternalRef> adopts_;
-  std::vector<model::ExecutorEvent> events_;
+  Mutex mu_;
+  std::condition_variable_any wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::deque<model::ExternalLaunch> submits_ GUARDED_BY(mu_);
+  std::vector<model::ExternalRef> cancels_ GUARDED_BY(mu_);
+  std::vector<model::ExternalRef> adopts_ GUARDED_BY(mu_);
+  std::vector<model::ExecutorEvent> events_ GUARDED_BY(mu_);
 
   // The thread's own: tracked attempts by ExternalRef::name, and the ids of requeued Slurm jobs
   // held for Drover (between a requeued run's kExited and its continuation or cancel).

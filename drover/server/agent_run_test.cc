@@ -1,0 +1,118 @@
+// The agent end's command handling (AgentCommandRunner) on a scripted runtime, without sockets.
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "drover/server/agent_link.h"
+#include "drover/testing/fake_clock.h"
+
+namespace drover::server {
+namespace {
+
+// Answers Stop with the scripted statuses in order (then OK) and Launch and Adopt as told;
+// records every Stop call.
+class ScriptedRuntime final : public agent::WorkerRuntime {
+ public:
+  Status Launch(const model::LaunchSpec&) override { return launch_status; }
+  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override {
+    stops.push_back({key, request.reason});
+    if (stop_answers.empty()) return OkStatus();
+    Status answer = stop_answers.front();
+    stop_answers.pop_front();
+    return answer;
+  }
+  std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>&) override {
+    return never_launched;
+  }
+  std::vector<model::WorkerEvent> Poll() override { return {}; }
+
+  Status launch_status = OkStatus();
+  std::deque<Status> stop_answers;
+  std::vector<model::WorkerKey> never_launched;
+  std::vector<std::pair<model::WorkerKey, std::string>> stops;  // key, reason
+};
+
+AgentCommand StopCommand(model::WorkerKey key, std::string reason) {
+  AgentCommand command;
+  command.kind = AgentCommand::Kind::kStop;
+  command.key = key;
+  command.stop.reason = std::move(reason);
+  return command;
+}
+
+TEST(AgentCommandRunner, RetriesAStopAnsweredUnavailableOnTheNextTurnsUntilItIsTaken) {
+  ScriptedRuntime runtime;
+  runtime.stop_answers = {Unavailable("supervisor starting"), Unavailable("supervisor starting")};
+  testing::FakeClock clock;
+  AgentCommandRunner runner(runtime, clock, "n1");
+  const model::WorkerKey key{JobId(7), 1, 0};
+  std::vector<model::WorkerEvent> events;
+
+  runner.Run(StopCommand(key, "cancelled"), events);
+  ASSERT_EQ(runtime.stops.size(), 1u);
+  runner.RetryStops();  // unavailable again: still kept
+  runner.RetryStops();  // taken
+  runner.RetryStops();  // nothing kept any more
+  ASSERT_EQ(runtime.stops.size(), 3u);
+  for (const auto& [stopped, reason] : runtime.stops) {
+    EXPECT_EQ(stopped, key);
+    EXPECT_EQ(reason, "cancelled");
+  }
+  EXPECT_TRUE(events.empty());
+}
+
+TEST(AgentCommandRunner, DropsAStopOfAWorkerTheRuntimeDoesNotKnow) {
+  ScriptedRuntime runtime;
+  runtime.stop_answers = {NotFound("exited already")};
+  testing::FakeClock clock;
+  AgentCommandRunner runner(runtime, clock, "n1");
+  std::vector<model::WorkerEvent> events;
+
+  runner.Run(StopCommand({JobId(7), 1, 0}, ""), events);
+  runner.RetryStops();
+  EXPECT_EQ(runtime.stops.size(), 1u);
+}
+
+TEST(AgentCommandRunner, ReportsAFailedLaunchAsAnExit) {
+  ScriptedRuntime runtime;
+  runtime.launch_status = Internal("cannot spawn the supervisor");
+  testing::FakeClock clock;
+  AgentCommandRunner runner(runtime, clock, "n1");
+  AgentCommand launch;
+  launch.kind = AgentCommand::Kind::kLaunch;
+  launch.launch.key = {JobId(3), 0, 1};
+  std::vector<model::WorkerEvent> events;
+
+  runner.Run(launch, events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].key, launch.launch.key);
+  EXPECT_EQ(events[0].kind, model::WorkerEvent::Kind::kExited);
+  EXPECT_EQ(events[0].at, clock.Now());
+  EXPECT_EQ(events[0].exit.message, "launch failed: cannot spawn the supervisor");
+
+  runtime.launch_status = MakeError(ErrorCode::kAlreadyExists, "launched before");
+  runner.Run(launch, events);
+  EXPECT_EQ(events.size(), 1u);
+}
+
+TEST(AgentCommandRunner, ReportsAnAdoptedWorkerNeverLaunchedAsLost) {
+  ScriptedRuntime runtime;
+  runtime.never_launched = {{JobId(4), 2, 0}};
+  testing::FakeClock clock;
+  AgentCommandRunner runner(runtime, clock, "n1");
+  AgentCommand adopt;
+  adopt.kind = AgentCommand::Kind::kAdopt;
+  adopt.keys = {{JobId(4), 2, 0}, {JobId(5), 0, 0}};
+  std::vector<model::WorkerEvent> events;
+
+  runner.Run(adopt, events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].key, (model::WorkerKey{JobId(4), 2, 0}));
+  EXPECT_EQ(events[0].exit.message, "lost: never launched on node n1");
+}
+
+}  // namespace
+}  // namespace drover::server
