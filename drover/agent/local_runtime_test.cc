@@ -18,6 +18,8 @@
 
 #include "drover/agent/worker_files.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/temp_dir.h"
+#include "drover/testing/wait_until.h"
 
 namespace drover::agent {
 namespace {
@@ -41,18 +43,11 @@ bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 class LocalRuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/drover_agent_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    root_ = pattern;
     runtime_ = MakeRuntime();
     ASSERT_NE(runtime_, nullptr);
   }
 
-  void TearDown() override {
-    runtime_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(root_, ignored);
-  }
+  void TearDown() override { runtime_.reset(); }
 
   std::unique_ptr<LocalRuntime> MakeRuntime() {
     auto runtime = LocalRuntime::Create(
@@ -100,12 +95,8 @@ class LocalRuntimeTest : public ::testing::Test {
 
   // Waits until `path` exists and is not empty.
   bool WaitForFile(const std::string& path) {
-    auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (!ReadText(path).empty()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    return testing::WaitUntil([&] { return !ReadText(path).empty(); }, kDeadline,
+                              std::chrono::milliseconds(20));
   }
 
   std::vector<pid_t> ReadPids(const std::string& path) {
@@ -122,7 +113,8 @@ class LocalRuntimeTest : public ::testing::Test {
     return n;
   }
 
-  std::string root_;
+  testing::TempDir dir_{"drover-agent-test"};
+  const std::string root_ = dir_.path();
   testing::FakeClock clock_;
   std::unique_ptr<LocalRuntime> runtime_;
   std::vector<model::WorkerEvent> seen_;

@@ -1,17 +1,8 @@
 #include "drover/agent/outputs.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-
-#include "drover/agent/worker_files.h"
 
 namespace drover::agent {
 namespace {
@@ -27,97 +18,85 @@ tl::unexpected<Error> NotWritten(const model::StagedOutput& output) {
 }
 
 // The first line of the value output's staging file, trailing whitespace removed.
-Result<std::string> ReadValue(const model::StagedOutput& output) {
-  int fd = open(output.staging.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) return NotWritten(output);
-  std::string text(kMaxOutputValueBytes + 1, '\0');
-  std::size_t size = 0;
-  int error = fd < 0 ? errno : 0;
-  while (fd >= 0 && size < text.size()) {
-    ssize_t n = read(fd, text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) error = errno;
-    if (n <= 0) break;
-    size += static_cast<std::size_t>(n);
+Result<std::string> ReadValue(FileSystem& fs, const model::StagedOutput& output) {
+  auto text = fs.Read(output.staging, 0, kMaxOutputValueBytes + 1);
+  if (!text && text.error().code == ErrorCode::kNotFound) return NotWritten(output);
+  if (!text) {
+    return FailedPrecondition(fmt::format("output '{}': {}", output.name, text.error().message));
   }
-  if (fd >= 0) close(fd);
-  if (error != 0) {
-    return FailedPrecondition(fmt::format("output '{}': cannot read {}: {}", output.name,
-                                          output.staging, std::strerror(error)));
-  }
-  text.resize(size);
-  text = text.substr(0, text.find('\n'));
-  if (text.size() > kMaxOutputValueBytes) {
+  std::string value = text->substr(0, text->find('\n'));
+  if (value.size() > kMaxOutputValueBytes) {
     return FailedPrecondition(
         fmt::format("output '{}': the first line of {} is longer than {} bytes", output.name,
                     output.staging, kMaxOutputValueBytes));
   }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
+  while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) {
+    value.pop_back();
+  }
+  return value;
 }
 
-Status CheckStaged(const model::StagedOutput& output) {
-  struct stat info {};
-  if (lstat(output.staging.c_str(), &info) == 0) return OkStatus();
-  if (errno == ENOENT) return NotWritten(output);
-  return FailedPrecondition(fmt::format("output '{}': cannot look at {}: {}", output.name,
-                                        output.staging, std::strerror(errno)));
+Status CheckStaged(FileSystem& fs, const model::StagedOutput& output) {
+  auto info = fs.LinkStat(output.staging);
+  if (info) return OkStatus();
+  if (info.error().code == ErrorCode::kNotFound) return NotWritten(output);
+  return FailedPrecondition(fmt::format("output '{}': {}", output.name, info.error().message));
 }
 
 // Moves a checked path output onto its destination (see PublishOutputs).
-Status Move(const model::StagedOutput& output, const std::string& destination) {
-  DROVER_RETURN_IF_ERROR(MakeDirectories(model::DirectoryOf(destination)));
-  struct stat info {};
-  if (lstat(destination.c_str(), &info) != 0) {
-    if (errno != ENOENT || rename(output.staging.c_str(), destination.c_str()) != 0) {
-      return Internal(fmt::format("output '{}': cannot move {} to {}: {}", output.name,
-                                  output.staging, destination, std::strerror(errno)));
-    }
+Status Move(FileSystem& fs, const model::StagedOutput& output, const std::string& destination) {
+  DROVER_RETURN_IF_ERROR(fs.CreateDirectories(model::DirectoryOf(destination)));
+  auto existing = fs.LinkStat(destination);
+  if (!existing && existing.error().code != ErrorCode::kNotFound) {
+    return Internal(fmt::format("output '{}': {}", output.name, existing.error().message));
+  }
+  if (!existing) {
+    Status moved = fs.Rename(output.staging, destination);
+    if (!moved) return Internal(fmt::format("output '{}': {}", output.name, moved.error().message));
     return OkStatus();
   }
-  if (renameat2(AT_FDCWD, output.staging.c_str(), AT_FDCWD, destination.c_str(), RENAME_EXCHANGE) !=
-      0) {
-    return Internal(fmt::format("output '{}': cannot swap {} into {}: {}", output.name,
-                                output.staging, destination, std::strerror(errno)));
+  Status swapped = fs.Exchange(output.staging, destination);
+  if (!swapped) {
+    return Internal(fmt::format("output '{}': {}", output.name, swapped.error().message));
   }
-  std::error_code ignored;  // What cannot be removed stays in the staging directory.
-  std::filesystem::remove_all(output.staging, ignored);
+  // What cannot be removed stays in the staging directory.
+  static_cast<void>(fs.RemoveAll(output.staging));
   return OkStatus();
 }
 
 }  // namespace
 
 Result<std::map<std::string, std::string>> PublishOutputs(
-    const std::vector<model::StagedOutput>& outputs) {
+    const std::vector<model::StagedOutput>& outputs, FileSystem& fs) {
   std::map<std::string, std::string> published;
   for (const model::StagedOutput& output : outputs) {
     if (output.destination.empty()) {
-      auto value = ReadValue(output);
-      if (!value) return tl::unexpected(value.error());
-      published[output.name] = *std::move(value);
+      DROVER_ASSIGN_OR_RETURN(published[output.name], ReadValue(fs, output));
     } else {
-      DROVER_RETURN_IF_ERROR(CheckStaged(output));
+      DROVER_RETURN_IF_ERROR(CheckStaged(fs, output));
     }
   }
   for (const model::StagedOutput& output : outputs) {
     if (output.destination.empty()) continue;
     std::string destination = WithoutTrailingSlashes(output.destination);
-    DROVER_RETURN_IF_ERROR(Move(output, destination));
+    DROVER_RETURN_IF_ERROR(Move(fs, output, destination));
     published[output.name] = std::move(destination);
   }
   for (const model::StagedOutput& output : outputs) {
-    if (!output.destination.empty()) rmdir(model::DirectoryOf(output.staging).c_str());
+    // Fails, harmlessly, when not empty.
+    if (!output.destination.empty()) {
+      static_cast<void>(fs.RemoveEmptyDirectory(model::DirectoryOf(output.staging)));
+    }
   }
   return published;
 }
 
-void DiscardStaging(const std::vector<model::StagedOutput>& outputs) {
+void DiscardStaging(const std::vector<model::StagedOutput>& outputs, FileSystem& fs) {
+  // Best effort: what cannot be removed stays.
+  for (const model::StagedOutput& output : outputs) static_cast<void>(fs.RemoveAll(output.staging));
   for (const model::StagedOutput& output : outputs) {
-    std::error_code ignored;
-    std::filesystem::remove_all(output.staging, ignored);
-  }
-  for (const model::StagedOutput& output : outputs) {
-    rmdir(model::DirectoryOf(output.staging).c_str());  // Fails, harmlessly, when not empty.
+    // Fails, harmlessly, when not empty.
+    static_cast<void>(fs.RemoveEmptyDirectory(model::DirectoryOf(output.staging)));
   }
 }
 

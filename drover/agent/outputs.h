@@ -2,12 +2,14 @@
 
 // Publishing an attempt's outputs (docs/workflows.md, "Inputs and outputs"): the driver's side
 // of the controller's PublishOutputs and DiscardOutputs effects. The staging locations come from
-// model::StagedOutputs.
+// model::StagedOutputs. Every file operation goes through the FileSystem given (by default the
+// machine's), so that tests can run them in memory and make one fail.
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "drover/common/filesystem.h"
 #include "drover/common/result.h"
 #include "drover/model/outputs.h"
 
@@ -30,11 +32,12 @@ inline constexpr std::size_t kMaxOutputValueBytes = 4096;
 // kInternal when a move fails (for example a file system without RENAME_EXCHANGE); the outputs
 // moved before it stay published.
 Result<std::map<std::string, std::string>> PublishOutputs(
-    const std::vector<model::StagedOutput>& outputs);
+    const std::vector<model::StagedOutput>& outputs, FileSystem& fs = RealFileSystem());
 
 // Removes what an attempt that will not publish left at its staging locations, then each
 // staging path's parent directory when that is empty (the per-attempt staging directory).
 // Best effort: what cannot be removed stays.
-void DiscardStaging(const std::vector<model::StagedOutput>& outputs);
+void DiscardStaging(const std::vector<model::StagedOutput>& outputs,
+                    FileSystem& fs = RealFileSystem());
 
 }  // namespace drover::agent

@@ -2,13 +2,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "drover/agent/worker_files.h"
+#include "drover/testing/memory_file_system.h"
+#include "drover/testing/temp_dir.h"
 
 namespace drover::agent {
 namespace {
@@ -30,16 +31,6 @@ void WriteText(const std::string& path, const std::string& text) {
 
 class OutputsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/drover_outputs_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    root_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-
   // A path output of job 7 attempt 1 published at root_/DESTINATION.
   model::StagedOutput PathOutput(const std::string& name, const std::string& destination) {
     const std::string path = root_ + "/" + destination;
@@ -49,7 +40,8 @@ class OutputsTest : public ::testing::Test {
     return model::StagedOutput{name, root_ + "/values/job-7/attempt-1/" + name, ""};
   }
 
-  std::string root_;
+  drover::testing::TempDir dir_{"drover-outputs-test"};
+  const std::string root_ = dir_.path();
 };
 
 TEST_F(OutputsTest, PublishesANewDirectoryAndRemovesTheEmptiedStagingDirectory) {
@@ -187,6 +179,71 @@ TEST_F(OutputsTest, DiscardRemovesTheStagingLocationsAndTheEmptiedAttemptDirecto
 TEST_F(OutputsTest, DiscardOfAnAttemptThatWroteNothingIsHarmless) {
   DiscardStaging({PathOutput("model", "out/model"), ValueOutput("accuracy")});
   EXPECT_TRUE(fs::is_directory(root_));
+}
+
+// The same publication on a file system in memory, where a chosen operation fails.
+class MemoryOutputsTest : public ::testing::Test {
+ protected:
+  using Op = drover::testing::MemoryFileSystem::Op;
+
+  model::StagedOutput PathOutput(const std::string& name, const std::string& destination) {
+    return model::StagedOutput{name, model::StagingPathFor(destination, JobId(7), 1), destination};
+  }
+
+  drover::testing::MemoryFileSystem fs_;
+};
+
+TEST_F(MemoryOutputsTest, ReplacesAnOldOutputBySwappingAndRemovesTheOldOne) {
+  model::StagedOutput model = PathOutput("model", "/out/model");
+  fs_.WriteFile("/out/model", "old");
+  fs_.WriteFile(model.staging, "new");
+  auto published = PublishOutputs({model}, fs_);
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(fs_.Contents("/out/model"), "new");
+  EXPECT_FALSE(fs_.Exists(model.staging));
+  EXPECT_FALSE(fs_.Exists(model::DirectoryOf(model.staging)));
+}
+
+TEST_F(MemoryOutputsTest, AFailedMoveIsAnInternalErrorAndLeavesTheStagedOutput) {
+  model::StagedOutput model = PathOutput("model", "/out/model");
+  model::StagedOutput value{"accuracy", "/values/job-7/attempt-1/accuracy", ""};
+  fs_.WriteFile(model.staging, "weights");
+  fs_.WriteFile(value.staging, "0.93\n");
+  fs_.Fail(Op::kRename, model.staging);
+  auto published = PublishOutputs({value, model}, fs_);
+  ASSERT_FALSE(published);
+  EXPECT_EQ(published.error().code, ErrorCode::kInternal);
+  EXPECT_THAT(published.error().message, HasSubstr("output 'model'"));
+  EXPECT_FALSE(fs_.Exists("/out/model"));
+  EXPECT_EQ(fs_.Contents(model.staging), "weights");
+
+  fs_.Heal();
+  published = PublishOutputs({value, model}, fs_);
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(published->at("accuracy"), "0.93");
+  EXPECT_EQ(fs_.Contents("/out/model"), "weights");
+}
+
+TEST_F(MemoryOutputsTest, AFailedSwapKeepsTheOldOutput) {
+  model::StagedOutput model = PathOutput("model", "/out/model");
+  fs_.WriteFile("/out/model", "old");
+  fs_.WriteFile(model.staging, "new");
+  fs_.Fail(Op::kExchange, "/out/model");
+  auto published = PublishOutputs({model}, fs_);
+  ASSERT_FALSE(published);
+  EXPECT_EQ(published.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(fs_.Contents("/out/model"), "old");
+}
+
+TEST_F(MemoryOutputsTest, DiscardRemovesWhatItCanAndKeepsGoing) {
+  model::StagedOutput first = PathOutput("first", "/out/first");
+  model::StagedOutput second = PathOutput("second", "/out/second");
+  fs_.WriteFile(first.staging, "a");
+  fs_.WriteFile(second.staging, "b");
+  fs_.Fail(Op::kRemoveAll, first.staging);
+  DiscardStaging({first, second}, fs_);
+  EXPECT_TRUE(fs_.Exists(first.staging));
+  EXPECT_FALSE(fs_.Exists(second.staging));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "drover/codec/json.h"
+#include "drover/common/filesystem.h"
 
 namespace drover::agent {
 namespace {
@@ -182,21 +183,7 @@ Result<PreemptNotice> ReadPreemptNotice(const std::string& dir) {
   return PreemptNotice{reason->get<std::string>(), *deadline};
 }
 
-Status MakeDirectories(const std::string& path) {
-  if (path.empty()) return InvalidArgument("cannot create a directory with an empty name");
-  // Each prefix that ends before a '/', then the whole path.
-  for (std::size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
-    const std::string prefix = path.substr(0, end);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("cannot create directory", prefix, errno);
-    }
-    if (end == std::string::npos) break;
-  }
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return ErrnoError("cannot create directory", path, errno);
-  if (!S_ISDIR(info.st_mode)) return ErrnoError("cannot create directory", path, ENOTDIR);
-  return OkStatus();
-}
+Status MakeDirectories(const std::string& path) { return RealFileSystem().CreateDirectories(path); }
 
 std::optional<TimeMs> ModificationTimeMs(const std::string& path) {
   struct stat info {};

@@ -1,27 +1,20 @@
 #include "drover/agent/worker_files.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+
+#include "drover/testing/temp_dir.h"
 
 namespace drover::agent {
 namespace {
 
 class WorkerFilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/drover_worker_files_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string dir_;
+  drover::testing::TempDir temp_{"drover-worker-files"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(WorkerFilesTest, RecordsRoundTrip) {

@@ -10,6 +10,7 @@
 
 #include "drover/codec/json.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/wait_until.h"
 
 namespace drover::server {
 namespace {
@@ -94,12 +95,7 @@ TEST(RemoteRuntime, AnAgentWaitingInALongPollIsNotSilent) {
   std::thread poll([&] { EXPECT_TRUE(runtime.TakeCommands(60'000)); });
   // Time passes while the poll waits; the agent is there all along.
   clock.Advance(120'000);
-  bool waiting = false;
-  for (int i = 0; i < 1000 && !waiting; ++i) {
-    waiting = runtime.Silence() == 0;
-    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_TRUE(waiting);
+  EXPECT_TRUE(testing::WaitUntil([&] { return runtime.Silence() == 0; }));
   runtime.Close();
   poll.join();
   EXPECT_EQ(runtime.Silence(), 0);  // the poll's answer is a call too

@@ -1,21 +1,20 @@
-// Agent liveness in the control plane (docs/workflows.md, "Node loss"), under a fake clock: the
-// test plays the remote agent through the control plane's agent calls.
+// Agent liveness in the control plane (docs/workflows.md, "Node loss"), under a fake clock and
+// with the loop driven one turn at a time (RunOnce): the test plays the remote agent through the
+// control plane's agent calls.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <chrono>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "drover/server/control_plane.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/fake_runtime.h"
+#include "drover/testing/temp_dir.h"
 
 namespace drover::server {
 namespace {
@@ -24,24 +23,6 @@ using model::JobState;
 using ::testing::HasSubstr;
 
 constexpr DurationMs kTimeout = 30'000;
-
-// The embedded agent's runtime, doing nothing: its workers never report.
-class SilentRuntime final : public agent::WorkerRuntime {
- public:
-  Status Launch(const model::LaunchSpec&) override { return OkStatus(); }
-  Status Stop(const model::WorkerKey&, const model::StopRequest&) override { return OkStatus(); }
-  std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>&) override { return {}; }
-  std::vector<model::WorkerEvent> Poll() override { return {}; }
-};
-
-bool WaitUntil(const std::function<bool()>& condition) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
 
 model::Node MakeNode(const std::string& name, const std::string& gpu_model) {
   model::Node node;
@@ -58,27 +39,16 @@ model::Node MakeNode(const std::string& name, const std::string& gpu_model) {
 
 class AgentLivenessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/drover_agent_liveness_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    OpenPlane();
-  }
+  void SetUp() override { OpenPlane(); }
 
-  void TearDown() override {
-    plane_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-
-  // A control plane over the SQLite store in dir_ (kept across OpenPlane calls).
+  // A control plane without its loop thread over the SQLite store in dir_ (kept across
+  // OpenPlane calls).
   void OpenPlane() {
     plane_.reset();
-    auto store = store::OpenSqliteStore(dir_ + "/drover.db");
+    auto store = store::OpenSqliteStore(dir_.Sub("drover.db"));
     ASSERT_TRUE(store) << store.error().ToString();
     ControlPlaneOptions options;
-    options.poll_interval_ms = 1;
-    options.idle_cycle_ms = 10;
+    options.run_loop = false;
     options.agent_timeout_ms = kTimeout;
     plane_ = std::make_unique<ControlPlane>(*std::move(store), clock_, options);
   }
@@ -93,20 +63,21 @@ class AgentLivenessTest : public ::testing::Test {
     return submitted ? submitted->jobs.at(0).id : JobId(0);
   }
 
-  // Plays node-r's agent: collects its commands until one matches `wanted`; all collected.
-  std::vector<AgentCommand> CommandsUntil(const std::function<bool(const AgentCommand&)>& wanted) {
-    std::vector<AgentCommand> seen;
-    WaitUntil([&] {
-      auto commands = plane_->TakeCommands(NodeId("node-r"), 0);
-      if (!commands) return false;
-      bool found = false;
-      for (AgentCommand& command : *commands) {
-        found = found || wanted(command);
-        seen.push_back(std::move(command));
-      }
-      return found;
-    });
-    return seen;
+  // Plays node-r's agent after one turn of the loop: the commands it has for node-r.
+  std::vector<AgentCommand> CommandsAfterATurn() {
+    plane_->RunOnce();
+    auto commands = plane_->TakeCommands(NodeId("node-r"), 0);
+    EXPECT_TRUE(commands) << commands.error().ToString();
+    return commands ? *std::move(commands) : std::vector<AgentCommand>{};
+  }
+
+  // True if one of `commands` matches `wanted`.
+  static bool Has(const std::vector<AgentCommand>& commands,
+                  const std::function<bool(const AgentCommand&)>& wanted) {
+    for (const AgentCommand& command : commands) {
+      if (wanted(command)) return true;
+    }
+    return false;
   }
 
   static bool IsLaunchOf(const AgentCommand& command, JobId job, int attempt) {
@@ -116,11 +87,13 @@ class AgentLivenessTest : public ::testing::Test {
 
   // Starts `job`'s attempt 1 on node-r, reporting its worker started; returns its key.
   model::WorkerKey StartOnRemote(JobId job) {
-    CommandsUntil([&](const AgentCommand& command) { return IsLaunchOf(command, job, 1); });
+    EXPECT_TRUE(Has(CommandsAfterATurn(),
+                    [&](const AgentCommand& command) { return IsLaunchOf(command, job, 1); }));
     const model::WorkerKey key{job, 1, 0};
     model::WorkerEvent started{key, model::WorkerEvent::Kind::kStarted, clock_.Now(), {}};
     EXPECT_TRUE(plane_->ReportEvents(NodeId("node-r"), {started}));
-    EXPECT_TRUE(WaitUntil([&] { return State(job) == JobState::kRunning; }));
+    plane_->RunOnce();
+    EXPECT_EQ(State(job), JobState::kRunning);
     return key;
   }
 
@@ -136,29 +109,32 @@ class AgentLivenessTest : public ::testing::Test {
     return std::nullopt;
   }
 
-  std::string dir_;
+  testing::TempDir dir_{"drover-agent-liveness"};
   testing::FakeClock clock_;
   std::unique_ptr<ControlPlane> plane_;
 };
 
 TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersAgain) {
-  plane_->AddLocalNode(MakeNode("node-a", "H100"), std::make_unique<SilentRuntime>(), dir_);
+  // The embedded agent's workers never report.
+  plane_->AddLocalNode(MakeNode("node-a", "H100"), std::make_unique<testing::FakeRuntime>(),
+                       dir_.path());
   ASSERT_TRUE(plane_->Start());
   ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
   JobId local = SubmitJob("H100", "node_lost");
   JobId retried = SubmitJob("A100", "node_lost");
   const model::WorkerKey orphan = StartOnRemote(retried);
-  ASSERT_TRUE(WaitUntil([&] { return State(local) == JobState::kStarting; }));
+  ASSERT_EQ(State(local), JobState::kStarting);
   EXPECT_GT(Node("node-r")->last_heard_at, 0);
 
   // Silent up to the timeout: nothing happens.
   clock_.Advance(kTimeout);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  plane_->RunOnce();
   EXPECT_EQ(State(retried), JobState::kRunning);
   EXPECT_FALSE(Node("node-r")->lost);
 
   clock_.Advance(1'000);
-  ASSERT_TRUE(WaitUntil([&] { return State(retried) == JobState::kReady; }));
+  plane_->RunOnce();
+  ASSERT_EQ(State(retried), JobState::kReady);
   model::Job job = *plane_->GetJob(retried);
   ASSERT_EQ(job.attempts.size(), 2u);
   ASSERT_TRUE(job.attempts[0].workers.at(0).exit.has_value());
@@ -177,15 +153,15 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
   Status report = plane_->ReportEvents(NodeId("node-r"), {});
   ASSERT_FALSE(report);
   EXPECT_EQ(report.error().code, ErrorCode::kNotFound);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  plane_->RunOnce();
   EXPECT_EQ(State(retried), JobState::kReady);
 
   // Back: the agent adopts and stops attempt 1's worker, then runs attempt 2.
   ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
   EXPECT_FALSE(Node("node-r")->lost);
-  std::vector<AgentCommand> commands =
-      CommandsUntil([&](const AgentCommand& command) { return IsLaunchOf(command, retried, 2); });
-  ASSERT_GE(commands.size(), 3u);
+  std::vector<AgentCommand> commands = CommandsAfterATurn();
+  ASSERT_EQ(commands.size(), 3u);
+  EXPECT_TRUE(IsLaunchOf(commands[2], retried, 2));
   EXPECT_EQ(commands[0].kind, AgentCommand::Kind::kAdopt);
   EXPECT_EQ(commands[0].keys, std::vector<model::WorkerKey>{orphan});
   EXPECT_EQ(commands[1].kind, AgentCommand::Kind::kStop);
@@ -194,7 +170,7 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
   model::WorkerEvent stopped{orphan, model::WorkerEvent::Kind::kExited, clock_.Now(), {}};
   stopped.exit.cancelled = true;
   ASSERT_TRUE(plane_->ReportEvents(NodeId("node-r"), {stopped}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  plane_->RunOnce();
   EXPECT_EQ(State(retried), JobState::kStarting);
   EXPECT_EQ(plane_->GetJob(retried)->current_attempt()->number, 2);
 }
@@ -205,7 +181,8 @@ TEST_F(AgentLivenessTest, AJobWhoseRetryOnLeavesNodeLostOutFails) {
   JobId id = SubmitJob("A100", "exit");
   StartOnRemote(id);
   clock_.Advance(kTimeout + 1);
-  ASSERT_TRUE(WaitUntil([&] { return State(id) == JobState::kFailed; }));
+  plane_->RunOnce();
+  ASSERT_EQ(State(id), JobState::kFailed);
   EXPECT_THAT(plane_->GetJob(id)->status_message, HasSubstr("node lost (node node-r stopped"));
 }
 
@@ -220,17 +197,18 @@ TEST_F(AgentLivenessTest, AnAgentThatDoesNotComeBackAfterARestartIsLost) {
   ASSERT_TRUE(plane_->Start());
   EXPECT_EQ(State(id), JobState::kRunning);
   clock_.Advance(kTimeout - 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  plane_->RunOnce();
   EXPECT_EQ(State(id), JobState::kRunning);
   clock_.Advance(2);
-  ASSERT_TRUE(WaitUntil([&] { return State(id) == JobState::kReady; }));
+  plane_->RunOnce();
+  ASSERT_EQ(State(id), JobState::kReady);
   EXPECT_FALSE(Node("node-r").has_value());  // never registered with this server
 
   // When it does come, it stops the worker and runs the retry.
   ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
-  std::vector<AgentCommand> commands =
-      CommandsUntil([&](const AgentCommand& command) { return IsLaunchOf(command, id, 2); });
-  ASSERT_GE(commands.size(), 3u);
+  std::vector<AgentCommand> commands = CommandsAfterATurn();
+  ASSERT_EQ(commands.size(), 3u);
+  EXPECT_TRUE(IsLaunchOf(commands[2], id, 2));
   EXPECT_EQ(commands[0].kind, AgentCommand::Kind::kAdopt);
   EXPECT_EQ(commands[1].kind, AgentCommand::Kind::kStop);
   EXPECT_EQ(commands[1].key, orphan);

@@ -2,37 +2,31 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <utility>
 
 #include "drover/agent/outputs.h"
 #include "drover/spec/policy.h"
 
 namespace drover::server {
-namespace {
 
-// (mtime in ns, size) of `path`; nullopt if it cannot be stat'ed.
-std::optional<std::pair<std::int64_t, std::int64_t>> FileStamp(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return std::nullopt;
-  return std::make_pair(
-      static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec,
-      static_cast<std::int64_t>(info.st_size));
+void ExitForRestart(const Error& error) {
+  spdlog::critical("cannot persist state, exiting so that a restart recovers: {}",
+                   error.ToString());
+  std::_Exit(70);
 }
 
-}  // namespace
-
 ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
-                           ControlPlaneOptions options)
-    : store_(std::move(store)), clock_(clock), options_(options), controller_(options.control) {}
+                           ControlPlaneOptions options, FileSystem& fs)
+    : store_(std::move(store)),
+      clock_(clock),
+      options_(std::move(options)),
+      fs_(fs),
+      controller_(options_.control) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
 
@@ -43,7 +37,8 @@ void ControlPlane::AddLocalNode(const model::Node& node,
   nodes_[node.name] = NodeEntry{std::move(runtime), nullptr, std::move(runs_dir)};
   control::Step step;
   controller_.UpsertNode(node, clock_.Now(), step);
-  Commit(step);
+  // A failed write stopped the plane (on_store_failure); Start then says so.
+  static_cast<void>(Commit(step));
 }
 
 void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
@@ -53,12 +48,11 @@ void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
 }
 
 Status ControlPlane::Start() {
-  auto stored = store_->ListJobs(store::JobFilter{});
-  if (!stored) return tl::unexpected(stored.error());
+  DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
   {
     std::lock_guard lock(mu_);
     control::Step step;
-    controller_.Restore(*std::move(stored), clock_.Now(), step);
+    controller_.Restore(std::move(stored), clock_.Now(), step);
     // Re-attach to the workers an earlier server launched; launch those that never started.
     std::map<NodeId, std::vector<model::WorkerKey>> live;
     for (const auto& [node, key] : controller_.LiveWorkers()) live[node].push_back(key);
@@ -96,10 +90,10 @@ Status ControlPlane::Start() {
       }
     }
     controller_.Schedule(clock_.Now(), step);
-    Commit(step);
+    DROVER_RETURN_IF_ERROR(Commit(step));
     DROVER_RETURN_IF_ERROR(RestoreCrons());
   }
-  loop_ = std::thread([this] { Loop(); });
+  if (options_.run_loop) loop_ = std::thread([this] { Loop(); });
   return OkStatus();
 }
 
@@ -117,6 +111,24 @@ void ControlPlane::Stop() {
   if (loop_.joinable()) loop_.join();
 }
 
+void ControlPlane::RunOnce() {
+  std::lock_guard lock(mu_);
+  control::Step step;
+  Observe(/*check_policy=*/true, /*check_inputs=*/true, step);
+  schedule_requested_ = false;
+  controller_.Schedule(clock_.Now(), step);
+  static_cast<void>(Commit(step));  // a failed write stopped the plane (on_store_failure)
+}
+
+void ControlPlane::Observe(bool check_policy, bool check_inputs, control::Step& step) {
+  for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
+  if (check_policy && !policy_file_.empty()) CheckPolicyFile();
+  RunDueCrons();
+  if (check_inputs) CheckInputs(step);
+  if (PollRuntimes(step)) schedule_requested_ = true;
+  if (CheckAgents(step)) schedule_requested_ = true;
+}
+
 void ControlPlane::Loop() {
   using Steady = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
@@ -124,22 +136,19 @@ void ControlPlane::Loop() {
   Steady::time_point next_due{};           // the earliest start of the next cycle
   Steady::time_point next_policy_check{};  // the next look at the policy file
   Steady::time_point next_input_check{};   // the next look for waiting jobs' inputs
-  while (!stopping_) {
-    for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
-    if (!policy_file_.empty() && Steady::now() >= next_policy_check) {
-      CheckPolicyFile();
+  while (!stopping_ && !store_failed_) {
+    const bool check_policy = Steady::now() >= next_policy_check;
+    const bool check_inputs = Steady::now() >= next_input_check;
+    control::Step step;
+    Observe(check_policy, check_inputs, step);
+    if (check_policy) {
       next_policy_check =
           Steady::now() + std::chrono::milliseconds(options_.policy_check_interval_ms);
     }
-    RunDueCrons();
-    control::Step step;
-    if (Steady::now() >= next_input_check) {
-      CheckInputs(step);
+    if (check_inputs) {
       next_input_check =
           Steady::now() + std::chrono::milliseconds(options_.input_check_interval_ms);
     }
-    if (PollRuntimes(step)) schedule_requested_ = true;
-    if (CheckAgents(step)) schedule_requested_ = true;
     // A cycle costs time in proportion to the queue. One runs when something changed, but not
     // before the previous cycle's duration has passed again since it ended, so cycles take at
     // most half the time and a stream of submissions is decided in batches; and one runs every
@@ -153,7 +162,7 @@ void ControlPlane::Loop() {
       last_cycle_start = start;
       next_due = end + (end - start);
     }
-    Commit(step);
+    static_cast<void>(Commit(step));  // a failed write ends the loop (store_failed_)
     if (schedule_requested_) {
       wake_loop_.wait_until(lock, next_due, [&] { return stopping_; });
     } else {
@@ -167,8 +176,7 @@ void ControlPlane::CheckInputs(control::Step& step) {
   for (const auto& [id, paths] : controller_.InputsToCheck()) {
     std::vector<std::string> missing;
     for (const std::string& path : paths) {
-      std::error_code ec;
-      if (!std::filesystem::exists(path, ec)) missing.push_back(path);
+      if (!fs_.Stat(path)) missing.push_back(path);  // absent, or cannot be looked at
     }
     controller_.OnInputsChecked(id, missing, clock_.Now(), step);
     if (missing.empty()) schedule_requested_ = true;
@@ -273,11 +281,11 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   void StopWorker(const control::StopWorker& stop) override { plane_.StopWorker(stop); }
   void PublishOutputs(const control::PublishOutputs& publish) override {
     plane_.controller_.OnOutputsPublished(publish.job, publish.attempt,
-                                          agent::PublishOutputs(publish.outputs),
+                                          agent::PublishOutputs(publish.outputs, plane_.fs_),
                                           plane_.clock_.Now(), next_);
   }
   void DiscardOutputs(const control::DiscardOutputs& discard) override {
-    agent::DiscardStaging(discard.outputs);
+    agent::DiscardStaging(discard.outputs, plane_.fs_);
   }
   void SubmitExternal(const control::SubmitExternal& submit) override {
     plane_.SubmitExternal(submit.launch, next_);
@@ -296,9 +304,10 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   control::Step& next_;
 };
 
-void ControlPlane::Commit(control::Step& step) {
+Status ControlPlane::Commit(control::Step& step) {
   // Effects can feed events back (a launch that failed), which produce further steps.
   while (!step.empty()) {
+    if (store_failed_) return Unavailable("the store failed; this control plane has stopped");
     store::Batch batch;
     for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
     batch.transitions = std::move(step.transitions);
@@ -306,9 +315,11 @@ void ControlPlane::Commit(control::Step& step) {
     if (!batch.empty()) {
       Status written = store_->Apply(batch);
       if (!written) {
-        spdlog::critical("cannot persist state, exiting so that a restart recovers: {}",
-                         written.error().ToString());
-        std::_Exit(70);
+        store_failed_ = true;
+        options_.on_store_failure(written.error());  // by default, does not return
+        wake_loop_.notify_all();
+        changed_.notify_all();
+        continue;  // carries out nothing of this step
       }
       ++version_;
       changed_.notify_all();
@@ -318,6 +329,7 @@ void ControlPlane::Commit(control::Step& step) {
     for (const control::Effect& effect : step.effects) control::Dispatch(effect, runner);
     step = std::move(next);
   }
+  return OkStatus();
 }
 
 void ControlPlane::StopWorker(const control::StopWorker& stop) {
@@ -340,22 +352,22 @@ std::vector<JobId> Submission::Ids() const {
 Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
                                         const std::string& idempotency_key,
                                         const std::string& owner) {
-  auto specs = spec::ParseJobs(text, options);
-  if (!specs) return tl::unexpected(specs.error());
+  DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, options));
   std::lock_guard lock(mu_);
   control::Step step;
-  auto result = controller_.Submit(*std::move(specs), idempotency_key, owner, clock_.Now(), step);
-  if (!result) return tl::unexpected(result.error());
-  Commit(step);
+  DROVER_ASSIGN_OR_RETURN(
+      control::SubmitResult result,
+      controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step));
+  DROVER_RETURN_IF_ERROR(Commit(step));
   Submission submission;
-  submission.existing = result->existing;
-  submission.jobs.reserve(result->ids.size());
-  for (JobId id : result->ids) {
+  submission.existing = result.existing;
+  submission.jobs.reserve(result.ids.size());
+  for (JobId id : result.ids) {
     const model::Job* job = controller_.Find(id);
     DROVER_CHECK(job != nullptr);
     submission.jobs.push_back(SubmittedJob{id, job->spec.name, job->state});
   }
-  if (!result->existing) RequestSchedule();
+  if (!result.existing) RequestSchedule();
   return submission;
 }
 
@@ -363,7 +375,7 @@ Status ControlPlane::Cancel(JobId id, const std::string& cause) {
   std::lock_guard lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
-  Commit(step);
+  DROVER_RETURN_IF_ERROR(Commit(step));
   RequestSchedule();
   return OkStatus();
 }
@@ -372,7 +384,7 @@ Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
   std::lock_guard lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, cause, clock_.Now(), step));
-  Commit(step);
+  DROVER_RETURN_IF_ERROR(Commit(step));
   RequestSchedule();
   return OkStatus();
 }
@@ -443,7 +455,7 @@ Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
   control::Step step;
   const TimeMs now = clock_.Now();
   DROVER_RETURN_IF_ERROR(controller_.ReportCheckpoint(id, now, step));
-  Commit(step);
+  DROVER_RETURN_IF_ERROR(Commit(step));
   if (at != nullptr) *at = now;
   return OkStatus();
 }
@@ -454,7 +466,7 @@ Result<model::Attempt> ControlPlane::ReportProgress(JobId id, bool useful_work_b
   control::Step step;
   DROVER_RETURN_IF_ERROR(
       controller_.ReportProgress(id, useful_work_began, progress, clock_.Now(), step));
-  Commit(step);
+  DROVER_RETURN_IF_ERROR(Commit(step));
   return *controller_.Find(id)->current_attempt();
 }
 
@@ -506,19 +518,13 @@ Status ControlPlane::ReloadPolicy() {
 
 Status ControlPlane::InstallPolicyFile(const std::string& path) {
   // Stamp first: a change while reading is seen by the next look.
-  auto stamp = FileStamp(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!stamp || !in) {
-    return InvalidArgument(fmt::format("cannot read the policy file {}: {}", path,
-                                       std::strerror(errno != 0 ? errno : ENOENT)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
+  Result<FileInfo> stamp = fs_.Stat(path);
+  Result<std::string> text = stamp ? fs_.Read(path) : tl::unexpected(stamp.error());
+  if (!text) return InvalidArgument("policy file: " + text.error().message);
   spec::ParseOptions options;
   options.file_name = path;
-  auto policy = spec::ParsePolicy(text.str(), options);
-  if (!policy) return tl::unexpected(policy.error());
-  Status installed = controller_.SetPolicy(*policy);
+  DROVER_ASSIGN_OR_RETURN(model::Policy policy, spec::ParsePolicy(*text, options));
+  Status installed = controller_.SetPolicy(policy);
   if (!installed) {
     Error error = installed.error();
     error.message = fmt::format("{}: {}", path, error.message);
@@ -533,9 +539,10 @@ Status ControlPlane::InstallPolicyFile(const std::string& path) {
 }
 
 void ControlPlane::CheckPolicyFile() {
-  auto stamp = FileStamp(policy_file_).value_or(std::make_pair(-1, -1));
+  auto looked = fs_.Stat(policy_file_);
+  const std::optional<FileInfo> stamp =
+      looked ? std::optional<FileInfo>(*looked) : std::optional<FileInfo>();
   if (stamp == policy_file_seen_) return;
-  policy_file_seen_ = stamp;
   Status loaded = InstallPolicyFile(policy_file_);
   if (loaded) {
     spdlog::info("policy file {} changed: the new policy is in force", policy_file_);
@@ -573,7 +580,7 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
   if (stream != "stdout" && stream != "stderr") {
     return InvalidArgument("stream: must be stdout or stderr");
   }
-  std::filesystem::path path;
+  std::string path;
   bool exited = false;
   {
     std::lock_guard lock(mu_);
@@ -597,26 +604,24 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
       return Unavailable(
           fmt::format("the logs of worker {} are kept on its node {}", rank, worker.node.value()));
     }
-    path = std::filesystem::path(it->second.runs_dir) / std::to_string(id.value()) /
-           std::to_string(chosen->number) / std::to_string(rank) / (stream + ".log");
+    path = fmt::format("{}/{}/{}/{}/{}.log", it->second.runs_dir, id.value(), chosen->number, rank,
+                       stream);
     exited = worker.state == model::WorkerState::kExited;
   }
   LogChunk chunk;
   chunk.next_offset = offset;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  Result<FileInfo> info = fs_.Stat(path);
+  const std::int64_t size = info ? info->size : 0;
+  if (offset < 0) offset = std::max<std::int64_t>(0, size + offset);  // negative: from the end
+  if (offset > size) offset = size;
+  Result<std::string> data = info ? fs_.Read(path, offset, std::min(max_bytes, size - offset))
+                                  : tl::unexpected(info.error());
+  if (!data) {  // not written yet, or gone
     chunk.finished = exited;
     return chunk;
   }
-  in.seekg(0, std::ios::end);
-  std::int64_t size = in.tellg();
-  if (offset < 0) offset = std::max<std::int64_t>(0, size + offset);  // negative: from the end
-  if (offset > size) offset = size;
-  std::int64_t length = std::min(max_bytes, size - offset);
-  chunk.data.resize(static_cast<std::size_t>(length));
-  in.seekg(offset);
-  in.read(chunk.data.data(), length);
-  chunk.next_offset = offset + length;
+  chunk.data = *std::move(data);
+  chunk.next_offset = offset + static_cast<std::int64_t>(chunk.data.size());
   chunk.finished = exited && chunk.next_offset >= size;
   return chunk;
 }
@@ -643,7 +648,7 @@ Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
   }
   it->second.remote->Connect(keys);
   if (was_lost) spdlog::info("node {} registered again after it was lost", node.name.value());
-  Commit(step);
+  DROVER_RETURN_IF_ERROR(Commit(step));
   RequestSchedule();
   return OkStatus();
 }

@@ -7,13 +7,16 @@
 // transaction) before its effects are carried out, so what is stored is always at least as far
 // along as what runs. A loop thread polls the runtimes for worker events and runs the
 // scheduler when something changed, spacing cycles so that they take at most half the time
-// (ControlPlane::Loop).
+// (ControlPlane::Loop); tests may leave it out and drive each turn with RunOnce. Files (input
+// paths, the policy file, logs, outputs) are touched only through the FileSystem given.
 //
-// A failed store write is fatal (the process exits and a restart recovers from the store):
-// continuing would let running work and the durable record disagree.
+// A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
+// restart recovers from the store): continuing would let running work and the durable record
+// disagree.
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +28,7 @@
 
 #include "drover/agent/runtime.h"
 #include "drover/common/clock.h"
+#include "drover/common/filesystem.h"
 #include "drover/common/result.h"
 #include "drover/control/controller.h"
 #include "drover/exec/executor.h"
@@ -35,6 +39,11 @@
 #include "drover/workflow/cron.h"
 
 namespace drover::server {
+
+// Logs `error` as critical and ends the process with status 70 without unwinding (std::_Exit),
+// so that no effect of an unpersisted step is carried out; ControlPlaneOptions'
+// on_store_failure by default.
+[[noreturn]] void ExitForRestart(const Error& error);
 
 struct ControlPlaneOptions {
   control::Options control;
@@ -52,6 +61,15 @@ struct ControlPlaneOptions {
   // "Node loss"): the workers believed alive on its node are reported exited with node_lost,
   // and the node takes no placements until the agent registers again. 0: never.
   DurationMs agent_timeout_ms = 30'000;
+  // Whether Start() starts the loop thread. false (tests): nothing happens between calls but
+  // what the caller drives with ControlPlane::RunOnce, one turn at a time.
+  bool run_loop = true;
+  // Called, under the plane's mutex, when the store fails to persist a step. The default,
+  // ExitForRestart, ends the process at once so that a restart recovers from the store. Should
+  // it return (tests), the plane stops: that step's effects and every later one are dropped,
+  // nothing more is written, the loop ends, and calls that change state answer kUnavailable;
+  // a new ControlPlane over the same store recovers.
+  std::function<void(const Error&)> on_store_failure = ExitForRestart;
 };
 
 // Where the scheduling policy came from, for GET /v1/policy.
@@ -96,8 +114,9 @@ struct LogChunk {
 
 class ControlPlane {
  public:
+  // `fs` (default: the machine's) must outlive the plane.
   ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
-               ControlPlaneOptions options = {});
+               ControlPlaneOptions options = {}, FileSystem& fs = RealFileSystem());
   ~ControlPlane();
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
@@ -112,10 +131,17 @@ class ControlPlane {
   void AddExecutor(std::unique_ptr<exec::Executor> executor);
 
   // Restores jobs from the store, re-attaches to live workers and to attempts handed to
-  // executors, relaunches launches that never happened, and starts the loop thread.
+  // executors, relaunches launches that never happened, and starts the loop thread (unless
+  // options.run_loop is false). The store's errors; kUnavailable if a write failed.
   Status Start();
   // Stops the loop thread; running workers are left running (their supervisors outlive us).
   void Stop();
+  // One turn of the loop, with every periodic part due: retries stop requests, re-reads the
+  // policy file if it changed, starts due cron runs, checks waiting jobs' inputs, polls the
+  // runtimes and executors, checks agents' liveness, runs a scheduling cycle, and persists and
+  // carries out the result. For tests that drive the plane deterministically (run_loop false);
+  // with the loop thread running it is safe, only an extra turn.
+  void RunOnce();
 
   // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs. An
   // invalid spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
@@ -217,9 +243,14 @@ class ControlPlane {
   class EffectRunner;
 
   // Persists `step` and carries out its effects; effects that fail feed events back in.
+  // kUnavailable, carrying out nothing, if the store failed (now or before: on_store_failure).
   // Requires mu_.
-  void Commit(control::Step& step);
+  [[nodiscard]] Status Commit(control::Step& step);
   void Loop();
+  // The part of a turn of the loop before the scheduling cycle (RunOnce): stop retries, the
+  // policy file when `check_policy`, cron runs, inputs when `check_inputs`, runtime events and
+  // agents' liveness, into `step`. Requires mu_.
+  void Observe(bool check_policy, bool check_inputs, control::Step& step);
   // Sends StopWorker to its runtime; keeps it in pending_stops_ when the runtime asks for a
   // retry. Requires mu_.
   void StopWorker(const control::StopWorker& stop);
@@ -256,14 +287,15 @@ class ControlPlane {
   CronStatus StatusOf(const CronEntry& entry) const;  // Requires mu_.
   // Reads and parses `path` and installs it. Requires mu_.
   Status InstallPolicyFile(const std::string& path);
-  // Re-reads the policy file if its modification time changed since the last look. Requires
-  // mu_.
+  // Re-reads the policy file if its modification time (or size) changed since the last look.
+  // Requires mu_.
   void CheckPolicyFile();
 
   std::unique_ptr<store::Store> store_;
   std::map<model::ExecutorKind, std::unique_ptr<exec::Executor>> executors_;
   const Clock& clock_;
   ControlPlaneOptions options_;
+  FileSystem& fs_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
@@ -274,12 +306,13 @@ class ControlPlane {
   // The policy file (empty: none) and what the last look at it saw (mtime and size), so that an
   // unchanged bad file is reported once.
   std::string policy_file_;
-  std::pair<std::int64_t, std::int64_t> policy_file_seen_{0, 0};
+  std::optional<FileInfo> policy_file_seen_;  // nullopt: it could not be looked at
   TimeMs policy_loaded_at_ = 0;
   std::optional<Error> policy_reload_error_;
   std::map<std::string, CronEntry> crons_;  // by name
   std::uint64_t version_ = 0;
   bool stopping_ = false;
+  bool store_failed_ = false;  // a write failed and on_store_failure returned: see there
   bool schedule_requested_ = false;
   std::thread loop_;
 };

@@ -114,6 +114,7 @@ void ControlPlane::RunDueCrons() {
           name, plan.missed);
     }
     if (plan.run) StartCronRun(entry, *plan.run);
+    if (store_failed_) return;  // the run may not be stored: its due time stays unhandled
     if (!plan.handled_through) continue;
     entry.record.last_handled = *plan.handled_through;
     Status stored = store_->PutCron(entry.record);
@@ -163,7 +164,7 @@ void ControlPlane::StartCronRun(const CronEntry& entry, TimeMs due) {
     spdlog::error("cron job {}: run {} not submitted: {}", spec.name, run_id,
                   submitted.error().ToString());
   }
-  Commit(step);
+  static_cast<void>(Commit(step));  // a failed write stopped the plane (store_failed_)
   RequestSchedule();
 }
 

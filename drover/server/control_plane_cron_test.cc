@@ -4,14 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "drover/server/control_plane.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/wait_until.h"
 
 namespace drover::server {
 namespace {
@@ -21,15 +19,6 @@ using ::testing::HasSubstr;
 
 // 2023-11-14T22:13:20Z, 0 s past a 10-second due time.
 constexpr TimeMs kStart = 1'700'000'000'000;
-
-bool Eventually(const std::function<bool()>& condition) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
 
 class ControlPlaneCronTest : public ::testing::Test {
  protected:
@@ -75,13 +64,13 @@ TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
   EXPECT_TRUE(Keys().empty());
 
   AdvanceTo(kStart + 10'500);
-  ASSERT_TRUE(Eventually([&] { return Keys().size() == 1; }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 1; }));
   EXPECT_THAT(Keys(), ElementsAre("tick@2023-11-14T22:13:30Z"));
   AdvanceTo(kStart + 12'000);
   EXPECT_EQ(Keys().size(), 1u);
 
   AdvanceTo(kStart + 20'000);
-  ASSERT_TRUE(Eventually([&] { return Keys().size() == 2; }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 2; }));
   std::vector<CronStatus> crons = plane_->Crons();
   ASSERT_EQ(crons.size(), 1u);
   EXPECT_EQ(crons[0].record.last_handled, kStart + 20'000);
@@ -94,19 +83,19 @@ TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
 TEST_F(ControlPlaneCronTest, ForbidSkipsWhileTheRunIsActive) {
   ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kForbid), "alice").has_value());
   AdvanceTo(kStart + 10'000);
-  ASSERT_TRUE(Eventually([&] { return Keys().size() == 1; }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 1; }));
   AdvanceTo(kStart + 20'000);
-  ASSERT_TRUE(
-      Eventually([&] { return plane_->Crons()[0].record.last_handled == kStart + 20'000; }));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return plane_->Crons()[0].record.last_handled == kStart + 20'000; }));
   EXPECT_EQ(Keys().size(), 1u);
 }
 
 TEST_F(ControlPlaneCronTest, ReplaceCancelsTheActiveRun) {
   ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kReplace), "alice").has_value());
   AdvanceTo(kStart + 10'000);
-  ASSERT_TRUE(Eventually([&] { return Keys().size() == 1; }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 1; }));
   AdvanceTo(kStart + 20'000);
-  ASSERT_TRUE(Eventually([&] { return Keys().size() == 2; }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 2; }));
   std::vector<model::Job> jobs = plane_->ListJobs({});
   EXPECT_EQ(jobs[0].state, model::JobState::kCancelled);
   EXPECT_FALSE(model::IsTerminal(jobs[1].state));

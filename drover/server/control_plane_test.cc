@@ -1,75 +1,29 @@
-// ControlPlane as a driver, with a fake runtime and the memory store: checkpoints from the API
-// and from runtime events, stop requests, the decision log and the policy file.
+// ControlPlane as a driver, with a fake runtime, the memory store and the memory file system,
+// its loop driven one turn at a time (RunOnce): checkpoints from the API and from runtime
+// events, stop requests, the decision log, the policy file, waiting jobs' inputs, output
+// publishing, and a store that fails mid-step.
 
 #include "drover/server/control_plane.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <functional>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/fake_runtime.h"
+#include "drover/testing/faulty_store.h"
+#include "drover/testing/memory_file_system.h"
 
 namespace drover::server {
 namespace {
 
 using ::testing::HasSubstr;
 using Kind = model::WorkerEvent::Kind;
-
-// What the fake runtime was asked to do, and the events it will report.
-struct RuntimeLog {
-  std::mutex mu;
-  std::vector<model::LaunchSpec> launched;
-  std::vector<std::pair<model::WorkerKey, model::StopRequest>> stopped;
-  std::vector<model::WorkerEvent> events;  // reported by the next Poll
-
-  void Report(model::WorkerEvent event) {
-    std::lock_guard lock(mu);
-    events.push_back(std::move(event));
-  }
-};
-
-class FakeRuntime final : public agent::WorkerRuntime {
- public:
-  explicit FakeRuntime(std::shared_ptr<RuntimeLog> log) : log_(std::move(log)) {}
-  Status Launch(const model::LaunchSpec& spec) override {
-    std::lock_guard lock(log_->mu);
-    log_->launched.push_back(spec);
-    return OkStatus();
-  }
-  Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override {
-    std::lock_guard lock(log_->mu);
-    log_->stopped.emplace_back(key, request);
-    return OkStatus();
-  }
-  std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>&) override { return {}; }
-  std::vector<model::WorkerEvent> Poll() override {
-    std::lock_guard lock(log_->mu);
-    return std::exchange(log_->events, {});
-  }
-
- private:
-  std::shared_ptr<RuntimeLog> log_;
-};
-
-bool WaitUntil(const std::function<bool()>& condition) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
 
 model::WorkerEvent Event(const model::WorkerKey& key, Kind kind, TimeMs at) {
   model::WorkerEvent event;
@@ -81,21 +35,18 @@ model::WorkerEvent Event(const model::WorkerKey& key, Kind kind, TimeMs at) {
 
 class ControlPlaneTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/drover_control_plane_test_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    ControlPlaneOptions options;
-    options.poll_interval_ms = 1;
-    options.idle_cycle_ms = 10;
-    options.policy_check_interval_ms = 10;
-    plane_ = std::make_unique<ControlPlane>(store::NewMemoryStore(), clock_, options);
-  }
+  void SetUp() override { OpenPlane(); }
 
-  void TearDown() override {
+  // A plane without its loop thread over the FaultyStore of store_ (kept across calls: a new
+  // plane over it is a restarted server).
+  void OpenPlane() {
     plane_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
+    auto faulty = std::make_unique<testing::FaultyStore>(*store_);
+    faulty_ = faulty.get();
+    ControlPlaneOptions options;
+    options.run_loop = false;
+    options.on_store_failure = [this](const Error& error) { store_failures_.push_back(error); };
+    plane_ = std::make_unique<ControlPlane>(std::move(faulty), clock_, options, fs_);
   }
 
   void AddNode() {
@@ -112,32 +63,33 @@ class ControlPlaneTest : public ::testing::Test {
       gpu.memory_bytes = std::int64_t{80} << 30;
       node.gpus.push_back(gpu);
     }
-    plane_->AddLocalNode(node, std::make_unique<FakeRuntime>(log_), dir_);
+    auto runtime = std::make_unique<testing::FakeRuntime>();
+    runtime_ = runtime.get();
+    plane_->AddLocalNode(node, std::move(runtime), kRunsDir);
+  }
+
+  // Submits `text` as alice; the ids of its jobs.
+  std::vector<JobId> Submit(const std::string& text) {
+    auto submitted = plane_->Submit(text, spec::ParseOptions{}, "", "alice");
+    EXPECT_TRUE(submitted) << submitted.error().ToString();
+    return submitted ? submitted->Ids() : std::vector<JobId>{};
   }
 
   // Submits a one-worker job, and reports its worker started; returns its id.
   JobId StartJob() {
-    auto submitted = plane_->Submit(R"(kind: Job
+    std::vector<JobId> ids = Submit(R"(kind: Job
 name: train
 resources: {cpu: 100m, memory: 64Mi, gpus: 1}
 script: sleep 100
-)",
-                                    spec::ParseOptions{}, "", "alice");
-    EXPECT_TRUE(submitted) << submitted.error().ToString();
-    if (!submitted) return JobId(0);
-    JobId id = submitted->jobs.at(0).id;
-    EXPECT_TRUE(WaitUntil([&] {
-      std::lock_guard lock(log_->mu);
-      return !log_->launched.empty();
-    }));
-    model::WorkerKey key;
-    {
-      std::lock_guard lock(log_->mu);
-      key = log_->launched.back().key;
-    }
-    log_->Report(Event(key, Kind::kStarted, clock_.Now()));
-    EXPECT_TRUE(WaitUntil([&] { return State(id) == model::JobState::kRunning; }));
-    return id;
+)");
+    if (ids.empty()) return JobId(0);
+    plane_->RunOnce();
+    EXPECT_EQ(runtime_->Launched().size(), 1u);
+    if (runtime_->Launched().empty()) return ids[0];
+    runtime_->Report(Event(runtime_->Launched().back().key, Kind::kStarted, clock_.Now()));
+    plane_->RunOnce();
+    EXPECT_EQ(State(ids[0]), model::JobState::kRunning);
+    return ids[0];
   }
 
   model::JobState State(JobId id) {
@@ -151,10 +103,8 @@ script: sleep 100
   }
 
   std::string WritePolicy(const std::string& text) {
-    const std::string path = dir_ + "/policy.yaml";
-    std::ofstream(path + ".tmp") << text;
-    std::filesystem::rename(path + ".tmp", path);
-    return path;
+    fs_.WriteFile(kPolicy, text);
+    return kPolicy;
   }
 
   bool HasQueue(const std::string& name) {
@@ -164,9 +114,14 @@ script: sleep 100
     return false;
   }
 
-  std::string dir_;
+  static constexpr char kRunsDir[] = "/var/lib/drover/runs";
+  static constexpr char kPolicy[] = "/etc/drover/policy.yaml";
   testing::FakeClock clock_;
-  std::shared_ptr<RuntimeLog> log_ = std::make_shared<RuntimeLog>();
+  testing::MemoryFileSystem fs_;
+  std::unique_ptr<store::Store> store_ = store::NewMemoryStore();
+  testing::FaultyStore* faulty_ = nullptr;   // owned by plane_
+  std::vector<Error> store_failures_;        // what on_store_failure was called with
+  testing::FakeRuntime* runtime_ = nullptr;  // owned by plane_, set by AddNode
   std::unique_ptr<ControlPlane> plane_;
 };
 
@@ -184,16 +139,20 @@ TEST_F(ControlPlaneTest, CheckpointsComeFromTheApiAndFromTheRuntime) {
 
   // The runtime saw the marker touched later.
   const model::WorkerKey key{id, 1, 0};
-  log_->Report(Event(key, Kind::kCheckpoint, at + 5000));
-  ASSERT_TRUE(WaitUntil([&] { return LastCheckpoint(id) == at + 5000; }));
+  runtime_->Report(Event(key, Kind::kCheckpoint, at + 5000));
+  plane_->RunOnce();
+  ASSERT_EQ(LastCheckpoint(id), at + 5000);
   // Older ones (an adopted worker's marker reported again), other attempts and unknown jobs
   // change nothing and break nothing.
-  log_->Report(Event(key, Kind::kCheckpoint, at + 1000));
-  log_->Report(Event(model::WorkerKey{id, 7, 0}, Kind::kCheckpoint, at + 9000));
-  log_->Report(Event(model::WorkerKey{JobId(999), 1, 0}, Kind::kCheckpoint, at + 9000));
+  runtime_->Report(Event(key, Kind::kCheckpoint, at + 1000));
+  runtime_->Report(Event(model::WorkerKey{id, 7, 0}, Kind::kCheckpoint, at + 9000));
+  runtime_->Report(Event(model::WorkerKey{JobId(999), 1, 0}, Kind::kCheckpoint, at + 9000));
+  plane_->RunOnce();
+  EXPECT_EQ(LastCheckpoint(id), at + 5000);
   std::uint64_t seen = plane_->version();
-  log_->Report(Event(key, Kind::kCheckpoint, at + 6000));
-  ASSERT_TRUE(WaitUntil([&] { return LastCheckpoint(id) == at + 6000; }));
+  runtime_->Report(Event(key, Kind::kCheckpoint, at + 6000));
+  plane_->RunOnce();
+  ASSERT_EQ(LastCheckpoint(id), at + 6000);
   EXPECT_GT(plane_->version(), seen);
 
   auto unknown = plane_->ReportCheckpoint(JobId(999));
@@ -207,14 +166,15 @@ TEST_F(ControlPlaneTest, CheckpointOfAFinishedJobIsAFailedPrecondition) {
   JobId id = StartJob();
   model::WorkerEvent exited = Event(model::WorkerKey{id, 1, 0}, Kind::kExited, clock_.Now());
   exited.exit.exit_code = 0;
-  log_->Report(exited);
-  ASSERT_TRUE(WaitUntil([&] { return State(id) == model::JobState::kSucceeded; }));
+  runtime_->Report(exited);
+  plane_->RunOnce();
+  ASSERT_EQ(State(id), model::JobState::kSucceeded);
   auto refused = plane_->ReportCheckpoint(id);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
   // A late marker event for it is ignored.
-  log_->Report(Event(model::WorkerKey{id, 1, 0}, Kind::kCheckpoint, clock_.Now() + 1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  runtime_->Report(Event(model::WorkerKey{id, 1, 0}, Kind::kCheckpoint, clock_.Now() + 1));
+  plane_->RunOnce();
   EXPECT_EQ(LastCheckpoint(id), 0);
 }
 
@@ -223,10 +183,10 @@ TEST_F(ControlPlaneTest, CancelStopsWorkersWithoutPreemption) {
   ASSERT_TRUE(plane_->Start());
   JobId id = StartJob();
   ASSERT_TRUE(plane_->Cancel(id, "cancelled by alice"));
-  std::lock_guard lock(log_->mu);
-  ASSERT_EQ(log_->stopped.size(), 1u);
-  EXPECT_EQ(log_->stopped[0].first, (model::WorkerKey{id, 1, 0}));
-  EXPECT_FALSE(log_->stopped[0].second.preempt);
+  auto stopped = runtime_->Stopped();
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].first, (model::WorkerKey{id, 1, 0}));
+  EXPECT_FALSE(stopped[0].second.preempt);
 }
 
 TEST_F(ControlPlaneTest, PlacementsAreInTheDecisionLog) {
@@ -269,7 +229,8 @@ script: sleep 100
   EXPECT_EQ(first->Ids(), (std::vector<JobId>{prep, train}));
 
   // prep is launched (and stays starting: the fake runtime reports nothing).
-  ASSERT_TRUE(WaitUntil([&] { return State(prep) == model::JobState::kStarting; }));
+  plane_->RunOnce();
+  ASSERT_EQ(State(prep), model::JobState::kStarting);
   // The same key again: the same jobs, each in its state now, and nothing new.
   auto again = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", "alice");
   ASSERT_TRUE(again) << again.error().ToString();
@@ -293,7 +254,7 @@ queues:
 TEST_F(ControlPlaneTest, PolicyFileIsLoadedCheckedAndReloaded) {
   AddNode();
   // A file that cannot be read, or does not parse, changes nothing.
-  auto missing = plane_->LoadPolicyFile(dir_ + "/none.yaml");
+  auto missing = plane_->LoadPolicyFile("/etc/drover/none.yaml");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(missing.error().message, HasSubstr("none.yaml"));
@@ -315,18 +276,21 @@ TEST_F(ControlPlaneTest, PolicyFileIsLoadedCheckedAndReloaded) {
 
   // The loop picks up an edit.
   WritePolicy("kind: Policy\nqueues:\n  - name: research\n");
-  ASSERT_TRUE(WaitUntil([&] { return HasQueue("research"); }));
+  plane_->RunOnce();
+  ASSERT_TRUE(HasQueue("research"));
   EXPECT_FALSE(HasQueue("team-a"));
   // A bad edit is recorded and the policy in force stays.
   WritePolicy("kind: Policy\nqueues: 7\n");
-  ASSERT_TRUE(WaitUntil([&] { return plane_->PolicyInfo().reload_error.has_value(); }));
+  plane_->RunOnce();
+  ASSERT_TRUE(plane_->PolicyInfo().reload_error.has_value());
   EXPECT_TRUE(HasQueue("research"));
   auto reload = plane_->ReloadPolicy();
   ASSERT_FALSE(reload);
   EXPECT_EQ(reload.error().code, ErrorCode::kInvalidArgument);
   // Fixed: the error clears.
   WritePolicy(kTeams);
-  ASSERT_TRUE(WaitUntil([&] { return !plane_->PolicyInfo().reload_error.has_value(); }));
+  plane_->RunOnce();
+  ASSERT_FALSE(plane_->PolicyInfo().reload_error.has_value());
   EXPECT_TRUE(HasQueue("team-b"));
   EXPECT_EQ(plane_->Policy().queues.size(), 2u);
 }
@@ -341,6 +305,201 @@ TEST_F(ControlPlaneTest, SetPolicyRejectsAMalformedPolicy) {
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ErrorCode::kInvalidArgument);
   EXPECT_TRUE(HasQueue("default"));
+}
+
+TEST_F(ControlPlaneTest, AnEditThatIsReadOnlyOnceFailsIsRecordedOnce) {
+  AddNode();
+  WritePolicy(kTeams);
+  ASSERT_TRUE(plane_->LoadPolicyFile(kPolicy));
+  ASSERT_TRUE(plane_->Start());
+  // The edit cannot be read: recorded, the policy in force stays, and an unchanged file is not
+  // read again.
+  WritePolicy("kind: Policy\nqueues:\n  - name: research\n");
+  fs_.Fail(testing::MemoryFileSystem::Op::kRead, kPolicy);
+  plane_->RunOnce();
+  plane_->RunOnce();
+  EXPECT_EQ(fs_.Failures(testing::MemoryFileSystem::Op::kRead, kPolicy), 1);
+  ASSERT_TRUE(plane_->PolicyInfo().reload_error.has_value());
+  EXPECT_TRUE(HasQueue("team-a"));
+  // Readable again: the next change is taken.
+  fs_.Heal();
+  WritePolicy("kind: Policy\nqueues:\n  - name: research\n");
+  plane_->RunOnce();
+  EXPECT_TRUE(HasQueue("research"));
+  EXPECT_FALSE(plane_->PolicyInfo().reload_error.has_value());
+}
+
+TEST_F(ControlPlaneTest, InputsAppearingReleaseAWaitingJob) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(R"(kind: Job
+name: train
+inputs: [{path: /data/train.csv}]
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  plane_->RunOnce();
+  plane_->RunOnce();
+  EXPECT_EQ(State(ids[0]), model::JobState::kWaiting);
+  EXPECT_TRUE(runtime_->Launched().empty());
+
+  fs_.WriteFile("/data/train.csv", "x,y\n");
+  plane_->RunOnce();
+  plane_->RunOnce();
+  EXPECT_EQ(State(ids[0]), model::JobState::kStarting);
+  EXPECT_EQ(runtime_->Launched().size(), 1u);
+}
+
+TEST_F(ControlPlaneTest, APublishWhoseMoveFailsFailsTheAttemptAndTheRetryPublishes) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(R"(kind: Job
+name: train
+outputs: [{name: model, path: /out/model}]
+retry: {max_attempts: 2}
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  const JobId id = ids[0];
+  // Runs attempt `attempt` to a clean exit after writing its output at the staging path.
+  auto run_attempt = [&](int attempt) {
+    plane_->RunOnce();
+    ASSERT_EQ(runtime_->Launched().size(), static_cast<std::size_t>(attempt));
+    const model::LaunchSpec launch = runtime_->Launched().back();
+    ASSERT_EQ(launch.key.attempt, attempt);
+    fs_.WriteFile(model::StagingPathFor("/out/model", id, attempt), "weights");
+    runtime_->Report(Event(launch.key, Kind::kStarted, clock_.Now()));
+    model::WorkerEvent exited = Event(launch.key, Kind::kExited, clock_.Now());
+    exited.exit.exit_code = 0;
+    runtime_->Report(exited);
+    plane_->RunOnce();
+  };
+
+  const std::string staging = model::StagingPathFor("/out/model", id, 1);
+  fs_.Fail(testing::MemoryFileSystem::Op::kRename, staging);
+  run_attempt(1);
+  EXPECT_EQ(fs_.Failures(testing::MemoryFileSystem::Op::kRename, staging), 1);
+  model::Job job = *plane_->GetJob(id);
+  ASSERT_EQ(job.attempts.size(), 2u);
+  EXPECT_THAT(job.attempts[0].outcome_reason, HasSubstr("publishing outputs: output 'model'"));
+  EXPECT_FALSE(fs_.Exists("/out/model"));
+
+  fs_.Heal();
+  run_attempt(2);
+  EXPECT_EQ(State(id), model::JobState::kSucceeded);
+  EXPECT_EQ(fs_.Contents("/out/model"), "weights");
+  EXPECT_EQ(plane_->GetJob(id)->outputs.at("model"), "/out/model");
+  EXPECT_FALSE(fs_.Exists(model::DirectoryOf(model::StagingPathFor("/out/model", id, 2))));
+}
+
+TEST_F(ControlPlaneTest, LogsAreReadThroughTheFileSystem) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  JobId id = StartJob();
+  const std::string log =
+      std::string(kRunsDir) + "/" + std::to_string(id.value()) + "/1/0/stdout.log";
+  fs_.WriteFile(log, "hello world\n");
+  auto chunk = plane_->ReadLog(id, 0, 0, "stdout", 6, 100);
+  ASSERT_TRUE(chunk) << chunk.error().ToString();
+  EXPECT_EQ(chunk->data, "world\n");
+  EXPECT_EQ(chunk->next_offset, 12);
+  EXPECT_FALSE(chunk->finished);
+  auto tail = plane_->ReadLog(id, 0, 0, "stdout", -3, 2);
+  ASSERT_TRUE(tail);
+  EXPECT_EQ(tail->data, "ld");
+}
+
+constexpr char kThreeJobs[] = R"(kind: Job
+name: a
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+---
+kind: Job
+name: b
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+---
+kind: Job
+name: c
+resources: {cpu: 100m, memory: 64Mi}
+script: sleep 100
+)";
+
+// Launches per job, over every runtime a test used.
+std::map<JobId, int> LaunchesPerJob(const std::vector<model::LaunchSpec>& launched) {
+  std::map<JobId, int> count;
+  for (const model::LaunchSpec& launch : launched) ++count[launch.key.job];
+  return count;
+}
+
+TEST_F(ControlPlaneTest, AFailedWriteStopsThePlaneBeforeAnyEffectOfItsStep) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(kThreeJobs);
+  ASSERT_EQ(ids.size(), 3u);
+  // The scheduling cycle's step (placements, launches) is not persisted.
+  faulty_->FailNthApply(1);
+  plane_->RunOnce();
+  ASSERT_EQ(store_failures_.size(), 1u);
+  EXPECT_EQ(store_failures_[0].code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(runtime_->Launched().empty());
+  // Stopped: nothing more is written or carried out, and changes are refused.
+  const int applies = faulty_->applies();
+  plane_->RunOnce();
+  EXPECT_EQ(faulty_->applies(), applies);
+  EXPECT_TRUE(runtime_->Launched().empty());
+  auto refused = plane_->Submit(kThreeJobs, spec::ParseOptions{}, "", "alice");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(store_failures_.size(), 1u);
+
+  // A restart over the same store runs each job once.
+  OpenPlane();
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  plane_->RunOnce();
+  EXPECT_EQ(LaunchesPerJob(runtime_->Launched()),
+            (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
+}
+
+TEST_F(ControlPlaneTest, NoJobIsLostOrRunTwiceWhenTheStoreFailsMidWay) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(kThreeJobs);
+  ASSERT_EQ(ids.size(), 3u);
+  plane_->RunOnce();  // all three launched and persisted
+  std::vector<model::LaunchSpec> launched = runtime_->Launched();
+  ASSERT_EQ(launched.size(), 3u);
+  // a starts, b exits cleanly; c's start is the write that fails.
+  runtime_->Report(Event(launched[0].key, Kind::kStarted, clock_.Now()));
+  model::WorkerEvent exited = Event(launched[1].key, Kind::kExited, clock_.Now());
+  exited.exit.exit_code = 0;
+  runtime_->Report(Event(launched[1].key, Kind::kStarted, clock_.Now()));
+  runtime_->Report(exited);
+  plane_->RunOnce();
+  faulty_->FailNthApply(1, ErrorCode::kInternal);
+  runtime_->Report(Event(launched[2].key, Kind::kStarted, clock_.Now()));
+  plane_->RunOnce();
+  ASSERT_EQ(store_failures_.size(), 1u);
+
+  // The restarted plane adopts the three workers (their supervisors outlived the server):
+  // nothing is launched again, and c's start is reported again by its supervisor.
+  OpenPlane();
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  plane_->RunOnce();
+  EXPECT_TRUE(runtime_->Launched().empty());
+  EXPECT_EQ(State(ids[0]), model::JobState::kRunning);
+  EXPECT_EQ(State(ids[1]), model::JobState::kSucceeded);
+  EXPECT_EQ(State(ids[2]), model::JobState::kStarting);
+  runtime_->Report(Event(launched[2].key, Kind::kStarted, clock_.Now()));
+  plane_->RunOnce();
+  EXPECT_EQ(State(ids[2]), model::JobState::kRunning);
+  EXPECT_EQ(LaunchesPerJob(launched),
+            (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
+  EXPECT_TRUE(store_failures_.size() == 1u);
 }
 
 }  // namespace

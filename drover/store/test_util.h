@@ -2,38 +2,17 @@
 
 // Test helpers for the store tests. Test-only, header-only.
 
-#include <stdlib.h>
-
 #include <cstdint>
-#include <filesystem>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
+#include "drover/testing/temp_dir.h"
 
 namespace drover::store {
 
-// A fresh directory under the system temp dir, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "drover-store-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using drover::testing::TempDir;
 
 // A small pending job owned by alice of team research in the default queue.
 inline model::Job MakeJob(std::int64_t id, const std::string& name) {
