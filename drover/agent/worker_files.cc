@@ -82,29 +82,6 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
   return OkStatus();
 }
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NotFound(fmt::format("{} does not exist", path));
-    return ErrnoError("cannot open", path, errno);
-  }
-  std::string content;
-  char buffer[8192];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int error = errno;
-      close(fd);
-      return ErrnoError("cannot read", path, error);
-    }
-    if (n == 0) break;
-    content.append(buffer, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  return content;
-}
-
 Status WriteSupervisorFile(const std::string& dir, const ProcessIdentity& identity) {
   json j{{"pid", identity.pid}, {"start_time", identity.start_time}};
   return WriteFileAtomically(Join(dir, kSupervisorFile), codec::DumpJson(j));

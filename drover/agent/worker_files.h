@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "drover/common/clock.h"
+#include "drover/common/filesystem.h"
 #include "drover/common/result.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
@@ -72,8 +73,6 @@ struct ExitRecord {
 // Writes `content` to `path` through "path.tmp.<pid>" + fsync + rename + fsync of the directory.
 // kInternal with the errno text on failure.
 Status WriteFileAtomically(const std::string& path, std::string_view content);
-// The whole file; kNotFound if it does not exist, kInternal on other errors.
-Result<std::string> ReadWholeFile(const std::string& path);
 
 // Encoders and decoders of the files above. Decoders return kNotFound when the file does not
 // exist and kInvalidArgument when it is not what it should be.

@@ -139,4 +139,27 @@ FileSystem& RealFileSystem() {
   return *file_system;
 }
 
+Result<std::string> ReadWholeFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(fmt::format("{} does not exist", path));
+    return ErrnoError("cannot open", path, errno);
+  }
+  std::string content;
+  char buffer[8192];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int error = errno;
+      close(fd);
+      return ErrnoError("cannot read", path, error);
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return content;
+}
+
 }  // namespace drover

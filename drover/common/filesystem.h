@@ -61,4 +61,11 @@ class FileSystem {
 // The machine's file system, over POSIX calls. One process-wide instance; thread-safe.
 FileSystem& RealFileSystem();
 
+// The whole file at `path`, read to its end (so that /proc files and pipes, whose size stat(2)
+// does not tell, read whole, unlike FileSystem::Read). kNotFound if it does not exist ("PATH does
+// not exist"), kInternal with the system's message on other errors. For drivers and tools that
+// read a file once (trace loaders, kubeconfig, /proc); the control plane reads through its
+// FileSystem.
+Result<std::string> ReadWholeFile(const std::string& path);
+
 }  // namespace drover

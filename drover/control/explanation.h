@@ -10,8 +10,8 @@
 #include "drover/common/clock.h"
 #include "drover/model/hold_layer.h"
 #include "drover/model/job.h"
-#include "drover/sched/queues.h"
 #include "drover/sched/pending_reason.h"
+#include "drover/sched/queues.h"
 
 namespace drover::control {
 

@@ -5,7 +5,7 @@ The graph is data in one place (cmake/layers.txt); this program holds its rules:
 
 1. A file may include its own folder's headers and those of every folder its folder reaches
    through the graph (dependencies of dependencies included). A test file (*_test.cc,
-   *_test_util.h, testdata/) may also reach what its folder's `tests:` line adds.
+   *test_util.h, testdata/) may also reach what its folder's `tests:` line adds.
 2. Every dependency in the graph is used: some file of the folder includes that folder (a
    `tests:` dependency, some test file), so the graph says what the code does.
 3. Each folder's CMake `drover_library(... DEPS ... TEST_DEPS ...)` names exactly the drover
@@ -139,7 +139,7 @@ def layer_of(path, graph):
 
 def is_test_file(path):
     """A test program's file or a helper only tests include (tests/ is a folder of its own)."""
-    return path.endswith(("_test.cc", "_test_util.h")) or "/testdata/" in path
+    return path.endswith(("_test.cc", "test_util.h")) or "/testdata/" in path
 
 
 def source_files(root):

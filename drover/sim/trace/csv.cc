@@ -6,7 +6,7 @@
 #include <cmath>
 #include <utility>
 
-#include "drover/agent/worker_files.h"
+#include "drover/common/filesystem.h"
 
 namespace drover::sim {
 namespace {
@@ -31,7 +31,7 @@ std::string JoinColumns(const std::vector<std::string>& columns) {
 }  // namespace
 
 Result<CsvReader> CsvReader::Open(const std::string& path) {
-  Result<std::string> text = agent::ReadWholeFile(path);
+  Result<std::string> text = ReadWholeFile(path);
   if (!text) return tl::unexpected(text.error());
   return FromText(*std::move(text), path);
 }

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "drover/agent/worker_files.h"
 #include "drover/codec/json.h"
+#include "drover/common/filesystem.h"
 #include "drover/common/quantity.h"
 #include "drover/model/job_spec.h"
 #include "drover/sim/trace/csv.h"
@@ -261,7 +261,7 @@ Result<std::vector<TraceJob>> LoadCsv(const std::string& path) {
 std::string_view JsonTypeName(const nlohmann::json& value) { return value.type_name(); }
 
 Result<std::vector<TraceJob>> LoadJsonl(const std::string& path) {
-  DROVER_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
+  DROVER_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   std::vector<TraceJob> jobs;
   internal::NameSet names;
   std::array<std::string, kKeyCount> storage;

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "drover/agent/worker_files.h"
+#include "drover/common/filesystem.h"
 #include "drover/sim/trace/csv.h"
 #include "drover/sim/trace/load_util.h"
 #include "drover/spec/node_file.h"
@@ -335,7 +335,7 @@ Result<std::vector<TraceJob>> LoadTiresiasJobs(const std::string& path, int gpus
 }
 
 Result<std::vector<model::Node>> LoadClusterFile(const std::string& path) {
-  DROVER_ASSIGN_OR_RETURN(const std::string text, agent::ReadWholeFile(path));
+  DROVER_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   return spec::ParseNodeFile(text, path);
 }
 
