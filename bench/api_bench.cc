@@ -40,9 +40,9 @@
 #include <string>
 #include <vector>
 
+#include "drover/api/client.h"
 #include "drover/common/clock.h"
 #include "drover/model/job.h"
-#include "drover/server/api_client.h"
 #include "drover/server/control_plane.h"
 #include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
@@ -214,12 +214,12 @@ void BM_SubmitHttp(benchmark::State& state) {
       std::abort();  // SkipWithError on one thread would leave the others at the barrier
     }
   }
-  std::unique_ptr<ApiClient> client;
+  std::unique_ptr<api::ApiClient> client;
   std::int64_t submitted = 0;
   for (auto _ : state) {
     // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
     // that reconnects per submission would pay it every time.
-    if (!client) client = std::make_unique<ApiClient>(g_submit_server->url());
+    if (!client) client = std::make_unique<api::ApiClient>(g_submit_server->url());
     auto response =
         client->Post("/v1/jobs", kQueuedSpec, "application/yaml", {{"X-Drover-User", "bench"}});
     if (!response || response->status != 201) {
@@ -278,7 +278,7 @@ void BM_SubmitToStart(benchmark::State& state) {
     Skip(state, "BM_SubmitToStart: " + error);
     return;
   }
-  ApiClient client(server->url());
+  api::ApiClient client(server->url());
   std::vector<double> observed_ms;  // before the POST -> running_at seen
   std::vector<double> recorded_ms;  // created_at -> running_at, from the job's record
   std::vector<double> post_ms;      // the POST alone

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "drover/api/client.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
-#include "drover/server/api_client.h"
 #include "drover/spec/parse.h"
 
 namespace drover::cli {
@@ -40,7 +40,7 @@ int Print(const ClientFlags& flags, const Result<json>& body, Describe describe)
 
 // `drover ls --pipeline`: one row per pipeline run.
 int ListPipelines(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Pipelines(), [](const json& body) {
     Table table({"ID", "NAME", "STATE", "STAGES", "CREATED", "WALL"});
     for (const json& run : body["pipelines"]) {
@@ -89,7 +89,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
                                                 {"X-Drover-Base-Dir", options.base_dir},
                                                 {"X-Drover-User", CurrentUser()}};
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
@@ -109,7 +109,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   if (list.pipelines) return ListPipelines(flags);
   std::string query = "/v1/jobs?";
   auto add = [&](const char* key, const std::string& value) {
-    if (!value.empty()) query += fmt::format("{}={}&", key, server::UrlEncode(value));
+    if (!value.empty()) query += fmt::format("{}={}&", key, api::UrlEncode(value));
   };
   add("state", list.state);
   add("owner", list.owner);
@@ -118,7 +118,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   add("name", list.name);
   if (list.active) add("active", "1");
   if (list.limit > 0) add("limit", std::to_string(list.limit));
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Get(query);
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
@@ -139,8 +139,8 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
 }
 
 int GetCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
-  auto response = client.Get("/v1/jobs/" + server::UrlEncode(id));
+  api::ApiClient client(flags.server);
+  auto response = client.Get("/v1/jobs/" + api::UrlEncode(id));
   if (!response) return ReportError(response.error());
   const json& job = response->json;
   if (flags.output == "json") {
@@ -156,15 +156,15 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   // A negative offset reads from the end; the first chunk is then cut to the last N lines.
   constexpr std::int64_t kTailWindow = 1 << 20;
   std::int64_t offset = logs.tail_lines > 0 ? -kTailWindow : 0;
   bool cut_to_tail = logs.tail_lines > 0;
   while (true) {
-    std::string query = fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}",
-                                    server::UrlEncode(id), logs.attempt, logs.rank,
-                                    logs.stderr_stream ? "stderr" : "stdout", offset);
+    std::string query =
+        fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}", api::UrlEncode(id),
+                    logs.attempt, logs.rank, logs.stderr_stream ? "stderr" : "stdout", offset);
     if (logs.follow) query += "&wait_ms=10000";
     auto response = client.Get(query);
     if (!response) return ReportError(response.error());
@@ -188,7 +188,7 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 }
 
 int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   if (pipeline) {
     return Print(flags, client.CancelPipeline(id, CurrentUser()), [](const json& run) {
       return fmt::format("pipeline run {} ({}) cancelled; its state is now {}\n",
@@ -196,8 +196,8 @@ int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline
                          run["state"].get<std::string>());
     });
   }
-  auto response = client.Post("/v1/jobs/" + server::UrlEncode(id) + "/cancel", "",
-                              "application/json", {{"X-Drover-User", CurrentUser()}});
+  auto response = client.Post("/v1/jobs/" + api::UrlEncode(id) + "/cancel", "", "application/json",
+                              {{"X-Drover-User", CurrentUser()}});
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
@@ -212,7 +212,7 @@ int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline
 }
 
 int ExplainCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto body = client.Explain(id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
@@ -237,22 +237,22 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int GoodputCommand(const ClientFlags& flags, const std::string& by) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Goodput(by), DescribeGoodput);
 }
 
 int QueuesCommand(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Queues(), DescribeQueues);
 }
 
 int WhyCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Decisions(id), DescribeDecisions);
 }
 
 int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto body = client.Checkpoint(id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
@@ -280,7 +280,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
   json body = json::object();
   if (report.began) body["useful_work_began"] = true;
   if (report.progress) body["progress"] = *report.progress;
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto reply = client.Report(job, body);
   if (!reply) return ReportError(reply.error());
   if (flags.output == "json") {
@@ -300,7 +300,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
 }
 
 int NodesCommand(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Get("/v1/nodes");
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {

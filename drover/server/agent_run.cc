@@ -4,9 +4,9 @@
 #include <thread>
 
 #include "drover/agent/local_runtime.h"
+#include "drover/api/client.h"
 #include "drover/codec/json.h"
 #include "drover/server/agent_link.h"
-#include "drover/server/api_client.h"
 
 namespace drover::server {
 
@@ -22,8 +22,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   agent::LocalRuntime& runtime = **created;
 
   const std::string node = options.node.name.value();
-  const std::string node_path = "/v1/agents/" + UrlEncode(node);
-  ApiClient client(options.server_url, /*timeout_ms=*/10'000);
+  const std::string node_path = "/v1/agents/" + api::UrlEncode(node);
+  api::ApiClient client(options.server_url, /*timeout_ms=*/10 * kMillisPerSecond);
   bool registered = false;
   std::vector<model::WorkerEvent> unsent;  // kept until the server accepts them
 

@@ -187,13 +187,13 @@ std::string ServerProcess::Log() const {
 
 // ---------------------------------------------------------------------------------------------
 
-json GetJob(server::ApiClient& client, std::int64_t id) {
+json GetJob(api::ApiClient& client, std::int64_t id) {
   auto response = client.Get("/v1/jobs/" + std::to_string(id));
   if (!response) return json();
   return response->json;
 }
 
-json GetNode(server::ApiClient& client, const std::string& name) {
+json GetNode(api::ApiClient& client, const std::string& name) {
   auto response = client.Get("/v1/nodes");
   if (!response) return json();
   for (const json& node : response->json["nodes"]) {
@@ -207,7 +207,7 @@ bool IsTerminalState(const std::string& state) {
   return parsed.has_value() && model::IsTerminal(*parsed);
 }
 
-std::string WaitForState(server::ApiClient& client, std::int64_t id,
+std::string WaitForState(api::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states, std::chrono::milliseconds deadline) {
   std::string state;
   WaitUntil(
@@ -220,7 +220,7 @@ std::string WaitForState(server::ApiClient& client, std::int64_t id,
   return state;
 }
 
-std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
+std::string WaitForTerminal(api::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline) {
   return WaitForState(client, id, {"succeeded", "failed", "cancelled", "timed_out", "skipped"},
                       deadline);
@@ -234,7 +234,7 @@ std::vector<std::string> Words(const std::string& line) {
   return out;
 }
 
-std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,
+std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name) {
   std::vector<std::int64_t> ids;
   auto response = client.Post("/v1/jobs", spec, "application/yaml",

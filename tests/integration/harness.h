@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "drover/server/api_client.h"
+#include "drover/api/client.h"
 
 namespace drover::integration {
 
@@ -117,24 +117,24 @@ class ServerProcess {
 };
 
 // GET /v1/jobs/ID as JSON (null on error).
-nlohmann::json GetJob(server::ApiClient& client, std::int64_t id);
+nlohmann::json GetJob(api::ApiClient& client, std::int64_t id);
 // Node `name` as GET /v1/nodes shows it (null if it is not listed, or on error).
-nlohmann::json GetNode(server::ApiClient& client, const std::string& name);
+nlohmann::json GetNode(api::ApiClient& client, const std::string& name);
 
 // Waits until job `id` is in one of `states`; returns the last state seen ("" if never read).
-std::string WaitForState(server::ApiClient& client, std::int64_t id,
+std::string WaitForState(api::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states,
                          std::chrono::milliseconds deadline = kDeadline);
 // The whitespace-separated words of `line`.
 std::vector<std::string> Words(const std::string& line);
 
 // Waits until job `id` is terminal (succeeded, failed, cancelled, timed_out, skipped).
-std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
+std::string WaitForTerminal(api::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline = kDeadline);
 bool IsTerminalState(const std::string& state);
 
 // Submits YAML `spec` and returns the job ids in order (empty, with a test failure, on error).
-std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,
+std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name = "test.yaml");
 
 // True while a process with this pid exists (kill(pid, 0) succeeds or fails with EPERM).
