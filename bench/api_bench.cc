@@ -40,13 +40,14 @@
 #include <string>
 #include <vector>
 
+#include "drover/api/client.h"
 #include "drover/common/clock.h"
 #include "drover/model/job.h"
-#include "drover/server/api_client.h"
 #include "drover/server/control_plane.h"
 #include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
 #include "drover/store/store.h"
+#include "drover/testing/temp_dir.h"
 
 #ifndef DROVER_SUPERVISOR
 #error "DROVER_SUPERVISOR (the path of drover-supervise) must be defined by bench/CMakeLists.txt"
@@ -102,30 +103,6 @@ void Skip(benchmark::State& state, const std::string& message) {
   state.SkipWithError(message.c_str());
 }
 
-// A temporary directory, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "drover-api-bench-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      std::perror("mkdtemp");
-      std::abort();
-    }
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A control plane over SQLite plus its HTTP server, as `drover server` assembles them.
 class Server {
  public:
@@ -180,7 +157,7 @@ class Server {
  private:
   Server() = default;
 
-  TempDir dir_;  // destroyed last
+  testing::TempDir dir_{"drover-api-bench"};  // destroyed last
   SystemClock clock_;
   std::unique_ptr<ControlPlane> plane_;
   std::unique_ptr<HttpServer> http_;
@@ -214,12 +191,12 @@ void BM_SubmitHttp(benchmark::State& state) {
       std::abort();  // SkipWithError on one thread would leave the others at the barrier
     }
   }
-  std::unique_ptr<ApiClient> client;
+  std::unique_ptr<api::ApiClient> client;
   std::int64_t submitted = 0;
   for (auto _ : state) {
     // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
     // that reconnects per submission would pay it every time.
-    if (!client) client = std::make_unique<ApiClient>(g_submit_server->url());
+    if (!client) client = std::make_unique<api::ApiClient>(g_submit_server->url());
     auto response =
         client->Post("/v1/jobs", kQueuedSpec, "application/yaml", {{"X-Drover-User", "bench"}});
     if (!response || response->status != 201) {
@@ -278,7 +255,7 @@ void BM_SubmitToStart(benchmark::State& state) {
     Skip(state, "BM_SubmitToStart: " + error);
     return;
   }
-  ApiClient client(server->url());
+  api::ApiClient client(server->url());
   std::vector<double> observed_ms;  // before the POST -> running_at seen
   std::vector<double> recorded_ms;  // created_at -> running_at, from the job's record
   std::vector<double> post_ms;      // the POST alone

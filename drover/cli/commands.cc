@@ -10,11 +10,11 @@
 #include <sstream>
 #include <thread>
 
+#include "drover/api/client.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
 #include "drover/model/job.h"
-#include "drover/server/api_client.h"
 #include "drover/spec/parse.h"
 
 namespace drover::cli {
@@ -41,7 +41,7 @@ int Print(const ClientFlags& flags, const Result<json>& body, Describe describe)
 
 // `drover ls --pipeline`: one row per pipeline run.
 int ListPipelines(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Pipelines(), [](const json& body) {
     Table table({"ID", "NAME", "STATE", "STAGES", "CREATED", "WALL"});
     for (const json& run : body["pipelines"]) {
@@ -96,7 +96,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
                                                 {"X-Drover-Base-Dir", options.base_dir},
                                                 {"X-Drover-User", CurrentUser()}};
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
@@ -116,7 +116,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   if (list.pipelines) return ListPipelines(flags);
   std::string query = "/v1/jobs?";
   auto add = [&](const char* key, const std::string& value) {
-    if (!value.empty()) query += fmt::format("{}={}&", key, server::UrlEncode(value));
+    if (!value.empty()) query += fmt::format("{}={}&", key, api::UrlEncode(value));
   };
   add("state", list.state);
   add("owner", list.owner);
@@ -125,7 +125,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   add("name", list.name);
   if (list.active) add("active", "1");
   if (list.limit > 0) add("limit", std::to_string(list.limit));
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Get(query);
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
@@ -146,8 +146,8 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
 }
 
 int GetCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
-  auto response = client.Get("/v1/jobs/" + server::UrlEncode(id));
+  api::ApiClient client(flags.server);
+  auto response = client.Get("/v1/jobs/" + api::UrlEncode(id));
   if (!response) return ReportError(response.error());
   const json& job = response->json;
   if (flags.output == "json") {
@@ -163,15 +163,15 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   // A negative offset reads from the end; the first chunk is then cut to the last N lines.
   constexpr std::int64_t kTailWindow = 1 << 20;
   std::int64_t offset = logs.tail_lines > 0 ? -kTailWindow : 0;
   bool cut_to_tail = logs.tail_lines > 0;
   while (true) {
-    std::string query = fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}",
-                                    server::UrlEncode(id), logs.attempt, logs.rank,
-                                    logs.stderr_stream ? "stderr" : "stdout", offset);
+    std::string query =
+        fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}", api::UrlEncode(id),
+                    logs.attempt, logs.rank, logs.stderr_stream ? "stderr" : "stdout", offset);
     if (logs.follow) query += "&wait_ms=10000";
     auto response = client.Get(query);
     if (!response) return ReportError(response.error());
@@ -195,7 +195,7 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 }
 
 int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   if (pipeline) {
     return Print(flags, client.CancelPipeline(id, CurrentUser()), [](const json& run) {
       return fmt::format("pipeline run {} ({}) cancelled; its state is now {}\n",
@@ -203,8 +203,8 @@ int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline
                          run["state"].get<std::string>());
     });
   }
-  auto response = client.Post("/v1/jobs/" + server::UrlEncode(id) + "/cancel", "",
-                              "application/json", {{"X-Drover-User", CurrentUser()}});
+  auto response = client.Post("/v1/jobs/" + api::UrlEncode(id) + "/cancel", "", "application/json",
+                              {{"X-Drover-User", CurrentUser()}});
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);
@@ -220,7 +220,7 @@ int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline
 }
 
 int ExplainCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto body = client.Explain(id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
@@ -245,22 +245,22 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int GoodputCommand(const ClientFlags& flags, const std::string& by) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Goodput(by), DescribeGoodput);
 }
 
 int QueuesCommand(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Queues(), DescribeQueues);
 }
 
 int WhyCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   return Print(flags, client.Decisions(id), DescribeDecisions);
 }
 
 int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto body = client.Checkpoint(id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
@@ -288,7 +288,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
   json body = json::object();
   if (report.began) body["useful_work_began"] = true;
   if (report.progress) body["progress"] = *report.progress;
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto reply = client.Report(job, body);
   if (!reply) return ReportError(reply.error());
   if (flags.output == "json") {
@@ -308,7 +308,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
 }
 
 int NodesCommand(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Get("/v1/nodes");
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {

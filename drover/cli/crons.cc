@@ -4,18 +4,18 @@
 
 #include <iostream>
 
+#include "drover/api/client.h"
 #include "drover/cli/commands.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/codec/json.h"
-#include "drover/server/api_client.h"
 
 namespace drover::cli {
 
 using nlohmann::json;
 
 int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& crons) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   json out = json::array();
   for (const model::CronSpec& cron : crons) {
     auto response = client.Post("/v1/crons", codec::ToJson(cron).dump(), "application/json",
@@ -35,7 +35,7 @@ int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& cr
 }
 
 int CronsCommand(const ClientFlags& flags) {
-  server::ApiClient client(flags.server);
+  api::ApiClient client(flags.server);
   auto response = client.Get("/v1/crons");
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {

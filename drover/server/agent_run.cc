@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "drover/agent/local_runtime.h"
+#include "drover/api/client.h"
 #include "drover/codec/json.h"
 #include "drover/server/agent_link.h"
-#include "drover/server/api_client.h"
 
 namespace drover::server {
 
@@ -68,8 +68,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   agent::LocalRuntime& runtime = *owned_runtime;
 
   const std::string node = options.node.name.value();
-  const std::string node_path = "/v1/agents/" + UrlEncode(node);
-  ApiClient client(options.server_url, /*timeout_ms=*/10'000);
+  const std::string node_path = "/v1/agents/" + api::UrlEncode(node);
+  api::ApiClient client(options.server_url, /*timeout_ms=*/10 * kMillisPerSecond);
   bool registered = false;
   std::vector<model::WorkerEvent> unsent;  // kept until the server accepts them
   AgentCommandRunner runner(runtime, clock, node);

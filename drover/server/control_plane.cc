@@ -342,13 +342,6 @@ void ControlPlane::StopWorker(const control::StopWorker& stop) {
   if (!stopped && stopped.error().code == ErrorCode::kUnavailable) pending_stops_.push_back(stop);
 }
 
-std::vector<JobId> Submission::Ids() const {
-  std::vector<JobId> ids;
-  ids.reserve(jobs.size());
-  for (const SubmittedJob& job : jobs) ids.push_back(job.id);
-  return ids;
-}
-
 Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
                                         const std::string& idempotency_key,
                                         const std::string& owner) {

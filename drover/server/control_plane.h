@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "drover/agent/runtime.h"
+#include "drover/api/service.h"
 #include "drover/common/clock.h"
 #include "drover/common/filesystem.h"
 #include "drover/common/result.h"
@@ -72,45 +73,12 @@ struct ControlPlaneOptions {
   std::function<void(const Error&)> on_store_failure = ExitForRestart;
 };
 
-// Where the scheduling policy came from, for GET /v1/policy.
-struct PolicyStatus {
-  model::Policy policy;
-  std::string file;      // empty: the default policy (no --policy)
-  TimeMs loaded_at = 0;  // when the policy in force was read; 0 for the default
-  // The last automatic re-read that failed (the policy in force stayed), until one succeeds.
-  std::optional<Error> reload_error;
-};
-
-struct NodeStatus {
-  model::Node node;
-  model::Resources free;
-  std::vector<int> free_gpus;
-  bool remote = false;
-  bool lost = false;         // its agent stopped answering and has not registered again
-  TimeMs last_heard_at = 0;  // remote: the agent's last call (0: none since the server started)
-};
-
-// A job of a submission as ControlPlane::Submit left it: what POST /v1/jobs answers.
-struct SubmittedJob {
-  JobId id;
-  std::string name;
-  model::JobState state = model::JobState::kPending;
-};
-
-// What ControlPlane::Submit created, or found for a repeated submission key.
-struct Submission {
-  std::vector<SubmittedJob> jobs;  // in the submission's order
-  bool existing = false;           // the key was seen before; no new jobs were created
-
-  std::vector<JobId> Ids() const;
-};
-
-// A chunk of a worker's output.
-struct LogChunk {
-  std::string data;
-  std::int64_t next_offset = 0;
-  bool finished = false;  // the worker has exited and `data` reaches the end of the file
-};
+// The values ControlPlane answers with are the API's (api/service.h).
+using api::LogChunk;
+using api::NodeStatus;
+using api::PolicyStatus;
+using api::Submission;
+using api::SubmittedJob;
 
 class ControlPlane {
  public:

@@ -5,11 +5,7 @@
 
 #include <exception>
 
-#include "drover/codec/json.h"
-
 namespace drover::server {
-
-using nlohmann::json;
 
 Result<const date::time_zone*> LocateTimeZone(const std::string& name) {
   try {
@@ -55,39 +51,6 @@ void SetRuns(const std::vector<CronRun>& runs, CronStatus& status) {
     if (run.state == "active") status.active.push_back(run);
   }
   if (!runs.empty()) status.last = runs.back();
-}
-
-namespace {
-
-json RunView(const CronRun& run) {
-  json jobs = json::array();
-  for (JobId id : run.jobs) jobs.push_back(id.value());
-  return json{{"id", run.id}, {"state", run.state}, {"jobs", jobs}};
-}
-
-json RunsView(const std::vector<CronRun>& runs) {
-  json out = json::array();
-  for (const CronRun& run : runs) out.push_back(RunView(run));
-  return out;
-}
-
-}  // namespace
-
-json CronView(const CronStatus& status) {
-  const model::CronSpec& spec = status.record.spec;
-  return json{{"name", spec.name},
-              {"schedule", spec.schedule},
-              {"time_zone", spec.time_zone},
-              {"concurrency_policy", model::ConcurrencyPolicyName(spec.concurrency_policy)},
-              {"suspend", spec.suspend},
-              {"owner", status.record.owner},
-              {"created_at", status.record.created_at},
-              {"last_handled_at", status.record.last_handled},
-              {"next_run_at", status.next_run ? json(*status.next_run) : json(nullptr)},
-              {"last_run", status.last ? RunView(*status.last) : json(nullptr)},
-              {"active_runs", RunsView(status.active)},
-              {"history", RunsView(status.history)},
-              {"spec", codec::ToJson(spec)}};
 }
 
 }  // namespace drover::server

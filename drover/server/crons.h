@@ -1,18 +1,18 @@
 #pragma once
 
-// Cron jobs in the server (docs/workflows.md "Cron jobs"): what the API lists for each, and the
-// helpers ControlPlane's cron part (control_plane_cron.cc) uses.
+// Cron jobs in the server (docs/workflows.md "Cron jobs"): the helpers ControlPlane's cron part
+// (control_plane_cron.cc) uses to fill what the API lists for each (api::CronStatus).
 //
 // A cron job's runs are not stored apart: a run is the jobs submitted with its run id
 // (workflow::CronRunId, "NAME@YYYY-MM-DDTHH:MM:SSZ") as the Idempotency-Key, so the runs and
 // their states survive restarts with the jobs themselves.
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "drover/api/service.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
 #include "drover/model/job.h"
@@ -24,23 +24,9 @@ class time_zone;
 
 namespace drover::server {
 
-struct CronRun {
-  std::string id;  // the run id, also the jobs' submission key
-  std::vector<JobId> jobs;
-  // "active" while any job is unfinished; then "succeeded" if every job succeeded (or was
-  // skipped by its pipeline's conditions), else "failed".
-  std::string state;
-};
-
-struct CronStatus {
-  store::CronRecord record;
-  std::optional<TimeMs> next_run;  // unset while suspended
-  std::vector<CronRun> active;     // unfinished runs, oldest first
-  // Finished runs, newest first: at most spec.successful_history_limit succeeded and
-  // spec.failed_history_limit failed ones (older runs' jobs stay listed under `drover ls`).
-  std::vector<CronRun> history;
-  std::optional<CronRun> last;  // the newest run, whatever its state
-};
+// The API's values (api/service.h), which ControlPlane's cron part fills.
+using api::CronRun;
+using api::CronStatus;
 
 // date::locate_zone without exceptions: kInvalidArgument "time_zone: unknown time zone ..."
 // for a name the tz database does not have.
@@ -51,8 +37,5 @@ std::vector<CronRun> CronRunsOf(const std::string& name, const std::map<JobId, m
 
 // Fills status.active, history and last from `runs` (oldest first) under the spec's limits.
 void SetRuns(const std::vector<CronRun>& runs, CronStatus& status);
-
-// The API's view of a cron job (GET /v1/crons, docs/api.md).
-nlohmann::json CronView(const CronStatus& status);
 
 }  // namespace drover::server

@@ -1,6 +1,9 @@
 #pragma once
 
-// The HTTP API (docs/api.md) over a ControlPlane. Every error is JSON {code, message, details}
+// HttpServer: the HTTP API (docs/api.md) over a ControlPlane, a thin adapter between
+// cpp-httplib and the API's route table (api/routes.h): each request becomes an api::Request,
+// its route's handler answers over a ControlPlaneService, and the api::Response goes back.
+// Every error, including an unknown endpoint and an exception, is JSON {code, message, details}
 // with the matching status.
 
 #include <memory>
@@ -8,6 +11,7 @@
 #include <thread>
 
 #include "drover/common/result.h"
+#include "drover/server/api_service.h"
 #include "drover/server/control_plane.h"
 
 namespace httplib {
@@ -33,10 +37,11 @@ class HttpServer {
   void Stop();
 
  private:
-  HttpServer(ControlPlane& plane);
+  explicit HttpServer(ControlPlane& plane);
+  // Registers every route of api::Routes() and the error and exception handlers.
   void Routes();
 
-  ControlPlane& plane_;
+  ControlPlaneService service_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   std::thread thread_;

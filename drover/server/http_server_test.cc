@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "drover/server/api_client.h"
+#include "drover/api/client.h"
 #include "drover/testing/fake_clock.h"
 
 namespace drover::server {
@@ -123,7 +123,7 @@ class HttpServerTest : public ::testing::Test {
 // wait for that launch whenever the loop got there first.
 TEST_F(HttpServerTest, SubmitReplyListsEveryJobWithoutWaitingForLaunches) {
   constexpr int kJobs = 500;
-  ApiClient client(Url());
+  api::ApiClient client(Url());
   auto reply = client.Post("/v1/jobs", JobsFile(kJobs), "application/yaml",
                            {{"X-Drover-File", "jobs.yaml"}, {"X-Drover-User", "alice"}});
   ASSERT_TRUE(reply) << reply.error().ToString();

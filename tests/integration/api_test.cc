@@ -61,7 +61,7 @@ TEST_F(Api, MalformedSpecGetsPositionedErrorsAndLeavesTheStoreUntouched) {
   EXPECT_THAT(details, Contains(AllOf(StartsWith("bad.yaml:7:14: error: depends_on[0]: "),
                                       HasSubstr("nonexistent"))));
 
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto jobs = client.Get("/v1/jobs");
   ASSERT_TRUE(jobs) << jobs.error().message;
   EXPECT_TRUE(jobs->json["jobs"].is_array());
@@ -87,7 +87,7 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
 TEST_F(Api, LogsAreServedWholeFromTheTailAndFollowedToTheEnd) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto ids = Submit(client, R"(kind: Job
 name: talk
 resources:
@@ -119,7 +119,7 @@ script: |
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobs) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string spec = R"(kind: Job
 name: once
 resources:

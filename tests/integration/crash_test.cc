@@ -18,7 +18,7 @@ using nlohmann::json;
 
 class CrashSafety : public IntegrationTest {};
 
-int CountRunning(server::ApiClient& client) {
+int CountRunning(api::ApiClient& client) {
   auto response = client.Get("/v1/jobs?state=running");
   return response ? static_cast<int>(response->json["jobs"].size()) : 0;
 }
@@ -46,7 +46,7 @@ script: |
   {
     ServerProcess first(data, dir_.path(), {"--gpus", "4xH100-80GB"});
     ASSERT_TRUE(first.ok());
-    server::ApiClient client(first.url());
+    api::ApiClient client(first.url());
     ids = Submit(client, spec);
     ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
     ASSERT_TRUE(WaitUntil([&] { return CountRunning(client) >= 3; })) << first.Log();
@@ -57,7 +57,7 @@ script: |
 
   ServerProcess second(data, dir_.path(), {"--gpus", "4xH100-80GB"});
   ASSERT_TRUE(second.ok());
-  server::ApiClient client(second.url());
+  api::ApiClient client(second.url());
   for (std::int64_t id : ids) {
     EXPECT_EQ(WaitForTerminal(client, id, std::chrono::milliseconds(90'000)), "succeeded")
         << GetJob(client, id).dump(2) << "\n"
@@ -97,8 +97,8 @@ TEST_F(CrashSafety, ASecondServerOnTheSameDataFolderRefusesToStart) {
                 std::chrono::milliseconds(30'000));
   EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
   EXPECT_THAT(second.err,
-              testing::HasSubstr(fmt::format("{} is in use by another drover server (pid {})", data,
-                                             first.process().pid())));
+              ::testing::HasSubstr(fmt::format("{} is in use by another drover server (pid {})",
+                                               data, first.process().pid())));
   EXPECT_TRUE(first.process().Running()) << "the first server keeps serving";
 }
 

@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 class Cron : public IntegrationTest {};
 
 // Every run of `cron` the server lists (active runs and history), by run id.
-std::map<std::string, json> Runs(server::ApiClient& client, const std::string& cron) {
+std::map<std::string, json> Runs(api::ApiClient& client, const std::string& cron) {
   std::map<std::string, json> runs;
   auto response = client.Get("/v1/crons");
   if (!response) return runs;
@@ -92,7 +92,7 @@ job:
 )yaml",
                               timeline));
   SubmitCron(server->url(), file, dir_.path());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   ASSERT_TRUE(WaitUntil([&] { return CountFinished(Runs(client, "overlap")) >= 3; },
                         std::chrono::milliseconds(90'000)))
       << server->Log();
@@ -138,7 +138,7 @@ job:
     ServerProcess first(data, dir_.path(), {"--gpus", "0"});
     ASSERT_TRUE(first.ok());
     SubmitCron(first.url(), file, dir_.path());
-    server::ApiClient client(first.url());
+    api::ApiClient client(first.url());
     ASSERT_TRUE(WaitUntil([&] { return CountFinished(Runs(client, "ticker")) >= 1; },
                           std::chrono::milliseconds(60'000)))
         << first.Log();
@@ -159,7 +159,7 @@ job:
   ServerProcess second(data, dir_.path(), {"--gpus", "0"});
   ASSERT_TRUE(second.ok());
   ASSERT_LT(SystemClock().Now() / 1000, latest_missed + 6) << "the server took too long to start";
-  server::ApiClient client(second.url());
+  api::ApiClient client(second.url());
   // The missed run, and then a regular one after the restart.
   ASSERT_TRUE(WaitUntil(
       [&] {

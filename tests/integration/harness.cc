@@ -26,19 +26,6 @@ using nlohmann::json;
 std::string DroverBinary() { return DROVER_BINARY; }
 std::string SourceDir() { return DROVER_SOURCE_DIR; }
 
-TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "drover-it-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
-  }
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  fs::remove_all(path_, ignored);
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -59,15 +46,6 @@ std::vector<std::string> ReadLines(const std::string& path) {
     if (!line.empty()) lines.push_back(line);
   }
   return lines;
-}
-
-bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (true) {
-    if (condition()) return true;
-    if (std::chrono::steady_clock::now() >= end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,13 +165,13 @@ std::string ServerProcess::Log() const {
 
 // ---------------------------------------------------------------------------------------------
 
-json GetJob(server::ApiClient& client, std::int64_t id) {
+json GetJob(api::ApiClient& client, std::int64_t id) {
   auto response = client.Get("/v1/jobs/" + std::to_string(id));
   if (!response) return json();
   return response->json;
 }
 
-json GetNode(server::ApiClient& client, const std::string& name) {
+json GetNode(api::ApiClient& client, const std::string& name) {
   auto response = client.Get("/v1/nodes");
   if (!response) return json();
   for (const json& node : response->json["nodes"]) {
@@ -207,7 +185,7 @@ bool IsTerminalState(const std::string& state) {
   return parsed.has_value() && model::IsTerminal(*parsed);
 }
 
-std::string WaitForState(server::ApiClient& client, std::int64_t id,
+std::string WaitForState(api::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states, std::chrono::milliseconds deadline) {
   std::string state;
   WaitUntil(
@@ -220,7 +198,7 @@ std::string WaitForState(server::ApiClient& client, std::int64_t id,
   return state;
 }
 
-std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
+std::string WaitForTerminal(api::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline) {
   return WaitForState(client, id, {"succeeded", "failed", "cancelled", "timed_out", "skipped"},
                       deadline);
@@ -234,7 +212,7 @@ std::vector<std::string> Words(const std::string& line) {
   return out;
 }
 
-std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,
+std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name) {
   std::vector<std::int64_t> ids;
   auto response = client.Post("/v1/jobs", spec, "application/yaml",

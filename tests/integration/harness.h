@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "drover/server/api_client.h"
+#include "drover/api/client.h"
+#include "drover/testing/temp_dir.h"
+#include "drover/testing/wait_until.h"
 
 namespace drover::integration {
 
@@ -31,29 +33,19 @@ inline constexpr std::chrono::milliseconds kDeadline{30'000};
 std::string DroverBinary();
 std::string SourceDir();
 
-// A fresh directory under $TMPDIR, removed (recursively) on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::drover::testing::TempDir;
 
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& text);
 // Non-empty lines of `path` (empty if it does not exist).
 std::vector<std::string> ReadLines(const std::string& path);
 
-// Polls `condition` every 50 ms until it holds or `deadline` passes; returns the last result.
-bool WaitUntil(const std::function<bool()>& condition,
-               std::chrono::milliseconds deadline = kDeadline);
+// drover::testing::WaitUntil with the integration tests' deadline, polling every 50 ms (what it
+// waits for is other processes).
+inline bool WaitUntil(const std::function<bool()>& condition,
+                      std::chrono::milliseconds deadline = kDeadline) {
+  return ::drover::testing::WaitUntil(condition, deadline, std::chrono::milliseconds(50));
+}
 
 // A child process started from argv, in its own process group, with stdout and stderr sent to
 // files. Killed (SIGKILL to its group) and reaped on destruction unless already reaped.
@@ -117,24 +109,24 @@ class ServerProcess {
 };
 
 // GET /v1/jobs/ID as JSON (null on error).
-nlohmann::json GetJob(server::ApiClient& client, std::int64_t id);
+nlohmann::json GetJob(api::ApiClient& client, std::int64_t id);
 // Node `name` as GET /v1/nodes shows it (null if it is not listed, or on error).
-nlohmann::json GetNode(server::ApiClient& client, const std::string& name);
+nlohmann::json GetNode(api::ApiClient& client, const std::string& name);
 
 // Waits until job `id` is in one of `states`; returns the last state seen ("" if never read).
-std::string WaitForState(server::ApiClient& client, std::int64_t id,
+std::string WaitForState(api::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states,
                          std::chrono::milliseconds deadline = kDeadline);
 // The whitespace-separated words of `line`.
 std::vector<std::string> Words(const std::string& line);
 
 // Waits until job `id` is terminal (succeeded, failed, cancelled, timed_out, skipped).
-std::string WaitForTerminal(server::ApiClient& client, std::int64_t id,
+std::string WaitForTerminal(api::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline = kDeadline);
 bool IsTerminalState(const std::string& state);
 
 // Submits YAML `spec` and returns the job ids in order (empty, with a test failure, on error).
-std::vector<std::int64_t> Submit(server::ApiClient& client, const std::string& spec,
+std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name = "test.yaml");
 
 // True while a process with this pid exists (kill(pid, 0) succeeds or fails with EPERM).

@@ -33,7 +33,7 @@ class Lifecycle : public IntegrationTest {
 
   // Submits a job that sleeps for 5 minutes and waits until it runs; nullopt (with a test
   // failure recorded) if it does not.
-  std::optional<LongJob> StartLongJob(server::ApiClient& client) {
+  std::optional<LongJob> StartLongJob(api::ApiClient& client) {
     const std::string pid_file = dir_.Sub("pid");
     const std::string spec = fmt::format(R"(kind: Job
 name: long
@@ -80,7 +80,7 @@ std::set<std::string> SplitComma(const std::string& text) {
 TEST_F(Lifecycle, GangWorkersSeeDisjointCudaVisibleDevices) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string out = dir_.Sub("out");
   std::filesystem::create_directories(out);
   const std::string spec = fmt::format(R"(kind: Job
@@ -135,7 +135,7 @@ script: |
 TEST_F(Lifecycle, DependenciesOrderTheStartTimes) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string out = dir_.Sub("out");
   std::filesystem::create_directories(out);
   std::string spec;
@@ -187,7 +187,7 @@ script: |
 TEST_F(Lifecycle, TimeoutKillsTheWholeProcessTree) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string pids = dir_.Sub("pids");
   const std::string spec = fmt::format(R"(kind: Job
 name: sleepy
@@ -224,7 +224,7 @@ script: |
 TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto job = StartLongJob(client);
   ASSERT_TRUE(job);
   const std::int64_t id = job->id;
@@ -260,7 +260,7 @@ TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
 TEST_F(Lifecycle, CancelFromTheCliStopsARunningJob) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto job = StartLongJob(client);
   ASSERT_TRUE(job);
   const std::int64_t id = job->id;
@@ -278,7 +278,7 @@ TEST_F(Lifecycle, CancelFromTheCliStopsARunningJob) {
 TEST_F(Lifecycle, UnplaceableJobStaysReadyWithItsReason) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto big = Submit(client, R"(kind: Job
 name: big
 resources:

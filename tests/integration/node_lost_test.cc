@@ -24,7 +24,7 @@ class NodeLost : public IntegrationTest {
   void StartServerAndAgentA() {
     server_ = StartServer("server", "0", {"--agent-timeout", "2s"});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<server::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->url());
     agent_a_ = StartAgent(*server_, "agent-a", "2xA100-40GB");
     ASSERT_TRUE(WaitForNodeState("agent-a", "ready")) << Logs();
   }
@@ -82,7 +82,7 @@ script: |
   }
 
   std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<server::ApiClient> client_;
+  std::unique_ptr<api::ApiClient> client_;
   std::unique_ptr<ChildProcess> agent_a_, agent_b_;
 };
 

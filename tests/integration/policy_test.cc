@@ -83,7 +83,7 @@ class Policy : public IntegrationTest {
 TEST_F(Policy, QueuesShowTheQuotasOfThePolicyFileAndTheirUsage) {
   auto server = StartUnderTwoTeams();
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
 
   auto queues = client.Queues();
   ASSERT_TRUE(queues) << queues.error().message;
@@ -168,7 +168,7 @@ TEST_F(Policy, ABadPolicyFileStopsTheStartWithItsPosition) {
 TEST_F(Policy, EditsArePickedUpAndABadEditKeepsThePolicyInForce) {
   auto server = StartUnderTwoTeams();
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
 
   // A bad edit: the reload answers with its diagnostics and the policy in force stays.
   WriteFile(policy_, kBadPolicy);
@@ -220,7 +220,7 @@ queues:
 TEST_F(Policy, ReloadWithoutAPolicyFileIsAFailedPrecondition) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto reload = client.ReloadPolicy();
   ASSERT_FALSE(reload);
   EXPECT_EQ(reload.error().code, ErrorCode::kFailedPrecondition);
@@ -240,7 +240,7 @@ class Decisions : public IntegrationTest {};
 TEST_F(Decisions, WhyShowsWhereAndHowAJobWasPlaced) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto ids = Submit(client, GpuJob("placed", 2, "\"true\""));
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForTerminal(client, ids[0]), "succeeded") << server->Log();
@@ -281,7 +281,7 @@ TEST_F(Decisions, WhyShowsWhereAndHowAJobWasPlaced) {
 TEST_F(Decisions, ExplainSaysTheLayerAndTheEstimatedStart) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   // Never fits: its start cannot be estimated.
   auto ids = Submit(client, GpuJob("too-big", 4, "\"true\""));
   ASSERT_EQ(ids.size(), 1u);
@@ -307,7 +307,7 @@ class Checkpoints : public IntegrationTest {};
 TEST_F(Checkpoints, ReportedForARunningJobAndRefusedForAFinishedOne) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string go = dir_.Sub("go");
   auto ids = Submit(
       client, GpuJob("long", 1, fmt::format("|\n  while [ ! -e {} ]; do sleep 0.05; done", go)));
@@ -349,7 +349,7 @@ TEST_F(Checkpoints, ReportedForARunningJobAndRefusedForAFinishedOne) {
 TEST_F(Checkpoints, TheCheckpointMarkerFileIsReportedByTheAgent) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string go = dir_.Sub("go");
   const std::string env = dir_.Sub("env");
   // The worker saves a checkpoint, touches the marker, and waits.

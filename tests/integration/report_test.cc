@@ -32,7 +32,7 @@ std::pair<int, json> PostReport(const std::string& url, std::int64_t id, const s
 TEST_F(Report, AJobReportsUsefulWorkAndProgressFromInside) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   const std::string spec = fmt::format(R"(kind: Job
 name: reporter
 resources:
@@ -65,7 +65,7 @@ script: |
 TEST_F(Report, ReportsAreCheckedAndErrorsNameTheField) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  server::ApiClient client(server->url());
+  api::ApiClient client(server->url());
   auto ids = Submit(client, R"(kind: Job
 name: long
 resources:

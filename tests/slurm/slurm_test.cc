@@ -71,7 +71,7 @@ class SlurmTest : public IntegrationTest {
     WriteFile(dir_.Sub("policy.yaml"), kPolicy);
     server_ = StartServer("data", "2xH100-80GB", {"--policy", dir_.Sub("policy.yaml")});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<server::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->url());
   }
 
   void TearDown() override {
@@ -98,7 +98,7 @@ class SlurmTest : public IntegrationTest {
         dir_.Sub("data"), dir_.path(),
         std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<server::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->url());
   }
 
   // Once Drover continues job `id`'s requeued Slurm job as its second attempt, lifts Slurm's
@@ -136,7 +136,7 @@ class SlurmTest : public IntegrationTest {
   }
 
   std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<server::ApiClient> client_;
+  std::unique_ptr<api::ApiClient> client_;
 };
 
 TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {

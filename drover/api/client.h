@@ -1,7 +1,7 @@
 #pragma once
 
-// A client of the HTTP API, used by the CLI and by remote agents. Not thread-safe; one per
-// thread.
+// ApiClient: the client of the HTTP API (docs/api.md) that the CLI and remote agents use; it
+// turns the API's error JSON back into an Error. Not thread-safe; one per thread.
 
 #include <map>
 #include <memory>
@@ -15,7 +15,7 @@ namespace httplib {
 class Client;
 }
 
-namespace drover::server {
+namespace drover::api {
 
 struct ApiResponse {
   int status = 0;
@@ -27,7 +27,7 @@ struct ApiResponse {
 class ApiClient {
  public:
   // `base_url` is "http://host:port". Requests time out after `timeout_ms`.
-  explicit ApiClient(std::string base_url, DurationMs timeout_ms = 60'000);
+  explicit ApiClient(std::string base_url, DurationMs timeout_ms = kMillisPerMinute);
   ~ApiClient();
 
   // A 2xx response, or the API's error: the JSON body's code and message (and details) become
@@ -63,4 +63,4 @@ class ApiClient {
 // Percent-encodes `text` for use in a query string.
 std::string UrlEncode(const std::string& text);
 
-}  // namespace drover::server
+}  // namespace drover::api

@@ -1,9 +1,9 @@
-#include "drover/server/api_client.h"
+#include "drover/api/client.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
 
-namespace drover::server {
+namespace drover::api {
 namespace {
 
 std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
@@ -21,8 +21,8 @@ std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
 ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms)
     : base_url_(std::move(base_url)), client_(std::make_unique<httplib::Client>(base_url_)) {
   client_->set_connection_timeout(5, 0);
-  client_->set_read_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
-  client_->set_write_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
+  client_->set_read_timeout(timeout_ms / kMillisPerSecond, (timeout_ms % kMillisPerSecond) * 1000);
+  client_->set_write_timeout(timeout_ms / kMillisPerSecond, (timeout_ms % kMillisPerSecond) * 1000);
   client_->set_keep_alive(true);
   // Without it, the request's headers and body in two writes meet Nagle and delayed ACKs: 40 ms.
   client_->set_tcp_nodelay(true);
@@ -138,4 +138,4 @@ std::string UrlEncode(const std::string& text) {
   return out;
 }
 
-}  // namespace drover::server
+}  // namespace drover::api

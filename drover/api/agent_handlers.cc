@@ -1,0 +1,43 @@
+#include "drover/api/agent_handlers.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "drover/codec/json.h"
+
+namespace drover::api {
+
+using nlohmann::json;
+
+Result<Response> RegisterAgent(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
+  DROVER_ASSIGN_OR_RETURN(model::Node node, codec::NodeFromJson(body));
+  DROVER_RETURN_IF_ERROR(service.RegisterRemoteNode(node));
+  return JsonResponse(200, json{{"node", node.name.value()}});
+}
+
+Result<Response> TakeAgentCommands(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(std::int64_t wait_ms, IntQuery(request, "wait_ms", 0));
+  DROVER_ASSIGN_OR_RETURN(std::vector<json> commands,
+                          service.TakeCommands(NodeId(request.path_params.at(0)),
+                                               std::clamp<DurationMs>(wait_ms, 0, kMaxLongPollMs)));
+  return JsonResponse(200, json{{"commands", json(std::move(commands))}});
+}
+
+Result<Response> ReportAgentEvents(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
+  if (!body.is_object() || !body.contains("events") || !body["events"].is_array()) {
+    return InvalidArgument("request body: expected {\"events\": [...]}");
+  }
+  std::vector<model::WorkerEvent> events;
+  for (const json& item : body["events"]) {
+    DROVER_ASSIGN_OR_RETURN(model::WorkerEvent event, codec::WorkerEventFromJson(item));
+    events.push_back(std::move(event));
+  }
+  DROVER_RETURN_IF_ERROR(
+      service.ReportEvents(NodeId(request.path_params.at(0)), std::move(events)));
+  return JsonResponse(200, json{{"accepted", true}});
+}
+
+}  // namespace drover::api

@@ -1,0 +1,63 @@
+#include "drover/api/cluster_handlers.h"
+
+#include <string>
+
+#include "drover/api/views.h"
+#include "drover/codec/json.h"
+
+namespace drover::api {
+namespace {
+
+using nlohmann::json;
+
+// GET /v1/policy and a successful POST /v1/policy/reload.
+json PolicyBody(const PolicyStatus& status) {
+  return json{
+      {"policy", codec::ToJson(status.policy)},
+      {"file", status.file},
+      {"loaded_at", status.loaded_at},
+      {"reload_error", status.reload_error ? ErrorBody(*status.reload_error) : json(nullptr)}};
+}
+
+}  // namespace
+
+Result<Response> Health(Service& service, const Request&) {
+  return JsonResponse(200, json{{"status", "ok"}, {"time", service.Now()}});
+}
+
+Result<Response> ListNodes(Service& service, const Request&) {
+  json nodes = json::array();
+  for (const NodeStatus& status : service.Nodes()) {
+    json view = NodeView(status.node, status.free, status.free_gpus);
+    view["remote"] = status.remote;
+    view["state"] = status.lost ? "lost" : "ready";
+    if (status.remote) view["last_heard_at"] = status.last_heard_at;
+    nodes.push_back(view);
+  }
+  return JsonResponse(200, json{{"nodes", nodes}});
+}
+
+Result<Response> ListQueues(Service& service, const Request&) {
+  json queues = json::array();
+  for (const control::QueueReport& report : service.Queues()) queues.push_back(QueueView(report));
+  return JsonResponse(200, json{{"queues", queues}, {"policy", codec::ToJson(service.Policy())}});
+}
+
+Result<Response> GetPolicy(Service& service, const Request&) {
+  return JsonResponse(200, PolicyBody(service.PolicyInfo()));
+}
+
+Result<Response> ReloadPolicy(Service& service, const Request&) {
+  DROVER_RETURN_IF_ERROR(service.ReloadPolicy());
+  return JsonResponse(200, PolicyBody(service.PolicyInfo()));
+}
+
+Result<Response> GetGoodput(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(std::int64_t since, IntQuery(request, "since", 0));
+  DROVER_ASSIGN_OR_RETURN(
+      json report, GoodputReport(service.ListJobs(store::JobFilter{}), request.Query("by", "queue"),
+                                 since, service.Now()));
+  return JsonResponse(200, report);
+}
+
+}  // namespace drover::api

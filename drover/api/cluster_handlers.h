@@ -1,0 +1,27 @@
+#pragma once
+
+// Handlers of the cluster-wide endpoints (docs/api.md): health, nodes, queues, the scheduling
+// policy and the goodput report. Each answers a request that matched its route in routes.cc;
+// errors are the Service's, plus those named.
+
+#include "drover/api/request.h"
+#include "drover/api/service.h"
+
+namespace drover::api {
+
+// GET /v1/health: {"status": "ok", "time": now}.
+Result<Response> Health(Service& service, const Request& request);
+// GET /v1/nodes: NodeView of each node with remote, state ("ready" or "lost") and, for a remote
+// node, last_heard_at.
+Result<Response> ListNodes(Service& service, const Request& request);
+// GET /v1/queues: {"queues": [QueueView...], "policy": the policy in force}.
+Result<Response> ListQueues(Service& service, const Request& request);
+// GET /v1/policy: the policy, its file, when it was loaded and the last reload error (or null).
+Result<Response> GetPolicy(Service& service, const Request& request);
+// POST /v1/policy/reload: re-reads the policy file; GetPolicy's body.
+Result<Response> ReloadPolicy(Service& service, const Request& request);
+// GET /v1/goodput?by=queue|team|owner&since=MS: GoodputReport over every job. kInvalidArgument
+// for another `by` or a `since` that is not an integer.
+Result<Response> GetGoodput(Service& service, const Request& request);
+
+}  // namespace drover::api

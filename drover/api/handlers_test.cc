@@ -1,0 +1,450 @@
+// The API's handlers through its route table, over a fake Service (no sockets): what each group
+// of endpoints answers, how the Service's errors and bad requests map to statuses and error JSON,
+// and the list of routes.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "drover/api/request.h"
+#include "drover/api/routes.h"
+#include "drover/api/service.h"
+#include "drover/api/workflow_handlers.h"
+
+namespace drover::api {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A Service over plain members: jobs and pipeline runs to find, answers to give, and the
+// arguments of the last calls. Simulated time: WaitForChange advances `now` by its timeout.
+class FakeService final : public Service {
+ public:
+  TimeMs Now() const override { return now; }
+
+  Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
+                            const std::string& idempotency_key, const std::string& owner) override {
+    submitted_text = std::string(text);
+    submitted_options = options;
+    submitted_key = idempotency_key;
+    submitted_owner = owner;
+    return submission;
+  }
+  std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override {
+    listed_filter = filter;
+    std::vector<model::Job> out;
+    for (const auto& [id, job] : jobs) out.push_back(job);
+    return out;
+  }
+  Result<model::Job> GetJob(JobId id) const override { return Find(id); }
+  Result<std::vector<model::Transition>> Transitions(JobId id) const override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    return std::vector<model::Transition>{};
+  }
+  Result<control::Explanation> Explain(JobId id) const override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    return control::Explanation{};
+  }
+  Result<std::vector<model::Decision>> Decisions(JobId id) const override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    return std::vector<model::Decision>{};
+  }
+  Status Cancel(JobId id, const std::string& cause) override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    cancel_cause = cause;
+    jobs[id].state = model::JobState::kCancelled;
+    return OkStatus();
+  }
+  Result<TimeMs> ReportCheckpoint(JobId id) override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    return now;
+  }
+  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
+                                        std::optional<double> progress) override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    model::Attempt attempt;
+    attempt.number = 2;
+    if (useful_work_began) attempt.useful_work_at = now;
+    attempt.progress = progress.value_or(-1);
+    return attempt;
+  }
+  Result<LogChunk> ReadLog(JobId id, int, int, const std::string& stream, std::int64_t,
+                           std::int64_t) const override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    log_stream = stream;
+    ++log_reads;
+    return log;
+  }
+  std::uint64_t version() const override { return 0; }
+  std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const override {
+    now += timeout_ms;
+    return seen;
+  }
+  std::vector<std::vector<model::Job>> PipelineRuns() const override { return {}; }
+  Result<std::vector<model::Job>> PipelineRun(JobId run) const override {
+    auto it = runs.find(run);
+    if (it == runs.end()) return NotFound("pipeline run " + std::to_string(run.value()));
+    return it->second;
+  }
+  Status CancelPipeline(JobId, const std::string& cause) override {
+    cancel_cause = cause;
+    return OkStatus();
+  }
+  Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) override {
+    CronStatus status;
+    status.record.spec = spec;
+    status.record.owner = owner;
+    return status;
+  }
+  std::vector<CronStatus> Crons() const override { return {}; }
+  Status DeleteCron(const std::string& name) override {
+    return NotFound("cron job " + name + " does not exist");
+  }
+  std::vector<control::QueueReport> Queues() const override { return {}; }
+  model::Policy Policy() const override { return {}; }
+  PolicyStatus PolicyInfo() const override { return {}; }
+  Status ReloadPolicy() override { return reload; }
+  std::vector<NodeStatus> Nodes() const override { return nodes; }
+  Status RegisterRemoteNode(const model::Node& node) override {
+    registered = node.name.value();
+    return OkStatus();
+  }
+  Result<std::vector<json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override {
+    commands_node = node.value();
+    commands_wait_ms = wait_ms;
+    return std::vector<json>{json{{"kind", "adopt"}, {"keys", json::array()}}};
+  }
+  Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override {
+    events_node = node.value();
+    reported_events = static_cast<int>(events.size());
+    return OkStatus();
+  }
+
+  Result<model::Job> Find(JobId id) const {
+    auto it = jobs.find(id);
+    if (it == jobs.end()) return NotFound("job " + std::to_string(id.value()) + " does not exist");
+    return it->second;
+  }
+
+  mutable TimeMs now = 1'000'000;
+  std::map<JobId, model::Job> jobs;
+  std::map<JobId, std::vector<model::Job>> runs;
+  std::vector<NodeStatus> nodes;
+  Submission submission;
+  LogChunk log;
+  Status reload = OkStatus();
+
+  std::string submitted_text, submitted_key, submitted_owner;
+  spec::ParseOptions submitted_options;
+  mutable store::JobFilter listed_filter;
+  std::string cancel_cause;
+  mutable std::string log_stream;
+  mutable int log_reads = 0;
+  std::string registered, commands_node, events_node;
+  DurationMs commands_wait_ms = -1;
+  int reported_events = 0;
+};
+
+// A request as the server's adapter builds it: the route is found in Routes() by method and the
+// whole path (as cpp-httplib matches), and its captures become path_params.
+struct Call {
+  Method method;
+  std::string path;
+  std::string body = {};
+  std::map<std::string, std::string> query = {};
+  std::map<std::string, std::string> headers = {};
+};
+
+Response Serve(Service& service, const Call& call) {
+  for (const Route& route : Routes()) {
+    std::smatch match;
+    const std::regex pattern{std::string(route.pattern)};
+    if (route.method != call.method || !std::regex_match(call.path, match, pattern)) continue;
+    Request request{
+        std::string(MethodName(call.method)), call.path, {}, call.query, call.headers, call.body};
+    for (std::size_t i = 1; i < match.size(); ++i) request.path_params.push_back(match[i]);
+    return Handle(route, service, request);
+  }
+  ADD_FAILURE() << "no route for " << MethodName(call.method) << " " << call.path;
+  return {};
+}
+
+json Body(const Response& response) { return json::parse(response.body); }
+
+model::Job RunningJob(std::int64_t id) {
+  model::Job job;
+  job.id = JobId(id);
+  job.spec.name = "train";
+  job.state = model::JobState::kRunning;
+  job.created_at = 1'000;
+  job.attempts.emplace_back();
+  return job;
+}
+
+class HandlersTest : public ::testing::Test {
+ protected:
+  HandlersTest() { service_.jobs[JobId(7)] = RunningJob(7); }
+  Response Serve(const Call& call) { return api::Serve(service_, call); }
+
+  FakeService service_;
+};
+
+TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
+  std::vector<std::string> listed;
+  for (const Route& route : Routes()) {
+    EXPECT_NE(route.handler, nullptr) << route.pattern;
+    listed.push_back(std::string(MethodName(route.method)) + " " + std::string(route.pattern));
+  }
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
+  EXPECT_THAT(
+      listed,
+      ElementsAre("GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
+                  R"(POST /v1/jobs/(\d+)/cancel)", R"(GET /v1/jobs/(\d+)/explain)",
+                  R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+                  R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
+                  R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
+                  "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
+                  R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
+                  R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes", "POST /v1/agents/register",
+                  R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)"));
+}
+
+TEST_F(HandlersTest, UnknownJobIsNotFoundWithTheErrorJson) {
+  Response response = Serve({Method::kGet, "/v1/jobs/8"});
+  EXPECT_EQ(response.status, 404);
+  EXPECT_EQ(response.content_type, "application/json");
+  EXPECT_EQ(Body(response), (json{{"code", "not_found"},
+                                  {"message", "job 8 does not exist"},
+                                  {"details", json::array()}}));
+}
+
+TEST_F(HandlersTest, AnIdThatCannotBeOneIsNotFoundWithoutAskingTheService) {
+  Response response = Serve({Method::kGet, "/v1/jobs/0/explain"});
+  EXPECT_EQ(response.status, 404);
+  EXPECT_EQ(Body(response)["message"], "job 0 does not exist");
+}
+
+TEST_F(HandlersTest, SubmitPassesTheHeadersAndAnswers201ThenExistingWith200) {
+  service_.submission.jobs = {{JobId(7), "train", model::JobState::kPending}};
+  Response created = Serve({Method::kPost,
+                            "/v1/jobs",
+                            "kind: Job",
+                            {},
+                            {{"X-Drover-User", "alice"}, {"Idempotency-Key", "k1"}}});
+  EXPECT_EQ(created.status, 201);
+  EXPECT_EQ(Body(created), (json{{"jobs", {{{"id", 7}, {"name", "train"}, {"state", "pending"}}}},
+                                 {"existing", false}}));
+  EXPECT_EQ(service_.submitted_text, "kind: Job");
+  EXPECT_EQ(service_.submitted_options.file_name, "<request>");
+  EXPECT_EQ(service_.submitted_owner, "alice");
+  EXPECT_EQ(service_.submitted_key, "k1");
+
+  service_.submission.existing = true;
+  Response again = Serve({Method::kPost,
+                          "/v1/jobs",
+                          "kind: Job",
+                          {},
+                          {{"X-Drover-File", "a.yaml"}, {"X-Drover-Base-Dir", "/w"}}});
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(service_.submitted_options.file_name, "a.yaml");
+  EXPECT_EQ(service_.submitted_options.base_dir, "/w");
+}
+
+TEST_F(HandlersTest, ListJobsRejectsAnUnknownStateAndALimitThatIsNoInteger) {
+  Response state = Serve({Method::kGet, "/v1/jobs", "", {{"state", "sleeping"}}});
+  EXPECT_EQ(state.status, 400);
+  EXPECT_EQ(Body(state)["message"], "query parameter state: unknown state 'sleeping'");
+  Response limit = Serve({Method::kGet, "/v1/jobs", "", {{"limit", "5x"}}});
+  EXPECT_EQ(limit.status, 400);
+  EXPECT_EQ(Body(limit)["message"], "query parameter limit: expected an integer, got '5x'");
+}
+
+TEST_F(HandlersTest, ListJobsFiltersAsAsked) {
+  Response response = Serve(
+      {Method::kGet, "/v1/jobs", "", {{"state", "running"}, {"owner", "bob"}, {"active", "1"}}});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(Body(response)["jobs"].size(), 1u);
+  EXPECT_EQ(service_.listed_filter.state, model::JobState::kRunning);
+  EXPECT_EQ(service_.listed_filter.owner, "bob");
+  EXPECT_TRUE(service_.listed_filter.active_only);
+}
+
+TEST_F(HandlersTest, CancelNamesTheUserAndAnswersTheSummary) {
+  Response response =
+      Serve({Method::kPost, "/v1/jobs/7/cancel", "", {}, {{"X-Drover-User", "alice"}}});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(service_.cancel_cause, "cancelled by alice");
+  EXPECT_EQ(Body(response)["state"], "cancelled");
+}
+
+TEST_F(HandlersTest, ReportRejectsABadBodyNamingTheProblem) {
+  Response not_json = Serve({Method::kPost, "/v1/jobs/7/report", "{"});
+  EXPECT_EQ(not_json.status, 400);
+  EXPECT_THAT(Body(not_json)["message"].get<std::string>(), HasSubstr("request body: "));
+  Response unknown = Serve({Method::kPost, "/v1/jobs/7/report", R"({"eta": 3})"});
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_EQ(Body(unknown)["message"],
+            "eta: unknown field; a report has useful_work_began and/or progress");
+  Response empty = Serve({Method::kPost, "/v1/jobs/7/report", "{}"});
+  EXPECT_EQ(empty.status, 400);
+}
+
+TEST_F(HandlersTest, ReportAnswersTheAttemptsGoodput) {
+  Response response = Serve(
+      {Method::kPost, "/v1/jobs/7/report", R"({"useful_work_began": true, "progress": 0.5})"});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(
+      Body(response),
+      (json{{"job", 7}, {"attempt", 2}, {"useful_work_at", service_.now}, {"progress", 0.5}}));
+}
+
+TEST_F(HandlersTest, CheckpointAnswersItsTime) {
+  Response response = Serve({Method::kPost, "/v1/jobs/7/checkpoint"});
+  EXPECT_EQ(Body(response), (json{{"job", 7}, {"checkpoint_at", service_.now}}));
+}
+
+TEST_F(HandlersTest, LogsAnswerTextWithTheOffsetHeaders) {
+  service_.log = LogChunk{"hello\n", 6, true};
+  Response response = Serve({Method::kGet, "/v1/jobs/7/logs", "", {{"stream", "stderr"}}});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "hello\n");
+  EXPECT_EQ(response.content_type, "text/plain; charset=utf-8");
+  EXPECT_EQ(response.headers, (std::map<std::string, std::string>{{"X-Drover-Finished", "1"},
+                                                                  {"X-Drover-Next-Offset", "6"}}));
+  EXPECT_EQ(service_.log_stream, "stderr");
+}
+
+TEST_F(HandlersTest, LogsWaitForOutputAtMostTheLongPollLimit) {
+  service_.log = LogChunk{"", 0, false};
+  const TimeMs start = service_.now;
+  Response response = Serve({Method::kGet, "/v1/jobs/7/logs", "", {{"wait_ms", "999999"}}});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.headers.at("X-Drover-Finished"), "0");
+  EXPECT_EQ(service_.now - start, kMaxLongPollMs);
+  EXPECT_EQ(service_.log_reads, kMaxLongPollMs / 100 + 1);
+}
+
+TEST_F(HandlersTest, LogsRejectAParameterThatIsNoInteger) {
+  Response response = Serve({Method::kGet, "/v1/jobs/7/logs", "", {{"rank", "one"}}});
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(Body(response)["message"], "query parameter rank: expected an integer, got 'one'");
+}
+
+TEST_F(HandlersTest, CancellingAFinishedPipelineRunIsAFailedPrecondition) {
+  model::Job done = RunningJob(3);
+  done.pipeline_run = JobId(3);
+  done.state = model::JobState::kSucceeded;
+  done.finished_at = 2'000;
+  service_.runs[JobId(3)] = {done};
+  Response response = Serve({Method::kPost, "/v1/pipelines/3/cancel"});
+  EXPECT_EQ(response.status, 409);
+  EXPECT_EQ(Body(response)["code"], "failed_precondition");
+  EXPECT_THAT(Body(response)["message"].get<std::string>(),
+              HasSubstr("pipeline run 3 has already finished"));
+  EXPECT_EQ(service_.cancel_cause, "");
+}
+
+TEST_F(HandlersTest, AnUnknownPipelineRunIsNotFound) {
+  EXPECT_EQ(Serve({Method::kGet, "/v1/pipelines/4"}).status, 404);
+  EXPECT_EQ(Body(Serve({Method::kGet, "/v1/pipelines/0"}))["message"],
+            "pipeline run 0 does not exist");
+}
+
+TEST_F(HandlersTest, CronsRejectABodyThatIsNoJsonAndDeleteMapsNotFound) {
+  EXPECT_EQ(Serve({Method::kPost, "/v1/crons", "not json"}).status, 400);
+  Response deleted = Serve({Method::kDelete, "/v1/crons/nightly"});
+  EXPECT_EQ(deleted.status, 404);
+  EXPECT_EQ(Body(deleted)["message"], "cron job nightly does not exist");
+}
+
+TEST(CronView, ShowsTheRunsAndNullsWhatIsUnset) {
+  CronStatus status;
+  status.record.spec.name = "nightly";
+  status.record.owner = "alice";
+  status.active = {CronRun{"nightly@1", {JobId(4), JobId(5)}, "active"}};
+  json view = CronView(status);
+  EXPECT_EQ(view["name"], "nightly");
+  EXPECT_EQ(view["owner"], "alice");
+  EXPECT_EQ(view["next_run_at"], nullptr);
+  EXPECT_EQ(view["last_run"], nullptr);
+  EXPECT_EQ(view["active_runs"],
+            (json::array({{{"id", "nightly@1"}, {"state", "active"}, {"jobs", {4, 5}}}})));
+  EXPECT_EQ(view["history"], json::array());
+}
+
+TEST_F(HandlersTest, HealthAnswersTheTime) {
+  EXPECT_EQ(Body(Serve({Method::kGet, "/v1/health"})),
+            (json{{"status", "ok"}, {"time", service_.now}}));
+}
+
+TEST_F(HandlersTest, GoodputRejectsAnUnknownGrouping) {
+  Response response = Serve({Method::kGet, "/v1/goodput", "", {{"by", "colour"}}});
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(Body(response)["code"], "invalid_argument");
+}
+
+TEST_F(HandlersTest, AReloadErrorKeepsItsCodeAndDetails) {
+  service_.reload = MakeError(ErrorCode::kInvalidArgument, "policy.yaml: invalid",
+                              {"policy.yaml:1:1: error: queues: expected a list"});
+  Response response = Serve({Method::kPost, "/v1/policy/reload"});
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(Body(response)["details"],
+            json::array({"policy.yaml:1:1: error: queues: expected a list"}));
+}
+
+TEST_F(HandlersTest, NodesShowWhetherRemoteAndLost) {
+  NodeStatus remote;
+  remote.node.name = NodeId("n2");
+  remote.remote = true;
+  remote.lost = true;
+  remote.last_heard_at = 900;
+  service_.nodes = {remote};
+  json node = Body(Serve({Method::kGet, "/v1/nodes"}))["nodes"][0];
+  EXPECT_EQ(node["remote"], true);
+  EXPECT_EQ(node["state"], "lost");
+  EXPECT_EQ(node["last_heard_at"], 900);
+}
+
+TEST_F(HandlersTest, AgentCommandsClampTheWaitAndAnswerTheWireForm) {
+  Response response = Serve({Method::kGet, "/v1/agents/n1/commands", "", {{"wait_ms", "999999"}}});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(service_.commands_node, "n1");
+  EXPECT_EQ(service_.commands_wait_ms, kMaxLongPollMs);
+  EXPECT_EQ(Body(response)["commands"][0]["kind"], "adopt");
+  Serve({Method::kGet, "/v1/agents/n1/commands", "", {{"wait_ms", "-5"}}});
+  EXPECT_EQ(service_.commands_wait_ms, 0);
+}
+
+TEST_F(HandlersTest, AgentEventsRejectABodyWithoutAnEventList) {
+  Response response = Serve({Method::kPost, "/v1/agents/n1/events", R"({"event": 1})"});
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(Body(response)["message"], R"(request body: expected {"events": [...]})");
+  Response none = Serve({Method::kPost, "/v1/agents/n1/events", R"({"events": []})"});
+  EXPECT_EQ(Body(none), (json{{"accepted", true}}));
+  EXPECT_EQ(service_.events_node, "n1");
+}
+
+TEST_F(HandlersTest, RegisteringSomethingThatIsNoNodeIsABadRequest) {
+  EXPECT_EQ(Serve({Method::kPost, "/v1/agents/register", "[]"}).status, 400);
+  EXPECT_EQ(service_.registered, "");
+}
+
+TEST(Request, AQueryParameterAbsentFallsBackAndAnIntegerMustBeWhole) {
+  Request request;
+  request.query = {{"offset", "12"}, {"wait_ms", "1.5"}};
+  EXPECT_EQ(IntQuery(request, "offset", 0).value(), 12);
+  EXPECT_EQ(IntQuery(request, "rank", 3).value(), 3);
+  EXPECT_EQ(IntQuery(request, "wait_ms", 0).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(request.Query("stream", "stdout"), "stdout");
+}
+
+}  // namespace
+}  // namespace drover::api

@@ -1,0 +1,157 @@
+#include "drover/api/job_handlers.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "drover/api/views.h"
+
+namespace drover::api {
+namespace {
+
+using nlohmann::json;
+
+// The body of POST /v1/jobs/{id}/report.
+struct ProgressReport {
+  bool useful_work_began = false;
+  std::optional<double> progress;
+};
+
+// Errors are kInvalidArgument naming the field.
+Result<ProgressReport> ParseProgressReport(const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
+  if (!body.is_object()) return InvalidArgument("request body: expected a JSON object");
+  ProgressReport report;
+  for (const auto& [field, value] : body.items()) {
+    if (field == "useful_work_began") {
+      if (!value.is_boolean()) return InvalidArgument("useful_work_began: expected true or false");
+      report.useful_work_began = value.get<bool>();
+    } else if (field == "progress") {
+      if (!value.is_number()) return InvalidArgument("progress: expected a number from 0 to 1");
+      report.progress = value.get<double>();
+    } else {
+      return InvalidArgument(
+          fmt::format("{}: unknown field; a report has useful_work_began and/or progress", field));
+    }
+  }
+  if (!report.useful_work_began && !report.progress) {
+    return InvalidArgument(
+        "request body: nothing to report; send useful_work_began: true and/or progress");
+  }
+  return report;
+}
+
+}  // namespace
+
+Result<Response> SubmitJobs(Service& service, const Request& request) {
+  spec::ParseOptions options;
+  options.file_name =
+      request.HasHeader(kFileHeader) ? request.Header(kFileHeader) : std::string("<request>");
+  options.base_dir = request.Header(kBaseDirHeader);
+  DROVER_ASSIGN_OR_RETURN(
+      Submission submitted,
+      service.Submit(request.body, options, request.Header(kIdempotencyKeyHeader),
+                     request.Header(kUserHeader)));
+  // From what Submit returned: one GetJob per job would wait for the control plane's lock each
+  // time, which its loop holds while it launches workers (tens of ms each).
+  json jobs = json::array();
+  for (const SubmittedJob& job : submitted.jobs) {
+    jobs.push_back(json{
+        {"id", job.id.value()}, {"name", job.name}, {"state", model::JobStateName(job.state)}});
+  }
+  return JsonResponse(submitted.existing ? 200 : 201,
+                      json{{"jobs", jobs}, {"existing", submitted.existing}});
+}
+
+Result<Response> ListJobs(Service& service, const Request& request) {
+  store::JobFilter filter;
+  if (request.HasQuery("state")) {
+    filter.state = model::ParseJobState(request.Query("state"));
+    if (!filter.state) {
+      return InvalidArgument("query parameter state: unknown state '" + request.Query("state") +
+                             "'");
+    }
+  }
+  filter.owner = request.Query("owner");
+  filter.team = request.Query("team");
+  filter.queue = request.Query("queue");
+  filter.name = request.Query("name");
+  filter.active_only = request.Query("active") == "1";
+  DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", 0));
+  filter.limit = static_cast<int>(limit);
+  json jobs = json::array();
+  const TimeMs now = service.Now();
+  for (const model::Job& job : service.ListJobs(filter)) jobs.push_back(JobSummary(job, now));
+  return JsonResponse(200, json{{"jobs", jobs}});
+}
+
+Result<Response> GetJob(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
+  DROVER_ASSIGN_OR_RETURN(auto transitions, service.Transitions(id));
+  return JsonResponse(200, JobDetail(job, transitions, service.Now()));
+}
+
+Result<Response> CancelJob(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  const std::string user = request.Header(kUserHeader);
+  DROVER_RETURN_IF_ERROR(service.Cancel(id, user.empty() ? "cancelled" : "cancelled by " + user));
+  DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
+  return JsonResponse(200, JobSummary(job, service.Now()));
+}
+
+Result<Response> ExplainJob(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(control::Explanation explanation, service.Explain(id));
+  return JsonResponse(200, ExplanationView(id, explanation));
+}
+
+Result<Response> JobDecisions(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(auto decisions, service.Decisions(id));
+  return JsonResponse(200, DecisionsView(decisions));
+}
+
+Result<Response> CheckpointJob(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(TimeMs at, service.ReportCheckpoint(id));
+  return JsonResponse(200, json{{"job", id.value()}, {"checkpoint_at", at}});
+}
+
+Result<Response> ReportJob(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(ProgressReport report, ParseProgressReport(request));
+  DROVER_ASSIGN_OR_RETURN(model::Attempt attempt,
+                          service.ReportProgress(id, report.useful_work_began, report.progress));
+  json body = {{"job", id.value()}, {"attempt", attempt.number}};
+  body.update(GoodputView(attempt));
+  return JsonResponse(200, body);
+}
+
+Result<Response> JobLogs(Service& service, const Request& request) {
+  constexpr std::int64_t kMaxChunk = 1 << 20;
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t attempt, IntQuery(request, "attempt", 0));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t rank, IntQuery(request, "rank", 0));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t offset, IntQuery(request, "offset", 0));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t wait_ms, IntQuery(request, "wait_ms", 0));
+  const std::string stream = request.Query("stream", "stdout");
+  std::uint64_t seen = service.version();
+  const TimeMs deadline = service.Now() + std::min<DurationMs>(wait_ms, kMaxLongPollMs);
+  while (true) {
+    DROVER_ASSIGN_OR_RETURN(LogChunk chunk,
+                            service.ReadLog(id, static_cast<int>(attempt), static_cast<int>(rank),
+                                            stream, offset, kMaxChunk));
+    if (!chunk.data.empty() || chunk.finished || service.Now() >= deadline) {
+      Response response{200, std::move(chunk.data), "text/plain; charset=utf-8", {}};
+      response.headers["X-Drover-Next-Offset"] = std::to_string(chunk.next_offset);
+      response.headers["X-Drover-Finished"] = chunk.finished ? "1" : "0";
+      return response;
+    }
+    seen = service.WaitForChange(seen, 100);
+  }
+}
+
+}  // namespace drover::api

@@ -1,0 +1,38 @@
+#pragma once
+
+// Handlers of the /v1/jobs endpoints (docs/api.md, "Jobs"): submit, list, get, cancel,
+// explain, decisions, checkpoint, report and logs. Each answers a request that matched its route
+// in routes.cc; errors are the Service's (request.h maps them to statuses), plus those named.
+
+#include "drover/api/request.h"
+#include "drover/api/service.h"
+
+namespace drover::api {
+
+// POST /v1/jobs: the spec text in the body, X-Drover-File (default "<request>"),
+// X-Drover-Base-Dir, X-Drover-User (the owner) and Idempotency-Key. 201 with the created jobs,
+// 200 for a repeated key.
+Result<Response> SubmitJobs(Service& service, const Request& request);
+// GET /v1/jobs?state=&owner=&team=&queue=&name=&active=1&limit=: job summaries.
+// kInvalidArgument for an unknown state or a limit that is not an integer.
+Result<Response> ListJobs(Service& service, const Request& request);
+// GET /v1/jobs/{id}: the job's detail with its transitions.
+Result<Response> GetJob(Service& service, const Request& request);
+// POST /v1/jobs/{id}/cancel: the job's summary after the cancel ("cancelled by USER").
+Result<Response> CancelJob(Service& service, const Request& request);
+// GET /v1/jobs/{id}/explain.
+Result<Response> ExplainJob(Service& service, const Request& request);
+// GET /v1/jobs/{id}/decisions.
+Result<Response> JobDecisions(Service& service, const Request& request);
+// POST /v1/jobs/{id}/checkpoint: {"job", "checkpoint_at"}.
+Result<Response> CheckpointJob(Service& service, const Request& request);
+// POST /v1/jobs/{id}/report with {"useful_work_began": bool, "progress": number} (either or
+// both): {"job", "attempt", GoodputView...}. kInvalidArgument naming the field for a body that is
+// not such an object.
+Result<Response> ReportJob(Service& service, const Request& request);
+// GET /v1/jobs/{id}/logs?attempt=&rank=&stream=&offset=&wait_ms=: a chunk of a worker's output
+// as text, with X-Drover-Next-Offset and X-Drover-Finished. A long poll: with no output yet it
+// waits up to wait_ms (at most kMaxLongPollMs) for some, or for the worker's end.
+Result<Response> JobLogs(Service& service, const Request& request);
+
+}  // namespace drover::api

@@ -1,0 +1,71 @@
+#pragma once
+
+// The HTTP API's requests and responses as plain values (no sockets), and the helpers every
+// handler uses to read a request and to answer: the server's adapter (server/http_server.cc)
+// converts cpp-httplib's types to and from these, and handler tests build them directly.
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/common/result.h"
+
+namespace drover::api {
+
+// The request headers the handlers read; the adapter copies these and no others.
+inline constexpr std::string_view kUserHeader = "X-Drover-User";
+inline constexpr std::string_view kFileHeader = "X-Drover-File";
+inline constexpr std::string_view kBaseDirHeader = "X-Drover-Base-Dir";
+inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
+inline constexpr std::string_view kRequestHeaders[] = {kUserHeader, kFileHeader, kBaseDirHeader,
+                                                       kIdempotencyKeyHeader};
+
+// The longest a long poll (logs, agent commands) waits; a longer wait_ms is cut to it.
+inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;
+
+struct Request {
+  std::string method;  // "GET", "POST", "DELETE"
+  std::string path;
+  std::vector<std::string> path_params;        // the route pattern's captures, in order
+  std::map<std::string, std::string> query;    // a repeated parameter keeps its first value
+  std::map<std::string, std::string> headers;  // those of kRequestHeaders that were sent
+  std::string body;
+
+  // The query parameter `name`, or `fallback` when absent.
+  std::string Query(const std::string& name, const std::string& fallback = "") const;
+  bool HasQuery(const std::string& name) const { return query.count(name) > 0; }
+  // The header `name` (one of kRequestHeaders), or "" when absent.
+  std::string Header(std::string_view name) const;
+  bool HasHeader(std::string_view name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string body;
+  std::string content_type;
+  std::map<std::string, std::string> headers;  // extra response headers (X-Drover-*)
+};
+
+// `body` as application/json with `status`.
+Response JsonResponse(int status, const nlohmann::json& body);
+// The error's status (HttpStatusFor) with the body {code, message, details} (ErrorBody).
+Response ErrorResponse(const Error& error);
+
+// Integer query parameter `name`, `fallback` when absent. kInvalidArgument naming the parameter
+// when it is not an integer.
+Result<std::int64_t> IntQuery(const Request& request, const std::string& name,
+                              std::int64_t fallback);
+
+// Path parameter `index` as a job id; one that cannot be an id (not a positive integer) is
+// kNotFound naming `what` ("job", "pipeline run"), as an unknown id would be.
+Result<JobId> PathJobId(const Request& request, std::string_view what = "job", int index = 0);
+
+// The body as JSON. kInvalidArgument "request body: ..." when it does not parse.
+Result<nlohmann::json> JsonBody(const Request& request);
+
+}  // namespace drover::api

@@ -1,0 +1,168 @@
+#pragma once
+
+// api::Service: what the HTTP handlers (docs/api.md) need from the control plane, and the values
+// it answers with. The server implements it over its ControlPlane (server/api_service.h); the
+// handler tests implement it with a fake. Each method states its error codes; a handler maps
+// them to HTTP statuses with HttpStatusFor (views.h).
+//
+// Thread-safety: handlers run on many HTTP threads at once, so an implementation must be safe to
+// call concurrently.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/ids.h"
+#include "drover/common/result.h"
+#include "drover/control/explanation.h"
+#include "drover/model/decision.h"
+#include "drover/model/job.h"
+#include "drover/model/node.h"
+#include "drover/model/policy.h"
+#include "drover/spec/parse.h"
+#include "drover/store/store.h"
+
+namespace drover::api {
+
+// Where the scheduling policy came from, for GET /v1/policy.
+struct PolicyStatus {
+  model::Policy policy;
+  std::string file;      // empty: the default policy (no --policy)
+  TimeMs loaded_at = 0;  // when the policy in force was read; 0 for the default
+  // The last automatic re-read that failed (the policy in force stayed), until one succeeds.
+  std::optional<Error> reload_error;
+};
+
+struct NodeStatus {
+  model::Node node;
+  model::Resources free;
+  std::vector<int> free_gpus;
+  bool remote = false;
+  bool lost = false;         // its agent stopped answering and has not registered again
+  TimeMs last_heard_at = 0;  // remote: the agent's last call (0: none since the server started)
+};
+
+// A job of a submission as Service::Submit left it: what POST /v1/jobs answers.
+struct SubmittedJob {
+  JobId id;
+  std::string name;
+  model::JobState state = model::JobState::kPending;
+};
+
+// What Service::Submit created, or found for a repeated submission key.
+struct Submission {
+  std::vector<SubmittedJob> jobs;  // in the submission's order
+  bool existing = false;           // the key was seen before; no new jobs were created
+
+  std::vector<JobId> Ids() const;
+};
+
+// A chunk of a worker's output.
+struct LogChunk {
+  std::string data;
+  std::int64_t next_offset = 0;
+  bool finished = false;  // the worker has exited and `data` reaches the end of the file
+};
+
+// One run of a cron job (docs/workflows.md "Cron jobs").
+struct CronRun {
+  std::string id;  // the run id, also the jobs' submission key
+  std::vector<JobId> jobs;
+  // "active" while any job is unfinished; then "succeeded" if every job succeeded (or was
+  // skipped by its pipeline's conditions), else "failed".
+  std::string state;
+};
+
+// A cron job with its runs, for GET /v1/crons (CronView in views.h).
+struct CronStatus {
+  store::CronRecord record;
+  std::optional<TimeMs> next_run;  // unset while suspended
+  std::vector<CronRun> active;     // unfinished runs, oldest first
+  // Finished runs, newest first: at most spec.successful_history_limit succeeded and
+  // spec.failed_history_limit failed ones (older runs' jobs stay listed under `drover ls`).
+  std::vector<CronRun> history;
+  std::optional<CronRun> last;  // the newest run, whatever its state
+};
+
+class Service {
+ public:
+  virtual ~Service() = default;
+
+  // The server's clock.
+  virtual TimeMs Now() const = 0;
+
+  // Jobs.
+  // Parses, validates and creates the jobs of `text` (YAML or JSON). kInvalidArgument, creating
+  // nothing, with every diagnostic in Error::details. A repeated `idempotency_key` answers the
+  // jobs it created (existing = true).
+  virtual Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
+                                    const std::string& idempotency_key,
+                                    const std::string& owner) = 0;
+  virtual std::vector<model::Job> ListJobs(const store::JobFilter& filter) const = 0;
+  // kNotFound for an unknown job (also Transitions, Explain, Decisions).
+  virtual Result<model::Job> GetJob(JobId id) const = 0;
+  virtual Result<std::vector<model::Transition>> Transitions(JobId id) const = 0;
+  virtual Result<control::Explanation> Explain(JobId id) const = 0;
+  virtual Result<std::vector<model::Decision>> Decisions(JobId id) const = 0;
+  // kNotFound for an unknown job; kFailedPrecondition for a finished one.
+  virtual Status Cancel(JobId id, const std::string& cause) = 0;
+  // Records a checkpoint now and returns its time. kNotFound for an unknown job;
+  // kFailedPrecondition if it is not starting or running.
+  virtual Result<TimeMs> ReportCheckpoint(JobId id) = 0;
+  // The job reports that useful work began and/or its progress in [0, 1]; returns its current
+  // attempt. kNotFound, kFailedPrecondition (not starting or running), kInvalidArgument
+  // (progress out of range).
+  virtual Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
+                                                std::optional<double> progress) = 0;
+  // A worker's stdout or stderr from `offset` (at most `max_bytes`); attempt 0 is the current
+  // one. kNotFound for unknown jobs or workers, kUnavailable for workers on remote nodes.
+  virtual Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
+                                   std::int64_t offset, std::int64_t max_bytes) const = 0;
+  // A counter that increases with every persisted change; WaitForChange blocks until it exceeds
+  // `seen` or `timeout_ms` passes, and returns the current value. For long polls.
+  virtual std::uint64_t version() const = 0;
+  virtual std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const = 0;
+
+  // Pipelines.
+  // Every pipeline run's jobs (each in id order), oldest run first.
+  virtual std::vector<std::vector<model::Job>> PipelineRuns() const = 0;
+  // The jobs of pipeline run `run` in id order; kNotFound when no job belongs to it.
+  virtual Result<std::vector<model::Job>> PipelineRun(JobId run) const = 0;
+  // Cancels the run's unfinished jobs. kNotFound for an unknown run; a finished run is no
+  // error.
+  virtual Status CancelPipeline(JobId run, const std::string& cause) = 0;
+
+  // Cron jobs.
+  // Creates or replaces cron job spec.name. kInvalidArgument naming the field.
+  virtual Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) = 0;
+  // Every cron job, by name.
+  virtual std::vector<CronStatus> Crons() const = 0;
+  // kNotFound for an unknown name.
+  virtual Status DeleteCron(const std::string& name) = 0;
+
+  // Queues and policy.
+  // The queue tree with usage and pending counts, in tree order.
+  virtual std::vector<control::QueueReport> Queues() const = 0;
+  virtual model::Policy Policy() const = 0;
+  virtual PolicyStatus PolicyInfo() const = 0;
+  // Re-reads the policy file. kFailedPrecondition without one; kInvalidArgument (one detail per
+  // diagnostic) for a file that does not parse or validate, changing nothing.
+  virtual Status ReloadPolicy() = 0;
+
+  // Nodes and remote agents.
+  virtual std::vector<NodeStatus> Nodes() const = 0;
+  // (Re-)registers a remote node. kAlreadyExists for a node served by the embedded agent.
+  virtual Status RegisterRemoteNode(const model::Node& node) = 0;
+  // The commands queued for the node's agent, in their wire form (server/agent_link.h), waiting
+  // up to `wait_ms` for one. kNotFound for a node that is not registered or was declared lost.
+  virtual Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node,
+                                                           DurationMs wait_ms) = 0;
+  // The agent's worker events. kNotFound as for TakeCommands.
+  virtual Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) = 0;
+};
+
+}  // namespace drover::api

@@ -1,0 +1,101 @@
+#include "drover/api/workflow_handlers.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "drover/api/views.h"
+#include "drover/codec/json.h"
+
+namespace drover::api {
+namespace {
+
+using nlohmann::json;
+
+// The jobs of the pipeline run named in the path.
+Result<std::vector<model::Job>> PathPipelineRun(const Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request, "pipeline run"));
+  return service.PipelineRun(id);
+}
+
+json RunView(const CronRun& run) {
+  json jobs = json::array();
+  for (JobId id : run.jobs) jobs.push_back(id.value());
+  return json{{"id", run.id}, {"state", run.state}, {"jobs", jobs}};
+}
+
+json RunsView(const std::vector<CronRun>& runs) {
+  json out = json::array();
+  for (const CronRun& run : runs) out.push_back(RunView(run));
+  return out;
+}
+
+}  // namespace
+
+Result<Response> ListPipelines(Service& service, const Request&) {
+  json runs = json::array();
+  const TimeMs now = service.Now();
+  for (const std::vector<model::Job>& run : service.PipelineRuns()) {
+    runs.push_back(PipelineSummary(run, now));
+  }
+  return JsonResponse(200, json{{"pipelines", runs}});
+}
+
+Result<Response> GetPipeline(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(auto run, PathPipelineRun(service, request));
+  return JsonResponse(200, PipelineDetail(run, service.Now()));
+}
+
+Result<Response> CancelPipeline(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(auto run, PathPipelineRun(service, request));
+  const JobId id = run.front().pipeline_run;
+  const json before = PipelineSummary(run, service.Now());
+  if (before["finished_at"].get<TimeMs>() != 0) {
+    return FailedPrecondition(fmt::format("pipeline run {} has already finished ({})", id.value(),
+                                          before["state"].get<std::string>()));
+  }
+  const std::string user = request.Header(kUserHeader);
+  DROVER_RETURN_IF_ERROR(service.CancelPipeline(
+      id, user.empty() ? "pipeline cancelled" : "pipeline cancelled by " + user));
+  DROVER_ASSIGN_OR_RETURN(auto after, service.PipelineRun(id));
+  return JsonResponse(200, PipelineSummary(after, service.Now()));
+}
+
+Result<Response> PutCron(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
+  DROVER_ASSIGN_OR_RETURN(model::CronSpec spec, codec::CronSpecFromJson(body, "request.body"));
+  DROVER_ASSIGN_OR_RETURN(CronStatus status, service.PutCron(spec, request.Header(kUserHeader)));
+  return JsonResponse(200, CronView(status));
+}
+
+Result<Response> ListCrons(Service& service, const Request&) {
+  json crons = json::array();
+  for (const CronStatus& status : service.Crons()) crons.push_back(CronView(status));
+  return JsonResponse(200, json{{"crons", crons}});
+}
+
+Result<Response> DeleteCron(Service& service, const Request& request) {
+  const std::string& name = request.path_params.at(0);
+  DROVER_RETURN_IF_ERROR(service.DeleteCron(name));
+  return JsonResponse(200, json{{"deleted", name}});
+}
+
+json CronView(const CronStatus& status) {
+  const model::CronSpec& spec = status.record.spec;
+  return json{{"name", spec.name},
+              {"schedule", spec.schedule},
+              {"time_zone", spec.time_zone},
+              {"concurrency_policy", model::ConcurrencyPolicyName(spec.concurrency_policy)},
+              {"suspend", spec.suspend},
+              {"owner", status.record.owner},
+              {"created_at", status.record.created_at},
+              {"last_handled_at", status.record.last_handled},
+              {"next_run_at", status.next_run ? json(*status.next_run) : json(nullptr)},
+              {"last_run", status.last ? RunView(*status.last) : json(nullptr)},
+              {"active_runs", RunsView(status.active)},
+              {"history", RunsView(status.history)},
+              {"spec", codec::ToJson(spec)}};
+}
+
+}  // namespace drover::api

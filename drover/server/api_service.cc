@@ -1,0 +1,110 @@
+#include "drover/server/api_service.h"
+
+#include <utility>
+
+namespace drover::server {
+
+TimeMs ControlPlaneService::Now() const { return plane_.Now(); }
+
+Result<api::Submission> ControlPlaneService::Submit(std::string_view text,
+                                                    const spec::ParseOptions& options,
+                                                    const std::string& idempotency_key,
+                                                    const std::string& owner) {
+  return plane_.Submit(text, options, idempotency_key, owner);
+}
+
+std::vector<model::Job> ControlPlaneService::ListJobs(const store::JobFilter& filter) const {
+  return plane_.ListJobs(filter);
+}
+
+Result<model::Job> ControlPlaneService::GetJob(JobId id) const { return plane_.GetJob(id); }
+
+Result<std::vector<model::Transition>> ControlPlaneService::Transitions(JobId id) const {
+  return plane_.Transitions(id);
+}
+
+Result<control::Explanation> ControlPlaneService::Explain(JobId id) const {
+  return plane_.Explain(id);
+}
+
+Result<std::vector<model::Decision>> ControlPlaneService::Decisions(JobId id) const {
+  return plane_.Decisions(id);
+}
+
+Status ControlPlaneService::Cancel(JobId id, const std::string& cause) {
+  return plane_.Cancel(id, cause);
+}
+
+Result<TimeMs> ControlPlaneService::ReportCheckpoint(JobId id) {
+  TimeMs at = 0;
+  DROVER_RETURN_IF_ERROR(plane_.ReportCheckpoint(id, &at));
+  return at;
+}
+
+Result<model::Attempt> ControlPlaneService::ReportProgress(JobId id, bool useful_work_began,
+                                                           std::optional<double> progress) {
+  return plane_.ReportProgress(id, useful_work_began, progress);
+}
+
+Result<api::LogChunk> ControlPlaneService::ReadLog(JobId id, int attempt, int rank,
+                                                   const std::string& stream, std::int64_t offset,
+                                                   std::int64_t max_bytes) const {
+  return plane_.ReadLog(id, attempt, rank, stream, offset, max_bytes);
+}
+
+std::uint64_t ControlPlaneService::version() const { return plane_.version(); }
+
+std::uint64_t ControlPlaneService::WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const {
+  return plane_.WaitForChange(seen, timeout_ms);
+}
+
+std::vector<std::vector<model::Job>> ControlPlaneService::PipelineRuns() const {
+  return plane_.PipelineRuns();
+}
+
+Result<std::vector<model::Job>> ControlPlaneService::PipelineRun(JobId run) const {
+  return plane_.PipelineRun(run);
+}
+
+Status ControlPlaneService::CancelPipeline(JobId run, const std::string& cause) {
+  return plane_.CancelPipeline(run, cause);
+}
+
+Result<api::CronStatus> ControlPlaneService::PutCron(const model::CronSpec& spec,
+                                                     const std::string& owner) {
+  return plane_.PutCron(spec, owner);
+}
+
+std::vector<api::CronStatus> ControlPlaneService::Crons() const { return plane_.Crons(); }
+
+Status ControlPlaneService::DeleteCron(const std::string& name) { return plane_.DeleteCron(name); }
+
+std::vector<control::QueueReport> ControlPlaneService::Queues() const { return plane_.Queues(); }
+
+model::Policy ControlPlaneService::Policy() const { return plane_.Policy(); }
+
+api::PolicyStatus ControlPlaneService::PolicyInfo() const { return plane_.PolicyInfo(); }
+
+Status ControlPlaneService::ReloadPolicy() { return plane_.ReloadPolicy(); }
+
+std::vector<api::NodeStatus> ControlPlaneService::Nodes() const { return plane_.Nodes(); }
+
+Status ControlPlaneService::RegisterRemoteNode(const model::Node& node) {
+  return plane_.RegisterRemoteNode(node);
+}
+
+Result<std::vector<nlohmann::json>> ControlPlaneService::TakeCommands(const NodeId& node,
+                                                                      DurationMs wait_ms) {
+  DROVER_ASSIGN_OR_RETURN(std::vector<AgentCommand> commands, plane_.TakeCommands(node, wait_ms));
+  std::vector<nlohmann::json> wire;
+  wire.reserve(commands.size());
+  for (const AgentCommand& command : commands) wire.push_back(ToJson(command));
+  return wire;
+}
+
+Status ControlPlaneService::ReportEvents(const NodeId& node,
+                                         std::vector<model::WorkerEvent> events) {
+  return plane_.ReportEvents(node, std::move(events));
+}
+
+}  // namespace drover::server

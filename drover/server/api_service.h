@@ -1,0 +1,52 @@
+#pragma once
+
+// ControlPlaneService: the HTTP API's api::Service over a ControlPlane. It forwards each call,
+// adapting the two that differ: a checkpoint answers its time, and agent commands answer in
+// their wire form (agent_link.h). Thread-safe as ControlPlane is; the plane must outlive it.
+
+#include "drover/api/service.h"
+#include "drover/server/control_plane.h"
+
+namespace drover::server {
+
+class ControlPlaneService final : public api::Service {
+ public:
+  explicit ControlPlaneService(ControlPlane& plane) : plane_(plane) {}
+
+  TimeMs Now() const override;
+  Result<api::Submission> Submit(std::string_view text, const spec::ParseOptions& options,
+                                 const std::string& idempotency_key,
+                                 const std::string& owner) override;
+  std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
+  Result<model::Job> GetJob(JobId id) const override;
+  Result<std::vector<model::Transition>> Transitions(JobId id) const override;
+  Result<control::Explanation> Explain(JobId id) const override;
+  Result<std::vector<model::Decision>> Decisions(JobId id) const override;
+  Status Cancel(JobId id, const std::string& cause) override;
+  Result<TimeMs> ReportCheckpoint(JobId id) override;
+  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
+                                        std::optional<double> progress) override;
+  Result<api::LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
+                                std::int64_t offset, std::int64_t max_bytes) const override;
+  std::uint64_t version() const override;
+  std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const override;
+  std::vector<std::vector<model::Job>> PipelineRuns() const override;
+  Result<std::vector<model::Job>> PipelineRun(JobId run) const override;
+  Status CancelPipeline(JobId run, const std::string& cause) override;
+  Result<api::CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) override;
+  std::vector<api::CronStatus> Crons() const override;
+  Status DeleteCron(const std::string& name) override;
+  std::vector<control::QueueReport> Queues() const override;
+  model::Policy Policy() const override;
+  api::PolicyStatus PolicyInfo() const override;
+  Status ReloadPolicy() override;
+  std::vector<api::NodeStatus> Nodes() const override;
+  Status RegisterRemoteNode(const model::Node& node) override;
+  Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override;
+  Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;
+
+ private:
+  ControlPlane& plane_;
+};
+
+}  // namespace drover::server
