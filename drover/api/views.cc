@@ -175,9 +175,12 @@ std::string StageStateName(const workflow::StageStatus& stage) {
     return std::any_of(stage.jobs.begin(), stage.jobs.end(),
                        [&](const model::Job* job) { return predicate(job->state); });
   };
-  if (any(Started)) return "running";
-  if (any([](model::JobState s) { return s == model::JobState::kWaiting; })) return "waiting";
-  return "pending";
+  // The state of its most advanced unfinished job, by that job state's name.
+  if (any(Started)) return std::string(model::JobStateName(model::JobState::kRunning));
+  if (any([](model::JobState s) { return s == model::JobState::kWaiting; })) {
+    return std::string(model::JobStateName(model::JobState::kWaiting));
+  }
+  return std::string(model::JobStateName(model::JobState::kPending));
 }
 
 // A job of a pipeline stage: its trial, times and outputs.

@@ -705,19 +705,12 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
 
 Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trace) {
   model::Policy policy;
-  if (name == "fifo") {
-    policy.order = model::QueueOrder::kFifo;
-  } else if (name == "sjf") {
-    policy.order = model::QueueOrder::kSjf;
-  } else if (name == "las") {
-    policy.order = model::QueueOrder::kLas;
-  } else if (name == "fair-share") {
-    policy.order = model::QueueOrder::kFairShare;
-  } else {
-    return InvalidArgument(fmt::format(
-        "policy '{}' is not a named replay policy; the names are fifo, sjf, las, fair-share",
-        name));
+  std::optional<model::QueueOrder> order = model::ParseQueueOrder(name);
+  if (!order) {
+    return InvalidArgument(fmt::format("policy '{}' is not a named replay policy; the names are {}",
+                                       name, model::kQueueOrderNames.ChoiceList()));
   }
+  policy.order = *order;
   std::set<std::string> queues;
   for (const TraceJob& job : trace.jobs) queues.insert(job.spec.queue);
   for (const std::string& queue : queues) {

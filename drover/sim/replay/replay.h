@@ -75,7 +75,8 @@ struct ReplayOptions {
   bool event_log = false;
 };
 
-// A named policy for replays: "fifo", "sjf", "las", "fair-share": one leaf queue per distinct
+// A named policy for replays, a queue order's name (model::kQueueOrderNames: "fair-share",
+// "fifo", "sjf", "las"): one leaf queue per distinct
 // TraceJob spec.queue (in name order; "default" alone for an empty trace), equal weights, no
 // quotas, the server's defaults for everything else (binpack, EASY backfill, preemption of
 // interruptible jobs), and model::Policy::order set to the name. kInvalidArgument for other
