@@ -21,6 +21,7 @@
 #include "drover/control/explanation.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
+#include "drover/model/launch.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
 #include "drover/spec/parse.h"
