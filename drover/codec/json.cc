@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "drover/common/nesting.h"
+
 namespace drover::codec {
 namespace {
 
@@ -1139,6 +1141,10 @@ std::string DumpJson(const json& j) {
 }
 
 Result<json> ParseJson(std::string_view text) {
+  if (std::optional<std::size_t> at = FindExcessNesting(text, NestingSyntax::kJson)) {
+    return InvalidArgument(fmt::format(
+        "invalid JSON: nested too deeply at byte {} (more than {} levels)", *at, kMaxNestingDepth));
+  }
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

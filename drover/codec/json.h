@@ -119,7 +119,9 @@ Result<model::Policy> PolicyFromJson(const nlohmann::json& json, std::string_vie
 
 // Compact serialization that never throws: invalid UTF-8 in strings is replaced by U+FFFD.
 std::string DumpJson(const nlohmann::json& json);
-// Parses `text`; kInvalidArgument with nlohmann's position message if it is not JSON.
+// Parses `text`; kInvalidArgument with nlohmann's position message if it is not JSON, and
+// "invalid JSON: nested too deeply at byte N (more than 499 levels)" for text nested more than
+// kMaxNestingDepth levels (common/nesting.h), refused before nlohmann builds any of it.
 Result<nlohmann::json> ParseJson(std::string_view text);
 
 }  // namespace drover::codec

@@ -444,5 +444,18 @@ TEST(JsonCodec, ParseJsonReportsSyntaxErrors) {
   EXPECT_THAT(parsed.error().message, HasSubstr("invalid JSON"));
 }
 
+// Issue 15, finding 2: nlohmann built every level of a deeply nested body before failing (about
+// 76 MB for 1 MB of '['); the depth is now refused first, and brackets in strings do not count.
+TEST(JsonCodec, ParseJsonRefusesDeepNestingBeforeParsing) {
+  auto parsed = ParseJson(std::string(1 << 20, '['));
+  ASSERT_FALSE(parsed.has_value());
+  EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(parsed.error().message,
+            "invalid JSON: nested too deeply at byte 499 (more than 499 levels)");
+  const std::string deepest = std::string(499, '[') + std::string(499, ']');
+  EXPECT_TRUE(ParseJson(deepest).has_value());
+  EXPECT_TRUE(ParseJson("{\"a\": \"" + std::string(1000, '[') + "\"}").has_value());
+}
+
 }  // namespace
 }  // namespace drover::codec

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "drover/common/nesting.h"
+
 namespace drover::spec {
 namespace {
 
@@ -55,16 +57,35 @@ std::optional<YamlSyntaxError> FindStall(const std::string& text) {
   return std::nullopt;
 }
 
+// The nesting error of the header comment, at the bracket that goes too deep, or nullopt.
+std::optional<YamlSyntaxError> FindDeepNesting(std::string_view text) {
+  const std::optional<std::size_t> at = FindExcessNesting(text, NestingSyntax::kYaml);
+  if (!at) return std::nullopt;
+  YAML::Mark mark;
+  mark.pos = static_cast<int>(*at);
+  const std::string_view before = text.substr(0, *at);
+  mark.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  const std::size_t line_start = before.rfind('\n');
+  mark.column = static_cast<int>(line_start == std::string_view::npos ? *at : *at - line_start - 1);
+  return YamlSyntaxError{mark, NestedTooDeeply()};
+}
+
 }  // namespace
+
+std::string NestedTooDeeply() {
+  return fmt::format("the document is nested too deeply (more than {} levels)", kMaxNestingDepth);
+}
 
 LoadedYaml LoadYamlDocuments(std::string_view text) {
   LoadedYaml out;
+  out.error = FindDeepNesting(text);
+  if (out.error) return out;
   const std::string input(text);
   try {
     out.error = FindStall(input);
     if (!out.error) out.documents = YAML::LoadAll(input);
   } catch (const YAML::DeepRecursion& e) {
-    out.error = YamlSyntaxError{e.mark, "the document is nested too deeply"};
+    out.error = YamlSyntaxError{e.mark, NestedTooDeeply()};
   } catch (const YAML::Exception& e) {
     out.error = YamlSyntaxError{e.mark, fmt::format("invalid YAML: {}", e.msg)};
   } catch (const std::exception& e) {

@@ -13,7 +13,7 @@ namespace drover::spec {
 
 struct YamlSyntaxError {
   YAML::Mark mark;      // 0-based, as yaml-cpp reports it; may be YAML::Mark::null_mark()
-  std::string message;  // "invalid YAML: ...", or "the document is nested too deeply"
+  std::string message;  // "invalid YAML: ...", or NestedTooDeeply()
 };
 
 struct LoadedYaml {
@@ -29,6 +29,14 @@ struct LoadedYaml {
 // upstream by PR #1319). The stream is therefore walked once with the event parser; a document
 // that starts where the previous one did is that loop and is reported as a syntax error. Only a
 // stream that ends normally is then loaded. Costs a second parse of the text.
+//
+// Text nested more than kMaxNestingDepth levels (common/nesting.h, an upper bound that counts
+// every bracket) is refused with NestedTooDeeply() at the bracket that goes too deep, before
+// yaml-cpp reads it: yaml-cpp would refuse it too, but only after holding ~230 bytes per
+// character of it.
 LoadedYaml LoadYamlDocuments(std::string_view text);
+
+// "the document is nested too deeply (more than 499 levels)".
+std::string NestedTooDeeply();
 
 }  // namespace drover::spec
