@@ -1,18 +1,20 @@
 # The two commands of the README:
 #   make demo   install what is missing, build, run the quickstart with `drover run`
 #   make test   install what is missing, build, run every test through ctest
-# Other targets: build, asan (build + test under sanitizers), release, bench, format,
-# format-check, thread-safety, deps.
+# Other targets: build, asan (build + test under sanitizers), release, bench, fuzz (each
+# libFuzzer harness of fuzz/ for FUZZ_SECONDS, default 60), format, format-check, thread-safety,
+# deps.
 
 PRESET ?= dev
 JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
 DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libhowardhinnant-date-dev tzdata libssl-dev slurm-wlm munge \
-  python3 procps clang-format clang
+  python3 procps clang-format clang libclang-rt-14-dev
 
-.PHONY: deps kubernetes-deps build test demo asan release bench format format-check \
+.PHONY: deps kubernetes-deps build test demo asan release bench fuzz format format-check \
   thread-safety clean
 
 # Installs the Debian packages that are not installed yet (needs root, or sudo).
@@ -60,7 +62,15 @@ release: deps
 bench: release
 	@echo "see docs/benchmarks.md for the benchmark commands"
 
-SOURCES = $(shell find drover tests bench tools -name '*.h' -o -name '*.cc')
+# Builds the libFuzzer harnesses (clang; libclang-rt-14-dev has libFuzzer) with ASan, UBSan and
+# LeakSanitizer, and runs each for FUZZ_SECONDS from its seed corpus (fuzz/README.md). Fails,
+# leaving the input under build-fuzz/fuzz/work/, on any crash, sanitizer report or leak.
+fuzz: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
+
+SOURCES = $(shell find drover tests bench tools fuzz -name '*.h' -o -name '*.cc')
 
 format:
 	clang-format -i $(SOURCES)
@@ -76,4 +86,4 @@ thread-safety: deps
 	python3 .ci/thread_safety.py
 
 clean:
-	rm -rf build build-asan build-release
+	rm -rf build build-asan build-release build-fuzz

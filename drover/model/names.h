@@ -30,6 +30,10 @@ struct NameEntry {
   Enum value;
   std::string_view name;
 };
+// Written out for clang 14 (Debian 12's, which builds fuzz/), which lacks C++20's class template
+// argument deduction for aggregates; g++ deduces NameEntry{Enum::kX, "x"} without it.
+template <typename Enum>
+NameEntry(Enum, std::string_view) -> NameEntry<Enum>;
 
 template <typename Enum, std::size_t N>
 class NameTable {

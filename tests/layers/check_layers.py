@@ -23,7 +23,7 @@ import os
 import re
 import sys
 
-SOURCE_ROOTS = ("drover", "tools", "bench", "tests")
+SOURCE_ROOTS = ("drover", "tools", "bench", "tests", "fuzz")
 SOURCE_SUFFIXES = (".h", ".cc", ".cpp")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(drover/[^"]+)"')
 LIBRARY = re.compile(r"drover_library\(\s*(\w+)(.*?)\)", re.S)

@@ -1,0 +1,133 @@
+#include "fuzz/fuzz_service.h"
+
+namespace drover::fuzz {
+namespace {
+
+constexpr TimeMs kNow = 1'700'000'000'000;
+const JobId kJob(1);
+
+model::Job TheJob() {
+  model::Job job;
+  job.id = kJob;
+  job.spec.name = "job";
+  job.state = model::JobState::kRunning;
+  return job;
+}
+
+Status FindJob(JobId id) {
+  if (id == kJob) return OkStatus();
+  return NotFound("job " + std::to_string(id.value()) + " does not exist");
+}
+
+}  // namespace
+
+TimeMs FuzzService::Now() const { return kNow; }
+
+Result<api::Submission> FuzzService::Submit(std::string_view text,
+                                            const spec::ParseOptions& options, const std::string&,
+                                            const std::string&) {
+  DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, options));
+  api::Submission submission;
+  std::int64_t next = kJob.value();
+  for (model::JobSpec& spec : specs) {
+    submission.jobs.push_back({JobId(next++), std::move(spec.name), model::JobState::kPending});
+  }
+  return submission;
+}
+
+std::vector<model::Job> FuzzService::ListJobs(const store::JobFilter&) const { return {TheJob()}; }
+
+Result<model::Job> FuzzService::GetJob(JobId id) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return TheJob();
+}
+
+Result<std::vector<model::Transition>> FuzzService::Transitions(JobId id) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return std::vector<model::Transition>{};
+}
+
+Result<control::Explanation> FuzzService::Explain(JobId id) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return control::Explanation{};
+}
+
+Result<std::vector<model::Decision>> FuzzService::Decisions(JobId id) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return std::vector<model::Decision>{};
+}
+
+Status FuzzService::Cancel(JobId id, const std::string&) { return FindJob(id); }
+
+Result<TimeMs> FuzzService::ReportCheckpoint(JobId id) {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return kNow;
+}
+
+Result<model::Attempt> FuzzService::ReportProgress(JobId id, bool useful_work_began,
+                                                   std::optional<double> progress) {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  if (progress && !(*progress >= 0 && *progress <= 1)) {
+    return InvalidArgument("progress: expected a number from 0 to 1");
+  }
+  model::Attempt attempt;
+  attempt.number = 1;
+  if (useful_work_began) attempt.useful_work_at = kNow;
+  if (progress) attempt.progress = *progress;
+  return attempt;
+}
+
+Result<api::LogChunk> FuzzService::ReadLog(JobId id, int, int, const std::string&, std::int64_t,
+                                           std::int64_t) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return api::LogChunk{};
+}
+
+std::uint64_t FuzzService::version() const { return 0; }
+
+std::uint64_t FuzzService::WaitForChange(std::uint64_t seen, DurationMs) const { return seen; }
+
+std::vector<std::vector<model::Job>> FuzzService::PipelineRuns() const { return {}; }
+
+Result<std::vector<model::Job>> FuzzService::PipelineRun(JobId run) const {
+  DROVER_RETURN_IF_ERROR(FindJob(run));
+  return std::vector<model::Job>{TheJob()};
+}
+
+Status FuzzService::CancelPipeline(JobId run, const std::string&) { return FindJob(run); }
+
+Result<api::CronStatus> FuzzService::PutCron(const model::CronSpec& spec,
+                                             const std::string& owner) {
+  api::CronStatus status;
+  status.record.spec = spec;
+  status.record.owner = owner;
+  return status;
+}
+
+std::vector<api::CronStatus> FuzzService::Crons() const { return {}; }
+
+Status FuzzService::DeleteCron(const std::string& name) {
+  return NotFound("cron job " + name + " does not exist");
+}
+
+std::vector<control::QueueReport> FuzzService::Queues() const { return {}; }
+
+model::Policy FuzzService::Policy() const { return {}; }
+
+api::PolicyStatus FuzzService::PolicyInfo() const { return {}; }
+
+Status FuzzService::ReloadPolicy() { return FailedPrecondition("the server has no policy file"); }
+
+std::vector<api::NodeStatus> FuzzService::Nodes() const { return {}; }
+
+Status FuzzService::RegisterRemoteNode(const model::Node&) { return OkStatus(); }
+
+Result<std::vector<nlohmann::json>> FuzzService::TakeCommands(const NodeId&, DurationMs) {
+  return std::vector<nlohmann::json>{};
+}
+
+Status FuzzService::ReportEvents(const NodeId&, std::vector<model::WorkerEvent>) {
+  return OkStatus();
+}
+
+}  // namespace drover::fuzz

@@ -1,0 +1,51 @@
+#pragma once
+
+// FuzzService: the api::Service the API harness runs the route table against. It answers like
+// the server does at the boundary the handlers see, without a control plane: Submit parses the
+// text with spec::ParseJobs as ControlPlane::Submit does (so a body goes through the same parser
+// as in the server), job 1 and pipeline run 1 exist, every registration and event report is
+// accepted, and reads answer empty. Nothing is kept between calls, so every input runs against
+// the same service.
+//
+// Thread-safety: stateless; safe to call from many threads.
+
+#include "drover/api/service.h"
+
+namespace drover::fuzz {
+
+class FuzzService final : public api::Service {
+ public:
+  TimeMs Now() const override;
+  Result<api::Submission> Submit(std::string_view text, const spec::ParseOptions& options,
+                                 const std::string& idempotency_key,
+                                 const std::string& owner) override;
+  std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
+  Result<model::Job> GetJob(JobId id) const override;
+  Result<std::vector<model::Transition>> Transitions(JobId id) const override;
+  Result<control::Explanation> Explain(JobId id) const override;
+  Result<std::vector<model::Decision>> Decisions(JobId id) const override;
+  Status Cancel(JobId id, const std::string& cause) override;
+  Result<TimeMs> ReportCheckpoint(JobId id) override;
+  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
+                                        std::optional<double> progress) override;
+  Result<api::LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
+                                std::int64_t offset, std::int64_t max_bytes) const override;
+  std::uint64_t version() const override;
+  std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const override;
+  std::vector<std::vector<model::Job>> PipelineRuns() const override;
+  Result<std::vector<model::Job>> PipelineRun(JobId run) const override;
+  Status CancelPipeline(JobId run, const std::string& cause) override;
+  Result<api::CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) override;
+  std::vector<api::CronStatus> Crons() const override;
+  Status DeleteCron(const std::string& name) override;
+  std::vector<control::QueueReport> Queues() const override;
+  model::Policy Policy() const override;
+  api::PolicyStatus PolicyInfo() const override;
+  Status ReloadPolicy() override;
+  std::vector<api::NodeStatus> Nodes() const override;
+  Status RegisterRemoteNode(const model::Node& node) override;
+  Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override;
+  Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;
+};
+
+}  // namespace drover::fuzz
