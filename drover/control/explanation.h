@@ -11,7 +11,7 @@
 #include "drover/model/hold_layer.h"
 #include "drover/model/job.h"
 #include "drover/sched/queues.h"
-#include "drover/sched/scheduler.h"
+#include "drover/sched/pending_reason.h"
 
 namespace drover::control {
 
