@@ -69,12 +69,11 @@ std::string_view Trim(std::string_view s) {
 Result<std::int64_t> ParseCpuMillis(std::string_view text) {
   text = Trim(text);
   std::string_view rest;
-  auto d = ParseDecimal(text, rest);
-  if (!d) return tl::unexpected(d.error());
-  if (rest.empty()) return Scale(*d, 1000, "millicores");
+  DROVER_ASSIGN_OR_RETURN(auto d, ParseDecimal(text, rest));
+  if (rest.empty()) return Scale(d, 1000, "millicores");
   if (rest == "m") {
-    if (d->fraction != 0) return InvalidArgument("millicores must be a whole number");
-    return d->whole;
+    if (d.fraction != 0) return InvalidArgument("millicores must be a whole number");
+    return d.whole;
   }
   return InvalidArgument(
       fmt::format("unknown CPU unit '{}' (write cores such as 8 or 0.5, or millicores such as "
@@ -85,8 +84,7 @@ Result<std::int64_t> ParseCpuMillis(std::string_view text) {
 Result<std::int64_t> ParseBytes(std::string_view text) {
   text = Trim(text);
   std::string_view rest;
-  auto d = ParseDecimal(text, rest);
-  if (!d) return tl::unexpected(d.error());
+  DROVER_ASSIGN_OR_RETURN(auto d, ParseDecimal(text, rest));
   struct Unit {
     std::string_view name;
     std::int64_t multiplier;
@@ -112,7 +110,7 @@ Result<std::int64_t> ParseBytes(std::string_view text) {
   std::string_view unit = rest;
   if (unit.size() == 2 && unit.back() == 'B' && unit.front() != 'i') unit.remove_suffix(1);  // GB
   for (const Unit& u : kUnits) {
-    if (u.name == unit) return Scale(*d, u.multiplier, "bytes");
+    if (u.name == unit) return Scale(d, u.multiplier, "bytes");
   }
   return InvalidArgument(fmt::format(
       "unknown memory unit '{}' (use Ki, Mi, Gi, Ti for powers of 1024 or K, M, G, T for "
@@ -127,8 +125,7 @@ Result<DurationMs> ParseDuration(std::string_view text) {
   bool first = true;
   while (!text.empty()) {
     std::string_view rest;
-    auto d = ParseDecimal(text, rest);
-    if (!d) return tl::unexpected(d.error());
+    DROVER_ASSIGN_OR_RETURN(auto d, ParseDecimal(text, rest));
     std::size_t unit_len = 0;
     while (unit_len < rest.size() && std::isalpha(static_cast<unsigned char>(rest[unit_len]))) {
       ++unit_len;
@@ -151,10 +148,9 @@ Result<DurationMs> ParseDuration(std::string_view text) {
       return InvalidArgument(fmt::format(
           "unknown duration unit '{}' (use ms, s, m, h or d, e.g. 30s or 1h30m)", unit));
     }
-    auto part = Scale(*d, multiplier, "milliseconds");
-    if (!part) return part;
-    if (*part > kMax - total) return InvalidArgument("duration is too large");
-    total += *part;
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t part, Scale(d, multiplier, "milliseconds"));
+    if (part > kMax - total) return InvalidArgument("duration is too large");
+    total += part;
     text = rest.substr(unit_len);
     first = false;
   }
