@@ -188,7 +188,8 @@ Status MakeDirectories(const std::string& path) {
 std::optional<TimeMs> ModificationTimeMs(const std::string& path) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return std::nullopt;
-  return static_cast<TimeMs>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
+  return static_cast<TimeMs>(info.st_mtim.tv_sec) * kMillisPerSecond +
+         info.st_mtim.tv_nsec / 1'000'000;
 }
 
 namespace {

@@ -133,17 +133,17 @@ Result<DurationMs> ParseDuration(std::string_view text) {
     std::string_view unit = rest.substr(0, unit_len);
     std::int64_t multiplier;
     if (unit.empty() && first && unit_len == rest.size()) {
-      multiplier = 1000;  // bare number: seconds
+      multiplier = kMillisPerSecond;  // bare number: seconds
     } else if (unit == "ms") {
       multiplier = 1;
     } else if (unit == "s") {
-      multiplier = 1000;
+      multiplier = kMillisPerSecond;
     } else if (unit == "m") {
-      multiplier = 60'000;
+      multiplier = kMillisPerMinute;
     } else if (unit == "h") {
-      multiplier = 3'600'000;
+      multiplier = kMillisPerHour;
     } else if (unit == "d") {
-      multiplier = 86'400'000;
+      multiplier = kMillisPerDay;
     } else {
       return InvalidArgument(fmt::format(
           "unknown duration unit '{}' (use ms, s, m, h or d, e.g. 30s or 1h30m)", unit));
@@ -188,12 +188,12 @@ std::string FormatBytesApprox(std::int64_t bytes) {
 
 std::string FormatDuration(DurationMs duration) {
   if (duration < 0) return fmt::format("-{}", FormatDuration(-duration));
-  if (duration < 1000) return fmt::format("{}ms", duration);
-  if (duration < 60'000) {
-    if (duration % 1000 == 0) return fmt::format("{}s", duration / 1000);
-    return fmt::format("{:.1f}s", duration / 1000.0);
+  if (duration < kMillisPerSecond) return fmt::format("{}ms", duration);
+  if (duration < kMillisPerMinute) {
+    if (duration % kMillisPerSecond == 0) return fmt::format("{}s", duration / kMillisPerSecond);
+    return fmt::format("{:.1f}s", static_cast<double>(duration) / kMillisPerSecond);
   }
-  std::int64_t seconds = duration / 1000;
+  std::int64_t seconds = duration / kMillisPerSecond;
   std::int64_t h = seconds / 3600, m = (seconds % 3600) / 60, s = seconds % 60;
   std::string out;
   if (h > 0) out += fmt::format("{}h", h);

@@ -190,7 +190,7 @@ std::optional<TimeMs> LatestDue(const CronSchedule& schedule, const date::time_z
                                 TimeMs last_handled, TimeMs now) {
   if (NextAfter(schedule, zone, last_handled) > now) return std::nullopt;
   // Look back over doubling windows so that a long pause does not walk every due time.
-  for (DurationMs window = 1'000;; window *= 2) {
+  for (DurationMs window = kMillisPerSecond;; window *= 2) {
     TimeMs due = NextAfter(schedule, zone, std::max(last_handled, now - window));
     if (due > now) continue;
     for (TimeMs next = NextAfter(schedule, zone, due); next <= now;

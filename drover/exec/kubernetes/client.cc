@@ -208,7 +208,7 @@ std::optional<TimeMs> ParseTime(std::string_view text) {
   if (!date.ok()) return std::nullopt;
   const auto midnight = std::chrono::sys_days(date).time_since_epoch();
   TimeMs ms = std::chrono::duration_cast<std::chrono::milliseconds>(midnight).count() +
-              ((hour * 60 + minute) * 60 + second) * TimeMs{1000};
+              ((hour * 60 + minute) * 60 + second) * kMillisPerSecond;
   std::size_t i = static_cast<std::size_t>(consumed);
   if (i < s.size() && s[i] == '.') {
     int scale = 100;
@@ -220,7 +220,7 @@ std::optional<TimeMs> ParseTime(std::string_view text) {
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
     int oh = 0, om = 0;
     if (std::sscanf(s.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2) return std::nullopt;
-    const TimeMs offset = (oh * 60 + om) * 60'000;
+    const TimeMs offset = (oh * 60 + om) * kMillisPerMinute;
     ms += s[i] == '+' ? -offset : offset;
   } else if (i >= s.size() || (s[i] != 'Z' && s[i] != 'z')) {
     return std::nullopt;
@@ -317,11 +317,11 @@ Error StatusError(int status, const std::string& body, const std::string& what) 
 
 DurationMs RetryAfterMs(const httplib::Response& response, DurationMs cap) {
   const std::string value = response.get_header_value("Retry-After");
-  DurationMs ms = 1000;
+  DurationMs ms = kMillisPerSecond;
   if (!value.empty()) {
     char* end = nullptr;
     const long seconds = std::strtol(value.c_str(), &end, 10);
-    if (end != value.c_str() && seconds >= 0) ms = seconds * 1000;
+    if (end != value.c_str() && seconds >= 0) ms = seconds * kMillisPerSecond;
   }
   return std::min(ms, cap);
 }
@@ -405,7 +405,8 @@ Result<json> Client::Send(const std::string& method, const std::string& path,
   const std::string target = prefix_ + path;
   const std::string what = fmt::format("{} {}", method, path);
   const DurationMs timeout = options_.request_timeout_ms;
-  http_->set_read_timeout(timeout / 1000, (timeout % 1000) * 1000);
+  // httplib takes whole seconds and microseconds.
+  http_->set_read_timeout(timeout / kMillisPerSecond, (timeout % kMillisPerSecond) * 1000);
   for (int attempt = 1;; ++attempt) {
     if (stopped_) return Unavailable(what + ": the client is stopped");
     httplib::Result result = method == "GET" ? http_->Get(target.c_str())
