@@ -70,24 +70,20 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
-  auto lock = server::DataDirLock::Acquire(data_dir, "drover server");
-  if (!lock) return tl::unexpected(lock.error());
-  std::string notice;
-  auto described = server::DescribeLocalNodes(nodes, fallback_gpus, &notice);
-  if (!described) return tl::unexpected(described.error());
-  if (!notice.empty()) std::cerr << notice << "\n";
-  auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
-  if (!store) return tl::unexpected(store.error());
   Daemon daemon;
-  daemon.lock = *std::move(lock);
+  DROVER_ASSIGN_OR_RETURN(daemon.lock, server::DataDirLock::Acquire(data_dir, "drover server"));
+  std::string notice;
+  DROVER_ASSIGN_OR_RETURN(auto described,
+                          server::DescribeLocalNodes(nodes, fallback_gpus, &notice));
+  if (!notice.empty()) std::cerr << notice << "\n";
+  DROVER_ASSIGN_OR_RETURN(
+      auto store, store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string()));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
-  daemon.plane = std::make_unique<server::ControlPlane>(*std::move(store), clock, options);
+  daemon.plane = std::make_unique<server::ControlPlane>(std::move(store), clock, options);
   if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
-  auto http = server::HttpServer::Bind(*daemon.plane, host, port);
-  if (!http) return tl::unexpected(http.error());
-  daemon.http = *std::move(http);
+  DROVER_ASSIGN_OR_RETURN(daemon.http, server::HttpServer::Bind(*daemon.plane, host, port));
   daemon.url = fmt::format("http://{}:{}", host, daemon.http->port());
-  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, *described, data_dir,
+  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, described, data_dir,
                                                server::SupervisorExecutable(), daemon.url, clock));
   // Queues whose policy says `executor: slurm` hand their jobs to the Slurm cluster that
   // Slurm's commands reach from here (PATH, SLURM_CONF); it idles while none does.
