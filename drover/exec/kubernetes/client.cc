@@ -8,8 +8,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "drover/common/filesystem.h"
 
 namespace drover::exec::kubernetes {
 
@@ -19,14 +19,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // kubeconfig
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot read {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 Result<std::string> DecodeBase64(std::string_view text) {
   auto value = [](char c) -> int {
