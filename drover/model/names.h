@@ -30,6 +30,10 @@ struct NameEntry {
   Enum value;
   std::string_view name;
 };
+// Spelled out for compilers without class template argument deduction for aggregates (clang
+// before 17, which the thread-safety check and the fuzzers use).
+template <typename Enum>
+NameEntry(Enum, std::string_view) -> NameEntry<Enum>;
 
 template <typename Enum, std::size_t N>
 class NameTable {
