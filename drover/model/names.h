@@ -30,6 +30,10 @@ struct NameEntry {
   Enum value;
   std::string_view name;
 };
+// Spelled out for compilers without C++20's deduction for aggregates (clang before 17, which
+// `make thread-safety` uses): NameEntry{JobState::kPending, "pending"} is a NameEntry<JobState>.
+template <typename Enum>
+NameEntry(Enum, std::string_view) -> NameEntry<Enum>;
 
 template <typename Enum, std::size_t N>
 class NameTable {
