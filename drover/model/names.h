@@ -30,8 +30,8 @@ struct NameEntry {
   Enum value;
   std::string_view name;
 };
-// Spelled out for compilers without C++20's deduction for aggregates (clang before 17, which
-// `make thread-safety` uses): NameEntry{JobState::kPending, "pending"} is a NameEntry<JobState>.
+// Spelled out for compilers without class template argument deduction for aggregates (clang
+// before 17, which the thread-safety check and the fuzzers use).
 template <typename Enum>
 NameEntry(Enum, std::string_view) -> NameEntry<Enum>;
 
