@@ -32,7 +32,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   if (spec.successful_history_limit < 0 || spec.failed_history_limit < 0) {
     return InvalidArgument("history: the limits must not be negative");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const TimeMs now = clock_.Now();
   CronEntry entry;
   auto it = crons_.find(spec.name);
@@ -55,7 +55,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
 }
 
 Status ControlPlane::DeleteCron(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!crons_.contains(name)) return NotFound(fmt::format("cron job {} does not exist", name));
   DROVER_RETURN_IF_ERROR(store_->DeleteCron(name));
   crons_.erase(name);
@@ -63,7 +63,7 @@ Status ControlPlane::DeleteCron(const std::string& name) {
 }
 
 std::vector<CronStatus> ControlPlane::Crons() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<CronStatus> out;
   for (const auto& [name, entry] : crons_) out.push_back(StatusOf(entry));
   return out;
