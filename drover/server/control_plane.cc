@@ -660,20 +660,18 @@ Result<std::shared_ptr<RemoteRuntime>> ControlPlane::RemoteOf(const NodeId& node
 
 Result<std::vector<AgentCommand>> ControlPlane::TakeCommands(const NodeId& node,
                                                              DurationMs wait_ms) {
-  Result<std::shared_ptr<RemoteRuntime>> remote;
+  std::shared_ptr<RemoteRuntime> remote;
   {
     MutexLock lock(mu_);
-    remote = RemoteOf(node);
+    DROVER_ASSIGN_OR_RETURN(remote, RemoteOf(node));
   }
-  if (!remote) return tl::unexpected(remote.error());
-  return (*remote)->TakeCommands(wait_ms);  // waits outside mu_
+  return remote->TakeCommands(wait_ms);  // waits outside mu_
 }
 
 Status ControlPlane::ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) {
   MutexLock lock(mu_);
-  auto remote = RemoteOf(node);
-  if (!remote) return tl::unexpected(remote.error());
-  DROVER_RETURN_IF_ERROR((*remote)->Report(std::move(events)));
+  DROVER_ASSIGN_OR_RETURN(std::shared_ptr<RemoteRuntime> remote, RemoteOf(node));
+  DROVER_RETURN_IF_ERROR(remote->Report(std::move(events)));
   RequestSchedule();
   return OkStatus();
 }

@@ -23,8 +23,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   }
   auto schedule = workflow::ParseCronSchedule(spec.schedule);
   if (!schedule) return InvalidArgument("schedule: " + schedule.error().message);
-  auto zone = LocateTimeZone(spec.time_zone);
-  if (!zone) return tl::unexpected(zone.error());
+  DROVER_ASSIGN_OR_RETURN(const date::time_zone* zone, LocateTimeZone(spec.time_zone));
   if (spec.jobs.empty()) return InvalidArgument("jobs: a cron job runs a job or a pipeline");
   if (spec.starting_deadline && *spec.starting_deadline < 0) {
     return InvalidArgument("starting_deadline: must not be negative");
@@ -45,7 +44,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   entry.record.spec = spec;
   entry.record.owner = owner;
   entry.schedule = *schedule;
-  entry.zone = *zone;
+  entry.zone = zone;
   // Planned at once: a replaced cron job may have a run due now (resumed, new schedule).
   entry.next_due = now;
   DROVER_RETURN_IF_ERROR(store_->PutCron(entry.record));
@@ -81,10 +80,9 @@ CronStatus ControlPlane::StatusOf(const CronEntry& entry) const {
 }
 
 Status ControlPlane::RestoreCrons() {
-  auto stored = store_->ListCrons();
-  if (!stored) return tl::unexpected(stored.error());
+  DROVER_ASSIGN_OR_RETURN(std::vector<store::CronRecord> stored, store_->ListCrons());
   const TimeMs now = clock_.Now();
-  for (store::CronRecord& record : *stored) {
+  for (store::CronRecord& record : stored) {
     auto schedule = workflow::ParseCronSchedule(record.spec.schedule);
     auto zone = LocateTimeZone(record.spec.time_zone);
     if (!schedule || !zone) {
