@@ -22,9 +22,9 @@ TEST(Table, EscapesControlCharactersAndInvalidUtf8InCells) {
                 "\xc2\x9b"
                 "31m \xff"});  // U+009B is CSI on some terminals
   EXPECT_EQ(table.Render(),
-            "OWNER        MESSAGE\n"
+            "OWNER       MESSAGE\n"
             "eve\\x1b[2J  a\\x09b\\x0d\\x0a\\x7f\n"
-            "caf\xc3\xa9        \\xc2\\x9b31m \\xff\n");
+            "caf\xc3\xa9       \\xc2\\x9b31m \\xff\n");
 }
 
 }  // namespace
