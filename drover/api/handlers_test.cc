@@ -249,6 +249,35 @@ TEST_F(HandlersTest, SubmitPassesTheHeadersAndAnswers201ThenExistingWith200) {
   EXPECT_EQ(service_.submitted_options.base_dir, "/w");
 }
 
+TEST_F(HandlersTest, SubmitRefusesHeadersItCannotHonourWithoutAskingTheService) {
+  Response relative =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Base-Dir", "work/dir"}}});
+  EXPECT_EQ(relative.status, 400);
+  EXPECT_EQ(Body(relative)["code"], "invalid_argument");
+  EXPECT_EQ(Body(relative)["message"],
+            "X-Drover-Base-Dir header: must be an absolute directory (the one relative paths in "
+            "the spec resolve against), found 'work/dir'");
+  Response user =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-User", "eve\x1b[2J"}}});
+  EXPECT_EQ(user.status, 400);
+  EXPECT_EQ(Body(user)["message"],
+            "X-Drover-User header: invalid owner 'eve\\x1b[2J': use 1 to 64 letters, digits, "
+            "'.', '_', '-' or '@' (no spaces, control characters or '/')");
+  Response hold =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Hold-Infeasible", "yes"}}});
+  EXPECT_EQ(hold.status, 400);
+  EXPECT_EQ(Body(hold)["message"],
+            "X-Drover-Hold-Infeasible header: expected true or false, found 'yes'");
+  EXPECT_EQ(service_.submitted_text, "");
+}
+
+TEST_F(HandlersTest, SubmitPassesHoldInfeasible) {
+  Response held =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Hold-Infeasible", "true"}}});
+  EXPECT_EQ(held.status, 201);
+  EXPECT_TRUE(service_.submitted_options.hold_infeasible);
+}
+
 TEST_F(HandlersTest, ListJobsRejectsAnUnknownStateAndALimitThatIsNoInteger) {
   Response state = Serve({Method::kGet, "/v1/jobs", "", {{"state", "sleeping"}}});
   EXPECT_EQ(state.status, 400);

@@ -104,7 +104,12 @@ int Main(int argc, char** argv) {
   submit->add_option("file", file, "spec file (YAML or JSON, - for stdin)")->required();
   submit->add_option("--idempotency-key", idempotency_key,
                      "resubmitting with the same key returns the same jobs");
-  submit->callback([&] { run = [&] { return SubmitCommand(client, file, idempotency_key); }; });
+  bool hold_infeasible = false;
+  submit->add_flag("--hold-infeasible", hold_infeasible,
+                   "accept jobs that no current node or queue limit can ever hold (they wait "
+                   "for the cluster to grow) instead of refusing them");
+  submit->callback(
+      [&] { run = [&] { return SubmitCommand(client, file, idempotency_key, hold_infeasible); }; });
 
   ListFlags list_flags;
   auto* ls = app.add_subcommand("ls", "list jobs");
@@ -188,6 +193,8 @@ int Main(int argc, char** argv) {
   run_command->add_option("--runs", run_flags.cron_runs,
                           "with cron jobs: finish after each has completed this many runs "
                           "(default 1)");
+  run_command->add_flag("--hold-infeasible", run_flags.hold_infeasible,
+                        "as for submit: keep jobs that can never start waiting");
   AddNodeFlags(run_command, run_flags.nodes);
   run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
 

@@ -357,6 +357,7 @@ int RunCommand(const RunFlags& flags) {
   auto text = ReadSpecFile(flags.file);
   if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(flags.file);
+  options.hold_infeasible = flags.hold_infeasible;
   spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, options);
   if (!parsed.diagnostics.empty()) {
     for (const auto& diagnostic : parsed.diagnostics) std::cerr << diagnostic.ToString() << "\n";

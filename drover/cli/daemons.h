@@ -50,6 +50,7 @@ struct RunFlags {
   std::string policy_file;  // as ServerFlags::policy_file
   server::LocalNodeFlags nodes;
   int cron_runs = 1;  // a file of cron jobs: finish after each has completed this many runs
+  bool hold_infeasible = false;  // as `drover submit --hold-infeasible`
 };
 int RunCommand(const RunFlags& flags);
 

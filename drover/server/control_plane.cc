@@ -350,11 +350,12 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
                                         const std::string& idempotency_key,
                                         const std::string& owner) {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, options));
+  const std::string digest = idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text);
   MutexLock lock(mu_);
   control::Step step;
   DROVER_ASSIGN_OR_RETURN(
       control::SubmitResult result,
-      controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step));
+      controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step, digest));
   DROVER_RETURN_IF_ERROR(Commit(step));
   Submission submission;
   submission.existing = result.existing;
