@@ -71,16 +71,18 @@ class LocalRuntimeTest : public ::testing::Test {
   // seen_. Fails the test after kDeadline.
   std::optional<model::WorkerEvent> WaitFor(LocalRuntime& runtime, const model::WorkerKey& key,
                                             Kind kind) {
-    auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (std::chrono::steady_clock::now() < deadline) {
-      for (model::WorkerEvent& event : runtime.Poll()) {
-        seen_.push_back(event);
-      }
+    std::optional<model::WorkerEvent> found;
+    auto arrived = [&] {
+      for (model::WorkerEvent& event : runtime.Poll()) seen_.push_back(event);
       for (const model::WorkerEvent& event : seen_) {
-        if (event.key == key && event.kind == kind) return event;
+        if (event.key == key && event.kind == kind) {
+          found = event;
+          return true;
+        }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+      return false;
+    };
+    if (testing::WaitUntil(arrived, kDeadline, std::chrono::milliseconds(20))) return found;
     ADD_FAILURE() << "no "
                   << (kind == Kind::kStarted  ? "start"
                       : kind == Kind::kExited ? "exit"
@@ -493,11 +495,9 @@ TEST_F(LocalRuntimeTest, DeadSupervisorIsReportedLostAndTakesItsWorker) {
   EXPECT_EQ(exited->exit.exit_code, -1);
   EXPECT_EQ(exited->exit.message, "supervisor lost");
   EXPECT_EQ(exited->at, clock_.Now());
-  auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  while (ProcessExists(worker->pid) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_FALSE(ProcessExists(worker->pid));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessExists(worker->pid); }, kDeadline,
+                                 std::chrono::milliseconds(20)))
+      << "the worker outlived its supervisor";
 }
 
 TEST_F(LocalRuntimeTest, AdoptedWorkerWhoseSupervisorNeverStartedIsLostAfterTheGrace) {

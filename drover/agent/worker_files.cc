@@ -39,9 +39,8 @@ Status WriteAll(int fd, std::string_view content, const std::string& path) {
 std::string Join(const std::string& dir, const char* name) { return dir + "/" + name; }
 
 Result<json> ReadJsonFile(const std::string& path) {
-  auto text = ReadWholeFile(path);
-  if (!text) return tl::unexpected(text.error());
-  auto parsed = codec::ParseJson(*text);
+  DROVER_ASSIGN_OR_RETURN(auto text, ReadWholeFile(path));
+  auto parsed = codec::ParseJson(text);
   if (!parsed) return InvalidArgument(fmt::format("{}: {}", path, parsed.error().message));
   if (!parsed->is_object()) return InvalidArgument(fmt::format("{}: not a JSON object", path));
   return parsed;
@@ -89,13 +88,10 @@ Status WriteSupervisorFile(const std::string& dir, const ProcessIdentity& identi
 
 Result<ProcessIdentity> ReadSupervisorFile(const std::string& dir) {
   std::string path = Join(dir, kSupervisorFile);
-  auto j = ReadJsonFile(path);
-  if (!j) return tl::unexpected(j.error());
-  auto pid = IntField(*j, "pid", path);
-  if (!pid) return tl::unexpected(pid.error());
-  auto start = IntField(*j, "start_time", path);
-  if (!start) return tl::unexpected(start.error());
-  return ProcessIdentity{static_cast<pid_t>(*pid), static_cast<std::uint64_t>(*start)};
+  DROVER_ASSIGN_OR_RETURN(auto j, ReadJsonFile(path));
+  DROVER_ASSIGN_OR_RETURN(auto pid, IntField(j, "pid", path));
+  DROVER_ASSIGN_OR_RETURN(auto start, IntField(j, "start_time", path));
+  return ProcessIdentity{static_cast<pid_t>(pid), static_cast<std::uint64_t>(start)};
 }
 
 Status WriteStartedFile(const std::string& dir, const StartedRecord& record) {
@@ -105,13 +101,10 @@ Status WriteStartedFile(const std::string& dir, const StartedRecord& record) {
 
 Result<StartedRecord> ReadStartedFile(const std::string& dir) {
   std::string path = Join(dir, kStartedFile);
-  auto j = ReadJsonFile(path);
-  if (!j) return tl::unexpected(j.error());
-  auto pid = IntField(*j, "pid", path);
-  if (!pid) return tl::unexpected(pid.error());
-  auto at = IntField(*j, "at", path);
-  if (!at) return tl::unexpected(at.error());
-  return StartedRecord{static_cast<pid_t>(*pid), *at};
+  DROVER_ASSIGN_OR_RETURN(auto j, ReadJsonFile(path));
+  DROVER_ASSIGN_OR_RETURN(auto pid, IntField(j, "pid", path));
+  DROVER_ASSIGN_OR_RETURN(auto at, IntField(j, "at", path));
+  return StartedRecord{static_cast<pid_t>(pid), at};
 }
 
 Status WriteExitFile(const std::string& dir, const ExitRecord& record) {
@@ -122,13 +115,10 @@ Status WriteExitFile(const std::string& dir, const ExitRecord& record) {
 
 Result<ExitRecord> ReadExitFile(const std::string& dir) {
   std::string path = Join(dir, kExitFile);
-  auto j = ReadJsonFile(path);
-  if (!j) return tl::unexpected(j.error());
-  auto at = IntField(*j, "at", path);
-  if (!at) return tl::unexpected(at.error());
-  auto exit = codec::ExitStatusFromJson(*j, path);
-  if (!exit) return tl::unexpected(exit.error());
-  return ExitRecord{std::move(*exit), *at};
+  DROVER_ASSIGN_OR_RETURN(auto j, ReadJsonFile(path));
+  DROVER_ASSIGN_OR_RETURN(auto at, IntField(j, "at", path));
+  DROVER_ASSIGN_OR_RETURN(auto exit, codec::ExitStatusFromJson(j, path));
+  return ExitRecord{std::move(exit), at};
 }
 
 Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec) {
@@ -137,9 +127,8 @@ Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec) {
 
 Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {
   std::string path = Join(dir, kLaunchFile);
-  auto j = ReadJsonFile(path);
-  if (!j) return tl::unexpected(j.error());
-  return codec::LaunchSpecFromJson(*j, path);
+  DROVER_ASSIGN_OR_RETURN(auto j, ReadJsonFile(path));
+  return codec::LaunchSpecFromJson(j, path);
 }
 
 Status WritePreemptNotice(const std::string& dir, const PreemptNotice& notice) {
@@ -149,15 +138,13 @@ Status WritePreemptNotice(const std::string& dir, const PreemptNotice& notice) {
 
 Result<PreemptNotice> ReadPreemptNotice(const std::string& dir) {
   std::string path = Join(dir, kPreemptNoticeFile);
-  auto j = ReadJsonFile(path);
-  if (!j) return tl::unexpected(j.error());
-  auto deadline = IntField(*j, "deadline_ms", path);
-  if (!deadline) return tl::unexpected(deadline.error());
-  auto reason = j->find("reason");
-  if (reason == j->end() || !reason->is_string()) {
+  DROVER_ASSIGN_OR_RETURN(auto j, ReadJsonFile(path));
+  DROVER_ASSIGN_OR_RETURN(auto deadline, IntField(j, "deadline_ms", path));
+  auto reason = j.find("reason");
+  if (reason == j.end() || !reason->is_string()) {
     return InvalidArgument(fmt::format("{}: 'reason' must be a string", path));
   }
-  return PreemptNotice{reason->get<std::string>(), *deadline};
+  return PreemptNotice{reason->get<std::string>(), deadline};
 }
 
 Status MakeDirectories(const std::string& path) { return RealFileSystem().CreateDirectories(path); }
@@ -165,7 +152,8 @@ Status MakeDirectories(const std::string& path) { return RealFileSystem().Create
 std::optional<TimeMs> ModificationTimeMs(const std::string& path) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return std::nullopt;
-  return static_cast<TimeMs>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
+  return static_cast<TimeMs>(info.st_mtim.tv_sec) * kMillisPerSecond +
+         info.st_mtim.tv_nsec / 1'000'000;
 }
 
 namespace {

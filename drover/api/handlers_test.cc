@@ -7,7 +7,6 @@
 
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -153,8 +152,7 @@ class FakeService final : public Service {
   int reported_events = 0;
 };
 
-// A request as the server's adapter builds it: the route is found in Routes() by method and the
-// whole path (as cpp-httplib matches), and its captures become path_params.
+// A request as the server's adapter builds it; api::Serve finds its route and captures.
 struct Call {
   Method method;
   std::string path;
@@ -162,20 +160,6 @@ struct Call {
   std::map<std::string, std::string> query = {};
   std::map<std::string, std::string> headers = {};
 };
-
-Response Serve(Service& service, const Call& call) {
-  for (const Route& route : Routes()) {
-    std::smatch match;
-    const std::regex pattern{std::string(route.pattern)};
-    if (route.method != call.method || !std::regex_match(call.path, match, pattern)) continue;
-    Request request{
-        std::string(MethodName(call.method)), call.path, {}, call.query, call.headers, call.body};
-    for (std::size_t i = 1; i < match.size(); ++i) request.path_params.push_back(match[i]);
-    return Handle(route, service, request);
-  }
-  ADD_FAILURE() << "no route for " << MethodName(call.method) << " " << call.path;
-  return {};
-}
 
 json Body(const Response& response) { return json::parse(response.body); }
 
@@ -192,7 +176,14 @@ model::Job RunningJob(std::int64_t id) {
 class HandlersTest : public ::testing::Test {
  protected:
   HandlersTest() { service_.jobs[JobId(7)] = RunningJob(7); }
-  Response Serve(const Call& call) { return api::Serve(service_, call); }
+  Response Serve(const Call& call) {
+    return api::Serve(service_, Request{std::string(MethodName(call.method)),
+                                        call.path,
+                                        {},
+                                        call.query,
+                                        call.headers,
+                                        call.body});
+  }
 
   FakeService service_;
 };
@@ -256,6 +247,35 @@ TEST_F(HandlersTest, SubmitPassesTheHeadersAndAnswers201ThenExistingWith200) {
   EXPECT_EQ(again.status, 200);
   EXPECT_EQ(service_.submitted_options.file_name, "a.yaml");
   EXPECT_EQ(service_.submitted_options.base_dir, "/w");
+}
+
+TEST_F(HandlersTest, SubmitRefusesHeadersItCannotHonourWithoutAskingTheService) {
+  Response relative =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Base-Dir", "work/dir"}}});
+  EXPECT_EQ(relative.status, 400);
+  EXPECT_EQ(Body(relative)["code"], "invalid_argument");
+  EXPECT_EQ(Body(relative)["message"],
+            "X-Drover-Base-Dir header: must be an absolute directory (the one relative paths in "
+            "the spec resolve against), found 'work/dir'");
+  Response user =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-User", "eve\x1b[2J"}}});
+  EXPECT_EQ(user.status, 400);
+  EXPECT_EQ(Body(user)["message"],
+            "X-Drover-User header: invalid owner 'eve\\x1b[2J': use 1 to 64 letters, digits, "
+            "'.', '_', '-' or '@' (no spaces, control characters or '/')");
+  Response hold =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Hold-Infeasible", "yes"}}});
+  EXPECT_EQ(hold.status, 400);
+  EXPECT_EQ(Body(hold)["message"],
+            "X-Drover-Hold-Infeasible header: expected true or false, found 'yes'");
+  EXPECT_EQ(service_.submitted_text, "");
+}
+
+TEST_F(HandlersTest, SubmitPassesHoldInfeasible) {
+  Response held =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Hold-Infeasible", "true"}}});
+  EXPECT_EQ(held.status, 201);
+  EXPECT_TRUE(service_.submitted_options.hold_infeasible);
 }
 
 TEST_F(HandlersTest, ListJobsRejectsAnUnknownStateAndALimitThatIsNoInteger) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "drover/api/views.h"
+#include "drover/spec/limits.h"
 
 namespace drover::api {
 namespace {
@@ -43,13 +44,40 @@ Result<ProgressReport> ParseProgressReport(const Request& request) {
   return report;
 }
 
-}  // namespace
-
-Result<Response> SubmitJobs(Service& service, const Request& request) {
+// The parse options and owner of POST /v1/jobs from its headers. kInvalidArgument naming the
+// header: a relative X-Drover-Base-Dir, an X-Drover-User that is not a valid owner name, an
+// X-Drover-Hold-Infeasible other than true or false.
+Result<spec::ParseOptions> SubmitOptions(const Request& request) {
   spec::ParseOptions options;
   options.file_name =
       request.HasHeader(kFileHeader) ? request.Header(kFileHeader) : std::string("<request>");
   options.base_dir = request.Header(kBaseDirHeader);
+  if (!options.base_dir.empty() && options.base_dir.front() != '/') {
+    return InvalidArgument(fmt::format(
+        "{} header: must be an absolute directory (the one relative paths in the spec resolve "
+        "against), found '{}'",
+        kBaseDirHeader, spec::EscapeForMessage(options.base_dir)));
+  }
+  if (const std::string user = request.Header(kUserHeader);
+      !user.empty() && !spec::IsValidPrincipal(user)) {
+    return InvalidArgument(
+        fmt::format("{} header: {}", kUserHeader, spec::InvalidPrincipalMessage("owner", user)));
+  }
+  if (request.HasHeader(kHoldInfeasibleHeader)) {
+    const std::string hold = request.Header(kHoldInfeasibleHeader);
+    if (hold != "true" && hold != "false") {
+      return InvalidArgument(fmt::format("{} header: expected true or false, found '{}'",
+                                         kHoldInfeasibleHeader, spec::EscapeForMessage(hold)));
+    }
+    options.hold_infeasible = hold == "true";
+  }
+  return options;
+}
+
+}  // namespace
+
+Result<Response> SubmitJobs(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(spec::ParseOptions options, SubmitOptions(request));
   DROVER_ASSIGN_OR_RETURN(
       Submission submitted,
       service.Submit(request.body, options, request.Header(kIdempotencyKeyHeader),

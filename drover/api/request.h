@@ -22,8 +22,9 @@ inline constexpr std::string_view kUserHeader = "X-Drover-User";
 inline constexpr std::string_view kFileHeader = "X-Drover-File";
 inline constexpr std::string_view kBaseDirHeader = "X-Drover-Base-Dir";
 inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
-inline constexpr std::string_view kRequestHeaders[] = {kUserHeader, kFileHeader, kBaseDirHeader,
-                                                       kIdempotencyKeyHeader};
+inline constexpr std::string_view kHoldInfeasibleHeader = "X-Drover-Hold-Infeasible";
+inline constexpr std::string_view kRequestHeaders[] = {
+    kUserHeader, kFileHeader, kBaseDirHeader, kIdempotencyKeyHeader, kHoldInfeasibleHeader};
 
 // The longest a long poll (logs, agent commands) waits; a longer wait_ms is cut to it.
 inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;

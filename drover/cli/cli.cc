@@ -61,6 +61,24 @@ int Main(int argc, char** argv) {
   server->add_option("--agent-timeout", server_flags.agent_timeout,
                      "declare a remote agent's node lost after this long without a word from it "
                      "(default 30s; 0: never)");
+  server->add_option("--agent-listen", server_flags.agent_listen,
+                     "HOST:PORT of a listener for remote agents alone (docs/api.md, \"Limits\")");
+  server->add_option("--max-body", server_flags.max_body,
+                     "largest request body, e.g. 1Mi (default 1Mi; 413 beyond)");
+  server->add_option("--max-connections", server_flags.limits.max_connections,
+                     "connections open at once per listener (default 1024)");
+  server->add_option("--max-client-connections", server_flags.limits.max_client_connections,
+                     "connections open at once from one address on the API listener (default 128)");
+  server->add_option("--max-long-polls", server_flags.limits.max_long_polls,
+                     "log follows waiting at once (default 256; 429 beyond)");
+  server->add_option("--http-threads", server_flags.limits.threads,
+                     "threads answering ordinary requests (default 16)");
+  server->add_option("--header-timeout", server_flags.header_timeout,
+                     "a request's line and headers must arrive within this (default 10s)");
+  server->add_option("--body-timeout", server_flags.body_timeout,
+                     "a request's body must arrive within this (default 30s)");
+  server->add_option("--idle-timeout", server_flags.idle_timeout,
+                     "close a keep-alive connection idle for this long (default 15s)");
   server->add_option("--kubeconfig", server_flags.kubeconfig,
                      "kubeconfig for queues with executor: kubernetes (default: $KUBECONFIG, "
                      "else ~/.kube/config when present)");
@@ -86,7 +104,12 @@ int Main(int argc, char** argv) {
   submit->add_option("file", file, "spec file (YAML or JSON, - for stdin)")->required();
   submit->add_option("--idempotency-key", idempotency_key,
                      "resubmitting with the same key returns the same jobs");
-  submit->callback([&] { run = [&] { return SubmitCommand(client, file, idempotency_key); }; });
+  bool hold_infeasible = false;
+  submit->add_flag("--hold-infeasible", hold_infeasible,
+                   "accept jobs that no current node or queue limit can ever hold (they wait "
+                   "for the cluster to grow) instead of refusing them");
+  submit->callback(
+      [&] { run = [&] { return SubmitCommand(client, file, idempotency_key, hold_infeasible); }; });
 
   ListFlags list_flags;
   auto* ls = app.add_subcommand("ls", "list jobs");
@@ -170,6 +193,8 @@ int Main(int argc, char** argv) {
   run_command->add_option("--runs", run_flags.cron_runs,
                           "with cron jobs: finish after each has completed this many runs "
                           "(default 1)");
+  run_command->add_flag("--hold-infeasible", run_flags.hold_infeasible,
+                        "as for submit: keep jobs that can never start waiting");
   AddNodeFlags(run_command, run_flags.nodes);
   run_command->callback([&] { run = [&] { return RunCommand(run_flags); }; });
 

@@ -84,7 +84,7 @@ int ValidateCommand(const std::string& file) {
 }
 
 int SubmitCommand(const ClientFlags& flags, const std::string& file,
-                  const std::string& idempotency_key) {
+                  const std::string& idempotency_key, bool hold_infeasible) {
   auto text = ReadSpecFile(file);
   if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(file);
@@ -96,6 +96,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
                                                 {"X-Drover-Base-Dir", options.base_dir},
                                                 {"X-Drover-User", CurrentUser()}};
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
+  if (hold_infeasible) headers["X-Drover-Hold-Infeasible"] = "true";
   api::ApiClient client(flags.server);
   auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
   if (!response) return ReportError(response.error());

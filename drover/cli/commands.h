@@ -17,8 +17,10 @@ struct ClientFlags {
 };
 
 int ValidateCommand(const std::string& file);
+// `hold_infeasible`: jobs that can never start on the current cluster wait instead of being
+// refused (X-Drover-Hold-Infeasible: true).
 int SubmitCommand(const ClientFlags& flags, const std::string& file,
-                  const std::string& idempotency_key);
+                  const std::string& idempotency_key, bool hold_infeasible);
 struct ListFlags {
   std::string state, owner, team, queue, name;
   bool active = false;

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "drover/api/views.h"
 #include "drover/cli/table.h"
@@ -38,17 +39,19 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen) {
+// `listen` as HOST and PORT; kInvalidArgument naming `flag` when it is not HOST:PORT.
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen,
+                                                  std::string_view flag = "--listen") {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
-    return InvalidArgument("--listen: expected HOST:PORT, e.g. 127.0.0.1:8420");
+    return InvalidArgument(fmt::format("{}: expected HOST:PORT, e.g. 127.0.0.1:8420", flag));
   }
   try {
     int port = std::stoi(listen.substr(colon + 1));
     if (port < 0 || port > 65535) throw std::out_of_range("port");
     return std::make_pair(listen.substr(0, colon), port);
   } catch (const std::exception&) {
-    return InvalidArgument("--listen: the port must be a number from 0 to 65535");
+    return InvalidArgument(fmt::format("{}: the port must be a number from 0 to 65535", flag));
   }
 }
 
@@ -66,28 +69,26 @@ struct Daemon {
 Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::LocalNodeFlags& nodes,
                                 const std::string& fallback_gpus, const std::string& policy_file,
                                 const std::string& host, int port, const Clock& clock,
-                                server::ControlPlaneOptions options = {}) {
+                                server::ControlPlaneOptions options = {},
+                                const server::HttpOptions& http_options = {}) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
-  auto lock = server::DataDirLock::Acquire(data_dir, "drover server");
-  if (!lock) return tl::unexpected(lock.error());
-  std::string notice;
-  auto described = server::DescribeLocalNodes(nodes, fallback_gpus, &notice);
-  if (!described) return tl::unexpected(described.error());
-  if (!notice.empty()) std::cerr << notice << "\n";
-  auto store = store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
-  if (!store) return tl::unexpected(store.error());
   Daemon daemon;
-  daemon.lock = *std::move(lock);
+  DROVER_ASSIGN_OR_RETURN(daemon.lock, server::DataDirLock::Acquire(data_dir, "drover server"));
+  std::string notice;
+  DROVER_ASSIGN_OR_RETURN(auto described,
+                          server::DescribeLocalNodes(nodes, fallback_gpus, &notice));
+  if (!notice.empty()) std::cerr << notice << "\n";
+  DROVER_ASSIGN_OR_RETURN(
+      auto store, store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string()));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
-  daemon.plane = std::make_unique<server::ControlPlane>(*std::move(store), clock, options);
+  daemon.plane = std::make_unique<server::ControlPlane>(std::move(store), clock, options);
   if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
-  auto http = server::HttpServer::Bind(*daemon.plane, host, port);
-  if (!http) return tl::unexpected(http.error());
-  daemon.http = *std::move(http);
+  DROVER_ASSIGN_OR_RETURN(daemon.http,
+                          server::HttpServer::Bind(*daemon.plane, host, port, http_options));
   daemon.url = fmt::format("http://{}:{}", host, daemon.http->port());
-  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, *described, data_dir,
+  DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, described, data_dir,
                                                server::SupervisorExecutable(), daemon.url, clock));
   // Queues whose policy says `executor: slurm` hand their jobs to the Slurm cluster that
   // Slurm's commands reach from here (PATH, SLURM_CONF); it idles while none does.
@@ -100,6 +101,44 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
 
 }  // namespace
 
+// The HTTP options of the server's flags; kInvalidArgument naming the flag that does not parse.
+Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
+  server::HttpOptions options;
+  options.limits = flags.limits;
+  if (!flags.agent_listen.empty()) {
+    auto address = SplitHostPort(flags.agent_listen, "--agent-listen");
+    if (!address) return tl::unexpected(address.error());
+    std::tie(options.agent_host, options.agent_port) = *address;
+  }
+  auto parse = [](const std::string& text, std::string_view flag, auto parser,
+                  std::int64_t& into) -> Status {
+    if (text.empty()) return OkStatus();
+    auto value = parser(text);
+    if (!value || *value <= 0) {
+      return InvalidArgument(fmt::format("{}: expected a positive {}, got '{}'", flag,
+                                         flag == "--max-body" ? "size such as 1Mi" : "duration",
+                                         text));
+    }
+    into = *value;
+    return OkStatus();
+  };
+  DROVER_RETURN_IF_ERROR(
+      parse(flags.max_body, "--max-body", ParseBytes, options.limits.max_body_bytes));
+  DROVER_RETURN_IF_ERROR(parse(flags.header_timeout, "--header-timeout", ParseDuration,
+                               options.limits.header_timeout_ms));
+  DROVER_RETURN_IF_ERROR(
+      parse(flags.body_timeout, "--body-timeout", ParseDuration, options.limits.body_timeout_ms));
+  DROVER_RETURN_IF_ERROR(
+      parse(flags.idle_timeout, "--idle-timeout", ParseDuration, options.limits.idle_timeout_ms));
+  for (auto [count, flag] : {std::pair{flags.limits.max_connections, "--max-connections"},
+                             {flags.limits.max_client_connections, "--max-client-connections"},
+                             {flags.limits.max_long_polls, "--max-long-polls"},
+                             {flags.limits.threads, "--http-threads"}}) {
+    if (count <= 0) return InvalidArgument(fmt::format("{}: expected a positive count", flag));
+  }
+  return options;
+}
+
 int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
   auto address = SplitHostPort(flags.listen);
@@ -111,9 +150,11 @@ int ServerCommand(const ServerFlags& flags) {
         ErrorCode::kInvalidArgument, "--agent-timeout: " + agent_timeout.error().message, {}});
   }
   options.agent_timeout_ms = *agent_timeout;
+  auto http_options = HttpOptionsOf(flags);
+  if (!http_options) return ReportError(http_options.error());
   SystemClock clock;
   auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
-                                 address->first, address->second, clock, options);
+                                 address->first, address->second, clock, options, *http_options);
   if (!daemon) return ReportError(daemon.error());
   // Kubernetes: an explicit --kubeconfig must work; a default one is used when it does.
   std::string kubeconfig = flags.kubeconfig;
@@ -138,6 +179,10 @@ int ServerCommand(const ServerFlags& flags) {
   const std::string& url = daemon->url;
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
             << std::endl;
+  if (daemon->http->agent_port() >= 0) {
+    std::cout << "agents: drover agent --server http://" << http_options->agent_host << ":"
+              << daemon->http->agent_port() << std::endl;
+  }
   if (!flags.policy_file.empty()) {
     std::cout << "scheduling policy from " << flags.policy_file << " ("
               << daemon->plane->Queues().size() << " queues; edits are picked up when saved)"
@@ -312,6 +357,7 @@ int RunCommand(const RunFlags& flags) {
   auto text = ReadSpecFile(flags.file);
   if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(flags.file);
+  options.hold_infeasible = flags.hold_infeasible;
   spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, options);
   if (!parsed.diagnostics.empty()) {
     for (const auto& diagnostic : parsed.diagnostics) std::cerr << diagnostic.ToString() << "\n";

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "drover/server/http_front.h"
 #include "drover/server/local_nodes.h"
 
 namespace drover::cli {
@@ -20,6 +21,15 @@ struct ServerFlags {
   // A remote agent silent for longer than this is declared lost (docs/workflows.md, "Node
   // loss"); "0" never.
   std::string agent_timeout = "30s";
+  // The agent listener, HOST:PORT (server::HttpOptions); empty: none.
+  std::string agent_listen;
+  // The HTTP front's bounds (docs/api.md, "Limits"); the counts are set directly, the sizes and
+  // durations are parsed, an empty one keeping HttpLimits' default.
+  server::HttpLimits limits;
+  std::string max_body;
+  std::string header_timeout;
+  std::string body_timeout;
+  std::string idle_timeout;
   // The Kubernetes API for queues with `executor: kubernetes` (docs/operations.md): this
   // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
   std::string kubeconfig;
@@ -40,6 +50,7 @@ struct RunFlags {
   std::string policy_file;  // as ServerFlags::policy_file
   server::LocalNodeFlags nodes;
   int cron_runs = 1;  // a file of cron jobs: finish after each has completed this many runs
+  bool hold_infeasible = false;  // as `drover submit --hold-infeasible`
 };
 int RunCommand(const RunFlags& flags);
 

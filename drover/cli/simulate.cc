@@ -214,23 +214,21 @@ Result<json> RunReplays(const SimulateFlags& f, Source source) {
   std::stable_sort(
       source.trace.jobs.begin(), source.trace.jobs.end(),
       [](const sim::TraceJob& a, const sim::TraceJob& b) { return a.submit < b.submit; });
-  auto pacing = ReplayPacing(f);
-  if (!pacing) return tl::unexpected(pacing.error());
+  DROVER_ASSIGN_OR_RETURN(auto pacing, ReplayPacing(f));
   const std::vector<std::string> names =
       f.policies.empty() ? std::vector<std::string>{DefaultReplayPolicy()} : f.policies;
   // Every policy is checked before the first replay starts.
   std::vector<NamedPolicy> policies;
   for (const std::string& name : names) {
-    auto policy = ResolveReplayPolicy("--policy", name, source.trace);
-    if (!policy) return tl::unexpected(policy.error());
-    policies.push_back(std::move(*policy));
+    DROVER_ASSIGN_OR_RETURN(auto policy, ResolveReplayPolicy("--policy", name, source.trace));
+    policies.push_back(std::move(policy));
   }
   const bool job_detail = source.trace.jobs.size() <= kJobDetailLimit;
   std::vector<json> results;
   for (const NamedPolicy& policy : policies) {
-    auto result = Replay(source.trace, policy, *pacing, !f.no_timing, job_detail);
-    if (!result) return tl::unexpected(result.error());
-    results.push_back(std::move(*result));
+    DROVER_ASSIGN_OR_RETURN(auto result,
+                            Replay(source.trace, policy, pacing, !f.no_timing, job_detail));
+    results.push_back(std::move(result));
   }
   return OneOrCompare(std::move(results));
 }
@@ -310,20 +308,16 @@ Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
   }
   auto trace = sim::TraceFromDataDir(f.from_server, from, to);
   if (!trace) return InputError("--from-server " + f.from_server, trace.error());
-  auto before = f.baseline_policy.empty()
-                    ? ResolveReplayPolicy("baseline", DefaultReplayPolicy(), *trace)
-                    : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, *trace);
-  if (!before) return tl::unexpected(before.error());
-  auto after = ResolveReplayPolicy("--policy", f.policies.front(), *trace);
-  if (!after) return tl::unexpected(after.error());
-  auto pacing = ReplayPacing(f);
-  if (!pacing) return tl::unexpected(pacing.error());
+  DROVER_ASSIGN_OR_RETURN(
+      auto before, f.baseline_policy.empty()
+                       ? ResolveReplayPolicy("baseline", DefaultReplayPolicy(), *trace)
+                       : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, *trace));
+  DROVER_ASSIGN_OR_RETURN(auto after, ResolveReplayPolicy("--policy", f.policies.front(), *trace));
+  DROVER_ASSIGN_OR_RETURN(auto pacing, ReplayPacing(f));
   // CompareQueueTimes reads the per-job rows: always kept here.
-  auto before_result = Replay(*trace, *before, *pacing, !f.no_timing, true);
-  if (!before_result) return tl::unexpected(before_result.error());
-  auto after_result = Replay(*trace, *after, *pacing, !f.no_timing, true);
-  if (!after_result) return tl::unexpected(after_result.error());
-  json teams = sim::CompareQueueTimes(*before_result, *after_result);
+  DROVER_ASSIGN_OR_RETURN(auto before_result, Replay(*trace, before, pacing, !f.no_timing, true));
+  DROVER_ASSIGN_OR_RETURN(auto after_result, Replay(*trace, after, pacing, !f.no_timing, true));
+  json teams = sim::CompareQueueTimes(before_result, after_result);
   json per_team = json::object();
   if (teams.is_object()) {
     if (auto it = teams.find("teams"); it != teams.end() && it->is_object()) per_team = *it;
@@ -333,8 +327,8 @@ Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
               {"from_ms", from},
               {"to_ms", to},
               {"jobs", trace->jobs.size()},
-              {"before", std::move(*before_result)},
-              {"after", std::move(*after_result)},
+              {"before", std::move(before_result)},
+              {"after", std::move(after_result)},
               {"per_team", std::move(per_team)}};
 }
 
@@ -370,12 +364,12 @@ Result<json> RunSimulation(const SimulateFlags& f, TimeMs now) {
     }
     return RunWhatIf(f, now);
   }
-  Result<Source> source = f.format.empty() ? LoadSyntheticTrace(f) : LoadFormatTrace(f);
-  if (!source) return tl::unexpected(source.error());
+  DROVER_ASSIGN_OR_RETURN(Source source,
+                          f.format.empty() ? LoadSyntheticTrace(f) : LoadFormatTrace(f));
   const std::string experiment =
       !f.experiment.empty() ? f.experiment : (f.format == "openb" ? "fgd" : "replay");
-  if (experiment == "fgd") return RunFgd(f, *source);
-  return RunReplays(f, std::move(*source));
+  if (experiment == "fgd") return RunFgd(f, source);
+  return RunReplays(f, std::move(source));
 }
 
 int SimulateCommand(const SimulateFlags& flags) {

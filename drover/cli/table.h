@@ -5,7 +5,10 @@
 
 namespace drover::cli {
 
-// A plain-text table for people: left-aligned columns separated by two spaces.
+// A plain-text table for people: left-aligned columns separated by two spaces. Cells hold what
+// other users wrote (names, owners, messages), so Render writes every control character (C0,
+// DEL, C1) and every byte that is not UTF-8 as \xNN: nothing in a cell can move the cursor,
+// clear the screen or start a terminal escape sequence.
 class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}

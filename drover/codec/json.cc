@@ -442,6 +442,7 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
   DROVER_RETURN_IF_ERROR(Field(j, path, "resume", &out->resume));
   DROVER_RETURN_IF_ERROR(Field(j, path, "interruptible", &out->interruptible));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "hold_infeasible", &out->hold_infeasible));
   return OkStatus();
 }
 
@@ -503,6 +504,7 @@ Status Decode(const json& j, const std::string& path, model::Job* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "spec", &out->spec));
   DROVER_RETURN_IF_ERROR(Field(j, path, "dependencies", &out->dependencies));
   DROVER_RETURN_IF_ERROR(Field(j, path, "submission_key", &out->submission_key));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "submission_hash", &out->submission_hash));
   DROVER_RETURN_IF_ERROR(Field(j, path, "pipeline_run", &out->pipeline_run));
   DROVER_RETURN_IF_ERROR(Field(j, path, "released_at", &out->released_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "outputs", &out->outputs));
@@ -879,6 +881,7 @@ json ToJson(const model::JobSpec& spec) {
   if (!spec.pipeline.empty()) out["pipeline"] = spec.pipeline;
   if (!spec.stage.empty()) out["stage"] = spec.stage;
   if (!spec.image.empty()) out["image"] = spec.image;
+  if (spec.hold_infeasible) out["hold_infeasible"] = true;
   if (spec.trial != model::TrialSpec{}) out["trial"] = ToJson(spec.trial);
   if (spec.admission != model::PipelineAdmission::kStagewise) {
     out["admission"] = model::kPipelineAdmissionNames.Name(spec.admission);
@@ -973,6 +976,7 @@ json ToJson(const model::Job& job) {
   if (job.pipeline_run.value() != 0) out["pipeline_run"] = job.pipeline_run.value();
   if (job.released_at != 0) out["released_at"] = job.released_at;
   if (!job.outputs.empty()) out["outputs"] = StringMap(job.outputs);
+  if (!job.submission_hash.empty()) out["submission_hash"] = job.submission_hash;
   return out;
 }
 

@@ -79,6 +79,7 @@ inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
   spec.checkpoint_dir = "/ckpt/llm";
   spec.resume = true;
   spec.interruptible = true;
+  spec.hold_infeasible = true;
   return spec;
 }
 
@@ -135,6 +136,7 @@ inline model::Job SampleJob(std::int64_t id = 42, const std::string& name = "tra
   job.spec = SampleJobSpec(name);
   job.dependencies = {JobId(40), JobId(41)};
   job.submission_key = "idem-7f3a";
+  job.submission_hash = "fnv1a64:0123456789abcdef";
   job.pipeline_run = JobId(39);
   job.released_at = 1'700'000'000'050;
   job.outputs = {{"model", "/out/model-2"}, {"accuracy", "0.93"}};

@@ -69,12 +69,11 @@ std::string_view Trim(std::string_view s) {
 Result<std::int64_t> ParseCpuMillis(std::string_view text) {
   text = Trim(text);
   std::string_view rest;
-  auto d = ParseDecimal(text, rest);
-  if (!d) return tl::unexpected(d.error());
-  if (rest.empty()) return Scale(*d, 1000, "millicores");
+  DROVER_ASSIGN_OR_RETURN(auto d, ParseDecimal(text, rest));
+  if (rest.empty()) return Scale(d, 1000, "millicores");
   if (rest == "m") {
-    if (d->fraction != 0) return InvalidArgument("millicores must be a whole number");
-    return d->whole;
+    if (d.fraction != 0) return InvalidArgument("millicores must be a whole number");
+    return d.whole;
   }
   return InvalidArgument(
       fmt::format("unknown CPU unit '{}' (write cores such as 8 or 0.5, or millicores such as "
@@ -85,8 +84,7 @@ Result<std::int64_t> ParseCpuMillis(std::string_view text) {
 Result<std::int64_t> ParseBytes(std::string_view text) {
   text = Trim(text);
   std::string_view rest;
-  auto d = ParseDecimal(text, rest);
-  if (!d) return tl::unexpected(d.error());
+  DROVER_ASSIGN_OR_RETURN(auto d, ParseDecimal(text, rest));
   struct Unit {
     std::string_view name;
     std::int64_t multiplier;
@@ -112,7 +110,7 @@ Result<std::int64_t> ParseBytes(std::string_view text) {
   std::string_view unit = rest;
   if (unit.size() == 2 && unit.back() == 'B' && unit.front() != 'i') unit.remove_suffix(1);  // GB
   for (const Unit& u : kUnits) {
-    if (u.name == unit) return Scale(*d, u.multiplier, "bytes");
+    if (u.name == unit) return Scale(d, u.multiplier, "bytes");
   }
   return InvalidArgument(fmt::format(
       "unknown memory unit '{}' (use Ki, Mi, Gi, Ti for powers of 1024 or K, M, G, T for "
@@ -127,8 +125,7 @@ Result<DurationMs> ParseDuration(std::string_view text) {
   bool first = true;
   while (!text.empty()) {
     std::string_view rest;
-    auto d = ParseDecimal(text, rest);
-    if (!d) return tl::unexpected(d.error());
+    DROVER_ASSIGN_OR_RETURN(auto d, ParseDecimal(text, rest));
     std::size_t unit_len = 0;
     while (unit_len < rest.size() && std::isalpha(static_cast<unsigned char>(rest[unit_len]))) {
       ++unit_len;
@@ -136,25 +133,24 @@ Result<DurationMs> ParseDuration(std::string_view text) {
     std::string_view unit = rest.substr(0, unit_len);
     std::int64_t multiplier;
     if (unit.empty() && first && unit_len == rest.size()) {
-      multiplier = 1000;  // bare number: seconds
+      multiplier = kMillisPerSecond;  // bare number: seconds
     } else if (unit == "ms") {
       multiplier = 1;
     } else if (unit == "s") {
-      multiplier = 1000;
+      multiplier = kMillisPerSecond;
     } else if (unit == "m") {
-      multiplier = 60'000;
+      multiplier = kMillisPerMinute;
     } else if (unit == "h") {
-      multiplier = 3'600'000;
+      multiplier = kMillisPerHour;
     } else if (unit == "d") {
-      multiplier = 86'400'000;
+      multiplier = kMillisPerDay;
     } else {
       return InvalidArgument(fmt::format(
           "unknown duration unit '{}' (use ms, s, m, h or d, e.g. 30s or 1h30m)", unit));
     }
-    auto part = Scale(*d, multiplier, "milliseconds");
-    if (!part) return part;
-    if (*part > kMax - total) return InvalidArgument("duration is too large");
-    total += *part;
+    DROVER_ASSIGN_OR_RETURN(const std::int64_t part, Scale(d, multiplier, "milliseconds"));
+    if (part > kMax - total) return InvalidArgument("duration is too large");
+    total += part;
     text = rest.substr(unit_len);
     first = false;
   }
@@ -192,12 +188,12 @@ std::string FormatBytesApprox(std::int64_t bytes) {
 
 std::string FormatDuration(DurationMs duration) {
   if (duration < 0) return fmt::format("-{}", FormatDuration(-duration));
-  if (duration < 1000) return fmt::format("{}ms", duration);
-  if (duration < 60'000) {
-    if (duration % 1000 == 0) return fmt::format("{}s", duration / 1000);
-    return fmt::format("{:.1f}s", duration / 1000.0);
+  if (duration < kMillisPerSecond) return fmt::format("{}ms", duration);
+  if (duration < kMillisPerMinute) {
+    if (duration % kMillisPerSecond == 0) return fmt::format("{}s", duration / kMillisPerSecond);
+    return fmt::format("{:.1f}s", static_cast<double>(duration) / kMillisPerSecond);
   }
-  std::int64_t seconds = duration / 1000;
+  std::int64_t seconds = duration / kMillisPerSecond;
   std::int64_t h = seconds / 3600, m = (seconds % 3600) / 60, s = seconds % 60;
   std::string out;
   if (h > 0) out += fmt::format("{}h", h);

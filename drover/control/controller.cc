@@ -9,6 +9,7 @@
 
 #include "drover/common/quantity.h"
 #include "drover/control/attempt_facts.h"
+#include "drover/sched/feasibility.h"
 
 namespace drover::control {
 namespace {
@@ -105,9 +106,19 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
 
 Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
                                         const std::string& submission_key, const std::string& owner,
-                                        TimeMs now, Step& step) {
+                                        TimeMs now, Step& step, const std::string& request_digest) {
   if (!submission_key.empty()) {
     if (const std::vector<JobId>* ids = jobs_.Submission(submission_key)) {
+      const std::string& kept = jobs_.Get(ids->front()).submission_hash;
+      if (!kept.empty() && !request_digest.empty() && kept != request_digest) {
+        std::vector<std::int64_t> first;
+        for (JobId id : *ids) first.push_back(id.value());
+        return MakeError(ErrorCode::kAlreadyExists,
+                         fmt::format("Idempotency-Key '{}' was used by another request (jobs {}); "
+                                     "a retry must send the same body, a new submission a "
+                                     "new key",
+                                     submission_key, fmt::join(first, ", ")));
+      }
       return SubmitResult{*ids, true};
     }
   }
@@ -152,6 +163,18 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
                         std::any_of(specs.begin(), specs.end(),
                                     [](const model::JobSpec& spec) { return !spec.stage.empty(); });
   DROVER_RETURN_IF_ERROR(CheckWholeAdmission(specs));
+  if (options_.refuse_infeasible) {
+    for (model::JobSpec& spec : specs) {
+      if (spec.owner.empty()) spec.owner = owner;
+      if (spec.hold_infeasible) continue;
+      if (std::optional<std::string> why = FindInfeasibility(spec)) {
+        return InvalidArgument(
+            fmt::format("job '{}' can never start: {}; set hold_infeasible: true (drover submit "
+                        "--hold-infeasible) to keep it waiting for the cluster to grow",
+                        spec.name, *why));
+      }
+    }
+  }
   SubmitResult result;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     Job job;
@@ -160,6 +183,7 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     if (job.spec.owner.empty()) job.spec.owner = owner;
     job.dependencies = std::move(dependencies[i]);
     job.submission_key = submission_key;
+    if (!submission_key.empty()) job.submission_hash = request_digest;
     if (pipeline) job.pipeline_run = JobId(first_id);
     job.created_at = now;
     job.state = JobState::kPending;
@@ -210,9 +234,15 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
 
 void Controller::UpsertNode(const model::Node& node, TimeMs /*now*/, Step& /*step*/) {
   nodes_[node.name] = node;
+  every_node_.UpsertNode(node);
   lost_.erase(node.name);
   holdings_.UpsertNode(node);
   capacity_freed_ = true;
+}
+
+std::optional<std::string> Controller::FindInfeasibility(const model::JobSpec& spec) const {
+  return sched::FindInfeasibility(spec, every_node_, idle_queues_,
+                                  !model::ExecutorOf(policy_, spec.queue).external());
 }
 
 std::vector<model::WorkerKey> Controller::OnNodeLost(const NodeId& node, const std::string& message,
@@ -345,6 +375,7 @@ void Controller::Preempt(Job& victim, JobId preemptor, const std::string& reason
 Status Controller::SetPolicy(const model::Policy& policy) {
   DROVER_ASSIGN_OR_RETURN(sched::QueueTree tree, sched::QueueTree::Create(policy));
   policy_ = policy;
+  idle_queues_ = tree;
   holdings_.SetQueues(std::move(tree), nodes_);  // every holding is charged again
   reservation_.reset();
   verdicts_.clear();

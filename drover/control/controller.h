@@ -63,6 +63,10 @@ struct Options {
   // Value outputs stage at <value_outputs_root>/job-ID/attempt-N/NAME (docs/workflows.md); a
   // driver that runs jobs with value outputs sets it (the server: under its data directory).
   std::string value_outputs_root;
+  // Submit refuses a job that can never start (sched::FindInfeasibility: no node seen so far, or
+  // no queue limit, could ever hold it) unless its spec sets hold_infeasible. The simulator turns
+  // it off: a trace replays every job it recorded.
+  bool refuse_infeasible = true;
 };
 
 // The output of one controller call.
@@ -101,11 +105,16 @@ class Controller {
   // Creates one job per spec, in order, resolving depends_on by name within `specs` (a job's
   // name, or a pipeline stage: every job of that stage). Several specs, or pipeline stages,
   // share a run (Job::pipeline_run: the first job's id). With a non-empty `submission_key` seen
-  // before, returns the jobs of that submission and changes nothing. kInvalidArgument (changing
-  // nothing) if a dependency name is not in `specs`, or if with admission: whole a stage could
-  // never be admitted by its queue.
+  // before, returns the jobs of that submission and changes nothing; `request_digest` (a digest
+  // of the request that carried the key; may be empty) is kept with the jobs, and a repeated
+  // key whose digest differs from a kept, non-empty one is kAlreadyExists (the key names
+  // another request). kInvalidArgument (changing nothing) if a queue does not exist, a
+  // dependency name is not in `specs`, with admission: whole a stage could never be admitted by
+  // its queue, or (Options::refuse_infeasible) a job without hold_infeasible can never start
+  // (sched::FindInfeasibility, judged against every node added so far, lost ones included).
   Result<SubmitResult> Submit(std::vector<model::JobSpec> specs, const std::string& submission_key,
-                              const std::string& owner, TimeMs now, Step& step);
+                              const std::string& owner, TimeMs now, Step& step,
+                              const std::string& request_digest = "");
 
   // Cancels a job: at once if it has no processes, otherwise by stopping them (it becomes
   // cancelled when the last exits). kNotFound for an unknown job; kFailedPrecondition for a
@@ -265,6 +274,10 @@ class Controller {
   void ContinueRequeued(model::Job& job, const model::ExternalRef& requeued,
                         std::optional<sched::Charge> charge, TimeMs now, Step& step);
 
+  // Why `spec` can never start (sched::FindInfeasibility against every node added so far and
+  // idle_queues_), or nullopt.
+  std::optional<std::string> FindInfeasibility(const model::JobSpec& spec) const;
+
   // --- controller_workflow.cc: dependencies, conditions, inputs and sweeps ---
 
   // kInvalidArgument if a stage of `specs` with admission: whole could never be admitted by
@@ -295,8 +308,11 @@ class Controller {
   // The cluster's free capacity and the queue tree's usage, with the jobs that hold them.
   Holdings holdings_;
   std::map<NodeId, model::Node> nodes_;  // every node added, lost ones included
-  std::set<NodeId> lost_;                // OnNodeLost, not upserted since; not in the cluster
-  bool capacity_freed_ = true;           // since the last full pass
+  // The same nodes as a cluster with nothing allocated: what FindInfeasibility judges against.
+  sched::ClusterState every_node_;
+  sched::QueueTree idle_queues_;  // the policy's queue tree, never charged
+  std::set<NodeId> lost_;         // OnNodeLost, not upserted since; not in the cluster
+  bool capacity_freed_ = true;    // since the last full pass
   TimeMs last_full_cycle_ = 0;
   std::set<JobId> stopping_;                   // victims whose workers are being stopped
   std::map<JobId, std::set<JobId>> awaiting_;  // preemptor -> victims still stopping

@@ -58,6 +58,13 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
         out.placement = sched::Explain(holdings_.cluster(), job->spec);
         out.message = "not tried by a scheduling cycle yet; now: " + out.placement->Render();
       }
+      // A job accepted with hold_infeasible (or before any node was known) says that it waits
+      // for the cluster to change, unless the placement verdict already says so.
+      if (!out.placement || out.placement->code != sched::PendingReason::Code::kUnschedulable) {
+        if (std::optional<std::string> why = FindInfeasibility(job->spec)) {
+          out.message += "; " + *why;
+        }
+      }
       if (reservation_ && reservation_->job == id) {
         out.estimated_start = reservation_->start;
       } else if (awaiting_.contains(id)) {

@@ -193,8 +193,14 @@ TEST_F(ControllerTest, TimeoutEndsTimedOutWithoutRetryBudget) {
   EXPECT_EQ(State(id), JobState::kTimedOut);
 }
 
+// A job no node can hold, accepted to wait (Submit refuses it otherwise).
+model::JobSpec Held(model::JobSpec spec) {
+  spec.hold_infeasible = true;
+  return spec;
+}
+
 TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
-  JobId id = Submit({Spec("huge", 8)})[0];
+  JobId id = Submit({Held(Spec("huge", 8))})[0];
   EXPECT_TRUE(Launches(Schedule(kT0)).empty());
   EXPECT_EQ(State(id), JobState::kReady);
   EXPECT_THAT(controller_.Find(id)->status_message, HasSubstr("8"));
@@ -207,7 +213,7 @@ TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
 }
 
 TEST_F(ControllerTest, PassesBetweenReleasesTryOnlyNewJobsAndAFullPassRefreshesReasons) {
-  JobId big = Submit({Spec("big", 8)})[0];
+  JobId big = Submit({Held(Spec("big", 8))})[0];
   Schedule(kT0);
   EXPECT_THAT(controller_.Find(big)->status_message, HasSubstr("largest free block is 4 GPUs"));
   JobId small = Submit({Spec("small", 1)}, kT0 + 10)[0];
@@ -234,6 +240,71 @@ TEST_F(ControllerTest, SameSubmissionKeyReturnsTheSameJobs) {
   EXPECT_EQ(again->ids, first);
   EXPECT_TRUE(step.empty());
   EXPECT_EQ(controller_.jobs().size(), 2u);
+}
+
+TEST_F(ControllerTest, SameSubmissionKeyWithAnotherRequestIsRefused) {
+  Step first_step;
+  auto first = controller_.Submit({Spec("a")}, "key-1", "alice", kT0, first_step, "digest-1");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(controller_.Find(first->ids[0])->submission_hash, "digest-1");
+  Step step;
+  auto same = controller_.Submit({Spec("a")}, "key-1", "alice", kT0 + 1, step, "digest-1");
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(same->existing);
+  auto other = controller_.Submit({Spec("b")}, "key-1", "alice", kT0 + 2, step, "digest-2");
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_EQ(other.error().message,
+            "Idempotency-Key 'key-1' was used by another request (jobs 1); a retry must send the "
+            "same body, a new submission a new key");
+  EXPECT_TRUE(step.empty());
+  EXPECT_EQ(controller_.jobs().size(), 1u);
+}
+
+TEST_F(ControllerTest, RefusesAJobNoNodeCanEverHold) {
+  Step step;
+  auto gpus = controller_.Submit({Spec("big", 16)}, "", "alice", kT0, step);
+  ASSERT_FALSE(gpus);
+  EXPECT_EQ(gpus.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(gpus.error().message,
+            "job 'big' can never start: no current node can ever hold it: needs 16 GPUs on one "
+            "node; no node can ever satisfy it: 1 node is excluded by GPU count; the largest "
+            "free block is 4 GPUs on node-a; set "
+            "hold_infeasible: true (drover submit --hold-infeasible) to keep it waiting for the "
+            "cluster to grow");
+  auto workers = controller_.Submit({Spec("wide", 0, 2147483647)}, "", "alice", kT0, step);
+  ASSERT_FALSE(workers);
+  EXPECT_THAT(workers.error().message, HasSubstr("even with every node idle"));
+  model::JobSpec memory = Spec("memory");
+  memory.requirements.per_worker.memory_bytes = 8LL * 1024 * 1024 * kGi;
+  EXPECT_FALSE(controller_.Submit({memory}, "", "alice", kT0, step));
+  EXPECT_TRUE(step.empty());
+  EXPECT_EQ(controller_.jobs().size(), 0u);
+}
+
+TEST_F(ControllerTest, HoldsAnInfeasibleJobWhenAskedAndExplainSaysWhy) {
+  JobId id = Submit({Held(Spec("big", 16))})[0];
+  Schedule(kT0 + 1);
+  EXPECT_EQ(State(id), JobState::kReady);
+  Result<Explanation> explained = controller_.Explain(id, kT0 + 2);
+  ASSERT_TRUE(explained);
+  EXPECT_THAT(explained->message, HasSubstr("no node can ever satisfy it"));
+  // A gang larger than the idle cluster: the verdict speaks of free capacity, explain adds that
+  // it can never fit.
+  JobId wide_id = Submit({Held(Spec("wide", 1, 8))})[0];
+  Schedule(kT0 + 3);
+  explained = controller_.Explain(wide_id, kT0 + 4);
+  ASSERT_TRUE(explained);
+  EXPECT_THAT(explained->message,
+              HasSubstr("no current node can ever hold it: needs 8 workers of 1 GPU; only 4 of 8 "
+                        "workers fit in the free capacity of 1 eligible node, even with every node "
+                        "idle"));
+}
+
+TEST(ControllerSubmit, JudgesNoNodeBeforeAnyIsAdded) {
+  Controller controller;
+  Step step;
+  EXPECT_TRUE(controller.Submit({Spec("big", 16)}, "", "alice", kT0, step));
 }
 
 TEST_F(ControllerTest, UnknownDependencyChangesNothing) {

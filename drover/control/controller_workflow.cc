@@ -59,10 +59,8 @@ Status Controller::CheckWholeAdmission(const std::vector<model::JobSpec>& specs)
       })) {
     return OkStatus();
   }
-  Result<sched::QueueTree> empty = sched::QueueTree::Create(policy_);
-  DROVER_CHECK(empty.has_value());
   for (const model::JobSpec& spec : specs) {
-    const sched::AdmitVerdict verdict = empty->CheckAdmit(StageCharge(*empty, spec));
+    const sched::AdmitVerdict verdict = idle_queues_.CheckAdmit(StageCharge(idle_queues_, spec));
     if (!verdict.ok()) {
       return InvalidArgument(fmt::format(
           "pipeline '{}' (admission: whole): stage '{}' can never be admitted: {}", spec.pipeline,

@@ -210,7 +210,9 @@ TEST_F(PreemptionTest, CheckpointsAreReportedOnlyForRunningJobs) {
 
 TEST_F(PreemptionTest, QueuesReportUsageAndPendingJobs) {
   Submit(Spec("a1", "team-a", 2), kT0);
-  Submit(Spec("b-big", "team-b", 16), kT0);  // never fits on 8 GPUs: pending
+  model::JobSpec big = Spec("b-big", "team-b", 16);
+  big.hold_infeasible = true;  // never fits on 8 GPUs: pending
+  Submit(big, kT0);
   Schedule(kT0);
   std::vector<QueueReport> queues = controller_.Queues();
   ASSERT_EQ(queues.size(), 3u);  // org, team-a, team-b

@@ -166,6 +166,9 @@ struct Job {
   JobSpec spec;
   std::vector<JobId> dependencies;  // spec.depends_on resolved at submission
   std::string submission_key;       // the Idempotency-Key of the submission, if any
+  // With submission_key: a digest of the request it came with (control::SubmitRequest); a
+  // repeated key with another digest is refused. Empty for jobs stored before it was kept.
+  std::string submission_hash;
   // The jobs of one pipeline submission share the id of its first job; 0 outside pipelines.
   JobId pipeline_run;
   // When the dependency conditions held and the job left pending (entered waiting); 0 = not yet.

@@ -219,6 +219,10 @@ struct JobSpec {
   // a checkpoint was reported.
   bool resume = false;
   bool interruptible = false;  // may be preempted (docs/scheduling.md)
+  // Accept the job even when no node seen so far, or no queue limit, could ever hold it (for
+  // clusters that will grow); it waits in ready and `explain` says it cannot fit. false: such a
+  // submission is refused (control::Controller::Submit).
+  bool hold_infeasible = false;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -53,8 +53,7 @@ Status CheckMigLayout(const std::vector<MigSlots>& layout) {
   std::set<std::string> seen;
   int slices = 0;
   for (const MigSlots& slot : layout) {
-    auto profile = ParseMigProfile(slot.profile);
-    if (!profile) return tl::unexpected(profile.error());
+    DROVER_ASSIGN_OR_RETURN(auto profile, ParseMigProfile(slot.profile));
     if (!seen.insert(slot.profile).second) {
       return InvalidArgument(fmt::format("MIG profile '{}' is listed twice", slot.profile));
     }
@@ -62,7 +61,7 @@ Status CheckMigLayout(const std::vector<MigSlots>& layout) {
       return InvalidArgument(fmt::format("MIG profile '{}': the count must be 1 to {}, found {}",
                                          slot.profile, kMigComputeSlices, slot.count));
     }
-    slices += profile->compute_slices * slot.count;
+    slices += profile.compute_slices * slot.count;
   }
   if (slices > kMigComputeSlices) {
     return InvalidArgument(fmt::format("the MIG layout uses {} compute slices; a GPU has {}",

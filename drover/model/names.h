@@ -30,8 +30,8 @@ struct NameEntry {
   Enum value;
   std::string_view name;
 };
-// Written out for clang 14 (Debian 12's, which builds fuzz/), which lacks C++20's class template
-// argument deduction for aggregates; g++ deduces NameEntry{Enum::kX, "x"} without it.
+// Spelled out for compilers without class template argument deduction for aggregates (clang
+// before 17, which the thread-safety check and the fuzzers use).
 template <typename Enum>
 NameEntry(Enum, std::string_view) -> NameEntry<Enum>;
 

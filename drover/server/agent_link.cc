@@ -49,9 +49,7 @@ Result<AgentCommand> AgentCommandFromJson(const json& j) {
     std::string kind = j.at("kind").get<std::string>();
     if (kind == "launch") {
       command.kind = AgentCommand::Kind::kLaunch;
-      auto launch = codec::LaunchSpecFromJson(j.at("launch"));
-      if (!launch) return tl::unexpected(launch.error());
-      command.launch = *std::move(launch);
+      DROVER_ASSIGN_OR_RETURN(command.launch, codec::LaunchSpecFromJson(j.at("launch")));
     } else if (kind == "stop") {
       command.kind = AgentCommand::Kind::kStop;
       command.key = KeyFromJson(j.at("key"));

@@ -33,7 +33,7 @@ ControlPlane::~ControlPlane() { Stop(); }
 void ControlPlane::AddLocalNode(const model::Node& node,
                                 std::unique_ptr<agent::WorkerRuntime> runtime,
                                 std::string runs_dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   nodes_[node.name] = NodeEntry{std::move(runtime), nullptr, std::move(runs_dir)};
   control::Step step;
   controller_.UpsertNode(node, clock_.Now(), step);
@@ -42,7 +42,7 @@ void ControlPlane::AddLocalNode(const model::Node& node,
 }
 
 void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const model::ExecutorKind kind = executor->kind();
   executors_[kind] = std::move(executor);
 }
@@ -50,7 +50,7 @@ void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     control::Step step;
     controller_.Restore(std::move(stored), clock_.Now(), step);
     // Re-attach to the workers an earlier server launched; launch those that never started.
@@ -99,7 +99,7 @@ Status ControlPlane::Start() {
 
 void ControlPlane::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
     for (auto& [name, entry] : nodes_) {
@@ -112,7 +112,7 @@ void ControlPlane::Stop() {
 }
 
 void ControlPlane::RunOnce() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   control::Step step;
   Observe(/*check_policy=*/true, /*check_inputs=*/true, step);
   schedule_requested_ = false;
@@ -131,7 +131,7 @@ void ControlPlane::Observe(bool check_policy, bool check_inputs, control::Step& 
 
 void ControlPlane::Loop() {
   using Steady = std::chrono::steady_clock;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   Steady::time_point last_cycle_start{};
   Steady::time_point next_due{};           // the earliest start of the next cycle
   Steady::time_point next_policy_check{};  // the next look at the policy file
@@ -164,10 +164,10 @@ void ControlPlane::Loop() {
     }
     static_cast<void>(Commit(step));  // a failed write ends the loop (store_failed_)
     if (schedule_requested_) {
-      wake_loop_.wait_until(lock, next_due, [&] { return stopping_; });
+      wake_loop_.wait_until(lock, next_due, [this]() REQUIRES(mu_) { return stopping_; });
     } else {
       wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                          [&] { return stopping_ || schedule_requested_; });
+                          [this]() REQUIRES(mu_) { return stopping_ || schedule_requested_; });
     }
   }
 }
@@ -260,11 +260,13 @@ bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step
   return false;
 }
 
+// Lives inside Commit, under plane_.mu_. Its methods say so with REQUIRES for the guarded members
+// they touch; clang does not check the calls, which come through EffectSink's virtual methods.
 class ControlPlane::EffectRunner final : public control::EffectSink {
  public:
   EffectRunner(ControlPlane& plane, control::Step& next) : plane_(plane), next_(next) {}
 
-  void LaunchWorker(const control::LaunchWorker& launch) override {
+  void LaunchWorker(const control::LaunchWorker& launch) override REQUIRES(plane_.mu_) {
     auto it = plane_.nodes_.find(launch.spec.node);
     Status launched = it == plane_.nodes_.end()
                           ? Unavailable("node " + launch.spec.node.value() + " is gone")
@@ -278,8 +280,10 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     failed.exit.message = "launch failed: " + launched.error().message;
     plane_.controller_.OnWorkerEvent(failed, next_);
   }
-  void StopWorker(const control::StopWorker& stop) override { plane_.StopWorker(stop); }
-  void PublishOutputs(const control::PublishOutputs& publish) override {
+  void StopWorker(const control::StopWorker& stop) override REQUIRES(plane_.mu_) {
+    plane_.StopWorker(stop);
+  }
+  void PublishOutputs(const control::PublishOutputs& publish) override REQUIRES(plane_.mu_) {
     plane_.controller_.OnOutputsPublished(publish.job, publish.attempt,
                                           agent::PublishOutputs(publish.outputs, plane_.fs_),
                                           plane_.clock_.Now(), next_);
@@ -287,10 +291,10 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   void DiscardOutputs(const control::DiscardOutputs& discard) override {
     agent::DiscardStaging(discard.outputs, plane_.fs_);
   }
-  void SubmitExternal(const control::SubmitExternal& submit) override {
+  void SubmitExternal(const control::SubmitExternal& submit) override REQUIRES(plane_.mu_) {
     plane_.SubmitExternal(submit.launch, next_);
   }
-  void CancelExternal(const control::CancelExternal& cancel) override {
+  void CancelExternal(const control::CancelExternal& cancel) override REQUIRES(plane_.mu_) {
     auto executor = plane_.executors_.find(cancel.ref.executor);
     if (executor == plane_.executors_.end()) return;
     model::StopRequest request;
@@ -346,11 +350,12 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
                                         const std::string& idempotency_key,
                                         const std::string& owner) {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, options));
-  std::lock_guard lock(mu_);
+  const std::string digest = idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text);
+  MutexLock lock(mu_);
   control::Step step;
   DROVER_ASSIGN_OR_RETURN(
       control::SubmitResult result,
-      controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step));
+      controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step, digest));
   DROVER_RETURN_IF_ERROR(Commit(step));
   Submission submission;
   submission.existing = result.existing;
@@ -365,7 +370,7 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
 }
 
 Status ControlPlane::Cancel(JobId id, const std::string& cause) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
   DROVER_RETURN_IF_ERROR(Commit(step));
@@ -374,7 +379,7 @@ Status ControlPlane::Cancel(JobId id, const std::string& cause) {
 }
 
 Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, cause, clock_.Now(), step));
   DROVER_RETURN_IF_ERROR(Commit(step));
@@ -383,14 +388,14 @@ Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
 }
 
 Result<model::Job> ControlPlane::GetJob(JobId id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const model::Job* job = controller_.Find(id);
   if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
   return *job;
 }
 
 std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<model::Job> out;
   if (filter.limit > 0) {
     // The newest `limit` matches, newest first.
@@ -407,7 +412,7 @@ std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) c
 }
 
 Result<std::vector<model::Job>> ControlPlane::PipelineRun(JobId run) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<model::Job> out;
   for (const model::Job* job : controller_.RunJobs(run)) out.push_back(*job);
   if (out.empty()) return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
@@ -415,7 +420,7 @@ Result<std::vector<model::Job>> ControlPlane::PipelineRun(JobId run) const {
 }
 
 std::vector<std::vector<model::Job>> ControlPlane::PipelineRuns() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::vector<model::Job>> runs;
   for (const auto& [id, job] : controller_.jobs()) {
     if (job.pipeline_run == JobId()) continue;
@@ -432,19 +437,19 @@ std::vector<std::vector<model::Job>> ControlPlane::PipelineRuns() const {
 
 Result<std::vector<model::Transition>> ControlPlane::Transitions(JobId id) const {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!controller_.Find(id)) return NotFound(fmt::format("job {} does not exist", id.value()));
   }
   return store_->ListTransitions(id);
 }
 
 Result<control::Explanation> ControlPlane::Explain(JobId id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return controller_.Explain(id, clock_.Now());
 }
 
 Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   control::Step step;
   const TimeMs now = clock_.Now();
   DROVER_RETURN_IF_ERROR(controller_.ReportCheckpoint(id, now, step));
@@ -455,7 +460,7 @@ Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
 
 Result<model::Attempt> ControlPlane::ReportProgress(JobId id, bool useful_work_began,
                                                     std::optional<double> progress) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   control::Step step;
   DROVER_RETURN_IF_ERROR(
       controller_.ReportProgress(id, useful_work_began, progress, clock_.Now(), step));
@@ -465,41 +470,41 @@ Result<model::Attempt> ControlPlane::ReportProgress(JobId id, bool useful_work_b
 
 Result<std::vector<model::Decision>> ControlPlane::Decisions(JobId id) const {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!controller_.Find(id)) return NotFound(fmt::format("job {} does not exist", id.value()));
   }
   return store_->ListDecisions(id);
 }
 
 std::vector<control::QueueReport> ControlPlane::Queues() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return controller_.Queues();
 }
 
 Status ControlPlane::SetPolicy(const model::Policy& policy) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   DROVER_RETURN_IF_ERROR(controller_.SetPolicy(policy));
   RequestSchedule();
   return OkStatus();
 }
 
 model::Policy ControlPlane::Policy() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return controller_.policy();
 }
 
 PolicyStatus ControlPlane::PolicyInfo() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return PolicyStatus{controller_.policy(), policy_file_, policy_loaded_at_, policy_reload_error_};
 }
 
 Status ControlPlane::LoadPolicyFile(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return InstallPolicyFile(path);
 }
 
 Status ControlPlane::ReloadPolicy() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (policy_file_.empty()) {
     return FailedPrecondition(
         "the server was started without a policy file (drover server --policy FILE)");
@@ -552,7 +557,7 @@ void ControlPlane::CheckPolicyFile() {
 }
 
 std::vector<NodeStatus> ControlPlane::Nodes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<NodeStatus> out;
   for (const auto& [name, node] : controller_.nodes()) {
     NodeStatus status;
@@ -576,7 +581,7 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
   std::string path;
   bool exited = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const model::Job* job = controller_.Find(id);
     if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
     if (job->attempts.empty()) {
@@ -620,7 +625,7 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
 }
 
 Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = nodes_.find(node.name);
   if (it != nodes_.end() && !it->second.remote) {
     return MakeError(ErrorCode::kAlreadyExists,
@@ -656,33 +661,31 @@ Result<std::shared_ptr<RemoteRuntime>> ControlPlane::RemoteOf(const NodeId& node
 
 Result<std::vector<AgentCommand>> ControlPlane::TakeCommands(const NodeId& node,
                                                              DurationMs wait_ms) {
-  Result<std::shared_ptr<RemoteRuntime>> remote;
+  std::shared_ptr<RemoteRuntime> remote;
   {
-    std::lock_guard lock(mu_);
-    remote = RemoteOf(node);
+    MutexLock lock(mu_);
+    DROVER_ASSIGN_OR_RETURN(remote, RemoteOf(node));
   }
-  if (!remote) return tl::unexpected(remote.error());
-  return (*remote)->TakeCommands(wait_ms);  // waits outside mu_
+  return remote->TakeCommands(wait_ms);  // waits outside mu_
 }
 
 Status ControlPlane::ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) {
-  std::lock_guard lock(mu_);
-  auto remote = RemoteOf(node);
-  if (!remote) return tl::unexpected(remote.error());
-  DROVER_RETURN_IF_ERROR((*remote)->Report(std::move(events)));
+  MutexLock lock(mu_);
+  DROVER_ASSIGN_OR_RETURN(std::shared_ptr<RemoteRuntime> remote, RemoteOf(node));
+  DROVER_RETURN_IF_ERROR(remote->Report(std::move(events)));
   RequestSchedule();
   return OkStatus();
 }
 
 std::uint64_t ControlPlane::version() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return version_;
 }
 
 std::uint64_t ControlPlane::WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                    [&] { return stopping_ || version_ > seen; });
+                    [this, seen]() REQUIRES(mu_) { return stopping_ || version_ > seen; });
   return version_;
 }
 

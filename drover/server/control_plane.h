@@ -19,7 +19,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -31,6 +30,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/filesystem.h"
 #include "drover/common/result.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/control/controller.h"
 #include "drover/exec/executor.h"
 #include "drover/server/agent_link.h"
@@ -92,96 +92,98 @@ class ControlPlane {
   // Adds a node whose workers run on this machine under `runtime`; `runs_dir` is where that
   // runtime keeps worker directories (for logs). Call before Start().
   void AddLocalNode(const model::Node& node, std::unique_ptr<agent::WorkerRuntime> runtime,
-                    std::string runs_dir);
+                    std::string runs_dir) EXCLUDES(mu_);
 
   // Adds the executor that runs the jobs of queues whose policy names its kind (one per kind; a
   // second replaces the first). Call before Start().
-  void AddExecutor(std::unique_ptr<exec::Executor> executor);
+  void AddExecutor(std::unique_ptr<exec::Executor> executor) EXCLUDES(mu_);
 
   // Restores jobs from the store, re-attaches to live workers and to attempts handed to
   // executors, relaunches launches that never happened, and starts the loop thread (unless
   // options.run_loop is false). The store's errors; kUnavailable if a write failed.
-  Status Start();
+  Status Start() EXCLUDES(mu_);
   // Stops the loop thread; running workers are left running (their supervisors outlive us).
-  void Stop();
+  void Stop() EXCLUDES(mu_);
   // One turn of the loop, with every periodic part due: retries stop requests, re-reads the
   // policy file if it changed, starts due cron runs, checks waiting jobs' inputs, polls the
   // runtimes and executors, checks agents' liveness, runs a scheduling cycle, and persists and
   // carries out the result. For tests that drive the plane deterministically (run_loop false);
   // with the loop thread running it is safe, only an extra turn.
-  void RunOnce();
+  void RunOnce() EXCLUDES(mu_);
 
   // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs. An
   // invalid spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
   // Each job's name and state are taken in the same critical section as the submission, so a
   // reply built from them never waits for mu_ again (the loop holds it while it launches).
   Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
-                            const std::string& idempotency_key, const std::string& owner);
-  Status Cancel(JobId id, const std::string& cause);
+                            const std::string& idempotency_key, const std::string& owner)
+      EXCLUDES(mu_);
+  Status Cancel(JobId id, const std::string& cause) EXCLUDES(mu_);
   // Cancels the unfinished jobs of pipeline run `run` (Controller::CancelPipeline).
-  Status CancelPipeline(JobId run, const std::string& cause);
+  Status CancelPipeline(JobId run, const std::string& cause) EXCLUDES(mu_);
 
-  Result<model::Job> GetJob(JobId id) const;
-  std::vector<model::Job> ListJobs(const store::JobFilter& filter) const;
+  Result<model::Job> GetJob(JobId id) const EXCLUDES(mu_);
+  std::vector<model::Job> ListJobs(const store::JobFilter& filter) const EXCLUDES(mu_);
   // The jobs of pipeline run `run` (Job::pipeline_run), in id order; kNotFound when no job
   // belongs to it.
-  Result<std::vector<model::Job>> PipelineRun(JobId run) const;
+  Result<std::vector<model::Job>> PipelineRun(JobId run) const EXCLUDES(mu_);
   // Every pipeline run's jobs (each in id order), oldest run first.
-  std::vector<std::vector<model::Job>> PipelineRuns() const;
-  Result<std::vector<model::Transition>> Transitions(JobId id) const;
-  Result<control::Explanation> Explain(JobId id) const;
-  std::vector<NodeStatus> Nodes() const;
+  std::vector<std::vector<model::Job>> PipelineRuns() const EXCLUDES(mu_);
+  Result<std::vector<model::Transition>> Transitions(JobId id) const EXCLUDES(mu_);
+  Result<control::Explanation> Explain(JobId id) const EXCLUDES(mu_);
+  std::vector<NodeStatus> Nodes() const EXCLUDES(mu_);
 
   // Records a checkpoint of a running job now (POST /v1/jobs/{id}/checkpoint); `at`, when not
   // null, receives the time recorded. kNotFound for an unknown job; kFailedPrecondition if it
   // is not starting or running. Checkpoints the agents see (kCheckpoint events) take the same
   // path from the loop, where one for a job no longer running is ignored.
-  Status ReportCheckpoint(JobId id, TimeMs* at = nullptr);
+  Status ReportCheckpoint(JobId id, TimeMs* at = nullptr) EXCLUDES(mu_);
   // The job reports from inside (POST /v1/jobs/{id}/report): useful work began now and/or its
   // progress in [0, 1]; returns its current attempt as recorded. Controller::ReportProgress's
   // errors: kNotFound, kFailedPrecondition (not starting or running), kInvalidArgument.
   Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
-                                        std::optional<double> progress);
+                                        std::optional<double> progress) EXCLUDES(mu_);
   // The decision log of a job (store::Store::ListDecisions). kNotFound for an unknown job.
-  Result<std::vector<model::Decision>> Decisions(JobId id) const;
+  Result<std::vector<model::Decision>> Decisions(JobId id) const EXCLUDES(mu_);
   // The queue tree with usage and pending counts, in tree order.
-  std::vector<control::QueueReport> Queues() const;
+  std::vector<control::QueueReport> Queues() const EXCLUDES(mu_);
 
   // Replaces the scheduling policy (Controller::SetPolicy) and asks for a scheduling cycle.
   // kInvalidArgument, changing nothing, for a malformed policy.
-  Status SetPolicy(const model::Policy& policy);
-  model::Policy Policy() const;
-  PolicyStatus PolicyInfo() const;
+  Status SetPolicy(const model::Policy& policy) EXCLUDES(mu_);
+  model::Policy Policy() const EXCLUDES(mu_);
+  PolicyStatus PolicyInfo() const EXCLUDES(mu_);
   // Reads, parses and installs the policy file at `path`, and remembers it: from then on the
   // loop re-reads it whenever its modification time (or size) changes, logging a bad version
   // with its diagnostics and keeping the policy in force. kInvalidArgument with one detail per
   // diagnostic ("FILE:LINE:COL: error: FIELD: message") for a file that does not parse or
   // validate; kInvalidArgument naming the file when it cannot be read. On error nothing changes
   // (and the file is not remembered).
-  Status LoadPolicyFile(const std::string& path);
+  Status LoadPolicyFile(const std::string& path) EXCLUDES(mu_);
   // Re-reads the remembered policy file now (POST /v1/policy/reload), with LoadPolicyFile's
   // errors; kFailedPrecondition when the server was started without one.
-  Status ReloadPolicy();
+  Status ReloadPolicy() EXCLUDES(mu_);
 
   // Reads a worker's stdout or stderr from `offset` (at most `max_bytes`). attempt 0 means the
   // current attempt. kNotFound for unknown jobs/workers, kUnavailable for workers on remote
   // nodes (their logs stay on the node).
   Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
-                           std::int64_t offset, std::int64_t max_bytes) const;
+                           std::int64_t offset, std::int64_t max_bytes) const EXCLUDES(mu_);
 
   // Remote agents: (re-)register a node; its RemoteRuntime receives the node's commands. A node
   // that was lost takes placements again, and its agent is told to stop the workers that were
   // reported lost with it.
-  Status RegisterRemoteNode(const model::Node& node);
+  Status RegisterRemoteNode(const model::Node& node) EXCLUDES(mu_);
   // kNotFound for a node that is not registered, or was declared lost since it registered: the
   // agent registers (again).
-  Result<std::vector<AgentCommand>> TakeCommands(const NodeId& node, DurationMs wait_ms);
-  Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events);
+  Result<std::vector<AgentCommand>> TakeCommands(const NodeId& node, DurationMs wait_ms)
+      EXCLUDES(mu_);
+  Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) EXCLUDES(mu_);
 
   // A counter that increases with every persisted change; WaitForChange blocks until it
   // exceeds `seen` or `timeout_ms` passes, and returns the current value.
-  std::uint64_t version() const;
-  std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const;
+  std::uint64_t version() const EXCLUDES(mu_);
+  std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const EXCLUDES(mu_);
 
   TimeMs Now() const { return clock_.Now(); }
 
@@ -193,11 +195,11 @@ class ControlPlane {
   // (so a suspended one resumes with the latest missed run, if within its starting deadline).
   // kInvalidArgument naming the field: name, schedule, time_zone (not in the tz database),
   // jobs (none), starting_deadline or history limits (negative).
-  Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner);
+  Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) EXCLUDES(mu_);
   // Removes a cron job; its runs' jobs stay. kNotFound for an unknown name.
-  Status DeleteCron(const std::string& name);
+  Status DeleteCron(const std::string& name) EXCLUDES(mu_);
   // Every cron job, by name, with its runs.
-  std::vector<CronStatus> Crons() const;
+  std::vector<CronStatus> Crons() const EXCLUDES(mu_);
 
  private:
   struct NodeEntry {
@@ -212,76 +214,79 @@ class ControlPlane {
 
   // Persists `step` and carries out its effects; effects that fail feed events back in.
   // kUnavailable, carrying out nothing, if the store failed (now or before: on_store_failure).
-  // Requires mu_.
-  [[nodiscard]] Status Commit(control::Step& step);
-  void Loop();
+  [[nodiscard]] Status Commit(control::Step& step) REQUIRES(mu_);
+  // The loop thread (ControlPlaneOptions::run_loop): holds mu_ except while it waits.
+  void Loop() EXCLUDES(mu_);
   // The part of a turn of the loop before the scheduling cycle (RunOnce): stop retries, the
   // policy file when `check_policy`, cron runs, inputs when `check_inputs`, runtime events and
-  // agents' liveness, into `step`. Requires mu_.
-  void Observe(bool check_policy, bool check_inputs, control::Step& step);
+  // agents' liveness, into `step`.
+  void Observe(bool check_policy, bool check_inputs, control::Step& step) REQUIRES(mu_);
   // Sends StopWorker to its runtime; keeps it in pending_stops_ when the runtime asks for a
-  // retry. Requires mu_.
-  void StopWorker(const control::StopWorker& stop);
+  // retry.
+  void StopWorker(const control::StopWorker& stop) REQUIRES(mu_);
   // Polls every runtime and executor and feeds the events to the controller; true if there
-  // were any. Requires mu_.
-  bool PollRuntimes(control::Step& step);
+  // were any.
+  bool PollRuntimes(control::Step& step) REQUIRES(mu_);
   // Carries out SubmitExternal; a refusal (or no executor of that kind) ends the attempt
-  // through an event into `next`. Requires mu_.
-  void SubmitExternal(const model::ExternalLaunch& launch, control::Step& next);
+  // through an event into `next`.
+  void SubmitExternal(const model::ExternalLaunch& launch, control::Step& next) REQUIRES(mu_);
   // Looks for the input paths of waiting jobs and tells the controller what is missing.
-  void CheckInputs(control::Step& step);
-  // Wakes the loop for a scheduling cycle. Requires mu_.
-  void RequestSchedule();
+  void CheckInputs(control::Step& step) REQUIRES(mu_);
+  // Wakes the loop for a scheduling cycle.
+  void RequestSchedule() REQUIRES(mu_);
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
-  // (started, exited). Requires mu_.
-  bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step);
+  // (started, exited).
+  bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) REQUIRES(mu_);
   // Declares lost every remote agent silent for longer than options_.agent_timeout_ms; true if
-  // any was. Requires mu_.
-  bool CheckAgents(control::Step& step);
-  // The server end of remote node `node`; kNotFound if there is none. Requires mu_.
-  Result<std::shared_ptr<RemoteRuntime>> RemoteOf(const NodeId& node) const;
+  // any was.
+  bool CheckAgents(control::Step& step) REQUIRES(mu_);
+  // The server end of remote node `node`; kNotFound if there is none.
+  Result<std::shared_ptr<RemoteRuntime>> RemoteOf(const NodeId& node) const REQUIRES(mu_);
   struct CronEntry {
     store::CronRecord record;
     workflow::CronSchedule schedule;
     const date::time_zone* zone = nullptr;
     TimeMs next_due = 0;  // planned again at this time
   };
-  // Loads the stored cron jobs (Start). Requires mu_.
-  Status RestoreCrons();
-  // Plans every cron job that is due and starts its run (the loop). Requires mu_.
-  void RunDueCrons();
-  // Submits the run of `entry` due at `due` under its concurrency policy. Requires mu_.
-  void StartCronRun(const CronEntry& entry, TimeMs due);
-  CronStatus StatusOf(const CronEntry& entry) const;  // Requires mu_.
-  // Reads and parses `path` and installs it. Requires mu_.
-  Status InstallPolicyFile(const std::string& path);
+  // Loads the stored cron jobs (Start).
+  Status RestoreCrons() REQUIRES(mu_);
+  // Plans every cron job that is due and starts its run (the loop).
+  void RunDueCrons() REQUIRES(mu_);
+  // Submits the run of `entry` due at `due` under its concurrency policy.
+  void StartCronRun(const CronEntry& entry, TimeMs due) REQUIRES(mu_);
+  CronStatus StatusOf(const CronEntry& entry) const REQUIRES(mu_);
+  // Reads and parses `path` and installs it.
+  Status InstallPolicyFile(const std::string& path) REQUIRES(mu_);
   // Re-reads the policy file if its modification time (or size) changed since the last look.
-  // Requires mu_.
-  void CheckPolicyFile();
+  void CheckPolicyFile() REQUIRES(mu_);
 
-  std::unique_ptr<store::Store> store_;
-  std::map<model::ExecutorKind, std::unique_ptr<exec::Executor>> executors_;
+  std::unique_ptr<store::Store> store_;  // thread-safe itself: read outside mu_
   const Clock& clock_;
-  ControlPlaneOptions options_;
+  ControlPlaneOptions options_;  // not changed after construction
   FileSystem& fs_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  std::condition_variable wake_loop_;
-  control::Controller controller_;
-  std::map<NodeId, NodeEntry> nodes_;
-  std::vector<control::StopWorker> pending_stops_;  // retried by the loop
+  // Guards the members marked GUARDED_BY. The loop thread holds it except while it waits; each
+  // public method takes it for its critical section (none calls another with it held).
+  mutable Mutex mu_;
+  mutable std::condition_variable_any changed_;  // version_ grew, or the plane stopped
+  std::condition_variable_any wake_loop_;        // a schedule is requested, or the plane stopped
+  std::map<model::ExecutorKind, std::unique_ptr<exec::Executor>> executors_ GUARDED_BY(mu_);
+  control::Controller controller_ GUARDED_BY(mu_);
+  std::map<NodeId, NodeEntry> nodes_ GUARDED_BY(mu_);
+  std::vector<control::StopWorker> pending_stops_ GUARDED_BY(mu_);  // retried by the loop
   // The policy file (empty: none) and what the last look at it saw (mtime and size), so that an
   // unchanged bad file is reported once.
-  std::string policy_file_;
-  std::optional<FileInfo> policy_file_seen_;  // nullopt: it could not be looked at
-  TimeMs policy_loaded_at_ = 0;
-  std::optional<Error> policy_reload_error_;
-  std::map<std::string, CronEntry> crons_;  // by name
-  std::uint64_t version_ = 0;
-  bool stopping_ = false;
-  bool store_failed_ = false;  // a write failed and on_store_failure returned: see there
-  bool schedule_requested_ = false;
+  std::string policy_file_ GUARDED_BY(mu_);
+  std::optional<FileInfo> policy_file_seen_ GUARDED_BY(mu_);  // nullopt: it could not be looked at
+  TimeMs policy_loaded_at_ GUARDED_BY(mu_) = 0;
+  std::optional<Error> policy_reload_error_ GUARDED_BY(mu_);
+  std::map<std::string, CronEntry> crons_ GUARDED_BY(mu_);  // by name
+  std::uint64_t version_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  // A write failed and on_store_failure returned: see there.
+  bool store_failed_ GUARDED_BY(mu_) = false;
+  bool schedule_requested_ GUARDED_BY(mu_) = false;
+  // Started by Start and joined by Stop (or the destructor), both called by the plane's owner.
   std::thread loop_;
 };
 

@@ -23,8 +23,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   }
   auto schedule = workflow::ParseCronSchedule(spec.schedule);
   if (!schedule) return InvalidArgument("schedule: " + schedule.error().message);
-  auto zone = LocateTimeZone(spec.time_zone);
-  if (!zone) return tl::unexpected(zone.error());
+  DROVER_ASSIGN_OR_RETURN(const date::time_zone* zone, LocateTimeZone(spec.time_zone));
   if (spec.jobs.empty()) return InvalidArgument("jobs: a cron job runs a job or a pipeline");
   if (spec.starting_deadline && *spec.starting_deadline < 0) {
     return InvalidArgument("starting_deadline: must not be negative");
@@ -32,7 +31,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   if (spec.successful_history_limit < 0 || spec.failed_history_limit < 0) {
     return InvalidArgument("history: the limits must not be negative");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const TimeMs now = clock_.Now();
   CronEntry entry;
   auto it = crons_.find(spec.name);
@@ -45,7 +44,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   entry.record.spec = spec;
   entry.record.owner = owner;
   entry.schedule = *schedule;
-  entry.zone = *zone;
+  entry.zone = zone;
   // Planned at once: a replaced cron job may have a run due now (resumed, new schedule).
   entry.next_due = now;
   DROVER_RETURN_IF_ERROR(store_->PutCron(entry.record));
@@ -55,7 +54,7 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
 }
 
 Status ControlPlane::DeleteCron(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!crons_.contains(name)) return NotFound(fmt::format("cron job {} does not exist", name));
   DROVER_RETURN_IF_ERROR(store_->DeleteCron(name));
   crons_.erase(name);
@@ -63,7 +62,7 @@ Status ControlPlane::DeleteCron(const std::string& name) {
 }
 
 std::vector<CronStatus> ControlPlane::Crons() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<CronStatus> out;
   for (const auto& [name, entry] : crons_) out.push_back(StatusOf(entry));
   return out;
@@ -81,10 +80,9 @@ CronStatus ControlPlane::StatusOf(const CronEntry& entry) const {
 }
 
 Status ControlPlane::RestoreCrons() {
-  auto stored = store_->ListCrons();
-  if (!stored) return tl::unexpected(stored.error());
+  DROVER_ASSIGN_OR_RETURN(std::vector<store::CronRecord> stored, store_->ListCrons());
   const TimeMs now = clock_.Now();
-  for (store::CronRecord& record : *stored) {
+  for (store::CronRecord& record : stored) {
     auto schedule = workflow::ParseCronSchedule(record.spec.schedule);
     auto zone = LocateTimeZone(record.spec.time_zone);
     if (!schedule || !zone) {

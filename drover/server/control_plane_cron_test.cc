@@ -1,5 +1,6 @@
-// ControlPlane's cron jobs under a FakeClock and the memory store: submission with the run id
-// as the key, the concurrency policies, and validation errors.
+// ControlPlane's cron jobs under a FakeClock and the memory store, driven one turn at a time
+// (RunOnce, no loop thread): submission with the run id as the key, the concurrency policies,
+// and validation errors.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +10,6 @@
 
 #include "drover/server/control_plane.h"
 #include "drover/testing/fake_clock.h"
-#include "drover/testing/wait_until.h"
 
 namespace drover::server {
 namespace {
@@ -24,7 +24,9 @@ class ControlPlaneCronTest : public ::testing::Test {
  protected:
   // No nodes: a run's job stays pending, which keeps its run active.
   void SetUp() override {
-    plane_ = std::make_unique<ControlPlane>(store::NewMemoryStore(), clock_);
+    ControlPlaneOptions options;
+    options.run_loop = false;
+    plane_ = std::make_unique<ControlPlane>(store::NewMemoryStore(), clock_, options);
     ASSERT_TRUE(plane_->Start().has_value());
   }
 
@@ -46,11 +48,10 @@ class ControlPlaneCronTest : public ::testing::Test {
     return keys;
   }
 
-  // Moves the clock to `to` and lets the loop go round a few times.
+  // Moves the clock to `to` and runs one turn of the loop, which starts the runs due by then.
   void AdvanceTo(TimeMs to) {
     clock_.Set(to);
-    const std::uint64_t seen = plane_->version();
-    plane_->WaitForChange(seen, 100);
+    plane_->RunOnce();
   }
 
   testing::FakeClock clock_{kStart + 1};
@@ -64,13 +65,13 @@ TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
   EXPECT_TRUE(Keys().empty());
 
   AdvanceTo(kStart + 10'500);
-  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 1; }));
+  ASSERT_EQ(Keys().size(), 1u);
   EXPECT_THAT(Keys(), ElementsAre("tick@2023-11-14T22:13:30Z"));
   AdvanceTo(kStart + 12'000);
   EXPECT_EQ(Keys().size(), 1u);
 
   AdvanceTo(kStart + 20'000);
-  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 2; }));
+  ASSERT_EQ(Keys().size(), 2u);
   std::vector<CronStatus> crons = plane_->Crons();
   ASSERT_EQ(crons.size(), 1u);
   EXPECT_EQ(crons[0].record.last_handled, kStart + 20'000);
@@ -83,19 +84,18 @@ TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
 TEST_F(ControlPlaneCronTest, ForbidSkipsWhileTheRunIsActive) {
   ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kForbid), "alice").has_value());
   AdvanceTo(kStart + 10'000);
-  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 1; }));
+  ASSERT_EQ(Keys().size(), 1u);
   AdvanceTo(kStart + 20'000);
-  ASSERT_TRUE(testing::WaitUntil(
-      [&] { return plane_->Crons()[0].record.last_handled == kStart + 20'000; }));
+  ASSERT_EQ(plane_->Crons()[0].record.last_handled, kStart + 20'000);
   EXPECT_EQ(Keys().size(), 1u);
 }
 
 TEST_F(ControlPlaneCronTest, ReplaceCancelsTheActiveRun) {
   ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kReplace), "alice").has_value());
   AdvanceTo(kStart + 10'000);
-  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 1; }));
+  ASSERT_EQ(Keys().size(), 1u);
   AdvanceTo(kStart + 20'000);
-  ASSERT_TRUE(testing::WaitUntil([&] { return Keys().size() == 2; }));
+  ASSERT_EQ(Keys().size(), 2u);
   std::vector<model::Job> jobs = plane_->ListJobs({});
   EXPECT_EQ(jobs[0].state, model::JobState::kCancelled);
   EXPECT_FALSE(model::IsTerminal(jobs[1].state));

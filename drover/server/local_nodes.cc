@@ -37,9 +37,7 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
     if (!in) return InvalidArgument(fmt::format("--nodes: cannot read {}", flags.nodes_file));
     std::ostringstream text;
     text << in.rdbuf();
-    auto parsed = spec::ParseNodeFile(text.str(), flags.nodes_file);
-    if (!parsed) return tl::unexpected(parsed.error());
-    nodes = *std::move(parsed);
+    DROVER_ASSIGN_OR_RETURN(nodes, spec::ParseNodeFile(text.str(), flags.nodes_file));
   } else {
     std::vector<model::Gpu> gpus;
     std::string declaration = flags.gpus;
@@ -81,10 +79,9 @@ Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
         (std::filesystem::path(data_dir) / "runs" / node.name.value()).lexically_normal();
     options.supervisor_path = supervisor_path;
     options.server_url = server_url;
-    auto runtime = agent::LocalRuntime::Create(options, clock);
-    if (!runtime) return tl::unexpected(runtime.error());
-    std::string runs_dir = (*runtime)->runs_dir();
-    plane.AddLocalNode(node, *std::move(runtime), runs_dir);
+    DROVER_ASSIGN_OR_RETURN(auto runtime, agent::LocalRuntime::Create(options, clock));
+    std::string runs_dir = runtime->runs_dir();
+    plane.AddLocalNode(node, std::move(runtime), runs_dir);
   }
   return OkStatus();
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "drover/common/result.h"
+#include "drover/spec/limits.h"
 
 namespace drover::spec {
 
@@ -17,6 +18,11 @@ struct ParseOptions {
   // (a string join followed by lexical normalization; the file system is never consulted).
   // Empty: the paths are kept as written. Job specs only.
   std::string base_dir;
+  // The bounds the input must keep (limits.h); the expansion bound applies to every parser.
+  SpecLimits limits;
+  // The value of hold_infeasible for jobs whose spec does not set it (`drover submit
+  // --hold-infeasible`). Job specs only.
+  bool hold_infeasible = false;
 };
 
 // One problem found in the input.

@@ -145,10 +145,9 @@ Result<std::int64_t> ParseGpuMemory(std::string_view text) {
       break;
     }
   }
-  auto bytes = ParseBytes(spelled);
-  if (!bytes) return tl::unexpected(bytes.error());
-  if (*bytes <= 0) return InvalidArgument("GPU memory must be positive");
-  return *bytes;
+  DROVER_ASSIGN_OR_RETURN(auto bytes, ParseBytes(spelled));
+  if (bytes <= 0) return InvalidArgument("GPU memory must be positive");
+  return bytes;
 }
 
 }  // namespace drover::spec

@@ -16,6 +16,7 @@
 #include "drover/spec/job_retry.h"
 #include "drover/spec/job_sweep.h"
 #include "drover/spec/job_templates.h"
+#include "drover/spec/limits.h"
 #include "drover/spec/suggest.h"
 #include "drover/workflow/expression.h"
 
@@ -37,7 +38,7 @@ const std::vector<std::string>& CommonKeys() {
       "name",      "owner",          "team",   "queue",         "priority", "command",
       "script",    "working_dir",    "env",    "resources",     "workers",  "min_workers",
       "placement", "depends_on",     "if",     "inputs",        "outputs",  "timeout",
-      "retry",     "checkpoint_dir", "resume", "interruptible", "image"};
+      "retry",     "checkpoint_dir", "resume", "interruptible", "image",    "hold_infeasible"};
   return kKeys;
 }
 
@@ -142,6 +143,49 @@ void ReadCommand(const Fields& f, ParsedJob& job, Sink& sink) {
   }
 }
 
+// The strings exec receives (command, script, env) against SpecLimits: each at most
+// max_arg_bytes, together at most max_launch_bytes. Reported at the string, or for the total at
+// the job.
+void CheckLaunchSize(const Fields& f, const ParsedJob& job, const SpecLimits& limits, Sink& sink) {
+  const model::JobSpec& spec = job.spec;
+  constexpr std::int64_t kPointerBytes = 8;
+  std::int64_t total = 0;
+  auto check = [&](std::int64_t bytes, Pos pos, const std::string& path, std::string_view what) {
+    total += bytes + 1 + kPointerBytes;
+    if (bytes > limits.max_arg_bytes) {
+      sink.Add(pos, path,
+               fmt::format("{} is {} bytes; exec takes at most {} bytes per string (Linux "
+                           "MAX_ARG_STRLEN, 128 KiB with its NUL)",
+                           what, bytes, limits.max_arg_bytes));
+    }
+  };
+  if (auto v = f.Get("command"); v && !spec.command.empty()) {
+    for (std::size_t i = 0; i < spec.command.size(); ++i) {
+      check(static_cast<std::int64_t>(spec.command[i].size()), PosOf(v->node[i], v->pos),
+            Index(v->path, i), "the argument");
+    }
+  }
+  if (auto v = f.Get("script"); v && !spec.script.empty()) {
+    check(static_cast<std::int64_t>(spec.script.size()), v->pos, v->path, "the script");
+  }
+  if (auto v = f.Get("env"); v && !spec.env.empty()) {
+    for (const auto& pair : v->node) {
+      if (!pair.first.IsScalar()) continue;
+      auto entry = spec.env.find(pair.first.Scalar());
+      if (entry == spec.env.end()) continue;
+      check(static_cast<std::int64_t>(entry->first.size() + 1 + entry->second.size()),
+            PosOf(pair.second, PosOf(pair.first.Mark())), Child(v->path, entry->first),
+            "the entry NAME=value");
+    }
+  }
+  if (total > limits.max_launch_bytes) {
+    sink.Add(job.pos, Child(job.prefix, spec.script.empty() ? "command" : "script"),
+             fmt::format("command, script and env take {} bytes as exec counts them (each string "
+                         "with its NUL and pointer); a job may use at most {} bytes",
+                         total, limits.max_launch_bytes));
+  }
+}
+
 }  // namespace
 
 ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm form,
@@ -186,6 +230,7 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
     ReportMissing(f, job.pos, prefix, "name", "required field is missing", sink);
   }
 
+  if (form == JobForm::kJob) spec.hold_infeasible = options.hold_infeasible;
   ReadJobDefaults(f, spec, sink);
   if (auto v = f.Get("pipeline")) {
     if (auto pipeline = ReadString(*v, sink)) {
@@ -222,6 +267,8 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
       ScanTemplates(*v, TemplateScope::kLaunch, ctx, job);
     }
   }
+
+  CheckLaunchSize(f, job, options.limits, sink);
 
   ReadResources(f.Get("resources"), spec, sink);
 
@@ -265,9 +312,29 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
 }
 
 void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink) {
-  if (auto v = f.Get("owner")) spec.owner = ReadString(*v, sink).value_or(spec.owner);
-  if (auto v = f.Get("team")) spec.team = ReadString(*v, sink).value_or(spec.team);
-  if (auto v = f.Get("queue")) spec.queue = ReadNonEmptyString(*v, sink).value_or(spec.queue);
+  for (auto [key, field] : {std::pair{"owner", &spec.owner}, std::pair{"team", &spec.team}}) {
+    const std::optional<Value> v = f.Get(key);
+    if (!v) continue;
+    if (std::optional<std::string> name = ReadString(*v, sink); name && !name->empty()) {
+      if (IsValidPrincipal(*name)) {
+        *field = *name;
+      } else {
+        sink.Add(v->pos, v->path, InvalidPrincipalMessage(key, *name));
+      }
+    }
+  }
+  if (auto v = f.Get("queue")) {
+    if (std::optional<std::string> queue = ReadNonEmptyString(*v, sink)) {
+      if (IsValidName(*queue)) {
+        spec.queue = *queue;
+      } else {
+        sink.Add(v->pos, v->path, InvalidNameMessage("queue name", *queue));
+      }
+    }
+  }
+  if (auto v = f.Get("hold_infeasible")) {
+    spec.hold_infeasible = ReadBool(*v, sink).value_or(spec.hold_infeasible);
+  }
   if (auto v = f.Get("image")) {
     if (auto image = ReadNonEmptyString(*v, sink)) {
       if (image->find_first_of(" \t\r\n") == std::string::npos) {

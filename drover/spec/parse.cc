@@ -62,7 +62,8 @@ class DocumentParser {
       : options_(options), accept_crons_(accept_crons), sink_(sink) {}
 
   void Read(std::string_view text) {
-    std::optional<std::vector<YAML::Node>> documents = internal::LoadDocuments(text, sink_);
+    std::optional<std::vector<YAML::Node>> documents =
+        internal::LoadDocuments(text, options_.limits.max_expanded_bytes, sink_);
     if (!documents) return;
     auto not_a_job = [&](const YAML::Node& node, Pos pos) {
       sink_.Add(pos, "",
@@ -155,7 +156,8 @@ class DocumentParser {
   std::vector<model::JobSpec> ParsePipeline(const YAML::Node& map, const std::string& prefix,
                                             const std::string& default_name) {
     static const std::vector<std::string> kDocumentKeys = {
-        "kind", "name", "owner", "team", "queue", "priority", "image", "admission", "stages"};
+        "kind",     "name",  "owner",     "team",   "queue",
+        "priority", "image", "admission", "stages", "hold_infeasible"};
     static const std::vector<std::string> kNestedKeys(kDocumentKeys.begin() + 1,
                                                       kDocumentKeys.end());
     static const std::map<std::string, std::string> kAliases = {
@@ -178,6 +180,7 @@ class DocumentParser {
     }
 
     model::JobSpec base;
+    base.hold_infeasible = options_.hold_infeasible;
     internal::ReadJobDefaults(f, base, sink_);
     model::PipelineAdmission admission = model::PipelineAdmission::kStagewise;
     if (auto v = f.Get("admission")) {
@@ -377,6 +380,14 @@ Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& opti
   ParseOutput out = ParseDocumentsWithDiagnostics(text, options);
   if (!out.diagnostics.empty()) return DiagnosticsError(out.diagnostics, options.file_name);
   return Documents{std::move(out.jobs), std::move(out.crons)};
+}
+
+std::string SubmissionDigest(std::string_view text) {
+  constexpr std::uint64_t kOffsetBasis = 14695981039346656037ULL;
+  constexpr std::uint64_t kPrime = 1099511628211ULL;
+  std::uint64_t hash = kOffsetBasis;
+  for (char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * kPrime;
+  return fmt::format("fnv1a64:{:016x}", hash);
 }
 
 }  // namespace drover::spec

@@ -62,4 +62,11 @@ struct Documents {
 // As ParseDocumentsWithDiagnostics, failing as ParseJobs does.
 Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& options);
 
+// A digest of a submission's text, for binding an idempotency key to the request body it came
+// with (a retry sends the same body; the headers may differ, e.g. a different X-Drover-Base-Dir
+// from another directory is still the same request). "fnv1a64:" and 16 hex digits: stable
+// across builds and platforms (it is persisted), not cryptographic: it tells a client's
+// mistaken reuse of a key, not a forgery.
+std::string SubmissionDigest(std::string_view text);
+
 }  // namespace drover::spec

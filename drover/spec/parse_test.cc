@@ -14,8 +14,10 @@ namespace drover::spec {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::Errors;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::Options;
 using ::testing::SizeIs;
 
 constexpr std::int64_t kGi = 1LL << 30;
@@ -23,23 +25,6 @@ constexpr std::int64_t kGi = 1LL << 30;
 model::Dependency Dep(std::string name, model::DependencyCondition condition =
                                             model::DependencyCondition::kSucceeded) {
   return {std::move(name), condition};
-}
-
-ParseOptions Options() {
-  ParseOptions options;
-  options.file_name = "jobs.yaml";
-  return options;
-}
-
-// Every diagnostic of `text` as "FILE:LINE:COL: error: FIELD: message".
-std::vector<std::string> Errors(std::string_view text, const ParseOptions& options = Options()) {
-  ParseOutput out = ParseJobsWithDiagnostics(text, options);
-  std::vector<std::string> lines;
-  for (const Diagnostic& d : out.diagnostics) lines.push_back(d.ToString());
-  if (!lines.empty()) {
-    EXPECT_THAT(out.jobs, IsEmpty());
-  }
-  return lines;
 }
 
 model::JobSpec ParseOne(std::string_view text, const ParseOptions& options = Options()) {
@@ -253,7 +238,7 @@ TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
                   "jobs.yaml:8:1: error: foo: unknown field 'foo'; expected one of: kind, name, "
                   "owner, team, queue, priority, pipeline, command, script, working_dir, env, "
                   "resources, workers, min_workers, placement, depends_on, if, inputs, outputs, "
-                  "timeout, retry, checkpoint_dir, resume, interruptible, image"));
+                  "timeout, retry, checkpoint_dir, resume, interruptible, image, hold_infeasible"));
 }
 
 TEST(ParseJobs, ReadsTheContainerImage) {

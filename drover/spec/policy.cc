@@ -630,7 +630,8 @@ PolicyParseOutput ParsePolicyWithDiagnostics(std::string_view text, const ParseO
   Sink sink(options.file_name);
   model::Policy policy;
   internal::ReadGuarded(sink, "policy", [&] {
-    std::optional<std::vector<YAML::Node>> documents = internal::LoadDocuments(text, sink);
+    std::optional<std::vector<YAML::Node>> documents =
+        internal::LoadDocuments(text, options.limits.max_expanded_bytes, sink);
     if (!documents) return;
     bool found = false;
     for (const YAML::Node& document : *documents) {

@@ -2,10 +2,37 @@
 
 // Helpers for the spec parsers' tests. Test-only; header-only so the library does not carry it.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <random>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "drover/spec/parse.h"
 
 namespace drover::spec::testing {
+
+// Options naming the input "jobs.yaml".
+inline ParseOptions Options() {
+  ParseOptions options;
+  options.file_name = "jobs.yaml";
+  return options;
+}
+
+// Every diagnostic of ParseJobsWithDiagnostics(text) as "FILE:LINE:COL: error: FIELD: message";
+// expects no job to be handed out when there is one.
+inline std::vector<std::string> Errors(std::string_view text,
+                                       const ParseOptions& options = Options()) {
+  ParseOutput out = ParseJobsWithDiagnostics(text, options);
+  std::vector<std::string> lines;
+  for (const Diagnostic& d : out.diagnostics) lines.push_back(d.ToString());
+  if (!lines.empty()) {
+    EXPECT_THAT(out.jobs, ::testing::IsEmpty());
+  }
+  return lines;
+}
 
 // `text` with 1 to 8 random edits: a byte replaced, inserted (from `alphabet`) or erased. For
 // fuzzing parsers with near-valid input. `text` and `alphabet` must not be empty.

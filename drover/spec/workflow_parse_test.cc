@@ -369,15 +369,17 @@ TEST(ParsePipeline, ChecksPipelineFields) {
                           "stagewise, whole",
                           "p.yaml:4:9: error: stages: must not be empty",
                           "p.yaml:5:8: error: queue: must not be empty"));
-  EXPECT_THAT(Errors("kind: Pipeline\nname: p\nstages:\n  - {name: a, script: x, objective: "
-                     "{metric: m}, kind: Job}\n"),
-              ElementsAre("p.yaml:4:26: error: stages[0].objective: is only valid with matrix (it "
-                          "picks the best trial)",
-                          "p.yaml:4:50: error: stages[0].kind: unknown field 'kind'; expected one "
-                          "of: name, owner, team, queue, priority, command, script, working_dir, "
-                          "env, resources, workers, min_workers, placement, depends_on, if, "
-                          "inputs, outputs, timeout, retry, checkpoint_dir, resume, "
-                          "interruptible, image, matrix, concurrency, objective, early_stopping"));
+  EXPECT_THAT(
+      Errors("kind: Pipeline\nname: p\nstages:\n  - {name: a, script: x, objective: "
+             "{metric: m}, kind: Job}\n"),
+      ElementsAre(
+          "p.yaml:4:26: error: stages[0].objective: is only valid with matrix (it "
+          "picks the best trial)",
+          "p.yaml:4:50: error: stages[0].kind: unknown field 'kind'; expected one "
+          "of: name, owner, team, queue, priority, command, script, working_dir, "
+          "env, resources, workers, min_workers, placement, depends_on, if, "
+          "inputs, outputs, timeout, retry, checkpoint_dir, resume, "
+          "interruptible, image, hold_infeasible, matrix, concurrency, objective, early_stopping"));
   EXPECT_THAT(
       Errors("kind: Pipeline\nname: p\nstages:\n  - name: a\n    script: x\n"
              "    matrix: {grid: {a: [1]}}\n    outputs: [{name: acc, path: \"/a${{ trial }}\"}]\n"
@@ -528,7 +530,7 @@ schedule: "@daily"
                           "name, owner, team, queue, priority, pipeline, command, script, "
                           "working_dir, env, resources, workers, min_workers, placement, "
                           "depends_on, if, inputs, outputs, timeout, retry, checkpoint_dir, "
-                          "resume, interruptible, image",
+                          "resume, interruptible, image, hold_infeasible",
                           "p.yaml:8:1: error: pipeline: job and pipeline are mutually exclusive; "
                           "give only one",
                           "p.yaml:8:20: error: pipeline.stages: must not be empty",

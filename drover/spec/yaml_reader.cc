@@ -8,6 +8,7 @@
 #include <limits>
 #include <utility>
 
+#include "drover/spec/limits.h"
 #include "drover/spec/suggest.h"
 #include "drover/spec/yaml_load.h"
 
@@ -372,13 +373,15 @@ std::string InvalidNameMessage(std::string_view what, std::string_view name) {
   return fmt::format(
       "invalid {} '{}': use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a "
       "letter or digit",
-      what, name);
+      what, EscapeForMessage(name));
 }
 
-std::optional<std::vector<YAML::Node>> LoadDocuments(std::string_view text, Sink& sink) {
-  LoadedYaml loaded = LoadYamlDocuments(text);
+std::optional<std::vector<YAML::Node>> LoadDocuments(std::string_view text,
+                                                     std::int64_t max_expanded_bytes, Sink& sink) {
+  LoadedYaml loaded = LoadYamlDocuments(text, max_expanded_bytes);
   if (loaded.error) {
-    sink.Add(PosOf(loaded.error->mark), "", std::move(loaded.error->message));
+    sink.Add(PosOf(loaded.error->mark), std::move(loaded.error->field),
+             std::move(loaded.error->message));
     return std::nullopt;
   }
   return std::move(loaded.documents);

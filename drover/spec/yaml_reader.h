@@ -143,9 +143,11 @@ bool IsValidName(std::string_view name);
 // "invalid <what> 'X': use 1 to 63 lowercase letters, ...".
 std::string InvalidNameMessage(std::string_view what, std::string_view name);
 
-// The documents of a YAML (or JSON) stream. A syntax error is reported to `sink` and yields
-// nullopt (yaml-cpp does not recover, so it is the only diagnostic).
-std::optional<std::vector<YAML::Node>> LoadDocuments(std::string_view text, Sink& sink);
+// The documents of a YAML (or JSON) stream (LoadYamlDocuments: UTF-8 only, expanded size at
+// most `max_expanded_bytes` when positive). A syntax error or a broken bound is reported to
+// `sink` and yields nullopt (yaml-cpp does not recover, so it is the only diagnostic).
+std::optional<std::vector<YAML::Node>> LoadDocuments(std::string_view text,
+                                                     std::int64_t max_expanded_bytes, Sink& sink);
 
 // Runs `read`; an exception escaping it (yaml-cpp documents none on the accessors used) becomes a
 // diagnostic "internal error while reading the <what>: ...", the last line of defence.

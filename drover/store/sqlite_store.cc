@@ -119,29 +119,27 @@ std::string MigrationSql(std::int64_t from) {
 Status Migrate(Connection& db, const std::string& path) {
   DROVER_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE", "begin migration"));
   auto migrate = [&]() -> Status {
-    auto version = db.QueryInt("PRAGMA user_version");
-    if (!version) return tl::unexpected(version.error());
-    if (*version > kSqliteSchemaVersion) {
+    DROVER_ASSIGN_OR_RETURN(auto version, db.QueryInt("PRAGMA user_version"));
+    if (version > kSqliteSchemaVersion) {
       return FailedPrecondition(fmt::format(
           "{}: database schema version {} is newer than this build's {}; upgrade Drover", path,
-          *version, kSqliteSchemaVersion));
+          version, kSqliteSchemaVersion));
     }
-    auto application_id = db.QueryInt("PRAGMA application_id");
-    if (!application_id) return tl::unexpected(application_id.error());
-    if (*application_id != 0 && *application_id != kSqliteApplicationId) {
+    DROVER_ASSIGN_OR_RETURN(auto application_id, db.QueryInt("PRAGMA application_id"));
+    if (application_id != 0 && application_id != kSqliteApplicationId) {
       return FailedPrecondition(
-          fmt::format("{}: not a Drover database (application_id {})", path, *application_id));
+          fmt::format("{}: not a Drover database (application_id {})", path, application_id));
     }
-    if (*version > 0 && *application_id != kSqliteApplicationId) {
+    if (version > 0 && application_id != kSqliteApplicationId) {
       return FailedPrecondition(
           fmt::format("{}: not a Drover database (user_version {} without Drover's application_id)",
-                      path, *version));
+                      path, version));
     }
-    for (std::int64_t v = *version; v < kSqliteSchemaVersion; ++v) {
+    for (std::int64_t v = version; v < kSqliteSchemaVersion; ++v) {
       DROVER_RETURN_IF_ERROR(
           db.Exec(MigrationSql(v), fmt::format("migrate {} schema {} -> {}", path, v, v + 1)));
     }
-    if (*version < kSqliteSchemaVersion) {
+    if (version < kSqliteSchemaVersion) {
       DROVER_RETURN_IF_ERROR(
           db.Exec(fmt::format("PRAGMA user_version = {}; PRAGMA application_id = {};",
                               kSqliteSchemaVersion, kSqliteApplicationId),
@@ -239,25 +237,23 @@ class SqliteStore final : public Store {
     std::vector<std::pair<std::int64_t, std::string>> rows;
     {
       auto lease = BorrowReader();
-      auto stmt = lease->Prepare(sql);
-      if (!stmt) return tl::unexpected(stmt.error());
-      StatementScope scope(*stmt);
+      DROVER_ASSIGN_OR_RETURN(auto stmt, lease->Prepare(sql));
+      StatementScope scope(stmt);
       for (std::size_t i = 0; i < texts.size(); ++i) {
-        BindText(*stmt, static_cast<int>(i + 1), texts[i]);
+        BindText(stmt, static_cast<int>(i + 1), texts[i]);
       }
-      if (filter.limit > 0) sqlite3_bind_int(*stmt, limit_index, filter.limit);
+      if (filter.limit > 0) sqlite3_bind_int(stmt, limit_index, filter.limit);
       int rc;
-      while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
-        rows.emplace_back(sqlite3_column_int64(*stmt, 0), ColumnText(*stmt, 1));
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        rows.emplace_back(sqlite3_column_int64(stmt, 0), ColumnText(stmt, 1));
       }
       if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list jobs");
     }
     std::vector<model::Job> jobs;
     jobs.reserve(rows.size());
     for (const auto& [id, snapshot] : rows) {
-      auto job = DecodeSnapshot(id, snapshot);
-      if (!job) return tl::unexpected(job.error());
-      jobs.push_back(std::move(*job));
+      DROVER_ASSIGN_OR_RETURN(auto job, DecodeSnapshot(id, snapshot));
+      jobs.push_back(std::move(job));
     }
     return jobs;
   }
@@ -266,34 +262,34 @@ class SqliteStore final : public Store {
     std::string snapshot;
     {
       auto lease = BorrowReader();
-      auto stmt = lease->Prepare("SELECT snapshot FROM jobs WHERE id = ?1");
-      if (!stmt) return tl::unexpected(stmt.error());
-      StatementScope scope(*stmt);
-      sqlite3_bind_int64(*stmt, 1, id.value());
-      const int rc = sqlite3_step(*stmt);
+      DROVER_ASSIGN_OR_RETURN(auto stmt, lease->Prepare("SELECT snapshot FROM jobs WHERE id = ?1"));
+      StatementScope scope(stmt);
+      sqlite3_bind_int64(stmt, 1, id.value());
+      const int rc = sqlite3_step(stmt);
       if (rc == SQLITE_DONE) return NotFound(fmt::format("job {} not found", id.value()));
       if (rc != SQLITE_ROW) return SqliteError(lease->db(), rc, "get job");
-      snapshot = ColumnText(*stmt, 0);
+      snapshot = ColumnText(stmt, 0);
     }
     return DecodeSnapshot(id.value(), snapshot);
   }
 
   Result<std::vector<model::Transition>> ListTransitions(JobId id) const override {
     auto lease = BorrowReader();
-    auto stmt = lease->Prepare(
-        "SELECT attempt, from_state, to_state, at, cause FROM transitions WHERE job_id = ?1 "
-        "ORDER BY seq");
-    if (!stmt) return tl::unexpected(stmt.error());
-    StatementScope scope(*stmt);
-    sqlite3_bind_int64(*stmt, 1, id.value());
+    DROVER_ASSIGN_OR_RETURN(
+        auto stmt,
+        lease->Prepare(
+            "SELECT attempt, from_state, to_state, at, cause FROM transitions WHERE job_id = ?1 "
+            "ORDER BY seq"));
+    StatementScope scope(stmt);
+    sqlite3_bind_int64(stmt, 1, id.value());
     std::vector<model::Transition> out;
     int rc;
-    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
       model::Transition transition;
       transition.job = id;
-      transition.attempt = sqlite3_column_int(*stmt, 0);
-      const std::string from = ColumnText(*stmt, 1);
-      const std::string to = ColumnText(*stmt, 2);
+      transition.attempt = sqlite3_column_int(stmt, 0);
+      const std::string from = ColumnText(stmt, 1);
+      const std::string to = ColumnText(stmt, 2);
       auto from_state = model::ParseJobState(from);
       auto to_state = model::ParseJobState(to);
       if (!from_state || !to_state) {
@@ -304,8 +300,8 @@ class SqliteStore final : public Store {
       }
       transition.from = *from_state;
       transition.to = *to_state;
-      transition.at = sqlite3_column_int64(*stmt, 3);
-      transition.cause = ColumnText(*stmt, 4);
+      transition.at = sqlite3_column_int64(stmt, 3);
+      transition.cause = ColumnText(stmt, 4);
       out.push_back(std::move(transition));
     }
     if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list transitions");
@@ -316,14 +312,14 @@ class SqliteStore final : public Store {
     std::vector<std::string> rows;
     {
       auto lease = BorrowReader();
-      auto stmt = lease->Prepare(
-          "SELECT json FROM decisions WHERE job_id = ?1 OR seq IN "
-          "(SELECT seq FROM decision_victims WHERE job_id = ?1) ORDER BY seq");
-      if (!stmt) return tl::unexpected(stmt.error());
-      StatementScope scope(*stmt);
-      sqlite3_bind_int64(*stmt, 1, id.value());
+      DROVER_ASSIGN_OR_RETURN(
+          auto stmt,
+          lease->Prepare("SELECT json FROM decisions WHERE job_id = ?1 OR seq IN "
+                         "(SELECT seq FROM decision_victims WHERE job_id = ?1) ORDER BY seq"));
+      StatementScope scope(stmt);
+      sqlite3_bind_int64(stmt, 1, id.value());
       int rc;
-      while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) rows.push_back(ColumnText(*stmt, 0));
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) rows.push_back(ColumnText(stmt, 0));
       if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list decisions");
     }
     std::vector<model::Decision> out;
@@ -348,13 +344,13 @@ class SqliteStore final : public Store {
     std::vector<JobId> out;
     if (key.empty()) return out;
     auto lease = BorrowReader();
-    auto stmt = lease->Prepare("SELECT id FROM jobs WHERE submission_key = ?1 ORDER BY id");
-    if (!stmt) return tl::unexpected(stmt.error());
-    StatementScope scope(*stmt);
-    BindText(*stmt, 1, key);
+    DROVER_ASSIGN_OR_RETURN(
+        auto stmt, lease->Prepare("SELECT id FROM jobs WHERE submission_key = ?1 ORDER BY id"));
+    StatementScope scope(stmt);
+    BindText(stmt, 1, key);
     int rc;
-    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
-      out.push_back(JobId(sqlite3_column_int64(*stmt, 0)));
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      out.push_back(JobId(sqlite3_column_int64(stmt, 0)));
     }
     if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "find submission");
     return out;
@@ -362,31 +358,30 @@ class SqliteStore final : public Store {
 
   Result<std::int64_t> MaxJobId() const override {
     auto lease = BorrowReader();
-    auto stmt = lease->Prepare("SELECT COALESCE(MAX(id), 0) FROM jobs");
-    if (!stmt) return tl::unexpected(stmt.error());
-    StatementScope scope(*stmt);
-    const int rc = sqlite3_step(*stmt);
+    DROVER_ASSIGN_OR_RETURN(auto stmt, lease->Prepare("SELECT COALESCE(MAX(id), 0) FROM jobs"));
+    StatementScope scope(stmt);
+    const int rc = sqlite3_step(stmt);
     if (rc != SQLITE_ROW) return SqliteError(lease->db(), rc, "max job id");
-    return sqlite3_column_int64(*stmt, 0);
+    return sqlite3_column_int64(stmt, 0);
   }
 
   Status PutCron(const CronRecord& cron) override {
     try {
       const std::string spec = codec::DumpJson(codec::ToJson(cron.spec));
       std::lock_guard lock(writer_mutex_);
-      auto stmt = writer_->Prepare(
-          "INSERT INTO crons (name, owner, created_at, last_handled, spec) "
-          "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
-          "created_at = excluded.created_at, last_handled = excluded.last_handled, "
-          "spec = excluded.spec");
-      if (!stmt) return tl::unexpected(stmt.error());
-      StatementScope scope(*stmt);
-      BindText(*stmt, 1, cron.spec.name);
-      BindText(*stmt, 2, cron.owner);
-      sqlite3_bind_int64(*stmt, 3, cron.created_at);
-      sqlite3_bind_int64(*stmt, 4, cron.last_handled);
-      BindText(*stmt, 5, spec);
-      const int rc = sqlite3_step(*stmt);
+      DROVER_ASSIGN_OR_RETURN(
+          auto stmt,
+          writer_->Prepare("INSERT INTO crons (name, owner, created_at, last_handled, spec) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+                           "owner = excluded.owner, created_at = excluded.created_at, "
+                           "last_handled = excluded.last_handled, spec = excluded.spec"));
+      StatementScope scope(stmt);
+      BindText(stmt, 1, cron.spec.name);
+      BindText(stmt, 2, cron.owner);
+      sqlite3_bind_int64(stmt, 3, cron.created_at);
+      sqlite3_bind_int64(stmt, 4, cron.last_handled);
+      BindText(stmt, 5, spec);
+      const int rc = sqlite3_step(stmt);
       if (rc != SQLITE_DONE) {
         return SqliteError(writer_->db(), rc, fmt::format("store cron job {}", cron.spec.name));
       }
@@ -398,11 +393,10 @@ class SqliteStore final : public Store {
 
   Status DeleteCron(const std::string& name) override {
     std::lock_guard lock(writer_mutex_);
-    auto stmt = writer_->Prepare("DELETE FROM crons WHERE name = ?1");
-    if (!stmt) return tl::unexpected(stmt.error());
-    StatementScope scope(*stmt);
-    BindText(*stmt, 1, name);
-    const int rc = sqlite3_step(*stmt);
+    DROVER_ASSIGN_OR_RETURN(auto stmt, writer_->Prepare("DELETE FROM crons WHERE name = ?1"));
+    StatementScope scope(stmt);
+    BindText(stmt, 1, name);
+    const int rc = sqlite3_step(stmt);
     if (rc != SQLITE_DONE) {
       return SqliteError(writer_->db(), rc, fmt::format("delete cron job {}", name));
     }
@@ -416,17 +410,17 @@ class SqliteStore final : public Store {
     std::vector<std::pair<CronRecord, std::string>> rows;
     {
       auto lease = BorrowReader();
-      auto stmt =
-          lease->Prepare("SELECT owner, created_at, last_handled, spec FROM crons ORDER BY name");
-      if (!stmt) return tl::unexpected(stmt.error());
-      StatementScope scope(*stmt);
+      DROVER_ASSIGN_OR_RETURN(
+          auto stmt,
+          lease->Prepare("SELECT owner, created_at, last_handled, spec FROM crons ORDER BY name"));
+      StatementScope scope(stmt);
       int rc;
-      while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
         CronRecord cron;
-        cron.owner = ColumnText(*stmt, 0);
-        cron.created_at = sqlite3_column_int64(*stmt, 1);
-        cron.last_handled = sqlite3_column_int64(*stmt, 2);
-        rows.emplace_back(std::move(cron), ColumnText(*stmt, 3));
+        cron.owner = ColumnText(stmt, 0);
+        cron.created_at = sqlite3_column_int64(stmt, 1);
+        cron.last_handled = sqlite3_column_int64(stmt, 2);
+        rows.emplace_back(std::move(cron), ColumnText(stmt, 3));
       }
       if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list cron jobs");
     }
@@ -477,10 +471,9 @@ class SqliteStore final : public Store {
 
   // Runs a cached statement that returns no rows on the writer.
   Status Step(Connection& db, const std::string& sql, std::string_view what) {
-    auto stmt = db.Prepare(sql);
-    if (!stmt) return tl::unexpected(stmt.error());
-    StatementScope scope(*stmt);
-    const int rc = sqlite3_step(*stmt);
+    DROVER_ASSIGN_OR_RETURN(auto stmt, db.Prepare(sql));
+    StatementScope scope(stmt);
+    const int rc = sqlite3_step(stmt);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqliteError(db.db(), rc, what);
     return OkStatus();
   }
@@ -501,11 +494,10 @@ class SqliteStore final : public Store {
     for (const model::Job& job : batch.jobs) known.insert(job.id.value());
     auto check = [&](std::string_view list, std::size_t i, std::int64_t id) -> Status {
       if (known.contains(id)) return OkStatus();
-      auto exists = db.Prepare("SELECT 1 FROM jobs WHERE id = ?1");
-      if (!exists) return tl::unexpected(exists.error());
-      StatementScope scope(*exists);
-      sqlite3_bind_int64(*exists, 1, id);
-      const int rc = sqlite3_step(*exists);
+      DROVER_ASSIGN_OR_RETURN(auto exists, db.Prepare("SELECT 1 FROM jobs WHERE id = ?1"));
+      StatementScope scope(exists);
+      sqlite3_bind_int64(exists, 1, id);
+      const int rc = sqlite3_step(exists);
       if (rc == SQLITE_DONE) return UnknownJobError(list, i, id);
       if (rc != SQLITE_ROW) return SqliteError(db.db(), rc, "check job");
       known.insert(id);
@@ -519,32 +511,33 @@ class SqliteStore final : public Store {
     }
 
     if (!batch.jobs.empty()) {
-      auto upsert = db.Prepare(
-          "INSERT INTO jobs (id, name, owner, team, queue, state, submission_key, created_at, "
-          "finished_at, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
-          "ON CONFLICT (id) DO UPDATE SET name = excluded.name, owner = excluded.owner, "
-          "team = excluded.team, queue = excluded.queue, state = excluded.state, "
-          "submission_key = excluded.submission_key, created_at = excluded.created_at, "
-          "finished_at = excluded.finished_at, snapshot = excluded.snapshot");
-      if (!upsert) return tl::unexpected(upsert.error());
+      DROVER_ASSIGN_OR_RETURN(
+          auto upsert,
+          db.Prepare(
+              "INSERT INTO jobs (id, name, owner, team, queue, state, submission_key, created_at, "
+              "finished_at, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+              "ON CONFLICT (id) DO UPDATE SET name = excluded.name, owner = excluded.owner, "
+              "team = excluded.team, queue = excluded.queue, state = excluded.state, "
+              "submission_key = excluded.submission_key, created_at = excluded.created_at, "
+              "finished_at = excluded.finished_at, snapshot = excluded.snapshot"));
       for (std::size_t i = 0; i < batch.jobs.size(); ++i) {
         const model::Job& job = batch.jobs[i];
-        StatementScope scope(*upsert);
-        sqlite3_bind_int64(*upsert, 1, job.id.value());
-        BindText(*upsert, 2, job.spec.name);
-        BindText(*upsert, 3, job.spec.owner);
-        BindText(*upsert, 4, job.spec.team);
-        BindText(*upsert, 5, job.spec.queue);
-        BindText(*upsert, 6, model::JobStateName(job.state));
+        StatementScope scope(upsert);
+        sqlite3_bind_int64(upsert, 1, job.id.value());
+        BindText(upsert, 2, job.spec.name);
+        BindText(upsert, 3, job.spec.owner);
+        BindText(upsert, 4, job.spec.team);
+        BindText(upsert, 5, job.spec.queue);
+        BindText(upsert, 6, model::JobStateName(job.state));
         if (job.submission_key.empty()) {
-          sqlite3_bind_null(*upsert, 7);
+          sqlite3_bind_null(upsert, 7);
         } else {
-          BindText(*upsert, 7, job.submission_key);
+          BindText(upsert, 7, job.submission_key);
         }
-        sqlite3_bind_int64(*upsert, 8, job.created_at);
-        sqlite3_bind_int64(*upsert, 9, job.finished_at);
-        BindText(*upsert, 10, snapshots[i]);
-        const int rc = sqlite3_step(*upsert);
+        sqlite3_bind_int64(upsert, 8, job.created_at);
+        sqlite3_bind_int64(upsert, 9, job.finished_at);
+        BindText(upsert, 10, snapshots[i]);
+        const int rc = sqlite3_step(upsert);
         if (rc != SQLITE_DONE) {
           return SqliteError(db.db(), rc, fmt::format("store job {}", job.id.value()));
         }
@@ -552,48 +545,47 @@ class SqliteStore final : public Store {
     }
 
     if (!batch.transitions.empty()) {
-      auto insert = db.Prepare(
-          "INSERT INTO transitions (job_id, attempt, from_state, to_state, at, cause) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-      if (!insert) return tl::unexpected(insert.error());
+      DROVER_ASSIGN_OR_RETURN(
+          auto insert,
+          db.Prepare("INSERT INTO transitions (job_id, attempt, from_state, to_state, at, cause) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
       for (const model::Transition& transition : batch.transitions) {
-        StatementScope scope(*insert);
-        sqlite3_bind_int64(*insert, 1, transition.job.value());
-        sqlite3_bind_int(*insert, 2, transition.attempt);
-        BindText(*insert, 3, model::JobStateName(transition.from));
-        BindText(*insert, 4, model::JobStateName(transition.to));
-        sqlite3_bind_int64(*insert, 5, transition.at);
-        BindText(*insert, 6, transition.cause);
-        const int rc = sqlite3_step(*insert);
+        StatementScope scope(insert);
+        sqlite3_bind_int64(insert, 1, transition.job.value());
+        sqlite3_bind_int(insert, 2, transition.attempt);
+        BindText(insert, 3, model::JobStateName(transition.from));
+        BindText(insert, 4, model::JobStateName(transition.to));
+        sqlite3_bind_int64(insert, 5, transition.at);
+        BindText(insert, 6, transition.cause);
+        const int rc = sqlite3_step(insert);
         if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store transition");
       }
     }
 
     if (!batch.decisions.empty()) {
-      auto insert = db.Prepare(
-          "INSERT INTO decisions (job_id, attempt, at, kind, json) VALUES (?1, ?2, ?3, ?4, ?5)");
-      if (!insert) return tl::unexpected(insert.error());
-      auto victim =
-          db.Prepare("INSERT OR IGNORE INTO decision_victims (job_id, seq) VALUES (?1, ?2)");
-      if (!victim) return tl::unexpected(victim.error());
+      DROVER_ASSIGN_OR_RETURN(auto insert, db.Prepare("INSERT INTO decisions (job_id, attempt, at, "
+                                                      "kind, json) VALUES (?1, ?2, ?3, ?4, ?5)"));
+      DROVER_ASSIGN_OR_RETURN(
+          auto victim,
+          db.Prepare("INSERT OR IGNORE INTO decision_victims (job_id, seq) VALUES (?1, ?2)"));
       for (std::size_t i = 0; i < batch.decisions.size(); ++i) {
         const model::Decision& decision = batch.decisions[i];
         {
-          StatementScope scope(*insert);
-          sqlite3_bind_int64(*insert, 1, decision.job.value());
-          sqlite3_bind_int(*insert, 2, decision.attempt);
-          sqlite3_bind_int64(*insert, 3, decision.at);
-          BindText(*insert, 4, model::DecisionKindName(decision.kind));
-          BindText(*insert, 5, decisions[i]);
-          const int rc = sqlite3_step(*insert);
+          StatementScope scope(insert);
+          sqlite3_bind_int64(insert, 1, decision.job.value());
+          sqlite3_bind_int(insert, 2, decision.attempt);
+          sqlite3_bind_int64(insert, 3, decision.at);
+          BindText(insert, 4, model::DecisionKindName(decision.kind));
+          BindText(insert, 5, decisions[i]);
+          const int rc = sqlite3_step(insert);
           if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store decision");
         }
         const std::int64_t seq = sqlite3_last_insert_rowid(db.db());
         for (std::int64_t other : OtherJobsOf(decision)) {
-          StatementScope scope(*victim);
-          sqlite3_bind_int64(*victim, 1, other);
-          sqlite3_bind_int64(*victim, 2, seq);
-          const int rc = sqlite3_step(*victim);
+          StatementScope scope(victim);
+          sqlite3_bind_int64(victim, 1, other);
+          sqlite3_bind_int64(victim, 2, seq);
+          const int rc = sqlite3_step(victim);
           if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store decision victim");
         }
       }
@@ -634,9 +626,9 @@ Result<std::unique_ptr<Store>> Open(const std::string& path, const SqliteStoreOp
     return InvalidArgument(fmt::format("sqlite options: busy_timeout_ms must be 0 or more, got {}",
                                        options.busy_timeout_ms));
   }
-  auto writer = Connection::Open(path, /*read_only=*/false, options.busy_timeout_ms);
-  if (!writer) return tl::unexpected(writer.error());
-  Connection& db = **writer;
+  DROVER_ASSIGN_OR_RETURN(auto writer,
+                          Connection::Open(path, /*read_only=*/false, options.busy_timeout_ms));
+  Connection& db = *writer;
 
   // journal_mode=WAL is the first statement that reads the file, so a file that is not a
   // database fails here (SQLITE_NOTADB -> kFailedPrecondition).
@@ -659,17 +651,16 @@ Result<std::unique_ptr<Store>> Open(const std::string& path, const SqliteStoreOp
   if (!in_memory) {
     std::vector<std::unique_ptr<Connection>> readers;
     for (int i = 0; i < options.readers; ++i) {
-      auto reader = Connection::Open(path, /*read_only=*/true, options.busy_timeout_ms);
-      if (!reader) return tl::unexpected(reader.error());
-      readers.push_back(std::move(*reader));
+      DROVER_ASSIGN_OR_RETURN(auto reader,
+                              Connection::Open(path, /*read_only=*/true, options.busy_timeout_ms));
+      readers.push_back(std::move(reader));
     }
     pool = std::make_unique<ConnectionPool>(std::move(readers));
-    auto connection = Connection::Open(path, /*read_only=*/false, options.busy_timeout_ms);
-    if (!connection) return tl::unexpected(connection.error());
-    checkpointer = std::make_unique<Checkpointer>(std::move(*connection), options.checkpoint_pages);
+    DROVER_ASSIGN_OR_RETURN(auto connection,
+                            Connection::Open(path, /*read_only=*/false, options.busy_timeout_ms));
+    checkpointer = std::make_unique<Checkpointer>(std::move(connection), options.checkpoint_pages);
   }
-  return std::make_unique<SqliteStore>(std::move(*writer), std::move(pool),
-                                       std::move(checkpointer));
+  return std::make_unique<SqliteStore>(std::move(writer), std::move(pool), std::move(checkpointer));
 }
 
 }  // namespace

@@ -126,13 +126,9 @@ Result<std::uint64_t> ParseField(const Field& field, std::string_view text) {
     int high = field.max;
     if (range != "*") {
       const std::size_t dash = range.find('-');
-      auto first = ParseValue(field, range.substr(0, dash));
-      if (!first) return tl::unexpected(first.error());
-      low = *first;
+      DROVER_ASSIGN_OR_RETURN(low, ParseValue(field, range.substr(0, dash)));
       if (dash != std::string_view::npos) {
-        auto last = ParseValue(field, range.substr(dash + 1));
-        if (!last) return tl::unexpected(last.error());
-        high = *last;
+        DROVER_ASSIGN_OR_RETURN(high, ParseValue(field, range.substr(dash + 1)));
         if (high < low) {
           return InvalidArgument(
               fmt::format("{}: the range \"{}\" runs backwards", field.name, range));
@@ -194,7 +190,7 @@ std::optional<TimeMs> LatestDue(const CronSchedule& schedule, const date::time_z
                                 TimeMs last_handled, TimeMs now) {
   if (NextAfter(schedule, zone, last_handled) > now) return std::nullopt;
   // Look back over doubling windows so that a long pause does not walk every due time.
-  for (DurationMs window = 1'000;; window *= 2) {
+  for (DurationMs window = kMillisPerSecond;; window *= 2) {
     TimeMs due = NextAfter(schedule, zone, std::max(last_handled, now - window));
     if (due > now) continue;
     for (TimeMs next = NextAfter(schedule, zone, due); next <= now;
@@ -227,21 +223,17 @@ Result<CronSchedule> ParseCronSchedule(std::string_view text) {
   }
   const std::size_t base = words.size() - 5;
   CronSchedule schedule;
-  auto seconds = base == 1 ? ParseField(kSecond, words[0]) : Result<std::uint64_t>(1);
-  auto minutes = ParseField(kMinute, words[base]);
-  auto hours = ParseField(kHour, words[base + 1]);
-  auto days = ParseField(kDayOfMonth, words[base + 2]);
-  auto months = ParseField(kMonth, words[base + 3]);
-  auto weekdays = ParseField(kDayOfWeek, words[base + 4]);
-  for (const auto* field : {&seconds, &minutes, &hours, &days, &months, &weekdays}) {
-    if (!*field) return tl::unexpected(field->error());
+  if (base == 1) {
+    DROVER_ASSIGN_OR_RETURN(schedule.seconds, ParseField(kSecond, words[0]));
+  } else {
+    schedule.seconds = 1;
   }
-  schedule.seconds = *seconds;
-  schedule.minutes = *minutes;
-  schedule.hours = *hours;
-  schedule.days = *days;
-  schedule.months = *months;
-  schedule.weekdays = (*weekdays & 0x7f) | (*weekdays >> 7);  // 7 is Sunday
+  DROVER_ASSIGN_OR_RETURN(schedule.minutes, ParseField(kMinute, words[base]));
+  DROVER_ASSIGN_OR_RETURN(schedule.hours, ParseField(kHour, words[base + 1]));
+  DROVER_ASSIGN_OR_RETURN(schedule.days, ParseField(kDayOfMonth, words[base + 2]));
+  DROVER_ASSIGN_OR_RETURN(schedule.months, ParseField(kMonth, words[base + 3]));
+  DROVER_ASSIGN_OR_RETURN(const std::uint64_t weekdays, ParseField(kDayOfWeek, words[base + 4]));
+  schedule.weekdays = (weekdays & 0x7f) | (weekdays >> 7);  // 7 is Sunday
   schedule.day_of_month_star = words[base + 2].starts_with('*');
   schedule.day_of_week_star = words[base + 4].starts_with('*');
 

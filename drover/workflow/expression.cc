@@ -112,9 +112,8 @@ class ConditionReader {
     }
     const char c = text_[pos_];
     if (text_.substr(pos_).starts_with(kOpen)) {
-      Result<Reference> ref = ReadTemplate(text_, pos_);
-      if (!ref) return tl::unexpected(ref.error());
-      return Operand{Operand::Kind::kTemplate, ref->text};
+      DROVER_ASSIGN_OR_RETURN(Reference ref, ReadTemplate(text_, pos_));
+      return Operand{Operand::Kind::kTemplate, ref.text};
     }
     if (c == '\'' || c == '"') {
       const std::size_t end = text_.find(c, pos_ + 1);
@@ -171,9 +170,8 @@ class ConditionReader {
 
 Result<std::string> ValueOf(const Operand& operand, const Lookup& lookup) {
   if (operand.kind == Operand::Kind::kLiteral) return operand.text;
-  Result<std::string> rendered = Render(operand.text, lookup);
-  if (!rendered) return rendered;
-  return std::string(Trim(*rendered));
+  DROVER_ASSIGN_OR_RETURN(const std::string rendered, Render(operand.text, lookup));
+  return std::string(Trim(rendered));
 }
 
 }  // namespace
@@ -182,19 +180,17 @@ Result<std::vector<Reference>> FindReferences(std::string_view text) {
   std::vector<Reference> refs;
   std::size_t pos = 0;
   while ((pos = text.find(kOpen, pos)) != std::string_view::npos) {
-    Result<Reference> ref = ReadTemplate(text, pos);
-    if (!ref) return tl::unexpected(ref.error());
-    refs.push_back(std::move(*ref));
+    DROVER_ASSIGN_OR_RETURN(Reference ref, ReadTemplate(text, pos));
+    refs.push_back(std::move(ref));
   }
   return refs;
 }
 
 Result<std::string> Render(std::string_view text, const Lookup& lookup) {
-  Result<std::vector<Reference>> refs = FindReferences(text);
-  if (!refs) return tl::unexpected(refs.error());
+  DROVER_ASSIGN_OR_RETURN(std::vector<Reference> refs, FindReferences(text));
   std::string out;
   std::size_t copied = 0;
-  for (const Reference& ref : *refs) {
+  for (const Reference& ref : refs) {
     std::optional<std::string> value = lookup(ref);
     if (!value) return InvalidArgument(fmt::format("no value for {}", ref.text));
     out.append(text.substr(copied, ref.offset - copied));
@@ -208,17 +204,12 @@ Result<std::string> Render(std::string_view text, const Lookup& lookup) {
 Result<Condition> ParseCondition(std::string_view text) {
   ConditionReader reader(text);
   Condition condition;
-  Result<Operand> lhs = reader.ReadOperand("");
-  if (!lhs) return tl::unexpected(lhs.error());
-  condition.lhs = std::move(*lhs);
+  DROVER_ASSIGN_OR_RETURN(condition.lhs, reader.ReadOperand(""));
   if (reader.AtEnd()) return condition;
   const std::string left(reader.Consumed());
-  Result<CompareOp> op = reader.ReadOp(left);
-  if (!op) return tl::unexpected(op.error());
-  condition.op = *op;
-  Result<Operand> rhs = reader.ReadOperand(OpName(*op));
-  if (!rhs) return tl::unexpected(rhs.error());
-  condition.rhs = std::move(*rhs);
+  DROVER_ASSIGN_OR_RETURN(CompareOp op, reader.ReadOp(left));
+  condition.op = op;
+  DROVER_ASSIGN_OR_RETURN(condition.rhs, reader.ReadOperand(OpName(op)));
   if (!reader.AtEnd()) {
     return InvalidArgument(fmt::format(
         "unexpected '{}' after the comparison; a condition compares two operands", reader.Rest()));
@@ -227,16 +218,14 @@ Result<Condition> ParseCondition(std::string_view text) {
 }
 
 Result<bool> Evaluate(const Condition& condition, const Lookup& lookup) {
-  Result<std::string> lhs = ValueOf(condition.lhs, lookup);
-  if (!lhs) return tl::unexpected(lhs.error());
+  DROVER_ASSIGN_OR_RETURN(std::string lhs, ValueOf(condition.lhs, lookup));
   if (!condition.op) {
-    const std::optional<double> number = ParseNumber(*lhs);
-    return *lhs == "true" || (number && *number != 0);
+    const std::optional<double> number = ParseNumber(lhs);
+    return lhs == "true" || (number && *number != 0);
   }
-  Result<std::string> rhs = ValueOf(condition.rhs, lookup);
-  if (!rhs) return tl::unexpected(rhs.error());
-  const std::optional<double> a = ParseNumber(*lhs);
-  const std::optional<double> b = ParseNumber(*rhs);
+  DROVER_ASSIGN_OR_RETURN(std::string rhs, ValueOf(condition.rhs, lookup));
+  const std::optional<double> a = ParseNumber(lhs);
+  const std::optional<double> b = ParseNumber(rhs);
   const CompareOp op = *condition.op;
   if (a && b) {
     switch (op) {
@@ -254,16 +243,15 @@ Result<bool> Evaluate(const Condition& condition, const Lookup& lookup) {
         return *a >= *b;
     }
   }
-  if (op == CompareOp::kEq) return *lhs == *rhs;
-  if (op == CompareOp::kNe) return *lhs != *rhs;
-  return InvalidArgument(fmt::format("cannot compare '{}' {} '{}': {} needs two numbers", *lhs,
-                                     OpName(op), *rhs, OpName(op)));
+  if (op == CompareOp::kEq) return lhs == rhs;
+  if (op == CompareOp::kNe) return lhs != rhs;
+  return InvalidArgument(fmt::format("cannot compare '{}' {} '{}': {} needs two numbers", lhs,
+                                     OpName(op), rhs, OpName(op)));
 }
 
 Result<bool> EvaluateCondition(std::string_view text, const Lookup& lookup) {
-  Result<Condition> condition = ParseCondition(text);
-  if (!condition) return tl::unexpected(condition.error());
-  return Evaluate(*condition, lookup);
+  DROVER_ASSIGN_OR_RETURN(Condition condition, ParseCondition(text));
+  return Evaluate(condition, lookup);
 }
 
 bool IsIdentifier(std::string_view text) {

@@ -286,6 +286,7 @@ resources:
   memory: 64Mi
   gpus: 8
 script: "true"
+hold_infeasible: true
 )");
   ASSERT_EQ(big.size(), 1u);
   // A job submitted later runs to the end: the scheduler has passed over `big` several times.

@@ -282,8 +282,8 @@ TEST_F(Decisions, ExplainSaysTheLayerAndTheEstimatedStart) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
   api::ApiClient client(server->url());
-  // Never fits: its start cannot be estimated.
-  auto ids = Submit(client, GpuJob("too-big", 4, "\"true\""));
+  // Never fits (held: it would be refused): its start cannot be estimated.
+  auto ids = Submit(client, GpuJob("too-big", 4, "\"true\"", "hold_infeasible: true\n"));
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForState(client, ids[0], {"ready"}), "ready");
   auto body = client.Explain(std::to_string(ids[0]));

@@ -78,9 +78,7 @@ struct Api {
 Result<Api> LoadApi(const Library& library) {
   Api api{};
   auto load = [&](auto& field, const char* name) -> Status {
-    auto symbol = Symbol<std::remove_reference_t<decltype(field)>>(library, name);
-    if (!symbol) return tl::unexpected(symbol.error());
-    field = *symbol;
+    DROVER_ASSIGN_OR_RETURN(field, Symbol<std::remove_reference_t<decltype(field)>>(library, name));
     return OkStatus();
   };
   DROVER_RETURN_IF_ERROR(load(api.init, "nvmlInit_v2"));
@@ -146,21 +144,19 @@ Result<NvmlInventory> DiscoverNvml(const std::string& library_name) {
                     "on this machine? Declare GPUs instead",
                     library_name, error ? error : "unknown error"));
   }
-  auto api = LoadApi(library);
-  if (!api) return tl::unexpected(api.error());
-  if (nvmlReturn_t rc = api->init(); rc != kNvmlSuccess) {
-    return Unavailable("nvmlInit failed: " + api->Describe(rc));
+  DROVER_ASSIGN_OR_RETURN(auto api, LoadApi(library));
+  if (nvmlReturn_t rc = api.init(); rc != kNvmlSuccess) {
+    return Unavailable("nvmlInit failed: " + api.Describe(rc));
   }
-  auto inventory = ListDevices(*api);
-  api->shutdown();
+  auto inventory = ListDevices(api);
+  api.shutdown();
   return inventory;
 }
 
 Result<std::vector<model::Gpu>> DiscoverNvmlGpus() {
-  auto inventory = DiscoverNvml();
-  if (!inventory) return tl::unexpected(inventory.error());
+  DROVER_ASSIGN_OR_RETURN(auto inventory, DiscoverNvml());
   std::vector<model::Gpu> gpus;
-  for (NvmlGpu& gpu : inventory->gpus) gpus.push_back(std::move(gpu.gpu));
+  for (NvmlGpu& gpu : inventory.gpus) gpus.push_back(std::move(gpu.gpu));
   return gpus;
 }
 

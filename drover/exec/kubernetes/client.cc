@@ -8,8 +8,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "drover/common/filesystem.h"
 
 namespace drover::exec::kubernetes {
 
@@ -19,14 +19,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // kubeconfig
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot read {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 Result<std::string> DecodeBase64(std::string_view text) {
   auto value = [](char c) -> int {
@@ -170,11 +162,10 @@ Result<KubeConfig> ParseKubeConfig(std::string_view text, const std::string& fil
 }
 
 Result<KubeConfig> LoadKubeConfig(const std::string& path, const std::string& context) {
-  auto text = ReadWholeFile(path);
-  if (!text) return tl::unexpected(text.error());
+  DROVER_ASSIGN_OR_RETURN(auto text, ReadWholeFile(path));
   const std::size_t slash = path.rfind('/');
   const std::string base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return ParseKubeConfig(*text, path, base_dir, context);
+  return ParseKubeConfig(text, path, base_dir, context);
 }
 
 Result<KubeConfig> InClusterConfig() {
@@ -189,12 +180,8 @@ Result<KubeConfig> InClusterConfig() {
   const std::string h = host;
   config.server =
       fmt::format("https://{}:{}", h.find(':') != std::string::npos ? "[" + h + "]" : h, port);
-  auto token = ReadWholeFile(dir + "/token");
-  if (!token) return tl::unexpected(token.error());
-  config.token = *token;
-  auto ca = ReadWholeFile(dir + "/ca.crt");
-  if (!ca) return tl::unexpected(ca.error());
-  config.ca_pem = *ca;
+  DROVER_ASSIGN_OR_RETURN(config.token, ReadWholeFile(dir + "/token"));
+  DROVER_ASSIGN_OR_RETURN(config.ca_pem, ReadWholeFile(dir + "/ca.crt"));
   if (auto ns = ReadWholeFile(dir + "/namespace")) config.namespace_name = *ns;
   return config;
 }
@@ -213,7 +200,7 @@ std::optional<TimeMs> ParseTime(std::string_view text) {
   if (!date.ok()) return std::nullopt;
   const auto midnight = std::chrono::sys_days(date).time_since_epoch();
   TimeMs ms = std::chrono::duration_cast<std::chrono::milliseconds>(midnight).count() +
-              ((hour * 60 + minute) * 60 + second) * TimeMs{1000};
+              ((hour * 60 + minute) * 60 + second) * kMillisPerSecond;
   std::size_t i = static_cast<std::size_t>(consumed);
   if (i < s.size() && s[i] == '.') {
     int scale = 100;
@@ -225,7 +212,7 @@ std::optional<TimeMs> ParseTime(std::string_view text) {
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
     int oh = 0, om = 0;
     if (std::sscanf(s.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2) return std::nullopt;
-    const TimeMs offset = (oh * 60 + om) * 60'000;
+    const TimeMs offset = (oh * 60 + om) * kMillisPerMinute;
     ms += s[i] == '+' ? -offset : offset;
   } else if (i >= s.size() || (s[i] != 'Z' && s[i] != 'z')) {
     return std::nullopt;
@@ -322,11 +309,11 @@ Error StatusError(int status, const std::string& body, const std::string& what) 
 
 DurationMs RetryAfterMs(const httplib::Response& response, DurationMs cap) {
   const std::string value = response.get_header_value("Retry-After");
-  DurationMs ms = 1000;
+  DurationMs ms = kMillisPerSecond;
   if (!value.empty()) {
     char* end = nullptr;
     const long seconds = std::strtol(value.c_str(), &end, 10);
-    if (end != value.c_str() && seconds >= 0) ms = seconds * 1000;
+    if (end != value.c_str() && seconds >= 0) ms = seconds * kMillisPerSecond;
   }
   return std::min(ms, cap);
 }
@@ -334,10 +321,9 @@ DurationMs RetryAfterMs(const httplib::Response& response, DurationMs cap) {
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::Connect(const KubeConfig& config, ClientOptions options) {
-  auto url = ParseUrl(config.server);
-  if (!url) return tl::unexpected(url.error());
+  DROVER_ASSIGN_OR_RETURN(auto url, ParseUrl(config.server));
   std::unique_ptr<httplib::ClientImpl> http;
-  if (url->scheme == "https") {
+  if (url.scheme == "https") {
     std::unique_ptr<httplib::SSLClient> ssl;
     if (!config.client_cert_pem.empty()) {
       BioPtr cert_bio = MemoryBio(config.client_cert_pem);
@@ -350,11 +336,11 @@ Result<std::unique_ptr<Client>> Client::Connect(const KubeConfig& config, Client
         return InvalidArgument(fmt::format("client certificate: cannot read the {} as PEM",
                                            cert ? "key" : "certificate"));
       }
-      ssl = std::make_unique<httplib::SSLClient>(url->host, url->port, cert, key);
+      ssl = std::make_unique<httplib::SSLClient>(url.host, url.port, cert, key);
       X509_free(cert);  // the SSL context holds its own references
       EVP_PKEY_free(key);
     } else {
-      ssl = std::make_unique<httplib::SSLClient>(url->host, url->port);
+      ssl = std::make_unique<httplib::SSLClient>(url.host, url.port);
     }
     if (!ssl->is_valid()) return Internal("cannot set up TLS (OpenSSL)");
     if (!config.ca_pem.empty()) {
@@ -374,17 +360,17 @@ Result<std::unique_ptr<Client>> Client::Connect(const KubeConfig& config, Client
     }
     ssl->enable_server_certificate_verification(!config.insecure_skip_tls_verify);
     http = std::move(ssl);
-  } else if (url->scheme == "http") {
-    http = std::make_unique<httplib::ClientImpl>(url->host, url->port);
+  } else if (url.scheme == "http") {
+    http = std::make_unique<httplib::ClientImpl>(url.host, url.port);
   } else {
-    return InvalidArgument(fmt::format("server: unsupported scheme '{}'", url->scheme));
+    return InvalidArgument(fmt::format("server: unsupported scheme '{}'", url.scheme));
   }
   http->set_connection_timeout(5, 0);
   http->set_keep_alive(true);
   http->set_tcp_nodelay(true);
   if (!config.token.empty()) http->set_bearer_token_auth(config.token);
   http->set_default_headers({{"Accept", "application/json"}, {"User-Agent", "drover"}});
-  return std::unique_ptr<Client>(new Client(url->prefix, std::move(http), options));
+  return std::unique_ptr<Client>(new Client(url.prefix, std::move(http), options));
 }
 
 Client::Client(std::string prefix, std::unique_ptr<httplib::ClientImpl> http, ClientOptions options)
@@ -411,7 +397,8 @@ Result<json> Client::Send(const std::string& method, const std::string& path,
   const std::string target = prefix_ + path;
   const std::string what = fmt::format("{} {}", method, path);
   const DurationMs timeout = options_.request_timeout_ms;
-  http_->set_read_timeout(timeout / 1000, (timeout % 1000) * 1000);
+  // httplib takes whole seconds and microseconds.
+  http_->set_read_timeout(timeout / kMillisPerSecond, (timeout % kMillisPerSecond) * 1000);
   for (int attempt = 1;; ++attempt) {
     if (stopped_) return Unavailable(what + ": the client is stopped");
     httplib::Result result = method == "GET" ? http_->Get(target.c_str())
@@ -447,8 +434,7 @@ Result<json> Client::Get(const std::string& path) { return Send("GET", path, "")
 Status Client::Delete(const std::string& path) {
   const json options = {
       {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
-  auto reply = Send("DELETE", path, options.dump());
-  if (!reply) return tl::unexpected(reply.error());
+  DROVER_RETURN_IF_ERROR(Send("DELETE", path, options.dump()));
   return OkStatus();
 }
 
@@ -588,13 +574,12 @@ void Reflector::Deliver(const std::string& type, const json& object) {
 }
 
 Status Reflector::Relist(Client& client) {
-  auto list = client.List(collection_, label_selector_);
-  if (!list) return tl::unexpected(list.error());
+  DROVER_ASSIGN_OR_RETURN(auto list, client.List(collection_, label_selector_));
   ++lists_;
   listed_ = true;
-  resource_version_ = ResourceVersionOf(*list);
+  resource_version_ = ResourceVersionOf(list);
   std::map<std::string, json> current;
-  for (const json& item : list->value("items", json::array())) current[ObjectKey(item)] = item;
+  for (const json& item : list.value("items", json::array())) current[ObjectKey(item)] = item;
   // Objects deleted while no watch saw it.
   std::vector<json> gone;
   for (const auto& [key, object] : known_) {
@@ -607,14 +592,14 @@ Status Reflector::Relist(Client& client) {
 
 Status Reflector::Step(Client& client, int watch_timeout_seconds) {
   if (!listed_) DROVER_RETURN_IF_ERROR(Relist(client));
-  auto end = client.Watch(collection_, label_selector_, resource_version_, watch_timeout_seconds,
-                          [&](const WatchEvent& event) {
-                            if (event.type != "BOOKMARK") Deliver(event.type, event.object);
-                            return true;
-                          });
-  if (!end) return tl::unexpected(end.error());
-  resource_version_ = end->resource_version;
-  if (end->gone) return Relist(client);
+  DROVER_ASSIGN_OR_RETURN(
+      auto end, client.Watch(collection_, label_selector_, resource_version_, watch_timeout_seconds,
+                             [&](const WatchEvent& event) {
+                               if (event.type != "BOOKMARK") Deliver(event.type, event.object);
+                               return true;
+                             }));
+  resource_version_ = end.resource_version;
+  if (end.gone) return Relist(client);
   return OkStatus();
 }
 

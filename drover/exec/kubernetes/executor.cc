@@ -163,9 +163,7 @@ Result<std::unique_ptr<KubernetesExecutor>> KubernetesExecutor::Create(const Kub
     options.namespaces = {config.namespace_name.empty() ? "default" : config.namespace_name};
   }
   std::unique_ptr<KubernetesExecutor> executor(new KubernetesExecutor(config, options));
-  auto client = executor->NewClient();
-  if (!client) return tl::unexpected(client.error());
-  executor->request_client_ = std::move(*client);
+  DROVER_ASSIGN_OR_RETURN(executor->request_client_, executor->NewClient());
   {
     MutexLock lock(executor->mu_);
     for (const std::string& ns : options.namespaces) executor->WatchNamespaceLocked(ns);
@@ -237,19 +235,18 @@ void KubernetesExecutor::Enqueue(Request request) {
 }
 
 Status KubernetesExecutor::Submit(const model::ExternalLaunch& launch) {
-  auto rendered = Render(launch);
-  if (!rendered) return tl::unexpected(rendered.error());
+  DROVER_ASSIGN_OR_RETURN(auto rendered, Render(launch));
   MutexLock lock(mu_);
-  if (attempts_.contains(rendered->name)) return OkStatus();  // submitted before: one Job
+  if (attempts_.contains(rendered.name)) return OkStatus();  // submitted before: one Job
   auto attempt = std::make_unique<Attempt>();
   attempt->ref = launch.ref;
   attempt->ref.executor = model::ExecutorKind::kKubernetes;
-  attempt->namespace_name = rendered->namespace_name;
-  attempt->objects = std::move(rendered->objects);
+  attempt->namespace_name = rendered.namespace_name;
+  attempt->objects = std::move(rendered.objects);
   attempt->workers = launch.spec.workers;
-  attempts_[rendered->name] = std::move(attempt);
-  WatchNamespaceLocked(rendered->namespace_name);
-  Enqueue({Request::Kind::kCreate, rendered->name});
+  attempts_[rendered.name] = std::move(attempt);
+  WatchNamespaceLocked(rendered.namespace_name);
+  Enqueue({Request::Kind::kCreate, rendered.name});
   return OkStatus();
 }
 
@@ -623,11 +620,10 @@ Result<std::unique_ptr<exec::Executor>> NewKubernetesExecutor(const std::string&
       if (std::filesystem::exists(candidate)) path = candidate;
     }
   }
-  auto config = path.empty() ? InClusterConfig() : LoadKubeConfig(path, context);
-  if (!config) return tl::unexpected(config.error());
-  auto executor = KubernetesExecutor::Create(*config, std::move(options));
-  if (!executor) return tl::unexpected(executor.error());
-  return std::unique_ptr<exec::Executor>(std::move(*executor));
+  DROVER_ASSIGN_OR_RETURN(auto config,
+                          path.empty() ? InClusterConfig() : LoadKubeConfig(path, context));
+  DROVER_ASSIGN_OR_RETURN(auto executor, KubernetesExecutor::Create(config, std::move(options)));
+  return std::unique_ptr<exec::Executor>(std::move(executor));
 }
 
 }  // namespace drover::exec::kubernetes

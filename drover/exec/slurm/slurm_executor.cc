@@ -57,8 +57,7 @@ SlurmExecutor::Tracked SlurmExecutor::TrackedOf(const model::ExternalRef& ref) c
 
 Status SlurmExecutor::Submit(const model::ExternalLaunch& launch) {
   // Refuse what Slurm cannot express before anything is queued.
-  Result<Sbatch> rendered = RenderSbatch(launch, {});
-  if (!rendered) return tl::unexpected(rendered.error());
+  DROVER_RETURN_IF_ERROR(RenderSbatch(launch, {}));
   {
     MutexLock lock(mu_);
     submits_.push_back(launch);

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "drover/testing/temp_dir.h"
+
 namespace drover::exec::slurm {
 namespace {
 
@@ -52,9 +54,6 @@ cat "$FAKE_SLURM_DIR/sacct.out" 2>/dev/null
 class SlurmExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/drover-fake-slurm-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     Write("sbatch", kSbatch);
     Write("scontrol", kScontrol);
     Write("scancel", kScancel);
@@ -70,7 +69,6 @@ class SlurmExecutorTest : public ::testing::Test {
   void TearDown() override {
     setenv("PATH", old_path_.c_str(), 1);
     unsetenv("FAKE_SBATCH_DELAY");
-    std::filesystem::remove_all(dir_);
   }
 
   void Write(const std::string& name, const std::string& text) {
@@ -139,7 +137,8 @@ class SlurmExecutorTest : public ::testing::Test {
     return options;
   }
 
-  std::string dir_;
+  testing::TempDir temp_{"drover-fake-slurm"};
+  const std::string dir_ = temp_.path();  // the fake commands (first on PATH) and their files
   std::string old_path_;
   SystemClock clock_;
 };

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "drover/exec/slurm/sbatch.h"
+#include "drover/testing/temp_dir.h"
 
 namespace drover::exec::slurm {
 namespace {
@@ -189,15 +190,11 @@ TEST(SbatchTest, WhatSlurmCannotExpressIsRefusedNamingTheField) {
 class BatchScriptTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/drover-batch-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     std::filesystem::create_directories(dir_ + "/bin");
     std::ofstream(dir_ + "/bin/srun")
         << "#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nSLURM_PROCID=0 exec \"$@\"\n";
     std::filesystem::permissions(dir_ + "/bin/srun", std::filesystem::perms::owner_all);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   model::ExternalLaunch LaunchOf(int attempt) const {
     model::ExternalLaunch launch;
@@ -227,7 +224,8 @@ class BatchScriptTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  testing::TempDir temp_{"drover-batch"};
+  const std::string dir_ = temp_.path();  // bin/srun, the script, its staging directories
 };
 
 TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {

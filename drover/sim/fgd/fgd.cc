@@ -204,27 +204,22 @@ Result<nlohmann::json> LoadPublishedFgd(const std::string& dir, const std::strin
       {"analysis_frag_ratio_discrete.csv", "fragmentation_ratio_at"}};
   for (const auto& [file, key] : files) {
     const std::string path = dir + "/" + file;
-    auto csv = CsvReader::Open(path);
-    if (!csv) return tl::unexpected(csv.error());
-    auto workload_column = csv->Require("workload");
-    if (!workload_column) return tl::unexpected(workload_column.error());
-    auto policy_column = csv->Require("sc_policy");
-    if (!policy_column) return tl::unexpected(policy_column.error());
+    DROVER_ASSIGN_OR_RETURN(auto csv, CsvReader::Open(path));
+    DROVER_ASSIGN_OR_RETURN(auto workload_column, csv.Require("workload"));
+    DROVER_ASSIGN_OR_RETURN(auto policy_column, csv.Require("sc_policy"));
     std::map<std::string, std::pair<double, int>> sums;  // by demand percent
     int seeds = 0;
     while (true) {
-      auto more = csv->Next();
-      if (!more) return tl::unexpected(more.error());
-      if (!*more) break;
-      if (csv->Field(*workload_column) != workload || csv->Field(*policy_column) != name) continue;
+      DROVER_ASSIGN_OR_RETURN(auto more, csv.Next());
+      if (!more) break;
+      if (csv.Field(workload_column) != workload || csv.Field(policy_column) != name) continue;
       ++seeds;
-      for (int c = 0; c < static_cast<int>(csv->columns().size()); ++c) {
-        const std::string& column = csv->columns()[c];
-        if (!std::all_of(column.begin(), column.end(), ::isdigit) || csv->Empty(c)) continue;
-        auto value = csv->Number(c);
-        if (!value) return tl::unexpected(value.error());
+      for (int c = 0; c < static_cast<int>(csv.columns().size()); ++c) {
+        const std::string& column = csv.columns()[c];
+        if (!std::all_of(column.begin(), column.end(), ::isdigit) || csv.Empty(c)) continue;
+        DROVER_ASSIGN_OR_RETURN(auto value, csv.Number(c));
         auto& [sum, n] = sums[column];
-        sum += *value;
+        sum += value;
         ++n;
       }
     }
@@ -243,8 +238,7 @@ Result<nlohmann::json> RunFgdExperiment(const std::vector<model::Node>& nodes,
                                         const std::vector<TraceJob>& pods,
                                         const FgdOptions& options) {
   const auto started = std::chrono::steady_clock::now();
-  auto scoring = ScoringOf(options.policy);
-  if (!scoring) return tl::unexpected(scoring.error());
+  DROVER_ASSIGN_OR_RETURN(auto scoring, ScoringOf(options.policy));
   if (!(options.inflate > 0 && options.inflate <= 10)) {
     return InvalidArgument(fmt::format("inflate {} is outside (0, 10]", options.inflate));
   }
@@ -265,13 +259,13 @@ Result<nlohmann::json> RunFgdExperiment(const std::vector<model::Node>& nodes,
 
   std::vector<nlohmann::json> runs;
   for (int k = 0; k < options.seeds; ++k) {
-    runs.push_back(RunOnce(nodes, pods, mix, all_shapes, *scoring, options.seed + k,
-                           options.inflate, capacity));
+    runs.push_back(RunOnce(nodes, pods, mix, all_shapes, scoring, options.seed + k, options.inflate,
+                           capacity));
   }
   nlohmann::json out;
   out["experiment"] = "fgd";
   out["workload"] = options.workload;
-  out["policy"] = options.policy.empty() ? fmt::format("default ({})", model::ScoringName(*scoring))
+  out["policy"] = options.policy.empty() ? fmt::format("default ({})", model::ScoringName(scoring))
                                          : options.policy;
   nlohmann::json seeds = nlohmann::json::array();
   for (const nlohmann::json& run : runs) seeds.push_back(run["seed"]);
@@ -295,7 +289,7 @@ Result<nlohmann::json> RunFgdExperiment(const std::vector<model::Node>& nodes,
   if (!options.published_dir.empty()) {
     auto published = LoadPublishedFgd(
         options.published_dir, options.workload,
-        options.policy.empty() ? std::string(model::ScoringName(*scoring)) : options.policy);
+        options.policy.empty() ? std::string(model::ScoringName(scoring)) : options.policy);
     if (published) out["published"] = std::move(*published);
   }
   if (options.timing) {

@@ -73,11 +73,8 @@ Result<Trace> TraceFromDataDir(const std::string& data_dir, TimeMs from, TimeMs 
   if (!std::filesystem::exists(path, ec)) {
     return NotFound(fmt::format("{} does not exist: not a Drover data directory", path));
   }
-  Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore(path);
-  if (!opened) return tl::unexpected(opened.error());
-  Result<std::vector<model::Job>> listed = (*opened)->ListJobs(store::JobFilter{});
-  if (!listed) return tl::unexpected(listed.error());
-  const std::vector<model::Job>& jobs = *listed;
+  DROVER_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> opened, store::OpenSqliteStore(path));
+  DROVER_ASSIGN_OR_RETURN(const std::vector<model::Job> jobs, opened->ListJobs(store::JobFilter{}));
 
   // Nodes from every stored placement.
   std::map<std::string, SeenNode> seen;

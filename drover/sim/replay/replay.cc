@@ -105,6 +105,7 @@ class Replay final : private control::EffectSink {
   static control::Options ControllerOptions(const ReplayOptions& options) {
     control::Options out;
     out.full_cycle_interval_ms = options.tick;
+    out.refuse_infeasible = false;  // a trace replays every job it recorded
     return out;
   }
   double Seconds(TimeMs at) const { return static_cast<double>(at - kReplayEpochMs) / 1000.0; }

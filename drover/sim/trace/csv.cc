@@ -31,17 +31,15 @@ std::string JoinColumns(const std::vector<std::string>& columns) {
 }  // namespace
 
 Result<CsvReader> CsvReader::Open(const std::string& path) {
-  Result<std::string> text = ReadWholeFile(path);
-  if (!text) return tl::unexpected(text.error());
-  return FromText(*std::move(text), path);
+  DROVER_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+  return FromText(std::move(text), path);
 }
 
 Result<CsvReader> CsvReader::FromText(std::string text, std::string file_name) {
   CsvReader reader(std::move(text), std::move(file_name));
   if (reader.text_.starts_with("\xEF\xBB\xBF")) reader.pos_ = 3;
-  Result<bool> header = reader.ReadRecord();
-  if (!header) return tl::unexpected(header.error());
-  if (!*header) {
+  DROVER_ASSIGN_OR_RETURN(bool header, reader.ReadRecord());
+  if (!header) {
     return InvalidArgument(fmt::format(
         "{}:1: empty file: expected a header line naming the columns", reader.file_name_));
   }

@@ -1,0 +1,198 @@
+// The queue tree's fair share: decayed usage, weights, the order of queues and users.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "drover/sched/queues.h"
+#include "drover/sched/queues_test_util.h"
+
+namespace drover::sched {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// --- Fair share ---
+
+TEST(FairShare, QueueWithLessUsageGoesFirst) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  int a = *tree.FindLeaf("a");
+  int b = *tree.FindLeaf("b");
+  EXPECT_TRUE(tree.Before(a, b));  // tie: by name
+  EXPECT_FALSE(tree.Before(b, a));
+  EXPECT_FALSE(tree.Before(a, a));
+  MustAdd(tree, Gpus(tree, "a", 2));
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.2);
+  EXPECT_DOUBLE_EQ(tree.Share(b), 0.0);
+  EXPECT_TRUE(tree.Before(b, a));
+  EXPECT_FALSE(tree.Before(a, b));
+}
+
+TEST(FairShare, DominantResourceCounts) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}, {"cpu", 100 * kCore}});
+  MustAdd(tree, ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"cpu", 50 * kCore}}));
+  MustAdd(tree, ChargeOf(tree, "b", {{"gpu", 3 * kGpu}, {"cpu", 1 * kCore}}));
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("a")), 0.5);  // cpu dominates
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("b")), 0.3);
+  EXPECT_TRUE(tree.Before(*tree.FindLeaf("b"), *tree.FindLeaf("a")));
+}
+
+TEST(FairShare, WeightsScaleShares) {
+  model::QueueConfig heavy = Queue("heavy");
+  heavy.weight = 2.0;
+  QueueTree tree = MustCreate(PolicyOf({heavy, Queue("light")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "heavy", 4));
+  MustAdd(tree, Gpus(tree, "light", 3));
+  int h = *tree.FindLeaf("heavy");
+  int l = *tree.FindLeaf("light");
+  EXPECT_DOUBLE_EQ(tree.Share(h), 0.2);  // 0.4 / 2
+  EXPECT_DOUBLE_EQ(tree.Share(l), 0.3);
+  EXPECT_TRUE(tree.Before(h, l));
+}
+
+TEST(FairShare, UsageDecaysByHalfAfterOneHalfLife) {
+  model::Policy policy = PolicyOf({Queue("a")});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  int a = *tree.FindLeaf("a");
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  Charge job = Gpus(tree, "a", 5);
+  MustAdd(tree, job);
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.5);
+  // Held for one half-life: the history term is 0.5 * (1 - 1/2).
+  tree.Advance(kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.5 + 0.25, 1e-12);
+  tree.Remove(job);
+  EXPECT_NEAR(tree.Share(a), 0.25, 1e-12);
+  tree.Advance(2 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.125, 1e-12);
+  tree.Advance(3 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.0625, 1e-12);
+  // Time going backwards or standing still changes nothing.
+  tree.Advance(3 * kHour, capacity);
+  tree.Advance(kHour, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.0625, 1e-12);
+  // Many steps compound to the same decay as one.
+  for (int i = 1; i <= 60; ++i) tree.Advance(3 * kHour + i * kHour / 60, capacity);
+  EXPECT_NEAR(tree.Share(a), 0.03125, 1e-12);
+}
+
+TEST(FairShare, ConstantUsageHistoryConvergesToCurrentShare) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a")}));  // default half-life: 1h
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  MustAdd(tree, Gpus(tree, "a", 5));
+  tree.Advance(100 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(*tree.FindLeaf("a")), 1.0, 1e-9);
+}
+
+TEST(FairShare, ZeroHalfLifeRanksByCurrentUsageOnly) {
+  model::Policy policy = PolicyOf({Queue("a"), Queue("b")});
+  policy.fair_share_half_life = 0;
+  QueueTree tree = MustCreate(policy);
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  Charge job = Gpus(tree, "a", 5);
+  MustAdd(tree, job);
+  tree.Advance(kHour, capacity);
+  tree.Remove(job);
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("a")), 0.0);
+}
+
+TEST(FairShare, HistoryRanksAQueueThatUsedMoreRecentlyLater) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};
+  tree.Advance(0, capacity);
+  Charge job = Gpus(tree, "a", 8);
+  MustAdd(tree, job);
+  tree.Advance(kHour, capacity);
+  tree.Remove(job);
+  MustAdd(tree, Gpus(tree, "b", 1));
+  // a holds nothing now but used 8 GPUs for an hour: 0.8 * 0.5 = 0.4 > 0.1.
+  EXPECT_TRUE(tree.Before(*tree.FindLeaf("b"), *tree.FindLeaf("a")));
+}
+
+// The worked example of docs/scheduling.md.
+TEST(FairShare, WorkedExampleOfTheDocs) {
+  model::QueueConfig research = Queue("research");
+  research.weight = 2;
+  model::Policy policy = PolicyOf({research, Queue("prod")});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  const int r = *tree.FindLeaf("research");
+  const int p = *tree.FindLeaf("prod");
+  const model::ResourceAmounts capacity = {{"gpu", 16 * kGpu}};
+  const TimeMs nine = 9 * kHour;
+  tree.Advance(nine, capacity);
+  Charge research_jobs = Gpus(tree, "research", 8);
+  MustAdd(tree, research_jobs);
+  MustAdd(tree, Gpus(tree, "prod", 2));
+  EXPECT_NEAR(tree.Share(r), 0.25, 1e-12);
+  EXPECT_NEAR(tree.Share(p), 0.125, 1e-12);
+  tree.Advance(nine + kHour, capacity);
+  EXPECT_NEAR(tree.Share(r), 0.375, 1e-12);
+  EXPECT_NEAR(tree.Share(p), 0.1875, 1e-12);
+  EXPECT_TRUE(tree.Before(p, r));
+  tree.Remove(research_jobs);
+  EXPECT_NEAR(tree.Share(r), 0.125, 1e-12);
+  EXPECT_TRUE(tree.Before(r, p));
+  tree.Advance(nine + 2 * kHour, capacity);
+  EXPECT_NEAR(tree.Share(r), 0.0625, 1e-12);
+  EXPECT_NEAR(tree.Share(p), 0.21875, 1e-12);
+}
+
+TEST(FairShare, UsersWithinALeafAreOrderedByTheirOwnShare) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a")}));
+  int a = *tree.FindLeaf("a");
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "a", 3, "alice"));
+  MustAdd(tree, Gpus(tree, "a", 1, "bob"));
+  EXPECT_DOUBLE_EQ(tree.UserShare(a, "alice"), 0.3);
+  EXPECT_DOUBLE_EQ(tree.UserShare(a, "bob"), 0.1);
+  EXPECT_DOUBLE_EQ(tree.UserShare(a, "carol"), 0.0);
+  EXPECT_LT(tree.UserShare(a, "bob"), tree.UserShare(a, "alice"));
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.4);
+}
+
+TEST(FairShare, BeforeComparesAtTheLevelWherePathsPart) {
+  QueueTree tree = MustCreate(PolicyOf({
+      Queue("org-a", {}, {Queue("busy"), Queue("idle")}),
+      Queue("org-b", {}, {Queue("mid")}),
+  }));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "busy", 6));
+  MustAdd(tree, Gpus(tree, "mid", 2));
+  int busy = *tree.FindLeaf("busy");
+  int idle = *tree.FindLeaf("idle");
+  int mid = *tree.FindLeaf("mid");
+  // idle uses nothing, but its org uses more than org-b.
+  EXPECT_TRUE(tree.Before(mid, idle));
+  EXPECT_TRUE(tree.Before(mid, busy));
+  // Within org-a the idle team goes first.
+  EXPECT_TRUE(tree.Before(idle, busy));
+  std::vector<int> leaves = {busy, idle, mid};
+  std::sort(leaves.begin(), leaves.end(), [&](int x, int y) { return tree.Before(x, y); });
+  EXPECT_THAT(leaves, ElementsAre(mid, idle, busy));
+}
+
+TEST(FairShare, SharesAreZeroBeforeTheFirstAdvance) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  MustAdd(tree, Gpus(tree, "b", 2));
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("b")), 0.0);
+  EXPECT_TRUE(tree.Before(*tree.FindLeaf("a"), *tree.FindLeaf("b")));  // by name
+}
+
+}  // namespace
+}  // namespace drover::sched

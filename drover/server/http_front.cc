@@ -1,0 +1,778 @@
+#include "drover/server/http_front.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "drover/api/views.h"
+#include "drover/common/quantity.h"
+
+namespace drover::server {
+namespace {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+SteadyTime After(DurationMs ms) {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+}
+
+std::string_view Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Content Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+  }
+  return "Status";
+}
+
+// The bytes of `response` on the wire.
+std::string Serialize(const api::Response& response, bool keep_alive) {
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, Reason(response.status));
+  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
+  out += fmt::format("Content-Length: {}\r\n", response.body.size());
+  out += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+  out += "\r\n";
+  out += response.body;
+  return out;
+}
+
+// The API's JSON error with an explicit HTTP status (the front's own refusals).
+api::Response FrontError(int status, ErrorCode code, std::string message) {
+  return api::JsonResponse(status, api::ErrorBody(Error{code, std::move(message), {}}));
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// Percent-decodes `text`; '+' becomes a space when `plus_is_space` (query strings).
+std::string UrlDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      int value = 0;
+      auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+      if (ec == std::errc() && end == text.data() + i + 3) {
+        out += static_cast<char>(value);
+        i += 2;
+        continue;
+      }
+    }
+    out += plus_is_space && text[i] == '+' ? ' ' : text[i];
+  }
+  return out;
+}
+
+// What the head of a request (request line and headers) says, beyond the api::Request.
+struct Head {
+  std::int64_t content_length = 0;
+  bool keep_alive = true;
+  bool expect_continue = false;
+  bool chunked = false;
+};
+
+// Parses the request line and headers in `text` (without the blank line) into `request` and
+// `head`; kInvalidArgument naming what is malformed.
+Status ParseHead(std::string_view text, api::Request& request, Head& head) {
+  std::size_t line_end = text.find("\r\n");
+  std::string_view line = text.substr(0, line_end);
+  std::size_t first = line.find(' ');
+  std::size_t last = line.rfind(' ');
+  if (first == std::string_view::npos || first == last || first == 0) {
+    return InvalidArgument("malformed request line; expected METHOD PATH HTTP/1.1");
+  }
+  request.method = std::string(line.substr(0, first));
+  std::string_view target = line.substr(first + 1, last - first - 1);
+  std::string_view version = line.substr(last + 1);
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+    return InvalidArgument(fmt::format("unsupported protocol '{}'; expected HTTP/1.1", version));
+  }
+  head.keep_alive = version == "HTTP/1.1";
+  if (target.empty() || target.front() != '/') {
+    return InvalidArgument("the request target must be a path starting with '/'");
+  }
+  std::size_t question = target.find('?');
+  request.path = UrlDecode(target.substr(0, question), /*plus_is_space=*/false);
+  if (question != std::string_view::npos) {
+    std::string_view query = target.substr(question + 1);
+    while (!query.empty()) {
+      std::size_t amp = query.find('&');
+      std::string_view pair = query.substr(0, amp);
+      std::size_t eq = pair.find('=');
+      std::string name = UrlDecode(pair.substr(0, eq), true);
+      std::string value = eq == std::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1), true);
+      if (!name.empty()) request.query.emplace(std::move(name), std::move(value));
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+  }
+  std::string_view rest = line_end == std::string_view::npos ? "" : text.substr(line_end + 2);
+  bool has_length = false;
+  while (!rest.empty()) {
+    std::size_t end = rest.find("\r\n");
+    std::string_view header = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
+    std::size_t colon = header.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      return InvalidArgument("malformed header line; expected NAME: VALUE");
+    }
+    std::string_view name = header.substr(0, colon);
+    std::string_view value = Trim(header.substr(colon + 1));
+    if (EqualsIgnoringCase(name, "Content-Length")) {
+      std::int64_t length = -1;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+      if (ec != std::errc() || ptr != value.data() + value.size() || length < 0 ||
+          (has_length && length != head.content_length)) {
+        return InvalidArgument(fmt::format("Content-Length: not a byte count: '{}'", value));
+      }
+      head.content_length = length;
+      has_length = true;
+    } else if (EqualsIgnoringCase(name, "Transfer-Encoding")) {
+      head.chunked = true;
+    } else if (EqualsIgnoringCase(name, "Connection")) {
+      if (EqualsIgnoringCase(value, "close")) head.keep_alive = false;
+      if (EqualsIgnoringCase(value, "keep-alive")) head.keep_alive = true;
+    } else if (EqualsIgnoringCase(name, "Expect")) {
+      head.expect_continue = EqualsIgnoringCase(value, "100-continue");
+    } else {
+      for (std::string_view known : api::kRequestHeaders) {
+        if (EqualsIgnoringCase(name, known)) request.headers.emplace(known, value);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// A bounded group of threads for one lane: at most `max_threads`, started as work arrives and
+// kept; work beyond them queues. Thread-safe.
+class LanePool {
+ public:
+  explicit LanePool(int max_threads) : max_threads_(std::max(1, max_threads)) {}
+  ~LanePool() { Stop(); }
+
+  void Submit(std::function<void()> task) {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    queue_.push_back(std::move(task));
+    if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) {
+      threads_.emplace_back([this] { Work(); });
+    } else {
+      ready_.notify_one();
+    }
+  }
+
+  // Drops what is queued and waits for what runs.
+  void Stop() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      queue_.clear();
+      threads.swap(threads_);
+    }
+    ready_.notify_all();
+    for (std::thread& thread : threads) thread.join();
+  }
+
+ private:
+  void Work() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      ++idle_;
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      --idle_;
+      if (stopping_) return;
+      std::function<void()> task = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  const int max_threads_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> threads_;
+  int idle_ = 0;
+  bool stopping_ = false;
+};
+
+// The endpoint of a listening socket: "127.0.0.1", 8420 -> a bound, listening, non-blocking fd.
+Result<int> Listen(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found) != 0) {
+    return Unavailable(fmt::format("cannot listen on {}:{} (not an address here)", host, port));
+  }
+  int fd = -1;
+  for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return Unavailable(
+        fmt::format("cannot listen on {}:{} (in use, or not an address here)", host, port));
+  }
+  return fd;
+}
+
+int BoundPort(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+}
+
+std::string PeerAddress(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (address.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr, text,
+              sizeof(text));
+  } else {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&address)->sin_addr, text,
+              sizeof(text));
+  }
+  return text;
+}
+
+// Reads and drops what the peer has already sent, so that closing does not reset the
+// connection under a response the peer has not read yet.
+void DrainAndClose(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  char buffer[4096];
+  while (::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT) > 0) {
+  }
+  ::close(fd);
+}
+
+constexpr std::uint64_t kWakeId = 0;
+constexpr std::uint64_t kApiListenerId = 1;
+constexpr std::uint64_t kAgentListenerId = 2;
+constexpr std::uint64_t kFirstConnectionId = 16;
+
+}  // namespace
+
+class HttpFront::Loop {
+ public:
+  Loop(HttpHandler& handler, const HttpLimits& limits)
+      : handler_(handler),
+        limits_(limits),
+        short_(limits.threads),
+        long_polls_(limits.max_long_polls),
+        agent_(limits.agent_threads) {}
+
+  ~Loop() {
+    Stop();
+    for (int fd : {api_listener_, agent_listener_, epoll_, wake_}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  Status Bind(const std::string& host, int port, const std::string& agent_host, int agent_port) {
+    DROVER_ASSIGN_OR_RETURN(api_listener_, Listen(host, port));
+    if (agent_port >= 0) {
+      DROVER_ASSIGN_OR_RETURN(agent_listener_, Listen(agent_host, agent_port));
+    }
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_ < 0 || wake_ < 0) return Internal("cannot create the HTTP event loop");
+    Watch(wake_, kWakeId, EPOLLIN);
+    Watch(api_listener_, kApiListenerId, EPOLLIN);
+    if (agent_listener_ >= 0) Watch(agent_listener_, kAgentListenerId, EPOLLIN);
+    return OkStatus();
+  }
+
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    stopping_ = true;
+    Wake();
+    thread_.join();
+    short_.Stop();
+    long_polls_.Stop();
+    agent_.Stop();
+  }
+
+  int port() const { return BoundPort(api_listener_); }
+  int agent_port() const { return agent_listener_ >= 0 ? BoundPort(agent_listener_) : -1; }
+  HttpStats Stats() const { return HttpStats{open_.load(), long_polls_busy_.load()}; }
+
+ private:
+  enum class Phase { kIdle, kHeaders, kBody, kServing, kWriting };
+
+  struct Connection {
+    int fd = -1;
+    bool agent = false;  // accepted on the agent listener
+    std::string peer;
+    Phase phase = Phase::kIdle;
+    SteadyTime deadline;
+    std::string in;
+    std::size_t scanned = 0;  // bytes of `in` searched for the end of the head
+    std::size_t head_end = 0;
+    Head head;
+    api::Request request;
+    std::string out;
+    std::size_t written = 0;
+    bool close_after_write = false;
+    std::int64_t drain_left = 0;  // body bytes to read and drop after a refusal
+    std::uint32_t interest = 0;
+    bool gone = false;  // the peer hung up while its request was answered
+  };
+
+  struct Completion {
+    std::uint64_t id;
+    Lane lane;
+    api::Response response;
+  };
+
+  void Watch(int fd, std::uint64_t id, std::uint32_t events) {
+    epoll_event event{};
+    event.events = events;
+    event.data.u64 = id;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event);
+  }
+
+  void Wake() {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof(one));
+  }
+
+  void Run() {
+    epoll_event events[256];
+    auto last_scan = std::chrono::steady_clock::now();
+    while (!stopping_) {
+      int n = ::epoll_wait(epoll_, events, 256, 50);
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t id = events[i].data.u64;
+        if (id == kWakeId) {
+          std::uint64_t count;
+          [[maybe_unused]] ssize_t r = ::read(wake_, &count, sizeof(count));
+        } else if (id == kApiListenerId || id == kAgentListenerId) {
+          Accept(id == kAgentListenerId);
+        } else {
+          OnEvent(id, events[i].events);
+        }
+      }
+      Complete();
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_scan >= std::chrono::milliseconds(50)) {
+        last_scan = now;
+        Expire(now);
+      }
+    }
+    for (auto& [id, connection] : connections_) ::close(connection.fd);
+    connections_.clear();
+    open_ = 0;
+  }
+
+  void Accept(bool agent) {
+    const int listener = agent ? agent_listener_ : api_listener_;
+    while (true) {
+      sockaddr_storage address{};
+      socklen_t length = sizeof(address);
+      int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&address), &length,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      int yes = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+      std::string peer = PeerAddress(address);
+      int& on_listener = agent ? agent_open_ : api_open_;
+      std::optional<std::string> refusal;
+      if (on_listener >= limits_.max_connections) {
+        refusal = fmt::format(
+            "the server has {} connections open on this listener, its limit "
+            "(--max-connections); try again later",
+            on_listener);
+      } else if (!agent && per_client_[peer] >= limits_.max_client_connections) {
+        refusal = fmt::format(
+            "{} has {} connections open, the limit per client "
+            "(--max-client-connections); close some or reuse them",
+            peer, per_client_[peer]);
+      }
+      if (refusal) {
+        if (!agent && per_client_[peer] == 0) per_client_.erase(peer);
+        std::string bytes = Serialize(FrontError(503, ErrorCode::kUnavailable, *refusal), false);
+        [[maybe_unused]] ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        DrainAndClose(fd);
+        continue;
+      }
+      ++on_listener;
+      if (!agent) ++per_client_[peer];
+      ++open_;
+      const std::uint64_t id = next_id_++;
+      Connection& connection = connections_[id];
+      connection.fd = fd;
+      connection.agent = agent;
+      connection.peer = std::move(peer);
+      connection.deadline = After(limits_.idle_timeout_ms);
+      connection.interest = EPOLLIN;
+      Watch(fd, id, EPOLLIN);
+    }
+  }
+
+  void OnEvent(std::uint64_t id, std::uint32_t events) {
+    auto it = connections_.find(id);
+    if (it == connections_.end()) return;
+    Connection& connection = it->second;
+    if (events & (EPOLLERR | EPOLLHUP)) {
+      if (connection.phase != Phase::kServing) return Close(id);
+      // Gone while its request is answered: unwatched, and closed when the answer comes.
+      ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.fd, nullptr);
+      connection.gone = true;
+      return;
+    }
+    if (events & EPOLLIN) {
+      if (!Read(id, connection)) return;
+    }
+    if ((events & EPOLLOUT) && connection.phase == Phase::kWriting) Flush(id, connection);
+  }
+
+  // Reads what is there; false when the connection was closed.
+  bool Read(std::uint64_t id, Connection& connection) {
+    char buffer[16 << 10];
+    while (true) {
+      ssize_t n = ::recv(connection.fd, buffer, sizeof(buffer), 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        Close(id);
+        return false;
+      }
+      if (n < 0) break;
+      if (connection.close_after_write) {  // a refusal's body: read and dropped
+        connection.drain_left -= n;
+        continue;
+      }
+      connection.in.append(buffer, static_cast<std::size_t>(n));
+      if (connection.in.size() > static_cast<std::size_t>(limits_.max_header_bytes) +
+                                     static_cast<std::size_t>(limits_.max_body_bytes)) {
+        break;  // more than any request may hold: Advance refuses it
+      }
+    }
+    if (connection.close_after_write && connection.drain_left <= 0 &&
+        connection.phase != Phase::kWriting) {
+      Close(id);
+      return false;
+    }
+    Advance(id, connection);
+    return connections_.count(id) > 0;
+  }
+
+  // Moves a connection's request on with what `in` holds.
+  void Advance(std::uint64_t id, Connection& connection) {
+    if (connection.phase == Phase::kIdle && !connection.in.empty()) {
+      connection.phase = Phase::kHeaders;
+      connection.deadline = After(limits_.header_timeout_ms);
+    }
+    if (connection.phase == Phase::kHeaders) {
+      std::size_t from = connection.scanned >= 3 ? connection.scanned - 3 : 0;
+      std::size_t end = connection.in.find("\r\n\r\n", from);
+      if (end == std::string::npos) {
+        connection.scanned = connection.in.size();
+        if (connection.in.size() > static_cast<std::size_t>(limits_.max_header_bytes)) {
+          Refuse(id, connection, 431, ErrorCode::kResourceExhausted,
+                 fmt::format("the request line and headers exceed {}",
+                             FormatBytes(limits_.max_header_bytes)));
+        }
+        return;
+      }
+      connection.request = api::Request{};
+      connection.head = Head{};
+      connection.head_end = end + 4;
+      Status parsed = ParseHead(std::string_view(connection.in).substr(0, end), connection.request,
+                                connection.head);
+      if (!parsed) {
+        return Refuse(id, connection, 400, ErrorCode::kInvalidArgument, parsed.error().message);
+      }
+      if (connection.head.chunked) {
+        return Refuse(id, connection, 501, ErrorCode::kInvalidArgument,
+                      "chunked request bodies are not supported; send Content-Length");
+      }
+      if (connection.head.content_length > limits_.max_body_bytes) {
+        connection.drain_left =
+            connection.head.content_length -
+            static_cast<std::int64_t>(connection.in.size() - connection.head_end);
+        return Refuse(
+            id, connection, 413, ErrorCode::kResourceExhausted,
+            fmt::format("request body of {} bytes is over the limit of {} "
+                        "(the server's --max-body)",
+                        connection.head.content_length, FormatBytes(limits_.max_body_bytes)));
+      }
+      if (connection.head.expect_continue && connection.head.content_length > 0) {
+        constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        [[maybe_unused]] ssize_t n =
+            ::send(connection.fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL);
+      }
+      connection.phase = Phase::kBody;
+      connection.deadline = After(limits_.body_timeout_ms);
+    }
+    if (connection.phase == Phase::kBody) {
+      const std::size_t total =
+          connection.head_end + static_cast<std::size_t>(connection.head.content_length);
+      if (connection.in.size() < total) return;
+      connection.request.body =
+          connection.in.substr(connection.head_end, total - connection.head_end);
+      connection.in.erase(0, total);
+      connection.scanned = 0;
+      Dispatch(id, connection);
+    }
+  }
+
+  // Hands a complete request to its lane.
+  void Dispatch(std::uint64_t id, Connection& connection) {
+    Lane lane = handler_.LaneFor(connection.request);
+    if (lane == Lane::kLongPoll && long_polls_busy_ >= limits_.max_long_polls) {
+      return Respond(id, connection,
+                     FrontError(429, ErrorCode::kResourceExhausted,
+                                fmt::format("{} long polls are waiting, the server's limit "
+                                            "(--max-long-polls); try again without wait_ms or "
+                                            "later",
+                                            limits_.max_long_polls)));
+    }
+    connection.phase = Phase::kServing;
+    SetInterest(id, connection, 0);
+    if (lane == Lane::kLongPoll) ++long_polls_busy_;
+    LanePool& pool = lane == Lane::kShort ? short_ : lane == Lane::kLongPoll ? long_polls_ : agent_;
+    pool.Submit([this, id, lane, request = std::move(connection.request)] {
+      api::Response response = handler_.Serve(request);
+      {
+        std::lock_guard lock(completed_mu_);
+        completed_.push_back(Completion{id, lane, std::move(response)});
+      }
+      Wake();
+    });
+  }
+
+  // Sends the lanes' answers.
+  void Complete() {
+    std::vector<Completion> completed;
+    {
+      std::lock_guard lock(completed_mu_);
+      completed.swap(completed_);
+    }
+    for (Completion& done : completed) {
+      if (done.lane == Lane::kLongPoll) --long_polls_busy_;
+      auto it = connections_.find(done.id);
+      if (it == connections_.end()) continue;
+      if (it->second.gone) {
+        Close(done.id);
+        continue;
+      }
+      Respond(done.id, it->second, done.response);
+    }
+  }
+
+  void Respond(std::uint64_t id, Connection& connection, const api::Response& response) {
+    connection.out = Serialize(response, connection.head.keep_alive);
+    connection.written = 0;
+    connection.close_after_write = !connection.head.keep_alive;
+    connection.phase = Phase::kWriting;
+    connection.deadline = After(limits_.write_timeout_ms);
+    Flush(id, connection);
+  }
+
+  // Answers with the front's own error and closes the connection once it is sent (and, for a
+  // body over the limit, once the body has been read and dropped).
+  void Refuse(std::uint64_t id, Connection& connection, int status, ErrorCode code,
+              std::string message) {
+    connection.out = Serialize(FrontError(status, code, std::move(message)), false);
+    connection.written = 0;
+    connection.close_after_write = true;
+    connection.in.clear();
+    connection.phase = Phase::kWriting;
+    connection.deadline = After(limits_.body_timeout_ms);
+    Flush(id, connection);
+  }
+
+  void Flush(std::uint64_t id, Connection& connection) {
+    while (connection.written < connection.out.size()) {
+      ssize_t n = ::send(connection.fd, connection.out.data() + connection.written,
+                         connection.out.size() - connection.written, MSG_NOSIGNAL);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return SetInterest(id, connection,
+                           EPOLLOUT | (connection.close_after_write ? EPOLLIN : 0u));
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Close(id);
+      connection.written += static_cast<std::size_t>(n);
+    }
+    connection.out.clear();
+    if (connection.close_after_write) {
+      if (connection.drain_left <= 0) return Close(id);
+      connection.phase = Phase::kIdle;  // reading only to drop the refused body
+      return SetInterest(id, connection, EPOLLIN);
+    }
+    connection.phase = Phase::kIdle;
+    connection.deadline = After(limits_.idle_timeout_ms);
+    SetInterest(id, connection, EPOLLIN);
+    if (!connection.in.empty()) Advance(id, connection);  // a pipelined request
+  }
+
+  void SetInterest(std::uint64_t id, Connection& connection, std::uint32_t events) {
+    if (connection.interest == events) return;
+    connection.interest = events;
+    epoll_event event{};
+    event.events = events;
+    event.data.u64 = id;
+    ::epoll_ctl(epoll_, EPOLL_CTL_MOD, connection.fd, &event);
+  }
+
+  // Ends connections past their deadline: a request that did not arrive in time is answered
+  // 408; an idle connection, an unread response or a refused body is closed.
+  void Expire(SteadyTime now) {
+    std::vector<std::uint64_t> expired;
+    for (auto& [id, connection] : connections_) {
+      if (connection.phase != Phase::kServing && connection.deadline <= now) expired.push_back(id);
+    }
+    for (std::uint64_t id : expired) {
+      Connection& connection = connections_.at(id);
+      if (connection.phase == Phase::kHeaders && !connection.close_after_write) {
+        Refuse(id, connection, 408, ErrorCode::kDeadlineExceeded,
+               fmt::format("the request's headers did not arrive within {} (--header-timeout)",
+                           FormatDuration(limits_.header_timeout_ms)));
+      } else if (connection.phase == Phase::kBody) {
+        Refuse(id, connection, 408, ErrorCode::kDeadlineExceeded,
+               fmt::format("the request's body did not arrive within {} (--body-timeout)",
+                           FormatDuration(limits_.body_timeout_ms)));
+      } else {
+        Close(id);
+      }
+    }
+  }
+
+  void Close(std::uint64_t id) {
+    auto it = connections_.find(id);
+    if (it == connections_.end()) return;
+    Connection& connection = it->second;
+    if (!connection.gone) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.fd, nullptr);
+    DrainAndClose(connection.fd);
+    --(connection.agent ? agent_open_ : api_open_);
+    if (!connection.agent && --per_client_[connection.peer] <= 0) {
+      per_client_.erase(connection.peer);
+    }
+    --open_;
+    connections_.erase(it);
+  }
+
+  HttpHandler& handler_;
+  const HttpLimits limits_;
+  int api_listener_ = -1;
+  int agent_listener_ = -1;
+  int epoll_ = -1;
+  int wake_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  // The event thread's own state.
+  std::map<std::uint64_t, Connection> connections_;
+  std::map<std::string, int> per_client_;  // API listener connections per client address
+  int api_open_ = 0;
+  int agent_open_ = 0;
+  std::uint64_t next_id_ = kFirstConnectionId;
+
+  std::atomic<int> open_{0};
+  std::atomic<int> long_polls_busy_{0};
+
+  std::mutex completed_mu_;
+  std::vector<Completion> completed_;
+
+  LanePool short_;
+  LanePool long_polls_;
+  LanePool agent_;
+};
+
+HttpFront::HttpFront(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
+
+HttpFront::~HttpFront() = default;
+
+Result<std::unique_ptr<HttpFront>> HttpFront::Bind(HttpHandler& handler, const HttpLimits& limits,
+                                                   const std::string& host, int port,
+                                                   const std::string& agent_host, int agent_port) {
+  auto loop = std::make_unique<Loop>(handler, limits);
+  DROVER_RETURN_IF_ERROR(loop->Bind(host, port, agent_host, agent_port));
+  return std::unique_ptr<HttpFront>(new HttpFront(std::move(loop)));
+}
+
+void HttpFront::Start() { loop_->Start(); }
+void HttpFront::Stop() { loop_->Stop(); }
+int HttpFront::port() const { return loop_->port(); }
+int HttpFront::agent_port() const { return loop_->agent_port(); }
+HttpStats HttpFront::Stats() const { return loop_->Stats(); }
+
+}  // namespace drover::server

@@ -1,0 +1,109 @@
+#pragma once
+
+// HttpFront: the HTTP/1.1 transport of the API server (docs/architecture.md, "Threads"): one
+// epoll thread owns every socket, reads requests without blocking and hands each complete
+// request to a lane, a bounded group of threads, so that no client that is slow, idle or
+// waiting holds a thread another client needs.
+//
+// - A connection is read on the event thread only: its request line and headers must arrive
+//   within HttpLimits::header_timeout_ms, its body within body_timeout_ms, and an idle
+//   keep-alive connection is closed after idle_timeout_ms. A slow client therefore costs a
+//   socket and its buffer, never a thread.
+// - Connections are bounded per listener (max_connections) and, on the API listener, per client
+//   address (max_client_connections); one over a bound is answered 503 and closed.
+// - A complete request goes to the lane its handler names: kShort (a fixed pool of `threads`),
+//   kLongPoll (a thread each, at most max_long_polls at once; one more is answered 429 at once)
+//   or kAgent (the agent protocol, its own pool of agent_threads, so that user traffic never
+//   queues in front of an agent's heartbeat).
+// - Errors the front answers itself (400, 408, 413, 429, 431, 501, 503) are the API's JSON
+//   errors; a request over max_body_bytes is answered 413 as soon as its header says so, and
+//   its body is read and dropped so that the client sees the answer.
+// The handler is called from the lanes' threads, concurrently; the front is otherwise
+// single-threaded. Start/Stop from one thread.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "drover/api/request.h"
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+
+namespace drover::server {
+
+// Every bound of the front, with its default; docs/api.md ("Limits") lists the flags.
+struct HttpLimits {
+  // Connections open at once per listener (--max-connections).
+  int max_connections = 1024;
+  // Connections open at once from one client address on the API listener
+  // (--max-client-connections). Not applied on the agent listener, where many agents may share
+  // an address.
+  int max_client_connections = 128;
+  // The request line and headers must arrive within this, from their first byte
+  // (--header-timeout); 408 after.
+  DurationMs header_timeout_ms = 10 * kMillisPerSecond;
+  // The body must arrive within this, from the end of the headers (--body-timeout); 408 after.
+  DurationMs body_timeout_ms = 30 * kMillisPerSecond;
+  // A keep-alive connection with no request in progress is closed after this (--idle-timeout).
+  DurationMs idle_timeout_ms = 15 * kMillisPerSecond;
+  // A response the client does not read within this is dropped with its connection.
+  DurationMs write_timeout_ms = 30 * kMillisPerSecond;
+  // The request line and headers together (431 beyond).
+  std::int64_t max_header_bytes = 16 << 10;
+  // A request's body (--max-body); 413 beyond.
+  std::int64_t max_body_bytes = 1 << 20;
+  // Threads that answer ordinary requests (--http-threads).
+  int threads = 16;
+  // Long polls (GET .../logs?wait_ms=) waiting at once (--max-long-polls); 429 beyond.
+  int max_long_polls = 256;
+  // Threads that answer the agent protocol; more agent requests queue for them.
+  int agent_threads = 256;
+};
+
+// Which threads answer a request.
+enum class Lane { kShort, kLongPoll, kAgent };
+
+// What the front serves. Both methods may be called concurrently from several threads.
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  // On the event thread, so cheap and non-blocking: the lane that answers `request`.
+  virtual Lane LaneFor(const api::Request& request) const = 0;
+  // On the lane's thread: the answer to `request`.
+  virtual api::Response Serve(const api::Request& request) = 0;
+};
+
+// Counts for tests and metrics; a snapshot, read without stopping the front.
+struct HttpStats {
+  int connections = 0;  // open, both listeners
+  int long_polls = 0;   // long polls being answered
+};
+
+class HttpFront {
+ public:
+  // Binds the API listener on `host:port` and, when `agent_port` >= 0, the agent listener on
+  // `agent_host:agent_port` (port 0: any free port). Nothing is served before Start().
+  // kUnavailable naming the address when one cannot be bound. `handler` must outlive the front.
+  static Result<std::unique_ptr<HttpFront>> Bind(HttpHandler& handler, const HttpLimits& limits,
+                                                 const std::string& host, int port,
+                                                 const std::string& agent_host, int agent_port);
+  ~HttpFront();
+
+  // Starts the event thread and the lanes.
+  void Start();
+  // Stops accepting, closes every connection, and waits for the lanes' running requests (a long
+  // poll ends within api::kMaxLongPollMs). Idempotent.
+  void Stop();
+
+  int port() const;
+  // The agent listener's port; -1 without one.
+  int agent_port() const;
+  HttpStats Stats() const;
+
+ private:
+  class Loop;
+  explicit HttpFront(std::unique_ptr<Loop> loop);
+  std::unique_ptr<Loop> loop_;
+};
+
+}  // namespace drover::server
