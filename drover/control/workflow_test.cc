@@ -130,6 +130,21 @@ TEST_F(WorkflowTest, OutputsArePublishedBeforeTheJobSucceedsAndOnlyOnSuccess) {
   EXPECT_EQ(controller_.Find(id)->outputs.at("accuracy"), "0.9");
 }
 
+TEST_F(WorkflowTest, ACheckpointReportedWhileOutputsPublishIsRecordedNotACrash) {
+  // The job is running but holds nothing while its outputs publish; Track threw
+  // std::out_of_range for it before the holdings had their own owner.
+  model::JobSpec train = Stage("train");
+  train.outputs = {{"accuracy", ""}};
+  JobId id = Submit({train})[0];
+  RunToExit(id, 0, kT0 + 2);
+  ASSERT_EQ(State(id), JobState::kRunning);
+  Step step;
+  ASSERT_TRUE(controller_.ReportCheckpoint(id, kT0 + 3, step));
+  EXPECT_EQ(controller_.Find(id)->current_attempt()->last_checkpoint_at, kT0 + 3);
+  Publish(id, {{"accuracy", "0.9"}}, kT0 + 4);
+  EXPECT_EQ(State(id), JobState::kSucceeded);
+}
+
 TEST_F(WorkflowTest, AFailedAttemptDiscardsItsStagingAndAFailedPublicationFailsTheAttempt) {
   model::JobSpec train = Stage("train");
   train.outputs = {{"model", "/out/model.pt"}};
