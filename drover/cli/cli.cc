@@ -65,6 +65,13 @@ int Main(int argc, char** argv) {
                      "HOST:PORT of a listener for remote agents alone (docs/api.md, \"Limits\")");
   server->add_option("--max-body", server_flags.max_body,
                      "largest request body, e.g. 1Mi (default 1Mi; 413 beyond)");
+  server->add_option("--max-spec-size", server_flags.max_spec_size,
+                     "largest job spec after YAML aliases are expanded (default 4Mi)");
+  server->add_option("--max-arg-size", server_flags.max_arg_size,
+                     "largest command[i], script or env entry of a job (default and most: "
+                     "131071 bytes)");
+  server->add_option("--max-launch-size", server_flags.max_launch_size,
+                     "a job's command, script and env together (default 1Mi)");
   server->add_option("--max-connections", server_flags.limits.max_connections,
                      "connections open at once per listener (default 1024)");
   server->add_option("--max-client-connections", server_flags.limits.max_client_connections,

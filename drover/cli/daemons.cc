@@ -99,9 +99,25 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   return daemon;
 }
 
+// Parses `text` with `parser` into `into` when it is not empty (empty keeps the default);
+// kInvalidArgument naming `flag` and what it expects (`what`) unless the value is positive.
+template <typename Parser>
+Status ParsePositive(const std::string& text, std::string_view flag, std::string_view what,
+                     Parser parser, std::int64_t& into) {
+  if (text.empty()) return OkStatus();
+  auto value = parser(text);
+  if (!value || *value <= 0) {
+    return InvalidArgument(fmt::format("{}: expected a positive {}, got '{}'", flag, what, text));
+  }
+  into = *value;
+  return OkStatus();
+}
+
+constexpr std::string_view kSize = "size such as 1Mi";
+constexpr std::string_view kDuration = "duration";
+
 }  // namespace
 
-// The HTTP options of the server's flags; kInvalidArgument naming the flag that does not parse.
 Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
   server::HttpOptions options;
   options.limits = flags.limits;
@@ -110,26 +126,15 @@ Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
     if (!address) return tl::unexpected(address.error());
     std::tie(options.agent_host, options.agent_port) = *address;
   }
-  auto parse = [](const std::string& text, std::string_view flag, auto parser,
-                  std::int64_t& into) -> Status {
-    if (text.empty()) return OkStatus();
-    auto value = parser(text);
-    if (!value || *value <= 0) {
-      return InvalidArgument(fmt::format("{}: expected a positive {}, got '{}'", flag,
-                                         flag == "--max-body" ? "size such as 1Mi" : "duration",
-                                         text));
-    }
-    into = *value;
-    return OkStatus();
-  };
+  server::HttpLimits& limits = options.limits;
   DROVER_RETURN_IF_ERROR(
-      parse(flags.max_body, "--max-body", ParseBytes, options.limits.max_body_bytes));
-  DROVER_RETURN_IF_ERROR(parse(flags.header_timeout, "--header-timeout", ParseDuration,
-                               options.limits.header_timeout_ms));
-  DROVER_RETURN_IF_ERROR(
-      parse(flags.body_timeout, "--body-timeout", ParseDuration, options.limits.body_timeout_ms));
-  DROVER_RETURN_IF_ERROR(
-      parse(flags.idle_timeout, "--idle-timeout", ParseDuration, options.limits.idle_timeout_ms));
+      ParsePositive(flags.max_body, "--max-body", kSize, ParseBytes, limits.max_body_bytes));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.header_timeout, "--header-timeout", kDuration,
+                                       ParseDuration, limits.header_timeout_ms));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.body_timeout, "--body-timeout", kDuration,
+                                       ParseDuration, limits.body_timeout_ms));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.idle_timeout, "--idle-timeout", kDuration,
+                                       ParseDuration, limits.idle_timeout_ms));
   for (auto [count, flag] : {std::pair{flags.limits.max_connections, "--max-connections"},
                              {flags.limits.max_client_connections, "--max-client-connections"},
                              {flags.limits.max_long_polls, "--max-long-polls"},
@@ -139,22 +144,39 @@ Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
   return options;
 }
 
+Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
+  server::ControlPlaneOptions options;
+  auto agent_timeout = ParseDuration(flags.agent_timeout);
+  if (!agent_timeout) {
+    return InvalidArgument("--agent-timeout: " + agent_timeout.error().message);
+  }
+  options.agent_timeout_ms = *agent_timeout;
+  spec::SpecLimits& limits = options.spec_limits;
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_spec_size, "--max-spec-size", kSize, ParseBytes,
+                                       limits.max_expanded_bytes));
+  DROVER_RETURN_IF_ERROR(
+      ParsePositive(flags.max_arg_size, "--max-arg-size", kSize, ParseBytes, limits.max_arg_bytes));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_launch_size, "--max-launch-size", kSize,
+                                       ParseBytes, limits.max_launch_bytes));
+  if (limits.max_arg_bytes > spec::kMaxArgBytes) {
+    return InvalidArgument(fmt::format(
+        "--max-arg-size: at most {} bytes, the longest string Linux passes to exec, got '{}'",
+        spec::kMaxArgBytes, flags.max_arg_size));
+  }
+  return options;
+}
+
 int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
   auto address = SplitHostPort(flags.listen);
   if (!address) return ReportError(address.error());
-  server::ControlPlaneOptions options;
-  auto agent_timeout = ParseDuration(flags.agent_timeout);
-  if (!agent_timeout) {
-    return ReportError(Error{
-        ErrorCode::kInvalidArgument, "--agent-timeout: " + agent_timeout.error().message, {}});
-  }
-  options.agent_timeout_ms = *agent_timeout;
+  auto options = PlaneOptionsOf(flags);
+  if (!options) return ReportError(options.error());
   auto http_options = HttpOptionsOf(flags);
   if (!http_options) return ReportError(http_options.error());
   SystemClock clock;
   auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
-                                 address->first, address->second, clock, options, *http_options);
+                                 address->first, address->second, clock, *options, *http_options);
   if (!daemon) return ReportError(daemon.error());
   // Kubernetes: an explicit --kubeconfig must work; a default one is used when it does.
   std::string kubeconfig = flags.kubeconfig;

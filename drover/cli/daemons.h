@@ -5,7 +5,10 @@
 
 #include <string>
 
+#include "drover/common/result.h"
+#include "drover/server/control_plane.h"
 #include "drover/server/http_front.h"
+#include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
 
 namespace drover::cli {
@@ -30,12 +33,24 @@ struct ServerFlags {
   std::string header_timeout;
   std::string body_timeout;
   std::string idle_timeout;
+  // The bounds of a submitted spec (spec::SpecLimits, docs/spec.md "Limits"): parsed like
+  // max_body; empty keeps the default.
+  std::string max_spec_size;    // --max-spec-size: the text after YAML aliases are expanded
+  std::string max_arg_size;     // --max-arg-size: one command[i], script or env entry
+  std::string max_launch_size;  // --max-launch-size: a job's command, script and env together
   // The Kubernetes API for queues with `executor: kubernetes` (docs/operations.md): this
   // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
   std::string kubeconfig;
   std::string kube_context;
 };
 int ServerCommand(const ServerFlags& flags);
+// The HTTP front's options of `flags` (--agent-listen, --max-body, the timeouts and counts).
+// kInvalidArgument naming the flag that does not parse or is out of range.
+Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags);
+// The control plane's options of `flags` (--agent-timeout, the spec limits); kInvalidArgument
+// naming the flag that does not parse or is out of range. --max-arg-size may not exceed
+// spec::kMaxArgBytes, the kernel's own bound on one argv or environment string.
+Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags);
 
 struct AgentFlags {
   std::string server;

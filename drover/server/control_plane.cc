@@ -349,7 +349,9 @@ void ControlPlane::StopWorker(const control::StopWorker& stop) {
 Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
                                         const std::string& idempotency_key,
                                         const std::string& owner) {
-  DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, options));
+  spec::ParseOptions bounded = options;
+  bounded.limits = options_.spec_limits;
+  DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, bounded));
   const std::string digest = idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text);
   MutexLock lock(mu_);
   control::Step step;

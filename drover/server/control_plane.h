@@ -35,6 +35,7 @@
 #include "drover/exec/executor.h"
 #include "drover/server/agent_link.h"
 #include "drover/server/crons.h"
+#include "drover/spec/limits.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
 #include "drover/workflow/cron.h"
@@ -65,6 +66,10 @@ struct ControlPlaneOptions {
   // Whether Start() starts the loop thread. false (tests): nothing happens between calls but
   // what the caller drives with ControlPlane::RunOnce, one turn at a time.
   bool run_loop = true;
+  // The bounds every submitted spec must keep (docs/spec.md, "Limits"; the server's
+  // --max-spec-size, --max-arg-size and --max-launch-size): Submit parses with these whatever
+  // the caller's ParseOptions say.
+  spec::SpecLimits spec_limits;
   // Called, under the plane's mutex, when the store fails to persist a step. The default,
   // ExitForRestart, ends the process at once so that a restart recovers from the store. Should
   // it return (tests), the plane stops: that step's effects and every later one are dropped,

@@ -46,6 +46,7 @@ class ControlPlaneTest : public ::testing::Test {
     ControlPlaneOptions options;
     options.run_loop = false;
     options.on_store_failure = [this](const Error& error) { store_failures_.push_back(error); };
+    options.spec_limits = spec_limits_;
     plane_ = std::make_unique<ControlPlane>(std::move(faulty), clock_, options, fs_);
   }
 
@@ -121,6 +122,7 @@ script: sleep 100
   std::unique_ptr<store::Store> store_ = store::NewMemoryStore();
   testing::FaultyStore* faulty_ = nullptr;   // owned by plane_
   std::vector<Error> store_failures_;        // what on_store_failure was called with
+  spec::SpecLimits spec_limits_;             // the plane's, when OpenPlane makes it
   testing::FakeRuntime* runtime_ = nullptr;  // owned by plane_, set by AddNode
   std::unique_ptr<ControlPlane> plane_;
 };
@@ -503,4 +505,22 @@ TEST_F(ControlPlaneTest, NoJobIsLostOrRunTwiceWhenTheStoreFailsMidWay) {
 }
 
 }  // namespace
+TEST_F(ControlPlaneTest, SubmissionsKeepThePlanesSpecLimitsWhateverTheCallerAsks) {
+  spec_limits_.max_arg_bytes = 16;
+  OpenPlane();
+  AddNode();
+  spec::ParseOptions unbounded;
+  unbounded.limits.max_arg_bytes = 0;  // a caller cannot lift the server's bound
+  auto submitted = plane_->Submit("kind: Job\nname: long\ncommand: [echo, seventeen-bytes-x]\n",
+                                  unbounded, "", "alice");
+  ASSERT_FALSE(submitted);
+  EXPECT_EQ(submitted.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(submitted.error().ToString(), HasSubstr("command[1]"));
+  EXPECT_THAT(submitted.error().ToString(), HasSubstr("16"));
+  EXPECT_TRUE(plane_->ListJobs(store::JobFilter{}).empty());
+  auto at_the_bound = plane_->Submit("kind: Job\nname: short\ncommand: [echo, sixteen-bytes-xx]\n",
+                                     unbounded, "", "alice");
+  EXPECT_TRUE(at_the_bound) << at_the_bound.error().ToString();
+}
+
 }  // namespace drover::server

@@ -15,6 +15,11 @@ namespace drover::spec {
 inline constexpr std::int64_t kBytesPerKiB = 1024;
 inline constexpr std::int64_t kBytesPerMiB = 1024 * kBytesPerKiB;
 
+// The longest string Linux passes to exec as one argv or envp entry, without its NUL:
+// MAX_ARG_STRLEN (32 pages = 128 KiB) less one. Longer ones fail with E2BIG.
+inline constexpr std::int64_t kMaxArgBytes = 128 * kBytesPerKiB - 1;
+
+// The server's flags set each bound (docs/api.md, "Limits").
 struct SpecLimits {
   // The most a YAML (or JSON) stream may expand to: the bytes of every scalar plus one per node,
   // each alias counted as a full copy of the node its anchor names. 4 MiB: four times the
@@ -23,9 +28,9 @@ struct SpecLimits {
   // times (a 1 MB file that expanded to a 300 MB job) is refused. 0: no bound.
   std::int64_t max_expanded_bytes = 4 * kBytesPerMiB;
   // One string exec receives: each command[i], the script (sh -c's argument) and each env entry
-  // NAME=value. Linux refuses any argv or envp string longer than MAX_ARG_STRLEN (32 pages =
-  // 128 KiB) including its NUL with E2BIG ("Argument list too long").
-  std::int64_t max_arg_bytes = 128 * kBytesPerKiB - 1;
+  // NAME=value. At most kMaxArgBytes, which exec itself refuses beyond ("Argument list too
+  // long").
+  std::int64_t max_arg_bytes = kMaxArgBytes;
   // A job's command, script and env together, each string counted with its NUL and its 8-byte
   // pointer, as the kernel counts them against ARG_MAX (a quarter of the stack limit: 2 MiB
   // under the usual 8 MiB). 1 MiB leaves the other half to the environment the worker inherits

@@ -1,0 +1,75 @@
+#include "drover/cli/daemons.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace drover::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PlaneOptionsOfTest, SpecLimitFlagsSetThePlanesBounds) {
+  ServerFlags flags;
+  flags.max_spec_size = "8Mi";
+  flags.max_arg_size = "64Ki";
+  flags.max_launch_size = "512Ki";
+  flags.agent_timeout = "5s";
+  auto options = PlaneOptionsOf(flags);
+  ASSERT_TRUE(options) << options.error().ToString();
+  EXPECT_EQ(options->spec_limits.max_expanded_bytes, 8 << 20);
+  EXPECT_EQ(options->spec_limits.max_arg_bytes, 64 << 10);
+  EXPECT_EQ(options->spec_limits.max_launch_bytes, 512 << 10);
+  EXPECT_EQ(options->agent_timeout_ms, 5000);
+}
+
+TEST(PlaneOptionsOfTest, UnsetFlagsKeepTheDefaults) {
+  auto options = PlaneOptionsOf(ServerFlags{});
+  ASSERT_TRUE(options) << options.error().ToString();
+  EXPECT_EQ(options->spec_limits.max_expanded_bytes, spec::SpecLimits{}.max_expanded_bytes);
+  EXPECT_EQ(options->spec_limits.max_arg_bytes, spec::kMaxArgBytes);
+}
+
+TEST(PlaneOptionsOfTest, BadValuesNameTheirFlag) {
+  for (auto [field, flag] : {std::pair{&ServerFlags::max_spec_size, "--max-spec-size"},
+                             {&ServerFlags::max_arg_size, "--max-arg-size"},
+                             {&ServerFlags::max_launch_size, "--max-launch-size"}}) {
+    for (const char* bad : {"lots", "0", "-1Mi"}) {
+      ServerFlags flags;
+      flags.*field = bad;
+      auto options = PlaneOptionsOf(flags);
+      ASSERT_FALSE(options) << flag << "=" << bad;
+      EXPECT_EQ(options.error().code, ErrorCode::kInvalidArgument);
+      EXPECT_THAT(options.error().message, HasSubstr(flag));
+      EXPECT_THAT(options.error().message, HasSubstr(bad));
+    }
+  }
+}
+
+TEST(PlaneOptionsOfTest, AnArgumentLimitBeyondWhatExecTakesIsRefused) {
+  ServerFlags flags;
+  flags.max_arg_size = "1Mi";
+  auto options = PlaneOptionsOf(flags);
+  ASSERT_FALSE(options);
+  EXPECT_THAT(options.error().message, HasSubstr("--max-arg-size: at most 131071 bytes"));
+}
+
+TEST(HttpOptionsOfTest, BadValuesNameTheirFlag) {
+  ServerFlags flags;
+  flags.max_body = "huge";
+  auto body = HttpOptionsOf(flags);
+  ASSERT_FALSE(body);
+  EXPECT_THAT(body.error().message, HasSubstr("--max-body: expected a positive size"));
+  flags = ServerFlags{};
+  flags.idle_timeout = "0";
+  auto idle = HttpOptionsOf(flags);
+  ASSERT_FALSE(idle);
+  EXPECT_THAT(idle.error().message, HasSubstr("--idle-timeout: expected a positive duration"));
+  flags = ServerFlags{};
+  flags.limits.threads = 0;
+  auto threads = HttpOptionsOf(flags);
+  ASSERT_FALSE(threads);
+  EXPECT_THAT(threads.error().message, HasSubstr("--http-threads"));
+}
+
+}  // namespace
+}  // namespace drover::cli
