@@ -19,7 +19,6 @@
 //   agent_load [--agents N] [--jobs J] [--wait-ms W] [--seconds S]   (1000, 3000, 10000, 45)
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -49,6 +48,7 @@
 #include "drover/server/http_server.h"
 #include "drover/store/store.h"
 #include "drover/testing/temp_dir.h"
+#include "drover/testing/threads.h"
 
 namespace drover::server {
 namespace {
@@ -61,15 +61,6 @@ struct Flags {
   DurationMs wait_ms = 10 * kMillisPerSecond;
   int seconds = 45;
 };
-
-int ThreadCount() {
-  int count = 0;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (dirent* entry = ::readdir(dir)) count += entry->d_name[0] != '.';
-    ::closedir(dir);
-  }
-  return count;
-}
 
 // VmHWM of /proc/self/status in MiB.
 double PeakRssMib() {
@@ -158,10 +149,11 @@ class Agents {
  private:
   void Send(Agent& agent, const std::string& method, const std::string& target,
             const std::string& body) {
-    agent.out = fmt::format("{} {} HTTP/1.1\r\nHost: sim\r\nContent-Length: {}\r\n", method,
-                            target, body.size());
+    agent.out = fmt::format("{} {} HTTP/1.1\r\nHost: sim\r\nContent-Length: {}\r\n", method, target,
+                            body.size());
     if (!body.empty()) agent.out += "Content-Type: application/json\r\n";
-    if (!agent.credential.empty()) agent.out += "Authorization: Bearer " + agent.credential + "\r\n";
+    if (!agent.credential.empty())
+      agent.out += "Authorization: Bearer " + agent.credential + "\r\n";
     agent.out += "\r\n" + body;
     agent.written = 0;
   }
@@ -284,7 +276,7 @@ int Run(const Flags& flags) {
   std::thread sampler([&] {
     int tick = 0;
     while (!stop) {
-      max_threads = std::max(max_threads.load(), ThreadCount());
+      max_threads = std::max(max_threads.load(), testing::CountThreads());
       if (++tick % 10 == 0) {
         int lost = 0;
         for (const api::NodeStatus& node : plane.Nodes()) lost += node.lost;

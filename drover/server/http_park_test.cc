@@ -4,7 +4,6 @@
 // acknowledges it. The agents are raw loopback sockets; the control plane runs in-process.
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -21,6 +20,7 @@
 #include "drover/server/http_server.h"
 #include "drover/store/store.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/threads.h"
 #include "drover/testing/wait_until.h"
 
 namespace drover::server {
@@ -28,16 +28,6 @@ namespace {
 
 using nlohmann::json;
 using testing::WaitUntil;
-
-// Threads of this process.
-int ThreadCount() {
-  int count = 0;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (dirent* entry = ::readdir(dir)) count += entry->d_name[0] != '.';
-    ::closedir(dir);
-  }
-  return count;
-}
 
 // A keep-alive HTTP connection to 127.0.0.1:`port` that sends GETs and reads whole responses.
 class AgentSocket {
@@ -113,7 +103,7 @@ TEST(AgentPolls, HundredsWaitWithoutThreadsAndACommandReachesItsAgent) {
   http_options.agent_port = 0;
   auto http = HttpServer::Start(plane, "127.0.0.1", 0, http_options);
   ASSERT_TRUE(http) << http.error().ToString();
-  const int threads_before = ThreadCount();
+  const int threads_before = testing::CountThreads();
 
   std::vector<std::unique_ptr<AgentSocket>> agents;
   for (int i = 0; i < kAgents; ++i) {
@@ -122,7 +112,7 @@ TEST(AgentPolls, HundredsWaitWithoutThreadsAndACommandReachesItsAgent) {
   }
   ASSERT_TRUE(WaitUntil([&] { return (*http)->Stats().parked == kAgents; }));
   // The server on main held a thread per waiting poll (up to 256 agent threads).
-  EXPECT_LT(ThreadCount() - threads_before, 40);
+  EXPECT_LT(testing::CountThreads() - threads_before, 40);
   EXPECT_EQ(plane.Nodes().size(), static_cast<std::size_t>(kAgents));
 
   auto submitted = plane.Submit(
