@@ -19,11 +19,19 @@ Result<Response> RegisterAgent(Service& service, const Request& request) {
 
 Result<Response> TakeAgentCommands(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(std::int64_t wait_ms, IntQuery(request, "wait_ms", 0));
-  DROVER_ASSIGN_OR_RETURN(std::vector<json> commands,
-                          service.TakeCommands(NodeId(request.path_params.at(0)),
-                                               std::clamp<DurationMs>(wait_ms, 0, kMaxLongPollMs)));
-  return JsonResponse(200, json{{"commands", json(std::move(commands))}});
+  AgentAck ack;
+  DROVER_ASSIGN_OR_RETURN(ack.epoch, IntQuery(request, "epoch", 0));
+  DROVER_ASSIGN_OR_RETURN(ack.seq, IntQuery(request, "ack", 0));
+  const NodeId node(request.path_params.at(0));
+  // A request that cannot park has waited all it will: it is answered what there is.
+  const DurationMs wait = request.may_park ? std::clamp<DurationMs>(wait_ms, 0, kMaxLongPollMs) : 0;
+  DROVER_ASSIGN_OR_RETURN(AgentCommandBatch batch, service.TakeCommands(node, ack, wait));
+  if (batch.commands.empty() && wait > 0) return Parked(AgentCommandsWakeKey(node), wait);
+  return JsonResponse(200,
+                      json{{"epoch", batch.epoch}, {"commands", json(std::move(batch.commands))}});
 }
+
+std::string AgentCommandsWakeKey(const NodeId& node) { return "agent-commands/" + node.value(); }
 
 Result<Response> ReportAgentEvents(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));

@@ -5,6 +5,8 @@
 // answers a request that matched its route in routes.cc; errors are the Service's, plus those
 // named.
 
+#include <string>
+
 #include "drover/api/request.h"
 #include "drover/api/service.h"
 
@@ -13,9 +15,14 @@ namespace drover::api {
 // POST /v1/agents/register with the node as JSON: {"node": name}. kInvalidArgument for a body
 // that is not a node.
 Result<Response> RegisterAgent(Service& service, const Request& request);
-// GET /v1/agents/{node}/commands?wait_ms=: {"commands": [...]}, waiting up to wait_ms (0 to
-// kMaxLongPollMs) for one. kInvalidArgument for a wait_ms that is not an integer.
+// GET /v1/agents/{node}/commands?wait_ms=&epoch=&ack=: {"epoch": E, "commands": [...]}, every
+// command not acknowledged (epoch and ack: AgentAck). With none and a wait_ms (cut to 0 ..
+// kMaxLongPollMs) on a request that may_park: Parked under AgentCommandsWakeKey(node) for
+// wait_ms. kInvalidArgument for a wait_ms, epoch or ack that is not an integer.
 Result<Response> TakeAgentCommands(Service& service, const Request& request);
+// The key a parked poll of `node`'s agent waits under: a transport wakes it when a command is
+// queued for the node.
+std::string AgentCommandsWakeKey(const NodeId& node);
 // POST /v1/agents/{node}/events with {"events": [WorkerEvent...]}: {"accepted": true}.
 // kInvalidArgument for another body or an event that does not decode.
 Result<Response> ReportAgentEvents(Service& service, const Request& request);

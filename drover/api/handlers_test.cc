@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/api/agent_handlers.h"
 #include "drover/api/request.h"
 #include "drover/api/routes.h"
 #include "drover/api/service.h"
@@ -116,10 +117,13 @@ class FakeService final : public Service {
     registered = node.name.value();
     return OkStatus();
   }
-  Result<std::vector<json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override {
+  Result<AgentCommandBatch> TakeCommands(const NodeId& node, const AgentAck& ack,
+                                         DurationMs wait_ms) override {
     commands_node = node.value();
+    commands_ack = ack;
     commands_wait_ms = wait_ms;
-    return std::vector<json>{json{{"kind", "adopt"}, {"keys", json::array()}}};
+    if (no_commands) return AgentCommandBatch{7, {}};
+    return AgentCommandBatch{7, {json{{"seq", 1}, {"kind", "adopt"}, {"keys", json::array()}}}};
   }
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override {
     events_node = node.value();
@@ -149,6 +153,8 @@ class FakeService final : public Service {
   mutable int log_reads = 0;
   std::string registered, commands_node, events_node;
   DurationMs commands_wait_ms = -1;
+  AgentAck commands_ack;
+  bool no_commands = false;
   int reported_events = 0;
 };
 
@@ -433,14 +439,46 @@ TEST_F(HandlersTest, NodesShowWhetherRemoteAndLost) {
   EXPECT_EQ(node["last_heard_at"], 900);
 }
 
+// A poll as the HTTP front hands it over: it may park.
+Request ParkablePoll(std::map<std::string, std::string> query) {
+  Request request;
+  request.method = "GET";
+  request.path = "/v1/agents/n1/commands";
+  request.query = std::move(query);
+  request.may_park = true;
+  return request;
+}
+
 TEST_F(HandlersTest, AgentCommandsClampTheWaitAndAnswerTheWireForm) {
-  Response response = Serve({Method::kGet, "/v1/agents/n1/commands", "", {{"wait_ms", "999999"}}});
+  Response response =
+      api::Serve(service_, ParkablePoll({{"wait_ms", "999999"}, {"epoch", "7"}, {"ack", "3"}}));
   EXPECT_EQ(response.status, 200);
+  EXPECT_FALSE(response.park);
   EXPECT_EQ(service_.commands_node, "n1");
   EXPECT_EQ(service_.commands_wait_ms, kMaxLongPollMs);
+  EXPECT_EQ(service_.commands_ack.epoch, 7);
+  EXPECT_EQ(service_.commands_ack.seq, 3);
+  EXPECT_EQ(Body(response)["epoch"], 7);
   EXPECT_EQ(Body(response)["commands"][0]["kind"], "adopt");
-  Serve({Method::kGet, "/v1/agents/n1/commands", "", {{"wait_ms", "-5"}}});
+  EXPECT_EQ(Body(response)["commands"][0]["seq"], 1);
+  api::Serve(service_, ParkablePoll({{"wait_ms", "-5"}}));
   EXPECT_EQ(service_.commands_wait_ms, 0);
+  Response bad = api::Serve(service_, ParkablePoll({{"ack", "x"}}));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(Body(bad)["message"].get<std::string>(), HasSubstr("ack"));
+}
+
+TEST_F(HandlersTest, AnAgentPollWithNothingToSendParksOnlyWhereItMay) {
+  service_.no_commands = true;
+  Response parked = api::Serve(service_, ParkablePoll({{"wait_ms", "5000"}}));
+  ASSERT_TRUE(parked.park);
+  EXPECT_EQ(parked.park->key, AgentCommandsWakeKey(NodeId("n1")));
+  EXPECT_EQ(parked.park->wait_ms, 5000);
+  // Without a transport that parks (or at the park's deadline), it answers at once.
+  Response answered = Serve({Method::kGet, "/v1/agents/n1/commands", "", {{"wait_ms", "5000"}}});
+  EXPECT_FALSE(answered.park);
+  EXPECT_EQ(service_.commands_wait_ms, 0);
+  EXPECT_EQ(Body(answered)["commands"], json::array());
 }
 
 TEST_F(HandlersTest, AgentEventsRejectABodyWithoutAnEventList) {

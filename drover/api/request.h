@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,10 @@ struct Request {
   std::map<std::string, std::string> query;    // a repeated parameter keeps its first value
   std::map<std::string, std::string> headers;  // those of kRequestHeaders that were sent
   std::string body;
+  // Set by a transport that can hold the request without a thread and run its handler again
+  // (server/http_front.h): the handler may then answer Parked instead of waiting. false (tests,
+  // a re-run at the park's deadline): the handler answers at once.
+  bool may_park = false;
 
   // The query parameter `name`, or `fallback` when absent.
   std::string Query(const std::string& name, const std::string& fallback = "") const;
@@ -45,12 +50,24 @@ struct Request {
   bool HasHeader(std::string_view name) const;
 };
 
+// "Not yet": the transport holds the request, without a thread, and runs its handler again when
+// WakeParked(key) is called for `key` (with may_park still set) or when wait_ms has passed since
+// it was first parked (with may_park false, so the handler then answers).
+struct Park {
+  std::string key;
+  DurationMs wait_ms = 0;
+};
+
 struct Response {
   int status = 200;
   std::string body;
   std::string content_type;
   std::map<std::string, std::string> headers;  // extra response headers (X-Drover-*)
+  std::optional<Park> park;                    // set only by Parked, for a request that may_park
 };
+
+// A parked answer (Park) under `key` for at most `wait_ms`.
+Response Parked(std::string key, DurationMs wait_ms);
 
 // `body` as application/json with `status`.
 Response JsonResponse(int status, const nlohmann::json& body);

@@ -62,6 +62,20 @@ struct Submission {
   std::vector<JobId> Ids() const;
 };
 
+// An agent's acknowledgement (docs/api.md, "Agent protocol"): it carried out every command of
+// registration `epoch` up to sequence number `seq`.
+struct AgentAck {
+  std::int64_t epoch = 0;
+  std::int64_t seq = 0;
+};
+
+// The commands an agent has not acknowledged, oldest first, in their wire form
+// (server/agent_link.h) each with its "seq", and the registration their numbers belong to.
+struct AgentCommandBatch {
+  std::int64_t epoch = 0;
+  std::vector<nlohmann::json> commands;
+};
+
 // A chunk of a worker's output.
 struct LogChunk {
   std::string data;
@@ -158,10 +172,13 @@ class Service {
   virtual std::vector<NodeStatus> Nodes() const = 0;
   // (Re-)registers a remote node. kAlreadyExists for a node served by the embedded agent.
   virtual Status RegisterRemoteNode(const model::Node& node) = 0;
-  // The commands queued for the node's agent, in their wire form (server/agent_link.h), waiting
-  // up to `wait_ms` for one. kNotFound for a node that is not registered or was declared lost.
-  virtual Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node,
-                                                           DurationMs wait_ms) = 0;
+  // The commands the node's agent has not acknowledged, after dropping those `ack` acknowledges
+  // (docs/api.md, "Agent protocol"). Does not wait: with none left and `wait_ms` > 0, the caller
+  // parks the agent's poll for up to `wait_ms` (the agent counts as heard from meanwhile) and
+  // is woken (ControlPlane::SetAgentWaker) when a command comes. kNotFound for a node that is
+  // not registered or was declared lost.
+  virtual Result<AgentCommandBatch> TakeCommands(const NodeId& node, const AgentAck& ack,
+                                                 DurationMs wait_ms) = 0;
   // The agent's worker events. kNotFound as for TakeCommands.
   virtual Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) = 0;
 };

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
 #include "drover/codec/json.h"
@@ -26,27 +25,33 @@ model::WorkerKey KeyFromJson(const json& j) {
 }  // namespace
 
 json ToJson(const AgentCommand& command) {
+  json wire = json::object();
   switch (command.kind) {
     case AgentCommand::Kind::kLaunch:
-      return json{{"kind", "launch"}, {"launch", codec::ToJson(command.launch)}};
+      wire = json{{"kind", "launch"}, {"launch", codec::ToJson(command.launch)}};
+      break;
     case AgentCommand::Kind::kStop:
-      return json{{"kind", "stop"},
+      wire = json{{"kind", "stop"},
                   {"key", KeyJson(command.key)},
                   {"preempt", command.stop.preempt},
                   {"reason", command.stop.reason}};
+      break;
     case AgentCommand::Kind::kAdopt: {
       json keys = json::array();
       for (const model::WorkerKey& key : command.keys) keys.push_back(KeyJson(key));
-      return json{{"kind", "adopt"}, {"keys", keys}};
+      wire = json{{"kind", "adopt"}, {"keys", keys}};
+      break;
     }
   }
-  return json::object();
+  if (command.seq > 0) wire["seq"] = command.seq;
+  return wire;
 }
 
 Result<AgentCommand> AgentCommandFromJson(const json& j) {
   try {
     AgentCommand command;
     std::string kind = j.at("kind").get<std::string>();
+    command.seq = j.value("seq", std::int64_t{0});
     if (kind == "launch") {
       command.kind = AgentCommand::Kind::kLaunch;
       DROVER_ASSIGN_OR_RETURN(command.launch, codec::LaunchSpecFromJson(j.at("launch")));
@@ -71,15 +76,24 @@ RemoteRuntime::RemoteRuntime(NodeId node, const Clock& clock)
     : node_(std::move(node)), clock_(clock), quiet_since_(clock.Now()) {}
 
 void RemoteRuntime::Push(AgentCommand command) {
-  {
-    MutexLock lock(mu_);
-    PushLocked(std::move(command));
-  }
-  commands_ready_.notify_all();
+  MutexLock lock(mu_);
+  PushLocked(std::move(command));
+  WakeLocked();
 }
 
 void RemoteRuntime::PushLocked(AgentCommand command) {
-  if (link_ != Link::kLost) commands_.push_back(std::move(command));
+  if (link_ == Link::kLost) return;
+  command.seq = next_seq_++;
+  unacked_.push_back(std::move(command));
+}
+
+void RemoteRuntime::WakeLocked() {
+  if (waker_ && !unacked_.empty()) waker_(node_);
+}
+
+void RemoteRuntime::SetWaker(Waker waker) {
+  MutexLock lock(mu_);
+  waker_ = std::move(waker);
 }
 
 Status RemoteRuntime::Launch(const model::LaunchSpec& spec) {
@@ -121,18 +135,17 @@ Status RemoteRuntime::RequireConnected() const {
   return NotFound(fmt::format("node {} is not registered", node_.value()));
 }
 
-Result<std::vector<AgentCommand>> RemoteRuntime::TakeCommands(DurationMs wait_ms) {
+Result<CommandBatch> RemoteRuntime::TakeCommands(const api::AgentAck& ack, DurationMs wait_ms) {
   MutexLock lock(mu_);
   DROVER_RETURN_IF_ERROR(RequireConnected());
-  ++waiting_;
-  commands_ready_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                           [this]() REQUIRES(mu_) { return closed_ || !commands_.empty(); });
-  --waiting_;
-  quiet_since_ = heard_at_ = clock_.Now();
-  std::vector<AgentCommand> out(std::make_move_iterator(commands_.begin()),
-                                std::make_move_iterator(commands_.end()));
-  commands_.clear();
-  return out;
+  const TimeMs now = clock_.Now();
+  quiet_since_ = heard_at_ = now;
+  if (ack.epoch == epoch_) {
+    while (!unacked_.empty() && unacked_.front().seq <= ack.seq) unacked_.pop_front();
+  }
+  CommandBatch batch{epoch_, {unacked_.begin(), unacked_.end()}};
+  parked_until_ = batch.commands.empty() ? now + std::max<DurationMs>(wait_ms, 0) : now;
+  return batch;
 }
 
 Status RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
@@ -144,25 +157,26 @@ Status RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
 }
 
 void RemoteRuntime::Connect(const std::vector<model::WorkerKey>& live) {
-  {
-    MutexLock lock(mu_);
-    link_ = Link::kConnected;
-    quiet_since_ = heard_at_ = clock_.Now();
-    AgentCommand adopt;
-    adopt.kind = AgentCommand::Kind::kAdopt;
-    adopt.keys = live;
-    adopt.keys.insert(adopt.keys.end(), orphans_.begin(), orphans_.end());
-    if (!adopt.keys.empty()) PushLocked(std::move(adopt));
-    // Adopted first, so that an agent restarted meanwhile finds them (in their directories).
-    for (const model::WorkerKey& key : std::exchange(orphans_, {})) {
-      AgentCommand stop;
-      stop.kind = AgentCommand::Kind::kStop;
-      stop.key = key;
-      stop.stop.reason = "its attempt ended: " + lost_reason_;
-      PushLocked(std::move(stop));
-    }
+  MutexLock lock(mu_);
+  link_ = Link::kConnected;
+  quiet_since_ = heard_at_ = clock_.Now();
+  epoch_ = std::max(clock_.Now(), epoch_ + 1);
+  next_seq_ = 1;
+  for (AgentCommand& command : unacked_) command.seq = next_seq_++;
+  AgentCommand adopt;
+  adopt.kind = AgentCommand::Kind::kAdopt;
+  adopt.keys = live;
+  adopt.keys.insert(adopt.keys.end(), orphans_.begin(), orphans_.end());
+  if (!adopt.keys.empty()) PushLocked(std::move(adopt));
+  // Adopted first, so that an agent restarted meanwhile finds them (in their directories).
+  for (const model::WorkerKey& key : std::exchange(orphans_, {})) {
+    AgentCommand stop;
+    stop.kind = AgentCommand::Kind::kStop;
+    stop.key = key;
+    stop.stop.reason = "its attempt ended: " + lost_reason_;
+    PushLocked(std::move(stop));
   }
-  commands_ready_.notify_all();
+  WakeLocked();
 }
 
 void RemoteRuntime::MarkLost(const std::vector<model::WorkerKey>& orphans,
@@ -170,15 +184,16 @@ void RemoteRuntime::MarkLost(const std::vector<model::WorkerKey>& orphans,
   MutexLock lock(mu_);
   link_ = Link::kLost;
   lost_reason_ = reason;
-  commands_.clear();
+  unacked_.clear();
   orphans_.insert(orphans_.end(), orphans.begin(), orphans.end());
 }
 
 std::optional<DurationMs> RemoteRuntime::Silence() const {
   MutexLock lock(mu_);
   if (link_ == Link::kLost) return std::nullopt;
-  if (waiting_ > 0) return 0;
-  return std::max<DurationMs>(clock_.Now() - quiet_since_, 0);
+  const TimeMs now = clock_.Now();
+  if (now < parked_until_) return 0;
+  return std::max<DurationMs>(now - std::max(quiet_since_, parked_until_), 0);
 }
 
 bool RemoteRuntime::lost() const {
@@ -189,14 +204,6 @@ bool RemoteRuntime::lost() const {
 TimeMs RemoteRuntime::last_heard_at() const {
   MutexLock lock(mu_);
   return heard_at_;
-}
-
-void RemoteRuntime::Close() {
-  {
-    MutexLock lock(mu_);
-    closed_ = true;
-  }
-  commands_ready_.notify_all();
 }
 
 }  // namespace drover::server

@@ -7,23 +7,34 @@
 // GET /v1/agents/{node}/commands, and holds the events the agent posts to
 // POST /v1/agents/{node}/events until the control plane polls them.
 //
+// Commands are acknowledged: each registration (Connect) opens an epoch, a number the server
+// never used before for the node, and numbers its commands 1, 2, ... within it. Every poll
+// answers every command the agent has not acknowledged, and says the highest it carried out
+// (epoch and seq: api::AgentAck); so a command whose reply was lost is sent again, and the agent
+// carries out each sequence number once (AgentCommandRunner). Commands are idempotent on the
+// agent besides (a launch of a key it runs or ran answers kAlreadyExists, a stop of an exited
+// worker kNotFound), for those sent again under a new epoch.
+//
 // Agent end: RunAgent() registers the node, then loops: collect commands, carry them out on a
 // LocalRuntime, post the runtime's events (started, checkpoint, exited; kept and re-sent until
 // the server accepts them, so a restarted server loses no exit).
 //
-// Wire form of a command: {"kind": "launch", "launch": LaunchSpec}, {"kind": "stop", "key": KEY,
-// "preempt": bool, "reason": text} ("preempt" and "reason" absent mean a plain stop, so an
-// older server's commands decode) or {"kind": "adopt", "keys": [KEY...]}.
+// Wire form of a command: {"seq": N, "kind": "launch", "launch": LaunchSpec}, {"seq": N,
+// "kind": "stop", "key": KEY, "preempt": bool, "reason": text} ("preempt" and "reason" absent
+// mean a plain stop, so an older server's commands decode) or {"seq": N, "kind": "adopt",
+// "keys": [KEY...]}.
 
 #include <atomic>
-#include <condition_variable>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "drover/agent/runtime.h"
+#include "drover/api/service.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/common/thread_annotations.h"
@@ -35,6 +46,7 @@ namespace drover::server {
 struct AgentCommand {
   enum class Kind { kLaunch, kStop, kAdopt };
   Kind kind = Kind::kLaunch;
+  std::int64_t seq = 0;                // its number in its epoch; 0 before it is queued
   model::LaunchSpec launch;            // kLaunch
   model::WorkerKey key;                // kStop
   model::StopRequest stop;             // kStop: preempt and reason
@@ -44,15 +56,26 @@ struct AgentCommand {
 nlohmann::json ToJson(const AgentCommand& command);
 Result<AgentCommand> AgentCommandFromJson(const nlohmann::json& json);
 
+// The commands of one epoch not yet acknowledged, oldest first.
+struct CommandBatch {
+  std::int64_t epoch = 0;
+  std::vector<AgentCommand> commands;
+};
+
 // Thread-safe: the control plane calls the WorkerRuntime methods while HTTP handler threads
 // call TakeCommands and Report.
 //
 // Liveness (docs/architecture.md, "Agent liveness"): the runtime knows when its agent was last
 // heard from. Each of the agent's calls counts (registration, every long poll for commands, for
-// as long as it waits, and every post of events); the control plane declares the agent lost
+// as long as it is parked, and every post of events); the control plane declares the agent lost
 // when Silence() exceeds its timeout.
 class RemoteRuntime final : public agent::WorkerRuntime {
  public:
+  // Called with the node whenever a command is queued, under the runtime's lock (so that once
+  // SetWaker returns, the previous waker is never called again): it must be quick and must not
+  // call the runtime.
+  using Waker = std::function<void(const NodeId&)>;
+
   // The server end for `node`. `clock` times the agent's calls and must outlive the runtime. A
   // new runtime waits for its agent to register (Connect), counting its silence from now.
   RemoteRuntime(NodeId node, const Clock& clock);
@@ -67,48 +90,54 @@ class RemoteRuntime final : public agent::WorkerRuntime {
 
   // The agent's calls. kNotFound, doing nothing, until it has registered and again once it has
   // been declared lost (the agent then registers again).
-  // Commands queued for the agent; waits up to `wait_ms` for one when there are none.
-  Result<std::vector<AgentCommand>> TakeCommands(DurationMs wait_ms);
+  // Drops the commands `ack` acknowledges (none when it names another epoch) and answers the
+  // others. Never waits: with none left and `wait_ms` > 0, the caller parks the agent's poll for
+  // up to `wait_ms`, and the agent counts as heard from until then or until its next call.
+  Result<CommandBatch> TakeCommands(const api::AgentAck& ack, DurationMs wait_ms);
   Status Report(std::vector<model::WorkerEvent> events);
+  // Replaces the waker (none: nullptr).
+  void SetWaker(Waker waker);
 
-  // The agent registered (again): connected, and heard from now. Queues an adopt of `live` (the
-  // workers the server believes alive on the node: the agent reports on each) and of the
-  // workers left from when it was lost, then a stop of each of the latter.
+  // The agent registered (again): connected, and heard from now, in a new epoch. The commands
+  // not acknowledged in the previous one are numbered again in it, then come an adopt of `live`
+  // (the workers the server believes alive on the node: the agent reports on each) and of the
+  // workers left from when it was lost, then a stop of each of the latter. The epoch is
+  // max(now, previous + 1): after a server restart, later than any the agent saw before.
   void Connect(const std::vector<model::WorkerKey>& live);
   // The agent is declared lost (`reason`): its calls are refused until it registers again,
   // queued commands are dropped, and `orphans` (workers that may still run on the node, already
   // reported lost) are stopped when it comes back.
   void MarkLost(const std::vector<model::WorkerKey>& orphans, const std::string& reason);
-  // How long the agent has not been heard from: 0 while one of its long polls waits; nullopt
-  // once it is lost (there is nothing more to detect).
+  // How long the agent has not been heard from: 0 while one of its long polls is parked;
+  // nullopt once it is lost (there is nothing more to detect).
   std::optional<DurationMs> Silence() const;
   bool lost() const;
   // When the agent was last heard from (0: never).
   TimeMs last_heard_at() const;
 
-  // Wakes every TakeCommands waiter (shutdown).
-  void Close();
-
  private:
   enum class Link { kAwaiting, kConnected, kLost };
 
   void Push(AgentCommand command) EXCLUDES(mu_);
+  // Numbers and queues `command` (dropped while lost); the caller wakes.
   void PushLocked(AgentCommand command) REQUIRES(mu_);
+  void WakeLocked() REQUIRES(mu_);
   Status RequireConnected() const REQUIRES(mu_);
 
   const NodeId node_;
   const Clock& clock_;
   mutable Mutex mu_;
-  std::condition_variable_any commands_ready_;
-  std::deque<AgentCommand> commands_ GUARDED_BY(mu_);
+  std::deque<AgentCommand> unacked_ GUARDED_BY(mu_);  // numbered, oldest first
+  std::int64_t epoch_ GUARDED_BY(mu_) = 0;
+  std::int64_t next_seq_ GUARDED_BY(mu_) = 1;
+  Waker waker_ GUARDED_BY(mu_);
   std::vector<model::WorkerEvent> events_ GUARDED_BY(mu_);
   Link link_ GUARDED_BY(mu_) = Link::kAwaiting;
-  TimeMs quiet_since_ GUARDED_BY(mu_) = 0;  // the last call ended, or the runtime was created
-  TimeMs heard_at_ GUARDED_BY(mu_) = 0;     // the last call ended; 0: none yet
-  int waiting_ GUARDED_BY(mu_) = 0;         // long polls in progress
+  TimeMs quiet_since_ GUARDED_BY(mu_) = 0;   // the last call ended, or the runtime was created
+  TimeMs heard_at_ GUARDED_BY(mu_) = 0;      // the last call ended; 0: none yet
+  TimeMs parked_until_ GUARDED_BY(mu_) = 0;  // the deadline of the agent's parked poll
   std::vector<model::WorkerKey> orphans_ GUARDED_BY(mu_);  // workers lost with the agent, to stop
   std::string lost_reason_ GUARDED_BY(mu_);
-  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 // The agent end's handling of the server's commands on its node's runtime, one turn of
@@ -118,6 +147,11 @@ class AgentCommandRunner {
   // `runtime` and `clock` must outlive the runner; `node` names the node in exit messages.
   AgentCommandRunner(agent::WorkerRuntime& runtime, const Clock& clock, std::string node);
 
+  // Carries out each command of `batch` the runner has not carried out before (one of a new
+  // epoch, or with a higher seq than the last of its epoch), in order, as Run does.
+  void RunBatch(const CommandBatch& batch, std::vector<model::WorkerEvent>& events);
+  // What to acknowledge on the next poll: the epoch and the last seq carried out in it.
+  api::AgentAck ack() const { return ack_; }
   // Carries out `command`. A launch that fails (other than kAlreadyExists: launched before) and
   // an adopted key with no trace on the node become exit events appended to `events`. A stop the
   // runtime cannot carry out yet (kUnavailable: an adopted worker whose supervisor is still
@@ -138,6 +172,7 @@ class AgentCommandRunner {
   const Clock& clock_;
   const std::string node_;
   std::vector<PendingStop> pending_stops_;
+  api::AgentAck ack_;
 };
 
 struct AgentOptions {

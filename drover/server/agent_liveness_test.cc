@@ -63,12 +63,16 @@ class AgentLivenessTest : public ::testing::Test {
     return submitted ? submitted->jobs.at(0).id : JobId(0);
   }
 
-  // Plays node-r's agent after one turn of the loop: the commands it has for node-r.
+  // Plays node-r's agent after one turn of the loop: the commands it has for node-r, which it
+  // acknowledges on its next poll.
   std::vector<AgentCommand> CommandsAfterATurn() {
     plane_->RunOnce();
-    auto commands = plane_->TakeCommands(NodeId("node-r"), 0);
-    EXPECT_TRUE(commands) << commands.error().ToString();
-    return commands ? *std::move(commands) : std::vector<AgentCommand>{};
+    auto batch = plane_->TakeCommands(NodeId("node-r"), ack_, 0);
+    EXPECT_TRUE(batch) << batch.error().ToString();
+    if (!batch) return {};
+    if (batch->epoch != ack_.epoch) ack_ = api::AgentAck{batch->epoch, 0};
+    if (!batch->commands.empty()) ack_.seq = batch->commands.back().seq;
+    return std::move(batch->commands);
   }
 
   // True if one of `commands` matches `wanted`.
@@ -112,6 +116,7 @@ class AgentLivenessTest : public ::testing::Test {
   testing::TempDir dir_{"drover-agent-liveness"};
   testing::FakeClock clock_;
   std::unique_ptr<ControlPlane> plane_;
+  api::AgentAck ack_;  // what the played agent acknowledges on its next poll
 };
 
 TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersAgain) {
@@ -147,7 +152,7 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
   EXPECT_EQ(State(local), JobState::kStarting);
 
   // The agent's calls are refused until it registers again; the retry waits for a node.
-  auto refused = plane_->TakeCommands(NodeId("node-r"), 0);
+  auto refused = plane_->TakeCommands(NodeId("node-r"), {}, 0);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::kNotFound);
   Status report = plane_->ReportEvents(NodeId("node-r"), {});

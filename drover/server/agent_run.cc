@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -16,6 +17,16 @@ using nlohmann::json;
 AgentCommandRunner::AgentCommandRunner(agent::WorkerRuntime& runtime, const Clock& clock,
                                        std::string node)
     : runtime_(runtime), clock_(clock), node_(std::move(node)) {}
+
+void AgentCommandRunner::RunBatch(const CommandBatch& batch,
+                                  std::vector<model::WorkerEvent>& events) {
+  if (batch.epoch != ack_.epoch) ack_ = api::AgentAck{batch.epoch, 0};
+  for (const AgentCommand& command : batch.commands) {
+    if (command.seq <= ack_.seq) continue;  // carried out already; its acknowledgement was lost
+    Run(command, events);
+    ack_.seq = command.seq;
+  }
+}
 
 void AgentCommandRunner::Run(const AgentCommand& command, std::vector<model::WorkerEvent>& events) {
   switch (command.kind) {
@@ -87,7 +98,9 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       registered = true;
       spdlog::info("agent {}: registered with {}", node, options.server_url);
     }
-    auto reply = client.Get(node_path + "/commands?wait_ms=" + std::to_string(options.poll_ms));
+    const api::AgentAck ack = runner.ack();
+    auto reply = client.Get(fmt::format("{}/commands?wait_ms={}&epoch={}&ack={}", node_path,
+                                        options.poll_ms, ack.epoch, ack.seq));
     if (!reply) {
       // A restarted server forgets remote nodes, and one that stopped hearing from us declared
       // the node lost: register again, which also re-adopts (and stops what was lost).
@@ -99,14 +112,17 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       if (code == ErrorCode::kUnavailable)
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     } else {
+      CommandBatch batch;
+      batch.epoch = reply->json.value("epoch", std::int64_t{0});
       for (const json& item : reply->json.value("commands", json::array())) {
         auto command = AgentCommandFromJson(item);
         if (!command) {
           spdlog::error("agent {}: bad command: {}", node, command.error().message);
           continue;
         }
-        runner.Run(*command, unsent);
+        batch.commands.push_back(*std::move(command));
       }
+      runner.RunBatch(batch, unsent);
     }
     for (model::WorkerEvent& event : runtime.Poll()) unsent.push_back(std::move(event));
     if (!unsent.empty() && registered) {

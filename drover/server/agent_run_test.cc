@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
 
 #include "drover/server/agent_link.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/fake_runtime.h"
 
 namespace drover::server {
 namespace {
@@ -35,12 +37,40 @@ class ScriptedRuntime final : public agent::WorkerRuntime {
   std::vector<std::pair<model::WorkerKey, std::string>> stops;  // key, reason
 };
 
-AgentCommand StopCommand(model::WorkerKey key, std::string reason) {
+AgentCommand StopCommand(model::WorkerKey key, std::string reason, std::int64_t seq = 0) {
   AgentCommand command;
   command.kind = AgentCommand::Kind::kStop;
+  command.seq = seq;
   command.key = key;
   command.stop.reason = std::move(reason);
   return command;
+}
+
+// Finding 8: a command whose reply was lost is sent again; the agent carries it out once.
+TEST(AgentCommandRunner, CarriesOutEachSequenceNumberOnceAndAcknowledgesIt) {
+  testing::FakeRuntime runtime;
+  testing::FakeClock clock;
+  AgentCommandRunner runner(runtime, clock, "n1");
+  AgentCommand launch;
+  launch.launch.key = model::WorkerKey{JobId(7), 1, 0};
+  launch.seq = 1;
+  std::vector<model::WorkerEvent> events;
+  runner.RunBatch(CommandBatch{40, {launch}}, events);
+  EXPECT_EQ(runner.ack().epoch, 40);
+  EXPECT_EQ(runner.ack().seq, 1);
+  // The same batch again (its acknowledgement was lost), then with a stop after it.
+  runner.RunBatch(CommandBatch{40, {launch}}, events);
+  runner.RunBatch(CommandBatch{40, {launch, StopCommand(launch.launch.key, "cancelled", 2)}},
+                  events);
+  EXPECT_EQ(runtime.Launched().size(), 1u);
+  EXPECT_EQ(runtime.Stopped().size(), 1u);
+  EXPECT_EQ(runner.ack().seq, 2);
+  EXPECT_TRUE(events.empty());
+  // A new registration numbers from 1 again: carried out, and acknowledged in its epoch.
+  runner.RunBatch(CommandBatch{41, {StopCommand(launch.launch.key, "cancelled", 1)}}, events);
+  EXPECT_EQ(runtime.Stopped().size(), 2u);
+  EXPECT_EQ(runner.ack().epoch, 41);
+  EXPECT_EQ(runner.ack().seq, 1);
 }
 
 TEST(AgentCommandRunner, RetriesAStopAnsweredUnavailableOnTheNextTurnsUntilItIsTaken) {

@@ -93,12 +93,13 @@ Status ControlPlaneService::RegisterRemoteNode(const model::Node& node) {
   return plane_.RegisterRemoteNode(node);
 }
 
-Result<std::vector<nlohmann::json>> ControlPlaneService::TakeCommands(const NodeId& node,
-                                                                      DurationMs wait_ms) {
-  DROVER_ASSIGN_OR_RETURN(std::vector<AgentCommand> commands, plane_.TakeCommands(node, wait_ms));
-  std::vector<nlohmann::json> wire;
-  wire.reserve(commands.size());
-  for (const AgentCommand& command : commands) wire.push_back(ToJson(command));
+Result<api::AgentCommandBatch> ControlPlaneService::TakeCommands(const NodeId& node,
+                                                                 const api::AgentAck& ack,
+                                                                 DurationMs wait_ms) {
+  DROVER_ASSIGN_OR_RETURN(CommandBatch batch, plane_.TakeCommands(node, ack, wait_ms));
+  api::AgentCommandBatch wire{batch.epoch, {}};
+  wire.commands.reserve(batch.commands.size());
+  for (const AgentCommand& command : batch.commands) wire.commands.push_back(ToJson(command));
   return wire;
 }
 

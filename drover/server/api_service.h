@@ -42,7 +42,8 @@ class ControlPlaneService final : public api::Service {
   Status ReloadPolicy() override;
   std::vector<api::NodeStatus> Nodes() const override;
   Status RegisterRemoteNode(const model::Node& node) override;
-  Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override;
+  Result<api::AgentCommandBatch> TakeCommands(const NodeId& node, const api::AgentAck& ack,
+                                              DurationMs wait_ms) override;
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;
 
  private:

@@ -60,8 +60,7 @@ Status ControlPlane::Start() {
       auto it = nodes_.find(node);
       if (it == nodes_.end()) {
         // A remote node: adopted when its agent registers, lost if it does not in time.
-        auto remote = std::make_shared<RemoteRuntime>(node, clock_);
-        nodes_.emplace(node, NodeEntry{remote, remote, ""});
+        AddRemote(node);
         continue;
       }
       for (const model::WorkerKey& key : it->second.runtime->Adopt(keys)) {
@@ -102,9 +101,6 @@ void ControlPlane::Stop() {
     MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
-    for (auto& [name, entry] : nodes_) {
-      if (entry.remote) entry.remote->Close();
-    }
   }
   wake_loop_.notify_all();
   changed_.notify_all();
@@ -637,8 +633,8 @@ Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
   const bool was_lost = controller_.IsLost(node.name);
   controller_.UpsertNode(node, clock_.Now(), step);
   if (it == nodes_.end()) {
-    auto remote = std::make_shared<RemoteRuntime>(node.name, clock_);
-    it = nodes_.emplace(node.name, NodeEntry{remote, remote, ""}).first;
+    AddRemote(node.name);
+    it = nodes_.find(node.name);
   }
   // The agent may have been restarted, or the server: in both cases it reports what became of
   // the workers the controller believes alive on it.
@@ -661,14 +657,29 @@ Result<std::shared_ptr<RemoteRuntime>> ControlPlane::RemoteOf(const NodeId& node
   return it->second.remote;
 }
 
-Result<std::vector<AgentCommand>> ControlPlane::TakeCommands(const NodeId& node,
-                                                             DurationMs wait_ms) {
+Result<CommandBatch> ControlPlane::TakeCommands(const NodeId& node, const api::AgentAck& ack,
+                                                DurationMs wait_ms) {
   std::shared_ptr<RemoteRuntime> remote;
   {
     MutexLock lock(mu_);
     DROVER_ASSIGN_OR_RETURN(remote, RemoteOf(node));
   }
-  return remote->TakeCommands(wait_ms);  // waits outside mu_
+  return remote->TakeCommands(ack, wait_ms);
+}
+
+void ControlPlane::SetAgentWaker(RemoteRuntime::Waker waker) {
+  MutexLock lock(mu_);
+  agent_waker_ = std::move(waker);
+  for (auto& [name, entry] : nodes_) {
+    if (entry.remote) entry.remote->SetWaker(agent_waker_);
+  }
+}
+
+std::shared_ptr<RemoteRuntime> ControlPlane::AddRemote(const NodeId& node) {
+  auto remote = std::make_shared<RemoteRuntime>(node, clock_);
+  remote->SetWaker(agent_waker_);
+  nodes_.emplace(node, NodeEntry{remote, remote, ""});
+  return remote;
 }
 
 Status ControlPlane::ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) {

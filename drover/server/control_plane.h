@@ -181,8 +181,12 @@ class ControlPlane {
   Status RegisterRemoteNode(const model::Node& node) EXCLUDES(mu_);
   // kNotFound for a node that is not registered, or was declared lost since it registered: the
   // agent registers (again).
-  Result<std::vector<AgentCommand>> TakeCommands(const NodeId& node, DurationMs wait_ms)
-      EXCLUDES(mu_);
+  // RemoteRuntime::TakeCommands of the node's runtime.
+  Result<CommandBatch> TakeCommands(const NodeId& node, const api::AgentAck& ack,
+                                    DurationMs wait_ms) EXCLUDES(mu_);
+  // Every remote runtime's waker, now and for those registered later (RemoteRuntime::Waker;
+  // nullptr: none). The HTTP server wakes its parked agent polls with it.
+  void SetAgentWaker(RemoteRuntime::Waker waker) EXCLUDES(mu_);
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) EXCLUDES(mu_);
 
   // A counter that increases with every persisted change; WaitForChange blocks until it
@@ -247,6 +251,8 @@ class ControlPlane {
   bool CheckAgents(control::Step& step) REQUIRES(mu_);
   // The server end of remote node `node`; kNotFound if there is none.
   Result<std::shared_ptr<RemoteRuntime>> RemoteOf(const NodeId& node) const REQUIRES(mu_);
+  // A new remote node's runtime, with the agent waker, in nodes_.
+  std::shared_ptr<RemoteRuntime> AddRemote(const NodeId& node) REQUIRES(mu_);
   struct CronEntry {
     store::CronRecord record;
     workflow::CronSchedule schedule;
@@ -278,6 +284,7 @@ class ControlPlane {
   std::map<model::ExecutorKind, std::unique_ptr<exec::Executor>> executors_ GUARDED_BY(mu_);
   control::Controller controller_ GUARDED_BY(mu_);
   std::map<NodeId, NodeEntry> nodes_ GUARDED_BY(mu_);
+  RemoteRuntime::Waker agent_waker_ GUARDED_BY(mu_);
   std::vector<control::StopWorker> pending_stops_ GUARDED_BY(mu_);  // retried by the loop
   // The policy file (empty: none) and what the last look at it saw (mtime and size), so that an
   // unchanged bad file is reported once.

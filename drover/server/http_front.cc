@@ -1,3 +1,7 @@
+// HttpFront's event loop (http_front.h). Over the ~800-line guide: the loop's phases (read,
+// dispatch, park, write, expire) share one Connection record and are read together; the wire
+// helpers at the top (request parsing, response bytes) are the part that could move out.
+
 #include "drover/server/http_front.h"
 
 #include <arpa/inet.h>
@@ -373,10 +377,20 @@ class HttpFront::Loop {
 
   int port() const { return BoundPort(api_listener_); }
   int agent_port() const { return agent_listener_ >= 0 ? BoundPort(agent_listener_) : -1; }
-  HttpStats Stats() const { return HttpStats{open_.load(), long_polls_busy_.load()}; }
+  HttpStats Stats() const {
+    return HttpStats{open_.load(), long_polls_busy_.load(), parked_count_.load()};
+  }
+
+  void WakeParked(const std::string& key) {
+    {
+      std::lock_guard lock(completed_mu_);
+      woken_.push_back(key);
+    }
+    Wake();
+  }
 
  private:
-  enum class Phase { kIdle, kHeaders, kBody, kServing, kWriting };
+  enum class Phase { kIdle, kHeaders, kBody, kServing, kParked, kWriting };
 
   struct Connection {
     int fd = -1;
@@ -395,12 +409,18 @@ class HttpFront::Loop {
     std::int64_t drain_left = 0;  // body bytes to read and drop after a refusal
     std::uint32_t interest = 0;
     bool gone = false;  // the peer hung up while its request was answered
+    // Parking (kParked): the key, when the park ends, and wake_tick_ when the request was last
+    // handed to its lane (a wake of the key after that tick must run it again).
+    std::string park_key;
+    std::optional<SteadyTime> park_deadline;
+    std::uint64_t dispatched_tick = 0;
   };
 
   struct Completion {
     std::uint64_t id;
     Lane lane;
     api::Response response;
+    api::Request request;  // given back when the response parks it
   };
 
   void Watch(int fd, std::uint64_t id, std::uint32_t events) {
@@ -492,6 +512,7 @@ class HttpFront::Loop {
     auto it = connections_.find(id);
     if (it == connections_.end()) return;
     Connection& connection = it->second;
+    if (connection.phase == Phase::kParked) return Close(id);  // only hang-ups are watched
     if (events & (EPOLLERR | EPOLLHUP)) {
       if (connection.phase != Phase::kServing) return Close(id);
       // Gone while its request is answered: unwatched, and closed when the answer comes.
@@ -590,6 +611,7 @@ class HttpFront::Loop {
           connection.in.substr(connection.head_end, total - connection.head_end);
       connection.in.erase(0, total);
       connection.scanned = 0;
+      connection.request.may_park = true;
       Dispatch(id, connection);
     }
   }
@@ -606,25 +628,36 @@ class HttpFront::Loop {
                                             limits_.max_long_polls)));
     }
     connection.phase = Phase::kServing;
+    connection.dispatched_tick = wake_tick_;
     SetInterest(id, connection, 0);
     if (lane == Lane::kLongPoll) ++long_polls_busy_;
     LanePool& pool = lane == Lane::kShort ? short_ : lane == Lane::kLongPoll ? long_polls_ : agent_;
-    pool.Submit([this, id, lane, request = std::move(connection.request)] {
-      api::Response response = handler_.Serve(request);
+    pool.Submit([this, id, lane, request = std::move(connection.request)]() mutable {
+      Completion done{id, lane, handler_.Serve(request), {}};
+      if (done.response.park) done.request = std::move(request);
       {
         std::lock_guard lock(completed_mu_);
-        completed_.push_back(Completion{id, lane, std::move(response)});
+        completed_.push_back(std::move(done));
       }
       Wake();
     });
   }
 
-  // Sends the lanes' answers.
+  // Runs the requests parked under the keys woken, then sends the lanes' answers or parks them.
   void Complete() {
     std::vector<Completion> completed;
+    std::vector<std::string> woken;
     {
       std::lock_guard lock(completed_mu_);
       completed.swap(completed_);
+      woken.swap(woken_);
+    }
+    for (const std::string& key : woken) {
+      last_wake_[key] = ++wake_tick_;
+      auto [begin, end] = parked_.equal_range(key);
+      std::vector<std::uint64_t> ids;
+      for (auto it = begin; it != end; ++it) ids.push_back(it->second);
+      for (std::uint64_t id : ids) Resume(id, connections_.at(id), /*may_park=*/true);
     }
     for (Completion& done : completed) {
       if (done.lane == Lane::kLongPoll) --long_polls_busy_;
@@ -634,11 +667,52 @@ class HttpFront::Loop {
         Close(done.id);
         continue;
       }
-      Respond(done.id, it->second, done.response);
+      if (done.response.park) {
+        Park(done.id, it->second, std::move(done.request), *done.response.park);
+      } else {
+        Respond(done.id, it->second, done.response);
+      }
     }
   }
 
+  // Holds `request` under `park` until its key is woken or its deadline passes; at once when
+  // its key was woken since the request went to its lane (the wake may concern what the
+  // handler did not see).
+  void Park(std::uint64_t id, Connection& connection, api::Request request, const api::Park& park) {
+    connection.request = std::move(request);
+    if (!connection.park_deadline) connection.park_deadline = After(park.wait_ms);
+    auto woken = last_wake_.find(park.key);
+    if (woken != last_wake_.end() && woken->second > connection.dispatched_tick) {
+      return Dispatch(id, connection);
+    }
+    connection.phase = Phase::kParked;
+    connection.park_key = park.key;
+    parked_.emplace(park.key, id);
+    ++parked_count_;
+    SetInterest(id, connection, EPOLLRDHUP);
+  }
+
+  // Hands a parked request to its lane again.
+  void Resume(std::uint64_t id, Connection& connection, bool may_park) {
+    Unpark(id, connection);
+    connection.request.may_park = may_park;
+    Dispatch(id, connection);
+  }
+
+  void Unpark(std::uint64_t id, Connection& connection) {
+    if (connection.phase != Phase::kParked) return;
+    auto [begin, end] = parked_.equal_range(connection.park_key);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second == id) {
+        parked_.erase(it);
+        break;
+      }
+    }
+    --parked_count_;
+  }
+
   void Respond(std::uint64_t id, Connection& connection, const api::Response& response) {
+    connection.park_deadline.reset();
     connection.out = Serialize(response, connection.head.keep_alive);
     connection.written = 0;
     connection.close_after_write = !connection.head.keep_alive;
@@ -693,13 +767,20 @@ class HttpFront::Loop {
     ::epoll_ctl(epoll_, EPOLL_CTL_MOD, connection.fd, &event);
   }
 
-  // Ends connections past their deadline: a request that did not arrive in time is answered
-  // 408; an idle connection, an unread response or a refused body is closed.
+  // Ends connections past their deadline: a parked request runs to its answer; a request that
+  // did not arrive in time is answered 408; an idle connection, an unread response or a refused
+  // body is closed.
   void Expire(SteadyTime now) {
     std::vector<std::uint64_t> expired;
+    std::vector<std::uint64_t> unparked;
     for (auto& [id, connection] : connections_) {
-      if (connection.phase != Phase::kServing && connection.deadline <= now) expired.push_back(id);
+      if (connection.phase == Phase::kParked) {
+        if (*connection.park_deadline <= now) unparked.push_back(id);
+      } else if (connection.phase != Phase::kServing && connection.deadline <= now) {
+        expired.push_back(id);
+      }
     }
+    for (std::uint64_t id : unparked) Resume(id, connections_.at(id), /*may_park=*/false);
     for (std::uint64_t id : expired) {
       Connection& connection = connections_.at(id);
       if (connection.phase == Phase::kHeaders && !connection.close_after_write) {
@@ -720,6 +801,7 @@ class HttpFront::Loop {
     auto it = connections_.find(id);
     if (it == connections_.end()) return;
     Connection& connection = it->second;
+    Unpark(id, connection);
     if (!connection.gone) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.fd, nullptr);
     DrainAndClose(connection.fd);
     --(connection.agent ? agent_open_ : api_open_);
@@ -749,8 +831,16 @@ class HttpFront::Loop {
   std::atomic<int> open_{0};
   std::atomic<int> long_polls_busy_{0};
 
+  // Parked requests by key; the tick of each key's last wake (kept per key: the keys are the
+  // remote nodes, a bounded set).
+  std::multimap<std::string, std::uint64_t> parked_;
+  std::map<std::string, std::uint64_t> last_wake_;
+  std::uint64_t wake_tick_ = 0;
+  std::atomic<int> parked_count_{0};
+
   std::mutex completed_mu_;
-  std::vector<Completion> completed_;
+  std::vector<Completion> completed_;  // GUARDED_BY(completed_mu_)
+  std::vector<std::string> woken_;     // keys woken by WakeParked; GUARDED_BY(completed_mu_)
 
   LanePool short_;
   LanePool long_polls_;
@@ -774,5 +864,6 @@ void HttpFront::Stop() { loop_->Stop(); }
 int HttpFront::port() const { return loop_->port(); }
 int HttpFront::agent_port() const { return loop_->agent_port(); }
 HttpStats HttpFront::Stats() const { return loop_->Stats(); }
+void HttpFront::WakeParked(const std::string& key) { loop_->WakeParked(key); }
 
 }  // namespace drover::server

@@ -15,6 +15,12 @@
 //   kLongPoll (a thread each, at most max_long_polls at once; one more is answered 429 at once)
 //   or kAgent (the agent protocol, its own pool of agent_threads, so that user traffic never
 //   queues in front of an agent's heartbeat).
+// - A handler may answer "not yet" (api::Response::park; the request says it may_park): the
+//   connection is then parked on the event thread, holding no lane thread, until WakeParked
+//   names its key (the handler runs again on its lane, may_park still set) or the park's
+//   wait_ms passes since it was first parked (it runs again with may_park false, and answers).
+//   A parked connection whose peer hangs up is closed. This is how an agent's long poll for
+//   commands waits: a thousand waiting agents cost sockets, not threads.
 // - Errors the front answers itself (400, 408, 413, 429, 431, 501, 503) are the API's JSON
 //   errors; a request over max_body_bytes is answered 413 as soon as its header says so, and
 //   its body is read and dropped so that the client sees the answer.
@@ -56,8 +62,9 @@ struct HttpLimits {
   int threads = 16;
   // Long polls (GET .../logs?wait_ms=) waiting at once (--max-long-polls); 429 beyond.
   int max_long_polls = 256;
-  // Threads that answer the agent protocol; more agent requests queue for them.
-  int agent_threads = 256;
+  // Threads that answer the agent protocol; more agent requests queue for them. A waiting poll
+  // for commands is parked and holds none, so a few serve thousands of agents.
+  int agent_threads = 16;
 };
 
 // Which threads answer a request.
@@ -77,6 +84,7 @@ class HttpHandler {
 struct HttpStats {
   int connections = 0;  // open, both listeners
   int long_polls = 0;   // long polls being answered
+  int parked = 0;       // requests parked (api::Response::park), holding no thread
 };
 
 class HttpFront {
@@ -99,6 +107,9 @@ class HttpFront {
   // The agent listener's port; -1 without one.
   int agent_port() const;
   HttpStats Stats() const;
+  // Runs again every request parked under `key`; one still being answered when this is called
+  // runs again as soon as it parks. Thread-safe and non-blocking (for RemoteRuntime's waker).
+  void WakeParked(const std::string& key);
 
  private:
   class Loop;

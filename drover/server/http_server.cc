@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "drover/api/agent_handlers.h"
 #include "drover/api/request.h"
 #include "drover/api/routes.h"
 
@@ -40,7 +41,8 @@ class HttpServer::Handler final : public HttpHandler {
   ControlPlaneService service_;
 };
 
-HttpServer::HttpServer(ControlPlane& plane) : handler_(std::make_unique<Handler>(plane)) {}
+HttpServer::HttpServer(ControlPlane& plane)
+    : plane_(plane), handler_(std::make_unique<Handler>(plane)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -50,6 +52,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ControlPlane& plane, const 
   DROVER_ASSIGN_OR_RETURN(server->front_,
                           HttpFront::Bind(*server->handler_, options.limits, host, port,
                                           options.agent_host, options.agent_port));
+  // A command queued for a node wakes its agent's parked poll.
+  plane.SetAgentWaker([front = server->front_.get()](const NodeId& node) {
+    front->WakeParked(api::AgentCommandsWakeKey(node));
+  });
   return server;
 }
 
@@ -63,7 +69,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ControlPlane& plane, const
 }
 
 void HttpServer::Stop() {
-  if (front_) front_->Stop();
+  if (!front_ || stopped_) return;
+  stopped_ = true;
+  plane_.SetAgentWaker(nullptr);
+  front_->Stop();
 }
 
 }  // namespace drover::server

@@ -45,14 +45,17 @@ class HttpServer {
   // The agent listener's port; -1 without one.
   int agent_port() const { return front_->agent_port(); }
   HttpStats Stats() const { return front_->Stats(); }
-  // Stops serving; waits for the requests being answered (a long poll for at most
-  // api::kMaxLongPollMs). Idempotent.
+  // Stops serving (and waking parked agent polls); the plane must be alive for the first call
+  // (the destructor's, without an earlier one), not after. Waits for the requests being answered (a
+  // long poll for at most api::kMaxLongPollMs). Idempotent.
   void Stop();
 
  private:
   class Handler;
   explicit HttpServer(ControlPlane& plane);
 
+  ControlPlane& plane_;
+  bool stopped_ = false;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<HttpFront> front_;
 };
