@@ -289,10 +289,16 @@ std::unique_ptr<ServerProcess> IntegrationTest::StartServer(const std::string& n
 std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const ServerProcess& server,
                                                           const std::string& name,
                                                           const std::string& gpus) {
+  return StartAgent(server.url(), name, gpus);
+}
+
+std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const std::string& server_url,
+                                                          const std::string& name,
+                                                          const std::string& gpus) {
   static int counter = 0;
   const std::string base = dir_.Sub(name + "-" + std::to_string(++counter));
   return std::make_unique<ChildProcess>(
-      std::vector<std::string>{DroverBinary(), "--server", server.url(), "agent", "--name", name,
+      std::vector<std::string>{DroverBinary(), "--server", server_url, "agent", "--name", name,
                                "--gpus", gpus, "--data", dir_.Sub(name)},
       base + ".out", base + ".err");
 }

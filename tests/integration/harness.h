@@ -152,6 +152,9 @@ class IntegrationTest : public ::testing::Test {
   // data in dir_/`name` (a second agent of the same name takes over the first one's workers).
   std::unique_ptr<ChildProcess> StartAgent(const ServerProcess& server, const std::string& name,
                                            const std::string& gpus);
+  // The same, to the server at `server_url` (e.g. a testing::TcpProxy in front of it).
+  std::unique_ptr<ChildProcess> StartAgent(const std::string& server_url, const std::string& name,
+                                           const std::string& gpus);
 
   TempDir dir_;
 };
