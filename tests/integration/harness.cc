@@ -180,6 +180,25 @@ json GetNode(api::ApiClient& client, const std::string& name) {
   return json();
 }
 
+bool WaitForNodeState(api::ApiClient& client, const std::string& name, const std::string& state,
+                      std::chrono::milliseconds deadline) {
+  return WaitUntil(
+      [&] {
+        json view = GetNode(client, name);
+        return view.is_object() && view.value("state", "") == state;
+      },
+      deadline);
+}
+
+std::string ProcessLogs(ServerProcess* server,
+                        const std::vector<std::pair<std::string, ChildProcess*>>& agents) {
+  std::string logs = server != nullptr ? "server:\n" + server->Log() : "";
+  for (const auto& [name, agent] : agents) {
+    if (agent != nullptr) logs += "\n" + name + ":\n" + agent->Stdout() + agent->Stderr();
+  }
+  return logs;
+}
+
 bool IsTerminalState(const std::string& state) {
   auto parsed = model::ParseJobState(state);
   return parsed.has_value() && model::IsTerminal(*parsed);

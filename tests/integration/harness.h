@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/api/client.h"
@@ -117,6 +118,9 @@ nlohmann::json GetNode(api::ApiClient& client, const std::string& name);
 std::string WaitForState(api::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states,
                          std::chrono::milliseconds deadline = kDeadline);
+// Waits until GET /v1/nodes shows node `name` in `state` (e.g. "ready", "lost").
+bool WaitForNodeState(api::ApiClient& client, const std::string& name, const std::string& state,
+                      std::chrono::milliseconds deadline = kDeadline);
 // The whitespace-separated words of `line`.
 std::vector<std::string> Words(const std::string& line);
 
@@ -139,6 +143,11 @@ bool ProcessAlive(pid_t pid);
 // `root` (supervisors and workers of a test's servers), repeating until none is left or the
 // deadline passes.
 void KillProcessesUnder(const std::string& root);
+
+// The server's log and each named agent's stdout and stderr, for a failure message; null ones
+// are left out.
+std::string ProcessLogs(ServerProcess* server,
+                        const std::vector<std::pair<std::string, ChildProcess*>>& agents);
 
 // Base fixture: one temporary directory per test, every process under it killed on TearDown.
 class IntegrationTest : public ::testing::Test {
