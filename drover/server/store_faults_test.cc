@@ -47,9 +47,8 @@ class StoreFaultsTest : public ::testing::Test {
     plane_ = std::make_unique<ControlPlane>(std::move(faulty), clock_, options);
     model::Node node;
     node.name = NodeId("node-a");
-    node.address = "127.0.0.1";
     node.cpu_millis = 8'000;
-    node.memory_bytes = std::int64_t{64} << 30;
+    node.memory_bytes = std::int64_t{1} << 30;
     auto runtime = std::make_unique<testing::FakeRuntime>();
     runtime_ = runtime.get();
     plane_->AddLocalNode(node, std::move(runtime), runs_.path());
