@@ -180,6 +180,25 @@ json GetNode(api::ApiClient& client, const std::string& name) {
   return json();
 }
 
+bool WaitForNodeState(api::ApiClient& client, const std::string& name, const std::string& state,
+                      std::chrono::milliseconds deadline) {
+  return WaitUntil(
+      [&] {
+        json view = GetNode(client, name);
+        return view.is_object() && view.value("state", "") == state;
+      },
+      deadline);
+}
+
+std::string ProcessLogs(ServerProcess* server,
+                        const std::vector<std::pair<std::string, ChildProcess*>>& agents) {
+  std::string logs = server != nullptr ? "server:\n" + server->Log() : "";
+  for (const auto& [name, agent] : agents) {
+    if (agent != nullptr) logs += "\n" + name + ":\n" + agent->Stdout() + agent->Stderr();
+  }
+  return logs;
+}
+
 bool IsTerminalState(const std::string& state) {
   auto parsed = model::ParseJobState(state);
   return parsed.has_value() && model::IsTerminal(*parsed);
@@ -289,10 +308,16 @@ std::unique_ptr<ServerProcess> IntegrationTest::StartServer(const std::string& n
 std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const ServerProcess& server,
                                                           const std::string& name,
                                                           const std::string& gpus) {
+  return StartAgent(server.url(), name, gpus);
+}
+
+std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const std::string& server_url,
+                                                          const std::string& name,
+                                                          const std::string& gpus) {
   static int counter = 0;
   const std::string base = dir_.Sub(name + "-" + std::to_string(++counter));
   return std::make_unique<ChildProcess>(
-      std::vector<std::string>{DroverBinary(), "--server", server.url(), "agent", "--name", name,
+      std::vector<std::string>{DroverBinary(), "--server", server_url, "agent", "--name", name,
                                "--gpus", gpus, "--data", dir_.Sub(name)},
       base + ".out", base + ".err");
 }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/api/client.h"
@@ -117,6 +118,9 @@ nlohmann::json GetNode(api::ApiClient& client, const std::string& name);
 std::string WaitForState(api::ApiClient& client, std::int64_t id,
                          const std::set<std::string>& states,
                          std::chrono::milliseconds deadline = kDeadline);
+// Waits until GET /v1/nodes shows node `name` in `state` (e.g. "ready", "lost").
+bool WaitForNodeState(api::ApiClient& client, const std::string& name, const std::string& state,
+                      std::chrono::milliseconds deadline = kDeadline);
 // The whitespace-separated words of `line`.
 std::vector<std::string> Words(const std::string& line);
 
@@ -140,6 +144,11 @@ bool ProcessAlive(pid_t pid);
 // deadline passes.
 void KillProcessesUnder(const std::string& root);
 
+// The server's log and each named agent's stdout and stderr, for a failure message; null ones
+// are left out.
+std::string ProcessLogs(ServerProcess* server,
+                        const std::vector<std::pair<std::string, ChildProcess*>>& agents);
+
 // Base fixture: one temporary directory per test, every process under it killed on TearDown.
 class IntegrationTest : public ::testing::Test {
  protected:
@@ -151,6 +160,9 @@ class IntegrationTest : public ::testing::Test {
   // Starts `drover agent` serving node `name` with `gpus` (e.g. "2xA100-40GB") to `server`, with
   // data in dir_/`name` (a second agent of the same name takes over the first one's workers).
   std::unique_ptr<ChildProcess> StartAgent(const ServerProcess& server, const std::string& name,
+                                           const std::string& gpus);
+  // The same, to the server at `server_url` (e.g. a testing::TcpProxy in front of it).
+  std::unique_ptr<ChildProcess> StartAgent(const std::string& server_url, const std::string& name,
                                            const std::string& gpus);
 
   TempDir dir_;

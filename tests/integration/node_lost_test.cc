@@ -30,10 +30,7 @@ class NodeLost : public IntegrationTest {
   }
 
   bool WaitForNodeState(const std::string& node, const std::string& state) {
-    return WaitUntil([&] {
-      json view = GetNode(*client_, node);
-      return view.is_object() && view.value("state", "") == state;
-    });
+    return integration::WaitForNodeState(*client_, node, state);
   }
 
   // Submits a one-GPU job: attempt 1 writes its pid to dir_/NAME.pid and sleeps; later attempts
@@ -75,10 +72,7 @@ script: |
   }
 
   std::string Logs() {
-    std::string logs = server_ ? "server:\n" + server_->Log() : "";
-    if (agent_a_) logs += "\nagent-a:\n" + agent_a_->Stdout() + agent_a_->Stderr();
-    if (agent_b_) logs += "\nagent-b:\n" + agent_b_->Stdout() + agent_b_->Stderr();
-    return logs;
+    return ProcessLogs(server_.get(), {{"agent-a", agent_a_.get()}, {"agent-b", agent_b_.get()}});
   }
 
   std::unique_ptr<ServerProcess> server_;
