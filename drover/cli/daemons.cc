@@ -101,6 +101,22 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
 
 }  // namespace
 
+// The token in `path` (a join token file), surrounding whitespace removed. kInvalidArgument
+// naming `flag` when it cannot be read or holds nothing.
+Result<std::string> ReadTokenFile(const std::string& path, std::string_view flag) {
+  std::ifstream in(path);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto first = token.find_first_not_of(" \t\r\n");
+  const auto last = token.find_last_not_of(" \t\r\n");
+  if (!in.good() && !in.eof()) {
+    return InvalidArgument(fmt::format("{}: cannot read {}", flag, path));
+  }
+  if (first == std::string::npos) {
+    return InvalidArgument(fmt::format("{}: {} holds no token", flag, path));
+  }
+  return token.substr(first, last - first + 1);
+}
+
 // The HTTP options of the server's flags; kInvalidArgument naming the flag that does not parse.
 Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
   server::HttpOptions options;
@@ -150,6 +166,11 @@ int ServerCommand(const ServerFlags& flags) {
         ErrorCode::kInvalidArgument, "--agent-timeout: " + agent_timeout.error().message, {}});
   }
   options.agent_timeout_ms = *agent_timeout;
+  if (!flags.join_token_file.empty()) {
+    auto token = ReadTokenFile(flags.join_token_file, "--join-token-file");
+    if (!token) return ReportError(token.error());
+    options.join_token = *std::move(token);
+  }
   auto http_options = HttpOptionsOf(flags);
   if (!http_options) return ReportError(http_options.error());
   SystemClock clock;
@@ -230,6 +251,17 @@ int AgentCommand(const AgentFlags& flags) {
   options.node = nodes->front();
   options.runs_dir = (std::filesystem::path(flags.data_dir) / "runs").string();
   options.supervisor_path = server::SupervisorExecutable();
+  options.credential_file =
+      flags.credential_file.empty()
+          ? (std::filesystem::path(flags.data_dir) / "node.credential").string()
+          : flags.credential_file;
+  if (!flags.join_token_file.empty()) {
+    auto token = ReadTokenFile(flags.join_token_file, "--join-token-file");
+    if (!token) return ReportError(token.error());
+    options.join_token = *std::move(token);
+  } else if (const char* token = std::getenv("DROVER_JOIN_TOKEN")) {
+    options.join_token = token;
+  }
   std::atomic<bool> stop{false};
   std::thread watcher([&] {
     while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));

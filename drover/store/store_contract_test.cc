@@ -355,6 +355,30 @@ TEST_P(StoreContractTest, CronJobsArePutReplacedListedAndDeleted) {
   EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
 }
 
+TEST_P(StoreContractTest, AgentRecordsArePutReplacedAndListedWithTheirOrphans) {
+  EXPECT_THAT(store_->ListAgents().value(), IsEmpty());
+  AgentRecord b{NodeId("gpu-b"), std::string(64, 'b'), 1'700'000'000'000, std::nullopt};
+  AgentRecord a{NodeId("gpu-a"), std::string(64, 'a'), 1'700'000'000'001, std::nullopt};
+  ASSERT_TRUE(store_->PutAgent(b).has_value());
+  ASSERT_TRUE(store_->PutAgent(a).has_value());
+  EXPECT_THAT(store_->ListAgents().value(), ElementsAre(a, b));
+
+  b.lost = AgentRecord::Lost{1'700'000'060'000,
+                             "node gpu-b stopped answering for 31 s",
+                             {model::WorkerKey{JobId(4), 1, 0}, model::WorkerKey{JobId(9), 2, 3}}};
+  ASSERT_TRUE(store_->PutAgent(b).has_value());
+  EXPECT_THAT(store_->ListAgents().value(), ElementsAre(a, b));
+
+  b.lost.reset();
+  b.credential_hash = std::string(64, 'c');
+  ASSERT_TRUE(store_->PutAgent(b).has_value());
+  EXPECT_THAT(store_->ListAgents().value(), ElementsAre(a, b));
+
+  Status unnamed = store_->PutAgent(AgentRecord{});
+  ASSERT_FALSE(unnamed.has_value());
+  EXPECT_EQ(unnamed.error().code, ErrorCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreContractTest,
     ::testing::Values(StoreFactory{"Memory",
