@@ -426,6 +426,9 @@ class SqliteStore final : public Store {
         orphans.push_back({key.job.value(), key.attempt, key.rank});
       }
     }
+    // Bound without copies (BindText): they must outlive the statement's step.
+    const std::string orphans_text = codec::DumpJson(orphans);
+    const std::string reason = agent.lost ? agent.lost->reason : "";
     std::lock_guard lock(writer_mutex_);
     DROVER_ASSIGN_OR_RETURN(
         auto stmt,
@@ -440,8 +443,8 @@ class SqliteStore final : public Store {
     } else {
       sqlite3_bind_null(stmt, 4);
     }
-    BindText(stmt, 5, agent.lost ? agent.lost->reason : "");
-    BindText(stmt, 6, codec::DumpJson(orphans));
+    BindText(stmt, 5, reason);
+    BindText(stmt, 6, orphans_text);
     const int rc = sqlite3_step(stmt);
     if (rc != SQLITE_DONE) {
       return SqliteError(writer_->db(), rc, fmt::format("store agent {}", agent.node.value()));
@@ -466,12 +469,13 @@ class SqliteStore final : public Store {
         AgentRecord::Lost lost;
         lost.at = sqlite3_column_int64(stmt, 3);
         lost.reason = ColumnText(stmt, 4);
-        auto orphans = codec::ParseJson(ColumnText(stmt, 5));
-        if (!orphans || !orphans->is_array()) {
+        const nlohmann::json orphans =
+            nlohmann::json::parse(ColumnText(stmt, 5), nullptr, /*allow_exceptions=*/false);
+        if (!orphans.is_array()) {
           return Internal(fmt::format("sqlite store: agent {}: orphans are not a JSON list",
                                       agent.node.value()));
         }
-        for (const nlohmann::json& key : *orphans) {
+        for (const nlohmann::json& key : orphans) {
           if (!key.is_array() || key.size() != 3 || !key[0].is_number_integer() ||
               !key[1].is_number_integer() || !key[2].is_number_integer()) {
             return Internal(
