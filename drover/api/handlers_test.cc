@@ -14,6 +14,7 @@
 #include "drover/api/request.h"
 #include "drover/api/routes.h"
 #include "drover/api/service.h"
+#include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
 
 namespace drover::api {
@@ -193,7 +194,8 @@ class HandlersTest : public ::testing::Test {
                                         {},
                                         call.query,
                                         call.headers,
-                                        call.body});
+                                        call.body,
+                                        {}});
   }
 
   FakeService service_;
@@ -525,7 +527,7 @@ TEST_F(HandlersTest, AnAgentsCallsNeedItsNodesCredential) {
   EXPECT_EQ(service_.commands_node, "");  // no handler ran
   EXPECT_EQ(service_.events_node, "");
   EXPECT_EQ(
-      Serve({Method::kGet, "/v1/agents/n1/commands", "", {}, {{"authorization", "bearer cred-n1"}}})
+      Serve({Method::kGet, "/v1/agents/n1/commands", "", {}, {{"Authorization", "bearer cred-n1"}}})
           .status,
       200);
 }
@@ -566,7 +568,7 @@ TEST_F(HandlersTest, RegistrationValidatesEveryFieldOfTheNode) {
       {R"({"name": "n3", "cpu_millis": -4000})", "request body: cpu_millis: must be from 0"},
       {R"({"name": "n3", "memory_bytes": -1})", "request body: memory_bytes: must be from 0"},
       {R"({"name": "a/b"})", "request body: name: invalid node name 'a/b'"},
-      {R"({"name": "n[2J"})", "request body: name: invalid node name 'n\x1b[2J'"},
+      {R"({"name": "n\u001b[2J"})", "request body: name: invalid node name 'n\\x1b[2J'"},
       {R"({"name": "n3", "address": ""})", "request body: address: invalid address ''"},
       {R"({"name": "n3", "gpus": [{"index": 0, "model": "H100", "memory_bytes": 1},
                                   {"index": 0, "model": "H100", "memory_bytes": 1}]})",
@@ -581,10 +583,11 @@ TEST_F(HandlersTest, RegistrationValidatesEveryFieldOfTheNode) {
     Response response = Serve({Method::kPost, "/v1/agents/register", c.body});
     EXPECT_EQ(response.status, 400) << c.body;
     EXPECT_EQ(Body(response)["code"], "invalid_argument");
+    const json body = Body(response);
+    EXPECT_THAT(body["message"].get<std::string>(), HasSubstr("in request body"));
     std::string details;
-    for (const json& detail : Body(response)["details"])
-      details += detail.get<std::string>() + "\n";
-    EXPECT_THAT(details, HasSubstr(c.detail)) << c.body;
+    for (const json& detail : body["details"]) details += detail.get<std::string>() + "\n";
+    EXPECT_THAT(details, HasSubstr(c.detail)) << c.body << " -> " << response.body;
   }
   EXPECT_EQ(service_.registered, "");
 }

@@ -13,6 +13,7 @@
 
 #include "drover/agent/local_runtime.h"
 #include "drover/api/client.h"
+#include "drover/api/request.h"
 #include "drover/codec/json.h"
 #include "drover/server/agent_link.h"
 

@@ -483,10 +483,9 @@ Status CheckNode(const model::Node& node, std::string_view what) {
   }
   CheckGpus(node.gpus, add);
   if (details.empty()) return OkStatus();
-  return MakeError(
-      ErrorCode::kInvalidArgument,
-      fmt::format("{} error{} in {}", details.size(), details.size() == 1 ? "" : "s", what),
-      std::move(details));
+  std::string message =
+      fmt::format("{} error{} in {}", details.size(), details.size() == 1 ? "" : "s", what);
+  return MakeError(ErrorCode::kInvalidArgument, std::move(message), std::move(details));
 }
 
 Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name) {
