@@ -65,6 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.path_params = targets[which].path_params;
   request.headers[std::string(drover::api::kUserHeader)] = "fuzz";
   request.headers[std::string(drover::api::kBaseDirHeader)] = "/work/base";
+  request.headers[std::string(drover::api::kAuthorizationHeader)] = "Bearer fuzz";
   request.body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
   const drover::api::Response response =
       drover::api::Handle(*targets[which].route, service, request);

@@ -120,7 +120,13 @@ Status FuzzService::ReloadPolicy() { return FailedPrecondition("the server has n
 
 std::vector<api::NodeStatus> FuzzService::Nodes() const { return {}; }
 
-Status FuzzService::RegisterRemoteNode(const model::Node&) { return OkStatus(); }
+Result<std::string> FuzzService::RegisterRemoteNode(const model::Node&, const api::Caller&) {
+  return std::string();
+}
+
+std::optional<NodeId> FuzzService::AgentOf(std::string_view) const { return NodeId("gpu-a"); }
+
+bool FuzzService::JoinTokenAccepted(std::string_view) const { return true; }
 
 Result<std::vector<nlohmann::json>> FuzzService::TakeCommands(const NodeId&, DurationMs) {
   return std::vector<nlohmann::json>{};

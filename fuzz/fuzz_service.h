@@ -43,7 +43,11 @@ class FuzzService final : public api::Service {
   api::PolicyStatus PolicyInfo() const override;
   Status ReloadPolicy() override;
   std::vector<api::NodeStatus> Nodes() const override;
-  Status RegisterRemoteNode(const model::Node& node) override;
+  Result<std::string> RegisterRemoteNode(const model::Node& node,
+                                         const api::Caller& caller) override;
+  // Every credential is node gpu-a's, so that the agent routes' handlers are reached.
+  std::optional<NodeId> AgentOf(std::string_view credential) const override;
+  bool JoinTokenAccepted(std::string_view token) const override;
   Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override;
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;
 };

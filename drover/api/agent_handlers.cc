@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "drover/codec/json.h"
+#include "drover/spec/node_file.h"
 
 namespace drover::api {
 
@@ -13,8 +14,11 @@ using nlohmann::json;
 Result<Response> RegisterAgent(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
   DROVER_ASSIGN_OR_RETURN(model::Node node, codec::NodeFromJson(body));
-  DROVER_RETURN_IF_ERROR(service.RegisterRemoteNode(node));
-  return JsonResponse(200, json{{"node", node.name.value()}});
+  DROVER_RETURN_IF_ERROR(spec::CheckNode(node, "request body"));
+  DROVER_ASSIGN_OR_RETURN(std::string credential, service.RegisterRemoteNode(node, request.caller));
+  json reply{{"node", node.name.value()}};
+  if (!credential.empty()) reply["credential"] = std::move(credential);
+  return JsonResponse(200, reply);
 }
 
 Result<Response> TakeAgentCommands(Service& service, const Request& request) {

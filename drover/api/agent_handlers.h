@@ -12,9 +12,12 @@
 
 namespace drover::api {
 
-// POST /v1/agents/register with the node as JSON: {"node": name}. kInvalidArgument for a body
-// that is not a node.
+// POST /v1/agents/register with the node as JSON: {"node": name}, with "credential" when the
+// server issued one (the first registration of the name, or a takeover of a lost node).
+// kInvalidArgument, changing nothing, for a body that is not a node or breaks spec::CheckNode's
+// rules (each detail naming the field); the Service's errors.
 Result<Response> RegisterAgent(Service& service, const Request& request);
+// Routes of Access::kAgentOfNode: Authorize checked the node's credential before these run.
 // GET /v1/agents/{node}/commands?wait_ms=&epoch=&ack=: {"epoch": E, "commands": [...]}, every
 // command not acknowledged (epoch and ack: AgentAck). With none and a wait_ms (cut to 0 ..
 // kMaxLongPollMs) on a request that may_park: Parked under AgentCommandsWakeKey(node) for

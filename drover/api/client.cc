@@ -7,10 +7,7 @@ namespace drover::api {
 namespace {
 
 std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
-  for (ErrorCode code :
-       {ErrorCode::kInvalidArgument, ErrorCode::kNotFound, ErrorCode::kAlreadyExists,
-        ErrorCode::kFailedPrecondition, ErrorCode::kAborted, ErrorCode::kUnavailable,
-        ErrorCode::kResourceExhausted, ErrorCode::kDeadlineExceeded, ErrorCode::kInternal}) {
+  for (ErrorCode code : kErrorCodes) {
     if (ErrorCodeName(code) == name) return code;
   }
   return std::nullopt;
@@ -29,6 +26,12 @@ ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms)
 }
 
 ApiClient::~ApiClient() = default;
+
+void ApiClient::SetBearer(const std::string& token) {
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  client_->set_default_headers(std::move(headers));
+}
 
 namespace {
 

@@ -53,6 +53,10 @@ class ApiClient {
   Result<nlohmann::json> Policy();                        // GET /v1/policy
   Result<nlohmann::json> ReloadPolicy();                  // POST /v1/policy/reload
 
+  // Sends `Authorization: Bearer TOKEN` on every request from now on ("": none): an agent's node
+  // credential (docs/security.md).
+  void SetBearer(const std::string& token);
+
   const std::string& base_url() const { return base_url_; }
 
  private:

@@ -15,6 +15,7 @@
 #include "drover/api/request.h"
 #include "drover/api/routes.h"
 #include "drover/api/service.h"
+#include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
 
 namespace drover::api {
@@ -113,9 +114,18 @@ class FakeService final : public Service {
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }
   std::vector<NodeStatus> Nodes() const override { return nodes; }
-  Status RegisterRemoteNode(const model::Node& node) override {
+  Result<std::string> RegisterRemoteNode(const model::Node& node, const Caller& caller) override {
     registered = node.name.value();
-    return OkStatus();
+    registered_by = caller;
+    return std::string(caller.agent ? "" : "issued-credential");
+  }
+  std::optional<NodeId> AgentOf(std::string_view credential) const override {
+    if (credential == "cred-n1") return NodeId("n1");
+    if (credential == "cred-n2") return NodeId("n2");
+    return std::nullopt;
+  }
+  bool JoinTokenAccepted(std::string_view token) const override {
+    return join_token.empty() || token == join_token;
   }
   Result<AgentCommandBatch> TakeCommands(const NodeId& node, const AgentAck& ack,
                                          DurationMs wait_ms) override {
@@ -152,6 +162,8 @@ class FakeService final : public Service {
   mutable std::string log_stream;
   mutable int log_reads = 0;
   std::string registered, commands_node, events_node;
+  Caller registered_by;
+  std::string join_token;  // empty: none required
   DurationMs commands_wait_ms = -1;
   AgentAck commands_ack;
   bool no_commands = false;
@@ -188,7 +200,8 @@ class HandlersTest : public ::testing::Test {
                                         {},
                                         call.query,
                                         call.headers,
-                                        call.body});
+                                        call.body,
+                                        {}});
   }
 
   FakeService service_;
@@ -445,6 +458,7 @@ Request ParkablePoll(std::map<std::string, std::string> query) {
   request.method = "GET";
   request.path = "/v1/agents/n1/commands";
   request.query = std::move(query);
+  request.headers = {{"Authorization", "Bearer cred-n1"}};
   request.may_park = true;
   return request;
 }
@@ -482,16 +496,130 @@ TEST_F(HandlersTest, AnAgentPollWithNothingToSendParksOnlyWhereItMay) {
 }
 
 TEST_F(HandlersTest, AgentEventsRejectABodyWithoutAnEventList) {
-  Response response = Serve({Method::kPost, "/v1/agents/n1/events", R"({"event": 1})"});
+  Response response = Serve({Method::kPost,
+                             "/v1/agents/n1/events",
+                             R"({"event": 1})",
+                             {},
+                             {{"Authorization", "Bearer cred-n1"}}});
   EXPECT_EQ(response.status, 400);
   EXPECT_EQ(Body(response)["message"], R"(request body: expected {"events": [...]})");
-  Response none = Serve({Method::kPost, "/v1/agents/n1/events", R"({"events": []})"});
+  Response none = Serve({Method::kPost,
+                         "/v1/agents/n1/events",
+                         R"({"events": []})",
+                         {},
+                         {{"Authorization", "Bearer cred-n1"}}});
   EXPECT_EQ(Body(none), (json{{"accepted", true}}));
   EXPECT_EQ(service_.events_node, "n1");
 }
 
 TEST_F(HandlersTest, RegisteringSomethingThatIsNoNodeIsABadRequest) {
   EXPECT_EQ(Serve({Method::kPost, "/v1/agents/register", "[]"}).status, 400);
+  EXPECT_EQ(service_.registered, "");
+}
+
+TEST(Routes, EveryRouteStatesWhoMayCallItAndTheAgentProtocolIsAgentsOnly) {
+  for (const Route& route : Routes()) {
+    EXPECT_NE(route.access, Access::kUnstated) << route.pattern;
+    const bool agents = std::string_view(route.pattern).starts_with("/v1/agents/");
+    EXPECT_EQ(agents, route.access != Access::kAnyone) << route.pattern;
+  }
+}
+
+TEST(ErrorCodes, IdentityErrorsAre401And403WithTheirNames) {
+  EXPECT_EQ(HttpStatusFor(ErrorCode::kUnauthenticated), 401);
+  EXPECT_EQ(HttpStatusFor(ErrorCode::kPermissionDenied), 403);
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kUnauthenticated), "unauthenticated");
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kPermissionDenied), "permission_denied");
+  std::set<std::string_view> names;
+  for (ErrorCode code : kErrorCodes) names.insert(ErrorCodeName(code));
+  EXPECT_EQ(names.size(), std::size(kErrorCodes));
+}
+
+// Issue 16's "a fake agent without a credential gets no launch spec", from issue 15's agent
+// identity: the agent protocol's per-node calls need that node's credential.
+TEST_F(HandlersTest, AnAgentsCallsNeedItsNodesCredential) {
+  Response none = Serve({Method::kGet, "/v1/agents/n1/commands"});
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(Body(none)["code"], "unauthenticated");
+  EXPECT_THAT(Body(none)["message"].get<std::string>(), HasSubstr("node n1"));
+  Response unknown = Serve(
+      {Method::kGet, "/v1/agents/n1/commands", "", {}, {{"Authorization", "Bearer guessed"}}});
+  EXPECT_EQ(unknown.status, 401);
+  Response not_bearer =
+      Serve({Method::kGet, "/v1/agents/n1/commands", "", {}, {{"Authorization", "Basic cred-n1"}}});
+  EXPECT_EQ(not_bearer.status, 401);
+  Response other = Serve({Method::kPost,
+                          "/v1/agents/n1/events",
+                          R"({"events": []})",
+                          {},
+                          {{"Authorization", "Bearer cred-n2"}}});
+  EXPECT_EQ(other.status, 403);
+  EXPECT_EQ(Body(other)["code"], "permission_denied");
+  EXPECT_EQ(service_.commands_node, "");  // no handler ran
+  EXPECT_EQ(service_.events_node, "");
+  EXPECT_EQ(
+      Serve({Method::kGet, "/v1/agents/n1/commands", "", {}, {{"Authorization", "bearer cred-n1"}}})
+          .status,
+      200);
+}
+
+TEST_F(HandlersTest, RegistrationAnswersTheIssuedCredentialAndNeedsTheJoinTokenWhenSet) {
+  const std::string node = R"({"name": "n3", "cpu_millis": 1000, "memory_bytes": 1024})";
+  Response first = Serve({Method::kPost, "/v1/agents/register", node});
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(Body(first), (json{{"node", "n3"}, {"credential", "issued-credential"}}));
+  service_.join_token = "s3cret";
+  service_.registered.clear();
+  Response refused = Serve({Method::kPost, "/v1/agents/register", node});
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(service_.registered, "");
+  Response joined =
+      Serve({Method::kPost, "/v1/agents/register", node, {}, {{"X-Drover-Join-Token", "s3cret"}}});
+  EXPECT_EQ(joined.status, 200);
+  EXPECT_TRUE(service_.registered_by.joined);
+  Response own = Serve({Method::kPost,
+                        "/v1/agents/register",
+                        R"({"name": "n1"})",
+                        {},
+                        {{"Authorization", "Bearer cred-n1"}}});
+  EXPECT_EQ(Body(own), (json{{"node", "n1"}}));
+  EXPECT_EQ(service_.registered_by.agent, NodeId("n1"));
+}
+
+// Issue 15, "Agents are not who they say": {} registered node "", negative CPU and memory
+// registered as ready, a name with '/' registered a node no agent could poll. Each is refused
+// naming the field, and nothing is registered.
+TEST_F(HandlersTest, RegistrationValidatesEveryFieldOfTheNode) {
+  struct Case {
+    std::string body;
+    std::string detail;
+  };
+  const Case cases[] = {
+      {"{}", "request body: name: node name is empty"},
+      {R"({"name": "n3", "cpu_millis": -4000})", "request body: cpu_millis: must be from 0"},
+      {R"({"name": "n3", "memory_bytes": -1})", "request body: memory_bytes: must be from 0"},
+      {R"({"name": "a/b"})", "request body: name: invalid node name 'a/b'"},
+      {R"({"name": "n\u001b[2J"})", "request body: name: invalid node name 'n\\x1b[2J'"},
+      {R"({"name": "n3", "address": ""})", "request body: address: invalid address ''"},
+      {R"({"name": "n3", "gpus": [{"index": 0, "model": "H100", "memory_bytes": 1},
+                                  {"index": 0, "model": "H100", "memory_bytes": 1}]})",
+       "request body: gpus[1].index: GPU index 0 is negative or repeated"},
+      {R"({"name": "n3", "gpus": [{"index": 0, "model": "", "memory_bytes": 0}]})",
+       "request body: gpus[0].memory_bytes: GPU memory must be from 1"},
+      {R"({"name": "n3", "gpus": [{"index": 0, "model": "A100", "memory_bytes": 1,
+                                   "sharing": "mig"}]})",
+       "request body: gpus[0].mig: a MIG layout is given exactly when sharing is mig"},
+  };
+  for (const Case& c : cases) {
+    Response response = Serve({Method::kPost, "/v1/agents/register", c.body});
+    EXPECT_EQ(response.status, 400) << c.body;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument");
+    const json body = Body(response);
+    EXPECT_THAT(body["message"].get<std::string>(), HasSubstr("in request body"));
+    std::string details;
+    for (const json& detail : body["details"]) details += detail.get<std::string>() + "\n";
+    EXPECT_THAT(details, HasSubstr(c.detail)) << c.body << " -> " << response.body;
+  }
   EXPECT_EQ(service_.registered, "");
 }
 

@@ -24,11 +24,24 @@ inline constexpr std::string_view kFileHeader = "X-Drover-File";
 inline constexpr std::string_view kBaseDirHeader = "X-Drover-Base-Dir";
 inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
 inline constexpr std::string_view kHoldInfeasibleHeader = "X-Drover-Hold-Infeasible";
+// "Bearer CREDENTIAL": an agent's node credential (docs/security.md, "Agents").
+inline constexpr std::string_view kAuthorizationHeader = "Authorization";
+// The server's join token, on an agent's first registration of a node (--join-token-file).
+inline constexpr std::string_view kJoinTokenHeader = "X-Drover-Join-Token";
 inline constexpr std::string_view kRequestHeaders[] = {
-    kUserHeader, kFileHeader, kBaseDirHeader, kIdempotencyKeyHeader, kHoldInfeasibleHeader};
+    kUserHeader,           kFileHeader,          kBaseDirHeader,  kIdempotencyKeyHeader,
+    kHoldInfeasibleHeader, kAuthorizationHeader, kJoinTokenHeader};
 
 // The longest a long poll (logs, agent commands) waits; a longer wait_ms is cut to it.
 inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;
+
+// Who sent a request, as Authorize (routes.h) found from its credentials before any handler
+// ran. Issue 16 (user tokens) adds the user's identity here.
+struct Caller {
+  bool bearer = false;          // the request carried Authorization: Bearer
+  std::optional<NodeId> agent;  // the node whose agent credential it carried
+  bool joined = false;          // it carried the join token, or the server requires none
+};
 
 struct Request {
   std::string method;  // "GET", "POST", "DELETE"
@@ -41,6 +54,7 @@ struct Request {
   // (server/http_front.h): the handler may then answer Parked instead of waiting. false (tests,
   // a re-run at the park's deadline): the handler answers at once.
   bool may_park = false;
+  Caller caller;  // set by Authorize; empty for routes open to anyone
 
   // The query parameter `name`, or `fallback` when absent.
   std::string Query(const std::string& name, const std::string& fallback = "") const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include "drover/api/agent_handlers.h"
@@ -15,32 +16,35 @@ namespace drover::api {
 namespace {
 
 constexpr Route kRoutes[] = {
-    {Method::kGet, "/v1/health", Health},
-    {Method::kPost, "/v1/jobs", SubmitJobs, RouteKind::kPlain, "a job spec (YAML or JSON)"},
-    {Method::kGet, "/v1/jobs", ListJobs},
-    {Method::kGet, R"(/v1/jobs/(\d+))", GetJob},
-    {Method::kPost, R"(/v1/jobs/(\d+)/cancel)", CancelJob},
-    {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob},
-    {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions},
-    {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob},
-    {Method::kPost, R"(/v1/jobs/(\d+)/report)", ReportJob, RouteKind::kPlain,
+    {Method::kGet, "/v1/health", Health, Access::kAnyone},
+    {Method::kPost, "/v1/jobs", SubmitJobs, Access::kAnyone, RouteKind::kPlain,
+     "a job spec (YAML or JSON)"},
+    {Method::kGet, "/v1/jobs", ListJobs, Access::kAnyone},
+    {Method::kGet, R"(/v1/jobs/(\d+))", GetJob, Access::kAnyone},
+    {Method::kPost, R"(/v1/jobs/(\d+)/cancel)", CancelJob, Access::kAnyone},
+    {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob, Access::kAnyone},
+    {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions, Access::kAnyone},
+    {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob, Access::kAnyone},
+    {Method::kPost, R"(/v1/jobs/(\d+)/report)", ReportJob, Access::kAnyone, RouteKind::kPlain,
      "a progress report (JSON)"},
-    {Method::kGet, "/v1/pipelines", ListPipelines},
-    {Method::kGet, R"(/v1/pipelines/(\d+))", GetPipeline},
-    {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline},
-    {Method::kGet, "/v1/goodput", GetGoodput},
-    {Method::kGet, "/v1/queues", ListQueues},
-    {Method::kGet, "/v1/policy", GetPolicy},
-    {Method::kPost, "/v1/policy/reload", ReloadPolicy},
-    {Method::kGet, R"(/v1/jobs/(\d+)/logs)", JobLogs, RouteKind::kLongPoll},
-    {Method::kPost, "/v1/crons", PutCron, RouteKind::kPlain, "a cron spec (JSON)"},
-    {Method::kGet, "/v1/crons", ListCrons},
-    {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron},
-    {Method::kGet, "/v1/nodes", ListNodes},
-    {Method::kPost, "/v1/agents/register", RegisterAgent, RouteKind::kAgent, "a node (JSON)"},
-    {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, RouteKind::kAgent},
-    {Method::kPost, R"(/v1/agents/([^/]+)/events)", ReportAgentEvents, RouteKind::kAgent,
-     R"({"events": [...]} (JSON))"},
+    {Method::kGet, "/v1/pipelines", ListPipelines, Access::kAnyone},
+    {Method::kGet, R"(/v1/pipelines/(\d+))", GetPipeline, Access::kAnyone},
+    {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline, Access::kAnyone},
+    {Method::kGet, "/v1/goodput", GetGoodput, Access::kAnyone},
+    {Method::kGet, "/v1/queues", ListQueues, Access::kAnyone},
+    {Method::kGet, "/v1/policy", GetPolicy, Access::kAnyone},
+    {Method::kPost, "/v1/policy/reload", ReloadPolicy, Access::kAnyone},
+    {Method::kGet, R"(/v1/jobs/(\d+)/logs)", JobLogs, Access::kAnyone, RouteKind::kLongPoll},
+    {Method::kPost, "/v1/crons", PutCron, Access::kAnyone, RouteKind::kPlain, "a cron spec (JSON)"},
+    {Method::kGet, "/v1/crons", ListCrons, Access::kAnyone},
+    {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron, Access::kAnyone},
+    {Method::kGet, "/v1/nodes", ListNodes, Access::kAnyone},
+    {Method::kPost, "/v1/agents/register", RegisterAgent, Access::kAgentRegistration,
+     RouteKind::kAgent, "a node (JSON)"},
+    {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, Access::kAgentOfNode,
+     RouteKind::kAgent},
+    {Method::kPost, R"(/v1/agents/([^/]+)/events)", ReportAgentEvents, Access::kAgentOfNode,
+     RouteKind::kAgent, R"({"events": [...]} (JSON))"},
 };
 
 }  // namespace
@@ -59,7 +63,83 @@ std::string_view MethodName(Method method) {
 
 std::span<const Route> Routes() { return kRoutes; }
 
-Response Handle(const Route& route, Service& service, const Request& request) {
+namespace {
+
+// The credential of "Authorization: Bearer CREDENTIAL" (the scheme in any case, as RFC 9110
+// says); "" without the header. kUnauthenticated for another form.
+Result<std::string> BearerOf(const Request& request) {
+  if (!request.HasHeader(kAuthorizationHeader)) return std::string();
+  const std::string value = request.Header(kAuthorizationHeader);
+  constexpr std::string_view kScheme = "bearer ";
+  const bool bearer = value.size() > kScheme.size() &&
+                      std::equal(kScheme.begin(), kScheme.end(), value.begin(), [](char a, char b) {
+                        return a == std::tolower(static_cast<unsigned char>(b));
+                      });
+  if (!bearer) {
+    return Unauthenticated(fmt::format("{}: expected 'Bearer CREDENTIAL'", kAuthorizationHeader));
+  }
+  return value.substr(kScheme.size());
+}
+
+}  // namespace
+
+Result<Caller> Authorize(const Route& route, const Service& service, const Request& request) {
+  Caller caller;
+  if (route.access == Access::kAnyone) return caller;
+  if (route.access == Access::kUnstated) {
+    return PermissionDenied(fmt::format("{} {} has no access rule", request.method, request.path));
+  }
+  DROVER_ASSIGN_OR_RETURN(const std::string credential, BearerOf(request));
+  caller.bearer = !credential.empty();
+  if (caller.bearer) caller.agent = service.AgentOf(credential);
+  switch (route.access) {
+    case Access::kUnstated:
+    case Access::kAnyone:
+      break;
+    case Access::kAgentRegistration:
+      caller.joined = service.JoinTokenAccepted(request.Header(kJoinTokenHeader));
+      if (!caller.agent && !caller.joined) {
+        return Unauthenticated(fmt::format(
+            "{} {} needs the server's join token ({}; drover agent --join-token-file) or the "
+            "node's credential ({}: Bearer ...)",
+            request.method, request.path, kJoinTokenHeader, kAuthorizationHeader));
+      }
+      break;
+    case Access::kAgentOfNode: {
+      const std::string& node = request.path_params.at(0);
+      if (!caller.bearer) {
+        return Unauthenticated(fmt::format(
+            "{} {} needs the credential node {} was issued at registration ({}: Bearer ...)",
+            request.method, request.path, node, kAuthorizationHeader));
+      }
+      if (!caller.agent) {
+        return Unauthenticated(fmt::format(
+            "{} {}: the credential presented is no node's (replaced when the node was taken over, "
+            "or unknown to this server); register again",
+            request.method, request.path));
+      }
+      if (caller.agent->value() != node) {
+        return PermissionDenied(
+            fmt::format("{} {}: the credential of node {} does not act for "
+                        "node {}",
+                        request.method, request.path, caller.agent->value(), node));
+      }
+      break;
+    }
+  }
+  return caller;
+}
+
+Response Handle(const Route& route, Service& service, Request request) {
+  Result<Caller> caller = Authorize(route, service, request);
+  if (!caller) return ErrorResponse(caller.error());
+  request.caller = *std::move(caller);
+  if (!route.body.empty() && request.body.empty()) {
+    return ErrorResponse(Error{ErrorCode::kInvalidArgument,
+                               fmt::format("request body: missing; {} {} takes {}", request.method,
+                                           request.path, route.body),
+                               {}});
+  }
   Result<Response> response = route.handler(service, request);
   if (!response) return ErrorResponse(response.error());
   return *std::move(response);
@@ -119,15 +199,8 @@ Response Serve(Service& service, Request request) {
     response.headers["Allow"] = allowed;
     return response;
   }
-  const Route& route = *resolution.route;
-  if (!route.body.empty() && request.body.empty()) {
-    return ErrorResponse(Error{ErrorCode::kInvalidArgument,
-                               fmt::format("request body: missing; {} {} takes {}", request.method,
-                                           request.path, route.body),
-                               {}});
-  }
   request.path_params = std::move(resolution.params);
-  return Handle(route, service, request);
+  return Handle(*resolution.route, service, std::move(request));
 }
 
 }  // namespace drover::api

@@ -1,9 +1,10 @@
 #pragma once
 
 // The HTTP API's route table (docs/api.md): every endpoint as data, method + path pattern ->
-// handler, in one place. The server's listener hands every request to Serve (Resolve tells it
-// which lane answers it first: server/http_server.cc); a check that must run before every
-// handler (authorization) belongs in Handle, and tests enumerate Routes().
+// handler, in one place, each with who may call it. The server's listener hands every request to
+// Serve (Resolve tells it which lane answers it first: server/http_server.cc); Handle runs
+// Authorize, the one check of who may call a route, before any handler, and tests enumerate
+// Routes().
 
 #include <span>
 #include <string>
@@ -31,12 +32,21 @@ enum class RouteKind {
   kAgent,     // the agent protocol (a long poll among them): never queued behind users
 };
 
+// Who may call a route (docs/security.md). Authorize is the one function that enforces it.
+enum class Access {
+  kUnstated,           // a route that forgot its rule: Authorize refuses every call
+  kAnyone,             // the user endpoints, until user identity (issue 16) gives each its rule
+  kAgentRegistration,  // an agent with the join token (if the server has one) or a credential
+  kAgentOfNode,        // the agent holding the credential of the node named by path param 0
+};
+
 struct Route {
   Method method;
   // An ECMAScript regular expression matched against the whole path; its groups are the
   // request's path_params.
   std::string_view pattern;
   Handler handler;
+  Access access;  // no default: every route states who may call it
   RouteKind kind = RouteKind::kPlain;
   // What the body must hold, for the message when it is missing; empty: the route reads none.
   std::string_view body = {};
@@ -56,12 +66,22 @@ struct Resolution {
 Resolution Resolve(std::string_view method, const std::string& path);
 
 // Answers `request` as a whole: its route's handler (Handle); 404 for an unknown path, 405 with
-// an Allow header for a method the path does not take, 400 naming what the body must hold when
-// a route that reads one got none. Every error is ErrorResponse's JSON. Thread-safe as far as
-// `service` is.
+// an Allow header for a method the path does not take. Every error is ErrorResponse's JSON.
+// Thread-safe as far as `service` is.
 Response Serve(Service& service, Request request);
 
-// Runs the route's handler on `request` and answers its error as ErrorResponse.
-Response Handle(const Route& route, Service& service, const Request& request);
+// Who sent `request` for `route` (its path_params resolved), or why they may not call it:
+// kAnyone: an empty Caller, nothing checked. kAgentRegistration: the node the bearer credential
+// belongs to (none for an unknown one) and whether the join token was given;
+// kUnauthenticated when neither a known credential nor the join token was. kAgentOfNode:
+// kUnauthenticated without a bearer credential or with one that is no node's,
+// kPermissionDenied with another node's. An Authorization header that is not "Bearer X" is
+// kUnauthenticated wherever it is read. Messages name the route and the node, never a secret.
+Result<Caller> Authorize(const Route& route, const Service& service, const Request& request);
+
+// Authorizes `request` (Authorize, setting request.caller), refuses a missing body the route
+// needs (400 naming what it takes), then runs the route's handler; answers an error of any as
+// ErrorResponse.
+Response Handle(const Route& route, Service& service, Request request);
 
 }  // namespace drover::api

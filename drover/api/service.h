@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "drover/api/request.h"
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
@@ -170,8 +171,17 @@ class Service {
 
   // Nodes and remote agents.
   virtual std::vector<NodeStatus> Nodes() const = 0;
-  // (Re-)registers a remote node. kAlreadyExists for a node served by the embedded agent.
-  virtual Status RegisterRemoteNode(const model::Node& node) = 0;
+  // (Re-)registers a remote node (docs/security.md, "Agents") for `caller`, whose credentials
+  // Authorize read. Returns the credential issued to the caller ("" when it keeps its own: it
+  // presented the node's). Errors, each changing nothing: kAlreadyExists for the embedded
+  // agent's node, or a node a live agent holds when the caller presented another credential;
+  // kUnauthenticated for a node a live agent holds when the caller presented none, or for a
+  // credential to issue without the join token.
+  virtual Result<std::string> RegisterRemoteNode(const model::Node& node, const Caller& caller) = 0;
+  // The node whose agent credential `credential` is; nullopt for any other string.
+  virtual std::optional<NodeId> AgentOf(std::string_view credential) const = 0;
+  // Whether `token` is the server's join token; true for any when the server requires none.
+  virtual bool JoinTokenAccepted(std::string_view token) const = 0;
   // The commands the node's agent has not acknowledged, after dropping those `ack` acknowledges
   // (docs/api.md, "Agent protocol"). Does not wait: with none left and `wait_ms` > 0, the caller
   // parks the agent's poll for up to `wait_ms` (the agent counts as heard from meanwhile) and

@@ -17,6 +17,10 @@ int HttpStatusFor(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidArgument:
       return 400;
+    case ErrorCode::kUnauthenticated:
+      return 401;
+    case ErrorCode::kPermissionDenied:
+      return 403;
     case ErrorCode::kNotFound:
       return 404;
     case ErrorCode::kAlreadyExists:

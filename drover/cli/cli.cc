@@ -58,6 +58,9 @@ int Main(int argc, char** argv) {
   server->add_option("--policy", server_flags.policy_file,
                      "scheduling policy file (queues, quotas, preemption); re-read when it "
                      "changes");
+  server->add_option("--join-token-file", server_flags.join_token_file,
+                     "a file holding the token agents present to be issued a node credential "
+                     "(default: none, the first agent to register a name is trusted)");
   server->add_option("--agent-timeout", server_flags.agent_timeout,
                      "declare a remote agent's node lost after this long without a word from it "
                      "(default 30s; 0: never)");
@@ -96,6 +99,12 @@ int Main(int argc, char** argv) {
 
   AgentFlags agent_flags;
   auto* agent = app.add_subcommand("agent", "serve one more node to a server over HTTP");
+  agent->add_option("--credential-file", agent_flags.credential_file,
+                    "where the node credential the server issues is kept (default: "
+                    "DATA/node.credential, mode 0600)");
+  agent->add_option("--join-token-file", agent_flags.join_token_file,
+                    "the server's join token, for a server started with --join-token-file "
+                    "(default: $DROVER_JOIN_TOKEN)");
   agent->add_option("--data", agent_flags.data_dir, "where worker directories and logs live");
   AddNodeFlags(agent, agent_flags.nodes);
   agent->callback([&] {

@@ -116,6 +116,22 @@ Status ParsePositive(const std::string& text, std::string_view flag, std::string
 constexpr std::string_view kSize = "size such as 1Mi";
 constexpr std::string_view kDuration = "duration";
 
+// The token in `path` (a join token file), surrounding whitespace removed. kInvalidArgument
+// naming `flag` when it cannot be read or holds nothing.
+Result<std::string> ReadTokenFile(const std::string& path, std::string_view flag) {
+  std::ifstream in(path);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto first = token.find_first_not_of(" \t\r\n");
+  const auto last = token.find_last_not_of(" \t\r\n");
+  if (!in.good() && !in.eof()) {
+    return InvalidArgument(fmt::format("{}: cannot read {}", flag, path));
+  }
+  if (first == std::string::npos) {
+    return InvalidArgument(fmt::format("{}: {} holds no token", flag, path));
+  }
+  return token.substr(first, last - first + 1);
+}
+
 }  // namespace
 
 Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
@@ -158,6 +174,10 @@ Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
       ParsePositive(flags.max_arg_size, "--max-arg-size", kSize, ParseBytes, limits.max_arg_bytes));
   DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_launch_size, "--max-launch-size", kSize,
                                        ParseBytes, limits.max_launch_bytes));
+  if (!flags.join_token_file.empty()) {
+    DROVER_ASSIGN_OR_RETURN(options.join_token,
+                            ReadTokenFile(flags.join_token_file, "--join-token-file"));
+  }
   if (limits.max_arg_bytes > spec::kMaxArgBytes) {
     return InvalidArgument(fmt::format(
         "--max-arg-size: at most {} bytes, the longest string Linux passes to exec, got '{}'",
@@ -252,6 +272,17 @@ int AgentCommand(const AgentFlags& flags) {
   options.node = nodes->front();
   options.runs_dir = (std::filesystem::path(flags.data_dir) / "runs").string();
   options.supervisor_path = server::SupervisorExecutable();
+  options.credential_file =
+      flags.credential_file.empty()
+          ? (std::filesystem::path(flags.data_dir) / "node.credential").string()
+          : flags.credential_file;
+  if (!flags.join_token_file.empty()) {
+    auto token = ReadTokenFile(flags.join_token_file, "--join-token-file");
+    if (!token) return ReportError(token.error());
+    options.join_token = *std::move(token);
+  } else if (const char* token = std::getenv("DROVER_JOIN_TOKEN")) {
+    options.join_token = token;
+  }
   std::atomic<bool> stop{false};
   std::thread watcher([&] {
     while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -24,6 +24,9 @@ struct ServerFlags {
   // A remote agent silent for longer than this is declared lost (docs/workflows.md, "Node
   // loss"); "0" never.
   std::string agent_timeout = "30s";
+  // A file holding the token agents must present to be issued a node credential
+  // (docs/security.md, "Agents"); empty: trust on first use.
+  std::string join_token_file;
   // The agent listener, HOST:PORT (server::HttpOptions); empty: none.
   std::string agent_listen;
   // The HTTP front's bounds (docs/api.md, "Limits"); the counts are set directly, the sizes and
@@ -56,6 +59,10 @@ struct AgentFlags {
   std::string server;
   std::string data_dir = ".drover-agent";
   server::LocalNodeFlags nodes;
+  // Where the node credential is kept; empty: DATA/node.credential.
+  std::string credential_file;
+  // The server's join token: this file, else $DROVER_JOIN_TOKEN; empty: none.
+  std::string join_token_file;
 };
 int AgentCommand(const AgentFlags& flags);
 

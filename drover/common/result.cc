@@ -25,6 +25,10 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "deadline_exceeded";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
   }
   return "internal";
 }

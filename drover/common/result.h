@@ -12,7 +12,10 @@
 //   kResourceExhausted   a quota or limit was hit.
 //   kDeadlineExceeded    the operation did not finish in time.
 //   kInternal            an invariant broke; a bug.
+//   kUnauthenticated     the caller's credential is missing or not valid (HTTP 401).
+//   kPermissionDenied    the caller is known but may not do this (HTTP 403).
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -31,7 +34,18 @@ enum class ErrorCode {
   kResourceExhausted,
   kDeadlineExceeded,
   kInternal,
+  kUnauthenticated,
+  kPermissionDenied,
 };
+
+// Every ErrorCode, for decoding names and for tests that cover each.
+inline constexpr ErrorCode kErrorCodes[] = {
+    ErrorCode::kInvalidArgument,    ErrorCode::kNotFound,         ErrorCode::kAlreadyExists,
+    ErrorCode::kFailedPrecondition, ErrorCode::kAborted,          ErrorCode::kUnavailable,
+    ErrorCode::kResourceExhausted,  ErrorCode::kDeadlineExceeded, ErrorCode::kInternal,
+    ErrorCode::kUnauthenticated,    ErrorCode::kPermissionDenied,
+};
+static_assert(std::size(kErrorCodes) == static_cast<std::size_t>(ErrorCode::kPermissionDenied) + 1);
 
 // "invalid_argument", "not_found", ...: the stable spelling used in JSON and logs.
 std::string_view ErrorCodeName(ErrorCode code);
@@ -78,6 +92,12 @@ inline tl::unexpected<Error> Unavailable(std::string message) {
 }
 inline tl::unexpected<Error> Internal(std::string message) {
   return MakeError(ErrorCode::kInternal, std::move(message));
+}
+inline tl::unexpected<Error> Unauthenticated(std::string message) {
+  return MakeError(ErrorCode::kUnauthenticated, std::move(message));
+}
+inline tl::unexpected<Error> PermissionDenied(std::string message) {
+  return MakeError(ErrorCode::kPermissionDenied, std::move(message));
 }
 
 // Returns the error of `expr` (a Result or Status) from the enclosing function if it failed.

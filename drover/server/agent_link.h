@@ -181,6 +181,12 @@ struct AgentOptions {
   std::string runs_dir;         // where worker directories and logs live
   std::string supervisor_path;  // the drover binary
   DurationMs poll_ms = 50;
+  // Where the node credential the server issues is kept (mode 0600; docs/security.md, "Agents"):
+  // read at start, sent as `Authorization: Bearer` on every call, replaced when the server
+  // issues a new one. Empty: kept in memory only.
+  std::string credential_file;
+  // Sent (X-Drover-Join-Token) when registering, for a server started with --join-token-file.
+  std::string join_token;
 };
 
 // Runs the agent until `stop` becomes true (defined in agent_run.cc). Returns an error only for a

@@ -50,7 +50,21 @@ class AgentLivenessTest : public ::testing::Test {
     ControlPlaneOptions options;
     options.run_loop = false;
     options.agent_timeout_ms = kTimeout;
+    options.join_token = join_token_;
     plane_ = std::make_unique<ControlPlane>(*std::move(store), clock_, options);
+  }
+
+  // node-r's agent as Authorize finds it from its credential (the tests of liveness take its
+  // identity as given; those of identity below present credentials).
+  static api::Caller ItsAgent() { return api::Caller{true, NodeId("node-r"), true}; }
+  // A caller presenting `credential` (none when empty) and the join token if `joined`, as
+  // Authorize finds it against the plane.
+  api::Caller Presenting(const std::string& credential, bool joined = true) {
+    api::Caller caller;
+    caller.bearer = !credential.empty();
+    if (caller.bearer) caller.agent = plane_->AgentOf(credential);
+    caller.joined = joined;
+    return caller;
   }
 
   // Submits a one-GPU job for a `gpu_model` GPU with `retry_on`; returns its id.
@@ -113,6 +127,7 @@ class AgentLivenessTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  std::string join_token_;  // ControlPlaneOptions::join_token of OpenPlane
   testing::TempDir dir_{"drover-agent-liveness"};
   testing::FakeClock clock_;
   std::unique_ptr<ControlPlane> plane_;
@@ -124,7 +139,7 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
   plane_->AddLocalNode(MakeNode("node-a", "H100"), std::make_unique<testing::FakeRuntime>(),
                        dir_.path());
   ASSERT_TRUE(plane_->Start());
-  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), ItsAgent()));
   JobId local = SubmitJob("H100", "node_lost");
   JobId retried = SubmitJob("A100", "node_lost");
   const model::WorkerKey orphan = StartOnRemote(retried);
@@ -162,7 +177,7 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
   EXPECT_EQ(State(retried), JobState::kReady);
 
   // Back: the agent adopts and stops attempt 1's worker, then runs attempt 2.
-  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), ItsAgent()));
   EXPECT_FALSE(Node("node-r")->lost);
   std::vector<AgentCommand> commands = CommandsAfterATurn();
   ASSERT_EQ(commands.size(), 3u);
@@ -182,7 +197,7 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
 
 TEST_F(AgentLivenessTest, AJobWhoseRetryOnLeavesNodeLostOutFails) {
   ASSERT_TRUE(plane_->Start());
-  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), ItsAgent()));
   JobId id = SubmitJob("A100", "exit");
   StartOnRemote(id);
   clock_.Advance(kTimeout + 1);
@@ -193,7 +208,7 @@ TEST_F(AgentLivenessTest, AJobWhoseRetryOnLeavesNodeLostOutFails) {
 
 TEST_F(AgentLivenessTest, AnAgentThatDoesNotComeBackAfterARestartIsLost) {
   ASSERT_TRUE(plane_->Start());
-  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), ItsAgent()));
   JobId id = SubmitJob("A100", "node_lost");
   const model::WorkerKey orphan = StartOnRemote(id);
 
@@ -210,13 +225,111 @@ TEST_F(AgentLivenessTest, AnAgentThatDoesNotComeBackAfterARestartIsLost) {
   EXPECT_FALSE(Node("node-r").has_value());  // never registered with this server
 
   // When it does come, it stops the worker and runs the retry.
-  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100")));
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), ItsAgent()));
   std::vector<AgentCommand> commands = CommandsAfterATurn();
   ASSERT_EQ(commands.size(), 3u);
   EXPECT_TRUE(IsLaunchOf(commands[2], id, 2));
   EXPECT_EQ(commands[0].kind, AgentCommand::Kind::kAdopt);
   EXPECT_EQ(commands[1].kind, AgentCommand::Kind::kStop);
   EXPECT_EQ(commands[1].key, orphan);
+}
+
+// Issue 15, "Agents are not who they say": two agents with one --name merged (the node showed
+// the second's GPUs while launches went to the first). A live node's name is now refused to an
+// agent without its credential, changing nothing, before and after a server restart.
+TEST_F(AgentLivenessTest, ALiveNodesNameIsRefusedToAnotherAgentEvenAfterARestart) {
+  ASSERT_TRUE(plane_->Start());
+  auto first = plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(""));
+  ASSERT_TRUE(first) << first.error().ToString();
+  ASSERT_EQ(first->size(), 64u);  // 32 random bytes in hex
+  EXPECT_EQ(plane_->AgentOf(*first), NodeId("node-r"));
+
+  auto bare = plane_->RegisterRemoteNode(MakeNode("node-r", "H100"), Presenting(""));
+  ASSERT_FALSE(bare);
+  EXPECT_EQ(bare.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_THAT(bare.error().message, HasSubstr("node node-r is held by another agent"));
+  auto other = plane_->RegisterRemoteNode(MakeNode("node-r", "H100"), Presenting("not-it"));
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_EQ(Node("node-r")->node.gpus.at(0).model, "A100");
+
+  OpenPlane();
+  ASSERT_TRUE(plane_->Start());
+  auto after = plane_->RegisterRemoteNode(MakeNode("node-r", "H100"), Presenting("not-it"));
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().code, ErrorCode::kAlreadyExists);
+  auto again = plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(*first));
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(*again, "");  // it keeps its credential
+}
+
+TEST_F(AgentLivenessTest, ALostNodeIsTakenOverByANewAgentWithANewCredential) {
+  ASSERT_TRUE(plane_->Start());
+  auto old = plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(""));
+  ASSERT_TRUE(old);
+  clock_.Advance(kTimeout + 1);
+  plane_->RunOnce();
+  ASSERT_TRUE(Node("node-r")->lost);
+
+  auto fresh = plane_->RegisterRemoteNode(MakeNode("node-r", "H100"), Presenting(""));
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  EXPECT_NE(*fresh, *old);
+  EXPECT_EQ(plane_->AgentOf(*fresh), NodeId("node-r"));
+  EXPECT_EQ(plane_->AgentOf(*old), std::nullopt);
+  EXPECT_EQ(Node("node-r")->node.gpus.at(0).model, "H100");
+}
+
+TEST_F(AgentLivenessTest, AJoinTokenIsNeededForACredentialAndNoAgentClaimsTheEmbeddedNode) {
+  join_token_ = "s3cret";
+  OpenPlane();
+  plane_->AddLocalNode(MakeNode("node-a", "H100"), std::make_unique<testing::FakeRuntime>(),
+                       dir_.path());
+  ASSERT_TRUE(plane_->Start());
+  EXPECT_FALSE(plane_->JoinTokenAccepted(""));
+  EXPECT_TRUE(plane_->JoinTokenAccepted("s3cret"));
+  auto unjoined = plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting("", false));
+  ASSERT_FALSE(unjoined);
+  EXPECT_EQ(unjoined.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_FALSE(Node("node-r").has_value());
+  auto embedded = plane_->RegisterRemoteNode(MakeNode("node-a", "A100"), Presenting(""));
+  ASSERT_FALSE(embedded);
+  EXPECT_EQ(embedded.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting("")));
+}
+
+// Issue 15, "Restart gaps": a server restarted while a node was lost forgot which orphaned
+// workers to stop there. The lost record is stored, restored at Start, and the stops are queued
+// when the agent registers.
+TEST_F(AgentLivenessTest, ARestartedServerStillStopsTheOrphansOfANodeLostBeforeIt) {
+  ASSERT_TRUE(plane_->Start());
+  auto credential = plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(""));
+  ASSERT_TRUE(credential);
+  JobId id = SubmitJob("A100", "node_lost");
+  const model::WorkerKey orphan = StartOnRemote(id);
+  clock_.Advance(kTimeout + 1);
+  plane_->RunOnce();
+  ASSERT_EQ(State(id), JobState::kReady);
+
+  OpenPlane();
+  ASSERT_TRUE(plane_->Start());
+  auto polled = plane_->TakeCommands(NodeId("node-r"), 0);
+  ASSERT_FALSE(polled);  // lost: the agent registers again
+  EXPECT_EQ(polled.error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(*credential)));
+  std::vector<AgentCommand> commands = CommandsAfterATurn();
+  ASSERT_GE(commands.size(), 2u);
+  EXPECT_EQ(commands[0].kind, AgentCommand::Kind::kAdopt);
+  EXPECT_EQ(commands[0].keys, std::vector<model::WorkerKey>{orphan});
+  EXPECT_EQ(commands[1].kind, AgentCommand::Kind::kStop);
+  EXPECT_EQ(commands[1].key, orphan);
+
+  // Once queued, the record is cleared: a further restart does not stop it again.
+  OpenPlane();
+  ASSERT_TRUE(plane_->Start());
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(*credential)));
+  for (const AgentCommand& command : CommandsAfterATurn()) {
+    EXPECT_NE(command.kind, AgentCommand::Kind::kStop);
+  }
 }
 
 }  // namespace

@@ -1,12 +1,19 @@
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
 #include <thread>
 #include <utility>
 
 #include "drover/agent/local_runtime.h"
 #include "drover/api/client.h"
+#include "drover/api/request.h"
 #include "drover/codec/json.h"
 #include "drover/server/agent_link.h"
 
@@ -69,6 +76,42 @@ void AgentCommandRunner::Stop(const model::WorkerKey& key, const model::StopRequ
   }
 }
 
+namespace {
+
+// The credential kept in `path`; "" when there is none (no file yet, or no path).
+Result<std::string> ReadCredential(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return std::string();
+    return InvalidArgument(
+        fmt::format("{}: cannot read the node credential: {}", path, std::strerror(errno)));
+  }
+  std::string credential;
+  std::getline(in, credential);
+  return credential;
+}
+
+// Writes `credential` to `path` with mode 0600 through a temporary file renamed over it, so a
+// crash leaves the old credential or the new one.
+Status WriteCredential(const std::string& path, const std::string& credential) {
+  if (path.empty()) return OkStatus();
+  const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal(fmt::format("{}: {}", temporary, std::strerror(errno)));
+  const std::string line = credential + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                       ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    return Internal(fmt::format("{}: {}", path, std::strerror(written ? errno : saved)));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atomic<bool>& stop) {
   agent::LocalRuntime::Options runtime_options;
   runtime_options.runs_dir = options.runs_dir;
@@ -81,6 +124,12 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   const std::string node = options.node.name.value();
   const std::string node_path = "/v1/agents/" + api::UrlEncode(node);
   api::ApiClient client(options.server_url, /*timeout_ms=*/10 * kMillisPerSecond);
+  DROVER_ASSIGN_OR_RETURN(std::string credential, ReadCredential(options.credential_file));
+  client.SetBearer(credential);
+  std::map<std::string, std::string> register_headers;
+  if (!options.join_token.empty()) {
+    register_headers[std::string(api::kJoinTokenHeader)] = options.join_token;
+  }
   bool registered = false;
   std::vector<model::WorkerEvent> unsent;  // kept until the server accepts them
   AgentCommandRunner runner(runtime, clock, node);
@@ -89,11 +138,20 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
     runner.RetryStops();
     if (!registered) {
       auto reply = client.Post("/v1/agents/register", codec::DumpJson(codec::ToJson(options.node)),
-                               "application/json");
+                               "application/json", register_headers);
       if (!reply) {
-        spdlog::warn("agent {}: cannot register: {}", node, reply.error().message);
+        spdlog::warn("agent {}: cannot register: {}", node, reply.error().ToString());
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         continue;
+      }
+      if (const auto issued = reply->json.find("credential");
+          issued != reply->json.end() && issued->is_string()) {
+        credential = issued->get<std::string>();
+        client.SetBearer(credential);
+        if (Status kept = WriteCredential(options.credential_file, credential); !kept) {
+          spdlog::error("agent {}: cannot keep the node credential: {}", node,
+                        kept.error().message);
+        }
       }
       registered = true;
       spdlog::info("agent {}: registered with {}", node, options.server_url);
@@ -108,7 +166,11 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       if (code == ErrorCode::kNotFound) {
         spdlog::warn("agent {}: {}; registering again", node, reply.error().message);
       }
-      if (code == ErrorCode::kNotFound || code == ErrorCode::kUnavailable) registered = false;
+      // kUnauthenticated: the credential was replaced (the node was taken over while lost).
+      if (code == ErrorCode::kNotFound || code == ErrorCode::kUnavailable ||
+          code == ErrorCode::kUnauthenticated) {
+        registered = false;
+      }
       if (code == ErrorCode::kUnavailable)
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     } else {

@@ -89,8 +89,17 @@ Status ControlPlaneService::ReloadPolicy() { return plane_.ReloadPolicy(); }
 
 std::vector<api::NodeStatus> ControlPlaneService::Nodes() const { return plane_.Nodes(); }
 
-Status ControlPlaneService::RegisterRemoteNode(const model::Node& node) {
-  return plane_.RegisterRemoteNode(node);
+Result<std::string> ControlPlaneService::RegisterRemoteNode(const model::Node& node,
+                                                            const api::Caller& caller) {
+  return plane_.RegisterRemoteNode(node, caller);
+}
+
+std::optional<NodeId> ControlPlaneService::AgentOf(std::string_view credential) const {
+  return plane_.AgentOf(credential);
+}
+
+bool ControlPlaneService::JoinTokenAccepted(std::string_view token) const {
+  return plane_.JoinTokenAccepted(token);
 }
 
 Result<api::AgentCommandBatch> ControlPlaneService::TakeCommands(const NodeId& node,

@@ -41,7 +41,10 @@ class ControlPlaneService final : public api::Service {
   api::PolicyStatus PolicyInfo() const override;
   Status ReloadPolicy() override;
   std::vector<api::NodeStatus> Nodes() const override;
-  Status RegisterRemoteNode(const model::Node& node) override;
+  Result<std::string> RegisterRemoteNode(const model::Node& node,
+                                         const api::Caller& caller) override;
+  std::optional<NodeId> AgentOf(std::string_view credential) const override;
+  bool JoinTokenAccepted(std::string_view token) const override;
   Result<api::AgentCommandBatch> TakeCommands(const NodeId& node, const api::AgentAck& ack,
                                               DurationMs wait_ms) override;
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;

@@ -26,6 +26,7 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
       clock_(clock),
       options_(std::move(options)),
       fs_(fs),
+      agents_(*store_, options_.join_token),
       controller_(options_.control) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
@@ -49,6 +50,7 @@ void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
 
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
+  DROVER_RETURN_IF_ERROR(agents_.Load());
   {
     MutexLock lock(mu_);
     control::Step step;
@@ -67,6 +69,7 @@ Status ControlPlane::Start() {
         controller_.Relaunch(key, step);
       }
     }
+    RestoreLostNodes();
     std::map<model::ExecutorKind, std::vector<model::ExternalRef>> handed;
     for (model::ExternalRef& ref : controller_.LiveExternal()) {
       handed[ref.executor].push_back(std::move(ref));
@@ -216,6 +219,19 @@ void ControlPlane::SubmitExternal(const model::ExternalLaunch& launch, control::
   controller_.OnExecutorEvent(refused, next);
 }
 
+void ControlPlane::RestoreLostNodes() {
+  for (const store::AgentRecord& record : agents_.LostNodes()) {
+    if (nodes_.count(record.node) > 0) continue;  // live workers there: RegisterRemoteNode
+    auto remote = std::make_shared<RemoteRuntime>(record.node, clock_);
+    nodes_.emplace(record.node, NodeEntry{remote, remote, ""});
+    remote->MarkLost(record.lost->orphans, record.lost->reason);
+    spdlog::info(
+        "node {} is lost since before this server started ({}); {} worker(s) to stop "
+        "there when its agent registers",
+        record.node.value(), record.lost->reason, record.lost->orphans.size());
+  }
+}
+
 bool ControlPlane::CheckAgents(control::Step& step) {
   if (options_.agent_timeout_ms <= 0) return false;
   bool any = false;
@@ -226,7 +242,9 @@ bool ControlPlane::CheckAgents(control::Step& step) {
     const std::string reason =
         fmt::format("node {} stopped answering for {} s", name.value(), *silence / 1000);
     std::vector<model::WorkerKey> lost = controller_.OnNodeLost(name, reason, clock_.Now(), step);
-    entry.remote->MarkLost(lost, reason);
+    // The runtime holds no orphans while its agent is not lost; the record may (restored at
+    // Start on a node with live workers), so the runtime is given every recorded one.
+    entry.remote->MarkLost(agents_.RecordLost(name, clock_.Now(), reason, lost), reason);
     spdlog::warn("{}: {} worker(s) reported lost; no placements there until its agent registers",
                  reason, lost.size());
     any = true;
@@ -622,12 +640,35 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
   return chunk;
 }
 
-Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
+Result<std::string> ControlPlane::RegisterRemoteNode(const model::Node& node,
+                                                     const api::Caller& caller) {
   MutexLock lock(mu_);
+  const std::string& name = node.name.value();
   auto it = nodes_.find(node.name);
   if (it != nodes_.end() && !it->second.remote) {
     return MakeError(ErrorCode::kAlreadyExists,
-                     fmt::format("node {} is served by the embedded agent", node.name.value()));
+                     fmt::format("node {} is served by the embedded agent", name));
+  }
+  const bool runtime_lost = it != nodes_.end() && it->second.remote->lost();
+  std::string issued;
+  if (caller.agent != node.name) {
+    if (agents_.HasCredential(node.name) && !runtime_lost) {
+      const std::string held = fmt::format(
+          "node {} is held by another agent, which is live; an agent may take over a node's name "
+          "once the server has declared it lost (docs/security.md, \"Agents\")",
+          name);
+      if (!caller.bearer) {
+        return Unauthenticated(held + "; the agent that holds it presents its credential");
+      }
+      return MakeError(ErrorCode::kAlreadyExists, held + "; the credential presented is not its");
+    }
+    if (!caller.joined) {
+      return Unauthenticated(fmt::format(
+          "registering node {} needs the server's join token (drover agent --join-token-file)",
+          name));
+    }
+    DROVER_ASSIGN_OR_RETURN(issued, agents_.Issue(node.name, clock_.Now()));
+    if (runtime_lost) spdlog::info("node {} is taken over by a new agent", name);
   }
   control::Step step;
   const bool was_lost = controller_.IsLost(node.name);
@@ -639,14 +680,33 @@ Status ControlPlane::RegisterRemoteNode(const model::Node& node) {
   // The agent may have been restarted, or the server: in both cases it reports what became of
   // the workers the controller believes alive on it.
   std::vector<model::WorkerKey> keys;
-  for (const auto& [name, key] : controller_.LiveWorkers()) {
-    if (name == node.name) keys.push_back(key);
+  for (const auto& [worker_node, key] : controller_.LiveWorkers()) {
+    if (worker_node == node.name) keys.push_back(key);
   }
-  it->second.remote->Connect(keys);
-  if (was_lost) spdlog::info("node {} registered again after it was lost", node.name.value());
+  RemoteRuntime& remote = *it->second.remote;
+  remote.Connect(keys);
+  if (std::optional<store::AgentRecord::Lost> lost = agents_.LostRecord(node.name)) {
+    // A lost runtime held the recorded orphans, and Connect queued their stops; one restored
+    // with live workers (RestoreLostNodes) did not: queue the stops of those not adopted live.
+    if (!runtime_lost) {
+      std::vector<model::WorkerKey> orphans;
+      for (const model::WorkerKey& key : lost->orphans) {
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) orphans.push_back(key);
+      }
+      if (!orphans.empty()) static_cast<void>(remote.Adopt(orphans));
+      for (const model::WorkerKey& key : orphans) {
+        static_cast<void>(
+            remote.Stop(key, model::StopRequest{false, "its attempt ended: " + lost->reason}));
+      }
+    }
+    if (Status cleared = agents_.ClearLost(node.name); !cleared) {
+      spdlog::warn("node {}: cannot clear its lost record: {}", name, cleared.error().ToString());
+    }
+  }
+  if (was_lost || runtime_lost) spdlog::info("node {} registered again after it was lost", name);
   DROVER_RETURN_IF_ERROR(Commit(step));
   RequestSchedule();
-  return OkStatus();
+  return issued;
 }
 
 Result<std::shared_ptr<RemoteRuntime>> ControlPlane::RemoteOf(const NodeId& node) const {

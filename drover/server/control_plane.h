@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "drover/control/controller.h"
 #include "drover/exec/executor.h"
 #include "drover/server/agent_link.h"
+#include "drover/server/agent_registry.h"
 #include "drover/server/crons.h"
 #include "drover/spec/limits.h"
 #include "drover/spec/parse.h"
@@ -63,6 +65,10 @@ struct ControlPlaneOptions {
   // "Node loss"): the workers believed alive on its node are reported exited with node_lost,
   // and the node takes no placements until the agent registers again. 0: never.
   DurationMs agent_timeout_ms = 30'000;
+  // The token an agent must present (X-Drover-Join-Token) to be issued a node credential
+  // (docs/security.md, "Agents"; `drover server --join-token-file`). Empty (the default): trust
+  // on first use, the first agent to register a free name is issued its credential.
+  std::string join_token;
   // Whether Start() starts the loop thread. false (tests): nothing happens between calls but
   // what the caller drives with ControlPlane::RunOnce, one turn at a time.
   bool run_loop = true;
@@ -175,10 +181,23 @@ class ControlPlane {
   Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
                            std::int64_t offset, std::int64_t max_bytes) const EXCLUDES(mu_);
 
-  // Remote agents: (re-)register a node; its RemoteRuntime receives the node's commands. A node
-  // that was lost takes placements again, and its agent is told to stop the workers that were
-  // reported lost with it.
-  Status RegisterRemoteNode(const model::Node& node) EXCLUDES(mu_);
+  // Remote agents: (re-)register a node for `caller` (api::Service::RegisterRemoteNode, with its
+  // errors and answer: the credential issued, or ""). The caller keeps its credential when it
+  // presented the node's; it is issued a new one (with the join token, if the server has one)
+  // when the name is free: never registered, or its agent was declared lost (a re-imaged node
+  // takes over; the old credential stops working). A node whose live (not lost) agent holds a
+  // credential is refused to anyone else, changing nothing. Its RemoteRuntime receives the
+  // node's commands; a node that was lost takes placements again, and its agent is told to stop
+  // the workers reported lost with it (also those a restarted server restored from the store),
+  // after which the lost record is cleared.
+  Result<std::string> RegisterRemoteNode(const model::Node& node, const api::Caller& caller)
+      EXCLUDES(mu_);
+  // The node whose agent credential `credential` is (AgentRegistry::AgentOf). Does not take mu_.
+  std::optional<NodeId> AgentOf(std::string_view credential) const {
+    return agents_.AgentOf(credential);
+  }
+  // AgentRegistry::JoinTokenAccepted. Does not take mu_.
+  bool JoinTokenAccepted(std::string_view token) const { return agents_.JoinTokenAccepted(token); }
   // kNotFound for a node that is not registered, or was declared lost since it registered: the
   // agent registers (again).
   // RemoteRuntime::TakeCommands of the node's runtime.
@@ -246,8 +265,8 @@ class ControlPlane {
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
   // (started, exited).
   bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) REQUIRES(mu_);
-  // Declares lost every remote agent silent for longer than options_.agent_timeout_ms; true if
-  // any was.
+  // Declares lost every remote agent silent for longer than options_.agent_timeout_ms, and
+  // records each in the store with its orphans (AgentRegistry::RecordLost); true if any was.
   bool CheckAgents(control::Step& step) REQUIRES(mu_);
   // The server end of remote node `node`; kNotFound if there is none.
   Result<std::shared_ptr<RemoteRuntime>> RemoteOf(const NodeId& node) const REQUIRES(mu_);
@@ -259,6 +278,11 @@ class ControlPlane {
     const date::time_zone* zone = nullptr;
     TimeMs next_due = 0;  // planned again at this time
   };
+  // Restores the nodes the store records lost (Start, after live workers are re-attached): a
+  // node the controller holds no live worker on is lost again, its orphans stopped when its
+  // agent registers; on one where it does (its loss was recorded but the step declaring it was
+  // not persisted) those workers are adopted, and RegisterRemoteNode stops the other orphans.
+  void RestoreLostNodes() REQUIRES(mu_);
   // Loads the stored cron jobs (Start).
   Status RestoreCrons() REQUIRES(mu_);
   // Plans every cron job that is due and starts its run (the loop).
@@ -275,6 +299,7 @@ class ControlPlane {
   const Clock& clock_;
   ControlPlaneOptions options_;  // not changed after construction
   FileSystem& fs_;
+  AgentRegistry agents_;  // thread-safe itself: read outside mu_ by Authorize
 
   // Guards the members marked GUARDED_BY. The loop thread holds it except while it waits; each
   // public method takes it for its critical section (none calls another with it held).

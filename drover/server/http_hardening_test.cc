@@ -231,8 +231,10 @@ TEST_F(HttpHardeningTest, AgentKeepsItsNodeWhileUsersFloodTheServer) {
   node.name = NodeId("node-r");
   node.cpu_millis = 4'000;
   node.memory_bytes = std::int64_t{8} << 30;
-  ASSERT_TRUE(
-      agent.Post("/v1/agents/register", codec::DumpJson(codec::ToJson(node)), "application/json"));
+  auto registered =
+      agent.Post("/v1/agents/register", codec::DumpJson(codec::ToJson(node)), "application/json");
+  ASSERT_TRUE(registered) << registered.error().ToString();
+  agent.SetBearer(registered->json.at("credential").get<std::string>());
   for (int round = 0; round < 2; ++round) {
     clock_.Advance(kAgentTimeoutMs - kMillisPerSecond);
     auto polled = agent.Get("/v1/agents/node-r/commands?wait_ms=0");

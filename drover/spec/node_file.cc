@@ -12,6 +12,7 @@
 #include "drover/common/quantity.h"
 #include "drover/model/mig.h"
 #include "drover/spec/gpu_declaration.h"
+#include "drover/spec/limits.h"
 #include "drover/spec/yaml_reader.h"
 
 namespace drover::spec {
@@ -296,6 +297,8 @@ std::optional<model::Node> ParseNode(const YAML::Node& node, const std::string& 
   if (auto name = ScalarField(node, path, "name", true, diag)) {
     if (name->empty()) {
       diag.Add(node["name"], internal::Child(path, "name"), "node name is empty");
+    } else if (!IsValidNodeName(*name)) {
+      diag.Add(node["name"], internal::Child(path, "name"), InvalidNodeNameMessage(*name));
     } else {
       result.name = NodeId(*name);
     }
@@ -373,7 +376,117 @@ std::optional<model::Node> ParseNode(const YAML::Node& node, const std::string& 
   return result;
 }
 
+// Whether `text` holds a byte outside printable ASCII other than UTF-8 (a control character).
+bool HasControlCharacter(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+}
+
+// CheckNode's GPU rules, reported through `add` (field, message).
+template <typename Add>
+void CheckGpus(const std::vector<model::Gpu>& gpus, Add add) {
+  if (gpus.size() > static_cast<std::size_t>(kMaxGpusPerEntry)) {
+    add("gpus", fmt::format("at most {} GPUs, got {}", kMaxGpusPerEntry, gpus.size()));
+    return;
+  }
+  std::set<int> indexes;
+  std::set<std::string> uuids;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const model::Gpu& gpu = gpus[i];
+    const std::string path = internal::Index("gpus", i);
+    if (gpu.index < 0 || !indexes.insert(gpu.index).second) {
+      add(internal::Child(path, "index"),
+          fmt::format("GPU index {} is negative or repeated", gpu.index));
+    }
+    if (gpu.model.empty() || HasControlCharacter(gpu.model)) {
+      add(internal::Child(path, "model"),
+          fmt::format("GPU model '{}' is empty or holds a control character",
+                      EscapeForMessage(gpu.model)));
+    }
+    if (gpu.memory_bytes <= 0 || gpu.memory_bytes > kMaxNodeMemoryBytes) {
+      add(internal::Child(path, "memory_bytes"),
+          fmt::format("GPU memory must be from 1 to {} bytes, got {}", kMaxNodeMemoryBytes,
+                      gpu.memory_bytes));
+    }
+    if (HasControlCharacter(gpu.uuid) || HasControlCharacter(gpu.topology_group)) {
+      add(path, "uuid and topology_group must not hold control characters");
+    } else if (!gpu.uuid.empty() && !uuids.insert(gpu.uuid).second) {
+      add(internal::Child(path, "uuid"), fmt::format("duplicate GPU uuid '{}'", gpu.uuid));
+    }
+    if ((gpu.sharing == model::GpuSharing::kMig) != !gpu.mig.empty()) {
+      add(internal::Child(path, "mig"), "a MIG layout is given exactly when sharing is mig");
+    } else if (auto layout = model::CheckMigLayout(gpu.mig); !layout) {
+      add(internal::Child(path, "mig"), layout.error().message);
+    }
+  }
+}
+
 }  // namespace
+
+bool IsValidNodeName(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+std::string InvalidNodeNameMessage(std::string_view name) {
+  return fmt::format(
+      "invalid node name '{}': use 1 to 253 letters, digits, '.', '_' or '-', starting with a "
+      "letter or digit",
+      EscapeForMessage(name));
+}
+
+Status CheckNode(const model::Node& node, std::string_view what) {
+  std::vector<std::string> details;
+  auto add = [&](const std::string& field, const std::string& message) {
+    details.push_back(fmt::format("{}: {}: {}", what, field, message));
+  };
+  if (node.name.value().empty()) {
+    add("name", "node name is empty");
+  } else if (!IsValidNodeName(node.name.value())) {
+    add("name", InvalidNodeNameMessage(node.name.value()));
+  }
+  const std::string& address = node.address;
+  if (address.empty() || address.size() > 253 ||
+      std::any_of(address.begin(), address.end(),
+                  [](char c) { return std::isgraph(static_cast<unsigned char>(c)) == 0; })) {
+    add("address", fmt::format("invalid address '{}': use 1 to 253 printable characters "
+                               "without spaces",
+                               EscapeForMessage(address)));
+  }
+  if (node.cpu_millis < 0 || node.cpu_millis > kMaxNodeCpuMillis) {
+    add("cpu_millis",
+        fmt::format("must be from 0 to {}, got {}", kMaxNodeCpuMillis, node.cpu_millis));
+  }
+  if (node.memory_bytes < 0 || node.memory_bytes > kMaxNodeMemoryBytes) {
+    add("memory_bytes",
+        fmt::format("must be from 0 to {}, got {}", kMaxNodeMemoryBytes, node.memory_bytes));
+  }
+  for (const auto& [key, value] : node.labels) {
+    if (key.empty() || HasControlCharacter(key) || HasControlCharacter(value)) {
+      add(internal::Child("labels", EscapeForMessage(key)),
+          "a label's name must not be empty, and neither name nor value may hold a control "
+          "character");
+    }
+  }
+  for (std::size_t i = 0; i < node.taints.size(); ++i) {
+    const model::Taint& taint = node.taints[i];
+    if (taint.key.empty() || HasControlCharacter(taint.key) || HasControlCharacter(taint.value)) {
+      add(internal::Index("taints", i),
+          "a taint's key must not be empty, and neither key nor value may hold a control "
+          "character");
+    }
+  }
+  CheckGpus(node.gpus, add);
+  if (details.empty()) return OkStatus();
+  std::string message =
+      fmt::format("{} error{} in {}", details.size(), details.size() == 1 ? "" : "s", what);
+  return MakeError(ErrorCode::kInvalidArgument, std::move(message), std::move(details));
+}
 
 Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name) {
   internal::Sink sink{std::string(file_name)};

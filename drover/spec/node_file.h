@@ -3,6 +3,8 @@
 // Node inventories: the YAML node file an operator writes for a cluster of agents (or for the
 // simulator). (The machine Drover itself runs on is described by agent/local_node.h.)
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,5 +45,27 @@ namespace drover::spec {
 // "FILE:LINE:COL: error: FIELD: message" with `file_name` as FILE and FIELD the path of the
 // value ("nodes[1].gpus[0].count"; empty for the document itself).
 Result<std::vector<model::Node>> ParseNodeFile(std::string_view text, std::string_view file_name);
+
+// Node names: 1 to 253 letters, digits, '.', '_' or '-', starting with a letter or digit (a host
+// name's characters: no '/', space or control character, so a name is safe in a URL path, a
+// file name and a terminal). Node files and agents' registrations alike.
+bool IsValidNodeName(std::string_view name);
+// "invalid node name 'X': use 1 to 253 letters, ...". Non-printable bytes of X as \xNN.
+std::string InvalidNodeNameMessage(std::string_view name);
+
+// The rules every node keeps, for one that did not come from a node file: an agent's
+// registration, in codec::ToJson(model::Node)'s form, whose field names the paths use. The name
+// as IsValidNodeName; address 1 to 253 printable characters without spaces; cpu_millis and
+// memory_bytes from 0 to kMaxNodeCpuMillis and kMaxNodeMemoryBytes; label and taint keys not
+// empty, labels and taints without control characters; at most 4096 GPUs, each with a distinct
+// index from 0, a model, positive memory_bytes, a distinct uuid (when given), and a MIG layout
+// exactly when sharing is mig, which CheckMigLayout accepts.
+//
+// Errors: kInvalidArgument with message "N errors in <what>" ("1 error in ...") and one detail
+// per problem, "<what>: FIELD: message" with FIELD the value's path ("gpus[1].memory_bytes").
+Status CheckNode(const model::Node& node, std::string_view what);
+
+inline constexpr std::int64_t kMaxNodeCpuMillis = 1'000'000'000;            // a million CPUs
+inline constexpr std::int64_t kMaxNodeMemoryBytes = std::int64_t{1} << 60;  // 1 EiB
 
 }  // namespace drover::spec

@@ -135,6 +135,20 @@ class MemoryStore final : public Store {
     return out;
   }
 
+  Status PutAgent(const AgentRecord& agent) override {
+    DROVER_RETURN_IF_ERROR(ValidateAgent(agent));
+    std::unique_lock lock(mutex_);
+    agents_.insert_or_assign(agent.node.value(), agent);
+    return OkStatus();
+  }
+
+  Result<std::vector<AgentRecord>> ListAgents() const override {
+    std::shared_lock lock(mutex_);
+    std::vector<AgentRecord> out;
+    for (const auto& [name, agent] : agents_) out.push_back(agent);
+    return out;
+  }
+
  private:
   mutable std::shared_mutex mutex_;
   std::map<std::int64_t, model::Job> jobs_;                             // by id
@@ -143,6 +157,7 @@ class MemoryStore final : public Store {
   std::vector<model::Decision> decisions_;                              // applied order
   std::map<std::int64_t, std::vector<std::size_t>> decisions_by_job_;   // job -> decisions_ index
   std::map<std::string, CronRecord> crons_;                             // by name
+  std::map<std::string, AgentRecord> agents_;                           // by node name
 };
 
 }  // namespace

@@ -92,6 +92,18 @@ constexpr std::string_view kMigrations[] = {
       DROP INDEX jobs_active;
       CREATE INDEX jobs_active ON jobs(id) WHERE {unfinished};
     )sql",
+    // 4 -> 5: remote agents (store.h, AgentRecord): the credential's hash, and a lost node's
+    // time, reason and orphaned workers until its agent is back.
+    R"sql(
+      CREATE TABLE agents (
+        node            TEXT PRIMARY KEY,
+        credential_hash TEXT NOT NULL,     -- hex SHA-256; '' when none was issued
+        issued_at       INTEGER NOT NULL,  -- ms since the epoch
+        lost_at         INTEGER,           -- NULL while the node is not lost
+        lost_reason     TEXT NOT NULL,
+        orphans         TEXT NOT NULL      -- [[job, attempt, rank], ...]
+      ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -404,6 +416,82 @@ class SqliteStore final : public Store {
       return NotFound(fmt::format("cron job {} not found", name));
     }
     return OkStatus();
+  }
+
+  Status PutAgent(const AgentRecord& agent) override {
+    DROVER_RETURN_IF_ERROR(ValidateAgent(agent));
+    nlohmann::json orphans = nlohmann::json::array();
+    if (agent.lost) {
+      for (const model::WorkerKey& key : agent.lost->orphans) {
+        orphans.push_back({key.job.value(), key.attempt, key.rank});
+      }
+    }
+    // Bound without copies (BindText): they must outlive the statement's step.
+    const std::string orphans_text = codec::DumpJson(orphans);
+    const std::string reason = agent.lost ? agent.lost->reason : "";
+    std::lock_guard lock(writer_mutex_);
+    DROVER_ASSIGN_OR_RETURN(
+        auto stmt,
+        writer_->Prepare("INSERT OR REPLACE INTO agents (node, credential_hash, issued_at, "
+                         "lost_at, lost_reason, orphans) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    StatementScope scope(stmt);
+    BindText(stmt, 1, agent.node.value());
+    BindText(stmt, 2, agent.credential_hash);
+    sqlite3_bind_int64(stmt, 3, agent.issued_at);
+    if (agent.lost) {
+      sqlite3_bind_int64(stmt, 4, agent.lost->at);
+    } else {
+      sqlite3_bind_null(stmt, 4);
+    }
+    BindText(stmt, 5, reason);
+    BindText(stmt, 6, orphans_text);
+    const int rc = sqlite3_step(stmt);
+    if (rc != SQLITE_DONE) {
+      return SqliteError(writer_->db(), rc, fmt::format("store agent {}", agent.node.value()));
+    }
+    return OkStatus();
+  }
+
+  Result<std::vector<AgentRecord>> ListAgents() const override {
+    auto lease = BorrowReader();
+    DROVER_ASSIGN_OR_RETURN(auto stmt, lease->Prepare("SELECT node, credential_hash, issued_at, "
+                                                      "lost_at, lost_reason, orphans FROM agents "
+                                                      "ORDER BY node"));
+    StatementScope scope(stmt);
+    std::vector<AgentRecord> out;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      AgentRecord agent;
+      agent.node = NodeId(ColumnText(stmt, 0));
+      agent.credential_hash = ColumnText(stmt, 1);
+      agent.issued_at = sqlite3_column_int64(stmt, 2);
+      if (sqlite3_column_type(stmt, 3) != SQLITE_NULL) {
+        AgentRecord::Lost lost;
+        lost.at = sqlite3_column_int64(stmt, 3);
+        lost.reason = ColumnText(stmt, 4);
+        const nlohmann::json orphans =
+            nlohmann::json::parse(ColumnText(stmt, 5), nullptr, /*allow_exceptions=*/false);
+        if (!orphans.is_array()) {
+          return Internal(fmt::format("sqlite store: agent {}: orphans are not a JSON list",
+                                      agent.node.value()));
+        }
+        for (const nlohmann::json& key : orphans) {
+          if (!key.is_array() || key.size() != 3 || !key[0].is_number_integer() ||
+              !key[1].is_number_integer() || !key[2].is_number_integer()) {
+            return Internal(
+                fmt::format("sqlite store: agent {}: an orphan is not [job, attempt, "
+                            "rank]",
+                            agent.node.value()));
+          }
+          lost.orphans.push_back(model::WorkerKey{JobId(key[0].get<std::int64_t>()),
+                                                  key[1].get<int>(), key[2].get<int>()});
+        }
+        agent.lost = std::move(lost);
+      }
+      out.push_back(std::move(agent));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list agents");
+    return out;
   }
 
   Result<std::vector<CronRecord>> ListCrons() const override {

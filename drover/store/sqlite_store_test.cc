@@ -90,8 +90,8 @@ TEST_F(SqliteStoreTest, FileIsInWalModeWithCurrentSchema) {
   EXPECT_EQ(RawQuery(DbPath(),
                      "SELECT count(*) FROM sqlite_master WHERE name IN "
                      "('jobs', 'transitions', 'jobs_state', 'jobs_submission_key', 'decisions', "
-                     "'decisions_job', 'decision_victims')"),
-            "7");
+                     "'decisions_job', 'decision_victims', 'agents')"),
+            "8");
 }
 
 // The schema of version 1 as it shipped, and a database written by that version.

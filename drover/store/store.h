@@ -20,6 +20,7 @@
 #include "drover/model/cron.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
+#include "drover/model/launch.h"
 
 namespace drover::store {
 
@@ -60,6 +61,31 @@ struct CronRecord {
   friend bool operator==(const CronRecord&, const CronRecord&) = default;
 };
 
+// A remote node's agent as stored (docs/security.md, "Agents"): the hash of the credential the
+// server issued it, and, while the node is lost, what the server must do when its agent comes
+// back. A restarted server thus still knows every node's credential and which orphaned workers
+// to stop there.
+struct AgentRecord {
+  NodeId node;
+  // Lowercase hex SHA-256 of the credential; never the credential itself. Empty: none issued
+  // (a node known only from its jobs that was declared lost before its agent registered).
+  std::string credential_hash;
+  TimeMs issued_at = 0;  // when the credential was issued
+  // Set from when the node is declared lost until its agent registers again and is told to stop
+  // the orphans.
+  struct Lost {
+    TimeMs at = 0;
+    std::string reason;
+    // Workers reported lost with the node that may still run there: stopped when it is back.
+    std::vector<model::WorkerKey> orphans;
+
+    friend bool operator==(const Lost&, const Lost&) = default;
+  };
+  std::optional<Lost> lost;
+
+  friend bool operator==(const AgentRecord&, const AgentRecord&) = default;
+};
+
 // True if `job` passes every criterion of `filter` (limit is not a criterion). Stores and
 // in-memory views of jobs filter with it alike.
 bool Matches(const JobFilter& filter, const model::Job& job);
@@ -98,6 +124,12 @@ class Store {
   virtual Status DeleteCron(const std::string& name) = 0;
   // Every cron job, by name.
   virtual Result<std::vector<CronRecord>> ListCrons() const = 0;
+
+  // Inserts a remote node's agent record or replaces the one of the same node (atomic).
+  // kInvalidArgument for an empty node name; kUnavailable/kInternal on I/O failure.
+  virtual Status PutAgent(const AgentRecord& agent) = 0;
+  // Every agent record, by node name.
+  virtual Result<std::vector<AgentRecord>> ListAgents() const = 0;
 };
 
 std::unique_ptr<Store> NewMemoryStore();

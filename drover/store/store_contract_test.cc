@@ -47,6 +47,16 @@ class StoreContractTest : public ::testing::TestWithParam<StoreFactory> {
     ASSERT_TRUE(status.has_value()) << status.error().ToString();
   }
 
+  void MustPutAgent(const AgentRecord& agent) {
+    Status status = store_->PutAgent(agent);
+    ASSERT_TRUE(status.has_value()) << status.error().ToString();
+  }
+  std::vector<AgentRecord> ListAgents() {
+    auto agents = store_->ListAgents();
+    EXPECT_TRUE(agents.has_value()) << agents.error().ToString();
+    return agents ? *agents : std::vector<AgentRecord>{};
+  }
+
   std::vector<std::int64_t> ListIds(const JobFilter& filter) {
     auto jobs = store_->ListJobs(filter);
     EXPECT_TRUE(jobs.has_value()) << jobs.error().ToString();
@@ -353,6 +363,30 @@ TEST_P(StoreContractTest, CronJobsArePutReplacedListedAndDeleted) {
   Status again = store_->DeleteCron("a");
   ASSERT_FALSE(again.has_value());
   EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+}
+
+TEST_P(StoreContractTest, AgentRecordsArePutReplacedAndListedWithTheirOrphans) {
+  EXPECT_THAT(ListAgents(), IsEmpty());
+  AgentRecord b{NodeId("gpu-b"), std::string(64, 'b'), 1'700'000'000'000, std::nullopt};
+  AgentRecord a{NodeId("gpu-a"), std::string(64, 'a'), 1'700'000'000'001, std::nullopt};
+  MustPutAgent(b);
+  MustPutAgent(a);
+  EXPECT_THAT(ListAgents(), ElementsAre(a, b));
+
+  b.lost = AgentRecord::Lost{1'700'000'060'000,
+                             "node gpu-b stopped answering for 31 s",
+                             {model::WorkerKey{JobId(4), 1, 0}, model::WorkerKey{JobId(9), 2, 3}}};
+  MustPutAgent(b);
+  EXPECT_THAT(ListAgents(), ElementsAre(a, b));
+
+  b.lost.reset();
+  b.credential_hash = std::string(64, 'c');
+  MustPutAgent(b);
+  EXPECT_THAT(ListAgents(), ElementsAre(a, b));
+
+  Status unnamed = store_->PutAgent(AgentRecord{});
+  ASSERT_FALSE(unnamed.has_value());
+  EXPECT_EQ(unnamed.error().code, ErrorCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -17,6 +17,11 @@ Status ValidateBatchShape(const Batch& batch) {
   return OkStatus();
 }
 
+Status ValidateAgent(const AgentRecord& agent) {
+  if (agent.node.value().empty()) return InvalidArgument("agent.node: empty node name");
+  return OkStatus();
+}
+
 Status ValidateFilter(const JobFilter& filter) {
   if (filter.limit < 0) {
     return InvalidArgument(fmt::format("filter.limit: must be 0 or more, got {}", filter.limit));

@@ -19,6 +19,9 @@ namespace drover::store {
 // kInvalidArgument if a job in the batch has an id below 1 ("batch.jobs[2].id: ...").
 Status ValidateBatchShape(const Batch& batch);
 
+// kInvalidArgument if the record's node name is empty.
+Status ValidateAgent(const AgentRecord& agent);
+
 // kInvalidArgument if filter.limit is negative.
 Status ValidateFilter(const JobFilter& filter);
 

@@ -51,6 +51,8 @@ class FaultyStore final : public store::Store {
   Status PutCron(const store::CronRecord& cron) override { return base_.PutCron(cron); }
   Status DeleteCron(const std::string& name) override { return base_.DeleteCron(name); }
   Result<std::vector<store::CronRecord>> ListCrons() const override { return base_.ListCrons(); }
+  Status PutAgent(const store::AgentRecord& agent) override { return base_.PutAgent(agent); }
+  Result<std::vector<store::AgentRecord>> ListAgents() const override { return base_.ListAgents(); }
 
  private:
   store::Store& base_;

@@ -1,0 +1,58 @@
+#include "drover/server/secret.h"
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace drover::server {
+namespace {
+
+constexpr std::size_t kCredentialBytes = 32;
+
+std::string Hex(const unsigned char* bytes, std::size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (std::size_t i = 0; i < size; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> NewCredential() {
+  std::array<unsigned char, kCredentialBytes> bytes{};
+  std::size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return Unavailable(fmt::format("getrandom: {}", std::strerror(errno)));
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+  return Hex(bytes.data(), bytes.size());
+}
+
+std::string HashSecret(std::string_view secret) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  // EVP_Digest fails only on allocation failure; an empty digest then matches no stored one.
+  if (EVP_Digest(secret.data(), secret.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) {
+    return "";
+  }
+  return Hex(digest.data(), size);
+}
+
+bool SecretsEqual(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace drover::server

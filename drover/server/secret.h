@@ -1,0 +1,25 @@
+#pragma once
+
+// Secrets the server issues and checks (docs/security.md): random credentials from the kernel's
+// CSPRNG, and the SHA-256 digest under which they are stored, so that the store, its backups
+// and the logs never hold a credential in clear. Thread-safe (no state).
+
+#include <string>
+#include <string_view>
+
+#include "drover/common/result.h"
+
+namespace drover::server {
+
+// 32 bytes from getrandom(2) as 64 lowercase hex digits. kUnavailable if the kernel cannot
+// supply them (never on Linux after boot).
+Result<std::string> NewCredential();
+
+// SHA-256 of `secret` as 64 lowercase hex digits (OpenSSL's EVP).
+std::string HashSecret(std::string_view secret);
+
+// Whether `a` and `b` are equal, in time that depends only on their lengths (CRYPTO_memcmp), for
+// comparing a presented secret's digest with a stored one.
+bool SecretsEqual(std::string_view a, std::string_view b);
+
+}  // namespace drover::server
