@@ -19,6 +19,16 @@
 //                              of the client-observed time (before the POST -> running_at seen
 //                              through ControlPlane::GetJob), and of the job's own record
 //                              (created_at -> running_at, millisecond resolution).
+//   BM_SubmitWhileRunning      issue 15's "32 clients submitting while jobs run": four local
+//                              nodes of 16 CPUs (the shape of bench/slurm_side_by_side.sh), 32
+//                              client threads each POSTing 25 one-job specs (1 CPU, command
+//                              `true`, supervised by drover-supervise) as fast as answered, while
+//                              the loop places and launches the earlier ones. Counters: p50/p90/
+//                              p99 in ms of one POST (connect included for a thread's first),
+//                              over all 800; then (untimed) every job is waited for.
+//   BM_TrivialJobs/jobs:N      one POST of a file of N such jobs, then the time until all N have
+//                              succeeded (manual time: from before the POST). Counter
+//                              jobs_per_s = N / that time (a fresh server per iteration).
 //   BM_ForkExecTrue            the baseline: posix_spawn("/bin/true") + waitpid. Counters:
 //                              p50/p90/p99 in ms of posix_spawn's return (glibc's posix_spawn
 //                              returns once the child has exec'd) and of spawn + waitpid.
@@ -37,6 +47,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -78,6 +89,24 @@ constexpr char kTrueSpec[] =
     "  memory: 64Mi\n"
     "  gpus: 1\n";
 
+// One 1-CPU job running `true` (as the jobs of bench/slurm_side_by_side.sh), named {} (in a
+// file of several, each job's name is its own).
+constexpr char kTrivialSpec[] =
+    "kind: Job\n"
+    "name: {}\n"
+    "command: [\"true\"]\n"
+    "resources:\n"
+    "  cpu: 1\n"
+    "  memory: 100Mi\n";
+
+// Four nodes of 16 CPUs and 64,000 MiB, all running their workers here (64 such jobs at once).
+constexpr char kFourNodes[] =
+    "nodes:\n"
+    "  - {name: n1, cpu: \"16\", memory: 64000Mi}\n"
+    "  - {name: n2, cpu: \"16\", memory: 64000Mi}\n"
+    "  - {name: n3, cpu: \"16\", memory: 64000Mi}\n"
+    "  - {name: n4, cpu: \"16\", memory: 64000Mi}\n";
+
 double MillisSince(Steady::time_point start) {
   return std::chrono::duration<double, std::milli>(Steady::now() - start).count();
 }
@@ -107,7 +136,9 @@ void Skip(benchmark::State& state, const std::string& message) {
 class Server {
  public:
   // `gpus`: empty for no node; else a declaration like "1xH100-80GB" for one local node.
-  static std::unique_ptr<Server> Create(const std::string& gpus, std::string* error) {
+  // `nodes_yaml`, if not empty: a node file (spec/node_file.h) whose nodes all run here instead.
+  static std::unique_ptr<Server> Create(const std::string& gpus, std::string* error,
+                                        const std::string& nodes_yaml = "") {
     auto server = std::unique_ptr<Server>(new Server());
     auto store = store::OpenSqliteStore(server->dir_.path() + "/drover.db");
     if (!store) {
@@ -115,10 +146,18 @@ class Server {
       return nullptr;
     }
     server->plane_ = std::make_unique<ControlPlane>(*std::move(store), server->clock_);
-    if (!gpus.empty()) {
+    if (!gpus.empty() || !nodes_yaml.empty()) {
       LocalNodeFlags flags;
       flags.gpus = gpus;
       flags.node_name = "bench-node";
+      if (!nodes_yaml.empty()) {
+        flags.nodes_file = server->dir_.path() + "/nodes.yaml";
+        std::FILE* file = std::fopen(flags.nodes_file.c_str(), "w");
+        if (file == nullptr || std::fputs(nodes_yaml.c_str(), file) < 0 || std::fclose(file) != 0) {
+          *error = "cannot write " + flags.nodes_file;
+          return nullptr;
+        }
+      }
       auto nodes = DescribeLocalNodes(flags, "0", nullptr);
       if (!nodes) {
         *error = "DescribeLocalNodes: " + nodes.error().ToString();
@@ -302,6 +341,130 @@ void BM_SubmitToStart(benchmark::State& state) {
   state.counters["post_p50_ms"] = Quantile(post_ms, 0.50);
 }
 BENCHMARK(BM_SubmitToStart)->Iterations(100)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// How many jobs of `plane` are in a terminal state, and how many of those succeeded.
+std::pair<std::size_t, std::size_t> Finished(ControlPlane& plane) {
+  std::size_t finished = 0;
+  std::size_t succeeded = 0;
+  for (const model::Job& job : plane.ListJobs(store::JobFilter{})) {
+    if (!model::IsTerminal(job.state)) continue;
+    ++finished;
+    if (job.state == model::JobState::kSucceeded) ++succeeded;
+  }
+  return {finished, succeeded};
+}
+
+// Waits (through WaitForChange) until all `count` jobs of `plane` are finished or `timeout_ms`
+// passes; how many succeeded.
+std::size_t WaitForAllFinished(ControlPlane& plane, std::size_t count, DurationMs timeout_ms) {
+  const Steady::time_point start = Steady::now();
+  std::uint64_t version = plane.version();
+  while (true) {
+    auto [finished, succeeded] = Finished(plane);
+    if (finished >= count || MillisSince(start) > static_cast<double>(timeout_ms)) {
+      return succeeded;
+    }
+    version = plane.WaitForChange(version, 50);
+  }
+}
+
+// Shared between the threads of one BM_SubmitWhileRunning run, as g_submit_server.
+std::unique_ptr<Server> g_running_server;
+std::mutex g_latency_mu;
+std::vector<double> g_latency_ms;  // guarded by g_latency_mu
+std::atomic<std::int64_t> g_running_failures{0};
+
+void BM_SubmitWhileRunning(benchmark::State& state) {
+  if (state.thread_index() == 0) {
+    spdlog::set_level(spdlog::level::warn);
+    std::string error;
+    g_running_server = Server::Create("", &error, kFourNodes);
+    if (!g_running_server) {
+      std::fprintf(stderr, "BM_SubmitWhileRunning: %s\n", error.c_str());
+      std::abort();  // SkipWithError on one thread would leave the others at the barrier
+    }
+    g_latency_ms.clear();
+    g_running_failures = 0;
+  }
+  std::unique_ptr<api::ApiClient> client;
+  for (auto _ : state) {
+    const Steady::time_point start = Steady::now();
+    if (!client) client = std::make_unique<api::ApiClient>(g_running_server->url());
+    auto response = client->Post("/v1/jobs", fmt::format(kTrivialSpec, "bench-trivial"),
+                                 "application/yaml", {{"X-Drover-User", "bench"}});
+    const double ms = MillisSince(start);
+    if (!response || response->status != 201) {
+      ++g_running_failures;
+      continue;
+    }
+    std::lock_guard lock(g_latency_mu);
+    g_latency_ms.push_back(ms);
+  }
+  client.reset();
+  if (state.thread_index() == 0) {
+    const std::size_t submitted = g_latency_ms.size();
+    ReportPercentiles(state, "", g_latency_ms);
+    // Untimed: every job finishes before the server (and its runs directory) goes.
+    const std::size_t succeeded = WaitForAllFinished(g_running_server->plane(), submitted, 120'000);
+    state.counters["submitted"] = static_cast<double>(submitted);
+    state.counters["succeeded"] = static_cast<double>(succeeded);
+    if (g_running_failures > 0 || succeeded != submitted) {
+      Skip(state, fmt::format("{} submissions failed, {} of {} jobs succeeded",
+                              g_running_failures.load(), succeeded, submitted));
+    }
+    g_running_server.reset();
+  }
+}
+// 32 clients x 25 submissions each.
+BENCHMARK(BM_SubmitWhileRunning)
+    ->Threads(32)
+    ->Iterations(25)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_TrivialJobs(benchmark::State& state) {
+  spdlog::set_level(spdlog::level::warn);
+  const std::size_t count = static_cast<std::size_t>(state.range(0));
+  std::string file;
+  for (std::size_t i = 0; i < count; ++i)
+    file += (i == 0 ? "" : "---\n") + fmt::format(kTrivialSpec, fmt::format("t{}", i));
+  double seconds = 0;
+  for (auto _ : state) {
+    std::string error;
+    std::unique_ptr<Server> server = Server::Create("", &error, kFourNodes);
+    if (!server) {
+      Skip(state, "BM_TrivialJobs: " + error);
+      break;
+    }
+    api::ApiClient client(server->url());
+    const Steady::time_point start = Steady::now();
+    auto response = client.Post("/v1/jobs", file, "application/yaml", {{"X-Drover-User", "bench"}});
+    if (!response || response->status != 201) {
+      Skip(state,
+           "submission failed: " + (response ? response->body : response.error().ToString()));
+      break;
+    }
+    const std::size_t succeeded = WaitForAllFinished(server->plane(), count, 120'000);
+    const double elapsed = MillisSince(start) / 1000.0;
+    if (succeeded != count) {
+      Skip(state, fmt::format("{} of {} jobs succeeded", succeeded, count));
+      break;
+    }
+    state.SetIterationTime(elapsed);
+    seconds += elapsed;
+  }
+  if (seconds > 0) {
+    state.counters["jobs_per_s"] =
+        static_cast<double>(count) * static_cast<double>(state.iterations()) / seconds;
+  }
+}
+BENCHMARK(BM_TrivialJobs)
+    ->ArgName("jobs")
+    ->Arg(300)
+    ->Arg(1'000)
+    ->Iterations(3)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_ForkExecTrue(benchmark::State& state) {
   char path[] = "/bin/true";

@@ -102,6 +102,9 @@ Result<ProcessIdentity> SpawnDetached(const std::string& program,
   }
   pid_t middle = fork();
   if (middle == 0) {
+    // At once: no descriptor of the server (the data folder's lock among them) outlives it in
+    // a child that a kill of the server's process group does not reach (setsid below).
+    CloseFdsFrom(3, pipe_fds[1]);
     setsid();
     pid_t grandchild = fork();
     if (grandchild == 0) {

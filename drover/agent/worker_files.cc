@@ -57,12 +57,14 @@ Result<std::int64_t> IntField(const json& obj, const char* key, const std::strin
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::string_view content) {
+Status WriteFileAtomically(const std::string& path, std::string_view content,
+                           Durability durability) {
+  const bool synced = durability == Durability::kSynced;
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create", tmp, errno);
   Status written = WriteAll(fd, content, tmp);
-  if (written && fsync(fd) != 0) written = ErrnoError("cannot fsync", tmp, errno);
+  if (written && synced && fsync(fd) != 0) written = ErrnoError("cannot fsync", tmp, errno);
   close(fd);
   if (written && rename(tmp.c_str(), path.c_str()) != 0) {
     written = ErrnoError("cannot rename to", path, errno);
@@ -71,6 +73,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
     unlink(tmp.c_str());
     return written;
   }
+  if (!synced) return OkStatus();
   std::size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -122,7 +125,11 @@ Result<ExitRecord> ReadExitFile(const std::string& dir) {
 }
 
 Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec) {
-  return WriteFileAtomically(Join(dir, kLaunchFile), codec::DumpJson(codec::ToJson(spec)));
+  // Not synced: it is on the server's launch path (one fsync was half of a launch's cost), and
+  // the supervisor it is for dies with the machine; after a power loss the worker is reported
+  // lost whether the file survived or not (LocalRuntime::Adopt).
+  return WriteFileAtomically(Join(dir, kLaunchFile), codec::DumpJson(codec::ToJson(spec)),
+                             Durability::kVisible);
 }
 
 Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {

@@ -7,8 +7,9 @@
 // instead of stop, the engine's states and pending reasons instead of process events.
 //
 // Implementations do their engine I/O on their own thread: Submit and Cancel queue the request
-// and return at once, Poll hands over what was observed since the previous call. The control
-// plane calls them under its lock.
+// and return at once, Poll hands over what was observed since the previous call. Thread-safe:
+// the control plane calls Poll from its loop while its effects runner calls Submit and Cancel,
+// never under its own lock.
 
 #include <string>
 #include <vector>

@@ -95,7 +95,14 @@ Status ControlPlane::Start() {
     DROVER_RETURN_IF_ERROR(Commit(step));
     DROVER_RETURN_IF_ERROR(RestoreCrons());
   }
-  if (options_.run_loop) loop_ = std::thread([this] { Loop(); });
+  CarryOutEffects(/*wait=*/true);  // the relaunches and the first placements, before the loop
+  if (options_.run_loop) {
+    {
+      MutexLock lock(mu_);
+      loop_started_ = true;
+    }
+    loop_ = std::thread([this] { Loop(); });
+  }
   return OkStatus();
 }
 
@@ -110,75 +117,153 @@ void ControlPlane::Stop() {
   if (loop_.joinable()) loop_.join();
 }
 
+// What a turn of the loop looked at without mu_ (Gather), for Absorb.
+struct ControlPlane::Observation {
+  std::vector<model::WorkerEvent> worker_events;      // every runtime's, in each one's order
+  std::vector<model::ExecutorEvent> executor_events;  // every executor's, in each one's order
+  // Each waiting job looked at, with the paths of its inputs that are missing.
+  std::vector<std::pair<JobId, std::vector<std::string>>> inputs;
+  // The policy file looked at (empty: none was), what the look saw (nullopt: it could not be
+  // looked at) and, when that differed from the previous look, what reading it gave.
+  std::string policy_path;
+  std::optional<FileInfo> policy_stamp;
+  std::optional<Result<PolicyFile>> policy_read;
+};
+
 void ControlPlane::RunOnce() {
-  MutexLock lock(mu_);
-  control::Step step;
-  Observe(/*check_policy=*/true, /*check_inputs=*/true, step);
-  schedule_requested_ = false;
-  controller_.Schedule(clock_.Now(), step);
-  static_cast<void>(Commit(step));  // a failed write stopped the plane (on_store_failure)
+  {
+    MutexLock turn(turn_mu_);
+    Observation seen = Gather(/*check_policy=*/true, /*check_inputs=*/true);
+    MutexLock lock(mu_);
+    control::Step step;
+    Absorb(seen, step);
+    schedule_requested_ = false;
+    controller_.Schedule(clock_.Now(), step);
+    static_cast<void>(Commit(step));  // a failed write stopped the plane (on_store_failure)
+  }
+  CarryOutEffects(/*wait=*/true);
 }
 
-void ControlPlane::Observe(bool check_policy, bool check_inputs, control::Step& step) {
-  for (const control::StopWorker& stop : std::exchange(pending_stops_, {})) StopWorker(stop);
-  if (check_policy && !policy_file_.empty()) CheckPolicyFile();
+ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inputs) {
+  Observation seen;
+  std::vector<std::shared_ptr<agent::WorkerRuntime>> runtimes;
+  std::vector<exec::Executor*> executors;
+  std::vector<std::pair<JobId, std::vector<std::string>>> to_check;
+  std::optional<FileInfo> policy_seen;
+  {
+    MutexLock lock(mu_);
+    runtimes.reserve(nodes_.size());
+    for (const auto& [name, entry] : nodes_) runtimes.push_back(entry.runtime);
+    for (const auto& [kind, executor] : executors_) executors.push_back(executor.get());
+    if (check_inputs) to_check = controller_.InputsToCheck();
+    if (check_policy) {
+      seen.policy_path = policy_file_;
+      policy_seen = policy_file_seen_;
+    }
+  }
+  for (const auto& runtime : runtimes) {
+    for (model::WorkerEvent& event : runtime->Poll()) {
+      seen.worker_events.push_back(std::move(event));
+    }
+  }
+  for (exec::Executor* executor : executors) {
+    for (model::ExecutorEvent& event : executor->Poll()) {
+      seen.executor_events.push_back(std::move(event));
+    }
+  }
+  for (auto& [id, paths] : to_check) {
+    std::vector<std::string> missing;
+    for (std::string& path : paths) {
+      if (!fs_.Stat(path)) missing.push_back(std::move(path));  // absent, or cannot be looked at
+    }
+    seen.inputs.emplace_back(id, std::move(missing));
+  }
+  if (!seen.policy_path.empty()) {
+    Result<FileInfo> looked = fs_.Stat(seen.policy_path);
+    if (looked) seen.policy_stamp = *looked;
+    if (seen.policy_stamp != policy_seen) seen.policy_read = ReadPolicyFile(seen.policy_path);
+  }
+  return seen;
+}
+
+void ControlPlane::Absorb(Observation& seen, control::Step& step) {
+  for (control::StopWorker& stop : std::exchange(pending_stops_, {})) {
+    effects_.push_back(std::move(stop));
+  }
+  // A policy file replaced meanwhile (LoadPolicyFile) is the new one's business.
+  if (seen.policy_read && seen.policy_path == policy_file_) {
+    OnPolicyFileChanged(seen.policy_path, seen.policy_stamp, *std::move(seen.policy_read));
+  }
   RunDueCrons();
-  if (check_inputs) CheckInputs(step);
-  if (PollRuntimes(step)) schedule_requested_ = true;
-  if (CheckAgents(step)) schedule_requested_ = true;
+  bool any = false;
+  for (const auto& [id, missing] : seen.inputs) {
+    controller_.OnInputsChecked(id, missing, clock_.Now(), step);  // ignored if not waiting now
+    if (missing.empty()) any = true;
+  }
+  for (const model::WorkerEvent& event : seen.worker_events) {
+    if (OnRuntimeEvent(event, step)) any = true;
+  }
+  for (const model::ExecutorEvent& event : seen.executor_events) {
+    controller_.OnExecutorEvent(event, step);
+    any = true;
+  }
+  if (CheckAgents(step)) any = true;
+  if (any) schedule_requested_ = true;
 }
 
 void ControlPlane::Loop() {
   using Steady = std::chrono::steady_clock;
-  MutexLock lock(mu_);
   Steady::time_point last_cycle_start{};
   Steady::time_point next_due{};           // the earliest start of the next cycle
   Steady::time_point next_policy_check{};  // the next look at the policy file
   Steady::time_point next_input_check{};   // the next look for waiting jobs' inputs
-  while (!stopping_ && !store_failed_) {
-    const bool check_policy = Steady::now() >= next_policy_check;
-    const bool check_inputs = Steady::now() >= next_input_check;
-    control::Step step;
-    Observe(check_policy, check_inputs, step);
-    if (check_policy) {
-      next_policy_check =
-          Steady::now() + std::chrono::milliseconds(options_.policy_check_interval_ms);
+  while (true) {
+    {
+      MutexLock turn(turn_mu_);
+      const bool check_policy = Steady::now() >= next_policy_check;
+      const bool check_inputs = Steady::now() >= next_input_check;
+      Observation seen = Gather(check_policy, check_inputs);
+      if (check_policy) {
+        next_policy_check =
+            Steady::now() + std::chrono::milliseconds(options_.policy_check_interval_ms);
+      }
+      if (check_inputs) {
+        next_input_check =
+            Steady::now() + std::chrono::milliseconds(options_.input_check_interval_ms);
+      }
+      MutexLock lock(mu_);
+      if (stopping_ || store_failed_) return;
+      control::Step step;
+      Absorb(seen, step);
+      // A cycle costs time in proportion to the queue. One runs when something changed, but not
+      // before the previous cycle's duration has passed again since it ended, so cycles take at
+      // most half the time and a stream of submissions is decided in batches; and one runs every
+      // idle_cycle_ms regardless (retry backoffs ending).
+      Steady::time_point start = Steady::now();
+      if ((schedule_requested_ && start >= next_due) ||
+          start - last_cycle_start >= std::chrono::milliseconds(options_.idle_cycle_ms)) {
+        schedule_requested_ = false;
+        controller_.Schedule(clock_.Now(), step);
+        Steady::time_point end = Steady::now();
+        last_cycle_start = start;
+        next_due = end + (end - start);
+      }
+      static_cast<void>(Commit(step));  // a failed write ends the loop (store_failed_)
     }
-    if (check_inputs) {
-      next_input_check =
-          Steady::now() + std::chrono::milliseconds(options_.input_check_interval_ms);
-    }
-    // A cycle costs time in proportion to the queue. One runs when something changed, but not
-    // before the previous cycle's duration has passed again since it ended, so cycles take at
-    // most half the time and a stream of submissions is decided in batches; and one runs every
-    // idle_cycle_ms regardless (retry backoffs ending).
-    Steady::time_point start = Steady::now();
-    if ((schedule_requested_ && start >= next_due) ||
-        start - last_cycle_start >= std::chrono::milliseconds(options_.idle_cycle_ms)) {
-      schedule_requested_ = false;
-      controller_.Schedule(clock_.Now(), step);
-      Steady::time_point end = Steady::now();
-      last_cycle_start = start;
-      next_due = end + (end - start);
-    }
-    static_cast<void>(Commit(step));  // a failed write ends the loop (store_failed_)
+    CarryOutEffects(/*wait=*/false);
+    MutexLock lock(mu_);
+    if (stopping_ || store_failed_) return;
+    // Effects queued since (an API call's) wake it, unless a runner at work takes them.
+    auto effects_waiting = [this]()
+                               REQUIRES(mu_) { return !effects_.empty() && !effects_running_; };
     if (schedule_requested_) {
-      wake_loop_.wait_until(lock, next_due, [this]() REQUIRES(mu_) { return stopping_; });
+      wake_loop_.wait_until(lock, next_due,
+                            [&]() REQUIRES(mu_) { return stopping_ || effects_waiting(); });
     } else {
-      wake_loop_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                          [this]() REQUIRES(mu_) { return stopping_ || schedule_requested_; });
+      wake_loop_.wait_for(
+          lock, std::chrono::milliseconds(options_.poll_interval_ms),
+          [&]() REQUIRES(mu_) { return stopping_ || schedule_requested_ || effects_waiting(); });
     }
-  }
-}
-
-void ControlPlane::CheckInputs(control::Step& step) {
-  for (const auto& [id, paths] : controller_.InputsToCheck()) {
-    std::vector<std::string> missing;
-    for (const std::string& path : paths) {
-      if (!fs_.Stat(path)) missing.push_back(path);  // absent, or cannot be looked at
-    }
-    controller_.OnInputsChecked(id, missing, clock_.Now(), step);
-    if (missing.empty()) schedule_requested_ = true;
   }
 }
 
@@ -187,36 +272,16 @@ void ControlPlane::RequestSchedule() {
   wake_loop_.notify_all();
 }
 
-bool ControlPlane::PollRuntimes(control::Step& step) {
-  bool any = false;
-  for (auto& [name, entry] : nodes_) {
-    for (const model::WorkerEvent& event : entry.runtime->Poll()) {
-      if (OnRuntimeEvent(event, step)) any = true;
-    }
-  }
-  for (auto& [kind, executor] : executors_) {
-    for (const model::ExecutorEvent& event : executor->Poll()) {
-      controller_.OnExecutorEvent(event, step);
-      any = true;
-    }
-  }
-  return any;
+std::shared_ptr<agent::WorkerRuntime> ControlPlane::RuntimeOf(const NodeId& node) const {
+  MutexLock lock(mu_);
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? nullptr : it->second.runtime;
 }
 
-void ControlPlane::SubmitExternal(const model::ExternalLaunch& launch, control::Step& next) {
-  auto executor = executors_.find(launch.ref.executor);
-  Status submitted =
-      executor == executors_.end()
-          ? FailedPrecondition(fmt::format("this server has no {} executor",
-                                           model::ExecutorKindName(launch.ref.executor)))
-          : executor->second->Submit(launch);
-  if (submitted) return;
-  model::ExecutorEvent refused;
-  refused.ref = launch.ref;
-  refused.kind = model::ExecutorEvent::Kind::kExited;
-  refused.at = clock_.Now();
-  refused.exit.message = submitted.error().message;
-  controller_.OnExecutorEvent(refused, next);
+exec::Executor* ControlPlane::ExecutorOf(model::ExecutorKind kind) const {
+  MutexLock lock(mu_);
+  auto it = executors_.find(kind);
+  return it == executors_.end() ? nullptr : it->second.get();
 }
 
 void ControlPlane::RestoreLostNodes() {
@@ -274,17 +339,18 @@ bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step
   return false;
 }
 
-// Lives inside Commit, under plane_.mu_. Its methods say so with REQUIRES for the guarded members
-// they touch; clang does not check the calls, which come through EffectSink's virtual methods.
+// Created by CarryOutEffects for one batch: its EffectSink methods run without plane_.mu_ (they
+// touch only thread-safe collaborators: runtimes, executors, the file system, the clock, and the
+// plane's look-ups that take the mutex themselves); Feed runs under it.
 class ControlPlane::EffectRunner final : public control::EffectSink {
  public:
-  EffectRunner(ControlPlane& plane, control::Step& next) : plane_(plane), next_(next) {}
+  explicit EffectRunner(ControlPlane& plane) : plane_(plane) {}
 
-  void LaunchWorker(const control::LaunchWorker& launch) override REQUIRES(plane_.mu_) {
-    auto it = plane_.nodes_.find(launch.spec.node);
-    Status launched = it == plane_.nodes_.end()
+  void LaunchWorker(const control::LaunchWorker& launch) override {
+    std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(launch.spec.node);
+    Status launched = runtime == nullptr
                           ? Unavailable("node " + launch.spec.node.value() + " is gone")
-                          : it->second.runtime->Launch(launch.spec);
+                          : runtime->Launch(launch.spec);
     if (launched || launched.error().code == ErrorCode::kAlreadyExists) return;
     model::WorkerEvent failed;
     failed.key = launch.spec.key;
@@ -292,72 +358,152 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     failed.at = plane_.clock_.Now();
     failed.exit.exit_code = -1;
     failed.exit.message = "launch failed: " + launched.error().message;
-    plane_.controller_.OnWorkerEvent(failed, next_);
+    feedback_.emplace_back(std::move(failed));
   }
-  void StopWorker(const control::StopWorker& stop) override REQUIRES(plane_.mu_) {
-    plane_.StopWorker(stop);
+  void StopWorker(const control::StopWorker& stop) override {
+    std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(stop.node);
+    if (runtime == nullptr) return;
+    model::StopRequest request;
+    request.preempt = stop.preempt;
+    request.reason = stop.reason;
+    Status stopped = runtime->Stop(stop.key, request);
+    // Not signallable yet (an adopted worker's supervisor still starting): the loop retries.
+    if (!stopped && stopped.error().code == ErrorCode::kUnavailable) feedback_.emplace_back(stop);
   }
-  void PublishOutputs(const control::PublishOutputs& publish) override REQUIRES(plane_.mu_) {
-    plane_.controller_.OnOutputsPublished(publish.job, publish.attempt,
-                                          agent::PublishOutputs(publish.outputs, plane_.fs_),
-                                          plane_.clock_.Now(), next_);
+  void PublishOutputs(const control::PublishOutputs& publish) override {
+    Result<std::map<std::string, std::string>> published =
+        agent::PublishOutputs(publish.outputs, plane_.fs_);
+    feedback_.emplace_back(
+        Published{publish.job, publish.attempt, std::move(published), plane_.clock_.Now()});
   }
   void DiscardOutputs(const control::DiscardOutputs& discard) override {
     agent::DiscardStaging(discard.outputs, plane_.fs_);
   }
-  void SubmitExternal(const control::SubmitExternal& submit) override REQUIRES(plane_.mu_) {
-    plane_.SubmitExternal(submit.launch, next_);
+  void SubmitExternal(const control::SubmitExternal& submit) override {
+    const model::ExternalLaunch& launch = submit.launch;
+    exec::Executor* executor = plane_.ExecutorOf(launch.ref.executor);
+    Status submitted =
+        executor == nullptr
+            ? FailedPrecondition(fmt::format("this server has no {} executor",
+                                             model::ExecutorKindName(launch.ref.executor)))
+            : executor->Submit(launch);
+    if (submitted) return;
+    model::ExecutorEvent refused;
+    refused.ref = launch.ref;
+    refused.kind = model::ExecutorEvent::Kind::kExited;
+    refused.at = plane_.clock_.Now();
+    refused.exit.message = submitted.error().message;
+    feedback_.emplace_back(std::move(refused));
   }
-  void CancelExternal(const control::CancelExternal& cancel) override REQUIRES(plane_.mu_) {
-    auto executor = plane_.executors_.find(cancel.ref.executor);
-    if (executor == plane_.executors_.end()) return;
+  void CancelExternal(const control::CancelExternal& cancel) override {
+    exec::Executor* executor = plane_.ExecutorOf(cancel.ref.executor);
+    if (executor == nullptr) return;
     model::StopRequest request;
     request.reason = cancel.reason;
-    Status cancelled = executor->second->Cancel(cancel.ref, request);
+    Status cancelled = executor->Cancel(cancel.ref, request);
     if (!cancelled) spdlog::warn("cancel of {}: {}", cancel.ref.name, cancelled.error().ToString());
   }
 
+  // Feeds what the batch's effects produced to the controller, in the order they produced it,
+  // into `next`; asks for a scheduling cycle when that may have freed capacity or readied jobs.
+  // `plane` is the runner's own (named here so that clang's analysis sees whose mutex is held).
+  void Feed(ControlPlane& plane, control::Step& next) REQUIRES(plane.mu_) {
+    for (Feedback& item : feedback_) std::visit(Feeder{plane, next}, item);
+    feedback_.clear();
+  }
+
  private:
+  struct Published {
+    JobId job;
+    int attempt = 0;
+    Result<std::map<std::string, std::string>> outputs;
+    TimeMs at = 0;
+  };
+  // A launch that failed (its worker's exit), an executor's refusal, published outputs, or a
+  // stop to retry.
+  using Feedback =
+      std::variant<model::WorkerEvent, model::ExecutorEvent, Published, control::StopWorker>;
+  // One call operator per alternative of Feedback, each under the plane's mutex.
+  struct Feeder {
+    ControlPlane& plane;
+    control::Step& next;
+    void operator()(const model::WorkerEvent& failed) const REQUIRES(plane.mu_) {
+      plane.controller_.OnWorkerEvent(failed, next);
+      plane.RequestSchedule();
+    }
+    void operator()(const model::ExecutorEvent& refused) const REQUIRES(plane.mu_) {
+      plane.controller_.OnExecutorEvent(refused, next);
+      plane.RequestSchedule();
+    }
+    void operator()(const Published& published) const REQUIRES(plane.mu_) {
+      plane.controller_.OnOutputsPublished(published.job, published.attempt, published.outputs,
+                                           published.at, next);
+      plane.RequestSchedule();
+    }
+    void operator()(control::StopWorker& stop) const REQUIRES(plane.mu_) {
+      plane.pending_stops_.push_back(std::move(stop));
+    }
+  };
+
   ControlPlane& plane_;
-  control::Step& next_;
+  std::vector<Feedback> feedback_;
 };
 
 Status ControlPlane::Commit(control::Step& step) {
-  // Effects can feed events back (a launch that failed), which produce further steps.
-  while (!step.empty()) {
-    if (store_failed_) return Unavailable("the store failed; this control plane has stopped");
-    store::Batch batch;
-    for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
-    batch.transitions = std::move(step.transitions);
-    batch.decisions = std::move(step.decisions);
-    if (!batch.empty()) {
-      Status written = store_->Apply(batch);
-      if (!written) {
-        store_failed_ = true;
-        options_.on_store_failure(written.error());  // by default, does not return
-        wake_loop_.notify_all();
-        changed_.notify_all();
-        continue;  // carries out nothing of this step
-      }
-      ++version_;
+  if (step.empty()) return OkStatus();
+  if (store_failed_) return Unavailable("the store failed; this control plane has stopped");
+  store::Batch batch;
+  for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
+  batch.transitions = std::move(step.transitions);
+  batch.decisions = std::move(step.decisions);
+  if (!batch.empty()) {
+    Status written = store_->Apply(batch);
+    if (!written) {
+      store_failed_ = true;  // nothing of this step, nor of any later one, is carried out
+      options_.on_store_failure(written.error());  // by default, does not return
+      wake_loop_.notify_all();
       changed_.notify_all();
+      return Unavailable("the store failed; this control plane has stopped");
     }
-    control::Step next;
-    EffectRunner runner(*this, next);
-    for (const control::Effect& effect : step.effects) control::Dispatch(effect, runner);
-    step = std::move(next);
+    ++version_;
+    changed_.notify_all();
   }
+  if (!step.effects.empty()) {
+    std::move(step.effects.begin(), step.effects.end(), std::back_inserter(effects_));
+    wake_loop_.notify_all();
+  }
+  step = control::Step{};
   return OkStatus();
 }
 
-void ControlPlane::StopWorker(const control::StopWorker& stop) {
-  auto it = nodes_.find(stop.node);
-  if (it == nodes_.end()) return;
-  model::StopRequest request;
-  request.preempt = stop.preempt;
-  request.reason = stop.reason;
-  Status stopped = it->second.runtime->Stop(stop.key, request);
-  if (!stopped && stopped.error().code == ErrorCode::kUnavailable) pending_stops_.push_back(stop);
+void ControlPlane::CarryOutEffects(bool wait) {
+  MutexLock lock(mu_);
+  if (effects_running_) {
+    if (!wait) return;  // the runner at work takes what is queued before it stops
+    effects_idle_.wait(lock, [this]() REQUIRES(mu_) { return !effects_running_; });
+  }
+  effects_running_ = true;
+  // Once the store failed, what was queued before (persisted) still runs; nothing more is queued.
+  while (!effects_.empty()) {
+    std::vector<control::Effect> batch = std::exchange(effects_, {});
+    EffectRunner runner(*this);
+    lock.unlock();
+    for (const control::Effect& effect : batch) control::Dispatch(effect, runner);
+    lock.lock();
+    control::Step next;
+    runner.Feed(*this, next);
+    static_cast<void>(Commit(next));  // a failed write drops `next`'s effects (store_failed_)
+  }
+  effects_running_ = false;
+  effects_idle_.notify_all();
+}
+
+void ControlPlane::CarryOutIfNoLoop() {
+  {
+    MutexLock lock(mu_);
+    if (loop_started_) return;
+  }
+  CarryOutEffects(/*wait=*/false);
 }
 
 Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
@@ -367,40 +513,49 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
   bounded.limits = options_.spec_limits;
   DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, bounded));
   const std::string digest = idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text);
-  MutexLock lock(mu_);
-  control::Step step;
-  DROVER_ASSIGN_OR_RETURN(
-      control::SubmitResult result,
-      controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step, digest));
-  DROVER_RETURN_IF_ERROR(Commit(step));
   Submission submission;
-  submission.existing = result.existing;
-  submission.jobs.reserve(result.ids.size());
-  for (JobId id : result.ids) {
-    const model::Job* job = controller_.Find(id);
-    DROVER_CHECK(job != nullptr);
-    submission.jobs.push_back(SubmittedJob{id, job->spec.name, job->state});
-  }
-  if (!result.existing) RequestSchedule();
+  DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
+    DROVER_ASSIGN_OR_RETURN(
+        control::SubmitResult result,
+        controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step, digest));
+    submission.existing = result.existing;
+    submission.jobs.reserve(result.ids.size());
+    for (JobId id : result.ids) {
+      const model::Job* job = controller_.Find(id);
+      DROVER_CHECK(job != nullptr);
+      submission.jobs.push_back(SubmittedJob{id, job->spec.name, job->state});
+    }
+    if (!result.existing) RequestSchedule();
+    return OkStatus();
+  }));
   return submission;
 }
 
-Status ControlPlane::Cancel(JobId id, const std::string& cause) {
-  MutexLock lock(mu_);
-  control::Step step;
-  DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
-  DROVER_RETURN_IF_ERROR(Commit(step));
-  RequestSchedule();
+Status ControlPlane::Change(const std::function<Status(control::Step&)>& change) {
+  {
+    MutexLock lock(mu_);
+    control::Step step;
+    DROVER_RETURN_IF_ERROR(change(step));
+    DROVER_RETURN_IF_ERROR(Commit(step));
+  }
+  CarryOutIfNoLoop();
   return OkStatus();
 }
 
+Status ControlPlane::Cancel(JobId id, const std::string& cause) {
+  return Change([&](control::Step& step) REQUIRES(mu_) -> Status {
+    DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
+    RequestSchedule();
+    return OkStatus();
+  });
+}
+
 Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
-  MutexLock lock(mu_);
-  control::Step step;
-  DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, cause, clock_.Now(), step));
-  DROVER_RETURN_IF_ERROR(Commit(step));
-  RequestSchedule();
-  return OkStatus();
+  return Change([&](control::Step& step) REQUIRES(mu_) -> Status {
+    DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, cause, clock_.Now(), step));
+    RequestSchedule();
+    return OkStatus();
+  });
 }
 
 Result<model::Job> ControlPlane::GetJob(JobId id) const {
@@ -465,23 +620,24 @@ Result<control::Explanation> ControlPlane::Explain(JobId id) const {
 }
 
 Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
-  MutexLock lock(mu_);
-  control::Step step;
   const TimeMs now = clock_.Now();
-  DROVER_RETURN_IF_ERROR(controller_.ReportCheckpoint(id, now, step));
-  DROVER_RETURN_IF_ERROR(Commit(step));
+  DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) {
+    return controller_.ReportCheckpoint(id, now, step);
+  }));
   if (at != nullptr) *at = now;
   return OkStatus();
 }
 
 Result<model::Attempt> ControlPlane::ReportProgress(JobId id, bool useful_work_began,
                                                     std::optional<double> progress) {
-  MutexLock lock(mu_);
-  control::Step step;
-  DROVER_RETURN_IF_ERROR(
-      controller_.ReportProgress(id, useful_work_began, progress, clock_.Now(), step));
-  DROVER_RETURN_IF_ERROR(Commit(step));
-  return *controller_.Find(id)->current_attempt();
+  model::Attempt attempt;
+  DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
+    DROVER_RETURN_IF_ERROR(
+        controller_.ReportProgress(id, useful_work_began, progress, clock_.Now(), step));
+    attempt = *controller_.Find(id)->current_attempt();
+    return OkStatus();
+  }));
+  return attempt;
 }
 
 Result<std::vector<model::Decision>> ControlPlane::Decisions(JobId id) const {
@@ -515,22 +671,30 @@ PolicyStatus ControlPlane::PolicyInfo() const {
 }
 
 Status ControlPlane::LoadPolicyFile(const std::string& path) {
+  DROVER_ASSIGN_OR_RETURN(PolicyFile file, ReadPolicyFile(path));
   MutexLock lock(mu_);
-  return InstallPolicyFile(path);
+  return InstallPolicyFile(path, std::move(file));
 }
 
 Status ControlPlane::ReloadPolicy() {
-  MutexLock lock(mu_);
-  if (policy_file_.empty()) {
+  std::string path;
+  {
+    MutexLock lock(mu_);
+    path = policy_file_;
+  }
+  if (path.empty()) {
     return FailedPrecondition(
         "the server was started without a policy file (drover server --policy FILE)");
   }
-  Status loaded = InstallPolicyFile(policy_file_);
+  Result<PolicyFile> read = ReadPolicyFile(path);
+  MutexLock lock(mu_);
+  Status loaded =
+      read ? InstallPolicyFile(path, *std::move(read)) : Status(tl::unexpected(read.error()));
   if (!loaded) policy_reload_error_ = loaded.error();
   return loaded;
 }
 
-Status ControlPlane::InstallPolicyFile(const std::string& path) {
+Result<ControlPlane::PolicyFile> ControlPlane::ReadPolicyFile(const std::string& path) const {
   // Stamp first: a change while reading is seen by the next look.
   Result<FileInfo> stamp = fs_.Stat(path);
   Result<std::string> text = stamp ? fs_.Read(path) : tl::unexpected(stamp.error());
@@ -538,28 +702,31 @@ Status ControlPlane::InstallPolicyFile(const std::string& path) {
   spec::ParseOptions options;
   options.file_name = path;
   DROVER_ASSIGN_OR_RETURN(model::Policy policy, spec::ParsePolicy(*text, options));
-  Status installed = controller_.SetPolicy(policy);
+  return PolicyFile{*stamp, std::move(policy)};
+}
+
+Status ControlPlane::InstallPolicyFile(const std::string& path, PolicyFile file) {
+  Status installed = controller_.SetPolicy(file.policy);
   if (!installed) {
     Error error = installed.error();
     error.message = fmt::format("{}: {}", path, error.message);
     return tl::unexpected(std::move(error));
   }
   policy_file_ = path;
-  policy_file_seen_ = *stamp;
+  policy_file_seen_ = file.stamp;
   policy_loaded_at_ = clock_.Now();
   policy_reload_error_.reset();
   RequestSchedule();
   return OkStatus();
 }
 
-void ControlPlane::CheckPolicyFile() {
-  auto looked = fs_.Stat(policy_file_);
-  const std::optional<FileInfo> stamp =
-      looked ? std::optional<FileInfo>(*looked) : std::optional<FileInfo>();
-  if (stamp == policy_file_seen_) return;
-  Status loaded = InstallPolicyFile(policy_file_);
+void ControlPlane::OnPolicyFileChanged(const std::string& path,
+                                       const std::optional<FileInfo>& stamp,
+                                       Result<PolicyFile> read) {
+  Status loaded =
+      read ? InstallPolicyFile(path, *std::move(read)) : Status(tl::unexpected(read.error()));
   if (loaded) {
-    spdlog::info("policy file {} changed: the new policy is in force", policy_file_);
+    spdlog::info("policy file {} changed: the new policy is in force", path);
     return;
   }
   // InstallPolicyFile leaves the stamp alone on failure: keep the one just seen, so that an
@@ -569,7 +736,7 @@ void ControlPlane::CheckPolicyFile() {
   std::string details;
   for (const std::string& detail : loaded.error().details) details += "\n  " + detail;
   spdlog::error("policy file {} changed but was not applied (the previous policy stays): {}{}",
-                policy_file_, loaded.error().message, details);
+                path, loaded.error().message, details);
 }
 
 std::vector<NodeStatus> ControlPlane::Nodes() const {

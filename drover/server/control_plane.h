@@ -3,12 +3,17 @@
 // ControlPlane: the live driver around the deterministic controller.
 //
 // It owns the controller, the store and one WorkerRuntime per node, and serializes every call
-// into the controller under one mutex. Each controller Step is persisted (one store
-// transaction) before its effects are carried out, so what is stored is always at least as far
-// along as what runs. A loop thread polls the runtimes for worker events and runs the
-// scheduler when something changed, spacing cycles so that they take at most half the time
+// into the controller under one mutex (mu_). Each controller Step is persisted (one store
+// transaction) under mu_, and only then are its effects queued; they are carried out with mu_
+// released, by one effects runner at a time and in the order they were queued (so a stop never
+// overtakes its launch), and what they feed back (a failed launch, published outputs) is a next
+// step, persisted before its own effects. So what is stored is always at least as far along as
+// what runs, and no API call waits for a launch, a file move or a signal (docs/architecture.md,
+// "Control plane"). A loop thread polls the runtimes for worker events, without mu_, and runs
+// the scheduler when something changed, spacing cycles so that they take at most half the time
 // (ControlPlane::Loop); tests may leave it out and drive each turn with RunOnce. Files (input
-// paths, the policy file, logs, outputs) are touched only through the FileSystem given.
+// paths, the policy file, logs, outputs) are touched only through the FileSystem given, and
+// never under mu_.
 //
 // A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
 // restart recovers from the store): continuing would let running work and the durable record
@@ -24,6 +29,7 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "drover/agent/runtime.h"
@@ -78,9 +84,10 @@ struct ControlPlaneOptions {
   spec::SpecLimits spec_limits;
   // Called, under the plane's mutex, when the store fails to persist a step. The default,
   // ExitForRestart, ends the process at once so that a restart recovers from the store. Should
-  // it return (tests), the plane stops: that step's effects and every later one are dropped,
-  // nothing more is written, the loop ends, and calls that change state answer kUnavailable;
-  // a new ControlPlane over the same store recovers.
+  // it return (tests), the plane stops: that step's effects and every later one are dropped
+  // (those of earlier, persisted steps still queued are carried out), nothing more is written,
+  // the loop ends, and calls that change state answer kUnavailable; a new ControlPlane over the
+  // same store recovers.
   std::function<void(const Error&)> on_store_failure = ExitForRestart;
 };
 
@@ -118,14 +125,21 @@ class ControlPlane {
   // One turn of the loop, with every periodic part due: retries stop requests, re-reads the
   // policy file if it changed, starts due cron runs, checks waiting jobs' inputs, polls the
   // runtimes and executors, checks agents' liveness, runs a scheduling cycle, and persists and
-  // carries out the result. For tests that drive the plane deterministically (run_loop false);
-  // with the loop thread running it is safe, only an extra turn.
-  void RunOnce() EXCLUDES(mu_);
+  // carries out the result: it returns once every effect queued so far, and what they led to,
+  // is carried out. For tests that drive the plane deterministically (run_loop false); with the
+  // loop thread running it is safe, only an extra turn.
+  void RunOnce() EXCLUDES(mu_, turn_mu_);
 
   // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs. An
   // invalid spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
   // Each job's name and state are taken in the same critical section as the submission, so a
-  // reply built from them never waits for mu_ again (the loop holds it while it launches).
+  // reply built from them never waits for mu_ again.
+  //
+  // Methods that change state (Submit, Cancel, CancelPipeline, ReportCheckpoint, ReportProgress,
+  // ...) persist their step under mu_ and leave its effects (a cancelled job's stops) to the loop
+  // thread, which they wake; without a loop thread (run_loop false, or before Start) the caller
+  // carries them out after releasing mu_, before returning, unless another caller is already
+  // carrying out effects (then that one takes them, in order).
   Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                             const std::string& idempotency_key, const std::string& owner)
       EXCLUDES(mu_);
@@ -236,30 +250,50 @@ class ControlPlane {
     std::string runs_dir;                           // set for local nodes
   };
 
-  // Carries out one step's effects for Commit (control/effects.h); what they feed back into
-  // the controller (a failed launch, published outputs) goes into the next step.
+  // Carries out a batch of queued effects without mu_, and keeps what they feed back (a failed
+  // launch, published outputs, a stop to retry) for the next step (CarryOutEffects).
   class EffectRunner;
+  // What a turn of the loop looked at without mu_ (Gather), for Absorb.
+  struct Observation;
+  // A policy file as read: the stamp (modification time and size) taken before reading it, and
+  // the policy it holds.
+  struct PolicyFile {
+    FileInfo stamp;
+    model::Policy policy;
+  };
 
-  // Persists `step` and carries out its effects; effects that fail feed events back in.
-  // kUnavailable, carrying out nothing, if the store failed (now or before: on_store_failure).
+  // Persists `step`, then queues its effects after those queued before and wakes the loop to
+  // carry them out. kUnavailable, queuing nothing, if the store failed (now or before:
+  // on_store_failure); effects queued before, of persisted steps, are still carried out.
   [[nodiscard]] Status Commit(control::Step& step) REQUIRES(mu_);
-  // The loop thread (ControlPlaneOptions::run_loop): holds mu_ except while it waits.
-  void Loop() EXCLUDES(mu_);
-  // The part of a turn of the loop before the scheduling cycle (RunOnce): stop retries, the
-  // policy file when `check_policy`, cron runs, inputs when `check_inputs`, runtime events and
-  // agents' liveness, into `step`.
-  void Observe(bool check_policy, bool check_inputs, control::Step& step) REQUIRES(mu_);
-  // Sends StopWorker to its runtime; keeps it in pending_stops_ when the runtime asks for a
-  // retry.
-  void StopWorker(const control::StopWorker& stop) REQUIRES(mu_);
-  // Polls every runtime and executor and feeds the events to the controller; true if there
-  // were any.
-  bool PollRuntimes(control::Step& step) REQUIRES(mu_);
-  // Carries out SubmitExternal; a refusal (or no executor of that kind) ends the attempt
-  // through an event into `next`.
-  void SubmitExternal(const model::ExternalLaunch& launch, control::Step& next) REQUIRES(mu_);
-  // Looks for the input paths of waiting jobs and tells the controller what is missing.
-  void CheckInputs(control::Step& step) REQUIRES(mu_);
+  // Carries out the queued effects, in order and without mu_, a batch at a time, each batch's
+  // feedback committed under mu_ as a next step, until none is left. One runner at a time
+  // (effects_running_): when another is at work, returns at once if !wait (that runner takes
+  // what is queued before it stops), else waits for it to finish and then runs what is left.
+  void CarryOutEffects(bool wait) EXCLUDES(mu_);
+  // For a public method that changes state: runs `change` on the controller under mu_ into a
+  // step, persists it, and then, with mu_ released, CarryOutIfNoLoop. change's errors (nothing
+  // is persisted), then Commit's.
+  Status Change(const std::function<Status(control::Step&)>& change) EXCLUDES(mu_);
+  // For a public method after its commit, with mu_ released: carries out what it queued when no
+  // loop thread runs (tests, or before Start); with the loop, Commit has woken it for them.
+  void CarryOutIfNoLoop() EXCLUDES(mu_);
+  // The runtime of node `node` (null: no such node) and the executor of `kind` (null: none);
+  // take mu_ for the look-up only. Nodes and executors are never removed, so what they return
+  // stays valid.
+  std::shared_ptr<agent::WorkerRuntime> RuntimeOf(const NodeId& node) const EXCLUDES(mu_);
+  exec::Executor* ExecutorOf(model::ExecutorKind kind) const EXCLUDES(mu_);
+  // The loop thread (ControlPlaneOptions::run_loop): a turn is Gather (without mu_), Absorb and
+  // the scheduling cycle and Commit (under mu_), then CarryOutEffects; then it waits.
+  void Loop() EXCLUDES(mu_, turn_mu_);
+  // The part of a turn that looks without mu_: polls every runtime and executor, looks for the
+  // input paths of waiting jobs when `check_inputs`, and at the policy file when `check_policy`
+  // (reading it when it changed since the last look).
+  Observation Gather(bool check_policy, bool check_inputs) REQUIRES(turn_mu_) EXCLUDES(mu_);
+  // Feeds what Gather saw to the controller into `step`, after queuing the stops to retry and
+  // starting due cron runs, and checks agents' liveness; asks for a scheduling cycle when
+  // something may have freed or taken capacity.
+  void Absorb(Observation& seen, control::Step& step) REQUIRES(turn_mu_, mu_);
   // Wakes the loop for a scheduling cycle.
   void RequestSchedule() REQUIRES(mu_);
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
@@ -290,10 +324,14 @@ class ControlPlane {
   // Submits the run of `entry` due at `due` under its concurrency policy.
   void StartCronRun(const CronEntry& entry, TimeMs due) REQUIRES(mu_);
   CronStatus StatusOf(const CronEntry& entry) const REQUIRES(mu_);
-  // Reads and parses `path` and installs it.
-  Status InstallPolicyFile(const std::string& path) REQUIRES(mu_);
-  // Re-reads the policy file if its modification time (or size) changed since the last look.
-  void CheckPolicyFile() REQUIRES(mu_);
+  // Reads and parses the policy file at `path`, without mu_; LoadPolicyFile's errors.
+  Result<PolicyFile> ReadPolicyFile(const std::string& path) const EXCLUDES(mu_);
+  // Installs `file`, read from `path`, and remembers the file (SetPolicy's errors, naming it).
+  Status InstallPolicyFile(const std::string& path, PolicyFile file) REQUIRES(mu_);
+  // The loop saw the policy file at `path` changed (`stamp`: what the look saw) and read it:
+  // installs what it read, or records and logs why not, once for an unchanged bad file.
+  void OnPolicyFileChanged(const std::string& path, const std::optional<FileInfo>& stamp,
+                           Result<PolicyFile> read) REQUIRES(mu_);
 
   std::unique_ptr<store::Store> store_;  // thread-safe itself: read outside mu_
   const Clock& clock_;
@@ -301,16 +339,27 @@ class ControlPlane {
   FileSystem& fs_;
   AgentRegistry agents_;  // thread-safe itself: read outside mu_ by Authorize
 
-  // Guards the members marked GUARDED_BY. The loop thread holds it except while it waits; each
-  // public method takes it for its critical section (none calls another with it held).
+  // Serializes turns of the loop (Loop, RunOnce), so that the events of one Poll are fed to the
+  // controller before those of the next. Taken before mu_; public methods other than RunOnce
+  // never take it.
+  Mutex turn_mu_;
+  // Guards the members marked GUARDED_BY. Held for in-memory work and store writes only: never
+  // through a runtime's or executor's call, a file system call or a wait. Each public method
+  // takes it for its critical section (none calls another with it held).
   mutable Mutex mu_;
   mutable std::condition_variable_any changed_;  // version_ grew, or the plane stopped
-  std::condition_variable_any wake_loop_;        // a schedule is requested, or the plane stopped
+  // A schedule is requested, effects were queued, or the plane stopped.
+  std::condition_variable_any wake_loop_;
   std::map<model::ExecutorKind, std::unique_ptr<exec::Executor>> executors_ GUARDED_BY(mu_);
   control::Controller controller_ GUARDED_BY(mu_);
   std::map<NodeId, NodeEntry> nodes_ GUARDED_BY(mu_);
   RemoteRuntime::Waker agent_waker_ GUARDED_BY(mu_);
   std::vector<control::StopWorker> pending_stops_ GUARDED_BY(mu_);  // retried by the loop
+  // Effects of persisted steps not yet carried out, in order (CarryOutEffects).
+  std::vector<control::Effect> effects_ GUARDED_BY(mu_);
+  bool effects_running_ GUARDED_BY(mu_) = false;  // a CarryOutEffects is at work
+  std::condition_variable_any effects_idle_;      // effects_running_ became false
+  bool loop_started_ GUARDED_BY(mu_) = false;     // Start started the loop thread
   // The policy file (empty: none) and what the last look at it saw (mtime and size), so that an
   // unchanged bad file is reported once.
   std::string policy_file_ GUARDED_BY(mu_);

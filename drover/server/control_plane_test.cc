@@ -1,16 +1,20 @@
 // ControlPlane as a driver, with a fake runtime, the memory store and the memory file system,
 // its loop driven one turn at a time (RunOnce): checkpoints from the API and from runtime
 // events, stop requests, the decision log, the policy file, waiting jobs' inputs, output
-// publishing, and a store that fails mid-step.
+// publishing, a store that fails mid-step, and effects carried out without the plane's mutex
+// (API calls answered while a launch is in progress; order and feedback kept).
 
 #include "drover/server/control_plane.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "drover/testing/fake_runtime.h"
 #include "drover/testing/faulty_store.h"
 #include "drover/testing/memory_file_system.h"
+#include "drover/testing/wait_until.h"
 
 namespace drover::server {
 namespace {
@@ -37,14 +42,14 @@ class ControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override { OpenPlane(); }
 
-  // A plane without its loop thread over the FaultyStore of store_ (kept across calls: a new
-  // plane over it is a restarted server).
-  void OpenPlane() {
+  // A plane (without its loop thread unless `run_loop`) over the FaultyStore of store_ (kept
+  // across calls: a new plane over it is a restarted server).
+  void OpenPlane(bool run_loop = false) {
     plane_.reset();
     auto faulty = std::make_unique<testing::FaultyStore>(*store_);
     faulty_ = faulty.get();
     ControlPlaneOptions options;
-    options.run_loop = false;
+    options.run_loop = run_loop;
     options.on_store_failure = [this](const Error& error) { store_failures_.push_back(error); };
     options.spec_limits = spec_limits_;
     plane_ = std::make_unique<ControlPlane>(std::move(faulty), clock_, options, fs_);
@@ -502,6 +507,104 @@ TEST_F(ControlPlaneTest, NoJobIsLostOrRunTwiceWhenTheStoreFailsMidWay) {
   EXPECT_EQ(LaunchesPerJob(launched),
             (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
   EXPECT_TRUE(store_failures_.size() == 1u);
+}
+
+// How long a test waits for API calls made while a launch is blocked. They return at once;
+// the deadline only turns a call that waits for the launch (the plane's mutex held through it,
+// as before effects ran outside it) into a failure instead of a hang. A passing run never
+// waits for it.
+constexpr std::chrono::seconds kWatchdog{30};
+
+bool ReturnedMeanwhile(std::future<void>& calls) {
+  return calls.wait_for(kWatchdog) == std::future_status::ready;
+}
+
+TEST_F(ControlPlaneTest, TheApiAnswersWhileTheLoopIsLaunching) {
+  OpenPlane(/*run_loop=*/true);
+  AddNode();
+  runtime_->BlockLaunches();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(kThreeJobs);
+  ASSERT_EQ(ids.size(), 3u);
+  const model::LaunchSpec blocked = runtime_->WaitForBlockedLaunch();
+  const JobId launching = blocked.key.job;
+
+  std::future<void> calls = std::async(std::launch::async, [&] {
+    EXPECT_EQ(State(launching), model::JobState::kStarting);
+    EXPECT_EQ(plane_->ListJobs(store::JobFilter{}).size(), 3u);
+    EXPECT_EQ(plane_->Nodes().size(), 1u);
+    EXPECT_EQ(Submit(kThreeJobs).size(), 3u);
+    EXPECT_TRUE(plane_->Cancel(launching, "cancelled by alice"));
+  });
+  const bool returned = ReturnedMeanwhile(calls);
+  // The cancellation's stop waits for the launch it follows.
+  const size_t stopped_meanwhile = runtime_->Stopped().size();
+  runtime_->ReleaseLaunches();
+  calls.get();
+  EXPECT_TRUE(returned) << "API calls waited for a launch in progress";
+  EXPECT_EQ(stopped_meanwhile, 0u);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !runtime_->Stopped().empty(); }));
+  EXPECT_EQ(runtime_->Stopped()[0].first, blocked.key);
+  EXPECT_EQ(runtime_->Launched()[0].key, blocked.key);
+  plane_->Stop();
+}
+
+TEST_F(ControlPlaneTest, AStopFollowsItsLaunchAndAFailedWriteDropsItsOwnEffectsOnly) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(kThreeJobs);
+  ASSERT_EQ(ids.size(), 3u);
+  runtime_->BlockLaunches();
+  std::thread turn([&] { plane_->RunOnce(); });  // launches a, b, c: blocked at a
+  const model::LaunchSpec blocked = runtime_->WaitForBlockedLaunch();
+  ASSERT_EQ(blocked.key.job, ids[0]);
+
+  Status cancelled_a, cancelled_b;
+  std::future<void> calls = std::async(std::launch::async, [&] {
+    cancelled_a = plane_->Cancel(ids[0], "cancelled by alice");  // persisted, its stop queued
+    faulty_->FailNthApply(1);
+    cancelled_b = plane_->Cancel(ids[1], "cancelled by alice");  // not persisted: no stop
+  });
+  const bool returned = ReturnedMeanwhile(calls);
+  const size_t stopped_meanwhile = runtime_->Stopped().size();
+  runtime_->ReleaseLaunches();
+  turn.join();
+  calls.get();
+  EXPECT_TRUE(returned) << "API calls waited for a launch in progress";
+  EXPECT_EQ(stopped_meanwhile, 0u);
+  EXPECT_TRUE(cancelled_a);
+  ASSERT_FALSE(cancelled_b);
+  EXPECT_EQ(cancelled_b.error().code, ErrorCode::kUnavailable);
+  ASSERT_EQ(store_failures_.size(), 1u);
+  // The launches persisted before the failure ran, then a's stop; b's stop never did.
+  EXPECT_EQ(LaunchesPerJob(runtime_->Launched()),
+            (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
+  ASSERT_EQ(runtime_->Stopped().size(), 1u);
+  EXPECT_EQ(runtime_->Stopped()[0].first, blocked.key);
+}
+
+TEST_F(ControlPlaneTest, AFailedLaunchIsFedBackAndPersistedAsTheWorkersExit) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(R"(kind: Job
+name: train
+resources: {cpu: 100m, memory: 64Mi}
+script: sleep 100
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  runtime_->FailLaunches(Internal("cannot spawn the supervisor").value());
+  plane_->RunOnce();
+  ASSERT_EQ(runtime_->Launched().size(), 1u);
+  // The turn ended with the failure fed back and persisted: a restarted plane sees it.
+  OpenPlane();
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  auto job = plane_->GetJob(ids[0]);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, model::JobState::kFailed);
+  ASSERT_NE(job->current_attempt(), nullptr);
+  EXPECT_THAT(job->status_message, HasSubstr("launch failed: cannot spawn the supervisor"));
+  EXPECT_TRUE(runtime_->Launched().empty());
 }
 
 }  // namespace
