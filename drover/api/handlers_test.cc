@@ -201,6 +201,7 @@ class HandlersTest : public ::testing::Test {
                                         call.query,
                                         call.headers,
                                         call.body,
+                                        {},
                                         {}});
   }
 

@@ -16,7 +16,7 @@ namespace drover::api {
 namespace {
 
 constexpr Route kRoutes[] = {
-    {Method::kGet, "/v1/health", Health, Access::kAnyone},
+    {Method::kGet, "/v1/health", Health, Access::kAnyone, RouteKind::kInstant},
     {Method::kPost, "/v1/jobs", SubmitJobs, Access::kAnyone, RouteKind::kPlain,
      "a job spec (YAML or JSON)"},
     {Method::kGet, "/v1/jobs", ListJobs, Access::kAnyone},

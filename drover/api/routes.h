@@ -27,6 +27,7 @@ using Handler = Result<Response> (*)(Service& service, const Request& request);
 
 // How a route's handler spends its time: the server gives each kind its own threads.
 enum class RouteKind {
+  kInstant,   // answers at once without a lock or I/O: on the server's event thread (health)
   kPlain,     // answers at once
   kLongPoll,  // waits up to its wait_ms query parameter for something to answer
   kAgent,     // the agent protocol (a long poll among them): never queued behind users

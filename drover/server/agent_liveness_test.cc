@@ -312,7 +312,7 @@ TEST_F(AgentLivenessTest, ARestartedServerStillStopsTheOrphansOfANodeLostBeforeI
 
   OpenPlane();
   ASSERT_TRUE(plane_->Start());
-  auto polled = plane_->TakeCommands(NodeId("node-r"), 0);
+  auto polled = plane_->TakeCommands(NodeId("node-r"), api::AgentAck{}, 0);
   ASSERT_FALSE(polled);  // lost: the agent registers again
   EXPECT_EQ(polled.error().code, ErrorCode::kNotFound);
   ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), Presenting(*credential)));

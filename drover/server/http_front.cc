@@ -627,6 +627,7 @@ class HttpFront::Loop {
                                             "later",
                                             limits_.max_long_polls)));
     }
+    if (lane == Lane::kInline) return Respond(id, connection, handler_.Serve(connection.request));
     connection.phase = Phase::kServing;
     connection.dispatched_tick = wake_tick_;
     SetInterest(id, connection, 0);

@@ -11,8 +11,9 @@
 //   socket and its buffer, never a thread.
 // - Connections are bounded per listener (max_connections) and, on the API listener, per client
 //   address (max_client_connections); one over a bound is answered 503 and closed.
-// - A complete request goes to the lane its handler names: kShort (a fixed pool of `threads`),
-//   kLongPoll (a thread each, at most max_long_polls at once; one more is answered 429 at once)
+// - A complete request goes to the lane its handler names: kInline (answered on the event
+//   thread at once: health, which must answer however busy the other lanes are), kShort (a
+//   fixed pool of `threads`), kLongPoll (a thread each, at most max_long_polls at once; one more is answered 429 at once)
 //   or kAgent (the agent protocol, its own pool of agent_threads, so that user traffic never
 //   queues in front of an agent's heartbeat).
 // - A handler may answer "not yet" (api::Response::park; the request says it may_park): the
@@ -67,8 +68,9 @@ struct HttpLimits {
   int agent_threads = 16;
 };
 
-// Which threads answer a request.
-enum class Lane { kShort, kLongPoll, kAgent };
+// Which threads answer a request. kInline: the event thread itself, at once, for a handler that
+// takes no lock and does no I/O (health), so that it answers however busy the lanes are.
+enum class Lane { kInline, kShort, kLongPoll, kAgent };
 
 // What the front serves. Both methods may be called concurrently from several threads.
 class HttpHandler {

@@ -391,5 +391,46 @@ TEST_F(HttpLimitsTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_NE(not_found, std::string::npos) << answer;
 }
 
+// The load test (tests/load) saw health wait 4 s behind submissions that held every thread of
+// the ordinary lane while they waited for the control plane. Health is answered on the event
+// thread: here every ordinary thread is blocked until the test lets go, and health still answers.
+class BlockingHandler final : public HttpHandler {
+ public:
+  Lane LaneFor(const api::Request& request) const override {
+    return request.path == "/v1/health" ? Lane::kInline : Lane::kShort;
+  }
+  api::Response Serve(const api::Request& request) override {
+    if (request.path == "/v1/health") return api::JsonResponse(200, nlohmann::json{{"ok", true}});
+    ++blocked_;
+    while (!release_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return api::JsonResponse(200, nlohmann::json{{"released", true}});
+  }
+  std::atomic<int> blocked_{0};
+  std::atomic<bool> release_{false};
+};
+
+TEST(HttpFrontTest, AnInlineRouteAnswersWhileEveryLaneThreadIsBusy) {
+  BlockingHandler handler;
+  HttpLimits limits;
+  limits.threads = 2;
+  auto front = HttpFront::Bind(handler, limits, "127.0.0.1", 0, "", -1);
+  ASSERT_TRUE(front) << front.error().ToString();
+  (*front)->Start();
+  std::vector<std::unique_ptr<Socket>> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(std::make_unique<Socket>((*front)->port()));
+    ASSERT_TRUE(busy.back()->Send("GET /v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  }
+  ASSERT_TRUE(WaitUntil([&] { return handler.blocked_ == 2; }));  // both threads, two queued
+  Socket health((*front)->port());
+  ASSERT_TRUE(health.Send("GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string answer = health.ReadToClose(std::chrono::seconds(10));
+  EXPECT_EQ(handler.blocked_, 2);  // the lane was still busy when health answered
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+  handler.release_ = true;
+  for (auto& socket : busy) EXPECT_NE(socket->ReadToClose().find("released"), std::string::npos);
+  (*front)->Stop();
+}
+
 }  // namespace
 }  // namespace drover::server

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/codec/json.h"
@@ -32,7 +33,9 @@ using testing::WaitUntil;
 // A keep-alive HTTP connection to 127.0.0.1:`port` that sends GETs and reads whole responses.
 class AgentSocket {
  public:
-  explicit AgentSocket(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  // Its requests present `credential` (the node's, as the registration issued it).
+  AgentSocket(int port, std::string credential)
+      : fd_(::socket(AF_INET, SOCK_STREAM, 0)), credential_(std::move(credential)) {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -44,7 +47,8 @@ class AgentSocket {
   AgentSocket& operator=(const AgentSocket&) = delete;
 
   bool Get(const std::string& target) {
-    const std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                credential_ + "\r\n\r\n";
     return connected_ && ::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) ==
                              static_cast<ssize_t>(request.size());
   }
@@ -73,6 +77,7 @@ class AgentSocket {
 
  private:
   int fd_;
+  std::string credential_;
   bool connected_ = false;
   std::string in_;
 };
@@ -83,6 +88,13 @@ std::string Poll(int node, DurationMs wait_ms, std::int64_t epoch = 0, std::int6
          "&ack=" + std::to_string(ack);
 }
 
+// A first registration's caller on a server without a join token.
+api::Caller Joined() {
+  api::Caller caller;
+  caller.joined = true;
+  return caller;
+}
+
 TEST(AgentPolls, HundredsWaitWithoutThreadsAndACommandReachesItsAgent) {
   constexpr int kAgents = 300;
   testing::FakeClock clock;
@@ -90,12 +102,15 @@ TEST(AgentPolls, HundredsWaitWithoutThreadsAndACommandReachesItsAgent) {
   options.poll_interval_ms = 1;
   options.idle_cycle_ms = 10;
   ControlPlane plane(store::NewMemoryStore(), clock, options);
+  std::vector<std::string> credentials;
   for (int i = 0; i < kAgents; ++i) {
     model::Node node;
     node.name = NodeId("node-" + std::to_string(i));
     node.cpu_millis = i == 0 ? 64'000 : 1'000;  // only node-0 fits the job below
     node.memory_bytes = std::int64_t{8} << 30;
-    ASSERT_TRUE(plane.RegisterRemoteNode(node));
+    auto credential = plane.RegisterRemoteNode(node, Joined());
+    ASSERT_TRUE(credential) << credential.error().ToString();
+    credentials.push_back(*credential);
   }
   ASSERT_TRUE(plane.Start());
   HttpOptions http_options;
@@ -107,7 +122,7 @@ TEST(AgentPolls, HundredsWaitWithoutThreadsAndACommandReachesItsAgent) {
 
   std::vector<std::unique_ptr<AgentSocket>> agents;
   for (int i = 0; i < kAgents; ++i) {
-    agents.push_back(std::make_unique<AgentSocket>((*http)->agent_port()));
+    agents.push_back(std::make_unique<AgentSocket>((*http)->agent_port(), credentials[i]));
     ASSERT_TRUE(agents.back()->Get(Poll(i, api::kMaxLongPollMs)));
   }
   ASSERT_TRUE(WaitUntil([&] { return (*http)->Stats().parked == kAgents; }));
@@ -152,11 +167,12 @@ TEST(AgentPolls, AParkedPollAnswersWhenItsWaitEnds) {
   node.name = NodeId("node-0");
   node.cpu_millis = 1'000;
   node.memory_bytes = std::int64_t{1} << 30;
-  ASSERT_TRUE(plane.RegisterRemoteNode(node));
+  auto credential = plane.RegisterRemoteNode(node, Joined());
+  ASSERT_TRUE(credential) << credential.error().ToString();
   ASSERT_TRUE(plane.Start());
   auto http = HttpServer::Start(plane, "127.0.0.1", 0);
   ASSERT_TRUE(http) << http.error().ToString();
-  AgentSocket agent((*http)->port());
+  AgentSocket agent((*http)->port(), *credential);
   ASSERT_TRUE(agent.Get(Poll(0, 200)));
   std::optional<json> reply = agent.Read(20'000);
   ASSERT_TRUE(reply);

@@ -19,6 +19,8 @@ class HttpServer::Handler final : public HttpHandler {
     api::Resolution resolution = api::Resolve(request.method, request.path);
     if (!resolution.route) return Lane::kShort;
     switch (resolution.route->kind) {
+      case api::RouteKind::kInstant:
+        return Lane::kInline;
       case api::RouteKind::kPlain:
         return Lane::kShort;
       case api::RouteKind::kLongPoll:
