@@ -128,8 +128,11 @@ std::optional<NodeId> FuzzService::AgentOf(std::string_view) const { return Node
 
 bool FuzzService::JoinTokenAccepted(std::string_view) const { return true; }
 
-Result<std::vector<nlohmann::json>> FuzzService::TakeCommands(const NodeId&, DurationMs) {
-  return std::vector<nlohmann::json>{};
+DurationMs FuzzService::AgentTimeout() const { return 30 * kMillisPerSecond; }
+
+Result<api::AgentCommandBatch> FuzzService::TakeCommands(const NodeId&, const api::AgentAck&,
+                                                         DurationMs) {
+  return api::AgentCommandBatch{};
 }
 
 Status FuzzService::ReportEvents(const NodeId&, std::vector<model::WorkerEvent>) {

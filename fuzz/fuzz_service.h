@@ -48,7 +48,9 @@ class FuzzService final : public api::Service {
   // Every credential is node gpu-a's, so that the agent routes' handlers are reached.
   std::optional<NodeId> AgentOf(std::string_view credential) const override;
   bool JoinTokenAccepted(std::string_view token) const override;
-  Result<std::vector<nlohmann::json>> TakeCommands(const NodeId& node, DurationMs wait_ms) override;
+  DurationMs AgentTimeout() const override;
+  Result<api::AgentCommandBatch> TakeCommands(const NodeId& node, const api::AgentAck& ack,
+                                              DurationMs wait_ms) override;
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;
 };
 

@@ -16,7 +16,7 @@ Result<Response> RegisterAgent(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Node node, codec::NodeFromJson(body));
   DROVER_RETURN_IF_ERROR(spec::CheckNode(node, "request body"));
   DROVER_ASSIGN_OR_RETURN(std::string credential, service.RegisterRemoteNode(node, request.caller));
-  json reply{{"node", node.name.value()}};
+  json reply{{"node", node.name.value()}, {"agent_timeout_ms", service.AgentTimeout()}};
   if (!credential.empty()) reply["credential"] = std::move(credential);
   return JsonResponse(200, reply);
 }

@@ -127,6 +127,7 @@ class FakeService final : public Service {
   bool JoinTokenAccepted(std::string_view token) const override {
     return join_token.empty() || token == join_token;
   }
+  DurationMs AgentTimeout() const override { return 4'000; }
   Result<AgentCommandBatch> TakeCommands(const NodeId& node, const AgentAck& ack,
                                          DurationMs wait_ms) override {
     commands_node = node.value();
@@ -490,7 +491,11 @@ TEST_F(HandlersTest, AnAgentPollWithNothingToSendParksOnlyWhereItMay) {
   EXPECT_EQ(parked.park->key, AgentCommandsWakeKey(NodeId("n1")));
   EXPECT_EQ(parked.park->wait_ms, 5000);
   // Without a transport that parks (or at the park's deadline), it answers at once.
-  Response answered = Serve({Method::kGet, "/v1/agents/n1/commands", "", {{"wait_ms", "5000"}}});
+  Response answered = Serve({Method::kGet,
+                             "/v1/agents/n1/commands",
+                             "",
+                             {{"wait_ms", "5000"}},
+                             {{"Authorization", "Bearer cred-n1"}}});
   EXPECT_FALSE(answered.park);
   EXPECT_EQ(service_.commands_wait_ms, 0);
   EXPECT_EQ(Body(answered)["commands"], json::array());
@@ -568,7 +573,9 @@ TEST_F(HandlersTest, RegistrationAnswersTheIssuedCredentialAndNeedsTheJoinTokenW
   const std::string node = R"({"name": "n3", "cpu_millis": 1000, "memory_bytes": 1024})";
   Response first = Serve({Method::kPost, "/v1/agents/register", node});
   ASSERT_EQ(first.status, 200) << first.body;
-  EXPECT_EQ(Body(first), (json{{"node", "n3"}, {"credential", "issued-credential"}}));
+  EXPECT_EQ(
+      Body(first),
+      (json{{"node", "n3"}, {"credential", "issued-credential"}, {"agent_timeout_ms", 4'000}}));
   service_.join_token = "s3cret";
   service_.registered.clear();
   Response refused = Serve({Method::kPost, "/v1/agents/register", node});
@@ -583,7 +590,7 @@ TEST_F(HandlersTest, RegistrationAnswersTheIssuedCredentialAndNeedsTheJoinTokenW
                         R"({"name": "n1"})",
                         {},
                         {{"Authorization", "Bearer cred-n1"}}});
-  EXPECT_EQ(Body(own), (json{{"node", "n1"}}));
+  EXPECT_EQ(Body(own), (json{{"node", "n1"}, {"agent_timeout_ms", 4'000}}));
   EXPECT_EQ(service_.registered_by.agent, NodeId("n1"));
 }
 

@@ -182,6 +182,10 @@ class Service {
   virtual std::optional<NodeId> AgentOf(std::string_view credential) const = 0;
   // Whether `token` is the server's join token; true for any when the server requires none.
   virtual bool JoinTokenAccepted(std::string_view token) const = 0;
+  // How long an agent may go unheard before its node is declared lost (0: never); told to each
+  // agent at registration, which stops its own workers after half of it without reaching the
+  // server (docs/architecture.md, "Agent liveness").
+  virtual DurationMs AgentTimeout() const = 0;
   // The commands the node's agent has not acknowledged, after dropping those `ack` acknowledges
   // (docs/api.md, "Agent protocol"). Does not wait: with none left and `wait_ms` > 0, the caller
   // parks the agent's poll for up to `wait_ms` (the agent counts as heard from meanwhile) and

@@ -30,6 +30,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,13 @@ class AgentCommandRunner {
   // those answered kUnavailable again stay kept.
   void RetryStops();
 
+  // The workers the runner launched or adopted and has not seen exit (Observe), so that it can
+  // stop them all (Fence).
+  // Forgets the workers `events` report exited.
+  void Observe(const std::vector<model::WorkerEvent>& events);
+  // Stops every worker still running, for `reason` (self-fencing: RunAgent); the number stopped.
+  std::size_t Fence(const std::string& reason);
+
  private:
   struct PendingStop {
     model::WorkerKey key;
@@ -173,6 +181,7 @@ class AgentCommandRunner {
   const std::string node_;
   std::vector<PendingStop> pending_stops_;
   api::AgentAck ack_;
+  std::set<model::WorkerKey> running_;  // launched or adopted, not seen exit
 };
 
 struct AgentOptions {

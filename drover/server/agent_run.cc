@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -39,7 +41,9 @@ void AgentCommandRunner::Run(const AgentCommand& command, std::vector<model::Wor
   switch (command.kind) {
     case AgentCommand::Kind::kLaunch: {
       Status launched = runtime_.Launch(command.launch);
-      if (!launched && launched.error().code != ErrorCode::kAlreadyExists) {
+      if (launched || launched.error().code == ErrorCode::kAlreadyExists) {
+        running_.insert(command.launch.key);
+      } else {
         model::WorkerEvent failed;
         failed.key = command.launch.key;
         failed.kind = model::WorkerEvent::Kind::kExited;
@@ -53,7 +57,9 @@ void AgentCommandRunner::Run(const AgentCommand& command, std::vector<model::Wor
       Stop(command.key, command.stop);
       break;
     case AgentCommand::Kind::kAdopt:
+      running_.insert(command.keys.begin(), command.keys.end());
       for (const model::WorkerKey& key : runtime_.Adopt(command.keys)) {
+        running_.erase(key);
         model::WorkerEvent lost;
         lost.key = key;
         lost.kind = model::WorkerEvent::Kind::kExited;
@@ -67,6 +73,19 @@ void AgentCommandRunner::Run(const AgentCommand& command, std::vector<model::Wor
 
 void AgentCommandRunner::RetryStops() {
   for (const PendingStop& stop : std::exchange(pending_stops_, {})) Stop(stop.key, stop.request);
+}
+
+void AgentCommandRunner::Observe(const std::vector<model::WorkerEvent>& events) {
+  for (const model::WorkerEvent& event : events) {
+    if (event.kind == model::WorkerEvent::Kind::kExited) running_.erase(event.key);
+  }
+}
+
+std::size_t AgentCommandRunner::Fence(const std::string& reason) {
+  model::StopRequest request;
+  request.reason = reason;
+  for (const model::WorkerKey& key : running_) Stop(key, request);
+  return running_.size();
 }
 
 void AgentCommandRunner::Stop(const model::WorkerKey& key, const model::StopRequest& request) {
@@ -110,6 +129,50 @@ Status WriteCredential(const std::string& path, const std::string& credential) {
   return OkStatus();
 }
 
+// Self-fencing (docs/architecture.md, "Agent liveness"). The server declares a node lost once
+// its agent has been silent for its agent timeout T, and may then run the node's jobs elsewhere;
+// an agent cut off from the server stops its own workers after T/2 without reaching it, so that
+// a job does not run on both sides of a partition. Measured from when the last call that reached
+// the server was sent, which is no later than when the server last heard from the agent.
+class Fence {
+ public:
+  // The server's agent timeout, as its registration reply says (0 or absent: never fence).
+  void SetTimeout(DurationMs agent_timeout_ms) { fence_after_ms_ = agent_timeout_ms / 2; }
+  // How long one call may take: an eighth of the timeout (250 ms to 10 s), so that a turn of
+  // the loop (at most two calls) into a partition ends within T/4 and the workers are stopped
+  // between T/2 and 3T/4 after the last contact (then their kill grace applies).
+  DurationMs CallTimeout() const {
+    return fence_after_ms_ > 0 ? std::clamp<DurationMs>(fence_after_ms_ / 4, 250, kCallTimeoutMs)
+                               : kCallTimeoutMs;
+  }
+  // A call sent at `sent_at` answered `reply`: anything but kUnavailable (no connection, a
+  // timeout, or the server's own 503) means the server was reached.
+  template <typename Reply>
+  void Called(TimeMs sent_at, const Reply& reply) {
+    if (reply || reply.error().code != ErrorCode::kUnavailable) {
+      reached_at_ = sent_at;
+      fenced_ = false;
+    }
+  }
+  // Whether the workers must be stopped now: once per loss of contact.
+  bool Due(TimeMs now) {
+    if (fenced_ || fence_after_ms_ <= 0 || reached_at_ == 0 ||
+        now - reached_at_ <= fence_after_ms_) {
+      return false;
+    }
+    fenced_ = true;
+    return true;
+  }
+  DurationMs silence(TimeMs now) const { return now - reached_at_; }
+
+  static constexpr DurationMs kCallTimeoutMs = 10 * kMillisPerSecond;
+
+ private:
+  DurationMs fence_after_ms_ = 0;
+  TimeMs reached_at_ = 0;
+  bool fenced_ = false;
+};
+
 }  // namespace
 
 Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atomic<bool>& stop) {
@@ -123,9 +186,10 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
 
   const std::string node = options.node.name.value();
   const std::string node_path = "/v1/agents/" + api::UrlEncode(node);
-  api::ApiClient client(options.server_url, /*timeout_ms=*/10 * kMillisPerSecond);
+  Fence fence;
+  auto client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout());
   DROVER_ASSIGN_OR_RETURN(std::string credential, ReadCredential(options.credential_file));
-  client.SetBearer(credential);
+  client->SetBearer(credential);
   std::map<std::string, std::string> register_headers;
   if (!options.join_token.empty()) {
     register_headers[std::string(api::kJoinTokenHeader)] = options.join_token;
@@ -136,18 +200,34 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
 
   while (!stop) {
     runner.RetryStops();
+    if (fence.Due(clock.Now())) {
+      const std::size_t stopped = runner.Fence(fmt::format(
+          "fenced: node {} has not reached the server for {} s; the server declares it lost "
+          "after its agent timeout and may run its jobs elsewhere",
+          node, fence.silence(clock.Now()) / kMillisPerSecond));
+      spdlog::warn("agent {}: no contact with the server for {} ms: stopped {} worker(s)", node,
+                   fence.silence(clock.Now()), stopped);
+    }
     if (!registered) {
-      auto reply = client.Post("/v1/agents/register", codec::DumpJson(codec::ToJson(options.node)),
-                               "application/json", register_headers);
+      const TimeMs sent_at = clock.Now();
+      auto reply = client->Post("/v1/agents/register", codec::DumpJson(codec::ToJson(options.node)),
+                                "application/json", register_headers);
+      fence.Called(sent_at, reply);
       if (!reply) {
         spdlog::warn("agent {}: cannot register: {}", node, reply.error().ToString());
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         continue;
       }
+      if (const auto timeout = reply->json.find("agent_timeout_ms");
+          timeout != reply->json.end() && timeout->is_number_integer()) {
+        fence.SetTimeout(timeout->get<DurationMs>());
+        client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout());
+        client->SetBearer(credential);
+      }
       if (const auto issued = reply->json.find("credential");
           issued != reply->json.end() && issued->is_string()) {
         credential = issued->get<std::string>();
-        client.SetBearer(credential);
+        client->SetBearer(credential);
         if (Status kept = WriteCredential(options.credential_file, credential); !kept) {
           spdlog::error("agent {}: cannot keep the node credential: {}", node,
                         kept.error().message);
@@ -157,8 +237,10 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       spdlog::info("agent {}: registered with {}", node, options.server_url);
     }
     const api::AgentAck ack = runner.ack();
-    auto reply = client.Get(fmt::format("{}/commands?wait_ms={}&epoch={}&ack={}", node_path,
-                                        options.poll_ms, ack.epoch, ack.seq));
+    const TimeMs polled_at = clock.Now();
+    auto reply = client->Get(fmt::format("{}/commands?wait_ms={}&epoch={}&ack={}", node_path,
+                                         options.poll_ms, ack.epoch, ack.seq));
+    fence.Called(polled_at, reply);
     if (!reply) {
       // A restarted server forgets remote nodes, and one that stopped hearing from us declared
       // the node lost: register again, which also re-adopts (and stops what was lost).
@@ -186,14 +268,17 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       }
       runner.RunBatch(batch, unsent);
     }
-    for (model::WorkerEvent& event : runtime.Poll()) unsent.push_back(std::move(event));
+    std::vector<model::WorkerEvent> polled = runtime.Poll();
+    runner.Observe(polled);
+    for (model::WorkerEvent& event : polled) unsent.push_back(std::move(event));
     if (!unsent.empty() && registered) {
       json events = json::array();
       for (const model::WorkerEvent& event : unsent) events.push_back(codec::ToJson(event));
-      if (client.Post(node_path + "/events", codec::DumpJson(json{{"events", events}}),
-                      "application/json")) {
-        unsent.clear();
-      }
+      const TimeMs sent_at = clock.Now();
+      auto posted = client->Post(node_path + "/events", codec::DumpJson(json{{"events", events}}),
+                                 "application/json");
+      fence.Called(sent_at, posted);
+      if (posted) unsent.clear();
     }
   }
   return OkStatus();

@@ -144,5 +144,39 @@ TEST(AgentCommandRunner, ReportsAnAdoptedWorkerNeverLaunchedAsLost) {
   EXPECT_EQ(events[0].exit.message, "lost: never launched on node n1");
 }
 
+// Self-fencing: Fence stops every worker the runner launched or adopted and has not seen exit,
+// and only those.
+TEST(AgentCommandRunner, FenceStopsEveryWorkerStillRunningAndNoOther) {
+  ScriptedRuntime runtime;
+  runtime.never_launched = {{JobId(4), 2, 0}};
+  testing::FakeClock clock;
+  AgentCommandRunner runner(runtime, clock, "n1");
+  std::vector<model::WorkerEvent> events;
+  AgentCommand launch;
+  launch.launch.key = model::WorkerKey{JobId(7), 1, 0};
+  runner.Run(launch, events);
+  AgentCommand exits = launch;
+  exits.launch.key = model::WorkerKey{JobId(8), 1, 0};
+  runner.Run(exits, events);
+  AgentCommand adopt;
+  adopt.kind = AgentCommand::Kind::kAdopt;
+  adopt.keys = {{JobId(4), 2, 0}, {JobId(5), 0, 0}};  // job 4 has no trace on the node
+  runner.Run(adopt, events);
+  runtime.launch_status = MakeError(ErrorCode::kInternal, "no such GPU");
+  AgentCommand failed = launch;
+  failed.launch.key = model::WorkerKey{JobId(9), 1, 0};
+  runner.Run(failed, events);
+  model::WorkerEvent exited;
+  exited.key = exits.launch.key;
+  exited.kind = model::WorkerEvent::Kind::kExited;
+  runner.Observe({exited});
+
+  EXPECT_EQ(runner.Fence("fenced: cut off"), 2u);
+  ASSERT_EQ(runtime.stops.size(), 2u);
+  EXPECT_EQ(runtime.stops[0].first, (model::WorkerKey{JobId(5), 0, 0}));
+  EXPECT_EQ(runtime.stops[1].first, launch.launch.key);
+  EXPECT_EQ(runtime.stops[1].second, "fenced: cut off");
+}
+
 }  // namespace
 }  // namespace drover::server

@@ -102,6 +102,8 @@ bool ControlPlaneService::JoinTokenAccepted(std::string_view token) const {
   return plane_.JoinTokenAccepted(token);
 }
 
+DurationMs ControlPlaneService::AgentTimeout() const { return plane_.agent_timeout_ms(); }
+
 Result<api::AgentCommandBatch> ControlPlaneService::TakeCommands(const NodeId& node,
                                                                  const api::AgentAck& ack,
                                                                  DurationMs wait_ms) {

@@ -45,6 +45,7 @@ class ControlPlaneService final : public api::Service {
                                          const api::Caller& caller) override;
   std::optional<NodeId> AgentOf(std::string_view credential) const override;
   bool JoinTokenAccepted(std::string_view token) const override;
+  DurationMs AgentTimeout() const override;
   Result<api::AgentCommandBatch> TakeCommands(const NodeId& node, const api::AgentAck& ack,
                                               DurationMs wait_ms) override;
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;

@@ -87,7 +87,9 @@ struct ControlPlaneOptions {
   // it return (tests), the plane stops: that step's effects and every later one are dropped
   // (those of earlier, persisted steps still queued are carried out), nothing more is written,
   // the loop ends, and calls that change state answer kUnavailable; a new ControlPlane over the
-  // same store recovers.
+  // same store recovers. Reads of such a stopped plane still answer from memory, which may be
+  // ahead of the store by the failed step (jobs it created that a restart will not know): the
+  // reason a server never continues after a failed write.
   std::function<void(const Error&)> on_store_failure = ExitForRestart;
 };
 
@@ -212,6 +214,8 @@ class ControlPlane {
   }
   // AgentRegistry::JoinTokenAccepted. Does not take mu_.
   bool JoinTokenAccepted(std::string_view token) const { return agents_.JoinTokenAccepted(token); }
+  // ControlPlaneOptions::agent_timeout_ms. Does not take mu_.
+  DurationMs agent_timeout_ms() const { return options_.agent_timeout_ms; }
   // kNotFound for a node that is not registered, or was declared lost since it registered: the
   // agent registers (again).
   // RemoteRuntime::TakeCommands of the node's runtime.

@@ -417,7 +417,8 @@ void CheckGpus(const std::vector<model::Gpu>& gpus, Add add) {
     }
     if ((gpu.sharing == model::GpuSharing::kMig) != !gpu.mig.empty()) {
       add(internal::Child(path, "mig"), "a MIG layout is given exactly when sharing is mig");
-    } else if (auto layout = model::CheckMigLayout(gpu.mig); !layout) {
+    } else if (auto layout = gpu.mig.empty() ? OkStatus() : model::CheckMigLayout(gpu.mig);
+               !layout) {
       add(internal::Child(path, "mig"), layout.error().message);
     }
   }

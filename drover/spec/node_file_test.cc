@@ -247,5 +247,31 @@ TEST(ParseNodeFile, RejectsWrongShapes) {
                                     "default")));
 }
 
+// What a `drover agent --gpus 2xA100-40GB` registers: whole GPUs without a MIG layout. (The
+// first CheckNode refused every such node: "the MIG layout is empty".)
+TEST(CheckNodeTest, AcceptsWholeGpusAndRefusesAMigGpuWithoutItsLayout) {
+  model::Node node;
+  node.name = NodeId("remote-1");
+  node.address = "127.0.0.1";
+  node.cpu_millis = 8'000;
+  node.memory_bytes = std::int64_t{64} << 30;
+  for (int i = 0; i < 2; ++i) {
+    model::Gpu gpu;
+    gpu.index = i;
+    gpu.model = "A100-40GB";
+    gpu.memory_bytes = std::int64_t{40} << 30;
+    node.gpus.push_back(gpu);
+  }
+  Status whole = CheckNode(node, "request body");
+  EXPECT_TRUE(whole) << whole.error().ToString();
+
+  node.gpus[1].sharing = model::GpuSharing::kMig;
+  Status mig = CheckNode(node, "request body");
+  ASSERT_FALSE(mig);
+  EXPECT_THAT(mig.error().details,
+              ElementsAre("request body: gpus[1].mig: a MIG layout is given exactly when sharing "
+                          "is mig"));
+}
+
 }  // namespace
 }  // namespace drover::spec

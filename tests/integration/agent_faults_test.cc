@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "drover/testing/tcp_proxy.h"
@@ -90,15 +93,21 @@ script: |
   std::unique_ptr<ChildProcess> agent_a_, agent_b_;
 };
 
-TEST_F(AgentFaults, APartitionedAgentsJobRetriesElsewhereOnceAndItsOrphanStopsWhenItHeals) {
+// The job never runs on both sides of the partition: agent-a, cut off, stops its own workers
+// after half the agent timeout (self-fencing), before the server declares the node lost and
+// starts attempt 2 elsewhere.
+TEST_F(AgentFaults, APartitionedAgentsJobRetriesElsewhereOnceAndNeverRunsTwiceAtATime) {
   StartServerAndProxiedAgent("2s");
-  // Attempt 1 writes its pid and sleeps; attempt 2 finishes at once.
+  // Attempt 1 writes its pid and sleeps; attempt 2 notes whether attempt 1 still runs, and
+  // finishes at once.
   const std::string pid_file = dir_.Sub("survivor.pid");
-  const std::int64_t survivor =
-      SubmitJob("survivor", "{max_attempts: 2, on: [node_lost]}",
-                fmt::format("[ \"$DROVER_ATTEMPT\" = 1 ] && echo $$ > {0}.tmp && mv {0}.tmp {0} "
-                            "&& exec sleep 600",
-                            pid_file));
+  const std::string overlap_file = dir_.Sub("survivor.overlap");
+  const std::int64_t survivor = SubmitJob(
+      "survivor", "{max_attempts: 2, on: [node_lost]}",
+      fmt::format("if [ \"$DROVER_ATTEMPT\" = 1 ]; then echo $$ > {0}.tmp && mv {0}.tmp {0} "
+                  "&& exec sleep 600; elif kill -0 $(cat {0}) 2>/dev/null; then "
+                  "echo attempt 1 still runs > {1}; fi",
+                  pid_file, overlap_file));
   // A job that does not retry on node loss, running beside it.
   const std::int64_t fragile = SubmitJob("fragile", "{}", "exec sleep 600");
   ASSERT_EQ(WaitForState(*client_, survivor, {"running"}), "running") << Logs();
@@ -128,14 +137,14 @@ TEST_F(AgentFaults, APartitionedAgentsJobRetriesElsewhereOnceAndItsOrphanStopsWh
     ASSERT_EQ(WaitForTerminal(*client_, during[i]), "succeeded") << Logs();
     EXPECT_THAT(Runs(fmt::format("during-{}", i)), ElementsAre("start 1", "done 1"));
   }
-  // Out of the server's reach, attempt 1 still runs on agent-a.
-  EXPECT_TRUE(ProcessAlive(orphan));
+  // agent-a stopped attempt 1 itself, before attempt 2 started (the server on main left it
+  // running until the partition healed).
+  EXPECT_FALSE(ProcessAlive(orphan));
+  EXPECT_TRUE(ReadLines(overlap_file).empty()) << ReadLines(overlap_file)[0];
 
-  // The partition heals: agent-a registers again and stops the worker of the ended attempt,
-  // which never finished; the job completed once, by attempt 2.
+  // The partition heals: agent-a registers again; the job completed once, by attempt 2.
   proxy_->SetMode(TcpProxy::Mode::kPass);
   ASSERT_TRUE(WaitForNodeState("agent-a", "ready")) << Logs();
-  EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(orphan); })) << Logs();
   EXPECT_THAT(Runs("survivor"), ElementsAre("start 1", "start 2", "done 2"));
   EXPECT_THAT(Runs("fragile"), ElementsAre("start 1"));
   EXPECT_EQ(Transitions(fragile, "failed"), 1);
@@ -146,8 +155,27 @@ TEST_F(AgentFaults, APartitionedAgentsJobRetriesElsewhereOnceAndItsOrphanStopsWh
   for (std::int64_t id : during) EXPECT_EQ(Transitions(id, "succeeded"), 1);
 }
 
+// The server queued a launch and answered the agent's poll with it, but the answer was lost:
+// the launch is sent again on the next poll (acknowledged commands), and runs once.
+TEST_F(AgentFaults, ALaunchWhoseReplyWasLostStillRunsOnce) {
+  StartServerAndProxiedAgent("30s");
+  ASSERT_EQ(kill(agent_a_->pid(), SIGSTOP), 0);
+  // The poll in flight when the agent stopped ends (its wait is 50 ms); the next one is
+  // sent when the agent continues, and its answer, the launch, is lost.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  proxy_->DropNextReplies("GET /v1/agents/agent-a/commands", 1);
+  const std::int64_t id = SubmitJob("lost-launch", "{}", "");
+  ASSERT_EQ(WaitForState(*client_, id, {"starting"}), "starting") << Logs();
+  ASSERT_EQ(kill(agent_a_->pid(), SIGCONT), 0);
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->swallowed_replies() > 0; })) << Logs();
+  EXPECT_EQ(WaitForTerminal(*client_, id), "succeeded") << Logs();
+  EXPECT_THAT(Runs("lost-launch"), ElementsAre("start 1", "done 1"));
+  EXPECT_EQ(GetJob(*client_, id)["attempts"].size(), 1u);
+}
+
 TEST_F(AgentFaults, AnExitWhoseReplyWasLostIsSentAgainAndRecordedOnce) {
-  // Longer than the agent's 10 s request timeout, which the lost reply makes it wait.
+  // Longer than the agent's request timeout (an eighth of it, 3.75 s), which the lost reply
+  // makes it wait.
   StartServerAndProxiedAgent("30s");
   // Attempt 1 fails with exit 3 once released; attempt 2 succeeds once released.
   const std::string release = dir_.Sub("release");
