@@ -15,6 +15,10 @@
 // paths, the policy file, logs, outputs) are touched only through the FileSystem given, and
 // never under mu_.
 //
+// Defined in four files: control_plane.cc (the loop, commits and effects, jobs),
+// control_plane_agents.cc (remote agents), control_plane_policy.cc (the policy and its file) and
+// control_plane_cron.cc (cron jobs).
+//
 // A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
 // restart recovers from the store): continuing would let running work and the durable record
 // disagree.

@@ -1,0 +1,103 @@
+// ControlPlane's scheduling policy (control_plane.h, docs/scheduling.md): set through the API,
+// or read from the policy file, which the loop re-reads when it changes (the file is read and
+// parsed without the plane's mutex; only its installation takes it).
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "drover/server/control_plane.h"
+#include "drover/spec/policy.h"
+
+namespace drover::server {
+
+Status ControlPlane::SetPolicy(const model::Policy& policy) {
+  MutexLock lock(mu_);
+  DROVER_RETURN_IF_ERROR(controller_.SetPolicy(policy));
+  RequestSchedule();
+  return OkStatus();
+}
+
+model::Policy ControlPlane::Policy() const {
+  MutexLock lock(mu_);
+  return controller_.policy();
+}
+
+PolicyStatus ControlPlane::PolicyInfo() const {
+  MutexLock lock(mu_);
+  return PolicyStatus{controller_.policy(), policy_file_, policy_loaded_at_, policy_reload_error_};
+}
+
+Status ControlPlane::LoadPolicyFile(const std::string& path) {
+  DROVER_ASSIGN_OR_RETURN(PolicyFile file, ReadPolicyFile(path));
+  MutexLock lock(mu_);
+  return InstallPolicyFile(path, std::move(file));
+}
+
+Status ControlPlane::ReloadPolicy() {
+  std::string path;
+  {
+    MutexLock lock(mu_);
+    path = policy_file_;
+  }
+  if (path.empty()) {
+    return FailedPrecondition(
+        "the server was started without a policy file (drover server --policy FILE)");
+  }
+  Result<PolicyFile> read = ReadPolicyFile(path);
+  MutexLock lock(mu_);
+  Status loaded =
+      read ? InstallPolicyFile(path, *std::move(read)) : Status(tl::unexpected(read.error()));
+  if (!loaded) policy_reload_error_ = loaded.error();
+  return loaded;
+}
+
+Result<ControlPlane::PolicyFile> ControlPlane::ReadPolicyFile(const std::string& path) const {
+  // Stamp first: a change while reading is seen by the next look.
+  Result<FileInfo> stamp = fs_.Stat(path);
+  Result<std::string> text = stamp ? fs_.Read(path) : tl::unexpected(stamp.error());
+  if (!text) return InvalidArgument("policy file: " + text.error().message);
+  spec::ParseOptions options;
+  options.file_name = path;
+  DROVER_ASSIGN_OR_RETURN(model::Policy policy, spec::ParsePolicy(*text, options));
+  return PolicyFile{*stamp, std::move(policy)};
+}
+
+Status ControlPlane::InstallPolicyFile(const std::string& path, PolicyFile file) {
+  Status installed = controller_.SetPolicy(file.policy);
+  if (!installed) {
+    Error error = installed.error();
+    error.message = fmt::format("{}: {}", path, error.message);
+    return tl::unexpected(std::move(error));
+  }
+  policy_file_ = path;
+  policy_file_seen_ = file.stamp;
+  policy_loaded_at_ = clock_.Now();
+  policy_reload_error_.reset();
+  RequestSchedule();
+  return OkStatus();
+}
+
+void ControlPlane::OnPolicyFileChanged(const std::string& path,
+                                       const std::optional<FileInfo>& stamp,
+                                       Result<PolicyFile> read) {
+  Status loaded =
+      read ? InstallPolicyFile(path, *std::move(read)) : Status(tl::unexpected(read.error()));
+  if (loaded) {
+    spdlog::info("policy file {} changed: the new policy is in force", path);
+    return;
+  }
+  // InstallPolicyFile leaves the stamp alone on failure: keep the one just seen, so that an
+  // unchanged bad file is reported once.
+  policy_file_seen_ = stamp;
+  policy_reload_error_ = loaded.error();
+  std::string details;
+  for (const std::string& detail : loaded.error().details) details += "\n  " + detail;
+  spdlog::error("policy file {} changed but was not applied (the previous policy stays): {}{}",
+                path, loaded.error().message, details);
+}
+
+}  // namespace drover::server
