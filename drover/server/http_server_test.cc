@@ -25,8 +25,8 @@ namespace {
 
 using nlohmann::json;
 
-// A runtime whose launches block until Release(): while one blocks, the control loop holds the
-// control plane's mutex (ControlPlane::Commit carries out launches under it).
+// A runtime whose launches block until Release(): while they block, the control loop waits for
+// its batch of launches (ControlPlane::CarryOutEffects), without the control plane's mutex.
 class GatedRuntime final : public agent::WorkerRuntime {
  public:
   struct Gate {
