@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -368,7 +369,14 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     };
     std::vector<std::thread> helpers;
     const std::size_t wanted = std::min<std::size_t>(std::max(threads, 1), launches.size());
-    for (std::size_t i = 1; i < wanted; ++i) helpers.emplace_back(work);
+    for (std::size_t i = 1; i < wanted; ++i) {
+      try {
+        helpers.emplace_back(work);
+      } catch (const std::system_error& error) {  // out of threads: fewer at once, all the same
+        spdlog::warn("launches: cannot start a thread ({}); {} at once", error.what(), i);
+        break;
+      }
+    }
     work();
     for (std::thread& helper : helpers) helper.join();
     for (std::optional<model::WorkerEvent>& failed : failures) {
