@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,24 +19,10 @@
 #include <utility>
 #include <vector>
 
-#include "drover/agent/fd_util.h"
+extern char** environ;
 
 namespace drover::agent {
 namespace {
-
-// What the two forked processes of SpawnDetached report through the close-on-exec pipe.
-struct SpawnMessage {
-  int kind;
-  int value;
-};
-constexpr int kSpawnPid = 1;        // value: the grandchild's pid
-constexpr int kSpawnForkError = 2;  // value: errno of the second fork
-constexpr int kSpawnExecError = 3;  // value: errno of chdir or exec
-
-void WriteMessage(int fd, SpawnMessage message) {
-  ssize_t ignored = write(fd, &message, sizeof(message));
-  (void)ignored;
-}
 
 // Raw system calls: glibc 2.36's <sys/pidfd.h> lacks C++ linkage, and older glibc lacks it.
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
@@ -79,8 +66,6 @@ void RemoveDirectoryTree(const std::string& dir) {
 Result<ProcessIdentity> SpawnDetached(const std::string& program,
                                       const std::vector<std::string>& args,
                                       const std::string& log_path, const std::string& cwd) {
-  // Everything the children use is prepared here: between fork and exec only async-signal-safe
-  // calls are allowed, since other threads of this process may hold locks.
   std::vector<std::string> argv_strings;
   argv_strings.push_back(program);
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -92,74 +77,36 @@ Result<ProcessIdentity> SpawnDetached(const std::string& program,
   sigaddset(&blocked, SIGTERM);
   sigaddset(&blocked, SIGINT);
   sigaddset(&blocked, SIGCHLD);
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
+  sigset_t defaults;  // every catchable signal, ignored ones (the server's SIGPIPE) included
+  sigfillset(&defaults);
+  sigdelset(&defaults, SIGKILL);
+  sigdelset(&defaults, SIGSTOP);
 
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return Internal(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  }
-  pid_t middle = fork();
-  if (middle == 0) {
-    // At once: no descriptor of the server (the data folder's lock among them) outlives it in
-    // a child that a kill of the server's process group does not reach (setsid below).
-    CloseFdsFrom(3, pipe_fds[1]);
-    setsid();
-    pid_t grandchild = fork();
-    if (grandchild == 0) {
-      sigprocmask(SIG_SETMASK, &blocked, nullptr);
-      for (int sig = 1; sig < NSIG; ++sig) {
-        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &default_action, nullptr);
-      }
-      int in = open("/dev/null", O_RDONLY);
-      int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (in >= 0) dup2(in, STDIN_FILENO);
-      if (log >= 0) {
-        dup2(log, STDOUT_FILENO);
-        dup2(log, STDERR_FILENO);
-      }
-      CloseFdsFrom(3, pipe_fds[1]);
-      if (chdir(cwd.c_str()) == 0) execv(argv[0], argv.data());
-      WriteMessage(pipe_fds[1], {kSpawnExecError, errno});
-      _exit(127);
-    }
-    if (grandchild < 0) {
-      WriteMessage(pipe_fds[1], {kSpawnForkError, errno});
-    } else {
-      WriteMessage(pipe_fds[1], {kSpawnPid, grandchild});
-    }
-    _exit(0);
-  }
-  int fork_error = errno;
-  close(pipe_fds[1]);
-  if (middle < 0) {
-    close(pipe_fds[0]);
-    return Internal(fmt::format("cannot fork: {}", std::strerror(fork_error)));
-  }
-  while (waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  // Read until EOF: the write end closes when the grandchild execs (or exits).
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attributes);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  // No descriptor of the server (the data folder's lock among them) outlives it in a process
+  // that a kill of the server's process group does not reach.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setsigmask(&attributes, &blocked);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
   pid_t pid = 0;
-  std::optional<SpawnMessage> failure;
-  while (true) {
-    SpawnMessage message{};
-    ssize_t n = read(pipe_fds[0], &message, sizeof(message));
-    if (n < 0 && errno == EINTR) continue;
-    if (n != static_cast<ssize_t>(sizeof(message))) break;
-    if (message.kind == kSpawnPid) {
-      pid = message.value;
-    } else {
-      failure = message;
-    }
+  // glibc's posix_spawn shares the caller's memory until the exec (CLONE_VM | CLONE_VFORK): no
+  // copy of the server's page tables, and it reports a failed file action or exec as its result.
+  int error = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (error != 0) {
+    return Internal(fmt::format("cannot execute {}: {}", program, std::strerror(error)));
   }
-  close(pipe_fds[0]);
-  if (failure) {
-    return Internal(fmt::format("cannot {} {}: {}",
-                                failure->kind == kSpawnForkError ? "fork for" : "execute", program,
-                                std::strerror(failure->value)));
-  }
-  if (pid <= 0) return Internal(fmt::format("cannot start {}: no pid reported", program));
   // The start time never changes across exec; 0 (process already gone) makes IsAlive false.
   return ProcessIdentity{pid, ProcessStartTime(pid).value_or(0)};
 }
@@ -215,12 +162,18 @@ void LocalRuntime::Configure(Watch& watch, const model::LaunchSpec& spec) {
 }
 
 Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
-  MutexLock lock(mu_);
   const model::WorkerKey& key = launch.key;
-  std::string dir = WorkerDir(key);
-  if (watched_.contains(key)) {
-    return MakeError(ErrorCode::kAlreadyExists, fmt::format("{} is already running", KeyName(key)));
+  {
+    MutexLock lock(mu_);
+    if (watched_.contains(key)) {
+      return MakeError(ErrorCode::kAlreadyExists,
+                       fmt::format("{} is already running", KeyName(key)));
+    }
   }
+  // Without mu_, so that launches proceed in parallel and Poll and Stop do not wait for them: the
+  // worker's mkdir is the exclusive claim (a second Launch of the key gets EEXIST), and the
+  // worker is watched only once its supervisor runs.
+  std::string dir = WorkerDir(key);
   DROVER_RETURN_IF_ERROR(EnsureDirectory(fmt::format("{}/{}", options_.runs_dir, key.job.value())));
   DROVER_RETURN_IF_ERROR(
       EnsureDirectory(fmt::format("{}/{}/{}", options_.runs_dir, key.job.value(), key.attempt)));
@@ -253,6 +206,8 @@ Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
                                 supervisor.error().message));
   }
   watch.supervisor = *supervisor;
+  MutexLock lock(mu_);
+  unreaped_.push_back(supervisor->pid);
   watched_[key] = std::move(watch);
   return OkStatus();
 }
@@ -401,8 +356,19 @@ model::ExitStatus LocalRuntime::StopOutcome(const Watch& watch, model::ExitStatu
   return exit;
 }
 
+void LocalRuntime::ReapSupervisors() {
+  std::erase_if(unreaped_, [](pid_t pid) {
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
+    }
+    return reaped != 0;  // reaped, or not (any longer) a child of this process
+  });
+}
+
 std::vector<model::WorkerEvent> LocalRuntime::Poll() {
   MutexLock lock(mu_);
+  ReapSupervisors();
   std::vector<model::WorkerEvent> events;
   const std::int64_t now = SteadyMs();
   const bool check_checkpoints = now >= next_checkpoint_check_;

@@ -8,11 +8,12 @@
 // (drover/agent/worker_files.h): launch.json in; supervisor.json, started.json, exit.json,
 // stdout.log, stderr.log and supervisor.log out.
 //
-// Supervisors are detached: double-forked into their own session, so they are children of init
-// (or of the nearest subreaper), never zombies of the server, and not killed with the server's
-// process group. The runtime holds no process handles; it learns everything from the files and
-// from /proc, which is why a new instance over the same RUNS_DIR can Adopt() the workers of an
-// earlier one.
+// Supervisors are detached: spawned into their own session (SpawnDetached), so they are not
+// killed with the server's process group and outlive it (then as children of init or of the
+// nearest subreaper). While this process lives they are its children, reaped by Poll once they
+// exit (a zombie until then, never reported alive: IsAlive). The runtime holds no other process
+// handles; it learns everything from the files and from /proc, which is why a new instance over
+// the same RUNS_DIR can Adopt() the workers of an earlier one.
 //
 // Launch adds DROVER_SERVER=<Options::server_url> to the worker's environment unless the spec
 // sets it, so that `drover report` and `drover checkpoint` inside a job reach the API, and
@@ -39,9 +40,10 @@
 // After Adopt(), kStarted is reported again for workers that had started: the caller treats
 // events idempotently.
 //
-// Thread-safety: all public methods may be called concurrently; one mutex serializes them.
-// Launch holds it while spawning (a fork and an exec, milliseconds), Poll while reading the
-// watched directories.
+// Thread-safety: all public methods may be called concurrently. One mutex guards what is
+// watched; Poll holds it while reading the watched directories. Launch takes it only to look up
+// and to record the worker, not while creating its directory and spawning its supervisor
+// (milliseconds), so launches of different workers run in parallel.
 
 #include <cstdint>
 #include <map>
@@ -131,21 +133,27 @@ class LocalRuntime final : public WorkerRuntime {
   // `exit` as recorded by the supervisor, reported preempted if a preemption stopped it.
   static model::ExitStatus StopOutcome(const Watch& watch, model::ExitStatus exit);
   bool SupervisorGone(Watch& watch);
+  // Reaps the supervisors in unreaped_ that have exited (waitpid WNOHANG, one call each).
+  void ReapSupervisors() REQUIRES(mu_);
 
   const Options options_;
   const Clock& clock_;
   Mutex mu_;
   std::map<model::WorkerKey, Watch> watched_ GUARDED_BY(mu_);
+  // Supervisors spawned by this instance (children of this process) not yet reaped. Those still
+  // running when the runtime is destroyed are left to exit as zombies of the process.
+  std::vector<pid_t> unreaped_ GUARDED_BY(mu_);
   // steady_clock ms of the next look at checkpoint markers.
   std::int64_t next_checkpoint_check_ GUARDED_BY(mu_) = 0;
 };
 
-// Starts `program args...` detached: in a new session, not a child of the calling process
-// (double fork), stdin /dev/null, stdout and stderr appended to `log_path`, no other inherited
-// descriptors, signal dispositions at their defaults, and SIGTERM, SIGINT and SIGCHLD blocked
-// (the supervisor takes them with sigtimedwait, so none sent early is lost). Returns once the
-// program has been exec'd. kInternal with the reason if fork or exec failed. Safe to call from a
-// multi-threaded process.
+// Starts `program args...` detached: in a new session (posix_spawn with POSIX_SPAWN_SETSID),
+// working directory `cwd`, stdin /dev/null, stdout and stderr appended to `log_path`, no other
+// inherited descriptors, signal dispositions at their defaults, and SIGTERM, SIGINT and SIGCHLD
+// blocked (the supervisor takes them with sigtimedwait, so none sent early is lost). The program
+// is a child of the calling process, which must reap it (waitpid) once it exits. Returns once
+// the program has been exec'd. kInternal with the reason if the spawn, a file action (the log,
+// the directory) or the exec failed. Safe to call from a multi-threaded process.
 Result<ProcessIdentity> SpawnDetached(const std::string& program,
                                       const std::vector<std::string>& args,
                                       const std::string& log_path, const std::string& cwd);

@@ -260,6 +260,45 @@ TEST_F(LocalRuntimeTest, LaunchingTheSameWorkerTwiceIsAlreadyExists) {
   EXPECT_EQ(MakeRuntime()->Launch(spec).error().code, ErrorCode::kAlreadyExists);
 }
 
+TEST_F(LocalRuntimeTest, LaunchesFromManyThreadsEachHappenOnce) {
+  // Eight workers, each launched from two threads at once: one launch of each succeeds, the
+  // other is kAlreadyExists (the worker directory's mkdir is the claim), and all eight run.
+  constexpr int kWorkers = 8;
+  std::vector<Status> results(2 * kWorkers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2 * kWorkers; ++i) {
+    threads.emplace_back([&, i] { results[i] = runtime_->Launch(Spec(100 + i / 2, {"true"})); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int job = 0; job < kWorkers; ++job) {
+    const Status& first = results[2 * job];
+    const Status& second = results[2 * job + 1];
+    EXPECT_NE(static_cast<bool>(first), static_cast<bool>(second)) << "worker " << job;
+    const Status& refused = first ? second : first;
+    if (!refused) {
+      EXPECT_EQ(refused.error().code, ErrorCode::kAlreadyExists);
+    }
+    auto exited = WaitFor(Spec(100 + job, {}).key, Kind::kExited);
+    ASSERT_TRUE(exited);
+    EXPECT_EQ(exited->exit.exit_code, 0);
+  }
+}
+
+TEST_F(LocalRuntimeTest, AnExitedSupervisorIsReapedNotLeftAZombie) {
+  model::LaunchSpec spec = Spec(12, {"true"});
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(WaitFor(spec.key, Kind::kExited));
+  auto supervisor = ReadSupervisorFile(runtime_->WorkerDir(spec.key));
+  ASSERT_TRUE(supervisor);
+  // It is this process's child until reaped: a later Poll reaps it once it has exited.
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        runtime_->Poll();
+        return !ProcessExists(supervisor->pid);
+      },
+      kDeadline, std::chrono::milliseconds(20)));
+}
+
 TEST_F(LocalRuntimeTest, TimeoutKillsTheWholeProcessTree) {
   std::string pids = root_ + "/pids";
   model::LaunchSpec spec = Spec(7, {"sh", "-c",

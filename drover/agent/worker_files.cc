@@ -86,7 +86,11 @@ Status WriteFileAtomically(const std::string& path, std::string_view content,
 
 Status WriteSupervisorFile(const std::string& dir, const ProcessIdentity& identity) {
   json j{{"pid", identity.pid}, {"start_time", identity.start_time}};
-  return WriteFileAtomically(Join(dir, kSupervisorFile), codec::DumpJson(j));
+  // Not synced: it names a process that dies with the machine. After a power loss the worker is
+  // reported lost with or without it (LocalRuntime: a dead supervisor at once, a missing file
+  // once launch.json is older than the start grace); a crash of the server loses nothing (the
+  // rename is visible at once).
+  return WriteFileAtomically(Join(dir, kSupervisorFile), codec::DumpJson(j), Durability::kVisible);
 }
 
 Result<ProcessIdentity> ReadSupervisorFile(const std::string& dir) {
@@ -99,7 +103,10 @@ Result<ProcessIdentity> ReadSupervisorFile(const std::string& dir) {
 
 Status WriteStartedFile(const std::string& dir, const StartedRecord& record) {
   json j{{"pid", record.pid}, {"at", record.at}};
-  return WriteFileAtomically(Join(dir, kStartedFile), codec::DumpJson(j));
+  // Not synced, as supervisor.json: the process it records dies with the machine; a worker whose
+  // started.json a power loss took is reported lost all the same (its exit is what counts, and
+  // exit.json, the record of the outcome, is synced).
+  return WriteFileAtomically(Join(dir, kStartedFile), codec::DumpJson(j), Durability::kVisible);
 }
 
 Result<StartedRecord> ReadStartedFile(const std::string& dir) {

@@ -4,10 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "drover/agent/outputs.h"
 
@@ -313,18 +317,37 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   explicit EffectRunner(ControlPlane& plane) : plane_(plane) {}
 
   void LaunchWorker(const control::LaunchWorker& launch) override {
-    std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(launch.spec.node);
-    Status launched = runtime == nullptr
-                          ? Unavailable("node " + launch.spec.node.value() + " is gone")
-                          : runtime->Launch(launch.spec);
-    if (launched || launched.error().code == ErrorCode::kAlreadyExists) return;
-    model::WorkerEvent failed;
-    failed.key = launch.spec.key;
-    failed.kind = model::WorkerEvent::Kind::kExited;
-    failed.at = plane_.clock_.Now();
-    failed.exit.exit_code = -1;
-    failed.exit.message = "launch failed: " + launched.error().message;
-    feedback_.emplace_back(std::move(failed));
+    if (std::optional<model::WorkerEvent> failed = Launch(launch)) {
+      feedback_.emplace_back(std::move(*failed));
+    }
+  }
+  // Carries out `launches` (consecutive LaunchWorker effects of one batch: distinct workers,
+  // independent of each other) on up to `threads` threads at once, this one among them, and
+  // returns when all are done; failures are fed back in the order of `launches`, as if carried
+  // out one after another.
+  void LaunchAll(const std::vector<const control::LaunchWorker*>& launches, int threads) {
+    std::vector<std::optional<model::WorkerEvent>> failures(launches.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i = next++; i < launches.size(); i = next++) {
+        failures[i] = Launch(*launches[i]);
+      }
+    };
+    std::vector<std::thread> helpers;
+    const std::size_t wanted = std::min<std::size_t>(std::max(threads, 1), launches.size());
+    for (std::size_t i = 1; i < wanted; ++i) {
+      try {
+        helpers.emplace_back(work);
+      } catch (const std::system_error& error) {  // out of threads: fewer at once, all the same
+        spdlog::warn("launches: cannot start a thread ({}); {} at once", error.what(), i);
+        break;
+      }
+    }
+    work();
+    for (std::thread& helper : helpers) helper.join();
+    for (std::optional<model::WorkerEvent>& failed : failures) {
+      if (failed) feedback_.emplace_back(std::move(*failed));
+    }
   }
   void StopWorker(const control::StopWorker& stop) override {
     std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(stop.node);
@@ -411,6 +434,23 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     }
   };
 
+  // Launches the worker; its exit (exit code -1, "launch failed: ...") if that failed, nullopt
+  // if it launched or had been launched before. Thread-safe (runtimes are).
+  std::optional<model::WorkerEvent> Launch(const control::LaunchWorker& launch) const {
+    std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(launch.spec.node);
+    Status launched = runtime == nullptr
+                          ? Unavailable("node " + launch.spec.node.value() + " is gone")
+                          : runtime->Launch(launch.spec);
+    if (launched || launched.error().code == ErrorCode::kAlreadyExists) return std::nullopt;
+    model::WorkerEvent failed;
+    failed.key = launch.spec.key;
+    failed.kind = model::WorkerEvent::Kind::kExited;
+    failed.at = plane_.clock_.Now();
+    failed.exit.exit_code = -1;
+    failed.exit.message = "launch failed: " + launched.error().message;
+    return failed;
+  }
+
   ControlPlane& plane_;
   std::vector<Feedback> feedback_;
 };
@@ -454,7 +494,23 @@ void ControlPlane::CarryOutEffects(bool wait) {
     std::vector<control::Effect> batch = std::exchange(effects_, {});
     EffectRunner runner(*this);
     lock.unlock();
-    for (const control::Effect& effect : batch) control::Dispatch(effect, runner);
+    // In order, except that each run of consecutive launches is carried out in parallel (the
+    // launches of one scheduling cycle): a stop or anything else queued after a launch still
+    // waits for it.
+    std::vector<const control::LaunchWorker*> launches;
+    auto launch_all = [&] {
+      runner.LaunchAll(launches, options_.max_parallel_launches);
+      launches.clear();
+    };
+    for (const control::Effect& effect : batch) {
+      if (const auto* launch = std::get_if<control::LaunchWorker>(&effect)) {
+        launches.push_back(launch);
+        continue;
+      }
+      launch_all();
+      control::Dispatch(effect, runner);
+    }
+    launch_all();
     lock.lock();
     control::Step next;
     runner.Feed(*this, next);

@@ -66,6 +66,12 @@ struct ControlPlaneOptions {
   DurationMs poll_interval_ms = 5;
   // With nothing happening, a scheduling cycle still runs this often (retry backoffs end).
   DurationMs idle_cycle_ms = 250;
+  // How many launches of one batch (consecutive LaunchWorker effects, distinct workers) are
+  // carried out at once, each on its own thread (docs/architecture.md, "Threads"). A launch is
+  // mostly the runtime's spawn of a supervisor (CPU) and its file writes, or a queued command for
+  // a remote agent. 4: on bench/'s 2-core VM, 8 gave no more jobs/s and doubled the p99 of
+  // submissions made meanwhile (docs/benchmarks.md); 1: one after another.
+  int max_parallel_launches = 4;
   // How often the loop looks at the policy file's modification time (LoadPolicyFile). 1 s: an
   // edit takes effect within about a second for the cost of one stat per second.
   DurationMs policy_check_interval_ms = 1'000;

@@ -9,10 +9,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -434,6 +436,14 @@ resources: {cpu: 100m, memory: 64Mi}
 script: sleep 100
 )";
 
+// `launched` in the order of their jobs (the launches of one batch run in parallel, so the runtime
+// records them in any order).
+std::vector<model::LaunchSpec> ByJob(std::vector<model::LaunchSpec> launched) {
+  std::sort(launched.begin(), launched.end(),
+            [](const model::LaunchSpec& a, const model::LaunchSpec& b) { return a.key < b.key; });
+  return launched;
+}
+
 // Launches per job, over every runtime a test used.
 std::map<JobId, int> LaunchesPerJob(const std::vector<model::LaunchSpec>& launched) {
   std::map<JobId, int> count;
@@ -477,7 +487,7 @@ TEST_F(ControlPlaneTest, NoJobIsLostOrRunTwiceWhenTheStoreFailsMidWay) {
   std::vector<JobId> ids = Submit(kThreeJobs);
   ASSERT_EQ(ids.size(), 3u);
   plane_->RunOnce();  // all three launched and persisted
-  std::vector<model::LaunchSpec> launched = runtime_->Launched();
+  std::vector<model::LaunchSpec> launched = ByJob(runtime_->Launched());
   ASSERT_EQ(launched.size(), 3u);
   // a starts, b exits cleanly; c's start is the write that fails.
   runtime_->Report(Event(launched[0].key, Kind::kStarted, clock_.Now()));
@@ -545,7 +555,7 @@ TEST_F(ControlPlaneTest, TheApiAnswersWhileTheLoopIsLaunching) {
   EXPECT_EQ(stopped_meanwhile, 0u);
   ASSERT_TRUE(testing::WaitUntil([&] { return !runtime_->Stopped().empty(); }));
   EXPECT_EQ(runtime_->Stopped()[0].first, blocked.key);
-  EXPECT_EQ(runtime_->Launched()[0].key, blocked.key);
+  EXPECT_EQ(LaunchesPerJob(runtime_->Launched())[launching], 1);
   plane_->Stop();
 }
 
@@ -555,8 +565,12 @@ TEST_F(ControlPlaneTest, AStopFollowsItsLaunchAndAFailedWriteDropsItsOwnEffectsO
   std::vector<JobId> ids = Submit(kThreeJobs);
   ASSERT_EQ(ids.size(), 3u);
   runtime_->BlockLaunches();
-  std::thread turn([&] { plane_->RunOnce(); });  // launches a, b, c: blocked at a
-  const model::LaunchSpec blocked = runtime_->WaitForBlockedLaunch();
+  std::thread turn([&] { plane_->RunOnce(); });  // launches a, b, c at once: all three blocked
+  std::optional<std::vector<model::LaunchSpec>> waiting =
+      runtime_->WaitForBlockedLaunches(3, kWatchdog);
+  if (!waiting) runtime_->ReleaseLaunches();
+  ASSERT_TRUE(waiting) << "the launches of one cycle were not carried out at once";
+  const model::LaunchSpec blocked = ByJob(*waiting)[0];
   ASSERT_EQ(blocked.key.job, ids[0]);
 
   Status cancelled_a, cancelled_b;
@@ -581,6 +595,55 @@ TEST_F(ControlPlaneTest, AStopFollowsItsLaunchAndAFailedWriteDropsItsOwnEffectsO
             (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
   ASSERT_EQ(runtime_->Stopped().size(), 1u);
   EXPECT_EQ(runtime_->Stopped()[0].first, blocked.key);
+}
+
+TEST_F(ControlPlaneTest, TheLaunchesOfACycleRunInParallelAndAStopStillFollowsItsLaunch) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(kThreeJobs);
+  ASSERT_EQ(ids.size(), 3u);
+  runtime_->BlockLaunches();
+  std::thread turn([&] { plane_->RunOnce(); });
+  // One after another, a second launch would never start while the first is blocked.
+  std::optional<std::vector<model::LaunchSpec>> waiting =
+      runtime_->WaitForBlockedLaunches(3, kWatchdog);
+  std::optional<Status> cancelled;
+  std::size_t stopped_meanwhile = 0;
+  if (waiting) {
+    // Cancelled while its launch is in flight: the stop is queued behind the launch.
+    std::future<Status> cancel =
+        std::async(std::launch::async, [&] { return plane_->Cancel(ids[1], "by alice"); });
+    if (cancel.wait_for(kWatchdog) == std::future_status::ready) cancelled = cancel.get();
+    stopped_meanwhile = runtime_->Stopped().size();
+  }
+  runtime_->ReleaseLaunches();
+  turn.join();
+  ASSERT_TRUE(waiting) << "the launches of one cycle were carried out one after another";
+  ASSERT_TRUE(cancelled) << "the cancellation waited for the launches";
+  EXPECT_TRUE(*cancelled);
+  EXPECT_EQ(stopped_meanwhile, 0u);
+  EXPECT_EQ(LaunchesPerJob(runtime_->Launched()),
+            (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
+  // The turn's runner carried out the stop queued meanwhile, after the launches.
+  ASSERT_EQ(runtime_->Stopped().size(), 1u);
+  EXPECT_EQ(runtime_->Stopped()[0].first.job, ids[1]);
+}
+
+TEST_F(ControlPlaneTest, AFailedLaunchAmongParallelOnesIsFedBackAsItsWorkersExit) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(kThreeJobs);
+  ASSERT_EQ(ids.size(), 3u);
+  runtime_->FailLaunchesOf(ids[1], Internal("cannot spawn the supervisor").value());
+  plane_->RunOnce();
+  EXPECT_EQ(LaunchesPerJob(runtime_->Launched()),
+            (std::map<JobId, int>{{ids[0], 1}, {ids[1], 1}, {ids[2], 1}}));
+  EXPECT_EQ(State(ids[0]), model::JobState::kStarting);
+  EXPECT_EQ(State(ids[2]), model::JobState::kStarting);
+  auto failed = plane_->GetJob(ids[1]);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->state, model::JobState::kFailed);
+  EXPECT_THAT(failed->status_message, HasSubstr("launch failed: cannot spawn the supervisor"));
 }
 
 TEST_F(ControlPlaneTest, AFailedLaunchIsFedBackAndPersistedAsTheWorkersExit) {

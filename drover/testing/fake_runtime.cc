@@ -6,10 +6,15 @@ Status FakeRuntime::Launch(const model::LaunchSpec& spec) {
   MutexLock lock(mu_);
   if (block_launches_) {
     blocked_ = spec;
+    waiting_.push_back(spec);
     launch_blocked_.notify_all();
     launch_released_.wait(lock, [this]() REQUIRES(mu_) { return !block_launches_; });
+    std::erase_if(waiting_, [&](const model::LaunchSpec& s) { return s.key == spec.key; });
   }
   launched_.push_back(spec);
+  if (auto it = job_launch_errors_.find(spec.key.job); it != job_launch_errors_.end()) {
+    return tl::unexpected(it->second);
+  }
   if (launch_error_) return tl::unexpected(*launch_error_);
   return OkStatus();
 }
@@ -56,6 +61,16 @@ model::LaunchSpec FakeRuntime::WaitForBlockedLaunch() {
   return *blocked_;
 }
 
+std::optional<std::vector<model::LaunchSpec>> FakeRuntime::WaitForBlockedLaunches(
+    std::size_t count, std::chrono::milliseconds watchdog) {
+  MutexLock lock(mu_);
+  if (!launch_blocked_.wait_for(lock, watchdog,
+                                [&]() REQUIRES(mu_) { return waiting_.size() >= count; })) {
+    return std::nullopt;
+  }
+  return waiting_;
+}
+
 void FakeRuntime::ReleaseLaunches() {
   MutexLock lock(mu_);
   block_launches_ = false;
@@ -65,6 +80,11 @@ void FakeRuntime::ReleaseLaunches() {
 void FakeRuntime::FailLaunches(Error error) {
   MutexLock lock(mu_);
   launch_error_ = std::move(error);
+}
+
+void FakeRuntime::FailLaunchesOf(JobId job, Error error) {
+  MutexLock lock(mu_);
+  job_launch_errors_.insert_or_assign(job, std::move(error));
 }
 
 }  // namespace drover::testing

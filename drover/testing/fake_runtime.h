@@ -3,7 +3,10 @@
 // FakeRuntime: a WorkerRuntime that runs nothing. It records what it was asked to do and
 // reports the events a test gives it.
 
+#include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -37,11 +40,18 @@ class FakeRuntime final : public agent::WorkerRuntime {
   void BlockLaunches() EXCLUDES(mu_);
   // Waits (without a deadline) until a Launch is waiting under BlockLaunches; returns its spec.
   model::LaunchSpec WaitForBlockedLaunch() EXCLUDES(mu_);
+  // Waits until `count` launches are waiting under BlockLaunches at the same time and returns
+  // their specs (in the order they arrived), or returns nullopt once `watchdog` has passed
+  // (launches carried out one after another never get there: a test fails instead of hanging).
+  std::optional<std::vector<model::LaunchSpec>> WaitForBlockedLaunches(
+      std::size_t count, std::chrono::milliseconds watchdog) EXCLUDES(mu_);
   // Lets the waiting launches, and every later one, proceed.
   void ReleaseLaunches() EXCLUDES(mu_);
   // From now on, each Launch is recorded and returns `error` (as a supervisor that cannot be
   // spawned).
   void FailLaunches(Error error) EXCLUDES(mu_);
+  // The same for the launches of `job` only.
+  void FailLaunchesOf(JobId job, Error error) EXCLUDES(mu_);
 
  private:
   mutable Mutex mu_;
@@ -52,7 +62,9 @@ class FakeRuntime final : public agent::WorkerRuntime {
   std::vector<model::WorkerEvent> events_ GUARDED_BY(mu_);
   bool block_launches_ GUARDED_BY(mu_) = false;
   std::optional<model::LaunchSpec> blocked_ GUARDED_BY(mu_);  // the latest launch that waited
+  std::vector<model::LaunchSpec> waiting_ GUARDED_BY(mu_);    // the launches waiting now
   std::optional<Error> launch_error_ GUARDED_BY(mu_);
+  std::map<JobId, Error> job_launch_errors_ GUARDED_BY(mu_);
 };
 
 }  // namespace drover::testing
