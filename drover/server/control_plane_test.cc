@@ -670,7 +670,6 @@ script: sleep 100
   EXPECT_TRUE(runtime_->Launched().empty());
 }
 
-}  // namespace
 TEST_F(ControlPlaneTest, SubmissionsKeepThePlanesSpecLimitsWhateverTheCallerAsks) {
   spec_limits_.max_arg_bytes = 16;
   OpenPlane();
@@ -689,4 +688,5 @@ TEST_F(ControlPlaneTest, SubmissionsKeepThePlanesSpecLimitsWhateverTheCallerAsks
   EXPECT_TRUE(at_the_bound) << at_the_bound.error().ToString();
 }
 
+}  // namespace
 }  // namespace drover::server
