@@ -13,9 +13,9 @@
 //   address (max_client_connections); one over a bound is answered 503 and closed.
 // - A complete request goes to the lane its handler names: kInline (answered on the event
 //   thread at once: health, which must answer however busy the other lanes are), kShort (a
-//   fixed pool of `threads`), kLongPoll (a thread each, at most max_long_polls at once; one more is answered 429 at once)
-//   or kAgent (the agent protocol, its own pool of agent_threads, so that user traffic never
-//   queues in front of an agent's heartbeat).
+//   fixed pool of `threads`), kLongPoll (a thread each, at most max_long_polls at once; one more is
+//   answered 429 at once) or kAgent (the agent protocol, its own pool of agent_threads, so that
+//   user traffic never queues in front of an agent's heartbeat).
 // - A handler may answer "not yet" (api::Response::park; the request says it may_park): the
 //   connection is then parked on the event thread, holding no lane thread, until WakeParked
 //   names its key (the handler runs again on its lane, may_park still set) or the park's
