@@ -18,7 +18,6 @@
 // every agent keeps polling). Usage:
 //   agent_load [--agents N] [--jobs J] [--wait-ms W] [--seconds S]   (1000, 3000, 10000, 45)
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -47,6 +46,7 @@
 #include "drover/server/control_plane.h"
 #include "drover/server/http_server.h"
 #include "drover/store/store.h"
+#include "drover/testing/loopback.h"
 #include "drover/testing/temp_dir.h"
 #include "drover/testing/threads.h"
 
@@ -101,12 +101,8 @@ class Agents {
     for (int i = 0; i < count; ++i) {
       Agent& agent = agents_[static_cast<std::size_t>(i)];
       agent.node = fmt::format("sim-{:05d}", i);
-      agent.fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in address{};
-      address.sin_family = AF_INET;
-      address.sin_port = htons(static_cast<std::uint16_t>(port));
-      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(agent.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      agent.fd = testing::ConnectLoopback(port);
+      if (agent.fd < 0) {
         std::perror("connect");
         std::exit(1);
       }

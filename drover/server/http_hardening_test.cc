@@ -2,10 +2,8 @@
 // over an in-process control plane with a fake runtime, on loopback. Slow, idle and long-polling
 // clients are played with raw sockets and cpp-httplib clients; every test stops by itself.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +23,7 @@
 #include "drover/store/store.h"
 #include "drover/testing/fake_clock.h"
 #include "drover/testing/fake_runtime.h"
+#include "drover/testing/loopback.h"
 #include "drover/testing/temp_dir.h"
 #include "drover/testing/wait_until.h"
 
@@ -41,16 +40,7 @@ constexpr auto kPromptly = std::chrono::milliseconds(1000);
 // A TCP connection to 127.0.0.1:`port`, closed on destruction; -1 when it could not connect.
 class Socket {
  public:
-  explicit Socket(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
+  explicit Socket(int port) : fd_(testing::ConnectLoopback(port)) {}
   ~Socket() {
     if (fd_ >= 0) ::close(fd_);
   }

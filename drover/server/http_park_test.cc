@@ -3,9 +3,7 @@
 // wakes that node's poll only, and a command whose reply was lost is sent again until the agent
 // acknowledges it. The agents are raw loopback sockets; the control plane runs in-process.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include "drover/server/http_server.h"
 #include "drover/store/store.h"
 #include "drover/testing/fake_clock.h"
+#include "drover/testing/loopback.h"
 #include "drover/testing/threads.h"
 #include "drover/testing/wait_until.h"
 
@@ -35,22 +34,18 @@ class AgentSocket {
  public:
   // Its requests present `credential` (the node's, as the registration issued it).
   AgentSocket(int port, std::string credential)
-      : fd_(::socket(AF_INET, SOCK_STREAM, 0)), credential_(std::move(credential)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+      : fd_(testing::ConnectLoopback(port)), credential_(std::move(credential)) {}
+  ~AgentSocket() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  ~AgentSocket() { ::close(fd_); }
   AgentSocket(const AgentSocket&) = delete;
   AgentSocket& operator=(const AgentSocket&) = delete;
 
   bool Get(const std::string& target) {
     const std::string request = "GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
                                 credential_ + "\r\n\r\n";
-    return connected_ && ::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) ==
-                             static_cast<ssize_t>(request.size());
+    return fd_ >= 0 && ::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) ==
+                           static_cast<ssize_t>(request.size());
   }
   // The body of the next response, or nullopt when none is complete within `timeout_ms` (0:
   // only what has arrived already).
@@ -78,7 +73,6 @@ class AgentSocket {
  private:
   int fd_;
   std::string credential_;
-  bool connected_ = false;
   std::string in_;
 };
 

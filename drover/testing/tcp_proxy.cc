@@ -16,6 +16,8 @@
 #include <list>
 #include <vector>
 
+#include "drover/testing/loopback.h"
+
 namespace drover::testing {
 namespace {
 
@@ -38,19 +40,11 @@ void Reset(int fd) {
   close(fd);
 }
 
-// Connects to 127.0.0.1:`port` (blocking: loopback answers at once); -1 on failure.
-int ConnectLoopback(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return -1;
-  }
-  SetNonBlocking(fd);
+// Connects to 127.0.0.1:`port` and makes the socket non-blocking for the proxy's event loop; -1
+// on failure.
+int ConnectTarget(int port) {
+  const int fd = ConnectLoopback(port);
+  if (fd >= 0) SetNonBlocking(fd);
   return fd;
 }
 
@@ -243,7 +237,7 @@ void TcpProxy::Run() {
         if (now_mode == Mode::kBlackhole) {
           connection.silent = true;
         } else {
-          connection.target = ConnectLoopback(target_port_);
+          connection.target = ConnectTarget(target_port_);
           if (connection.target < 0) {
             Reset(fd);
             continue;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "drover/testing/loopback.h"
 #include "drover/testing/wait_until.h"
 
 namespace drover::testing {
@@ -70,12 +71,8 @@ class EchoServer {
 };
 
 int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const int fd = ConnectLoopback(port);
+  EXPECT_GE(fd, 0);
   return fd;
 }
 
