@@ -295,7 +295,7 @@ int Run(const Flags& flags) {
   for (int i = 0; i < flags.jobs; ++i) {
     auto submitted = plane.Submit(
         "kind: Job\nname: trivial\nresources: {cpu: 1, memory: 64Mi}\ncommand: [\"true\"]\n",
-        spec::ParseOptions{}, "", "bench");
+        spec::ParseOptions{}, "", model::AdminIdentity("bench"));
     if (!submitted) return std::fprintf(stderr, "%s\n", submitted.error().ToString().c_str()), 1;
     submitted_at[submitted->jobs.at(0).id.value()] = clock.Now();
   }

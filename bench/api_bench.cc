@@ -217,7 +217,8 @@ void BM_SubmitHttp(benchmark::State& state) {
     if (g_submit_server) {
       // Pre-queue jobs directly: the HTTP layer is not what is being filled in here.
       for (std::int64_t i = 0; i < state.range(0); ++i) {
-        auto submitted = g_submit_server->plane().Submit(kQueuedSpec, {}, "", "bench");
+        auto submitted =
+            g_submit_server->plane().Submit(kQueuedSpec, {}, "", model::AdminIdentity("bench"));
         if (!submitted) {
           error = "pre-queue: " + submitted.error().ToString();
           g_submit_server.reset();

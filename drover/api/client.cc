@@ -112,9 +112,8 @@ Result<nlohmann::json> ApiClient::Pipeline(const std::string& run) {
   return BodyOf(Get("/v1/pipelines/" + UrlEncode(run)));
 }
 
-Result<nlohmann::json> ApiClient::CancelPipeline(const std::string& run, const std::string& user) {
-  return BodyOf(Post("/v1/pipelines/" + UrlEncode(run) + "/cancel", "", "application/json",
-                     {{"X-Drover-User", user}}));
+Result<nlohmann::json> ApiClient::CancelPipeline(const std::string& run) {
+  return BodyOf(Post("/v1/pipelines/" + UrlEncode(run) + "/cancel", "", "application/json"));
 }
 
 Result<nlohmann::json> ApiClient::Goodput(const std::string& by) {

@@ -46,8 +46,8 @@ class ApiClient {
   Result<nlohmann::json> Report(const std::string& job, const nlohmann::json& report);
   Result<nlohmann::json> Pipelines();                       // GET /v1/pipelines
   Result<nlohmann::json> Pipeline(const std::string& run);  // GET /v1/pipelines/{id}
-  // POST /v1/pipelines/{id}/cancel as `user` (X-Drover-User).
-  Result<nlohmann::json> CancelPipeline(const std::string& run, const std::string& user);
+  // POST /v1/pipelines/{id}/cancel.
+  Result<nlohmann::json> CancelPipeline(const std::string& run);
   Result<nlohmann::json> Goodput(const std::string& by);  // GET /v1/goodput?by=
   Result<nlohmann::json> Queues();                        // GET /v1/queues
   Result<nlohmann::json> Policy();                        // GET /v1/policy

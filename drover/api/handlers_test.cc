@@ -25,18 +25,34 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+model::Identity Member(std::string user, std::string team, model::Role role) {
+  model::Identity identity;
+  identity.user = std::move(user);
+  identity.team = std::move(team);
+  identity.role = role;
+  return identity;
+}
+
 // A Service over plain members: jobs and pipeline runs to find, answers to give, and the
 // arguments of the last calls. Simulated time: WaitForChange advances `now` by its timeout.
 class FakeService final : public Service {
  public:
   TimeMs Now() const override { return now; }
 
+  Result<model::Identity> Authenticate(std::string_view token) const override {
+    auto it = identities.find(std::string(token));
+    if (it == identities.end()) return Unauthenticated("unknown token");
+    return it->second;
+  }
+  void Audit(store::AuditRecord record) override { audited.push_back(std::move(record)); }
+
   Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
-                            const std::string& idempotency_key, const std::string& owner) override {
+                            const std::string& idempotency_key,
+                            const model::Identity& caller) override {
     submitted_text = std::string(text);
     submitted_options = options;
     submitted_key = idempotency_key;
-    submitted_owner = owner;
+    submitted_owner = caller.user;
     return submission;
   }
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override {
@@ -99,10 +115,11 @@ class FakeService final : public Service {
     cancel_cause = cause;
     return OkStatus();
   }
-  Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) override {
+  Result<CronStatus> PutCron(const model::CronSpec& spec, const model::Identity& caller) override {
     CronStatus status;
     status.record.spec = spec;
-    status.record.owner = owner;
+    status.record.owner = caller.user;
+    status.record.team = caller.team;
     return status;
   }
   std::vector<CronStatus> Crons() const override { return {}; }
@@ -149,6 +166,12 @@ class FakeService final : public Service {
   }
 
   mutable TimeMs now = 1'000'000;
+  // Tokens: "admin" is an admin; "alice" a member of team-a; "viewer" a viewer.
+  std::map<std::string, model::Identity> identities = {
+      {"admin", model::AdminIdentity("root")},
+      {"alice", Member("alice", "team-a", model::Role::kMember)},
+      {"viewer", Member("vic", "team-a", model::Role::kViewer)}};
+  std::vector<store::AuditRecord> audited;
   std::map<JobId, model::Job> jobs;
   std::map<JobId, std::vector<model::Job>> runs;
   std::vector<NodeStatus> nodes;
@@ -195,15 +218,18 @@ model::Job RunningJob(std::int64_t id) {
 class HandlersTest : public ::testing::Test {
  protected:
   HandlersTest() { service_.jobs[JobId(7)] = RunningJob(7); }
+  // `call` with the admin's token unless it sends an Authorization header of its own or is an
+  // agent's.
   Response Serve(const Call& call) {
-    return api::Serve(service_, Request{std::string(MethodName(call.method)),
-                                        call.path,
-                                        {},
-                                        call.query,
-                                        call.headers,
-                                        call.body,
-                                        {},
-                                        {}});
+    std::map<std::string, std::string> headers = call.headers;
+    if (!call.path.starts_with("/v1/agents/")) headers.emplace("Authorization", "Bearer admin");
+    Request request;
+    request.method = std::string(MethodName(call.method));
+    request.path = call.path;
+    request.query = call.query;
+    request.headers = std::move(headers);
+    request.body = call.body;
+    return api::Serve(service_, std::move(request));
   }
 
   FakeService service_;
@@ -250,7 +276,7 @@ TEST_F(HandlersTest, SubmitPassesTheHeadersAndAnswers201ThenExistingWith200) {
                             "/v1/jobs",
                             "kind: Job",
                             {},
-                            {{"X-Drover-User", "alice"}, {"Idempotency-Key", "k1"}}});
+                            {{"Authorization", "Bearer alice"}, {"Idempotency-Key", "k1"}}});
   EXPECT_EQ(created.status, 201);
   EXPECT_EQ(Body(created), (json{{"jobs", {{{"id", 7}, {"name", "train"}, {"state", "pending"}}}},
                                  {"existing", false}}));
@@ -278,12 +304,6 @@ TEST_F(HandlersTest, SubmitRefusesHeadersItCannotHonourWithoutAskingTheService) 
   EXPECT_EQ(Body(relative)["message"],
             "X-Drover-Base-Dir header: must be an absolute directory (the one relative paths in "
             "the spec resolve against), found 'work/dir'");
-  Response user =
-      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-User", "eve\x1b[2J"}}});
-  EXPECT_EQ(user.status, 400);
-  EXPECT_EQ(Body(user)["message"],
-            "X-Drover-User header: invalid owner 'eve\\x1b[2J': use 1 to 64 letters, digits, "
-            "'.', '_', '-' or '@' (no spaces, control characters or '/')");
   Response hold =
       Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-Hold-Infeasible", "yes"}}});
   EXPECT_EQ(hold.status, 400);
@@ -318,12 +338,55 @@ TEST_F(HandlersTest, ListJobsFiltersAsAsked) {
   EXPECT_TRUE(service_.listed_filter.active_only);
 }
 
-TEST_F(HandlersTest, CancelNamesTheUserAndAnswersTheSummary) {
+TEST_F(HandlersTest, CancelNamesTheCallerAndAnswersTheSummary) {
+  service_.jobs[JobId(7)].spec.owner = "alice";
+  service_.jobs[JobId(7)].spec.team = "team-a";
   Response response =
-      Serve({Method::kPost, "/v1/jobs/7/cancel", "", {}, {{"X-Drover-User", "alice"}}});
+      Serve({Method::kPost, "/v1/jobs/7/cancel", "", {}, {{"Authorization", "Bearer alice"}}});
   EXPECT_EQ(response.status, 200);
-  EXPECT_EQ(service_.cancel_cause, "cancelled by alice");
+  EXPECT_EQ(service_.cancel_cause, "cancelled by alice (member of team-a)");
   EXPECT_EQ(Body(response)["state"], "cancelled");
+  ASSERT_EQ(service_.audited.size(), 1u);
+  EXPECT_EQ(service_.audited[0].caller, "alice (member of team-a)");
+  EXPECT_EQ(service_.audited[0].action, "POST /v1/jobs/7/cancel");
+  EXPECT_EQ(service_.audited[0].job, JobId(7));
+  EXPECT_EQ(service_.audited[0].status, 200);
+}
+
+TEST_F(HandlersTest, AnotherTeamsCancelIsRefusedNamingTheVerbAndWhoMayAndIsAudited) {
+  service_.jobs[JobId(7)].spec.owner = "bob";
+  service_.jobs[JobId(7)].spec.team = "team-b";
+  Response response =
+      Serve({Method::kPost, "/v1/jobs/7/cancel", "", {}, {{"Authorization", "Bearer alice"}}});
+  EXPECT_EQ(response.status, 403);
+  EXPECT_EQ(Body(response)["code"], "permission_denied");
+  EXPECT_THAT(Body(response)["message"].get<std::string>(),
+              HasSubstr("alice (member of team-a) may not cancel job 7 (owner bob, team team-b)"));
+  EXPECT_EQ(service_.cancel_cause, "");
+  ASSERT_EQ(service_.audited.size(), 1u);
+  EXPECT_EQ(service_.audited[0].user, "alice");
+  EXPECT_EQ(service_.audited[0].code, "permission_denied");
+}
+
+TEST_F(HandlersTest, NoTokenOrAnUnknownOneIs401) {
+  Response none = Serve({Method::kGet, "/v1/jobs", "", {}, {{"Authorization", ""}}});
+  EXPECT_EQ(none.status, 401);
+  Response unknown = Serve({Method::kGet, "/v1/jobs", "", {}, {{"Authorization", "Bearer x"}}});
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(Body(unknown)["code"], "unauthenticated");
+}
+
+TEST_F(HandlersTest, AJobsEnvIsRedactedOutsideItsTeam) {
+  service_.jobs[JobId(7)].spec.team = "team-b";
+  service_.jobs[JobId(7)].spec.env = {{"WANDB_API_KEY", "sk-123"}};
+  service_.jobs[JobId(7)].spec.command = {"train.py", "--key=sk-123"};
+  Response alice = Serve({Method::kGet, "/v1/jobs/7", "", {}, {{"Authorization", "Bearer alice"}}});
+  EXPECT_EQ(alice.status, 200);
+  EXPECT_EQ(alice.body.find("sk-123"), std::string::npos) << alice.body;
+  EXPECT_EQ(Body(alice)["spec"]["env"]["WANDB_API_KEY"], "<redacted>");
+  EXPECT_FALSE(Body(alice).contains("outputs"));
+  Response admin = Serve({Method::kGet, "/v1/jobs/7"});
+  EXPECT_EQ(Body(admin)["spec"]["env"]["WANDB_API_KEY"], "sk-123");
 }
 
 TEST_F(HandlersTest, ReportRejectsABadBodyNamingTheProblem) {
@@ -411,7 +474,7 @@ TEST(CronView, ShowsTheRunsAndNullsWhatIsUnset) {
   status.record.spec.name = "nightly";
   status.record.owner = "alice";
   status.active = {CronRun{"nightly@1", {JobId(4), JobId(5)}, "active"}};
-  json view = CronView(status);
+  json view = CronView(status, Disclosure::kFull);
   EXPECT_EQ(view["name"], "nightly");
   EXPECT_EQ(view["owner"], "alice");
   EXPECT_EQ(view["next_run_at"], nullptr);
@@ -525,10 +588,27 @@ TEST_F(HandlersTest, RegisteringSomethingThatIsNoNodeIsABadRequest) {
 
 TEST(Routes, EveryRouteStatesWhoMayCallItAndTheAgentProtocolIsAgentsOnly) {
   for (const Route& route : Routes()) {
-    EXPECT_NE(route.access, Access::kUnstated) << route.pattern;
+    EXPECT_NE(route.access.kind, Access::Kind::kUnstated) << route.pattern;
     const bool agents = std::string_view(route.pattern).starts_with("/v1/agents/");
-    EXPECT_EQ(agents, route.access != Access::kAnyone) << route.pattern;
+    const bool agent_rule = route.access.kind == Access::Kind::kAgentRegistration ||
+                            route.access.kind == Access::Kind::kAgentOfNode;
+    EXPECT_EQ(agents, agent_rule) << route.pattern;
+    // Health alone answers without a token (load balancers and probes have none).
+    EXPECT_EQ(route.access.kind == Access::Kind::kPublic, route.pattern == "/v1/health")
+        << route.pattern;
   }
+}
+
+TEST(Routes, ARouteWithoutARuleRefusesEveryCall) {
+  const Route unstated{Method::kGet, "/v1/new", nullptr, Access{}};
+  FakeService service;
+  Request request;
+  request.method = "GET";
+  request.path = "/v1/new";
+  request.headers["Authorization"] = "Bearer admin";
+  Result<Caller> caller = Authorize(unstated, service, request);
+  ASSERT_FALSE(caller);
+  EXPECT_EQ(caller.error().code, ErrorCode::kPermissionDenied);
 }
 
 TEST(ErrorCodes, IdentityErrorsAre401And403WithTheirNames) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "drover/api/views.h"
+#include "drover/model/access.h"
 #include "drover/spec/limits.h"
 
 namespace drover::api {
@@ -44,9 +45,8 @@ Result<ProgressReport> ParseProgressReport(const Request& request) {
   return report;
 }
 
-// The parse options and owner of POST /v1/jobs from its headers. kInvalidArgument naming the
-// header: a relative X-Drover-Base-Dir, an X-Drover-User that is not a valid owner name, an
-// X-Drover-Hold-Infeasible other than true or false.
+// The parse options of POST /v1/jobs from its headers. kInvalidArgument naming the header: a
+// relative X-Drover-Base-Dir, an X-Drover-Hold-Infeasible other than true or false.
 Result<spec::ParseOptions> SubmitOptions(const Request& request) {
   spec::ParseOptions options;
   options.file_name =
@@ -57,11 +57,6 @@ Result<spec::ParseOptions> SubmitOptions(const Request& request) {
         "{} header: must be an absolute directory (the one relative paths in the spec resolve "
         "against), found '{}'",
         kBaseDirHeader, spec::EscapeForMessage(options.base_dir)));
-  }
-  if (const std::string user = request.Header(kUserHeader);
-      !user.empty() && !spec::IsValidPrincipal(user)) {
-    return InvalidArgument(
-        fmt::format("{} header: {}", kUserHeader, spec::InvalidPrincipalMessage("owner", user)));
   }
   if (request.HasHeader(kHoldInfeasibleHeader)) {
     const std::string hold = request.Header(kHoldInfeasibleHeader);
@@ -78,10 +73,10 @@ Result<spec::ParseOptions> SubmitOptions(const Request& request) {
 
 Result<Response> SubmitJobs(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(spec::ParseOptions options, SubmitOptions(request));
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
   DROVER_ASSIGN_OR_RETURN(
       Submission submitted,
-      service.Submit(request.body, options, request.Header(kIdempotencyKeyHeader),
-                     request.Header(kUserHeader)));
+      service.Submit(request.body, options, request.Header(kIdempotencyKeyHeader), caller));
   // From what Submit returned: one GetJob per job would wait for the control plane's lock each
   // time, which its loop holds while it launches workers (tens of ms each).
   json jobs = json::array();
@@ -109,9 +104,14 @@ Result<Response> ListJobs(Service& service, const Request& request) {
   filter.active_only = request.Query("active") == "1";
   DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", 0));
   filter.limit = static_cast<int>(limit);
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  const model::Policy policy = service.Policy();
   json jobs = json::array();
   const TimeMs now = service.Now();
-  for (const model::Job& job : service.ListJobs(filter)) jobs.push_back(JobSummary(job, now));
+  for (const model::Job& job : service.ListJobs(filter)) {
+    if (!model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy)) continue;
+    jobs.push_back(JobSummary(job, now));
+  }
   return JsonResponse(200, json{{"jobs", jobs}});
 }
 
@@ -119,13 +119,18 @@ Result<Response> GetJob(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
   DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
   DROVER_ASSIGN_OR_RETURN(auto transitions, service.Transitions(id));
-  return JsonResponse(200, JobDetail(job, transitions, service.Now()));
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  const Disclosure disclosure =
+      model::Visible(caller, model::Verb::kDetails, model::ResourceOf(job), service.Policy())
+          ? Disclosure::kFull
+          : Disclosure::kRedacted;
+  return JsonResponse(200, JobDetail(job, transitions, service.Now(), disclosure));
 }
 
 Result<Response> CancelJob(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
-  const std::string user = request.Header(kUserHeader);
-  DROVER_RETURN_IF_ERROR(service.Cancel(id, user.empty() ? "cancelled" : "cancelled by " + user));
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  DROVER_RETURN_IF_ERROR(service.Cancel(id, "cancelled by " + model::Describe(caller)));
   DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
   return JsonResponse(200, JobSummary(job, service.Now()));
 }

@@ -10,8 +10,8 @@
 namespace drover::api {
 
 // POST /v1/jobs: the spec text in the body, X-Drover-File (default "<request>"),
-// X-Drover-Base-Dir, X-Drover-User (the owner) and Idempotency-Key. 201 with the created jobs,
-// 200 for a repeated key.
+// X-Drover-Base-Dir and Idempotency-Key; the owner and team default to the caller's. 201 with the
+// created jobs, 200 for a repeated key.
 Result<Response> SubmitJobs(Service& service, const Request& request);
 // GET /v1/jobs?state=&owner=&team=&queue=&name=&active=1&limit=: job summaries.
 // kInvalidArgument for an unknown state or a limit that is not an integer.

@@ -49,6 +49,14 @@ std::optional<std::int64_t> ParseInt(const std::string& text) {
 
 }  // namespace
 
+Result<model::Identity> CallerIdentity(const Request& request) {
+  if (!request.caller.identity) {
+    return Unauthenticated(
+        fmt::format("{} {}: no authenticated caller", request.method, request.path));
+  }
+  return *request.caller.identity;
+}
+
 Result<std::int64_t> IntQuery(const Request& request, const std::string& name,
                               std::int64_t fallback) {
   if (!request.HasQuery(name)) return fallback;

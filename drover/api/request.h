@@ -15,32 +15,34 @@
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
+#include "drover/model/identity.h"
 
 namespace drover::api {
 
 // The request headers the handlers read; the adapter copies these and no others.
-inline constexpr std::string_view kUserHeader = "X-Drover-User";
 inline constexpr std::string_view kFileHeader = "X-Drover-File";
 inline constexpr std::string_view kBaseDirHeader = "X-Drover-Base-Dir";
 inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
 inline constexpr std::string_view kHoldInfeasibleHeader = "X-Drover-Hold-Infeasible";
-// "Bearer CREDENTIAL": an agent's node credential (docs/security.md, "Agents").
+// "Bearer CREDENTIAL": a user's or job's token, or an agent's node credential
+// (docs/security.md).
 inline constexpr std::string_view kAuthorizationHeader = "Authorization";
 // The server's join token, on an agent's first registration of a node (--join-token-file).
 inline constexpr std::string_view kJoinTokenHeader = "X-Drover-Join-Token";
-inline constexpr std::string_view kRequestHeaders[] = {
-    kUserHeader,           kFileHeader,          kBaseDirHeader,  kIdempotencyKeyHeader,
-    kHoldInfeasibleHeader, kAuthorizationHeader, kJoinTokenHeader};
+inline constexpr std::string_view kRequestHeaders[] = {kFileHeader,           kBaseDirHeader,
+                                                       kIdempotencyKeyHeader, kHoldInfeasibleHeader,
+                                                       kAuthorizationHeader,  kJoinTokenHeader};
 
 // The longest a long poll (logs, agent commands) waits; a longer wait_ms is cut to it.
 inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;
 
 // Who sent a request, as Authorize (routes.h) found from its credentials before any handler
-// ran. Issue 16 (user tokens) adds the user's identity here.
+// ran.
 struct Caller {
-  bool bearer = false;          // the request carried Authorization: Bearer
-  std::optional<NodeId> agent;  // the node whose agent credential it carried
-  bool joined = false;          // it carried the join token, or the server requires none
+  std::optional<model::Identity> identity;  // the user or job whose token it carried
+  bool bearer = false;                      // the request carried Authorization: Bearer
+  std::optional<NodeId> agent;              // the node whose agent credential it carried
+  bool joined = false;  // it carried the join token, or the server requires none
 };
 
 struct Request {
@@ -50,6 +52,7 @@ struct Request {
   std::map<std::string, std::string> query;    // a repeated parameter keeps its first value
   std::map<std::string, std::string> headers;  // those of kRequestHeaders that were sent
   std::string body;
+  std::string peer;  // the client's address, for the audit log ("" in tests)
   // Set by a transport that can hold the request without a thread and run its handler again
   // (server/http_front.h): the handler may then answer Parked instead of waiting. false (tests,
   // a re-run at the park's deadline): the handler answers at once.
@@ -87,6 +90,10 @@ Response Parked(std::string key, DurationMs wait_ms);
 Response JsonResponse(int status, const nlohmann::json& body);
 // The error's status (HttpStatusFor) with the body {code, message, details} (ErrorBody).
 Response ErrorResponse(const Error& error);
+
+// The identity Authorize found for a route open to tokens; kUnauthenticated when there is none
+// (a handler run without Handle).
+Result<model::Identity> CallerIdentity(const Request& request);
 
 // Integer query parameter `name`, `fallback` when absent. kInvalidArgument naming the parameter
 // when it is not an integer.

@@ -11,39 +11,47 @@
 #include "drover/api/job_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
+#include "drover/model/access.h"
+#include "drover/spec/limits.h"
 
 namespace drover::api {
 namespace {
 
+using model::Verb;
+
 constexpr Route kRoutes[] = {
-    {Method::kGet, "/v1/health", Health, Access::kAnyone, RouteKind::kInstant},
-    {Method::kPost, "/v1/jobs", SubmitJobs, Access::kAnyone, RouteKind::kPlain,
-     "a job spec (YAML or JSON)"},
-    {Method::kGet, "/v1/jobs", ListJobs, Access::kAnyone},
-    {Method::kGet, R"(/v1/jobs/(\d+))", GetJob, Access::kAnyone},
-    {Method::kPost, R"(/v1/jobs/(\d+)/cancel)", CancelJob, Access::kAnyone},
-    {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob, Access::kAnyone},
-    {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions, Access::kAnyone},
-    {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob, Access::kAnyone},
-    {Method::kPost, R"(/v1/jobs/(\d+)/report)", ReportJob, Access::kAnyone, RouteKind::kPlain,
-     "a progress report (JSON)"},
-    {Method::kGet, "/v1/pipelines", ListPipelines, Access::kAnyone},
-    {Method::kGet, R"(/v1/pipelines/(\d+))", GetPipeline, Access::kAnyone},
-    {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline, Access::kAnyone},
-    {Method::kGet, "/v1/goodput", GetGoodput, Access::kAnyone},
-    {Method::kGet, "/v1/queues", ListQueues, Access::kAnyone},
-    {Method::kGet, "/v1/policy", GetPolicy, Access::kAnyone},
-    {Method::kPost, "/v1/policy/reload", ReloadPolicy, Access::kAnyone},
-    {Method::kGet, R"(/v1/jobs/(\d+)/logs)", JobLogs, Access::kAnyone, RouteKind::kLongPoll},
-    {Method::kPost, "/v1/crons", PutCron, Access::kAnyone, RouteKind::kPlain, "a cron spec (JSON)"},
-    {Method::kGet, "/v1/crons", ListCrons, Access::kAnyone},
-    {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron, Access::kAnyone},
-    {Method::kGet, "/v1/nodes", ListNodes, Access::kAnyone},
-    {Method::kPost, "/v1/agents/register", RegisterAgent, Access::kAgentRegistration,
-     RouteKind::kAgent, "a node (JSON)"},
-    {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, Access::kAgentOfNode,
+    {Method::kGet, "/v1/health", Health, Public(), RouteKind::kInstant},
+    {Method::kPost, "/v1/jobs", SubmitJobs, ByToken(Verb::kSubmit, Target::kBody),
+     RouteKind::kPlain, "a job spec (YAML or JSON)"},
+    {Method::kGet, "/v1/jobs", ListJobs, ByToken(Verb::kView)},
+    {Method::kGet, R"(/v1/jobs/(\d+))", GetJob, ByToken(Verb::kView, Target::kJob)},
+    {Method::kPost, R"(/v1/jobs/(\d+)/cancel)", CancelJob, ByToken(Verb::kCancel, Target::kJob)},
+    {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob, ByToken(Verb::kView, Target::kJob)},
+    {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions, ByToken(Verb::kView, Target::kJob)},
+    {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob,
+     ByToken(Verb::kReport, Target::kJob)},
+    {Method::kPost, R"(/v1/jobs/(\d+)/report)", ReportJob, ByToken(Verb::kReport, Target::kJob),
+     RouteKind::kPlain, "a progress report (JSON)"},
+    {Method::kGet, "/v1/pipelines", ListPipelines, ByToken(Verb::kView)},
+    {Method::kGet, R"(/v1/pipelines/(\d+))", GetPipeline, ByToken(Verb::kView, Target::kPipeline)},
+    {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline,
+     ByToken(Verb::kCancel, Target::kPipeline)},
+    {Method::kGet, "/v1/goodput", GetGoodput, ByToken(Verb::kView)},
+    {Method::kGet, "/v1/queues", ListQueues, ByToken(Verb::kView)},
+    {Method::kGet, "/v1/policy", GetPolicy, ByToken(Verb::kView)},
+    {Method::kPost, "/v1/policy/reload", ReloadPolicy, ByToken(Verb::kAdminister)},
+    {Method::kGet, R"(/v1/jobs/(\d+)/logs)", JobLogs, ByToken(Verb::kLogs, Target::kJob),
+     RouteKind::kLongPoll},
+    {Method::kPost, "/v1/crons", PutCron, ByToken(Verb::kSubmit, Target::kBody), RouteKind::kPlain,
+     "a cron spec (JSON)"},
+    {Method::kGet, "/v1/crons", ListCrons, ByToken(Verb::kView)},
+    {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron, ByToken(Verb::kCancel, Target::kCron)},
+    {Method::kGet, "/v1/nodes", ListNodes, ByToken(Verb::kView)},
+    {Method::kPost, "/v1/agents/register", RegisterAgent, AgentRegistration(), RouteKind::kAgent,
+     "a node (JSON)"},
+    {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, AgentOfNode(),
      RouteKind::kAgent},
-    {Method::kPost, R"(/v1/agents/([^/]+)/events)", ReportAgentEvents, Access::kAgentOfNode,
+    {Method::kPost, R"(/v1/agents/([^/]+)/events)", ReportAgentEvents, AgentOfNode(),
      RouteKind::kAgent, R"({"events": [...]} (JSON))"},
 };
 
@@ -83,20 +91,70 @@ Result<std::string> BearerOf(const Request& request) {
 
 }  // namespace
 
+namespace {
+
+// The resource a kToken route's verb acts on. kNotFound for a job, pipeline run or cron job that
+// does not exist.
+Result<model::Resource> TargetOf(const Route& route, const Service& service,
+                                 const Request& request) {
+  switch (route.access.target) {
+    case Target::kCluster:
+    case Target::kBody:
+      return model::Resource{"the cluster", "", "", "", std::nullopt};
+    case Target::kJob: {
+      DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+      DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
+      return model::ResourceOf(job);
+    }
+    case Target::kPipeline: {
+      DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request, "pipeline run"));
+      DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> run, service.PipelineRun(id));
+      model::Resource resource = model::ResourceOf(run.front());
+      resource.what = fmt::format("pipeline run {}", id.value());
+      resource.job.reset();
+      return resource;
+    }
+    case Target::kCron: {
+      const std::string& name = request.path_params.at(0);
+      for (const CronStatus& cron : service.Crons()) {
+        if (cron.record.spec.name == name) return CronResource(cron.record);
+      }
+      return NotFound(fmt::format("cron job {} does not exist", spec::EscapeForMessage(name)));
+    }
+  }
+  return model::Resource{"the cluster", "", "", "", std::nullopt};
+}
+
+}  // namespace
+
 Result<Caller> Authorize(const Route& route, const Service& service, const Request& request) {
   Caller caller;
-  if (route.access == Access::kAnyone) return caller;
-  if (route.access == Access::kUnstated) {
+  if (route.access.kind == Access::Kind::kPublic) return caller;
+  if (route.access.kind == Access::Kind::kUnstated) {
     return PermissionDenied(fmt::format("{} {} has no access rule", request.method, request.path));
   }
   DROVER_ASSIGN_OR_RETURN(const std::string credential, BearerOf(request));
   caller.bearer = !credential.empty();
-  if (caller.bearer) caller.agent = service.AgentOf(credential);
-  switch (route.access) {
-    case Access::kUnstated:
-    case Access::kAnyone:
+  switch (route.access.kind) {
+    case Access::Kind::kUnstated:
+    case Access::Kind::kPublic:
       break;
-    case Access::kAgentRegistration:
+    case Access::Kind::kToken: {
+      if (!caller.bearer) {
+        return Unauthenticated(fmt::format(
+            "{} {} needs a token ({}: Bearer TOKEN; the CLI takes --token, DROVER_TOKEN or "
+            "~/.config/drover/token)",
+            request.method, request.path, kAuthorizationHeader));
+      }
+      DROVER_ASSIGN_OR_RETURN(model::Identity identity, service.Authenticate(credential));
+      DROVER_ASSIGN_OR_RETURN(model::Resource resource, TargetOf(route, service, request));
+      DROVER_RETURN_IF_ERROR(
+          model::Decide(identity, route.access.verb, resource, service.Policy()));
+      caller.identity = std::move(identity);
+      break;
+    }
+    case Access::Kind::kAgentRegistration:
+      if (caller.bearer) caller.agent = service.AgentOf(credential);
       caller.joined = service.JoinTokenAccepted(request.Header(kJoinTokenHeader));
       if (!caller.agent && !caller.joined) {
         return Unauthenticated(fmt::format(
@@ -105,7 +163,8 @@ Result<Caller> Authorize(const Route& route, const Service& service, const Reque
             request.method, request.path, kJoinTokenHeader, kAuthorizationHeader));
       }
       break;
-    case Access::kAgentOfNode: {
+    case Access::Kind::kAgentOfNode: {
+      if (caller.bearer) caller.agent = service.AgentOf(credential);
       const std::string& node = request.path_params.at(0);
       if (!caller.bearer) {
         return Unauthenticated(fmt::format(
@@ -130,7 +189,99 @@ Result<Caller> Authorize(const Route& route, const Service& service, const Reque
   return caller;
 }
 
-Response Handle(const Route& route, Service& service, Request request) {
+std::string DescribeAccess(const Access& access) {
+  switch (access.kind) {
+    case Access::Kind::kUnstated:
+      return "nobody (no rule)";
+    case Access::Kind::kPublic:
+      return "anyone, without a token";
+    case Access::Kind::kToken: {
+      std::string_view on = "the cluster";
+      switch (access.target) {
+        case Target::kCluster:
+          break;
+        case Target::kJob:
+          on = "the job";
+          break;
+        case Target::kPipeline:
+          on = "the pipeline run";
+          break;
+        case Target::kCron:
+          on = "the cron job";
+          break;
+        case Target::kBody:
+          on = "each queue and owner the body names";
+          break;
+      }
+      return fmt::format("token: {} on {} ({})", model::kVerbNames.Name(access.verb), on,
+                         model::WhoMay(access.verb));
+    }
+    case Access::Kind::kAgentRegistration:
+      return "an agent: the join token, or the node's credential";
+    case Access::Kind::kAgentOfNode:
+      return "the agent holding the node's credential";
+  }
+  return "nobody (no rule)";
+}
+
+namespace {
+
+// What a request of `route` acts on, for the audit log: "job 12", "cron job nightly", ...
+std::pair<std::string, std::optional<JobId>> AuditTarget(const Route& route,
+                                                         const Request& request) {
+  if (route.access.kind == Access::Kind::kAgentRegistration) return {"agent registration", {}};
+  switch (route.access.target) {
+    case Target::kJob:
+      if (Result<JobId> id = PathJobId(request); id) {
+        return {fmt::format("job {}", id->value()), *id};
+      }
+      break;
+    case Target::kPipeline:
+      return {fmt::format("pipeline run {}", request.path_params.at(0)), {}};
+    case Target::kCron:
+      return {fmt::format("cron job {}", request.path_params.at(0)), {}};
+    case Target::kCluster:
+    case Target::kBody:
+      break;
+  }
+  return {"", {}};
+}
+
+// Records a mutating request of a user or a registering agent in the audit log (the agent
+// protocol's commands and events are not: they are the agents' heartbeat).
+void AuditRequest(const Route& route, Service& service, const Request& request,
+                  const Response& response) {
+  const bool audited = route.access.kind == Access::Kind::kToken ||
+                       route.access.kind == Access::Kind::kAgentRegistration;
+  if (!audited || route.method == Method::kGet) return;
+  std::optional<model::Identity> identity = request.caller.identity;
+  if (!identity && route.access.kind == Access::Kind::kToken) {
+    // Refused after authentication (403, 404): still name who asked.
+    if (Result<std::string> token = BearerOf(request); token && !token->empty()) {
+      if (Result<model::Identity> known = service.Authenticate(*token)) identity = *known;
+    }
+  }
+  store::AuditRecord record;
+  record.at = service.Now();
+  if (identity) {
+    record.user = identity->user;
+    record.team = identity->team;
+    record.caller = model::Describe(*identity);
+  }
+  record.action = fmt::format("{} {}", request.method, request.path);
+  std::tie(record.target, record.job) = AuditTarget(route, request);
+  record.status = response.status;
+  if (response.status >= 400) {
+    if (auto body = nlohmann::json::parse(response.body, nullptr, false);
+        body.is_object() && body.contains("code") && body["code"].is_string()) {
+      record.code = body["code"].get<std::string>();
+    }
+  }
+  record.address = request.peer;
+  service.Audit(std::move(record));
+}
+
+Response Answer(const Route& route, Service& service, Request& request) {
   Result<Caller> caller = Authorize(route, service, request);
   if (!caller) return ErrorResponse(caller.error());
   request.caller = *std::move(caller);
@@ -143,6 +294,14 @@ Response Handle(const Route& route, Service& service, Request request) {
   Result<Response> response = route.handler(service, request);
   if (!response) return ErrorResponse(response.error());
   return *std::move(response);
+}
+
+}  // namespace
+
+Response Handle(const Route& route, Service& service, Request request) {
+  Response response = Answer(route, service, request);
+  if (!response.park) AuditRequest(route, service, request, response);
+  return response;
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include "drover/api/request.h"
 #include "drover/api/service.h"
 #include "drover/common/result.h"
+#include "drover/model/identity.h"
 
 namespace drover::api {
 
@@ -33,13 +34,40 @@ enum class RouteKind {
   kAgent,     // the agent protocol (a long poll among them): never queued behind users
 };
 
-// Who may call a route (docs/security.md). Authorize is the one function that enforces it.
-enum class Access {
-  kUnstated,           // a route that forgot its rule: Authorize refuses every call
-  kAnyone,             // the user endpoints, until user identity (issue 16) gives each its rule
-  kAgentRegistration,  // an agent with the join token (if the server has one) or a credential
-  kAgentOfNode,        // the agent holding the credential of the node named by path param 0
+// What a route's verb acts on: where Authorize finds the resource model::Decide judges.
+enum class Target {
+  kCluster,   // nothing in particular (queues, nodes, policy, tokens, the audit log)
+  kJob,       // the job whose id is path param 0
+  kPipeline,  // the pipeline run whose id is path param 0 (its first job's owner, team, queue)
+  kCron,      // the cron job named by path param 0
+  kBody,      // what the body names (a submission's queue and owner): Authorize checks only
+              // that the caller may use the verb at all; the service judges each queue and
+              // owner with model::Decide once the body is parsed
 };
+
+// Who may call a route (docs/security.md). Authorize is the one function that enforces it.
+struct Access {
+  enum class Kind {
+    kUnstated,           // a route that forgot its rule: Authorize refuses every call
+    kPublic,             // anyone, without a token (health alone)
+    kToken,              // a user's or a job's token, allowed `verb` on `target` (model::Decide)
+    kAgentRegistration,  // an agent with the join token (if the server has one) or a credential
+    kAgentOfNode,        // the agent holding the credential of the node named by path param 0
+  };
+  Kind kind = Kind::kUnstated;
+  model::Verb verb = model::Verb::kAdminister;  // kToken
+  Target target = Target::kCluster;             // kToken
+};
+constexpr Access Public() { return {Access::Kind::kPublic}; }
+constexpr Access ByToken(model::Verb verb, Target target = Target::kCluster) {
+  return {Access::Kind::kToken, verb, target};
+}
+constexpr Access AgentRegistration() { return {Access::Kind::kAgentRegistration}; }
+constexpr Access AgentOfNode() { return {Access::Kind::kAgentOfNode}; }
+
+// "anyone", "a token: cancel on the job (its owner, ...)", ...: a route's rule in words, for
+// docs/security.md's table (tools/ or the test that writes it) and messages.
+std::string DescribeAccess(const Access& access);
 
 struct Route {
   Method method;
@@ -72,12 +100,16 @@ Resolution Resolve(std::string_view method, const std::string& path);
 Response Serve(Service& service, Request request);
 
 // Who sent `request` for `route` (its path_params resolved), or why they may not call it:
-// kAnyone: an empty Caller, nothing checked. kAgentRegistration: the node the bearer credential
-// belongs to (none for an unknown one) and whether the join token was given;
-// kUnauthenticated when neither a known credential nor the join token was. kAgentOfNode:
-// kUnauthenticated without a bearer credential or with one that is no node's,
-// kPermissionDenied with another node's. An Authorization header that is not "Bearer X" is
-// kUnauthenticated wherever it is read. Messages name the route and the node, never a secret.
+// kPublic: an empty Caller, nothing checked. kToken: the identity of the bearer token
+// (Service::Authenticate: kUnauthenticated without one, or for one unknown, expired or revoked),
+// allowed route.access.verb on the route's target by model::Decide (kPermissionDenied naming the
+// verb, the resource and who may; kNotFound for a target that does not exist).
+// kAgentRegistration: the node the bearer credential belongs to (none for an unknown one) and
+// whether the join token was given; kUnauthenticated when neither a known credential nor the
+// join token was. kAgentOfNode: kUnauthenticated without a bearer credential or with one that is
+// no node's, kPermissionDenied with another node's. An Authorization header that is not
+// "Bearer X" is kUnauthenticated wherever it is read. Messages name the route and the node,
+// never a secret.
 Result<Caller> Authorize(const Route& route, const Service& service, const Request& request);
 
 // Authorizes `request` (Authorize, setting request.caller), refuses a missing body the route

@@ -111,13 +111,23 @@ class Service {
   // The server's clock.
   virtual TimeMs Now() const = 0;
 
+  // Identity and audit (docs/security.md).
+  // Whom `token` (a user's token, or a job's DROVER_TOKEN) speaks for. kUnauthenticated, saying
+  // why (unknown, expired at T, revoked at T) but never echoing the token, for any other.
+  virtual Result<model::Identity> Authenticate(std::string_view token) const = 0;
+  // Records one mutating request in the audit log. Never fails the request: a record the store
+  // cannot keep is logged.
+  virtual void Audit(store::AuditRecord record) = 0;
+
   // Jobs.
   // Parses, validates and creates the jobs of `text` (YAML or JSON). kInvalidArgument, creating
   // nothing, with every diagnostic in Error::details. A repeated `idempotency_key` answers the
-  // jobs it created (existing = true).
+  // jobs it created (existing = true). A spec without owner or team gets the caller's; each job
+  // must then pass model::Decide(caller, submit, its queue, owner and team) and the policy's
+  // submit limits (kPermissionDenied, kResourceExhausted naming the limit; nothing created).
   virtual Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                                     const std::string& idempotency_key,
-                                    const std::string& owner) = 0;
+                                    const model::Identity& caller) = 0;
   virtual std::vector<model::Job> ListJobs(const store::JobFilter& filter) const = 0;
   // kNotFound for an unknown job (also Transitions, Explain, Decisions).
   virtual Result<model::Job> GetJob(JobId id) const = 0;
@@ -153,8 +163,11 @@ class Service {
   virtual Status CancelPipeline(JobId run, const std::string& cause) = 0;
 
   // Cron jobs.
-  // Creates or replaces cron job spec.name. kInvalidArgument naming the field.
-  virtual Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) = 0;
+  // Creates or replaces cron job spec.name, owned by the caller (whose submit rights its runs
+  // use, as Submit judges them). kInvalidArgument naming the field; kPermissionDenied as Submit,
+  // or to replace another owner's cron job without cancel rights on it.
+  virtual Result<CronStatus> PutCron(const model::CronSpec& spec,
+                                     const model::Identity& caller) = 0;
   // Every cron job, by name.
   virtual std::vector<CronStatus> Crons() const = 0;
   // kNotFound for an unknown name.

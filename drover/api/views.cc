@@ -70,11 +70,25 @@ json JobSummary(const model::Job& job, TimeMs now) {
   };
 }
 
-json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions,
-               TimeMs now) {
+void RedactSpec(json& spec) {
+  if (spec.contains("command") && spec["command"].is_array()) {
+    for (json& arg : spec["command"]) arg = kRedacted;
+  }
+  if (spec.contains("script") && spec["script"].is_string() &&
+      !spec["script"].get<std::string>().empty()) {
+    spec["script"] = kRedacted;
+  }
+  if (spec.contains("env") && spec["env"].is_object()) {
+    for (auto& [name, value] : spec["env"].items()) value = kRedacted;
+  }
+}
+
+json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions, TimeMs now,
+               Disclosure disclosure) {
   json out = JobSummary(job, now);
   json stored = codec::ToJson(job);
   out["spec"] = stored["spec"];
+  if (disclosure == Disclosure::kRedacted) RedactSpec(out["spec"]);
   out["dependencies"] = stored["dependencies"];
   out["attempts"] = stored["attempts"];
   const std::vector<model::AttemptCost> costs = model::ComputeAttemptCosts(job, now);
@@ -86,7 +100,7 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
     attempt["lost_gpu_seconds"] = static_cast<double>(costs[i].lost_gpu_ms) / 1000.0;
   }
   out["split"] = SplitView(model::ComputeSplit(job, now));
-  out["outputs"] = json(job.outputs);
+  if (disclosure == Disclosure::kFull) out["outputs"] = json(job.outputs);
   if (job.pipeline_run != JobId()) out["pipeline_run"] = job.pipeline_run.value();
   json timeline = {{"created", job.created_at}};
   if (const model::Attempt* attempt = job.current_attempt()) {
@@ -188,7 +202,7 @@ std::string StageStateName(const workflow::StageStatus& stage) {
 }
 
 // A job of a pipeline stage: its trial, times and outputs.
-json StageJobView(const model::Job& job, TimeMs now) {
+json StageJobView(const model::Job& job, TimeMs now, Disclosure disclosure) {
   const model::JobMetrics metrics = model::ComputeMetrics(job, now);
   const model::TrialSpec& trial = job.spec.trial;
   const model::Attempt* first = job.attempts.empty() ? nullptr : &job.attempts.front();
@@ -210,12 +224,12 @@ json StageJobView(const model::Job& job, TimeMs now) {
       {"queue_wait_ms", metrics.queue_wait},
       {"run_time_ms", metrics.run_time},
       {"gpu_hours", metrics.gpu_hours()},
-      {"outputs", json(job.outputs)},
+      {"outputs", disclosure == Disclosure::kFull ? json(job.outputs) : json(nullptr)},
       {"message", job.status_message},
   };
 }
 
-json StageView(const workflow::StageStatus& stage, TimeMs now) {
+json StageView(const workflow::StageStatus& stage, TimeMs now, Disclosure disclosure) {
   const model::JobSpec& spec = stage.jobs.front()->spec;
   json depends_on = json::array();
   for (const model::Dependency& dependency : spec.depends_on) {
@@ -228,7 +242,7 @@ json StageView(const workflow::StageStatus& stage, TimeMs now) {
   DurationMs queue_wait = 0;
   DurationMs run_time = 0;
   for (const model::Job* job : stage.jobs) {
-    json view = StageJobView(*job, now);
+    json view = StageJobView(*job, now, disclosure);
     const TimeMs running_at = view["running_at"].get<TimeMs>();
     if (running_at != 0 && (started_at == 0 || running_at < started_at)) started_at = running_at;
     finished_at = std::max(finished_at, job->finished_at);
@@ -283,12 +297,14 @@ json PipelineSummary(const std::vector<model::Job>& jobs, TimeMs now) {
   return SummaryOf(run, workflow::RollUp(run), now);
 }
 
-json PipelineDetail(const std::vector<model::Job>& jobs, TimeMs now) {
+json PipelineDetail(const std::vector<model::Job>& jobs, TimeMs now, Disclosure disclosure) {
   const std::vector<const model::Job*> run = Pointers(jobs);
   const workflow::RunStatus status = workflow::RollUp(run);
   json out = SummaryOf(run, status, now);
   json stages = json::array();
-  for (const workflow::StageStatus& stage : status.stages) stages.push_back(StageView(stage, now));
+  for (const workflow::StageStatus& stage : status.stages) {
+    stages.push_back(StageView(stage, now, disclosure));
+  }
   out["stages"] = stages;
   out["split"] = SplitView(model::ComputePipelineSplit(run, now));
   model::Goodput goodput;

@@ -32,14 +32,25 @@ nlohmann::json ErrorBody(const Error& error);
 // run_time_ms, total_ms, gpu_hours), with `now` bounding unfinished phases.
 nlohmann::json JobSummary(const model::Job& job, TimeMs now);
 
+// How much of a job a reply shows its caller (model::Decide's details verb, docs/security.md):
+// everything, or everything but the spec's command, script and env values (each replaced by
+// kRedacted) and the job's outputs (absent). Summaries show neither in any case.
+enum class Disclosure { kFull, kRedacted };
+inline constexpr std::string_view kRedacted = "<redacted>";
+
+// Replaces the command's arguments, the script and the env values of `spec` (a job spec's JSON,
+// codec::ToJson) by kRedacted.
+void RedactSpec(nlohmann::json& spec);
+
 // `drover get`: the summary plus the spec, dependencies, the current attempt's timeline
 // (created, ready, dequeued, admitted, placed, workers_started, running, useful_work, finished),
 // every attempt with its workers and placement, its GoodputView fields and its cost (`cause`,
 // `gpu_seconds`, `lost_gpu_seconds`: model::ComputeAttemptCosts), the job's `split`
 // (SplitView of model::ComputeSplit), `outputs` (name -> published path or value),
-// `pipeline_run` (only when the job belongs to one) and the stored transitions.
+// `pipeline_run` (only when the job belongs to one) and the stored transitions, as `disclosure`
+// allows.
 nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions,
-                         TimeMs now);
+                         TimeMs now, Disclosure disclosure);
 
 // What the job reported about an attempt (`drover report`): {"useful_work_at": ms, 0 = not
 // reported, "progress": a number in [0, 1], null = not reported}.
@@ -87,8 +98,10 @@ nlohmann::json PipelineSummary(const std::vector<model::Job>& run, TimeMs now);
 // GET /v1/pipelines/{id}: the summary plus `stages` (name, state, depends_on [{stage,
 // condition}], if, started_at, finished_at, queue_wait_ms, run_time_ms and jobs with their
 // trial, times and outputs), `split` (model::ComputePipelineSplit; its phases add up to
-// wall_ms) and `goodput` (GoodputTotals over the run's jobs).
-nlohmann::json PipelineDetail(const std::vector<model::Job>& run, TimeMs now);
+// wall_ms) and `goodput` (GoodputTotals over the run's jobs); the jobs' outputs only with
+// Disclosure::kFull.
+nlohmann::json PipelineDetail(const std::vector<model::Job>& run, TimeMs now,
+                              Disclosure disclosure);
 
 // A node with its capacity and what is free now.
 nlohmann::json NodeView(const model::Node& node, const model::Resources& free,

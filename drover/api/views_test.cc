@@ -90,7 +90,7 @@ std::int64_t SumOfPhases(const json& split) {
 }
 
 TEST(PipelineDetail, RollsUpStagesWithTheirTrialsAndOutputs) {
-  const json run = PipelineDetail(FinishedRun(), kT0 + 5000);
+  const json run = PipelineDetail(FinishedRun(), kT0 + 5000, Disclosure::kFull);
   EXPECT_EQ(run["id"], 1);
   EXPECT_EQ(run["name"], "tune");
   // A sweep with one trial that succeeded succeeded; a skipped stage does not fail the run.
@@ -123,7 +123,7 @@ TEST(PipelineDetail, RollsUpStagesWithTheirTrialsAndOutputs) {
 }
 
 TEST(PipelineDetail, SplitAddsUpToTheWallTime) {
-  const json finished = PipelineDetail(FinishedRun(), kT0 + 5000);
+  const json finished = PipelineDetail(FinishedRun(), kT0 + 5000, Disclosure::kFull);
   EXPECT_EQ(SumOfPhases(finished["split"]), finished["wall_ms"].get<std::int64_t>());
 
   std::vector<Job> unfinished = FinishedRun();
@@ -133,7 +133,7 @@ TEST(PipelineDetail, SplitAddsUpToTheWallTime) {
   unfinished[2].attempts[0].outcome.reset();
   unfinished[3].state = JobState::kPending;
   unfinished[3].finished_at = 0;
-  const json running = PipelineDetail(unfinished, kT0 + 900);
+  const json running = PipelineDetail(unfinished, kT0 + 900, Disclosure::kFull);
   EXPECT_EQ(running["state"], "running");
   EXPECT_EQ(running["finished_at"], 0);
   EXPECT_EQ(running["wall_ms"], 900);
@@ -145,7 +145,7 @@ TEST(PipelineDetail, SplitAddsUpToTheWallTime) {
 
 TEST(PipelineSummary, IsTheDetailWithoutStages) {
   const json summary = PipelineSummary(FinishedRun(), kT0 + 5000);
-  json detail = PipelineDetail(FinishedRun(), kT0 + 5000);
+  json detail = PipelineDetail(FinishedRun(), kT0 + 5000, Disclosure::kFull);
   for (const char* key : {"stages", "split", "goodput"}) detail.erase(key);
   EXPECT_EQ(summary, detail);
 }
@@ -167,7 +167,7 @@ TEST(JobDetail, ListsEachAttemptsCauseAndLostGpuSecondsWithTheSplit) {
   job.attempts.push_back(retry);
   job.outputs = {{"accuracy", "0.93"}};
 
-  const json detail = JobDetail(job, {}, kT0 + 3000);
+  const json detail = JobDetail(job, {}, kT0 + 3000, Disclosure::kFull);
   ASSERT_EQ(detail["attempts"].size(), 2u);
   EXPECT_EQ(detail["attempts"][0]["cause"], "exit 3");
   EXPECT_DOUBLE_EQ(detail["attempts"][0]["gpu_seconds"].get<double>(), 2.0);
@@ -181,7 +181,7 @@ TEST(JobDetail, ListsEachAttemptsCauseAndLostGpuSecondsWithTheSplit) {
 
   job.pipeline_run = JobId();
   job.outputs.clear();
-  const json plain = JobDetail(job, {}, kT0 + 3000);
+  const json plain = JobDetail(job, {}, kT0 + 3000, Disclosure::kFull);
   EXPECT_FALSE(plain.contains("pipeline_run"));
   EXPECT_EQ(plain["outputs"], json::object());
 }

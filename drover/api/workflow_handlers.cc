@@ -7,6 +7,7 @@
 
 #include "drover/api/views.h"
 #include "drover/codec/json.h"
+#include "drover/model/access.h"
 
 namespace drover::api {
 namespace {
@@ -33,10 +34,15 @@ json RunsView(const std::vector<CronRun>& runs) {
 
 }  // namespace
 
-Result<Response> ListPipelines(Service& service, const Request&) {
+Result<Response> ListPipelines(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  const model::Policy policy = service.Policy();
   json runs = json::array();
   const TimeMs now = service.Now();
   for (const std::vector<model::Job>& run : service.PipelineRuns()) {
+    if (!model::Visible(caller, model::Verb::kView, model::ResourceOf(run.front()), policy)) {
+      continue;
+    }
     runs.push_back(PipelineSummary(run, now));
   }
   return JsonResponse(200, json{{"pipelines", runs}});
@@ -44,7 +50,12 @@ Result<Response> ListPipelines(Service& service, const Request&) {
 
 Result<Response> GetPipeline(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(auto run, PathPipelineRun(service, request));
-  return JsonResponse(200, PipelineDetail(run, service.Now()));
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  const Disclosure disclosure = model::Visible(caller, model::Verb::kDetails,
+                                               model::ResourceOf(run.front()), service.Policy())
+                                    ? Disclosure::kFull
+                                    : Disclosure::kRedacted;
+  return JsonResponse(200, PipelineDetail(run, service.Now(), disclosure));
 }
 
 Result<Response> CancelPipeline(Service& service, const Request& request) {
@@ -55,9 +66,9 @@ Result<Response> CancelPipeline(Service& service, const Request& request) {
     return FailedPrecondition(fmt::format("pipeline run {} has already finished ({})", id.value(),
                                           before["state"].get<std::string>()));
   }
-  const std::string user = request.Header(kUserHeader);
-  DROVER_RETURN_IF_ERROR(service.CancelPipeline(
-      id, user.empty() ? "pipeline cancelled" : "pipeline cancelled by " + user));
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  DROVER_RETURN_IF_ERROR(
+      service.CancelPipeline(id, "pipeline cancelled by " + model::Describe(caller)));
   DROVER_ASSIGN_OR_RETURN(auto after, service.PipelineRun(id));
   return JsonResponse(200, PipelineSummary(after, service.Now()));
 }
@@ -65,13 +76,22 @@ Result<Response> CancelPipeline(Service& service, const Request& request) {
 Result<Response> PutCron(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
   DROVER_ASSIGN_OR_RETURN(model::CronSpec spec, codec::CronSpecFromJson(body, "request.body"));
-  DROVER_ASSIGN_OR_RETURN(CronStatus status, service.PutCron(spec, request.Header(kUserHeader)));
-  return JsonResponse(200, CronView(status));
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  DROVER_ASSIGN_OR_RETURN(CronStatus status, service.PutCron(spec, caller));
+  return JsonResponse(200, CronView(status, Disclosure::kFull));  // the caller's own
 }
 
-Result<Response> ListCrons(Service& service, const Request&) {
+Result<Response> ListCrons(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  const model::Policy policy = service.Policy();
   json crons = json::array();
-  for (const CronStatus& status : service.Crons()) crons.push_back(CronView(status));
+  for (const CronStatus& status : service.Crons()) {
+    const model::Resource resource = CronResource(status.record);
+    if (!model::Visible(caller, model::Verb::kView, resource, policy)) continue;
+    crons.push_back(CronView(status, model::Visible(caller, model::Verb::kDetails, resource, policy)
+                                         ? Disclosure::kFull
+                                         : Disclosure::kRedacted));
+  }
   return JsonResponse(200, json{{"crons", crons}});
 }
 
@@ -81,21 +101,32 @@ Result<Response> DeleteCron(Service& service, const Request& request) {
   return JsonResponse(200, json{{"deleted", name}});
 }
 
-json CronView(const CronStatus& status) {
+model::Resource CronResource(const store::CronRecord& cron) {
+  const std::vector<model::JobSpec>& jobs = cron.spec.jobs;
+  return model::Resource{fmt::format("cron job {}", cron.spec.name), cron.owner, cron.team,
+                         jobs.empty() ? "" : jobs.front().queue, std::nullopt};
+}
+
+json CronView(const CronStatus& status, Disclosure disclosure) {
   const model::CronSpec& spec = status.record.spec;
+  json spec_json = codec::ToJson(spec);
+  if (disclosure == Disclosure::kRedacted && spec_json["jobs"].is_array()) {
+    for (json& job : spec_json["jobs"]) RedactSpec(job);
+  }
   return json{{"name", spec.name},
               {"schedule", spec.schedule},
               {"time_zone", spec.time_zone},
               {"concurrency_policy", model::ConcurrencyPolicyName(spec.concurrency_policy)},
               {"suspend", spec.suspend},
               {"owner", status.record.owner},
+              {"team", status.record.team},
               {"created_at", status.record.created_at},
               {"last_handled_at", status.record.last_handled},
               {"next_run_at", status.next_run ? json(*status.next_run) : json(nullptr)},
               {"last_run", status.last ? RunView(*status.last) : json(nullptr)},
               {"active_runs", RunsView(status.active)},
               {"history", RunsView(status.history)},
-              {"spec", codec::ToJson(spec)}};
+              {"spec", spec_json}};
 }
 
 }  // namespace drover::api

@@ -6,6 +6,8 @@
 
 #include "drover/api/request.h"
 #include "drover/api/service.h"
+#include "drover/api/views.h"
+#include "drover/model/access.h"
 
 namespace drover::api {
 
@@ -25,8 +27,13 @@ Result<Response> ListCrons(Service& service, const Request& request);
 Result<Response> DeleteCron(Service& service, const Request& request);
 
 // The API's view of a cron job: name, schedule, time_zone, concurrency_policy, suspend, owner,
-// created_at, last_handled_at, next_run_at (null while suspended), last_run, active_runs and
-// history (each run {id, state, jobs}) and spec.
-nlohmann::json CronView(const CronStatus& status);
+// team, created_at, last_handled_at, next_run_at (null while suspended), last_run, active_runs
+// and history (each run {id, state, jobs}) and spec (its jobs' commands, scripts and env values
+// redacted unless `disclosure` is kFull).
+nlohmann::json CronView(const CronStatus& status, Disclosure disclosure);
+
+// A cron job as a resource (model/access.h): "cron job NAME", its owner and team, and the queue
+// of its first job.
+model::Resource CronResource(const store::CronRecord& cron);
 
 }  // namespace drover::api

@@ -93,8 +93,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
   spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, options);
   if (!parsed.crons.empty()) return SubmitCrons(flags, parsed.crons);
   std::map<std::string, std::string> headers = {{"X-Drover-File", options.file_name},
-                                                {"X-Drover-Base-Dir", options.base_dir},
-                                                {"X-Drover-User", CurrentUser()}};
+                                                {"X-Drover-Base-Dir", options.base_dir}};
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   if (hold_infeasible) headers["X-Drover-Hold-Infeasible"] = "true";
   api::ApiClient client(flags.server);
@@ -198,14 +197,13 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline) {
   api::ApiClient client(flags.server);
   if (pipeline) {
-    return Print(flags, client.CancelPipeline(id, CurrentUser()), [](const json& run) {
+    return Print(flags, client.CancelPipeline(id), [](const json& run) {
       return fmt::format("pipeline run {} ({}) cancelled; its state is now {}\n",
                          run["id"].get<std::int64_t>(), run["name"].get<std::string>(),
                          run["state"].get<std::string>());
     });
   }
-  auto response = client.Post("/v1/jobs/" + api::UrlEncode(id) + "/cancel", "", "application/json",
-                              {{"X-Drover-User", CurrentUser()}});
+  auto response = client.Post("/v1/jobs/" + api::UrlEncode(id) + "/cancel", "", "application/json");
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
     PrintJson(response->json);

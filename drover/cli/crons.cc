@@ -18,8 +18,7 @@ int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& cr
   api::ApiClient client(flags.server);
   json out = json::array();
   for (const model::CronSpec& cron : crons) {
-    auto response = client.Post("/v1/crons", codec::ToJson(cron).dump(), "application/json",
-                                {{"X-Drover-User", CurrentUser()}});
+    auto response = client.Post("/v1/crons", codec::ToJson(cron).dump(), "application/json");
     if (!response) return ReportError(response.error());
     if (flags.output == "json") {
       out.push_back(response->json);

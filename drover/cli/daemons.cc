@@ -340,7 +340,7 @@ bool PrintProgress(const server::ControlPlane& plane, const std::vector<JobId>& 
 void StopCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& crons) {
   for (model::CronSpec cron : crons) {
     cron.suspend = true;
-    (void)plane.PutCron(cron, CurrentUser());
+    (void)plane.PutCron(cron, model::AdminIdentity(CurrentUser()));
   }
   std::uint64_t version = 0;
   while (true) {
@@ -362,7 +362,7 @@ void StopCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& 
 int RunCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& crons, int runs,
              TimeMs start) {
   for (const model::CronSpec& cron : crons) {
-    auto status = plane.PutCron(cron, CurrentUser());
+    auto status = plane.PutCron(cron, model::AdminIdentity(CurrentUser()));
     if (!status) return ReportError(status.error());
     std::cout << fmt::format("cron job {}: \"{}\" in {}, next run at {}", cron.name, cron.schedule,
                              cron.time_zone, FormatTimestamp(status->next_run.value_or(0)))
@@ -455,7 +455,7 @@ int RunCommand(const RunFlags& flags) {
     plane.Stop();
     return status;
   }
-  auto submitted = plane.Submit(*text, options, "", CurrentUser());
+  auto submitted = plane.Submit(*text, options, "", model::AdminIdentity(CurrentUser()));
   if (!submitted) return ReportError(submitted.error());
   const std::vector<JobId> ids = submitted->Ids();
   std::map<JobId, model::JobState> seen;
@@ -495,7 +495,7 @@ int RunCommand(const RunFlags& flags) {
   // A pipeline run succeeds by its roll-up: skipped stages and trials cancelled by early
   // stopping are part of a run that succeeded.
   if (!jobs.empty() && jobs.front().pipeline_run != JobId()) {
-    const nlohmann::json run = api::PipelineDetail(jobs, now);
+    const nlohmann::json run = api::PipelineDetail(jobs, now, api::Disclosure::kFull);
     std::cout << "\n" << DescribePipeline(run);
     succeeded = run["state"] == "succeeded";
   }

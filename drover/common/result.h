@@ -90,6 +90,9 @@ inline tl::unexpected<Error> FailedPrecondition(std::string message) {
 inline tl::unexpected<Error> Unavailable(std::string message) {
   return MakeError(ErrorCode::kUnavailable, std::move(message));
 }
+inline tl::unexpected<Error> ResourceExhausted(std::string message) {
+  return MakeError(ErrorCode::kResourceExhausted, std::move(message));
+}
 inline tl::unexpected<Error> Internal(std::string message) {
   return MakeError(ErrorCode::kInternal, std::move(message));
 }

@@ -122,6 +122,10 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
       return SubmitResult{*ids, true};
     }
   }
+  for (model::JobSpec& spec : specs) {
+    if (spec.owner.empty()) spec.owner = owner;
+  }
+  DROVER_RETURN_IF_ERROR(CheckSubmitLimits(specs));
   const std::int64_t first_id = jobs_.next_id();
   std::map<std::string, JobId> by_name;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -164,8 +168,7 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
                                     [](const model::JobSpec& spec) { return !spec.stage.empty(); });
   DROVER_RETURN_IF_ERROR(CheckWholeAdmission(specs));
   if (options_.refuse_infeasible) {
-    for (model::JobSpec& spec : specs) {
-      if (spec.owner.empty()) spec.owner = owner;
+    for (const model::JobSpec& spec : specs) {
       if (spec.hold_infeasible) continue;
       if (std::optional<std::string> why = FindInfeasibility(spec)) {
         return InvalidArgument(
@@ -180,7 +183,6 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     Job job;
     job.id = JobId(first_id + static_cast<std::int64_t>(i));
     job.spec = std::move(specs[i]);
-    if (job.spec.owner.empty()) job.spec.owner = owner;
     job.dependencies = std::move(dependencies[i]);
     job.submission_key = submission_key;
     if (!submission_key.empty()) job.submission_hash = request_digest;
@@ -192,6 +194,44 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     result.ids.push_back(stored.id);
   }
   return result;
+}
+
+Status Controller::CheckSubmitLimits(const std::vector<model::JobSpec>& specs) const {
+  struct Principal {
+    std::string_view kind;  // "user" or "team"
+    const model::SubmitLimits& limits;
+    std::string model::JobSpec::*field;
+    JobTable::Backlog (JobTable::*backlog)(const std::string&) const;
+  };
+  const Principal principals[] = {
+      {"user", policy_.user_submit_limits, &model::JobSpec::owner, &JobTable::OwnerBacklog},
+      {"team", policy_.team_submit_limits, &model::JobSpec::team, &JobTable::TeamBacklog}};
+  for (const Principal& principal : principals) {
+    if (principal.limits.empty()) continue;
+    std::map<std::string, std::int64_t> adding;  // every new job starts pending
+    for (const model::JobSpec& spec : specs) ++adding[spec.*principal.field];
+    for (const auto& [name, count] : adding) {
+      const JobTable::Backlog backlog = (jobs_.*principal.backlog)(name);
+      const std::string setting =
+          fmt::format("submit_limits.per_{}", principal.kind == "user" ? "user" : "team");
+      const std::string who = fmt::format("{} {}", principal.kind, name.empty() ? "-" : name);
+      if (const auto& most = principal.limits.max_submitted_jobs;
+          most && backlog.unfinished + count > *most) {
+        return ResourceExhausted(
+            fmt::format("{} has {} unfinished jobs and this submission adds {}; the policy's "
+                        "{}.max_submitted_jobs is {}",
+                        who, backlog.unfinished, count, setting, *most));
+      }
+      if (const auto& most = principal.limits.max_pending_jobs;
+          most && backlog.unstarted + count > *most) {
+        return ResourceExhausted(
+            fmt::format("{} has {} jobs not yet started and this submission adds {}; the policy's "
+                        "{}.max_pending_jobs is {}",
+                        who, backlog.unstarted, count, setting, *most));
+      }
+    }
+  }
+  return OkStatus();
 }
 
 Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& step) {

@@ -278,6 +278,10 @@ class Controller {
   // idle_queues_), or nullopt.
   std::optional<std::string> FindInfeasibility(const model::JobSpec& spec) const;
 
+  // kResourceExhausted, naming the limit, the principal and the counts, if `specs` would take an
+  // owner or a team past the policy's submit limits (model::SubmitLimits).
+  Status CheckSubmitLimits(const std::vector<model::JobSpec>& specs) const;
+
   // --- controller_workflow.cc: dependencies, conditions, inputs and sweeps ---
 
   // kInvalidArgument if a stage of `specs` with admission: whole could never be admitted by

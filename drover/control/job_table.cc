@@ -30,7 +30,24 @@ Job& JobTable::Add(Job job) {
   if (!job.submission_key.empty()) submissions_[job.submission_key].push_back(id);
   if (std::set<JobId>* index = IndexOf(job.state)) index->insert(id);
   if (job.state == JobState::kReady) untried_.insert(id);
+  CountBacklog(job.spec, job.state, +1);
   return jobs_[id] = std::move(job);
+}
+
+void JobTable::CountBacklog(const model::JobSpec& spec, JobState state, int sign) {
+  if (model::IsTerminal(state)) return;
+  const bool unstarted =
+      state == JobState::kPending || state == JobState::kWaiting || state == JobState::kReady;
+  for (Backlog* backlog : {&by_owner_[spec.owner], &by_team_[spec.team]}) {
+    backlog->unfinished += sign;
+    if (unstarted) backlog->unstarted += sign;
+  }
+}
+
+JobTable::Backlog JobTable::BacklogIn(const std::map<std::string, Backlog>& backlogs,
+                                      const std::string& key) {
+  auto it = backlogs.find(key);
+  return it == backlogs.end() ? Backlog{} : it->second;
 }
 
 model::Transition JobTable::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now) {
@@ -40,6 +57,8 @@ model::Transition JobTable::MoveTo(Job& job, JobState to, const std::string& cau
   if (std::set<JobId>* index = IndexOf(job.state)) index->erase(job.id);
   if (job.state == JobState::kReady) untried_.erase(job.id);
   if (to != JobState::kStarting && to != JobState::kRunning) publishing_.erase(job.id);
+  CountBacklog(job.spec, job.state, -1);
+  CountBacklog(job.spec, to, +1);
   job.state = to;
   if (std::set<JobId>* index = IndexOf(to)) index->insert(job.id);
   if (to == JobState::kReady) untried_.insert(job.id);

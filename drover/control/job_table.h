@@ -10,6 +10,8 @@
 //     when a scheduling pass tries it (MarkTried) or when it leaves ready;
 //   - publishing() is a subset of the jobs in starting or running (their workers exited 0 and
 //     their outputs are being published); a job leaves it when it leaves those states;
+//   - BacklogOf(owner / team) counts exactly the unfinished jobs of that owner / team, and
+//     among them those not started (pending, waiting or ready);
 //   - next_id() is greater than every job's id, and Submission(key) lists the jobs added with
 //     that submission key, in the order they were added.
 // The indexes are kept by Add and MoveTo. Jobs are handed out mutable because the controller
@@ -72,6 +74,14 @@ class JobTable {
   // A scheduling pass tried `id`: it leaves untried().
   void MarkTried(JobId id) { untried_.erase(id); }
 
+  // What one owner or one team has not finished (the policy's submit limits).
+  struct Backlog {
+    std::int64_t unstarted = 0;   // pending, waiting or ready
+    std::int64_t unfinished = 0;  // any state but a terminal one
+  };
+  Backlog OwnerBacklog(const std::string& owner) const { return BacklogIn(by_owner_, owner); }
+  Backlog TeamBacklog(const std::string& team) const { return BacklogIn(by_team_, team); }
+
   // Starting or running jobs whose workers exited 0 and whose outputs are being published.
   const std::set<JobId>& publishing() const { return publishing_; }
   bool IsPublishing(JobId id) const { return publishing_.contains(id); }
@@ -83,6 +93,9 @@ class JobTable {
  private:
   // The index of jobs in `state`, or nullptr for a state without one.
   std::set<JobId>* IndexOf(model::JobState state);
+  // Adds `sign` (+1 or -1) times a job of `spec`'s owner and team in `state` to the backlogs.
+  void CountBacklog(const model::JobSpec& spec, model::JobState state, int sign);
+  static Backlog BacklogIn(const std::map<std::string, Backlog>& backlogs, const std::string& key);
 
   std::map<JobId, model::Job> jobs_;
   std::int64_t next_id_ = 1;
@@ -92,6 +105,8 @@ class JobTable {
   std::set<JobId> ready_;
   std::set<JobId> untried_;
   std::set<JobId> publishing_;
+  std::map<std::string, Backlog> by_owner_;
+  std::map<std::string, Backlog> by_team_;
 };
 
 }  // namespace drover::control

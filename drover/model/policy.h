@@ -13,6 +13,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/model/executor.h"
+#include "drover/model/identity.h"
 #include "drover/model/names.h"
 
 namespace drover::model {
@@ -34,6 +35,21 @@ struct Limits {
   friend bool operator==(const Limits&, const Limits&) = default;
 };
 
+// A queue's grants (docs/security.md, "Roles and verbs"): team name ("*": every team) -> the
+// verbs (IsGrantable) its members may use there: submit to the queue, and cancel, hold or read
+// the logs of their team's jobs in it.
+using AccessGrants = std::map<std::string, std::vector<Verb>>;
+
+// How many unfinished jobs one user, or one team, may have (Slurm's MaxSubmitJobs), checked at
+// submission: a submission that would pass one is refused naming it. Unset fields do not limit.
+struct SubmitLimits {
+  std::optional<std::int64_t> max_pending_jobs;    // not yet started (pending or ready)
+  std::optional<std::int64_t> max_submitted_jobs;  // not finished: pending, ready or running
+
+  bool empty() const { return !max_pending_jobs && !max_submitted_jobs; }
+  friend bool operator==(const SubmitLimits&, const SubmitLimits&) = default;
+};
+
 // One node of the queue tree (org -> team -> queue, any depth). Jobs name a leaf in
 // JobSpec::queue; leaf names are unique in the whole tree.
 struct QueueConfig {
@@ -52,6 +68,9 @@ struct QueueConfig {
   ResourceAmounts lending_limit;
   Limits limits;       // for the whole subtree
   Limits user_limits;  // for each user, within this subtree
+  // Who may use the subtree's queues (model/access.h); unset: as the parent's. While no queue of
+  // the policy sets it, every team may submit to every queue.
+  std::optional<AccessGrants> access;
   // Where the subtree's jobs run (model/executor.h); unset: as the parent's (local at a root).
   std::optional<ExecutorConfig> executor;
   std::vector<QueueConfig> children;
@@ -124,7 +143,12 @@ std::optional<QueueOrder> ParseQueueOrder(std::string_view name);
 struct Policy {
   // Roots of the queue tree. Empty: one implicit leaf "default" without quota.
   std::vector<QueueConfig> queues;
-  Limits pipeline_limits;  // for each pipeline (JobSpec::pipeline), across queues
+  Limits pipeline_limits;           // for each pipeline (JobSpec::pipeline), across queues
+  SubmitLimits user_submit_limits;  // for each user, across queues
+  SubmitLimits team_submit_limits;  // for each team, across queues
+  // Slurm's PrivateData: listings and reads show a job only to its own team (and admins).
+  // Otherwise every caller sees every job's summary; its details stay with its team.
+  bool private_data = false;
 
   // Fair share: usage decays with this half-life; 0 ranks by current allocation only.
   DurationMs fair_share_half_life = 3'600'000;

@@ -56,7 +56,13 @@ class AgentLivenessTest : public ::testing::Test {
 
   // node-r's agent as Authorize finds it from its credential (the tests of liveness take its
   // identity as given; those of identity below present credentials).
-  static api::Caller ItsAgent() { return api::Caller{true, NodeId("node-r"), true}; }
+  static api::Caller ItsAgent() {
+    api::Caller caller;
+    caller.bearer = true;
+    caller.agent = NodeId("node-r");
+    caller.joined = true;
+    return caller;
+  }
   // A caller presenting `credential` (none when empty) and the join token if `joined`, as
   // Authorize finds it against the plane.
   api::Caller Presenting(const std::string& credential, bool joined = true) {
@@ -72,7 +78,7 @@ class AgentLivenessTest : public ::testing::Test {
     auto submitted = plane_->Submit(
         "kind: Job\nname: train\nresources: {cpu: 100m, memory: 64Mi, gpus: 1, gpu_model: " +
             gpu_model + "}\nretry: {max_attempts: 2, on: [" + retry_on + "]}\nscript: sleep 100\n",
-        spec::ParseOptions{}, "", "alice");
+        spec::ParseOptions{}, "", model::AdminIdentity("alice"));
     EXPECT_TRUE(submitted) << submitted.error().ToString();
     return submitted ? submitted->jobs.at(0).id : JobId(0);
   }

@@ -6,11 +6,17 @@ namespace drover::server {
 
 TimeMs ControlPlaneService::Now() const { return plane_.Now(); }
 
+Result<model::Identity> ControlPlaneService::Authenticate(std::string_view token) const {
+  return plane_.Authenticate(token);
+}
+
+void ControlPlaneService::Audit(store::AuditRecord record) { plane_.Audit(std::move(record)); }
+
 Result<api::Submission> ControlPlaneService::Submit(std::string_view text,
                                                     const spec::ParseOptions& options,
                                                     const std::string& idempotency_key,
-                                                    const std::string& owner) {
-  return plane_.Submit(text, options, idempotency_key, owner);
+                                                    const model::Identity& caller) {
+  return plane_.Submit(text, options, idempotency_key, caller);
 }
 
 std::vector<model::Job> ControlPlaneService::ListJobs(const store::JobFilter& filter) const {
@@ -71,8 +77,8 @@ Status ControlPlaneService::CancelPipeline(JobId run, const std::string& cause) 
 }
 
 Result<api::CronStatus> ControlPlaneService::PutCron(const model::CronSpec& spec,
-                                                     const std::string& owner) {
-  return plane_.PutCron(spec, owner);
+                                                     const model::Identity& caller) {
+  return plane_.PutCron(spec, caller);
 }
 
 std::vector<api::CronStatus> ControlPlaneService::Crons() const { return plane_.Crons(); }

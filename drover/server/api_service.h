@@ -14,9 +14,11 @@ class ControlPlaneService final : public api::Service {
   explicit ControlPlaneService(ControlPlane& plane) : plane_(plane) {}
 
   TimeMs Now() const override;
+  Result<model::Identity> Authenticate(std::string_view token) const override;
+  void Audit(store::AuditRecord record) override;
   Result<api::Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                                  const std::string& idempotency_key,
-                                 const std::string& owner) override;
+                                 const model::Identity& caller) override;
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
   Result<model::Job> GetJob(JobId id) const override;
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
@@ -33,7 +35,8 @@ class ControlPlaneService final : public api::Service {
   std::vector<std::vector<model::Job>> PipelineRuns() const override;
   Result<std::vector<model::Job>> PipelineRun(JobId run) const override;
   Status CancelPipeline(JobId run, const std::string& cause) override;
-  Result<api::CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) override;
+  Result<api::CronStatus> PutCron(const model::CronSpec& spec,
+                                  const model::Identity& caller) override;
   std::vector<api::CronStatus> Crons() const override;
   Status DeleteCron(const std::string& name) override;
   std::vector<control::QueueReport> Queues() const override;

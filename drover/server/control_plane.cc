@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "drover/agent/outputs.h"
+#include "drover/model/access.h"
 
 namespace drover::server {
 
@@ -528,18 +529,39 @@ void ControlPlane::CarryOutIfNoLoop() {
   CarryOutEffects(/*wait=*/false);
 }
 
+// TODO(tokens helper): the token registry replaces these two.
+Result<model::Identity> ControlPlane::Authenticate(std::string_view) const {
+  return Unauthenticated("no token registry yet");
+}
+
+void ControlPlane::Audit(store::AuditRecord) {}
+
+Status ControlPlane::ClaimSpecs(std::vector<model::JobSpec>& specs,
+                                const model::Identity& caller) const {
+  for (model::JobSpec& spec : specs) {
+    if (spec.owner.empty()) spec.owner = caller.user;
+    if (spec.team.empty()) spec.team = caller.team;
+    const model::Resource queue{fmt::format("queue {}", spec.queue), spec.owner, spec.team,
+                                spec.queue, std::nullopt};
+    DROVER_RETURN_IF_ERROR(
+        model::Decide(caller, model::Verb::kSubmit, queue, controller_.policy()));
+  }
+  return OkStatus();
+}
+
 Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
                                         const std::string& idempotency_key,
-                                        const std::string& owner) {
+                                        const model::Identity& caller) {
   spec::ParseOptions bounded = options;
   bounded.limits = options_.spec_limits;
   DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, bounded));
   const std::string digest = idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text);
   Submission submission;
   DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
-    DROVER_ASSIGN_OR_RETURN(
-        control::SubmitResult result,
-        controller_.Submit(std::move(specs), idempotency_key, owner, clock_.Now(), step, digest));
+    DROVER_RETURN_IF_ERROR(ClaimSpecs(specs, caller));
+    DROVER_ASSIGN_OR_RETURN(control::SubmitResult result,
+                            controller_.Submit(std::move(specs), idempotency_key, caller.user,
+                                               clock_.Now(), step, digest));
     submission.existing = result.existing;
     submission.jobs.reserve(result.ids.size());
     for (JobId id : result.ids) {

@@ -142,8 +142,15 @@ class ControlPlane {
   // loop thread running it is safe, only an extra turn.
   void RunOnce() EXCLUDES(mu_, turn_mu_);
 
-  // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs. An
-  // invalid spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
+  // Identity (docs/security.md; the token registry). Whom `token` speaks for; kUnauthenticated
+  // saying why for a token that is unknown, expired or revoked. Thread-safe, without mu_.
+  Result<model::Identity> Authenticate(std::string_view token) const;
+  // Appends `record` to the audit log (never fails the request that made it).
+  void Audit(store::AuditRecord record);
+
+  // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs as
+  // `caller`'s (ClaimSpecs) within the policy's submit limits (kResourceExhausted). An invalid
+  // spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
   // Each job's name and state are taken in the same critical section as the submission, so a
   // reply built from them never waits for mu_ again.
   //
@@ -153,7 +160,7 @@ class ControlPlane {
   // carries them out after releasing mu_, before returning, unless another caller is already
   // carrying out effects (then that one takes them, in order).
   Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
-                            const std::string& idempotency_key, const std::string& owner)
+                            const std::string& idempotency_key, const model::Identity& caller)
       EXCLUDES(mu_);
   Status Cancel(JobId id, const std::string& cause) EXCLUDES(mu_);
   // Cancels the unfinished jobs of pipeline run `run` (Controller::CancelPipeline).
@@ -250,14 +257,20 @@ class ControlPlane {
   // Creates the cron job spec.name, or replaces it keeping its creation and last handled times
   // (so a suspended one resumes with the latest missed run, if within its starting deadline).
   // kInvalidArgument naming the field: name, schedule, time_zone (not in the tz database),
-  // jobs (none), starting_deadline or history limits (negative).
-  Result<CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) EXCLUDES(mu_);
+  // jobs (none), starting_deadline or history limits (negative). Owned by `caller`, whose
+  // submit rights its jobs need (ClaimSpecs; kPermissionDenied); replacing one takes cancel
+  // rights on it.
+  Result<CronStatus> PutCron(model::CronSpec spec, const model::Identity& caller) EXCLUDES(mu_);
   // Removes a cron job; its runs' jobs stay. kNotFound for an unknown name.
   Status DeleteCron(const std::string& name) EXCLUDES(mu_);
   // Every cron job, by name, with its runs.
   std::vector<CronStatus> Crons() const EXCLUDES(mu_);
 
  private:
+  // Gives each spec without an owner or team the caller's, then checks that the caller may
+  // submit it (model::Decide: kPermissionDenied naming the queue and who may).
+  Status ClaimSpecs(std::vector<model::JobSpec>& specs, const model::Identity& caller) const
+      REQUIRES(mu_);
   struct NodeEntry {
     std::shared_ptr<agent::WorkerRuntime> runtime;  // shared: HTTP threads wait on remote ones
     std::shared_ptr<RemoteRuntime> remote;          // set for remote nodes

@@ -11,11 +11,13 @@
 
 #include <algorithm>
 
+#include "drover/api/workflow_handlers.h"
+#include "drover/model/access.h"
 #include "drover/server/control_plane.h"
 
 namespace drover::server {
 
-Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std::string& owner) {
+Result<CronStatus> ControlPlane::PutCron(model::CronSpec spec, const model::Identity& caller) {
   // The spec parser checks the job-name rules; the run ids and the API's paths need these.
   if (spec.name.empty() || spec.name.find_first_of("@/") != std::string::npos) {
     return InvalidArgument(fmt::format(
@@ -34,21 +36,26 @@ Result<CronStatus> ControlPlane::PutCron(const model::CronSpec& spec, const std:
   MutexLock lock(mu_);
   const TimeMs now = clock_.Now();
   CronEntry entry;
+  DROVER_RETURN_IF_ERROR(ClaimSpecs(spec.jobs, caller));
   auto it = crons_.find(spec.name);
   if (it != crons_.end()) {
+    // Replacing a cron job is cancelling the old one's future runs.
+    DROVER_RETURN_IF_ERROR(model::Decide(
+        caller, model::Verb::kCancel, api::CronResource(it->second.record), controller_.policy()));
     entry.record = it->second.record;
   } else {
     entry.record.created_at = now;
     entry.record.last_handled = now;
   }
-  entry.record.spec = spec;
-  entry.record.owner = owner;
+  entry.record.owner = caller.user;
+  entry.record.team = caller.team;
+  entry.record.spec = std::move(spec);
   entry.schedule = *schedule;
   entry.zone = zone;
   // Planned at once: a replaced cron job may have a run due now (resumed, new schedule).
   entry.next_due = now;
   DROVER_RETURN_IF_ERROR(store_->PutCron(entry.record));
-  crons_.insert_or_assign(spec.name, entry);
+  crons_.insert_or_assign(entry.record.spec.name, entry);
   wake_loop_.notify_all();
   return StatusOf(entry);
 }

@@ -59,7 +59,8 @@ class ControlPlaneCronTest : public ::testing::Test {
 };
 
 TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
-  auto status = plane_->PutCron(Spec(model::ConcurrencyPolicy::kAllow), "alice");
+  auto status =
+      plane_->PutCron(Spec(model::ConcurrencyPolicy::kAllow), model::AdminIdentity("alice"));
   ASSERT_TRUE(status.has_value()) << status.error().ToString();
   EXPECT_EQ(status->next_run, kStart + 10'000);
   EXPECT_TRUE(Keys().empty());
@@ -82,7 +83,9 @@ TEST_F(ControlPlaneCronTest, DueRunIsSubmittedOnceUnderItsRunId) {
 }
 
 TEST_F(ControlPlaneCronTest, ForbidSkipsWhileTheRunIsActive) {
-  ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kForbid), "alice").has_value());
+  ASSERT_TRUE(
+      plane_->PutCron(Spec(model::ConcurrencyPolicy::kForbid), model::AdminIdentity("alice"))
+          .has_value());
   AdvanceTo(kStart + 10'000);
   ASSERT_EQ(Keys().size(), 1u);
   AdvanceTo(kStart + 20'000);
@@ -91,7 +94,9 @@ TEST_F(ControlPlaneCronTest, ForbidSkipsWhileTheRunIsActive) {
 }
 
 TEST_F(ControlPlaneCronTest, ReplaceCancelsTheActiveRun) {
-  ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kReplace), "alice").has_value());
+  ASSERT_TRUE(
+      plane_->PutCron(Spec(model::ConcurrencyPolicy::kReplace), model::AdminIdentity("alice"))
+          .has_value());
   AdvanceTo(kStart + 10'000);
   ASSERT_EQ(Keys().size(), 1u);
   AdvanceTo(kStart + 20'000);
@@ -107,14 +112,14 @@ TEST_F(ControlPlaneCronTest, ReplaceCancelsTheActiveRun) {
 TEST_F(ControlPlaneCronTest, ErrorsNameTheField) {
   model::CronSpec spec = Spec(model::ConcurrencyPolicy::kAllow);
   spec.time_zone = "Mars/Olympus_Mons";
-  auto zone = plane_->PutCron(spec, "alice");
+  auto zone = plane_->PutCron(spec, model::AdminIdentity("alice"));
   ASSERT_FALSE(zone.has_value());
   EXPECT_EQ(zone.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(zone.error().message, HasSubstr("time_zone: unknown time zone"));
 
   spec = Spec(model::ConcurrencyPolicy::kAllow);
   spec.schedule = "61 * * * *";
-  auto schedule = plane_->PutCron(spec, "alice");
+  auto schedule = plane_->PutCron(spec, model::AdminIdentity("alice"));
   ASSERT_FALSE(schedule.has_value());
   EXPECT_THAT(schedule.error().message, HasSubstr("schedule: minute: \"61\""));
   EXPECT_TRUE(plane_->Crons().empty());

@@ -78,7 +78,7 @@ class ControlPlaneTest : public ::testing::Test {
 
   // Submits `text` as alice; the ids of its jobs.
   std::vector<JobId> Submit(const std::string& text) {
-    auto submitted = plane_->Submit(text, spec::ParseOptions{}, "", "alice");
+    auto submitted = plane_->Submit(text, spec::ParseOptions{}, "", model::AdminIdentity("alice"));
     EXPECT_TRUE(submitted) << submitted.error().ToString();
     return submitted ? submitted->Ids() : std::vector<JobId>{};
   }
@@ -224,7 +224,7 @@ depends_on: [prep]
 resources: {cpu: 100m, memory: 64Mi, gpus: 1}
 script: sleep 100
 )";
-  auto first = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", "alice");
+  auto first = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", model::AdminIdentity("alice"));
   ASSERT_TRUE(first) << first.error().ToString();
   EXPECT_FALSE(first->existing);
   ASSERT_EQ(first->jobs.size(), 2u);
@@ -241,7 +241,7 @@ script: sleep 100
   plane_->RunOnce();
   ASSERT_EQ(State(prep), model::JobState::kStarting);
   // The same key again: the same jobs, each in its state now, and nothing new.
-  auto again = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", "alice");
+  auto again = plane_->Submit(kFile, spec::ParseOptions{}, "key-1", model::AdminIdentity("alice"));
   ASSERT_TRUE(again) << again.error().ToString();
   EXPECT_TRUE(again->existing);
   ASSERT_EQ(again->jobs.size(), 2u);
@@ -467,7 +467,8 @@ TEST_F(ControlPlaneTest, AFailedWriteStopsThePlaneBeforeAnyEffectOfItsStep) {
   plane_->RunOnce();
   EXPECT_EQ(faulty_->applies(), applies);
   EXPECT_TRUE(runtime_->Launched().empty());
-  auto refused = plane_->Submit(kThreeJobs, spec::ParseOptions{}, "", "alice");
+  auto refused =
+      plane_->Submit(kThreeJobs, spec::ParseOptions{}, "", model::AdminIdentity("alice"));
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(store_failures_.size(), 1u);
@@ -677,14 +678,14 @@ TEST_F(ControlPlaneTest, SubmissionsKeepThePlanesSpecLimitsWhateverTheCallerAsks
   spec::ParseOptions unbounded;
   unbounded.limits.max_arg_bytes = 0;  // a caller cannot lift the server's bound
   auto submitted = plane_->Submit("kind: Job\nname: long\ncommand: [echo, seventeen-bytes-x]\n",
-                                  unbounded, "", "alice");
+                                  unbounded, "", model::AdminIdentity("alice"));
   ASSERT_FALSE(submitted);
   EXPECT_EQ(submitted.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(submitted.error().ToString(), HasSubstr("command[1]"));
   EXPECT_THAT(submitted.error().ToString(), HasSubstr("16"));
   EXPECT_TRUE(plane_->ListJobs(store::JobFilter{}).empty());
   auto at_the_bound = plane_->Submit("kind: Job\nname: short\ncommand: [echo, sixteen-bytes-xx]\n",
-                                     unbounded, "", "alice");
+                                     unbounded, "", model::AdminIdentity("alice"));
   EXPECT_TRUE(at_the_bound) << at_the_bound.error().ToString();
 }
 

@@ -134,7 +134,7 @@ class HttpHardeningTest : public ::testing::Test {
   JobId RunningJob() {
     auto submitted = plane_->Submit(
         "kind: Job\nname: quiet\nresources: {cpu: 1, memory: 64Mi}\ncommand: [\"true\"]\n",
-        spec::ParseOptions{}, "", "alice");
+        spec::ParseOptions{}, "", model::AdminIdentity("alice"));
     EXPECT_TRUE(submitted) << submitted.error().ToString();
     EXPECT_TRUE(WaitUntil([&] { return runtime_->Launched().size() == 1; }));
     return submitted->jobs.at(0).id;

@@ -126,7 +126,7 @@ TEST(AgentPolls, HundredsWaitWithoutThreadsAndACommandReachesItsAgent) {
 
   auto submitted = plane.Submit(
       "kind: Job\nname: big\nresources: {cpu: 32, memory: 64Mi}\ncommand: [\"true\"]\n",
-      spec::ParseOptions{}, "", "alice");
+      spec::ParseOptions{}, "", model::AdminIdentity("alice"));
   ASSERT_TRUE(submitted) << submitted.error().ToString();
   std::optional<json> reply = agents[0]->Read(/*timeout_ms=*/20'000);
   ASSERT_TRUE(reply);

@@ -19,6 +19,7 @@
 #include "drover/common/result.h"
 #include "drover/model/cron.h"
 #include "drover/model/decision.h"
+#include "drover/model/identity.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 
@@ -54,6 +55,7 @@ struct JobFilter {
 struct CronRecord {
   model::CronSpec spec;
   std::string owner;  // who submitted the cron job; its runs are submitted as this user
+  std::string team;   // and as this team
   TimeMs created_at = 0;
   // The latest due time handled (its run submitted, or skipped); created_at before the first.
   TimeMs last_handled = 0;
@@ -84,6 +86,46 @@ struct AgentRecord {
   std::optional<Lost> lost;
 
   friend bool operator==(const AgentRecord&, const AgentRecord&) = default;
+};
+
+// An API token as stored (docs/security.md, "Tokens"): whom it speaks for and the SHA-256 of the
+// token, never the token itself.
+struct TokenRecord {
+  std::string id;            // public: "tok-" and 12 hex digits; listed, revoked and audited by it
+  std::string hash;          // lowercase hex SHA-256 of the token
+  model::Identity identity;  // identity.token_id == id; identity.job unset
+  std::string created_by;    // model::Describe of the creator
+  TimeMs created_at = 0;
+  TimeMs expires_at = 0;  // 0: never
+  TimeMs revoked_at = 0;  // 0: not revoked
+
+  friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
+};
+
+// One mutating API request (docs/security.md, "Audit log"): who, what, on what, with which
+// result, when and from where.
+struct AuditRecord {
+  std::int64_t seq = 0;  // assigned by the store on append: 1, 2, ... in append order
+  TimeMs at = 0;
+  std::string user;          // the caller's user; "" when unauthenticated
+  std::string team;          // the caller's team
+  std::string caller;        // model::Describe of the caller ("user-a (coordinator of team-a)")
+  std::string action;        // method and route, e.g. "POST /v1/jobs/12/cancel"
+  std::string target;        // "job 12", "token tok-1a2b...", "policy"; "" for none
+  std::optional<JobId> job;  // the job acted on, for --job
+  int status = 0;            // the HTTP status answered
+  std::string code;          // the error code ("permission_denied"); "" on success
+  std::string address;       // the client's address
+
+  friend bool operator==(const AuditRecord&, const AuditRecord&) = default;
+};
+
+struct AuditFilter {
+  TimeMs since = 0;          // records at or after this
+  std::string user;          // empty: any
+  std::string team;          // empty: any
+  std::optional<JobId> job;  // unset: any
+  int limit = 0;             // 0: no limit; the newest N when limited (still in seq order)
 };
 
 // True if `job` passes every criterion of `filter` (limit is not a criterion). Stores and

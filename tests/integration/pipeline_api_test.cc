@@ -127,7 +127,7 @@ TEST_F(PipelineApi, RunRollsUpItsStagesAndItsSplitAddsUpToItsWallTime) {
   auto unknown = client.Pipeline("9999");
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
-  auto finished = client.CancelPipeline(run_id, "tester");
+  auto finished = client.CancelPipeline(run_id);
   ASSERT_FALSE(finished);
   EXPECT_EQ(finished.error().code, ErrorCode::kFailedPrecondition);
   auto bad_group = client.Goodput("gpu");
