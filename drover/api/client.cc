@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <openssl/x509.h>
 
 namespace drover::api {
 namespace {
@@ -15,8 +16,12 @@ std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
 
 }  // namespace
 
-ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms)
-    : base_url_(std::move(base_url)), client_(std::make_unique<httplib::Client>(base_url_)) {
+ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca_file)
+    : base_url_(std::move(base_url)),
+      ca_file_(std::move(ca_file)),
+      client_(std::make_unique<httplib::Client>(base_url_)) {
+  if (!ca_file_.empty()) client_->set_ca_cert_path(ca_file_);
+  client_->enable_server_certificate_verification(true);
   client_->set_connection_timeout(5, 0);
   client_->set_read_timeout(timeout_ms / kMillisPerSecond, (timeout_ms % kMillisPerSecond) * 1000);
   client_->set_write_timeout(timeout_ms / kMillisPerSecond, (timeout_ms % kMillisPerSecond) * 1000);
@@ -26,6 +31,7 @@ ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms)
 }
 
 ApiClient::~ApiClient() = default;
+ApiClient::ApiClient(ApiClient&&) noexcept = default;
 
 void ApiClient::SetBearer(const std::string& token) {
   httplib::Headers headers;
@@ -33,9 +39,31 @@ void ApiClient::SetBearer(const std::string& token) {
   client_->set_default_headers(std::move(headers));
 }
 
-namespace {
-
-Result<ApiResponse> Convert(const std::string& base_url, httplib::Result result) {
+Result<ApiResponse> ApiClient::Convert(httplib::Result result) const {
+  const std::string& base_url = base_url_;
+  const std::string trust =
+      ca_file_.empty() ? "the system's CA store" : fmt::format("the CA bundle {}", ca_file_);
+  switch (result.error()) {
+    case httplib::Error::SSLServerVerification: {
+      const long verify = client_->get_openssl_verify_result();
+      return Unavailable(
+          verify == X509_V_OK
+              ? fmt::format("TLS: the certificate of {} does not name its host", base_url)
+              : fmt::format("TLS: certificate verify failed for {} ({}, checked against {}); "
+                            "pass --ca or DROVER_CA",
+                            base_url, X509_verify_cert_error_string(verify), trust));
+    }
+    case httplib::Error::SSLLoadingCerts:
+      return Unavailable(
+          fmt::format("TLS: cannot load {} (--ca or DROVER_CA) to check {}", trust, base_url));
+    case httplib::Error::SSLConnection:
+      return Unavailable(fmt::format(
+          "TLS: no TLS handshake with {}; is it a server started with --tls-cert? (http:// if "
+          "not)",
+          base_url));
+    default:
+      break;
+  }
   if (!result) {
     return Unavailable(
         fmt::format("cannot reach the Drover server at {} ({}); start one with "
@@ -68,17 +96,15 @@ Result<ApiResponse> Convert(const std::string& base_url, httplib::Result result)
                               response.body.substr(0, 200)));
 }
 
-}  // namespace
-
 Result<ApiResponse> ApiClient::Get(const std::string& path_and_query) {
-  return Convert(base_url_, client_->Get(path_and_query));
+  return Convert(client_->Get(path_and_query));
 }
 
 Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& body,
                                     const std::string& content_type,
                                     const std::map<std::string, std::string>& headers) {
   httplib::Headers http_headers(headers.begin(), headers.end());
-  return Convert(base_url_, client_->Post(path, http_headers, body, content_type));
+  return Convert(client_->Post(path, http_headers, body, content_type));
 }
 
 namespace {

@@ -13,7 +13,8 @@
 
 namespace httplib {
 class Client;
-}
+class Result;
+}  // namespace httplib
 
 namespace drover::api {
 
@@ -26,12 +27,19 @@ struct ApiResponse {
 
 class ApiClient {
  public:
-  // `base_url` is "http://host:port". Requests time out after `timeout_ms`.
-  explicit ApiClient(std::string base_url, DurationMs timeout_ms = kMillisPerMinute);
+  // `base_url` is "http://host:port" or "https://host:port". Over https the server's
+  // certificate must verify against `ca_file`, a PEM bundle (--ca, DROVER_CA), or, when it is
+  // empty, the system's store, and must name the URL's host. Requests time out after
+  // `timeout_ms`.
+  explicit ApiClient(std::string base_url, DurationMs timeout_ms = kMillisPerMinute,
+                     std::string ca_file = "");
   ~ApiClient();
+  ApiClient(ApiClient&&) noexcept;
 
   // A 2xx response, or the API's error: the JSON body's code and message (and details) become
-  // the Error. kUnavailable with one sentence when the server cannot be reached.
+  // the Error. kUnavailable with one sentence when the server cannot be reached, or, over https,
+  // when its certificate does not verify, the CA bundle cannot be loaded, or it does not speak
+  // TLS.
   Result<ApiResponse> Get(const std::string& path_and_query);
   Result<ApiResponse> Post(const std::string& path, const std::string& body,
                            const std::string& content_type,
@@ -60,7 +68,11 @@ class ApiClient {
   const std::string& base_url() const { return base_url_; }
 
  private:
+  // `result` as Get and Post answer it.
+  Result<ApiResponse> Convert(httplib::Result result) const;
+
   std::string base_url_;
+  std::string ca_file_;
   std::unique_ptr<httplib::Client> client_;
 };
 

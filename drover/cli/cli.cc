@@ -43,6 +43,11 @@ int Main(int argc, char** argv) {
   const char* env_server = std::getenv("DROVER_SERVER");
   client.server = env_server && *env_server ? env_server : "http://127.0.0.1:8420";
   app.add_option("--server", client.server, "API base URL (env DROVER_SERVER)");
+  const char* env_ca = std::getenv("DROVER_CA");
+  client.ca_file = env_ca ? env_ca : "";
+  app.add_option("--ca", client.ca_file,
+                 "PEM CA bundle an https server's certificate is checked against (env DROVER_CA; "
+                 "default: the system's store)");
   app.add_option("-o,--output", client.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
 
@@ -64,6 +69,10 @@ int Main(int argc, char** argv) {
   server->add_option("--agent-timeout", server_flags.agent_timeout,
                      "declare a remote agent's node lost after this long without a word from it "
                      "(default 30s; 0: never)");
+  server->add_option("--tls-cert", server_flags.tls.cert_file,
+                     "PEM certificate (chain) to serve HTTPS with, on both listeners; with "
+                     "--tls-key (docs/security.md, \"TLS\")");
+  server->add_option("--tls-key", server_flags.tls.key_file, "PEM private key of --tls-cert");
   server->add_option("--agent-listen", server_flags.agent_listen,
                      "HOST:PORT of a listener for remote agents alone (docs/api.md, \"Limits\")");
   server->add_option("--max-body", server_flags.max_body,
@@ -109,6 +118,7 @@ int Main(int argc, char** argv) {
   AddNodeFlags(agent, agent_flags.nodes);
   agent->callback([&] {
     agent_flags.server = client.server;
+    agent_flags.ca_file = client.ca_file;
     run = [&] { return AgentCommand(agent_flags); };
   });
 

@@ -21,6 +21,10 @@ namespace drover::cli {
 
 using nlohmann::json;
 
+api::ApiClient ClientOf(const ClientFlags& flags) {
+  return api::ApiClient(flags.server, kMillisPerMinute, flags.ca_file);
+}
+
 namespace {
 
 void PrintJson(const json& value) {
@@ -41,7 +45,7 @@ int Print(const ClientFlags& flags, const Result<json>& body, Describe describe)
 
 // `drover ls --pipeline`: one row per pipeline run.
 int ListPipelines(const ClientFlags& flags) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   return Print(flags, client.Pipelines(), [](const json& body) {
     Table table({"ID", "NAME", "STATE", "STAGES", "CREATED", "WALL"});
     for (const json& run : body["pipelines"]) {
@@ -96,7 +100,7 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
                                                 {"X-Drover-Base-Dir", options.base_dir}};
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   if (hold_infeasible) headers["X-Drover-Hold-Infeasible"] = "true";
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
@@ -125,7 +129,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   add("name", list.name);
   if (list.active) add("active", "1");
   if (list.limit > 0) add("limit", std::to_string(list.limit));
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto response = client.Get(query);
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {
@@ -146,7 +150,7 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
 }
 
 int GetCommand(const ClientFlags& flags, const std::string& id) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto response = client.Get("/v1/jobs/" + api::UrlEncode(id));
   if (!response) return ReportError(response.error());
   const json& job = response->json;
@@ -163,7 +167,7 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   // A negative offset reads from the end; the first chunk is then cut to the last N lines.
   constexpr std::int64_t kTailWindow = 1 << 20;
   std::int64_t offset = logs.tail_lines > 0 ? -kTailWindow : 0;
@@ -195,7 +199,7 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 }
 
 int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   if (pipeline) {
     return Print(flags, client.CancelPipeline(id), [](const json& run) {
       return fmt::format("pipeline run {} ({}) cancelled; its state is now {}\n",
@@ -219,7 +223,7 @@ int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline
 }
 
 int ExplainCommand(const ClientFlags& flags, const std::string& id) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto body = client.Explain(id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
@@ -244,22 +248,22 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int GoodputCommand(const ClientFlags& flags, const std::string& by) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   return Print(flags, client.Goodput(by), DescribeGoodput);
 }
 
 int QueuesCommand(const ClientFlags& flags) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   return Print(flags, client.Queues(), DescribeQueues);
 }
 
 int WhyCommand(const ClientFlags& flags, const std::string& id) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   return Print(flags, client.Decisions(id), DescribeDecisions);
 }
 
 int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto body = client.Checkpoint(id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
@@ -287,7 +291,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
   json body = json::object();
   if (report.began) body["useful_work_began"] = true;
   if (report.progress) body["progress"] = *report.progress;
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto reply = client.Report(job, body);
   if (!reply) return ReportError(reply.error());
   if (flags.output == "json") {
@@ -307,7 +311,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
 }
 
 int NodesCommand(const ClientFlags& flags) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto response = client.Get("/v1/nodes");
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/api/client.h"
 #include "drover/model/cron.h"
 
 namespace drover::cli {
@@ -14,7 +15,12 @@ namespace drover::cli {
 struct ClientFlags {
   std::string server;            // base URL of the API
   std::string output = "table";  // "table" or "json"
+  // --ca, else $DROVER_CA: the PEM bundle an https server's certificate is checked against;
+  // empty: the system's store.
+  std::string ca_file;
 };
+// The API client `flags` name: their server, checked against their CA bundle.
+api::ApiClient ClientOf(const ClientFlags& flags);
 
 int ValidateCommand(const std::string& file);
 // `hold_infeasible`: jobs that can never start on the current cluster wait instead of being

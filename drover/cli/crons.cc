@@ -15,7 +15,7 @@ namespace drover::cli {
 using nlohmann::json;
 
 int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& crons) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   json out = json::array();
   for (const model::CronSpec& cron : crons) {
     auto response = client.Post("/v1/crons", codec::ToJson(cron).dump(), "application/json");
@@ -34,7 +34,7 @@ int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& cr
 }
 
 int CronsCommand(const ClientFlags& flags) {
-  api::ApiClient client(flags.server);
+  api::ApiClient client = ClientOf(flags);
   auto response = client.Get("/v1/crons");
   if (!response) return ReportError(response.error());
   if (flags.output == "json") {

@@ -87,7 +87,8 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
   DROVER_ASSIGN_OR_RETURN(daemon.http,
                           server::HttpServer::Bind(*daemon.plane, host, port, http_options));
-  daemon.url = fmt::format("http://{}:{}", host, daemon.http->port());
+  daemon.url = fmt::format("{}://{}:{}", http_options.tls.enabled() ? "https" : "http", host,
+                           daemon.http->port());
   DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, described, data_dir,
                                                server::SupervisorExecutable(), daemon.url, clock));
   // Queues whose policy says `executor: slurm` hand their jobs to the Slurm cluster that
@@ -142,6 +143,11 @@ Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
     if (!address) return tl::unexpected(address.error());
     std::tie(options.agent_host, options.agent_port) = *address;
   }
+  if (flags.tls.cert_file.empty() != flags.tls.key_file.empty()) {
+    return InvalidArgument(flags.tls.cert_file.empty() ? "--tls-cert: required with --tls-key"
+                                                       : "--tls-key: required with --tls-cert");
+  }
+  options.tls = flags.tls;
   server::HttpLimits& limits = options.limits;
   DROVER_RETURN_IF_ERROR(
       ParsePositive(flags.max_body, "--max-body", kSize, ParseBytes, limits.max_body_bytes));
@@ -222,8 +228,9 @@ int ServerCommand(const ServerFlags& flags) {
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
             << std::endl;
   if (daemon->http->agent_port() >= 0) {
-    std::cout << "agents: drover agent --server http://" << http_options->agent_host << ":"
-              << daemon->http->agent_port() << std::endl;
+    std::cout << "agents: drover agent --server " << (flags.tls.enabled() ? "https" : "http")
+              << "://" << http_options->agent_host << ":" << daemon->http->agent_port()
+              << std::endl;
   }
   if (!flags.policy_file.empty()) {
     std::cout << "scheduling policy from " << flags.policy_file << " ("
@@ -272,6 +279,7 @@ int AgentCommand(const AgentFlags& flags) {
   options.node = nodes->front();
   options.runs_dir = (std::filesystem::path(flags.data_dir) / "runs").string();
   options.supervisor_path = server::SupervisorExecutable();
+  options.ca_file = flags.ca_file;
   options.credential_file =
       flags.credential_file.empty()
           ? (std::filesystem::path(flags.data_dir) / "node.credential").string()

@@ -29,6 +29,9 @@ struct ServerFlags {
   std::string join_token_file;
   // The agent listener, HOST:PORT (server::HttpOptions); empty: none.
   std::string agent_listen;
+  // --tls-cert and --tls-key: both listeners speak HTTPS (docs/security.md, "TLS"); both or
+  // neither.
+  server::TlsFiles tls;
   // The HTTP front's bounds (docs/api.md, "Limits"); the counts are set directly, the sizes and
   // durations are parsed, an empty one keeping HttpLimits' default.
   server::HttpLimits limits;
@@ -47,8 +50,9 @@ struct ServerFlags {
   std::string kube_context;
 };
 int ServerCommand(const ServerFlags& flags);
-// The HTTP front's options of `flags` (--agent-listen, --max-body, the timeouts and counts).
-// kInvalidArgument naming the flag that does not parse or is out of range.
+// The HTTP front's options of `flags` (--agent-listen, --tls-cert/--tls-key, --max-body, the
+// timeouts and counts). kInvalidArgument naming the flag that does not parse or is out of range,
+// or the TLS flag missing from its pair. The TLS files are read at bind.
 Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags);
 // The control plane's options of `flags` (--agent-timeout, the spec limits); kInvalidArgument
 // naming the flag that does not parse or is out of range. --max-arg-size may not exceed
@@ -63,6 +67,8 @@ struct AgentFlags {
   std::string credential_file;
   // The server's join token: this file, else $DROVER_JOIN_TOKEN; empty: none.
   std::string join_token_file;
+  // As ClientFlags::ca_file (--ca, DROVER_CA).
+  std::string ca_file;
 };
 int AgentCommand(const AgentFlags& flags);
 

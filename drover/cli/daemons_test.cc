@@ -71,5 +71,22 @@ TEST(HttpOptionsOfTest, BadValuesNameTheirFlag) {
   EXPECT_THAT(threads.error().message, HasSubstr("--http-threads"));
 }
 
+TEST(HttpOptionsOfTest, TlsFlagsComeInPairs) {
+  ServerFlags flags;
+  flags.tls.cert_file = "site.pem";
+  auto cert_only = HttpOptionsOf(flags);
+  ASSERT_FALSE(cert_only);
+  EXPECT_THAT(cert_only.error().message, HasSubstr("--tls-key: required with --tls-cert"));
+  flags.tls = {"", "site.key"};
+  auto key_only = HttpOptionsOf(flags);
+  ASSERT_FALSE(key_only);
+  EXPECT_THAT(key_only.error().message, HasSubstr("--tls-cert: required with --tls-key"));
+  flags.tls = {"site.pem", "site.key"};
+  auto both = HttpOptionsOf(flags);
+  ASSERT_TRUE(both) << both.error().ToString();
+  EXPECT_EQ(both->tls.cert_file, "site.pem");
+  EXPECT_EQ(both->tls.key_file, "site.key");
+}
+
 }  // namespace
 }  // namespace drover::cli

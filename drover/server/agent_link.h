@@ -196,6 +196,9 @@ struct AgentOptions {
   std::string credential_file;
   // Sent (X-Drover-Join-Token) when registering, for a server started with --join-token-file.
   std::string join_token;
+  // An https server's certificate is checked against this PEM bundle (--ca, DROVER_CA); empty:
+  // the system's store.
+  std::string ca_file;
 };
 
 // Runs the agent until `stop` becomes true (defined in agent_run.cc). Returns an error only for a

@@ -187,7 +187,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   const std::string node = options.node.name.value();
   const std::string node_path = "/v1/agents/" + api::UrlEncode(node);
   Fence fence;
-  auto client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout());
+  auto client =
+      std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout(), options.ca_file);
   DROVER_ASSIGN_OR_RETURN(std::string credential, ReadCredential(options.credential_file));
   client->SetBearer(credential);
   std::map<std::string, std::string> register_headers;
@@ -221,7 +222,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
       if (const auto timeout = reply->json.find("agent_timeout_ms");
           timeout != reply->json.end() && timeout->is_number_integer()) {
         fence.SetTimeout(timeout->get<DurationMs>());
-        client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout());
+        client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout(),
+                                                  options.ca_file);
         client->SetBearer(credential);
       }
       if (const auto issued = reply->json.find("credential");

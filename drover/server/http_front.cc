@@ -34,6 +34,7 @@
 
 #include "drover/api/views.h"
 #include "drover/common/quantity.h"
+#include "drover/server/tls_stream.h"
 
 namespace drover::server {
 namespace {
@@ -314,16 +315,6 @@ std::string PeerAddress(const sockaddr_storage& address) {
   return text;
 }
 
-// Reads and drops what the peer has already sent, so that closing does not reset the
-// connection under a response the peer has not read yet.
-void DrainAndClose(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  char buffer[4096];
-  while (::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT) > 0) {
-  }
-  ::close(fd);
-}
-
 constexpr std::uint64_t kWakeId = 0;
 constexpr std::uint64_t kApiListenerId = 1;
 constexpr std::uint64_t kAgentListenerId = 2;
@@ -347,7 +338,11 @@ class HttpFront::Loop {
     }
   }
 
-  Status Bind(const std::string& host, int port, const std::string& agent_host, int agent_port) {
+  Status Bind(const std::string& host, int port, const std::string& agent_host, int agent_port,
+              const TlsFiles& tls) {
+    if (tls.enabled()) {
+      DROVER_ASSIGN_OR_RETURN(tls_, TlsContext::Load(tls));
+    }
     DROVER_ASSIGN_OR_RETURN(api_listener_, Listen(host, port));
     if (agent_port >= 0) {
       DROVER_ASSIGN_OR_RETURN(agent_listener_, Listen(agent_host, agent_port));
@@ -390,10 +385,11 @@ class HttpFront::Loop {
   }
 
  private:
-  enum class Phase { kIdle, kHeaders, kBody, kServing, kParked, kWriting };
+  // kHandshake: a TLS connection before its first request, under header_timeout_ms.
+  enum class Phase { kHandshake, kIdle, kHeaders, kBody, kServing, kParked, kWriting };
 
   struct Connection {
-    int fd = -1;
+    Stream stream;
     bool agent = false;  // accepted on the agent listener
     std::string peer;
     Phase phase = Phase::kIdle;
@@ -436,6 +432,7 @@ class HttpFront::Loop {
   }
 
   void Run() {
+    if (tls_) BlockSigpipeInThisThread();  // OpenSSL writes without MSG_NOSIGNAL
     epoll_event events[256];
     auto last_scan = std::chrono::steady_clock::now();
     while (!stopping_) {
@@ -458,8 +455,7 @@ class HttpFront::Loop {
         Expire(now);
       }
     }
-    for (auto& [id, connection] : connections_) ::close(connection.fd);
-    connections_.clear();
+    connections_.clear();  // closes their sockets
     open_ = 0;
   }
 
@@ -489,8 +485,17 @@ class HttpFront::Loop {
       }
       if (refusal) {
         if (!agent && per_client_[peer] == 0) per_client_.erase(peer);
-        std::string bytes = Serialize(FrontError(503, ErrorCode::kUnavailable, *refusal), false);
-        [[maybe_unused]] ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        // Over TLS the refusal would cost a handshake on this thread: the socket is just closed.
+        if (!tls_) {
+          std::string bytes = Serialize(FrontError(503, ErrorCode::kUnavailable, *refusal), false);
+          [[maybe_unused]] ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        }
+        DrainAndClose(fd);
+        continue;
+      }
+      Result<Stream> stream = tls_ ? Stream::NewTls(fd, *tls_) : Stream(fd);
+      if (!stream) {
+        spdlog::warn("HTTP front: {}", stream.error().message);
         DrainAndClose(fd);
         continue;
       }
@@ -499,10 +504,11 @@ class HttpFront::Loop {
       ++open_;
       const std::uint64_t id = next_id_++;
       Connection& connection = connections_[id];
-      connection.fd = fd;
+      connection.stream = *std::move(stream);
       connection.agent = agent;
       connection.peer = std::move(peer);
-      connection.deadline = After(limits_.idle_timeout_ms);
+      connection.phase = tls_ ? Phase::kHandshake : Phase::kIdle;
+      connection.deadline = After(tls_ ? limits_.header_timeout_ms : limits_.idle_timeout_ms);
       connection.interest = EPOLLIN;
       Watch(fd, id, EPOLLIN);
     }
@@ -516,31 +522,62 @@ class HttpFront::Loop {
     if (events & (EPOLLERR | EPOLLHUP)) {
       if (connection.phase != Phase::kServing) return Close(id);
       // Gone while its request is answered: unwatched, and closed when the answer comes.
-      ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.fd, nullptr);
+      ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.stream.fd(), nullptr);
       connection.gone = true;
       return;
     }
+    if (connection.phase == Phase::kHandshake) return Handshake(id, connection);
     if (events & EPOLLIN) {
       if (!Read(id, connection)) return;
     }
     if ((events & EPOLLOUT) && connection.phase == Phase::kWriting) Flush(id, connection);
   }
 
+  // Takes a TLS handshake one step on; on its end the connection waits for its first request
+  // (which may already be there). A plain HTTP request to a TLS listener is answered 400 in
+  // plain text, as Go's net/http does, so that the user reads what to change.
+  void Handshake(std::uint64_t id, Connection& connection) {
+    switch (connection.stream.Accept()) {
+      case HandshakeStep::kDone:
+        connection.phase = Phase::kIdle;
+        connection.deadline = After(limits_.idle_timeout_ms);
+        SetInterest(id, connection, EPOLLIN);
+        Read(id, connection);
+        return;
+      case HandshakeStep::kWantRead:
+        return SetInterest(id, connection, EPOLLIN);
+      case HandshakeStep::kWantWrite:
+        return SetInterest(id, connection, EPOLLOUT);
+      case HandshakeStep::kPlainHttp: {
+        std::string bytes =
+            Serialize(FrontError(400, ErrorCode::kInvalidArgument,
+                                 "this server speaks HTTPS on this port: use an https:// URL"),
+                      false);
+        [[maybe_unused]] ssize_t n =
+            ::send(connection.stream.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        return Close(id);
+      }
+      case HandshakeStep::kFailed:
+        return Close(id);
+    }
+  }
+
   // Reads what is there; false when the connection was closed.
   bool Read(std::uint64_t id, Connection& connection) {
     char buffer[16 << 10];
     while (true) {
-      ssize_t n = ::recv(connection.fd, buffer, sizeof(buffer), 0);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      IoResult read = connection.stream.Read(buffer, sizeof(buffer));
+      if (read.closed) {
         Close(id);
         return false;
       }
-      if (n < 0) break;
+      if (read.bytes == 0) break;
+      const std::size_t n = read.bytes;
       if (connection.close_after_write) {  // a refusal's body: read and dropped
-        connection.drain_left -= n;
+        connection.drain_left -= static_cast<std::int64_t>(n);
         continue;
       }
-      connection.in.append(buffer, static_cast<std::size_t>(n));
+      connection.in.append(buffer, n);
       if (connection.in.size() > static_cast<std::size_t>(limits_.max_header_bytes) +
                                      static_cast<std::size_t>(limits_.max_body_bytes)) {
         break;  // more than any request may hold: Advance refuses it
@@ -597,8 +634,7 @@ class HttpFront::Loop {
       }
       if (connection.head.expect_continue && connection.head.content_length > 0) {
         constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        [[maybe_unused]] ssize_t n =
-            ::send(connection.fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL);
+        connection.stream.Write(kContinue.data(), kContinue.size());
       }
       connection.phase = Phase::kBody;
       connection.deadline = After(limits_.body_timeout_ms);
@@ -737,15 +773,14 @@ class HttpFront::Loop {
 
   void Flush(std::uint64_t id, Connection& connection) {
     while (connection.written < connection.out.size()) {
-      ssize_t n = ::send(connection.fd, connection.out.data() + connection.written,
-                         connection.out.size() - connection.written, MSG_NOSIGNAL);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      IoResult sent = connection.stream.Write(connection.out.data() + connection.written,
+                                              connection.out.size() - connection.written);
+      if (sent.closed) return Close(id);
+      if (sent.bytes == 0) {
         return SetInterest(id, connection,
                            EPOLLOUT | (connection.close_after_write ? EPOLLIN : 0u));
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Close(id);
-      connection.written += static_cast<std::size_t>(n);
+      connection.written += sent.bytes;
     }
     connection.out.clear();
     if (connection.close_after_write) {
@@ -765,7 +800,7 @@ class HttpFront::Loop {
     epoll_event event{};
     event.events = events;
     event.data.u64 = id;
-    ::epoll_ctl(epoll_, EPOLL_CTL_MOD, connection.fd, &event);
+    ::epoll_ctl(epoll_, EPOLL_CTL_MOD, connection.stream.fd(), &event);
   }
 
   // Ends connections past their deadline: a parked request runs to its answer; a request that
@@ -803,8 +838,8 @@ class HttpFront::Loop {
     if (it == connections_.end()) return;
     Connection& connection = it->second;
     Unpark(id, connection);
-    if (!connection.gone) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.fd, nullptr);
-    DrainAndClose(connection.fd);
+    if (!connection.gone) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.stream.fd(), nullptr);
+    connection.stream.Close();
     --(connection.agent ? agent_open_ : api_open_);
     if (!connection.agent && --per_client_[connection.peer] <= 0) {
       per_client_.erase(connection.peer);
@@ -819,6 +854,7 @@ class HttpFront::Loop {
   int agent_listener_ = -1;
   int epoll_ = -1;
   int wake_ = -1;
+  std::unique_ptr<TlsContext> tls_;  // both listeners speak TLS when set
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 
@@ -854,9 +890,10 @@ HttpFront::~HttpFront() = default;
 
 Result<std::unique_ptr<HttpFront>> HttpFront::Bind(HttpHandler& handler, const HttpLimits& limits,
                                                    const std::string& host, int port,
-                                                   const std::string& agent_host, int agent_port) {
+                                                   const std::string& agent_host, int agent_port,
+                                                   const TlsFiles& tls) {
   auto loop = std::make_unique<Loop>(handler, limits);
-  DROVER_RETURN_IF_ERROR(loop->Bind(host, port, agent_host, agent_port));
+  DROVER_RETURN_IF_ERROR(loop->Bind(host, port, agent_host, agent_port, tls));
   return std::unique_ptr<HttpFront>(new HttpFront(std::move(loop)));
 }
 

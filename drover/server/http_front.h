@@ -22,6 +22,11 @@
 //   wait_ms passes since it was first parked (it runs again with may_park false, and answers).
 //   A parked connection whose peer hangs up is closed. This is how an agent's long poll for
 //   commands waits: a thousand waiting agents cost sockets, not threads.
+// - With TLS (TlsFiles: the same certificate and key on both listeners), each connection's
+//   handshake is run on the event thread like a request's head, without blocking and within
+//   header_timeout_ms; a stalled handshake costs a socket. A plain HTTP request to a TLS
+//   listener is answered 400 (in plain text) and closed; a connection over a bound is closed
+//   without the 503. tls_stream.h has the details.
 // - Errors the front answers itself (400, 408, 413, 429, 431, 501, 503) are the API's JSON
 //   errors; a request over max_body_bytes is answered 413 as soon as its header says so, and
 //   its body is read and dropped so that the client sees the answer.
@@ -35,6 +40,7 @@
 #include "drover/api/request.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
+#include "drover/server/tls_stream.h"
 
 namespace drover::server {
 
@@ -92,11 +98,14 @@ struct HttpStats {
 class HttpFront {
  public:
   // Binds the API listener on `host:port` and, when `agent_port` >= 0, the agent listener on
-  // `agent_host:agent_port` (port 0: any free port). Nothing is served before Start().
-  // kUnavailable naming the address when one cannot be bound. `handler` must outlive the front.
+  // `agent_host:agent_port` (port 0: any free port), both speaking TLS with `tls` when it names
+  // files. Nothing is served before Start(). kUnavailable naming the address when one cannot be
+  // bound; TlsContext::Load's kInvalidArgument naming a TLS file that does not load. `handler`
+  // must outlive the front.
   static Result<std::unique_ptr<HttpFront>> Bind(HttpHandler& handler, const HttpLimits& limits,
                                                  const std::string& host, int port,
-                                                 const std::string& agent_host, int agent_port);
+                                                 const std::string& agent_host, int agent_port,
+                                                 const TlsFiles& tls = {});
   ~HttpFront();
 
   // Starts the event thread and the lanes.

@@ -53,7 +53,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ControlPlane& plane, const 
   std::unique_ptr<HttpServer> server(new HttpServer(plane));
   DROVER_ASSIGN_OR_RETURN(server->front_,
                           HttpFront::Bind(*server->handler_, options.limits, host, port,
-                                          options.agent_host, options.agent_port));
+                                          options.agent_host, options.agent_port, options.tls));
   // A command queued for a node wakes its agent's parked poll.
   plane.SetAgentWaker([front = server->front_.get()](const NodeId& node) {
     front->WakeParked(api::AgentCommandsWakeKey(node));

@@ -24,6 +24,8 @@ struct HttpOptions {
   // their own threads). Every route is served on both.
   std::string agent_host;
   int agent_port = -1;
+  // --tls-cert and --tls-key: both listeners speak HTTPS with these; empty: plain HTTP.
+  TlsFiles tls;
 };
 
 class HttpServer {
