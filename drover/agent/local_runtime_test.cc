@@ -1,12 +1,16 @@
 // LocalRuntime and `drover supervise` together, with real processes (DROVER_BINARY is the
-// drover executable, which routes `supervise` to SupervisorMain).
+// drover executable, which routes `supervise` to SupervisorMain). The RunAsTest cases create a
+// Unix account (useradd; root only) and run workers as it.
 
 #include "drover/agent/local_runtime.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -569,6 +573,121 @@ TEST_F(LocalRuntimeTest, WorkerDirectoryLayout) {
   EXPECT_EQ(runtime_->WorkerDir(key), root_ + "/runs/42/3/5");
   EXPECT_EQ(runtime_->StdoutPath(key), root_ + "/runs/42/3/5/stdout.log");
   EXPECT_EQ(runtime_->StderrPath(key), root_ + "/runs/42/3/5/stderr.log");
+}
+
+// Jobs run as their users (docs/security.md): with a Unix account the test creates. The
+// supervisor switches accounts only as root, which CI is; elsewhere these tests are skipped.
+class RunAsTest : public LocalRuntimeTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: the supervisor switches accounts only as root";
+    LocalRuntimeTest::SetUp();
+    account_ = fmt::format("drover-t-{}", getpid());
+    const std::string add = "useradd --system --no-create-home --shell /usr/sbin/nologin " +
+                            account_ + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(add.c_str()), 0) << add;
+    created_ = true;
+    const passwd* entry = getpwnam(account_.c_str());
+    ASSERT_NE(entry, nullptr);
+    uid_ = entry->pw_uid;
+    gid_ = entry->pw_gid;
+    home_ = entry->pw_dir;
+    // The account may enter the test's directory (mkdtemp made it 0700) but not write in it.
+    ASSERT_EQ(chmod(root_.c_str(), 0755), 0);
+  }
+
+  void TearDown() override {
+    LocalRuntimeTest::TearDown();
+    if (created_) {
+      const std::string del = "userdel " + account_ + " >/dev/null 2>&1";
+      EXPECT_EQ(std::system(del.c_str()), 0) << del;
+    }
+  }
+
+  model::LaunchSpec SpecAs(int job, std::string account, std::vector<std::string> argv) {
+    model::LaunchSpec spec = Spec(job, std::move(argv));
+    spec.run_as = std::move(account);
+    return spec;
+  }
+
+  // Launches `spec` and waits for its exit; a test failure (and a default status) without one.
+  model::ExitStatus ExitOf(const model::LaunchSpec& spec) {
+    EXPECT_TRUE(runtime_->Launch(spec));
+    std::optional<model::WorkerEvent> exited = WaitFor(spec.key, Kind::kExited);
+    return exited ? exited->exit : model::ExitStatus{};
+  }
+
+  std::string account_;
+  bool created_ = false;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  std::string home_;
+};
+
+TEST_F(RunAsTest, TheWorkerRunsAsTheAccountAndMakesItsDirectoriesAsIt) {
+  // A directory everyone may write in: the checkpoint directory below is the account's own.
+  const std::string shared = root_ + "/shared";
+  std::filesystem::create_directories(shared);
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  const std::string checkpoints = shared + "/ck";
+  model::LaunchSpec spec = SpecAs(40, account_,
+                                  {"sh", "-c",
+                                   "id -u; id -g; echo \"$HOME $USER $LOGNAME\"; touch "
+                                   "$DROVER_CHECKPOINT_DIR/.drover-checkpoint"});
+  spec.env["DROVER_CHECKPOINT_DIR"] = checkpoints;
+  spec.checkpoint_dir = checkpoints;
+  spec.make_dirs = {checkpoints};
+  model::ExitStatus status = ExitOf(spec);
+  EXPECT_EQ(status.exit_code, 0) << status.message;
+  EXPECT_EQ(ReadText(runtime_->StdoutPath(spec.key)),
+            fmt::format("{}\n{}\n{} {} {}\n", uid_, gid_, home_, account_, account_));
+  struct stat info {};
+  ASSERT_EQ(stat(checkpoints.c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, uid_);  // made by the account, after the switch
+  // The runtime (root) still sees the checkpoints of a directory the worker made.
+  EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 1);
+  // The logs stay the agent's.
+  ASSERT_EQ(stat(runtime_->StdoutPath(spec.key).c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, 0u);
+}
+
+TEST_F(RunAsTest, DirectoriesAreMadeWithTheAccountsPermissionsOnly) {
+  const std::string private_dir = root_ + "/private";
+  std::filesystem::create_directories(private_dir);
+  ASSERT_EQ(chmod(private_dir.c_str(), 0700), 0);
+  model::LaunchSpec spec = SpecAs(41, account_, {"true"});
+  spec.make_dirs = {private_dir + "/ck"};
+  model::ExitStatus status = ExitOf(spec);
+  EXPECT_EQ(status.exit_code, 127);
+  EXPECT_EQ(status.message, "cannot create directory " + private_dir + "/ck: Permission denied");
+  EXPECT_FALSE(std::filesystem::exists(private_dir + "/ck"));
+  EXPECT_EQ(CountEvents(spec.key, Kind::kStarted), 0);
+  EXPECT_THAT(ReadText(runtime_->StderrPath(spec.key)), HasSubstr("Permission denied"));
+}
+
+TEST_F(RunAsTest, AnUnknownAccountIsRefusedAndNothingStarts) {
+  const std::string marker = root_ + "/ran";
+  model::LaunchSpec spec = SpecAs(42, "drover-no-such-user", {"touch", marker});
+  model::ExitStatus status = ExitOf(spec);
+  EXPECT_EQ(status.exit_code, 127);
+  EXPECT_EQ(status.message, "no such Unix account drover-no-such-user on node local");
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(CountEvents(spec.key, Kind::kStarted), 0);
+}
+
+TEST_F(RunAsTest, RootOnlyWhenThePolicyAllowsIt) {
+  model::LaunchSpec refused = SpecAs(43, "root", {"id", "-u"});
+  model::ExitStatus status = ExitOf(refused);
+  EXPECT_EQ(status.exit_code, 127);
+  EXPECT_EQ(status.message,
+            "job would run as root; the policy's accounts.allow_root does not list its owner");
+  EXPECT_EQ(CountEvents(refused.key, Kind::kStarted), 0);
+
+  model::LaunchSpec allowed = SpecAs(44, "root", {"id", "-u"});
+  allowed.may_run_as_root = true;
+  status = ExitOf(allowed);
+  EXPECT_EQ(status.exit_code, 0) << status.message;
+  EXPECT_EQ(ReadText(runtime_->StdoutPath(allowed.key)), "0\n");
 }
 
 TEST(LocalRuntimeCreate, RejectsAMissingSupervisor) {

@@ -3,16 +3,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,13 +37,14 @@ constexpr DurationMs kCleanupLimitMs = 30'000;
 // The longest sigtimedwait; reaping also happens on this beat in case a SIGCHLD is missed.
 constexpr DurationMs kMaxWaitMs = 1'000;
 
-// What the worker child reports through the close-on-exec pipe when it cannot exec.
-struct ChildFailure {
-  int stage;  // kStageChdir or kStageExec
-  int error;  // errno
+// The Unix account a worker runs as when the supervisor runs as root (LaunchSpec::run_as).
+struct Account {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string home;
+  std::vector<gid_t> groups;  // its supplementary groups, its primary group included
 };
-constexpr int kStageChdir = 1;
-constexpr int kStageExec = 2;
 
 DurationMs MonotonicMs() {
   timespec ts{};
@@ -91,6 +97,58 @@ model::ExitStatus Failed(int exit_code, std::string message) {
   exit.exit_code = exit_code;
   exit.message = std::move(message);
   return exit;
+}
+
+// The account `spec`'s worker switches to: none when this process is not root (the worker runs
+// as this process's user, run_as ignored) or run_as is empty. An error (its message is the
+// worker's exit message) when the account does not exist on this node, or is root and the
+// launch does not allow root.
+Result<std::optional<Account>> AccountOf(const model::LaunchSpec& spec) {
+  if (geteuid() != 0 || spec.run_as.empty()) return std::optional<Account>();
+  long size_hint = sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buffer(size_hint > 0 ? static_cast<std::size_t>(size_hint) : 16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  int error;
+  while ((error = getpwnam_r(spec.run_as.c_str(), &entry, buffer.data(), buffer.size(), &found)) ==
+         ERANGE) {
+    buffer.resize(buffer.size() * 2);
+  }
+  if (found == nullptr) {
+    if (error == 0 || error == ENOENT || error == ESRCH) {
+      return NotFound(
+          fmt::format("no such Unix account {} on node {}", spec.run_as, spec.node.value()));
+    }
+    return Internal(fmt::format("cannot look up Unix account {} on node {}: {}", spec.run_as,
+                                spec.node.value(), std::strerror(error)));
+  }
+  Account account{spec.run_as, entry.pw_uid, entry.pw_gid, entry.pw_dir ? entry.pw_dir : "/", {}};
+  if (account.uid == 0 && !spec.may_run_as_root) {
+    return MakeError(
+        ErrorCode::kPermissionDenied,
+        "job would run as root; the policy's accounts.allow_root does not list its owner");
+  }
+  int count = 32;
+  do {
+    account.groups.resize(static_cast<std::size_t>(count));
+  } while (getgrouplist(account.name.c_str(), account.gid, account.groups.data(), &count) < 0);
+  account.groups.resize(static_cast<std::size_t>(count));
+  return std::optional<Account>(std::move(account));
+}
+
+// In the worker child: takes on `account`'s groups, gid and uid, and checks that root cannot be
+// regained. Returns what failed, or "".
+std::string SwitchTo(const Account& account) {
+  auto failed = [&](const char* call) {
+    return fmt::format("cannot run as {}: {}: {}", account.name, call, std::strerror(errno));
+  };
+  if (setgroups(account.groups.size(), account.groups.data()) != 0) return failed("setgroups");
+  if (setgid(account.gid) != 0) return failed("setgid");
+  if (setuid(account.uid) != 0) return failed("setuid");
+  if (account.uid != 0 && (setuid(0) == 0 || geteuid() == 0)) {
+    return fmt::format("cannot run as {}: root privileges remain after setuid", account.name);
+  }
+  return "";
 }
 
 class Supervisor {
@@ -208,14 +266,25 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
     exit_ = Failed(127, "exec failed: argv is empty");
     return false;
   }
+  Result<std::optional<Account>> account = AccountOf(spec);
+  if (!account) {
+    exit_ = Failed(127, account.error().message);
+    return false;
+  }
   // Everything the child needs is prepared before fork.
   std::vector<std::string> env_strings;
   for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);
-  for (const char* name : {"PATH", "HOME", "LANG"}) {
-    const char* value = getenv(name);
-    if (value != nullptr && !spec.env.contains(name)) {
-      env_strings.push_back(std::string(name) + "=" + value);
-    }
+  auto add_default = [&](const std::string& name, const char* value) {
+    if (value != nullptr && !spec.env.contains(name)) env_strings.push_back(name + "=" + value);
+  };
+  add_default("PATH", getenv("PATH"));
+  add_default("LANG", getenv("LANG"));
+  if (*account) {
+    add_default("HOME", (*account)->home.c_str());
+    add_default("USER", (*account)->name.c_str());
+    add_default("LOGNAME", (*account)->name.c_str());
+  } else {
+    add_default("HOME", getenv("HOME"));
   }
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
@@ -225,12 +294,9 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::string working_dir = spec.working_dir.empty() ? dir_ : spec.working_dir;
+  std::vector<std::string> make_dirs;
   for (const std::string& make : spec.make_dirs) {
-    std::string path = make.starts_with('/') ? make : working_dir + "/" + make;
-    if (Status made = MakeDirectories(path); !made) {
-      exit_ = Failed(127, made.error().message);
-      return false;
-    }
+    make_dirs.push_back(make.starts_with('/') ? make : working_dir + "/" + make);
   }
 
   std::string stdout_path = dir_ + "/" + kStdoutFile;
@@ -251,7 +317,10 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   pid_t self = getpid();
   pid_t child = fork();
   if (child == 0) {
-    // The supervisor is single-threaded, so the child may use any function before exec.
+    // The supervisor is single-threaded, so the child may use any function before exec. It
+    // switches to the job's account first, so that the directories it creates and enters are
+    // those that account may use; what fails is written to stderr and, as the exit message,
+    // to the close-on-exec pipe.
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != self) _exit(127);  // The supervisor died before the prctl.
@@ -265,19 +334,23 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
     dup2(out, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
     CloseFdsFrom(3, pipe_fds[1]);
-    ChildFailure failure{};
-    if (chdir(working_dir.c_str()) != 0) {
-      failure = {kStageChdir, errno};
-      dprintf(STDERR_FILENO, "drover: cannot enter working directory %s: %s\n", working_dir.c_str(),
-              std::strerror(failure.error));
-    } else {
+    std::string failure = *account ? SwitchTo(**account) : "";
+    for (const std::string& make : make_dirs) {
+      if (!failure.empty()) break;
+      if (Status made = MakeDirectories(make); !made) failure = made.error().message;
+    }
+    if (failure.empty() && chdir(working_dir.c_str()) != 0) {
+      failure =
+          fmt::format("exec failed: {} (working directory {})", std::strerror(errno), working_dir);
+    }
+    if (failure.empty()) {
       environ = envp.data();  // So that execvp searches the worker's PATH.
       execvp(argv[0], argv.data());
-      failure = {kStageExec, errno};
-      dprintf(STDERR_FILENO, "drover: cannot execute %s: %s\n", argv[0],
-              std::strerror(failure.error));
+      failure = fmt::format("exec failed: {} ({})", std::strerror(errno), spec.argv[0]);
     }
-    ssize_t ignored = write(pipe_fds[1], &failure, sizeof(failure));
+    dprintf(STDERR_FILENO, "drover: %s\n", failure.c_str());
+    ssize_t ignored =
+        write(pipe_fds[1], failure.data(), std::min<std::size_t>(failure.size(), PIPE_BUF));
     (void)ignored;
     _exit(127);
   }
@@ -292,24 +365,23 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   setpgid(child, child);  // Also here, so the group exists whichever process runs first.
   worker_ = child;
 
-  ChildFailure failure{};
+  std::string failure;
+  char chunk[512];
   ssize_t n;
-  do {
-    n = read(pipe_fds[0], &failure, sizeof(failure));
-  } while (n < 0 && errno == EINTR);
+  while ((n = read(pipe_fds[0], chunk, sizeof(chunk))) != 0) {
+    if (n > 0) {
+      failure.append(chunk, static_cast<std::size_t>(n));
+    } else if (errno != EINTR) {
+      break;
+    }
+  }
   close(pipe_fds[0]);
-  if (n <= 0) return true;  // EOF: the exec closed the pipe.
+  if (failure.empty()) return true;  // EOF at once: the exec closed the pipe.
 
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  std::string message = fmt::format("exec failed: {}", std::strerror(failure.error));
-  if (failure.stage == kStageChdir) {
-    message += fmt::format(" (working directory {})", working_dir);
-  } else {
-    message += fmt::format(" ({})", spec.argv[0]);
-  }
-  exit_ = Failed(127, std::move(message));
+  exit_ = Failed(127, std::move(failure));
   return false;
 }
 

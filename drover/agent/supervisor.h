@@ -9,16 +9,24 @@ namespace drover::agent {
 //
 //   1. writes supervisor.json {pid, start_time}; becomes a child subreaper
 //      (PR_SET_CHILD_SUBREAPER) so that every descendant of the worker ends up its child;
-//   2. reads launch.json and creates each of its make_dirs (with parents, mode 0755; relative
-//      to the working directory); a failure is recorded as exit code 127 with "cannot create
-//      directory <path>: <strerror>" and nothing is started. Then forks the worker: own
-//      process group, chdir(working_dir or WORKER_DIR when empty), stdin /dev/null,
-//      stdout/stderr appended to stdout.log/stderr.log,
-//      environment = LaunchSpec.env plus PATH, HOME and LANG from its own environment when
-//      absent, no other open files, signals at their defaults, SIGKILL if the supervisor dies
-//      (PR_SET_PDEATHSIG), then execvp(argv) with argv[0] looked up in the worker's PATH. An exec
-//      (or chdir) failure is seen through a close-on-exec pipe and recorded as exit code 127 with
-//      "exec failed: <strerror>";
+//   2. reads launch.json. When it runs as root and run_as is set, looks the account up: an
+//      unknown one is recorded as exit code 127 with "no such Unix account <name> on node
+//      <node>", a root one (uid 0) without may_run_as_root as exit code 127 with "job would run
+//      as root; the policy's accounts.allow_root does not list its owner", and nothing is
+//      started (docs/security.md). Not root, it ignores run_as. Then forks the worker: own
+//      process group, stdin /dev/null, stdout/stderr appended to stdout.log/stderr.log (opened
+//      by the supervisor, which keeps them), no other open files, signals at their defaults,
+//      SIGKILL if the supervisor dies (PR_SET_PDEATHSIG). The child takes on the account (its
+//      groups, gid, uid; checks that root cannot be regained), then creates each of make_dirs
+//      (with parents, mode 0755; relative to the working directory) with the account's own
+//      permissions, enters working_dir (WORKER_DIR when empty) and execvp(argv), argv[0] looked
+//      up in the worker's PATH; environment = LaunchSpec.env plus, when absent from it, PATH and
+//      LANG from the supervisor's environment and HOME (the account's home, or the supervisor's
+//      HOME), USER and LOGNAME (the account's name; only when switching). Whatever fails in the
+//      child is seen through a close-on-exec pipe, written to stderr.log and recorded as exit
+//      code 127 with its message: "cannot run as <name>: <call>: <strerror>", "cannot create
+//      directory <path>: <strerror>", "exec failed: <strerror> (working directory <dir>)" or
+//      "exec failed: <strerror> (<argv[0]>)";
 //   3. writes started.json {pid, at};
 //   4. on timeout (timeout_ms > 0, measured from the exec) or on SIGTERM/SIGINT to itself
 //      (cancellation, or preemption when WORKER_DIR/preempt-notice exists then): SIGTERM to the

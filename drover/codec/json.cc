@@ -87,6 +87,7 @@ Status Decode(const json& j, const std::string& path, model::Limits* out);
 Status Decode(const json& j, const std::string& path, model::ExecutorKind* out);
 Status Decode(const json& j, const std::string& path, model::ExecutorConfig* out);
 Status Decode(const json& j, const std::string& path, model::QueueConfig* out);
+Status Decode(const json& j, const std::string& path, model::Accounts* out);
 Status Decode(const json& j, const std::string& path, model::Policy* out);
 
 // Arrays of objects: element errors name the element ("job.attempts[2].number").
@@ -505,6 +506,8 @@ Status Decode(const json& j, const std::string& path, model::Job* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "dependencies", &out->dependencies));
   DROVER_RETURN_IF_ERROR(Field(j, path, "submission_key", &out->submission_key));
   DROVER_RETURN_IF_ERROR(Field(j, path, "submission_hash", &out->submission_hash));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "run_as", &out->run_as));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "may_run_as_root", &out->may_run_as_root));
   DROVER_RETURN_IF_ERROR(Field(j, path, "pipeline_run", &out->pipeline_run));
   DROVER_RETURN_IF_ERROR(Field(j, path, "released_at", &out->released_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "outputs", &out->outputs));
@@ -584,6 +587,8 @@ Status Decode(const json& j, const std::string& path, model::LaunchSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "kill_grace_ms", &out->kill_grace_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
   DROVER_RETURN_IF_ERROR(Field(j, path, "make_dirs", &out->make_dirs));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "run_as", &out->run_as));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "may_run_as_root", &out->may_run_as_root));
   return OkStatus();
 }
 
@@ -682,6 +687,13 @@ Status Decode(const json& j, const std::string& path, model::QueueConfig* out) {
   return OkStatus();
 }
 
+Status Decode(const json& j, const std::string& path, model::Accounts* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "map", &out->map));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "allow_root", &out->allow_root));
+  return OkStatus();
+}
+
 Status Decode(const json& j, const std::string& path, model::Policy* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
   DROVER_RETURN_IF_ERROR(Field(j, path, "queues", &out->queues));
@@ -697,6 +709,7 @@ Status Decode(const json& j, const std::string& path, model::Policy* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "backfill", &out->backfill));
   DROVER_RETURN_IF_ERROR(Field(j, path, "order", &out->order));
   DROVER_RETURN_IF_ERROR(Field(j, path, "las_thresholds_gpu_seconds", &out->las_thresholds));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "accounts", &out->accounts));
   return OkStatus();
 }
 
@@ -977,6 +990,8 @@ json ToJson(const model::Job& job) {
   if (job.released_at != 0) out["released_at"] = job.released_at;
   if (!job.outputs.empty()) out["outputs"] = StringMap(job.outputs);
   if (!job.submission_hash.empty()) out["submission_hash"] = job.submission_hash;
+  if (!job.run_as.empty()) out["run_as"] = job.run_as;
+  if (job.may_run_as_root) out["may_run_as_root"] = true;
   return out;
 }
 
@@ -1023,6 +1038,8 @@ json ToJson(const model::LaunchSpec& launch) {
   out["kill_grace_ms"] = launch.kill_grace_ms;
   if (!launch.checkpoint_dir.empty()) out["checkpoint_dir"] = launch.checkpoint_dir;
   if (!launch.make_dirs.empty()) out["make_dirs"] = launch.make_dirs;
+  if (!launch.run_as.empty()) out["run_as"] = launch.run_as;
+  if (launch.may_run_as_root) out["may_run_as_root"] = true;
   return out;
 }
 
@@ -1133,7 +1150,9 @@ json ToJson(const model::Policy& policy) {
               {"preemption_grace_ms", policy.preemption_grace},
               {"backfill", policy.backfill},
               {"order", model::QueueOrderName(policy.order)},
-              {"las_thresholds_gpu_seconds", policy.las_thresholds}};
+              {"las_thresholds_gpu_seconds", policy.las_thresholds},
+              {"accounts", json{{"map", StringMap(policy.accounts.map)},
+                                {"allow_root", policy.accounts.allow_root}}}};
 }
 
 Result<model::Policy> PolicyFromJson(const json& j, std::string_view path) {

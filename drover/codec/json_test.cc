@@ -177,6 +177,8 @@ TEST(JsonCodec, RoundTripsPolicy) {
   EXPECT_FALSE(j["queues"][0]["limits"].contains("max_running_jobs"));
   EXPECT_EQ(j["queues"][0]["children"][1]["user_limits"]["max_running_jobs"], 0);
   EXPECT_EQ(j["fair_share_half_life_ms"], 7'200'000);
+  EXPECT_EQ(j["accounts"]["map"]["alice"], "alice-unix");
+  EXPECT_EQ(j["accounts"]["allow_root"], json::array({"ops-admin"}));
 }
 
 TEST(JsonCodec, RejectsBadPoliciesAndDecisions) {
@@ -229,6 +231,8 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   job.pipeline_run = JobId(0);
   job.released_at = 0;
   job.outputs.clear();
+  job.run_as.clear();
+  job.may_run_as_root = false;
   for (model::Attempt& attempt : job.attempts) {
     attempt.resumed = false;
     attempt.last_checkpoint_at = 0;
@@ -245,7 +249,7 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
     EXPECT_FALSE(j["spec"].contains(key)) << key;
   }
   EXPECT_FALSE(j["spec"]["retry"].contains("on"));
-  for (const char* key : {"pipeline_run", "released_at", "outputs"}) {
+  for (const char* key : {"pipeline_run", "released_at", "outputs", "run_as", "may_run_as_root"}) {
     EXPECT_FALSE(j.contains(key)) << key;
   }
   for (const char* key : {"gpu_share_millis", "mig_profile", "topology_level"}) {
@@ -269,8 +273,11 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   model::LaunchSpec launch = testing::SampleLaunchSpec();
   launch.checkpoint_dir.clear();
   launch.make_dirs.clear();
-  EXPECT_FALSE(ToJson(launch).contains("checkpoint_dir"));
-  EXPECT_FALSE(ToJson(launch).contains("make_dirs"));
+  launch.run_as.clear();
+  launch.may_run_as_root = false;
+  for (const char* key : {"checkpoint_dir", "make_dirs", "run_as", "may_run_as_root"}) {
+    EXPECT_FALSE(ToJson(launch).contains(key)) << key;
+  }
 
   // A snapshot as stored before these fields existed.
   auto old = JobFromJson(json::parse(R"({"id": 3, "state": "running",
@@ -329,6 +336,9 @@ TEST(JsonCodec, UsesReadableKeysAndEnumNames) {
   EXPECT_EQ(node["gpus"][1]["sharing"], "mig");
   EXPECT_EQ(node["gpus"][1]["mig"][0], (json{{"profile", "3g.71gb"}, {"count", 2}}));
   EXPECT_EQ(ToJson(testing::SampleLaunchSpec())["checkpoint_dir"], "/ckpt/llm");
+  EXPECT_EQ(ToJson(testing::SampleLaunchSpec())["run_as"], "alice-unix");
+  EXPECT_EQ(ToJson(testing::SampleLaunchSpec())["may_run_as_root"], true);
+  EXPECT_EQ(job["run_as"], "alice-unix");
   EXPECT_EQ(ToJson(testing::SampleWorkerEvent())["kind"], "exited");
 }
 

@@ -137,6 +137,8 @@ inline model::Job SampleJob(std::int64_t id = 42, const std::string& name = "tra
   job.dependencies = {JobId(40), JobId(41)};
   job.submission_key = "idem-7f3a";
   job.submission_hash = "fnv1a64:0123456789abcdef";
+  job.run_as = "alice-unix";
+  job.may_run_as_root = true;
   job.pipeline_run = JobId(39);
   job.released_at = 1'700'000'000'050;
   job.outputs = {{"model", "/out/model-2"}, {"accuracy", "0.93"}};
@@ -205,6 +207,8 @@ inline model::LaunchSpec SampleLaunchSpec() {
   launch.kill_grace_ms = 5'000;
   launch.checkpoint_dir = "/ckpt/llm";
   launch.make_dirs = {"/out/.drover-staging/job-42.attempt-2", "/var/drover/values/42.2"};
+  launch.run_as = "alice-unix";
+  launch.may_run_as_root = true;
   return launch;
 }
 
@@ -292,6 +296,8 @@ inline model::Policy SamplePolicy() {
   policy.backfill = false;
   policy.order = model::QueueOrder::kLas;
   policy.las_thresholds = {600, 3600};
+  policy.accounts.map = {{"alice", "alice-unix"}, {"bob", "shared-gpu"}};
+  policy.accounts.allow_root = {"ops-admin"};
   return policy;
 }
 

@@ -183,6 +183,10 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     Job job;
     job.id = JobId(first_id + static_cast<std::int64_t>(i));
     job.spec = std::move(specs[i]);
+    const std::string& identity = owner.empty() ? job.spec.owner : owner;
+    job.run_as = model::UnixAccountFor(policy_, identity);
+    job.may_run_as_root = model::MayRunAsRoot(policy_, identity) ||
+                          (!identity.empty() && identity == options_.server_user);
     job.dependencies = std::move(dependencies[i]);
     job.submission_key = submission_key;
     if (!submission_key.empty()) job.submission_hash = request_digest;

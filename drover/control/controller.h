@@ -67,6 +67,10 @@ struct Options {
   // no queue limit, could ever hold it) unless its spec sets hold_infeasible. The simulator turns
   // it off: a trace replays every job it recorded.
   bool refuse_infeasible = true;
+  // The Unix account of the server process (ControlPlane fills it in when empty). Jobs submitted
+  // by the identity of that name may run as root: whoever started the server has that power
+  // already (docs/security.md, "Jobs run as their users"). Empty: no identity gets it this way.
+  std::string server_user;
 };
 
 // The output of one controller call.
@@ -112,6 +116,9 @@ class Controller {
   // dependency name is not in `specs`, with admission: whole a stage could never be admitted by
   // its queue, or (Options::refuse_infeasible) a job without hold_infeasible can never start
   // (sched::FindInfeasibility, judged against every node added so far, lost ones included).
+  // Each job runs as the Unix account the policy maps `owner` (the submitting identity; the
+  // job's spec.owner when empty) to, root allowed when the policy's accounts.allow_root lists
+  // it or it is Options::server_user (Job::run_as, may_run_as_root).
   Result<SubmitResult> Submit(std::vector<model::JobSpec> specs, const std::string& submission_key,
                               const std::string& owner, TimeMs now, Step& step,
                               const std::string& request_digest = "");

@@ -132,6 +132,8 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
   spec.timeout_ms = job.spec.timeout.value_or(0);
   spec.kill_grace_ms = KillGrace(job);
   spec.checkpoint_dir = job.spec.checkpoint_dir;
+  spec.run_as = job.run_as;
+  spec.may_run_as_root = job.may_run_as_root;
 
   AttemptContract contract = ContractOf(
       job, static_cast<int>(attempt.workers.size()),

@@ -93,6 +93,53 @@ TEST_F(ControllerTest, LaunchSpecCarriesEnvironmentAndDisjointGpusForAGang) {
   EXPECT_NE(w0.env.at("CUDA_VISIBLE_DEVICES"), w1.env.at("CUDA_VISIBLE_DEVICES"));
 }
 
+// Jobs run as the Unix account the policy maps the submitting identity to (docs/security.md);
+// root only for identities the policy lists, and for the server's own user.
+TEST(ControllerRunAs, TheSubmittersAccountGoesIntoTheJobAndItsLaunchSpecs) {
+  Options options;
+  options.server_user = "root";
+  Controller controller(options);
+  model::Policy policy;
+  policy.accounts.map = {{"alice", "alice-unix"}, {"ops", "root"}};
+  policy.accounts.allow_root = {"ops"};
+  ASSERT_TRUE(controller.SetPolicy(policy));
+  Step step;
+  controller.UpsertNode(NodeA(4), kT0, step);
+  auto submit = [&](const std::string& identity, model::JobSpec spec) {
+    auto result = controller.Submit({std::move(spec)}, "", identity, kT0, step);
+    EXPECT_TRUE(result) << result.error().ToString();
+    return *controller.Find(result->ids.at(0));
+  };
+  model::JobSpec other_owner = Spec("a");
+  other_owner.owner = "bob";  // a label: the account is the submitter's
+  const model::Job alice = submit("alice", other_owner);
+  EXPECT_EQ(alice.run_as, "alice-unix");
+  EXPECT_FALSE(alice.may_run_as_root);
+  const model::Job carol = submit("carol", Spec("b"));
+  EXPECT_EQ(carol.run_as, "carol");  // unmapped: the same name
+  EXPECT_FALSE(carol.may_run_as_root);
+  const model::Job ops = submit("ops", Spec("c"));
+  EXPECT_EQ(ops.run_as, "root");
+  EXPECT_TRUE(ops.may_run_as_root);
+  const model::Job root = submit("root", Spec("d"));  // whoever started the server
+  EXPECT_EQ(root.run_as, "root");
+  EXPECT_TRUE(root.may_run_as_root);
+  model::JobSpec labelled = Spec("e");
+  labelled.owner = "alice";
+  EXPECT_EQ(submit("", labelled).run_as, "alice-unix");  // no submitter: the owner
+
+  Step scheduled;
+  controller.Schedule(kT0, scheduled);
+  std::map<JobId, model::LaunchSpec> launches;
+  for (const LaunchWorker& launch : Launches(scheduled))
+    launches[launch.spec.key.job] = launch.spec;
+  ASSERT_EQ(launches.size(), 5u);
+  EXPECT_EQ(launches.at(alice.id).run_as, "alice-unix");
+  EXPECT_FALSE(launches.at(alice.id).may_run_as_root);
+  EXPECT_EQ(launches.at(ops.id).run_as, "root");
+  EXPECT_TRUE(launches.at(ops.id).may_run_as_root);
+}
+
 TEST_F(ControllerTest, DependentStartsOnlyAfterItsDependencySucceeds) {
   model::JobSpec eval = Spec("eval");
   eval.depends_on = {{"prep"}};

@@ -50,7 +50,9 @@ model::JobSpec Trial(int index, int count, int concurrency) {
 class WorkflowTest : public testing::ControllerFixture {
  protected:
   WorkflowTest() : testing::ControllerFixture() {
-    controller_ = Controller(Options{.value_outputs_root = "/values"});
+    Options options;
+    options.value_outputs_root = "/values";
+    controller_ = Controller(options);
     Step step;
     controller_.UpsertNode(GpuNode("node-a", 4), kT0, step);
   }

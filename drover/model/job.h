@@ -169,6 +169,11 @@ struct Job {
   // With submission_key: a digest of the request it came with (control::SubmitRequest); a
   // repeated key with another digest is refused. Empty for jobs stored before it was kept.
   std::string submission_hash;
+  // The Unix account its workers run as on agents that run as root, and whether that account may
+  // be root: set at submission from the submitting identity and the policy's accounts section
+  // (model::UnixAccountFor, MayRunAsRoot; docs/security.md). Empty: the agent's own account.
+  std::string run_as;
+  bool may_run_as_root = false;
   // The jobs of one pipeline submission share the id of its first job; 0 outside pipelines.
   JobId pipeline_run;
   // When the dependency conditions held and the job left pending (entered waiting); 0 = not yet.

@@ -43,6 +43,14 @@ struct LaunchSpec {
   // Directories the agent creates (with parents) before the process starts: the checkpoint
   // directory and the attempt's output staging locations (docs/workflows.md).
   std::vector<std::string> make_dirs;
+  // The Unix account the worker runs as (Job::run_as). An agent running as root switches to it
+  // (its groups, uid and gid, HOME, USER and LOGNAME) before it creates make_dirs, enters
+  // working_dir and executes argv; an agent running as another user ignores it (the worker runs
+  // as the agent's user). Empty: the agent's own account.
+  std::string run_as;
+  // The account may be root (Job::may_run_as_root); without it an agent refuses to run a worker
+  // whose run_as is uid 0.
+  bool may_run_as_root = false;
 
   friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };

@@ -1,5 +1,7 @@
 #include "drover/model/policy.h"
 
+#include <algorithm>
+
 namespace drover::model {
 
 std::string_view ScoringName(Scoring scoring) { return kScoringNames.Name(scoring); }
@@ -30,6 +32,16 @@ std::optional<ExecutorConfig> FindExecutor(const std::vector<QueueConfig>& nodes
 
 ExecutorConfig ExecutorOf(const Policy& policy, std::string_view queue) {
   return FindExecutor(policy.queues, queue, ExecutorConfig{}).value_or(ExecutorConfig{});
+}
+
+std::string UnixAccountFor(const Policy& policy, std::string_view user) {
+  auto mapped = policy.accounts.map.find(std::string(user));
+  return mapped != policy.accounts.map.end() ? mapped->second : std::string(user);
+}
+
+bool MayRunAsRoot(const Policy& policy, std::string_view user) {
+  const std::vector<std::string>& allowed = policy.accounts.allow_root;
+  return !user.empty() && std::find(allowed.begin(), allowed.end(), user) != allowed.end();
 }
 
 }  // namespace drover::model

@@ -140,6 +140,19 @@ static_assert(kQueueOrderNames.size() == static_cast<std::size_t>(QueueOrder::kL
 std::string_view QueueOrderName(QueueOrder order);
 std::optional<QueueOrder> ParseQueueOrder(std::string_view name);
 
+// Which Unix account runs each identity's jobs on an agent that runs as root (docs/security.md,
+// "Jobs run as their users"). The policy file's `accounts:` section.
+struct Accounts {
+  // Identity (the submitting user) -> Unix account name; an identity absent here runs as the
+  // account of the same name.
+  std::map<std::string, std::string> map;
+  // Identities whose account may be root (uid 0); any other job whose account is root is
+  // refused by the agent.
+  std::vector<std::string> allow_root;
+
+  friend bool operator==(const Accounts&, const Accounts&) = default;
+};
+
 struct Policy {
   // Roots of the queue tree. Empty: one implicit leaf "default" without quota.
   std::vector<QueueConfig> queues;
@@ -180,11 +193,19 @@ struct Policy {
   // ahead of it only if their time limit ends before the reservation or they avoid its nodes.
   bool backfill = true;
 
+  Accounts accounts;
+
   friend bool operator==(const Policy&, const Policy&) = default;
 };
 
 // The executor of leaf queue `queue`: the nearest setting on its path from the root; local when
 // none sets one or the queue is not in the policy.
 ExecutorConfig ExecutorOf(const Policy& policy, std::string_view queue);
+
+// The Unix account `user`'s jobs run as: policy.accounts.map's entry for `user`, else `user`
+// itself ("" for "": the agent's own account).
+std::string UnixAccountFor(const Policy& policy, std::string_view user);
+// Whether policy.accounts.allow_root lists `user` (never for "").
+bool MayRunAsRoot(const Policy& policy, std::string_view user);
 
 }  // namespace drover::model

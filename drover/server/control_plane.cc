@@ -1,7 +1,9 @@
 #include "drover/server/control_plane.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +26,18 @@ void ExitForRestart(const Error& error) {
   std::_Exit(70);
 }
 
+namespace {
+
+// `options` with server_user, when empty, set to the name of this process's effective user.
+control::Options WithServerUser(control::Options options) {
+  if (options.server_user.empty()) {
+    if (const passwd* entry = getpwuid(geteuid())) options.server_user = entry->pw_name;
+  }
+  return options;
+}
+
+}  // namespace
+
 ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clock,
                            ControlPlaneOptions options, FileSystem& fs)
     : store_(std::move(store)),
@@ -31,7 +45,7 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
       options_(std::move(options)),
       fs_(fs),
       agents_(*store_, options_.join_token),
-      controller_(options_.control) {}
+      controller_(WithServerUser(options_.control)) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
 

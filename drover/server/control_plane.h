@@ -60,6 +60,7 @@ namespace drover::server {
 [[noreturn]] void ExitForRestart(const Error& error);
 
 struct ControlPlaneOptions {
+  // control.server_user, when empty, is the name of the process's effective user (getpwuid).
   control::Options control;
   // How often runtimes are polled for worker events. A scheduling cycle follows at once when
   // events arrived or a submission, cancellation or node registration asked for one.

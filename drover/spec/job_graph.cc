@@ -311,10 +311,11 @@ void ReadInputs(const Value& v, const JobContext& ctx, ParsedJob& job) {
     }
     if (path) {
       if (auto text = ReadNonEmptyString(*path, ctx.sink)) {
+        ScanTemplates(*path, TemplateScope::kParse, ctx, job);
+        if (!CheckConfined(*path, *text, ctx, job)) continue;
         job.spec.inputs.push_back({.path = ResolvePath(ctx.options.base_dir, *text),
                                    .from_stage = "",
                                    .from_output = ""});
-        ScanTemplates(*path, TemplateScope::kParse, ctx, job);
       }
       continue;
     }
@@ -370,8 +371,9 @@ void ReadOutputs(const Value& v, const JobContext& ctx, ParsedJob& job) {
     if (auto path = f.Get("path")) {
       std::optional<std::string> p = ReadNonEmptyString(*path, ctx.sink);
       if (!p) continue;
-      output.path = ResolvePath(ctx.options.base_dir, *p);
       ScanTemplates(*path, TemplateScope::kParse, ctx, job);
+      if (!CheckConfined(*path, *p, ctx, job)) continue;
+      output.path = ResolvePath(ctx.options.base_dir, *p);
       if (ctx.sweep.matrix_written && !NamesTrial(*p)) {
         ctx.sink.Add(path->pos, path->path,
                      "every trial of the sweep would publish to this one path; put ${{ trial }} "

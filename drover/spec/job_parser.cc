@@ -255,8 +255,8 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
 
   if (auto v = f.Get("working_dir")) {
     if (auto dir = ReadNonEmptyString(*v, sink)) {
-      spec.working_dir = ResolvePath(options.base_dir, *dir);
       ScanTemplates(*v, TemplateScope::kParse, ctx, job);
+      if (CheckConfined(*v, *dir, ctx, job)) spec.working_dir = ResolvePath(options.base_dir, *dir);
     }
   } else if (!options.base_dir.empty()) {
     spec.working_dir = ResolvePath(options.base_dir, ".");  // the spec file's directory

@@ -75,8 +75,10 @@ void ReadCheckpoint(const Fields& f, const JobContext& ctx, ParsedJob& job) {
   model::JobSpec& spec = job.spec;
   if (auto v = f.Get("checkpoint_dir")) {
     if (auto dir = ReadNonEmptyString(*v, ctx.sink)) {
-      spec.checkpoint_dir = ResolvePath(ctx.options.base_dir, *dir);
       ScanTemplates(*v, TemplateScope::kParse, ctx, job);
+      if (CheckConfined(*v, *dir, ctx, job)) {
+        spec.checkpoint_dir = ResolvePath(ctx.options.base_dir, *dir);
+      }
     }
   }
   if (auto v = f.Get("resume")) {

@@ -20,24 +20,6 @@ using workflow::Reference;
 // A sweep expands to at most this many trials.
 constexpr std::int64_t kMaxTrials = 1000;
 
-// `text` with the trial's parameters and index in place; stage outputs stay for the launch.
-std::string RenderTrial(const std::string& text, const workflow::ParamSet& params, int index) {
-  Result<std::string> rendered =
-      workflow::Render(text, [&](const Reference& ref) -> std::optional<std::string> {
-        switch (ref.kind) {
-          case Reference::Kind::kMatrix:
-            if (auto it = params.find(ref.param); it != params.end()) return it->second;
-            return std::nullopt;
-          case Reference::Kind::kTrial:
-            return std::to_string(index);
-          case Reference::Kind::kStageOutput:
-            return ref.text;
-        }
-        return std::nullopt;
-      });
-  return rendered.value_or(text);  // checked when parsed: every reference has a value
-}
-
 // Reads the sweep fields of one stage; what they declare collects in sweep_.
 class SweepReader {
  public:
@@ -357,6 +339,23 @@ class SweepReader {
 };
 
 }  // namespace
+
+std::string RenderTrial(const std::string& text, const workflow::ParamSet& params, int index) {
+  Result<std::string> rendered =
+      workflow::Render(text, [&](const Reference& ref) -> std::optional<std::string> {
+        switch (ref.kind) {
+          case Reference::Kind::kMatrix:
+            if (auto it = params.find(ref.param); it != params.end()) return it->second;
+            return std::nullopt;
+          case Reference::Kind::kTrial:
+            return std::to_string(index);
+          case Reference::Kind::kStageOutput:
+            return ref.text;
+        }
+        return std::nullopt;
+      });
+  return rendered.value_or(text);  // checked when parsed: every reference has a value
+}
 
 SweepFields ReadSweep(const Fields& f, ParsedJob& job, Sink& sink) {
   return SweepReader(sink).Read(f, job);

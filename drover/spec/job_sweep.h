@@ -36,6 +36,11 @@ SweepFields ReadSweep(const Fields& f, ParsedJob& job, Sink& sink);
 // stage's outputs are read.
 void CheckObjective(const SweepFields& sweep, const ParsedJob& job, Sink& sink);
 
+// `text` with a trial's parameters and index (1-based) in place of its `${{ matrix.* }}` and
+// `${{ trial }}` templates; stage outputs stay for the launch. `text` as written when a template
+// does not render (parsing reports those).
+std::string RenderTrial(const std::string& text, const workflow::ParamSet& params, int index);
+
 // The job specs of a checked group, in order: one per job or stage, one per trial of a sweep
 // (named STAGE.N, templates of its parameters replaced). Moves the specs out of `jobs`.
 std::vector<model::JobSpec> ExpandGroup(std::vector<ParsedJob>& jobs, const std::string& base_dir);

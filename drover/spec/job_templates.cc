@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "drover/spec/suggest.h"
 #include "drover/workflow/expression.h"
+#include "drover/workflow/matrix.h"
 
 namespace drover::spec::internal {
 namespace {
@@ -74,6 +76,32 @@ void ScanTemplates(const Value& v, TemplateScope scope, const JobContext& ctx, P
     return;
   }
   for (const Reference& ref : *refs) CheckReference(ref, v, scope, ctx, job);
+}
+
+bool ClimbsOut(const std::string& path) {
+  const std::filesystem::path normal = std::filesystem::path(path).lexically_normal();
+  return normal.is_relative() && !normal.empty() && *normal.begin() == "..";
+}
+
+bool CheckConfined(const Value& v, const std::string& written, const JobContext& ctx,
+                   const ParsedJob& job) {
+  const std::string& base = ctx.options.base_dir;
+  auto refuse = [&](const std::string& trial_prefix, const std::string& path) {
+    ctx.sink.Add(v.pos, v.path,
+                 fmt::format("{}'{}' climbs out of the job's base directory{}; write a path under "
+                             "it, or an absolute path",
+                             trial_prefix, path, base.empty() ? "" : " (" + base + ")"));
+    return false;
+  };
+  if (ClimbsOut(written)) return refuse("", written);
+  if (!job.matrix || written.find("${{") == std::string::npos) return true;
+  const std::vector<workflow::ParamSet> sets = workflow::Expand(*job.matrix);
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const int index = static_cast<int>(i) + 1;
+    const std::string rendered = RenderTrial(written, sets[i], index);
+    if (ClimbsOut(rendered)) return refuse(fmt::format("trial {}: ", index), rendered);
+  }
+  return true;
 }
 
 }  // namespace drover::spec::internal

@@ -164,9 +164,9 @@ TEST(ParseJobs, ResolvesRelativePathsAgainstBaseDir) {
   ParseOptions options = Options();
   options.base_dir = "/srv/specs/";
   model::JobSpec job = ParseOne(
-      "kind: Job\nname: a\nscript: x\nworking_dir: .\ncheckpoint_dir: ../ckpt/./a/\n", options);
+      "kind: Job\nname: a\nscript: x\nworking_dir: .\ncheckpoint_dir: run/../ckpt/./a/\n", options);
   EXPECT_EQ(job.working_dir, "/srv/specs");
-  EXPECT_EQ(job.checkpoint_dir, "/srv/ckpt/a");
+  EXPECT_EQ(job.checkpoint_dir, "/srv/specs/ckpt/a");
 
   job = ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: /abs/dir\n", options);
   EXPECT_EQ(job.working_dir, "/abs/dir");
@@ -176,6 +176,31 @@ TEST(ParseJobs, ResolvesRelativePathsAgainstBaseDir) {
 
   job = ParseOne("kind: Job\nname: a\nscript: x\nworking_dir: rel/dir\n");  // no base_dir
   EXPECT_EQ(job.working_dir, "rel/dir");
+}
+
+// The finding of issue 16: `checkpoint_dir: ../../../../../../etc/drover-ck` made the agent
+// (root) create /etc/drover-ck. A relative path may not climb out of the base directory.
+TEST(ParseJobs, RefusesRelativePathsThatClimbOutOfTheBaseDir) {
+  ParseOptions options = Options();
+  options.base_dir = "/home/alice/exp";
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\ncheckpoint_dir: ../../../../../../etc/drover-ck\n",
+             options),
+      ElementsAre("jobs.yaml:4:17: error: checkpoint_dir: '../../../../../../etc/drover-ck' "
+                  "climbs out of the job's base directory (/home/alice/exp); write a path under "
+                  "it, or an absolute path"));
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nworking_dir: a/../..\n"
+                     "outputs: [{name: m, path: ./../m}]\ninputs: [{path: x/../../y}]\n"),
+              ElementsAre("jobs.yaml:4:14: error: working_dir: 'a/../..' climbs out of the job's "
+                          "base directory; write a path under it, or an absolute path",
+                          HasSubstr("jobs.yaml:5:27: error: outputs[0].path: './../m' climbs out"),
+                          HasSubstr("jobs.yaml:6:17: error: inputs[0].path: 'x/../../y' climbs")));
+  // Staying inside, and absolute paths (the job's Unix account confines those), are fine.
+  model::JobSpec job = ParseOne(
+      "kind: Job\nname: a\nscript: x\nworking_dir: a/../b\ncheckpoint_dir: /scratch/../ck\n",
+      options);
+  EXPECT_EQ(job.working_dir, "/home/alice/exp/b");
+  EXPECT_EQ(job.checkpoint_dir, "/ck");
 }
 
 TEST(ParseJobs, SkipsEmptyDocuments) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drover/common/quantity.h"
+#include "drover/spec/limits.h"
 #include "drover/spec/suggest.h"
 #include "drover/spec/yaml_reader.h"
 
@@ -75,6 +76,22 @@ std::string FormatAmount(const std::string& resource, std::int64_t amount) {
   return FormatCpuMillis(amount);
 }
 
+// A Unix account name as useradd accepts it: 1 to 32 letters, digits, '.', '_' or '-', not
+// starting with '-'.
+bool IsValidUnixAccount(std::string_view name) {
+  if (name.empty() || name.size() > 32 || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+std::string InvalidUnixAccountMessage(std::string_view name) {
+  return fmt::format(
+      "invalid Unix account name '{}': use 1 to 32 letters, digits, '.', '_' or '-', not "
+      "starting with '-'",
+      EscapeForMessage(name));
+}
+
 // A queue as read, with where its parts are (for the checks across the tree).
 struct ParsedQueue {
   model::QueueConfig config;
@@ -93,8 +110,8 @@ class PolicyParser {
   model::Policy Parse(const YAML::Node& map) {
     model::Policy policy;
     static const std::vector<std::string> kKeys = {
-        "kind",  "queues", "pipeline_limits", "fair_share", "aging", "scoring",
-        "order", "las",    "preemption",      "backfill"};
+        "kind",  "queues", "pipeline_limits", "fair_share", "aging",   "scoring",
+        "order", "las",    "preemption",      "backfill",   "accounts"};
     static const std::map<std::string, std::string> kAliases = {
         {"queue", "queues"},
         {"tree", "queues"},
@@ -111,7 +128,10 @@ class PolicyParser {
         {"ordering", "order"},
         {"sort", "order"},
         {"tiresias", "las"},
-        {"thresholds", "las.thresholds"}};
+        {"thresholds", "las.thresholds"},
+        {"unix_accounts", "accounts"},
+        {"users", "accounts"},
+        {"run_as", "accounts"}};
     const Pos pos = PosOf(map.Mark());
     Fields f(map, "", kKeys, kAliases, sink_);
 
@@ -149,6 +169,7 @@ class PolicyParser {
         if (auto q = b.Get("enabled")) policy.backfill = ReadBool(*q, sink_).value_or(true);
       }
     }
+    if (auto v = f.Get("accounts")) ReadAccounts(*v, policy.accounts);
     return policy;
   }
 
@@ -507,6 +528,47 @@ class PolicyParser {
     if (auto q = f.Get("enabled")) policy.preemption = ReadBool(*q, sink_).value_or(true);
     if (auto d = ReadDuration(f.Get("min_run_time"), "5m")) policy.min_run_time = *d;
     if (auto d = ReadDuration(f.Get("grace_period"), "30s")) policy.preemption_grace = *d;
+  }
+
+  // `accounts: {map: {IDENTITY: ACCOUNT, ...}, allow_root: [IDENTITY, ...]}`: identities as
+  // owners are written (IsValidPrincipal), accounts as Unix account names.
+  void ReadAccounts(const Value& v, model::Accounts& accounts) {
+    if (!ExpectMap(v, sink_)) return;
+    Fields f(v.node, v.path, {"map", "allow_root"},
+             {{"mapping", "map"},
+              {"users", "map"},
+              {"root", "allow_root"},
+              {"root_users", "allow_root"}},
+             sink_);
+    if (auto q = f.Get("map")) {
+      auto check_identity = [](const std::string& user) {
+        return IsValidPrincipal(user) ? std::string() : InvalidPrincipalMessage("identity", user);
+      };
+      if (auto map = ReadStringMap(*q, sink_, check_identity)) {
+        bool ok = true;
+        for (const auto& pair : q->node) {
+          const std::string& account = (*map)[pair.first.Scalar()];
+          if (IsValidUnixAccount(account)) continue;
+          sink_.Add(PosOf(pair.second, PosOf(pair.first.Mark())),
+                    Child(q->path, pair.first.Scalar()), InvalidUnixAccountMessage(account));
+          ok = false;
+        }
+        if (ok) accounts.map = std::move(*map);
+      }
+    }
+    if (auto q = f.Get("allow_root")) {
+      if (auto items = ReadList(*q, "a list of identities", sink_)) {
+        for (const Value& item : *items) {
+          std::optional<std::string> user = ReadString(item, sink_);
+          if (!user) continue;
+          if (IsValidPrincipal(*user)) {
+            accounts.allow_root.push_back(*user);
+          } else {
+            sink_.Add(item.pos, item.path, InvalidPrincipalMessage("identity", *user));
+          }
+        }
+      }
+    }
   }
 
   // Leaf names are unique in the whole tree (jobs name leaves), and siblings have distinct names;

@@ -68,6 +68,9 @@ order: las
 las: {thresholds: [600, 3600]}
 preemption: {enabled: false, min_run_time: 5m, grace_period: 45s}
 backfill: {enabled: false}
+accounts:
+  map: {alice: alice-unix, bob: shared-gpu}
+  allow_root: [ops-admin]
 )";
 
 TEST(ParsePolicy, ReadsEveryField) {
@@ -103,6 +106,8 @@ TEST(ParsePolicy, ReadsEveryField) {
   expected.min_run_time = 5 * 60'000;
   expected.preemption_grace = 45'000;
   expected.backfill = false;
+  expected.accounts.map = {{"alice", "alice-unix"}, {"bob", "shared-gpu"}};
+  expected.accounts.allow_root = {"ops-admin"};
   EXPECT_EQ(ParseOk(kDocumented), expected);
 }
 
@@ -404,6 +409,38 @@ TEST(ParsePolicy, ReadsTheExampleFile) {
   EXPECT_EQ(org.children[1].name, "team-b");
   EXPECT_EQ(org.children[1].borrowing_limit.at("gpu"), 4000);
   EXPECT_EQ(policy.pipeline_limits.max_running_jobs, 2);
+}
+
+TEST(ParsePolicy, MapsIdentitiesToUnixAccounts) {
+  const model::Policy policy = ParseOk(kDocumented);
+  EXPECT_EQ(model::UnixAccountFor(policy, "alice"), "alice-unix");
+  EXPECT_EQ(model::UnixAccountFor(policy, "carol"), "carol");  // unmapped: the same name
+  EXPECT_EQ(model::UnixAccountFor(policy, ""), "");
+  EXPECT_TRUE(model::MayRunAsRoot(policy, "ops-admin"));
+  EXPECT_FALSE(model::MayRunAsRoot(policy, "alice"));
+  EXPECT_FALSE(model::MayRunAsRoot(policy, ""));
+  EXPECT_EQ(ParseOk("kind: Policy\naccounts: {}\n").accounts, model::Accounts{});
+}
+
+TEST(ParsePolicy, ReportsBadAccountsWithTheirPositions) {
+  EXPECT_THAT(
+      Errors("kind: Policy\naccounts:\n  map: {alice: -rf, bob: 'a b', carol: root}\n"),
+      ElementsAre("policy.yaml:3:16: error: accounts.map.alice: invalid Unix account name '-rf': "
+                  "use 1 to 32 letters, digits, '.', '_' or '-', not starting with '-'",
+                  "policy.yaml:3:26: error: accounts.map.bob: invalid Unix account name 'a b': "
+                  "use 1 to 32 letters, digits, '.', '_' or '-', not starting with '-'"));
+  EXPECT_THAT(Errors("kind: Policy\naccounts: {map: {a/b: x}}\n"),
+              ElementsAre(HasSubstr("policy.yaml:2:18: error: accounts.map.a/b: invalid identity "
+                                    "'a/b'")));
+  EXPECT_THAT(Errors("kind: Policy\naccounts: {allow_root: [ok, 'x y', [z]]}\n"),
+              ElementsAre(HasSubstr("policy.yaml:2:29: error: accounts.allow_root[1]: invalid "
+                                    "identity 'x y'"),
+                          HasSubstr("policy.yaml:2:36: error: accounts.allow_root[2]: ")));
+  EXPECT_THAT(Errors("kind: Policy\naccounts: {allow_roots: [a]}\n"),
+              ElementsAre(HasSubstr("policy.yaml:2:12: error: accounts.allow_roots: unknown field "
+                                    "'allow_roots'; did you mean 'allow_root'?")));
+  EXPECT_THAT(Errors("kind: Policy\naccounts: [a]\n"),
+              ElementsAre(HasSubstr("policy.yaml:2:11: error: accounts: expected a mapping")));
 }
 
 TEST(ParsePolicy, NeverCrashesOnGarbage) {

@@ -196,6 +196,21 @@ stages:
   }
 }
 
+// Each trial's path, with its parameters in place, stays in the base directory too.
+TEST(ParsePipeline, RefusesATrialPathThatClimbsOutOfTheBaseDir) {
+  EXPECT_THAT(Errors(R"(kind: Pipeline
+name: p
+stages:
+  - name: s
+    matrix: {list: [{d: a}, {d: ../..}]}
+    script: x
+    checkpoint_dir: ck/${{ matrix.d }}/x
+)"),
+              ElementsAre("p.yaml:7:21: error: stages[0].checkpoint_dir: trial 2: "
+                          "'ck/../../x' climbs out of the job's base directory; write a path "
+                          "under it, or an absolute path"));
+}
+
 TEST(ParsePipeline, ReportsStageErrorsWithTheirPath) {
   EXPECT_THAT(
       Errors(R"(kind: Pipeline
@@ -408,7 +423,7 @@ name: train
 script: y
 depends_on: [prep, {cleanup: skipped}]
 if: "${{ stages.prep.outputs.rows }} > 0"
-inputs: [{path: ../raw/_SUCCESS}]
+inputs: [{path: raw/../raw/_SUCCESS}]
 retry: {max_attempts: 3, on: [node_lost, preempted]}
 checkpoint_dir: ckpt
 resume: true
@@ -424,7 +439,7 @@ script: z
   EXPECT_EQ(train.depends_on,
             (std::vector{Dep("prep"), Dep("cleanup", DependencyCondition::kSkipped)}));
   EXPECT_EQ(train.run_if, "${{ stages.prep.outputs.rows }} > 0");
-  EXPECT_EQ(train.inputs[0].path, "/raw/_SUCCESS");
+  EXPECT_EQ(train.inputs[0].path, "/w/raw/_SUCCESS");
   EXPECT_EQ(train.retry.on,
             (std::vector{model::FailureKind::kNodeLost, model::FailureKind::kPreempted}));
   EXPECT_TRUE(train.resume);

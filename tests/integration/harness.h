@@ -129,7 +129,8 @@ std::string WaitForTerminal(api::ApiClient& client, std::int64_t id,
                             std::chrono::milliseconds deadline = kDeadline);
 bool IsTerminalState(const std::string& state);
 
-// Submits YAML `spec` and returns the job ids in order (empty, with a test failure, on error).
+// Submits YAML `spec` as the user the test runs as, and returns the job ids in order (empty,
+// with a test failure, on error).
 std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name = "test.yaml");
 
