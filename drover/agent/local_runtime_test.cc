@@ -23,6 +23,7 @@
 #include "drover/agent/worker_files.h"
 #include "drover/testing/fake_clock.h"
 #include "drover/testing/temp_dir.h"
+#include "drover/testing/unix_account.h"
 #include "drover/testing/wait_until.h"
 
 namespace drover::agent {
@@ -582,26 +583,20 @@ class RunAsTest : public LocalRuntimeTest {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root: the supervisor switches accounts only as root";
     LocalRuntimeTest::SetUp();
-    account_ = fmt::format("drover-t-{}", getpid());
-    const std::string add = "useradd --system --no-create-home --shell /usr/sbin/nologin " +
-                            account_ + " >/dev/null 2>&1";
-    ASSERT_EQ(std::system(add.c_str()), 0) << add;
-    created_ = true;
-    const passwd* entry = getpwnam(account_.c_str());
-    ASSERT_NE(entry, nullptr);
-    uid_ = entry->pw_uid;
-    gid_ = entry->pw_gid;
-    home_ = entry->pw_dir;
+    auto account = testing::ScopedUnixAccount::Create("drover-t");
+    ASSERT_TRUE(account) << account.error().ToString();
+    account_holder_ = *std::move(account);
+    account_ = account_holder_->name();
+    uid_ = account_holder_->uid();
+    gid_ = account_holder_->gid();
+    home_ = account_holder_->home();
     // The account may enter the test's directory (mkdtemp made it 0700) but not write in it.
     ASSERT_EQ(chmod(root_.c_str(), 0755), 0);
   }
 
   void TearDown() override {
     LocalRuntimeTest::TearDown();
-    if (created_) {
-      const std::string del = "userdel " + account_ + " >/dev/null 2>&1";
-      EXPECT_EQ(std::system(del.c_str()), 0) << del;
-    }
+    account_holder_.reset();
   }
 
   model::LaunchSpec SpecAs(int job, std::string account, std::vector<std::string> argv) {
@@ -617,8 +612,8 @@ class RunAsTest : public LocalRuntimeTest {
     return exited ? exited->exit : model::ExitStatus{};
   }
 
+  std::unique_ptr<testing::ScopedUnixAccount> account_holder_;
   std::string account_;
-  bool created_ = false;
   uid_t uid_ = 0;
   gid_t gid_ = 0;
   std::string home_;

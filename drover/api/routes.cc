@@ -213,7 +213,7 @@ std::string DescribeAccess(const Access& access) {
           on = "each queue and owner the body names";
           break;
       }
-      return fmt::format("token: {} on {} ({})", model::kVerbNames.Name(access.verb), on,
+      return fmt::format("`{}` on {}: {}", model::kVerbNames.Name(access.verb), on,
                          model::WhoMay(access.verb));
     }
     case Access::Kind::kAgentRegistration:

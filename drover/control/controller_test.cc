@@ -95,6 +95,41 @@ TEST_F(ControllerTest, LaunchSpecCarriesEnvironmentAndDisjointGpusForAGang) {
 
 // Jobs run as the Unix account the policy maps the submitting identity to (docs/security.md);
 // root only for identities the policy lists, and for the server's own user.
+TEST_F(ControllerTest, SubmitLimitsCountEachOwnersAndTeamsUnfinishedJobs) {
+  model::Policy policy;
+  policy.user_submit_limits.max_pending_jobs = 2;
+  policy.team_submit_limits.max_submitted_jobs = 3;
+  ASSERT_TRUE(controller_.SetPolicy(policy));
+  auto spec = [](const std::string& name, const std::string& owner) {
+    model::JobSpec out = Spec(name);
+    out.owner = owner;
+    out.team = "team-a";
+    return out;
+  };
+  Step step;
+  ASSERT_TRUE(controller_.Submit({spec("a1", "alice"), spec("a2", "alice")}, "", "alice", kT0,
+                                 step));
+  // A third pending job of alice's passes her limit: refused whole, naming the limit.
+  auto over = controller_.Submit({spec("a3", "alice")}, "", "alice", kT0, step);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(over.error().message,
+            "user alice has 2 jobs not yet started and this submission adds 1; the policy's "
+            "submit_limits.per_user.max_pending_jobs is 2");
+  // Another user of the team: within his own limit, but the team's 3 unfinished jobs are full
+  // after one more.
+  ASSERT_TRUE(controller_.Submit({spec("b1", "bob")}, "", "bob", kT0, step));
+  auto team_full = controller_.Submit({spec("b2", "bob")}, "", "bob", kT0, step);
+  ASSERT_FALSE(team_full);
+  EXPECT_THAT(team_full.error().message,
+              HasSubstr("team team-a has 3 unfinished jobs and this submission adds 1; the "
+                        "policy's submit_limits.per_team.max_submitted_jobs is 3"));
+  // A finished job frees its place.
+  const JobId first = controller_.jobs().begin()->first;
+  ASSERT_TRUE(controller_.Cancel(first, "done with it", kT0, step));
+  EXPECT_TRUE(controller_.Submit({spec("b2", "bob")}, "", "bob", kT0, step));
+}
+
 TEST(ControllerRunAs, TheSubmittersAccountGoesIntoTheJobAndItsLaunchSpecs) {
   Options options;
   options.server_user = "root";

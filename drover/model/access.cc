@@ -24,7 +24,7 @@ std::string Describe(const Identity& identity) {
 std::string_view WhoMay(Verb verb) {
   switch (verb) {
     case Verb::kView:
-      return "any caller with a token (under private_data, the job's team)";
+      return "any token (under private_data, only the job's team)";
     case Verb::kDetails:
       return "a member or coordinator of the job's team, or an admin";
     case Verb::kSubmit:

@@ -38,8 +38,8 @@ struct SpecLimits {
   std::int64_t max_launch_bytes = kBytesPerMiB;
 };
 
-// Owner and team names (the `owner` and `team` fields, and the X-Drover-User header that
-// supplies a default owner): 1 to 64 characters of letters, digits, '.', '_', '-' and '@'. No
+// Owner and team names (the `owner` and `team` fields, and a token's user and team): 1 to 64
+// characters of letters, digits, '.', '_', '-' and '@'. No
 // control character or '/' can reach another user's terminal or a path.
 bool IsValidPrincipal(std::string_view name);
 // "invalid <what> 'X': use 1 to 64 letters, digits, ...". Non-printable bytes of X are written

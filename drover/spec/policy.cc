@@ -110,8 +110,9 @@ class PolicyParser {
   model::Policy Parse(const YAML::Node& map) {
     model::Policy policy;
     static const std::vector<std::string> kKeys = {
-        "kind",  "queues", "pipeline_limits", "fair_share", "aging",   "scoring",
-        "order", "las",    "preemption",      "backfill",   "accounts"};
+        "kind",         "queues", "pipeline_limits", "fair_share", "aging",    "scoring",
+        "order",        "las",    "preemption",      "backfill",   "accounts", "private_data",
+        "submit_limits"};
     static const std::map<std::string, std::string> kAliases = {
         {"queue", "queues"},
         {"tree", "queues"},
@@ -131,7 +132,11 @@ class PolicyParser {
         {"thresholds", "las.thresholds"},
         {"unix_accounts", "accounts"},
         {"users", "accounts"},
-        {"run_as", "accounts"}};
+        {"run_as", "accounts"},
+        {"privatedata", "private_data"},
+        {"private", "private_data"},
+        {"max_submit_jobs", "submit_limits"},
+        {"max_submitted_jobs", "submit_limits"}};
     const Pos pos = PosOf(map.Mark());
     Fields f(map, "", kKeys, kAliases, sink_);
 
@@ -170,6 +175,8 @@ class PolicyParser {
       }
     }
     if (auto v = f.Get("accounts")) ReadAccounts(*v, policy.accounts);
+    if (auto v = f.Get("private_data")) policy.private_data = ReadBool(*v, sink_).value_or(false);
+    if (auto v = f.Get("submit_limits")) ReadSubmitLimits(*v, policy);
     return policy;
   }
 
@@ -178,7 +185,7 @@ class PolicyParser {
     if (!ExpectMap(v, sink_)) return std::nullopt;
     static const std::vector<std::string> kKeys = {
         "name",   "weight",      "quota",    "borrowing_limit", "lending_limit",
-        "limits", "user_limits", "children", "executor"};
+        "limits", "user_limits", "children", "executor",        "access"};
     static const std::map<std::string, std::string> kAliases = {
         {"nominal", "quota"},
         {"nominal_quota", "quota"},
@@ -191,7 +198,10 @@ class PolicyParser {
         {"subqueues", "children"},
         {"per_user_limits", "user_limits"},
         {"per_user", "user_limits"},
-        {"max_running_jobs", "limits.max_running_jobs"}};
+        {"max_running_jobs", "limits.max_running_jobs"},
+        {"grants", "access"},
+        {"acl", "access"},
+        {"permissions", "access"}};
     Fields f(v.node, v.path, kKeys, kAliases, sink_);
     ParsedQueue queue;
     model::QueueConfig& config = queue.config;
@@ -224,6 +234,7 @@ class PolicyParser {
     if (auto q = f.Get("limits")) config.limits = ReadLimits(*q);
     if (auto q = f.Get("user_limits")) config.user_limits = ReadLimits(*q);
     if (auto q = f.Get("executor")) config.executor = ReadExecutor(*q);
+    if (auto q = f.Get("access")) config.access = ReadAccess(*q);
 
     if (auto q = f.Get("children")) {
       if (auto items = ReadList(*q, "a list of queues", sink_)) {
@@ -528,6 +539,76 @@ class PolicyParser {
     if (auto q = f.Get("enabled")) policy.preemption = ReadBool(*q, sink_).value_or(true);
     if (auto d = ReadDuration(f.Get("min_run_time"), "5m")) policy.min_run_time = *d;
     if (auto d = ReadDuration(f.Get("grace_period"), "30s")) policy.preemption_grace = *d;
+  }
+
+  // `access: {TEAM: [VERB, ...], "*": [...]}` (docs/security.md): a team name as owners' teams are
+  // written, or "*" for every team; each verb one a queue may grant (model::IsGrantable).
+  std::optional<model::AccessGrants> ReadAccess(const Value& v) {
+    if (!ExpectMap(v, sink_)) return std::nullopt;
+    std::vector<std::string> grantable;
+    for (model::Verb verb : model::kVerbNames.Values()) {
+      if (model::IsGrantable(verb)) grantable.emplace_back(model::kVerbNames.Name(verb));
+    }
+    model::AccessGrants grants;
+    for (const auto& pair : v.node) {
+      const Pos key_pos = PosOf(pair.first.Mark());
+      if (!pair.first.IsScalar()) {
+        sink_.Add(key_pos, v.path,
+                  fmt::format("teams must be strings, found {}", Describe(pair.first)));
+        continue;
+      }
+      const std::string team = pair.first.Scalar();
+      const Value entry{pair.second, Child(v.path, team), PosOf(pair.second, key_pos), key_pos};
+      if (team != "*" && !IsValidPrincipal(team)) {
+        sink_.Add(key_pos, entry.path, InvalidPrincipalMessage("team", team));
+        continue;
+      }
+      std::vector<model::Verb>& verbs = grants[team];
+      const std::string choices = fmt::format("{}", fmt::join(grantable, ", "));
+      auto items = ReadList(entry, "a list of verbs (" + choices + ")", sink_);
+      if (!items) continue;
+      for (const Value& item : *items) {
+        std::optional<std::string> name = ReadString(item, sink_);
+        if (!name) continue;
+        std::optional<model::Verb> verb = model::kVerbNames.Parse(*name);
+        if (!verb || !model::IsGrantable(*verb)) {
+          sink_.Add(item.pos, item.path,
+                    fmt::format("'{}' is not a verb a queue grants", EscapeForMessage(*name)) +
+                        DidYouMean(*name, grantable, "expected one of " + choices,
+                                   HintForm::kAsideThenExpected));
+          continue;
+        }
+        if (std::find(verbs.begin(), verbs.end(), *verb) == verbs.end()) verbs.push_back(*verb);
+      }
+    }
+    return grants;
+  }
+
+  // `submit_limits: {per_user: {max_pending_jobs: N, max_submitted_jobs: N}, per_team: {...}}`.
+  void ReadSubmitLimits(const Value& v, model::Policy& policy) {
+    if (!ExpectMap(v, sink_)) return;
+    Fields f(
+        v.node, v.path, {"per_user", "per_team"},
+        {{"user", "per_user"}, {"users", "per_user"}, {"team", "per_team"}, {"teams", "per_team"}},
+        sink_);
+    auto read = [&](const char* key, model::SubmitLimits& limits) {
+      auto q = f.Get(key);
+      if (!q || !ExpectMap(*q, sink_)) return;
+      Fields g(q->node, q->path, {"max_pending_jobs", "max_submitted_jobs"},
+               {{"max_pending", "max_pending_jobs"},
+                {"max_submit_jobs", "max_submitted_jobs"},
+                {"max_jobs", "max_submitted_jobs"},
+                {"max_submitted", "max_submitted_jobs"}},
+               sink_);
+      if (auto n = g.Get("max_pending_jobs")) {
+        if (auto count = ReadCount(*n, sink_, 0)) limits.max_pending_jobs = *count;
+      }
+      if (auto n = g.Get("max_submitted_jobs")) {
+        if (auto count = ReadCount(*n, sink_, 0)) limits.max_submitted_jobs = *count;
+      }
+    };
+    read("per_user", policy.user_submit_limits);
+    read("per_team", policy.team_submit_limits);
   }
 
   // `accounts: {map: {IDENTITY: ACCOUNT, ...}, allow_root: [IDENTITY, ...]}`: identities as

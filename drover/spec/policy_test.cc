@@ -459,4 +459,59 @@ TEST(ParsePolicy, NeverCrashesOnGarbage) {
 }
 
 }  // namespace
+
+TEST(ParsePolicy, ReadsAccessGrantsPrivateDataAndSubmitLimits) {
+  auto policy = ParsePolicy(R"(kind: Policy
+private_data: true
+submit_limits:
+  per_user: {max_pending_jobs: 100, max_submitted_jobs: 200}
+  per_team: {max_submitted_jobs: 1000}
+queues:
+  - name: research
+    access: {team-a: [submit, cancel, logs], "*": [submit]}
+    children:
+      - name: gpu-a
+      - name: gpu-b
+        access: {team-b: [submit, hold]}
+)",
+                            Options());
+  ASSERT_TRUE(policy) << policy.error().ToString();
+  EXPECT_TRUE(policy->private_data);
+  EXPECT_EQ(policy->user_submit_limits.max_pending_jobs, 100);
+  EXPECT_EQ(policy->user_submit_limits.max_submitted_jobs, 200);
+  EXPECT_EQ(policy->team_submit_limits.max_pending_jobs, std::nullopt);
+  EXPECT_EQ(policy->team_submit_limits.max_submitted_jobs, 1000);
+  const model::QueueConfig& research = policy->queues.at(0);
+  ASSERT_TRUE(research.access);
+  EXPECT_THAT(research.access->at("team-a"),
+              ElementsAre(model::Verb::kSubmit, model::Verb::kCancel, model::Verb::kLogs));
+  EXPECT_THAT(research.access->at("*"), ElementsAre(model::Verb::kSubmit));
+  EXPECT_FALSE(research.children.at(0).access);
+  EXPECT_THAT(research.children.at(1).access->at("team-b"),
+              ElementsAre(model::Verb::kSubmit, model::Verb::kHold));
+}
+
+TEST(ParsePolicy, ReportsBadGrantsWithTheirPositions) {
+  EXPECT_THAT(Errors(R"(kind: Policy
+queues:
+  - name: q
+    access: {team-a: [submit, details, cancle], "bad team": [submit], team-c: submit}
+)"),
+              ElementsAre(HasSubstr("policy.yaml:4:"), HasSubstr("policy.yaml:4:"),
+                          HasSubstr("policy.yaml:4:"), HasSubstr("policy.yaml:4:")));
+  const std::vector<std::string> errors = Errors(R"(kind: Policy
+queues:
+  - name: q
+    access: {team-a: [details]}
+)");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], HasSubstr("queues[0].access.team-a[0]: 'details' is not a verb a queue "
+                                   "grants"));
+  EXPECT_THAT(errors[0], HasSubstr("submit, cancel, hold, logs"));
+  EXPECT_THAT(Errors("kind: Policy\nsubmit_limits: {per_user: {max_pending_jobs: -1}}\n"),
+              ElementsAre(HasSubstr("submit_limits.per_user.max_pending_jobs")));
+  EXPECT_THAT(Errors("kind: Policy\nprivate_data: maybe\n"),
+              ElementsAre(HasSubstr("private_data")));
+}
+
 }  // namespace drover::spec
