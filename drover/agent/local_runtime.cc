@@ -187,6 +187,7 @@ Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
   model::LaunchSpec spec = launch;
   spec.env["DROVER_PREEMPT_NOTICE"] = dir + "/" + kPreemptNoticeFile;
   if (!options_.server_url.empty()) spec.env.try_emplace("DROVER_SERVER", options_.server_url);
+  if (!options_.server_ca.empty()) spec.env.try_emplace("DROVER_CA", options_.server_ca);
   Watch watch;
   watch.dir = dir;
   Configure(watch, spec);

@@ -15,8 +15,8 @@
 // handles; it learns everything from the files and from /proc, which is why a new instance over
 // the same RUNS_DIR can Adopt() the workers of an earlier one.
 //
-// Launch adds DROVER_SERVER=<Options::server_url> to the worker's environment unless the spec
-// sets it, so that `drover report` and `drover checkpoint` inside a job reach the API, and
+// Launch adds DROVER_SERVER=<Options::server_url> (and DROVER_CA=<Options::server_ca> when set)
+// to the worker's environment unless the spec sets it, so that `drover report` and `drover checkpoint` inside a job reach the API, and
 // DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice (both to the launch.json it writes, not to
 // the caller's spec): the file does not exist until the worker
 // is stopped for a preemption (Stop with preempt), when it holds {"reason", "deadline_ms"}, the
@@ -71,6 +71,9 @@ class LocalRuntime final : public WorkerRuntime {
     // The API's base URL as seen from this machine, exported to workers as DROVER_SERVER;
     // empty: not exported.
     std::string server_url{};
+    // The CA bundle that verifies an https:// server_url (the agent's --ca), exported to workers
+    // as DROVER_CA so that their `drover report` trusts the same server; empty: not exported.
+    std::string server_ca{};
     // An adopted worker with neither supervisor.json nor exit.json is declared lost once its
     // launch.json is older than this (the old server may have died while spawning it).
     DurationMs supervisor_start_grace_ms = 30'000;

@@ -1,5 +1,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
+
+#include <filesystem>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -180,6 +182,9 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   runtime_options.runs_dir = options.runs_dir;
   runtime_options.supervisor_path = options.supervisor_path;
   runtime_options.server_url = options.server_url;
+  if (!options.ca_file.empty()) {
+    runtime_options.server_ca = std::filesystem::absolute(options.ca_file).string();
+  }
   DROVER_ASSIGN_OR_RETURN(std::unique_ptr<agent::LocalRuntime> owned_runtime,
                           agent::LocalRuntime::Create(runtime_options, clock));
   agent::LocalRuntime& runtime = *owned_runtime;
