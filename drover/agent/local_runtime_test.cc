@@ -172,10 +172,11 @@ TEST_F(LocalRuntimeTest, WorkerEnvironmentIsTheSpecsPlusPathHomeLang) {
   unsetenv("DROVER_TEST_MUST_NOT_LEAK");
 }
 
-TEST_F(LocalRuntimeTest, ExportsTheServerUrlUnlessTheSpecSetsIt) {
+TEST_F(LocalRuntimeTest, ExportsTheServerUrlAndCaUnlessTheSpecSetsThem) {
   auto runtime = LocalRuntime::Create(LocalRuntime::Options{.runs_dir = root_ + "/runs-served",
                                                             .supervisor_path = DROVER_BINARY,
-                                                            .server_url = "http://10.0.0.1:8420"},
+                                                            .server_url = "https://10.0.0.1:8420",
+                                                            .server_ca = "/etc/site-ca.pem"},
                                       clock_);
   ASSERT_TRUE(runtime) << runtime.error().ToString();
   model::LaunchSpec plain = Spec(20, {"env"});
@@ -186,7 +187,9 @@ TEST_F(LocalRuntimeTest, ExportsTheServerUrlUnlessTheSpecSetsIt) {
   ASSERT_TRUE(WaitFor(**runtime, plain.key, Kind::kExited));
   ASSERT_TRUE(WaitFor(**runtime, own.key, Kind::kExited));
   EXPECT_THAT(ReadText((*runtime)->StdoutPath(plain.key)),
-              HasSubstr("DROVER_SERVER=http://10.0.0.1:8420\n"));
+              HasSubstr("DROVER_SERVER=https://10.0.0.1:8420\n"));
+  EXPECT_THAT(ReadText((*runtime)->StdoutPath(plain.key)),
+              HasSubstr("DROVER_CA=/etc/site-ca.pem\n"));
   EXPECT_THAT(ReadText((*runtime)->StdoutPath(own.key)),
               HasSubstr("DROVER_SERVER=http://proxy:9000\n"));
   // Without a server URL nothing is exported.
@@ -195,6 +198,8 @@ TEST_F(LocalRuntimeTest, ExportsTheServerUrlUnlessTheSpecSetsIt) {
   ASSERT_TRUE(WaitFor(unserved.key, Kind::kExited));
   EXPECT_THAT(ReadText(runtime_->StdoutPath(unserved.key)),
               ::testing::Not(HasSubstr("DROVER_SERVER=")));
+  EXPECT_THAT(ReadText(runtime_->StdoutPath(unserved.key)),
+              ::testing::Not(HasSubstr("DROVER_CA=")));
 }
 
 TEST_F(LocalRuntimeTest, MakesTheSpecsDirectoriesBeforeTheWorkerStarts) {
