@@ -9,6 +9,7 @@
 #include "drover/cli/commands.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
+#include "drover/common/filesystem.h"
 
 namespace drover::cli {
 namespace {

@@ -487,8 +487,8 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
               ? Result<std::string>(FailedPrecondition("this server keeps no secrets"))
               : plane_.secrets_->Get(launch.team, name);
       if (!value) {
-        return Error{
-            value.error().code, fmt::format("secret_env.{}: {}", var, value.error().message), {}};
+        return MakeError(value.error().code,
+                         fmt::format("secret_env.{}: {}", var, value.error().message));
       }
       spec.env[var] = std::move(*value);
     }

@@ -17,7 +17,7 @@ namespace {
 
 constexpr std::string_view kTempSuffix = ".tmp";
 
-Error SystemError(std::string_view what, const std::string& path) {
+tl::unexpected<Error> SystemError(std::string_view what, const std::string& path) {
   return Internal(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
 }
 
@@ -69,14 +69,14 @@ Status WriteSynced(const std::string& path, std::string_view value) {
     const ssize_t n = write(fd, value.data() + done, value.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Error error = SystemError("cannot write", path);
+      auto error = SystemError("cannot write", path);
       close(fd);
       return error;
     }
     done += static_cast<std::size_t>(n);
   }
   if (fsync(fd) != 0) {
-    Error error = SystemError("cannot fsync", path);
+    auto error = SystemError("cannot fsync", path);
     close(fd);
     return error;
   }
@@ -178,7 +178,7 @@ Result<std::string> SecretStore::Get(std::string_view team, std::string_view nam
     const ssize_t n = read(fd, value.data() + done, value.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Error error = SystemError("cannot read", path);
+      auto error = SystemError("cannot read", path);
       close(fd);
       return error;
     }
