@@ -57,11 +57,11 @@ Result<std::int64_t> IntField(const json& obj, const char* key, const std::strin
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::string_view content,
-                           Durability durability) {
+Status WriteFileAtomically(const std::string& path, std::string_view content, Durability durability,
+                           int mode) {
   const bool synced = durability == Durability::kSynced;
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return ErrnoError("cannot create", tmp, errno);
   Status written = WriteAll(fd, content, tmp);
   if (written && synced && fsync(fd) != 0) written = ErrnoError("cannot fsync", tmp, errno);
@@ -134,9 +134,10 @@ Result<ExitRecord> ReadExitFile(const std::string& dir) {
 Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec) {
   // Not synced: it is on the server's launch path (one fsync was half of a launch's cost), and
   // the supervisor it is for dies with the machine; after a power loss the worker is reported
-  // lost whether the file survived or not (LocalRuntime::Adopt).
+  // lost whether the file survived or not (LocalRuntime::Adopt). Readable by the agent's user
+  // alone: the env holds the values of the job's secret_env (docs/security.md, "Secrets").
   return WriteFileAtomically(Join(dir, kLaunchFile), codec::DumpJson(codec::ToJson(spec)),
-                             Durability::kVisible);
+                             Durability::kVisible, 0600);
 }
 
 Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {

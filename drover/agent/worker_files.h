@@ -7,7 +7,8 @@
 // (see WriteLaunchFile, WriteSupervisorFile, WriteStartedFile), and each fsync costs about
 // 6.5 ms on this project's VMs, on every launch's way to running:
 //
-//   launch.json      written by the runtime before the supervisor starts: the LaunchSpec
+//   launch.json      written by the runtime before the supervisor starts: the LaunchSpec (mode
+//                    0600: its env holds the job's secret_env values)
 //                    (codec::ToJson).
 //   supervisor.json  written by the supervisor first thing: {"pid", "start_time"}. start_time is
 //                    field 22 of /proc/PID/stat (clock ticks since boot), which tells a live
@@ -83,10 +84,10 @@ enum class Durability {
   kVisible,
 };
 
-// Writes `content` to `path` through "path.tmp.<pid>" + rename (with `durability`'s syncs).
-// kInternal with the errno text on failure.
+// Writes `content` to `path` through "path.tmp.<pid>" + rename (with `durability`'s syncs), the
+// file created with `mode` (less the umask). kInternal with the errno text on failure.
 Status WriteFileAtomically(const std::string& path, std::string_view content,
-                           Durability durability = Durability::kSynced);
+                           Durability durability = Durability::kSynced, int mode = 0644);
 
 // Encoders and decoders of the files above. Decoders return kNotFound when the file does not
 // exist and kInvalidArgument when it is not what it should be.

@@ -56,6 +56,18 @@ TEST_F(WorkerFilesTest, RecordsRoundTrip) {
   EXPECT_EQ(files, 4);
 }
 
+TEST_F(WorkerFilesTest, LaunchFileIsReadableByItsOwnerAloneSinceItsEnvHoldsSecrets) {
+  const mode_t old_umask = umask(0);  // a permissive umask does not widen it
+  model::LaunchSpec spec;
+  spec.env = {{"WANDB_API_KEY", "s3cr3t"}};
+  Status written = WriteLaunchFile(dir_, spec);
+  umask(old_umask);
+  ASSERT_TRUE(written);
+  struct stat info {};
+  ASSERT_EQ(stat((dir_ + "/" + kLaunchFile).c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+}
+
 TEST_F(WorkerFilesTest, MissingFileIsNotFoundAndGarbageIsInvalid) {
   EXPECT_EQ(ReadExitFile(dir_).error().code, ErrorCode::kNotFound);
   ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + kSupervisorFile, "{\"pid\": \"x\"}"));

@@ -107,6 +107,15 @@ Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& 
   return Convert(client_->Post(path, http_headers, body, content_type));
 }
 
+Result<ApiResponse> ApiClient::Put(const std::string& path, const std::string& body,
+                                   const std::string& content_type) {
+  return Convert(client_->Put(path, body, content_type));
+}
+
+Result<ApiResponse> ApiClient::Delete(const std::string& path) {
+  return Convert(client_->Delete(path));
+}
+
 namespace {
 
 Result<nlohmann::json> BodyOf(Result<ApiResponse> response) {

@@ -44,6 +44,9 @@ class ApiClient {
   Result<ApiResponse> Post(const std::string& path, const std::string& body,
                            const std::string& content_type,
                            const std::map<std::string, std::string>& headers = {});
+  Result<ApiResponse> Put(const std::string& path, const std::string& body,
+                          const std::string& content_type);
+  Result<ApiResponse> Delete(const std::string& path);
 
   // Typed calls (docs/api.md), each returning the response's JSON body. `job` is a job id as
   // the user typed it (it is URL-encoded; a malformed one is the server's kNotFound).
@@ -68,7 +71,7 @@ class ApiClient {
   const std::string& base_url() const { return base_url_; }
 
  private:
-  // `result` as Get and Post answer it.
+  // `result` as Get, Post, Put and Delete answer it.
   Result<ApiResponse> Convert(httplib::Result result) const;
 
   std::string base_url_;

@@ -126,6 +126,23 @@ class FakeService final : public Service {
   Status DeleteCron(const std::string& name) override {
     return NotFound("cron job " + name + " does not exist");
   }
+  Status PutSecret(const std::string& team, const std::string& name,
+                   std::string_view value) override {
+    secrets[{team, name}] = std::string(value);
+    return OkStatus();
+  }
+  Result<std::vector<SecretInfo>> ListSecrets(const std::string& team) const override {
+    std::vector<SecretInfo> out;
+    for (const auto& [key, value] : secrets) {
+      if (key.first == team) out.push_back(SecretInfo{key.second, now});
+    }
+    return out;
+  }
+  Status DeleteSecret(const std::string& team, const std::string& name) override {
+    if (secrets.erase({team, name}) == 0)
+      return NotFound("team " + team + " has no secret " + name);
+    return OkStatus();
+  }
   std::vector<control::QueueReport> Queues() const override { return {}; }
   model::Policy Policy() const override { return {}; }
   PolicyStatus PolicyInfo() const override { return {}; }
@@ -170,7 +187,10 @@ class FakeService final : public Service {
   std::map<std::string, model::Identity> identities = {
       {"admin", model::AdminIdentity("root")},
       {"alice", Member("alice", "team-a", model::Role::kMember)},
-      {"viewer", Member("vic", "team-a", model::Role::kViewer)}};
+      {"viewer", Member("vic", "team-a", model::Role::kViewer)},
+      {"carol", Member("carol", "team-a", model::Role::kCoordinator)},
+      {"bob", Member("bob", "team-b", model::Role::kCoordinator)}};
+  std::map<std::pair<std::string, std::string>, std::string> secrets;  // (team, name) -> value
   std::vector<store::AuditRecord> audited;
   std::map<JobId, model::Job> jobs;
   std::map<JobId, std::vector<model::Job>> runs;
@@ -251,8 +271,74 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
                   R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
                   "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
                   R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
-                  R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes", "POST /v1/agents/register",
+                  R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
+                  R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
+                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/agents/register",
                   R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)"));
+}
+
+TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
+  const std::map<std::string, std::string> carol = {{"Authorization", "Bearer carol"}};
+  Response put =
+      Serve({Method::kPut, "/v1/teams/team-a/secrets/wandb-key", "s3cr3t-value\n", {}, carol});
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(Body(put),
+            (json{{"team", "team-a"}, {"name", "wandb-key"}, {"updated_at", 1'000'000}}));
+  EXPECT_EQ((service_.secrets[{"team-a", "wandb-key"}]), "s3cr3t-value\n");  // taken as sent
+
+  Response list = Serve({Method::kGet, "/v1/teams/team-a/secrets", "", {}, carol});
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(Body(list), (json{{"team", "team-a"},
+                              {"secrets", {{{"name", "wandb-key"}, {"updated_at", 1'000'000}}}}}));
+  // Nothing any of them answers or records holds the value.
+  for (const Response& response : {put, list}) {
+    EXPECT_THAT(response.body, ::testing::Not(HasSubstr("s3cr3t")));
+  }
+  Response removed = Serve({Method::kDelete, "/v1/teams/team-a/secrets/wandb-key", "", {}, carol});
+  ASSERT_EQ(removed.status, 200) << removed.body;
+  EXPECT_EQ(Body(removed), (json{{"deleted", "wandb-key"}, {"team", "team-a"}}));
+  EXPECT_TRUE(service_.secrets.empty());
+  Response again = Serve({Method::kDelete, "/v1/teams/team-a/secrets/wandb-key", "", {}, carol});
+  EXPECT_EQ(again.status, 404);
+  EXPECT_EQ(Body(again)["code"], "not_found");
+
+  ASSERT_EQ(service_.audited.size(), 3u);  // the PUT and the two DELETEs, never the body
+  for (const store::AuditRecord& record : service_.audited) {
+    EXPECT_EQ(record.target, "team team-a");
+    EXPECT_THAT(record.action + record.caller + record.target, ::testing::Not(HasSubstr("s3cr3t")));
+  }
+}
+
+TEST_F(HandlersTest, OnlyAdminsAndTheTeamsCoordinatorsTouchItsSecrets) {
+  struct Case {
+    std::string token;
+    int status;
+  };
+  for (const Case& c : {Case{"admin", 200}, Case{"carol", 200}, Case{"alice", 403},
+                        Case{"viewer", 403}, Case{"bob", 403}, Case{"nobody", 401}}) {
+    const std::map<std::string, std::string> auth = {{"Authorization", "Bearer " + c.token}};
+    Response put = Serve({Method::kPut, "/v1/teams/team-a/secrets/key", "v", {}, auth});
+    EXPECT_EQ(put.status, c.status) << c.token << ": " << put.body;
+    Response list = Serve({Method::kGet, "/v1/teams/team-a/secrets", "", {}, auth});
+    EXPECT_EQ(list.status, c.status) << c.token << ": " << list.body;
+    if (c.status != 200) {
+      EXPECT_TRUE(Body(put).contains("code")) << c.token;
+      Response removed = Serve({Method::kDelete, "/v1/teams/team-a/secrets/key", "", {}, auth});
+      EXPECT_EQ(removed.status, c.status) << c.token;
+    }
+  }
+  EXPECT_EQ(service_.secrets.size(), 1u);  // only the admin's and carol's PUTs (one secret)
+  Response denied = Serve(
+      {Method::kPut, "/v1/teams/team-a/secrets/key", "v", {}, {{"Authorization", "Bearer alice"}}});
+  EXPECT_THAT(Body(denied)["message"].get<std::string>(), HasSubstr("team team-a"));
+}
+
+TEST_F(HandlersTest, SecretRoutesRefuseABadTeamNameBeforeTheService) {
+  Response response = Serve({Method::kPut, "/v1/teams/.. x/secrets/key", "v"});
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(Body(response)["code"], "invalid_argument");
+  EXPECT_THAT(Body(response)["message"].get<std::string>(), HasSubstr("invalid team '.. x'"));
+  EXPECT_TRUE(service_.secrets.empty());
 }
 
 TEST_F(HandlersTest, UnknownJobIsNotFoundWithTheErrorJson) {

@@ -9,6 +9,7 @@
 #include "drover/api/agent_handlers.h"
 #include "drover/api/cluster_handlers.h"
 #include "drover/api/job_handlers.h"
+#include "drover/api/secret_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
 #include "drover/model/access.h"
@@ -47,6 +48,12 @@ constexpr Route kRoutes[] = {
     {Method::kGet, "/v1/crons", ListCrons, ByToken(Verb::kView)},
     {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron, ByToken(Verb::kCancel, Target::kCron)},
     {Method::kGet, "/v1/nodes", ListNodes, ByToken(Verb::kView)},
+    {Method::kGet, R"(/v1/teams/([^/]+)/secrets)", ListSecrets,
+     ByToken(Verb::kSecrets, Target::kTeam)},
+    {Method::kPut, R"(/v1/teams/([^/]+)/secrets/([^/]+))", PutSecret,
+     ByToken(Verb::kSecrets, Target::kTeam), RouteKind::kPlain, "the secret's value (raw bytes)"},
+    {Method::kDelete, R"(/v1/teams/([^/]+)/secrets/([^/]+))", DeleteSecret,
+     ByToken(Verb::kSecrets, Target::kTeam)},
     {Method::kPost, "/v1/agents/register", RegisterAgent, AgentRegistration(), RouteKind::kAgent,
      "a node (JSON)"},
     {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, AgentOfNode(),
@@ -63,6 +70,8 @@ std::string_view MethodName(Method method) {
       return "GET";
     case Method::kPost:
       return "POST";
+    case Method::kPut:
+      return "PUT";
     case Method::kDelete:
       return "DELETE";
   }
@@ -120,6 +129,13 @@ Result<model::Resource> TargetOf(const Route& route, const Service& service,
         if (cron.record.spec.name == name) return CronResource(cron.record);
       }
       return NotFound(fmt::format("cron job {} does not exist", spec::EscapeForMessage(name)));
+    }
+    case Target::kTeam: {
+      const std::string& team = request.path_params.at(0);
+      if (!spec::IsValidPrincipal(team)) {
+        return InvalidArgument(spec::InvalidPrincipalMessage("team", team));
+      }
+      return TeamResource(team);
     }
   }
   return model::Resource{"the cluster", "", "", "", std::nullopt};
@@ -209,6 +225,9 @@ std::string DescribeAccess(const Access& access) {
         case Target::kCron:
           on = "the cron job";
           break;
+        case Target::kTeam:
+          on = "the team";
+          break;
         case Target::kBody:
           on = "each queue and owner the body names";
           break;
@@ -240,6 +259,8 @@ std::pair<std::string, std::optional<JobId>> AuditTarget(const Route& route,
       return {fmt::format("pipeline run {}", request.path_params.at(0)), {}};
     case Target::kCron:
       return {fmt::format("cron job {}", request.path_params.at(0)), {}};
+    case Target::kTeam:
+      return {TeamResource(request.path_params.at(0)).what, {}};
     case Target::kCluster:
     case Target::kBody:
       break;

@@ -18,9 +18,9 @@
 
 namespace drover::api {
 
-enum class Method { kGet, kPost, kDelete };
+enum class Method { kGet, kPost, kPut, kDelete };
 
-// "GET", "POST", "DELETE".
+// "GET", "POST", "PUT", "DELETE".
 std::string_view MethodName(Method method);
 
 // A handler answers a request that matched its route; an error becomes ErrorResponse (Handle).
@@ -40,6 +40,7 @@ enum class Target {
   kJob,       // the job whose id is path param 0
   kPipeline,  // the pipeline run whose id is path param 0 (its first job's owner, team, queue)
   kCron,      // the cron job named by path param 0
+  kTeam,      // the team named by path param 0 (its secrets)
   kBody,      // what the body names (a submission's queue and owner): Authorize checks only
               // that the caller may use the verb at all; the service judges each queue and
               // owner with model::Decide once the body is parsed

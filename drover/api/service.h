@@ -104,6 +104,14 @@ struct CronStatus {
   std::optional<CronRun> last;  // the newest run, whatever its state
 };
 
+// A team's secret as listings show it: never its value (docs/security.md, "Secrets").
+struct SecretInfo {
+  std::string name;
+  TimeMs updated_at = 0;  // when it was last set, ms since the epoch
+
+  friend bool operator==(const SecretInfo&, const SecretInfo&) = default;
+};
+
 class Service {
  public:
   virtual ~Service() = default;
@@ -172,6 +180,17 @@ class Service {
   virtual std::vector<CronStatus> Crons() const = 0;
   // kNotFound for an unknown name.
   virtual Status DeleteCron(const std::string& name) = 0;
+
+  // Team secrets (docs/security.md, "Secrets"); a value goes in and never comes out.
+  // Sets `team`'s secret `name`. kInvalidArgument naming the team or name, or saying what is
+  // wrong with the value (empty, over 64 KiB, a NUL byte) without quoting it; kInternal when it
+  // cannot be written.
+  virtual Status PutSecret(const std::string& team, const std::string& name,
+                           std::string_view value) = 0;
+  // `team`'s secrets by name. kInvalidArgument for a bad team name.
+  virtual Result<std::vector<SecretInfo>> ListSecrets(const std::string& team) const = 0;
+  // kNotFound when `team` has no secret `name`; kInvalidArgument for a bad team or name.
+  virtual Status DeleteSecret(const std::string& team, const std::string& name) = 0;
 
   // Queues and policy.
   // The queue tree with usage and pending counts, in tree order.

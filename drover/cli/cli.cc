@@ -205,6 +205,25 @@ int Main(int argc, char** argv) {
   report->add_option("--job", report_flags.job, "the job (default: $DROVER_JOB_ID)");
   report->callback([&] { run = [&] { return ReportCommand(client, report_flags); }; });
 
+  SecretFlags secret_flags;
+  auto* secret = app.add_subcommand("secret", "set, list or remove a team's secrets");
+  secret->require_subcommand(1);
+  auto* secret_set = secret->add_subcommand("set", "set secret NAME from a file (- : stdin)");
+  secret_set->add_option("name", secret_flags.name, "secret name")->required();
+  secret_set
+      ->add_option("--from-file", secret_flags.from_file, "file holding the value; - for stdin")
+      ->required();
+  auto* secret_ls = secret->add_subcommand("ls", "list the team's secrets (names only)");
+  auto* secret_rm = secret->add_subcommand("rm", "remove secret NAME");
+  secret_rm->add_option("name", secret_flags.name, "secret name")->required();
+  for (auto* sub : {secret_set, secret_ls, secret_rm}) {
+    sub->add_option("--team", secret_flags.team, "the team the secret belongs to")->required();
+    sub->callback([&, sub] {
+      secret_flags.action = sub->get_name();
+      run = [&] { return SecretCommand(client, secret_flags); };
+    });
+  }
+
   auto* crons = app.add_subcommand("crons", "list cron jobs: schedule, next and last run");
   crons->callback([&] { run = [&] { return CronsCommand(client); }; });
 

@@ -68,6 +68,17 @@ struct ReportFlags {
 // id or anything to report.
 int ReportCommand(const ClientFlags& flags, const ReportFlags& report);
 
+// `drover secret set|ls|rm` (docs/security.md, "Secrets"). The value of `set` is read from
+// `from_file` ("-": standard input) and sent as it is (a trailing newline included); it is never
+// printed.
+struct SecretFlags {
+  std::string action;  // "set", "ls" or "rm"
+  std::string name;    // set, rm
+  std::string team;
+  std::string from_file;  // set
+};
+int SecretCommand(const ClientFlags& flags, const SecretFlags& secret);
+
 // `drover crons`: every cron job with its schedule, zone, next run, last run and active runs.
 int CronsCommand(const ClientFlags& flags);
 // `drover submit` of a file of CronJob documents: creates or replaces each (POST /v1/crons).

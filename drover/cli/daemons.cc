@@ -23,6 +23,7 @@
 #include "drover/model/metrics.h"
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
+#include "drover/server/secret_store.h"
 
 namespace drover::cli {
 namespace {
@@ -84,6 +85,10 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
       auto store, store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string()));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   daemon.plane = std::make_unique<server::ControlPlane>(std::move(store), clock, options);
+  DROVER_ASSIGN_OR_RETURN(
+      auto secrets,
+      server::SecretStore::Open((std::filesystem::path(data_dir) / "secrets").string()));
+  daemon.plane->SetSecretStore(std::move(secrets));
   if (!policy_file.empty()) DROVER_RETURN_IF_ERROR(daemon.plane->LoadPolicyFile(policy_file));
   DROVER_ASSIGN_OR_RETURN(daemon.http,
                           server::HttpServer::Bind(*daemon.plane, host, port, http_options));

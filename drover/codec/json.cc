@@ -430,6 +430,7 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "working_dir", &out->working_dir));
   DROVER_RETURN_IF_ERROR(Field(j, path, "image", &out->image));
   DROVER_RETURN_IF_ERROR(Field(j, path, "env", &out->env));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "secret_env", &out->secret_env));
   DROVER_RETURN_IF_ERROR(Field(j, path, "requirements", &out->requirements));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preferences", &out->preferences));
   DROVER_RETURN_IF_ERROR(Field(j, path, "workers", &out->workers));
@@ -894,6 +895,7 @@ json ToJson(const model::JobSpec& spec) {
   if (!spec.pipeline.empty()) out["pipeline"] = spec.pipeline;
   if (!spec.stage.empty()) out["stage"] = spec.stage;
   if (!spec.image.empty()) out["image"] = spec.image;
+  if (!spec.secret_env.empty()) out["secret_env"] = StringMap(spec.secret_env);
   if (spec.hold_infeasible) out["hold_infeasible"] = true;
   if (spec.trial != model::TrialSpec{}) out["trial"] = ToJson(spec.trial);
   if (spec.admission != model::PipelineAdmission::kStagewise) {

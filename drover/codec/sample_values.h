@@ -32,6 +32,7 @@ inline model::JobSpec SampleJobSpec(const std::string& name = "train-llm") {
   spec.working_dir = "/home/alice/llm";
   spec.image = "nvcr.io/nvidia/pytorch:24.05-py3";
   spec.env = {{"NCCL_DEBUG", "INFO"}, {"EMPTY", ""}};
+  spec.secret_env = {{"WANDB_API_KEY", "wandb-key"}};
   spec.requirements.per_worker = {.cpu_millis = 8500, .memory_bytes = 68719476736, .gpus = 8};
   spec.requirements.gpu_memory_bytes = 85899345920;
   spec.requirements.gpu_models = {"H100", "H200"};

@@ -89,7 +89,8 @@ void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now,
   for (Worker& worker : attempt.workers) {
     worker.state = WorkerState::kLaunched;
     worker.launched_at = now;
-    step.effects.push_back(LaunchWorker{MakeLaunchSpec(job, worker)});
+    step.effects.push_back(
+        LaunchWorker{MakeLaunchSpec(job, worker), job.spec.team, job.spec.secret_env});
   }
   attempt.workers_started_at = now;
   job.status_message.clear();
@@ -109,7 +110,8 @@ void Controller::Relaunch(const model::WorkerKey& key, Step& step) {
   }
   Worker& worker = attempt->workers[key.rank];
   if (!WorkerAlive(worker)) return;
-  step.effects.push_back(LaunchWorker{MakeLaunchSpec(job, worker)});
+  step.effects.push_back(
+      LaunchWorker{MakeLaunchSpec(job, worker), job.spec.team, job.spec.secret_env});
 }
 
 DurationMs Controller::KillGrace(const Job& job) const {

@@ -8,6 +8,7 @@
 // effect that Dispatch or a driver does not handle fails to compile instead of being treated as
 // another effect at run time.
 
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -21,7 +22,12 @@ namespace drover::control {
 
 // Start a worker process: the agent of spec.node runs spec.
 struct LaunchWorker {
-  model::LaunchSpec spec;
+  model::LaunchSpec spec;  // without the values of secret_env: the driver adds them at launch
+  // The job's team and secret_env (variable -> secret name; docs/security.md, "Secrets"). The
+  // driver reads each secret of `team` when it launches and adds it to spec.env; the values never
+  // pass through the controller, its steps or the store.
+  std::string team;
+  std::map<std::string, std::string> secret_env;
 };
 // Stop a worker process (SIGTERM, grace, SIGKILL). With preempt, the agent first writes the
 // preemption notice file ($DROVER_PREEMPT_NOTICE) and reports the exit as preempted.

@@ -195,6 +195,10 @@ struct JobSpec {
   // `image` option when empty). The local executor runs the command on the node itself.
   std::string image;
   std::map<std::string, std::string> env;
+  // Environment variable -> the name of a secret of the job's team (docs/security.md,
+  // "Secrets"). The values are read only when a worker is launched and never enter the job, its
+  // JSON or the decision log; a variable is never in both env and secret_env.
+  std::map<std::string, std::string> secret_env;
 
   Requirements requirements;
   Preferences preferences;

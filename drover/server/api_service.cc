@@ -85,6 +85,20 @@ std::vector<api::CronStatus> ControlPlaneService::Crons() const { return plane_.
 
 Status ControlPlaneService::DeleteCron(const std::string& name) { return plane_.DeleteCron(name); }
 
+Status ControlPlaneService::PutSecret(const std::string& team, const std::string& name,
+                                      std::string_view value) {
+  return plane_.PutSecret(team, name, value);
+}
+
+Result<std::vector<api::SecretInfo>> ControlPlaneService::ListSecrets(
+    const std::string& team) const {
+  return plane_.ListSecrets(team);
+}
+
+Status ControlPlaneService::DeleteSecret(const std::string& team, const std::string& name) {
+  return plane_.DeleteSecret(team, name);
+}
+
 std::vector<control::QueueReport> ControlPlaneService::Queues() const { return plane_.Queues(); }
 
 model::Policy ControlPlaneService::Policy() const { return plane_.Policy(); }

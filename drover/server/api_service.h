@@ -39,6 +39,10 @@ class ControlPlaneService final : public api::Service {
                                   const model::Identity& caller) override;
   std::vector<api::CronStatus> Crons() const override;
   Status DeleteCron(const std::string& name) override;
+  Status PutSecret(const std::string& team, const std::string& name,
+                   std::string_view value) override;
+  Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const override;
+  Status DeleteSecret(const std::string& team, const std::string& name) override;
   std::vector<control::QueueReport> Queues() const override;
   model::Policy Policy() const override;
   api::PolicyStatus PolicyInfo() const override;

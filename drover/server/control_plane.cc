@@ -66,6 +66,10 @@ void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
   executors_[kind] = std::move(executor);
 }
 
+void ControlPlane::SetSecretStore(std::unique_ptr<SecretStore> secrets) {
+  secrets_ = std::move(secrets);
+}
+
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
   DROVER_RETURN_IF_ERROR(agents_.Load());
@@ -453,9 +457,15 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   // if it launched or had been launched before. Thread-safe (runtimes are).
   std::optional<model::WorkerEvent> Launch(const control::LaunchWorker& launch) const {
     std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(launch.spec.node);
-    Status launched = runtime == nullptr
-                          ? Unavailable("node " + launch.spec.node.value() + " is gone")
-                          : runtime->Launch(launch.spec);
+    Result<model::LaunchSpec> spec = WithSecrets(launch);
+    Status launched = OkStatus();
+    if (!spec) {
+      launched = tl::unexpected(spec.error());
+    } else if (runtime == nullptr) {
+      launched = Unavailable("node " + launch.spec.node.value() + " is gone");
+    } else {
+      launched = runtime->Launch(*spec);
+    }
     if (launched || launched.error().code == ErrorCode::kAlreadyExists) return std::nullopt;
     model::WorkerEvent failed;
     failed.key = launch.spec.key;
@@ -464,6 +474,25 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     failed.exit.exit_code = -1;
     failed.exit.message = "launch failed: " + launched.error().message;
     return failed;
+  }
+
+  // launch.spec with the values of launch.secret_env added to its env, read from the secret
+  // store now. kNotFound naming the variable and the secret (never a value) when one is gone.
+  Result<model::LaunchSpec> WithSecrets(const control::LaunchWorker& launch) const {
+    if (launch.secret_env.empty()) return launch.spec;
+    model::LaunchSpec spec = launch.spec;
+    for (const auto& [var, name] : launch.secret_env) {
+      Result<std::string> value =
+          plane_.secrets_ == nullptr
+              ? Result<std::string>(FailedPrecondition("this server keeps no secrets"))
+              : plane_.secrets_->Get(launch.team, name);
+      if (!value) {
+        return MakeError(value.error().code,
+                         fmt::format("secret_env.{}: {}", var, value.error().message));
+      }
+      spec.env[var] = std::move(*value);
+    }
+    return spec;
   }
 
   ControlPlane& plane_;
@@ -550,6 +579,46 @@ Result<model::Identity> ControlPlane::Authenticate(std::string_view) const {
 
 void ControlPlane::Audit(store::AuditRecord) {}
 
+Status ControlPlane::PutSecret(const std::string& team, const std::string& name,
+                               std::string_view value) {
+  if (secrets_ == nullptr) return FailedPrecondition("this server keeps no secrets");
+  return secrets_->Put(team, name, value);
+}
+
+Result<std::vector<api::SecretInfo>> ControlPlane::ListSecrets(const std::string& team) const {
+  if (secrets_ == nullptr) return FailedPrecondition("this server keeps no secrets");
+  return secrets_->List(team);
+}
+
+Status ControlPlane::DeleteSecret(const std::string& team, const std::string& name) {
+  if (secrets_ == nullptr) return FailedPrecondition("this server keeps no secrets");
+  return secrets_->Delete(team, name);
+}
+
+Status ControlPlane::CheckSecretEnv(const std::vector<model::JobSpec>& specs) const {
+  for (const model::JobSpec& spec : specs) {
+    if (spec.secret_env.empty()) continue;
+    const model::ExecutorConfig executor = model::ExecutorOf(controller_.policy(), spec.queue);
+    if (executor.kind == model::ExecutorKind::kSlurm) {
+      return FailedPrecondition(fmt::format(
+          "job {}: queue {} runs on Slurm, which cannot keep secret_env secret (slurmctld keeps a "
+          "batch job's environment and script in its state, shown by scontrol write batch_script "
+          "and, with AccountingStoreFlags=job_env, by sacct --env-vars); use a Kubernetes or "
+          "local queue",
+          spec.name, spec.queue));
+    }
+    for (const auto& [var, name] : spec.secret_env) {
+      if (secrets_ == nullptr || !secrets_->Exists(spec.team, name)) {
+        return InvalidArgument(fmt::format(
+            "job {}: secret_env.{} names secret {}, which team {} does not have (drover secret "
+            "set {} --team {} --from-file FILE)",
+            spec.name, var, name, spec.team, name, spec.team));
+      }
+    }
+  }
+  return OkStatus();
+}
+
 Status ControlPlane::ClaimSpecs(std::vector<model::JobSpec>& specs,
                                 const model::Identity& caller) const {
   for (model::JobSpec& spec : specs) {
@@ -573,6 +642,7 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
   Submission submission;
   DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
     DROVER_RETURN_IF_ERROR(ClaimSpecs(specs, caller));
+    DROVER_RETURN_IF_ERROR(CheckSecretEnv(specs));
     DROVER_ASSIGN_OR_RETURN(control::SubmitResult result,
                             controller_.Submit(std::move(specs), idempotency_key, caller.user,
                                                clock_.Now(), step, digest));

@@ -47,6 +47,7 @@
 #include "drover/server/agent_link.h"
 #include "drover/server/agent_registry.h"
 #include "drover/server/crons.h"
+#include "drover/server/secret_store.h"
 #include "drover/spec/limits.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
@@ -128,6 +129,10 @@ class ControlPlane {
   // Adds the executor that runs the jobs of queues whose policy names its kind (one per kind; a
   // second replaces the first). Call before Start().
   void AddExecutor(std::unique_ptr<exec::Executor> executor) EXCLUDES(mu_);
+  // Keeps the teams' secrets in `secrets` (docs/security.md, "Secrets"). Call before Start.
+  // Without one, the secret methods answer kFailedPrecondition and a job with secret_env is
+  // refused.
+  void SetSecretStore(std::unique_ptr<SecretStore> secrets);
 
   // Restores jobs from the store, re-attaches to live workers and to attempts handed to
   // executors, relaunches launches that never happened, and starts the loop thread (unless
@@ -149,9 +154,17 @@ class ControlPlane {
   // Appends `record` to the audit log (never fails the request that made it).
   void Audit(store::AuditRecord record);
 
+  // Team secrets: SecretStore's Put, List and Delete (api::Service's contract), without mu_.
+  Status PutSecret(const std::string& team, const std::string& name, std::string_view value);
+  Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const;
+  Status DeleteSecret(const std::string& team, const std::string& name);
+
   // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs as
   // `caller`'s (ClaimSpecs) within the policy's submit limits (kResourceExhausted). An invalid
-  // spec changes nothing: kInvalidArgument with every diagnostic in Error::details.
+  // spec changes nothing: kInvalidArgument with every diagnostic in Error::details. A job whose
+  // secret_env names a secret its team does not have is refused (kInvalidArgument naming the
+  // variable and the secret), as is one with secret_env in a queue that runs on Slurm
+  // (kFailedPrecondition: Slurm cannot keep a job's environment secret).
   // Each job's name and state are taken in the same critical section as the submission, so a
   // reply built from them never waits for mu_ again.
   //
@@ -270,6 +283,9 @@ class ControlPlane {
  private:
   // Gives each spec without an owner or team the caller's, then checks that the caller may
   // submit it (model::Decide: kPermissionDenied naming the queue and who may).
+  // OK when every secret each spec's secret_env names exists in its team and its queue's
+  // executor can keep it secret (Submit's refusals).
+  Status CheckSecretEnv(const std::vector<model::JobSpec>& specs) const REQUIRES(mu_);
   Status ClaimSpecs(std::vector<model::JobSpec>& specs, const model::Identity& caller) const
       REQUIRES(mu_);
   struct NodeEntry {
@@ -366,6 +382,9 @@ class ControlPlane {
   ControlPlaneOptions options_;  // not changed after construction
   FileSystem& fs_;
   AgentRegistry agents_;  // thread-safe itself: read outside mu_ by Authorize
+  // Thread-safe itself (a leaf lock): read by Submit under mu_ (its in-memory index) and by the
+  // effect runner without it; set before Start. Null: no secrets.
+  std::unique_ptr<SecretStore> secrets_;
 
   // Serializes turns of the loop (Loop, RunOnce), so that the events of one Poll are fed to the
   // controller before those of the next. Taken before mu_; public methods other than RunOnce

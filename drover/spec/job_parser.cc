@@ -34,11 +34,31 @@ std::string CheckEnvName(const std::string& name) {
 
 // Fields every job mapping admits; the forms add their own (JobKeys).
 const std::vector<std::string>& CommonKeys() {
-  static const std::vector<std::string> kKeys = {
-      "name",      "owner",          "team",   "queue",         "priority", "command",
-      "script",    "working_dir",    "env",    "resources",     "workers",  "min_workers",
-      "placement", "depends_on",     "if",     "inputs",        "outputs",  "timeout",
-      "retry",     "checkpoint_dir", "resume", "interruptible", "image",    "hold_infeasible"};
+  static const std::vector<std::string> kKeys = {"name",
+                                                 "owner",
+                                                 "team",
+                                                 "queue",
+                                                 "priority",
+                                                 "command",
+                                                 "script",
+                                                 "working_dir",
+                                                 "env",
+                                                 "secret_env",
+                                                 "resources",
+                                                 "workers",
+                                                 "min_workers",
+                                                 "placement",
+                                                 "depends_on",
+                                                 "if",
+                                                 "inputs",
+                                                 "outputs",
+                                                 "timeout",
+                                                 "retry",
+                                                 "checkpoint_dir",
+                                                 "resume",
+                                                 "interruptible",
+                                                 "image",
+                                                 "hold_infeasible"};
   return kKeys;
 }
 
@@ -97,6 +117,32 @@ const std::map<std::string, std::string>& TopLevelAliases() {
       {"artifacts", "outputs"},
   };
   return kAliases;
+}
+
+// secret_env: environment variable -> the name of a secret of the job's team. The values are
+// names, not templates; a variable set in both env and secret_env is refused (which would win is
+// not obvious to the reader).
+void ReadSecretEnv(const Fields& f, model::JobSpec& spec, Sink& sink) {
+  const std::optional<Value> v = f.Get("secret_env");
+  if (!v) return;
+  std::optional<std::map<std::string, std::string>> secret_env =
+      ReadStringMap(*v, sink, CheckEnvName);
+  if (!secret_env) return;
+  bool ok = true;
+  for (const auto& pair : v->node) {
+    const std::string& var = pair.first.Scalar();
+    const std::string& name = secret_env->at(var);
+    const Pos pos = PosOf(pair.second, PosOf(pair.first.Mark()));
+    if (!IsValidSecretName(name)) {
+      sink.Add(pos, Child(v->path, var), InvalidSecretNameMessage(name));
+      ok = false;
+    } else if (spec.env.contains(var)) {
+      sink.Add(PosOf(pair.first.Mark()), Child(v->path, var),
+               fmt::format("{} is set in both env and secret_env; keep one", var));
+      ok = false;
+    }
+  }
+  if (ok) spec.secret_env = std::move(*secret_env);
 }
 
 void ReadCommand(const Fields& f, ParsedJob& job, Sink& sink) {
@@ -268,6 +314,7 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
     }
   }
 
+  ReadSecretEnv(f, spec, sink);
   CheckLaunchSize(f, job, options.limits, sink);
 
   ReadResources(f.Get("resources"), spec, sink);

@@ -21,6 +21,21 @@ std::string InvalidPrincipalMessage(std::string_view what, std::string_view name
       what, EscapeForMessage(name));
 }
 
+bool IsValidSecretName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+std::string InvalidSecretNameMessage(std::string_view name) {
+  return fmt::format(
+      "invalid secret name '{}': use 1 to 64 letters, digits, '.', '_' or '-', not starting with "
+      "'.'",
+      EscapeForMessage(name));
+}
+
 std::string EscapeForMessage(std::string_view text) {
   std::string out;
   for (char c : text) {

@@ -46,6 +46,13 @@ bool IsValidPrincipal(std::string_view name);
 // as \xNN.
 std::string InvalidPrincipalMessage(std::string_view what, std::string_view name);
 
+// Secret names (a team's secrets, `secret_env`'s values; docs/security.md, "Secrets"): 1 to 64
+// letters, digits, '.', '_' and '-', not starting with '.'. A name is a file name on the server
+// (DATA/secrets/TEAM/NAME): no '/', no "." or "..", no hidden file.
+bool IsValidSecretName(std::string_view name);
+// "invalid secret name 'X': use 1 to 64 letters, ...", X escaped as in InvalidPrincipalMessage.
+std::string InvalidSecretNameMessage(std::string_view name);
+
 // `text` with every byte outside printable ASCII written as \xNN: for echoing refused input in
 // messages without passing control characters on.
 std::string EscapeForMessage(std::string_view text);

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -262,7 +263,8 @@ TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {
                   "mean 'max_attempts'?",
                   "jobs.yaml:8:1: error: foo: unknown field 'foo'; expected one of: kind, name, "
                   "owner, team, queue, priority, pipeline, command, script, working_dir, env, "
-                  "resources, workers, min_workers, placement, depends_on, if, inputs, outputs, "
+                  "secret_env, resources, workers, min_workers, placement, depends_on, if, inputs, "
+                  "outputs, "
                   "timeout, retry, checkpoint_dir, resume, interruptible, image, hold_infeasible"));
 }
 
@@ -434,6 +436,41 @@ TEST(ParseJobs, ChecksEnvironmentVariableNames) {
   EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nenv:\n  1X: a\n  OK_1: b\n"),
               ElementsAre("jobs.yaml:5:3: error: env.1X: invalid environment variable name '1X': "
                           "use letters, digits and '_', not starting with a digit"));
+}
+
+TEST(ParseJobs, ReadsSecretEnv) {
+  EXPECT_EQ(ParseOne("kind: Job\nname: a\nscript: x\nenv: {A: 1}\n"
+                     "secret_env: {WANDB_API_KEY: wandb-key, HF_TOKEN: hf.token_2}\n")
+                .secret_env,
+            (std::map<std::string, std::string>{{"WANDB_API_KEY", "wandb-key"},
+                                                {"HF_TOKEN", "hf.token_2"}}));
+  EXPECT_TRUE(ParseOne("kind: Job\nname: a\nscript: x\n").secret_env.empty());
+}
+
+TEST(ParseJobs, ChecksSecretEnvNamesAndSecretNames) {
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nsecret_env:\n  1X: a\n  B: ok\n  C: ok\n"
+             "  D: ok\n  E: [a]\n"),
+      ElementsAre("jobs.yaml:5:3: error: secret_env.1X: invalid environment variable name '1X': "
+                  "use letters, digits and '_', not starting with a digit",
+                  "jobs.yaml:9:6: error: secret_env.E: expected a string, found a list"));
+  EXPECT_THAT(
+      Errors("kind: Job\nname: a\nscript: x\nsecret_env:\n  B: ../etc\n  C: .hidden\n"
+             "  D: \"\"\n  E: a/b\n  F: " +
+             std::string(65, 'k') + "\n  G: ok\n"),
+      ElementsAre("jobs.yaml:5:6: error: secret_env.B: invalid secret name '../etc': use 1 to 64 "
+                  "letters, digits, '.', '_' or '-', not starting with '.'",
+                  HasSubstr("jobs.yaml:6:6: error: secret_env.C: invalid secret name '.hidden'"),
+                  HasSubstr("jobs.yaml:7:6: error: secret_env.D: invalid secret name ''"),
+                  HasSubstr("jobs.yaml:8:6: error: secret_env.E: invalid secret name 'a/b'"),
+                  HasSubstr("jobs.yaml:9:6: error: secret_env.F: invalid secret name 'kkk")));
+}
+
+TEST(ParseJobs, RefusesAVariableInBothEnvAndSecretEnv) {
+  EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\nenv: {KEY: plain}\n"
+                     "secret_env:\n  OTHER: b\n  KEY: wandb-key\n"),
+              ElementsAre("jobs.yaml:7:3: error: secret_env.KEY: KEY is set in both env and "
+                          "secret_env; keep one"));
 }
 
 TEST(ParseJobs, ReportsYamlSyntaxErrorsAtTheirPosition) {

@@ -392,7 +392,7 @@ TEST(ParsePipeline, ChecksPipelineFields) {
           "picks the best trial)",
           "p.yaml:4:50: error: stages[0].kind: unknown field 'kind'; expected one "
           "of: name, owner, team, queue, priority, command, script, working_dir, "
-          "env, resources, workers, min_workers, placement, depends_on, if, "
+          "env, secret_env, resources, workers, min_workers, placement, depends_on, if, "
           "inputs, outputs, timeout, retry, checkpoint_dir, resume, "
           "interruptible, image, hold_infeasible, matrix, concurrency, objective, early_stopping"));
   EXPECT_THAT(
@@ -523,7 +523,8 @@ pipeline:
 }
 
 TEST(ParseDocuments, ReportsCronJobErrors) {
-  EXPECT_THAT(Errors(R"(kind: CronJob
+  EXPECT_THAT(
+      Errors(R"(kind: CronJob
 name: nightly
 schedule: "61 * * * *"
 concurrency_policy: forbd
@@ -536,23 +537,23 @@ kind: CronJob
 name: nightly
 schedule: "@daily"
 )"),
-              ElementsAre("p.yaml:3:11: error: schedule: minute: \"61\" is out of range 0-59",
-                          "p.yaml:4:21: error: concurrency_policy: unknown concurrency policy "
-                          "'forbd' (did you mean 'forbid'?); expected allow, forbid, replace",
-                          "p.yaml:5:20: error: starting_deadline: must be greater than zero",
-                          "p.yaml:6:22: error: history.succeeded: must not be negative",
-                          "p.yaml:7:27: error: job.kind: unknown field 'kind'; expected one of: "
-                          "name, owner, team, queue, priority, pipeline, command, script, "
-                          "working_dir, env, resources, workers, min_workers, placement, "
-                          "depends_on, if, inputs, outputs, timeout, retry, checkpoint_dir, "
-                          "resume, interruptible, image, hold_infeasible",
-                          "p.yaml:8:1: error: pipeline: job and pipeline are mutually exclusive; "
-                          "give only one",
-                          "p.yaml:8:20: error: pipeline.stages: must not be empty",
-                          "p.yaml:10:1: error: job: one of job (the job each run submits) or "
-                          "pipeline (the pipeline each run submits) is required",
-                          "p.yaml:11:7: error: name: duplicate cron job name 'nightly'; the first "
-                          "is at line 2"));
+      ElementsAre("p.yaml:3:11: error: schedule: minute: \"61\" is out of range 0-59",
+                  "p.yaml:4:21: error: concurrency_policy: unknown concurrency policy "
+                  "'forbd' (did you mean 'forbid'?); expected allow, forbid, replace",
+                  "p.yaml:5:20: error: starting_deadline: must be greater than zero",
+                  "p.yaml:6:22: error: history.succeeded: must not be negative",
+                  "p.yaml:7:27: error: job.kind: unknown field 'kind'; expected one of: "
+                  "name, owner, team, queue, priority, pipeline, command, script, "
+                  "working_dir, env, secret_env, resources, workers, min_workers, placement, "
+                  "depends_on, if, inputs, outputs, timeout, retry, checkpoint_dir, "
+                  "resume, interruptible, image, hold_infeasible",
+                  "p.yaml:8:1: error: pipeline: job and pipeline are mutually exclusive; "
+                  "give only one",
+                  "p.yaml:8:20: error: pipeline.stages: must not be empty",
+                  "p.yaml:10:1: error: job: one of job (the job each run submits) or "
+                  "pipeline (the pipeline each run submits) is required",
+                  "p.yaml:11:7: error: name: duplicate cron job name 'nightly'; the first "
+                  "is at line 2"));
 }
 
 TEST(ParseDocuments, KeepsKindsApart) {

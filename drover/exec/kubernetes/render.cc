@@ -239,6 +239,12 @@ json Container(const model::ExternalLaunch& launch, const std::string& image, bo
     if (key != "DROVER_WORKER_RANK" && key != "DROVER_MASTER_ADDR")
       env.push_back(EnvVar(key, value));
   }
+  for (const auto& [var, secret] : spec.secret_env) {
+    env.push_back(
+        {{"name", var},
+         {"valueFrom",
+          {{"secretKeyRef", {{"name", KubernetesSecretName(spec.team)}, {"key", secret}}}}}});
+  }
   if (gang) {
     env.push_back(FieldEnvVar("DROVER_WORKER_RANK", fmt::format("metadata.annotations['{}']",
                                                                 kCompletionIndexAnnotation)));
@@ -300,6 +306,16 @@ std::string ByteQuantity(std::int64_t bytes) {
     if (bytes > 0 && bytes % unit == 0) return fmt::format("{}{}", bytes / unit, kUnits[i]);
   }
   return std::to_string(bytes);
+}
+
+std::string KubernetesSecretName(std::string_view team) {
+  std::string out = "drover-";
+  for (char c : team) {
+    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += (std::isalnum(static_cast<unsigned char>(lower)) || lower == '-' || lower == '.') ? lower
+                                                                                             : '-';
+  }
+  return out;
 }
 
 Result<RenderedAttempt> Render(const model::ExternalLaunch& launch) {

@@ -41,6 +41,14 @@ struct RenderedAttempt {
 // queue's), a time-sliced gpu_share outside the KAI scheduler, a relative working_dir.
 Result<RenderedAttempt> Render(const model::ExternalLaunch& launch);
 
+// The Kubernetes Secret that holds team `team`'s secrets for the pods Drover renders
+// (docs/security.md, "Secrets"): "drover-" and the team in lower case, each character other than
+// a letter, digit, '-' or '.' written as '-' (team_A@x -> drover-team-a-x). Each of the team's
+// secrets is the key of that name in it; a job's secret_env renders as env valueFrom
+// secretKeyRef. The site creates the Secret in the queue's namespace; Drover never copies a value
+// into a manifest.
+std::string KubernetesSecretName(std::string_view team);
+
 // The REST collection an object is created in, from its apiVersion, kind and namespace:
 // "/apis/batch/v1/namespaces/ml/jobs", "/api/v1/namespaces/ml/services".
 Result<std::string> CollectionPath(const nlohmann::json& object);

@@ -52,6 +52,19 @@ json EnvNamed(const json& container, const std::string& name) {
   return nullptr;
 }
 
+TEST(Render, SecretEnvRefersToTheTeamsKubernetesSecretWithoutItsValue) {
+  model::ExternalLaunch launch = Launch();
+  launch.spec.team = "Team_A@x";
+  launch.spec.secret_env = {{"WANDB_API_KEY", "wandb-key"}};
+  auto rendered = Render(launch);
+  ASSERT_TRUE(rendered) << rendered.error().ToString();
+  EXPECT_EQ(EnvNamed(Container(*rendered), "WANDB_API_KEY"),
+            (json{{"name", "WANDB_API_KEY"},
+                  {"valueFrom",
+                   {{"secretKeyRef", {{"name", "drover-team-a-x"}, {"key", "wandb-key"}}}}}}));
+  EXPECT_EQ(KubernetesSecretName("team-a"), "drover-team-a");
+}
+
 TEST(Render, OneWorkerIsABatchJobWithWholeGpuLimits) {
   auto rendered = Render(Launch());
   ASSERT_TRUE(rendered) << rendered.error().ToString();

@@ -59,6 +59,12 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
         "requirements.mig: MIG profiles cannot run under the slurm executor (Slurm's MIG GRES "
         "are site-specific)");
   }
+  if (!spec.secret_env.empty()) {
+    // The server refuses these at submit; a queue moved to Slurm afterwards lands here.
+    return InvalidArgument(
+        "secret_env: secrets cannot run under the slurm executor (slurmctld keeps a batch job's "
+        "environment and script in its state); use a Kubernetes or local queue");
+  }
   if (req.gpu_models.size() > 1) {
     return InvalidArgument(
         "requirements.gpu_model: the slurm executor takes at most one GPU model (one gres type)");
