@@ -8,6 +8,7 @@
 
 #include "drover/api/agent_handlers.h"
 #include "drover/api/cluster_handlers.h"
+#include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
@@ -47,6 +48,12 @@ constexpr Route kRoutes[] = {
     {Method::kGet, "/v1/crons", ListCrons, ByToken(Verb::kView)},
     {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron, ByToken(Verb::kCancel, Target::kCron)},
     {Method::kGet, "/v1/nodes", ListNodes, ByToken(Verb::kView)},
+    {Method::kPost, "/v1/tokens", CreateToken, ByToken(Verb::kAdminister), RouteKind::kPlain,
+     "a token's user, team and role (JSON)"},
+    {Method::kGet, "/v1/tokens", ListTokens, ByToken(Verb::kAdminister)},
+    {Method::kPost, R"(/v1/tokens/([^/]+)/revoke)", RevokeToken, ByToken(Verb::kAdminister)},
+    {Method::kGet, "/v1/whoami", WhoAmI, ByToken(Verb::kView)},
+    {Method::kGet, "/v1/audit", ListAudit, ByToken(Verb::kAudit)},
     {Method::kPost, "/v1/agents/register", RegisterAgent, AgentRegistration(), RouteKind::kAgent,
      "a node (JSON)"},
     {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, AgentOfNode(),

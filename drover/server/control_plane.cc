@@ -17,6 +17,7 @@
 
 #include "drover/agent/outputs.h"
 #include "drover/model/access.h"
+#include "drover/server/secret.h"
 
 namespace drover::server {
 
@@ -45,6 +46,9 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
       options_(std::move(options)),
       fs_(fs),
       agents_(*store_, options_.join_token),
+      tokens_(*store_, options_.job_token_key.empty() ? NewCredential().value_or("")
+                                                      : options_.job_token_key),
+      audit_(*store_, options_.audit_flush_interval_ms),
       controller_(WithServerUser(options_.control)) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
@@ -69,6 +73,7 @@ void ControlPlane::AddExecutor(std::unique_ptr<exec::Executor> executor) {
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
   DROVER_RETURN_IF_ERROR(agents_.Load());
+  DROVER_RETURN_IF_ERROR(tokens_.Load());
   {
     MutexLock lock(mu_);
     control::Step step;
@@ -133,6 +138,7 @@ void ControlPlane::Stop() {
   wake_loop_.notify_all();
   changed_.notify_all();
   if (loop_.joinable()) loop_.join();
+  audit_.Stop();
 }
 
 // What a turn of the loop looked at without mu_ (Gather), for Absorb.
@@ -453,9 +459,14 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   // if it launched or had been launched before. Thread-safe (runtimes are).
   std::optional<model::WorkerEvent> Launch(const control::LaunchWorker& launch) const {
     std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(launch.spec.node);
-    Status launched = runtime == nullptr
-                          ? Unavailable("node " + launch.spec.node.value() + " is gone")
-                          : runtime->Launch(launch.spec);
+    Status launched = Unavailable("node " + launch.spec.node.value() + " is gone");
+    if (runtime != nullptr) {
+      // The job's own token is added here, by the driver, so that it is never in the
+      // controller's state or the store (docs/security.md, "Jobs' tokens").
+      model::LaunchSpec spec = launch.spec;
+      spec.env.insert_or_assign("DROVER_TOKEN", plane_.tokens_.JobToken(spec.key.job));
+      launched = runtime->Launch(spec);
+    }
     if (launched || launched.error().code == ErrorCode::kAlreadyExists) return std::nullopt;
     model::WorkerEvent failed;
     failed.key = launch.spec.key;
@@ -544,12 +555,6 @@ void ControlPlane::CarryOutIfNoLoop() {
 }
 
 // TODO(tokens helper): the token registry replaces these two.
-Result<model::Identity> ControlPlane::Authenticate(std::string_view) const {
-  return Unauthenticated("no token registry yet");
-}
-
-void ControlPlane::Audit(store::AuditRecord) {}
-
 Status ControlPlane::ClaimSpecs(std::vector<model::JobSpec>& specs,
                                 const model::Identity& caller) const {
   for (model::JobSpec& spec : specs) {
