@@ -8,7 +8,6 @@
 #include "drover/api/views.h"
 #include "drover/model/access.h"
 #include "drover/spec/limits.h"
-#include "drover/spec/yaml_reader.h"
 
 namespace drover::api {
 namespace {
@@ -68,11 +67,12 @@ Result<TokenRequest> ParseTokenRequest(const Request& request) {
     const json& queues = body["queues"];
     if (!queues.is_array()) return InvalidArgument("queues: expected a list of queue names");
     for (std::size_t i = 0; i < queues.size(); ++i) {
-      if (!queues[i].is_string() || !spec::IsValidName(queues[i].get<std::string>())) {
-        return InvalidArgument(fmt::format(
-            "queues[{}]: {}", i,
-            queues[i].is_string() ? spec::InvalidNameMessage("queue", queues[i].get<std::string>())
-                                  : std::string("expected a queue name")));
+      if (!queues[i].is_string() || !spec::IsValidPrincipal(queues[i].get<std::string>())) {
+        return InvalidArgument(
+            fmt::format("queues[{}]: {}", i,
+                        queues[i].is_string()
+                            ? spec::InvalidPrincipalMessage("queue", queues[i].get<std::string>())
+                            : std::string("expected a queue name")));
       }
       out.identity.queues.push_back(queues[i].get<std::string>());
     }
