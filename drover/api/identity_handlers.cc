@@ -14,6 +14,9 @@ namespace {
 
 using nlohmann::json;
 
+// GET /v1/audit answers at most this many records unless `limit` says otherwise (0: all).
+constexpr std::int64_t kDefaultAuditLimit = 1000;
+
 // The body of POST /v1/tokens. Errors are kInvalidArgument naming the field.
 struct TokenRequest {
   model::Identity identity;
@@ -165,7 +168,7 @@ Result<Response> ListAudit(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
   store::AuditFilter filter;
   DROVER_ASSIGN_OR_RETURN(filter.since, IntQuery(request, "since", 0));
-  DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", 0));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", kDefaultAuditLimit));
   DROVER_ASSIGN_OR_RETURN(std::int64_t job, IntQuery(request, "job", 0));
   if (filter.since < 0 || limit < 0 || job < 0) {
     return InvalidArgument("since, job and limit: expected whole numbers, 0 or more");

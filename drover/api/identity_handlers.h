@@ -20,8 +20,9 @@ Result<Response> ListTokens(Service& service, const Request& request);
 Result<Response> RevokeToken(Service& service, const Request& request);
 // GET /v1/whoami: the caller's {user, team, role, queues, job, token_id, describe}.
 Result<Response> WhoAmI(Service& service, const Request& request);
-// GET /v1/audit?since=MS&user=U&team=T&job=ID&limit=N: {"records": [...]} in seq order, those
-// model::Visible lets the caller read (an admin: all; a coordinator: its team's). kInvalidArgument
+// GET /v1/audit?since=MS&user=U&team=T&job=ID&limit=N: {"records": [...]} in seq order, the
+// newest `limit` (default 1000; 0: all) of those model::Visible lets the caller read (an admin:
+// all; a coordinator: its team's). kInvalidArgument
 // for a since, job or limit that is not a non-negative integer.
 Result<Response> ListAudit(Service& service, const Request& request);
 

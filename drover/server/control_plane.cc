@@ -390,7 +390,11 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     agent::DiscardStaging(discard.outputs, plane_.fs_);
   }
   void SubmitExternal(const control::SubmitExternal& submit) override {
-    const model::ExternalLaunch& launch = submit.launch;
+    // The job's token as for a local launch (LaunchWorker): added by the driver alone. The
+    // engine's script or pod spec holds it, which shows no more than it already does (the job's
+    // env), and it acts for that job alone (docs/security.md, "Jobs' tokens").
+    model::ExternalLaunch launch = submit.launch;
+    launch.env.insert_or_assign("DROVER_TOKEN", plane_.tokens_.JobToken(launch.ref.job));
     exec::Executor* executor = plane_.ExecutorOf(launch.ref.executor);
     Status submitted =
         executor == nullptr
