@@ -461,6 +461,11 @@ int RunCommand(const RunFlags& flags) {
   server::ControlPlane& plane = *daemon->plane;
   Status started = plane.Start();
   if (!started) return ReportError(started.error());
+  // The run's private admin token: for `drover get/logs --token ...` against its API meanwhile
+  // (its jobs have their own, DROVER_TOKEN).
+  const std::string admin_token = (std::filesystem::path(data_dir) / "admin.token").string();
+  Result<bool> admin = plane.EnsureAdminToken(admin_token, CurrentUser());
+  if (!admin) return ReportError(admin.error());
   daemon->http->Serve();
   for (const server::NodeStatus& node : plane.Nodes()) {
     std::string models;
@@ -473,8 +478,8 @@ int RunCommand(const RunFlags& flags) {
                              models)
               << std::endl;
   }
-  std::cout << fmt::format("control plane: {} (SQLite in {}), API at {}", flags.file, data_dir,
-                           daemon->url)
+  std::cout << fmt::format("control plane: {} (SQLite in {}), API at {} (token in {})", flags.file,
+                           data_dir, daemon->url, admin_token)
             << std::endl;
 
   const TimeMs start = clock.Now();
