@@ -182,6 +182,13 @@ class Server {
     }
     server->http_ = *std::move(http);
     server->url_ = fmt::format("http://127.0.0.1:{}", server->http_->port());
+    auto token = server->plane_->CreateToken(model::AdminIdentity("bench"), 0,
+                                             model::AdminIdentity("bench"));
+    if (!token) {
+      *error = "CreateToken: " + token.error().ToString();
+      return nullptr;
+    }
+    server->token_ = token->token;
     return server;
   }
 
@@ -192,6 +199,12 @@ class Server {
 
   ControlPlane& plane() { return *plane_; }
   const std::string& url() const { return url_; }
+  // A client of url() with an admin's token.
+  std::unique_ptr<api::ApiClient> NewClient() const {
+    auto client = std::make_unique<api::ApiClient>(url_);
+    client->SetBearer(token_);
+    return client;
+  }
 
  private:
   Server() = default;
@@ -201,6 +214,7 @@ class Server {
   std::unique_ptr<ControlPlane> plane_;
   std::unique_ptr<HttpServer> http_;
   std::string url_;
+  std::string token_;  // an admin's (bench)
 };
 
 // Shared between the threads of one BM_SubmitHttp run: thread 0 creates it before the timed
@@ -236,7 +250,7 @@ void BM_SubmitHttp(benchmark::State& state) {
   for (auto _ : state) {
     // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
     // that reconnects per submission would pay it every time.
-    if (!client) client = std::make_unique<api::ApiClient>(g_submit_server->url());
+    if (!client) client = g_submit_server->NewClient();
     auto response =
         client->Post("/v1/jobs", kQueuedSpec, "application/yaml", {{"X-Drover-User", "bench"}});
     if (!response || response->status != 201) {
@@ -295,7 +309,7 @@ void BM_SubmitToStart(benchmark::State& state) {
     Skip(state, "BM_SubmitToStart: " + error);
     return;
   }
-  api::ApiClient client(server->url());
+  api::ApiClient client = std::move(*server->NewClient());
   std::vector<double> observed_ms;  // before the POST -> running_at seen
   std::vector<double> recorded_ms;  // created_at -> running_at, from the job's record
   std::vector<double> post_ms;      // the POST alone
@@ -390,7 +404,7 @@ void BM_SubmitWhileRunning(benchmark::State& state) {
   std::unique_ptr<api::ApiClient> client;
   for (auto _ : state) {
     const Steady::time_point start = Steady::now();
-    if (!client) client = std::make_unique<api::ApiClient>(g_running_server->url());
+    if (!client) client = g_running_server->NewClient();
     auto response = client->Post("/v1/jobs", fmt::format(kTrivialSpec, "bench-trivial"),
                                  "application/yaml", {{"X-Drover-User", "bench"}});
     const double ms = MillisSince(start);
@@ -437,7 +451,7 @@ void BM_TrivialJobs(benchmark::State& state) {
       Skip(state, "BM_TrivialJobs: " + error);
       break;
     }
-    api::ApiClient client(server->url());
+    api::ApiClient client = std::move(*server->NewClient());
     const Steady::time_point start = Steady::now();
     auto response = client.Post("/v1/jobs", file, "application/yaml", {{"X-Drover-User", "bench"}});
     if (!response || response->status != 201) {

@@ -88,7 +88,14 @@ EOF
   "$DROVER" server --data "$dir/data" --listen "127.0.0.1:$API_PORT" --nodes "$dir/nodes.yaml" \
     --policy "$dir/policy.yaml" --ready-file "$dir/ready" >"$dir/server.log" 2>&1 &
   SERVER_PID=$!
-  for _ in $(seq 1 300); do [ -s "$dir/ready" ] && return 0; sleep 0.1; done
+  for _ in $(seq 1 300); do
+    if [ -s "$dir/ready" ]; then
+      # The admin token it wrote (docs/security.md), for the CLI (DROVER_TOKEN) and curl.
+      export DROVER_TOKEN=$(cat "$dir/data/admin.token")
+      return 0
+    fi
+    sleep 0.1
+  done
   echo "drover server did not start; $dir/server.log:" >&2
   cat "$dir/server.log" >&2
   exit 1
@@ -121,7 +128,7 @@ wait_slurm() {  # until squeue lists nothing (pending, running or completing)
 # Slurm's own queue became empty (DIR/slurm_done_at): the gap is how late Drover learned.
 wait_drover() {
   local deadline=$((SECONDS + WAIT_LIMIT_S))
-  while [ "$(curl -sf "$URL/v1/jobs?active=1&limit=1" | jq '.jobs | length')" != 0 ]; do
+  while [ "$(curl -sf -H "Authorization: Bearer $DROVER_TOKEN" "$URL/v1/jobs?active=1&limit=1" | jq '.jobs | length')" != 0 ]; do
     if [ "$2" = hpc ] && [ ! -s "$1/slurm_done_at" ] && [ -z "$(squeue -h -o %i 2>/dev/null)" ] &&
       [ "$(squeue -h -t all -o %i 2>/dev/null | wc -l)" -ge "$N" ]; then
       now >"$1/slurm_done_at"

@@ -49,13 +49,15 @@ for run in $(seq 1 "$RUNS"); do
   SERVER_PID=$!
   for _ in $(seq 1 300); do [ -s "$dir/ready" ] && break; sleep 0.1; done
   [ -s "$dir/ready" ] || { echo "drover server did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
+  # The admin token the server wrote (docs/security.md): for the CLI and curl alike.
+  export DROVER_TOKEN=$(cat "$dir/data/admin.token")
   load=$(cut -d' ' -f1 /proc/loadavg)
   start=$EPOCHREALTIME
   "$DROVER" --server "$URL" submit "$WORK/jobs.yaml" >"$dir/submit.out"
   replied=$EPOCHREALTIME
   [ "$(wc -l <"$dir/submit.out")" = "$N" ] || { echo "the reply did not list $N jobs" >&2; exit 1; }
-  created=$(curl -sf "$URL/v1/jobs?limit=1" | jq '.jobs[0].created_at')
-  while [ "$(curl -sf "$URL/v1/jobs?active=1&limit=1" | jq '.jobs | length')" != 0 ]; do
+  created=$(curl -sf -H "Authorization: Bearer $DROVER_TOKEN" "$URL/v1/jobs?limit=1" | jq '.jobs[0].created_at')
+  while [ "$(curl -sf -H "Authorization: Bearer $DROVER_TOKEN" "$URL/v1/jobs?active=1&limit=1" | jq '.jobs | length')" != 0 ]; do
     sleep 0.25
   done
   done_at=$EPOCHREALTIME

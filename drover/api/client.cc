@@ -33,6 +33,8 @@ ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca
 ApiClient::~ApiClient() = default;
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
 
+void ApiClient::SetAuthHint(std::string hint) { auth_hint_ = std::move(hint); }
+
 void ApiClient::SetBearer(const std::string& token) {
   httplib::Headers headers;
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
@@ -89,6 +91,9 @@ Result<ApiResponse> ApiClient::Convert(httplib::Result result) const {
       for (const auto& detail : body["details"]) {
         if (detail.is_string()) error.details.push_back(detail.get<std::string>());
       }
+    }
+    if (error.code == ErrorCode::kUnauthenticated && !auth_hint_.empty()) {
+      error.details.push_back(auth_hint_);
     }
     return tl::unexpected(std::move(error));
   }

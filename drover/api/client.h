@@ -67,6 +67,9 @@ class ApiClient {
   // Sends `Authorization: Bearer TOKEN` on every request from now on ("": none): an agent's node
   // credential (docs/security.md).
   void SetBearer(const std::string& token);
+  // A sentence added to the details of every 401 answer from now on: which token was sent and
+  // how to get one (the CLI's).
+  void SetAuthHint(std::string hint);
 
   const std::string& base_url() const { return base_url_; }
 
@@ -76,6 +79,7 @@ class ApiClient {
 
   std::string base_url_;
   std::string ca_file_;
+  std::string auth_hint_;
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -24,6 +24,8 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 
 model::Identity Member(std::string user, std::string team, model::Role role) {
   model::Identity identity;
@@ -45,6 +47,39 @@ class FakeService final : public Service {
     return it->second;
   }
   void Audit(store::AuditRecord record) override { audited.push_back(std::move(record)); }
+  Result<CreatedToken> CreateToken(const model::Identity& identity, DurationMs expires_in_ms,
+                                   const model::Identity& caller) override {
+    created_identity = identity;
+    created_expires_in_ms = expires_in_ms;
+    CreatedToken created;
+    created.record.id = "tok-000000000001";
+    created.record.hash = std::string(64, 'f');
+    created.record.identity = identity;
+    created.record.created_by = model::Describe(caller);
+    created.record.created_at = now;
+    created.record.expires_at = expires_in_ms > 0 ? now + expires_in_ms : 0;
+    created.token = "drv_secret";
+    tokens.push_back(created.record);
+    return created;
+  }
+  std::vector<store::TokenRecord> Tokens() const override { return tokens; }
+  Result<store::TokenRecord> RevokeToken(const std::string& id) override {
+    for (store::TokenRecord& token : tokens) {
+      if (token.id != id) continue;
+      token.revoked_at = now;
+      return token;
+    }
+    return NotFound("token " + id + " not found");
+  }
+  Result<std::vector<store::AuditRecord>> ListAudit(
+      const store::AuditFilter& filter) const override {
+    listed_audit = filter;
+    std::vector<store::AuditRecord> out;
+    for (const store::AuditRecord& record : audit_log) {
+      if (store::Matches(filter, record)) out.push_back(record);
+    }
+    return out;
+  }
 
   Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                             const std::string& idempotency_key,
@@ -189,9 +224,15 @@ class FakeService final : public Service {
       {"alice", Member("alice", "team-a", model::Role::kMember)},
       {"viewer", Member("vic", "team-a", model::Role::kViewer)},
       {"carol", Member("carol", "team-a", model::Role::kCoordinator)},
-      {"bob", Member("bob", "team-b", model::Role::kCoordinator)}};
+      {"bob", Member("bob", "team-b", model::Role::kCoordinator)},
+      {"coord-a", Member("cora", "team-a", model::Role::kCoordinator)}};
   std::map<std::pair<std::string, std::string>, std::string> secrets;  // (team, name) -> value
   std::vector<store::AuditRecord> audited;
+  std::vector<store::TokenRecord> tokens;
+  model::Identity created_identity;
+  DurationMs created_expires_in_ms = -1;
+  std::vector<store::AuditRecord> audit_log;  // what ListAudit finds
+  mutable store::AuditFilter listed_audit;
   std::map<JobId, model::Job> jobs;
   std::map<JobId, std::vector<model::Job>> runs;
   std::vector<NodeStatus> nodes;
@@ -273,8 +314,10 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
                   R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
                   R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
                   R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
-                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/agents/register",
-                  R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)"));
+                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
+                  "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
+                  "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
+                  R"(POST /v1/agents/([^/]+)/events)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -795,6 +838,126 @@ TEST_F(HandlersTest, RegistrationValidatesEveryFieldOfTheNode) {
     EXPECT_THAT(details, HasSubstr(c.detail)) << c.body << " -> " << response.body;
   }
   EXPECT_EQ(service_.registered, "");
+}
+
+TEST_F(HandlersTest, AnAdminCreatesATokenWhichOnlyThatReplyHolds) {
+  Response created =
+      Serve({Method::kPost, "/v1/tokens",
+             R"({"user": "ann", "team": "team-a", "role": "member", "queues": ["gpu"],
+                 "expires_in_ms": 3600000})"});
+  ASSERT_EQ(created.status, 200) << created.body;
+  EXPECT_EQ(Body(created)["token"], "drv_secret");
+  EXPECT_EQ(Body(created)["id"], "tok-000000000001");
+  EXPECT_EQ(Body(created)["role"], "member");
+  EXPECT_EQ(Body(created)["expires_at"], service_.now + 3'600'000);
+  EXPECT_EQ(service_.created_identity.user, "ann");
+  EXPECT_EQ(service_.created_identity.team, "team-a");
+  EXPECT_THAT(service_.created_identity.queues, ElementsAre("gpu"));
+  EXPECT_EQ(service_.created_expires_in_ms, 3'600'000);
+  ASSERT_EQ(service_.audited.size(), 1u);
+  EXPECT_EQ(service_.audited[0].action, "POST /v1/tokens");
+
+  Response listed = Serve({Method::kGet, "/v1/tokens"});
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_THAT(listed.body, Not(HasSubstr("drv_secret")));
+  EXPECT_THAT(listed.body, Not(HasSubstr(std::string(64, 'f'))));  // nor the hash
+  EXPECT_EQ(Body(listed)["tokens"][0]["state"], "active");
+
+  Response revoked = Serve({Method::kPost, "/v1/tokens/tok-000000000001/revoke"});
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  EXPECT_EQ(Body(revoked)["state"], "revoked");
+  EXPECT_THAT(revoked.body, Not(HasSubstr("drv_secret")));
+  EXPECT_EQ(Serve({Method::kPost, "/v1/tokens/tok-nope/revoke"}).status, 404);
+}
+
+TEST_F(HandlersTest, ATokenRequestNamesTheBadField) {
+  struct Case {
+    std::string body;
+    std::string message;
+  };
+  const Case cases[] = {
+      {R"({"team": "team-a", "role": "member"})", "user: missing"},
+      {R"({"user": "a/b", "team": "team-a", "role": "member"})", "user: invalid user"},
+      {R"({"user": "ann", "role": "member"})", "team: missing"},
+      {R"({"user": "ann", "team": "team-a", "role": "boss"})", "role: 'boss' is not one of"},
+      {R"({"user": "ann", "team": "team-a", "role": "member", "queues": "gpu"})",
+       "queues: expected a list"},
+      {R"({"user": "ann", "team": "team-a", "role": "member", "queues": ["GPU!"]})",
+       "queues[0]: invalid queue"},
+      {R"({"user": "ann", "team": "team-a", "role": "member", "expires_in_ms": -5})",
+       "expires_in_ms: expected a whole number"},
+      {R"({"user": "ann", "team": "team-a", "role": "member", "admin": true})",
+       "admin: unknown field"},
+      {R"([1])", "request body: expected a JSON object"},
+  };
+  for (const Case& c : cases) {
+    Response response = Serve({Method::kPost, "/v1/tokens", c.body});
+    EXPECT_EQ(response.status, 400) << c.body;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument");
+    EXPECT_THAT(Body(response)["message"].get<std::string>(), HasSubstr(c.message)) << c.body;
+  }
+  EXPECT_THAT(service_.tokens, IsEmpty());
+  // An admin may be of no team.
+  EXPECT_EQ(Serve({Method::kPost, "/v1/tokens", R"({"user": "ops", "role": "admin"})"}).status,
+            200);
+}
+
+TEST_F(HandlersTest, OnlyAnAdminManagesTokens) {
+  for (const Call& call :
+       {Call{Method::kPost, "/v1/tokens", R"({"user": "x", "role": "admin"})"},
+        Call{Method::kGet, "/v1/tokens"}, Call{Method::kPost, "/v1/tokens/tok-1/revoke"}}) {
+    Call as_member = call;
+    as_member.headers = {{"Authorization", "Bearer alice"}};
+    Response response = Serve(as_member);
+    EXPECT_EQ(response.status, 403) << call.path;
+    EXPECT_EQ(Body(response)["code"], "permission_denied");
+    Call anonymous = call;
+    anonymous.headers = {{"Authorization", "Bearer nobody"}};
+    EXPECT_EQ(Serve(anonymous).status, 401) << call.path;
+  }
+  EXPECT_THAT(service_.tokens, IsEmpty());
+}
+
+TEST_F(HandlersTest, WhoAmIAnswersTheCallersIdentity) {
+  Response response =
+      Serve({Method::kGet, "/v1/whoami", "", {}, {{"Authorization", "Bearer alice"}}});
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(Body(response)["user"], "alice");
+  EXPECT_EQ(Body(response)["team"], "team-a");
+  EXPECT_EQ(Body(response)["role"], "member");
+  EXPECT_EQ(Body(response)["describe"], "alice (member of team-a)");
+  EXPECT_EQ(Serve({Method::kGet, "/v1/whoami", "", {}, {}}).status, 200);  // the admin
+}
+
+TEST_F(HandlersTest, TheAuditLogFiltersAndKeepsTheNewestVisibleRecords) {
+  for (int i = 1; i <= 4; ++i) {
+    store::AuditRecord record;
+    record.seq = i;
+    record.at = i * 1000;
+    record.user = i % 2 == 1 ? "alice" : "bob";
+    record.team = i % 2 == 1 ? "team-a" : "team-b";
+    record.action = "POST /v1/jobs";
+    if (i == 3) record.job = JobId(7);
+    service_.audit_log.push_back(record);
+  }
+  Response all = Serve({Method::kGet, "/v1/audit"});
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(Body(all)["records"].size(), 4u);
+
+  Response limited = Serve({Method::kGet, "/v1/audit", "", {{"limit", "2"}, {"since", "1500"}}});
+  ASSERT_EQ(limited.status, 200);
+  ASSERT_EQ(Body(limited)["records"].size(), 2u);
+  EXPECT_EQ(Body(limited)["records"][0]["seq"], 3);
+  EXPECT_EQ(Body(limited)["records"][1]["seq"], 4);
+  EXPECT_EQ(service_.listed_audit.since, 1500);
+
+  Response by_job = Serve({Method::kGet, "/v1/audit", "", {{"job", "7"}, {"user", "alice"}}});
+  ASSERT_EQ(Body(by_job)["records"].size(), 1u);
+  EXPECT_EQ(Body(by_job)["records"][0]["job"], 7);
+
+  EXPECT_EQ(Serve({Method::kGet, "/v1/audit", "", {{"limit", "-1"}}}).status, 400);
+  EXPECT_EQ(Serve({Method::kGet, "/v1/audit", "", {}, {{"Authorization", "Bearer alice"}}}).status,
+            403);
 }
 
 TEST(Request, AQueryParameterAbsentFallsBackAndAnIntegerMustBeWhole) {

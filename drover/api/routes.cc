@@ -8,6 +8,7 @@
 
 #include "drover/api/agent_handlers.h"
 #include "drover/api/cluster_handlers.h"
+#include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
 #include "drover/api/secret_handlers.h"
 #include "drover/api/views.h"
@@ -54,6 +55,12 @@ constexpr Route kRoutes[] = {
      ByToken(Verb::kSecrets, Target::kTeam), RouteKind::kPlain, "the secret's value (raw bytes)"},
     {Method::kDelete, R"(/v1/teams/([^/]+)/secrets/([^/]+))", DeleteSecret,
      ByToken(Verb::kSecrets, Target::kTeam)},
+    {Method::kPost, "/v1/tokens", CreateToken, ByToken(Verb::kAdminister), RouteKind::kPlain,
+     "a token's user, team and role (JSON)"},
+    {Method::kGet, "/v1/tokens", ListTokens, ByToken(Verb::kAdminister)},
+    {Method::kPost, R"(/v1/tokens/([^/]+)/revoke)", RevokeToken, ByToken(Verb::kAdminister)},
+    {Method::kGet, "/v1/whoami", WhoAmI, ByToken(Verb::kView)},
+    {Method::kGet, "/v1/audit", ListAudit, ByToken(Verb::kAudit)},
     {Method::kPost, "/v1/agents/register", RegisterAgent, AgentRegistration(), RouteKind::kAgent,
      "a node (JSON)"},
     {Method::kGet, R"(/v1/agents/([^/]+)/commands)", TakeAgentCommands, AgentOfNode(),

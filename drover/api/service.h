@@ -112,6 +112,13 @@ struct SecretInfo {
   friend bool operator==(const SecretInfo&, const SecretInfo&) = default;
 };
 
+// A token just created: the only value that holds a token in clear (POST /v1/tokens answers it
+// once).
+struct CreatedToken {
+  store::TokenRecord record;
+  std::string token;
+};
+
 class Service {
  public:
   virtual ~Service() = default;
@@ -126,6 +133,20 @@ class Service {
   // Records one mutating request in the audit log. Never fails the request: a record the store
   // cannot keep is logged.
   virtual void Audit(store::AuditRecord record) = 0;
+  // Creates a token speaking for `identity` (user, team, role, queues; validated by the caller),
+  // expiring `expires_in_ms` from now (0: never), created by `caller`. kUnavailable if no
+  // randomness; the store's errors.
+  virtual Result<CreatedToken> CreateToken(const model::Identity& identity,
+                                           DurationMs expires_in_ms,
+                                           const model::Identity& caller) = 0;
+  // Every token's record (never the token; the hash is for the store alone), by id.
+  virtual std::vector<store::TokenRecord> Tokens() const = 0;
+  // Revokes token `id` at once and returns its record. kNotFound for an unknown id.
+  virtual Result<store::TokenRecord> RevokeToken(const std::string& id) = 0;
+  // The audit records matching `filter`, in seq order, every record appended before the call
+  // included. kInvalidArgument for a negative limit; the store's errors.
+  virtual Result<std::vector<store::AuditRecord>> ListAudit(
+      const store::AuditFilter& filter) const = 0;
 
   // Jobs.
   // Parses, validates and creates the jobs of `text` (YAML or JSON). kInvalidArgument, creating

@@ -48,6 +48,9 @@ int Main(int argc, char** argv) {
   app.add_option("--ca", client.ca_file,
                  "PEM CA bundle an https server's certificate is checked against (env DROVER_CA; "
                  "default: the system's store)");
+  app.add_option("--token", client.token,
+                 "API token (default: $DROVER_TOKEN, ~/.config/drover/token, then "
+                 ".drover/admin.token)");
   app.add_option("-o,--output", client.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
 
@@ -226,6 +229,36 @@ int Main(int argc, char** argv) {
 
   auto* crons = app.add_subcommand("crons", "list cron jobs: schedule, next and last run");
   crons->callback([&] { run = [&] { return CronsCommand(client); }; });
+
+  auto* token = app.add_subcommand("token", "create, list and revoke API tokens (admin)");
+  token->require_subcommand(1);
+  TokenCreateFlags token_flags;
+  auto* token_create = token->add_subcommand("create", "create a token; prints it once");
+  token_create->add_option("--user", token_flags.user, "whom it speaks for")->required();
+  token_create->add_option("--team", token_flags.team, "the user's team (optional for admin)");
+  token_create->add_option("--role", token_flags.role, "admin, coordinator, member or viewer")
+      ->required();
+  token_create->add_option("--queues", token_flags.queues, "submit only to these queues")
+      ->delimiter(',');
+  token_create->add_option("--expires", token_flags.expires, "lifetime, e.g. 30d (default: never)");
+  token_create->callback([&] { run = [&] { return TokenCreateCommand(client, token_flags); }; });
+  auto* token_ls = token->add_subcommand("ls", "list tokens (never the tokens themselves)");
+  token_ls->callback([&] { run = [&] { return TokenListCommand(client); }; });
+  auto* token_revoke = token->add_subcommand("revoke", "revoke a token by its id, at once");
+  token_revoke->add_option("id", id, "the token's id (tok-...)")->required();
+  token_revoke->callback([&] { run = [&] { return TokenRevokeCommand(client, id); }; });
+
+  auto* whoami = app.add_subcommand("whoami", "whom the token speaks for");
+  whoami->callback([&] { run = [&] { return WhoAmICommand(client); }; });
+
+  AuditFlags audit_flags;
+  auto* audit = app.add_subcommand("audit", "list the audit log of mutating requests");
+  audit->add_option("--since", audit_flags.since, "an ISO time, or a duration ago (2h)");
+  audit->add_option("--user", audit_flags.user, "only this user's requests");
+  audit->add_option("--team", audit_flags.team, "only this team's requests");
+  audit->add_option("--job", audit_flags.job, "only requests on this job");
+  audit->add_option("--limit", audit_flags.limit, "only the newest N");
+  audit->callback([&] { run = [&] { return AuditCommand(client, audit_flags); }; });
 
   RunFlags run_flags;
   auto* run_command = app.add_subcommand(

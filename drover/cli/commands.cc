@@ -22,7 +22,11 @@ namespace drover::cli {
 using nlohmann::json;
 
 api::ApiClient ClientOf(const ClientFlags& flags) {
-  return api::ApiClient(flags.server, kMillisPerMinute, flags.ca_file);
+  api::ApiClient client(flags.server, kMillisPerMinute, flags.ca_file);
+  const ResolvedToken token = ResolveToken(flags.token);
+  client.SetBearer(token.token);
+  client.SetAuthHint(AuthHint(token));
+  return client;
 }
 
 namespace {

@@ -18,9 +18,43 @@ struct ClientFlags {
   // --ca, else $DROVER_CA: the PEM bundle an https server's certificate is checked against;
   // empty: the system's store.
   std::string ca_file;
+  std::string token;  // --token; empty: ResolveToken looks further
 };
-// The API client `flags` name: their server, checked against their CA bundle.
+// The API client `flags` name: their server, checked against their CA bundle, sending the token
+// ResolveToken finds (and, on a 401, saying where it came from: AuthHint).
 api::ApiClient ClientOf(const ClientFlags& flags);
+
+// Where `drover server` with the default --data keeps its admin token; readable only by the
+// server's user, so reading it from the current directory gives nobody else anything.
+inline constexpr char kLocalAdminTokenPath[] = ".drover/admin.token";
+
+// The token the CLI sends and where it came from (identity.cc).
+struct ResolvedToken {
+  std::string token;   // empty: none found
+  std::string source;  // "--token", "DROVER_TOKEN" or the file's path
+};
+// The first of: `flag` (--token), $DROVER_TOKEN, ~/.config/drover/token, kLocalAdminTokenPath.
+ResolvedToken ResolveToken(const std::string& flag);
+// The sentence a 401 adds: which token was sent (its source, never the token) and how to get
+// one.
+std::string AuthHint(const ResolvedToken& token);
+
+// `drover token create|ls|revoke`, `drover whoami`, `drover audit` (identity.cc).
+struct TokenCreateFlags {
+  std::string user, team, role;
+  std::vector<std::string> queues;
+  std::string expires;  // a duration ("30d"); empty: never
+};
+int TokenCreateCommand(const ClientFlags& flags, const TokenCreateFlags& create);
+int TokenListCommand(const ClientFlags& flags);
+int TokenRevokeCommand(const ClientFlags& flags, const std::string& id);
+int WhoAmICommand(const ClientFlags& flags);
+struct AuditFlags {
+  std::string since;  // an ISO time, or a duration ago ("2h")
+  std::string user, team, job;
+  int limit = 0;
+};
+int AuditCommand(const ClientFlags& flags, const AuditFlags& audit);
 
 int ValidateCommand(const std::string& file);
 // `hold_infeasible`: jobs that can never start on the current cluster wait instead of being

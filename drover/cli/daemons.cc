@@ -1,6 +1,7 @@
 #include "drover/cli/daemons.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -24,9 +25,17 @@
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
 #include "drover/server/secret_store.h"
+#include "drover/server/token_registry.h"
 
 namespace drover::cli {
 namespace {
+
+// The name of the user this process runs as (its effective uid), whom the first admin token is
+// for; "uid<N>" without a passwd entry.
+std::string ServerUser() {
+  if (const passwd* entry = getpwuid(geteuid())) return entry->pw_name;
+  return fmt::format("uid{}", geteuid());
+}
 
 std::atomic<int> g_signal{0};
 
@@ -84,6 +93,10 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   DROVER_ASSIGN_OR_RETURN(
       auto store, store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string()));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
+  // Kept beside the database, not in it (server/token_registry.h says why).
+  DROVER_ASSIGN_OR_RETURN(options.job_token_key,
+                          server::TokenRegistry::LoadOrCreateJobKey(
+                              (std::filesystem::path(data_dir) / "job-token.key").string()));
   daemon.plane = std::make_unique<server::ControlPlane>(std::move(store), clock, options);
   DROVER_ASSIGN_OR_RETURN(
       auto secrets,
@@ -228,10 +241,18 @@ int ServerCommand(const ServerFlags& flags) {
   }
   Status started = daemon->plane->Start();
   if (!started) return ReportError(started.error());
+  const std::string admin_token = (std::filesystem::path(flags.data_dir) / "admin.token").string();
+  Result<bool> admin = daemon->plane->EnsureAdminToken(admin_token, ServerUser());
+  if (!admin) return ReportError(admin.error());
   daemon->http->Serve();
   const std::string& url = daemon->url;
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
             << std::endl;
+  if (*admin) {
+    std::cout << "admin token written to " << admin_token
+              << " (mode 0600); the drover CLI run from the data directory's parent finds it"
+              << std::endl;
+  }
   if (daemon->http->agent_port() >= 0) {
     std::cout << "agents: drover agent --server " << (flags.tls.enabled() ? "https" : "http")
               << "://" << http_options->agent_host << ":" << daemon->http->agent_port()
@@ -445,6 +466,11 @@ int RunCommand(const RunFlags& flags) {
   server::ControlPlane& plane = *daemon->plane;
   Status started = plane.Start();
   if (!started) return ReportError(started.error());
+  // The run's private admin token: for `drover get/logs --token ...` against its API meanwhile
+  // (its jobs have their own, DROVER_TOKEN).
+  const std::string admin_token = (std::filesystem::path(data_dir) / "admin.token").string();
+  Result<bool> admin = plane.EnsureAdminToken(admin_token, CurrentUser());
+  if (!admin) return ReportError(admin.error());
   daemon->http->Serve();
   for (const server::NodeStatus& node : plane.Nodes()) {
     std::string models;
@@ -457,8 +483,8 @@ int RunCommand(const RunFlags& flags) {
                              models)
               << std::endl;
   }
-  std::cout << fmt::format("control plane: {} (SQLite in {}), API at {}", flags.file, data_dir,
-                           daemon->url)
+  std::cout << fmt::format("control plane: {} (SQLite in {}), API at {} (token in {})", flags.file,
+                           data_dir, daemon->url, admin_token)
             << std::endl;
 
   const TimeMs start = clock.Now();

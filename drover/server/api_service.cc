@@ -12,6 +12,23 @@ Result<model::Identity> ControlPlaneService::Authenticate(std::string_view token
 
 void ControlPlaneService::Audit(store::AuditRecord record) { plane_.Audit(std::move(record)); }
 
+Result<api::CreatedToken> ControlPlaneService::CreateToken(const model::Identity& identity,
+                                                           DurationMs expires_in_ms,
+                                                           const model::Identity& caller) {
+  return plane_.CreateToken(identity, expires_in_ms, caller);
+}
+
+std::vector<store::TokenRecord> ControlPlaneService::Tokens() const { return plane_.Tokens(); }
+
+Result<store::TokenRecord> ControlPlaneService::RevokeToken(const std::string& id) {
+  return plane_.RevokeToken(id);
+}
+
+Result<std::vector<store::AuditRecord>> ControlPlaneService::ListAudit(
+    const store::AuditFilter& filter) const {
+  return plane_.ListAudit(filter);
+}
+
 Result<api::Submission> ControlPlaneService::Submit(std::string_view text,
                                                     const spec::ParseOptions& options,
                                                     const std::string& idempotency_key,

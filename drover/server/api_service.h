@@ -16,6 +16,12 @@ class ControlPlaneService final : public api::Service {
   TimeMs Now() const override;
   Result<model::Identity> Authenticate(std::string_view token) const override;
   void Audit(store::AuditRecord record) override;
+  Result<api::CreatedToken> CreateToken(const model::Identity& identity, DurationMs expires_in_ms,
+                                        const model::Identity& caller) override;
+  std::vector<store::TokenRecord> Tokens() const override;
+  Result<store::TokenRecord> RevokeToken(const std::string& id) override;
+  Result<std::vector<store::AuditRecord>> ListAudit(
+      const store::AuditFilter& filter) const override;
   Result<api::Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                                  const std::string& idempotency_key,
                                  const model::Identity& caller) override;

@@ -17,6 +17,7 @@
 
 #include "drover/agent/outputs.h"
 #include "drover/model/access.h"
+#include "drover/server/secret.h"
 
 namespace drover::server {
 
@@ -45,6 +46,9 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
       options_(std::move(options)),
       fs_(fs),
       agents_(*store_, options_.join_token),
+      tokens_(*store_, options_.job_token_key.empty() ? NewCredential().value_or("")
+                                                      : options_.job_token_key),
+      audit_(*store_, options_.audit_flush_interval_ms),
       controller_(WithServerUser(options_.control)) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
@@ -73,6 +77,7 @@ void ControlPlane::SetSecretStore(std::unique_ptr<SecretStore> secrets) {
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
   DROVER_RETURN_IF_ERROR(agents_.Load());
+  DROVER_RETURN_IF_ERROR(tokens_.Load());
   {
     MutexLock lock(mu_);
     control::Step step;
@@ -137,6 +142,7 @@ void ControlPlane::Stop() {
   wake_loop_.notify_all();
   changed_.notify_all();
   if (loop_.joinable()) loop_.join();
+  audit_.Stop();
 }
 
 // What a turn of the loop looked at without mu_ (Gather), for Absorb.
@@ -388,7 +394,11 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     agent::DiscardStaging(discard.outputs, plane_.fs_);
   }
   void SubmitExternal(const control::SubmitExternal& submit) override {
-    const model::ExternalLaunch& launch = submit.launch;
+    // The job's token as for a local launch (LaunchWorker): added by the driver alone. The
+    // engine's script or pod spec holds it, which shows no more than it already does (the job's
+    // env), and it acts for that job alone (docs/security.md, "Jobs' tokens").
+    model::ExternalLaunch launch = submit.launch;
+    launch.env.insert_or_assign("DROVER_TOKEN", plane_.tokens_.JobToken(launch.ref.job));
     exec::Executor* executor = plane_.ExecutorOf(launch.ref.executor);
     Status submitted =
         executor == nullptr
@@ -464,6 +474,9 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     } else if (runtime == nullptr) {
       launched = Unavailable("node " + launch.spec.node.value() + " is gone");
     } else {
+      // The job's own token is added here, by the driver, so that it is never in the
+      // controller's state or the store (docs/security.md, "Jobs' tokens").
+      spec->env.insert_or_assign("DROVER_TOKEN", plane_.tokens_.JobToken(spec->key.job));
       launched = runtime->Launch(*spec);
     }
     if (launched || launched.error().code == ErrorCode::kAlreadyExists) return std::nullopt;
@@ -571,13 +584,6 @@ void ControlPlane::CarryOutIfNoLoop() {
   }
   CarryOutEffects(/*wait=*/false);
 }
-
-// TODO(tokens helper): the token registry replaces these two.
-Result<model::Identity> ControlPlane::Authenticate(std::string_view) const {
-  return Unauthenticated("no token registry yet");
-}
-
-void ControlPlane::Audit(store::AuditRecord) {}
 
 Status ControlPlane::PutSecret(const std::string& team, const std::string& name,
                                std::string_view value) {

@@ -15,9 +15,9 @@
 // paths, the policy file, logs, outputs) are touched only through the FileSystem given, and
 // never under mu_.
 //
-// Defined in four files: control_plane.cc (the loop, commits and effects, jobs),
-// control_plane_agents.cc (remote agents), control_plane_policy.cc (the policy and its file) and
-// control_plane_cron.cc (cron jobs).
+// Defined in five files: control_plane.cc (the loop, commits and effects, jobs),
+// control_plane_agents.cc (remote agents), control_plane_policy.cc (the policy and its file),
+// control_plane_cron.cc (cron jobs) and control_plane_identity.cc (tokens and the audit log).
 //
 // A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
 // restart recovers from the store): continuing would let running work and the durable record
@@ -46,8 +46,10 @@
 #include "drover/exec/executor.h"
 #include "drover/server/agent_link.h"
 #include "drover/server/agent_registry.h"
+#include "drover/server/audit_log.h"
 #include "drover/server/crons.h"
 #include "drover/server/secret_store.h"
+#include "drover/server/token_registry.h"
 #include "drover/spec/limits.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
@@ -103,6 +105,12 @@ struct ControlPlaneOptions {
   // ahead of the store by the failed step (jobs it created that a restart will not know): the
   // reason a server never continues after a failed write.
   std::function<void(const Error&)> on_store_failure = ExitForRestart;
+  // The secret that signs jobs' own tokens (TokenRegistry::JobToken; `drover server` keeps it in
+  // DATA/job-token.key). Empty (the default): a random key for this process's life, after which
+  // the tokens of jobs still running stop working.
+  std::string job_token_key;
+  // How often queued audit records are written (AuditLog): the crash window of the audit log.
+  DurationMs audit_flush_interval_ms = 100;
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
@@ -148,11 +156,26 @@ class ControlPlane {
   // loop thread running it is safe, only an extra turn.
   void RunOnce() EXCLUDES(mu_, turn_mu_);
 
-  // Identity (docs/security.md; the token registry). Whom `token` speaks for; kUnauthenticated
-  // saying why for a token that is unknown, expired or revoked. Thread-safe, without mu_.
+  // Identity (docs/security.md; control_plane_identity.cc). None of these takes mu_.
+  //
+  // Whom `token` speaks for (TokenRegistry::Authenticate at the clock's now); kUnauthenticated
+  // saying why for a token that is unknown, expired or revoked.
   Result<model::Identity> Authenticate(std::string_view token) const;
-  // Appends `record` to the audit log (never fails the request that made it).
+  // Queues `record` for the audit log (AuditLog: written in batches, never fails the request).
   void Audit(store::AuditRecord record);
+  // api::Service's token and audit methods (service.h).
+  Result<api::CreatedToken> CreateToken(const model::Identity& identity, DurationMs expires_in_ms,
+                                        const model::Identity& caller);
+  std::vector<store::TokenRecord> Tokens() const;
+  Result<store::TokenRecord> RevokeToken(const std::string& id);
+  Result<std::vector<store::AuditRecord>> ListAudit(const store::AuditFilter& filter) const;
+  // Makes sure an admin can get in (docs/security.md, "Tokens"): when no admin token is live,
+  // creates one for model::AdminIdentity(`user`) and writes it to `path` (mode 0600, replaced
+  // atomically), logging the path, never the token. Returns whether it created one. Call after
+  // Start. I/O and store errors.
+  Result<bool> EnsureAdminToken(const std::string& path, const std::string& user);
+  // The token of job `job` (DROVER_TOKEN of its workers).
+  std::string JobToken(JobId job) const { return tokens_.JobToken(job); }
 
   // Team secrets: SecretStore's Put, List and Delete (api::Service's contract), without mu_.
   Status PutSecret(const std::string& team, const std::string& name, std::string_view value);
@@ -385,6 +408,9 @@ class ControlPlane {
   // Thread-safe itself (a leaf lock): read by Submit under mu_ (its in-memory index) and by the
   // effect runner without it; set before Start. Null: no secrets.
   std::unique_ptr<SecretStore> secrets_;
+  TokenRegistry tokens_;  // thread-safe itself: never under mu_
+  // Thread-safe itself; mutable: ListAudit flushes it first. Stopped by Stop.
+  mutable AuditLog audit_;
 
   // Serializes turns of the loop (Loop, RunOnce), so that the events of one Poll are fed to the
   // controller before those of the next. Taken before mu_; public methods other than RunOnce

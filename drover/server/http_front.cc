@@ -611,6 +611,7 @@ class HttpFront::Loop {
         return;
       }
       connection.request = api::Request{};
+      connection.request.peer = connection.peer;  // for the audit log
       connection.head = Head{};
       connection.head_end = end + 4;
       Status parsed = ParseHead(std::string_view(connection.in).substr(0, end), connection.request,

@@ -113,6 +113,10 @@ class HttpHardeningTest : public ::testing::Test {
     runtime_ = runtime.get();
     plane_->AddLocalNode(node, std::move(runtime), runs_.path());
     ASSERT_TRUE(plane_->Start());
+    auto token =
+        plane_->CreateToken(model::AdminIdentity("alice"), 0, model::AdminIdentity("test"));
+    ASSERT_TRUE(token) << token.error().ToString();
+    token_ = token->token;
   }
 
   void Serve(const HttpOptions& options = {}) {
@@ -146,6 +150,7 @@ class HttpHardeningTest : public ::testing::Test {
     for (int i = 0; i < count; ++i) {
       followers_.emplace_back([this, job, wait_ms] {
         httplib::Client client(Url());
+        client.set_bearer_token_auth(token_);
         client.set_read_timeout(60, 0);
         client.Get("/v1/jobs/" + std::to_string(job.value()) +
                    "/logs?wait_ms=" + std::to_string(wait_ms));
@@ -171,6 +176,7 @@ class HttpHardeningTest : public ::testing::Test {
   }
 
   static constexpr DurationMs kAgentTimeoutMs = 5 * kMillisPerSecond;
+  std::string token_;  // an admin's (alice)
   testing::FakeClock clock_;
   testing::TempDir runs_;
   testing::FakeRuntime* runtime_ = nullptr;
@@ -251,6 +257,7 @@ class HttpLimitsTest : public HttpHardeningTest {
     request.method = method;
     request.path = path;
     request.body = body;
+    request.set_header("Authorization", "Bearer " + token_);
     if (!content_type.empty()) request.set_header("Content-Type", content_type);
     if (!body.empty() || method == "POST") {
       request.set_header("Content-Length", std::to_string(body.size()));
@@ -369,7 +376,9 @@ TEST_F(HttpLimitsTest, PipelinedRequestsAreAnsweredInOrder) {
   Socket socket(Port());
   ASSERT_TRUE(
       socket.Send("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
-                  "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+                  "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                  token_ +
+                  "\r\nContent-Length: 0\r\n\r\n"
                   "GET /v1/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
   std::string answer = socket.ReadToClose();
   std::size_t ok = answer.find("HTTP/1.1 200");

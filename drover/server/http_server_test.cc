@@ -97,6 +97,10 @@ class HttpServerTest : public ::testing::Test {
     node.memory_bytes = std::int64_t{64} << 30;
     plane_->AddLocalNode(node, std::make_unique<GatedRuntime>(gate_), "/nonexistent");
     ASSERT_TRUE(plane_->Start());
+    auto token =
+        plane_->CreateToken(model::AdminIdentity("alice"), 0, model::AdminIdentity("test"));
+    ASSERT_TRUE(token) << token.error().ToString();
+    token_ = token->token;
     auto http = HttpServer::Start(*plane_, "127.0.0.1", 0);
     ASSERT_TRUE(http) << http.error().ToString();
     http_ = *std::move(http);
@@ -110,6 +114,7 @@ class HttpServerTest : public ::testing::Test {
 
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(http_->port()); }
 
+  std::string token_;  // an admin's, alice
   testing::FakeClock clock_;
   std::shared_ptr<GatedRuntime::Gate> gate_ = std::make_shared<GatedRuntime::Gate>();
   std::unique_ptr<ControlPlane> plane_;
@@ -124,8 +129,9 @@ class HttpServerTest : public ::testing::Test {
 TEST_F(HttpServerTest, SubmitReplyListsEveryJobWithoutWaitingForLaunches) {
   constexpr int kJobs = 500;
   api::ApiClient client(Url());
+  client.SetBearer(token_);
   auto reply = client.Post("/v1/jobs", JobsFile(kJobs), "application/yaml",
-                           {{"X-Drover-File", "jobs.yaml"}, {"X-Drover-User", "alice"}});
+                           {{"X-Drover-File", "jobs.yaml"}});
   ASSERT_TRUE(reply) << reply.error().ToString();
   EXPECT_EQ(reply->status, 201);
   ASSERT_TRUE(reply->json.is_object()) << reply->body;

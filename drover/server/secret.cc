@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/random.h>
 
 #include <array>
@@ -46,6 +47,17 @@ std::string HashSecret(std::string_view secret) {
   unsigned int size = 0;
   // EVP_Digest fails only on allocation failure; an empty digest then matches no stored one.
   if (EVP_Digest(secret.data(), secret.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) {
+    return "";
+  }
+  return Hex(digest.data(), size);
+}
+
+std::string HmacSecret(std::string_view key, std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest.data(),
+           &size) == nullptr) {
     return "";
   }
   return Hex(digest.data(), size);

@@ -18,6 +18,10 @@ Result<std::string> NewCredential();
 // SHA-256 of `secret` as 64 lowercase hex digits (OpenSSL's EVP).
 std::string HashSecret(std::string_view secret);
 
+// HMAC-SHA256 of `data` under `key` as 64 lowercase hex digits (OpenSSL's HMAC); "" only if
+// OpenSSL fails to allocate.
+std::string HmacSecret(std::string_view key, std::string_view data);
+
 // Whether `a` and `b` are equal, in time that depends only on their lengths (CRYPTO_memcmp), for
 // comparing a presented secret's digest with a stored one.
 bool SecretsEqual(std::string_view a, std::string_view b);

@@ -53,6 +53,10 @@ class StoreFaultsTest : public ::testing::Test {
     runtime_ = runtime.get();
     plane_->AddLocalNode(node, std::move(runtime), runs_.path());
     ASSERT_TRUE(plane_->Start());
+    auto token =
+        plane_->CreateToken(model::AdminIdentity("alice"), 0, model::AdminIdentity("test"));
+    ASSERT_TRUE(token) << token.error().ToString();
+    token_ = token->token;
     auto http = HttpServer::Start(*plane_, "127.0.0.1", 0);
     ASSERT_TRUE(http) << http.error().ToString();
     http_ = *std::move(http);
@@ -67,7 +71,9 @@ class StoreFaultsTest : public ::testing::Test {
   // A client whose requests give up after a minute: a request that blocks is a failure, not a
   // hung test.
   api::ApiClient Client() const {
-    return api::ApiClient("http://127.0.0.1:" + std::to_string(http_->port()), kMillisPerMinute);
+    api::ApiClient client("http://127.0.0.1:" + std::to_string(http_->port()), kMillisPerMinute);
+    client.SetBearer(token_);
+    return client;
   }
 
   // Submits kJob with `key` in another thread; the reply once it comes.
@@ -83,6 +89,7 @@ class StoreFaultsTest : public ::testing::Test {
     return count;
   }
 
+  std::string token_;  // an admin's (alice), for the plane open now
   testing::FakeClock clock_;
   testing::TempDir runs_;
   std::unique_ptr<store::Store> store_ = store::NewMemoryStore();

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -149,6 +150,41 @@ class MemoryStore final : public Store {
     return out;
   }
 
+  Status PutToken(const TokenRecord& token) override {
+    DROVER_RETURN_IF_ERROR(ValidateToken(token));
+    std::unique_lock lock(mutex_);
+    tokens_.insert_or_assign(token.id, token);
+    return OkStatus();
+  }
+
+  Result<std::vector<TokenRecord>> ListTokens() const override {
+    std::shared_lock lock(mutex_);
+    std::vector<TokenRecord> out;
+    for (const auto& [id, token] : tokens_) out.push_back(token);
+    return out;
+  }
+
+  Status AppendAudit(const std::vector<AuditRecord>& records) override {
+    std::unique_lock lock(mutex_);
+    for (AuditRecord record : records) {
+      record.seq = static_cast<std::int64_t>(audit_.size()) + 1;
+      audit_.push_back(std::move(record));
+    }
+    return OkStatus();
+  }
+
+  Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& filter) const override {
+    DROVER_RETURN_IF_ERROR(ValidateFilter(filter));
+    std::shared_lock lock(mutex_);
+    std::vector<AuditRecord> out;
+    for (auto it = audit_.rbegin(); it != audit_.rend(); ++it) {
+      if (filter.limit > 0 && static_cast<int>(out.size()) == filter.limit) break;
+      if (Matches(filter, *it)) out.push_back(*it);
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
  private:
   mutable std::shared_mutex mutex_;
   std::map<std::int64_t, model::Job> jobs_;                             // by id
@@ -158,6 +194,8 @@ class MemoryStore final : public Store {
   std::map<std::int64_t, std::vector<std::size_t>> decisions_by_job_;   // job -> decisions_ index
   std::map<std::string, CronRecord> crons_;                             // by name
   std::map<std::string, AgentRecord> agents_;                           // by node name
+  std::map<std::string, TokenRecord> tokens_;                           // by id
+  std::vector<AuditRecord> audit_;                                      // by seq (index + 1)
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "drover/codec/json.h"
 #include "drover/store/sqlite_connection.h"
+#include "drover/store/sqlite_identity.h"
 #include "drover/store/store_util.h"
 
 namespace drover::store {
@@ -103,6 +104,40 @@ constexpr std::string_view kMigrations[] = {
         lost_reason     TEXT NOT NULL,
         orphans         TEXT NOT NULL      -- [[job, attempt, rank], ...]
       ) WITHOUT ROWID;
+    )sql",
+    // 5 -> 6: identity (docs/security.md): a cron job's team; API tokens (store.h TokenRecord,
+    // the SHA-256 of each token, never the token); the audit log of mutating requests.
+    R"sql(
+      ALTER TABLE crons ADD COLUMN team TEXT NOT NULL DEFAULT '';
+      CREATE TABLE tokens (
+        id         TEXT PRIMARY KEY,
+        hash       TEXT NOT NULL,     -- hex SHA-256 of the token
+        user       TEXT NOT NULL,
+        team       TEXT NOT NULL,
+        role       TEXT NOT NULL,     -- model::kRoleNames
+        queues     TEXT NOT NULL,     -- JSON list of queue names
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,  -- ms since the epoch
+        expires_at INTEGER NOT NULL,  -- 0: never
+        revoked_at INTEGER NOT NULL   -- 0: not revoked
+      ) WITHOUT ROWID;
+      CREATE TABLE audit (
+        seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+        at      INTEGER NOT NULL,  -- ms since the epoch
+        user    TEXT NOT NULL,
+        team    TEXT NOT NULL,
+        caller  TEXT NOT NULL,
+        action  TEXT NOT NULL,
+        target  TEXT NOT NULL,
+        job_id  INTEGER,           -- NULL when no job was acted on
+        status  INTEGER NOT NULL,
+        code    TEXT NOT NULL,
+        address TEXT NOT NULL
+      );
+      CREATE INDEX audit_at ON audit(at);
+      CREATE INDEX audit_user ON audit(user, seq);
+      CREATE INDEX audit_team ON audit(team, seq);
+      CREATE INDEX audit_job ON audit(job_id, seq);
     )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
@@ -383,9 +418,10 @@ class SqliteStore final : public Store {
       std::lock_guard lock(writer_mutex_);
       DROVER_ASSIGN_OR_RETURN(
           auto stmt,
-          writer_->Prepare("INSERT INTO crons (name, owner, created_at, last_handled, spec) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
-                           "owner = excluded.owner, created_at = excluded.created_at, "
+          writer_->Prepare("INSERT INTO crons (name, owner, team, created_at, last_handled, "
+                           "spec) VALUES (?1, ?2, ?6, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE "
+                           "SET owner = excluded.owner, team = excluded.team, "
+                           "created_at = excluded.created_at, "
                            "last_handled = excluded.last_handled, spec = excluded.spec"));
       StatementScope scope(stmt);
       BindText(stmt, 1, cron.spec.name);
@@ -393,6 +429,7 @@ class SqliteStore final : public Store {
       sqlite3_bind_int64(stmt, 3, cron.created_at);
       sqlite3_bind_int64(stmt, 4, cron.last_handled);
       BindText(stmt, 5, spec);
+      BindText(stmt, 6, cron.team);
       const int rc = sqlite3_step(stmt);
       if (rc != SQLITE_DONE) {
         return SqliteError(writer_->db(), rc, fmt::format("store cron job {}", cron.spec.name));
@@ -499,8 +536,8 @@ class SqliteStore final : public Store {
     {
       auto lease = BorrowReader();
       DROVER_ASSIGN_OR_RETURN(
-          auto stmt,
-          lease->Prepare("SELECT owner, created_at, last_handled, spec FROM crons ORDER BY name"));
+          auto stmt, lease->Prepare("SELECT owner, created_at, last_handled, spec, team FROM crons "
+                                    "ORDER BY name"));
       StatementScope scope(stmt);
       int rc;
       while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -508,6 +545,7 @@ class SqliteStore final : public Store {
         cron.owner = ColumnText(stmt, 0);
         cron.created_at = sqlite3_column_int64(stmt, 1);
         cron.last_handled = sqlite3_column_int64(stmt, 2);
+        cron.team = ColumnText(stmt, 4);
         rows.emplace_back(std::move(cron), ColumnText(stmt, 3));
       }
       if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list cron jobs");
@@ -528,6 +566,26 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Status PutToken(const TokenRecord& token) override {
+    std::lock_guard lock(writer_mutex_);
+    return sqlite::PutToken(*writer_, token);
+  }
+
+  Result<std::vector<TokenRecord>> ListTokens() const override {
+    auto lease = BorrowReader();
+    return sqlite::ListTokens(*lease);
+  }
+
+  Status AppendAudit(const std::vector<AuditRecord>& records) override {
+    std::lock_guard lock(writer_mutex_);
+    return sqlite::AppendAudit(*writer_, records);
+  }
+
+  Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& filter) const override {
+    auto lease = BorrowReader();
+    return sqlite::ListAudit(*lease, filter);
+  }
+
  private:
   // A reader connection from the pool, or the writer (under its mutex) when there is no pool.
   class ReaderLease {
@@ -546,6 +604,7 @@ class SqliteStore final : public Store {
     ReaderLease(const ReaderLease&) = delete;
     ReaderLease& operator=(const ReaderLease&) = delete;
     Connection* operator->() const { return connection_; }
+    Connection& operator*() const { return *connection_; }
 
    private:
     ConnectionPool* pool_;

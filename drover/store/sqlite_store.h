@@ -34,9 +34,9 @@ namespace drover::store {
 
 // The schema version this build writes; OpenSqliteStore refuses a database with a higher one.
 // 1: jobs and transitions; 2: the decision log; 3: cron jobs; 4: the active-jobs index counts
-// skipped jobs as finished; 5: remote agents' credentials and lost nodes. Older databases are
-// migrated at open.
-inline constexpr std::int64_t kSqliteSchemaVersion = 5;
+// skipped jobs as finished; 5: remote agents' credentials and lost nodes; 6: a cron job's team,
+// API tokens and the audit log. Older databases are migrated at open.
+inline constexpr std::int64_t kSqliteSchemaVersion = 6;
 // PRAGMA application_id of a Drover database ("DRVR").
 inline constexpr std::int64_t kSqliteApplicationId = 0x44525652;
 

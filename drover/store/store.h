@@ -131,6 +131,8 @@ struct AuditFilter {
 // True if `job` passes every criterion of `filter` (limit is not a criterion). Stores and
 // in-memory views of jobs filter with it alike.
 bool Matches(const JobFilter& filter, const model::Job& job);
+// The same for an audit record.
+bool Matches(const AuditFilter& filter, const AuditRecord& record);
 
 class Store {
  public:
@@ -172,6 +174,20 @@ class Store {
   virtual Status PutAgent(const AgentRecord& agent) = 0;
   // Every agent record, by node name.
   virtual Result<std::vector<AgentRecord>> ListAgents() const = 0;
+
+  // Inserts an API token record or replaces the one of the same id (atomic). kInvalidArgument
+  // for an empty id or hash; kUnavailable/kInternal on I/O failure.
+  virtual Status PutToken(const TokenRecord& token) = 0;
+  // Every token record (revoked and expired ones too), by id.
+  virtual Result<std::vector<TokenRecord>> ListTokens() const = 0;
+
+  // Appends `records` to the audit log in one transaction (all or none), in order; the store
+  // assigns each its seq (1, 2, ... over the log's life; the records' own seq is ignored). An
+  // empty list is a no-op. kUnavailable/kInternal on I/O failure.
+  virtual Status AppendAudit(const std::vector<AuditRecord>& records) = 0;
+  // The audit records matching `filter`, in seq order (the newest filter.limit of them when
+  // limited). kInvalidArgument if filter.limit < 0.
+  virtual Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& filter) const = 0;
 };
 
 std::unique_ptr<Store> NewMemoryStore();

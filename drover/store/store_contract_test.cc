@@ -339,6 +339,7 @@ CronRecord SampleCron(const std::string& name) {
   cron.spec.starting_deadline = 60'000;
   cron.spec.jobs = {codec::testing::SampleJobSpec()};
   cron.owner = "alice";
+  cron.team = "team-a";
   cron.created_at = 1'700'000'000'000;
   cron.last_handled = cron.created_at;
   return cron;
@@ -387,6 +388,90 @@ TEST_P(StoreContractTest, AgentRecordsArePutReplacedAndListedWithTheirOrphans) {
   Status unnamed = store_->PutAgent(AgentRecord{});
   ASSERT_FALSE(unnamed.has_value());
   EXPECT_EQ(unnamed.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_P(StoreContractTest, TokensArePutReplacedAndListedById) {
+  EXPECT_THAT(store_->ListTokens().value(), IsEmpty());
+  TokenRecord b{.id = "tok-bbbbbbbbbbbb",
+                .hash = std::string(64, 'b'),
+                .identity = {.user = "bob",
+                             .team = "team-b",
+                             .role = model::Role::kMember,
+                             .queues = {"gpu", "cpu"},
+                             .token_id = "tok-bbbbbbbbbbbb"},
+                .created_by = "ops (admin)",
+                .created_at = 1'700'000'000'000,
+                .expires_at = 1'700'086'400'000};
+  TokenRecord a{.id = "tok-aaaaaaaaaaaa",
+                .hash = std::string(64, 'a'),
+                .identity = model::AdminIdentity("ops"),
+                .created_at = 1'700'000'000'001};
+  a.identity.token_id = a.id;
+  ASSERT_TRUE(store_->PutToken(b).has_value());
+  ASSERT_TRUE(store_->PutToken(a).has_value());
+  EXPECT_THAT(store_->ListTokens().value(), ElementsAre(a, b));
+
+  b.revoked_at = 1'700'000'100'000;
+  ASSERT_TRUE(store_->PutToken(b).has_value());
+  EXPECT_THAT(store_->ListTokens().value(), ElementsAre(a, b));
+
+  for (TokenRecord bad : {TokenRecord{.hash = "x"}, TokenRecord{.id = "tok-1"}}) {
+    Status status = store_->PutToken(bad);
+    ASSERT_FALSE(status.has_value());
+    EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
+  }
+  EXPECT_EQ(store_->ListTokens().value().size(), 2u);
+}
+
+AuditRecord SampleAudit(TimeMs at, std::string user, std::string team, std::optional<JobId> job) {
+  return AuditRecord{.at = at,
+                     .user = user,
+                     .team = team,
+                     .caller = user + " (member of " + team + ")",
+                     .action = "POST /v1/jobs",
+                     .target = job ? "job " + std::to_string(job->value()) : "",
+                     .job = job,
+                     .status = job ? 200 : 403,
+                     .code = job ? "" : "permission_denied",
+                     .address = "10.0.0.7"};
+}
+
+TEST_P(StoreContractTest, AuditRecordsGetSeqInAppendOrderAndFilter) {
+  EXPECT_THAT(store_->ListAudit({}).value(), IsEmpty());
+  ASSERT_TRUE(store_->AppendAudit({}).has_value());
+  std::vector<AuditRecord> first = {SampleAudit(1000, "ann", "team-a", JobId(1)),
+                                    SampleAudit(2000, "bob", "team-b", std::nullopt)};
+  first[1].seq = 77;  // ignored: the store assigns seq
+  ASSERT_TRUE(store_->AppendAudit(first).has_value());
+  ASSERT_TRUE(store_->AppendAudit({SampleAudit(3000, "ann", "team-a", JobId(2))}).has_value());
+
+  auto all = store_->ListAudit({}).value();
+  ASSERT_EQ(all.size(), 3u);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].seq, static_cast<int>(i) + 1);
+  AuditRecord expected = first[0];
+  expected.seq = 1;
+  EXPECT_EQ(all[0], expected);
+  EXPECT_EQ(all[1].job, std::nullopt);
+  EXPECT_EQ(all[1].code, "permission_denied");
+
+  auto seqs = [&](const AuditFilter& filter) {
+    std::vector<std::int64_t> out;
+    auto records = store_->ListAudit(filter);
+    EXPECT_TRUE(records.has_value()) << records.error().ToString();
+    if (records) {
+      for (const AuditRecord& record : *records) out.push_back(record.seq);
+    }
+    return out;
+  };
+  EXPECT_THAT(seqs({.since = 2000}), ElementsAre(2, 3));
+  EXPECT_THAT(seqs({.user = "ann"}), ElementsAre(1, 3));
+  EXPECT_THAT(seqs({.team = "team-b"}), ElementsAre(2));
+  EXPECT_THAT(seqs({.job = JobId(2)}), ElementsAre(3));
+  EXPECT_THAT(seqs({.limit = 2}), ElementsAre(2, 3));
+  EXPECT_THAT(seqs({.user = "ann", .limit = 1}), ElementsAre(3));
+  auto negative = store_->ListAudit({.limit = -1});
+  ASSERT_FALSE(negative.has_value());
+  EXPECT_EQ(negative.error().code, ErrorCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -22,11 +22,33 @@ Status ValidateAgent(const AgentRecord& agent) {
   return OkStatus();
 }
 
-Status ValidateFilter(const JobFilter& filter) {
-  if (filter.limit < 0) {
-    return InvalidArgument(fmt::format("filter.limit: must be 0 or more, got {}", filter.limit));
+Status ValidateToken(const TokenRecord& token) {
+  if (token.id.empty()) return InvalidArgument("token.id: empty token id");
+  if (token.hash.empty()) return InvalidArgument(fmt::format("token {}: empty hash", token.id));
+  return OkStatus();
+}
+
+namespace {
+
+Status ValidateLimit(int limit) {
+  if (limit < 0) {
+    return InvalidArgument(fmt::format("filter.limit: must be 0 or more, got {}", limit));
   }
   return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateFilter(const JobFilter& filter) { return ValidateLimit(filter.limit); }
+
+Status ValidateFilter(const AuditFilter& filter) { return ValidateLimit(filter.limit); }
+
+bool Matches(const AuditFilter& filter, const AuditRecord& record) {
+  if (record.at < filter.since) return false;
+  if (!filter.user.empty() && record.user != filter.user) return false;
+  if (!filter.team.empty() && record.team != filter.team) return false;
+  if (filter.job && record.job != filter.job) return false;
+  return true;
 }
 
 bool Matches(const JobFilter& filter, const model::Job& job) {

@@ -22,8 +22,12 @@ Status ValidateBatchShape(const Batch& batch);
 // kInvalidArgument if the record's node name is empty.
 Status ValidateAgent(const AgentRecord& agent);
 
+// kInvalidArgument if the token record's id or hash is empty.
+Status ValidateToken(const TokenRecord& token);
+
 // kInvalidArgument if filter.limit is negative.
 Status ValidateFilter(const JobFilter& filter);
+Status ValidateFilter(const AuditFilter& filter);
 
 // The kInvalidArgument error for batch.transitions[index] naming job `id`, which is neither
 // stored nor in the batch.

@@ -55,4 +55,12 @@ Status FaultyStore::Apply(const store::Batch& batch) {
   return base_.Apply(batch);
 }
 
+Status FaultyStore::AppendAudit(const std::vector<store::AuditRecord>& records) {
+  {
+    std::lock_guard lock(mu_);
+    if (failing_) return MakeError(*failing_, "injected failure of an audit append");
+  }
+  return base_.AppendAudit(records);
+}
+
 }  // namespace drover::testing

@@ -53,6 +53,15 @@ class FaultyStore final : public store::Store {
   Result<std::vector<store::CronRecord>> ListCrons() const override { return base_.ListCrons(); }
   Status PutAgent(const store::AgentRecord& agent) override { return base_.PutAgent(agent); }
   Result<std::vector<store::AgentRecord>> ListAgents() const override { return base_.ListAgents(); }
+  Status PutToken(const store::TokenRecord& token) override { return base_.PutToken(token); }
+  Result<std::vector<store::TokenRecord>> ListTokens() const override { return base_.ListTokens(); }
+  // Fails while SetFailing is on (the store is down), with the same code; never stalls and is
+  // not counted among the applies, so the Apply numbers a test injects at stay those of Apply.
+  Status AppendAudit(const std::vector<store::AuditRecord>& records) override;
+  Result<std::vector<store::AuditRecord>> ListAudit(
+      const store::AuditFilter& filter) const override {
+    return base_.ListAudit(filter);
+  }
 
  private:
   store::Store& base_;

@@ -32,7 +32,7 @@ class AgentFaults : public IntegrationTest {
   void StartServerAndProxiedAgent(const std::string& agent_timeout) {
     server_ = StartServer("server", "0", {"--agent-timeout", agent_timeout});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<api::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->Client());
     const std::string& url = server_->url();
     auto proxy = TcpProxy::Create(std::stoi(url.substr(url.rfind(':') + 1)));
     ASSERT_TRUE(proxy) << proxy.error().ToString();

@@ -19,7 +19,7 @@ TEST_F(RemoteAgent, RunsAJobThatNeedsItsGpus) {
   auto server = StartServer("server", "0");
   ASSERT_TRUE(server->ok());
   std::unique_ptr<ChildProcess> agent = StartAgent(*server, "remote-1", "2xA100-40GB");
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   json remote;
   bool registered = WaitUntil([&] {
     remote = GetNode(client, "remote-1");

@@ -41,6 +41,7 @@ TEST_F(Api, MalformedSpecGetsPositionedErrorsAndLeavesTheStoreUntouched) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
   httplib::Client http(server->url());
+  http.set_bearer_token_auth(server->token());
   httplib::Headers headers = {{"X-Drover-File", "bad.yaml"}};
   auto response = http.Post("/v1/jobs", headers, kBadSpec, "application/yaml");
   ASSERT_TRUE(response);
@@ -61,7 +62,7 @@ TEST_F(Api, MalformedSpecGetsPositionedErrorsAndLeavesTheStoreUntouched) {
   EXPECT_THAT(details, Contains(AllOf(StartsWith("bad.yaml:7:14: error: depends_on[0]: "),
                                       HasSubstr("nonexistent"))));
 
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto jobs = client.Get("/v1/jobs");
   ASSERT_TRUE(jobs) << jobs.error().message;
   EXPECT_TRUE(jobs->json["jobs"].is_array());
@@ -87,7 +88,7 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
 TEST_F(Api, LogsAreServedWholeFromTheTailAndFollowedToTheEnd) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto ids = Submit(client, R"(kind: Job
 name: talk
 resources:
@@ -119,7 +120,7 @@ script: |
 TEST_F(Api, IdempotencyKeyReturnsTheSameJobs) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string spec = R"(kind: Job
 name: once
 resources:
@@ -172,6 +173,7 @@ TEST_F(Api, UnknownEndpointsAndJobsAreNotFound) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
   httplib::Client http(server->url());
+  http.set_bearer_token_auth(server->token());
   ExpectNotFound(http, "GET", "/v1/no-such-endpoint");
   ExpectNotFound(http, "GET", "/v1/jobs/424242");
   ExpectNotFound(http, "GET", "/v1/jobs/0");

@@ -46,7 +46,7 @@ script: |
   {
     ServerProcess first(data, dir_.path(), {"--gpus", "4xH100-80GB"});
     ASSERT_TRUE(first.ok());
-    api::ApiClient client(first.url());
+    api::ApiClient client = first.Client();
     ids = Submit(client, spec);
     ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
     ASSERT_TRUE(WaitUntil([&] { return CountRunning(client) >= 3; })) << first.Log();
@@ -57,7 +57,7 @@ script: |
 
   ServerProcess second(data, dir_.path(), {"--gpus", "4xH100-80GB"});
   ASSERT_TRUE(second.ok());
-  api::ApiClient client(second.url());
+  api::ApiClient client = second.Client();
   for (std::int64_t id : ids) {
     EXPECT_EQ(WaitForTerminal(client, id, std::chrono::milliseconds(90'000)), "succeeded")
         << GetJob(client, id).dump(2) << "\n"

@@ -92,7 +92,7 @@ job:
 )yaml",
                               timeline));
   SubmitCron(server->url(), file, dir_.path());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   ASSERT_TRUE(WaitUntil([&] { return CountFinished(Runs(client, "overlap")) >= 3; },
                         std::chrono::milliseconds(90'000)))
       << server->Log();
@@ -138,7 +138,7 @@ job:
     ServerProcess first(data, dir_.path(), {"--gpus", "0"});
     ASSERT_TRUE(first.ok());
     SubmitCron(first.url(), file, dir_.path());
-    api::ApiClient client(first.url());
+    api::ApiClient client = first.Client();
     ASSERT_TRUE(WaitUntil([&] { return CountFinished(Runs(client, "ticker")) >= 1; },
                           std::chrono::milliseconds(60'000)))
         << first.Log();
@@ -159,7 +159,7 @@ job:
   ServerProcess second(data, dir_.path(), {"--gpus", "0"});
   ASSERT_TRUE(second.ok());
   ASSERT_LT(SystemClock().Now() / 1000, latest_missed + 6) << "the server took too long to start";
-  api::ApiClient client(second.url());
+  api::ApiClient client = second.Client();
   // The missed run, and then a regular one after the restart.
   ASSERT_TRUE(WaitUntil(
       [&] {

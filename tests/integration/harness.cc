@@ -158,6 +158,21 @@ ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scr
   std::string url = ReadFile(ready_file);
   while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
   url_ = url;
+  // The admin token the server wrote before its ready file; a later server over the same data
+  // keeps it. CLI commands the test runs find it in DROVER_TOKEN.
+  token_ = ReadFile(data_dir + "/admin.token");
+  while (!token_.empty() && (token_.back() == '\n' || token_.back() == '\r')) token_.pop_back();
+  if (token_.empty()) {
+    ADD_FAILURE() << "drover server wrote no " << data_dir << "/admin.token; its output:\n"
+                  << Log();
+  }
+  setenv("DROVER_TOKEN", token_.c_str(), /*overwrite=*/1);
+}
+
+api::ApiClient ServerProcess::Client() const {
+  api::ApiClient client(url_);
+  client.SetBearer(token_);
+  return client;
 }
 
 std::string ServerProcess::Log() const {

@@ -101,11 +101,17 @@ class ServerProcess {
 
   bool ok() const { return !url_.empty(); }
   const std::string& url() const { return url_; }
+  // The server's admin token (DATA/admin.token), also put in this process's DROVER_TOKEN so
+  // that the CLI commands a test runs (RunDrover) send it.
+  const std::string& token() const { return token_; }
+  // An API client of url() that sends token().
+  api::ApiClient Client() const;
   ChildProcess& process() { return *process_; }
   std::string Log() const;
 
  private:
   std::string url_;
+  std::string token_;
   std::unique_ptr<ChildProcess> process_;
 };
 

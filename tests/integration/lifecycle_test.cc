@@ -80,7 +80,7 @@ std::set<std::string> SplitComma(const std::string& text) {
 TEST_F(Lifecycle, GangWorkersSeeDisjointCudaVisibleDevices) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string out = dir_.Sub("out");
   std::filesystem::create_directories(out);
   const std::string spec = fmt::format(R"(kind: Job
@@ -135,7 +135,7 @@ script: |
 TEST_F(Lifecycle, DependenciesOrderTheStartTimes) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string out = dir_.Sub("out");
   std::filesystem::create_directories(out);
   std::string spec;
@@ -187,7 +187,7 @@ script: |
 TEST_F(Lifecycle, TimeoutKillsTheWholeProcessTree) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string pids = dir_.Sub("pids");
   const std::string spec = fmt::format(R"(kind: Job
 name: sleepy
@@ -224,7 +224,7 @@ script: |
 TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto job = StartLongJob(client);
   ASSERT_TRUE(job);
   const std::int64_t id = job->id;
@@ -242,6 +242,7 @@ TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
 
   // Cancelling a finished job: 409 with a JSON error.
   httplib::Client http(server->url());
+  http.set_bearer_token_auth(server->token());
   auto again = http.Post(path, "", "application/json");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 409);
@@ -260,7 +261,7 @@ TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
 TEST_F(Lifecycle, CancelFromTheCliStopsARunningJob) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto job = StartLongJob(client);
   ASSERT_TRUE(job);
   const std::int64_t id = job->id;
@@ -278,7 +279,7 @@ TEST_F(Lifecycle, CancelFromTheCliStopsARunningJob) {
 TEST_F(Lifecycle, UnplaceableJobStaysReadyWithItsReason) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto big = Submit(client, R"(kind: Job
 name: big
 resources:

@@ -24,7 +24,7 @@ class NodeLost : public IntegrationTest {
   void StartServerAndAgentA() {
     server_ = StartServer("server", "0", {"--agent-timeout", "2s"});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<api::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->Client());
     agent_a_ = StartAgent(*server_, "agent-a", "2xA100-40GB");
     ASSERT_TRUE(WaitForNodeState("agent-a", "ready")) << Logs();
   }

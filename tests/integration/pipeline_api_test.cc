@@ -48,7 +48,7 @@ stages:
 TEST_F(PipelineApi, RunRollsUpItsStagesAndItsSplitAddsUpToItsWallTime) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   std::vector<std::int64_t> ids = Submit(client, kPipeline, "tiny.yaml");
   ASSERT_EQ(ids.size(), 5u);
   const std::string run_id = std::to_string(ids[0]);
@@ -138,7 +138,7 @@ TEST_F(PipelineApi, RunRollsUpItsStagesAndItsSplitAddsUpToItsWallTime) {
 TEST_F(PipelineApi, CancelOfARunningPipelineStopsItsRunningStage) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string pid_file = dir_.Sub("hold.pid");
   std::vector<std::int64_t> ids = Submit(client, R"(kind: Pipeline
 name: hold

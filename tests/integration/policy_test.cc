@@ -83,7 +83,7 @@ class Policy : public IntegrationTest {
 TEST_F(Policy, QueuesShowTheQuotasOfThePolicyFileAndTheirUsage) {
   auto server = StartUnderTwoTeams();
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
 
   auto queues = client.Queues();
   ASSERT_TRUE(queues) << queues.error().message;
@@ -168,7 +168,7 @@ TEST_F(Policy, ABadPolicyFileStopsTheStartWithItsPosition) {
 TEST_F(Policy, EditsArePickedUpAndABadEditKeepsThePolicyInForce) {
   auto server = StartUnderTwoTeams();
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
 
   // A bad edit: the reload answers with its diagnostics and the policy in force stays.
   WriteFile(policy_, kBadPolicy);
@@ -178,6 +178,7 @@ TEST_F(Policy, EditsArePickedUpAndABadEditKeepsThePolicyInForce) {
   ASSERT_EQ(Details(reload.error()).size(), 1u);
   EXPECT_THAT(Details(reload.error())[0], HasSubstr(policy_ + ":7:16: error: "));
   httplib::Client http(server->url());
+  http.set_bearer_token_auth(server->token());
   auto raw = http.Post("/v1/policy/reload", "", "application/json");
   ASSERT_TRUE(raw);
   EXPECT_EQ(raw->status, 400);
@@ -220,7 +221,7 @@ queues:
 TEST_F(Policy, ReloadWithoutAPolicyFileIsAFailedPrecondition) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto reload = client.ReloadPolicy();
   ASSERT_FALSE(reload);
   EXPECT_EQ(reload.error().code, ErrorCode::kFailedPrecondition);
@@ -240,7 +241,7 @@ class Decisions : public IntegrationTest {};
 TEST_F(Decisions, WhyShowsWhereAndHowAJobWasPlaced) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto ids = Submit(client, GpuJob("placed", 2, "\"true\""));
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_EQ(WaitForTerminal(client, ids[0]), "succeeded") << server->Log();
@@ -281,7 +282,7 @@ TEST_F(Decisions, WhyShowsWhereAndHowAJobWasPlaced) {
 TEST_F(Decisions, ExplainSaysTheLayerAndTheEstimatedStart) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   // Never fits (held: it would be refused): its start cannot be estimated.
   auto ids = Submit(client, GpuJob("too-big", 4, "\"true\"", "hold_infeasible: true\n"));
   ASSERT_EQ(ids.size(), 1u);
@@ -307,7 +308,7 @@ class Checkpoints : public IntegrationTest {};
 TEST_F(Checkpoints, ReportedForARunningJobAndRefusedForAFinishedOne) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string go = dir_.Sub("go");
   auto ids = Submit(
       client, GpuJob("long", 1, fmt::format("|\n  while [ ! -e {} ]; do sleep 0.05; done", go)));
@@ -332,6 +333,7 @@ TEST_F(Checkpoints, ReportedForARunningJobAndRefusedForAFinishedOne) {
   WriteFile(go, "x");
   ASSERT_EQ(WaitForTerminal(client, ids[0]), "succeeded");
   httplib::Client http(server->url());
+  http.set_bearer_token_auth(server->token());
   auto finished = http.Post("/v1/jobs/" + id + "/checkpoint", "", "application/json");
   ASSERT_TRUE(finished);
   EXPECT_EQ(finished->status, 409);
@@ -349,7 +351,7 @@ TEST_F(Checkpoints, ReportedForARunningJobAndRefusedForAFinishedOne) {
 TEST_F(Checkpoints, TheCheckpointMarkerFileIsReportedByTheAgent) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string go = dir_.Sub("go");
   const std::string env = dir_.Sub("env");
   // The worker saves a checkpoint, touches the marker, and waits.

@@ -41,7 +41,7 @@ TEST_F(Preemption, BorrowedGpusAreReclaimedAndTheVictimResumesFromItsCheckpoint)
   const std::string worker = testdata + "/checkpointing_worker.sh";
   auto server = StartServer("data", "8xH100-80GB", {"--policy", testdata + "/policy.yaml"});
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
 
   // Team B takes 6 GPUs: its own 4 and 2 of team A's, borrowed.
   auto b_ids =

@@ -21,9 +21,12 @@ using ::testing::StartsWith;
 
 class Report : public IntegrationTest {};
 
-// POSTs `body` to /v1/jobs/ID/report; returns the HTTP status and the parsed body.
-std::pair<int, json> PostReport(const std::string& url, std::int64_t id, const std::string& body) {
-  httplib::Client http(url);
+// POSTs `body` to /v1/jobs/ID/report with the server's admin token; returns the HTTP status and the
+// parsed body.
+std::pair<int, json> PostReport(const ServerProcess& server, std::int64_t id,
+                                const std::string& body) {
+  httplib::Client http(server.url());
+  http.set_bearer_token_auth(server.token());
   auto response = http.Post(fmt::format("/v1/jobs/{}/report", id), body, "application/json");
   if (!response) return {0, json()};
   return {response->status, json::parse(response->body, nullptr, false)};
@@ -32,7 +35,7 @@ std::pair<int, json> PostReport(const std::string& url, std::int64_t id, const s
 TEST_F(Report, AJobReportsUsefulWorkAndProgressFromInside) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string spec = fmt::format(R"(kind: Job
 name: reporter
 resources:
@@ -65,7 +68,7 @@ script: |
 TEST_F(Report, ReportsAreCheckedAndErrorsNameTheField) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto ids = Submit(client, R"(kind: Job
 name: long
 resources:
@@ -104,17 +107,17 @@ script: sleep 300
            Case{R"({})", 400, "invalid_argument", "request body: "},
            Case{R"([0.5])", 400, "invalid_argument", "request body: "},
        }) {
-    auto [status, body] = PostReport(server->url(), id, c.body);
+    auto [status, body] = PostReport(*server, id, c.body);
     EXPECT_EQ(status, c.status) << c.body << " -> " << body.dump();
     EXPECT_EQ(body["code"], c.code) << c.body;
     EXPECT_THAT(body["message"].get<std::string>(), StartsWith(c.message_start)) << c.body;
   }
   EXPECT_EQ(GetJob(client, id)["attempts"][0]["progress"], 0.25);  // nothing above changed it
 
-  EXPECT_EQ(PostReport(server->url(), id + 100, R"({"progress": 0.5})").first, 404);
+  EXPECT_EQ(PostReport(*server, id + 100, R"({"progress": 0.5})").first, 404);
   ASSERT_TRUE(client.Post(fmt::format("/v1/jobs/{}/cancel", id), "", "application/json"));
   ASSERT_EQ(WaitForTerminal(client, id), "cancelled");
-  auto [status, body] = PostReport(server->url(), id, R"({"useful_work_began": true})");
+  auto [status, body] = PostReport(*server, id, R"({"useful_work_began": true})");
   EXPECT_EQ(status, 409) << body.dump();
   EXPECT_EQ(body["code"], "failed_precondition");
 

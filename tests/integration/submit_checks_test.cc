@@ -31,7 +31,7 @@ TEST_F(SubmitChecks, AKeyReusedWithAnotherBodyIsRefusedAlsoAfterARestart) {
   {
     auto server = StartServer("data", "4xH100-80GB");
     ASSERT_TRUE(server->ok());
-    api::ApiClient client(server->url());
+    api::ApiClient client = server->Client();
     auto first = client.Post("/v1/jobs", std::string(kSpec), "application/yaml", headers);
     ASSERT_TRUE(first) << first.error().message;
     EXPECT_EQ(first->status, 201);
@@ -44,7 +44,7 @@ TEST_F(SubmitChecks, AKeyReusedWithAnotherBodyIsRefusedAlsoAfterARestart) {
   }
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto reused = client.Post("/v1/jobs", other, "application/yaml", headers);
   ASSERT_FALSE(reused);
   EXPECT_EQ(reused.error().code, ErrorCode::kAlreadyExists);
@@ -70,7 +70,7 @@ TEST_F(SubmitChecks, AJobNoNodeCanHoldIsRefusedUnlessHeld) {
   CommandResult held =
       RunDrover({"--server", server->url(), "submit", file, "--hold-infeasible"}, dir_.path());
   ASSERT_EQ(held.exit_code, 0) << held.err;
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto jobs = client.Get("/v1/jobs");
   ASSERT_TRUE(jobs);
   ASSERT_EQ(jobs->json["jobs"].size(), 1u);

@@ -49,6 +49,7 @@ TEST_F(Tls, CliAndRemoteAgentWorkWithTheSiteCa) {
   std::unique_ptr<ChildProcess> agent = StartAgent(*server, "remote-tls", "1xA100-40GB");
   ::unsetenv("DROVER_CA");
   api::ApiClient client(server->url(), kMillisPerMinute, Ca());
+  client.SetBearer(server->token());
   ASSERT_TRUE(WaitForNodeState(client, "remote-tls", "ready"))
       << ProcessLogs(server.get(), {{"agent", agent.get()}});
   const std::string proof = dir_.Sub("ran-over-tls");

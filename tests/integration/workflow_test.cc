@@ -132,7 +132,7 @@ TEST_F(Workflow, ExamplePipelineRunsToTheEndWithDrover) {
 TEST_F(Workflow, RetriesResumeFromTheLastCheckpoint) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string steps = dir_.Sub("steps.log");
   auto ids = Submit(client, fmt::format(R"(kind: Job
 name: resumable
@@ -214,7 +214,7 @@ script: |
 TEST_F(Workflow, OnlyASuccessfulAttemptPublishesItsOutput) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string out_dir = dir_.Sub("out");
   fs::create_directories(out_dir);
   const std::string result = out_dir + "/result.txt";
@@ -307,7 +307,7 @@ script: |
 TEST_F(Workflow, ASweepRunsAtMostConcurrencyTrialsAtOnce) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string events = dir_.Sub("events.log");
   auto ids = Submit(client, fmt::format(R"(kind: Pipeline
 name: sweep
@@ -355,7 +355,7 @@ stages:
 TEST_F(Workflow, AJobWaitsForItsInputPath) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   const std::string marker = dir_.Sub("marker");
   auto ids = Submit(client, fmt::format(R"(kind: Job
 name: consumer
@@ -395,7 +395,7 @@ script: cat {0}
 TEST_F(Workflow, ConditionsRunCleanupAndSkipTheRest) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
   auto ids = Submit(client, fmt::format(R"(kind: Pipeline
 name: conditions
 stages:

@@ -55,7 +55,7 @@ TEST_F(LoadTest, ClientsSubmitWhileFollowersLongPollAndHealthAnswersThroughout) 
   constexpr int kFollowers = 40;
   auto server = StartServer("server", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
-  api::ApiClient client(server->url());
+  api::ApiClient client = server->Client();
 
   // The GPU holder, then the 40 jobs whose logs are followed (a line a second each).
   ASSERT_EQ(Submit(client, R"(kind: Job
@@ -92,7 +92,7 @@ script: while :; do echo tick; sleep 1; done
   double health_max_ms = 0;
   int health_probes = 0;
   std::thread prober([&] {
-    api::ApiClient probe(server->url());
+    api::ApiClient probe = server->Client();
     while (!done) {
       const auto start = Clock::now();
       auto reply = probe.Get("/v1/health");
@@ -107,7 +107,7 @@ script: while :; do echo tick; sleep 1; done
   std::vector<std::thread> followers;
   for (std::int64_t id : talkers) {
     followers.emplace_back([&, id] {
-      api::ApiClient follow(server->url());
+      api::ApiClient follow = server->Client();
       std::string offset = "0";
       while (!done) {
         auto reply = follow.Get(fmt::format("/v1/jobs/{}/logs?wait_ms=5000&offset={}", id, offset));
@@ -127,7 +127,7 @@ script: while :; do echo tick; sleep 1; done
   std::vector<std::thread> submitters;
   for (int c = 0; c < clients; ++c) {
     submitters.emplace_back([&, c] {
-      api::ApiClient submit(server->url());
+      api::ApiClient submit = server->Client();
       latencies[c].reserve(submissions);
       for (int i = 0; i < submissions; ++i) {
         const std::string key = fmt::format("c{}-{}", c, i);

@@ -71,7 +71,7 @@ class SlurmTest : public IntegrationTest {
     WriteFile(dir_.Sub("policy.yaml"), kPolicy);
     server_ = StartServer("data", "2xH100-80GB", {"--policy", dir_.Sub("policy.yaml")});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<api::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->Client());
   }
 
   void TearDown() override {
@@ -98,7 +98,7 @@ class SlurmTest : public IntegrationTest {
         dir_.Sub("data"), dir_.path(),
         std::vector<std::string>{"--gpus", "2xH100-80GB", "--policy", dir_.Sub("policy.yaml")});
     ASSERT_TRUE(server_->ok());
-    client_ = std::make_unique<api::ApiClient>(server_->url());
+    client_ = std::make_unique<api::ApiClient>(server_->Client());
   }
 
   // Once Drover continues job `id`'s requeued Slurm job as its second attempt, lifts Slurm's

@@ -1,0 +1,88 @@
+// ControlPlane: API tokens and the audit log (control_plane.h, "Identity"). Nothing here takes
+// mu_: the token registry and the audit log are thread-safe themselves.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "drover/server/control_plane.h"
+
+namespace drover::server {
+namespace {
+
+// Writes `text` to `path` with mode 0600, atomically: a fresh file beside it (O_EXCL) renamed
+// over it, so no reader ever sees a partial token and nobody else can have opened it.
+Status WriteSecretFile(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".new";
+  ::unlink(temporary.c_str());  // a leftover of a crash between open and rename
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Unavailable(fmt::format("{}: cannot create: {}", temporary, strerror(errno)));
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);
+  if (!written || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int cause = written ? errno : error;
+    ::unlink(temporary.c_str());
+    return Unavailable(fmt::format("{}: cannot write: {}", path, strerror(cause)));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<model::Identity> ControlPlane::Authenticate(std::string_view token) const {
+  return tokens_.Authenticate(token, clock_.Now());
+}
+
+void ControlPlane::Audit(store::AuditRecord record) { audit_.Append(std::move(record)); }
+
+Result<api::CreatedToken> ControlPlane::CreateToken(const model::Identity& identity,
+                                                    DurationMs expires_in_ms,
+                                                    const model::Identity& caller) {
+  const TimeMs now = clock_.Now();
+  DROVER_ASSIGN_OR_RETURN(TokenRegistry::Created created,
+                          tokens_.Create(identity, expires_in_ms > 0 ? now + expires_in_ms : 0,
+                                         model::Describe(caller), now));
+  spdlog::info("token {} created for {} by {}", created.record.id,
+               model::Describe(created.record.identity), created.record.created_by);
+  return api::CreatedToken{std::move(created.record), std::move(created.token)};
+}
+
+std::vector<store::TokenRecord> ControlPlane::Tokens() const { return tokens_.List(); }
+
+Result<store::TokenRecord> ControlPlane::RevokeToken(const std::string& id) {
+  DROVER_ASSIGN_OR_RETURN(store::TokenRecord record, tokens_.Revoke(id, clock_.Now()));
+  spdlog::info("token {} of {} revoked", record.id, model::Describe(record.identity));
+  return record;
+}
+
+Result<std::vector<store::AuditRecord>> ControlPlane::ListAudit(
+    const store::AuditFilter& filter) const {
+  static_cast<void>(audit_.Flush());  // a failure is logged there; the listing still answers
+  return store_->ListAudit(filter);
+}
+
+Result<bool> ControlPlane::EnsureAdminToken(const std::string& path, const std::string& user) {
+  const TimeMs now = clock_.Now();
+  if (tokens_.HasLiveAdmin(now)) return false;
+  DROVER_ASSIGN_OR_RETURN(TokenRegistry::Created created,
+                          tokens_.Create(model::AdminIdentity(user), /*expires_at=*/0,
+                                         "drover server (first start)", now));
+  Status written = WriteSecretFile(path, created.token + "\n");
+  if (!written) {
+    // Nobody holds it: revoke it so that a restart tries again.
+    static_cast<void>(tokens_.Revoke(created.record.id, now));
+    return tl::unexpected(written.error());
+  }
+  spdlog::info("admin token {} for {} written to {} (mode 0600); the CLI reads it from there",
+               created.record.id, user, path);
+  return true;
+}
+
+}  // namespace drover::server
