@@ -23,9 +23,34 @@ Status FindJob(JobId id) {
 
 TimeMs FuzzService::Now() const { return kNow; }
 
+Result<model::Identity> FuzzService::Authenticate(std::string_view) const {
+  return model::AdminIdentity("fuzz");
+}
+
+void FuzzService::Audit(store::AuditRecord) {}
+
+Result<api::CreatedToken> FuzzService::CreateToken(const model::Identity& identity, DurationMs,
+                                                   const model::Identity&) {
+  api::CreatedToken created;
+  created.record.id = "tok-000000000001";
+  created.record.identity = identity;
+  created.token = "drv_fuzz";
+  return created;
+}
+
+std::vector<store::TokenRecord> FuzzService::Tokens() const { return {}; }
+
+Result<store::TokenRecord> FuzzService::RevokeToken(const std::string& id) {
+  return NotFound("token " + id + " does not exist");
+}
+
+Result<std::vector<store::AuditRecord>> FuzzService::ListAudit(const store::AuditFilter&) const {
+  return std::vector<store::AuditRecord>{};
+}
+
 Result<api::Submission> FuzzService::Submit(std::string_view text,
                                             const spec::ParseOptions& options, const std::string&,
-                                            const std::string&) {
+                                            const model::Identity&) {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, options));
   api::Submission submission;
   std::int64_t next = kJob.value();
@@ -97,11 +122,24 @@ Result<std::vector<model::Job>> FuzzService::PipelineRun(JobId run) const {
 Status FuzzService::CancelPipeline(JobId run, const std::string&) { return FindJob(run); }
 
 Result<api::CronStatus> FuzzService::PutCron(const model::CronSpec& spec,
-                                             const std::string& owner) {
+                                             const model::Identity& caller) {
   api::CronStatus status;
   status.record.spec = spec;
-  status.record.owner = owner;
+  status.record.owner = caller.user;
+  status.record.team = caller.team;
   return status;
+}
+
+Status FuzzService::PutSecret(const std::string&, const std::string&, std::string_view) {
+  return OkStatus();
+}
+
+Result<std::vector<api::SecretInfo>> FuzzService::ListSecrets(const std::string&) const {
+  return std::vector<api::SecretInfo>{};
+}
+
+Status FuzzService::DeleteSecret(const std::string& team, const std::string& name) {
+  return NotFound("team " + team + " has no secret " + name);
 }
 
 std::vector<api::CronStatus> FuzzService::Crons() const { return {}; }

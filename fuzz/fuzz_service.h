@@ -4,8 +4,8 @@
 // the server does at the boundary the handlers see, without a control plane: Submit parses the
 // text with spec::ParseJobs as ControlPlane::Submit does (so a body goes through the same parser
 // as in the server), job 1 and pipeline run 1 exist, every registration and event report is
-// accepted, and reads answer empty. Nothing is kept between calls, so every input runs against
-// the same service.
+// accepted, and reads answer empty. Every token is an admin's, so that every route's handler is
+// reached. Nothing is kept between calls, so every input runs against the same service.
 //
 // Thread-safety: stateless; safe to call from many threads.
 
@@ -16,9 +16,17 @@ namespace drover::fuzz {
 class FuzzService final : public api::Service {
  public:
   TimeMs Now() const override;
+  Result<model::Identity> Authenticate(std::string_view token) const override;
+  void Audit(store::AuditRecord record) override;
+  Result<api::CreatedToken> CreateToken(const model::Identity& identity, DurationMs expires_in_ms,
+                                        const model::Identity& caller) override;
+  std::vector<store::TokenRecord> Tokens() const override;
+  Result<store::TokenRecord> RevokeToken(const std::string& id) override;
+  Result<std::vector<store::AuditRecord>> ListAudit(
+      const store::AuditFilter& filter) const override;
   Result<api::Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                                  const std::string& idempotency_key,
-                                 const std::string& owner) override;
+                                 const model::Identity& caller) override;
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
   Result<model::Job> GetJob(JobId id) const override;
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
@@ -35,9 +43,14 @@ class FuzzService final : public api::Service {
   std::vector<std::vector<model::Job>> PipelineRuns() const override;
   Result<std::vector<model::Job>> PipelineRun(JobId run) const override;
   Status CancelPipeline(JobId run, const std::string& cause) override;
-  Result<api::CronStatus> PutCron(const model::CronSpec& spec, const std::string& owner) override;
+  Result<api::CronStatus> PutCron(const model::CronSpec& spec,
+                                  const model::Identity& caller) override;
   std::vector<api::CronStatus> Crons() const override;
   Status DeleteCron(const std::string& name) override;
+  Status PutSecret(const std::string& team, const std::string& name,
+                   std::string_view value) override;
+  Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const override;
+  Status DeleteSecret(const std::string& team, const std::string& name) override;
   std::vector<control::QueueReport> Queues() const override;
   model::Policy Policy() const override;
   api::PolicyStatus PolicyInfo() const override;

@@ -40,9 +40,10 @@ inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;
 // ran.
 struct Caller {
   std::optional<model::Identity> identity;  // the user or job whose token it carried
-  bool bearer = false;                      // the request carried Authorization: Bearer
-  std::optional<NodeId> agent;              // the node whose agent credential it carried
-  bool joined = false;  // it carried the join token, or the server requires none
+  std::string target_team;      // the team of the job, pipeline run, cron job or secret acted on
+  bool bearer = false;          // the request carried Authorization: Bearer
+  std::optional<NodeId> agent;  // the node whose agent credential it carried
+  bool joined = false;          // it carried the join token, or the server requires none
 };
 
 struct Request {

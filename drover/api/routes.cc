@@ -174,6 +174,7 @@ Result<Caller> Authorize(const Route& route, const Service& service, const Reque
       DROVER_RETURN_IF_ERROR(
           model::Decide(identity, route.access.verb, resource, service.Policy()));
       caller.identity = std::move(identity);
+      caller.target_team = std::move(resource.team);
       break;
     }
     case Access::Kind::kAgentRegistration:
@@ -293,7 +294,9 @@ void AuditRequest(const Route& route, Service& service, const Request& request,
   record.at = service.Now();
   if (identity) {
     record.user = identity->user;
-    record.team = identity->team;
+    // Filed under the team the request concerns (a job's, a secret's), else the caller's, so
+    // that a coordinator sees what others did to its team.
+    record.team = request.caller.target_team.empty() ? identity->team : request.caller.target_team;
     record.caller = model::Describe(*identity);
   }
   record.action = fmt::format("{} {}", request.method, request.path);

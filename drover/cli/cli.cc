@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
                      "changes");
   server->add_option("--join-token-file", server_flags.join_token_file,
                      "a file holding the token agents present to be issued a node credential "
-                     "(default: none, the first agent to register a name is trusted)");
+                     "(default: DATA/join.token, created on the first start)");
   server->add_option("--agent-timeout", server_flags.agent_timeout,
                      "declare a remote agent's node lost after this long without a word from it "
                      "(default 30s; 0: never)");
@@ -115,8 +115,8 @@ int Main(int argc, char** argv) {
                     "where the node credential the server issues is kept (default: "
                     "DATA/node.credential, mode 0600)");
   agent->add_option("--join-token-file", agent_flags.join_token_file,
-                    "the server's join token, for a server started with --join-token-file "
-                    "(default: $DROVER_JOIN_TOKEN)");
+                    "the server's join token file (its DATA/join.token or its --join-token-file; "
+                    "default: $DROVER_JOIN_TOKEN), needed until the node has a credential");
   agent->add_option("--data", agent_flags.data_dir, "where worker directories and logs live");
   AddNodeFlags(agent, agent_flags.nodes);
   agent->callback([&] {

@@ -24,6 +24,7 @@
 #include "drover/model/metrics.h"
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
+#include "drover/server/secret.h"
 #include "drover/server/secret_store.h"
 #include "drover/server/token_registry.h"
 
@@ -218,6 +219,17 @@ int ServerCommand(const ServerFlags& flags) {
   if (!options) return ReportError(options.error());
   auto http_options = HttpOptionsOf(flags);
   if (!http_options) return ReportError(http_options.error());
+  // Without --join-token-file the server keeps a join token of its own: an agent is issued a
+  // node credential only when it shows one (docs/security.md, "Agents").
+  const std::string own_join_token =
+      (std::filesystem::path(flags.data_dir) / "join.token").string();
+  if (flags.join_token_file.empty()) {
+    std::error_code ignored;
+    std::filesystem::create_directories(flags.data_dir, ignored);
+    auto token = server::LoadOrCreateSecretFile(own_join_token);
+    if (!token) return ReportError(token.error());
+    options->join_token = *std::move(token);
+  }
   SystemClock clock;
   auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
                                  address->first, address->second, clock, *options, *http_options);
@@ -253,9 +265,14 @@ int ServerCommand(const ServerFlags& flags) {
               << " (mode 0600); the drover CLI run from the data directory's parent finds it"
               << std::endl;
   }
+  const std::string join_file =
+      flags.join_token_file.empty() ? own_join_token : flags.join_token_file;
   if (daemon->http->agent_port() >= 0) {
     std::cout << "agents: drover agent --server " << (flags.tls.enabled() ? "https" : "http")
               << "://" << http_options->agent_host << ":" << daemon->http->agent_port()
+              << " --join-token-file " << join_file << std::endl;
+  } else {
+    std::cout << "agents: drover agent --server " << url << " --join-token-file " << join_file
               << std::endl;
   }
   if (!flags.policy_file.empty()) {

@@ -11,30 +11,9 @@
 #include <cstring>
 
 #include "drover/server/control_plane.h"
+#include "drover/server/secret.h"
 
 namespace drover::server {
-namespace {
-
-// Writes `text` to `path` with mode 0600, atomically: a fresh file beside it (O_EXCL) renamed
-// over it, so no reader ever sees a partial token and nobody else can have opened it.
-Status WriteSecretFile(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".new";
-  ::unlink(temporary.c_str());  // a leftover of a crash between open and rename
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Unavailable(fmt::format("{}: cannot create: {}", temporary, strerror(errno)));
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  const int error = errno;
-  ::close(fd);
-  if (!written || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int cause = written ? errno : error;
-    ::unlink(temporary.c_str());
-    return Unavailable(fmt::format("{}: cannot write: {}", path, strerror(cause)));
-  }
-  return OkStatus();
-}
-
-}  // namespace
 
 Result<model::Identity> ControlPlane::Authenticate(std::string_view token) const {
   return tokens_.Authenticate(token, clock_.Now());

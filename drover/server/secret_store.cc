@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "drover/server/secret.h"
 #include "drover/spec/limits.h"
 
 namespace drover::server {
@@ -58,30 +59,6 @@ Result<std::vector<std::string>> ListDirectory(const std::string& path) {
   }
   closedir(dir);
   return names;
-}
-
-// Writes `value` to a new file `path` (mode 0600) and fsyncs it.
-Status WriteSynced(const std::string& path, std::string_view value) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return SystemError("cannot create", path);
-  std::size_t done = 0;
-  while (done < value.size()) {
-    const ssize_t n = write(fd, value.data() + done, value.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      auto error = SystemError("cannot write", path);
-      close(fd);
-      return error;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (fsync(fd) != 0) {
-    auto error = SystemError("cannot fsync", path);
-    close(fd);
-    return error;
-  }
-  if (close(fd) != 0) return SystemError("cannot close", path);
-  return OkStatus();
 }
 
 }  // namespace
@@ -148,15 +125,7 @@ Status SecretStore::Put(std::string_view team, std::string_view name, std::strin
   const std::string team_dir = TeamDir(team);
   DROVER_RETURN_IF_ERROR(MakePrivateDirectory(team_dir));
   const std::string path = fmt::format("{}/{}", team_dir, name);
-  const std::string temp = fmt::format("{}/.{}{}", team_dir, name, kTempSuffix);
-  Status written = WriteSynced(temp, value);
-  if (written && rename(temp.c_str(), path.c_str()) != 0) {
-    written = SystemError("cannot rename onto", path);
-  }
-  if (!written) {
-    unlink(temp.c_str());
-    return written;
-  }
+  DROVER_RETURN_IF_ERROR(WriteSecretFile(path, value));  // ".NAME.tmp" beside it, then renamed
   DROVER_RETURN_IF_ERROR(SyncPath(team_dir));
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return SystemError("cannot stat", path);

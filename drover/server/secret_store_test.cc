@@ -48,7 +48,8 @@ TEST(SecretStore, PutsGetsListsAndDeletes) {
   ASSERT_TRUE(store->Delete("team-a", "wandb-key"));
   EXPECT_FALSE(store->Exists("team-a", "wandb-key"));
   EXPECT_EQ(store->Get("team-a", "wandb-key").error().code, ErrorCode::kNotFound);
-  EXPECT_EQ(store->Get("team-a", "wandb-key").error().message, "team team-a has no secret wandb-key");
+  EXPECT_EQ(store->Get("team-a", "wandb-key").error().message,
+            "team team-a has no secret wandb-key");
   EXPECT_EQ(store->Delete("team-a", "wandb-key").error().code, ErrorCode::kNotFound);
 }
 

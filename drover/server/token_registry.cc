@@ -22,15 +22,6 @@ constexpr std::string_view kTokenPrefix = "drv_";
 constexpr std::string_view kJobTokenPrefix = "drj_";
 constexpr std::size_t kIdHexDigits = 12;
 
-Result<std::string> ReadKey(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Unavailable(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  std::string key;
-  std::getline(in, key);
-  if (key.empty()) return Internal(fmt::format("{}: the job token key file is empty", path));
-  return key;
-}
-
 }  // namespace
 
 std::string FormatRfc3339(TimeMs at) {
@@ -45,22 +36,7 @@ TokenRegistry::TokenRegistry(store::Store& store, std::string job_key)
 
 Result<std::string> TokenRegistry::LoadOrCreateJobKey(const std::string& path) {
   if (path.empty()) return NewCredential();
-  DROVER_ASSIGN_OR_RETURN(std::string key, NewCredential());
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) return ReadKey(path);
-    return Unavailable(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
-  }
-  const std::string line = key + "\n";
-  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                       ::fsync(fd) == 0;
-  const int error = errno;
-  ::close(fd);
-  if (!written) {
-    ::unlink(path.c_str());
-    return Unavailable(fmt::format("{}: cannot write: {}", path, std::strerror(error)));
-  }
-  return key;
+  return LoadOrCreateSecretFile(path);
 }
 
 Status TokenRegistry::Load() {

@@ -108,7 +108,7 @@ struct AuditRecord {
   std::int64_t seq = 0;  // assigned by the store on append: 1, 2, ... in append order
   TimeMs at = 0;
   std::string user;          // the caller's user; "" when unauthenticated
-  std::string team;          // the caller's team
+  std::string team;          // the team acted on (a job's, a secret's), else the caller's
   std::string caller;        // model::Describe of the caller ("user-a (coordinator of team-a)")
   std::string action;        // method and route, e.g. "POST /v1/jobs/12/cancel"
   std::string target;        // "job 12", "token tok-1a2b...", "policy"; "" for none

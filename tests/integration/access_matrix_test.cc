@@ -143,10 +143,7 @@ class AccessMatrix : public IntegrationTest {
     WriteFile(dir_.path() + "/policy.yaml", kPolicy);
     server_ = StartServer("data", "2xH100-80GB", {"--policy", dir_.path() + "/policy.yaml"});
     ASSERT_TRUE(server_->ok());
-    tokens_[Caller::kAdmin] = ReadFile(dir_.path() + "/data/admin.token");
-    while (!tokens_[Caller::kAdmin].empty() && tokens_[Caller::kAdmin].back() == '\n') {
-      tokens_[Caller::kAdmin].pop_back();
-    }
+    tokens_[Caller::kAdmin] = server_->token();
     ASSERT_FALSE(tokens_[Caller::kAdmin].empty());
     tokens_[Caller::kCoordinatorA] = CreateToken("carol", "team-a", "coordinator");
     tokens_[Caller::kMemberA] = CreateToken("alice", "team-a", "member");

@@ -37,7 +37,7 @@ class AgentFaults : public IntegrationTest {
     auto proxy = TcpProxy::Create(std::stoi(url.substr(url.rfind(':') + 1)));
     ASSERT_TRUE(proxy) << proxy.error().ToString();
     proxy_ = *std::move(proxy);
-    agent_a_ = StartAgent(proxy_->url(), "agent-a", "2xA100-40GB");
+    agent_a_ = StartAgent(proxy_->url(), "agent-a", "2xA100-40GB", server_->join_token_file());
     ASSERT_TRUE(WaitForNodeState("agent-a", "ready")) << Logs();
   }
 

@@ -142,7 +142,8 @@ CommandResult RunDrover(const std::vector<std::string>& args, const std::string&
 // ---------------------------------------------------------------------------------------------
 
 ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scratch_dir,
-                             const std::vector<std::string>& extra) {
+                             const std::vector<std::string>& extra)
+    : data_dir_(data_dir) {
   static int counter = 0;
   const std::string base = scratch_dir + "/server-" + std::to_string(++counter);
   const std::string ready_file = base + ".url";
@@ -328,17 +329,19 @@ std::unique_ptr<ServerProcess> IntegrationTest::StartServer(const std::string& n
 std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const ServerProcess& server,
                                                           const std::string& name,
                                                           const std::string& gpus) {
-  return StartAgent(server.url(), name, gpus);
+  return StartAgent(server.url(), name, gpus, server.join_token_file());
 }
 
 std::unique_ptr<ChildProcess> IntegrationTest::StartAgent(const std::string& server_url,
                                                           const std::string& name,
-                                                          const std::string& gpus) {
+                                                          const std::string& gpus,
+                                                          const std::string& join_token_file) {
   static int counter = 0;
   const std::string base = dir_.Sub(name + "-" + std::to_string(++counter));
   return std::make_unique<ChildProcess>(
       std::vector<std::string>{DroverBinary(), "--server", server_url, "agent", "--name", name,
-                               "--gpus", gpus, "--data", dir_.Sub(name)},
+                               "--gpus", gpus, "--data", dir_.Sub(name), "--join-token-file",
+                               join_token_file},
       base + ".out", base + ".err");
 }
 

@@ -101,6 +101,8 @@ class ServerProcess {
 
   bool ok() const { return !url_.empty(); }
   const std::string& url() const { return url_; }
+  // The join token file the server keeps in its data directory, for the agents it lets join.
+  std::string join_token_file() const { return data_dir_ + "/join.token"; }
   // The server's admin token (DATA/admin.token), also put in this process's DROVER_TOKEN so
   // that the CLI commands a test runs (RunDrover) send it.
   const std::string& token() const { return token_; }
@@ -110,6 +112,7 @@ class ServerProcess {
   std::string Log() const;
 
  private:
+  std::string data_dir_;
   std::string url_;
   std::string token_;
   std::unique_ptr<ChildProcess> process_;
@@ -168,9 +171,11 @@ class IntegrationTest : public ::testing::Test {
   // data in dir_/`name` (a second agent of the same name takes over the first one's workers).
   std::unique_ptr<ChildProcess> StartAgent(const ServerProcess& server, const std::string& name,
                                            const std::string& gpus);
-  // The same, to the server at `server_url` (e.g. a testing::TcpProxy in front of it).
+  // The same, to the server at `server_url` (e.g. a testing::TcpProxy in front of it), showing
+  // the join token in `join_token_file`.
   std::unique_ptr<ChildProcess> StartAgent(const std::string& server_url, const std::string& name,
-                                           const std::string& gpus);
+                                           const std::string& gpus,
+                                           const std::string& join_token_file);
 
   TempDir dir_;
 };

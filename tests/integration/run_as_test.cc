@@ -35,12 +35,6 @@ class RunAsUser : public IntegrationTest {
     }
     return json::parse(created->body).value("token", "");
   }
-
-  std::string AdminToken(const std::string& data_dir) {
-    std::string token = ReadFile(data_dir + "/admin.token");
-    while (!token.empty() && token.back() == '\n') token.pop_back();
-    return token;
-  }
 };
 
 TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
@@ -51,8 +45,7 @@ TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
   ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
   auto server = StartServer("data", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
-  const std::string token =
-      TokenFor(*server, AdminToken(dir_.path() + "/data"), (*account)->name());
+  const std::string token = TokenFor(*server, server->token(), (*account)->name());
   ASSERT_FALSE(token.empty());
   api::ApiClient client(server->url());
   client.SetBearer(token);
@@ -75,7 +68,7 @@ TEST_F(RunAsUser, ACheckpointDirThatClimbsOutOfTheBaseDirectoryIsRefused) {
   auto server = StartServer("data", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
   api::ApiClient client(server->url());
-  client.SetBearer(AdminToken(dir_.path() + "/data"));
+  client.SetBearer(server->token());
   auto refused = client.Post("/v1/jobs",
                              "kind: Job\nname: escape\ncommand: ['true']\n"
                              "checkpoint_dir: ../../../../../../etc/drover-ck\n",
