@@ -29,6 +29,10 @@
 //   BM_TrivialJobs/jobs:N      one POST of a file of N such jobs, then the time until all N have
 //                              succeeded (manual time: from before the POST). Counter
 //                              jobs_per_s = N / that time (a fresh server per iteration).
+//   BM_Authenticate/kind:K     what every request's authentication costs (server/
+//                              token_registry.h): TokenRegistry::Authenticate of a user's token
+//                              among 10,000 (K=0: one SHA-256 and a hash map lookup under the
+//                              registry's mutex) or of a job's token (K=1: one HMAC-SHA256).
 //   BM_ForkExecTrue            the baseline: posix_spawn("/bin/true") + waitpid. Counters:
 //                              p50/p90/p99 in ms of posix_spawn's return (glibc's posix_spawn
 //                              returns once the child has exec'd) and of spawn + waitpid.
@@ -57,6 +61,7 @@
 #include "drover/server/control_plane.h"
 #include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
+#include "drover/server/token_registry.h"
 #include "drover/store/store.h"
 #include "drover/testing/temp_dir.h"
 
@@ -504,6 +509,27 @@ void BM_ForkExecTrue(benchmark::State& state) {
   ReportPercentiles(state, "spawn_", spawn_ms);
   ReportPercentiles(state, "", exit_ms);
 }
+void BM_Authenticate(benchmark::State& state) {
+  auto store = store::NewMemoryStore();
+  TokenRegistry registry(*store, "bench key");
+  std::string token;
+  for (int i = 0; i < 10'000; ++i) {
+    auto created = registry.Create(model::AdminIdentity("user" + std::to_string(i)), 0, "bench",
+                                   /*now=*/1);
+    if (!created) {
+      state.SkipWithError(created.error().ToString().c_str());
+      return;
+    }
+    token = created->token;
+  }
+  if (state.range(0) == 1) token = registry.JobToken(JobId(123'456));
+  for (auto _ : state) {
+    auto identity = registry.Authenticate(token, /*now=*/2);
+    benchmark::DoNotOptimize(identity);
+  }
+}
+BENCHMARK(BM_Authenticate)->ArgName("kind")->Arg(0)->Arg(1)->Unit(benchmark::kNanosecond);
+
 BENCHMARK(BM_ForkExecTrue)->Iterations(1'000)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

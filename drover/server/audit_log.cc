@@ -51,12 +51,11 @@ Status AuditLog::Flush() {
 void AuditLog::Stop() {
   {
     MutexLock lock(mu_);
-    if (stopping_) return;
     stopping_ = true;
   }
   wake_.notify_all();
   if (writer_.joinable()) writer_.join();
-  static_cast<void>(Flush());  // logged there
+  static_cast<void>(Flush());  // logged there; also what was appended after an earlier Stop
 }
 
 void AuditLog::Run() {

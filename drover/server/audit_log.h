@@ -43,8 +43,9 @@ class AuditLog {
   // Writes everything queued before the call, on the caller's thread (a reader wants its own
   // request in the listing). The store's error for the batch, which is then dropped.
   Status Flush() EXCLUDES(mu_, write_mu_);
-  // Writes everything queued and ends the writer thread. Later Appends are written by Flush
-  // only. Idempotent.
+  // Ends the writer thread and writes everything queued. Later Appends are written by Flush or
+  // the next Stop (the destructor's), so a request answered after its plane stopped is still
+  // recorded.
   void Stop() EXCLUDES(mu_, write_mu_);
 
  private:

@@ -141,6 +141,11 @@ TEST(AuditLog, QueuedRecordsAreWrittenOnFlushAndStopInOrder) {
   log.Append(last);
   log.Stop();
   EXPECT_EQ(store->ListAudit({}).value().size(), 4u);
+  // One appended after the stop (a request answered while the server shuts down) is written by
+  // the next Stop.
+  log.Append(last);
+  log.Stop();
+  EXPECT_EQ(store->ListAudit({}).value().size(), 5u);
 }
 
 TEST(AuditLog, ABatchTheStoreRefusesIsDroppedAndTheNextOneWritten) {
