@@ -47,7 +47,8 @@ Resource ResourceOf(const Job& job);
 //   where the job's queue grants that team the verb.
 // - report: the owner or a coordinator of the job's team.
 // - secrets: a coordinator of the secret's team.
-// - audit: a coordinator, for the records of its team.
+// - audit: a coordinator, for the records of its team (on the cluster as a whole: may read the
+//   log at all; each record is judged on its team).
 // - administer: admin alone.
 Status Decide(const Identity& identity, Verb verb, const Resource& resource, const Policy& policy);
 

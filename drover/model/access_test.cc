@@ -161,6 +161,11 @@ TEST(Decide, SecretsAndAuditBelongToTheTeamsCoordinator) {
   const Resource team_b{"team team-b", "", "team-b", "", std::nullopt};
   EXPECT_FALSE(Decide(kCoordinatorA, Verb::kSecrets, team_b, policy));
   EXPECT_FALSE(Decide(kCoordinatorA, Verb::kAdminister, team_a, policy));
+  // The audit log as a whole: a coordinator may read it (its listing keeps its team's records).
+  const Resource cluster{"the cluster", "", "", "", std::nullopt};
+  EXPECT_TRUE(Decide(kCoordinatorA, Verb::kAudit, cluster, policy));
+  EXPECT_FALSE(Decide(kAlice, Verb::kAudit, cluster, policy));
+  EXPECT_FALSE(Decide(kCoordinatorA, Verb::kSecrets, cluster, policy));
 }
 
 TEST(Describe, NamesTheRoleAndTeam) {
