@@ -1,6 +1,6 @@
 // libFuzzer harness: an HTTP request body into the API's handlers. The first byte chooses one
 // of the POST endpoints that read a body (submission, progress report, cron job, agent
-// registration, agent events); the rest is the body. The request goes through the route table
+// registration, agent events, token creation); the rest is the body. The request goes through the route table
 // (api::Routes and api::Handle, as server/http_server.cc dispatches it) against FuzzService, so
 // the handlers' parsing and validation run as in the server. Every answer must be a status with
 // a body, and every error a JSON object with a code; a crash, a sanitizer report or a leak is a
@@ -23,8 +23,9 @@ using drover::api::Method;
 using drover::api::Request;
 using drover::api::Route;
 
-constexpr const char* kPaths[] = {"/v1/jobs", "/v1/jobs/1/report", "/v1/crons",
-                                  "/v1/agents/register", "/v1/agents/gpu-a/events"};
+constexpr const char* kPaths[] = {
+    "/v1/jobs",  "/v1/jobs/1/report", "/v1/crons", "/v1/agents/register", "/v1/agents/gpu-a/events",
+    "/v1/tokens"};
 
 // A route of the table matched to one of kPaths, with its captures.
 struct Target {
@@ -63,7 +64,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.method = "POST";
   request.path = kPaths[which];
   request.path_params = targets[which].path_params;
-  request.headers[std::string(drover::api::kUserHeader)] = "fuzz";
   request.headers[std::string(drover::api::kBaseDirHeader)] = "/work/base";
   request.headers[std::string(drover::api::kAuthorizationHeader)] = "Bearer fuzz";
   request.body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
