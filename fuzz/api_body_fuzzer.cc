@@ -1,10 +1,10 @@
 // libFuzzer harness: an HTTP request body into the API's handlers. The first byte chooses one
 // of the POST endpoints that read a body (submission, progress report, cron job, agent
-// registration, agent events, token creation); the rest is the body. The request goes through the route table
-// (api::Routes and api::Handle, as server/http_server.cc dispatches it) against FuzzService, so
-// the handlers' parsing and validation run as in the server. Every answer must be a status with
-// a body, and every error a JSON object with a code; a crash, a sanitizer report or a leak is a
-// finding.
+// registration, agent events, token creation); the rest is the body. The request goes through the
+// route table (api::Routes and api::Handle, as server/http_server.cc dispatches it) against
+// FuzzService, so the handlers' parsing and validation run as in the server. Every answer must be a
+// status with a body, and every error a JSON object with a code; a crash, a sanitizer report or a
+// leak is a finding.
 
 #include <cstddef>
 #include <cstdint>

@@ -16,12 +16,12 @@
 // the same RUNS_DIR can Adopt() the workers of an earlier one.
 //
 // Launch adds DROVER_SERVER=<Options::server_url> (and DROVER_CA=<Options::server_ca> when set)
-// to the worker's environment unless the spec sets it, so that `drover report` and `drover checkpoint` inside a job reach the API, and
-// DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice (both to the launch.json it writes, not to
-// the caller's spec): the file does not exist until the worker
-// is stopped for a preemption (Stop with preempt), when it holds {"reason", "deadline_ms"}, the
-// deadline being the wall time at which SIGKILL follows (now + kill_grace_ms). A worker may poll
-// for it, or check it when SIGTERM arrives, to save a checkpoint in time.
+// to the worker's environment unless the spec sets it, so that `drover report` and `drover
+// checkpoint` inside a job reach the API, and DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice
+// (both to the launch.json it writes, not to the caller's spec): the file does not exist until the
+// worker is stopped for a preemption (Stop with preempt), when it holds {"reason", "deadline_ms"},
+// the deadline being the wall time at which SIGKILL follows (now + kill_grace_ms). A worker may
+// poll for it, or check it when SIGTERM arrives, to save a checkpoint in time.
 //
 // Checkpoints: for a worker whose LaunchSpec.checkpoint_dir is set (relative: to its working
 // directory), Poll() reports kCheckpoint (at = the mtime) whenever

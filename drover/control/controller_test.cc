@@ -107,8 +107,8 @@ TEST_F(ControllerTest, SubmitLimitsCountEachOwnersAndTeamsUnfinishedJobs) {
     return out;
   };
   Step step;
-  ASSERT_TRUE(controller_.Submit({spec("a1", "alice"), spec("a2", "alice")}, "", "alice", kT0,
-                                 step));
+  ASSERT_TRUE(
+      controller_.Submit({spec("a1", "alice"), spec("a2", "alice")}, "", "alice", kT0, step));
   // A third pending job of alice's passes her limit: refused whole, naming the limit.
   auto over = controller_.Submit({spec("a3", "alice")}, "", "alice", kT0, step);
   ASSERT_FALSE(over);

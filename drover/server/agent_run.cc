@@ -1,7 +1,5 @@
 #include <fcntl.h>
 #include <fmt/format.h>
-
-#include <filesystem>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -9,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
