@@ -216,22 +216,20 @@ Status Controller::CheckSubmitLimits(const std::vector<model::JobSpec>& specs) c
     for (const model::JobSpec& spec : specs) ++adding[spec.*principal.field];
     for (const auto& [name, count] : adding) {
       const JobTable::Backlog backlog = (jobs_.*principal.backlog)(name);
-      const std::string setting =
-          fmt::format("submit_limits.per_{}", principal.kind == "user" ? "user" : "team");
       const std::string who = fmt::format("{} {}", principal.kind, name.empty() ? "-" : name);
-      if (const auto& most = principal.limits.max_submitted_jobs;
-          most && backlog.unfinished + count > *most) {
-        return ResourceExhausted(
-            fmt::format("{} has {} unfinished jobs and this submission adds {}; the policy's "
-                        "{}.max_submitted_jobs is {}",
-                        who, backlog.unfinished, count, setting, *most));
-      }
-      if (const auto& most = principal.limits.max_pending_jobs;
-          most && backlog.unstarted + count > *most) {
-        return ResourceExhausted(
-            fmt::format("{} has {} jobs not yet started and this submission adds {}; the policy's "
-                        "{}.max_pending_jobs is {}",
-                        who, backlog.unstarted, count, setting, *most));
+      const struct {
+        const std::optional<std::int64_t>& most;
+        std::int64_t has;
+        std::string_view what, field;
+      } checks[] = {{principal.limits.max_submitted_jobs, backlog.unfinished, "unfinished jobs",
+                     "max_submitted_jobs"},
+                    {principal.limits.max_pending_jobs, backlog.unstarted, "jobs not yet started",
+                     "max_pending_jobs"}};
+      for (const auto& check : checks) {
+        if (!check.most || check.has + count <= *check.most) continue;
+        return ResourceExhausted(fmt::format(
+            "{} has {} {} and this submission adds {}; the policy's submit_limits.per_{}.{} is {}",
+            who, check.has, check.what, count, principal.kind, check.field, *check.most));
       }
     }
   }
