@@ -256,8 +256,7 @@ void BM_SubmitHttp(benchmark::State& state) {
     // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
     // that reconnects per submission would pay it every time.
     if (!client) client = g_submit_server->NewClient();
-    auto response =
-        client->Post("/v1/jobs", kQueuedSpec, "application/yaml", {{"X-Drover-User", "bench"}});
+    auto response = client->Post("/v1/jobs", kQueuedSpec, "application/yaml");
     if (!response || response->status != 201) {
       ++g_submit_failures;
       continue;
@@ -320,8 +319,7 @@ void BM_SubmitToStart(benchmark::State& state) {
   std::vector<double> post_ms;      // the POST alone
   for (auto _ : state) {
     const Steady::time_point start = Steady::now();
-    auto response =
-        client.Post("/v1/jobs", kTrueSpec, "application/yaml", {{"X-Drover-User", "bench"}});
+    auto response = client.Post("/v1/jobs", kTrueSpec, "application/yaml");
     const double posted = MillisSince(start);
     if (!response || response->status != 201) {
       Skip(state,
@@ -410,8 +408,8 @@ void BM_SubmitWhileRunning(benchmark::State& state) {
   for (auto _ : state) {
     const Steady::time_point start = Steady::now();
     if (!client) client = g_running_server->NewClient();
-    auto response = client->Post("/v1/jobs", fmt::format(kTrivialSpec, "bench-trivial"),
-                                 "application/yaml", {{"X-Drover-User", "bench"}});
+    auto response =
+        client->Post("/v1/jobs", fmt::format(kTrivialSpec, "bench-trivial"), "application/yaml");
     const double ms = MillisSince(start);
     if (!response || response->status != 201) {
       ++g_running_failures;
@@ -458,7 +456,7 @@ void BM_TrivialJobs(benchmark::State& state) {
     }
     api::ApiClient client = std::move(*server->NewClient());
     const Steady::time_point start = Steady::now();
-    auto response = client.Post("/v1/jobs", file, "application/yaml", {{"X-Drover-User", "bench"}});
+    auto response = client.Post("/v1/jobs", file, "application/yaml");
     if (!response || response->status != 201) {
       Skip(state,
            "submission failed: " + (response ? response->body : response.error().ToString()));

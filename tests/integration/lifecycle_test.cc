@@ -232,7 +232,7 @@ TEST_F(Lifecycle, CancelStopsARunningJobAndASecondCancelIsRejected) {
   const std::string path = "/v1/jobs/" + std::to_string(id) + "/cancel";
   ASSERT_TRUE(ProcessAlive(pid));
 
-  auto cancelled = client.Post(path, "", "application/json", {{"X-Drover-User", "tester"}});
+  auto cancelled = client.Post(path, "", "application/json");
   ASSERT_TRUE(cancelled) << cancelled.error().message;
   EXPECT_EQ(cancelled->status, 200);
   EXPECT_EQ(cancelled->json["id"].get<std::int64_t>(), id);
