@@ -53,14 +53,13 @@ Result<TokenRequest> ParseTokenRequest(const Request& request) {
   TokenRequest out;
   DROVER_ASSIGN_OR_RETURN(out.identity.user, PrincipalField(body, "user", /*required=*/true));
   if (!body.contains("role") || !body["role"].is_string()) {
-    return InvalidArgument("role: expected one of admin, coordinator, member, viewer");
+    return InvalidArgument("role: expected one of " + model::kRoleNames.ChoiceList());
   }
   const std::string role = body["role"].get<std::string>();
   const auto parsed = model::kRoleNames.Parse(role);
   if (!parsed) {
-    return InvalidArgument(
-        fmt::format("role: '{}' is not one of admin, coordinator, member, viewer",
-                    spec::EscapeForMessage(role)));
+    return InvalidArgument(fmt::format("role: '{}' is not one of {}", spec::EscapeForMessage(role),
+                                       model::kRoleNames.ChoiceList()));
   }
   out.identity.role = *parsed;
   // Only an admin may be of no team: every other role's rights are its team's.
