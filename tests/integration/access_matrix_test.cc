@@ -182,6 +182,18 @@ class AccessMatrix : public IntegrationTest {
     return http.Post(path, headers, body, "application/yaml");
   }
 
+  // A cron job `name` that runs `true` nightly in q-a, as POST /v1/crons takes it.
+  static std::string CronBody(const std::string& name) {
+    return json{{"name", name},
+                {"schedule", "0 3 * * *"},
+                {"jobs",
+                 {{{"name", "n"},
+                   {"queue", "q-a"},
+                   {"command", {"true"}},
+                   {"resources", {{"cpu", "100m"}, {"memory", "16Mi"}}}}}}}
+        .dump();
+  }
+
   // A job of alice's (member of team-a) in q-a carrying kEnvSecret in its env.
   std::int64_t AlicesJob() {
     const std::string spec = fmt::format(
@@ -205,14 +217,7 @@ class AccessMatrix : public IntegrationTest {
   std::string AlicesCron() {
     static int counter = 0;
     const std::string name = "nightly-" + std::to_string(++counter);
-    const json cron = {{"name", name},
-                       {"schedule", "0 3 * * *"},
-                       {"jobs",
-                        {{{"name", "n"},
-                          {"queue", "q-a"},
-                          {"command", {"true"}},
-                          {"resources", {{"cpu", "100m"}, {"memory", "16Mi"}}}}}}};
-    httplib::Result created = Call(Caller::kMemberA, "POST", "/v1/crons", cron.dump());
+    httplib::Result created = Call(Caller::kMemberA, "POST", "/v1/crons", CronBody(name));
     EXPECT_TRUE(created && created->status == 200) << (created ? created->body : "no reply");
     return name;
   }
@@ -252,14 +257,7 @@ class AccessMatrix : public IntegrationTest {
           "kind: Job\nname: m\nqueue: q-a\nresources: {cpu: 100m, memory: 16Mi}\n"
           "command: ['true']\n";
     } else if (pattern == "/v1/crons") {
-      body = json{{"name", "c-" + std::to_string(++crons_)},
-                  {"schedule", "0 3 * * *"},
-                  {"jobs",
-                   {{{"name", "n"},
-                     {"queue", "q-a"},
-                     {"command", {"true"}},
-                     {"resources", {{"cpu", "100m"}, {"memory", "16Mi"}}}}}}}
-                 .dump();
+      body = CronBody("c-" + std::to_string(++crons_));
     } else if (pattern == "/v1/tokens") {
       body = json{{"user", "erin"}, {"team", "team-a"}, {"role", "member"}}.dump();
     } else if (pattern.ends_with("/report")) {
