@@ -328,7 +328,8 @@ json ExplanationView(JobId id, const control::Explanation& explanation) {
             {"state", model::JobStateName(explanation.state)},
             {"layer", model::kHoldLayerNames.Name(explanation.layer)},
             {"message", explanation.message},
-            {"estimated_start", nullptr}};
+            {"estimated_start", nullptr},
+            {"estimate_basis", explanation.estimate_basis}};
   if (explanation.estimated_start) body["estimated_start"] = *explanation.estimated_start;
   if (explanation.placement) {
     const sched::PendingReason& reason = *explanation.placement;

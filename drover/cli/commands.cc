@@ -240,12 +240,14 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
   // Only a job that waits has a start to estimate.
   if (IsWaitingToStart(model::ParseJobState(state))) {
     const json estimate = body->value("estimated_start", json(nullptr));
+    const std::string basis = body->value("estimate_basis", "");
     if (estimate.is_number()) {
       const TimeMs at = estimate.get<std::int64_t>();
-      std::cout << fmt::format("  estimated start: {} ({})\n", FormatTimestamp(at),
-                               FormatRelative(at, SystemClock().Now()));
+      std::cout << fmt::format("  estimated start: {} ({}){}\n", FormatTimestamp(at),
+                               FormatRelative(at, SystemClock().Now()),
+                               basis.empty() ? "" : ": " + basis);
     } else {
-      std::cout << "  estimated start: unknown\n";
+      std::cout << fmt::format("  estimated start: {}\n", basis.empty() ? "unknown" : basis);
     }
   }
   return 0;

@@ -8,6 +8,7 @@
 
 #include "drover/common/quantity.h"
 #include "drover/control/controller.h"
+#include "drover/sched/estimate.h"
 
 namespace drover::control {
 
@@ -67,11 +68,22 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       }
       if (reservation_ && reservation_->job == id) {
         out.estimated_start = reservation_->start;
+        out.estimate_basis = "the start of the reservation made for it";
       } else if (awaiting_.contains(id)) {
         out.estimated_start = now + policy_.preemption_grace;  // victims are gone by then
+        out.estimate_basis = "its victims' workers are stopped by the end of the grace period";
       } else {
-        out.estimated_start = sched::EstimateStart(holdings_.cluster(), holdings_.running(),
-                                                   job->spec, std::max(now, job->not_before));
+        sched::EstimateLayers layers;
+        layers.queues = &holdings_.queues();
+        if (reservation_ && jobs_.Find(reservation_->job)) {
+          layers.reservation = &*reservation_;
+          layers.reservation_holder = &jobs_.Get(reservation_->job).spec;
+        }
+        sched::StartEstimate estimate =
+            sched::EstimateStart(holdings_.cluster(), holdings_.running(), id, job->spec,
+                                 std::max(now, job->not_before), layers);
+        out.estimated_start = estimate.at;
+        out.estimate_basis = std::move(estimate.basis);
       }
       break;
     case JobState::kAdmitted:

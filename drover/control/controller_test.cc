@@ -1,5 +1,6 @@
 #include "drover/control/controller.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -381,6 +382,50 @@ TEST_F(ControllerTest, HoldsAnInfeasibleJobWhenAskedAndExplainSaysWhy) {
               HasSubstr("no current node can ever hold it: needs 8 workers of 1 GPU; only 4 of 8 "
                         "workers fit in the free capacity of 1 eligible node, even with every node "
                         "idle"));
+}
+
+// Issue 17, finding 2: jobs held by a reservation or by quota were estimated to start "now".
+TEST_F(ControllerTest, EstimateOfAJobHeldByTheReservationIsNotNow) {
+  model::JobSpec hour = Spec("hour", 3);
+  hour.timeout = 60 * 60'000;
+  JobId hour_id = Submit({hour})[0];
+  Schedule(kT0);
+  ASSERT_EQ(State(hour_id), JobState::kStarting);
+  model::JobSpec big = Spec("big", 4);
+  big.timeout = 2 * 60 * 60'000;
+  JobId big_id = Submit({big}, kT0 + 1)[0];
+  JobId small_id = Submit({Spec("small", 1)}, kT0 + 2)[0];  // no limit: cannot backfill
+  Schedule(kT0 + 5'000);  // a full pass (full_cycle_interval_ms): big reserves node-a
+  Result<Explanation> small = controller_.Explain(small_id, kT0 + 5'001);
+  ASSERT_TRUE(small);
+  ASSERT_EQ(small->layer, model::HoldLayer::kReservation) << small->message;
+  // node-a's 4 GPUs go to big from kT0 + 1h (hour's limit) until big's own limit ends.
+  EXPECT_EQ(small->estimated_start, kT0 + 3 * 60 * 60'000);
+  EXPECT_EQ(small->estimate_basis, fmt::format("as job {} reaches its time limit", big_id.value()));
+  Result<Explanation> holder = controller_.Explain(big_id, kT0 + 5'001);
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->estimated_start, kT0 + 60 * 60'000);
+}
+
+TEST_F(ControllerTest, EstimateOfAJobHeldByQuotaWaitsForTheQueuesJobsToEnd) {
+  model::Policy policy;
+  model::QueueConfig team;
+  team.name = "team-a";
+  team.nominal["gpu"] = 2'000;
+  team.borrowing_limit["gpu"] = 0;
+  policy.queues = {team};
+  ASSERT_TRUE(controller_.SetPolicy(policy).has_value());
+  model::JobSpec half_hour = Spec("first", "team-a", 2);
+  half_hour.timeout = 30 * 60'000;
+  Submit({half_hour});
+  Schedule(kT0);
+  JobId second = Submit({Spec("second", "team-a", 1)}, kT0 + 1)[0];
+  Schedule(kT0 + 2);
+  Result<Explanation> explained = controller_.Explain(second, kT0 + 3);
+  ASSERT_TRUE(explained);
+  ASSERT_EQ(explained->layer, model::HoldLayer::kQuota) << explained->message;
+  // Two of node-a's GPUs are free now; the queue's quota frees at first's limit.
+  EXPECT_EQ(explained->estimated_start, kT0 + 30 * 60'000);
 }
 
 TEST(ControllerSubmit, JudgesNoNodeBeforeAnyIsAdded) {

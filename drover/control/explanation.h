@@ -21,9 +21,12 @@ struct Explanation {
   model::HoldLayer layer = model::HoldLayer::kDependency;
   std::string message;
   std::optional<sched::PendingReason> placement;  // when the placement layer holds the job
-  // For a ready job: when it is expected to start, from running jobs' time limits; nullopt:
-  // unknown (something it waits for has no time limit).
+  // For a ready job: when it is expected to start, projected from running jobs' time limits
+  // through capacity, quota and the reservation (sched::EstimateStart); nullopt: unknown
+  // (something it waits for has no time limit).
   std::optional<TimeMs> estimated_start;
+  // What bounds the estimate, one phrase (sched::StartEstimate::basis); empty when none.
+  std::string estimate_basis;
 };
 
 // One row of `drover queues`.

@@ -1,4 +1,4 @@
-// RunPolicyCycle, RunCycle, EstimateStart and the queue-order helpers (engine.h). One Cycle
+// RunPolicyCycle, RunCycle and the queue-order helpers (engine.h). One Cycle
 // object per call holds the cycle's caches (prepared filters, derived specs, failed demands, the
 // reservation) that ordering, admission, placement, backfill, preemption and the verdicts all
 // share, which is why this file is one class of ~850 lines; placement (placement.h), the choice
@@ -17,6 +17,8 @@
 
 #include "drover/common/quantity.h"
 #include "drover/sched/cluster_index.h"
+#include "drover/sched/estimate.h"
+#include "drover/sched/flavors.h"
 #include "drover/sched/placement.h"
 #include "drover/sched/victims.h"
 
@@ -51,12 +53,6 @@ std::vector<std::string> NodesOf(const std::vector<WorkerAssignment>& workers) {
   return nodes;
 }
 
-// The end of a running job's time limit, or nullopt when it has none.
-std::optional<TimeMs> EndOf(const RunningJob& job) {
-  if (!job.spec->timeout) return std::nullopt;
-  return job.started_at + *job.spec->timeout;
-}
-
 // Everything Plan needs for one spec against one ClusterImpl.
 struct Prepared {
   StaticFilter filter;
@@ -74,52 +70,6 @@ std::optional<internal::PlannedGang> PlanOn(ClusterImpl& impl, const Prepared& p
                                             const internal::PlanOptions& options) {
   internal::Index& index = impl.GetOrBuildIndex(prepared.filter);
   return internal::Plan(impl, prepared.filter, &index, spec, options);
-}
-
-// Running jobs with a time limit, by the end of it (ties: id).
-std::vector<const RunningJob*> ByEnd(std::span<const RunningJob> running) {
-  std::vector<const RunningJob*> bounded;
-  for (const RunningJob& job : running) {
-    if (EndOf(job)) bounded.push_back(&job);
-  }
-  std::sort(bounded.begin(), bounded.end(), [](const RunningJob* a, const RunningJob* b) {
-    if (*EndOf(*a) != *EndOf(*b)) return *EndOf(*a) < *EndOf(*b);
-    return a->job < b->job;
-  });
-  return bounded;
-}
-
-// Where and when `spec` could start as bounded running jobs end: releases them in order of
-// their ends on a copy of the cluster until the job fits. nullopt if it never does.
-struct Projection {
-  TimeMs start = 0;
-  std::vector<NodeId> nodes;
-};
-std::optional<Projection> Project(const ClusterState& cluster, std::span<const RunningJob> running,
-                                  const model::JobSpec& spec, TimeMs now,
-                                  const internal::PlanOptions& options) {
-  const Prepared prepared = Prepare(spec);
-  ClusterState trial = cluster.Clone();
-  ClusterImpl& impl = ClusterStateAccess::Get(trial);
-  if (auto gang = PlanOn(impl, prepared, spec, options)) {
-    Projection projection{now, {}};
-    for (const std::string& node : NodesOf(gang->workers)) projection.nodes.emplace_back(node);
-    return projection;
-  }
-  const std::vector<const RunningJob*> bounded = ByEnd(running);
-  for (std::size_t i = 0; i < bounded.size();) {
-    const TimeMs end = *EndOf(*bounded[i]);
-    // Release every job ending at this instant, then try once.
-    for (; i < bounded.size() && *EndOf(*bounded[i]) == end; ++i) {
-      trial.Release(*bounded[i]->placement, bounded[i]->spec->requirements);
-    }
-    if (auto gang = PlanOn(impl, prepared, spec, options)) {
-      Projection projection{std::max(end, now), {}};
-      for (const std::string& node : NodesOf(gang->workers)) projection.nodes.emplace_back(node);
-      return projection;
-    }
-  }
-  return std::nullopt;
 }
 
 // The layer a placement reason belongs to.
@@ -176,9 +126,6 @@ class Cycle {
   // Adds the charge of an admitted external job (PendingJob::external) and records it placed
   // without nodes.
   void CommitExternal(const Entry& entry, Charge charge);
-  // The GPU models to try in turn, lower-case; {""} when the tree governs no model quota or
-  // the job needs no GPU.
-  std::vector<std::string> Flavors(const model::JobSpec& spec) const;
   const model::JobSpec& SpecFor(const model::JobSpec& spec, const std::string& flavor);
   const Prepared& PreparedFor(const model::JobSpec& spec);
   // Plans `spec` (a gang that does not fit whole shrinks down to min_workers); honours the
@@ -217,9 +164,7 @@ class Cycle {
   CycleOutput out_;
 
   internal::WorkloadMix mix_;
-  // See Run(): flavors for jobs that accept any GPU model, and whether any flavor is governed.
-  std::vector<std::string> any_model_flavors_;
-  bool any_flavor_governed_ = false;
+  std::optional<FlavorOrder> flavors_;  // set by Run()
   std::unordered_map<const model::JobSpec*, Prepared> prepared_;
   // Specs derived for this cycle (a flavor, a smaller gang); stable addresses.
   std::vector<std::unique_ptr<model::JobSpec>> derived_;
@@ -249,24 +194,7 @@ class Cycle {
 CycleOutput Cycle::Run() {
   const model::ResourceAmounts capacity = cluster_.Capacity();
   queues_.Advance(input_.now, capacity);
-  // GPU flavors for jobs that accept any model: the governed models of the cluster first (in
-  // name order), then its other models; none when the tree governs no model of the cluster.
-  std::vector<std::string> others;
-  for (const auto& [resource, amount] : capacity) {
-    if (resource.rfind("gpu:", 0) != 0) continue;
-    std::string model = resource.substr(4);
-    if (queues_.Governs(resource)) {
-      any_model_flavors_.push_back(std::move(model));
-    } else {
-      others.push_back(std::move(model));
-    }
-  }
-  any_flavor_governed_ = !any_model_flavors_.empty() || queues_.GovernsAnyModel();
-  if (any_model_flavors_.empty()) {
-    any_model_flavors_ = {""};
-  } else {
-    any_model_flavors_.insert(any_model_flavors_.end(), others.begin(), others.end());
-  }
+  flavors_.emplace(queues_, capacity);
   if (input_.keep_reservation) {
     reservation_tried_ = true;  // jobs tried before still block; a newcomer does not reserve
     if (previous_) AdoptReservation(*previous_);
@@ -387,23 +315,6 @@ bool Cycle::Outranks(const Entry& entry, const RunningJob& running) const {
   return false;
 }
 
-std::vector<std::string> Cycle::Flavors(const model::JobSpec& spec) const {
-  const model::Requirements& r = spec.requirements;
-  const bool wants_gpu = r.per_worker.gpus > 0 || r.gpu_share_millis > 0 || !r.mig_profile.empty();
-  if (!wants_gpu || !any_flavor_governed_) return {""};
-  if (r.gpu_models.empty()) return any_model_flavors_;
-  std::vector<std::string> flavors;
-  bool governed = false;
-  for (const std::string& model : r.gpu_models) {
-    std::string lower = internal::Lower(model);
-    if (std::find(flavors.begin(), flavors.end(), lower) != flavors.end()) continue;
-    governed = governed || queues_.Governs("gpu:" + lower);
-    flavors.push_back(std::move(lower));
-  }
-  if (!governed) return {""};
-  return flavors;
-}
-
 const model::JobSpec& Cycle::SpecFor(const model::JobSpec& spec, const std::string& flavor) {
   if (flavor.empty()) return spec;
   auto [it, inserted] = flavored_.try_emplace({&spec, flavor}, nullptr);
@@ -503,7 +414,7 @@ void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::Pla
 }
 
 void Cycle::Reserve(const Entry& entry, const model::JobSpec& spec) {
-  auto projection = Project(cluster_, input_.running, spec, input_.now, Options(false));
+  auto projection = internal::Project(cluster_, input_.running, spec, input_.now, Options(false));
   if (!projection || projection->start <= input_.now) return;
   AdoptReservation(Reservation{entry.job->job, projection->start, projection->nodes});
   if (!previous_ || previous_->job != reservation_->job) {
@@ -551,7 +462,7 @@ void Cycle::Process(const Entry& entry, bool nominated) {
   std::optional<AdmitVerdict> refused;
   std::optional<Charge> admitted_charge;
   const model::JobSpec* admitted_spec = nullptr;
-  for (const std::string& flavor : Flavors(spec)) {
+  for (const std::string& flavor : flavors_->For(queues_, spec)) {
     Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
     AdmitVerdict verdict = queues_.CheckAdmit(charge);
     if (!verdict.ok()) {
@@ -811,14 +722,6 @@ int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued
   const std::int64_t bonus =
       std::min<std::int64_t>(steps * policy.aging_step, std::max(policy.aging_max, 0));
   return static_cast<int>(priority + bonus);
-}
-
-std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
-                                    std::span<const RunningJob> running, const model::JobSpec& spec,
-                                    TimeMs now) {
-  auto projection = Project(cluster, running, spec, now, internal::PlanOptions{});
-  if (!projection) return std::nullopt;
-  return projection->start;
 }
 
 CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending) {

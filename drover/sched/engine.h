@@ -178,11 +178,4 @@ int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued
 // GPU-milliseconds: the number of policy.las_thresholds (GPU-seconds) it has reached, 0 first.
 int LasQueue(const model::Policy& policy, std::int64_t attained_gpu_ms);
 
-// When `spec` could start if the running jobs end by their time limits (spec->timeout after
-// started_at) and nothing else starts: `now` if it fits now; nullopt if even after every bounded
-// job ends it does not fit (something it needs has no limit). Changes nothing.
-std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
-                                    std::span<const RunningJob> running, const model::JobSpec& spec,
-                                    TimeMs now);
-
 }  // namespace drover::sched

@@ -1,5 +1,6 @@
 #include "drover/sched/engine.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -7,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "drover/sched/estimate.h"
 #include "drover/sched/sched_test_util.h"
 #include "drover/sched/scheduler.h"
 
@@ -296,16 +298,149 @@ TEST(Engine, WithoutBackfillLaterJobsFillFreeCapacity) {
   EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(2)});
 }
 
-TEST(Engine, EstimateStartFollowsTimeLimitsOrIsUnknown) {
+// Start estimates (estimate.h), one test per layer that holds a job: the cycle's verdict names
+// the layer, and the estimate is the instant that layer releases the job, never earlier.
+
+// The estimate for pending `spec` (job `id`) against `world` now, every layer considered;
+// `holder` is the spec of the job `last_cycle` reserved for, if any.
+StartEstimate EstimateIn(World& world, std::int64_t id, const model::JobSpec& spec, TimeMs now,
+                         const CycleOutput& last_cycle, const model::JobSpec* holder = nullptr) {
+  EstimateLayers layers;
+  layers.queues = &world.queues();
+  if (last_cycle.reservation) {
+    layers.reservation = &*last_cycle.reservation;
+    layers.reservation_holder = holder;
+  }
+  return EstimateStart(world.cluster(), world.running(), JobId(id), spec, now, layers);
+}
+
+TEST(Engine, EstimateOfNodeFitFollowsTimeLimitsOrIsUnknown) {
   World world(model::Policy{});
   world.AddNode(MakeNode("n1", 8));
   model::JobSpec bounded = MakeJob(4);
   bounded.timeout = 2 * kHour;
   world.Run(10, world.Spec(bounded, "default"), 0);
   world.Run(11, world.Spec(MakeJob(2), "default"), 0);  // no limit
-  EXPECT_EQ(EstimateStart(world.cluster(), world.running(), MakeJob(2), kMinute), kMinute);
-  EXPECT_EQ(EstimateStart(world.cluster(), world.running(), MakeJob(6), kMinute), 2 * kHour);
-  EXPECT_EQ(EstimateStart(world.cluster(), world.running(), MakeJob(8), kMinute), std::nullopt);
+  const auto& two = world.Spec(MakeJob(2), "default");
+  const auto& six = world.Spec(MakeJob(6), "default");
+  const auto& eight = world.Spec(MakeJob(8), "default");
+  EXPECT_EQ(EstimateStart(world.cluster(), world.running(), JobId(1), two, kMinute).at, kMinute);
+  const StartEstimate after_limit =
+      EstimateStart(world.cluster(), world.running(), JobId(2), six, kMinute);
+  EXPECT_EQ(after_limit.at, 2 * kHour);
+  EXPECT_EQ(after_limit.basis, "as job 10 reaches its time limit");
+  const StartEstimate unknown =
+      EstimateStart(world.cluster(), world.running(), JobId(3), eight, kMinute);
+  EXPECT_EQ(unknown.at, std::nullopt);
+  EXPECT_THAT(unknown.basis, ::testing::StartsWith("unknown: it does not fit"));
+}
+
+TEST(Engine, EstimateOfQuotaWaitsForTheCohortsJobsToEnd) {
+  model::Policy policy;
+  model::QueueConfig org;
+  org.name = "org";
+  org.children = {Leaf("team-a", 4, /*borrow=*/0), Leaf("team-b", 4)};
+  policy.queues = {org};
+  World world(policy);
+  world.AddNode(MakeNode("n1", 16));
+  model::JobSpec hour = MakeJob(4);
+  hour.timeout = kHour;
+  world.Run(10, world.Spec(hour, "team-a"), 0);
+  const auto& waiting = world.Spec(MakeJob(2), "team-a");
+  CycleOutput out = world.Cycle(kMinute, {Pending(1, waiting, 0, 0)});
+  ASSERT_NE(VerdictOf(out, 1), nullptr);
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kQuota);
+  // 12 GPUs are free, but quota frees only when job 10 ends.
+  const StartEstimate estimate = EstimateIn(world, 1, waiting, kMinute, out);
+  EXPECT_EQ(estimate.at, kHour);
+  EXPECT_EQ(estimate.basis, "as job 10 reaches its time limit");
+  EXPECT_EQ(EstimateStart(world.cluster(), world.running(), JobId(1), waiting, kMinute).at, kMinute)
+      << "capacity alone says now: the quota layer is what moves it";
+
+  // Quota held by a job without a limit: unknown, and the sentence names the quota.
+  World endless(policy);
+  endless.AddNode(MakeNode("n1", 16));
+  endless.Run(10, endless.Spec(MakeJob(4), "team-a"), 0);
+  const auto& blocked = endless.Spec(MakeJob(2), "team-a");
+  CycleOutput endless_out = endless.Cycle(kMinute, {Pending(1, blocked, 0, 0)});
+  const StartEstimate unknown = EstimateIn(endless, 1, blocked, kMinute, endless_out);
+  EXPECT_EQ(unknown.at, std::nullopt);
+  EXPECT_THAT(unknown.basis, ::testing::StartsWith("unknown: held by quota (queue org/team-a"));
+}
+
+TEST(Engine, EstimateOfConcurrencyLimitWaitsForTheLimitedJobToEnd) {
+  model::Policy policy;
+  model::QueueConfig queue;
+  queue.name = "solo";
+  queue.limits.max_running_jobs = 1;
+  policy.queues = {queue};
+  World world(policy);
+  world.AddNode(MakeNode("n1", 8));
+  model::JobSpec half_hour = MakeJob(1);
+  half_hour.timeout = 30 * kMinute;
+  world.Run(10, world.Spec(half_hour, "solo"), 0);
+  const auto& next = world.Spec(MakeJob(1), "solo");
+  CycleOutput out = world.Cycle(kMinute, {Pending(1, next, 0, 0)});
+  ASSERT_NE(VerdictOf(out, 1), nullptr);
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kConcurrencyLimit);
+  EXPECT_EQ(EstimateIn(world, 1, next, kMinute, out).at, 30 * kMinute);
+}
+
+TEST(Engine, EstimateOfReservationWaitsForTheHolderNotNow) {
+  World world(model::Policy{});
+  RunSixGpusForAnHour(world);  // job 10: 6 of n1's 8 GPUs until 1h
+  model::JobSpec big_spec = MakeJob(8);
+  big_spec.timeout = 2 * kHour;
+  const auto& big = world.Spec(big_spec, "default");
+  const auto& endless = world.Spec(MakeJob(2), "default");
+  CycleOutput out = world.Cycle(0, {Pending(1, big, 0, 0), Pending(2, endless, 0, 1)});
+  ASSERT_TRUE(out.reservation.has_value());
+  ASSERT_EQ(out.reservation->job, JobId(1));
+  ASSERT_NE(VerdictOf(out, 2), nullptr);
+  EXPECT_EQ(VerdictOf(out, 2)->layer, model::HoldLayer::kReservation);
+  // It would fit now on the reserved node; the holder starts at 1h and takes all 8 GPUs until
+  // its own limit ends at 3h.
+  const StartEstimate estimate = EstimateIn(world, 2, endless, kMinute, out, &big);
+  EXPECT_EQ(estimate.at, kHour + 2 * kHour);
+  EXPECT_EQ(estimate.basis, "as job 1 reaches its time limit");
+  // The holder itself is not held by its own reservation: capacity frees at 1h.
+  EXPECT_EQ(EstimateIn(world, 1, big, kMinute, out, &big).at, kHour);
+}
+
+TEST(Engine, EstimateOfPlacementLayersIsCapacitys) {
+  // Gang size and topology hold a job by free capacity alone: the estimate is when enough
+  // frees in one domain.
+  World world(model::Policy{});
+  model::Node r1 = MakeNode("n1", 4);
+  r1.labels["rack"] = "r1";
+  model::Node r2 = MakeNode("n2", 4);
+  r2.labels["rack"] = "r2";
+  world.AddNode(r1);
+  world.AddNode(r2);
+  model::JobSpec hour = MakeJob(2);
+  hour.timeout = kHour;
+  model::JobSpec two_hours = MakeJob(2);
+  two_hours.timeout = 2 * kHour;
+  world.Run(10, world.Spec(hour, "default"), 0);       // n1 (binpack: n1 first)
+  world.Run(11, world.Spec(two_hours, "default"), 0);  // n1 again: n1 full
+  model::JobSpec rack_gang = MakeJob(1, /*workers=*/6);
+  rack_gang.requirements.topology_level = "rack";
+  const auto& gang = world.Spec(rack_gang, "default");
+  model::JobSpec one_rack = MakeJob(1, /*workers=*/4);
+  one_rack.requirements.topology_level = "rack";
+  const auto& four = world.Spec(one_rack, "default");
+  model::JobSpec spread = MakeJob(1, /*workers=*/6);
+  const auto& six = world.Spec(spread, "default");
+  CycleOutput out = world.Cycle(0, {Pending(1, gang, 0, 0), Pending(2, six, 0, 1)});
+  ASSERT_NE(VerdictOf(out, 1), nullptr);
+  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kTopology);
+  ASSERT_NE(VerdictOf(out, 2), nullptr);
+  EXPECT_EQ(VerdictOf(out, 2)->layer, model::HoldLayer::kGangSize);
+  // No rack holds 6 GPUs ever: unknown. 6 workers anywhere: when job 10 frees 2 (1h).
+  EXPECT_EQ(EstimateIn(world, 1, gang, 0, out).at, std::nullopt);
+  EXPECT_EQ(EstimateIn(world, 2, six, 0, out).at, kHour);
+  // 4 workers in one rack: n2 holds them now.
+  EXPECT_EQ(EstimateIn(world, 3, four, 0, out).at, 0);
 }
 
 TEST(Engine, ConcurrencyLimitHoldsJobsApartFromCapacity) {
@@ -628,7 +763,7 @@ TEST(EngineProperty, PreemptionAndBackfillInvariantsHold) {
         if (job.job == out.reservation->job) reserved = job.spec;
       }
       ASSERT_NE(reserved, nullptr);
-      auto start = EstimateStart(world.cluster(), after, *reserved, now);
+      auto start = EstimateStart(world.cluster(), after, out.reservation->job, *reserved, now).at;
       ASSERT_TRUE(start.has_value()) << "seed " << seed;
       EXPECT_LE(*start, out.reservation->start) << "seed " << seed;
     }
