@@ -179,28 +179,6 @@ Result<json> GoodputReport(const std::vector<model::Job>& jobs, std::string_view
 
 namespace {
 
-bool Started(model::JobState state) {
-  return state != model::JobState::kPending && state != model::JobState::kWaiting;
-}
-
-// The rolled-up state of a stage, with an unfinished one told apart: "running" once a job of
-// it left pending and waiting, "waiting" while one waits for inputs, else "pending".
-std::string StageStateName(const workflow::StageStatus& stage) {
-  if (stage.state != workflow::UpstreamState::kUnfinished) {
-    return std::string(workflow::UpstreamStateName(stage.state));
-  }
-  auto any = [&](auto predicate) {
-    return std::any_of(stage.jobs.begin(), stage.jobs.end(),
-                       [&](const model::Job* job) { return predicate(job->state); });
-  };
-  // The state of its most advanced unfinished job, by that job state's name.
-  if (any(Started)) return std::string(model::JobStateName(model::JobState::kRunning));
-  if (any([](model::JobState s) { return s == model::JobState::kWaiting; })) {
-    return std::string(model::JobStateName(model::JobState::kWaiting));
-  }
-  return std::string(model::JobStateName(model::JobState::kPending));
-}
-
 // A job of a pipeline stage: its trial, times and outputs.
 json StageJobView(const model::Job& job, TimeMs now, Disclosure disclosure) {
   const model::JobMetrics metrics = model::ComputeMetrics(job, now);
@@ -250,9 +228,9 @@ json StageView(const workflow::StageStatus& stage, TimeMs now, Disclosure disclo
     run_time += view["run_time_ms"].get<DurationMs>();
     jobs.push_back(std::move(view));
   }
-  const bool finished = stage.state != workflow::UpstreamState::kUnfinished;
+  const bool finished = stage.upstream != workflow::UpstreamState::kUnfinished;
   return json{{"name", stage.name},
-              {"state", StageStateName(stage)},
+              {"state", workflow::kStageStateNames.Name(stage.state)},
               {"depends_on", depends_on},
               {"if", spec.run_if},
               {"started_at", started_at},
@@ -275,13 +253,13 @@ json SummaryOf(const std::vector<const model::Job*>& run, const workflow::RunSta
   for (const model::Job* job : run) ++counts[std::string(model::JobStateName(job->state))];
   const int done = static_cast<int>(std::count_if(
       status.stages.begin(), status.stages.end(),
-      [](const auto& stage) { return stage.state != workflow::UpstreamState::kUnfinished; }));
+      [](const auto& stage) { return stage.upstream != workflow::UpstreamState::kUnfinished; }));
   const TimeMs end = status.finished_at != 0 ? status.finished_at : now;
   return json{{"id", run.front()->pipeline_run.value()},
               {"name", first.pipeline.empty() ? first.name : first.pipeline},
               {"owner", first.owner},
               {"queue", first.queue},
-              {"state", workflow::RunStateName(status.state)},
+              {"state", workflow::kRunStateNames.Name(status.state)},
               {"created_at", status.created_at},
               {"finished_at", status.finished_at},
               {"wall_ms", std::max<DurationMs>(end - status.created_at, 0)},

@@ -205,11 +205,7 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline) {
   api::ApiClient client = ClientOf(flags);
   if (pipeline) {
-    return Print(flags, client.CancelPipeline(id), [](const json& run) {
-      return fmt::format("pipeline run {} ({}) cancelled; its state is now {}\n",
-                         run["id"].get<std::int64_t>(), run["name"].get<std::string>(),
-                         run["state"].get<std::string>());
-    });
+    return Print(flags, client.CancelPipeline(id), DescribeCancelledPipeline);
   }
   auto response = client.Post("/v1/jobs/" + api::UrlEncode(id) + "/cancel", "", "application/json");
   if (!response) return ReportError(response.error());

@@ -27,6 +27,7 @@
 #include "drover/server/secret.h"
 #include "drover/server/secret_store.h"
 #include "drover/server/token_registry.h"
+#include "drover/workflow/rollup.h"
 
 namespace drover::cli {
 namespace {
@@ -553,7 +554,8 @@ int RunCommand(const RunFlags& flags) {
   if (!jobs.empty() && jobs.front().pipeline_run != JobId()) {
     const nlohmann::json run = api::PipelineDetail(jobs, now, api::Disclosure::kFull);
     std::cout << "\n" << DescribePipeline(run);
-    succeeded = run["state"] == "succeeded";
+    succeeded = run["state"].get<std::string>() ==
+                workflow::kRunStateNames.Name(workflow::RunState::kSucceeded);
   }
   std::cout << fmt::format(
       "logs and state: {} (drover get/logs work against the API while it "

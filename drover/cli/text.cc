@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -20,7 +21,9 @@
 #include "drover/cli/table.h"
 #include "drover/common/quantity.h"
 #include "drover/model/decision.h"
+#include "drover/model/job.h"
 #include "drover/model/job_spec.h"
+#include "drover/workflow/rollup.h"
 
 namespace drover::cli {
 
@@ -281,6 +284,28 @@ std::string DescribePipeline(const json& run) {
   out += tree.Render();
   out += fmt::format("split (adds up to the wall time): {}\n", DescribeSplit(run["split"]));
   return out;
+}
+
+std::string DescribeCancelledPipeline(const json& run) {
+  const std::string title =
+      fmt::format("pipeline run {} ({})", run.value("id", std::int64_t{0}), run.value("name", ""));
+  const std::string state = run.value("state", "");
+  switch (workflow::kRunStateNames.Parse(state).value_or(workflow::RunState::kRunning)) {
+    case workflow::RunState::kCancelled:
+      return title + " cancelled\n";
+    case workflow::RunState::kCancelling: {
+      std::int64_t stopping = 0;
+      const json jobs = run.value("jobs", json::object());
+      for (const auto& [name, count] : jobs.items()) {
+        const std::optional<model::JobState> job_state = model::ParseJobState(name);
+        if (job_state && !model::IsTerminal(*job_state)) stopping += count.get<std::int64_t>();
+      }
+      return fmt::format("{} is being cancelled: {} {} stopping\n", title, stopping,
+                         stopping == 1 ? "job" : "jobs");
+    }
+    default:
+      return fmt::format("{}: its unfinished jobs were cancelled; it is now {}\n", title, state);
+  }
 }
 
 std::string DescribeGoodput(const json& report) {

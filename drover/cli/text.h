@@ -35,6 +35,11 @@ std::string DescribeSplit(const nlohmann::json& split);
 // times, dependencies and outputs and, under a sweep, each trial with its parameters; then the
 // run's lifecycle split.
 std::string DescribePipeline(const nlohmann::json& run);
+// `drover cancel --pipeline`: the run's state after the cancel (a summary of POST
+// /v1/pipelines/{id}/cancel) in one line: "pipeline run 20 (etl) cancelled", "... is being
+// cancelled: 2 jobs stopping" while stopped jobs exit, or "...: its unfinished jobs were
+// cancelled; it is now failed" when the roll-up reads otherwise (a stage had failed).
+std::string DescribeCancelledPipeline(const nlohmann::json& run);
 // `drover goodput`: the groups of GET /v1/goodput and their total as a table.
 std::string DescribeGoodput(const nlohmann::json& report);
 // `at` (ms since the epoch) as local time, "2026-11-30 14:05:09".

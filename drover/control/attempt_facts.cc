@@ -33,4 +33,15 @@ TimeMs LastCheckpoint(const model::Job& job) {
   return last;
 }
 
+TimeMs QueuedSince(const model::Job& job) {
+  if (job.attempts.empty()) return 0;
+  std::size_t first = job.attempts.size() - 1;
+  while (first > 0) {
+    const model::FailureKind ended = FailureKindOf(job.attempts[first - 1]);
+    if (ended != model::FailureKind::kPreempted && ended != model::FailureKind::kNodeLost) break;
+    --first;
+  }
+  return job.attempts[first].ready_at;
+}
+
 }  // namespace drover::control

@@ -1,7 +1,8 @@
 #pragma once
 
 // Pure facts the controller reads off a job's attempts and workers: whether a worker may be
-// alive, the retry backoff, the failure class of an attempt, the last checkpoint.
+// alive, the retry backoff, the failure class of an attempt, the last checkpoint, the job's
+// place in the queue.
 
 #include "drover/common/clock.h"
 #include "drover/model/job.h"
@@ -21,5 +22,12 @@ model::FailureKind FailureKindOf(const model::Attempt& attempt);
 
 // The latest checkpoint any attempt of `job` reported; 0 if none.
 TimeMs LastCheckpoint(const model::Job& job);
+
+// When `job` took the place in the queue it holds now (the engine's PendingJob::enqueued_at,
+// which orders jobs within a leaf under fair-share and starts aging): its current attempt's
+// ready_at, except that an attempt requeued because the one before it was preempted or lost its
+// node keeps that one's place, back to the first attempt of such a chain. A retry after the
+// job's own failure or timeout queues anew at the end of its backoff. 0 without attempts.
+TimeMs QueuedSince(const model::Job& job);
 
 }  // namespace drover::control

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 namespace drover::control {
 namespace {
 
@@ -59,6 +61,39 @@ TEST(LastCheckpoint, IsTheLatestOverEveryAttempt) {
   job.attempts.emplace_back().last_checkpoint_at = 50;
   job.attempts.emplace_back().last_checkpoint_at = 0;  // the retry has not checkpointed yet
   EXPECT_EQ(LastCheckpoint(job), 50);
+}
+
+// An attempt that became ready at `ready_at` and, unless `ended` is empty, ended that way.
+Attempt AttemptOf(TimeMs ready_at, std::optional<FailureKind> ended = std::nullopt) {
+  Attempt attempt;
+  attempt.ready_at = ready_at;
+  if (!ended) return attempt;
+  attempt.outcome = JobState::kReady;  // requeued or retried
+  model::Worker& worker = attempt.workers.emplace_back();
+  worker.exit = model::ExitStatus{};
+  worker.exit->exit_code = 1;
+  if (*ended == FailureKind::kPreempted) attempt.preempted_by = JobId(9);
+  if (*ended == FailureKind::kNodeLost) worker.exit->node_lost = true;
+  return attempt;
+}
+
+TEST(QueuedSince, ARequeueAfterPreemptionOrNodeLossKeepsItsPlaceARetryQueuesAnew) {
+  model::Job job;
+  EXPECT_EQ(QueuedSince(job), 0);
+  job.attempts = {AttemptOf(100)};
+  EXPECT_EQ(QueuedSince(job), 100);
+  // Preempted, then its node lost (requeued after a backoff): still the first place.
+  job.attempts = {AttemptOf(100, FailureKind::kPreempted), AttemptOf(500, FailureKind::kNodeLost),
+                  AttemptOf(900)};
+  EXPECT_EQ(QueuedSince(job), 100);
+  // Its own failure ends the chain: the retry queues at the end of its backoff, and a
+  // preemption after that keeps the retry's place.
+  job.attempts = {AttemptOf(100, FailureKind::kExit), AttemptOf(500, FailureKind::kPreempted),
+                  AttemptOf(900)};
+  EXPECT_EQ(QueuedSince(job), 500);
+  job.attempts = {AttemptOf(100, FailureKind::kPreempted), AttemptOf(500, FailureKind::kExit),
+                  AttemptOf(900)};
+  EXPECT_EQ(QueuedSince(job), 900);
 }
 
 }  // namespace

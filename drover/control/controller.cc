@@ -329,10 +329,9 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   for (JobId id : candidates) {
     const Job& job = jobs_.Get(id);
     if (job.not_before > now) continue;
-    input.pending.push_back(
-        sched::PendingJob{id, model::PriorityClassValue(job.spec.priority_class).value_or(0),
-                          job.current_attempt()->ready_at, &job.spec,
-                          model::ExecutorOf(policy_, job.spec.queue).external()});
+    input.pending.push_back(sched::PendingJob{
+        id, model::PriorityClassValue(job.spec.priority_class).value_or(0), QueuedSince(job),
+        &job.spec, model::ExecutorOf(policy_, job.spec.queue).external()});
   }
   if (full) {
     capacity_freed_ = false;

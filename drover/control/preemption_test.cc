@@ -197,6 +197,34 @@ TEST_F(PreemptionTest, CancellingAVictimWhileItStopsEndsItCancelled) {
   EXPECT_EQ(controller_.Find(b)->state, JobState::kCancelled);
 }
 
+TEST_F(PreemptionTest, ARequeuedVictimGoesAheadOfAJobSubmittedAfterIt) {
+  // team-b runs `base` on its own 4 GPUs and `victim` on 4 borrowed from team-a; `later`, of
+  // the same user and queue as the victim, is submitted after it and waits.
+  const JobId base = Submit(Spec("base", "team-b", 4), kT0);
+  model::JobSpec borrower = Spec("victim", "team-b", 4);
+  borrower.interruptible = true;
+  const JobId victim = Submit(borrower, kT0 + 10);
+  StartAll(Schedule(kT0 + 10), kT0 + 20);
+  ASSERT_EQ(controller_.Find(victim)->state, JobState::kRunning);
+  const JobId later = Submit(Spec("later", "team-b", 4), kT0 + 1'000);
+  Schedule(kT0 + 1'000);
+  ASSERT_EQ(controller_.Find(later)->state, JobState::kReady);
+
+  // team-a reclaims its GPUs: the victim is requeued, after `later` became ready.
+  const JobId reclaimer = Submit(Spec("a-train", "team-a", 4), kT0 + 2'000);
+  ASSERT_EQ(Stops(Schedule(kT0 + 2'000)).size(), 1u);
+  Event(Preempted(victim, 1, 0, kT0 + 3'000));
+  ASSERT_EQ(controller_.Find(victim)->state, JobState::kReady);
+  StartAll(Schedule(kT0 + 3'000), kT0 + 3'100);
+  ASSERT_EQ(controller_.Find(reclaimer)->state, JobState::kRunning);
+
+  // When team-b's own GPUs free up, the victim keeps the place it had before `later` came.
+  Event(Exited(base, 1, 0, 0, kT0 + 4'000));
+  Schedule(kT0 + 4'000);
+  EXPECT_EQ(controller_.Find(victim)->state, JobState::kStarting);
+  EXPECT_EQ(controller_.Find(later)->state, JobState::kReady);
+}
+
 TEST_F(PreemptionTest, CheckpointsAreReportedOnlyForRunningJobs) {
   const JobId job = Submit(Spec("x", "team-a", 1), kT0);
   Step step;

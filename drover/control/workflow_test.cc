@@ -7,6 +7,7 @@
 
 #include "drover/control/control_test_util.h"
 #include "drover/control/controller.h"
+#include "drover/workflow/rollup.h"
 
 namespace drover::control {
 namespace {
@@ -352,6 +353,18 @@ TEST_F(WorkflowTest, CancellingAPipelineCancelsItsUnfinishedJobs) {
   EXPECT_EQ(State(ids[1]), JobState::kCancelled);
   EXPECT_EQ(testing::Stops(step).size(), 1u);
   EXPECT_FALSE(controller_.CancelPipeline(JobId(999), "user", kT0 + 1, step));
+
+  // The run reads cancelling while its running stage stops, then cancelled, as do both stages.
+  EXPECT_EQ(workflow::RollUp(controller_.RunJobs(ids[0])).state, workflow::RunState::kCancelling);
+  model::WorkerEvent stopped = testing::Killed(ids[0], 1, 0, kT0 + 2);
+  stopped.exit.cancelled = true;
+  Event(stopped);
+  EXPECT_EQ(State(ids[0]), JobState::kCancelled);
+  const workflow::RunStatus run = workflow::RollUp(controller_.RunJobs(ids[0]));
+  EXPECT_EQ(run.state, workflow::RunState::kCancelled);
+  ASSERT_EQ(run.stages.size(), 2u);
+  EXPECT_EQ(run.stages[0].state, workflow::StageState::kCancelled);
+  EXPECT_EQ(run.stages[1].state, workflow::StageState::kCancelled);
 }
 
 TEST_F(WorkflowTest, AJobReportsWhenUsefulWorkBeganAndItsProgress) {

@@ -6,20 +6,6 @@
 
 namespace drover::workflow {
 
-std::string_view UpstreamStateName(UpstreamState state) {
-  switch (state) {
-    case UpstreamState::kUnfinished:
-      return "unfinished";
-    case UpstreamState::kSucceeded:
-      return "succeeded";
-    case UpstreamState::kFailed:
-      return "failed";
-    case UpstreamState::kSkipped:
-      return "skipped";
-  }
-  return "";
-}
-
 UpstreamState StateOf(model::JobState state) {
   switch (state) {
     case model::JobState::kSucceeded:

@@ -20,9 +20,6 @@ enum class UpstreamState {
   kFailed,  // failed, timed out or cancelled
   kSkipped,
 };
-// "unfinished", "succeeded", "failed", "skipped".
-std::string_view UpstreamStateName(UpstreamState state);
-
 // One job's state as an upstream.
 UpstreamState StateOf(model::JobState state);
 

@@ -4,18 +4,43 @@
 
 namespace drover::workflow {
 
-std::string_view RunStateName(RunState state) {
-  switch (state) {
-    case RunState::kPending:
-      return "pending";
-    case RunState::kRunning:
-      return "running";
-    case RunState::kSucceeded:
-      return "succeeded";
-    case RunState::kFailed:
-      return "failed";
+namespace {
+
+using model::JobState;
+
+bool Started(JobState state) { return state != JobState::kPending && state != JobState::kWaiting; }
+
+// What a stage of `jobs`, judged `upstream` as a dependency, reads.
+StageState StageStateOf(UpstreamState upstream, const std::vector<const model::Job*>& jobs) {
+  auto any = [&](auto predicate) {
+    return std::any_of(jobs.begin(), jobs.end(),
+                       [&](const model::Job* job) { return predicate(job->state); });
+  };
+  switch (upstream) {
+    case UpstreamState::kUnfinished:
+      if (any(Started)) return StageState::kRunning;
+      if (any([](JobState s) { return s == JobState::kWaiting; })) return StageState::kWaiting;
+      return StageState::kPending;
+    case UpstreamState::kSucceeded:
+      return StageState::kSucceeded;
+    case UpstreamState::kSkipped:
+      return StageState::kSkipped;
+    case UpstreamState::kFailed:
+      // Failed as a dependency sees it: no job succeeded, so the stage failed unless every job
+      // that did not skip was cancelled.
+      return any([](JobState s) { return s == JobState::kFailed || s == JobState::kTimedOut; })
+                 ? StageState::kFailed
+                 : StageState::kCancelled;
   }
-  return "";
+  return StageState::kPending;
+}
+
+}  // namespace
+
+bool IsBeingCancelled(const model::Job& job) {
+  const model::Attempt* attempt = job.current_attempt();
+  return !model::IsTerminal(job.state) && attempt != nullptr &&
+         attempt->outcome == JobState::kCancelled;
 }
 
 RunStatus RollUp(const std::vector<const model::Job*>& run) {
@@ -27,7 +52,7 @@ RunStatus RollUp(const std::vector<const model::Job*>& run) {
     auto stage = std::find_if(status.stages.begin(), status.stages.end(),
                               [&](const StageStatus& s) { return s.name == name; });
     if (stage == status.stages.end()) {
-      status.stages.push_back(StageStatus{name, UpstreamState::kUnfinished, {}});
+      status.stages.push_back(StageStatus{name, UpstreamState::kUnfinished, {}, {}});
       stage = status.stages.end() - 1;
     }
     stage->jobs.push_back(job);
@@ -35,22 +60,32 @@ RunStatus RollUp(const std::vector<const model::Job*>& run) {
   bool started = false;
   bool unfinished = false;
   bool failed = false;
+  bool cancelled = false;
   TimeMs last_end = 0;
   for (StageStatus& stage : status.stages) {
-    std::vector<model::JobState> states;
+    std::vector<JobState> states;
     for (const model::Job* job : stage.jobs) {
       states.push_back(job->state);
-      started |= job->state != model::JobState::kPending && job->state != model::JobState::kWaiting;
+      started |= Started(job->state);
       last_end = std::max(last_end, job->finished_at);
     }
-    stage.state = AggregateStage(states);
-    unfinished |= stage.state == UpstreamState::kUnfinished;
-    failed |= stage.state == UpstreamState::kFailed;
+    stage.upstream = AggregateStage(states);
+    stage.state = StageStateOf(stage.upstream, stage.jobs);
+    unfinished |= stage.upstream == UpstreamState::kUnfinished;
+    failed |= stage.state == StageState::kFailed;
+    cancelled |= stage.state == StageState::kCancelled;
   }
   if (unfinished) {
-    status.state = started ? RunState::kRunning : RunState::kPending;
+    const bool stopping = std::all_of(run.begin(), run.end(), [](const model::Job* job) {
+      return model::IsTerminal(job->state) || IsBeingCancelled(*job);
+    });
+    status.state = stopping  ? RunState::kCancelling
+                   : started ? RunState::kRunning
+                             : RunState::kPending;
   } else {
-    status.state = failed ? RunState::kFailed : RunState::kSucceeded;
+    status.state = failed      ? RunState::kFailed
+                   : cancelled ? RunState::kCancelled
+                               : RunState::kSucceeded;
     status.finished_at = last_end;
   }
   return status;

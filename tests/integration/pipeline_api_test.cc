@@ -1,6 +1,6 @@
 // Pipeline runs through the API and the CLI against a real server: the roll-up of a run with a
 // sweep, its lifecycle split adding up to its wall time, goodput, `drover ls --pipeline`,
-// `drover get` of a stage, and cancelling a running pipeline.
+// `drover get` of a stage, and cancelling a running pipeline (the run reads cancelled).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -135,16 +135,24 @@ TEST_F(PipelineApi, RunRollsUpItsStagesAndItsSplitAddsUpToItsWallTime) {
   EXPECT_EQ(bad_group.error().code, ErrorCode::kInvalidArgument);
 }
 
-TEST_F(PipelineApi, CancelOfARunningPipelineStopsItsRunningStage) {
+// Issue 17, finding 4: a cancelled run read "failed", and the cancel said "cancelled; its state
+// is now running". The run and its cancelled stages read `cancelled`, and the cancel names the
+// state after it: `cancelling` while the running stage stops (here it lingers on SIGTERM until
+// the test lets it go), then `cancelled`.
+TEST_F(PipelineApi, ACancelledPipelineAndItsStagesReadCancelled) {
   auto server = StartServer("data", "2xH100-80GB");
   ASSERT_TRUE(server->ok());
   api::ApiClient client = server->Client();
   const std::string pid_file = dir_.Sub("hold.pid");
+  const std::string release = dir_.Sub("release");
   std::vector<std::int64_t> ids = Submit(client, R"(kind: Pipeline
 name: hold
 stages:
   - name: wait
-    script: echo $$ > )" + pid_file + R"(; exec sleep 300
+    script: |
+      trap 'while [ ! -e )" + release + R"( ]; do sleep 0.05; done; exit 143' TERM
+      echo $$ > )" + pid_file + R"(
+      sleep 300 & wait
     resources: {cpu: 100m, memory: 64Mi, gpus: 1}
   - name: after
     depends_on: [wait]
@@ -152,27 +160,43 @@ stages:
     resources: {cpu: 100m, memory: 64Mi}
 )");
   ASSERT_EQ(ids.size(), 2u);
+  const std::string run_id = std::to_string(ids[0]);
   ASSERT_EQ(WaitForState(client, ids[0], {"running"}), "running") << server->Log();
   ASSERT_TRUE(WaitUntil([&] { return !ReadLines(pid_file).empty(); }));
   const pid_t pid = std::stoi(ReadLines(pid_file).front());
   ASSERT_TRUE(ProcessAlive(pid));
 
-  CommandResult cancel = RunDrover(
-      {"--server", server->url(), "cancel", "--pipeline", std::to_string(ids[0])}, dir_.path());
+  CommandResult cancel =
+      RunDrover({"--server", server->url(), "cancel", "--pipeline", run_id}, dir_.path());
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
-  EXPECT_THAT(cancel.out,
-              HasSubstr("pipeline run " + std::to_string(ids[0]) + " (hold) cancelled"));
+  EXPECT_EQ(cancel.out, "pipeline run " + run_id + " (hold) is being cancelled: 1 job stopping\n");
+  // The stage that had not started is cancelled at once; the run reads cancelling meanwhile.
+  EXPECT_EQ(WaitForTerminal(client, ids[1]), "cancelled");
+  CommandResult stopping = RunDrover({"--server", server->url(), "ls", "--pipeline"}, dir_.path());
+  EXPECT_THAT(stopping.out, ContainsRegex(run_id + " +hold +cancelling +1/2 "));
+  auto cancelling = client.Pipeline(run_id);
+  ASSERT_TRUE(cancelling) << cancelling.error().message;
+  EXPECT_EQ((*cancelling)["state"], "cancelling");
+  EXPECT_EQ((*cancelling)["stages"][0]["state"], "running");
+  EXPECT_EQ((*cancelling)["stages"][1]["state"], "cancelled");
 
+  WriteFile(release, "");
   EXPECT_EQ(WaitForTerminal(client, ids[0]), "cancelled");
   EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(pid); })) << "the stage's process survived";
-  EXPECT_EQ(WaitForState(client, ids[1], {"cancelled", "skipped"}), "cancelled");
-  auto run = client.Pipeline(std::to_string(ids[0]));
+  auto run = client.Pipeline(run_id);
   ASSERT_TRUE(run) << run.error().message;
-  EXPECT_EQ((*run)["state"], "failed");
-  EXPECT_EQ((*run)["stages"][0]["state"], "failed");
-
+  EXPECT_EQ((*run)["state"], "cancelled");
+  EXPECT_EQ((*run)["stages"][0]["state"], "cancelled");
+  EXPECT_EQ((*run)["stages"][1]["state"], "cancelled");
+  EXPECT_EQ((*run)["jobs"], (json{{"cancelled", 2}}));
   CommandResult list = RunDrover({"--server", server->url(), "ls", "--pipeline"}, dir_.path());
-  EXPECT_THAT(list.out, ContainsRegex(std::to_string(ids[0]) + " +hold +failed +2/2 "));
+  EXPECT_THAT(list.out, ContainsRegex(run_id + " +hold +cancelled +2/2 "));
+  CommandResult get = RunDrover({"--server", server->url(), "get", run_id}, dir_.path());
+  EXPECT_THAT(get.out, HasSubstr("Pipeline run " + run_id + " (hold): cancelled"));
+  // A finished run cannot be cancelled again.
+  auto again = client.CancelPipeline(run_id);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kFailedPrecondition);
 }
 
 }  // namespace
