@@ -139,12 +139,39 @@ struct NodeState {
 };
 
 // Eligible nodes of one StaticFilter, ordered by NodeKey.
+// The topology domains of one label (`level`) among an index's member nodes, with each
+// member's room now in workers of one per-worker demand (Capacity), and per domain the sum and
+// the largest of its members' rooms: what a topology-constrained gang chooses its domain by
+// (the gang planner's ChooseDomain), kept instead of rebuilt per gang. A member's room is
+// recomputed only when its NodeState::version differs from the one it was computed at, so a
+// lookup costs one version compare per member plus the work for nodes that changed.
+struct DomainTable {
+  std::string level;
+  int gpus = 0;  // the demand per worker the rooms are counted in
+  std::int64_t cpu = 0;
+  std::int64_t memory = 0;
+  std::vector<int> domain_of;             // by node position: domain id; -1: none
+  std::vector<std::string> values;        // by domain id: the label value, ascending
+  std::vector<std::vector<int>> members;  // by domain id: node positions, ascending
+  std::vector<int> room;                  // by node position
+  std::vector<std::uint64_t> seen;        // by node position: the version `room` is of
+  std::vector<std::int64_t> total;        // by domain id: sum of its members' room
+  std::vector<int> largest;               // by domain id: the largest room of a member
+  std::uint64_t last_used = 0;
+};
+
 struct Index {
   StaticFilter filter;
   std::vector<char> member;          // by node position
   std::vector<char> all_gpus_match;  // by position: every exclusive GPU passes the filter
   std::set<NodeKey> keys;
   std::uint64_t last_used = 0;
+  // Caches for the gang planner, at most kMaxDomainTables (least recently used replaced);
+  // dropped whenever a node's description changes (Reindex). Mutable: a cache of a const
+  // index, which only the single thread using the ClusterState touches.
+  static constexpr std::size_t kMaxDomainTables = 8;
+  mutable std::vector<DomainTable> domains;
+  mutable std::uint64_t domain_tick = 0;
 };
 
 // Shares one worker takes on one GPU (Allocate, Release, Commit).

@@ -336,6 +336,7 @@ void ClusterState::Impl::Unindex(int pos) {
 
 void ClusterState::Impl::Reindex(int pos) {
   for (const auto& index : indexes) {
+    index->domains.clear();  // its labels or membership may have changed
     if (pos >= static_cast<int>(index->member.size())) {
       index->member.resize(pos + 1, 0);
       index->all_gpus_match.resize(pos + 1, 0);

@@ -165,7 +165,122 @@ class Planner {
 
   // The domain of `level` that fits the gang with the least spare capacity (in workers; ties:
   // the lower label value): its nodes that hold a worker now, in `out`. False if none fits.
+  // Whole-GPU and CPU-only demands with an index read the index's DomainTable; shares and
+  // plans without an index scan the candidates.
   bool ChooseDomain(const std::string& level, std::vector<int>& out) const {
+    if (index_ == nullptr || filter_.shares()) return ChooseDomainByScan(level, out);
+    const DomainTable& table = CurrentTable(level);
+    // Nodes excluded by the options (a reservation's) take their room out of their domains.
+    std::vector<std::int64_t> total = table.total;
+    std::vector<int> largest = table.largest;
+    if (options_.excluded != nullptr) {
+      std::vector<char> touched(table.values.size(), 0);
+      const int size = std::min<int>(options_.excluded->size(), table.domain_of.size());
+      for (int pos = 0; pos < size; ++pos) {
+        if ((*options_.excluded)[pos] && table.domain_of[pos] >= 0) {
+          touched[table.domain_of[pos]] = 1;
+        }
+      }
+      for (std::size_t d = 0; d < touched.size(); ++d) {
+        if (!touched[d]) continue;
+        total[d] = 0;
+        largest[d] = 0;
+        for (int pos : table.members[d]) {
+          if (Excluded(pos)) continue;
+          total[d] += table.room[pos];
+          largest[d] = std::max(largest[d], table.room[pos]);
+        }
+      }
+    }
+    int best = -1;
+    for (std::size_t d = 0; d < table.values.size(); ++d) {
+      const bool fits = same_node_ ? largest[d] >= workers_ : total[d] >= workers_;
+      if (fits && (best < 0 || total[d] < total[best])) best = static_cast<int>(d);
+    }
+    if (best < 0) return false;
+    out.clear();
+    for (int pos : table.members[best]) {
+      if (table.room[pos] > 0 && !Excluded(pos)) out.push_back(pos);
+    }
+    return true;
+  }
+
+  // The index's DomainTable of `level` for this demand, its rooms brought up to date (built on
+  // first use).
+  const DomainTable& CurrentTable(const std::string& level) const {
+    std::vector<DomainTable>& tables = index_->domains;
+    DomainTable* table = nullptr;
+    for (DomainTable& candidate : tables) {
+      if (candidate.level == level && candidate.gpus == demand_.gpus &&
+          candidate.cpu == demand_.cpu && candidate.memory == demand_.memory) {
+        table = &candidate;
+      }
+    }
+    if (table == nullptr) {
+      if (tables.size() >= Index::kMaxDomainTables) {
+        tables.erase(std::min_element(
+            tables.begin(), tables.end(),
+            [](const auto& a, const auto& b) { return a.last_used < b.last_used; }));
+      }
+      table = &tables.emplace_back(BuildTable(level));
+    }
+    table->last_used = ++index_->domain_tick;
+    for (std::size_t d = 0; d < table->values.size(); ++d) {
+      bool shrunk = false;
+      for (int pos : table->members[d]) {
+        const std::uint64_t version = impl_.states[pos].version;
+        if (table->seen[pos] == version) continue;
+        const int room = Capacity(impl_, pos, filter_, index_, demand_, INT_MAX);
+        table->total[d] += room - table->room[pos];
+        if (room >= table->largest[d]) {
+          table->largest[d] = room;
+        } else if (table->room[pos] == table->largest[d]) {
+          shrunk = true;
+        }
+        table->room[pos] = room;
+        table->seen[pos] = version;
+      }
+      if (shrunk) {
+        table->largest[d] = 0;
+        for (int pos : table->members[d]) {
+          table->largest[d] = std::max(table->largest[d], table->room[pos]);
+        }
+      }
+    }
+    return *table;
+  }
+
+  // A DomainTable of `level` for this demand with no room counted yet (every member's `seen`
+  // is 0, below any version, so the first refresh counts them all).
+  DomainTable BuildTable(const std::string& level) const {
+    DomainTable table;
+    table.level = level;
+    table.gpus = demand_.gpus;
+    table.cpu = demand_.cpu;
+    table.memory = demand_.memory;
+    const int size = static_cast<int>(impl_.nodes.size());
+    std::map<std::string, std::vector<int>> by_value;
+    for (int pos = 0; pos < size && pos < static_cast<int>(index_->member.size()); ++pos) {
+      if (!index_->member[pos]) continue;
+      const auto& labels = impl_.nodes[pos].labels;
+      auto label = labels.find(level);
+      if (label != labels.end()) by_value[label->second].push_back(pos);
+    }
+    table.domain_of.assign(size, -1);
+    table.room.assign(size, 0);
+    table.seen.assign(size, 0);
+    for (auto& [value, positions] : by_value) {
+      for (int pos : positions) table.domain_of[pos] = static_cast<int>(table.values.size());
+      table.values.push_back(value);
+      table.members.push_back(std::move(positions));
+    }
+    table.total.assign(table.values.size(), 0);
+    table.largest.assign(table.values.size(), 0);
+    return table;
+  }
+
+  // ChooseDomain by one pass over the candidates (shares, or no index).
+  bool ChooseDomainByScan(const std::string& level, std::vector<int>& out) const {
     struct Domain {
       std::int64_t capacity = 0;
       int largest_node = 0;

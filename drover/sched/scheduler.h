@@ -36,8 +36,10 @@
 // (best fit keeps big domains whole; ties: the lower value), then places within it by the
 // scoring below; if none does, the job waits (the reason names the largest domain). With
 // preferences.topology_level (soft) the same, but when no domain holds the gang it is placed as
-// if there were no preference. Domains are built from the nodes with room for a worker, found
-// through the index when there is one.
+// if there were no preference. With an index (whole-GPU and CPU-only requests) the domains come
+// from its DomainTable (cluster_index.h): per label and per-worker demand, each member's room
+// and each domain's sum and largest, refreshed only for nodes whose version changed; without
+// one (shares, or no index) they are built from the nodes with room by a scan.
 //
 // Scoring among feasible nodes (PlanOptions::scoring; model::Scoring):
 //   - binpack (default): the best fit: the node whose free whole GPUs, then free CPU, then

@@ -495,6 +495,13 @@ TEST_P(SchedulerProperty, HoldsOverSeededScenarios) {
       }
     }
 
+    // With this seed's scoring and excluded nodes too: topology domains come from the index's
+    // DomainTable on one side and from a scan on the other.
+    for (const PendingJob& job : pending) {
+      EXPECT_EQ(TryPlace(indexed, job.job, *job.spec, options),
+                TryPlace(scanned, job.job, *job.spec, options));
+    }
+
     // Another scoring, with excluded nodes: the same invariants; a job it does not place does
     // not fit on the nodes that are not excluded.
     UsageMap scored_usage;
