@@ -62,7 +62,12 @@ struct Source {
   sim::Trace trace;
   std::string workload;   // the jobs file's stem, or "synthetic-<id>"
   std::string jobs_path;  // where fgd-expected-results may sit beside ("" for none)
+  std::string name;       // what the replay reports call the trace (ReplayOptions::trace_name)
 };
+
+std::string FileName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
 
 // --format FORMAT and its files.
 Result<Source> LoadFormatTrace(const SimulateFlags& f) {
@@ -110,6 +115,8 @@ Result<Source> LoadFormatTrace(const SimulateFlags& f) {
   }
   source.workload = Stem(f.jobs_file);
   source.jobs_path = f.jobs_file;
+  source.name =
+      fmt::format("{} {} on {}", f.format, FileName(f.jobs_file), FileName(f.cluster_file));
   return source;
 }
 
@@ -135,6 +142,8 @@ Result<Source> LoadSyntheticTrace(const SimulateFlags& f) {
   Source source;
   source.trace = sim::MakeSyntheticTrace(*summary, options);
   source.workload = "synthetic-" + f.cluster_id;
+  source.name = fmt::format("synthetic {} from {}, load {:g}, seed {}, {} queues", f.cluster_id,
+                            FileName(f.synthetic_summary), f.load, f.seed, f.queues);
   return source;
 }
 
@@ -187,11 +196,13 @@ Result<sim::ReplayOptions> ReplayPacing(const SimulateFlags& f) {
   return options;
 }
 
-Result<json> Replay(const sim::Trace& trace, const NamedPolicy& policy,
-                    const sim::ReplayOptions& pacing, bool timing, bool job_detail) {
+Result<json> Replay(const sim::Trace& trace, const std::string& trace_name,
+                    const NamedPolicy& policy, const sim::ReplayOptions& pacing, bool timing,
+                    bool job_detail) {
   sim::ReplayOptions options = pacing;
   options.policy = policy.policy;
   options.policy_name = policy.name;
+  options.trace_name = trace_name;
   options.timing = timing;
   options.job_detail = job_detail;
   auto result = sim::RunReplay(trace, options);
@@ -226,8 +237,8 @@ Result<json> RunReplays(const SimulateFlags& f, Source source) {
   const bool job_detail = source.trace.jobs.size() <= kJobDetailLimit;
   std::vector<json> results;
   for (const NamedPolicy& policy : policies) {
-    DROVER_ASSIGN_OR_RETURN(auto result,
-                            Replay(source.trace, policy, pacing, !f.no_timing, job_detail));
+    DROVER_ASSIGN_OR_RETURN(
+        auto result, Replay(source.trace, source.name, policy, pacing, !f.no_timing, job_detail));
     results.push_back(std::move(result));
   }
   return OneOrCompare(std::move(results));
@@ -314,9 +325,12 @@ Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
                        : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, *trace));
   DROVER_ASSIGN_OR_RETURN(auto after, ResolveReplayPolicy("--policy", f.policies.front(), *trace));
   DROVER_ASSIGN_OR_RETURN(auto pacing, ReplayPacing(f));
+  const std::string name = "jobs recorded in " + f.from_server;
   // CompareQueueTimes reads the per-job rows: always kept here.
-  DROVER_ASSIGN_OR_RETURN(auto before_result, Replay(*trace, before, pacing, !f.no_timing, true));
-  DROVER_ASSIGN_OR_RETURN(auto after_result, Replay(*trace, after, pacing, !f.no_timing, true));
+  DROVER_ASSIGN_OR_RETURN(auto before_result,
+                          Replay(*trace, name, before, pacing, !f.no_timing, true));
+  DROVER_ASSIGN_OR_RETURN(auto after_result,
+                          Replay(*trace, name, after, pacing, !f.no_timing, true));
   json teams = sim::CompareQueueTimes(before_result, after_result);
   json per_team = json::object();
   if (teams.is_object()) {

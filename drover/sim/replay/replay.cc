@@ -520,6 +520,10 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   std::vector<double> jct_s, queue_s, placement_s, startup_s, run_s;
   std::int64_t finished = 0, timed_out = 0, preemptions = 0;
   double lost_gpu_ms = 0.0, allocated_gpu_ms = 0.0;
+  // Allocated GPU time by the job's outcome (model::Goodput's accounting, every attempt).
+  model::Goodput goodput;
+  std::map<std::string, std::int64_t> gpu_ms_by_result = {
+      {"succeeded", 0}, {"failed", 0}, {"timed_out", 0}, {"cancelled", 0}, {"unfinished", 0}};
   TimeMs first_submit = 0, last_end = kReplayEpochMs;
   bool any_submit = false;
   nlohmann::json rows = nlohmann::json::array();
@@ -552,6 +556,12 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
     if (job == nullptr) {
       if (options_.job_detail) rows.push_back(std::move(row));
       continue;
+    }
+    goodput.Add(*job, now_);
+    const std::string result =
+        model::IsTerminal(job->state) ? std::string(model::JobStateName(job->state)) : "unfinished";
+    for (const model::AttemptCost& cost : model::ComputeAttemptCosts(*job, now_)) {
+      gpu_ms_by_result[result] += cost.gpu_ms;
     }
     int job_preemptions = 0;
     TimeMs first_start = 0;
@@ -625,6 +635,7 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   const std::int64_t jobs = static_cast<std::int64_t>(jobs_.size());
   out["experiment"] = "replay";
   out["policy"] = options_.policy_name;
+  out["trace"] = options_.trace_name;
   out["jobs"] = jobs;
   out["finished"] = finished;
   out["unfinished"] = jobs - finished;
@@ -632,6 +643,15 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   out["timed_out"] = timed_out;
   out["nodes"] = trace_.nodes.size();
   out["total_gpus"] = total_gpus;
+  std::optional<std::size_t> gpus_per_node;
+  for (const model::Node& node : trace_.nodes) {
+    if (gpus_per_node.value_or(node.gpus.size()) != node.gpus.size()) {
+      gpus_per_node = std::nullopt;
+      break;
+    }
+    gpus_per_node = node.gpus.size();
+  }
+  out["gpus_per_node"] = gpus_per_node ? nlohmann::json(*gpus_per_node) : nlohmann::json(nullptr);
   const double lifecycle_queue = mean(queue_s);
   out["jct_seconds"] = internal::ToJson(internal::Summarize(jct_s));
   out["queue_seconds"] = internal::ToJson(internal::Summarize(queue_s));
@@ -640,6 +660,13 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   out["preemptions"] = preemptions;
   out["lost_gpu_hours"] = Round(lost_gpu_ms / 3'600'000.0, 6);
   out["gpu_hours_allocated"] = Round(allocated_gpu_ms / 3'600'000.0, 6);
+  auto hours = [](std::int64_t ms) { return Round(static_cast<double>(ms) / 3'600'000.0, 6); };
+  nlohmann::json by_result = nlohmann::json::object();
+  for (const auto& [result, ms] : gpu_ms_by_result) by_result[result] = hours(ms);
+  by_result["preemption_lost"] = hours(goodput.preemption_lost_gpu_ms);
+  by_result["retry_lost"] = hours(goodput.retry_lost_gpu_ms);
+  out["gpu_hours_by_result"] = std::move(by_result);
+  out["gpu_hours_per_result"] = Round(goodput.GpuHoursPerResult(), 6);
   out["lifecycle_seconds"] = {{"queue", Round(lifecycle_queue)},
                               {"placement", Round(mean(placement_s))},
                               {"startup", Round(mean(startup_s))},

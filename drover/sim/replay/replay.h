@@ -54,6 +54,9 @@ inline constexpr TimeMs kReplayEpochMs = 1'000'000'000'000;
 struct ReplayOptions {
   model::Policy policy;     // queues, quotas, order, preemption, backfill ...
   std::string policy_name;  // for the report
+  // What the trace is, for the report's title ("synthetic Philly from acme_cluster_summary.csv,
+  // load 2, seed 42"); "" when the caller does not say.
+  std::string trace_name;
   // Launch -> process started, per worker. Default 0: workers start at once.
   DurationMs startup_delay = 0;
   // A scheduling pass at least this often while jobs wait (LAS demotion, aging). Default one
@@ -85,18 +88,23 @@ Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trac
 
 // Replays `trace` under `options` and reports (keys in this order; seconds since the start of
 // the trace, rounded to 3 decimals; percentiles by nearest rank):
-//   "experiment": "replay", "policy", "jobs", "finished" (terminal: succeeded, failed, timed
-//   out or cancelled), "unfinished" (never finished: did not fit, or waited when nothing could
-//   progress any more), "rejected" (the controller refused the submission: a queue the policy
-//   lacks; counted in unfinished too), "timed_out", "nodes", "total_gpus",
-//   "jct_seconds" {mean,p50,p95,p99} (finished jobs: end - submit),
-//   "queue_seconds" {mean,p50,p95,p99} (finished jobs: submit to first placement plus every
-//   later wait ready but not placed: model::ComputeMetrics' queue_wait plus, with
-//   pass_interval, the wait from submission to the pass that made the job ready),
+//   "experiment": "replay", "policy", "trace" (ReplayOptions::trace_name), "jobs", "finished"
+//   (terminal: succeeded, failed, timed out or cancelled), "unfinished" (never finished: did not
+//   fit, or waited when nothing could progress any more), "rejected" (the controller refused the
+//   submission: a queue the policy lacks; counted in unfinished too), "timed_out", "nodes",
+//   "total_gpus", "gpus_per_node" (null when the nodes differ), "jct_seconds" {mean,p50,p95,p99}
+//   (finished jobs: end - submit), "queue_seconds" {mean,p50,p95,p99} (finished jobs: submit to
+//   first placement plus every later wait ready but not placed: model::ComputeMetrics' queue_wait
+//   plus, with pass_interval, the wait from submission to the pass that made the job ready),
 //   "makespan_seconds" (first submit to last end), "preemptions" (attempts ended by preemption),
 //   "lost_gpu_hours" (of preempted attempts: GPUs x time since the later of placement and the
 //   attempt's last checkpoint, as the engine weighs victims), "gpu_hours_allocated" (GPUs x time
 //   from placement to release, every attempt; fractional GPUs count their share),
+//   "gpu_hours_by_result" {"cancelled", "failed", "succeeded", "timed_out", "unfinished": GPU-hours
+//   allocated to the jobs that ended so (every attempt, whole GPUs held: model::Goodput's
+//   accounting), "preemption_lost", "retry_lost": of those, the GPU-hours that produced nothing
+//   kept (model::AttemptCost::lost_gpu_ms)}, "gpu_hours_per_result" (all allocated GPU-hours per
+//   job that succeeded, model::Goodput::GpuHoursPerResult; 0 when none did),
 //   "lifecycle_seconds" {queue (= queue_seconds.mean), placement (placed -> launch handed),
 //   startup (-> all workers running), run (-> finished)}: means over finished jobs' last
 //   attempts that reached each phase,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "drover/sim/trace/loaders.h"
@@ -348,6 +349,64 @@ ClusterSummary TestSummary() {
   summary.median_gpus = 1;
   summary.max_gpus = 64;
   return summary;
+}
+
+// Finding 7 of issue 17: the README's replay must show queueing. The README runs Philly's
+// published summary (AcmeTrace's acme_cluster_summary.csv, row Philly, copied here so the test
+// needs no data files) on 32 nodes x 8 GPUs, 4,000 jobs at load 2; this is the same trace shape
+// at a quarter of the size, quick enough for a unit test. Were the load or the cluster to drift
+// to where nothing waits, fifo and las would come out identical again.
+TEST(Replay, LoadedPhillyReplayQueuesAndTheOrdersDiffer) {
+  ClusterSummary philly;
+  philly.id = "Philly";
+  philly.avg_run_seconds = 18006.055;
+  philly.median_run_seconds = 874;
+  philly.max_run_seconds = 4240676;
+  philly.avg_gpus = 1.928;
+  philly.median_gpus = 1;
+  philly.max_gpus = 128;
+  SyntheticOptions synthetic;
+  synthetic.nodes = 8;
+  synthetic.gpus_per_node = 8;
+  synthetic.jobs = 600;
+  synthetic.load = 2;
+  synthetic.seed = 42;
+  const Trace trace = MakeSyntheticTrace(philly, synthetic);
+  std::map<std::string, nlohmann::json> reports;
+  for (const char* policy : {"fifo", "sjf", "las"}) {
+    reports[policy] = Replay(trace, policy);
+    EXPECT_EQ(reports[policy].at("unfinished"), 0) << policy;
+  }
+  const auto mean = [&](const char* policy, const char* what) {
+    return reports[policy].at(what).at("mean").get<double>();
+  };
+  // Substantial queueing under fifo: more than ten minutes on average, in every queue.
+  EXPECT_GT(mean("fifo", "queue_seconds"), 600);
+  for (const auto& [queue, stats] : reports["fifo"].at("per_queue").items()) {
+    EXPECT_GT(stats.at("queue_seconds").at("mean").get<double>(), 0) << queue;
+  }
+  // The orders differ: las preempts and reorders, sjf runs short jobs first.
+  EXPECT_NE(mean("fifo", "jct_seconds"), mean("las", "jct_seconds"));
+  EXPECT_GT(reports["las"].at("preemptions").get<int>(), 0);
+  EXPECT_LT(mean("sjf", "jct_seconds"), mean("fifo", "jct_seconds"));
+  EXPECT_LT(mean("sjf", "queue_seconds"), mean("fifo", "queue_seconds"));
+}
+
+TEST(Replay, ReportsGpuHoursByResultAndTheTrace) {
+  ReplayOptions options;
+  options.trace_name = "five jobs";
+  const nlohmann::json report = Replay(FiveJobs(), "fifo", options);
+  EXPECT_EQ(report.at("trace"), "five jobs");
+  EXPECT_EQ(report.at("gpus_per_node"), 4);
+  const nlohmann::json& by_result = report.at("gpu_hours_by_result");
+  // a 4x100 + b 4x50 + c 8x30 + d 2x20 + e 2x200 GPU-seconds, all succeeded.
+  const double hours = (400.0 + 200 + 240 + 40 + 400) / 3600;
+  EXPECT_NEAR(by_result.at("succeeded").get<double>(), hours, 1e-6);
+  for (const char* other :
+       {"failed", "timed_out", "cancelled", "unfinished", "preemption_lost", "retry_lost"}) {
+    EXPECT_EQ(by_result.at(other).get<double>(), 0) << other;
+  }
+  EXPECT_NEAR(report.at("gpu_hours_per_result").get<double>(), hours / 5, 1e-6);
 }
 
 TEST(Replay, IdenticalInputsGiveIdenticalJson) {

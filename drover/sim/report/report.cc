@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "drover/sim/report/report_fgd.h"
@@ -23,6 +24,18 @@ namespace {
 
 constexpr std::size_t kMaxTextQueueRows = 12;  // per-queue rows in the text summary
 constexpr std::size_t kMaxTextTeamRows = 12;   // per-team rows in the text summary
+constexpr std::size_t kTextWidth = 100;        // columns of the text summary
+
+// The widest line of `text`, in display columns.
+std::size_t MaxLineWidth(std::string_view text) {
+  std::size_t widest = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    widest = std::max(widest, Width(text.substr(at, end - at)));
+    at = end + 1;
+  }
+  return widest;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Compare and what-if.
@@ -170,10 +183,17 @@ void UnknownPage(Page& page, const json& result) {
       TextAt(&result, "experiment"), keys.empty() ? "none" : keys));
 }
 
+// "Drover simulation: KIND (POLICY)", and for replays (alone or compared) the trace they ran.
 std::string PageTitle(const json& result) {
   const std::string kind = TextAt(&result, "experiment", "result");
   const std::string policy = TextAt(&result, "policy");
-  return "Drover simulation: " + kind + (policy.empty() ? "" : " (" + policy + ")");
+  std::string title = "Drover simulation: " + kind + (policy.empty() ? "" : " (" + policy + ")");
+  if (kind == "replay") return title + " on " + TraceLine(&result);
+  if (kind == "compare") {
+    const Grouped grouped = GroupResults(result);
+    if (!grouped.replay.empty()) title += " on " + TraceLine(grouped.replay.front());
+  }
+  return title;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,19 +219,34 @@ std::string FgdText(const json& result) {
   return out;
 }
 
+// `table` with " (s)" dropped from its headers: the text writes durations for people ("1h02m").
+Table WithoutSecondsUnit(Table table) {
+  for (std::string& h : table.header) {
+    if (const auto at = h.find(" (s)"); at != std::string::npos) h.erase(at);
+  }
+  return table;
+}
+
+// "trace: NAME\ncluster: ..., N jobs\n" (two lines: a trace's name alone may fill one).
+std::string TraceLines(const json* r) {
+  return fmt::format("trace: {}\ncluster: {}, {} jobs\n", TextAt(r, "trace", "unnamed"),
+                     ClusterLine(r), Count(NumberAt(r, "jobs")));
+}
+
 std::string ReplayText(const json& result) {
   const json* r = &result;
-  std::string out =
-      fmt::format("Replay: policy {}, {} jobs ({} finished, {} unfinished) on {} nodes / {} GPUs\n",
-                  TextAt(r, "policy", "?"), Count(NumberAt(r, "jobs")),
-                  Count(NumberAt(r, "finished")), Count(NumberAt(r, "unfinished")),
-                  Count(NumberAt(r, "nodes")), Count(NumberAt(r, "total_gpus")));
-  out += fmt::format("makespan {}, preemptions {}, lost {} of {} GPU-hours allocated, {} events",
-                     Human(NumberAt(r, "makespan_seconds")), Count(NumberAt(r, "preemptions")),
-                     Fixed(NumberAt(r, "lost_gpu_hours"), 2),
-                     Fixed(NumberAt(r, "gpu_hours_allocated"), 2), Count(NumberAt(r, "events")));
+  std::string out = fmt::format("Replay: policy {}, {} jobs ({} finished, {} unfinished)\n",
+                                TextAt(r, "policy", "?"), Count(NumberAt(r, "jobs")),
+                                Count(NumberAt(r, "finished")), Count(NumberAt(r, "unfinished")));
+  out += TraceLines(r);
+  out +=
+      fmt::format("makespan {}, preemptions {}, {} events", Human(NumberAt(r, "makespan_seconds")),
+                  Count(NumberAt(r, "preemptions")), Count(NumberAt(r, "events")));
   if (auto wall = NumberAt(r, "wall_seconds")) out += "; wall " + Human(wall);
-  out += "\n";
+  out += fmt::format("\nGPU-hours: {} allocated, {} lost to preemption, {} per success\n",
+                     Fixed(NumberAt(r, "gpu_hours_allocated"), 2),
+                     Fixed(NumberAt(r, "lost_gpu_hours"), 2),
+                     Fixed(NumberAt(r, "gpu_hours_per_result"), 2));
   const json* split = Field(r, "lifecycle_seconds");
   double total = 0;
   for (const std::string phase : kLifecycle) total += NumberAt(split, phase).value_or(0);
@@ -225,10 +260,7 @@ std::string ReplayText(const json& result) {
   } else {
     out += "lifecycle: n/a\n";
   }
-  Table table = QueueStatsTable(r);
-  for (std::string& h : table.header) {
-    if (const auto at = h.find(" (s)"); at != std::string::npos) h.erase(at);
-  }
+  Table table = WithoutSecondsUnit(QueueStatsTable(r));
   const std::size_t extra =
       table.rows.size() > kMaxTextQueueRows + 1 ? table.rows.size() - kMaxTextQueueRows - 1 : 0;
   table.rows.resize(table.rows.size() - extra);
@@ -238,19 +270,18 @@ std::string ReplayText(const json& result) {
 }
 
 Table ReplayCompareTextTable(const std::vector<Labeled>& results) {
-  Table table{{"policy", "jobs", "unfinished", "JCT mean", "JCT p95", "queue mean", "queue p95",
-               "makespan", "preempt", "lost GPU-h"},
+  Table table{{"policy", "unfinished", "JCT mean", "JCT p99", "queue mean", "queue p95",
+               "queue p99", "makespan", "preempt"},
               {}};
   for (const Labeled& r : results) {
     const json* jct = Field(r.result, "jct_seconds");
     const json* wait = Field(r.result, "queue_seconds");
-    table.rows.push_back({Plain(r.label), Num(Count(NumberAt(r.result, "jobs"))),
-                          Num(Count(NumberAt(r.result, "unfinished"))),
-                          Seconds(NumberAt(jct, "mean")), Seconds(NumberAt(jct, "p95")),
+    table.rows.push_back({Plain(r.label), Num(Count(NumberAt(r.result, "unfinished"))),
+                          Seconds(NumberAt(jct, "mean")), Seconds(NumberAt(jct, "p99")),
                           Seconds(NumberAt(wait, "mean")), Seconds(NumberAt(wait, "p95")),
+                          Seconds(NumberAt(wait, "p99")),
                           Seconds(NumberAt(r.result, "makespan_seconds")),
-                          Num(Count(NumberAt(r.result, "preemptions"))),
-                          Num(Fixed(NumberAt(r.result, "lost_gpu_hours"), 2))});
+                          Num(Count(NumberAt(r.result, "preemptions")))});
   }
   return table;
 }
@@ -284,8 +315,17 @@ std::string CompareText(const json& result) {
     out += RenderTextTable(FgdCompareTextTable(LabelResults(grouped.fgd)));
   }
   if (!grouped.replay.empty()) {
-    out += "Replays:\n";
-    out += RenderTextTable(ReplayCompareTextTable(LabelResults(grouped.replay)));
+    const std::vector<Labeled> replays = LabelResults(grouped.replay);
+    out += "Replays:\n" + TraceLines(grouped.replay.front());
+    out += RenderTextTable(ReplayCompareTextTable(replays));
+    const Table waits = WithoutSecondsUnit(QueueWaitTable(replays, {"mean", "p99"}));
+    const std::string waits_text = RenderTextTable(waits);
+    if (waits.rows.size() > kMaxTextQueueRows || MaxLineWidth(waits_text) > kTextWidth) {
+      out += "Queue time per queue: too large for the terminal (see -o json or --report)\n";
+    } else if (!waits.rows.empty()) {
+      out += "Queue time per queue:\n" + waits_text;
+    }
+    out += "GPU-hours by result:\n" + RenderTextTable(GpuHoursTable(replays));
   }
   return out;
 }

@@ -69,7 +69,7 @@ std::vector<std::string> TopQueues(const JobTimes& times, std::size_t* left_out)
 plot::Chart CdfChart(const std::string& what, const std::string& title) {
   plot::Chart chart;
   chart.title = title;
-  chart.x_label = what + " (seconds, log scale)";
+  chart.x_label = what + " (seconds)";
   chart.y_label = "jobs (%)";
   chart.log_x = true;
   chart.y_min = 0;
@@ -223,6 +223,58 @@ std::string JobsLine(const json* r) {
 
 }  // namespace
 
+std::string ClusterLine(const json* r) {
+  if (auto per_node = NumberAt(r, "gpus_per_node")) {
+    return fmt::format("{} nodes x {} GPUs ({} GPUs)", Count(NumberAt(r, "nodes")), Count(per_node),
+                       Count(NumberAt(r, "total_gpus")));
+  }
+  return fmt::format("{} nodes, {} GPUs", Count(NumberAt(r, "nodes")),
+                     Count(NumberAt(r, "total_gpus")));
+}
+
+std::string TraceLine(const json* r) {
+  return fmt::format("{}: {}, {} jobs", TextAt(r, "trace", "unnamed trace"), ClusterLine(r),
+                     Count(NumberAt(r, "jobs")));
+}
+
+Table GpuHoursTable(const std::vector<Labeled>& results) {
+  Table table{{"policy"}, {}};
+  for (const GpuHoursColumn& column : kGpuHoursColumns) table.header.push_back(column.header);
+  table.header.push_back("per success");
+  for (const Labeled& r : results) {
+    const json* by_result = Field(r.result, "gpu_hours_by_result");
+    std::vector<Cell> row = {Plain(r.label)};
+    for (const GpuHoursColumn& column : kGpuHoursColumns) {
+      row.push_back(Num(Fixed(NumberAt(by_result, column.key), 2)));
+    }
+    row.push_back(Num(Fixed(NumberAt(r.result, "gpu_hours_per_result"), 2)));
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+Table QueueWaitTable(const std::vector<Labeled>& results, const std::vector<std::string>& keys) {
+  std::set<std::string> queues;
+  for (const Labeled& r : results) {
+    if (const json* per_queue = Field(r.result, "per_queue"); IsObject(per_queue)) {
+      for (const auto& item : per_queue->items()) queues.insert(item.key());
+    }
+  }
+  Table table{{"queue"}, {}};
+  for (const Labeled& r : results) {
+    for (const std::string& key : keys) table.header.push_back(r.label + " " + key + " (s)");
+  }
+  for (const std::string& queue : queues) {
+    std::vector<Cell> row = {Plain(queue)};
+    for (const Labeled& r : results) {
+      const json* stats = Field(Field(Field(r.result, "per_queue"), queue), "queue_seconds");
+      for (const std::string& key : keys) row.push_back(Seconds(NumberAt(stats, key)));
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
 // Rows: all jobs, then each queue of "per_queue": jobs, JCT and queue-time statistics.
 Table QueueStatsTable(const json* r) {
   Table table{{"queue", "jobs", "JCT mean (s)", "JCT p50", "JCT p95", "JCT p99", "queue mean (s)",
@@ -246,16 +298,17 @@ Table QueueStatsTable(const json* r) {
 void ReplayPage(Page& page, const json& result) {
   const std::vector<Labeled> results = LabelResults({&result});
   const json* r = &result;
-  page.Heading(1, "Replay: " + results[0].label);
+  page.Heading(1, "Replay: " + results[0].label + " on " + TraceLine(r));
   std::vector<std::pair<std::string, Cell>> facts = {
       {"policy", Plain(results[0].label)},
-      {"cluster", Plain(fmt::format("{} nodes, {} GPUs", Count(NumberAt(r, "nodes")),
-                                    Count(NumberAt(r, "total_gpus"))))},
+      {"trace", Plain(TextAt(r, "trace", "(not named in the result)"))},
+      {"cluster", Plain(ClusterLine(r))},
       {"jobs", Plain(JobsLine(r))},
       {"makespan (s)", Seconds(NumberAt(r, "makespan_seconds"))},
       {"preemptions", Num(Count(NumberAt(r, "preemptions")))},
       {"lost GPU-hours", Num(Fixed(NumberAt(r, "lost_gpu_hours"), 2))},
       {"GPU-hours allocated", Num(Fixed(NumberAt(r, "gpu_hours_allocated"), 2))},
+      {"GPU-hours per result", Num(Fixed(NumberAt(r, "gpu_hours_per_result"), 2))},
       {"events", Num(Count(NumberAt(r, "events")))},
   };
   if (auto wall = NumberAt(r, "wall_seconds")) facts.push_back({"wall time (s)", Seconds(wall)});
@@ -263,6 +316,8 @@ void ReplayPage(Page& page, const json& result) {
   page.Heading(2, "JCT and queue time");
   page.AddTable(QueueStatsTable(r));
   SingleReplayCdfs(page, r);
+  page.Heading(2, "GPU-hours by result");
+  page.AddTable(GpuHoursTable(results));
   page.Heading(2, "Lifecycle split");
   if (!IsObject(Field(r, "lifecycle_seconds"))) {
     page.Note("No \"lifecycle_seconds\" in the result.");
@@ -274,6 +329,9 @@ void ReplayPage(Page& page, const json& result) {
 
 // Several replays on the same charts and tables.
 void ReplayComparison(Page& page, const std::vector<Labeled>& results) {
+  std::set<std::string> traces;
+  for (const Labeled& r : results) traces.insert(TraceLine(r.result));
+  for (const std::string& trace : traces) page.Paragraph("Trace: " + trace, "trace");
   page.AddTable(ReplaySummaryTable(results));
   std::vector<plot::Series> jct, wait, allocation;
   std::vector<std::string> no_rows;
@@ -301,31 +359,12 @@ void ReplayComparison(Page& page, const std::vector<Labeled>& results) {
   TimeChart(page, "GPU allocation over time per policy", "GPUs allocated (% of capacity)",
             std::move(allocation), 100.0);
 
-  // Per-queue waits side by side.
-  std::set<std::string> queues;
-  for (const Labeled& r : results) {
-    if (const json* per_queue = Field(r.result, "per_queue"); IsObject(per_queue)) {
-      for (const auto& item : per_queue->items()) queues.insert(item.key());
-    }
-  }
-  if (!queues.empty()) {
+  if (Table waits = QueueWaitTable(results, {"mean", "p95", "p99"}); !waits.rows.empty()) {
     page.Heading(2, "Queue time per queue");
-    Table table{{"queue"}, {}};
-    for (const Labeled& r : results) {
-      table.header.push_back(r.label + " mean (s)");
-      table.header.push_back(r.label + " p95 (s)");
-    }
-    for (const std::string& queue : queues) {
-      std::vector<Cell> row = {Plain(queue)};
-      for (const Labeled& r : results) {
-        const json* stats = Field(Field(Field(r.result, "per_queue"), queue), "queue_seconds");
-        row.push_back(Seconds(NumberAt(stats, "mean")));
-        row.push_back(Seconds(NumberAt(stats, "p95")));
-      }
-      table.rows.push_back(std::move(row));
-    }
-    page.AddTable(table);
+    page.AddTable(waits);
   }
+  page.Heading(2, "GPU-hours by result");
+  page.AddTable(GpuHoursTable(results));
   page.Heading(2, "Lifecycle split");
   page.AddTable(LifecycleTable(results, true));
 }

@@ -288,12 +288,12 @@ TEST(ReplayReport, DrawsCdfsPerQueueAndAllocationOverTime) {
   EXPECT_THAT(jct, HasSubstr(">all jobs</text>"));
   EXPECT_THAT(jct, HasSubstr(">prod</text>"));
   EXPECT_THAT(jct, HasSubstr(">research</text>"));
-  EXPECT_THAT(jct, HasSubstr(">JCT (seconds, log scale)</text>"));
+  EXPECT_THAT(jct, HasSubstr(">JCT (seconds) (log scale)</text>"));
   EXPECT_THAT(jct, HasSubstr(">jobs (%)</text>"));
 
   const std::string wait = ChartTitled(html, "Queue-time CDF per queue");
   EXPECT_EQ(SeriesCount(wait), 3);
-  EXPECT_THAT(wait, HasSubstr(">queue time (seconds, log scale)</text>"));
+  EXPECT_THAT(wait, HasSubstr(">queue time (seconds) (log scale)</text>"));
 
   const std::string allocation = ChartTitled(html, "GPU allocation over time");
   EXPECT_EQ(SeriesCount(allocation), 1);
@@ -345,9 +345,10 @@ TEST(ReplayReport, OneQueueIsDrawnOnceUnderAllJobs) {
 
 TEST(ReplayReport, TextSummaryFitsOneScreen) {
   const std::string text = RenderTextReport(ReplayResult("fair-share", 1));
-  EXPECT_THAT(text, HasSubstr("Replay: policy fair-share, 4 jobs (3 finished, 1 unfinished) on 2 "
-                              "nodes / 16 GPUs"));
-  EXPECT_THAT(text, HasSubstr("makespan 1d01h, preemptions 3, lost 1.75 of 420.50 GPU-hours"));
+  EXPECT_THAT(text, HasSubstr("Replay: policy fair-share, 4 jobs (3 finished, 1 unfinished)\n"
+                              "trace: unnamed\ncluster: 2 nodes, 16 GPUs, 4 jobs\n"));
+  EXPECT_THAT(text, HasSubstr("makespan 1d01h, preemptions 3, 1234 events"));
+  EXPECT_THAT(text, HasSubstr("GPU-hours: 420.50 allocated, 1.75 lost to preemption"));
   EXPECT_THAT(text, HasSubstr("lifecycle: queue 4.0% placement 0.0% startup 1.0% run 95.0%"));
   EXPECT_THAT(text, testing::ContainsRegex("\nall +4 +1h02m +30m00s +1h57m +2h03m +2m00s +0\\.0s "
                                            "+6m40s +8m00s\n"));
@@ -361,8 +362,77 @@ TEST(ReplayReport, TextSummaryFitsOneScreen) {
   EXPECT_LE(n, 30);
 }
 
+// Issue 17, finding 7: a report must say what it replayed.
+TEST(ReplayReport, NamesTheTraceAndTheClusterInTitleHeadingAndText) {
+  json result = ReplayResult("fifo", 1);
+  result["trace"] = "synthetic Philly from acme_cluster_summary.csv, load 2, seed 42, 4 queues";
+  result["gpus_per_node"] = 8;
+  const std::string named =
+      "synthetic Philly from acme_cluster_summary.csv, load 2, seed 42, 4 queues: 2 nodes x 8 "
+      "GPUs (16 GPUs), 4 jobs";
+  const std::string html = RenderHtmlReport(result);
+  EXPECT_THAT(html, HasSubstr("<title>Drover simulation: replay (fifo) on " + named + "</title>"));
+  EXPECT_THAT(html, HasSubstr("<h1>Replay: fifo on " + named + "</h1>"));
+  const std::string text = RenderTextReport(result);
+  EXPECT_THAT(text, HasSubstr("trace: synthetic Philly from acme_cluster_summary.csv, load 2, "
+                              "seed 42, 4 queues\ncluster: 2 nodes x 8 GPUs (16 GPUs), 4 jobs\n"));
+
+  const json compare = {{"experiment", "compare"}, {"results", {result, result}}};
+  EXPECT_THAT(RenderHtmlReport(compare),
+              HasSubstr("<title>Drover simulation: compare on " + named + "</title>"));
+  EXPECT_THAT(RenderHtmlReport(compare), HasSubstr("Trace: " + named));
+  EXPECT_THAT(RenderTextReport(compare), HasSubstr("cluster: 2 nodes x 8 GPUs (16 GPUs), 4 jobs"));
+}
+
+TEST(ReplayReport, QueueTimeCdfOfAReplayWhereNothingWaitedDoesNotClaimALogAxis) {
+  json result = ReplayResult("fifo", 1);
+  for (json& row : result["job_rows"]) row["queue_s"] = 0;
+  const std::string wait = ChartTitled(RenderHtmlReport(result), "Queue-time CDF per queue");
+  EXPECT_THAT(wait, HasSubstr(">queue time (seconds)</text>"));
+  EXPECT_THAT(wait, Not(HasSubstr("log scale")));
+}
+
+TEST(ReplayReport, GpuHoursByResultInHtmlAndText) {
+  json result = ReplayResult("fifo", 1);
+  result["gpu_hours_by_result"] = {
+      {"succeeded", 400.25}, {"failed", 12.5},         {"timed_out", 0},     {"cancelled", 7.75},
+      {"unfinished", 0},     {"preemption_lost", 1.5}, {"retry_lost", 20.25}};
+  result["gpu_hours_per_result"] = 140.17;
+  const std::string html = RenderHtmlReport(result);
+  EXPECT_THAT(html,
+              HasSubstr("<td>fifo</td><td class=\"num\">400.25</td><td class=\"num\">12.50</td>"
+                        "<td class=\"num\">0.00</td><td class=\"num\">7.75</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>GPU-hours per result</td><td class=\"num\">140.17</td>"));
+  const json compare = {{"experiment", "compare"}, {"results", {result, ReplayResult("las", 1)}}};
+  const std::string text = RenderTextReport(compare);
+  EXPECT_THAT(text, HasSubstr("GPU-hours by result:"));
+  EXPECT_THAT(text, testing::ContainsRegex("\nfifo +400.25 +12.50 +0.00 +7.75 +0.00 +1.50 +20.25 "
+                                           "+140.17\n"));
+  // Per-queue queueing side by side, and p99s.
+  EXPECT_THAT(text, HasSubstr("Queue time per queue:"));
+  EXPECT_THAT(text, testing::ContainsRegex("\nresearch +3m51s +8m00s +3m51s +8m00s\n"));
+  EXPECT_THAT(text, HasSubstr("JCT p99"));
+  EXPECT_THAT(text, HasSubstr("queue p99"));
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Compare and what-if.
+
+// Issue 17, finding 7: fifo and las came out identical and their lines hid each other.
+TEST(CompareReport, PoliciesWithIdenticalResultsAreDrawnApartAndNamedEqual) {
+  const json compare = {{"experiment", "compare"},
+                        {"results", {ReplayResult("fifo", 1), ReplayResult("las", 1)}}};
+  const std::string html = RenderHtmlReport(compare);
+  for (const char* title :
+       {"JCT CDF per policy", "Queue-time CDF per policy", "GPU allocation over time per policy"}) {
+    const std::string chart = ChartTitled(html, title);
+    EXPECT_THAT(chart, HasSubstr(">fifo = las</text>")) << title;
+    EXPECT_THAT(chart, HasSubstr("stroke-dasharray")) << title;
+    EXPECT_THAT(chart, HasSubstr("class=\"marker\"")) << title;
+  }
+}
 
 TEST(CompareReport, PutsEveryPolicyOnTheSameCharts) {
   json fgd_random = FgdResult();
@@ -387,14 +457,16 @@ TEST(CompareReport, PutsEveryPolicyOnTheSameCharts) {
   const std::string allocation = ChartTitled(html, "GPU allocation ratio vs arrived GPU demand");
   EXPECT_EQ(SeriesCount(allocation), 4);
   EXPECT_EQ(LegendCount(allocation), 4);
-  EXPECT_EQ(Occurrences(allocation, "stroke-dasharray"), 4);  // 2 lines + 2 legend samples
+  // 2 published lines + 2 legend samples, and random's line (equal to fgd's) with its sample.
+  EXPECT_EQ(Occurrences(allocation, "stroke-dasharray"), 6);
+  EXPECT_THAT(allocation, HasSubstr(">fgd = random</text>"));
   // The summary row of sjf holds its mean JCT.
   EXPECT_THAT(html, HasSubstr("<td>sjf</td><td class=\"num\">4</td><td class=\"num\">3</td>"
                               "<td class=\"num\">1</td><td class=\"num\">1862.8"));
   EXPECT_THAT(html, HasSubstr("<th>fifo mean (s)</th>"));
 
   const std::string text = RenderTextReport(compare);
-  EXPECT_THAT(text, testing::ContainsRegex("\nsjf +4 +1 +31m03s"));
+  EXPECT_THAT(text, testing::ContainsRegex("\nsjf +1 +31m03s"));
   EXPECT_THAT(text, testing::ContainsRegex("\nrandom +92\\.50 +93\\.75 +94\\.50 +95\\.40 +94\\.90 "
                                            "+\\+0\\.50 +4\\.00\n"));
 }

@@ -1,6 +1,7 @@
 #include "drover/sim/report/svg_plot.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -23,6 +24,17 @@ constexpr int kLegendWidth = 200;
 constexpr int kLegendRow = 18;
 constexpr std::size_t kLegendChars = 28;
 constexpr int kMaxTicks = 7;
+// Markers drawn on each line (fewer when it has fewer distinct points) and their half-size.
+constexpr std::size_t kMarkersPerSeries = 6;
+constexpr double kMarkerRadius = 3.5;
+// The dash patterns of a line drawn over an identical earlier one, in turn: the earlier shows
+// through the gaps. A series asked to be dashed (Series::dashed) and not such a repeat: kDashed.
+constexpr std::array<std::string_view, 4> kRepeatDashes = {"9 6", "2 4", "12 4 2 4", "4 3"};
+constexpr std::string_view kDashed = "6 4";
+
+enum class Shape { kCircle, kSquare, kTriangle, kDiamond, kPlus, kCross };
+constexpr std::array<Shape, 6> kShapes = {Shape::kCircle,  Shape::kSquare, Shape::kTriangle,
+                                          Shape::kDiamond, Shape::kPlus,   Shape::kCross};
 
 // 1, 2, 2.5 or 5 times a power of ten, the smallest such value >= raw (raw > 0).
 double NiceStep(double raw) {
@@ -120,6 +132,92 @@ std::string Truncate(const std::string& text, std::size_t max_chars) {
   std::size_t cut = max_chars - 3;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   return text.substr(0, cut) + "...";
+}
+
+// A marker of `shape` centred on (x, y) in `color`: filled shapes, or stroked for + and x.
+std::string Marker(Shape shape, double x, double y, std::string_view color) {
+  const double r = kMarkerRadius;
+  auto at = [&](double dx, double dy) { return Coord(x + dx) + " " + Coord(y + dy); };
+  std::string d;
+  switch (shape) {
+    case Shape::kCircle:
+      return fmt::format("<circle class=\"marker\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"/>",
+                         Coord(x), Coord(y), Coord(r), color);
+    case Shape::kSquare:
+      d = fmt::format("M{} L{} L{} L{} Z", at(-r, -r), at(r, -r), at(r, r), at(-r, r));
+      break;
+    case Shape::kTriangle:
+      d = fmt::format("M{} L{} L{} Z", at(0, -r * 1.2), at(r * 1.1, r * 0.8),
+                      at(-r * 1.1, r * 0.8));
+      break;
+    case Shape::kDiamond:
+      d = fmt::format("M{} L{} L{} L{} Z", at(0, -r * 1.3), at(r, 0), at(0, r * 1.3), at(-r, 0));
+      break;
+    case Shape::kPlus:
+      return fmt::format(
+          "<path class=\"marker\" d=\"M{} L{} M{} L{}\" stroke=\"{}\" stroke-width=\"2\"/>",
+          at(-r, 0), at(r, 0), at(0, -r), at(0, r), color);
+    case Shape::kCross:
+      return fmt::format(
+          "<path class=\"marker\" d=\"M{} L{} M{} L{}\" stroke=\"{}\" stroke-width=\"2\"/>",
+          at(-r, -r), at(r, r), at(-r, r), at(r, -r), color);
+  }
+  return fmt::format("<path class=\"marker\" d=\"{}\" fill=\"{}\"/>", d, color);
+}
+
+// One series as drawn: its SVG path and the distinct pixel points on it.
+struct Drawn {
+  std::string d;
+  std::vector<std::pair<double, double>> pixels;
+};
+
+// Series whose drawn paths are identical, in series order: `repeat_of[i]` is the first series
+// with the same path (i itself for the first or a series with nothing drawn), `rank[i]` how
+// many before i share it.
+struct Coincidence {
+  std::vector<std::size_t> repeat_of;
+  std::vector<std::size_t> rank;
+};
+
+Coincidence FindCoincidences(const std::vector<Drawn>& drawn) {
+  Coincidence c{std::vector<std::size_t>(drawn.size()), std::vector<std::size_t>(drawn.size(), 0)};
+  for (std::size_t i = 0; i < drawn.size(); ++i) {
+    c.repeat_of[i] = i;
+    if (drawn[i].pixels.empty()) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.repeat_of[j] == j && drawn[j].d == drawn[i].d) {
+        c.repeat_of[i] = j;
+        break;
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) c.rank[i] += c.repeat_of[j] == c.repeat_of[i] ? 1 : 0;
+  }
+  return c;
+}
+
+bool SamePoints(const std::vector<Point>& a, const std::vector<Point>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const Point& p, const Point& q) { return p.x == q.x && p.y == q.y; });
+}
+
+// The legend's notes on coinciding series: "fifo = las" (the same points) or "fifo ~ las
+// (same line)" (different points drawn on the same pixels), one per group.
+std::vector<std::string> CoincidenceNotes(const std::vector<Series>& series, const Coincidence& c) {
+  std::vector<std::string> notes;
+  for (std::size_t first = 0; first < series.size(); ++first) {
+    if (c.repeat_of[first] != first) continue;
+    std::vector<std::string> names = {series[first].label};
+    bool exact = true;
+    for (std::size_t i = first + 1; i < series.size(); ++i) {
+      if (c.repeat_of[i] != first) continue;
+      names.push_back(series[i].label);
+      exact = exact && SamePoints(series[first].points, series[i].points);
+    }
+    if (names.size() == 1) continue;
+    std::string note = fmt::format("{}", fmt::join(names, exact ? " = " : " ~ "));
+    notes.push_back(exact ? note : note + " (same line)");
+  }
+  return notes;
 }
 
 }  // namespace
@@ -250,7 +348,10 @@ std::string RenderLineChart(const Chart& chart, const std::vector<Series>& serie
   const Axis y_axis = LinearAxis(chart.y_min, chart.y_max, y_lo, y_hi);
 
   const int width = std::max(chart.width, kMarginLeft + kLegendWidth + 160);
-  const int legend_height = static_cast<int>(series.size()) * kLegendRow + 16;
+  // The legend's rows: one per series, then one per group of coinciding series (known only
+  // once drawn; at most half the series, so room for that much is kept).
+  const int legend_rows = static_cast<int>(series.size() + series.size() / 2);
+  const int legend_height = legend_rows * kLegendRow + 16;
   const int height =
       std::max({chart.height, kMarginTop + kMarginBottom + 120, kMarginTop + legend_height + 8});
   const double px0 = kMarginLeft;
@@ -271,7 +372,10 @@ std::string RenderLineChart(const Chart& chart, const std::vector<Series>& serie
       "font-weight=\"bold\">{}</text>\n",
       Coord(px0), EscapeXml(chart.title));
 
-  // Grid and ticks.
+  // Grid and ticks. The x label says "log scale" exactly when the axis maps log10(x).
+  const std::string x_label = !x_axis.log             ? chart.x_label
+                              : chart.x_label.empty() ? "log scale"
+                                                      : chart.x_label + " (log scale)";
   out += "<g class=\"x-axis\">\n";
   for (double t : x_axis.ticks) {
     const std::string x = Coord(sx(t));
@@ -283,7 +387,7 @@ std::string RenderLineChart(const Chart& chart, const std::vector<Series>& serie
   }
   out +=
       fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                  Coord((px0 + px1) / 2), height - 12, EscapeXml(chart.x_label));
+                  Coord((px0 + px1) / 2), height - 12, EscapeXml(x_label));
   out += "</g>\n<g class=\"y-axis\">\n";
   for (double t : y_axis.ticks) {
     const std::string y = Coord(sy(t));
@@ -308,54 +412,80 @@ std::string RenderLineChart(const Chart& chart, const std::vector<Series>& serie
         Coord((px0 + px1) / 2), Coord((py0 + py1) / 2));
   }
 
-  // Series.
+  // Series: each path, then its markers (a shape per series, spread along its points and
+  // staggered by its position, so that the markers of coinciding lines do not cover each other).
+  std::vector<Drawn> drawn(series.size());
   for (std::size_t i = 0; i < series.size(); ++i) {
-    const Series& s = series[i];
-    const std::string_view color = PaletteColor(s.color >= 0 ? s.color : static_cast<int>(i));
-    std::string d;
-    bool pen_down = false;
     std::string last_xy;
-    int drawn = 0;
-    Point only{};
-    for (const Point& p : s.points) {
+    bool pen_down = false;
+    for (const Point& p : series[i].points) {
       if (!std::isfinite(p.x) || !std::isfinite(p.y)) {
         pen_down = false;
         continue;
       }
-      const std::string xy = Coord(sx(p.x)) + " " + Coord(sy(p.y));
+      const double x = sx(p.x), y = sy(p.y);
+      const std::string xy = Coord(x) + " " + Coord(y);
       if (pen_down && xy == last_xy) continue;  // same pixel: adds nothing
-      if (!d.empty()) d += ' ';
-      d += pen_down ? 'L' : 'M';
-      d += xy;
+      if (!drawn[i].d.empty()) drawn[i].d += ' ';
+      drawn[i].d += (pen_down ? 'L' : 'M') + xy;
+      drawn[i].pixels.push_back({x, y});
       pen_down = true;
       last_xy = xy;
-      only = p;
-      ++drawn;
     }
+  }
+  const Coincidence coincidence = FindCoincidences(drawn);
+  auto color_of = [&](std::size_t i) {
+    return PaletteColor(series[i].color >= 0 ? series[i].color : static_cast<int>(i));
+  };
+  auto dash_of = [&](std::size_t i) -> std::string_view {
+    if (coincidence.rank[i] > 0)
+      return kRepeatDashes[(coincidence.rank[i] - 1) % kRepeatDashes.size()];
+    return series[i].dashed ? kDashed : "";
+  };
+  auto dash_attribute = [&](std::size_t i) {
+    const std::string_view dash = dash_of(i);
+    return dash.empty() ? std::string() : fmt::format(" stroke-dasharray=\"{}\"", dash);
+  };
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const std::string_view color = color_of(i);
     out += fmt::format(
         "<path class=\"series\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{}>"
         "<title>{}</title></path>\n",
-        d.empty() ? "M0 0" : d, color, s.dashed ? "1.6" : "2",
-        s.dashed ? " stroke-dasharray=\"6 4\"" : "", EscapeXml(s.label));
-    if (drawn == 1) {
-      out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n", Coord(sx(only.x)),
-                         Coord(sy(only.y)), color);
+        drawn[i].d.empty() ? "M0 0" : drawn[i].d, color, dash_of(i).empty() ? "2" : "1.6",
+        dash_attribute(i), EscapeXml(series[i].label));
+    const auto& pixels = drawn[i].pixels;
+    const std::size_t markers = std::min(kMarkersPerSeries, pixels.size());
+    const double stagger = static_cast<double>(i + 1) / static_cast<double>(series.size() + 1);
+    for (std::size_t k = 0; k < markers; ++k) {
+      const auto at = static_cast<std::size_t>((static_cast<double>(k) + stagger) *
+                                               static_cast<double>(pixels.size()) /
+                                               static_cast<double>(markers));
+      const auto& [x, y] = pixels[std::min(at, pixels.size() - 1)];
+      out += Marker(kShapes[i % kShapes.size()], x, y, color) + "\n";
     }
   }
 
-  // Legend.
+  // Legend: a sample of each line (its dash and marker), then which lines coincide.
   out += "<g class=\"legend\">\n";
   const double lx = px1 + 14;
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
-    const std::string_view color = PaletteColor(s.color >= 0 ? s.color : static_cast<int>(i));
+    const std::string_view color = color_of(i);
     const double ly = py0 + 10 + static_cast<double>(i) * kLegendRow;
     out += fmt::format(
         "<g class=\"legend-entry\"><title>{}</title><line x1=\"{}\" y1=\"{}\" x2=\"{}\" "
-        "y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/><text x=\"{}\" y=\"{}\">{}</text></g>\n",
+        "y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>{}<text x=\"{}\" y=\"{}\">{}</text></g>\n",
         EscapeXml(s.label), Coord(lx), Coord(ly), Coord(lx + 22), Coord(ly), color,
-        s.dashed ? " stroke-dasharray=\"6 4\"" : "", Coord(lx + 28), Coord(ly + 4),
-        EscapeXml(Truncate(s.label, kLegendChars)));
+        dash_attribute(i), Marker(kShapes[i % kShapes.size()], lx + 11, ly, color), Coord(lx + 28),
+        Coord(ly + 4), EscapeXml(Truncate(s.label, kLegendChars)));
+  }
+  const std::vector<std::string> notes = CoincidenceNotes(series, coincidence);
+  for (std::size_t n = 0; n < notes.size(); ++n) {
+    const double ly = py0 + 10 + static_cast<double>(series.size() + n) * kLegendRow;
+    out += fmt::format(
+        "<text class=\"legend-note\" x=\"{}\" y=\"{}\" fill=\"#555\"><title>{}</title>{}</text>\n",
+        Coord(lx), Coord(ly + 4), EscapeXml(notes[n]),
+        EscapeXml(Truncate(notes[n], kLegendChars + 4)));
   }
   out += "</g>\n</svg>\n";
   return out;

@@ -24,8 +24,8 @@ struct Series {
   std::string label;  // its legend entry
   // Joined by straight lines in this order. A non-finite coordinate breaks the line there.
   std::vector<Point> points;
-  bool dashed = false;
-  int color = -1;  // index into the palette (taken modulo its size); -1: the series' position
+  bool dashed = false;  // drawn dashed (a reference curve), unless it repeats a line (below)
+  int color = -1;       // index into the palette (taken modulo its size); -1: the series' position
 };
 
 struct Chart {
@@ -35,7 +35,8 @@ struct Chart {
   // Logarithmic x, from the smallest positive x rounded down to 1, 2 or 5 times a power of ten
   // to the largest rounded up likewise; x <= 0 is drawn at the left edge (a CDF of waits that
   // start at 0 then begins at the left border with its share of zeros). With no positive x at
-  // all the axis is linear.
+  // all the axis is linear. The x label gets " (log scale)" exactly when the axis is
+  // logarithmic: callers do not write it.
   bool log_x = false;
   // The axis ranges; unset: from the data, widened to round tick values. Points outside an
   // explicit range are clamped to the border.
@@ -48,6 +49,13 @@ struct Chart {
 // axis labels, the title, one <path class="series"> per series (in order, carrying its label in
 // a <title>) and a legend with one <g class="legend-entry"> per series. A chart without any
 // finite point still draws its axes and says "no data".
+// Lines that coincide stay distinguishable without moving them (an offset would misstate the
+// data): each series carries up to 6 markers (class "marker") of its own shape (circle, square,
+// triangle, diamond, plus, cross by position), spread along its points and staggered by its
+// position; a series whose drawn path equals an earlier one's is drawn over it with a dash
+// pattern of its own, so the earlier line shows through the gaps; and the legend adds one
+// <text class="legend-note"> per group of such series: "fifo = las" when their points are
+// equal, "fifo ~ las (same line)" when different points land on the same pixels.
 std::string RenderLineChart(const Chart& chart, const std::vector<Series>& series);
 
 // The empirical CDF of `values` (non-finite ones dropped) as the corners of its step function:

@@ -1,5 +1,6 @@
 #include "drover/sim/report/svg_plot.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -110,6 +111,91 @@ TEST(LineChart, LogAxisToleratesZerosAndNonFinitePoints) {
   EXPECT_THAT(svg, Not(HasSubstr("nan")));
   EXPECT_THAT(svg, Not(HasSubstr("inf")));
   EXPECT_THAT(svg, HasSubstr(">1000</text>"));  // a decade tick
+}
+
+// The x pixel of the x tick labelled `label`, or -1.
+double TickX(const std::string& svg, const std::string& label) {
+  const std::string end = "\" text-anchor=\"middle\">" + label + "</text>";
+  const auto at = svg.find(end);
+  if (at == std::string::npos) return -1;
+  const auto start = svg.rfind("x=\"", at);
+  return std::stod(svg.substr(start + 3, at - start - 3));
+}
+
+// The "d" of every <path class="series">, in order.
+std::vector<std::string> SeriesPaths(const std::string& svg) {
+  std::vector<std::string> paths;
+  const std::string open = "<path class=\"series\" d=\"";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const auto start = at + open.size();
+    paths.push_back(svg.substr(start, svg.find('"', start) - start));
+  }
+  return paths;
+}
+
+TEST(LineChart, LogAxisMapsLog10OfXAndSaysSo) {
+  Chart chart;
+  chart.x_label = "JCT (seconds)";
+  chart.log_x = true;
+  const std::string svg = RenderLineChart(chart, {{"jct", {{1, 0}, {10, 50}, {1000, 100}}}});
+  // Decades are equally far apart: 1 -> 10 -> 100 -> 1000.
+  const double x1 = TickX(svg, "1"), x10 = TickX(svg, "10"), x100 = TickX(svg, "100"),
+               x1000 = TickX(svg, "1000");
+  ASSERT_GT(x1, 0);
+  EXPECT_NEAR(x10 - x1, x100 - x10, 0.11);
+  EXPECT_NEAR(x100 - x10, x1000 - x100, 0.11);
+  EXPECT_GT(x10 - x1, 100);
+  // The points sit on their ticks: x = 10 at the tick "10", not a tenth of the way along.
+  const std::vector<std::string> paths = SeriesPaths(svg);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_THAT(paths[0], HasSubstr(fmt::format("L{:.1f} ", x10)));
+  EXPECT_THAT(svg, HasSubstr(">JCT (seconds) (log scale)</text>"));
+}
+
+TEST(LineChart, LogAxisWithoutPositiveXIsLinearAndDoesNotClaimLog) {
+  Chart chart;
+  chart.x_label = "queue time (seconds)";
+  chart.log_x = true;
+  // A replay where nothing waited: every queue time is 0.
+  const std::string svg = RenderLineChart(chart, {{"fifo", {{0, 0}, {0, 100}}}});
+  EXPECT_THAT(svg, HasSubstr(">queue time (seconds)</text>"));
+  EXPECT_THAT(svg, Not(HasSubstr("log scale")));
+}
+
+TEST(LineChart, IdenticalSeriesStayDistinguishableWithoutMovingThem) {
+  Chart chart;
+  const std::vector<Point> same = {{0, 0}, {10, 20}, {20, 50}, {30, 70}, {40, 90}, {50, 100}};
+  const std::string svg =
+      RenderLineChart(chart, {{"fifo", same}, {"las", same}, {"sjf", {{0, 0}, {50, 60}}}});
+  const std::vector<std::string> paths = SeriesPaths(svg);
+  ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(paths[0], paths[1]);  // drawn where the data are: no offset
+  // The repeat is dashed over the first (which shows through its gaps); the others are solid.
+  std::vector<std::string> elements;
+  for (auto at = svg.find("<path class=\"series\""); at != std::string::npos;
+       at = svg.find("<path class=\"series\"", at + 1)) {
+    elements.push_back(svg.substr(at, svg.find("</path>", at) - at));
+  }
+  ASSERT_EQ(elements.size(), 3u);
+  EXPECT_THAT(elements[0], Not(HasSubstr("stroke-dasharray")));
+  EXPECT_THAT(elements[1], HasSubstr("stroke-dasharray"));
+  EXPECT_THAT(elements[2], Not(HasSubstr("stroke-dasharray")));
+  // Markers of a shape per series (circles for the first, squares for the second: paths).
+  EXPECT_EQ(Occurrences(svg, "<circle class=\"marker\""), 6 + 1);  // + its legend sample
+  EXPECT_GE(Occurrences(svg, "<path class=\"marker\""), 6 + 1);
+  // The legend says which lines coincide.
+  EXPECT_THAT(svg, HasSubstr(">fifo = las</text>"));
+  EXPECT_THAT(svg, Not(HasSubstr("sjf</text></text>")));
+  EXPECT_EQ(Occurrences(svg, "class=\"legend-note\""), 1);
+}
+
+TEST(LineChart, DifferentPointsOnTheSamePixelsAreCalledTheSameLine) {
+  Chart chart;
+  chart.x_min = 0;
+  chart.x_max = 100;
+  const std::string svg =
+      RenderLineChart(chart, {{"fifo", {{0, 0}, {100, 100}}}, {"las", {{0, 0}, {100.0001, 100}}}});
+  EXPECT_THAT(svg, HasSubstr(">fifo ~ las (same line)</text>"));
 }
 
 TEST(LineChart, SameInputSameBytes) {
