@@ -222,10 +222,9 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   attempt.finished_at = now;
   if (attempt.preempted_by) {
     stopping_.erase(job.id);
+    // Its preemptor stays nominated with no victim left until its next cycle (PlaceReadyJobs).
     auto awaiting = awaiting_.find(*attempt.preempted_by);
-    if (awaiting != awaiting_.end() && awaiting->second.erase(job.id) && awaiting->second.empty()) {
-      awaiting_.erase(awaiting);
-    }
+    if (awaiting != awaiting_.end()) awaiting->second.erase(job.id);
     // Finished on its own during the grace period: it succeeded, nothing to requeue.
     const bool all_succeeded =
         std::all_of(attempt.workers.begin(), attempt.workers.end(),

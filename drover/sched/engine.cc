@@ -172,7 +172,17 @@ class Cycle {
     return it == input_.history.end() ? nullptr : &it->second;
   }
 
+  // Tries `entry`: admission, placement, and what follows when it does not fit. A nominated
+  // entry (CycleInput::nominated) ignores the reservation, and when it does not fit either
+  // claims what its stopping victims free (Claim) or, with every victim gone, is left for its
+  // ordinary turn (no verdict yet; the next Process of it is that turn).
   void Process(const Entry& entry, bool nominated);
+  // Plans a nominated job on trial copies without `victims` (those still stopping); if it is
+  // admitted and fits there, claims the plan for the rest of the cycle (engine.h, Nomination).
+  // Returns whether it claimed.
+  bool Claim(const Entry& entry, const std::set<JobId>& victims);
+  // Undoes every claim's change to the queue tree (Run, before it returns).
+  void ReleaseClaims();
   // Adds the charge of an admitted external job (PendingJob::external) and records it placed
   // without nodes.
   void CommitExternal(const Entry& entry, Charge charge);
@@ -198,15 +208,27 @@ class Cycle {
                     std::optional<TimeMs> reserved_start = std::nullopt);
   void ExplainUnplaced();
   void Pend(const Entry& entry, Verdict verdict) {
+    if (lapsed_.contains(entry.job->job)) {
+      verdict.message +=
+          "; it was nominated for the capacity of the jobs it preempted, but once they exited it "
+          "still did not fit, so it takes its ordinary turn again and may preempt again";
+    }
     out_.pending.emplace_back(entry.job->job, std::move(verdict));
   }
+  // Claimed nodes are always excluded; the reserved ones when `honour_reservation`.
   internal::PlanOptions Options(bool honour_reservation) const {
     internal::PlanOptions options;
     options.scoring = policy_.scoring;
     options.mix = mix_.shapes.empty() ? nullptr : &mix_;
-    if (honour_reservation && reservation_) options.excluded = &reserved_mask_;
+    if (honour_reservation && reservation_) {
+      options.excluded = claims_.empty() ? &reserved_mask_ : &held_mask_;
+    } else if (!claims_.empty()) {
+      options.excluded = &claimed_mask_;
+    }
     return options;
   }
+  // held_mask_ = reserved_mask_ | claimed_mask_, after either changes (with claims only).
+  void UpdateHeldMask();
 
   const model::Policy& policy_;
   QueueTree& queues_;
@@ -232,6 +254,18 @@ class Cycle {
   std::vector<char> reserved_mask_;  // by node position
   std::set<JobId> victims_;
   int preemption_tries_ = 0;
+  // Nomination (engine.h). A claim: the charge added to the tree and the victims' charges taken
+  // out of it, until ReleaseClaims.
+  struct Claimed {
+    JobId job;
+    Charge charge;
+    std::vector<const RunningJob*> victims;
+  };
+  std::vector<Claimed> claims_;
+  std::vector<char> claimed_mask_;    // by node position: nodes of claimed plans
+  std::vector<char> held_mask_;       // by node position: reserved or claimed
+  std::set<JobId> placed_nominated_;  // nominated jobs placed ahead of their ordinary turn
+  std::set<JobId> lapsed_;            // nominated jobs whose victims all exited, still unplaced
   // Jobs placed this cycle, by leaf: a job that then does not fit may have lost to them.
   std::map<int, int> placed_by_leaf_;
   // Jobs left pending by placement, explained after the last placement of the cycle.
@@ -310,9 +344,13 @@ CycleOutput Cycle::Run() {
         entry.las_queue = LasQueue(policy_, history->attained_gpu_ms);
       }
     }
-    if (input_.awaiting_victims.contains(job.job)) {
+    if (auto it = input_.nominated.find(job.job); it != input_.nominated.end()) {
       nominated.push_back(entry);
-    } else if (fair_share) {
+      // Victims still stopping: it waits in the nominated phase. All gone: it also gets its
+      // ordinary turn, used if the nominated try does not place it.
+      if (!it->second.empty()) continue;
+    }
+    if (fair_share) {
       buckets[*leaf].push_back(entry);
     } else {
       ordered.push_back(entry);
@@ -342,8 +380,56 @@ CycleOutput Cycle::Run() {
     if (++next == entries.size()) cursors.erase(cursors.begin() + static_cast<long>(best));
   }
   ExplainUnplaced();
+  ReleaseClaims();
   out_.reservation = reservation_;
   return std::move(out_);
+}
+
+void Cycle::UpdateHeldMask() {
+  if (claims_.empty()) return;
+  held_mask_ = claimed_mask_;
+  if (!reservation_) return;
+  for (std::size_t i = 0; i < held_mask_.size(); ++i) held_mask_[i] |= reserved_mask_[i];
+}
+
+bool Cycle::Claim(const Entry& entry, const std::set<JobId>& victims) {
+  const model::JobSpec& spec = *entry.job->spec;
+  std::vector<const RunningJob*> stopping;
+  for (const RunningJob& running : input_.running) {
+    if (victims.contains(running.job)) stopping.push_back(&running);
+  }
+  QueueTree trial_queues = queues_;
+  ClusterState trial = cluster_.Clone();
+  for (const RunningJob* victim : stopping) {
+    trial_queues.Remove(*victim->charge);
+    trial.Release(*victim->placement, victim->spec->requirements);
+  }
+  for (const std::string& flavor : Flavors(spec)) {
+    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
+    if (!trial_queues.CheckAdmit(charge).ok()) continue;
+    const model::JobSpec& flavored = SpecFor(spec, flavor);
+    auto gang = PlanOn(ClusterStateAccess::Get(trial), PreparedFor(flavored), flavored,
+                       Options(/*honour_reservation=*/false));
+    if (!gang) continue;
+    for (const RunningJob* victim : stopping) queues_.Remove(*victim->charge);
+    queues_.Add(charge);
+    if (claimed_mask_.empty()) claimed_mask_.assign(impl_.nodes.size(), 0);
+    for (const std::string& node : NodesOf(gang->workers)) {
+      const int pos = impl_.Find(node);
+      if (pos >= 0) claimed_mask_[pos] = 1;
+    }
+    claims_.push_back(Claimed{entry.job->job, std::move(charge), std::move(stopping)});
+    UpdateHeldMask();
+    return true;
+  }
+  return false;
+}
+
+void Cycle::ReleaseClaims() {
+  for (auto claim = claims_.rbegin(); claim != claims_.rend(); ++claim) {
+    queues_.Remove(claim->charge);
+    for (const RunningJob* victim : claim->victims) queues_.Add(*victim->charge);
+  }
 }
 
 bool Cycle::Before(const Entry& a, const Entry& b) const {
@@ -529,6 +615,7 @@ void Cycle::AdoptReservation(Reservation reservation) {
     if (pos >= 0) reserved_mask_[pos] = 1;
   }
   reservation_ = std::move(reservation);
+  UpdateHeldMask();
 }
 
 void Cycle::CommitExternal(const Entry& entry, Charge charge) {
@@ -547,6 +634,7 @@ void Cycle::CommitExternal(const Entry& entry, Charge charge) {
 
 void Cycle::Process(const Entry& entry, bool nominated) {
   const PendingJob& job = *entry.job;
+  if (!placed_nominated_.empty() && placed_nominated_.contains(job.job)) return;
   const model::JobSpec& spec = *job.spec;
   std::optional<AdmitVerdict> refused;
   std::optional<Charge> admitted_charge;
@@ -570,6 +658,7 @@ void Cycle::Process(const Entry& entry, bool nominated) {
         charge.amounts = ChargeAmounts(*placed_spec, flavor);
       }
       Commit(entry, *placed_spec, std::move(*gang), std::move(charge));
+      if (nominated) placed_nominated_.insert(job.job);
       return;
     }
     if (!admitted_charge) {
@@ -579,8 +668,19 @@ void Cycle::Process(const Entry& entry, bool nominated) {
   }
 
   if (nominated) {
+    const std::set<JobId>& victims = input_.nominated.at(job.job);
+    if (victims.empty()) {
+      lapsed_.insert(job.job);  // its ordinary turn comes later in this cycle
+      return;
+    }
+    std::vector<std::int64_t> ids;
+    for (JobId victim : victims) ids.push_back(victim.value());
+    const bool claimed = Claim(entry, victims);
     Pend(entry, Verdict{model::HoldLayer::kPreempting,
-                        "waiting for the jobs preempted for it to stop and free their resources",
+                        fmt::format("waiting for job{} {}, preempted for it, to exit{}",
+                                    ids.size() == 1 ? "" : "s", fmt::join(ids, ", "),
+                                    claimed ? "; the capacity and quota they free are held for it"
+                                            : " (it does not fit yet even without them)"),
                         std::nullopt, std::nullopt});
     return;
   }
@@ -641,6 +741,22 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
       return;
     }
     failed_.insert(prepared.demand_key);
+  }
+  // Held only by a nominated job's claim: it would fit on the claimed nodes.
+  if (!claims_.empty() && !reserved_start) {
+    internal::PlanOptions unclaimed = Options(false);
+    unclaimed.excluded = nullptr;
+    if (PlanOn(impl_, prepared, spec, unclaimed)) {
+      std::vector<std::int64_t> holders;
+      for (const Claimed& claim : claims_) holders.push_back(claim.job.value());
+      Pend(entry, Verdict{model::HoldLayer::kReservation,
+                          fmt::format("would fit now, but only on nodes held for job{} {}, which "
+                                      "preempted jobs there and start{} once they exit",
+                                      holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
+                                      holders.size() == 1 ? "s" : ""),
+                          std::nullopt, std::nullopt});
+      return;
+    }
   }
   // Fair-share: jobs of other queues placed before it; other orders: every job placed before it.
   int others = 0;

@@ -5,8 +5,9 @@
 // it under the server and the simulator alike.
 //
 // A cycle:
-//   1. Advances fair share to `now` and orders the pending jobs by policy.order: jobs awaiting
-//      their victims' exit first (among themselves in that order too); then
+//   1. Advances fair share to `now` and orders the pending jobs by policy.order: nominated jobs
+//      first (CycleInput::nominated; among themselves in that order too), see "Nomination"
+//      below; then
 //        fair-share: queue by queue, always taking the next job of the leaf queue that goes
 //          first by hierarchical fair share (QueueTree::Before, re-evaluated after every
 //          placement); within a leaf by effective priority (class value plus aging), then the
@@ -34,8 +35,33 @@
 //      (victims.h) picks victims in order of the work they would lose (GPU-seconds since their last
 //      checkpoint, or start), adds them until the job would be admitted and fit, then drops any it
 //      does not need. A gang is a job: it is preempted whole. Victims' resources free only when
-//      their workers exit; until then the job waits first in line ("preempting").
+//      their workers exit; until then the job is nominated (below).
 //   5. Every job left pending gets a verdict naming the layer that holds it.
+//
+// Nomination (Kueue's nominated workloads, KAI's pipelined placements): what a preemption frees
+// belongs to its preemptor. The controller keeps a preemptor nominated from the cycle that
+// preempts for it until it is placed, or until it has been tried in a cycle after all its victims
+// exited and still does not admit or fit. Each cycle, before any other job:
+//   - a nominated job is tried on the cluster as it is, ignoring the reservation (it is placed
+//     if it fits; once its victims are gone this is where it starts);
+//   - if it does not fit and victims are still stopping, it is planned on trial copies of the
+//     queue tree and the cluster without them; if admitted and placed there, it CLAIMS that
+//     plan for the rest of the cycle: its victims' charges leave the queue tree and its own
+//     charge enters it (the tree as it will be once it starts), and the nodes of the plan are
+//     excluded for every later job of the cycle, through the excluded-node mask the reservation
+//     uses (and for the projection of the reservation and trial preemptions). Both are undone
+//     before the cycle returns, so the tree and the cluster hold only real placements. Whole
+//     nodes are held rather than the exact GPUs: a stopping victim still holds its resources in
+//     the cluster, and splitting a node's free resources between a claim and others would need
+//     per-resource bookkeeping in the planner for a state that lasts one grace period; the cost
+//     is that leftovers of claimed nodes stay idle while the victims stop. Its verdict names the
+//     victims it waits for (kPreempting);
+//   - if it does not fit and every victim has exited, the nomination lapses: it takes its
+//     ordinary turn in this cycle (and may preempt again), its verdict saying so.
+// So nothing placed in the cycle takes capacity or quota freed for a preemptor, the requeued
+// victims included, and a preemptor whose victims have all exited starts in the first cycle
+// after (unless the cluster changed under it). Claims cost one cluster copy per nominated job
+// per cycle, like a preemption try; nominated jobs are rare.
 
 #include <cstdint>
 #include <map>
@@ -97,8 +123,12 @@ struct CycleInput {
   std::vector<PendingJob> pending;  // every ready job whose backoff is over
   // Every job holding resources, stopping ones included, in any order; borrowed for the call.
   std::span<const RunningJob> running;
-  std::set<JobId> stopping;          // running jobs already being stopped: never victims again
-  std::set<JobId> awaiting_victims;  // pending jobs whose victims are still stopping
+  std::set<JobId> stopping;  // running jobs already being stopped: never victims again
+  // Nominated jobs: pending jobs that preempted others in an earlier cycle, each with its victims
+  // still stopping (running and in `stopping`; empty once every one has exited). See step 1 of
+  // the cycle. A nominated job absent from `pending` is ignored; a victim absent from `running`
+  // is taken as exited.
+  std::map<JobId, std::set<JobId>> nominated;
   // A pass over only the jobs not tried before (nothing was freed since the last full pass):
   // the previous reservation still holds instead of a new one being chosen.
   bool keep_reservation = false;
