@@ -353,7 +353,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   // Nominations whose victims have all exited get this one cycle to place their preemptor.
   std::vector<JobId> lapsing;
   for (const auto& [preemptor, victims] : awaiting_) {
-    if (victims.empty()) lapsing.push_back(preemptor);
+    if (victims.stopping.empty()) lapsing.push_back(preemptor);
   }
   input.keep_reservation = !full;
   if (policy_.order != model::QueueOrder::kFairShare) {
@@ -397,7 +397,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
       Preempt(victim, preemptor.id,
               fmt::format("preempted by job {} ({})", preemptor.id.value(), evicted.reason), step);
       step.decisions.push_back(std::move(evicted));
-      awaiting_[preemptor.id].insert(victim.id);
+      awaiting_[preemptor.id].stopping.insert(victim.id);
     }
   }
   reservation_ = std::move(cycle.reservation);

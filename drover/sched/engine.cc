@@ -1,7 +1,8 @@
 // RunPolicyCycle, RunCycle, EstimateStart and the queue-order helpers (engine.h). One Cycle
 // object per call holds the cycle's caches (prepared filters, derived specs, failed demands, the
-// reservation) that ordering, admission, placement, backfill, preemption and the verdicts all
-// share, which is why this file is one class of ~850 lines; placement (placement.h), the choice
+// reservation and the nominated jobs' claims) that ordering, admission, placement, backfill,
+// preemption, nomination and the verdicts all share, which is why this file is one class of
+// ~1,000 lines; placement (placement.h), the choice
 // of victims (victims.h) and the pending reasons (pending_reason.h) live in their own files.
 
 #include "drover/sched/engine.h"
@@ -172,15 +173,23 @@ class Cycle {
     return it == input_.history.end() ? nullptr : &it->second;
   }
 
-  // Tries `entry`: admission, placement, and what follows when it does not fit. A nominated
-  // entry (CycleInput::nominated) ignores the reservation, and when it does not fit either
-  // claims what its stopping victims free (Claim) or, with every victim gone, is left for its
-  // ordinary turn (no verdict yet; the next Process of it is that turn).
-  void Process(const Entry& entry, bool nominated);
-  // Plans a nominated job on trial copies without `victims` (those still stopping); if it is
-  // admitted and fits there, claims the plan for the rest of the cycle (engine.h, Nomination).
-  // Returns whether it claimed.
-  bool Claim(const Entry& entry, const std::set<JobId>& victims);
+  // Tries `entry` in its ordinary turn: admission, placement, and what follows when it does not
+  // fit. Skips a nominated job already placed this cycle.
+  void Process(const Entry& entry);
+  // The nominated phase (engine.h, Nomination), over the nominated jobs in order: places those
+  // whose victims have all exited or marks them lapsed, claims for the others. Then sets
+  // claimed_mask_ for every later job.
+  void ProcessNominated(const std::vector<Entry>& nominated);
+  // Places a nominated job whose victims have all exited: reservation ignored, nodes in
+  // `excluded` (by position) never used, the whole gang. Returns whether it was placed.
+  bool PlaceNominated(const Entry& entry, const std::vector<char>& excluded);
+  // Plans a nominated job on a copy of `trial` (the cluster with earlier claims committed) with
+  // `victims` (those still stopping) released there and their charges out of the queue tree,
+  // never on nodes in `excluded`; if it is admitted and fits, the copy with the plan committed
+  // replaces `trial`, its charge enters the tree, the plan's nodes are marked in `claimed`, and
+  // it returns true; otherwise the tree gets the victims' charges back and it returns false.
+  bool Claim(const Entry& entry, const std::set<JobId>& victims, ClusterState& trial,
+             const std::vector<char>& excluded, std::vector<char>& claimed);
   // Undoes every claim's change to the queue tree (Run, before it returns).
   void ReleaseClaims();
   // Adds the charge of an admitted external job (PendingJob::external) and records it placed
@@ -221,13 +230,13 @@ class Cycle {
     options.scoring = policy_.scoring;
     options.mix = mix_.shapes.empty() ? nullptr : &mix_;
     if (honour_reservation && reservation_) {
-      options.excluded = claims_.empty() ? &reserved_mask_ : &held_mask_;
-    } else if (!claims_.empty()) {
+      options.excluded = claimed_mask_.empty() ? &reserved_mask_ : &held_mask_;
+    } else if (!claimed_mask_.empty()) {
       options.excluded = &claimed_mask_;
     }
     return options;
   }
-  // held_mask_ = reserved_mask_ | claimed_mask_, after either changes (with claims only).
+  // held_mask_ = reserved_mask_ | claimed_mask_, after either changes (when anything is held).
   void UpdateHeldMask();
 
   const model::Policy& policy_;
@@ -262,8 +271,11 @@ class Cycle {
     std::vector<const RunningJob*> victims;
   };
   std::vector<Claimed> claims_;
-  std::vector<char> claimed_mask_;    // by node position: nodes of claimed plans
+  // By node position, empty when nothing is held: nodes of claimed plans, and nodes freed by the
+  // exited victims of nominated jobs still waiting. No job after the nominated phase uses them.
+  std::vector<char> claimed_mask_;
   std::vector<char> held_mask_;       // by node position: reserved or claimed
+  std::vector<JobId> waiting_;        // nominated jobs still waiting for victims, in order
   std::set<JobId> placed_nominated_;  // nominated jobs placed ahead of their ordinary turn
   std::set<JobId> lapsed_;            // nominated jobs whose victims all exited, still unplaced
   // Jobs placed this cycle, by leaf: a job that then does not fit may have lost to them.
@@ -348,7 +360,7 @@ CycleOutput Cycle::Run() {
       nominated.push_back(entry);
       // Victims still stopping: it waits in the nominated phase. All gone: it also gets its
       // ordinary turn, used if the nominated try does not place it.
-      if (!it->second.empty()) continue;
+      if (!it->second.stopping.empty()) continue;
     }
     if (fair_share) {
       buckets[*leaf].push_back(entry);
@@ -361,10 +373,10 @@ CycleOutput Cycle::Run() {
   for (auto& [leaf, entries] : buckets) std::sort(entries.begin(), entries.end(), before);
   std::sort(ordered.begin(), ordered.end(), before);
 
-  for (const Entry& entry : nominated) Process(entry, /*nominated=*/true);
+  ProcessNominated(nominated);
   // Orders other than fair-share: one order across every queue (quotas and limits still hold
   // each job to its own queue's).
-  for (const Entry& entry : ordered) Process(entry, /*nominated=*/false);
+  for (const Entry& entry : ordered) Process(entry);
 
   // Take jobs leaf by leaf in hierarchical fair-share order, re-evaluated after each job.
   std::vector<std::pair<int, std::size_t>> cursors;  // (leaf, next entry)
@@ -376,7 +388,7 @@ CycleOutput Cycle::Run() {
     }
     auto& [leaf, next] = cursors[best];
     const std::vector<Entry>& entries = buckets[leaf];
-    Process(entries[next], /*nominated=*/false);
+    Process(entries[next]);
     if (++next == entries.size()) cursors.erase(cursors.begin() + static_cast<long>(best));
   }
   ExplainUnplaced();
@@ -386,42 +398,123 @@ CycleOutput Cycle::Run() {
 }
 
 void Cycle::UpdateHeldMask() {
-  if (claims_.empty()) return;
+  if (claimed_mask_.empty()) return;
   held_mask_ = claimed_mask_;
   if (!reservation_) return;
   for (std::size_t i = 0; i < held_mask_.size(); ++i) held_mask_[i] |= reserved_mask_[i];
 }
 
-bool Cycle::Claim(const Entry& entry, const std::set<JobId>& victims) {
+void Cycle::ProcessNominated(const std::vector<Entry>& nominated) {
+  if (nominated.empty()) return;
+  const std::size_t n = impl_.nodes.size();
+  // Positions of the nodes each job's exited victims freed; held for it while it waits.
+  std::vector<std::vector<int>> freed(nominated.size());
+  std::vector<char> waiting(nominated.size(), 0);
+  for (std::size_t i = 0; i < nominated.size(); ++i) {
+    const Nomination& nomination = input_.nominated.at(nominated[i].job->job);
+    waiting[i] = !nomination.stopping.empty();
+    for (const NodeId& node : nomination.freed) {
+      const int pos = impl_.Find(node.value());
+      if (pos >= 0) freed[i].push_back(pos);
+    }
+  }
+  // Nodes held from job `self` (an index, or nominated.size() for any other job): what the
+  // exited victims of other nominated jobs still waiting freed.
+  auto held_from = [&](std::size_t self) {
+    std::vector<char> mask(n, 0);
+    for (std::size_t j = 0; j < nominated.size(); ++j) {
+      if (j == self || !waiting[j]) continue;
+      for (int pos : freed[j]) mask[pos] = 1;
+    }
+    return mask;
+  };
+  // First those whose victims have all exited: they start now, where nothing is held for others.
+  for (std::size_t i = 0; i < nominated.size(); ++i) {
+    if (waiting[i]) continue;
+    const JobId job = nominated[i].job->job;
+    if (PlaceNominated(nominated[i], held_from(i))) {
+      placed_nominated_.insert(job);
+    } else {
+      lapsed_.insert(job);  // its ordinary turn comes later in this cycle
+    }
+  }
+  // Then the claims, on one trial cluster taken after those placements.
+  std::vector<char> claimed(n, 0);  // nodes of the claimed plans
+  std::optional<ClusterState> trial;
+  for (std::size_t i = 0; i < nominated.size(); ++i) {
+    if (!waiting[i]) continue;
+    const Entry& entry = nominated[i];
+    const JobId job = entry.job->job;
+    const std::set<JobId>& stopping = input_.nominated.at(job).stopping;
+    if (!trial) trial = cluster_.Clone();
+    const bool claimed_plan = Claim(entry, stopping, *trial, held_from(i), claimed);
+    waiting_.push_back(job);
+    std::vector<std::int64_t> ids;
+    for (JobId victim : stopping) ids.push_back(victim.value());
+    Pend(entry,
+         Verdict{model::HoldLayer::kPreempting,
+                 fmt::format("waiting for job{} {}, preempted for it, to exit{}",
+                             ids.size() == 1 ? "" : "s", fmt::join(ids, ", "),
+                             claimed_plan ? "; the capacity and quota they free are held for it"
+                                          : " (it does not fit yet even without them)"),
+                 std::nullopt, std::nullopt});
+  }
+  // Every later job: the claims' nodes and what was freed for jobs still waiting.
+  std::vector<char> held = held_from(nominated.size());
+  for (std::size_t pos = 0; pos < n; ++pos) held[pos] |= claimed[pos];
+  if (std::find(held.begin(), held.end(), 1) == held.end()) return;
+  claimed_mask_ = std::move(held);
+  UpdateHeldMask();
+}
+
+bool Cycle::PlaceNominated(const Entry& entry, const std::vector<char>& excluded) {
+  const model::JobSpec& spec = *entry.job->spec;
+  for (const std::string& flavor : Flavors(spec)) {
+    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
+    if (!queues_.CheckAdmit(charge).ok()) continue;
+    const model::JobSpec& flavored = SpecFor(spec, flavor);
+    internal::PlanOptions options = Options(/*honour_reservation=*/false);
+    options.excluded = &excluded;
+    if (auto gang = PlanOn(impl_, PreparedFor(flavored), flavored, options)) {
+      Commit(entry, flavored, std::move(*gang), std::move(charge));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Cycle::Claim(const Entry& entry, const std::set<JobId>& victims, ClusterState& trial,
+                  const std::vector<char>& excluded, std::vector<char>& claimed) {
   const model::JobSpec& spec = *entry.job->spec;
   std::vector<const RunningJob*> stopping;
   for (const RunningJob& running : input_.running) {
     if (victims.contains(running.job)) stopping.push_back(&running);
   }
-  QueueTree trial_queues = queues_;
-  ClusterState trial = cluster_.Clone();
+  ClusterState attempt = trial.Clone();
   for (const RunningJob* victim : stopping) {
-    trial_queues.Remove(*victim->charge);
-    trial.Release(*victim->placement, victim->spec->requirements);
+    queues_.Remove(*victim->charge);
+    attempt.Release(*victim->placement, victim->spec->requirements);
   }
+  ClusterImpl& trial_impl = ClusterStateAccess::Get(attempt);
   for (const std::string& flavor : Flavors(spec)) {
     Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
-    if (!trial_queues.CheckAdmit(charge).ok()) continue;
+    if (!queues_.CheckAdmit(charge).ok()) continue;
     const model::JobSpec& flavored = SpecFor(spec, flavor);
-    auto gang = PlanOn(ClusterStateAccess::Get(trial), PreparedFor(flavored), flavored,
-                       Options(/*honour_reservation=*/false));
+    internal::PlanOptions options = Options(/*honour_reservation=*/false);
+    options.excluded = &excluded;
+    auto gang = PlanOn(trial_impl, PreparedFor(flavored), flavored, options);
     if (!gang) continue;
-    for (const RunningJob* victim : stopping) queues_.Remove(*victim->charge);
+    internal::Commit(trial_impl, *gang, flavored);
     queues_.Add(charge);
-    if (claimed_mask_.empty()) claimed_mask_.assign(impl_.nodes.size(), 0);
     for (const std::string& node : NodesOf(gang->workers)) {
       const int pos = impl_.Find(node);
-      if (pos >= 0) claimed_mask_[pos] = 1;
+      if (pos >= 0) claimed[pos] = 1;
     }
     claims_.push_back(Claimed{entry.job->job, std::move(charge), std::move(stopping)});
-    UpdateHeldMask();
+    trial = std::move(attempt);
     return true;
   }
+  for (const RunningJob* victim : stopping) queues_.Add(*victim->charge);
   return false;
 }
 
@@ -632,7 +725,7 @@ void Cycle::CommitExternal(const Entry& entry, Charge charge) {
       PlacedJob{Placement{entry.job->job, {}}, std::move(charge), std::move(decision)});
 }
 
-void Cycle::Process(const Entry& entry, bool nominated) {
+void Cycle::Process(const Entry& entry) {
   const PendingJob& job = *entry.job;
   if (!placed_nominated_.empty() && placed_nominated_.contains(job.job)) return;
   const model::JobSpec& spec = *job.spec;
@@ -652,37 +745,18 @@ void Cycle::Process(const Entry& entry, bool nominated) {
     }
     const model::JobSpec& flavored = SpecFor(spec, flavor);
     const model::JobSpec* placed_spec = nullptr;
-    auto gang = PlaceGang(flavored, /*honour_reservation=*/!nominated, &placed_spec);
+    auto gang = PlaceGang(flavored, /*honour_reservation=*/true, &placed_spec);
     if (gang) {
       if (placed_spec->workers != flavored.workers) {
         charge.amounts = ChargeAmounts(*placed_spec, flavor);
       }
       Commit(entry, *placed_spec, std::move(*gang), std::move(charge));
-      if (nominated) placed_nominated_.insert(job.job);
       return;
     }
     if (!admitted_charge) {
       admitted_charge = std::move(charge);
       admitted_spec = &flavored;
     }
-  }
-
-  if (nominated) {
-    const std::set<JobId>& victims = input_.nominated.at(job.job);
-    if (victims.empty()) {
-      lapsed_.insert(job.job);  // its ordinary turn comes later in this cycle
-      return;
-    }
-    std::vector<std::int64_t> ids;
-    for (JobId victim : victims) ids.push_back(victim.value());
-    const bool claimed = Claim(entry, victims);
-    Pend(entry, Verdict{model::HoldLayer::kPreempting,
-                        fmt::format("waiting for job{} {}, preempted for it, to exit{}",
-                                    ids.size() == 1 ? "" : "s", fmt::join(ids, ", "),
-                                    claimed ? "; the capacity and quota they free are held for it"
-                                            : " (it does not fit yet even without them)"),
-                        std::nullopt, std::nullopt});
-    return;
   }
 
   if (!admitted_charge) {
@@ -743,12 +817,12 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
     failed_.insert(prepared.demand_key);
   }
   // Held only by a nominated job's claim: it would fit on the claimed nodes.
-  if (!claims_.empty() && !reserved_start) {
+  if (!claimed_mask_.empty() && !reserved_start) {
     internal::PlanOptions unclaimed = Options(false);
     unclaimed.excluded = nullptr;
     if (PlanOn(impl_, prepared, spec, unclaimed)) {
       std::vector<std::int64_t> holders;
-      for (const Claimed& claim : claims_) holders.push_back(claim.job.value());
+      for (JobId holder : waiting_) holders.push_back(holder.value());
       Pend(entry, Verdict{model::HoldLayer::kReservation,
                           fmt::format("would fit now, but only on nodes held for job{} {}, which "
                                       "preempted jobs there and start{} once they exit",

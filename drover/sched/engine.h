@@ -39,29 +39,32 @@
 //   5. Every job left pending gets a verdict naming the layer that holds it.
 //
 // Nomination (Kueue's nominated workloads, KAI's pipelined placements): what a preemption frees
-// belongs to its preemptor. The controller keeps a preemptor nominated from the cycle that
-// preempts for it until it is placed, or until it has been tried in a cycle after all its victims
-// exited and still does not admit or fit. Each cycle, before any other job:
-//   - a nominated job is tried on the cluster as it is, ignoring the reservation (it is placed
-//     if it fits; once its victims are gone this is where it starts);
-//   - if it does not fit and victims are still stopping, it is planned on trial copies of the
-//     queue tree and the cluster without them; if admitted and placed there, it CLAIMS that
-//     plan for the rest of the cycle: its victims' charges leave the queue tree and its own
-//     charge enters it (the tree as it will be once it starts), and the nodes of the plan are
-//     excluded for every later job of the cycle, through the excluded-node mask the reservation
-//     uses (and for the projection of the reservation and trial preemptions). Both are undone
-//     before the cycle returns, so the tree and the cluster hold only real placements. Whole
-//     nodes are held rather than the exact GPUs: a stopping victim still holds its resources in
-//     the cluster, and splitting a node's free resources between a claim and others would need
-//     per-resource bookkeeping in the planner for a state that lasts one grace period; the cost
-//     is that leftovers of claimed nodes stay idle while the victims stop. Its verdict names the
-//     victims it waits for (kPreempting);
-//   - if it does not fit and every victim has exited, the nomination lapses: it takes its
-//     ordinary turn in this cycle (and may preempt again), its verdict saying so.
-// So nothing placed in the cycle takes capacity or quota freed for a preemptor, the requeued
-// victims included, and a preemptor whose victims have all exited starts in the first cycle
-// after (unless the cluster changed under it). Claims cost one cluster copy per nominated job
-// per cycle, like a preemption try; nominated jobs are rare.
+// belongs to its preemptor. The controller keeps a preemptor nominated (CycleInput::nominated)
+// from the cycle that preempts for it until it is placed, or until it has been tried in a cycle
+// after all its victims exited and still does not admit or fit. Each cycle, before any other
+// job, the nominated jobs in order:
+//   - one whose victims have all exited is placed if it is admitted and fits, whole, ignoring
+//     the reservation; if not, the nomination lapses: it takes its ordinary turn in this cycle
+//     (and may preempt again), its verdict saying so;
+//   - one with victims still stopping is not placed; it CLAIMS what it will get: it is planned
+//     on a trial cluster where its stopping victims are released (one trial for all claims, so
+//     two claims never plan the same GPUs) and on the queue tree without their charges; if it
+//     is admitted and fits, its victims' charges stay out of the tree and its own enters it (the
+//     tree as it will be once it starts), and the nodes of the plan are held. Its verdict
+//     (kPreempting) names the victims it waits for.
+// The nodes its exited victims ran on (Nomination::freed) are held too while it waits, so that a
+// victim is not placed back where it was evicted from. Held nodes are excluded for every later
+// job of the cycle, the other nominated jobs included, through the excluded-node mask the
+// reservation uses (also in the reservation's projection and in trial preemptions). Every change
+// to the tree is undone before the cycle returns; the cluster holds only real placements.
+// Whole nodes are held rather than exact GPUs: a stopping victim still holds its resources in
+// the cluster, and sharing a node's free resources between a claim and other jobs would need
+// per-resource bookkeeping in the planner for a state that lasts one grace period; the cost is
+// that the rest of a held node stays idle meanwhile. So no job placed while a preemptor waits
+// takes capacity or quota freed for it, the requeued victims included, and a preemptor whose
+// victims have all exited starts in the next cycle unless the cluster changed under it. Cost:
+// one cluster copy per waiting nominated job per cycle, like a preemption try; such jobs are
+// rare.
 
 #include <cstdint>
 #include <map>
@@ -118,17 +121,25 @@ struct JobHistory {
   friend bool operator==(const JobHistory&, const JobHistory&) = default;
 };
 
+// What a nominated job (CycleInput::nominated) waits for and what was freed for it so far.
+struct Nomination {
+  // Its victims still stopping (running, and in CycleInput::stopping); empty once every one has
+  // exited. One absent from CycleInput::running is taken as exited.
+  std::set<JobId> stopping;
+  std::set<NodeId> freed;  // nodes its exited victims ran on; unknown nodes are ignored
+
+  friend bool operator==(const Nomination&, const Nomination&) = default;
+};
+
 struct CycleInput {
   TimeMs now = 0;
   std::vector<PendingJob> pending;  // every ready job whose backoff is over
   // Every job holding resources, stopping ones included, in any order; borrowed for the call.
   std::span<const RunningJob> running;
   std::set<JobId> stopping;  // running jobs already being stopped: never victims again
-  // Nominated jobs: pending jobs that preempted others in an earlier cycle, each with its victims
-  // still stopping (running and in `stopping`; empty once every one has exited). See step 1 of
-  // the cycle. A nominated job absent from `pending` is ignored; a victim absent from `running`
-  // is taken as exited.
-  std::map<JobId, std::set<JobId>> nominated;
+  // Nominated jobs: pending jobs that preempted others in an earlier cycle ("Nomination" above).
+  // One absent from `pending` is ignored.
+  std::map<JobId, Nomination> nominated;
   // A pass over only the jobs not tried before (nothing was freed since the last full pass):
   // the previous reservation still holds instead of a new one being chosen.
   bool keep_reservation = false;

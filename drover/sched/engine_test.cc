@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "drover/sched/engine_test_util.h"
 #include "drover/sched/sched_test_util.h"
 #include "drover/sched/scheduler.h"
 
@@ -15,130 +16,17 @@ namespace drover::sched {
 namespace {
 
 using testing::kGi;
+using testing::kHour;
+using testing::kMinute;
+using testing::Leaf;
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::OneQueue;
 using testing::Pending;
-
-constexpr DurationMs kMinute = 60'000;
-constexpr DurationMs kHour = 60 * kMinute;
-
-model::QueueConfig Leaf(const std::string& name, std::int64_t gpus,
-                        std::optional<std::int64_t> borrow = std::nullopt) {
-  model::QueueConfig queue;
-  queue.name = name;
-  queue.nominal["gpu"] = gpus * 1000;
-  if (borrow) queue.borrowing_limit["gpu"] = *borrow * 1000;
-  return queue;
-}
-
-// Two teams under one org, `a_gpus` and `b_gpus` of nominal GPU quota.
-model::Policy TwoTeams(std::int64_t a_gpus, std::int64_t b_gpus) {
-  model::Policy policy;
-  model::QueueConfig org;
-  org.name = "org";
-  org.children = {Leaf("team-a", a_gpus), Leaf("team-b", b_gpus)};
-  policy.queues = {org};
-  return policy;
-}
-
-// A cluster, a policy and jobs holding resources, for scenario tests.
-class World {
- public:
-  explicit World(model::Policy policy) : policy_(std::move(policy)) {
-    auto tree = QueueTree::Create(policy_);
-    EXPECT_TRUE(tree.has_value());
-    queues_ = std::move(*tree);
-  }
-
-  void AddNode(const model::Node& node) { cluster_.UpsertNode(node); }
-
-  model::JobSpec& Spec(model::JobSpec spec, const std::string& queue,
-                       const std::string& owner = "alice") {
-    spec.queue = queue;
-    spec.owner = owner;
-    specs_.push_back(std::move(spec));
-    return specs_.back();
-  }
-
-  // Starts job `id` now as if an earlier cycle had placed it.
-  void Run(std::int64_t id, const model::JobSpec& spec, TimeMs started_at, int priority = 0,
-           TimeMs checkpoint_at = 0) {
-    auto placement = TryPlace(cluster_, JobId(id), spec);
-    ASSERT_TRUE(placement.has_value()) << "job " << id << " does not fit";
-    ASSERT_TRUE(cluster_.Allocate(*placement, spec.requirements).has_value());
-    placements_.push_back(*placement);
-    Charge charge{*queues_.FindLeaf(spec.queue), spec.owner, spec.pipeline,
-                  ChargeAmounts(spec, "")};
-    queues_.Add(charge);
-    charges_.push_back(charge);
-    running_.push_back(RunningJob{JobId(id), &spec, &placements_.back(), &charges_.back(), priority,
-                                  started_at, checkpoint_at});
-  }
-
-  // Runs a cycle; `nominated` as CycleInput::nominated, `stopping` as CycleInput::stopping.
-  CycleOutput Cycle(TimeMs now, std::vector<PendingJob> pending,
-                    std::map<JobId, std::set<JobId>> nominated = {},
-                    std::set<JobId> stopping = {}) {
-    CycleInput input;
-    input.now = now;
-    input.pending = std::move(pending);
-    input.running = running_;
-    input.nominated = std::move(nominated);
-    input.stopping = std::move(stopping);
-    input.history = history_;
-    CycleOutput out = RunPolicyCycle(policy_, queues_, cluster_, input, previous_);
-    previous_ = out.reservation;
-    return out;
-  }
-
-  // Job `id` has exited: its resources and its charge are released.
-  void Finish(std::int64_t id) {
-    auto it = std::find_if(running_.begin(), running_.end(),
-                           [&](const RunningJob& job) { return job.job == JobId(id); });
-    ASSERT_NE(it, running_.end()) << "job " << id << " is not running";
-    cluster_.Release(*it->placement, it->spec->requirements);
-    queues_.Remove(*it->charge);
-    running_.erase(it);
-  }
-
-  model::Policy& policy() { return policy_; }
-  // What the next cycles get as CycleInput::history.
-  std::map<JobId, JobHistory>& history() { return history_; }
-  QueueTree& queues() { return queues_; }
-  ClusterState& cluster() { return cluster_; }
-  const std::vector<RunningJob>& running() const { return running_; }
-
- private:
-  model::Policy policy_;
-  QueueTree queues_;
-  ClusterState cluster_;
-  std::deque<model::JobSpec> specs_;
-  std::deque<Placement> placements_;
-  std::deque<Charge> charges_;
-  std::vector<RunningJob> running_;
-  std::optional<Reservation> previous_;
-  std::map<JobId, JobHistory> history_;
-};
-
-std::vector<JobId> PlacedIds(const CycleOutput& out) {
-  std::vector<JobId> ids;
-  for (const PlacedJob& placed : out.placed) ids.push_back(placed.placement.job);
-  return ids;
-}
-
-const Verdict* VerdictOf(const CycleOutput& out, std::int64_t id) {
-  for (const auto& [job, verdict] : out.pending) {
-    if (job == JobId(id)) return &verdict;
-  }
-  return nullptr;
-}
-
-// One queue "q" of 8 GPUs of quota.
-model::Policy OneQueue() {
-  model::Policy policy;
-  policy.queues = {Leaf("q", 8)};
-  return policy;
-}
+using testing::PlacedIds;
+using testing::TwoTeams;
+using testing::VerdictOf;
+using testing::World;
 
 // One 8-GPU node, all of it held by job 10 in queue "q": interruptible, at `priority`.
 void RunInterruptibleOnAllGpus(World& world, int priority) {
@@ -273,154 +161,11 @@ TEST(Engine, AwaitingJobIsTriedFirstAndDoesNotPreemptAgain) {
   World world(OneQueue());
   RunInterruptibleOnAllGpus(world, /*priority=*/-100);
   const auto& urgent = world.Spec(MakeJob(4), "q");
-  CycleOutput out =
-      world.Cycle(kMinute, {Pending(1, urgent, 100)}, {{JobId(1), {JobId(10)}}}, {JobId(10)});
+  CycleOutput out = world.Cycle(kMinute, {Pending(1, urgent, 100)},
+                                {{JobId(1), Nomination{{JobId(10)}, {}}}}, {JobId(10)});
   EXPECT_TRUE(out.preemptions.empty());
   EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
   EXPECT_THAT(VerdictOf(out, 1)->message, ::testing::HasSubstr("waiting for job 10"));
-}
-
-// examples/policy.yaml's queues: org (at most 8 GPUs) over team-a (4, lends at most 3; its
-// leaves team-a-batch 3 and team-a-interactive 1), team-b (4, borrows up to 4) and default (0,
-// borrows up to 2).
-model::Policy ExamplePolicy() {
-  model::QueueConfig team_a = Leaf("team-a", 4, /*borrow=*/0);
-  team_a.lending_limit["gpu"] = 3000;
-  model::QueueConfig interactive = Leaf("team-a-interactive", 1);
-  interactive.lending_limit["gpu"] = 0;
-  team_a.children = {Leaf("team-a-batch", 3), interactive};
-  model::QueueConfig org;
-  org.name = "org";
-  org.limits.max_resources["gpu"] = 8000;
-  org.children = {team_a, Leaf("team-b", 4, /*borrow=*/4), Leaf("default", 0, /*borrow=*/2)};
-  model::Policy policy;
-  policy.queues = {org};
-  return policy;
-}
-
-// Issue 17, finding 1: team-b runs b-base (4 GPUs) and b-borrow (3, interruptible); d-job (2, in
-// default, which goes before team-a by fair share) waits on quota; a-train (3, team-a-batch)
-// reclaims b-borrow's GPUs. They go to a-train, not to d-job nor to b-borrow requeued.
-TEST(EngineNomination, FreedCapacityGoesToThePreemptorNotToAQueueAheadByFairShare) {
-  World world(ExamplePolicy());
-  world.AddNode(MakeNode("n1", 8));
-  world.Run(20, world.Spec(MakeJob(4), "team-b"), 0);
-  model::JobSpec borrow = MakeJob(3);
-  borrow.interruptible = true;
-  const model::JobSpec& b_borrow = world.Spec(borrow, "team-b");
-  world.Run(21, b_borrow, 0);
-  const model::JobSpec& d_job = world.Spec(MakeJob(2), "default");
-  const model::JobSpec& a_train = world.Spec(MakeJob(3), "team-a-batch");
-
-  CycleOutput out = world.Cycle(kMinute, {Pending(30, d_job), Pending(1, a_train)});
-  ASSERT_EQ(out.preemptions.size(), 1u);
-  EXPECT_EQ(out.preemptions[0].victims, std::vector<JobId>{JobId(21)});
-  EXPECT_EQ(out.preemptions[0].decision.reason, "reclaim");
-  EXPECT_TRUE(out.placed.empty());
-
-  // b-borrow stops: a-train waits for it by name; nothing takes what it frees.
-  out = world.Cycle(kMinute + 1000, {Pending(30, d_job), Pending(1, a_train)},
-                    {{JobId(1), {JobId(21)}}}, {JobId(21)});
-  EXPECT_TRUE(out.placed.empty());
-  EXPECT_TRUE(out.preemptions.empty());
-  ASSERT_NE(VerdictOf(out, 1), nullptr);
-  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
-  EXPECT_THAT(VerdictOf(out, 1)->message, ::testing::HasSubstr("waiting for job 21,"));
-
-  // b-borrow exited and queues again: a-train starts in this cycle, before d-job and b-borrow.
-  world.Finish(21);
-  out =
-      world.Cycle(kMinute + 2000, {Pending(30, d_job), Pending(21, b_borrow), Pending(1, a_train)},
-                  {{JobId(1), {}}});
-  EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(1)});
-  EXPECT_TRUE(out.preemptions.empty());
-  ASSERT_NE(VerdictOf(out, 30), nullptr);
-  EXPECT_EQ(VerdictOf(out, 30)->layer, model::HoldLayer::kQuota);
-  ASSERT_NE(VerdictOf(out, 21), nullptr);
-  EXPECT_EQ(VerdictOf(out, 21)->layer, model::HoldLayer::kQuota);
-}
-
-// While one of two victims has exited and the other still stops, neither a newcomer nor the
-// exited victim (requeued) takes the capacity and quota freed so far; the tree and the cluster
-// come back unchanged by the claim.
-TEST(EngineNomination, CapacityFreedSoFarIsHeldWhileOtherVictimsStop) {
-  World world(TwoTeams(4, 4));
-  world.AddNode(MakeNode("n1", 8));
-  world.Run(11, world.Spec(MakeJob(4), "team-b"), 0);  // not interruptible
-  model::JobSpec borrow = MakeJob(2);
-  borrow.interruptible = true;
-  const model::JobSpec& b2 = world.Spec(borrow, "team-b");
-  world.Run(12, b2, 10 * kMinute);
-  world.Run(13, world.Spec(borrow, "team-b"), 10 * kMinute);
-  const model::JobSpec& a_train = world.Spec(MakeJob(4), "team-a");
-  const model::JobSpec& newcomer = world.Spec(MakeJob(2), "team-b");
-
-  CycleOutput out = world.Cycle(20 * kMinute, {Pending(1, a_train)});
-  ASSERT_EQ(out.preemptions.size(), 1u);
-  EXPECT_EQ(out.preemptions[0].victims, (std::vector<JobId>{JobId(12), JobId(13)}));
-
-  world.Finish(12);
-  auto usage = [&world] {
-    std::vector<std::pair<model::ResourceAmounts, std::int64_t>> rows;
-    for (const QueueStatus& queue : world.queues().Status()) {
-      rows.emplace_back(queue.usage, queue.running_jobs);
-    }
-    return rows;
-  };
-  const auto usage_before = usage();
-  const std::vector<int> free_before = world.cluster().FreeGpus(NodeId("n1"));
-  out = world.Cycle(20 * kMinute + 1000,
-                    {Pending(1, a_train), Pending(12, b2), Pending(30, newcomer)},
-                    {{JobId(1), {JobId(13)}}}, {JobId(13)});
-  EXPECT_TRUE(out.placed.empty());
-  EXPECT_TRUE(out.preemptions.empty());
-  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
-  EXPECT_THAT(VerdictOf(out, 1)->message, ::testing::HasSubstr("waiting for job 13,"));
-  EXPECT_THAT(VerdictOf(out, 1)->message, ::testing::HasSubstr("held for it"));
-  EXPECT_EQ(usage(), usage_before);
-  EXPECT_EQ(world.cluster().FreeGpus(NodeId("n1")), free_before);
-
-  world.Finish(13);
-  out =
-      world.Cycle(20 * kMinute + 2000,
-                  {Pending(1, a_train), Pending(12, b2), Pending(30, newcomer)}, {{JobId(1), {}}});
-  EXPECT_EQ(PlacedIds(out), std::vector<JobId>{JobId(1)});
-}
-
-// A job held only because its nodes are claimed says so.
-TEST(EngineNomination, AJobThatFitsOnlyOnClaimedNodesIsToldWhoHoldsThem) {
-  model::Policy policy;
-  policy.queues = {Leaf("q", 16)};
-  World world(policy);
-  world.AddNode(MakeNode("n1", 8));
-  model::JobSpec low = MakeJob(4);
-  low.interruptible = true;
-  world.Run(10, world.Spec(low, "q"), 0, /*priority=*/-100);
-  world.Run(11, world.Spec(low, "q"), 0, /*priority=*/-100);
-  world.Finish(11);  // a victim of job 1 that has exited; job 10 still stops
-  const model::JobSpec& urgent = world.Spec(MakeJob(8), "q");
-  const model::JobSpec& small = world.Spec(MakeJob(2), "q");
-  CycleOutput out = world.Cycle(kMinute, {Pending(1, urgent, 100), Pending(2, small)},
-                                {{JobId(1), {JobId(10)}}}, {JobId(10)});
-  EXPECT_TRUE(out.placed.empty());
-  ASSERT_NE(VerdictOf(out, 2), nullptr);
-  EXPECT_EQ(VerdictOf(out, 2)->layer, model::HoldLayer::kReservation);
-  EXPECT_THAT(VerdictOf(out, 2)->message, ::testing::HasSubstr("held for job 1,"));
-}
-
-// Every victim has exited but the preemptor still does not fit (the capacity went away): the
-// nomination lapses; it takes its ordinary turn and may preempt again.
-TEST(EngineNomination, ANominationLapsesWhenThePreemptorStillDoesNotFitAfterItsVictimsExit) {
-  World world(OneQueue());
-  world.AddNode(MakeNode("n1", 8));
-  world.Run(10, world.Spec(MakeJob(8), "q"), 0);  // not interruptible
-  CycleOutput out =
-      world.Cycle(kMinute, {Pending(1, world.Spec(MakeJob(4), "q"), 100)}, {{JobId(1), {}}});
-  EXPECT_TRUE(out.placed.empty());
-  ASSERT_NE(VerdictOf(out, 1), nullptr);
-  EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kQuota);
-  EXPECT_THAT(VerdictOf(out, 1)->message, ::testing::HasSubstr("takes its ordinary turn again"));
-  EXPECT_EQ(out.pending.size(), 1u);  // one verdict, from its ordinary turn
 }
 
 TEST(Engine, BackfillStartsShortJobsAheadOfTheReservationOnly) {
