@@ -978,7 +978,19 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
     preemption.evicted.push_back(std::move(evicted));
   }
   Pend(entry, Verdict{model::HoldLayer::kPreempting, decision.summary, std::nullopt, std::nullopt});
+  // Nominated from now on: later jobs of this cycle do not take what its plan needs either.
+  const std::set<JobId> stopping(preemption.victims.begin(), preemption.victims.end());
   out_.preemptions.push_back(std::move(preemption));
+  ClusterState claim_trial = cluster_.Clone();
+  std::vector<char> claimed(impl_.nodes.size(), 0);
+  if (Claim(entry, stopping, claim_trial,
+            claimed_mask_.empty() ? std::vector<char>(impl_.nodes.size(), 0) : claimed_mask_,
+            claimed)) {
+    if (claimed_mask_.empty()) claimed_mask_.assign(impl_.nodes.size(), 0);
+    for (std::size_t pos = 0; pos < claimed.size(); ++pos) claimed_mask_[pos] |= claimed[pos];
+    waiting_.push_back(job.job);
+    UpdateHeldMask();
+  }
   return true;
 }
 

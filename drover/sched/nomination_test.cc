@@ -7,10 +7,13 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "drover/sched/engine.h"
 #include "drover/sched/engine_test_util.h"
 #include "drover/sched/sched_test_util.h"
+#include "drover/sched/scheduler.h"
 
 namespace drover::sched {
 namespace {
@@ -151,6 +154,122 @@ TEST(EngineNomination, ANominationLapsesWhenThePreemptorStillDoesNotFitAfterItsV
   EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kQuota);
   EXPECT_THAT(VerdictOf(out, 1)->message, HasSubstr("takes its ordinary turn again"));
   EXPECT_EQ(out.pending.size(), 1u);  // one verdict, from its ordinary turn
+}
+
+// Randomized: a cycle preempts; then the victims exit one at a time in a random order, each
+// queued again at once, newcomers arrive, and a cycle runs after every exit. While a preemptor
+// waits, no other job is placed on a node its exited victims freed (so a victim never goes back
+// where it was evicted from), and a preemptor that is the only one waiting and whose plan was
+// held for it starts in the cycle right after its last victim exits.
+TEST(NominationProperty, FreedCapacityGoesOnlyToThePreemptor) {
+  int scenarios = 0;
+  int exits = 0;
+  int started = 0;
+  for (std::uint64_t seed = 1; seed <= 500; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    World world(TwoTeams(pick(2, 8), pick(2, 8)));
+    const int nodes = pick(1, 4);
+    for (int n = 0; n < nodes; ++n) world.AddNode(MakeNode("n" + std::to_string(n), 8));
+    std::int64_t id = 100;
+    const int running_jobs = pick(2, 10);
+    for (int r = 0; r < running_jobs; ++r) {
+      model::JobSpec spec = MakeJob(pick(1, 4), pick(1, 2));
+      spec.interruptible = pick(0, 2) > 0;
+      const model::JobSpec& stored = world.Spec(spec, pick(0, 1) ? "team-a" : "team-b");
+      if (!TryPlace(world.cluster(), JobId(id), stored)) break;
+      world.Run(id++, stored, 0, pick(-1, 1) * 100);
+    }
+    auto newcomer = [&](TimeMs at) {
+      const model::JobSpec& spec =
+          world.Spec(MakeJob(pick(1, 4), pick(1, 2)), pick(0, 1) ? "team-a" : "team-b");
+      return Pending(id++, spec, pick(-1, 1) * 100, at);
+    };
+    TimeMs now = 10 * kMinute;
+    std::vector<PendingJob> pending;
+    for (int p = pick(1, 4); p > 0; --p) pending.push_back(newcomer(now));
+    CycleOutput out = world.Cycle(now, pending);
+    if (out.preemptions.empty()) continue;
+    ++scenarios;
+    world.policy().preemption = false;  // from here on only nomination is exercised
+    std::map<JobId, Nomination> nominated;
+    std::map<JobId, JobId> preemptor_of;  // victim -> preemptor
+    std::set<JobId> stopping;
+    std::map<JobId, bool> held;  // preemptor -> its plan was held for it in the last cycle
+    for (const Preemption& preemption : out.preemptions) {
+      for (JobId victim : preemption.victims) {
+        nominated[preemption.preemptor].stopping.insert(victim);
+        preemptor_of[victim] = preemption.preemptor;
+        stopping.insert(victim);
+      }
+      held[preemption.preemptor] = true;  // its victims were chosen so that it fits
+    }
+    auto drop_placed = [&](const CycleOutput& cycle) {
+      for (const PlacedJob& placed : cycle.placed) {
+        std::erase_if(pending,
+                      [&](const PendingJob& job) { return job.job == placed.placement.job; });
+      }
+    };
+    drop_placed(out);
+    while (!stopping.empty()) {
+      now += 1000;
+      auto it = stopping.begin();
+      std::advance(it, pick(0, static_cast<int>(stopping.size()) - 1));
+      const JobId victim = *it;
+      stopping.erase(it);
+      const RunningJob* running = nullptr;
+      for (const RunningJob& job : world.running()) {
+        if (job.job == victim) running = &job;
+      }
+      ASSERT_NE(running, nullptr) << "seed " << seed;
+      const model::JobSpec& victim_spec = *running->spec;
+      if (auto nomination = nominated.find(preemptor_of[victim]); nomination != nominated.end()) {
+        nomination->second.stopping.erase(victim);
+        for (const WorkerAssignment& worker : running->placement->workers) {
+          nomination->second.freed.insert(worker.node);
+        }
+      }
+      world.Finish(victim.value());
+      pending.push_back(Pending(victim.value(), victim_spec, 0, now));
+      if (pick(0, 1)) pending.push_back(newcomer(now));
+      out = world.Cycle(now, pending, nominated, stopping);
+      ++exits;
+      std::set<JobId> placed;
+      for (const PlacedJob& job : out.placed) placed.insert(job.placement.job);
+      for (const PlacedJob& job : out.placed) {
+        if (nominated.contains(job.placement.job)) continue;
+        for (const auto& [preemptor, nomination] : nominated) {
+          if (placed.contains(preemptor) || nomination.stopping.empty()) continue;
+          for (const WorkerAssignment& worker : job.placement.workers) {
+            EXPECT_FALSE(nomination.freed.contains(worker.node))
+                << "seed " << seed << ": job " << job.placement.job.value() << " placed on "
+                << worker.node.value() << ", freed for job " << preemptor.value();
+          }
+        }
+      }
+      for (auto nomination = nominated.begin(); nomination != nominated.end();) {
+        const JobId preemptor = nomination->first;
+        if (nomination->second.stopping.empty()) {
+          if (nominated.size() == 1 && held[preemptor]) {
+            EXPECT_TRUE(placed.contains(preemptor))
+                << "seed " << seed << ": job " << preemptor.value() << " did not start";
+          }
+          started += placed.contains(preemptor) ? 1 : 0;
+          nomination = nominated.erase(nomination);  // placed, or its nomination lapsed
+          continue;
+        }
+        const Verdict* verdict = VerdictOf(out, preemptor.value());
+        held[preemptor] =
+            verdict != nullptr && verdict->message.find("held for it") != std::string::npos;
+        ++nomination;
+      }
+      drop_placed(out);
+    }
+  }
+  // The scenarios exercise what they check.
+  EXPECT_GT(scenarios, 50);
+  EXPECT_GT(exits, 80);
+  EXPECT_GT(started, 40);
 }
 
 }  // namespace
