@@ -2,8 +2,8 @@
 // object per call holds the cycle's caches (prepared filters, derived specs, failed demands, the
 // reservation and the nominated jobs' claims) that ordering, admission, placement, backfill,
 // preemption, nomination and the verdicts all share, which is why this file is one class of
-// ~1,000 lines; placement (placement.h), the choice
-// of victims (victims.h) and the pending reasons (pending_reason.h) live in their own files.
+// ~1,000 lines; placement (placement.h), the choice of victims (victims.h) and the pending
+// reasons (pending_reason.h) live in their own files.
 
 #include "drover/sched/engine.h"
 
@@ -180,6 +180,15 @@ class Cycle {
   // whose victims have all exited or marks them lapsed, claims for the others. Then sets
   // claimed_mask_ for every later job.
   void ProcessNominated(const std::vector<Entry>& nominated);
+  // A nominated job's first GPU flavor under which the queue tree admits it and it fits whole on
+  // `impl` outside `excluded` (by position), reservation ignored.
+  struct NominatedFit {
+    Charge charge;
+    const model::JobSpec* spec = nullptr;  // flavored
+    internal::PlannedGang gang;
+  };
+  std::optional<NominatedFit> FitNominated(const Entry& entry, ClusterImpl& impl,
+                                           const std::vector<char>& excluded);
   // Places a nominated job whose victims have all exited: reservation ignored, nodes in
   // `excluded` (by position) never used, the whole gang. Returns whether it was placed.
   bool PlaceNominated(const Entry& entry, const std::vector<char>& excluded);
@@ -467,7 +476,8 @@ void Cycle::ProcessNominated(const std::vector<Entry>& nominated) {
   UpdateHeldMask();
 }
 
-bool Cycle::PlaceNominated(const Entry& entry, const std::vector<char>& excluded) {
+std::optional<Cycle::NominatedFit> Cycle::FitNominated(const Entry& entry, ClusterImpl& impl,
+                                                       const std::vector<char>& excluded) {
   const model::JobSpec& spec = *entry.job->spec;
   for (const std::string& flavor : Flavors(spec)) {
     Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
@@ -475,17 +485,22 @@ bool Cycle::PlaceNominated(const Entry& entry, const std::vector<char>& excluded
     const model::JobSpec& flavored = SpecFor(spec, flavor);
     internal::PlanOptions options = Options(/*honour_reservation=*/false);
     options.excluded = &excluded;
-    if (auto gang = PlanOn(impl_, PreparedFor(flavored), flavored, options)) {
-      Commit(entry, flavored, std::move(*gang), std::move(charge));
-      return true;
+    if (auto gang = PlanOn(impl, PreparedFor(flavored), flavored, options)) {
+      return NominatedFit{std::move(charge), &flavored, std::move(*gang)};
     }
   }
-  return false;
+  return std::nullopt;
+}
+
+bool Cycle::PlaceNominated(const Entry& entry, const std::vector<char>& excluded) {
+  std::optional<NominatedFit> fit = FitNominated(entry, impl_, excluded);
+  if (!fit) return false;
+  Commit(entry, *fit->spec, std::move(fit->gang), std::move(fit->charge));
+  return true;
 }
 
 bool Cycle::Claim(const Entry& entry, const std::set<JobId>& victims, ClusterState& trial,
                   const std::vector<char>& excluded, std::vector<char>& claimed) {
-  const model::JobSpec& spec = *entry.job->spec;
   std::vector<const RunningJob*> stopping;
   for (const RunningJob& running : input_.running) {
     if (victims.contains(running.job)) stopping.push_back(&running);
@@ -496,26 +511,20 @@ bool Cycle::Claim(const Entry& entry, const std::set<JobId>& victims, ClusterSta
     attempt.Release(*victim->placement, victim->spec->requirements);
   }
   ClusterImpl& trial_impl = ClusterStateAccess::Get(attempt);
-  for (const std::string& flavor : Flavors(spec)) {
-    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
-    if (!queues_.CheckAdmit(charge).ok()) continue;
-    const model::JobSpec& flavored = SpecFor(spec, flavor);
-    internal::PlanOptions options = Options(/*honour_reservation=*/false);
-    options.excluded = &excluded;
-    auto gang = PlanOn(trial_impl, PreparedFor(flavored), flavored, options);
-    if (!gang) continue;
-    internal::Commit(trial_impl, *gang, flavored);
-    queues_.Add(charge);
-    for (const std::string& node : NodesOf(gang->workers)) {
-      const int pos = impl_.Find(node);
-      if (pos >= 0) claimed[pos] = 1;
-    }
-    claims_.push_back(Claimed{entry.job->job, std::move(charge), std::move(stopping)});
-    trial = std::move(attempt);
-    return true;
+  std::optional<NominatedFit> fit = FitNominated(entry, trial_impl, excluded);
+  if (!fit) {
+    for (const RunningJob* victim : stopping) queues_.Add(*victim->charge);
+    return false;
   }
-  for (const RunningJob* victim : stopping) queues_.Add(*victim->charge);
-  return false;
+  internal::Commit(trial_impl, fit->gang, *fit->spec);
+  queues_.Add(fit->charge);
+  for (const std::string& node : NodesOf(fit->gang.workers)) {
+    const int pos = impl_.Find(node);
+    if (pos >= 0) claimed[pos] = 1;
+  }
+  claims_.push_back(Claimed{entry.job->job, std::move(fit->charge), std::move(stopping)});
+  trial = std::move(attempt);
+  return true;
 }
 
 void Cycle::ReleaseClaims() {
