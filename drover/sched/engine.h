@@ -53,10 +53,13 @@
 //     tree as it will be once it starts), and the nodes of the plan are held. Its verdict
 //     (kPreempting) names the victims it waits for.
 // The nodes its exited victims ran on (Nomination::freed) are held too while it waits, so that a
-// victim is not placed back where it was evicted from. Held nodes are excluded for every later
-// job of the cycle, the other nominated jobs included, through the excluded-node mask the
-// reservation uses (also in the reservation's projection and in trial preemptions). Every change
-// to the tree is undone before the cycle returns; the cluster holds only real placements.
+// victim is not placed back where it was evicted from. Order within the phase: first the jobs
+// whose victims have all exited (never on nodes freed for one still waiting), then the claims
+// (never on nodes freed for another one still waiting; earlier claims are committed in the
+// trial). Every job after the phase, and a job that preempts later in the cycle (it claims
+// too), finds the held nodes excluded through the excluded-node mask the reservation uses (also
+// in the reservation's projection and in trial preemptions). Every change to the tree is undone
+// before the cycle returns; the cluster holds only real placements.
 // Whole nodes are held rather than exact GPUs: a stopping victim still holds its resources in
 // the cluster, and sharing a node's free resources between a claim and other jobs would need
 // per-resource bookkeeping in the planner for a state that lasts one grace period; the cost is
