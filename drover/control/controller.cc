@@ -323,15 +323,23 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   // anyway, refreshing every verdict, the reservation and preemption choices.
   const bool full = capacity_freed_ || now - last_full_cycle_ >= options_.full_cycle_interval_ms;
   const std::set<JobId>& candidates = full ? jobs_.ready() : jobs_.untried();
+  // A nomination ends when its preemptor leaves the queue (cancelled, held back, failed).
+  std::erase_if(awaiting_, [&](const auto& entry) { return !jobs_.ready().contains(entry.first); });
   sched::CycleInput input;
   input.now = now;
   input.pending.reserve(candidates.size());
-  for (JobId id : candidates) {
+  auto add_pending = [&](JobId id) {
     const Job& job = jobs_.Get(id);
-    if (job.not_before > now) continue;
+    if (job.not_before > now) return;
     input.pending.push_back(sched::PendingJob{
         id, model::PriorityClassValue(job.spec.priority_class).value_or(0), QueuedSince(job),
         &job.spec, model::ExecutorOf(policy_, job.spec.queue).external()});
+  };
+  for (JobId id : candidates) add_pending(id);
+  // Nominated jobs take part in every pass, so that a pass over only new jobs cannot give them
+  // what their victims freed.
+  for (const auto& [preemptor, victims] : awaiting_) {
+    if (!candidates.contains(preemptor)) add_pending(preemptor);
   }
   if (full) {
     capacity_freed_ = false;
@@ -340,7 +348,12 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   for (const sched::PendingJob& tried : input.pending) jobs_.MarkTried(tried.job);
   if (input.pending.empty()) return;
   input.stopping = stopping_;
-  for (const auto& [preemptor, victims] : awaiting_) input.awaiting_victims.insert(preemptor);
+  input.nominated = awaiting_;
+  // Nominations whose victims have all exited get this one cycle to place their preemptor.
+  std::vector<JobId> lapsing;
+  for (const auto& [preemptor, victims] : awaiting_) {
+    if (victims.stopping.empty()) lapsing.push_back(preemptor);
+  }
   input.keep_reservation = !full;
   if (policy_.order != model::QueueOrder::kFairShare) {
     for (const sched::PendingJob& pending : input.pending) {
@@ -371,6 +384,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     placed.decision.attempt = job.current_attempt()->number;
     step.decisions.push_back(std::move(placed.decision));
   }
+  for (JobId id : lapsing) awaiting_.erase(id);  // placed, or back in the ordinary order
   for (sched::Preemption& preemption : cycle.preemptions) {
     Job& preemptor = jobs_.Get(preemption.preemptor);
     preemption.decision.attempt = preemptor.current_attempt()->number;
@@ -382,7 +396,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
       Preempt(victim, preemptor.id,
               fmt::format("preempted by job {} ({})", preemptor.id.value(), evicted.reason), step);
       step.decisions.push_back(std::move(evicted));
-      awaiting_[preemptor.id].insert(victim.id);
+      awaiting_[preemptor.id].stopping.insert(victim.id);
     }
   }
   reservation_ = std::move(cycle.reservation);

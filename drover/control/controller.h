@@ -325,8 +325,11 @@ class Controller {
   std::set<NodeId> lost_;         // OnNodeLost, not upserted since; not in the cluster
   bool capacity_freed_ = true;    // since the last full pass
   TimeMs last_full_cycle_ = 0;
-  std::set<JobId> stopping_;                   // victims whose workers are being stopped
-  std::map<JobId, std::set<JobId>> awaiting_;  // preemptor -> victims still stopping
+  std::set<JobId> stopping_;  // victims whose workers are being stopped
+  // Nominated preemptors (sched::CycleInput::nominated): their victims still stopping and the
+  // nodes the exited ones freed. An entry stays after its last victim exits, until the
+  // preemptor's next cycle; it goes when the preemptor is placed or leaves the ready state.
+  std::map<JobId, sched::Nomination> awaiting_;
   std::optional<sched::Reservation> reservation_;
   std::map<JobId, sched::Verdict> verdicts_;  // ready jobs: the last cycle's verdict
 };

@@ -222,9 +222,10 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   attempt.finished_at = now;
   if (attempt.preempted_by) {
     stopping_.erase(job.id);
+    // Its preemptor stays nominated, holding these nodes, until its next cycle at least.
     auto awaiting = awaiting_.find(*attempt.preempted_by);
-    if (awaiting != awaiting_.end() && awaiting->second.erase(job.id) && awaiting->second.empty()) {
-      awaiting_.erase(awaiting);
+    if (awaiting != awaiting_.end() && awaiting->second.stopping.erase(job.id)) {
+      for (const Worker& worker : attempt.workers) awaiting->second.freed.insert(worker.node);
     }
     // Finished on its own during the grace period: it succeeded, nothing to requeue.
     const bool all_succeeded =

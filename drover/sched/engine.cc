@@ -1,8 +1,9 @@
 // RunPolicyCycle, RunCycle and the queue-order helpers (engine.h). One Cycle
 // object per call holds the cycle's caches (prepared filters, derived specs, failed demands, the
-// reservation) that ordering, admission, placement, backfill, preemption and the verdicts all
-// share, which is why this file is one class of ~850 lines; placement (placement.h), the choice
-// of victims (victims.h) and the pending reasons (pending_reason.h) live in their own files.
+// reservation and the nominated jobs' claims) that ordering, admission, placement, backfill,
+// preemption, nomination and the verdicts all share, which is why this file is one class of
+// ~1,000 lines; placement (placement.h), the choice of victims (victims.h) and the pending
+// reasons (pending_reason.h) live in their own files.
 
 #include "drover/sched/engine.h"
 
@@ -122,7 +123,34 @@ class Cycle {
     return it == input_.history.end() ? nullptr : &it->second;
   }
 
-  void Process(const Entry& entry, bool nominated);
+  // Tries `entry` in its ordinary turn: admission, placement, and what follows when it does not
+  // fit. Skips a nominated job already placed this cycle.
+  void Process(const Entry& entry);
+  // The nominated phase (engine.h, Nomination), over the nominated jobs in order: places those
+  // whose victims have all exited or marks them lapsed, claims for the others. Then sets
+  // claimed_mask_ for every later job.
+  void ProcessNominated(const std::vector<Entry>& nominated);
+  // A nominated job's first GPU flavor under which the queue tree admits it and it fits whole on
+  // `impl` outside `excluded` (by position), reservation ignored.
+  struct NominatedFit {
+    Charge charge;
+    const model::JobSpec* spec = nullptr;  // flavored
+    internal::PlannedGang gang;
+  };
+  std::optional<NominatedFit> FitNominated(const Entry& entry, ClusterImpl& impl,
+                                           const std::vector<char>& excluded);
+  // Places a nominated job whose victims have all exited: reservation ignored, nodes in
+  // `excluded` (by position) never used, the whole gang. Returns whether it was placed.
+  bool PlaceNominated(const Entry& entry, const std::vector<char>& excluded);
+  // Plans a nominated job on a copy of `trial` (the cluster with earlier claims committed) with
+  // `victims` (those still stopping) released there and their charges out of the queue tree,
+  // never on nodes in `excluded`; if it is admitted and fits, the copy with the plan committed
+  // replaces `trial`, its charge enters the tree, the plan's nodes are marked in `claimed`, and
+  // it returns true; otherwise the tree gets the victims' charges back and it returns false.
+  bool Claim(const Entry& entry, const std::set<JobId>& victims, ClusterState& trial,
+             const std::vector<char>& excluded, std::vector<char>& claimed);
+  // Undoes every claim's change to the queue tree (Run, before it returns).
+  void ReleaseClaims();
   // Adds the charge of an admitted external job (PendingJob::external) and records it placed
   // without nodes.
   void CommitExternal(const Entry& entry, Charge charge);
@@ -145,15 +173,27 @@ class Cycle {
                     std::optional<TimeMs> reserved_start = std::nullopt);
   void ExplainUnplaced();
   void Pend(const Entry& entry, Verdict verdict) {
+    if (lapsed_.contains(entry.job->job)) {
+      verdict.message +=
+          "; it was nominated for the capacity of the jobs it preempted, but once they exited it "
+          "still did not fit, so it takes its ordinary turn again and may preempt again";
+    }
     out_.pending.emplace_back(entry.job->job, std::move(verdict));
   }
+  // Claimed nodes are always excluded; the reserved ones when `honour_reservation`.
   internal::PlanOptions Options(bool honour_reservation) const {
     internal::PlanOptions options;
     options.scoring = policy_.scoring;
     options.mix = mix_.shapes.empty() ? nullptr : &mix_;
-    if (honour_reservation && reservation_) options.excluded = &reserved_mask_;
+    if (honour_reservation && reservation_) {
+      options.excluded = claimed_mask_.empty() ? &reserved_mask_ : &held_mask_;
+    } else if (!claimed_mask_.empty()) {
+      options.excluded = &claimed_mask_;
+    }
     return options;
   }
+  // held_mask_ = reserved_mask_ | claimed_mask_, after either changes (when anything is held).
+  void UpdateHeldMask();
 
   const model::Policy& policy_;
   QueueTree& queues_;
@@ -177,6 +217,21 @@ class Cycle {
   std::vector<char> reserved_mask_;  // by node position
   std::set<JobId> victims_;
   int preemption_tries_ = 0;
+  // Nomination (engine.h). A claim: the charge added to the tree and the victims' charges taken
+  // out of it, until ReleaseClaims.
+  struct Claimed {
+    JobId job;
+    Charge charge;
+    std::vector<const RunningJob*> victims;
+  };
+  std::vector<Claimed> claims_;
+  // By node position, empty when nothing is held: nodes of claimed plans, and nodes freed by the
+  // exited victims of nominated jobs still waiting. No job after the nominated phase uses them.
+  std::vector<char> claimed_mask_;
+  std::vector<char> held_mask_;       // by node position: reserved or claimed
+  std::vector<JobId> waiting_;        // nominated jobs still waiting for victims, in order
+  std::set<JobId> placed_nominated_;  // nominated jobs placed ahead of their ordinary turn
+  std::set<JobId> lapsed_;            // nominated jobs whose victims all exited, still unplaced
   // Jobs placed this cycle, by leaf: a job that then does not fit may have lost to them.
   std::map<int, int> placed_by_leaf_;
   // Jobs left pending by placement, explained after the last placement of the cycle.
@@ -238,9 +293,13 @@ CycleOutput Cycle::Run() {
         entry.las_queue = LasQueue(policy_, history->attained_gpu_ms);
       }
     }
-    if (input_.awaiting_victims.contains(job.job)) {
+    if (auto it = input_.nominated.find(job.job); it != input_.nominated.end()) {
       nominated.push_back(entry);
-    } else if (fair_share) {
+      // Victims still stopping: it waits in the nominated phase. All gone: it also gets its
+      // ordinary turn, used if the nominated try does not place it.
+      if (!it->second.stopping.empty()) continue;
+    }
+    if (fair_share) {
       buckets[*leaf].push_back(entry);
     } else {
       ordered.push_back(entry);
@@ -251,10 +310,10 @@ CycleOutput Cycle::Run() {
   for (auto& [leaf, entries] : buckets) std::sort(entries.begin(), entries.end(), before);
   std::sort(ordered.begin(), ordered.end(), before);
 
-  for (const Entry& entry : nominated) Process(entry, /*nominated=*/true);
+  ProcessNominated(nominated);
   // Orders other than fair-share: one order across every queue (quotas and limits still hold
   // each job to its own queue's).
-  for (const Entry& entry : ordered) Process(entry, /*nominated=*/false);
+  for (const Entry& entry : ordered) Process(entry);
 
   // Take jobs leaf by leaf in hierarchical fair-share order, re-evaluated after each job.
   std::vector<std::pair<int, std::size_t>> cursors;  // (leaf, next entry)
@@ -266,12 +325,141 @@ CycleOutput Cycle::Run() {
     }
     auto& [leaf, next] = cursors[best];
     const std::vector<Entry>& entries = buckets[leaf];
-    Process(entries[next], /*nominated=*/false);
+    Process(entries[next]);
     if (++next == entries.size()) cursors.erase(cursors.begin() + static_cast<long>(best));
   }
   ExplainUnplaced();
+  ReleaseClaims();
   out_.reservation = reservation_;
   return std::move(out_);
+}
+
+void Cycle::UpdateHeldMask() {
+  if (claimed_mask_.empty()) return;
+  held_mask_ = claimed_mask_;
+  if (!reservation_) return;
+  for (std::size_t i = 0; i < held_mask_.size(); ++i) held_mask_[i] |= reserved_mask_[i];
+}
+
+void Cycle::ProcessNominated(const std::vector<Entry>& nominated) {
+  if (nominated.empty()) return;
+  const std::size_t n = impl_.nodes.size();
+  // Positions of the nodes each job's exited victims freed; held for it while it waits.
+  std::vector<std::vector<int>> freed(nominated.size());
+  std::vector<char> waiting(nominated.size(), 0);
+  for (std::size_t i = 0; i < nominated.size(); ++i) {
+    const Nomination& nomination = input_.nominated.at(nominated[i].job->job);
+    waiting[i] = !nomination.stopping.empty();
+    for (const NodeId& node : nomination.freed) {
+      const int pos = impl_.Find(node.value());
+      if (pos >= 0) freed[i].push_back(pos);
+    }
+  }
+  // Nodes held from job `self` (an index, or nominated.size() for any other job): what the
+  // exited victims of other nominated jobs still waiting freed.
+  auto held_from = [&](std::size_t self) {
+    std::vector<char> mask(n, 0);
+    for (std::size_t j = 0; j < nominated.size(); ++j) {
+      if (j == self || !waiting[j]) continue;
+      for (int pos : freed[j]) mask[pos] = 1;
+    }
+    return mask;
+  };
+  // First those whose victims have all exited: they start now, where nothing is held for others.
+  for (std::size_t i = 0; i < nominated.size(); ++i) {
+    if (waiting[i]) continue;
+    const JobId job = nominated[i].job->job;
+    if (PlaceNominated(nominated[i], held_from(i))) {
+      placed_nominated_.insert(job);
+    } else {
+      lapsed_.insert(job);  // its ordinary turn comes later in this cycle
+    }
+  }
+  // Then the claims, on one trial cluster taken after those placements.
+  std::vector<char> claimed(n, 0);  // nodes of the claimed plans
+  std::optional<ClusterState> trial;
+  for (std::size_t i = 0; i < nominated.size(); ++i) {
+    if (!waiting[i]) continue;
+    const Entry& entry = nominated[i];
+    const JobId job = entry.job->job;
+    const std::set<JobId>& stopping = input_.nominated.at(job).stopping;
+    if (!trial) trial = cluster_.Clone();
+    const bool claimed_plan = Claim(entry, stopping, *trial, held_from(i), claimed);
+    waiting_.push_back(job);
+    std::vector<std::int64_t> ids;
+    for (JobId victim : stopping) ids.push_back(victim.value());
+    Pend(entry,
+         Verdict{model::HoldLayer::kPreempting,
+                 fmt::format("waiting for job{} {}, preempted for it, to exit{}",
+                             ids.size() == 1 ? "" : "s", fmt::join(ids, ", "),
+                             claimed_plan ? "; the capacity and quota they free are held for it"
+                                          : " (it does not fit yet even without them)"),
+                 std::nullopt, std::nullopt});
+  }
+  // Every later job: the claims' nodes and what was freed for jobs still waiting.
+  std::vector<char> held = held_from(nominated.size());
+  for (std::size_t pos = 0; pos < n; ++pos) held[pos] |= claimed[pos];
+  if (std::find(held.begin(), held.end(), 1) == held.end()) return;
+  claimed_mask_ = std::move(held);
+  UpdateHeldMask();
+}
+
+std::optional<Cycle::NominatedFit> Cycle::FitNominated(const Entry& entry, ClusterImpl& impl,
+                                                       const std::vector<char>& excluded) {
+  const model::JobSpec& spec = *entry.job->spec;
+  for (const std::string& flavor : flavors_->For(queues_, spec)) {
+    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
+    if (!queues_.CheckAdmit(charge).ok()) continue;
+    const model::JobSpec& flavored = SpecFor(spec, flavor);
+    internal::PlanOptions options = Options(/*honour_reservation=*/false);
+    options.excluded = &excluded;
+    if (auto gang = PlanOn(impl, PreparedFor(flavored), flavored, options)) {
+      return NominatedFit{std::move(charge), &flavored, std::move(*gang)};
+    }
+  }
+  return std::nullopt;
+}
+
+bool Cycle::PlaceNominated(const Entry& entry, const std::vector<char>& excluded) {
+  std::optional<NominatedFit> fit = FitNominated(entry, impl_, excluded);
+  if (!fit) return false;
+  Commit(entry, *fit->spec, std::move(fit->gang), std::move(fit->charge));
+  return true;
+}
+
+bool Cycle::Claim(const Entry& entry, const std::set<JobId>& victims, ClusterState& trial,
+                  const std::vector<char>& excluded, std::vector<char>& claimed) {
+  std::vector<const RunningJob*> stopping;
+  for (const RunningJob& running : input_.running) {
+    if (victims.contains(running.job)) stopping.push_back(&running);
+  }
+  ClusterState attempt = trial.Clone();
+  for (const RunningJob* victim : stopping) {
+    queues_.Remove(*victim->charge);
+    attempt.Release(*victim->placement, victim->spec->requirements);
+  }
+  ClusterImpl& trial_impl = ClusterStateAccess::Get(attempt);
+  std::optional<NominatedFit> fit = FitNominated(entry, trial_impl, excluded);
+  if (!fit) {
+    for (const RunningJob* victim : stopping) queues_.Add(*victim->charge);
+    return false;
+  }
+  internal::Commit(trial_impl, fit->gang, *fit->spec);
+  queues_.Add(fit->charge);
+  for (const std::string& node : NodesOf(fit->gang.workers)) {
+    const int pos = impl_.Find(node);
+    if (pos >= 0) claimed[pos] = 1;
+  }
+  claims_.push_back(Claimed{entry.job->job, std::move(fit->charge), std::move(stopping)});
+  trial = std::move(attempt);
+  return true;
+}
+
+void Cycle::ReleaseClaims() {
+  for (auto claim = claims_.rbegin(); claim != claims_.rend(); ++claim) {
+    queues_.Remove(claim->charge);
+    for (const RunningJob* victim : claim->victims) queues_.Add(*victim->charge);
+  }
 }
 
 bool Cycle::Before(const Entry& a, const Entry& b) const {
@@ -440,6 +628,7 @@ void Cycle::AdoptReservation(Reservation reservation) {
     if (pos >= 0) reserved_mask_[pos] = 1;
   }
   reservation_ = std::move(reservation);
+  UpdateHeldMask();
 }
 
 void Cycle::CommitExternal(const Entry& entry, Charge charge) {
@@ -456,8 +645,9 @@ void Cycle::CommitExternal(const Entry& entry, Charge charge) {
       PlacedJob{Placement{entry.job->job, {}}, std::move(charge), std::move(decision)});
 }
 
-void Cycle::Process(const Entry& entry, bool nominated) {
+void Cycle::Process(const Entry& entry) {
   const PendingJob& job = *entry.job;
+  if (!placed_nominated_.empty() && placed_nominated_.contains(job.job)) return;
   const model::JobSpec& spec = *job.spec;
   std::optional<AdmitVerdict> refused;
   std::optional<Charge> admitted_charge;
@@ -475,7 +665,7 @@ void Cycle::Process(const Entry& entry, bool nominated) {
     }
     const model::JobSpec& flavored = SpecFor(spec, flavor);
     const model::JobSpec* placed_spec = nullptr;
-    auto gang = PlaceGang(flavored, /*honour_reservation=*/!nominated, &placed_spec);
+    auto gang = PlaceGang(flavored, /*honour_reservation=*/true, &placed_spec);
     if (gang) {
       if (placed_spec->workers != flavored.workers) {
         charge.amounts = ChargeAmounts(*placed_spec, flavor);
@@ -487,13 +677,6 @@ void Cycle::Process(const Entry& entry, bool nominated) {
       admitted_charge = std::move(charge);
       admitted_spec = &flavored;
     }
-  }
-
-  if (nominated) {
-    Pend(entry, Verdict{model::HoldLayer::kPreempting,
-                        "waiting for the jobs preempted for it to stop and free their resources",
-                        std::nullopt, std::nullopt});
-    return;
   }
 
   if (!admitted_charge) {
@@ -552,6 +735,22 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
       return;
     }
     failed_.insert(prepared.demand_key);
+  }
+  // Held only by a nominated job's claim: it would fit on the claimed nodes.
+  if (!claimed_mask_.empty() && !reserved_start) {
+    internal::PlanOptions unclaimed = Options(false);
+    unclaimed.excluded = nullptr;
+    if (PlanOn(impl_, prepared, spec, unclaimed)) {
+      std::vector<std::int64_t> holders;
+      for (JobId holder : waiting_) holders.push_back(holder.value());
+      Pend(entry, Verdict{model::HoldLayer::kReservation,
+                          fmt::format("would fit now, but only on nodes held for job{} {}, which "
+                                      "preempted jobs there and start{} once they exit",
+                                      holders.size() == 1 ? "" : "s", fmt::join(holders, ", "),
+                                      holders.size() == 1 ? "s" : ""),
+                          std::nullopt, std::nullopt});
+      return;
+    }
   }
   // Fair-share: jobs of other queues placed before it; other orders: every job placed before it.
   int others = 0;
@@ -699,7 +898,19 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
     preemption.evicted.push_back(std::move(evicted));
   }
   Pend(entry, Verdict{model::HoldLayer::kPreempting, decision.summary, std::nullopt, std::nullopt});
+  // Nominated from now on: later jobs of this cycle do not take what its plan needs either.
+  const std::set<JobId> stopping(preemption.victims.begin(), preemption.victims.end());
   out_.preemptions.push_back(std::move(preemption));
+  ClusterState claim_trial = cluster_.Clone();
+  std::vector<char> claimed(impl_.nodes.size(), 0);
+  if (Claim(entry, stopping, claim_trial,
+            claimed_mask_.empty() ? std::vector<char>(impl_.nodes.size(), 0) : claimed_mask_,
+            claimed)) {
+    if (claimed_mask_.empty()) claimed_mask_.assign(impl_.nodes.size(), 0);
+    for (std::size_t pos = 0; pos < claimed.size(); ++pos) claimed_mask_[pos] |= claimed[pos];
+    waiting_.push_back(job.job);
+    UpdateHeldMask();
+  }
   return true;
 }
 

@@ -5,8 +5,9 @@
 // it under the server and the simulator alike.
 //
 // A cycle:
-//   1. Advances fair share to `now` and orders the pending jobs by policy.order: jobs awaiting
-//      their victims' exit first (among themselves in that order too); then
+//   1. Advances fair share to `now` and orders the pending jobs by policy.order: nominated jobs
+//      first (CycleInput::nominated; among themselves in that order too), see "Nomination"
+//      below; then
 //        fair-share: queue by queue, always taking the next job of the leaf queue that goes
 //          first by hierarchical fair share (QueueTree::Before, re-evaluated after every
 //          placement); within a leaf by effective priority (class value plus aging), then the
@@ -34,8 +35,39 @@
 //      (victims.h) picks victims in order of the work they would lose (GPU-seconds since their last
 //      checkpoint, or start), adds them until the job would be admitted and fit, then drops any it
 //      does not need. A gang is a job: it is preempted whole. Victims' resources free only when
-//      their workers exit; until then the job waits first in line ("preempting").
+//      their workers exit; until then the job is nominated (below).
 //   5. Every job left pending gets a verdict naming the layer that holds it.
+//
+// Nomination (Kueue's nominated workloads, KAI's pipelined placements): what a preemption frees
+// belongs to its preemptor. The controller keeps a preemptor nominated (CycleInput::nominated)
+// from the cycle that preempts for it until it is placed, or until it has been tried in a cycle
+// after all its victims exited and still does not admit or fit. Each cycle, before any other
+// job, the nominated jobs in order:
+//   - one whose victims have all exited is placed if it is admitted and fits, whole, ignoring
+//     the reservation; if not, the nomination lapses: it takes its ordinary turn in this cycle
+//     (and may preempt again), its verdict saying so;
+//   - one with victims still stopping is not placed; it CLAIMS what it will get: it is planned
+//     on a trial cluster where its stopping victims are released (one trial for all claims, so
+//     two claims never plan the same GPUs) and on the queue tree without their charges; if it
+//     is admitted and fits, its victims' charges stay out of the tree and its own enters it (the
+//     tree as it will be once it starts), and the nodes of the plan are held. Its verdict
+//     (kPreempting) names the victims it waits for.
+// The nodes its exited victims ran on (Nomination::freed) are held too while it waits, so that a
+// victim is not placed back where it was evicted from. Order within the phase: first the jobs
+// whose victims have all exited (never on nodes freed for one still waiting), then the claims
+// (never on nodes freed for another one still waiting; earlier claims are committed in the
+// trial). Every job after the phase, and a job that preempts later in the cycle (it claims
+// too), finds the held nodes excluded through the excluded-node mask the reservation uses (also
+// in the reservation's projection and in trial preemptions). Every change to the tree is undone
+// before the cycle returns; the cluster holds only real placements.
+// Whole nodes are held rather than exact GPUs: a stopping victim still holds its resources in
+// the cluster, and sharing a node's free resources between a claim and other jobs would need
+// per-resource bookkeeping in the planner for a state that lasts one grace period; the cost is
+// that the rest of a held node stays idle meanwhile. So no job placed while a preemptor waits
+// takes capacity or quota freed for it, the requeued victims included, and a preemptor whose
+// victims have all exited starts in the next cycle unless the cluster changed under it. Cost:
+// one cluster copy per waiting nominated job per cycle, like a preemption try; such jobs are
+// rare.
 
 #include <cstdint>
 #include <map>
@@ -92,13 +124,25 @@ struct JobHistory {
   friend bool operator==(const JobHistory&, const JobHistory&) = default;
 };
 
+// What a nominated job (CycleInput::nominated) waits for and what was freed for it so far.
+struct Nomination {
+  // Its victims still stopping (running, and in CycleInput::stopping); empty once every one has
+  // exited. One absent from CycleInput::running is taken as exited.
+  std::set<JobId> stopping;
+  std::set<NodeId> freed;  // nodes its exited victims ran on; unknown nodes are ignored
+
+  friend bool operator==(const Nomination&, const Nomination&) = default;
+};
+
 struct CycleInput {
   TimeMs now = 0;
   std::vector<PendingJob> pending;  // every ready job whose backoff is over
   // Every job holding resources, stopping ones included, in any order; borrowed for the call.
   std::span<const RunningJob> running;
-  std::set<JobId> stopping;          // running jobs already being stopped: never victims again
-  std::set<JobId> awaiting_victims;  // pending jobs whose victims are still stopping
+  std::set<JobId> stopping;  // running jobs already being stopped: never victims again
+  // Nominated jobs: pending jobs that preempted others in an earlier cycle ("Nomination" above).
+  // One absent from `pending` is ignored.
+  std::map<JobId, Nomination> nominated;
   // A pass over only the jobs not tried before (nothing was freed since the last full pass):
   // the previous reservation still holds instead of a new one being chosen.
   bool keep_reservation = false;

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "drover/sched/engine_test_util.h"
 #include "drover/sched/estimate.h"
 #include "drover/sched/sched_test_util.h"
 #include "drover/sched/scheduler.h"
@@ -16,116 +17,17 @@ namespace drover::sched {
 namespace {
 
 using testing::kGi;
+using testing::kHour;
+using testing::kMinute;
+using testing::Leaf;
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::OneQueue;
 using testing::Pending;
-
-constexpr DurationMs kMinute = 60'000;
-constexpr DurationMs kHour = 60 * kMinute;
-
-model::QueueConfig Leaf(const std::string& name, std::int64_t gpus,
-                        std::optional<std::int64_t> borrow = std::nullopt) {
-  model::QueueConfig queue;
-  queue.name = name;
-  queue.nominal["gpu"] = gpus * 1000;
-  if (borrow) queue.borrowing_limit["gpu"] = *borrow * 1000;
-  return queue;
-}
-
-// Two teams under one org, `a_gpus` and `b_gpus` of nominal GPU quota.
-model::Policy TwoTeams(std::int64_t a_gpus, std::int64_t b_gpus) {
-  model::Policy policy;
-  model::QueueConfig org;
-  org.name = "org";
-  org.children = {Leaf("team-a", a_gpus), Leaf("team-b", b_gpus)};
-  policy.queues = {org};
-  return policy;
-}
-
-// A cluster, a policy and jobs holding resources, for scenario tests.
-class World {
- public:
-  explicit World(model::Policy policy) : policy_(std::move(policy)) {
-    auto tree = QueueTree::Create(policy_);
-    EXPECT_TRUE(tree.has_value());
-    queues_ = std::move(*tree);
-  }
-
-  void AddNode(const model::Node& node) { cluster_.UpsertNode(node); }
-
-  model::JobSpec& Spec(model::JobSpec spec, const std::string& queue,
-                       const std::string& owner = "alice") {
-    spec.queue = queue;
-    spec.owner = owner;
-    specs_.push_back(std::move(spec));
-    return specs_.back();
-  }
-
-  // Starts job `id` now as if an earlier cycle had placed it.
-  void Run(std::int64_t id, const model::JobSpec& spec, TimeMs started_at, int priority = 0,
-           TimeMs checkpoint_at = 0) {
-    auto placement = TryPlace(cluster_, JobId(id), spec);
-    ASSERT_TRUE(placement.has_value()) << "job " << id << " does not fit";
-    ASSERT_TRUE(cluster_.Allocate(*placement, spec.requirements).has_value());
-    placements_.push_back(*placement);
-    Charge charge{*queues_.FindLeaf(spec.queue), spec.owner, spec.pipeline,
-                  ChargeAmounts(spec, "")};
-    queues_.Add(charge);
-    charges_.push_back(charge);
-    running_.push_back(RunningJob{JobId(id), &spec, &placements_.back(), &charges_.back(), priority,
-                                  started_at, checkpoint_at});
-  }
-
-  CycleOutput Cycle(TimeMs now, std::vector<PendingJob> pending, std::set<JobId> awaiting = {}) {
-    CycleInput input;
-    input.now = now;
-    input.pending = std::move(pending);
-    input.running = running_;
-    input.awaiting_victims = std::move(awaiting);
-    input.history = history_;
-    CycleOutput out = RunPolicyCycle(policy_, queues_, cluster_, input, previous_);
-    previous_ = out.reservation;
-    return out;
-  }
-
-  model::Policy& policy() { return policy_; }
-  // What the next cycles get as CycleInput::history.
-  std::map<JobId, JobHistory>& history() { return history_; }
-  QueueTree& queues() { return queues_; }
-  ClusterState& cluster() { return cluster_; }
-  const std::vector<RunningJob>& running() const { return running_; }
-
- private:
-  model::Policy policy_;
-  QueueTree queues_;
-  ClusterState cluster_;
-  std::deque<model::JobSpec> specs_;
-  std::deque<Placement> placements_;
-  std::deque<Charge> charges_;
-  std::vector<RunningJob> running_;
-  std::optional<Reservation> previous_;
-  std::map<JobId, JobHistory> history_;
-};
-
-std::vector<JobId> PlacedIds(const CycleOutput& out) {
-  std::vector<JobId> ids;
-  for (const PlacedJob& placed : out.placed) ids.push_back(placed.placement.job);
-  return ids;
-}
-
-const Verdict* VerdictOf(const CycleOutput& out, std::int64_t id) {
-  for (const auto& [job, verdict] : out.pending) {
-    if (job == JobId(id)) return &verdict;
-  }
-  return nullptr;
-}
-
-// One queue "q" of 8 GPUs of quota.
-model::Policy OneQueue() {
-  model::Policy policy;
-  policy.queues = {Leaf("q", 8)};
-  return policy;
-}
+using testing::PlacedIds;
+using testing::TwoTeams;
+using testing::VerdictOf;
+using testing::World;
 
 // One 8-GPU node, all of it held by job 10 in queue "q": interruptible, at `priority`.
 void RunInterruptibleOnAllGpus(World& world, int priority) {
@@ -260,9 +162,11 @@ TEST(Engine, AwaitingJobIsTriedFirstAndDoesNotPreemptAgain) {
   World world(OneQueue());
   RunInterruptibleOnAllGpus(world, /*priority=*/-100);
   const auto& urgent = world.Spec(MakeJob(4), "q");
-  CycleOutput out = world.Cycle(kMinute, {Pending(1, urgent, 100)}, {JobId(1)});
+  CycleOutput out = world.Cycle(kMinute, {Pending(1, urgent, 100)},
+                                {{JobId(1), Nomination{{JobId(10)}, {}}}}, {JobId(10)});
   EXPECT_TRUE(out.preemptions.empty());
   EXPECT_EQ(VerdictOf(out, 1)->layer, model::HoldLayer::kPreempting);
+  EXPECT_THAT(VerdictOf(out, 1)->message, ::testing::HasSubstr("waiting for job 10"));
 }
 
 TEST(Engine, BackfillStartsShortJobsAheadOfTheReservationOnly) {

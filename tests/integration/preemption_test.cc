@@ -8,7 +8,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +113,71 @@ TEST_F(Preemption, BorrowedGpusAreReclaimedAndTheVictimResumesFromItsCheckpoint)
   ASSERT_EQ(why.exit_code, 0) << why.err;
   EXPECT_THAT(why.out, HasSubstr("evicted"));
   EXPECT_THAT(why.out, HasSubstr("preempted for job " + a));
+}
+
+// `kind: Job` text for job `name` of `queue` on `gpus` GPUs that sleeps until stopped.
+std::string SleepingJob(const std::string& name, const std::string& queue, int gpus,
+                        bool interruptible = false) {
+  return fmt::format(
+      "kind: Job\nname: {}\nqueue: {}\ninterruptible: {}\nresources: {{cpu: 100m, memory: "
+      "64Mi, gpus: {}}}\ncommand: [sleep, \"600\"]\n",
+      name, queue, interruptible ? "true" : "false", gpus);
+}
+
+// The GPU indices attempt `attempt` (0-based) of `job` holds, sorted.
+std::vector<int> GpusOf(const json& job, std::size_t attempt) {
+  std::vector<int> gpus;
+  if (!job.is_object() || job["attempts"].size() <= attempt) return gpus;
+  for (const json& worker : job["attempts"][attempt]["workers"]) {
+    for (const json& gpu : worker["gpus"]) gpus.push_back(gpu.get<int>());
+  }
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
+}
+
+// Issue 17, finding 1: the GPUs reclaimed from b-borrow go to a-train, which reclaimed them, not
+// to d-job, whose queue goes first by fair share and which waited before a-train arrived.
+TEST_F(Preemption, ReclaimedGpusGoToTheReclaimerNotToAJobAheadByFairShare) {
+  const std::string policy =
+      SourceDir() + "/tests/integration/testdata/preemption/nomination_policy.yaml";
+  auto server = StartServer("data", "8xH100-80GB", {"--policy", policy});
+  ASSERT_TRUE(server->ok());
+  api::ApiClient client = server->Client();
+  const std::int64_t base = Submit(client, SleepingJob("b-base", "team-b", 4)).at(0);
+  const std::int64_t borrow = Submit(client, SleepingJob("b-borrow", "team-b", 3, true)).at(0);
+  ASSERT_EQ(WaitForState(client, base, {"running"}), "running") << server->Log();
+  ASSERT_EQ(WaitForState(client, borrow, {"running"}), "running") << server->Log();
+  const std::vector<int> borrowed = GpusOf(GetJob(client, borrow), 0);
+  ASSERT_EQ(borrowed.size(), 3u);
+
+  // d-job waits on the org limit (7 of 8 GPUs held).
+  const std::int64_t d_job = Submit(client, SleepingJob("d-job", "default", 2)).at(0);
+  ASSERT_TRUE(WaitUntil([&] {
+    json job = GetJob(client, d_job);
+    return job.is_object() && job.value("message", "").find("org") != std::string::npos;
+  })) << GetJob(client, d_job).dump(2);
+
+  // a-train reclaims team-a's lent quota: b-borrow is preempted; its GPUs go to a-train.
+  const std::int64_t a_train = Submit(client, SleepingJob("a-train", "team-a-batch", 3)).at(0);
+  const std::set<std::string> placed = {"placed", "starting", "running"};
+  ASSERT_TRUE(WaitUntil([&] {
+    json a = GetJob(client, a_train);
+    json d = GetJob(client, d_job);
+    return (a.is_object() && placed.contains(a.value("state", ""))) ||
+           (d.is_object() && placed.contains(d.value("state", "")));
+  })) << server->Log();
+  json a = GetJob(client, a_train);
+  json d = GetJob(client, d_job);
+  EXPECT_TRUE(placed.contains(a.value("state", ""))) << a.dump(2);
+  EXPECT_EQ(d.value("state", ""), "ready") << d.dump(2);
+  EXPECT_EQ(GpusOf(a, 0), borrowed) << a.dump(2);
+  json victim = GetJob(client, borrow);
+  ASSERT_FALSE(victim["attempts"].empty());
+  EXPECT_EQ(victim["attempts"][0]["preempted_by"], a_train) << victim.dump(2);
+  // Running, a-train keeps d-job and b-borrow waiting: their quota is a-train's now.
+  ASSERT_EQ(WaitForState(client, a_train, {"running"}), "running") << server->Log();
+  EXPECT_EQ(GetJob(client, d_job).value("state", ""), "ready");
+  EXPECT_EQ(GetJob(client, borrow).value("state", ""), "ready");
 }
 
 }  // namespace
