@@ -44,9 +44,14 @@ class ScoredPlanner {
 
   std::optional<PlannedGang> Run() {
     int feasible = 0;
-    ForEachEligible(
-        impl_, filter_, index_, demand_, options_.excluded, [&](int pos) { Visit(pos, feasible); },
-        memo_ == nullptr);
+    if (ByFreeCapacity()) {
+      WalkIndex(filter_, *index_, demand_, options_.excluded, /*one_per_capacity=*/true,
+                [&](int pos) { Visit(pos, feasible); });
+    } else {
+      ForEachEligible(
+          impl_, filter_, index_, demand_, options_.excluded,
+          [&](int pos) { Visit(pos, feasible); }, memo_ == nullptr);
+    }
     if (best_ < 0) return std::nullopt;
     PlannedGang gang;
     WorkerAssignment worker;
@@ -67,6 +72,23 @@ class ScoredPlanner {
 
  private:
   using Fit = FragmentationCache::Fit;
+
+  // True if FGD may score one node per distinct free capacity of the index (its first in name
+  // order) and get the placement of scoring every node: every member is one GPU kind
+  // (NodeState::one_gpu_kind), so that its fragmentation, CPU term and fill are functions of its
+  // free GPUs and CPU, of its model only through the mix's model lists (hence one model, or a mix
+  // that names none); no label preferences; ties go to the name (no rng), which is the index's
+  // order within a capacity. The fit is the key's (all of a member's GPUs pass the filter).
+  bool ByFreeCapacity() const {
+    if (!fgd_ || index_ == nullptr || options_.rng != nullptr ||
+        !spec_.preferences.node_labels.empty() || index_->mixed_members > 0) {
+      return false;
+    }
+    if (index_->member_models.size() <= 1) return true;
+    const WorkloadMix& mix = fragmentation_.mix();
+    return std::none_of(mix.shapes.begin(), mix.shapes.end(),
+                        [](const Shape& shape) { return !shape.gpu_models_lower.empty(); });
+  }
 
   // Scores node `pos` (statically eligible unless the memo checks it) against the best so far.
   void Visit(int pos, int& feasible) {
