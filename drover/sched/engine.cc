@@ -822,7 +822,8 @@ std::optional<TimeMs> EstimateStart(const ClusterState& cluster,
 }
 
 CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending) {
-  const model::Policy policy;
+  model::Policy policy;
+  policy.scoring = model::Scoring::kBinpack;
   QueueTree queues;
   CycleInput input;
   input.pending = std::move(pending);

@@ -45,8 +45,8 @@ int LabelScore(const ClusterImpl& impl, int pos, const model::JobSpec& spec);
 
 // Walks the keys of `index` that may hold a worker of `demand` now (tier by tier, free GPUs
 // from demand.gpus up, skipping keys short of CPU or memory), calling visit(pos) for those not
-// excluded; with `one_per_capacity`, only the first such node (in name order) of each distinct
-// (tier, free GPUs, free CPU, free memory).
+// excluded, with its key; with `one_per_capacity`, only the first such node (in name order) of
+// each distinct (tier, free GPUs, free CPU, free memory).
 template <typename Visit>
 void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& demand,
                const std::vector<char>* excluded, bool one_per_capacity, Visit&& visit) {
@@ -64,7 +64,7 @@ void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& dem
           it->free_memory >= demand.memory &&
           (excluded == nullptr || it->position >= static_cast<int>(excluded->size()) ||
            !(*excluded)[it->position]);
-      if (usable) visit(it->position);
+      if (usable) visit(*it);
       if (usable && one_per_capacity &&
           it->free_memory < std::numeric_limits<std::int64_t>::max()) {
         // The next capacity: the first key past every name of this one.
@@ -100,7 +100,8 @@ void ForEachEligible(const ClusterImpl& impl, const StaticFilter& filter, const 
     }
     return;
   }
-  WalkIndex(filter, *index, demand, excluded, /*one_per_capacity=*/false, visit);
+  WalkIndex(filter, *index, demand, excluded, /*one_per_capacity=*/false,
+            [&](const NodeKey& key) { visit(key.position); });
 }
 
 // What fragmentation scoring reads: the mix (PlanOptions::mix, else the job's own shape) and
