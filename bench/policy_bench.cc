@@ -10,7 +10,10 @@
 //   BM_PolicySingleGpu_5000x8   20,000 pending 1-GPU jobs in 8 leaf queues with quotas on
 //                               5,000 nodes x 8 GPUs: sustained single-GPU placements. Each
 //                               leaf has 1/8 of the 40,000 GPUs as nominal quota (5,000) and
-//                               gets 2,500 jobs: all 20,000 are admitted and fit.
+//                               gets 2,500 jobs: all 20,000 are admitted and fit. Scoring
+//                               binpack, set explicitly.
+//   BM_PolicySingleGpuFragmentation_5000x8  the same under scoring fragmentation (FGD with
+//                               the CPU term, the default).
 //   BM_PolicyGang8Rack_5000x8   2,000 pending 8-worker gangs of 1 GPU each that must sit in
 //                               one rack (topology_level "rack", 20 nodes per rack: 250 racks
 //                               of 160 GPUs, room for 5,000 such gangs): all fit.
@@ -131,16 +134,27 @@ void RunCycles(benchmark::State& state, const std::vector<model::Node>& nodes,
       benchmark::Counter(static_cast<double>(placed), benchmark::Counter::kAvgIterations);
 }
 
-void BM_PolicySingleGpu_5000x8(benchmark::State& state) {
+// BM_PolicySingleGpu_5000x8 under `scoring`.
+void RunSingleGpu(benchmark::State& state, model::Scoring scoring) {
   const auto nodes = MakeNodes(5'000);
-  const model::Policy policy = MakePolicy(40'000);
+  model::Policy policy = MakePolicy(40'000);
+  policy.scoring = scoring;
   std::vector<model::JobSpec> specs;
   for (int q = 0; q < 8; ++q) specs.push_back(MakeSpec(1, 1, LeafName(q)));
   std::vector<PendingJob> pending;
   for (int i = 0; i < 20'000; ++i) pending.push_back({JobId(i + 1), 0, i, &specs[i % 8]});
   RunCycles(state, nodes, policy, pending, 20'000);
 }
+
+void BM_PolicySingleGpu_5000x8(benchmark::State& state) {
+  RunSingleGpu(state, model::Scoring::kBinpack);
+}
 BENCHMARK(BM_PolicySingleGpu_5000x8)->Unit(benchmark::kMillisecond);
+
+void BM_PolicySingleGpuFragmentation_5000x8(benchmark::State& state) {
+  RunSingleGpu(state, model::Scoring::kFragmentation);
+}
+BENCHMARK(BM_PolicySingleGpuFragmentation_5000x8)->Unit(benchmark::kMillisecond);
 
 // `count` gangs of 8 workers x `gpus` GPUs that must sit within one domain of `level`, spread
 // over the 8 leaves; all must be placed.

@@ -341,7 +341,8 @@ int Main(int argc, char** argv) {
                    "fgd or replay (default: fgd for openb, else replay)")
       ->check(CLI::IsMember({"fgd", "replay"}));
   simulate->add_option("--policy", sim_flags.policies,
-                       fmt::format("placement policy (fgd) or {}|POLICY.yaml (replay); repeat to "
+                       fmt::format("placement policy (fgd experiment; default: the server's, "
+                                   "fragmentation, as fgd) or {}|POLICY.yaml (replay); repeat to "
                                    "compare",
                                    fmt::join(model::kQueueOrderNames.Choices(), "|")));
   simulate->add_option("--seed", sim_flags.seed, "first random seed (default 42)");

@@ -171,7 +171,7 @@ struct Policy {
   int aging_step = 100;
   int aging_max = 1000;
 
-  Scoring scoring = Scoring::kBinpack;
+  Scoring scoring = Scoring::kFragmentation;
 
   // The order pending jobs are tried in. The default keeps fair share (and priority with aging).
   QueueOrder order = QueueOrder::kFairShare;

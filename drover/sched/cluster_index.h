@@ -127,6 +127,12 @@ struct NodeState {
   int whole_capable_gpus = 0;
   // The node has a MIG GPU (so the whole-GPU path need not read Gpu::sharing otherwise).
   bool mig_gpus = false;
+  // Every GPU of the node is exclusive, of one model (one_gpu_model, lower-case) and one
+  // memory size; true for a node without GPUs (one_gpu_model empty). Fragmentation scoring
+  // then sees the node through its free GPUs and CPU alone (node_scoring.cc). Set by
+  // UpsertNode.
+  bool one_gpu_kind = true;
+  std::string one_gpu_model;
   // Whole-GPU workers on the node by their GPU count (gpu-clustering scoring reads it).
   std::map<int, int> whole_workers;
   // Changes on every change of what is allocated or of the node; unique within the
@@ -172,6 +178,11 @@ struct Index {
   static constexpr std::size_t kMaxDomainTables = 8;
   mutable std::vector<DomainTable> domains;
   mutable std::uint64_t domain_tick = 0;
+  // Members that are not NodeState::one_gpu_kind, and the one_gpu_kind members that have GPUs
+  // counted by model: with no mixed member and one model (or a workload mix that accepts any
+  // model), fragmentation scoring needs one node per distinct NodeKey capacity.
+  int mixed_members = 0;
+  std::map<std::string, int> member_models;
 };
 
 // Shares one worker takes on one GPU (Allocate, Release, Commit).
@@ -251,6 +262,9 @@ struct ClusterState::Impl {
   // new ones back after re-evaluating membership.
   void Unindex(int pos);
   void Reindex(int pos);
+  // Adds node `pos` (a member of `index`) to Index::mixed_members / member_models, `delta` +1,
+  // or takes it out, -1.
+  void CountMember(internal::Index& index, int pos, int delta) const;
 
   // Marks cpu, memory and the whole GPUs `gpus` (ascending, each free and existing) of node
   // `pos` as used, moving its keys in place (no allocation). The caller has checked that

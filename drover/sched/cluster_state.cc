@@ -319,6 +319,7 @@ Index& ClusterState::Impl::GetOrBuildIndex(const StaticFilter& filter) {
     index->member[pos] = 1;
     index->all_gpus_match[pos] = AllGpusMatch(pos, filter) ? 1 : 0;
     index->keys.insert(index->keys.end(), KeyOf(pos, filter));
+    CountMember(*index, pos, 1);
   }
   Index& ref = *index;
   index_by_filter.emplace(filter.key, index.get());
@@ -330,8 +331,22 @@ void ClusterState::Impl::Unindex(int pos) {
   for (const auto& index : indexes) {
     if (pos < static_cast<int>(index->member.size()) && index->member[pos]) {
       index->keys.erase(KeyOf(pos, index->filter));
+      CountMember(*index, pos, -1);
+      index->member[pos] = 0;
     }
   }
+}
+
+void ClusterState::Impl::CountMember(Index& index, int pos, int delta) const {
+  const NodeState& state = states[pos];
+  if (!state.one_gpu_kind) {
+    index.mixed_members += delta;
+    return;
+  }
+  if (nodes[pos].gpus.empty()) return;
+  auto [it, inserted] = index.member_models.emplace(state.one_gpu_model, 0);
+  it->second += delta;
+  if (it->second == 0) index.member_models.erase(it);
 }
 
 void ClusterState::Impl::Reindex(int pos) {
@@ -343,7 +358,10 @@ void ClusterState::Impl::Reindex(int pos) {
     }
     index->member[pos] = StaticEligible(pos, index->filter) ? 1 : 0;
     index->all_gpus_match[pos] = AllGpusMatch(pos, index->filter) ? 1 : 0;
-    if (index->member[pos]) index->keys.insert(KeyOf(pos, index->filter));
+    if (index->member[pos]) {
+      index->keys.insert(KeyOf(pos, index->filter));
+      CountMember(*index, pos, 1);
+    }
   }
 }
 
@@ -505,6 +523,15 @@ void ClusterState::UpsertNode(const model::Node& node) {
   state.gpu_models_lower.clear();
   for (const model::Gpu& gpu : node.gpus) {
     state.gpu_models_lower.push_back(internal::Lower(gpu.model));
+  }
+  state.one_gpu_kind = true;
+  state.one_gpu_model = node.gpus.empty() ? "" : state.gpu_models_lower[0];
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    if (node.gpus[i].sharing != model::GpuSharing::kExclusive ||
+        state.gpu_models_lower[i] != state.one_gpu_model ||
+        node.gpus[i].memory_bytes != node.gpus[0].memory_bytes) {
+      state.one_gpu_kind = false;
+    }
   }
   impl.RecountFreeGpus(pos);
   const bool sharing = std::any_of(node.gpus.begin(), node.gpus.end(), [](const model::Gpu& gpu) {

@@ -936,7 +936,8 @@ int EffectivePriority(const model::Policy& policy, int priority, TimeMs enqueued
 }
 
 CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending) {
-  const model::Policy policy;
+  model::Policy policy;
+  policy.scoring = model::Scoring::kBinpack;
   QueueTree queues;
   CycleInput input;
   input.pending = std::move(pending);

@@ -205,13 +205,14 @@ struct CycleResult {
   std::vector<std::pair<JobId, PendingReason>> pending;  // every job not placed
 };
 
-// Runs one scheduling cycle under the empty policy (RunPolicyCycle with model::Policy{}): one
-// queue, no quota, binpack; it orders the pending jobs by priority (higher first), then by the
-// time they entered the queue (earlier first), then by id, and tries each in turn against the
-// free capacity left by the jobs placed before it in the same cycle. Allocates every placement
-// it returns in `cluster`. Every pending entry's reason is computed after all placements of the
-// cycle (once per distinct request). `spec` of every PendingJob must be non-null. A spec with
-// workers < 1 is treated as 1.
+// Runs one scheduling cycle under the empty policy with binpack scoring (RunPolicyCycle with
+// model::Policy{} but scoring kBinpack, the order TryPlace and Explain assume): one queue, no
+// quota; it orders the pending jobs by priority (higher first), then by the time they entered
+// the queue (earlier first), then by id, and tries each in turn against the free capacity left
+// by the jobs placed before it in the same cycle. Allocates every placement it returns in
+// `cluster`. Every pending entry's reason is computed after all placements of the cycle (once
+// per distinct request). `spec` of every PendingJob must be non-null. A spec with workers < 1
+// is treated as 1.
 CycleResult RunCycle(ClusterState& cluster, std::vector<PendingJob> pending);
 
 // The priority a pending job is ordered by: its class value plus aging (policy.aging_step per

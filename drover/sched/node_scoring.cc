@@ -44,9 +44,37 @@ class ScoredPlanner {
 
   std::optional<PlannedGang> Run() {
     int feasible = 0;
-    ForEachEligible(
-        impl_, filter_, index_, demand_, options_.excluded, [&](int pos) { Visit(pos, feasible); },
-        memo_ == nullptr);
+    switch (Grouping()) {
+      case Group::kCapacity:
+        WalkIndex(filter_, *index_, demand_, options_.excluded, /*one_per_capacity=*/true,
+                  [&](const NodeKey& key) { Visit(key.position, feasible); });
+        break;
+      case Group::kCapacityAndModel: {
+        // Keys come by capacity, names ascending within one: score the first node of each
+        // model in each capacity.
+        const NodeKey* group = nullptr;
+        std::vector<const std::string*> seen;
+        WalkIndex(filter_, *index_, demand_, options_.excluded, /*one_per_capacity=*/false,
+                  [&](const NodeKey& key) {
+                    if (group == nullptr || !SameCapacity(*group, key)) {
+                      group = &key;
+                      seen.clear();
+                    }
+                    const std::string* model = &impl_.states[key.position].one_gpu_model;
+                    for (const std::string* other : seen) {
+                      if (*other == *model) return;
+                    }
+                    seen.push_back(model);
+                    Visit(key.position, feasible);
+                  });
+        break;
+      }
+      case Group::kNone:
+        ForEachEligible(
+            impl_, filter_, index_, demand_, options_.excluded,
+            [&](int pos) { Visit(pos, feasible); }, memo_ == nullptr);
+        break;
+    }
     if (best_ < 0) return std::nullopt;
     PlannedGang gang;
     WorkerAssignment worker;
@@ -67,6 +95,34 @@ class ScoredPlanner {
 
  private:
   using Fit = FragmentationCache::Fit;
+
+  // How FGD may group the index's nodes and score one node per group (the first in name
+  // order), getting the placement of scoring every node. It may when every member is one GPU
+  // kind (NodeState::one_gpu_kind): a member's fragmentation, CPU term and fill are then
+  // functions of its free GPUs and CPU, and of its model only through the mix's model lists;
+  // the fit is the key's (all of a member's GPUs pass the filter). Groups: one per free
+  // capacity (kCapacity) when the members have one model or the mix names none, else per
+  // capacity and model (kCapacityAndModel: the walk still passes every key, but scores one node
+  // per model). Not with label preferences, nor with an rng (ties go to the name, which is the
+  // index's order within a capacity).
+  enum class Group { kNone, kCapacity, kCapacityAndModel };
+  Group Grouping() const {
+    if (!fgd_ || index_ == nullptr || options_.rng != nullptr ||
+        !spec_.preferences.node_labels.empty() || index_->mixed_members > 0) {
+      return Group::kNone;
+    }
+    if (index_->member_models.size() <= 1) return Group::kCapacity;
+    const WorkloadMix& mix = fragmentation_.mix();
+    return std::none_of(mix.shapes.begin(), mix.shapes.end(),
+                        [](const Shape& shape) { return !shape.gpu_models_lower.empty(); })
+               ? Group::kCapacity
+               : Group::kCapacityAndModel;
+  }
+
+  static bool SameCapacity(const NodeKey& a, const NodeKey& b) {
+    return a.tier == b.tier && a.free_gpus == b.free_gpus && a.free_cpu == b.free_cpu &&
+           a.free_memory == b.free_memory;
+  }
 
   // Scores node `pos` (statically eligible unless the memo checks it) against the best so far.
   void Visit(int pos, int& feasible) {
@@ -285,6 +341,10 @@ class ScoredPlanner {
   // Growth of the node's fragmentation if the worker goes there (for a share, on the GPU that
   // grows it least, which `gpu` receives).
   double FragmentationDelta(int pos, int& gpu) {
+    if (memo_ == nullptr) {  // a cache of this Plan alone: nothing to remember per node
+      SignatureAfter(impl_, pos, 0, {}, fragmentation_.cache(), signature_);
+      return Growth(pos, fragmentation_.Value(signature_), gpu);
+    }
     FragmentationCache::NodeEntry& node = fragmentation_.cache().Node(pos);
     const std::uint64_t version = impl_.states[pos].version;
     if (node.version != version || node.signature.empty()) {

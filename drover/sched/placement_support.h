@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +43,40 @@ std::vector<int> ChooseWholeGpus(const ClusterImpl& impl, const StaticFilter& fi
 // Sum of the weights of `spec`'s preferred labels that node `pos` carries.
 int LabelScore(const ClusterImpl& impl, int pos, const model::JobSpec& spec);
 
+// Walks the keys of `index` that may hold a worker of `demand` now (tier by tier, free GPUs
+// from demand.gpus up, skipping keys short of CPU or memory), calling visit(pos) for those not
+// excluded, with its key; with `one_per_capacity`, only the first such node (in name order) of
+// each distinct (tier, free GPUs, free CPU, free memory).
+template <typename Visit>
+void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& demand,
+               const std::vector<char>* excluded, bool one_per_capacity, Visit&& visit) {
+  const std::set<NodeKey>& keys = index.keys;
+  const int last_tier = filter.needs_gpus ? 0 : 1;
+  for (int tier = 0; tier <= last_tier; ++tier) {
+    auto it = keys.lower_bound(NodeKey{tier, demand.gpus, demand.cpu, demand.memory, {}, 0});
+    while (it != keys.end() && it->tier == tier) {
+      if (it->free_cpu < demand.cpu) {
+        it = keys.lower_bound(
+            NodeKey{tier, it->free_gpus, demand.cpu, demand.memory, std::string(), 0});
+        continue;
+      }
+      const bool usable =
+          it->free_memory >= demand.memory &&
+          (excluded == nullptr || it->position >= static_cast<int>(excluded->size()) ||
+           !(*excluded)[it->position]);
+      if (usable) visit(*it);
+      if (usable && one_per_capacity &&
+          it->free_memory < std::numeric_limits<std::int64_t>::max()) {
+        // The next capacity: the first key past every name of this one.
+        it = keys.lower_bound(
+            NodeKey{tier, it->free_gpus, it->free_cpu, it->free_memory + 1, std::string(), 0});
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
 // Calls visit(pos) for every node that may hold a worker of `demand` now and is not excluded:
 // through the index when there is one (keys with room only), else by a scan of the eligible
 // nodes (shares: of the nodes with sharing GPUs). With `check_static` false a scan leaves the
@@ -65,20 +100,8 @@ void ForEachEligible(const ClusterImpl& impl, const StaticFilter& filter, const 
     }
     return;
   }
-  const std::set<NodeKey>& keys = index->keys;
-  const int last_tier = filter.needs_gpus ? 0 : 1;
-  for (int tier = 0; tier <= last_tier; ++tier) {
-    auto it = keys.lower_bound(NodeKey{tier, demand.gpus, demand.cpu, demand.memory, {}, 0});
-    while (it != keys.end() && it->tier == tier) {
-      if (it->free_cpu < demand.cpu) {
-        it = keys.lower_bound(
-            NodeKey{tier, it->free_gpus, demand.cpu, demand.memory, std::string(), 0});
-        continue;
-      }
-      if (it->free_memory >= demand.memory && !Excluded(it->position)) visit(it->position);
-      ++it;
-    }
-  }
+  WalkIndex(filter, *index, demand, excluded, /*one_per_capacity=*/false,
+            [&](const NodeKey& key) { visit(key.position); });
 }
 
 // What fragmentation scoring reads: the mix (PlanOptions::mix, else the job's own shape) and
@@ -95,6 +118,7 @@ class FragmentationInputs {
     cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
   }
   FragmentationCache& cache() const { return *cache_; }
+  const WorkloadMix& mix() const { return *mix_; }
   // What the scoring minimizes for a node state (FragmentationCache::ScoringValue).
   double Value(const std::vector<std::int64_t>& signature) const {
     return cache_->ScoringValue(signature, *mix_);

@@ -42,16 +42,18 @@
 // one (shares, or no index) they are built from the nodes with room by a scan.
 //
 // Scoring among feasible nodes (PlanOptions::scoring; model::Scoring):
-//   - binpack (default): the best fit: the node whose free whole GPUs, then free CPU, then
-//     free memory are smallest (ties: node name). Because workers of a gang are identical and
-//     nodes independent, filling the best-fit node to its capacity before moving to the next
-//     gives the same result as choosing worker by worker.
+//   - binpack (PlanOptions' default; a policy's default is fragmentation): the best fit: the
+//     node whose free whole GPUs, then free CPU, then free memory are smallest (ties: node
+//     name). Because workers of a gang are identical and nodes independent, filling the
+//     best-fit node to its capacity before moving to the next gives the same result as
+//     choosing worker by worker.
 //   - spread: worker by worker, the node with the most free GPUs, then CPU, then memory (ties:
 //     node name).
 //   - fragmentation (FGD, Weng et al., USENIX ATC'23): worker by worker, the node where the
 //     placement grows the expected fragmentation (fragmentation.h) least, for the workload mix
-//     in PlanOptions::mix (or the job's own shape), evaluated on every feasible node and
-//     memoized by node state; ties in binpack order for gangs, by PlanOptions::rng (else name)
+//     in PlanOptions::mix (or the job's own shape), evaluated on every feasible node (through an
+//     index whose nodes have GPUs of one kind, on one node per free capacity: node_scoring.cc)
+//     and memoized by node state; ties in binpack order for gangs, by PlanOptions::rng (else name)
 //     for single workers. MIG requests use binpack (MIG slices are fixed; they do not
 //     fragment).
 //   - random, best-fit, dot-product, gpu-packing, gpu-clustering: the baselines of the FGD
