@@ -16,7 +16,8 @@ json PolicyBody(const PolicyStatus& status) {
       {"policy", codec::ToJson(status.policy)},
       {"file", status.file},
       {"loaded_at", status.loaded_at},
-      {"reload_error", status.reload_error ? ErrorBody(*status.reload_error) : json(nullptr)}};
+      {"reload_error", status.reload_error ? ErrorBody(*status.reload_error) : json(nullptr)},
+      {"history_dropped", status.history_dropped}};
 }
 
 }  // namespace

@@ -37,6 +37,9 @@ struct PolicyStatus {
   TimeMs loaded_at = 0;  // when the policy in force was read; 0 for the default
   // The last automatic re-read that failed (the policy in force stayed), until one succeeds.
   std::optional<Error> reload_error;
+  // The paths of the queues whose fair-share history was dropped when the policy in force was
+  // installed (they are not in it; docs/scheduling.md, "Fair share"), sorted.
+  std::vector<std::string> history_dropped;
 };
 
 struct NodeStatus {

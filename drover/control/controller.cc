@@ -56,11 +56,13 @@ std::optional<sched::Charge> Controller::ChargeOf(const Job& job) const {
   return control::ChargeOf(job, holdings_.queues(), nodes_);
 }
 
-void Controller::Hold(const Job& job, std::optional<sched::Charge> charge) {
+void Controller::Hold(const Job& job, std::optional<sched::Charge> charge, TimeMs now) {
+  holdings_.Advance(now);
   holdings_.Hold(job, std::move(charge));
 }
 
-void Controller::Unhold(const Job& job) {
+void Controller::Unhold(const Job& job, TimeMs now) {
+  holdings_.Advance(now);
   if (holdings_.Unhold(job.id)) capacity_freed_ = true;
 }
 
@@ -73,7 +75,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
       case JobState::kAdmitted:
       case JobState::kPlaced: {
         if (model::IsExternal(*job.current_attempt())) {
-          RestoreExternal(job, step);
+          RestoreExternal(job, now, step);
           break;
         }
         // Never launched: the placement is forgotten and the job queues again.
@@ -91,7 +93,7 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
           EmitPublish(job, step);
           break;
         }
-        Hold(job, ChargeOf(job));
+        Hold(job, ChargeOf(job), now);
         // A victim caught stopping: never chosen again; it requeues when its workers exit.
         if (job.current_attempt()->preempted_by &&
             job.current_attempt()->outcome == JobState::kReady) {
@@ -262,7 +264,7 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
     EndAttempt(job, JobState::kCancelled, cause, step);
     return OkStatus();
   }
-  Unhold(job);
+  Unhold(job, now);
   awaiting_.erase(job.id);
   if (Attempt* attempt = job.current_attempt()) {
     attempt->outcome = JobState::kCancelled;
@@ -427,15 +429,28 @@ void Controller::Preempt(Job& victim, JobId preemptor, const std::string& reason
   StopWorkers(victim, /*preempt=*/true, reason, step);
 }
 
-Status Controller::SetPolicy(const model::Policy& policy) {
+Status Controller::SetPolicy(const model::Policy& policy,
+                             std::vector<std::string>* dropped_history) {
   DROVER_ASSIGN_OR_RETURN(sched::QueueTree tree, sched::QueueTree::Create(policy));
   policy_ = policy;
   idle_queues_ = tree;
-  holdings_.SetQueues(std::move(tree), nodes_);  // every holding is charged again
+  // Every holding is charged again. What is held has not changed since the last Advance (Hold
+  // and Unhold advance first), so the next Advance accrues the time since under the new tree.
+  std::vector<std::string> dropped = holdings_.SetQueues(std::move(tree), nodes_);
+  if (dropped_history != nullptr) *dropped_history = std::move(dropped);
   reservation_.reset();
   verdicts_.clear();
   capacity_freed_ = true;  // the next pass is a full one under the new rules
   return OkStatus();
+}
+
+model::FairShareHistory Controller::FairShareHistory(TimeMs now) const {
+  return holdings_.QueuesAt(now).History();
+}
+
+std::vector<std::string> Controller::RestoreFairShare(const model::FairShareHistory& history,
+                                                      TimeMs now) {
+  return holdings_.RestoreHistory(history, now);
 }
 
 }  // namespace drover::control

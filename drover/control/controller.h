@@ -38,6 +38,7 @@
 #include "drover/control/job_table.h"
 #include "drover/model/decision.h"
 #include "drover/model/executor.h"
+#include "drover/model/fair_share.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
@@ -191,11 +192,23 @@ class Controller {
 
   // Replaces the scheduling policy (queues, quotas, limits, fair share, preemption, backfill).
   // kInvalidArgument, changing nothing, if the policy is malformed. Running jobs keep running;
-  // queued jobs of a queue the policy no longer has wait with layer "queue".
-  Status SetPolicy(const model::Policy& policy);
+  // queued jobs of a queue the policy no longer has wait with layer "queue". Fair-share history
+  // carries over to the queue of the same path (docs/scheduling.md, "Fair share"); the paths of
+  // the queues the new policy no longer has, whose history is thus dropped, go to
+  // `dropped_history` when given (sorted; empty when none).
+  Status SetPolicy(const model::Policy& policy,
+                   std::vector<std::string>* dropped_history = nullptr);
   const model::Policy& policy() const { return policy_; }
-  // The queue tree with usage and pending counts, in tree order.
-  std::vector<QueueReport> Queues() const;
+  // The queue tree with usage, shares (usage accrued up to `now`) and pending counts, in tree
+  // order.
+  std::vector<QueueReport> Queues(TimeMs now) const;
+
+  // The fair-share history accrued up to `now`, for the driver to save (Store::PutFairShare).
+  model::FairShareHistory FairShareHistory(TimeMs now) const;
+  // Takes a saved fair-share history (queues matched by path; see SetPolicy) and decays it to
+  // `now` as time without usage; call after SetPolicy and before Restore. Returns the paths of
+  // the saved queues the policy no longer has, whose history is dropped.
+  std::vector<std::string> RestoreFairShare(const model::FairShareHistory& history, TimeMs now);
 
   // Emits the launch of a worker that its runtime has no trace of (after Restore).
   void Relaunch(const model::WorkerKey& key, Step& step);
@@ -226,9 +239,10 @@ class Controller {
   void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
               Step& step);
   // Holds `job`'s current placement with `charge` (Holdings::Hold); gives it back (Unhold),
-  // marking capacity freed for the next pass.
-  void Hold(const model::Job& job, std::optional<sched::Charge> charge);
-  void Unhold(const model::Job& job);
+  // marking capacity freed for the next pass. Both first accrue fair-share usage up to `now`
+  // (Holdings::Advance), so usage is accounted whether or not anything is pending.
+  void Hold(const model::Job& job, std::optional<sched::Charge> charge, TimeMs now);
+  void Unhold(const model::Job& job, TimeMs now);
   // What `job` counts against the queue tree while it holds resources (control::ChargeOf).
   std::optional<sched::Charge> ChargeOf(const model::Job& job) const;
   void PlaceReadyJobs(TimeMs now, Step& step);
@@ -267,7 +281,7 @@ class Controller {
 
   // Restore of an admitted or placed job whose attempt was handed to its executor: it holds its
   // admission again, and a continuation its executor never acknowledged is emitted again.
-  void RestoreExternal(model::Job& job, Step& step);
+  void RestoreExternal(model::Job& job, TimeMs now, Step& step);
   // The external counterpart of Launch: the admitted job's attempt goes to `executor` (its
   // workers wait, without nodes, for the executor to start them). With `requeued`, the attempt
   // continues that engine job, which the engine requeued, instead of a new submission.

@@ -218,7 +218,7 @@ void Controller::EndAttempt(Job& job, JobState outcome, const std::string& reaso
 
 void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
-  Unhold(job);
+  Unhold(job, now);
   attempt.finished_at = now;
   if (attempt.preempted_by) {
     stopping_.erase(job.id);

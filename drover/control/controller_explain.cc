@@ -120,11 +120,11 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   return out;
 }
 
-std::vector<QueueReport> Controller::Queues() const {
+std::vector<QueueReport> Controller::Queues(TimeMs now) const {
   std::map<std::string, int> pending_by_leaf;
   for (JobId id : jobs_.ready()) ++pending_by_leaf[jobs_.Get(id).spec.queue];
   std::vector<QueueReport> reports;
-  for (sched::QueueStatus& status : holdings_.queues().Status()) {
+  for (sched::QueueStatus& status : holdings_.QueuesAt(now).Status()) {
     QueueReport report;
     report.status = std::move(status);
     reports.push_back(std::move(report));

@@ -29,8 +29,8 @@ bool AwaitsContinuation(const Job& job) {
 
 }  // namespace
 
-void Controller::RestoreExternal(Job& job, Step& step) {
-  Hold(job, ChargeOf(job));
+void Controller::RestoreExternal(Job& job, TimeMs now, Step& step) {
+  Hold(job, ChargeOf(job), now);
   if (AwaitsContinuation(job)) {
     // The executor may never have released the requeued engine job: continue it again.
     EmitHandOff(job, model::ExecutorOf(policy_, job.spec.queue), step);
@@ -93,7 +93,7 @@ void Controller::ContinueRequeued(Job& job, const model::ExternalRef& requeued,
   // Ready at once: the engine's own requeue delay stands in for a retry backoff.
   job.current_attempt()->ready_at = job.not_before = now;
   HandOff(job, executor, now, step, &requeued);
-  Hold(job, std::move(charge));
+  Hold(job, std::move(charge), now);
 }
 
 void Controller::OnExecutorEvent(const model::ExecutorEvent& event, Step& step) {

@@ -150,13 +150,31 @@ void Holdings::RemoveNode(const NodeId& node) {
   }
 }
 
-void Holdings::SetQueues(sched::QueueTree queues, const std::map<NodeId, model::Node>& nodes) {
+std::vector<std::string> Holdings::SetQueues(sched::QueueTree queues,
+                                             const std::map<NodeId, model::Node>& nodes) {
+  std::vector<std::string> dropped = queues.RestoreHistory(queues_.History());
   queues_ = std::move(queues);
   for (auto& [id, holding] : held_) {
     holding.charge = control::ChargeOf(*holding.job, queues_, nodes);
     if (holding.charge) queues_.Add(*holding.charge);
     running_[holding.running_pos] = EntryOf(holding);
   }
+  return dropped;
+}
+
+void Holdings::Advance(TimeMs now) { queues_.Advance(now); }
+
+sched::QueueTree Holdings::QueuesAt(TimeMs now) const {
+  sched::QueueTree queues = queues_;
+  queues.Advance(now, cluster_.Capacity());
+  return queues;
+}
+
+std::vector<std::string> Holdings::RestoreHistory(const model::FairShareHistory& history,
+                                                  TimeMs now) {
+  std::vector<std::string> dropped = queues_.RestoreHistory(history);
+  Advance(now);
+  return dropped;
 }
 
 }  // namespace drover::control

@@ -23,9 +23,12 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "drover/common/clock.h"
 #include "drover/common/ids.h"
+#include "drover/model/fair_share.h"
 #include "drover/model/job.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
@@ -90,9 +93,25 @@ class Holdings {
   // come back meanwhile.
   void RemoveNode(const NodeId& node);
 
-  // Replaces the queue tree (a new policy): every held job is charged again against `queues`
-  // (ChargeOf with `nodes`; uncharged when its queue is gone).
-  void SetQueues(sched::QueueTree queues, const std::map<NodeId, model::Node>& nodes);
+  // Replaces the queue tree (a new policy): `queues` takes the current tree's fair-share history
+  // by queue path (sched::QueueTree::RestoreHistory), then every held job is charged again
+  // against it (ChargeOf with `nodes`; uncharged when its queue is gone). Returns the paths of
+  // the queues whose history was dropped because `queues` has no queue of that path.
+  std::vector<std::string> SetQueues(sched::QueueTree queues,
+                                     const std::map<NodeId, model::Node>& nodes);
+
+  // Accrues the queue tree's usage into its fair-share history up to `now`
+  // (sched::QueueTree::Advance; the capacity shares are fractions of is set by each scheduling
+  // cycle and by QueuesAt). Call before every change of what is held, so that the history
+  // counts each holding for exactly the time it was held.
+  void Advance(TimeMs now);
+  // A copy of the queue tree advanced to `now` (for reading shares without changing state).
+  sched::QueueTree QueuesAt(TimeMs now) const;
+  // Replaces the queue tree's history with `history` (sched::QueueTree::RestoreHistory), then
+  // advances it to `now`: the time between is accrued with what is held now (after a restart,
+  // before Restore holds anything: the downtime counts as time without usage). Returns the
+  // paths of the queues whose history was dropped.
+  std::vector<std::string> RestoreHistory(const model::FairShareHistory& history, TimeMs now);
 
  private:
   struct Holding {

@@ -289,7 +289,7 @@ TEST_F(PreemptionTest, ARequeuedVictimGoesAheadOfAJobSubmittedAfterIt) {
     big.hold_infeasible = true;  // never fits on 8 GPUs: pending
     Submit(big, kT0);
     Schedule(kT0);
-    std::vector<QueueReport> queues = controller_.Queues();
+    std::vector<QueueReport> queues = controller_.Queues(kT0);
     ASSERT_EQ(queues.size(), 3u);  // org, team-a, team-b
     EXPECT_EQ(queues[0].status.name, "org");
     EXPECT_EQ(queues[0].pending_jobs, 1);

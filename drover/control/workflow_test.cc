@@ -252,7 +252,7 @@ TEST_F(WorkflowTest, AJobWaitsForItsInputsWithoutQueueing) {
   auto explained = controller_.Explain(id, kT0 + 1);
   EXPECT_EQ(explained->layer, model::HoldLayer::kInputs);
   EXPECT_EQ(explained->message, "waiting for input /data/_SUCCESS");
-  for (const QueueReport& queue : controller_.Queues()) EXPECT_EQ(queue.pending_jobs, 0);
+  for (const QueueReport& queue : controller_.Queues(kT0 + 1)) EXPECT_EQ(queue.pending_jobs, 0);
 
   controller_.OnInputsChecked(id, {}, kT0 + 50, step);
   EXPECT_EQ(State(id), JobState::kReady);

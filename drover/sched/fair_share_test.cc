@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -192,6 +194,95 @@ TEST(FairShare, SharesAreZeroBeforeTheFirstAdvance) {
   MustAdd(tree, Gpus(tree, "b", 2));
   EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("b")), 0.0);
   EXPECT_TRUE(tree.Before(*tree.FindLeaf("a"), *tree.FindLeaf("b")));  // by name
+}
+
+// --- History across trees (policy reloads, restarts) ---
+
+// A tree of org/{a, b} whose leaves ran 4 and 2 GPUs (users alice and bob in a) for one
+// half-life, advanced to kHour.
+QueueTree TreeWithHistory() {
+  model::Policy policy = PolicyOf({Queue("org", {}, {Queue("a"), Queue("b")})});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  tree.Advance(0, {{"gpu", 8 * kGpu}});
+  const Charge alice = Gpus(tree, "a", 3, "alice");
+  const Charge bob = Gpus(tree, "a", 1, "bob");
+  const Charge b = Gpus(tree, "b", 2);
+  for (const Charge& charge : {alice, bob, b}) MustAdd(tree, charge);
+  tree.Advance(kHour, {{"gpu", 8 * kGpu}});
+  for (const Charge& charge : {alice, bob, b}) tree.Remove(charge);
+  return tree;
+}
+
+TEST(FairShareHistory, ExportsEveryQueueAndEveryUserOfALeafByPath) {
+  const model::FairShareHistory history = TreeWithHistory().History();
+  EXPECT_EQ(history.advanced_at, kHour);
+  std::vector<std::string> keys;
+  for (const auto& entry : history.entries) keys.push_back(entry.queue + ":" + entry.user);
+  EXPECT_THAT(keys,
+              ElementsAre("org:", "org/a:", "org/a:alice", "org/a:bob", "org/b:", "org/b:alice"));
+  // 4 GPUs for one half-life: 4000 * (half_life / ln 2) * (1 - 1/2).
+  EXPECT_NEAR(history.entries[1].usage.at("gpu"), 4000.0 * kHour / std::log(2.0) / 2, 1e-3);
+}
+
+TEST(FairShareHistory, ANewTreeTakesEachQueuesAndUsersHistoryByPath) {
+  const QueueTree old = TreeWithHistory();
+  // Another policy: a new queue c, b's weight changed, the same paths otherwise.
+  model::QueueConfig b = Queue("b");
+  b.weight = 2.0;
+  model::Policy policy = PolicyOf({Queue("org", {}, {Queue("c"), Queue("a"), b})});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  EXPECT_THAT(tree.RestoreHistory(old.History()), ElementsAre());
+  tree.Advance(kHour, {{"gpu", 8 * kGpu}});  // no time passes: only the capacity is set
+  for (std::string leaf : {"a", "b"}) {
+    const int before = *old.FindLeaf(leaf);
+    const int after = *tree.FindLeaf(leaf);
+    EXPECT_GT(old.Share(before), 0.0) << leaf;
+    EXPECT_NEAR(tree.Share(after), old.Share(before) / (leaf == "b" ? 2.0 : 1.0), 1e-12) << leaf;
+    EXPECT_NEAR(tree.UserShare(after, "alice"), old.UserShare(before, "alice"), 1e-12) << leaf;
+  }
+  EXPECT_NEAR(tree.UserShare(*tree.FindLeaf("a"), "bob"), old.UserShare(*old.FindLeaf("a"), "bob"),
+              1e-12);
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("c")), 0.0);  // a new queue starts at 0
+  EXPECT_EQ(tree.History(), old.History());
+}
+
+TEST(FairShareHistory, AQueueTheNewTreeLacksIsDroppedAndReported) {
+  const QueueTree old = TreeWithHistory();
+  // b is gone; a moved from org to top level, so its path changed too.
+  model::Policy policy = PolicyOf({Queue("org", {}, {Queue("x")}), Queue("a")});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  EXPECT_THAT(tree.RestoreHistory(old.History()), ElementsAre("org/a", "org/b"));
+  tree.Advance(kHour, {{"gpu", 8 * kGpu}});
+  EXPECT_DOUBLE_EQ(tree.Share(*tree.FindLeaf("a")), 0.0);
+  EXPECT_DOUBLE_EQ(tree.UserShare(*tree.FindLeaf("a"), "alice"), 0.0);
+  const std::vector<QueueStatus> rows = tree.Status();
+  ASSERT_EQ(rows[0].path, "org");
+  EXPECT_GT(rows[0].share, 0.0);  // org kept its own
+}
+
+TEST(FairShareHistory, RestoredHistoryDecaysFromItsOwnTime) {
+  const QueueTree old = TreeWithHistory();
+  model::Policy policy = PolicyOf({Queue("org", {}, {Queue("a"), Queue("b")})});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  tree.RestoreHistory(old.History());
+  tree.Advance(2 * kHour, {{"gpu", 8 * kGpu}});  // one half-life later, nothing running
+  const int a = *tree.FindLeaf("a");
+  EXPECT_NEAR(tree.Share(a), old.Share(*old.FindLeaf("a")) / 2, 1e-12);
+}
+
+TEST(FairShareHistory, IgnoresAmountsThatAreNotFiniteAndPositive) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a")}));
+  model::FairShareHistory history;
+  history.advanced_at = 0;
+  history.entries.push_back(
+      {"a", "", {{"gpu", -5.0}, {"cpu", std::numeric_limits<double>::infinity()}}});
+  history.entries.push_back({"a", "eve", {{"gpu", std::numeric_limits<double>::quiet_NaN()}}});
+  EXPECT_THAT(tree.RestoreHistory(history), ElementsAre());
+  EXPECT_THAT(tree.History().entries, ElementsAre());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "drover/common/quantity.h"
@@ -603,7 +604,10 @@ void QueueTree::Advance(TimeMs now, const model::ResourceAmounts& capacity) {
   for (const auto& [resource, amount] : capacity) dense.emplace_back(Intern(resource), amount);
   capacity_.assign(resource_names_.size(), 0);
   for (const auto& [r, amount] : dense) capacity_[r] = std::max<std::int64_t>(0, amount);
+  Advance(now);
+}
 
+void QueueTree::Advance(TimeMs now) {
   if (!last_advance_) {
     last_advance_ = now;
     return;
@@ -653,6 +657,69 @@ double QueueTree::ShareOf(const UsageRecord& record, double weight) const {
     }
   }
   return (current + history) / weight;
+}
+
+model::FairShareHistory QueueTree::History() const {
+  model::FairShareHistory out;
+  out.advanced_at = last_advance_;
+  auto add = [&](const std::string& queue, const std::string& user, const UsageRecord& record) {
+    model::FairShareHistory::Entry entry{queue, user, {}};
+    for (std::size_t r = 0; r < record.history.size(); ++r) {
+      if (record.history[r] > 0.0) entry.usage[resource_names_[r]] = record.history[r];
+    }
+    if (!entry.usage.empty()) out.entries.push_back(std::move(entry));
+  };
+  for (std::size_t n = 1; n < nodes_.size(); ++n) {
+    const Node& node = nodes_[n];
+    const std::string path = Path(static_cast<int>(n));
+    add(path, "", node.own);
+    // Only leaves accrue their users' history (Advance).
+    if (!node.children.empty()) continue;
+    for (const auto& [user, record] : node.users) add(path, user, record);
+  }
+  std::sort(out.entries.begin(), out.entries.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.queue, a.user) < std::tie(b.queue, b.user);
+  });
+  return out;
+}
+
+std::vector<std::string> QueueTree::RestoreHistory(const model::FairShareHistory& history) {
+  std::map<std::string, int, std::less<>> by_path;
+  for (std::size_t n = 1; n < nodes_.size(); ++n) {
+    Node& node = nodes_[n];
+    by_path.emplace(Path(static_cast<int>(n)), static_cast<int>(n));
+    node.own.history.clear();
+    for (auto it = node.users.begin(); it != node.users.end();) {
+      it->second.history.clear();
+      if (it->second.running_jobs == 0 && Empty(it->second.usage, it->second.history)) {
+        it = node.users.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::set<std::string> dropped;
+  for (const model::FairShareHistory::Entry& entry : history.entries) {
+    auto found = by_path.find(entry.queue);
+    if (found == by_path.end()) {
+      dropped.insert(entry.queue);
+      continue;
+    }
+    Node& node = nodes_[found->second];
+    if (!entry.user.empty() && !node.children.empty()) continue;
+    UsageRecord& record = entry.user.empty() ? node.own : node.users[entry.user];
+    for (const auto& [resource, amount] : entry.usage) {
+      if (!(amount > 0.0) || !std::isfinite(amount)) continue;
+      const std::size_t r = static_cast<std::size_t>(Intern(resource));
+      if (record.history.size() <= r) record.history.resize(r + 1, 0.0);
+      record.history[r] = amount;
+    }
+    if (!entry.user.empty() && record.running_jobs == 0 && Empty(record.usage, record.history)) {
+      node.users.erase(entry.user);
+    }
+  }
+  last_advance_ = history.advanced_at;
+  return {dropped.begin(), dropped.end()};
 }
 
 double QueueTree::Share(int node) const {

@@ -40,6 +40,9 @@
 // so a constant usage u converges to H = u * half_life / ln 2 (the history term then equals the
 // current-usage term). r ranges over the resources with a positive capacity in the last
 // Advance(); before the first one every share is 0. Half-life 0: H stays 0.
+// The history outlives a tree as a model::FairShareHistory (History, RestoreHistory): by queue
+// path and by (leaf path, user), so that a new tree of another policy takes each queue's history
+// by name (docs/scheduling.md, "Fair share").
 // Costs: CheckAdmit, Add and Remove are O(depth x resources in the charge) (a hash lookup of the
 // user per level that tracks users, and of the pipeline); Share O(resources); Before
 // O(depth + resources); Advance and Status O(nodes + users) x resources.
@@ -58,6 +61,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
+#include "drover/model/fair_share.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
 
@@ -171,7 +175,20 @@ class QueueTree {
   // Accrues usage into the decayed history up to `now` (no-op if now <= the last call) and
   // records the cluster capacity shares are fractions of.
   void Advance(TimeMs now, const model::ResourceAmounts& capacity);
+  // The same, keeping the capacity of the last call that gave one: for accruing at each change
+  // of usage, where the capacity is not needed.
+  void Advance(TimeMs now);
   double Share(int node) const;
+  // The decayed usage of every queue and of every user in a leaf, as of the last Advance()
+  // (advanced_at unset before the first): nothing accrued since is in it.
+  model::FairShareHistory History() const;
+  // Replaces this tree's history with `history`'s, matching queues by path and users by name
+  // within a leaf, and takes history.advanced_at as the time of the last Advance() (the next
+  // one accrues from there). Entries of a path this tree has no queue of are dropped, as are
+  // user entries of a path that is not a leaf here and amounts that are not finite and positive.
+  // Returns the paths whose history was dropped that way, sorted, each once. Current usage is
+  // not touched. O(entries x (depth + resources)).
+  std::vector<std::string> RestoreHistory(const model::FairShareHistory& history);
   // 0 for a user with nothing running and no history in the leaf.
   double UserShare(int leaf, std::string_view user) const;
   // True if leaf `a` goes before leaf `b`: at the level where their paths part, a's ancestor

@@ -1,6 +1,7 @@
 #include "drover/server/control_plane.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -76,10 +77,21 @@ void ControlPlane::SetSecretStore(std::unique_ptr<SecretStore> secrets) {
 
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
+  DROVER_ASSIGN_OR_RETURN(model::FairShareHistory history, store_->GetFairShare());
   DROVER_RETURN_IF_ERROR(agents_.Load());
   DROVER_RETURN_IF_ERROR(tokens_.Load());
   {
     MutexLock lock(mu_);
+    // The saved fair-share history first, decayed over the downtime as time without usage:
+    // Restore then holds the running jobs from now on.
+    std::vector<std::string> dropped = controller_.RestoreFairShare(history, clock_.Now());
+    if (!dropped.empty()) {
+      spdlog::warn("the policy has no queue {}: its saved fair-share history was dropped",
+                   fmt::join(dropped, ", "));
+    }
+    policy_history_dropped_ = std::move(dropped);
+    fair_share_loaded_ = true;
+    fair_share_saved_at_ = clock_.Now();
     control::Step step;
     controller_.Restore(std::move(stored), clock_.Now(), step);
     // Re-attach to the workers an earlier server launched; launch those that never started.
@@ -142,7 +154,18 @@ void ControlPlane::Stop() {
   wake_loop_.notify_all();
   changed_.notify_all();
   if (loop_.joinable()) loop_.join();
+  {
+    MutexLock lock(mu_);
+    if (!store_failed_) SaveFairShare();
+  }
   audit_.Stop();
+}
+
+void ControlPlane::SaveFairShare() {
+  if (!fair_share_loaded_) return;  // would overwrite the saved history with an empty one
+  fair_share_saved_at_ = clock_.Now();
+  Status saved = store_->PutFairShare(controller_.FairShareHistory(fair_share_saved_at_));
+  if (!saved) spdlog::error("saving the fair-share history failed: {}", saved.error().message);
 }
 
 // What a turn of the loop looked at without mu_ (Gather), for Absorb.
@@ -277,6 +300,10 @@ void ControlPlane::Loop() {
         next_due = end + (end - start);
       }
       static_cast<void>(Commit(step));  // a failed write ends the loop (store_failed_)
+      if (!store_failed_ &&
+          clock_.Now() - fair_share_saved_at_ >= options_.fair_share_save_interval_ms) {
+        SaveFairShare();
+      }
     }
     CarryOutEffects(/*wait=*/false);
     MutexLock lock(mu_);
@@ -784,7 +811,7 @@ Result<std::vector<model::Decision>> ControlPlane::Decisions(JobId id) const {
 
 std::vector<control::QueueReport> ControlPlane::Queues() const {
   MutexLock lock(mu_);
-  return controller_.Queues();
+  return controller_.Queues(clock_.Now());
 }
 
 std::vector<NodeStatus> ControlPlane::Nodes() const {

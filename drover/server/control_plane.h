@@ -111,6 +111,11 @@ struct ControlPlaneOptions {
   std::string job_token_key;
   // How often queued audit records are written (AuditLog): the crash window of the audit log.
   DurationMs audit_flush_interval_ms = 100;
+  // How often the loop saves the fair-share history (Store::PutFairShare; docs/scheduling.md,
+  // "Fair share"), which is also saved when a policy is installed and when the plane stops. 10 s:
+  // one small write that no scheduling cycle waits for; a crash loses at most the last 10 s of
+  // accrued usage (a restart then decays the history over the downtime as time without usage).
+  DurationMs fair_share_save_interval_ms = 10'000;
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
@@ -226,7 +231,8 @@ class ControlPlane {
                                         std::optional<double> progress) EXCLUDES(mu_);
   // The decision log of a job (store::Store::ListDecisions). kNotFound for an unknown job.
   Result<std::vector<model::Decision>> Decisions(JobId id) const EXCLUDES(mu_);
-  // The queue tree with usage and pending counts, in tree order.
+  // The queue tree with usage, shares (usage accrued up to now) and pending counts, in tree
+  // order.
   std::vector<control::QueueReport> Queues() const EXCLUDES(mu_);
 
   // Replaces the scheduling policy (Controller::SetPolicy) and asks for a scheduling cycle.
@@ -386,6 +392,13 @@ class ControlPlane {
   void RestoreLostNodes() REQUIRES(mu_);
   // Loads the stored cron jobs (Start).
   Status RestoreCrons() REQUIRES(mu_);
+  // Saves the controller's fair-share history (Store::PutFairShare); nothing before Start has
+  // loaded the saved one. A failure is logged, not fatal: it loses at most the history accrued
+  // since the last save, retried at the next.
+  void SaveFairShare() REQUIRES(mu_);
+  // Records (PolicyInfo) and logs the queues whose fair-share history the policy just
+  // installed dropped, then saves the history.
+  void OnPolicyInstalled(const std::vector<std::string>& dropped_history) REQUIRES(mu_);
   // Plans every cron job that is due and starts its run (the loop).
   void RunDueCrons() REQUIRES(mu_);
   // Submits the run of `entry` due at `due` under its concurrency policy.
@@ -439,6 +452,10 @@ class ControlPlane {
   std::optional<FileInfo> policy_file_seen_ GUARDED_BY(mu_);  // nullopt: it could not be looked at
   TimeMs policy_loaded_at_ GUARDED_BY(mu_) = 0;
   std::optional<Error> policy_reload_error_ GUARDED_BY(mu_);
+  // The queues whose fair-share history the last installed policy dropped (PolicyInfo).
+  std::vector<std::string> policy_history_dropped_ GUARDED_BY(mu_);
+  TimeMs fair_share_saved_at_ GUARDED_BY(mu_) = 0;          // the last SaveFairShare
+  bool fair_share_loaded_ GUARDED_BY(mu_) = false;          // Start loaded the saved history
   std::map<std::string, CronEntry> crons_ GUARDED_BY(mu_);  // by name
   std::uint64_t version_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;

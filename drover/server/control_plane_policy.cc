@@ -3,11 +3,13 @@
 // parsed without the plane's mutex; only its installation takes it).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "drover/server/control_plane.h"
 #include "drover/spec/policy.h"
@@ -16,9 +18,22 @@ namespace drover::server {
 
 Status ControlPlane::SetPolicy(const model::Policy& policy) {
   MutexLock lock(mu_);
-  DROVER_RETURN_IF_ERROR(controller_.SetPolicy(policy));
+  std::vector<std::string> dropped;
+  DROVER_RETURN_IF_ERROR(controller_.SetPolicy(policy, &dropped));
+  OnPolicyInstalled(dropped);
   RequestSchedule();
   return OkStatus();
+}
+
+void ControlPlane::OnPolicyInstalled(const std::vector<std::string>& dropped_history) {
+  if (!dropped_history.empty()) {
+    spdlog::warn(
+        "the new policy has no queue {}: the fair-share history of {} was dropped (a queue of "
+        "that name added later starts at 0)",
+        fmt::join(dropped_history, ", "), dropped_history.size() == 1 ? "it" : "them");
+  }
+  policy_history_dropped_ = dropped_history;
+  SaveFairShare();
 }
 
 model::Policy ControlPlane::Policy() const {
@@ -28,7 +43,8 @@ model::Policy ControlPlane::Policy() const {
 
 PolicyStatus ControlPlane::PolicyInfo() const {
   MutexLock lock(mu_);
-  return PolicyStatus{controller_.policy(), policy_file_, policy_loaded_at_, policy_reload_error_};
+  return PolicyStatus{controller_.policy(), policy_file_, policy_loaded_at_, policy_reload_error_,
+                      policy_history_dropped_};
 }
 
 Status ControlPlane::LoadPolicyFile(const std::string& path) {
@@ -67,12 +83,14 @@ Result<ControlPlane::PolicyFile> ControlPlane::ReadPolicyFile(const std::string&
 }
 
 Status ControlPlane::InstallPolicyFile(const std::string& path, PolicyFile file) {
-  Status installed = controller_.SetPolicy(file.policy);
+  std::vector<std::string> dropped;
+  Status installed = controller_.SetPolicy(file.policy, &dropped);
   if (!installed) {
     Error error = installed.error();
     error.message = fmt::format("{}: {}", path, error.message);
     return tl::unexpected(std::move(error));
   }
+  OnPolicyInstalled(dropped);
   policy_file_ = path;
   policy_file_seen_ = file.stamp;
   policy_loaded_at_ = clock_.Now();

@@ -12,6 +12,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -185,6 +186,22 @@ class MemoryStore final : public Store {
     return out;
   }
 
+  Status PutFairShare(const model::FairShareHistory& history) override {
+    DROVER_RETURN_IF_ERROR(ValidateFairShare(history));
+    model::FairShareHistory sorted = history;
+    std::sort(sorted.entries.begin(), sorted.entries.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.queue, a.user) < std::tie(b.queue, b.user);
+    });
+    std::unique_lock lock(mutex_);
+    fair_share_ = std::move(sorted);
+    return OkStatus();
+  }
+
+  Result<model::FairShareHistory> GetFairShare() const override {
+    std::shared_lock lock(mutex_);
+    return fair_share_;
+  }
+
  private:
   mutable std::shared_mutex mutex_;
   std::map<std::int64_t, model::Job> jobs_;                             // by id
@@ -196,6 +213,7 @@ class MemoryStore final : public Store {
   std::map<std::string, AgentRecord> agents_;                           // by node name
   std::map<std::string, TokenRecord> tokens_;                           // by id
   std::vector<AuditRecord> audit_;                                      // by seq (index + 1)
+  model::FairShareHistory fair_share_;                                  // the last saved
 };
 
 }  // namespace

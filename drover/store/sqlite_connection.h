@@ -1,9 +1,9 @@
 #pragma once
 
 // The SQLite plumbing the SQLite store runs on: SqliteError (result code -> Error), Connection
-// (one handle with a prepared-statement cache), StatementScope, BindText/ColumnText, the reader
-// ConnectionPool and the WAL Checkpointer. Internal to drover/store (sqlite_store.cc); each
-// class states its thread-safety.
+// (one handle with a prepared-statement cache), StatementScope, BindText/ColumnText, StepOnce and
+// InTransaction, the reader ConnectionPool and the WAL Checkpointer. Internal to drover/store
+// (sqlite_store.cc); each class states its thread-safety.
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -162,6 +162,28 @@ inline std::string ColumnText(sqlite3_stmt* stmt, int column) {
   return text == nullptr
              ? std::string()
              : std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)));
+}
+
+// Runs `sql`, one statement that returns no rows (prepared through the cache), on `db`.
+inline Status StepOnce(Connection& db, const std::string& sql, std::string_view what) {
+  DROVER_ASSIGN_OR_RETURN(auto stmt, db.Prepare(sql));
+  StatementScope scope(stmt);
+  const int rc = sqlite3_step(stmt);
+  if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, what);
+  return OkStatus();
+}
+
+// Runs `body` (a callable returning Status) between `begin` ("BEGIN" or "BEGIN IMMEDIATE") and
+// COMMIT; rolls back if either fails. `what` names the work in errors.
+template <typename Body>
+Status InTransaction(Connection& db, const std::string& begin, std::string_view what, Body body) {
+  DROVER_RETURN_IF_ERROR(StepOnce(db, begin, what));
+  Status status = body();
+  if (status) status = StepOnce(db, "COMMIT", what);
+  if (!status && !sqlite3_get_autocommit(db.db())) {
+    sqlite3_exec(db.db(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  return status;
 }
 
 // A fixed set of connections lent to one thread at a time.

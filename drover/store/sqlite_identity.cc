@@ -12,15 +12,6 @@
 namespace drover::store::sqlite {
 namespace {
 
-// Runs `sql` (no rows) on `db`.
-Status StepOnce(Connection& db, const std::string& sql, std::string_view what) {
-  DROVER_ASSIGN_OR_RETURN(auto stmt, db.Prepare(sql));
-  StatementScope scope(stmt);
-  const int rc = sqlite3_step(stmt);
-  if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, what);
-  return OkStatus();
-}
-
 Status InsertAudit(Connection& db, const std::vector<AuditRecord>& records) {
   DROVER_ASSIGN_OR_RETURN(
       auto stmt, db.Prepare("INSERT INTO audit (at, user, team, caller, action, target, job_id, "
@@ -116,13 +107,8 @@ Result<std::vector<TokenRecord>> ListTokens(Connection& db) {
 
 Status AppendAudit(Connection& db, const std::vector<AuditRecord>& records) {
   if (records.empty()) return OkStatus();
-  DROVER_RETURN_IF_ERROR(StepOnce(db, "BEGIN IMMEDIATE", "begin audit append"));
-  Status status = InsertAudit(db, records);
-  if (status) status = StepOnce(db, "COMMIT", "commit audit append");
-  if (!status && !sqlite3_get_autocommit(db.db())) {
-    sqlite3_exec(db.db(), "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  return status;
+  return InTransaction(db, "BEGIN IMMEDIATE", "append audit records",
+                       [&] { return InsertAudit(db, records); });
 }
 
 Result<std::vector<AuditRecord>> ListAudit(Connection& db, const AuditFilter& filter) {

@@ -18,6 +18,7 @@
 
 #include "drover/codec/json.h"
 #include "drover/store/sqlite_connection.h"
+#include "drover/store/sqlite_fair_share.h"
 #include "drover/store/sqlite_identity.h"
 #include "drover/store/store_util.h"
 
@@ -138,6 +139,21 @@ constexpr std::string_view kMigrations[] = {
       CREATE INDEX audit_user ON audit(user, seq);
       CREATE INDEX audit_team ON audit(team, seq);
       CREATE INDEX audit_job ON audit(job_id, seq);
+    )sql",
+    // 6 -> 7: fair-share history (store.h PutFairShare): decayed usage by queue path, user (''
+    // for the queue's own) and resource, and the time it was last advanced to.
+    R"sql(
+      CREATE TABLE fair_share (
+        queue    TEXT NOT NULL,  -- the queue's path, "org/team-a"
+        user     TEXT NOT NULL,  -- '' for the queue's own history
+        resource TEXT NOT NULL,  -- "gpu", "cpu", "memory", "gpu:<model>"
+        usage    REAL NOT NULL,  -- resource-milliseconds, decayed
+        PRIMARY KEY (queue, user, resource)
+      ) WITHOUT ROWID;
+      CREATE TABLE fair_share_clock (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        advanced_at INTEGER NOT NULL  -- ms since the epoch
+      );
     )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
@@ -584,6 +600,16 @@ class SqliteStore final : public Store {
   Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& filter) const override {
     auto lease = BorrowReader();
     return sqlite::ListAudit(*lease, filter);
+  }
+
+  Status PutFairShare(const model::FairShareHistory& history) override {
+    std::lock_guard lock(writer_mutex_);
+    return sqlite::PutFairShare(*writer_, history);
+  }
+
+  Result<model::FairShareHistory> GetFairShare() const override {
+    auto lease = BorrowReader();
+    return sqlite::GetFairShare(*lease);
   }
 
  private:

@@ -8,7 +8,9 @@
 // job, the decision as codec::ToJson text) with `decision_victims` (job_id, seq) naming the
 // decisions that chose a job as a victim. Table `crons` (schema 3): one row per cron job with
 // its owner, creation time, last handled due time and spec as JSON. Index `jobs_active` (rebuilt
-// in schema 4) holds the unfinished jobs, as model::IsTerminal says.
+// in schema 4) holds the unfinished jobs, as model::IsTerminal says. Tables `fair_share` and
+// `fair_share_clock` (schema 7) hold the fair-share history (sqlite_fair_share.h); its one read
+// method is two statements in one read transaction.
 // The schema version is PRAGMA user_version; PRAGMA application_id marks a Drover database.
 //
 // Durability: WAL with synchronous=NORMAL. A committed Apply survives a crash of the process;
@@ -35,8 +37,8 @@ namespace drover::store {
 // The schema version this build writes; OpenSqliteStore refuses a database with a higher one.
 // 1: jobs and transitions; 2: the decision log; 3: cron jobs; 4: the active-jobs index counts
 // skipped jobs as finished; 5: remote agents' credentials and lost nodes; 6: a cron job's team,
-// API tokens and the audit log. Older databases are migrated at open.
-inline constexpr std::int64_t kSqliteSchemaVersion = 6;
+// API tokens and the audit log; 7: fair-share history. Older databases are migrated at open.
+inline constexpr std::int64_t kSqliteSchemaVersion = 7;
 // PRAGMA application_id of a Drover database ("DRVR").
 inline constexpr std::int64_t kSqliteApplicationId = 0x44525652;
 

@@ -185,6 +185,22 @@ TEST_F(SqliteStoreTest, MigratesAVersion1Database) {
   EXPECT_THAT(store->ListDecisions(JobId(4)).value(), ::testing::ElementsAre(decision));
 }
 
+TEST_F(SqliteStoreTest, AMigratedDatabaseKeepsFairShareHistoryAcrossReopen) {
+  WriteVersion1Database(DbPath(), {MakeJob(4, "old")});
+  model::FairShareHistory history;
+  history.advanced_at = 1'700'000'000'000;
+  history.entries = {{"org", "", {{"gpu", 3.5e9}}}, {"org/a", "bob", {{"cpu", 0.125}}}};
+  {
+    auto store = MustOpen();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->GetFairShare().value(), model::FairShareHistory{});
+    ASSERT_TRUE(store->PutFairShare(history).has_value());
+  }
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->GetFairShare().value(), history);
+}
+
 // Schema 4 rebuilt the active-jobs index from model::IsTerminal: version 1 listed the finished
 // states by hand and left out `skipped`.
 TEST_F(SqliteStoreTest, MigrationRebuildsTheActiveIndexWithSkippedAsFinished) {

@@ -19,6 +19,7 @@
 #include "drover/common/result.h"
 #include "drover/model/cron.h"
 #include "drover/model/decision.h"
+#include "drover/model/fair_share.h"
 #include "drover/model/identity.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
@@ -188,6 +189,16 @@ class Store {
   // The audit records matching `filter`, in seq order (the newest filter.limit of them when
   // limited). kInvalidArgument if filter.limit < 0.
   virtual Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& filter) const = 0;
+
+  // Replaces the saved fair-share history with `history`, atomically (docs/scheduling.md, "Fair
+  // share": the server saves it at most every few seconds and loads it at start).
+  // kInvalidArgument, saving nothing, for an entry with an empty queue, two entries of one
+  // (queue, user), an empty resource name or an amount that is not finite and positive
+  // ("entries[2].usage.gpu: ..."); kUnavailable/kInternal on I/O failure.
+  virtual Status PutFairShare(const model::FairShareHistory& history) = 0;
+  // The history last saved (entries sorted by (queue, user)); an empty one (advanced_at unset,
+  // no entries) if none was.
+  virtual Result<model::FairShareHistory> GetFairShare() const = 0;
 };
 
 std::unique_ptr<Store> NewMemoryStore();

@@ -11,9 +11,11 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "drover/codec/sample_values.h"
@@ -25,6 +27,7 @@ namespace drover::store {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 struct StoreFactory {
@@ -421,6 +424,48 @@ TEST_P(StoreContractTest, TokensArePutReplacedAndListedById) {
     EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
   }
   EXPECT_EQ(store_->ListTokens().value().size(), 2u);
+}
+
+TEST_P(StoreContractTest, FairShareHistoryIsReplacedWholeAndReadBackSorted) {
+  EXPECT_EQ(store_->GetFairShare().value(), model::FairShareHistory{});
+  model::FairShareHistory history;
+  history.advanced_at = 1'700'000'000'000;
+  history.entries = {{"org/team-b", "", {{"gpu", 2.5e9}}},
+                     {"org", "", {{"gpu", 7.25e9}, {"cpu", 1.0 / 3.0}}},
+                     {"org/team-b", "alice", {{"gpu:h100", 1e-3}}}};
+  ASSERT_TRUE(store_->PutFairShare(history).has_value());
+  model::FairShareHistory sorted = history;
+  std::swap(sorted.entries[0], sorted.entries[1]);  // by (queue, user)
+  EXPECT_EQ(store_->GetFairShare().value(), sorted);
+
+  // A later save replaces everything, the time included.
+  model::FairShareHistory later;
+  later.advanced_at = 1'700'000'060'000;
+  later.entries = {{"org", "", {{"gpu", 1.0}}}};
+  ASSERT_TRUE(store_->PutFairShare(later).has_value());
+  EXPECT_EQ(store_->GetFairShare().value(), later);
+  ASSERT_TRUE(store_->PutFairShare(model::FairShareHistory{}).has_value());
+  EXPECT_EQ(store_->GetFairShare().value(), model::FairShareHistory{});
+  ASSERT_TRUE(store_->PutFairShare(later).has_value());
+
+  // Malformed histories save nothing and name the entry and field.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::pair<model::FairShareHistory, std::string>> bad = {
+      {{1, {{"", "", {{"gpu", 1.0}}}}}, "entries[0].queue"},
+      {{1, {{"a", "", {{"gpu", 1.0}}}, {"a", "", {{"cpu", 1.0}}}}}, "entries[1]: a second"},
+      {{1, {{"a", "", {{"", 1.0}}}}}, "entries[0].usage: empty"},
+      {{1, {{"a", "bob", {{"gpu", -1.0}}}}}, "entries[0].usage.gpu"},
+      {{1, {{"a", "", {{"gpu", nan}}}}}, "entries[0].usage.gpu"},
+      {{1, {{"a", "", {{"gpu", std::numeric_limits<double>::infinity()}}}}},
+       "entries[0].usage.gpu"},
+  };
+  for (const auto& [history, field] : bad) {
+    Status status = store_->PutFairShare(history);
+    ASSERT_FALSE(status.has_value()) << field;
+    EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_THAT(status.error().message, HasSubstr(field));
+  }
+  EXPECT_EQ(store_->GetFairShare().value(), later);
 }
 
 AuditRecord SampleAudit(TimeMs at, std::string user, std::string team, std::optional<JobId> job) {

@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
 
 namespace drover::store {
 
@@ -25,6 +28,31 @@ Status ValidateAgent(const AgentRecord& agent) {
 Status ValidateToken(const TokenRecord& token) {
   if (token.id.empty()) return InvalidArgument("token.id: empty token id");
   if (token.hash.empty()) return InvalidArgument(fmt::format("token {}: empty hash", token.id));
+  return OkStatus();
+}
+
+Status ValidateFairShare(const model::FairShareHistory& history) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (std::size_t i = 0; i < history.entries.size(); ++i) {
+    const model::FairShareHistory::Entry& entry = history.entries[i];
+    if (entry.queue.empty()) {
+      return InvalidArgument(fmt::format("entries[{}].queue: must not be empty", i));
+    }
+    if (!seen.emplace(entry.queue, entry.user).second) {
+      return InvalidArgument(fmt::format("entries[{}]: a second entry of queue {}{}", i,
+                                         entry.queue,
+                                         entry.user.empty() ? "" : " and user " + entry.user));
+    }
+    for (const auto& [resource, amount] : entry.usage) {
+      if (resource.empty()) {
+        return InvalidArgument(fmt::format("entries[{}].usage: empty resource name", i));
+      }
+      if (!(amount > 0.0) || !std::isfinite(amount)) {
+        return InvalidArgument(fmt::format(
+            "entries[{}].usage.{}: must be finite and above 0 (is {})", i, resource, amount));
+      }
+    }
+  }
   return OkStatus();
 }
 

@@ -25,6 +25,9 @@ Status ValidateAgent(const AgentRecord& agent);
 // kInvalidArgument if the token record's id or hash is empty.
 Status ValidateToken(const TokenRecord& token);
 
+// kInvalidArgument naming the entry and field if `history` breaks Store::PutFairShare's rules.
+Status ValidateFairShare(const model::FairShareHistory& history);
+
 // kInvalidArgument if filter.limit is negative.
 Status ValidateFilter(const JobFilter& filter);
 Status ValidateFilter(const AuditFilter& filter);

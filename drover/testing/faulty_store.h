@@ -62,6 +62,10 @@ class FaultyStore final : public store::Store {
       const store::AuditFilter& filter) const override {
     return base_.ListAudit(filter);
   }
+  Status PutFairShare(const model::FairShareHistory& history) override {
+    return base_.PutFairShare(history);
+  }
+  Result<model::FairShareHistory> GetFairShare() const override { return base_.GetFairShare(); }
 
  private:
   store::Store& base_;
