@@ -240,70 +240,70 @@ TEST_F(PreemptionTest, ARequeuedVictimGoesAheadOfAJobSubmittedAfterIt) {
   Schedule(kT0 + 4'000);
   EXPECT_EQ(controller_.Find(victim)->state, JobState::kStarting);
   EXPECT_EQ(controller_.Find(later)->state, JobState::kReady);
+}
 
-  TEST_F(PreemptionTest, ARequeuedVictimDoesNotRetakeCapacityWhileItsPreemptorWaits) {
-    const auto [a, b1, b2] = PreemptTwoBorrowers();
+TEST_F(PreemptionTest, ARequeuedVictimDoesNotRetakeCapacityWhileItsPreemptorWaits) {
+  const auto [a, b1, b2] = PreemptTwoBorrowers();
 
-    // b1 exits and queues again while b2 still stops: what b1 freed is held for a-train.
-    Event(Preempted(b1, 1, 0, kT0 + 2'000));
-    ASSERT_EQ(State(b1), JobState::kReady);
-    EXPECT_TRUE(Launches(Schedule(kT0 + 2'000)).empty());
-    EXPECT_EQ(State(b1), JobState::kReady);
-    auto waiting = controller_.Explain(a, kT0 + 2'000);
-    ASSERT_TRUE(waiting);
-    EXPECT_EQ(waiting->layer, model::HoldLayer::kPreempting);
-    EXPECT_THAT(waiting->message, HasSubstr(fmt::format("waiting for job {},", b2.value())));
+  // b1 exits and queues again while b2 still stops: what b1 freed is held for a-train.
+  Event(Preempted(b1, 1, 0, kT0 + 2'000));
+  ASSERT_EQ(State(b1), JobState::kReady);
+  EXPECT_TRUE(Launches(Schedule(kT0 + 2'000)).empty());
+  EXPECT_EQ(State(b1), JobState::kReady);
+  auto waiting = controller_.Explain(a, kT0 + 2'000);
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(waiting->layer, model::HoldLayer::kPreempting);
+  EXPECT_THAT(waiting->message, HasSubstr(fmt::format("waiting for job {},", b2.value())));
 
-    // b2 exits: a-train starts in the next cycle; b1 and b2 wait.
-    Event(Preempted(b2, 1, 0, kT0 + 3'000));
-    Schedule(kT0 + 3'000);
-    EXPECT_EQ(State(a), JobState::kStarting);
-    EXPECT_EQ(State(b1), JobState::kReady);
-    EXPECT_EQ(State(b2), JobState::kReady);
-  }
+  // b2 exits: a-train starts in the next cycle; b1 and b2 wait.
+  Event(Preempted(b2, 1, 0, kT0 + 3'000));
+  Schedule(kT0 + 3'000);
+  EXPECT_EQ(State(a), JobState::kStarting);
+  EXPECT_EQ(State(b1), JobState::kReady);
+  EXPECT_EQ(State(b2), JobState::kReady);
+}
 
-  TEST_F(PreemptionTest, CancellingAWaitingPreemptorReleasesWhatItsVictimsFreed) {
-    const auto [a, b1, b2] = PreemptTwoBorrowers();
-    Event(Preempted(b1, 1, 0, kT0 + 2'000));
-    Step cancel;
-    ASSERT_TRUE(controller_.Cancel(a, "cancelled by alice", kT0 + 2'000, cancel).has_value());
-    Schedule(kT0 + 2'000);
-    EXPECT_EQ(State(b1), JobState::kStarting);
-  }
+TEST_F(PreemptionTest, CancellingAWaitingPreemptorReleasesWhatItsVictimsFreed) {
+  const auto [a, b1, b2] = PreemptTwoBorrowers();
+  Event(Preempted(b1, 1, 0, kT0 + 2'000));
+  Step cancel;
+  ASSERT_TRUE(controller_.Cancel(a, "cancelled by alice", kT0 + 2'000, cancel).has_value());
+  Schedule(kT0 + 2'000);
+  EXPECT_EQ(State(b1), JobState::kStarting);
+}
 
-  TEST_F(PreemptionTest, CheckpointsAreReportedOnlyForRunningJobs) {
-    const JobId job = Submit(Spec("x", "team-a", 1), kT0);
-    Step step;
-    EXPECT_EQ(controller_.ReportCheckpoint(job, kT0, step).error().code,
-              ErrorCode::kFailedPrecondition);
-    StartAll(Schedule(kT0), kT0 + 10);
-    ASSERT_TRUE(controller_.ReportCheckpoint(job, kT0 + 500, step).has_value());
-    EXPECT_EQ(controller_.Find(job)->current_attempt()->last_checkpoint_at, kT0 + 500);
-    EXPECT_EQ(controller_.ReportCheckpoint(JobId(99), kT0, step).error().code,
-              ErrorCode::kNotFound);
-  }
+TEST_F(PreemptionTest, CheckpointsAreReportedOnlyForRunningJobs) {
+  const JobId job = Submit(Spec("x", "team-a", 1), kT0);
+  Step step;
+  EXPECT_EQ(controller_.ReportCheckpoint(job, kT0, step).error().code,
+            ErrorCode::kFailedPrecondition);
+  StartAll(Schedule(kT0), kT0 + 10);
+  ASSERT_TRUE(controller_.ReportCheckpoint(job, kT0 + 500, step).has_value());
+  EXPECT_EQ(controller_.Find(job)->current_attempt()->last_checkpoint_at, kT0 + 500);
+  EXPECT_EQ(controller_.ReportCheckpoint(JobId(99), kT0, step).error().code, ErrorCode::kNotFound);
+}
 
-  TEST_F(PreemptionTest, QueuesReportUsageAndPendingJobs) {
-    Submit(Spec("a1", "team-a", 2), kT0);
-    model::JobSpec big = Spec("b-big", "team-b", 16);
-    big.hold_infeasible = true;  // never fits on 8 GPUs: pending
-    Submit(big, kT0);
-    Schedule(kT0);
-    std::vector<QueueReport> queues = controller_.Queues(kT0);
-    ASSERT_EQ(queues.size(), 3u);  // org, team-a, team-b
-    EXPECT_EQ(queues[0].status.name, "org");
-    EXPECT_EQ(queues[0].pending_jobs, 1);
-    EXPECT_EQ(queues[1].status.name, "team-a");
-    EXPECT_EQ(queues[1].status.usage.at("gpu"), 2000);
-    EXPECT_EQ(queues[2].pending_jobs, 1);
-  }
+TEST_F(PreemptionTest, QueuesReportUsageAndPendingJobs) {
+  Submit(Spec("a1", "team-a", 2), kT0);
+  model::JobSpec big = Spec("b-big", "team-b", 16);
+  big.hold_infeasible = true;  // never fits on 8 GPUs: pending
+  Submit(big, kT0);
+  Schedule(kT0);
+  std::vector<QueueReport> queues = controller_.Queues(kT0);
+  ASSERT_EQ(queues.size(), 3u);  // org, team-a, team-b
+  EXPECT_EQ(queues[0].status.name, "org");
+  EXPECT_EQ(queues[0].pending_jobs, 1);
+  EXPECT_EQ(queues[1].status.name, "team-a");
+  EXPECT_EQ(queues[1].status.usage.at("gpu"), 2000);
+  EXPECT_EQ(queues[2].pending_jobs, 1);
+}
 
-  TEST_F(PreemptionTest, ABadPolicyChangesNothing) {
-    model::Policy bad = TwoTeams();
-    bad.queues[0].children[1].name = "team-a";  // duplicate leaf
-    EXPECT_FALSE(controller_.SetPolicy(bad).has_value());
-    EXPECT_EQ(controller_.policy(), TwoTeams());
-  }
+TEST_F(PreemptionTest, ABadPolicyChangesNothing) {
+  model::Policy bad = TwoTeams();
+  bad.queues[0].children[1].name = "team-a";  // duplicate leaf
+  EXPECT_FALSE(controller_.SetPolicy(bad).has_value());
+  EXPECT_EQ(controller_.policy(), TwoTeams());
+}
 
 }  // namespace
 }  // namespace drover::control
