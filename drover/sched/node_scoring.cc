@@ -46,27 +46,33 @@ class ScoredPlanner {
     int feasible = 0;
     switch (Grouping()) {
       case Group::kCapacity:
-        WalkIndex(filter_, *index_, demand_, options_.excluded, /*one_per_capacity=*/true,
-                  [&](const NodeKey& key) { Visit(key.position, feasible); });
+        WalkIndex(filter_, *index_, demand_, options_.excluded, [&](const NodeKey& key) {
+          Visit(key.position, feasible);
+          return true;  // one node per capacity
+        });
         break;
       case Group::kCapacityAndModel: {
         // Keys come by capacity, names ascending within one: score the first node of each
-        // model in each capacity.
+        // model in each capacity, and leave the capacity once every model of the index's
+        // members was seen in it (none other can follow).
         const NodeKey* group = nullptr;
         std::vector<const std::string*> seen;
-        WalkIndex(filter_, *index_, demand_, options_.excluded, /*one_per_capacity=*/false,
-                  [&](const NodeKey& key) {
-                    if (group == nullptr || !SameCapacity(*group, key)) {
-                      group = &key;
-                      seen.clear();
-                    }
-                    const std::string* model = &impl_.states[key.position].one_gpu_model;
-                    for (const std::string* other : seen) {
-                      if (*other == *model) return;
-                    }
-                    seen.push_back(model);
-                    Visit(key.position, feasible);
-                  });
+        std::size_t members_seen = 0;  // models of seen that are in index_->member_models
+        WalkIndex(filter_, *index_, demand_, options_.excluded, [&](const NodeKey& key) {
+          if (group == nullptr || !SameCapacity(*group, key)) {
+            group = &key;
+            seen.clear();
+            members_seen = 0;
+          }
+          const std::string* model = &impl_.states[key.position].one_gpu_model;
+          for (const std::string* other : seen) {
+            if (*other == *model) return false;
+          }
+          seen.push_back(model);
+          if (index_->member_models.contains(*model)) ++members_seen;
+          Visit(key.position, feasible);
+          return members_seen == index_->member_models.size();
+        });
         break;
       }
       case Group::kNone:

@@ -44,12 +44,13 @@ std::vector<int> ChooseWholeGpus(const ClusterImpl& impl, const StaticFilter& fi
 int LabelScore(const ClusterImpl& impl, int pos, const model::JobSpec& spec);
 
 // Walks the keys of `index` that may hold a worker of `demand` now (tier by tier, free GPUs
-// from demand.gpus up, skipping keys short of CPU or memory), calling visit(pos) for those not
-// excluded, with its key; with `one_per_capacity`, only the first such node (in name order) of
-// each distinct (tier, free GPUs, free CPU, free memory).
+// from demand.gpus up, skipping keys short of CPU or memory), calling visit(key) for those not
+// excluded, in key order (names ascending within one capacity). visit returns true to skip the
+// rest of the key's capacity (tier, free GPUs, free CPU, free memory): the walk goes on at the
+// next capacity.
 template <typename Visit>
 void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& demand,
-               const std::vector<char>* excluded, bool one_per_capacity, Visit&& visit) {
+               const std::vector<char>* excluded, Visit&& visit) {
   const std::set<NodeKey>& keys = index.keys;
   const int last_tier = filter.needs_gpus ? 0 : 1;
   for (int tier = 0; tier <= last_tier; ++tier) {
@@ -64,9 +65,8 @@ void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& dem
           it->free_memory >= demand.memory &&
           (excluded == nullptr || it->position >= static_cast<int>(excluded->size()) ||
            !(*excluded)[it->position]);
-      if (usable) visit(*it);
-      if (usable && one_per_capacity &&
-          it->free_memory < std::numeric_limits<std::int64_t>::max()) {
+      const bool next_capacity = usable && visit(*it);
+      if (next_capacity && it->free_memory < std::numeric_limits<std::int64_t>::max()) {
         // The next capacity: the first key past every name of this one.
         it = keys.lower_bound(
             NodeKey{tier, it->free_gpus, it->free_cpu, it->free_memory + 1, std::string(), 0});
@@ -100,8 +100,10 @@ void ForEachEligible(const ClusterImpl& impl, const StaticFilter& filter, const 
     }
     return;
   }
-  WalkIndex(filter, *index, demand, excluded, /*one_per_capacity=*/false,
-            [&](const NodeKey& key) { visit(key.position); });
+  WalkIndex(filter, *index, demand, excluded, [&](const NodeKey& key) {
+    visit(key.position);
+    return false;
+  });
 }
 
 // What fragmentation scoring reads: the mix (PlanOptions::mix, else the job's own shape) and
