@@ -11,13 +11,6 @@
 namespace drover::sched {
 namespace {
 
-// True if `job` passes the rules every victim obeys, whatever the policy (victims.h).
-bool MayBeVictim(const RunningJob& job, const VictimRules& rules) {
-  const DurationMs ran = rules.now - job.started_at;
-  return job.spec->interruptible && !job.placement->workers.empty() && ran > 0 &&
-         ran >= rules.min_run_time;
-}
-
 std::vector<const RunningJob*> JobsOf(const std::vector<Victim>& victims) {
   std::vector<const RunningJob*> jobs;
   jobs.reserve(victims.size());
@@ -27,11 +20,17 @@ std::vector<const RunningJob*> JobsOf(const std::vector<Victim>& victims) {
 
 }  // namespace
 
+bool MayBeVictim(const RunningJob& job, TimeMs now, DurationMs min_run_time) {
+  const DurationMs ran = now - job.started_at;
+  return job.spec->interruptible && !job.placement->workers.empty() && ran > 0 &&
+         ran >= min_run_time;
+}
+
 VictimSelection SelectVictims(std::span<const RunningJob> running, const VictimRules& rules) {
   VictimSelection selection;
   std::vector<Victim> candidates;
   for (const RunningJob& job : running) {
-    if (!MayBeVictim(job, rules)) continue;
+    if (!MayBeVictim(job, rules.now, rules.min_run_time)) continue;
     if (std::optional<VictimReason> reason = rules.reason(job)) {
       candidates.push_back({&job, LostGpuSeconds(job, rules.now), *reason});
     }

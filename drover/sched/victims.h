@@ -45,6 +45,10 @@ struct VictimRules {
   std::function<bool(std::span<const RunningJob* const> victims)> frees_enough;
 };
 
+// True if `job` passes the rules every victim obeys, whatever the policy: interruptible, with
+// placed workers, and run longer than 0 ms and at least `min_run_time` by `now` (below).
+bool MayBeVictim(const RunningJob& job, TimeMs now, DurationMs min_run_time);
+
 // Chooses victims among `running`.
 //
 // A candidate is a running job that is interruptible (spec->interruptible), holds placed
