@@ -205,8 +205,11 @@ void Replay::SubmitJob(std::int32_t index) {
   if (options_.policy.order == model::QueueOrder::kSjf && !spec.timeout) {
     spec.timeout = trace_job.duration;
   }
+  // Moved into the vector: a braced list would copy the spec (its elements are const).
+  std::vector<model::JobSpec> specs;
+  specs.push_back(std::move(spec));
   Result<control::SubmitResult> submitted =
-      Timed([&] { return controller_.Submit({std::move(spec)}, "", trace_job.user, now_, step_); });
+      Timed([&] { return controller_.Submit(std::move(specs), "", trace_job.user, now_, step_); });
   if (!submitted || submitted->ids.size() != 1) {
     ++rejected_;
     step_ = control::Step{};
