@@ -1,4 +1,5 @@
-// Fragmentation scoring through the index (node_scoring.cc, ByFreeCapacity): one node per
+// Fragmentation scoring through the index (FragmentationGrouping in placement_support.h, used by
+// node_scoring.cc and the gang planner): one node per
 // distinct free capacity gives the placement that scoring every node gives.
 
 #include <gtest/gtest.h>
@@ -100,9 +101,10 @@ std::vector<model::Node> RandomNodes(std::mt19937& rng, bool uniform) {
 }
 
 TEST(FragmentationIndex, PlacesAsScoringEveryNode) {
-  // The same jobs on two copies of a random cluster, one with the indexes (ByFreeCapacity when
-  // it applies) and one without (every node scanned and scored): the placements agree, with and
-  // without excluded nodes and model-restricted shapes in the mix.
+  // The same jobs on two copies of a random cluster, one with the indexes (one node per free
+  // capacity when FragmentationGrouping allows) and one without (every node scanned and
+  // scored): the placements agree, for single workers and gangs, with and without excluded
+  // nodes and model-restricted shapes in the mix.
   for (int seed = 0; seed < 200; ++seed) {
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
@@ -121,6 +123,9 @@ TEST(FragmentationIndex, PlacesAsScoringEveryNode) {
       specs.push_back(spec);
     }
     specs.push_back(MakeCpuJob(4'000, 8 * kGi));
+    // Gangs: the gang planner's whole-GPU steps group by free capacity the same way.
+    specs.push_back(MakeJob(2, /*workers=*/3));
+    specs.push_back(MakeJob(1, /*workers=*/4, /*same_node=*/true));
     if (seed % 4 < 2) {
       model::JobSpec h100 = MakeJob(1);
       h100.requirements.gpu_models = {"H100"};

@@ -41,6 +41,8 @@ class Planner {
         scoring_ = model::Scoring::kBinpack;  // MIG slices are preconfigured: nothing to score
       } else {
         fragmentation_.Init(spec, options);
+        by_capacity_ =
+            FragmentationGrouping(index_, options, spec, fragmentation_.mix()) == Group::kCapacity;
       }
     }
   }
@@ -448,8 +450,17 @@ class Planner {
             continue;
           }
           // Every feasible node: nodes with as many free GPUs may differ in their partly used
-          // timeslice GPUs and their CPU, which fragmentation weighs.
-          if (usable(*it) && MakeWhole(it->position, k, cand)) cands.push_back(cand);
+          // timeslice GPUs and their CPU, which fragmentation weighs; unless every node of the
+          // index is of one GPU kind (by_capacity_): then the first usable node of each free
+          // capacity stands for the rest, which fragment alike and lose the name tie-break.
+          if (usable(*it) && MakeWhole(it->position, k, cand)) {
+            cands.push_back(cand);
+            if (by_capacity_ && it->free_memory < LLONG_MAX) {
+              it = keys.lower_bound(NodeKey{tier, it->free_gpus, it->free_cpu, it->free_memory + 1,
+                                            std::string(), 0});
+              continue;
+            }
+          }
           ++it;
         }
       }
@@ -804,6 +815,9 @@ class Planner {
   model::Scoring scoring_;
   FragmentationInputs fragmentation_;
 
+  // FGD over an index whose nodes group by free capacity (FragmentationGrouping): whole-GPU
+  // steps score one node per capacity.
+  bool by_capacity_ = false;
   bool list_mode_ = false;
   std::vector<int> list_;  // candidate positions in list mode
   PlannedGang gang_;

@@ -102,27 +102,9 @@ class ScoredPlanner {
  private:
   using Fit = FragmentationCache::Fit;
 
-  // How FGD may group the index's nodes and score one node per group (the first in name
-  // order), getting the placement of scoring every node. It may when every member is one GPU
-  // kind (NodeState::one_gpu_kind): a member's fragmentation, CPU term and fill are then
-  // functions of its free GPUs and CPU, and of its model only through the mix's model lists;
-  // the fit is the key's (all of a member's GPUs pass the filter). Groups: one per free
-  // capacity (kCapacity) when the members have one model or the mix names none, else per
-  // capacity and model (kCapacityAndModel: the walk still passes every key, but scores one node
-  // per model). Not with label preferences, nor with an rng (ties go to the name, which is the
-  // index's order within a capacity).
-  enum class Group { kNone, kCapacity, kCapacityAndModel };
   Group Grouping() const {
-    if (!fgd_ || index_ == nullptr || options_.rng != nullptr ||
-        !spec_.preferences.node_labels.empty() || index_->mixed_members > 0) {
-      return Group::kNone;
-    }
-    if (index_->member_models.size() <= 1) return Group::kCapacity;
-    const WorkloadMix& mix = fragmentation_.mix();
-    return std::none_of(mix.shapes.begin(), mix.shapes.end(),
-                        [](const Shape& shape) { return !shape.gpu_models_lower.empty(); })
-               ? Group::kCapacity
-               : Group::kCapacityAndModel;
+    return fgd_ ? FragmentationGrouping(index_, options_, spec_, fragmentation_.mix())
+                : Group::kNone;
   }
 
   static bool SameCapacity(const NodeKey& a, const NodeKey& b) {

@@ -106,6 +106,30 @@ void ForEachEligible(const ClusterImpl& impl, const StaticFilter& filter, const 
   });
 }
 
+// How FGD may group an index's nodes and score one node per group (the first in name order),
+// getting the placement of scoring every node. It may when every member is one GPU kind
+// (NodeState::one_gpu_kind, Index::mixed_members 0): a member's fragmentation, CPU term and
+// fill are then functions of its free GPUs and CPU, and of its model only through the mix's
+// model lists; the fit is the key's (all of a member's GPUs pass the filter). Groups: one per
+// free capacity (kCapacity) when the members have one model or the mix names none, else per
+// capacity and model (kCapacityAndModel). kNone (score every node): no index, label
+// preferences, or an rng (ties must go to the name, the index's order within a capacity).
+// Used by the node scorer (single workers) and the gang planner's whole-GPU steps (kCapacity
+// only).
+enum class Group { kNone, kCapacity, kCapacityAndModel };
+inline Group FragmentationGrouping(const Index* index, const PlanOptions& options,
+                                   const model::JobSpec& spec, const WorkloadMix& mix) {
+  if (index == nullptr || options.rng != nullptr || !spec.preferences.node_labels.empty() ||
+      index->mixed_members > 0) {
+    return Group::kNone;
+  }
+  if (index->member_models.size() <= 1) return Group::kCapacity;
+  return std::none_of(mix.shapes.begin(), mix.shapes.end(),
+                      [](const Shape& shape) { return !shape.gpu_models_lower.empty(); })
+             ? Group::kCapacity
+             : Group::kCapacityAndModel;
+}
+
 // What fragmentation scoring reads: the mix (PlanOptions::mix, else the job's own shape) and
 // the memo (PlanOptions::fragmentation_cache, else one of its own).
 class FragmentationInputs {
