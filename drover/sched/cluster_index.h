@@ -216,6 +216,9 @@ struct ClusterState::Impl {
 
   // Position of a node, or -1.
   int Find(const std::string& name) const;
+  // By node position: 1 for each of `names` that is a node here, 0 elsewhere (a
+  // PlanOptions::excluded mask).
+  std::vector<char> MaskOf(const std::vector<NodeId>& names) const;
 
   std::int64_t FreeCpu(int pos) const { return nodes[pos].cpu_millis - states[pos].used_cpu; }
   std::int64_t FreeMemory(int pos) const {

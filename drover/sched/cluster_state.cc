@@ -176,6 +176,15 @@ int ClusterState::Impl::Find(const std::string& name) const {
   return it == position_by_name.end() ? -1 : it->second;
 }
 
+std::vector<char> ClusterState::Impl::MaskOf(const std::vector<NodeId>& names) const {
+  std::vector<char> mask(nodes.size(), 0);
+  for (const NodeId& name : names) {
+    const int pos = Find(name.value());
+    if (pos >= 0) mask[pos] = 1;
+  }
+  return mask;
+}
+
 NodeKey ClusterState::Impl::KeyOf(int pos, const StaticFilter& filter) const {
   NodeKey key;
   key.tier = (!filter.needs_gpus && !nodes[pos].gpus.empty()) ? 1 : 0;

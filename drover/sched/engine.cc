@@ -628,11 +628,7 @@ void Cycle::Reserve(const Entry& entry, const model::JobSpec& spec) {
 }
 
 void Cycle::AdoptReservation(Reservation reservation) {
-  reserved_mask_.assign(impl_.nodes.size(), 0);
-  for (const NodeId& node : reservation.nodes) {
-    int pos = impl_.Find(node.value());
-    if (pos >= 0) reserved_mask_[pos] = 1;
-  }
+  reserved_mask_ = impl_.MaskOf(reservation.nodes);
   reservation_ = std::move(reservation);
   UpdateHeldMask();
 }

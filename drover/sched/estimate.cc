@@ -129,15 +129,10 @@ class Projector {
     const bool avoid_reserved =
         reserved && at < layers_.reservation->start &&
         !(spec_.timeout && at + *spec_.timeout <= layers_.reservation->start);
-    std::vector<char> mask;
     internal::PlanOptions options = options_;
     if (avoid_reserved) {
-      mask.assign(impl_.nodes.size(), 0);
-      for (const NodeId& node : layers_.reservation->nodes) {
-        const int pos = impl_.Find(node.value());
-        if (pos >= 0) mask[pos] = 1;
-      }
-      options.excluded = &mask;
+      if (reserved_mask_.empty()) reserved_mask_ = impl_.MaskOf(layers_.reservation->nodes);
+      options.excluded = &reserved_mask_;
     }
     held_by_ = Holder::kCapacity;
     for (const auto& [flavor, spec] : flavors_) {
@@ -171,6 +166,7 @@ class Projector {
   const EstimateLayers& layers_;
   std::optional<QueueTree> queues_;  // with quota: the tree as jobs end
   std::optional<int> leaf_;
+  std::vector<char> reserved_mask_;  // the reservation's nodes, built on first use
   std::vector<std::pair<std::string, std::unique_ptr<model::JobSpec>>> flavors_;
   // The reservation's holder once placed, and the end of its limit until released.
   std::optional<internal::PlannedGang> holder_;
