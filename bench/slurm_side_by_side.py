@@ -121,7 +121,11 @@ def slurm(case_dir):
 
 
 def get_json(url):
-    with urllib.request.urlopen(url, timeout=30) as response:
+    # The server's admin token, which the script exports (docs/security.md).
+    request = urllib.request.Request(
+        url, headers={"Authorization": "Bearer " + os.environ.get("DROVER_TOKEN", "")}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)
 
 

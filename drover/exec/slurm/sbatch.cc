@@ -136,19 +136,31 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   } else {
     command = " /bin/sh -c " + ShellQuote(spec.script);
   }
-  // Each task learns its rank from Slurm; the batch host (where srun runs) is rank 0's address.
-  const std::string worker =
-      "export DROVER_WORKER_RANK=$SLURM_PROCID "
-      "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$(hostname)}; exec \"$@\"";
-  s += fmt::format("srun --kill-on-bad-exit=1 --export=ALL /bin/bash -c {} drover-worker{} &\n",
-                   ShellQuote(worker), command);
+  // A lone worker runs in the batch step itself: a job step (srun) costs Slurm a second
+  // slurmstepd and its RPCs, and doubled what a one-worker job cost this cluster
+  // (docs/benchmarks.md). setsid makes it a process group of its own, so that a stop reaches
+  // its children as srun's would. Several workers are tasks of one step, each learning its rank
+  // from Slurm; the batch host (where srun runs) is rank 0's address.
+  std::string stop_target = "$step";
+  if (workers == 1) {
+    const std::string worker =
+        "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$(hostname); exec \"$@\"";
+    s += fmt::format("setsid /bin/bash -c {} drover-worker{} &\n", ShellQuote(worker), command);
+    stop_target = "-- -$step";
+  } else {
+    const std::string worker =
+        "export DROVER_WORKER_RANK=$SLURM_PROCID "
+        "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$(hostname)}; exec \"$@\"";
+    s += fmt::format("srun --kill-on-bad-exit=1 --export=ALL /bin/bash -c {} drover-worker{} &\n",
+                     ShellQuote(worker), command);
+  }
   s += "step=$!\n";
-  s += "trap 'kill -TERM $step 2>/dev/null' TERM\n";
+  s += fmt::format("trap 'kill -TERM {} 2>/dev/null' TERM\n", stop_target);
   if (spec.timeout) {
     s += fmt::format(
-        "( sleep {:.3f} && touch \"$timeout_marker\" && kill -TERM $step && sleep {} && "
-        "kill -KILL $step ) 2>/dev/null &\n",
-        static_cast<double>(*spec.timeout) / 1000.0, grace_s);
+        "( sleep {0:.3f} && touch \"$timeout_marker\" && kill -TERM {2} && sleep {1} && "
+        "kill -KILL {2} ) 2>/dev/null &\n",
+        static_cast<double>(*spec.timeout) / 1000.0, grace_s, stop_target);
     s += "watchdog=$!\n";
   }
   // wait returns early when the TERM trap fires: wait again for the step's own status.

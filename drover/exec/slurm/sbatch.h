@@ -15,8 +15,11 @@
 //   --time from the timeout (whole minutes, rounded up: Slurm's backstop; the script itself
 //   stops the workers at the exact timeout and leaves a marker so the end reads timed_out);
 //   --signal=B:TERM@<grace> so the batch script hears of the time limit before SIGKILL.
-// The script exports the environment contract, creates the directories, then runs the workers
-// with `srun`, each with DROVER_WORKER_RANK=$SLURM_PROCID and DROVER_MASTER_ADDR the batch host.
+// The script exports the environment contract, creates the directories, then runs the workers:
+// several with `srun`, each with DROVER_WORKER_RANK=$SLURM_PROCID and DROVER_MASTER_ADDR the
+// batch host; a lone worker in the batch step itself, in a process group of its own (no job
+// step: half the work for Slurm), with rank 0. A stop (Slurm's signal, the timeout) reaches
+// every process of the workers.
 // Run k of a Slurm job submitted for attempt A (after k requeues, $SLURM_RESTART_COUNT) is
 // attempt A+k: its contract is the file ContractFile(AttemptDir(job_dir, A+k)), which the
 // executor writes before it releases the requeued job; without it the run exits 1.

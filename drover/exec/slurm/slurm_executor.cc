@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "drover/exec/slurm/command.h"
 #include "drover/exec/slurm/sbatch.h"
@@ -93,13 +94,16 @@ void SlurmExecutor::Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind
   event.ref = tracked.ref;
   event.kind = kind;
   event.at = at;
+  ++emitted_;
   MutexLock lock(mu_);
   events_.push_back(std::move(event));
 }
 
 void SlurmExecutor::Loop() {
   using Steady = std::chrono::steady_clock;
-  const auto interval = std::chrono::milliseconds(options_.poll_interval_ms);
+  const auto shortest = std::chrono::milliseconds(options_.poll_interval_ms);
+  const auto longest = std::max(shortest, std::chrono::milliseconds(options_.max_poll_interval_ms));
+  auto interval = shortest;
   Steady::time_point next_refresh = Steady::now() + interval;
   MutexLock lock(mu_);
   while (!stopping_) {
@@ -122,12 +126,17 @@ void SlurmExecutor::Loop() {
       submits_.erase(queued);
       it = cancels.erase(it);
     }
-    // One sbatch per turn, so that cancels and refreshes are not held up behind a large
-    // submission (1,000 jobs at tens of ms per sbatch).
-    std::optional<model::ExternalLaunch> launch;
-    if (!submits_.empty()) {
-      launch = std::move(submits_.front());
+    // One round of concurrent sbatch calls per turn, so that cancels and refreshes are not held
+    // up behind a large submission (1,000 jobs at tens of ms per sbatch).
+    std::vector<model::ExternalLaunch> launches;
+    const auto round = static_cast<std::size_t>(std::max(options_.max_concurrent_submits, 1));
+    while (!submits_.empty() && launches.size() < round) {
+      launches.push_back(std::move(submits_.front()));
       submits_.pop_front();
+    }
+    if (!adopts.empty() || !cancels.empty() || !launches.empty()) {
+      interval = shortest;
+      next_refresh = std::min(next_refresh, Steady::now() + interval);
     }
     lock.unlock();
     for (const model::ExternalRef& ref : adopts) AdoptNow(ref);
@@ -137,33 +146,62 @@ void SlurmExecutor::Loop() {
       event.exit.cancelled = true;
       Emit(TrackedOf(ref), model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
     }
-    if (launch) SubmitNow(*launch);
+    if (!launches.empty()) SubmitNow(std::move(launches));
     for (const model::ExternalRef& ref : cancels) CancelNow(ref);
     // At the poll interval, not at every wake-up: a refresh lists every job Slurm holds, and
     // one per submission cost more than the submission once hundreds were listed.
     if (Steady::now() >= next_refresh) {
-      if (!tracked_.empty()) Refresh();
+      const bool changed = !tracked_.empty() && Refresh();
+      interval = changed ? shortest : std::min(interval * 2, longest);
       next_refresh = Steady::now() + interval;
     }
     lock.lock();
   }
 }
 
-void SlurmExecutor::SubmitNow(const model::ExternalLaunch& launch) {
-  if (launch.ref.restart > 0) {
-    ContinueNow(launch);
-    return;
+void SlurmExecutor::SubmitNow(std::vector<model::ExternalLaunch> launches) {
+  std::vector<const model::ExternalLaunch*> fresh;
+  for (const model::ExternalLaunch& launch : launches) {
+    if (launch.ref.restart > 0) {
+      ContinueNow(launch);  // touches held_: on this thread
+    } else {
+      fresh.push_back(&launch);
+    }
   }
-  Tracked tracked = TrackedOf(launch.ref);
+  std::vector<Handed> handed(fresh.size());
+  {
+    // The first on this thread, the others each on a thread of its own for the round.
+    std::vector<std::jthread> calls;
+    for (std::size_t i = 1; i < fresh.size(); ++i) {
+      calls.emplace_back([this, &handed, &fresh, i] { handed[i] = RunSbatch(*fresh[i]); });
+    }
+    if (!fresh.empty()) handed[0] = RunSbatch(*fresh[0]);
+  }
+  for (Handed& one : handed) {
+    if (one.error.empty()) {
+      tracked_[one.tracked.ref.name] = one.tracked;
+      Emit(one.tracked, model::ExecutorEvent::Kind::kSubmitted, one.at);
+      continue;
+    }
+    spdlog::warn("slurm: {} not submitted: {}", one.tracked.ref.name, one.error);
+    model::ExecutorEvent event;
+    event.exit.message = one.error;
+    Emit(one.tracked, model::ExecutorEvent::Kind::kExited, one.at, event);
+  }
+}
+
+SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& launch) const {
+  Handed handed;
+  handed.tracked = TrackedOf(launch.ref);
+  Tracked& tracked = handed.tracked;
   std::error_code ec;
   std::filesystem::create_directories(tracked.attempt_dir, ec);
   Result<Sbatch> sbatch =
       RenderSbatch(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url});
-  std::string error;
   if (ec) {
-    error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
+    handed.error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
   } else if (!sbatch) {
-    error = sbatch.error().message;
+    handed.error = sbatch.error().message;
   } else {
     std::vector<std::string> argv = {"sbatch"};
     argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
@@ -171,18 +209,13 @@ void SlurmExecutor::SubmitNow(const model::ExternalLaunch& launch) {
     if (result.ok()) {
       // --parsable prints "ID" or "ID;CLUSTER".
       std::string id = Trim(result.out);
-      id = id.substr(0, id.find(';'));
-      tracked.ref.external_id = id;
-      tracked_[tracked.ref.name] = tracked;
-      Emit(tracked, model::ExecutorEvent::Kind::kSubmitted, clock_.Now());
-      return;
+      tracked.ref.external_id = id.substr(0, id.find(';'));
+    } else {
+      handed.error = "sbatch: " + Trim(result.err.empty() ? result.out : result.err);
     }
-    error = "sbatch: " + Trim(result.err.empty() ? result.out : result.err);
   }
-  spdlog::warn("slurm: {} not submitted: {}", launch.ref.name, error);
-  model::ExecutorEvent event;
-  event.exit.message = error;
-  Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
+  handed.at = clock_.Now();
+  return handed;
 }
 
 void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
@@ -250,12 +283,13 @@ void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
   tracked_[tracked.ref.name] = tracked;
 }
 
-void SlurmExecutor::Refresh() {
+bool SlurmExecutor::Refresh() {
   CommandResult result = RunCommand({"scontrol", "show", "job", "-o"});
   if (!result.ok()) {
     spdlog::warn("slurm: scontrol show job: {}", Trim(result.err));
-    return;  // Slurm unreachable: try again at the next refresh
+    return false;  // Slurm unreachable: try again at the next refresh
   }
+  const std::size_t emitted = emitted_;
   std::map<std::string, SlurmJob> jobs;
   std::istringstream lines(result.out);
   for (std::string line; std::getline(lines, line);) {
@@ -274,6 +308,7 @@ void SlurmExecutor::Refresh() {
     }
     it = ended ? tracked_.erase(it) : std::next(it);
   }
+  return emitted_ != emitted;
 }
 
 bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {

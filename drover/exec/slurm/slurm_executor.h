@@ -31,6 +31,14 @@ struct SlurmExecutorOptions {
   std::string runs_dir;
   std::string server_url;  // exported to the jobs as DROVER_SERVER
   DurationMs poll_interval_ms = 500;
+  // How many `sbatch` calls run at once. One at a time, a file of 1,000 jobs reached Slurm in
+  // 207 s on a loaded 2-core machine (docs/benchmarks.md): each call waits mostly on
+  // slurmctld, which serves several at once.
+  int max_concurrent_submits = 8;
+  // While refreshes find nothing new, the interval doubles up to this (a cluster of long jobs
+  // is asked about them less often); any change, submission or cancel returns it to
+  // poll_interval_ms.
+  DurationMs max_poll_interval_ms = 4000;
 };
 
 class SlurmExecutor final : public Executor {
@@ -61,14 +69,26 @@ class SlurmExecutor final : public Executor {
   std::string JobDir(JobId job) const;
 
   void Loop() EXCLUDES(mu_);
-  void SubmitNow(const model::ExternalLaunch& launch);
+  // Hands `launches` to Slurm: new submissions by concurrent `sbatch` calls, continuations one
+  // after the other; returns when every one was reported (kSubmitted, or kExited with why not).
+  void SubmitNow(std::vector<model::ExternalLaunch> launches);
+  // One `sbatch` for a new submission (ref.restart == 0), safe to run on several threads at
+  // once (it reads only the options): the Slurm job's id in ref.external_id, or why there is
+  // none.
+  struct Handed {
+    Tracked tracked;
+    TimeMs at = 0;      // when sbatch returned
+    std::string error;  // empty: submitted
+  };
+  Handed RunSbatch(const model::ExternalLaunch& launch) const;
   // A continuation (ref.restart > 0): writes the attempt's contract file, then releases the
   // requeued Slurm job that Observe held.
   void ContinueNow(const model::ExternalLaunch& launch);
   void CancelNow(const model::ExternalRef& ref);
   void AdoptNow(const model::ExternalRef& ref);
-  // One `scontrol show job -o`: events for every tracked job that changed.
-  void Refresh();
+  // One `scontrol show job -o`: events for every tracked job that changed. True when it
+  // reported any.
+  bool Refresh();
   // Reports what `job` says of `tracked`; true when its run ended (no longer tracked).
   bool Observe(Tracked& tracked, const SlurmJob& job);
   // Slurm requeued the job after `tracked`'s run (job.restarts > tracked.ref.restart): reports
@@ -100,6 +120,7 @@ class SlurmExecutor final : public Executor {
   // held for Drover (between a requeued run's kExited and its continuation or cancel).
   std::map<std::string, Tracked> tracked_;
   std::set<std::string> held_;
+  std::size_t emitted_ = 0;  // events reported so far (Emit runs on the thread only)
   std::thread thread_;
 };
 

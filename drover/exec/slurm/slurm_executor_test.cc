@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,16 +24,23 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // Stand-ins for sbatch, scontrol, scancel and sacct, first on PATH: each call is a line of
-// $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds;
-// scontrol lists $FAKE_SLURM_DIR/show if it exists, else every job submitted so far as pending;
-// sacct prints $FAKE_SLURM_DIR/sacct.out.
+// $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds, and
+// appends to $FAKE_SLURM_DIR/overlap how many sbatch calls were running when it ended (itself
+// included); scontrol lists $FAKE_SLURM_DIR/show if it exists, else every job submitted so far
+// as pending; sacct prints $FAKE_SLURM_DIR/sacct.out.
 const char* kSbatch = R"sh(#!/bin/bash
 cat >/dev/null
+touch "$FAKE_SLURM_DIR/running.$$"
 sleep "${FAKE_SBATCH_DELAY:-0}"
 for a in "$@"; do case $a in --job-name=*) name=${a#--job-name=};; esac; done
+exec 9>"$FAKE_SLURM_DIR/lock"
+flock 9
 n=$(( $(wc -l < "$FAKE_SLURM_DIR/jobs") + 1 ))
 echo "$n $name" >> "$FAKE_SLURM_DIR/jobs"
 echo "sbatch $name" >> "$FAKE_SLURM_DIR/log"
+ls "$FAKE_SLURM_DIR" | grep -c '^running\.' >> "$FAKE_SLURM_DIR/overlap"
+rm -f "$FAKE_SLURM_DIR/running.$$"
+flock -u 9
 echo "$n"
 )sh";
 const char* kScontrol = R"sh(#!/bin/bash
@@ -146,34 +154,66 @@ class SlurmExecutorTest : public ::testing::Test {
 TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
   setenv("FAKE_SBATCH_DELAY", "0.1", 1);
   SlurmExecutor executor(Options(50), clock_);
-  for (int job = 1; job <= 10; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
-  // While the first sbatch calls run, job 9 is cancelled: it must never reach Slurm (before,
-  // the whole batch of 10 was submitted first, job 9 included, then cancelled with scancel).
+  for (int job = 1; job <= 40; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
+  // While the first rounds of sbatch calls run (8 at a time), job 39 is cancelled: it must
+  // never reach Slurm (before, the whole batch was submitted first, job 39 included, then
+  // cancelled with scancel).
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  ASSERT_TRUE(executor.Cancel(Launch(9).ref, {}).has_value());
+  ASSERT_TRUE(executor.Cancel(Launch(39).ref, {}).has_value());
   int submitted = 0;
   bool cancelled = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while ((submitted < 9 || !cancelled) && std::chrono::steady_clock::now() < deadline) {
+  while ((submitted < 39 || !cancelled) && std::chrono::steady_clock::now() < deadline) {
     for (const model::ExecutorEvent& event : executor.Poll()) {
       if (event.kind == model::ExecutorEvent::Kind::kSubmitted) ++submitted;
       if (event.kind == model::ExecutorEvent::Kind::kExited) {
-        EXPECT_EQ(event.ref.job.value(), 9);
+        EXPECT_EQ(event.ref.job.value(), 39);
         EXPECT_TRUE(event.exit.cancelled);
         cancelled = true;
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_EQ(submitted, 9);
+  EXPECT_EQ(submitted, 39);
   EXPECT_TRUE(cancelled);
   const std::vector<std::string> log = Log();
-  EXPECT_THAT(log, Not(Contains("sbatch drover-9-1")));
+  EXPECT_THAT(log, Not(Contains("sbatch drover-39-1")));
   EXPECT_THAT(log, Not(Contains(HasSubstr("scancel"))));
   // Slurm's states were read while the submission was under way, not only after it.
   auto first_scontrol = std::find(log.begin(), log.end(), "scontrol");
-  auto last_sbatch = std::find(log.begin(), log.end(), "sbatch drover-10-1");
+  auto last_sbatch = std::find(log.begin(), log.end(), "sbatch drover-40-1");
   EXPECT_LT(first_scontrol, last_sbatch);
+}
+
+// 200 jobs of one file: the sbatch calls run several at once (before, one per loop turn, so a
+// file of 1,000 jobs reached Slurm one sbatch after the other in 207 s), each job is submitted
+// exactly once, and each gets its own Slurm job id.
+TEST_F(SlurmExecutorTest, ALargeSubmissionRunsSeveralSbatchAtOnce) {
+  setenv("FAKE_SBATCH_DELAY", "0.2", 1);
+  SlurmExecutorOptions options = Options(50);
+  options.max_concurrent_submits = 8;
+  SlurmExecutor executor(options, clock_);
+  constexpr int kJobs = 200;
+  for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
+  std::set<std::string> ids;
+  std::set<std::int64_t> jobs;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    EXPECT_NE(event.kind, model::ExecutorEvent::Kind::kExited) << event.exit.message;
+    if (event.kind != model::ExecutorEvent::Kind::kSubmitted) return false;  // Slurm's reason
+    ids.insert(event.ref.external_id);
+    jobs.insert(event.ref.job.value());
+    return jobs.size() == kJobs;
+  }));
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
+  const std::vector<std::string> log = Log();
+  EXPECT_EQ(std::count_if(log.begin(), log.end(),
+                          [](const std::string& line) { return line.starts_with("sbatch"); }),
+            kJobs);
+  std::ifstream overlap_file(dir_ + "/overlap");
+  int most = 0;
+  for (int running = 0; overlap_file >> running;) most = std::max(most, running);
+  EXPECT_GT(most, 1) << "the sbatch calls ran one at a time";
+  EXPECT_LE(most, options.max_concurrent_submits);
 }
 
 TEST_F(SlurmExecutorTest, RefreshesAtThePollIntervalNotAtEverySubmission) {

@@ -2,11 +2,16 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
 
 #include "drover/exec/slurm/sbatch.h"
 #include "drover/testing/temp_dir.h"
@@ -186,13 +191,15 @@ TEST(SbatchTest, WhatSlurmCannotExpressIsRefusedNamingTheField) {
   EXPECT_THAT(RenderSbatch(models, {}).error().message, HasSubstr("requirements.gpu_model"));
 }
 
-// The batch script under bash, with an srun that runs the worker here as task 0.
+// The batch script under bash, with an srun that runs the worker here as task 0 and logs each
+// call to srun.log.
 class BatchScriptTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::filesystem::create_directories(dir_ + "/bin");
-    std::ofstream(dir_ + "/bin/srun")
-        << "#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nSLURM_PROCID=0 exec \"$@\"\n";
+    std::ofstream(dir_ + "/bin/srun") << "#!/bin/bash\necho srun >> " << dir_
+                                      << "/srun.log\nwhile [[ $1 == --* ]]; do shift; done\n"
+                                         "SLURM_PROCID=0 exec \"$@\"\n";
     std::filesystem::permissions(dir_ + "/bin/srun", std::filesystem::perms::owner_all);
   }
 
@@ -206,10 +213,10 @@ class BatchScriptTest : public ::testing::Test {
     return launch;
   }
 
-  // Runs the script of attempt 2's submission as Slurm's run `restart`: its output, and the
-  // exit code in *code.
-  std::string Run(int restart, int* code) {
-    Result<Sbatch> sbatch = RenderSbatch(LaunchOf(2), {dir_ + "/job", ""});
+  // Runs the script of attempt 2's submission (or of `launch`) as Slurm's run `restart`: its
+  // output, and the exit code in *code.
+  std::string Run(int restart, int* code, std::optional<model::ExternalLaunch> launch = {}) {
+    Result<Sbatch> sbatch = RenderSbatch(launch ? *launch : LaunchOf(2), {dir_ + "/job", ""});
     EXPECT_TRUE(sbatch.has_value());
     std::ofstream(dir_ + "/batch.sh") << sbatch->script;
     const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
@@ -227,6 +234,49 @@ class BatchScriptTest : public ::testing::Test {
   testing::TempDir temp_{"drover-batch"};
   const std::string dir_ = temp_.path();  // bin/srun, the script, its staging directories
 };
+
+TEST_F(BatchScriptTest, ALoneWorkerRunsWithoutAJobStepAndSeveralWithSrun) {
+  int code = -1;
+  EXPECT_THAT(Run(0, &code), HasSubstr("attempt=2 rank=0"));
+  EXPECT_EQ(code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/srun.log"));
+  model::ExternalLaunch gang = LaunchOf(2);
+  gang.spec.workers = 2;
+  EXPECT_THAT(Run(0, &code, gang), HasSubstr("attempt=2 rank=0"));
+  EXPECT_EQ(code, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/srun.log"));
+}
+
+// The timeout stops the lone worker's whole process group: a child it started is not left
+// running after the batch script ends (as srun's signal reaches every process of a step).
+TEST_F(BatchScriptTest, TheTimeoutStopsEveryProcessOfALoneWorker) {
+  model::ExternalLaunch launch = LaunchOf(2);
+  launch.spec.timeout = 500;
+  launch.kill_grace_ms = 1000;
+  launch.spec.command = {"sh", "-c", "sleep 300 & echo $! > " + dir_ + "/child.pid; wait"};
+  std::filesystem::create_directories(AttemptDir(dir_ + "/job", 2));  // the executor's part
+  int code = -1;
+  Run(0, &code, launch);
+  EXPECT_NE(code, 0);
+  EXPECT_TRUE(std::filesystem::exists(TimeoutMarker(AttemptDir(dir_ + "/job", 2))));
+  std::ifstream pid_file(dir_ + "/child.pid");
+  pid_t child = 0;
+  ASSERT_TRUE(pid_file >> child);
+  // Signalled as the script stopped its worker, it dies a moment later (a zombie until init
+  // reaps it counts as gone).
+  const auto dead = [](pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, comm, state;
+    return !(stat >> pid_field >> comm >> state) || state == "Z";
+  };
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = dead(child);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the worker's child " << child << " outlived the batch script";
+  if (!gone) kill(child, SIGKILL);
+}
 
 TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {
   int code = -1;
