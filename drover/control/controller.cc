@@ -321,9 +321,14 @@ sched::JobHistory Controller::HistoryOf(const Job& job, TimeMs now) const {
 void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   // Capacity only shrinks between releases, so a job that did not fit in an earlier cycle
   // cannot fit now unless something was freed: then only the untried jobs need a try (and the
-  // last full pass's reservation still holds). Every full_cycle_interval_ms a full cycle runs
-  // anyway, refreshing every verdict, the reservation and preemption choices.
-  const bool full = capacity_freed_ || now - last_full_cycle_ >= options_.full_cycle_interval_ms;
+  // last full pass's reservation still holds). Every full_cycle_interval_ms (longer over a large
+  // backlog) a full cycle runs anyway, refreshing every verdict, the reservation and preemption
+  // choices.
+  const DurationMs full_interval =
+      std::max<DurationMs>(options_.full_cycle_interval_ms,
+                           static_cast<DurationMs>(jobs_.ready().size()) /
+                               std::max<std::int64_t>(options_.full_cycle_ready_jobs_per_ms, 1));
+  const bool full = capacity_freed_ || now - last_full_cycle_ >= full_interval;
   const std::set<JobId>& candidates = full ? jobs_.ready() : jobs_.untried();
   // A nomination ends when its preemptor leaves the queue (cancelled, held back, failed).
   std::erase_if(awaiting_, [&](const auto& entry) { return !jobs_.ready().contains(entry.first); });

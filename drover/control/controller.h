@@ -59,8 +59,15 @@ struct Options {
   int master_port_base = 29'500;
   int master_port_span = 10'000;
   // Between releases of capacity a scheduling pass tries only jobs not tried before (the rest
-  // cannot fit); a full pass over the queue still runs this often, refreshing pending reasons.
+  // cannot fit); a full pass over the queue still runs this often, refreshing pending reasons,
+  // the reservation and preemption choices ...
   DurationMs full_cycle_interval_ms = 1'000;
+  // ... or, over a larger backlog, one millisecond apart for every this many ready jobs: a full
+  // pass costs microseconds per job (128 ms over 50,000 mixed jobs, docs/benchmarks.md), and
+  // one over 160,000 jobs every second kept a core 70% busy with nothing changing; at 20 per
+  // ms, a backlog under 20,000 keeps the one-second pass and a larger one is passed over every
+  // backlog/20 ms.
+  std::int64_t full_cycle_ready_jobs_per_ms = 20;
   // Value outputs stage at <value_outputs_root>/job-ID/attempt-N/NAME (docs/workflows.md); a
   // driver that runs jobs with value outputs sets it (the server: under its data directory).
   std::string value_outputs_root;

@@ -165,11 +165,14 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
   }
   Worker& worker = attempt->workers[event.key.rank];
   if (!WorkerAlive(worker)) return;
-  const TimeMs now = event.at;
+  // An agent's clock is its own: an event reads no earlier than the worker's placement and start
+  // as recorded here, so that the timeline stays ordered (the server clamps future times on
+  // receipt, RemoteRuntime::Report).
+  const TimeMs now = std::max({event.at, attempt->placed_at, worker.started_at});
 
   if (event.kind == model::WorkerEvent::Kind::kCheckpoint) {
-    if (event.at > attempt->last_checkpoint_at) {
-      attempt->last_checkpoint_at = event.at;
+    if (now > attempt->last_checkpoint_at) {
+      attempt->last_checkpoint_at = now;
       holdings_.Track(job.id);
       step.changed.insert(job.id);
     }
@@ -179,7 +182,7 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
     if (worker.state != WorkerState::kLaunched) return;  // reported again after a restart
     step.changed.insert(job.id);
     worker.state = WorkerState::kRunning;
-    worker.started_at = event.at;
+    worker.started_at = now;
     bool all_running =
         std::all_of(attempt->workers.begin(), attempt->workers.end(),
                     [](const Worker& w) { return w.state != WorkerState::kLaunched; });
@@ -193,7 +196,7 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
   step.changed.insert(job.id);
   worker.state = WorkerState::kExited;
   worker.exit = event.exit;
-  worker.finished_at = event.at;
+  worker.finished_at = now;
   if (!event.exit.Succeeded() && !attempt->outcome) {
     JobState outcome = event.exit.timed_out   ? JobState::kTimedOut
                        : event.exit.cancelled ? JobState::kCancelled

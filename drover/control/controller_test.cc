@@ -282,6 +282,23 @@ model::JobSpec Held(model::JobSpec spec) {
   return spec;
 }
 
+// An agent's clock running behind cannot put a start or an end before the placement: the
+// timeline stays ordered.
+TEST_F(ControllerTest, AWorkerEventFromBeforeThePlacementReadsThePlacementTime) {
+  JobId id = Submit({Spec("train", 1)})[0];
+  ASSERT_EQ(Launches(Schedule(kT0 + 5)).size(), 1u);
+  const TimeMs placed = controller_.Find(id)->current_attempt()->placed_at;
+  ASSERT_GT(placed, 0);
+  Event(Started(id, 1, 0, kT0 - 3'600'000));
+  Event(Exited(id, 1, 0, 0, kT0 - 3'500'000));
+  const model::Attempt& attempt = *controller_.Find(id)->current_attempt();
+  EXPECT_EQ(attempt.running_at, placed);
+  EXPECT_EQ(attempt.workers[0].started_at, placed);
+  EXPECT_EQ(attempt.workers[0].finished_at, placed);
+  EXPECT_GE(attempt.finished_at, placed);
+  EXPECT_EQ(State(id), JobState::kSucceeded);
+}
+
 TEST_F(ControllerTest, UnplaceableJobStaysReadyWithAReason) {
   JobId id = Submit({Held(Spec("huge", 8))})[0];
   EXPECT_TRUE(Launches(Schedule(kT0)).empty());
@@ -312,6 +329,35 @@ TEST_F(ControllerTest, PassesBetweenReleasesTryOnlyNewJobsAndAFullPassRefreshesR
   Event(Exited(small, 1, 0, 0, kT0 + 2'000));
   Schedule(kT0 + 2'001);
   EXPECT_THAT(controller_.Find(big)->status_message, HasSubstr("largest free block is 4 GPUs"));
+}
+
+// Over a large backlog a full pass runs less often than every full_cycle_interval_ms: 3 ready
+// jobs at 1 per ms make it every 3 ms instead of every millisecond.
+class ControllerBacklogTest : public testing::ControllerFixture {
+ protected:
+  ControllerBacklogTest() {
+    Options options;
+    options.full_cycle_interval_ms = 1;
+    options.full_cycle_ready_jobs_per_ms = 1;
+    controller_ = Controller(options);
+    Step step;
+    controller_.UpsertNode(NodeA(4), kT0, step);
+  }
+};
+
+TEST_F(ControllerBacklogTest, ALargeBacklogIsPassedOverFullyLessOften) {
+  std::vector<JobId> big;
+  for (const char* name : {"big-a", "big-b", "big-c"})
+    big.push_back(Submit({Held(Spec(name, 8))})[0]);
+  Schedule(kT0);  // a full pass
+  EXPECT_THAT(controller_.Find(big[0])->status_message, HasSubstr("largest free block is 4 GPUs"));
+  Submit({Spec("small", 1)}, kT0 + 1);
+  ASSERT_EQ(Launches(Schedule(kT0 + 1)).size(), 1u);  // a pass over the new job only
+  // 2 ms after the last full pass: with 1 job a full pass would be due (1 ms); with 3, not yet.
+  Schedule(kT0 + 2);
+  EXPECT_THAT(controller_.Find(big[0])->status_message, HasSubstr("largest free block is 4 GPUs"));
+  Schedule(kT0 + 3);
+  EXPECT_THAT(controller_.Find(big[0])->status_message, HasSubstr("largest free block is 3 GPUs"));
 }
 
 TEST_F(ControllerTest, SameSubmissionKeyReturnsTheSameJobs) {

@@ -152,7 +152,12 @@ Status RemoteRuntime::Report(std::vector<model::WorkerEvent> events) {
   MutexLock lock(mu_);
   DROVER_RETURN_IF_ERROR(RequireConnected());
   quiet_since_ = heard_at_ = clock_.Now();
-  for (model::WorkerEvent& event : events) events_.push_back(std::move(event));
+  for (model::WorkerEvent& event : events) {
+    // The agent's clock is its own: nothing it reports happened after it reached us (the
+    // controller keeps the times from before placement out, Controller::OnWorkerEvent).
+    event.at = std::min(event.at, heard_at_);
+    events_.push_back(std::move(event));
+  }
   return OkStatus();
 }
 

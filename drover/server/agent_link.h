@@ -95,6 +95,8 @@ class RemoteRuntime final : public agent::WorkerRuntime {
   // others. Never waits: with none left and `wait_ms` > 0, the caller parks the agent's poll for
   // up to `wait_ms`, and the agent counts as heard from until then or until its next call.
   Result<CommandBatch> TakeCommands(const api::AgentAck& ack, DurationMs wait_ms);
+  // Queues the agent's events for Poll; an event time after now (the agent's clock runs ahead)
+  // reads now.
   Status Report(std::vector<model::WorkerEvent> events);
   // Replaces the waker (none: nullptr).
   void SetWaker(Waker waker);

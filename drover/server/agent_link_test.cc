@@ -54,13 +54,29 @@ TEST(RemoteRuntime, QueuesStopsAndPassesCheckpointEventsThrough) {
   model::WorkerEvent checkpoint;
   checkpoint.key = model::WorkerKey{JobId(1), 1, 0};
   checkpoint.kind = model::WorkerEvent::Kind::kCheckpoint;
-  checkpoint.at = 1'700'000'000'123;
+  checkpoint.at = clock.Now() - 877;
   auto wire = codec::WorkerEventFromJson(json::parse(codec::DumpJson(codec::ToJson(checkpoint))));
   ASSERT_TRUE(wire) << wire.error().ToString();
   ASSERT_TRUE(runtime.Report({*wire}));
   auto events = runtime.Poll();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0], checkpoint);
+}
+
+// A hostile or skewed agent's clock cannot put an event in the future: it reads the time the
+// server heard it.
+TEST(RemoteRuntime, AnEventFromTheAgentsFutureReadsNow) {
+  testing::FakeClock clock;
+  RemoteRuntime runtime(NodeId("node-r"), clock);
+  runtime.Connect({});
+  model::WorkerEvent started;
+  started.key = model::WorkerKey{JobId(1), 1, 0};
+  started.kind = model::WorkerEvent::Kind::kStarted;
+  started.at = clock.Now() + 365 * kMillisPerDay;
+  ASSERT_TRUE(runtime.Report({started}));
+  auto events = runtime.Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].at, clock.Now());
 }
 
 model::LaunchSpec LaunchOf(JobId job) {
