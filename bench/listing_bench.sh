@@ -10,7 +10,8 @@
 #   ls --limit 50   the newest 50
 #   ls --pending    every waiting job with its queue position (skipped where unsupported)
 #   nodes           1,000 nodes
-#   get ID          one job (its transitions come from the store)
+#   get ID          a job submitted alone (its transitions come from the store), and a job of a
+#                   1,000-job batch (`get` also shows the batch's run: 1,000 jobs as a tree)
 #   explain ID      one job's verdict
 # Needs curl; no root.
 #
@@ -66,6 +67,11 @@ export DROVER_TOKEN=$(cat "$WORK/data/admin.token")
 for f in "$WORK"/jobs-*.yaml; do
   "$DROVER" --server "$URL" submit --hold-infeasible "$f" >/dev/null
 done
+# One job submitted on its own: `get` of a job of a batch also shows the batch's run (its 1,000
+# jobs as a tree), `get` of this one only the job.
+printf 'kind: Job\nname: alone\nresources: {cpu: 64, memory: 100Mi, gpus: 1}\ncommand: ["true"]\n' \
+  >"$WORK/alone.yaml"
+"$DROVER" --server "$URL" submit --hold-infeasible "$WORK/alone.yaml" >/dev/null
 sleep 3  # a few scheduling cycles over the full queue
 echo "$JOBS jobs, $NODES nodes; $DROVER; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 
@@ -81,13 +87,15 @@ measure() {
     times+=("$(echo "($end - $start) * 1000" | bc -l)")
   done
   printf '%s\n' "${times[@]}" | sort -n | awk -v label="$label" '
-    { t[NR] = $1 } END { printf "%-16s median %6.0f ms  max %6.0f ms\n", label, t[int((NR + 1) / 2)], t[NR] }'
+    { t[NR] = $1 } END { printf "%-18s median %6.0f ms  max %6.0f ms\n", label, t[int((NR + 1) / 2)], t[NR] }'
 }
 
 ID=$((JOBS / 2))
+ALONE=$((JOBS + 1))
 measure "ls" ls
 measure "ls --limit 50" ls --limit 50
 if "$DROVER" ls --help | grep -q -- --pending; then measure "ls --pending" ls --pending; fi
 measure "nodes" nodes
-measure "get $ID" get "$ID"
+measure "get $ALONE" get "$ALONE"
+measure "get $ID (run)" get "$ID"
 measure "explain $ID" explain "$ID"

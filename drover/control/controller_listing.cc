@@ -30,10 +30,10 @@ void Controller::RecordPositions(const std::vector<JobId>& order) {
   std::unordered_map<std::string, std::size_t> queue_index;
   int in_cluster = 0;
   for (JobId id : order) {
-    if (!jobs_.ready().contains(id)) continue;  // placed by this pass
-    const std::string& queue = jobs_.Get(id).spec.queue;
-    auto [it, inserted] = queue_index.try_emplace(queue, queue_orders_.size());
-    if (inserted) queue_orders_.emplace_back(queue, std::vector<JobId>{});
+    const model::Job* job = jobs_.Find(id);
+    if (job->state != model::JobState::kReady) continue;  // placed by this pass
+    auto [it, inserted] = queue_index.try_emplace(job->spec.queue, queue_orders_.size());
+    if (inserted) queue_orders_.emplace_back(job->spec.queue, std::vector<JobId>{});
     std::vector<JobId>& members = queue_orders_[it->second].second;
     members.push_back(id);
     positions_[id] = Position{it->second, static_cast<int>(members.size()), ++in_cluster};
