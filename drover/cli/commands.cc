@@ -140,7 +140,9 @@ Result<json> FetchJobs(api::ApiClient& client, const std::string& filters, int l
     for (json& job : response.json["jobs"]) jobs.push_back(std::move(job));
     const json& next = response.json["next"];
     if (!next.is_number_integer() || (limit > 0 && static_cast<int>(jobs.size()) >= limit)) break;
-    after = fmt::format("&after={}", next.get<std::int64_t>());
+    std::string cursor = fmt::format("&after={}", next.get<std::int64_t>());
+    if (cursor == after) break;  // a server that does not advance is not followed forever
+    after = std::move(cursor);
   }
   return jobs;
 }
