@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "drover/api/agent_handlers.h"
+#include "drover/api/job_handlers.h"
 #include "drover/api/request.h"
 #include "drover/api/routes.h"
 #include "drover/api/service.h"
@@ -95,6 +96,15 @@ class FakeService final : public Service {
     std::vector<model::Job> out;
     for (const auto& [id, job] : jobs) out.push_back(job);
     return out;
+  }
+  JobPage ListJobPage(const JobPageRequest& request) const override {
+    listed_filter = request.filter;
+    listed_page = request;
+    return SelectJobPage(jobs, request, [this](JobId id) -> std::optional<control::QueuePosition> {
+      auto it = positions.find(id);
+      if (it == positions.end()) return std::nullopt;
+      return it->second;
+    });
   }
   Result<model::Job> GetJob(JobId id) const override { return Find(id); }
   Result<std::vector<model::Transition>> Transitions(JobId id) const override {
@@ -234,6 +244,8 @@ class FakeService final : public Service {
   std::vector<store::AuditRecord> audit_log;  // what ListAudit finds
   mutable store::AuditFilter listed_audit;
   std::map<JobId, model::Job> jobs;
+  std::map<JobId, control::QueuePosition> positions;
+  mutable JobPageRequest listed_page;
   std::map<JobId, std::vector<model::Job>> runs;
   std::vector<NodeStatus> nodes;
   Submission submission;
@@ -458,6 +470,7 @@ TEST_F(HandlersTest, ListJobsRejectsAnUnknownStateAndALimitThatIsNoInteger) {
 }
 
 TEST_F(HandlersTest, ListJobsFiltersAsAsked) {
+  service_.jobs[JobId(7)].spec.owner = "bob";
   Response response = Serve(
       {Method::kGet, "/v1/jobs", "", {{"state", "running"}, {"owner", "bob"}, {"active", "1"}}});
   EXPECT_EQ(response.status, 200);
@@ -465,6 +478,100 @@ TEST_F(HandlersTest, ListJobsFiltersAsAsked) {
   EXPECT_EQ(service_.listed_filter.state, model::JobState::kRunning);
   EXPECT_EQ(service_.listed_filter.owner, "bob");
   EXPECT_TRUE(service_.listed_filter.active_only);
+}
+
+// Ids of a GET /v1/jobs page, and its next cursor (0: none).
+std::pair<std::vector<std::int64_t>, std::int64_t> Page(const Response& response) {
+  std::vector<std::int64_t> ids;
+  const json body = Body(response);
+  for (const json& job : body["jobs"]) ids.push_back(job["id"].get<std::int64_t>());
+  return {ids, body["next"].is_null() ? 0 : body["next"].get<std::int64_t>()};
+}
+
+class JobPagesTest : public HandlersTest {
+ protected:
+  // Jobs 1 to 7; the even ones wait in a queue (ready).
+  JobPagesTest() {
+    for (std::int64_t id = 1; id <= 6; ++id) {
+      service_.jobs[JobId(id)] = RunningJob(id);
+      if (id % 2 == 0) service_.jobs[JobId(id)].state = model::JobState::kReady;
+    }
+  }
+
+  std::pair<std::vector<std::int64_t>, std::int64_t> List(
+      std::map<std::string, std::string> query) {
+    Response response = Serve({Method::kGet, "/v1/jobs", "", std::move(query)});
+    EXPECT_EQ(response.status, 200) << response.body;
+    return Page(response);
+  }
+};
+
+using Ids = std::vector<std::int64_t>;
+
+TEST_F(JobPagesTest, PagesAscendByIdWithANextCursorUntilTheLast) {
+  EXPECT_EQ(List({}), std::make_pair(Ids{1, 2, 3, 4, 5, 6, 7}, std::int64_t{0}));
+  EXPECT_EQ(service_.listed_page.limit, kDefaultJobPage);
+  EXPECT_EQ(List({{"limit", "3"}, {"order", "asc"}}), std::make_pair(Ids{1, 2, 3}, 3l));
+  EXPECT_EQ(List({{"limit", "3"}, {"order", "asc"}, {"after", "3"}}),
+            std::make_pair(Ids{4, 5, 6}, 6l));
+  EXPECT_EQ(List({{"limit", "3"}, {"order", "asc"}, {"after", "6"}}), std::make_pair(Ids{7}, 0l));
+  // A cursor need not be a job that still exists.
+  EXPECT_EQ(List({{"after", "100"}}), std::make_pair(Ids{}, 0l));
+}
+
+TEST_F(JobPagesTest, ALimitAloneListsTheNewestFirstAndPagesBackwards) {
+  EXPECT_EQ(List({{"limit", "3"}}), std::make_pair(Ids{7, 6, 5}, 5l));
+  EXPECT_EQ(List({{"limit", "3"}, {"after", "5"}}), std::make_pair(Ids{4, 3, 2}, 2l));
+  EXPECT_EQ(List({{"limit", "3"}, {"after", "2"}}), std::make_pair(Ids{1}, 0l));
+  EXPECT_EQ(List({{"order", "desc"}}), std::make_pair(Ids{7, 6, 5, 4, 3, 2, 1}, 0l));
+}
+
+TEST_F(JobPagesTest, APageHoldsOnlyMatchesAndNextOnlyWhenAnotherMatchFollows) {
+  EXPECT_EQ(List({{"state", "ready"}, {"limit", "2"}, {"order", "asc"}}),
+            std::make_pair(Ids{2, 4}, 4l));
+  EXPECT_EQ(List({{"state", "ready"}, {"limit", "2"}, {"order", "asc"}, {"after", "4"}}),
+            std::make_pair(Ids{6}, 0l));
+  // Exactly a page of matches left: no next.
+  EXPECT_EQ(List({{"state", "ready"}, {"limit", "3"}, {"order", "asc"}}),
+            std::make_pair(Ids{2, 4, 6}, 0l));
+}
+
+TEST_F(JobPagesTest, AWaitingJobCarriesItsQueuePosition) {
+  service_.positions[JobId(4)] = control::QueuePosition{"team-a", 2, 5, {JobId(2)}};
+  Response response = Serve({Method::kGet, "/v1/jobs", "", {{"state", "ready"}}});
+  const json jobs = Body(response)["jobs"];
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_FALSE(jobs[0].contains("position"));
+  EXPECT_EQ(jobs[1]["position"], (json{{"queue", "team-a"}, {"in_queue", 2}, {"in_cluster", 5}}));
+}
+
+TEST_F(JobPagesTest, RefusesBadPageParametersNamingThem) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"limit", "0"}}, "query parameter limit: must be from 1 to 5000, got 0"},
+      {{{"limit", "5001"}}, "query parameter limit: must be from 1 to 5000, got 5001"},
+      {{{"limit", "-3"}}, "query parameter limit: must be from 1 to 5000, got -3"},
+      {{{"order", "sideways"}}, "query parameter order: expected asc or desc, got 'sideways'"},
+      {{{"after", "0"}},
+       "query parameter after: expected a job id (the previous page's next), got 0"},
+      {{{"after", "7x"}}, "query parameter after: expected an integer, got '7x'"},
+  };
+  for (const auto& [query, message] : cases) {
+    Response response = Serve({Method::kGet, "/v1/jobs", "", query});
+    EXPECT_EQ(response.status, 400) << message;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument") << message;
+    EXPECT_EQ(Body(response)["message"], message);
+  }
+}
+
+TEST_F(HandlersTest, ExplainShowsTheQueuePositionWithTheJobsAhead) {
+  control::Explanation explanation;
+  explanation.state = model::JobState::kReady;
+  explanation.position = control::QueuePosition{"team-a", 3, 4, {JobId(2), JobId(5)}};
+  const json view = ExplanationView(JobId(9), explanation);
+  EXPECT_EQ(view["position"], (json{{"queue", "team-a"},
+                                    {"in_queue", 3},
+                                    {"in_cluster", 4},
+                                    {"ahead", json::array({2, 5})}}));
 }
 
 TEST_F(HandlersTest, CancelNamesTheCallerAndAnswersTheSummary) {

@@ -89,7 +89,8 @@ Result<Response> SubmitJobs(Service& service, const Request& request) {
 }
 
 Result<Response> ListJobs(Service& service, const Request& request) {
-  store::JobFilter filter;
+  JobPageRequest page_request;
+  store::JobFilter& filter = page_request.filter;
   if (request.HasQuery("state")) {
     filter.state = model::ParseJobState(request.Query("state"));
     if (!filter.state) {
@@ -102,17 +103,41 @@ Result<Response> ListJobs(Service& service, const Request& request) {
   filter.queue = request.Query("queue");
   filter.name = request.Query("name");
   filter.active_only = request.Query("active") == "1";
-  DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", 0));
-  filter.limit = static_cast<int>(limit);
-  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  const model::Policy policy = service.Policy();
-  json jobs = json::array();
-  const TimeMs now = service.Now();
-  for (const model::Job& job : service.ListJobs(filter)) {
-    if (!model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy)) continue;
-    jobs.push_back(JobSummary(job, now));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", kDefaultJobPage));
+  if (limit < 1 || limit > kMaxJobPage) {
+    return InvalidArgument(
+        fmt::format("query parameter limit: must be from 1 to {}, got {}", kMaxJobPage, limit));
   }
-  return JsonResponse(200, json{{"jobs", jobs}});
+  page_request.limit = static_cast<int>(limit);
+  // `limit` alone keeps its old meaning: the newest N.
+  const std::string order = request.Query("order", request.HasQuery("limit") ? "desc" : "asc");
+  if (order != "asc" && order != "desc") {
+    return InvalidArgument(fmt::format("query parameter order: expected asc or desc, got '{}'",
+                                       spec::EscapeForMessage(order)));
+  }
+  page_request.newest_first = order == "desc";
+  if (request.HasQuery("after")) {
+    DROVER_ASSIGN_OR_RETURN(std::int64_t after, IntQuery(request, "after", 0));
+    if (after < 1) {
+      return InvalidArgument(fmt::format(
+          "query parameter after: expected a job id (the previous page's next), got {}", after));
+    }
+    page_request.after = JobId(after);
+  }
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  page_request.visible = [caller, policy = service.Policy()](const model::Job& job) {
+    return model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy);
+  };
+  const JobPage page = service.ListJobPage(page_request);
+  const TimeMs now = service.Now();
+  json jobs = json::array();
+  for (const ListedJob& listed : page.jobs) {
+    json summary = JobSummary(listed.job, now);
+    if (listed.position) summary["position"] = PositionView(*listed.position);
+    jobs.push_back(std::move(summary));
+  }
+  return JsonResponse(200, json{{"jobs", std::move(jobs)},
+                                {"next", page.next ? json(page.next->value()) : json(nullptr)}});
 }
 
 Result<Response> GetJob(Service& service, const Request& request) {

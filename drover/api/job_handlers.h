@@ -4,6 +4,8 @@
 // explain, decisions, checkpoint, report and logs. Each answers a request that matched its route
 // in routes.cc; errors are the Service's (request.h maps them to statuses), plus those named.
 
+#include <cstdint>
+
 #include "drover/api/request.h"
 #include "drover/api/service.h"
 
@@ -13,9 +15,16 @@ namespace drover::api {
 // X-Drover-Base-Dir and Idempotency-Key; the owner and team default to the caller's. 201 with the
 // created jobs, 200 for a repeated key.
 Result<Response> SubmitJobs(Service& service, const Request& request);
-// GET /v1/jobs?state=&owner=&team=&queue=&name=&active=1&limit=: job summaries.
-// kInvalidArgument for an unknown state or a limit that is not an integer.
+// GET /v1/jobs?state=&owner=&team=&queue=&name=&active=1&limit=&order=&after=: one page of job
+// summaries the caller may see, with `next` (docs/api.md, "Pages"); a waiting job's summary
+// carries its queue position. kInvalidArgument naming the parameter for an unknown state, a
+// limit outside [1, kMaxJobPage], an order other than asc or desc, an after that is no job id.
 Result<Response> ListJobs(Service& service, const Request& request);
+
+// GET /v1/jobs pages: kDefaultJobPage jobs unless `limit` says otherwise, at most kMaxJobPage.
+inline constexpr std::int64_t kDefaultJobPage = 500;
+inline constexpr std::int64_t kMaxJobPage = 5000;
+
 // GET /v1/jobs/{id}: the job's detail with its transitions.
 Result<Response> GetJob(Service& service, const Request& request);
 // POST /v1/jobs/{id}/cancel: the job's summary after the cancel ("cancelled by USER").

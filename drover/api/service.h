@@ -9,6 +9,8 @@
 // call concurrently.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -50,6 +52,39 @@ struct NodeStatus {
   bool lost = false;         // its agent stopped answering and has not registered again
   TimeMs last_heard_at = 0;  // remote: the agent's last call (0: none since the server started)
 };
+
+// A page of GET /v1/jobs (docs/api.md, "Pages"): keyset pagination over job ids, so a page costs
+// the jobs it visits from its cursor on, not the whole table.
+struct JobPageRequest {
+  store::JobFilter filter;  // its limit is not used
+  // Whether the caller may see a job (checked after `filter`); empty: every job.
+  std::function<bool(const model::Job&)> visible;
+  bool newest_first = false;  // descending ids; else ascending
+  // The page starts after this id in its order (the previous page's JobPage::next); unset: at
+  // the first job.
+  std::optional<JobId> after;
+  int limit = 1;  // at most this many jobs, >= 1
+};
+
+// A listed job with, for a ready job the last full scheduling pass left waiting, its queue
+// position (control::Controller::PositionOf).
+struct ListedJob {
+  model::Job job;
+  std::optional<control::QueuePosition> position;
+};
+
+struct JobPage {
+  std::vector<ListedJob> jobs;
+  // The cursor of the next page (the last job's id) when more matching jobs follow; else unset.
+  std::optional<JobId> next;
+};
+
+// The page `request` selects from `jobs`: visits the jobs from the cursor on, in the page's order,
+// until the page is full and one more match shows that another page follows. `position_of`
+// answers each selected job's position (may be empty: none). Shared by the server and fakes.
+JobPage SelectJobPage(
+    const std::map<JobId, model::Job>& jobs, const JobPageRequest& request,
+    const std::function<std::optional<control::QueuePosition>(JobId)>& position_of = {});
 
 // A job of a submission as Service::Submit left it: what POST /v1/jobs answers.
 struct SubmittedJob {
@@ -160,7 +195,10 @@ class Service {
   virtual Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                                     const std::string& idempotency_key,
                                     const model::Identity& caller) = 0;
+  // Every job matching `filter` (as store::Store::ListJobs orders and limits them).
   virtual std::vector<model::Job> ListJobs(const store::JobFilter& filter) const = 0;
+  // One page of jobs (JobPageRequest), with the positions of waiting jobs.
+  virtual JobPage ListJobPage(const JobPageRequest& request) const = 0;
   // kNotFound for an unknown job (also Transitions, Explain, Decisions).
   virtual Result<model::Job> GetJob(JobId id) const = 0;
   virtual Result<std::vector<model::Transition>> Transitions(JobId id) const = 0;

@@ -301,6 +301,12 @@ json NodeView(const model::Node& node, const model::Resources& free,
   return out;
 }
 
+json PositionView(const control::QueuePosition& position) {
+  return json{{"queue", position.queue},
+              {"in_queue", position.in_queue},
+              {"in_cluster", position.in_cluster}};
+}
+
 json ExplanationView(JobId id, const control::Explanation& explanation) {
   json body{{"id", id.value()},
             {"state", model::JobStateName(explanation.state)},
@@ -309,6 +315,12 @@ json ExplanationView(JobId id, const control::Explanation& explanation) {
             {"estimated_start", nullptr},
             {"estimate_basis", explanation.estimate_basis}};
   if (explanation.estimated_start) body["estimated_start"] = *explanation.estimated_start;
+  if (explanation.position) {
+    body["position"] = PositionView(*explanation.position);
+    json ahead = json::array();
+    for (JobId job : explanation.position->ahead) ahead.push_back(job.value());
+    body["position"]["ahead"] = std::move(ahead);
+  }
   if (explanation.placement) {
     const sched::PendingReason& reason = *explanation.placement;
     json excluded = json::object();

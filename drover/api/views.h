@@ -110,6 +110,8 @@ nlohmann::json NodeView(const model::Node& node, const model::Resources& free,
 // GET /v1/jobs/{id}/explain: id, state, layer, message, estimated_start (ms, or null when
 // unknown or not waiting) and, when the placement layer holds the job, placement.
 nlohmann::json ExplanationView(JobId id, const control::Explanation& explanation);
+// {"queue", "in_queue", "in_cluster"}: a waiting job's place (docs/api.md, "Queue positions").
+nlohmann::json PositionView(const control::QueuePosition& position);
 
 // One row of GET /v1/queues: name, path, depth, leaf, weight, nominal, usage, borrowed, lent
 // (resource maps as in model::ResourceAmounts: "cpu" millicores, "memory" bytes, "gpu" and

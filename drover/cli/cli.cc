@@ -149,7 +149,15 @@ int Main(int argc, char** argv) {
   ls->add_option("--queue", list_flags.queue);
   ls->add_option("--name", list_flags.name);
   ls->add_flag("--active", list_flags.active, "only jobs that have not finished");
-  ls->add_option("--limit", list_flags.limit, "the newest N jobs");
+  ls->add_option("--limit", list_flags.limit, "the newest N jobs")->check(CLI::NonNegativeNumber);
+  ls->add_flag("--pending", list_flags.pending,
+               "jobs waiting in a queue (state ready), in the order the scheduler considers "
+               "them, with their position in their queue and in the cluster")
+      ->excludes("--state");
+  ls->add_flag("--wide", list_flags.wide, "whole messages (not cut to 70 columns)");
+  ls->add_option("--page-size", list_flags.page_size, "jobs per request to the server")
+      ->check(CLI::Range(std::int64_t{1}, api::kMaxJobPage))
+      ->capture_default_str();
   ls->add_flag("--pipeline", list_flags.pipelines, "list pipeline runs instead of jobs");
   ls->callback([&] { run = [&] { return ListCommand(client, list_flags); }; });
 

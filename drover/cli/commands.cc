@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -120,34 +122,93 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
   return 0;
 }
 
+namespace {
+
+// The jobs `filters` (query parameters, each ending in '&') select, `page_size` per request
+// (docs/api.md, "Pages"): the newest `limit`, newest first, when limit > 0; else every one in id
+// order.
+Result<json> FetchJobs(api::ApiClient& client, const std::string& filters, int limit,
+                       std::int64_t page_size) {
+  json jobs = json::array();
+  std::string after;
+  while (true) {
+    const std::int64_t wanted = limit > 0 ? limit - static_cast<std::int64_t>(jobs.size()) : 0;
+    const std::int64_t page = limit > 0 ? std::min(wanted, page_size) : page_size;
+    DROVER_ASSIGN_OR_RETURN(api::ApiResponse response,
+                            client.Get(fmt::format("/v1/jobs?{}limit={}&order={}{}", filters, page,
+                                                   limit > 0 ? "desc" : "asc", after)));
+    for (json& job : response.json["jobs"]) jobs.push_back(std::move(job));
+    const json& next = response.json["next"];
+    if (!next.is_number_integer() || (limit > 0 && static_cast<int>(jobs.size()) >= limit)) break;
+    std::string cursor = fmt::format("&after={}", next.get<std::int64_t>());
+    if (cursor == after) break;  // a server that does not advance is not followed forever
+    after = std::move(cursor);
+  }
+  return jobs;
+}
+
+// A waiting job's place in the cluster's order, for sorting: those without one last.
+std::int64_t ClusterPosition(const json& job) {
+  if (!job.contains("position")) return std::numeric_limits<std::int64_t>::max();
+  return job["position"]["in_cluster"].get<std::int64_t>();
+}
+
+}  // namespace
+
 int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   if (list.pipelines) return ListPipelines(flags);
-  std::string query = "/v1/jobs?";
+  std::string filters;
   auto add = [&](const char* key, const std::string& value) {
-    if (!value.empty()) query += fmt::format("{}={}&", key, api::UrlEncode(value));
+    if (!value.empty()) filters += fmt::format("{}={}&", key, api::UrlEncode(value));
   };
-  add("state", list.state);
+  add("state",
+      list.pending ? std::string(model::JobStateName(model::JobState::kReady)) : list.state);
   add("owner", list.owner);
   add("team", list.team);
   add("queue", list.queue);
   add("name", list.name);
   if (list.active) add("active", "1");
-  if (list.limit > 0) add("limit", std::to_string(list.limit));
   api::ApiClient client = ClientOf(flags);
-  auto response = client.Get(query);
-  if (!response) return ReportError(response.error());
+  Result<json> jobs = FetchJobs(client, filters, list.limit, list.page_size);
+  if (!jobs) return ReportError(jobs.error());
+  if (list.pending) {
+    std::stable_sort(jobs->begin(), jobs->end(), [](const json& a, const json& b) {
+      return ClusterPosition(a) < ClusterPosition(b);
+    });
+  }
   if (flags.output == "json") {
-    PrintJson(response->json);
+    PrintJson(json{{"jobs", std::move(*jobs)}});
+    return 0;
+  }
+  // --wide shows whole messages; otherwise a message is cut to fit a terminal's line.
+  auto message = [&](const json& job) {
+    const std::string text = job["message"].get<std::string>();
+    return list.wide ? text : Truncate(text, 70);
+  };
+  if (list.pending) {
+    Table table({"ID", "NAME", "OWNER", "QUEUE", "PRIORITY", "QUEUE POS", "CLUSTER POS", "GPUS",
+                 "WAIT", "MESSAGE"});
+    for (const json& job : *jobs) {
+      const bool placed_in_order = job.contains("position");
+      const json& at = placed_in_order ? job["position"] : json::object();
+      table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
+                    job["queue"], job["priority"],
+                    placed_in_order ? std::to_string(at["in_queue"].get<int>()) : "-",
+                    placed_in_order ? std::to_string(at["in_cluster"].get<int>()) : "-",
+                    std::to_string(job["gpus"].get<int>()),
+                    FormatMs(job["metrics"]["queue_wait_ms"]), message(job)});
+    }
+    std::cout << table.Render();
     return 0;
   }
   Table table(
       {"ID", "NAME", "OWNER", "QUEUE", "STATE", "ATTEMPT", "GPUS", "WAIT", "RUN", "MESSAGE"});
-  for (const json& job : response->json["jobs"]) {
+  for (const json& job : *jobs) {
     const json& m = job["metrics"];
     table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
                   job["queue"], job["state"], std::to_string(job["attempt"].get<int>()),
                   std::to_string(job["gpus"].get<int>()), FormatMs(m["queue_wait_ms"]),
-                  FormatMs(m["run_time_ms"]), Truncate(job["message"].get<std::string>(), 70)});
+                  FormatMs(m["run_time_ms"]), message(job)});
   }
   std::cout << table.Render();
   return 0;

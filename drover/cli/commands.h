@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "drover/api/client.h"
+#include "drover/api/job_handlers.h"
 #include "drover/model/cron.h"
 
 namespace drover::cli {
@@ -64,8 +65,12 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
 struct ListFlags {
   std::string state, owner, team, queue, name;
   bool active = false;
-  int limit = 0;
+  int limit = 0;           // > 0: the newest N; else every matching job (fetched page by page)
   bool pipelines = false;  // list pipeline runs instead of jobs (the other filters do not apply)
+  // Jobs waiting in a queue (state ready), in the cluster's order, with their positions.
+  bool pending = false;
+  bool wide = false;                          // whole messages, not cut to 70 columns
+  std::int64_t page_size = api::kMaxJobPage;  // jobs per request, 1 to api::kMaxJobPage
 };
 int ListCommand(const ClientFlags& flags, const ListFlags& list);
 // `drover get ID`: the job and, when it belongs to a pipeline run, the run as a tree.

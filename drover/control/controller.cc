@@ -353,7 +353,10 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     last_full_cycle_ = now;
   }
   for (const sched::PendingJob& tried : input.pending) jobs_.MarkTried(tried.job);
-  if (input.pending.empty()) return;
+  if (input.pending.empty()) {
+    if (full) RecordPositions({});
+    return;
+  }
   input.stopping = stopping_;
   input.nominated = awaiting_;
   // Nominations whose victims have all exited get this one cycle to place their preemptor.
@@ -420,6 +423,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     }
     verdicts_[id] = std::move(verdict);
   }
+  if (full) RecordPositions(cycle.order);
 }
 
 void Controller::Preempt(Job& victim, JobId preemptor, const std::string& reason, Step& step) {

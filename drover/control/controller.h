@@ -19,13 +19,14 @@
 // queue tree). Its definition is spread by concern: controller.cc (events, restore, scheduling
 // passes, policy), controller_attempts.cc (an attempt from launch to its end, retries),
 // controller_external.cc (hand-offs to external executors), controller_workflow.cc
-// (dependencies, conditions, inputs, sweeps, pipelines) and controller_explain.cc (Explain,
-// Queues).
+// (dependencies, conditions, inputs, sweeps, pipelines), controller_explain.cc (Explain,
+// Queues) and controller_listing.cc (queue positions).
 
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -230,6 +231,11 @@ class Controller {
   std::vector<model::ExternalRef> LiveExternal() const;
 
   Result<Explanation> Explain(JobId id, TimeMs now) const;
+  // Where ready job `id` stands in the order of the last full scheduling pass (QueuePosition);
+  // nullopt for a job that pass did not leave waiting (not ready then, in retry backoff, of a
+  // queue the policy lacks, placed, or submitted since). Constant time: the positions are
+  // computed once per full pass (controller_listing.cc), not per question.
+  std::optional<QueuePosition> PositionOf(JobId id) const;
 
   const model::Job* Find(JobId id) const { return jobs_.Find(id); }
   // The jobs of pipeline run `run` (Job::pipeline_run) in id order: its ids are consecutive,
@@ -255,6 +261,12 @@ class Controller {
   void PlaceReadyJobs(TimeMs now, Step& step);
   // sched::CycleInput::history of `job` at `now`.
   sched::JobHistory HistoryOf(const model::Job& job, TimeMs now) const;
+  // --- controller_listing.cc: queue positions ---
+
+  // Replaces the positions with those of `order` (sched::CycleOutput::order of a full pass),
+  // keeping only the jobs still ready after it.
+  void RecordPositions(const std::vector<JobId>& order);
+
   // Stops a running job's workers to make room for `preemptor`; it queues again when they exit.
   void Preempt(model::Job& victim, JobId preemptor, const std::string& reason, Step& step);
 
@@ -353,6 +365,15 @@ class Controller {
   std::map<JobId, sched::Nomination> awaiting_;
   std::optional<sched::Reservation> reservation_;
   std::map<JobId, sched::Verdict> verdicts_;  // ready jobs: the last cycle's verdict
+  // The last full pass's order (RecordPositions): each queue's waiting jobs, front first, and
+  // each such job's queue (an index into queue_orders_), place in it and place overall.
+  struct Position {
+    std::size_t queue = 0;
+    int in_queue = 0;
+    int in_cluster = 0;
+  };
+  std::vector<std::pair<std::string, std::vector<JobId>>> queue_orders_;
+  std::unordered_map<JobId, Position> positions_;
 };
 
 }  // namespace drover::control

@@ -66,6 +66,10 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
           out.message += "; " + *why;
         }
       }
+      if (job->not_before <= now) {
+        out.position = PositionOf(id);
+        if (out.position) out.message += "; " + DescribePosition(*out.position);
+      }
       if (reservation_ && reservation_->job == id) {
         out.estimated_start = reservation_->start;
         out.estimate_basis = "the start of the reservation made for it";

@@ -316,10 +316,17 @@ CycleOutput Cycle::Run() {
   for (auto& [leaf, entries] : buckets) std::sort(entries.begin(), entries.end(), before);
   std::sort(ordered.begin(), ordered.end(), before);
 
+  out_.order.reserve(input_.pending.size());
+  for (const Entry& entry : nominated) out_.order.push_back(entry.job->job);
+  // A nominated job's ordinary turn is not a second place in the order.
+  auto consider = [this](const Entry& entry) {
+    if (!input_.nominated.contains(entry.job->job)) out_.order.push_back(entry.job->job);
+    Process(entry);
+  };
   ProcessNominated(nominated);
   // Orders other than fair-share: one order across every queue (quotas and limits still hold
   // each job to its own queue's).
-  for (const Entry& entry : ordered) Process(entry);
+  for (const Entry& entry : ordered) consider(entry);
 
   // Take jobs leaf by leaf in hierarchical fair-share order, re-evaluated after each job.
   std::vector<std::pair<int, std::size_t>> cursors;  // (leaf, next entry)
@@ -331,7 +338,7 @@ CycleOutput Cycle::Run() {
     }
     auto& [leaf, next] = cursors[best];
     const std::vector<Entry>& entries = buckets[leaf];
-    Process(entries[next]);
+    consider(entries[next]);
     if (++next == entries.size()) cursors.erase(cursors.begin() + static_cast<long>(best));
   }
   ExplainUnplaced();

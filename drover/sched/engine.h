@@ -191,6 +191,11 @@ struct CycleOutput {
   std::vector<std::pair<JobId, Verdict>> pending;
   std::optional<Reservation> reservation;
   std::optional<model::Decision> reservation_decision;  // kReserved, when new this cycle
+  // Every pending job of a known queue, placed or not, in the order the cycle considered it:
+  // the nominated jobs first, then the policy's order (fair-share: the leaves interleaved as
+  // the cycle took them). Each job once (a lapsed nomination at its first turn). What queue
+  // positions (`drover ls --pending`) are read from.
+  std::vector<JobId> order;
 };
 
 // Runs one cycle; allocates every placement in `cluster` and adds its charge to `queues`.

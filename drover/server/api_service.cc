@@ -40,6 +40,10 @@ std::vector<model::Job> ControlPlaneService::ListJobs(const store::JobFilter& fi
   return plane_.ListJobs(filter);
 }
 
+api::JobPage ControlPlaneService::ListJobPage(const api::JobPageRequest& request) const {
+  return plane_.ListJobPage(request);
+}
+
 Result<model::Job> ControlPlaneService::GetJob(JobId id) const { return plane_.GetJob(id); }
 
 Result<std::vector<model::Transition>> ControlPlaneService::Transitions(JobId id) const {

@@ -26,6 +26,7 @@ class ControlPlaneService final : public api::Service {
                                  const std::string& idempotency_key,
                                  const model::Identity& caller) override;
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
+  api::JobPage ListJobPage(const api::JobPageRequest& request) const override;
   Result<model::Job> GetJob(JobId id) const override;
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
   Result<control::Explanation> Explain(JobId id) const override;

@@ -743,6 +743,12 @@ std::vector<model::Job> ControlPlane::ListJobs(const store::JobFilter& filter) c
   return out;
 }
 
+api::JobPage ControlPlane::ListJobPage(const api::JobPageRequest& request) const {
+  MutexLock lock(mu_);
+  return api::SelectJobPage(controller_.jobs(), request,
+                            [this](JobId id) REQUIRES(mu_) { return controller_.PositionOf(id); });
+}
+
 Result<std::vector<model::Job>> ControlPlane::PipelineRun(JobId run) const {
   MutexLock lock(mu_);
   std::vector<model::Job> out;

@@ -210,6 +210,9 @@ class ControlPlane {
 
   Result<model::Job> GetJob(JobId id) const EXCLUDES(mu_);
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const EXCLUDES(mu_);
+  // One page of jobs (api::SelectJobPage over the controller's jobs) with the waiting ones'
+  // queue positions; costs the jobs it visits, under the lock.
+  api::JobPage ListJobPage(const api::JobPageRequest& request) const EXCLUDES(mu_);
   // The jobs of pipeline run `run` (Job::pipeline_run), in id order; kNotFound when no job
   // belongs to it.
   Result<std::vector<model::Job>> PipelineRun(JobId run) const EXCLUDES(mu_);
