@@ -119,7 +119,7 @@ TEST_F(Dependencies, AConditionThatCanNoLongerHoldIsExplainedOrRefused) {
       dir_.path());
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_THAT(refused.err,
-              HasSubstr(fmt::format("job 'on-failure': depends_on[0] (job:{0}): job {0} is "
+              HasSubstr(fmt::format("job 'on-failure': depends_on[0] (job:{0}): job {0} "
                                     "succeeded, so the condition failed can never hold",
                                     a)));
   // `any` holds: it runs.
