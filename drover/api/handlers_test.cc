@@ -460,6 +460,24 @@ TEST_F(HandlersTest, SubmitPassesHoldInfeasible) {
   EXPECT_TRUE(service_.submitted_options.hold_infeasible);
 }
 
+TEST_F(HandlersTest, SubmitPassesAfterAndRefusesAMalformedOne) {
+  Response after =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-After", "12, 13:any"}}});
+  EXPECT_EQ(after.status, 201);
+  EXPECT_EQ(service_.submitted_options.after,
+            (std::vector<model::Dependency>{{"job:12", model::DependencyCondition::kSucceeded},
+                                            {"job:13", model::DependencyCondition::kDone}}));
+  service_.submitted_text.clear();
+  Response bad =
+      Serve({Method::kPost, "/v1/jobs", "kind: Job", {}, {{"X-Drover-After", "12, 13:whenever"}}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(Body(bad)["code"], "invalid_argument");
+  EXPECT_EQ(Body(bad)["message"],
+            "X-Drover-After header: item 2: '13:whenever': unknown condition; expected ok, any or "
+            "a condition name (succeeded, failed, done or skipped)");
+  EXPECT_EQ(service_.submitted_text, "");
+}
+
 TEST_F(HandlersTest, ListJobsRejectsAnUnknownStateAndALimitThatIsNoInteger) {
   Response state = Serve({Method::kGet, "/v1/jobs", "", {{"state", "sleeping"}}});
   EXPECT_EQ(state.status, 400);

@@ -46,7 +46,8 @@ Result<ProgressReport> ParseProgressReport(const Request& request) {
 }
 
 // The parse options of POST /v1/jobs from its headers. kInvalidArgument naming the header: a
-// relative X-Drover-Base-Dir, an X-Drover-Hold-Infeasible other than true or false.
+// relative X-Drover-Base-Dir, an X-Drover-Hold-Infeasible other than true or false, an
+// X-Drover-After that spec::ParseAfterList refuses.
 Result<spec::ParseOptions> SubmitOptions(const Request& request) {
   spec::ParseOptions options;
   options.file_name =
@@ -65,6 +66,14 @@ Result<spec::ParseOptions> SubmitOptions(const Request& request) {
                                          kHoldInfeasibleHeader, spec::EscapeForMessage(hold)));
     }
     options.hold_infeasible = hold == "true";
+  }
+  if (request.HasHeader(kAfterHeader)) {
+    Result<std::vector<model::Dependency>> after =
+        spec::ParseAfterList(request.Header(kAfterHeader));
+    if (!after) {
+      return InvalidArgument(fmt::format("{} header: {}", kAfterHeader, after.error().message));
+    }
+    options.after = std::move(*after);
   }
   return options;
 }

@@ -24,14 +24,17 @@ inline constexpr std::string_view kFileHeader = "X-Drover-File";
 inline constexpr std::string_view kBaseDirHeader = "X-Drover-Base-Dir";
 inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
 inline constexpr std::string_view kHoldInfeasibleHeader = "X-Drover-Hold-Infeasible";
+// Dependencies on earlier jobs for every job of a submission (`drover submit --after`):
+// spec::ParseAfterList's syntax, "12:ok, 13:any".
+inline constexpr std::string_view kAfterHeader = "X-Drover-After";
 // "Bearer CREDENTIAL": a user's or job's token, or an agent's node credential
 // (docs/security.md).
 inline constexpr std::string_view kAuthorizationHeader = "Authorization";
 // The server's join token, on an agent's first registration of a node (--join-token-file).
 inline constexpr std::string_view kJoinTokenHeader = "X-Drover-Join-Token";
-inline constexpr std::string_view kRequestHeaders[] = {kFileHeader,           kBaseDirHeader,
-                                                       kIdempotencyKeyHeader, kHoldInfeasibleHeader,
-                                                       kAuthorizationHeader,  kJoinTokenHeader};
+inline constexpr std::string_view kRequestHeaders[] = {
+    kFileHeader,  kBaseDirHeader,       kIdempotencyKeyHeader, kHoldInfeasibleHeader,
+    kAfterHeader, kAuthorizationHeader, kJoinTokenHeader};
 
 // The longest a long poll (logs, agent commands) waits; a longer wait_ms is cut to it.
 inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;

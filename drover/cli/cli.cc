@@ -137,8 +137,16 @@ int Main(int argc, char** argv) {
   submit->add_flag("--hold-infeasible", hold_infeasible,
                    "accept jobs that no current node or queue limit can ever hold (they wait "
                    "for the cluster to grow) instead of refusing them");
-  submit->callback(
-      [&] { run = [&] { return SubmitCommand(client, file, idempotency_key, hold_infeasible); }; });
+  std::vector<std::string> after;
+  submit
+      ->add_option("--after", after,
+                   "ID[:ok|:any|:failed]: every job of the file waits for job ID (of an earlier "
+                   "submission) to succeed (ok, the default), to end in any way (any) or to "
+                   "fail; repeatable")
+      ->allow_extra_args(false);
+  submit->callback([&] {
+    run = [&] { return SubmitCommand(client, file, idempotency_key, hold_infeasible, after); };
+  });
 
   ListFlags list_flags;
   auto* ls = app.add_subcommand("ls", "list jobs");

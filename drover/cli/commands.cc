@@ -94,18 +94,34 @@ int ValidateCommand(const std::string& file) {
 }
 
 int SubmitCommand(const ClientFlags& flags, const std::string& file,
-                  const std::string& idempotency_key, bool hold_infeasible) {
+                  const std::string& idempotency_key, bool hold_infeasible,
+                  const std::vector<std::string>& after) {
+  for (const std::string& item : after) {
+    if (Result<model::Dependency> parsed = spec::ParseAfter(item); !parsed) {
+      return ReportError(
+          Error{ErrorCode::kInvalidArgument, "--after " + parsed.error().message, {}});
+    }
+  }
   auto text = ReadSpecFile(file);
   if (!text) return ReportError(text.error());
   spec::ParseOptions options = SpecOptionsFor(file);
   // Cron jobs go to /v1/crons; jobs and pipelines (and invalid files, with the server's
   // diagnostics) to /v1/jobs.
   spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, options);
-  if (!parsed.crons.empty()) return SubmitCrons(flags, parsed.crons);
+  if (!parsed.crons.empty()) {
+    if (!after.empty()) {
+      return ReportError(Error{
+          ErrorCode::kInvalidArgument,
+          "--after: a file of cron jobs is not submitted as jobs; its runs cannot wait for a job",
+          {}});
+    }
+    return SubmitCrons(flags, parsed.crons);
+  }
   std::map<std::string, std::string> headers = {{"X-Drover-File", options.file_name},
                                                 {"X-Drover-Base-Dir", options.base_dir}};
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   if (hold_infeasible) headers["X-Drover-Hold-Infeasible"] = "true";
+  if (!after.empty()) headers["X-Drover-After"] = fmt::format("{}", fmt::join(after, ","));
   api::ApiClient client = ClientOf(flags);
   auto response = client.Post("/v1/jobs", *text, "application/yaml", headers);
   if (!response) return ReportError(response.error());

@@ -59,9 +59,12 @@ int AuditCommand(const ClientFlags& flags, const AuditFlags& audit);
 
 int ValidateCommand(const std::string& file);
 // `hold_infeasible`: jobs that can never start on the current cluster wait instead of being
-// refused (X-Drover-Hold-Infeasible: true).
+// refused (X-Drover-Hold-Infeasible: true). `after`: `--after` items (spec::ParseAfter), sent
+// as X-Drover-After; a malformed one exits 2 before anything is sent, as does one with a file of
+// cron jobs.
 int SubmitCommand(const ClientFlags& flags, const std::string& file,
-                  const std::string& idempotency_key, bool hold_infeasible);
+                  const std::string& idempotency_key, bool hold_infeasible,
+                  const std::vector<std::string>& after);
 struct ListFlags {
   std::string state, owner, team, queue, name;
   bool active = false;

@@ -129,10 +129,6 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
   }
   DROVER_RETURN_IF_ERROR(CheckSubmitLimits(specs));
   const std::int64_t first_id = jobs_.next_id();
-  std::map<std::string, JobId> by_name;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    by_name[specs[i].name] = JobId(first_id + static_cast<std::int64_t>(i));
-  }
   const sched::QueueTree& queues = holdings_.queues();
   for (const model::JobSpec& spec : specs) {
     if (!queues.FindLeaf(spec.queue)) {
@@ -141,29 +137,8 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
                                          fmt::join(queues.LeafNames(), ", ")));
     }
   }
-  // A dependency names a job of the submission or a pipeline stage (every trial of a sweep).
-  std::vector<std::vector<JobId>> dependencies(specs.size());
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    for (const model::Dependency& dependency : specs[i].depends_on) {
-      std::size_t found = 0;
-      for (std::size_t j = 0; j < specs.size(); ++j) {
-        if (j == i || (specs[j].name != dependency.name && specs[j].stage != dependency.name)) {
-          continue;
-        }
-        const JobId upstream = by_name.at(specs[j].name);
-        if (std::find(dependencies[i].begin(), dependencies[i].end(), upstream) ==
-            dependencies[i].end()) {
-          dependencies[i].push_back(upstream);
-        }
-        ++found;
-      }
-      if (found == 0) {
-        return InvalidArgument(
-            fmt::format("job '{}' depends on '{}', which is not in the submission", specs[i].name,
-                        dependency.name));
-      }
-    }
-  }
+  DROVER_ASSIGN_OR_RETURN(std::vector<std::vector<JobId>> dependencies,
+                          ResolveDependencies(specs, JobId(first_id)));
   // A pipeline, or a file of several jobs: its jobs share a run (Job::pipeline_run).
   const bool pipeline = specs.size() > 1 ||
                         std::any_of(specs.begin(), specs.end(),
@@ -198,6 +173,13 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     Job& stored = jobs_.Add(std::move(job));
     MoveTo(stored, JobState::kPending, "submitted", now, step);
     result.ids.push_back(stored.id);
+  }
+  // What each waits for, stored with the submission; ReleaseDependents keeps it current.
+  for (JobId id : result.ids) {
+    Job& job = jobs_.Get(id);
+    const workflow::DependencyVerdict verdict = JudgeDependencies(job);
+    if (verdict.kind == workflow::DependencyVerdict::Kind::kWait)
+      job.status_message = verdict.reason;
   }
   return result;
 }

@@ -49,6 +49,7 @@
 #include "drover/sched/engine.h"
 #include "drover/sched/pending_reason.h"
 #include "drover/sched/queues.h"
+#include "drover/workflow/conditions.h"
 #include "drover/workflow/expression.h"
 
 namespace drover::control {
@@ -106,6 +107,12 @@ struct SubmitResult {
 // attempts count: service attained is not forgotten on requeue.
 std::int64_t AttainedGpuMs(const model::Job& job, TimeMs now);
 
+// The refusal of a submission whose job `job` names, at depends_on[index], `name` (`job:ID`) for a
+// job that does not exist: kInvalidArgument. A driver that hides a job the caller may not view
+// refuses with this same error, so that the answer does not tell that the job exists.
+tl::unexpected<Error> UnknownUpstream(std::string_view job, std::size_t index,
+                                      std::string_view name);
+
 class Controller {
  public:
   explicit Controller(Options options = {});
@@ -116,17 +123,18 @@ class Controller {
   void Restore(std::vector<model::Job> jobs, TimeMs now, Step& step);
 
   // Creates one job per spec, in order, resolving depends_on by name within `specs` (a job's
-  // name, or a pipeline stage: every job of that stage). Several specs, or pipeline stages,
+  // name, or a pipeline stage: every job of that stage) or, for `job:ID`, to an earlier job
+  // (ResolveDependencies). Several specs, or pipeline stages,
   // share a run (Job::pipeline_run: the first job's id). With a non-empty `submission_key` seen
   // before, returns the jobs of that submission and changes nothing; `request_digest` (a digest
   // of the request that carried the key; may be empty) is kept with the jobs, and a repeated
   // key whose digest differs from a kept, non-empty one is kAlreadyExists (the key names
   // another request). kInvalidArgument (changing nothing) if a queue does not exist, a
-  // dependency name is not in `specs`, with admission: whole a stage could never be admitted by
-  // its queue, or (Options::refuse_infeasible) a job without hold_infeasible can never start
-  // (sched::FindInfeasibility, judged against every node added so far, lost ones included).
-  // Each job runs as the Unix account the policy maps `owner` (the submitting identity; the
-  // job's spec.owner when empty) to, root allowed when the policy's accounts.allow_root lists
+  // dependency cannot be resolved (ResolveDependencies), with admission: whole a stage could never
+  // be admitted by its queue, or (Options::refuse_infeasible) a job without hold_infeasible can
+  // never start (sched::FindInfeasibility, judged against every node added so far, lost ones
+  // included). Each job runs as the Unix account the policy maps `owner` (the submitting identity;
+  // the job's spec.owner when empty) to, root allowed when the policy's accounts.allow_root lists
   // it or it is Options::server_user (Job::run_as, may_run_as_root).
   Result<SubmitResult> Submit(std::vector<model::JobSpec> specs, const std::string& submission_key,
                               const std::string& owner, TimeMs now, Step& step,
@@ -321,6 +329,26 @@ class Controller {
   // kResourceExhausted, naming the limit, the principal and the counts, if `specs` would take an
   // owner or a team past the policy's submit limits (model::SubmitLimits).
   Status CheckSubmitLimits(const std::vector<model::JobSpec>& specs) const;
+
+  // --- controller_deps.cc: resolving and judging dependencies ---
+
+  // Per spec, the ids its depends_on resolves to: a name to the jobs of `specs` (their ids
+  // counted from `first_id`) with that name or stage, `job:ID` to that earlier job.
+  // kInvalidArgument naming the job and the depends_on index: a name not in `specs`; an id that
+  // is not an earlier job's (UnknownUpstream: missing, `first_id` or later); an earlier job
+  // that ended so that the condition can never hold (the submission is refused rather than
+  // skipped at once: the submitter sees the mistake where it was made).
+  Result<std::vector<std::vector<JobId>>> ResolveDependencies(
+      const std::vector<model::JobSpec>& specs, JobId first_id) const;
+  // The upstream jobs of `dependency` of `job`: the `job:ID` job, or the jobs of `job`'s own
+  // submission with that name or stage (never an earlier job that shares the name).
+  std::vector<const model::Job*> UpstreamsOf(const model::Job& job,
+                                             const model::Dependency& dependency) const;
+  // The verdict on `job`'s dependencies as their upstreams stand now (workflow::Judge).
+  workflow::DependencyVerdict JudgeDependencies(const model::Job& job) const;
+  // `reason` (a kWait verdict's) followed by the unfinished upstreams with their ids and
+  // states: "waiting for job 12 to succeed; unfinished: train (12, running)".
+  std::string DescribeWait(const model::Job& job, const std::string& reason) const;
 
   // --- controller_workflow.cc: dependencies, conditions, inputs and sweeps ---
 

@@ -24,20 +24,21 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   out.state = job->state;
   switch (job->state) {
     case JobState::kPending: {
-      if (!job->status_message.empty()) {  // a sweep's concurrency or whole admission holds it
+      const workflow::DependencyVerdict verdict = JudgeDependencies(*job);
+      if (verdict.kind == workflow::DependencyVerdict::Kind::kWait) {
+        out.layer = model::HoldLayer::kDependency;
+        out.message = DescribeWait(*job, verdict.reason);
+      } else if (verdict.kind == workflow::DependencyVerdict::Kind::kRelease &&
+                 !job->status_message.empty()) {
+        // Dependencies met: a sweep's concurrency or whole admission holds it.
         out.layer = model::HoldLayer::kPipeline;
         out.message = job->status_message;
-        break;
+      } else {
+        out.layer = model::HoldLayer::kDependency;
+        out.message = verdict.kind == workflow::DependencyVerdict::Kind::kSkip
+                          ? verdict.reason + "; it is skipped at the next scheduling pass"
+                          : "its dependencies are met; it is released at the next scheduling pass";
       }
-      out.layer = model::HoldLayer::kDependency;
-      std::string waiting;
-      for (JobId dep_id : job->dependencies) {
-        const Job& dep = jobs_.Get(dep_id);
-        if (model::IsTerminal(dep.state)) continue;
-        waiting += fmt::format("{}{} ({}, {})", waiting.empty() ? "" : ", ", dep.spec.name,
-                               dep_id.value(), model::JobStateName(dep.state));
-      }
-      out.message = "waiting for dependencies to finish: " + waiting;
       break;
     }
     case JobState::kWaiting:

@@ -73,25 +73,24 @@ Status Controller::CheckWholeAdmission(const std::vector<model::JobSpec>& specs)
 void Controller::ReleaseDependents(TimeMs now, Step& step) {
   for (JobId id : std::vector<JobId>(jobs_.pending().begin(), jobs_.pending().end())) {
     Job& job = jobs_.Get(id);
-    std::vector<workflow::JudgedDependency> judged;
-    bool all_succeeded = true;
-    for (const model::Dependency& dependency : job.spec.depends_on) {
-      std::vector<JobState> states;
-      for (JobId upstream : job.dependencies) {
-        const Job& up = jobs_.Get(upstream);
-        if (up.spec.name == dependency.name || up.spec.stage == dependency.name) {
-          states.push_back(up.state);
-        }
-      }
-      judged.push_back({dependency, workflow::AggregateStage(states)});
-      all_succeeded &= dependency.condition == model::DependencyCondition::kSucceeded;
-    }
-    const workflow::DependencyVerdict verdict = workflow::Judge(judged);
+    const workflow::DependencyVerdict verdict = JudgeDependencies(job);
     if (verdict.kind == workflow::DependencyVerdict::Kind::kSkip) {
       Skip(job, verdict.reason, now, step);
       continue;
     }
-    if (verdict.kind == workflow::DependencyVerdict::Kind::kWait) continue;
+    if (verdict.kind == workflow::DependencyVerdict::Kind::kWait) {
+      // What it waits for, in the job's message (drover ls): changes only as upstreams end.
+      if (job.status_message != verdict.reason) {
+        job.status_message = verdict.reason;
+        step.changed.insert(id);
+      }
+      continue;
+    }
+    const bool all_succeeded =
+        std::all_of(job.spec.depends_on.begin(), job.spec.depends_on.end(),
+                    [](const model::Dependency& dependency) {
+                      return dependency.condition == model::DependencyCondition::kSucceeded;
+                    });
     const workflow::Lookup lookup = [&](const workflow::Reference& reference) {
       return UpstreamOutput(job, reference);
     };

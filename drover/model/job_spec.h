@@ -111,7 +111,9 @@ std::string_view DependencyConditionName(DependencyCondition condition);
 std::optional<DependencyCondition> ParseDependencyCondition(std::string_view name);
 
 struct Dependency {
-  std::string name;  // a job of the same submission, or a stage of the same pipeline
+  // A job of the same submission, a stage of the same pipeline, or `job:ID`, a job of an
+  // earlier submission (model/dependency.h).
+  std::string name;
   DependencyCondition condition = DependencyCondition::kSucceeded;
 
   friend bool operator==(const Dependency&, const Dependency&) = default;

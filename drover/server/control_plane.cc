@@ -18,6 +18,7 @@
 
 #include "drover/agent/outputs.h"
 #include "drover/model/access.h"
+#include "drover/model/dependency.h"
 #include "drover/server/secret.h"
 
 namespace drover::server {
@@ -665,6 +666,22 @@ Status ControlPlane::ClaimSpecs(std::vector<model::JobSpec>& specs,
   return OkStatus();
 }
 
+Status ControlPlane::CheckUpstreamsVisible(const std::vector<model::JobSpec>& specs,
+                                           const model::Identity& caller) const {
+  for (const model::JobSpec& spec : specs) {
+    for (std::size_t d = 0; d < spec.depends_on.size(); ++d) {
+      const std::optional<JobId> id = model::DependencyJobId(spec.depends_on[d].name);
+      const model::Job* upstream = id ? controller_.Find(*id) : nullptr;
+      if (upstream != nullptr &&
+          !model::Visible(caller, model::Verb::kView, model::ResourceOf(*upstream),
+                          controller_.policy())) {
+        return control::UnknownUpstream(spec.name, d, spec.depends_on[d].name);
+      }
+    }
+  }
+  return OkStatus();
+}
+
 Result<Submission> ControlPlane::Submit(std::string_view text, const spec::ParseOptions& options,
                                         const std::string& idempotency_key,
                                         const model::Identity& caller) {
@@ -675,6 +692,7 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
   Submission submission;
   DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
     DROVER_RETURN_IF_ERROR(ClaimSpecs(specs, caller));
+    DROVER_RETURN_IF_ERROR(CheckUpstreamsVisible(specs, caller));
     DROVER_RETURN_IF_ERROR(CheckSecretEnv(specs));
     DROVER_ASSIGN_OR_RETURN(control::SubmitResult result,
                             controller_.Submit(std::move(specs), idempotency_key, caller.user,

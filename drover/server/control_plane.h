@@ -189,7 +189,10 @@ class ControlPlane {
 
   // Parses and validates `text` (YAML or JSON, one or more jobs), then creates the jobs as
   // `caller`'s (ClaimSpecs) within the policy's submit limits (kResourceExhausted). An invalid
-  // spec changes nothing: kInvalidArgument with every diagnostic in Error::details. A job whose
+  // spec changes nothing: kInvalidArgument with every diagnostic in Error::details. A
+  // dependency on an earlier job (`job:ID`) the caller may not view, or that does not exist or
+  // can no longer meet its condition, is kInvalidArgument naming the job and the depends_on
+  // index (Controller::ResolveDependencies). A job whose
   // secret_env names a secret its team does not have is refused (kInvalidArgument naming the
   // variable and the secret), as is one with secret_env in a queue that runs on Slurm
   // (kFailedPrecondition: Slurm cannot keep a job's environment secret).
@@ -320,6 +323,10 @@ class ControlPlane {
   Status CheckSecretEnv(const std::vector<model::JobSpec>& specs) const REQUIRES(mu_);
   Status ClaimSpecs(std::vector<model::JobSpec>& specs, const model::Identity& caller) const
       REQUIRES(mu_);
+  // OK unless a spec's depends_on names (`job:ID`) a job that `caller` may not view: refused as
+  // if it did not exist (control::UnknownUpstream), so that the answer tells nothing of it.
+  Status CheckUpstreamsVisible(const std::vector<model::JobSpec>& specs,
+                               const model::Identity& caller) const REQUIRES(mu_);
   struct NodeEntry {
     std::shared_ptr<agent::WorkerRuntime> runtime;  // shared: HTTP threads wait on remote ones
     std::shared_ptr<RemoteRuntime> remote;          // set for remote nodes

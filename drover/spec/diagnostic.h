@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "drover/common/result.h"
+#include "drover/model/job_spec.h"
 #include "drover/spec/limits.h"
 
 namespace drover::spec {
@@ -23,6 +24,10 @@ struct ParseOptions {
   // The value of hold_infeasible for jobs whose spec does not set it (`drover submit
   // --hold-infeasible`). Job specs only.
   bool hold_infeasible = false;
+  // Dependencies on jobs of earlier submissions (each named `job:ID`) that every job of the
+  // input gets besides its own depends_on (`drover submit --after`, the X-Drover-After header;
+  // ParseAfter reads them). Job specs only: a cron job's runs take none.
+  std::vector<model::Dependency> after;
 };
 
 // One problem found in the input.

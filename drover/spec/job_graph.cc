@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "drover/model/dependency.h"
 #include "drover/spec/suggest.h"
 #include "drover/workflow/expression.h"
 
@@ -100,6 +101,7 @@ std::vector<std::vector<std::size_t>> ResolveDependencies(
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     for (const DependencyUse& dep : jobs[i].dependencies) {
       const std::string& name = dep.dependency.name;
+      if (model::DependencyJobId(name)) continue;  // an earlier submission's: the server checks
       const bool self = jobs[i].name_pos && name == jobs[i].spec.name;
       auto it = by_name.find(name);
       if (dep.implied && (self || it == by_name.end())) continue;
@@ -272,12 +274,37 @@ void ReadDependencies(const Value& v, const JobContext& ctx, ParsedJob& job) {
                                Describe(item.node)));
       continue;
     }
+    if (dependency.name.starts_with(model::kJobIdPrefix) &&
+        !model::DependencyJobId(dependency.name)) {
+      ctx.sink.Add(item.pos, item.path,
+                   fmt::format("expected job:ID with ID a job id (a positive integer), found '{}'",
+                               EscapeForMessage(dependency.name)));
+      continue;
+    }
     if (!seen.insert(dependency.name).second) {
       ctx.sink.Add(item.pos, item.path, fmt::format("duplicate dependency '{}'", dependency.name));
       continue;
     }
     job.dependencies.push_back(DependencyUse{dependency, item.path, item.pos, false});
     job.spec.depends_on.push_back(std::move(dependency));
+  }
+}
+
+void AddAfterDependencies(const ParseOptions& options, ParsedJob& job, Sink& sink) {
+  for (const model::Dependency& after : options.after) {
+    auto same =
+        std::find_if(job.dependencies.begin(), job.dependencies.end(),
+                     [&](const DependencyUse& use) { return use.dependency.name == after.name; });
+    if (same == job.dependencies.end()) {
+      job.dependencies.push_back(
+          DependencyUse{after, Child(job.prefix, "depends_on"), job.pos, true});
+      job.spec.depends_on.push_back(after);
+    } else if (same->dependency.condition != after.condition) {
+      sink.Add(same->pos, same->path,
+               fmt::format("waits for {}: {}, but --after asks for {}", after.name,
+                           model::DependencyConditionName(same->dependency.condition),
+                           model::DependencyConditionName(after.condition)));
+    }
   }
 }
 

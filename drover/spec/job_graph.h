@@ -20,6 +20,10 @@ namespace drover::spec::internal {
 // depends_on: each item a name (condition succeeded) or a one-key mapping {name: condition}.
 void ReadDependencies(const Value& v, const JobContext& ctx, ParsedJob& job);
 
+// The dependencies of ParseOptions::after, added to job.spec.depends_on after those the job
+// names itself; one the job already names with another condition is reported to `sink`.
+void AddAfterDependencies(const ParseOptions& options, ParsedJob& job, Sink& sink);
+
 // if: a condition (workflow::ParseCondition) whose templates are replaced at launch.
 void ReadIf(const Value& v, const JobContext& ctx, ParsedJob& job);
 

@@ -340,6 +340,7 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
   if (auto v = f.Get("if")) ReadIf(*v, ctx, job);
   if (auto v = f.Get("inputs")) ReadInputs(*v, ctx, job);
   if (auto v = f.Get("outputs")) ReadOutputs(*v, ctx, job);
+  if (form != JobForm::kCronJob) AddAfterDependencies(options, job, sink);
   if (form == JobForm::kStage) CheckObjective(ctx.sweep, job, sink);
 
   if (auto v = f.Get("timeout")) ReadTimeout(*v, spec, sink);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "drover/common/quantity.h"
+#include "drover/model/dependency.h"
 #include "drover/spec/job_graph.h"
 #include "drover/spec/job_parser.h"
 #include "drover/spec/job_sweep.h"
@@ -323,6 +324,17 @@ class DocumentParser {
     if (pipeline && ExpectMap(*pipeline, sink_)) {
       cron.jobs = ParsePipeline(pipeline->node, "pipeline", cron.name);
     }
+    // Every run would wait for the same job, which ends once: refused rather than left to fail.
+    for (const model::JobSpec& spec : cron.jobs) {
+      for (const model::Dependency& dependency : spec.depends_on) {
+        if (!model::DependencyJobId(dependency.name)) continue;
+        const Value& where = job ? *job : *pipeline;
+        sink_.Add(where.pos, where.path,
+                  fmt::format("'{}' depends on {}: a cron job's runs cannot depend on a job of "
+                              "an earlier submission",
+                              spec.name, dependency.name));
+      }
+    }
     if (!job && !pipeline) {
       const std::string key = f.Written("pipeline") ? "pipeline" : "job";
       internal::ReportMissing(
@@ -380,6 +392,57 @@ Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& opti
   ParseOutput out = ParseDocumentsWithDiagnostics(text, options);
   if (!out.diagnostics.empty()) return DiagnosticsError(out.diagnostics, options.file_name);
   return Documents{std::move(out.jobs), std::move(out.crons)};
+}
+
+Result<model::Dependency> ParseAfter(std::string_view item) {
+  const std::size_t colon = item.find(':');
+  const std::string_view id = item.substr(0, colon);
+  const std::string escaped = EscapeForMessage(item);
+  model::Dependency dependency;
+  dependency.name = std::string(model::kJobIdPrefix) + std::string(id);
+  if (!model::DependencyJobId(dependency.name)) {
+    return InvalidArgument(fmt::format(
+        "'{}': expected ID[:CONDITION] with ID a job id (a positive integer)", escaped));
+  }
+  if (colon == std::string_view::npos) return dependency;
+  const std::string_view condition = item.substr(colon + 1);
+  static constexpr std::pair<std::string_view, model::DependencyCondition> kShort[] = {
+      {"ok", model::DependencyCondition::kSucceeded},
+      {"any", model::DependencyCondition::kDone},
+  };
+  for (const auto& [word, value] : kShort) {
+    if (condition == word) {
+      dependency.condition = value;
+      return dependency;
+    }
+  }
+  if (auto parsed = model::ParseDependencyCondition(condition)) {
+    dependency.condition = *parsed;
+    return dependency;
+  }
+  return InvalidArgument(
+      fmt::format("'{}': unknown condition; expected ok, any or a condition name ({})", escaped,
+                  model::kDependencyConditionNames.AlternativeList()));
+}
+
+Result<std::vector<model::Dependency>> ParseAfterList(std::string_view text) {
+  std::vector<model::Dependency> out;
+  std::size_t position = 0;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    ++position;
+    Result<model::Dependency> dependency = ParseAfter(item);
+    if (!dependency) {
+      return InvalidArgument(fmt::format("item {}: {}", position, dependency.error().message));
+    }
+    out.push_back(std::move(*dependency));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
 }
 
 std::string SubmissionDigest(std::string_view text) {

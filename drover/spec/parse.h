@@ -62,6 +62,16 @@ struct Documents {
 // As ParseDocumentsWithDiagnostics, failing as ParseJobs does.
 Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& options);
 
+// One `drover submit --after` item (docs/workflows.md, "Dependencies across submissions"):
+// `ID` or `ID:CONDITION`, ID a job id, CONDITION `ok` (succeeded, the default), `any` (done),
+// `failed`, or a condition name (model::kDependencyConditionNames). Returns the dependency
+// `job:ID`. kInvalidArgument saying what is wrong with `item` (as written, escaped).
+Result<model::Dependency> ParseAfter(std::string_view item);
+
+// A comma-separated list of ParseAfter items (X-Drover-After), blanks around items ignored.
+// kInvalidArgument naming the 1-based position of the first bad item.
+Result<std::vector<model::Dependency>> ParseAfterList(std::string_view text);
+
 // A digest of a submission's text, for binding an idempotency key to the request body it came
 // with (a retry sends the same body; the headers may differ, e.g. a different X-Drover-Base-Dir
 // from another directory is still the same request). "fnv1a64:" and 16 hex digits: stable

@@ -597,6 +597,82 @@ TEST(ParseDocuments, NeverCrashesOnMutatedWorkflows) {
   }
 }
 
+// depends_on `job:ID`: a job of an earlier submission, with the conditions of a job of the file.
+TEST(ParseJobs, ReadsDependenciesOnEarlierSubmissions) {
+  const std::vector<model::JobSpec> jobs = Jobs(
+      "kind: Job\nname: a\nscript: x\n---\nkind: Job\nname: b\nscript: x\n"
+      "depends_on: [a, job:12, {job:13: failed}, {job:14: done}]\n");
+  ASSERT_THAT(jobs, SizeIs(2));
+  EXPECT_THAT(jobs[1].depends_on,
+              ElementsAre(Dep("a"), Dep("job:12"), Dep("job:13", DependencyCondition::kFailed),
+                          Dep("job:14", DependencyCondition::kDone)));
+  // A stage of a pipeline may name one too.
+  EXPECT_THAT(Jobs("kind: Pipeline\nname: p\nstages:\n  - {name: s, script: x, depends_on: "
+                   "[job:7]}\n")[0]
+                  .depends_on,
+              ElementsAre(Dep("job:7")));
+}
+
+TEST(ParseJobs, ReportsMalformedJobIdsAndRepeatedOnes) {
+  EXPECT_THAT(Errors("kind: Job\nname: b\nscript: x\n"
+                     "depends_on: [job:0, job:x1, job:007, job:-3, job:12, job:12]\n"),
+              ElementsAre("p.yaml:4:14: error: depends_on[0]: expected job:ID with ID a job id (a "
+                          "positive integer), found 'job:0'",
+                          "p.yaml:4:21: error: depends_on[1]: expected job:ID with ID a job id (a "
+                          "positive integer), found 'job:x1'",
+                          "p.yaml:4:29: error: depends_on[2]: expected job:ID with ID a job id (a "
+                          "positive integer), found 'job:007'",
+                          "p.yaml:4:38: error: depends_on[3]: expected job:ID with ID a job id (a "
+                          "positive integer), found 'job:-3'",
+                          "p.yaml:4:54: error: depends_on[5]: duplicate dependency 'job:12'"));
+  // Runs of a cron job cannot wait for one job that ends once.
+  EXPECT_THAT(Errors("kind: CronJob\nname: c\nschedule: '@daily'\njob:\n  script: x\n"
+                     "  depends_on: [job:3]\n"),
+              ElementsAre("p.yaml:5:3: error: job: 'c' depends on job:3: a cron job's runs cannot "
+                          "depend on a job of an earlier submission"));
+}
+
+// --after (ParseOptions::after) applies to every job of the submission, as if each named it.
+TEST(ParseJobs, AddsAfterToEveryJob) {
+  ParseOptions options = Options();
+  options.after = {Dep("job:5"), Dep("job:6", DependencyCondition::kDone)};
+  const std::vector<model::JobSpec> jobs = Jobs(
+      "kind: Job\nname: a\nscript: x\n---\nkind: Job\nname: b\nscript: x\n"
+      "depends_on: [a, job:5]\n",
+      options);
+  ASSERT_THAT(jobs, SizeIs(2));
+  EXPECT_THAT(jobs[0].depends_on,
+              ElementsAre(Dep("job:5"), Dep("job:6", DependencyCondition::kDone)));
+  EXPECT_THAT(jobs[1].depends_on,
+              ElementsAre(Dep("a"), Dep("job:5"), Dep("job:6", DependencyCondition::kDone)));
+
+  options.after = {Dep("job:5", DependencyCondition::kFailed)};
+  ParseOutput out =
+      ParseJobsWithDiagnostics("kind: Job\nname: b\nscript: x\ndepends_on: [job:5]\n", options);
+  ASSERT_THAT(out.diagnostics, SizeIs(1));
+  EXPECT_EQ(out.diagnostics[0].ToString(),
+            "p.yaml:4:14: error: depends_on[0]: waits for job:5: succeeded, but --after asks for "
+            "failed");
+}
+
+TEST(ParseAfter, ReadsIdsAndConditions) {
+  EXPECT_EQ(*ParseAfter("12"), Dep("job:12"));
+  EXPECT_EQ(*ParseAfter("12:ok"), Dep("job:12"));
+  EXPECT_EQ(*ParseAfter("12:any"), Dep("job:12", DependencyCondition::kDone));
+  EXPECT_EQ(*ParseAfter("12:failed"), Dep("job:12", DependencyCondition::kFailed));
+  EXPECT_EQ(*ParseAfter("12:skipped"), Dep("job:12", DependencyCondition::kSkipped));
+  EXPECT_EQ(ParseAfter("x").error().message,
+            "'x': expected ID[:CONDITION] with ID a job id (a positive integer)");
+  EXPECT_EQ(ParseAfter("12:sucess").error().message,
+            "'12:sucess': unknown condition; expected ok, any or a condition name (succeeded, "
+            "failed, done or skipped)");
+  Result<std::vector<model::Dependency>> list = ParseAfterList("3, 4:any");
+  ASSERT_TRUE(list);
+  EXPECT_THAT(*list, ElementsAre(Dep("job:3"), Dep("job:4", DependencyCondition::kDone)));
+  EXPECT_EQ(ParseAfterList("3,,4").error().message,
+            "item 2: '': expected ID[:CONDITION] with ID a job id (a positive integer)");
+}
+
 std::string ReadExample(const std::string& name) {
   std::ifstream in(std::string(DROVER_SOURCE_DIR) + "/examples/" + name);
   EXPECT_TRUE(in) << name;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "drover/model/dependency.h"
+
 namespace drover::workflow {
 
 UpstreamState StateOf(model::JobState state) {
@@ -54,6 +56,20 @@ bool CannotHold(model::DependencyCondition condition, UpstreamState state) {
   return state != UpstreamState::kUnfinished && !Holds(condition, state);
 }
 
+std::string_view AwaitedAs(model::DependencyCondition condition) {
+  switch (condition) {
+    case model::DependencyCondition::kSucceeded:
+      return "succeed";
+    case model::DependencyCondition::kFailed:
+      return "fail";
+    case model::DependencyCondition::kDone:
+      return "finish";
+    case model::DependencyCondition::kSkipped:
+      return "be skipped";
+  }
+  return "finish";
+}
+
 DependencyVerdict Judge(std::span<const JudgedDependency> dependencies) {
   std::vector<std::string> unfinished;
   for (const JudgedDependency& d : dependencies) {
@@ -62,10 +78,14 @@ DependencyVerdict Judge(std::span<const JudgedDependency> dependencies) {
                                     : d.upstream == UpstreamState::kFailed ? "failed"
                                                                            : "succeeded";
       return {DependencyVerdict::Kind::kSkip,
-              fmt::format("dependency '{}' {}; the condition is {}", d.dependency.name, verb,
+              fmt::format("dependency {} {}; the condition is {}",
+                          model::DescribeDependency(d.dependency.name), verb,
                           model::DependencyConditionName(d.dependency.condition))};
     }
-    if (d.upstream == UpstreamState::kUnfinished) unfinished.push_back(d.dependency.name);
+    if (d.upstream == UpstreamState::kUnfinished) {
+      unfinished.push_back(fmt::format("{} to {}", model::DescribeDependency(d.dependency.name),
+                                       AwaitedAs(d.dependency.condition)));
+    }
   }
   if (unfinished.empty()) return {DependencyVerdict::Kind::kRelease, ""};
   return {DependencyVerdict::Kind::kWait,

@@ -35,6 +35,10 @@ bool Holds(model::DependencyCondition condition, UpstreamState state);
 // hold for it (`done` never fails).
 bool CannotHold(model::DependencyCondition condition, UpstreamState state);
 
+// What a pending job waits for its upstream to do under `condition`: "succeed", "fail",
+// "finish", "be skipped".
+std::string_view AwaitedAs(model::DependencyCondition condition);
+
 struct JudgedDependency {
   model::Dependency dependency;  // the name is the upstream job or stage
   UpstreamState upstream = UpstreamState::kUnfinished;
@@ -47,8 +51,10 @@ struct DependencyVerdict {
     kSkip,     // some condition can no longer hold; skip the job (terminal)
   };
   Kind kind = Kind::kWait;
-  // kWait: "waiting for prep, tokenize"; kSkip: names the first failing dependency in order,
-  // e.g. "dependency 'train' failed; the condition is succeeded"; kRelease: "".
+  // kWait: "waiting for 'prep' to succeed, job 12 to finish" (the unfinished upstreams, each
+  // with what it is awaited to do); kSkip: names the first failing dependency in order, e.g.
+  // "dependency 'train' failed; the condition is succeeded", "dependency job 12 failed; the
+  // condition is succeeded"; kRelease: "".
   std::string reason;
 
   friend bool operator==(const DependencyVerdict&, const DependencyVerdict&) = default;

@@ -68,7 +68,8 @@ TEST(Conditions, JudgesWaitReleaseAndSkip) {
       Dep("prep", DependencyCondition::kSucceeded, UpstreamState::kSucceeded),
       Dep("train", DependencyCondition::kSucceeded, UpstreamState::kUnfinished),
       Dep("lint", DependencyCondition::kDone, UpstreamState::kUnfinished)};
-  EXPECT_EQ(Judge(deps), (DependencyVerdict{Kind::kWait, "waiting for train, lint"}));
+  EXPECT_EQ(Judge(deps),
+            (DependencyVerdict{Kind::kWait, "waiting for 'train' to succeed, 'lint' to finish"}));
 
   deps[1].upstream = UpstreamState::kSucceeded;
   deps[2].upstream = UpstreamState::kFailed;
@@ -88,6 +89,24 @@ TEST(Conditions, SkipsAsSoonAsAConditionCanNoLongerHold) {
       Dep("prep", DependencyCondition::kSucceeded, UpstreamState::kFailed)};
   EXPECT_EQ(Judge(deps), (DependencyVerdict{
                              Kind::kSkip, "dependency 'prep' failed; the condition is succeeded"}));
+}
+
+// A job of an earlier submission (`job:ID`) is judged as a job of the same file is, and named by
+// its id.
+TEST(Conditions, NamesAnEarlierSubmissionsJobByItsId) {
+  EXPECT_EQ(
+      Judge(std::vector{Dep("job:12", DependencyCondition::kSucceeded, UpstreamState::kUnfinished),
+                        Dep("job:13", DependencyCondition::kFailed, UpstreamState::kUnfinished)}),
+      (DependencyVerdict{Kind::kWait, "waiting for job 12 to succeed, job 13 to fail"}));
+  EXPECT_EQ(
+      Judge(std::vector{Dep("job:12", DependencyCondition::kSucceeded, UpstreamState::kFailed)}),
+      (DependencyVerdict{Kind::kSkip, "dependency job 12 failed; the condition is succeeded"}));
+  EXPECT_EQ(
+      Judge(std::vector{Dep("job:12", DependencyCondition::kFailed, UpstreamState::kSucceeded)}),
+      (DependencyVerdict{Kind::kSkip, "dependency job 12 succeeded; the condition is failed"}));
+  EXPECT_EQ(
+      Judge(std::vector{Dep("job:12", DependencyCondition::kDone, UpstreamState::kFailed)}).kind,
+      Kind::kRelease);
 }
 
 // a -> b -> c with the default condition: a skipped b skips c, while a `skipped` or `done`
