@@ -206,9 +206,11 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
       std::cerr << fmt::format("job {} ended ({}) without starting; it has no output\n", id, state);
     } else if (!started && !logs.follow) {
       std::cerr << fmt::format(
-          "job {} is {}; it has no output yet (drover logs -f waits for it to start)\n", id, state);
+          "job {} has not started yet ({}); no output (drover logs -f waits for it to start)\n", id,
+          state);
     } else if (!started && !told_waiting) {
-      std::cerr << fmt::format("job {} is {}; waiting for it to start\n", id, state);
+      std::cerr << fmt::format("job {} has not started yet ({}); waiting for it to start\n", id,
+                               state);
       told_waiting = true;
     }
     std::string_view text = response->body;
@@ -227,16 +229,17 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
     if (flags.output == "json") {
       // One object per chunk read (JSON Lines): one without -f, then each with output and the last.
       if (!text.empty() || last) {
-        json chunk = {{"job", api::ParseInt(id).value_or(0)},
-                      {"attempt", api::ParseInt(headers["X-Drover-Attempt"]).value_or(std::int64_t{0})},
-                      {"rank", logs.rank},
-                      {"stream", stream},
-                      {"offset", *next - static_cast<std::int64_t>(text.size())},
-                      {"next_offset", *next},
-                      {"data", text},
-                      {"started", started},
-                      {"finished", finished},
-                      {"state", state}};
+        json chunk = {
+            {"job", api::ParseInt(id).value_or(0)},
+            {"attempt", api::ParseInt(headers["X-Drover-Attempt"]).value_or(std::int64_t{0})},
+            {"rank", logs.rank},
+            {"stream", stream},
+            {"offset", *next - static_cast<std::int64_t>(text.size())},
+            {"next_offset", *next},
+            {"data", text},
+            {"started", started},
+            {"finished", finished},
+            {"state", state}};
         std::cout << chunk.dump(-1, ' ', false, json::error_handler_t::replace) << "\n"
                   << std::flush;
       }

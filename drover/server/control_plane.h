@@ -261,8 +261,8 @@ class ControlPlane {
 
   // Reads a worker's stdout or stderr from `offset` (at most `max_bytes`; a negative offset counts
   // from the end), from the worker's directory for a local node and from what its agent shipped
-  // for a remote one. attempt 0 means the current attempt. A job with no attempt yet answers an
-  // empty chunk with started false (finished when the job ended without starting).
+  // for a remote one. attempt 0 means the current attempt; when the job has none yet, or one with
+  // no workers, it answers an empty chunk with started false (finished when the job ended).
   // kInvalidArgument for a bad stream; kNotFound for unknown jobs, attempts and workers;
   // kUnavailable for a remote worker when the plane keeps no remote logs. Takes mu_ for the look
   // up only, then reads through the file system.

@@ -41,7 +41,10 @@ Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const st
     const model::Job* job = controller_.Find(id);
     if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
     chunk.job_state = std::string(model::kJobStateNames.Name(job->state));
-    if (job->attempts.empty()) {  // nothing to read: yet, or ever for a job that ended
+    // Nothing to read: yet (no attempt, or a current one not placed: a reservation), or ever
+    // for a job that ended.
+    const model::Attempt* current = job->current_attempt();
+    if (attempt == 0 && (current == nullptr || current->workers.empty())) {
       chunk.started = false;
       chunk.finished = model::IsTerminal(job->state);
       return chunk;

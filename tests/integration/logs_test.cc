@@ -163,14 +163,14 @@ script: |
   auto never = Submit(client, fmt::format(fmt::runtime(gpu_job), "never", "echo never"));
   ASSERT_EQ(waiter.size(), 1u);
   ASSERT_EQ(never.size(), 1u);
-  ASSERT_EQ(WaitForState(client, waiter[0], {"pending"}), "pending");
+  ASSERT_EQ(WaitForState(client, waiter[0], {"ready"}), "ready");  // waiting for the GPU
 
   // Without -f: nothing yet, said on stderr, and no error.
   CommandResult now = Drover(*server, {"logs", std::to_string(waiter[0])});
   EXPECT_EQ(now.exit_code, 0) << now.err;
   EXPECT_EQ(now.out, "");
   EXPECT_THAT(now.err,
-              HasSubstr(fmt::format("job {} is pending; it has no output yet", waiter[0])));
+              HasSubstr(fmt::format("job {} has not started yet (ready); no output", waiter[0])));
   CommandResult now_json = Drover(*server, {"-o", "json", "logs", std::to_string(waiter[0])});
   std::vector<json> chunks = JsonLines(now_json.out);
   ASSERT_EQ(chunks.size(), 1u) << now_json.out << now_json.err;
@@ -181,8 +181,9 @@ script: |
   std::unique_ptr<ChildProcess> follow =
       StartDrover(*server, {"logs", "-f", std::to_string(waiter[0])});
   ASSERT_TRUE(WaitUntil([&] {
-    return follow->Stderr().find(fmt::format("job {} is pending; waiting for it to start",
-                                             waiter[0])) != std::string::npos;
+    return follow->Stderr().find(fmt::format(
+               "job {} has not started yet (ready); waiting for it to start", waiter[0])) !=
+           std::string::npos;
   })) << follow->Stderr();
   EXPECT_TRUE(follow->Running());
 
