@@ -569,7 +569,7 @@ TEST_F(HandlersTest, LogsAnswerTextWithTheOffsetHeaders) {
 }
 
 TEST_F(HandlersTest, LogsWaitForOutputAtMostTheLongPollLimit) {
-  service_.log = LogChunk{"", 0, false};
+  service_.log = LogChunk{"", 0, false, true, 1, "running"};
   const TimeMs start = service_.now;
   Response response = Serve({Method::kGet, "/v1/jobs/7/logs", "", {{"wait_ms", "999999"}}});
   EXPECT_EQ(response.status, 200);

@@ -112,6 +112,7 @@ TEST_F(RemoteLogsTest, ChunksAreKeptOnceInOrderAndReadLikeALocalLog) {
   EXPECT_FALSE(running->finished);  // the worker still runs
 
   model::WorkerEvent exited{key, model::WorkerEvent::Kind::kExited, clock_.Now(), {}};
+  exited.exit.exit_code = 0;
   ASSERT_TRUE(plane_->ReportEvents(NodeId("node-r"), {exited}));
   plane_->RunOnce();
   auto done = plane_->ReadLog(key.job, 0, 0, "stdout", 0, 100);
@@ -186,7 +187,7 @@ TEST_F(RemoteLogsTest, AJobNotStartedReadsEmptyUntilItStartsOrEnds) {
   ASSERT_TRUE(pending) << pending.error().ToString();
   EXPECT_FALSE(pending->started);
   EXPECT_FALSE(pending->finished);
-  EXPECT_EQ(pending->job_state, "pending");
+  EXPECT_EQ(pending->job_state, "ready");  // waiting for node-r's GPU
   EXPECT_EQ(pending->data, "");
 
   ASSERT_TRUE(plane_->Cancel(waiting, "test"));
