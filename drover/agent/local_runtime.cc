@@ -24,6 +24,9 @@ extern char** environ;
 namespace drover::agent {
 namespace {
 
+// A worker's PATH after DROVER_BIN's folder when the runtime's own environment has none.
+constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+
 // Raw system calls: glibc 2.36's <sys/pidfd.h> lacks C++ linkage, and older glibc lacks it.
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 int PidfdSendSignal(int pidfd, int sig) {
@@ -133,6 +136,15 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options, cons
         fmt::format("supervisor_path '{}' is not an executable file", options.supervisor_path));
   }
   options.supervisor_path = supervisor.string();
+  if (options.drover_bin.empty()) {
+    const std::filesystem::path beside = supervisor.parent_path() / "drover";
+    options.drover_bin =
+        supervisor.filename() == "drover-supervise" && access(beside.c_str(), X_OK) == 0
+            ? beside.string()
+            : supervisor.string();
+  }
+  options.drover_bin =
+      std::filesystem::absolute(options.drover_bin, error).lexically_normal().string();
   return std::unique_ptr<LocalRuntime>(new LocalRuntime(std::move(options), clock));
 }
 
@@ -188,6 +200,12 @@ Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
   spec.env["DROVER_PREEMPT_NOTICE"] = dir + "/" + kPreemptNoticeFile;
   if (!options_.server_url.empty()) spec.env.try_emplace("DROVER_SERVER", options_.server_url);
   if (!options_.server_ca.empty()) spec.env.try_emplace("DROVER_CA", options_.server_ca);
+  spec.env.try_emplace("DROVER_BIN", options_.drover_bin);
+  if (!spec.env.contains("PATH")) {
+    const char* path = std::getenv("PATH");
+    spec.env["PATH"] = std::filesystem::path(options_.drover_bin).parent_path().string() + ":" +
+                       (path != nullptr && *path != '\0' ? path : kDefaultPath);
+  }
   Watch watch;
   watch.dir = dir;
   Configure(watch, spec);

@@ -16,12 +16,15 @@
 // the same RUNS_DIR can Adopt() the workers of an earlier one.
 //
 // Launch adds DROVER_SERVER=<Options::server_url> (and DROVER_CA=<Options::server_ca> when set)
-// to the worker's environment unless the spec sets it, so that `drover report` and `drover
-// checkpoint` inside a job reach the API, and DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice
-// (both to the launch.json it writes, not to the caller's spec): the file does not exist until the
-// worker is stopped for a preemption (Stop with preempt), when it holds {"reason", "deadline_ms"},
-// the deadline being the wall time at which SIGKILL follows (now + kill_grace_ms). A worker may
-// poll for it, or check it when SIGTERM arrives, to save a checkpoint in time.
+// and DROVER_BIN=<Options::drover_bin> to the worker's environment unless the spec sets them, and
+// puts DROVER_BIN's folder first on its PATH unless the spec sets PATH (then PATH is the spec's),
+// so that `drover report` and `drover checkpoint` inside a job run and reach the API (with the
+// job's own DROVER_TOKEN, which the control plane puts in the spec), and
+// DROVER_PREEMPT_NOTICE=<worker dir>/preempt-notice (both to the launch.json it writes, not to the
+// caller's spec): the file does not exist until the worker is stopped for a preemption (Stop with
+// preempt), when it holds {"reason", "deadline_ms"}, the deadline being the wall time at which
+// SIGKILL follows (now + kill_grace_ms). A worker may poll for it, or check it when SIGTERM
+// arrives, to save a checkpoint in time.
 //
 // Checkpoints: for a worker whose LaunchSpec.checkpoint_dir is set (relative: to its working
 // directory), Poll() reports kCheckpoint (at = the mtime) whenever
@@ -68,6 +71,10 @@ class LocalRuntime final : public WorkerRuntime {
     std::string runs_dir;
     // The executable that implements `supervise` (the drover binary itself).
     std::string supervisor_path;
+    // The `drover` CLI a worker may call: exported as DROVER_BIN, its folder first on the
+    // worker's PATH. Empty (the default): the `drover` beside a supervisor_path named
+    // `drover-supervise`, otherwise supervisor_path itself (the full binary). Made absolute.
+    std::string drover_bin{};
     // The API's base URL as seen from this machine, exported to workers as DROVER_SERVER;
     // empty: not exported.
     std::string server_url{};

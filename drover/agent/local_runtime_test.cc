@@ -165,11 +165,27 @@ TEST_F(LocalRuntimeTest, WorkerEnvironmentIsTheSpecsPlusPathHomeLang) {
   EXPECT_THAT(env, HasSubstr("FOO=bar baz\n"));
   EXPECT_THAT(env, HasSubstr("CUDA_VISIBLE_DEVICES=0,1\n"));
   EXPECT_THAT(env, HasSubstr("HOME=/spec/home\n"));  // the spec wins over the supervisor's
+  // The drover binary's folder first, then the supervisor's PATH.
+  const std::string bin_dir = std::filesystem::path(DROVER_BINARY).parent_path().string();
   if (const char* path = getenv("PATH")) {
-    EXPECT_THAT(env, HasSubstr(std::string("PATH=") + path + "\n"));
+    EXPECT_THAT(env, HasSubstr("PATH=" + bin_dir + ":" + path + "\n"));
   }
+  EXPECT_THAT(env, HasSubstr(std::string("DROVER_BIN=") + DROVER_BINARY + "\n"));
   EXPECT_THAT(env, ::testing::Not(HasSubstr("DROVER_TEST_MUST_NOT_LEAK")));
   unsetenv("DROVER_TEST_MUST_NOT_LEAK");
+}
+
+TEST_F(LocalRuntimeTest, AJobFindsDroverOnItsPathUnlessItsSpecSetsPath) {
+  model::LaunchSpec plain = Spec(30, {"/bin/sh", "-c", "command -v drover"});
+  model::LaunchSpec own = Spec(31, {"/bin/sh", "-c", "echo \"$PATH $DROVER_BIN\""});
+  own.env["PATH"] = "/opt/site/bin:/usr/bin:/bin";
+  ASSERT_TRUE(runtime_->Launch(plain));
+  ASSERT_TRUE(runtime_->Launch(own));
+  ASSERT_TRUE(WaitFor(plain.key, Kind::kExited));
+  ASSERT_TRUE(WaitFor(own.key, Kind::kExited));
+  EXPECT_EQ(ReadText(runtime_->StdoutPath(plain.key)), std::string(DROVER_BINARY) + "\n");
+  EXPECT_EQ(ReadText(runtime_->StdoutPath(own.key)),
+            std::string("/opt/site/bin:/usr/bin:/bin ") + DROVER_BINARY + "\n");
 }
 
 TEST_F(LocalRuntimeTest, ExportsTheServerUrlAndCaUnlessTheSpecSetsThem) {

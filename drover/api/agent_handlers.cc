@@ -1,6 +1,9 @@
 #include "drover/api/agent_handlers.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -50,6 +53,34 @@ Result<Response> ReportAgentEvents(Service& service, const Request& request) {
   DROVER_RETURN_IF_ERROR(
       service.ReportEvents(NodeId(request.path_params.at(0)), std::move(events)));
   return JsonResponse(200, json{{"accepted", true}});
+}
+
+Result<Response> ShipAgentLog(Service& service, const Request& request) {
+  if (request.body.size() > static_cast<std::size_t>(kMaxAgentLogChunk)) {
+    return InvalidArgument(fmt::format("request body: a log chunk is at most {} bytes, not {}",
+                                       kMaxAgentLogChunk, request.body.size()));
+  }
+  // Query parameter `name`, required, from 0 to `max`.
+  auto bounded = [&request](const std::string& name, std::int64_t max) -> Result<std::int64_t> {
+    DROVER_ASSIGN_OR_RETURN(std::int64_t value, IntQuery(request, name, -1));
+    if (value < 0 || value > max) {
+      return InvalidArgument(
+          fmt::format("query parameter {}: a number from 0 to {} is required", name, max));
+    }
+    return value;
+  };
+  constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+  DROVER_ASSIGN_OR_RETURN(std::int64_t job,
+                          bounded("job", std::numeric_limits<std::int64_t>::max()));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t attempt, bounded("attempt", kMaxInt));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t rank, bounded("rank", kMaxInt));
+  DROVER_ASSIGN_OR_RETURN(std::int64_t offset,
+                          bounded("offset", std::numeric_limits<std::int64_t>::max()));
+  const model::WorkerKey key{JobId(job), static_cast<int>(attempt), static_cast<int>(rank)};
+  DROVER_ASSIGN_OR_RETURN(
+      RemoteLogAck ack, service.AppendRemoteLog(NodeId(request.path_params.at(0)), key,
+                                                request.Query("stream", ""), offset, request.body));
+  return JsonResponse(200, json{{"size", ack.size}, {"full", ack.full}});
 }
 
 }  // namespace drover::api

@@ -26,6 +26,14 @@ Result<Response> TakeAgentCommands(Service& service, const Request& request);
 // The key a parked poll of `node`'s agent waits under: a transport wakes it when a command is
 // queued for the node.
 std::string AgentCommandsWakeKey(const NodeId& node);
+// The largest chunk of a log an agent ships in one request (ShipAgentLog): 256 KiB, so that one
+// post stays short next to the agent's polls and a server holds little per request.
+inline constexpr std::int64_t kMaxAgentLogChunk = 256 << 10;
+// POST /v1/agents/{node}/logs?job=&attempt=&rank=&stream=&offset= with the raw bytes of a
+// worker's stream from offset (at most kMaxAgentLogChunk): {"size": N, "full": bool}, what the
+// server keeps (Service::AppendRemoteLog, with its errors). kInvalidArgument naming the query
+// parameter that is missing, not a number or out of range, or a body over the limit.
+Result<Response> ShipAgentLog(Service& service, const Request& request);
 // POST /v1/agents/{node}/events with {"events": [WorkerEvent...]}: {"accepted": true}.
 // kInvalidArgument for another body or an event that does not decode.
 Result<Response> ReportAgentEvents(Service& service, const Request& request);

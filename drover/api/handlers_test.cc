@@ -220,6 +220,14 @@ class FakeService final : public Service {
     reported_events = static_cast<int>(events.size());
     return OkStatus();
   }
+  Result<RemoteLogAck> AppendRemoteLog(const NodeId& node, const model::WorkerKey& key,
+                                       const std::string& stream, std::int64_t offset,
+                                       std::string_view data) override {
+    shipped_node = node.value();
+    shipped_key = key;
+    shipped_stream = stream;
+    return RemoteLogAck{offset + static_cast<std::int64_t>(data.size()), false};
+  }
 
   Result<model::Job> Find(JobId id) const {
     auto it = jobs.find(id);
@@ -258,7 +266,8 @@ class FakeService final : public Service {
   std::string cancel_cause;
   mutable std::string log_stream;
   mutable int log_reads = 0;
-  std::string registered, commands_node, events_node;
+  std::string registered, commands_node, events_node, shipped_node, shipped_stream;
+  model::WorkerKey shipped_key;
   Caller registered_by;
   std::string join_token;  // empty: none required
   DurationMs commands_wait_ms = -1;
@@ -329,7 +338,7 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
                   R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
                   "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
                   "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
-                  R"(POST /v1/agents/([^/]+)/events)"));
+                  R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -670,24 +679,67 @@ TEST_F(HandlersTest, CheckpointAnswersItsTime) {
 }
 
 TEST_F(HandlersTest, LogsAnswerTextWithTheOffsetHeaders) {
-  service_.log = LogChunk{"hello\n", 6, true};
+  service_.log = LogChunk{"hello\n", 6, true, true, 2, "succeeded"};
   Response response = Serve({Method::kGet, "/v1/jobs/7/logs", "", {{"stream", "stderr"}}});
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.body, "hello\n");
   EXPECT_EQ(response.content_type, "text/plain; charset=utf-8");
-  EXPECT_EQ(response.headers, (std::map<std::string, std::string>{{"X-Drover-Finished", "1"},
-                                                                  {"X-Drover-Next-Offset", "6"}}));
+  EXPECT_EQ(response.headers,
+            (std::map<std::string, std::string>{{"X-Drover-Attempt", "2"},
+                                                {"X-Drover-Finished", "1"},
+                                                {"X-Drover-Job-State", "succeeded"},
+                                                {"X-Drover-Next-Offset", "6"},
+                                                {"X-Drover-Started", "1"}}));
   EXPECT_EQ(service_.log_stream, "stderr");
 }
 
 TEST_F(HandlersTest, LogsWaitForOutputAtMostTheLongPollLimit) {
-  service_.log = LogChunk{"", 0, false};
+  service_.log = LogChunk{"", 0, false, true, 1, "running"};
   const TimeMs start = service_.now;
   Response response = Serve({Method::kGet, "/v1/jobs/7/logs", "", {{"wait_ms", "999999"}}});
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.headers.at("X-Drover-Finished"), "0");
   EXPECT_EQ(service_.now - start, kMaxLongPollMs);
   EXPECT_EQ(service_.log_reads, kMaxLongPollMs / 100 + 1);
+}
+
+TEST_F(HandlersTest, AShippedLogChunkNamesItsWorkerAndIsAnsweredTheKeptSize) {
+  Response response = Serve(
+      {Method::kPost,
+       "/v1/agents/n1/logs",
+       "hello",
+       {{"job", "7"}, {"attempt", "2"}, {"rank", "1"}, {"stream", "stderr"}, {"offset", "10"}},
+       {{"Authorization", "Bearer cred-n1"}}});
+  EXPECT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(Body(response), (json{{"size", 15}, {"full", false}}));
+  EXPECT_EQ(service_.shipped_node, "n1");
+  EXPECT_EQ(service_.shipped_key, (model::WorkerKey{JobId(7), 2, 1}));
+  EXPECT_EQ(service_.shipped_stream, "stderr");
+}
+
+TEST_F(HandlersTest, AShippedLogChunkWithABadParameterIsRefusedNamingIt) {
+  const std::map<std::string, std::string> kAgentN1 = {{"Authorization", "Bearer cred-n1"}};
+  const std::map<std::string, std::string> good = {
+      {"job", "7"}, {"attempt", "1"}, {"rank", "0"}, {"stream", "stdout"}, {"offset", "0"}};
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"job", ""}, {"attempt", "-1"}, {"rank", "4294967296"}, {"offset", "x"}}) {
+    std::map<std::string, std::string> query = good;
+    if (value.empty()) {
+      query.erase(name);
+    } else {
+      query[name] = value;
+    }
+    Response response = Serve({Method::kPost, "/v1/agents/n1/logs", "x", query, kAgentN1});
+    EXPECT_EQ(response.status, 400) << name;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument") << name;
+    EXPECT_THAT(Body(response)["message"].get<std::string>(), HasSubstr("query parameter " + name))
+        << Body(response);
+  }
+  Response big = Serve({Method::kPost, "/v1/agents/n1/logs",
+                        std::string(kMaxAgentLogChunk + 1, 'x'), good, kAgentN1});
+  EXPECT_EQ(big.status, 400);
+  EXPECT_THAT(Body(big)["message"].get<std::string>(), HasSubstr("request body: a log chunk"));
+  EXPECT_EQ(service_.shipped_node, "");  // none reached the service
 }
 
 TEST_F(HandlersTest, LogsRejectAParameterThatIsNoInteger) {

@@ -215,6 +215,9 @@ Result<Response> JobLogs(Service& service, const Request& request) {
       Response response{200, std::move(chunk.data), "text/plain; charset=utf-8", {}, {}};
       response.headers["X-Drover-Next-Offset"] = std::to_string(chunk.next_offset);
       response.headers["X-Drover-Finished"] = chunk.finished ? "1" : "0";
+      response.headers["X-Drover-Started"] = chunk.started ? "1" : "0";
+      response.headers["X-Drover-Attempt"] = std::to_string(chunk.attempt);
+      response.headers["X-Drover-Job-State"] = chunk.job_state;
       return response;
     }
     seen = service.WaitForChange(seen, 100);

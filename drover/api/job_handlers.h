@@ -40,8 +40,10 @@ Result<Response> CheckpointJob(Service& service, const Request& request);
 // not such an object.
 Result<Response> ReportJob(Service& service, const Request& request);
 // GET /v1/jobs/{id}/logs?attempt=&rank=&stream=&offset=&wait_ms=: a chunk of a worker's output
-// as text, with X-Drover-Next-Offset and X-Drover-Finished. A long poll: with no output yet it
-// waits up to wait_ms (at most kMaxLongPollMs) for some, or for the worker's end.
+// as text, with X-Drover-Next-Offset, X-Drover-Finished, X-Drover-Started (0: the job has no
+// attempt yet; the body is then empty), X-Drover-Attempt (the attempt read) and
+// X-Drover-Job-State. A long poll: with no output yet it waits up to wait_ms (at most
+// kMaxLongPollMs) for some, or for the worker's end (a job not started yet: for its start).
 Result<Response> JobLogs(Service& service, const Request& request);
 
 }  // namespace drover::api

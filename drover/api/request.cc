@@ -37,17 +37,12 @@ Response ErrorResponse(const Error& error) {
   return JsonResponse(HttpStatusFor(error.code), ErrorBody(error));
 }
 
-namespace {
-
-// `text` as a whole decimal integer.
-std::optional<std::int64_t> ParseInt(const std::string& text) {
+std::optional<std::int64_t> ParseInt(std::string_view text) {
   std::int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
 }
-
-}  // namespace
 
 Result<model::Identity> CallerIdentity(const Request& request) {
   if (!request.caller.identity) {

@@ -99,6 +99,9 @@ Response ErrorResponse(const Error& error);
 // (a handler run without Handle).
 Result<model::Identity> CallerIdentity(const Request& request);
 
+// `text` as a whole decimal integer (no sign but '-', no spaces); nullopt otherwise.
+std::optional<std::int64_t> ParseInt(std::string_view text);
+
 // Integer query parameter `name`, `fallback` when absent. kInvalidArgument naming the parameter
 // when it is not an integer.
 Result<std::int64_t> IntQuery(const Request& request, const std::string& name,

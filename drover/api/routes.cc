@@ -67,6 +67,7 @@ constexpr Route kRoutes[] = {
      RouteKind::kAgent},
     {Method::kPost, R"(/v1/agents/([^/]+)/events)", ReportAgentEvents, AgentOfNode(),
      RouteKind::kAgent, R"({"events": [...]} (JSON))"},
+    {Method::kPost, R"(/v1/agents/([^/]+)/logs)", ShipAgentLog, AgentOfNode(), RouteKind::kAgent},
 };
 
 }  // namespace

@@ -119,7 +119,19 @@ struct AgentCommandBatch {
 struct LogChunk {
   std::string data;
   std::int64_t next_offset = 0;
-  bool finished = false;  // the worker has exited and `data` reaches the end of the file
+  // The worker has exited and `data` reaches the end of the file; or the job ended without
+  // starting (started false), so there will never be any.
+  bool finished = false;
+  bool started = true;    // false: the job has no attempt yet (then `data` is empty)
+  int attempt = 0;        // the attempt read (0 when none started)
+  std::string job_state;  // the job's state (model/names.h), for the reader's messages
+};
+
+// What the server keeps of a remote worker's stream after an agent shipped a chunk of it
+// (Service::AppendRemoteLog).
+struct RemoteLogAck {
+  std::int64_t size = 0;  // the bytes kept: the agent ships from there on
+  bool full = false;      // the stream reached the server's limit: the agent ships no more
 };
 
 // One run of a cron job (docs/workflows.md "Cron jobs").
@@ -289,6 +301,15 @@ class Service {
                                                  DurationMs wait_ms) = 0;
   // The agent's worker events. kNotFound as for TakeCommands.
   virtual Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) = 0;
+  // The node's agent ships `data`, the bytes of worker `key`'s `stream` ("stdout" or "stderr")
+  // from `offset` (docs/api.md, "Agent protocol"; docs/architecture.md, "Logs from anywhere").
+  // Idempotent: bytes the server already keeps are skipped, and a chunk past its end is not
+  // kept; either way the answer says where the agent continues. kInvalidArgument for a bad
+  // stream or offset; kNotFound for a worker that is not the node's; kFailedPrecondition when
+  // the server keeps no remote logs; kInternal when the file cannot be written.
+  virtual Result<RemoteLogAck> AppendRemoteLog(const NodeId& node, const model::WorkerKey& key,
+                                               const std::string& stream, std::int64_t offset,
+                                               std::string_view data) = 0;
 };
 
 }  // namespace drover::api

@@ -177,7 +177,8 @@ int Main(int argc, char** argv) {
   LogFlags log_flags;
   auto* logs = app.add_subcommand("logs", "print a worker's output");
   logs->add_option("id", id)->required();
-  logs->add_flag("-f,--follow", log_flags.follow, "keep printing until the worker exits");
+  logs->add_flag("-f,--follow", log_flags.follow,
+                 "keep printing until the worker exits (a job not started yet: wait for it)");
   logs->add_option("--attempt", log_flags.attempt, "attempt number (default: the latest)");
   logs->add_option("--rank", log_flags.rank, "worker rank (default 0)");
   logs->add_flag("--stderr", log_flags.stderr_stream, "standard error instead of output");
@@ -213,7 +214,7 @@ int Main(int argc, char** argv) {
 
   auto* checkpoint =
       app.add_subcommand("checkpoint", "report that a running job saved a checkpoint now");
-  checkpoint->add_option("id", id)->required();
+  checkpoint->add_option("id", id, "the job (default: $DROVER_JOB_ID, inside a job)");
   checkpoint->callback([&] { run = [&] { return CheckpointCommand(client, id); }; });
 
   ReportFlags report_flags;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "drover/api/client.h"
+#include "drover/api/request.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
@@ -68,6 +69,14 @@ int ListPipelines(const ClientFlags& flags) {
 bool IsWaitingToStart(std::optional<model::JobState> state) {
   using S = model::JobState;
   return state == S::kPending || state == S::kReady || state == S::kAdmitted || state == S::kPlaced;
+}
+
+// The job a command from inside a job is about: `given`, else $DROVER_JOB_ID (set for every
+// worker). kInvalidArgument when there is neither.
+Result<std::string> JobOfCaller(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("DROVER_JOB_ID"); env != nullptr && *env != '\0') return env;
+  return InvalidArgument("no job given: run inside a job (DROVER_JOB_ID) or name the job");
 }
 
 }  // namespace
@@ -249,19 +258,40 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
 
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {
   api::ApiClient client = ClientOf(flags);
+  const std::string stream = logs.stderr_stream ? "stderr" : "stdout";
   // A negative offset reads from the end; the first chunk is then cut to the last N lines.
   constexpr std::int64_t kTailWindow = 1 << 20;
   std::int64_t offset = logs.tail_lines > 0 ? -kTailWindow : 0;
   bool cut_to_tail = logs.tail_lines > 0;
+  bool told_waiting = false;
   while (true) {
-    std::string query =
-        fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}", api::UrlEncode(id),
-                    logs.attempt, logs.rank, logs.stderr_stream ? "stderr" : "stdout", offset);
+    std::string query = fmt::format("/v1/jobs/{}/logs?attempt={}&rank={}&stream={}&offset={}",
+                                    api::UrlEncode(id), logs.attempt, logs.rank, stream, offset);
     if (logs.follow) query += "&wait_ms=10000";
     auto response = client.Get(query);
     if (!response) return ReportError(response.error());
+    std::map<std::string, std::string>& headers = response->headers;
+    const std::optional<std::int64_t> next = api::ParseInt(headers["X-Drover-Next-Offset"]);
+    if (!next) {
+      return ReportError(Error{
+          ErrorCode::kInternal, "the server's answer has no X-Drover-Next-Offset header", {}});
+    }
+    const bool finished = headers["X-Drover-Finished"] == "1";
+    const bool started = headers["X-Drover-Started"] != "0";
+    const std::string& state = headers["X-Drover-Job-State"];
+    if (!started && finished) {
+      std::cerr << fmt::format("job {} ended ({}) without starting; it has no output\n", id, state);
+    } else if (!started && !logs.follow) {
+      std::cerr << fmt::format(
+          "job {} has not started yet ({}); no output (drover logs -f waits for it to start)\n", id,
+          state);
+    } else if (!started && !told_waiting) {
+      std::cerr << fmt::format("job {} has not started yet ({}); waiting for it to start\n", id,
+                               state);
+      told_waiting = true;
+    }
     std::string_view text = response->body;
-    if (cut_to_tail) {
+    if (cut_to_tail && started) {
       cut_to_tail = false;
       std::size_t start = text.size();
       int lines = 0;
@@ -272,9 +302,29 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
       }
       text.remove_prefix(start);
     }
-    std::cout << text << std::flush;
-    offset = std::stoll(response->headers["X-Drover-Next-Offset"]);
-    if (!logs.follow || response->headers["X-Drover-Finished"] == "1") break;
+    const bool last = !logs.follow || finished;
+    if (flags.output == "json") {
+      // One object per chunk read (JSON Lines): one without -f, then each with output and the last.
+      if (!text.empty() || last) {
+        json chunk = {
+            {"job", api::ParseInt(id).value_or(0)},
+            {"attempt", api::ParseInt(headers["X-Drover-Attempt"]).value_or(std::int64_t{0})},
+            {"rank", logs.rank},
+            {"stream", stream},
+            {"offset", *next - static_cast<std::int64_t>(text.size())},
+            {"next_offset", *next},
+            {"data", text},
+            {"started", started},
+            {"finished", finished},
+            {"state", state}};
+        std::cout << chunk.dump(-1, ' ', false, json::error_handler_t::replace) << "\n"
+                  << std::flush;
+      }
+    } else {
+      std::cout << text << std::flush;
+    }
+    offset = *next;
+    if (last) break;
   }
   return 0;
 }
@@ -341,9 +391,11 @@ int WhyCommand(const ClientFlags& flags, const std::string& id) {
   return Print(flags, client.Decisions(id), DescribeDecisions);
 }
 
-int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
+int CheckpointCommand(const ClientFlags& flags, const std::string& given) {
+  Result<std::string> id = JobOfCaller(given);
+  if (!id) return ReportError(id.error());
   api::ApiClient client = ClientOf(flags);
-  auto body = client.Checkpoint(id);
+  auto body = client.Checkpoint(*id);
   if (!body) return ReportError(body.error());
   if (flags.output == "json") {
     PrintJson(*body);
@@ -356,13 +408,8 @@ int CheckpointCommand(const ClientFlags& flags, const std::string& id) {
 }
 
 int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
-  std::string job = report.job;
-  if (const char* env = std::getenv("DROVER_JOB_ID"); job.empty() && env != nullptr) job = env;
-  if (job.empty()) {
-    return ReportError(Error{ErrorCode::kInvalidArgument,
-                             "no job to report for: run inside a job (DROVER_JOB_ID) or pass --job",
-                             {}});
-  }
+  Result<std::string> job = JobOfCaller(report.job);
+  if (!job) return ReportError(job.error());
   if (!report.began && !report.progress) {
     return ReportError(Error{
         ErrorCode::kInvalidArgument, "nothing to report: pass --began and/or --progress X", {}});
@@ -371,7 +418,7 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
   if (report.began) body["useful_work_began"] = true;
   if (report.progress) body["progress"] = *report.progress;
   api::ApiClient client = ClientOf(flags);
-  auto reply = client.Report(job, body);
+  auto reply = client.Report(*job, body);
   if (!reply) return ReportError(reply.error());
   if (flags.output == "json") {
     PrintJson(*reply);

@@ -85,6 +85,11 @@ struct LogFlags {
   bool stderr_stream = false;
   int tail_lines = 0;  // > 0: start with the last N lines (of the last 1 MiB)
 };
+// `drover logs ID`: a worker's output, wherever it ran (remote agents ship theirs to the server).
+// With follow, until the worker exits; a job not started yet is waited for (a note on stderr),
+// one that ended without starting has nothing to print. With -o json, JSON Lines: one object per
+// chunk read, {"job", "attempt", "rank", "stream", "offset", "next_offset", "data", "started",
+// "finished", "state"}: without follow exactly one, with it each chunk with output and the last.
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs);
 // `drover cancel ID`, or with `pipeline` `drover cancel --pipeline RUN`: cancels the run's
 // unfinished jobs.
@@ -98,7 +103,8 @@ int NodesCommand(const ClientFlags& flags);
 int QueuesCommand(const ClientFlags& flags);
 // `drover why ID`: the job's scheduling decisions (placements, reservations, preemptions).
 int WhyCommand(const ClientFlags& flags, const std::string& id);
-// `drover checkpoint ID`: reports that a running job saved a checkpoint now.
+// `drover checkpoint [ID]`: reports that a running job saved a checkpoint now; without ID, the
+// job it runs in ($DROVER_JOB_ID).
 int CheckpointCommand(const ClientFlags& flags, const std::string& id);
 struct ReportFlags {
   std::string job;                 // empty: $DROVER_JOB_ID

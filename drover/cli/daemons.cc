@@ -95,6 +95,7 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   DROVER_ASSIGN_OR_RETURN(
       auto store, store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string()));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
+  options.remote_logs_dir = (std::filesystem::path(data_dir) / "remote-logs").string();
   // Kept beside the database, not in it (server/token_registry.h says why).
   DROVER_ASSIGN_OR_RETURN(options.job_token_key,
                           server::TokenRegistry::LoadOrCreateJobKey(

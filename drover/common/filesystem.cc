@@ -76,6 +76,25 @@ class PosixFileSystem final : public FileSystem {
     return text;
   }
 
+  Status Append(const std::string& path, std::string_view data) override {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return Internal(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    std::size_t done = 0;
+    int error = 0;
+    while (done < data.size()) {
+      const ssize_t n = write(fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error = errno;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (close(fd) != 0 && error == 0) error = errno;
+    if (error != 0) return Internal(fmt::format("cannot write {}: {}", path, std::strerror(error)));
+    return OkStatus();
+  }
+
   Status CreateDirectories(const std::string& path) override {
     if (path.empty()) return InvalidArgument("cannot create a directory with an empty name");
     // Each prefix that ends before a '/', then the whole path.

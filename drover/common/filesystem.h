@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "drover/common/result.h"
 
@@ -41,6 +42,10 @@ class FileSystem {
   virtual Result<std::string> Read(
       const std::string& path, std::int64_t offset = 0,
       std::int64_t max_bytes = std::numeric_limits<std::int64_t>::max()) const = 0;
+  // Appends `data` to the file at `path`, creating it (mode 0644) when missing; its parent
+  // directory must exist. kInternal naming the file when it cannot be written (what was written
+  // of `data` before the failure may stay).
+  virtual Status Append(const std::string& path, std::string_view data) = 0;
   // Creates directory `path` and any missing parents (`mkdir -p`, mode 0755); an existing
   // directory is fine. kInternal naming the directory that could not be created.
   virtual Status CreateDirectories(const std::string& path) = 0;

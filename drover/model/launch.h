@@ -26,8 +26,9 @@ struct WorkerKey {
 
 // Everything an agent needs to start one worker. The control plane fills `env` (DROVER_*
 // variables, CUDA_VISIBLE_DEVICES and the spec's env); the agent adds only DROVER_PREEMPT_NOTICE,
-// DROVER_SERVER (the API's URL as the agent reaches it) and PATH, HOME and LANG from its own
-// environment, the last four only when `env` does not set them.
+// DROVER_SERVER (the API's URL as the agent reaches it), DROVER_BIN (the `drover` it runs as),
+// PATH (DROVER_BIN's folder, then its own PATH), HOME and LANG from its own environment, all but
+// the first only when `env` does not set them.
 struct LaunchSpec {
   WorkerKey key;
   NodeId node;

@@ -16,8 +16,9 @@
 // worker kNotFound), for those sent again under a new epoch.
 //
 // Agent end: RunAgent() registers the node, then loops: collect commands, carry them out on a
-// LocalRuntime, post the runtime's events (started, checkpoint, exited; kept and re-sent until
-// the server accepts them, so a restarted server loses no exit).
+// LocalRuntime, ship the workers' new output (LogShipper), post the runtime's events (started,
+// checkpoint, exited; kept and re-sent until the server accepts them, so a restarted server loses
+// no exit; an exit only once its worker's output is shipped).
 //
 // Wire form of a command: {"seq": N, "kind": "launch", "launch": LaunchSpec}, {"seq": N,
 // "kind": "stop", "key": KEY, "preempt": bool, "reason": text} ("preempt" and "reason" absent
@@ -170,6 +171,8 @@ class AgentCommandRunner {
   void Observe(const std::vector<model::WorkerEvent>& events);
   // Stops every worker still running, for `reason` (self-fencing: RunAgent); the number stopped.
   std::size_t Fence(const std::string& reason);
+  // The workers launched or adopted and not seen exit.
+  const std::set<model::WorkerKey>& running() const { return running_; }
 
  private:
   struct PendingStop {

@@ -19,6 +19,7 @@
 #include "drover/api/request.h"
 #include "drover/codec/json.h"
 #include "drover/server/agent_link.h"
+#include "drover/server/log_shipper.h"
 
 namespace drover::server {
 
@@ -202,6 +203,21 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   bool registered = false;
   std::vector<model::WorkerEvent> unsent;  // kept until the server accepts them
   AgentCommandRunner runner(runtime, clock, node);
+  LogShipper shipper(
+      runtime.runs_dir(),
+      [&](const model::WorkerKey& key, const std::string& stream, std::int64_t offset,
+          std::string_view data) -> Result<api::RemoteLogAck> {
+        const TimeMs sent_at = clock.Now();
+        auto reply = client->Post(
+            fmt::format("{}/logs?job={}&attempt={}&rank={}&stream={}&offset={}", node_path,
+                        key.job.value(), key.attempt, key.rank, stream, offset),
+            std::string(data), "application/octet-stream");
+        fence.Called(sent_at, reply);
+        if (!reply) return tl::unexpected(reply.error());
+        if (!reply->json.is_object()) return Internal("the server's answer is no JSON object");
+        return api::RemoteLogAck{reply->json.value("size", offset),
+                                 reply->json.value("full", false)};
+      });
 
   while (!stop) {
     runner.RetryStops();
@@ -277,14 +293,31 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
     std::vector<model::WorkerEvent> polled = runtime.Poll();
     runner.Observe(polled);
     for (model::WorkerEvent& event : polled) unsent.push_back(std::move(event));
-    if (!unsent.empty() && registered) {
-      json events = json::array();
-      for (const model::WorkerEvent& event : unsent) events.push_back(codec::ToJson(event));
-      const TimeMs sent_at = clock.Now();
-      auto posted = client->Post(node_path + "/events", codec::DumpJson(json{{"events", events}}),
-                                 "application/json");
-      fence.Called(sent_at, posted);
-      if (posted) unsent.clear();
+    if (!registered) continue;
+    // Logs first: an exit is posted only once its worker's output is shipped (LogShipper).
+    for (const model::WorkerKey& key : runner.running()) shipper.Track(key);
+    for (const model::WorkerEvent& event : unsent) shipper.Track(event.key);
+    shipper.Ship();
+    json events = json::array();
+    std::vector<model::WorkerEvent> held;  // exits whose output is not all shipped yet
+    std::vector<model::WorkerKey> exited;  // those posted now
+    for (const model::WorkerEvent& event : unsent) {
+      const bool exit = event.kind == model::WorkerEvent::Kind::kExited;
+      if (exit && !shipper.Drained(event.key)) {
+        held.push_back(event);
+        continue;
+      }
+      events.push_back(codec::ToJson(event));
+      if (exit) exited.push_back(event.key);
+    }
+    if (events.empty()) continue;
+    const TimeMs sent_at = clock.Now();
+    auto posted = client->Post(node_path + "/events", codec::DumpJson(json{{"events", events}}),
+                               "application/json");
+    fence.Called(sent_at, posted);
+    if (posted) {
+      for (const model::WorkerKey& key : exited) shipper.Forget(key);
+      unsent = std::move(held);
     }
   }
   return OkStatus();

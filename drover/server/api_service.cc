@@ -160,4 +160,12 @@ Status ControlPlaneService::ReportEvents(const NodeId& node,
   return plane_.ReportEvents(node, std::move(events));
 }
 
+Result<api::RemoteLogAck> ControlPlaneService::AppendRemoteLog(const NodeId& node,
+                                                               const model::WorkerKey& key,
+                                                               const std::string& stream,
+                                                               std::int64_t offset,
+                                                               std::string_view data) {
+  return plane_.AppendRemoteLog(node, key, stream, offset, data);
+}
+
 }  // namespace drover::server

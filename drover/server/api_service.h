@@ -63,6 +63,9 @@ class ControlPlaneService final : public api::Service {
   Result<api::AgentCommandBatch> TakeCommands(const NodeId& node, const api::AgentAck& ack,
                                               DurationMs wait_ms) override;
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) override;
+  Result<api::RemoteLogAck> AppendRemoteLog(const NodeId& node, const model::WorkerKey& key,
+                                            const std::string& stream, std::int64_t offset,
+                                            std::string_view data) override;
 
  private:
   ControlPlane& plane_;

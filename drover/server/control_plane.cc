@@ -855,57 +855,6 @@ std::vector<NodeStatus> ControlPlane::Nodes() const {
   return out;
 }
 
-Result<LogChunk> ControlPlane::ReadLog(JobId id, int attempt, int rank, const std::string& stream,
-                                       std::int64_t offset, std::int64_t max_bytes) const {
-  if (stream != "stdout" && stream != "stderr") {
-    return InvalidArgument("stream: must be stdout or stderr");
-  }
-  std::string path;
-  bool exited = false;
-  {
-    MutexLock lock(mu_);
-    const model::Job* job = controller_.Find(id);
-    if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
-    if (job->attempts.empty()) {
-      return NotFound(fmt::format("job {} has not started yet", id.value()));
-    }
-    const model::Attempt* chosen = nullptr;
-    for (const model::Attempt& a : job->attempts) {
-      if (a.number == attempt || (attempt == 0 && &a == job->current_attempt())) chosen = &a;
-    }
-    if (!chosen) return NotFound(fmt::format("job {} has no attempt {}", id.value(), attempt));
-    if (rank < 0 || rank >= static_cast<int>(chosen->workers.size())) {
-      return NotFound(
-          fmt::format("job {} attempt {} has no worker {}", id.value(), chosen->number, rank));
-    }
-    const model::Worker& worker = chosen->workers[rank];
-    auto it = nodes_.find(worker.node);
-    if (it == nodes_.end() || it->second.runs_dir.empty()) {
-      return Unavailable(
-          fmt::format("the logs of worker {} are kept on its node {}", rank, worker.node.value()));
-    }
-    path = fmt::format("{}/{}/{}/{}/{}.log", it->second.runs_dir, id.value(), chosen->number, rank,
-                       stream);
-    exited = worker.state == model::WorkerState::kExited;
-  }
-  LogChunk chunk;
-  chunk.next_offset = offset;
-  Result<FileInfo> info = fs_.Stat(path);
-  const std::int64_t size = info ? info->size : 0;
-  if (offset < 0) offset = std::max<std::int64_t>(0, size + offset);  // negative: from the end
-  if (offset > size) offset = size;
-  Result<std::string> data = info ? fs_.Read(path, offset, std::min(max_bytes, size - offset))
-                                  : tl::unexpected(info.error());
-  if (!data) {  // not written yet, or gone
-    chunk.finished = exited;
-    return chunk;
-  }
-  chunk.data = *std::move(data);
-  chunk.next_offset = offset + static_cast<std::int64_t>(chunk.data.size());
-  chunk.finished = exited && chunk.next_offset >= size;
-  return chunk;
-}
-
 std::uint64_t ControlPlane::version() const {
   MutexLock lock(mu_);
   return version_;

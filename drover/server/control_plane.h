@@ -116,6 +116,14 @@ struct ControlPlaneOptions {
   // one small write that no scheduling cycle waits for; a crash loses at most the last 10 s of
   // accrued usage (a restart then decays the history over the downtime as time without usage).
   DurationMs fair_share_save_interval_ms = 10'000;
+  // Where the logs remote agents ship are kept (AppendRemoteLog; docs/architecture.md, "Logs
+  // from anywhere"): DIR/<node>/<job>/<attempt>/<rank>/{stdout,stderr}.log, an agent's layout.
+  // `drover server` uses DATA/remote-logs. Empty: none are kept, and reading a remote worker's
+  // log answers kUnavailable.
+  std::string remote_logs_dir;
+  // How much of each stream of a remote worker is kept; the agent ships no more once it is
+  // reached (the rest stays in the worker's directory on its node). 64 MiB.
+  std::int64_t max_remote_log_bytes = std::int64_t{64} << 20;
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
@@ -257,9 +265,13 @@ class ControlPlane {
   // errors; kFailedPrecondition when the server was started without one.
   Status ReloadPolicy() EXCLUDES(mu_);
 
-  // Reads a worker's stdout or stderr from `offset` (at most `max_bytes`). attempt 0 means the
-  // current attempt. kNotFound for unknown jobs/workers, kUnavailable for workers on remote
-  // nodes (their logs stay on the node).
+  // Reads a worker's stdout or stderr from `offset` (at most `max_bytes`; a negative offset counts
+  // from the end), from the worker's directory for a local node and from what its agent shipped
+  // for a remote one. attempt 0 means the current attempt; when the job has none yet, or one with
+  // no workers, it answers an empty chunk with started false (finished when the job ended).
+  // kInvalidArgument for a bad stream; kNotFound for unknown jobs, attempts and workers;
+  // kUnavailable for a remote worker when the plane keeps no remote logs. Takes mu_ for the look
+  // up only, then reads through the file system.
   Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
                            std::int64_t offset, std::int64_t max_bytes) const EXCLUDES(mu_);
 
@@ -291,6 +303,12 @@ class ControlPlane {
   // nullptr: none). The HTTP server wakes its parked agent polls with it.
   void SetAgentWaker(RemoteRuntime::Waker waker) EXCLUDES(mu_);
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) EXCLUDES(mu_);
+  // api::Service::AppendRemoteLog, with its errors: keeps what the agent of `node` ships of a
+  // worker's stream under options.remote_logs_dir, up to options.max_remote_log_bytes. Takes mu_
+  // to check that the worker is the node's, then log_mu_ (alone) for the file's stat and append.
+  Result<api::RemoteLogAck> AppendRemoteLog(const NodeId& node, const model::WorkerKey& key,
+                                            const std::string& stream, std::int64_t offset,
+                                            std::string_view data) EXCLUDES(mu_, log_mu_);
 
   // A counter that increases with every persisted change; WaitForChange blocks until it
   // exceeds `seen` or `timeout_ms` passes, and returns the current value.
@@ -443,6 +461,9 @@ class ControlPlane {
   // through a runtime's or executor's call, a file system call or a wait. Each public method
   // takes it for its critical section (none calls another with it held).
   mutable Mutex mu_;
+  // Serializes AppendRemoteLog's look at a log's size and its append, so that two posts of the
+  // same chunk keep it once. Never held with mu_.
+  Mutex log_mu_;
   mutable std::condition_variable_any changed_;  // version_ grew, or the plane stopped
   // A schedule is requested, effects were queued, or the plane stopped.
   std::condition_variable_any wake_loop_;

@@ -35,7 +35,7 @@ class FileSystemContractTest : public ::testing::TestWithParam<bool> {
     }
   }
 
-  // Writes through the implementation's own back door (the FileSystem has no write), creating
+  // Writes through the implementation's own back door (the FileSystem only appends), creating
   // the parent directories.
   void Write(const std::string& path, const std::string& text) {
     if (GetParam()) {
@@ -69,6 +69,16 @@ TEST_P(FileSystemContractTest, StatAndReadAFile) {
   EXPECT_EQ(*fs_->Read(file, 20, 3), "");
   EXPECT_TRUE(fs_->Stat(root_)->directory);
   EXPECT_EQ(fs_->Read(root_).error().code, ErrorCode::kInternal);
+}
+
+TEST_P(FileSystemContractTest, AppendCreatesThenExtendsAFile) {
+  const std::string file = root_ + "/log.txt";
+  ASSERT_TRUE(fs_->Append(file, "one\n"));
+  ASSERT_TRUE(fs_->Append(file, std::string_view("two\n\0x", 6)));
+  EXPECT_EQ(*fs_->Read(file), std::string("one\ntwo\n\0x", 10));
+  EXPECT_EQ(fs_->Stat(file)->size, 10);
+  EXPECT_EQ(fs_->Append(root_ + "/missing/log.txt", "x").error().code, ErrorCode::kInternal);
+  EXPECT_EQ(fs_->Append(root_, "x").error().code, ErrorCode::kInternal);  // a directory
 }
 
 TEST_P(FileSystemContractTest, CreateDirectoriesIsMkdirP) {

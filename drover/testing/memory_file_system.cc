@@ -88,6 +88,20 @@ Result<std::string> MemoryFileSystem::Read(const std::string& path, std::int64_t
                         static_cast<std::size_t>(std::min(max_bytes, size - offset)));
 }
 
+Status MemoryFileSystem::Append(const std::string& path, std::string_view data) {
+  const std::string at = Normal(path);
+  std::lock_guard lock(mu_);
+  if (auto fault = FaultOf(Op::kAppend, at)) return tl::unexpected(*fault);
+  if (!IsDirectory(ParentOf(at))) {
+    return Internal(fmt::format("cannot write {}: no such directory", at));
+  }
+  Entry& entry = entries_[at];
+  if (entry.directory) return Internal(fmt::format("cannot write {}: a directory", at));
+  entry.content.append(data);
+  entry.modified_ns = ++clock_ns_;
+  return OkStatus();
+}
+
 Status MemoryFileSystem::CreateDirectories(const std::string& path) {
   const std::string at = Normal(path);
   std::lock_guard lock(mu_);

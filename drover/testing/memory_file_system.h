@@ -28,6 +28,7 @@ class MemoryFileSystem final : public FileSystem {
     kStat,
     kLinkStat,
     kRead,
+    kAppend,
     kCreateDirectories,
     kRename,    // matched on `from`
     kExchange,  // matched on either path
@@ -39,6 +40,7 @@ class MemoryFileSystem final : public FileSystem {
   Result<FileInfo> LinkStat(const std::string& path) const override;
   Result<std::string> Read(const std::string& path, std::int64_t offset,
                            std::int64_t max_bytes) const override;
+  Status Append(const std::string& path, std::string_view data) override;
   Status CreateDirectories(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status Exchange(const std::string& a, const std::string& b) override;

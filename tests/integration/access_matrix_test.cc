@@ -114,6 +114,7 @@ const std::map<std::string, Rule>& Rules() {
       {"POST /v1/agents/register", Rule::kAgent},
       {"GET /v1/agents/([^/]+)/commands", Rule::kAgent},
       {"POST /v1/agents/([^/]+)/events", Rule::kAgent},
+      {"POST /v1/agents/([^/]+)/logs", Rule::kAgent},
       {"POST /v1/tokens", Rule::kAdmin},
       {"GET /v1/tokens", Rule::kAdmin},
       {R"(POST /v1/tokens/([^/]+)/revoke)", Rule::kAdmin},
