@@ -34,8 +34,8 @@ std::string Describe(const std::string& verb, const json& job) {
     return head + " is held; it keeps its place in queue " + job.value("queue", "");
   if (verb == "release") return fmt::format("{} is released ({})", head, job.value("state", ""));
   if (verb == "requeue") return head + " is being stopped and requeued";
-  return fmt::format("{} updated: priority {}, queue {}", head, job.value("priority", ""),
-                     job.value("queue", ""));
+  return fmt::format("{} updated; it is {} with priority {} in queue {}", head,
+                     job.value("state", ""), job.value("priority", ""), job.value("queue", ""));
 }
 
 }  // namespace

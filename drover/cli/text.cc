@@ -98,6 +98,11 @@ std::string DescribeJob(const json& job) {
   if (!job["message"].get<std::string>().empty()) {
     out += fmt::format("  message:   {}\n", job["message"].get<std::string>());
   }
+  if (const json hold = job.value("hold", json(nullptr)); hold.is_object()) {
+    out += fmt::format("  held:      by {} since {}{}\n", hold.value("by", ""),
+                       FormatTimestamp(hold.value("since", std::int64_t{0})),
+                       hold.value("reason", "").empty() ? "" : ": " + hold.value("reason", ""));
+  }
   out += fmt::format("  owner:     {}   team: {}   queue: {}   priority: {}\n",
                      job["owner"].get<std::string>(), job["team"].get<std::string>(),
                      job["queue"].get<std::string>(), job["priority"].get<std::string>());

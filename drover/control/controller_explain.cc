@@ -22,7 +22,7 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
   Explanation out;
   out.state = job->state;
-  if (job->hold) {  // whatever else would hold it, the user's hold does first
+  if (job->hold && !model::IsTerminal(job->state)) {  // before whatever else would hold it
     out.layer = model::HoldLayer::kHeld;
     out.message =
         fmt::format("held by {} for {}{}; drover release {} lets it be scheduled", job->hold->by,

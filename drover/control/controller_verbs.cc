@@ -164,8 +164,9 @@ Status Controller::UpdateJob(JobId id, const JobUpdate& update, const std::strin
   } else if (job.state == JobState::kReady) {
     verdicts_.erase(id);
     if (reservation_ && reservation_->job == id) reservation_.reset();
-    capacity_freed_ = true;  // a full pass judges it under its new spec
   }
+  // A full pass judges it (or, for a running job's new limit, the backfill estimates) anew.
+  capacity_freed_ = true;
   RecordAction(job, fmt::format("updated: {}", fmt::join(changes, ", ")), by, now, step);
   return OkStatus();
 }

@@ -168,6 +168,10 @@ TEST_F(VerbsTest, HoldAndReleaseAreRefusedNamingTheStateAndChangeNothing) {
   EXPECT_TRUE(last_.empty());
 
   EXPECT_EQ(ErrorOf(Hold(JobId(99), kT0)).code, ErrorCode::kNotFound);
+  // A held job that is cancelled explains itself as cancelled, not held.
+  Step cancel;
+  ASSERT_TRUE(controller_.Cancel(ready, "cancelled by bob", kT0 + 13, cancel));
+  EXPECT_EQ(controller_.Explain(ready, kT0 + 14)->layer, model::HoldLayer::kFinished);
   EXPECT_EQ(ErrorOf(Release(JobId(99), kT0)).code, ErrorCode::kNotFound);
 
   Event(Exited(running, 1, 0, 0, kT0 + 20));

@@ -60,6 +60,8 @@ TEST_F(JobVerbs, AHeldJobIsPassedOverUntilReleasedAndTheRecordNamesWhoHeldIt) {
   CommandResult held = Drover(*server, {"hold", id, "--reason", "input not ready"});
   ASSERT_EQ(held.exit_code, 0) << held.err;
   EXPECT_THAT(held.out, HasSubstr("job " + id + " (first) is held"));
+  CommandResult shown = Drover(*server, {"get", id});
+  EXPECT_THAT(shown.out, HasSubstr("held:      by "));
   CommandResult explain = Drover(*server, {"explain", id});
   EXPECT_THAT(explain.out, HasSubstr("(held): held by"));
   EXPECT_THAT(explain.out, HasSubstr("input not ready"));
@@ -123,7 +125,7 @@ TEST_F(JobVerbs, UpdateChangesAPendingJobAndOnlyTheTimeLimitOfARunningOne) {
 
   // The pending job: priority, timeout; an unknown queue is refused naming the field.
   CommandResult bad = Drover(*server, {"update", std::to_string(pending), "--queue", "nope"});
-  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.exit_code, 0) << bad.out;
   EXPECT_THAT(bad.err, HasSubstr("queue: nope does not exist"));
   CommandResult updated = Drover(*server, {"-o", "json", "update", std::to_string(pending),
                                            "--priority", "high", "--timeout", "30m"});
@@ -162,9 +164,6 @@ TEST_F(JobVerbs, RequeueStopsACheckpointingJobWhichResumesFromItsCheckpoint) {
                                fmt::format("checkpoint_dir: {}\n", dir_.Sub("ckpt"))))
           .at(0);
   const std::string job_id = std::to_string(id);
-  // Requeue before it runs is refused naming its state.
-  CommandResult early = Drover(*server, {"requeue", job_id});
-  if (early.exit_code != 0) EXPECT_THAT(early.err, HasSubstr("only a starting or running job"));
   ASSERT_EQ(WaitForState(client, id, {"running"}), "running") << server->Log();
   ASSERT_TRUE(WaitUntil([&] {
     json job = GetJob(client, id);
