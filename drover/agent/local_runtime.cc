@@ -250,6 +250,23 @@ Status LocalRuntime::Stop(const model::WorkerKey& key, const model::StopRequest&
       }
     }
   }
+  return SignalSupervisor(key, watch, SIGTERM);
+}
+
+Status LocalRuntime::SetTimeout(const model::WorkerKey& key, DurationMs timeout_ms) {
+  MutexLock lock(mu_);
+  auto it = watched_.find(key);
+  if (it == watched_.end()) {
+    return NotFound(fmt::format("{} is not running here", KeyName(key)));
+  }
+  DROVER_RETURN_IF_ERROR(WriteTimeoutFile(it->second.dir, timeout_ms));
+  // A supervisor that has not written supervisor.json may not block SIGUSR1 yet; it reads the
+  // file when it begins supervising.
+  if (!ReadSupervisorFile(it->second.dir)) return OkStatus();
+  return SignalSupervisor(key, it->second, SIGUSR1);
+}
+
+Status LocalRuntime::SignalSupervisor(const model::WorkerKey& key, Watch& watch, int signal) {
   if (!watch.supervisor) {
     if (auto identity = ReadSupervisorFile(watch.dir)) watch.supervisor = *identity;
   }
@@ -264,11 +281,11 @@ Status LocalRuntime::Stop(const model::WorkerKey& key, const model::StopRequest&
       return Internal(
           fmt::format("cannot open the supervisor of {}: {}", KeyName(key), std::strerror(errno)));
     }
-    if (IsAlive(*watch.supervisor)) kill(watch.supervisor->pid, SIGTERM);
+    if (IsAlive(*watch.supervisor)) kill(watch.supervisor->pid, signal);
     return OkStatus();
   }
   Status result = OkStatus();
-  if (IsAlive(*watch.supervisor) && PidfdSendSignal(pidfd, SIGTERM) != 0 && errno != ESRCH) {
+  if (IsAlive(*watch.supervisor) && PidfdSendSignal(pidfd, signal) != 0 && errno != ESRCH) {
     result = Internal(
         fmt::format("cannot signal the supervisor of {}: {}", KeyName(key), std::strerror(errno)));
   }

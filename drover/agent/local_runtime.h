@@ -106,6 +106,10 @@ class LocalRuntime final : public WorkerRuntime {
   // a key not watched; kUnavailable for an adopted worker whose supervisor has not written
   // supervisor.json yet (retry).
   Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override;
+  // Writes timeout.json (worker_files.h) and sends SIGUSR1 to the supervisor, checked as Stop
+  // checks it; the supervisor re-reads its limit (one not yet supervising reads it when it
+  // begins). kNotFound for a key not watched; kInternal if the file cannot be written.
+  Status SetTimeout(const model::WorkerKey& key, DurationMs timeout_ms) override;
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
 
@@ -143,6 +147,9 @@ class LocalRuntime final : public WorkerRuntime {
   // `exit` as recorded by the supervisor, reported preempted if a preemption stopped it.
   static model::ExitStatus StopOutcome(const Watch& watch, model::ExitStatus exit);
   bool SupervisorGone(Watch& watch);
+  // Sends `signal` to the supervisor of `key` after checking through a pidfd that it is still
+  // the same process. OK when it has exited; kUnavailable before it wrote supervisor.json.
+  static Status SignalSupervisor(const model::WorkerKey& key, Watch& watch, int signal);
   // Reaps the supervisors in unreaped_ that have exited (waitpid WNOHANG, one call each).
   void ReapSupervisors() REQUIRES(mu_);
 

@@ -373,6 +373,33 @@ TEST_F(LocalRuntimeTest, KillsDescendantsThatLeftTheProcessGroup) {
   EXPECT_FALSE(ProcessExists(escaped[0]));
 }
 
+TEST_F(LocalRuntimeTest, ALongerTimeLimitLetsTheWorkerFinish) {
+  model::LaunchSpec spec = Spec(40, {"sh", "-c", "sleep 1; exit 0"});
+  spec.timeout_ms = 300;
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
+  // The supervisor has blocked SIGUSR1 once supervisor.json exists.
+  ASSERT_TRUE(WaitForFile(runtime_->WorkerDir(spec.key) + "/supervisor.json"));
+  ASSERT_TRUE(runtime_->SetTimeout(spec.key, 60'000));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_FALSE(exited->exit.timed_out) << exited->exit.message;
+  EXPECT_EQ(exited->exit.exit_code, 0);
+}
+
+TEST_F(LocalRuntimeTest, AShorterTimeLimitEndsTheWorkerTimedOut) {
+  model::LaunchSpec spec = Spec(41, {"sleep", "100"});
+  spec.timeout_ms = 3'600'000;
+  ASSERT_TRUE(runtime_->Launch(spec));
+  ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
+  ASSERT_TRUE(runtime_->SetTimeout(spec.key, 200));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_TRUE(exited->exit.timed_out);
+  EXPECT_THAT(exited->exit.message, HasSubstr("timed out after 200ms"));
+  EXPECT_EQ(runtime_->SetTimeout(spec.key, 200).error().code, ErrorCode::kNotFound);
+}
+
 TEST_F(LocalRuntimeTest, CancelStopsTheWorker) {
   model::LaunchSpec spec = Spec(10, {"sleep", "100"});
   ASSERT_TRUE(runtime_->Launch(spec));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/model/launch.h"
 
@@ -30,6 +31,14 @@ class WorkerRuntime {
   // signalled yet (an adopted worker whose supervisor is still starting): the caller retries
   // later. Stopping a worker twice is not an error.
   virtual Status Stop(const model::WorkerKey& key, const model::StopRequest& request) = 0;
+
+  // Changes the time limit of a running worker (drover update --timeout): it now ends timed out
+  // `timeout_ms` (> 0) after its process started, at once if that time has passed. kNotFound if
+  // the worker is unknown or has exited; kUnavailable if its supervisor has not started yet;
+  // kFailedPrecondition (this default) for a runtime that cannot change it.
+  virtual Status SetTimeout(const model::WorkerKey& /*key*/, DurationMs /*timeout_ms*/) {
+    return FailedPrecondition("this runtime cannot change a running worker's time limit");
+  }
 
   // After a server restart: resumes watching workers launched by an earlier process. Exits that
   // happened meanwhile are reported by the next Poll(); a worker whose supervisor died without

@@ -64,6 +64,7 @@ sigset_t SupervisedSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGUSR1);  // the time limit changed: re-read timeout.json
   return set;
 }
 
@@ -245,7 +246,10 @@ int Supervisor::Run() {
     exit_.exit_code = 128 + exit_.signal;
   }
   std::vector<std::string> notes;
-  if (exit_.timed_out) notes.push_back("timed out after " + FormatDuration(spec->timeout_ms));
+  if (exit_.timed_out) {
+    Result<DurationMs> changed = ReadTimeoutFile(dir_);
+    notes.push_back("timed out after " + FormatDuration(changed ? *changed : spec->timeout_ms));
+  }
   if (exit_.cancelled) notes.push_back("cancelled");
   if (exit_.preempted) {
     auto notice = ReadPreemptNotice(dir_);
@@ -410,7 +414,13 @@ void Supervisor::ReapChildren() {
 void Supervisor::Supervise(const model::LaunchSpec& spec) {
   sigset_t signals = SupervisedSignals();
   DurationMs started = MonotonicMs();
-  DurationMs timeout_at = spec.timeout_ms > 0 ? started + spec.timeout_ms : 0;
+  // The limit at launch, or the one timeout.json gives (drover update --timeout), from the start.
+  auto limit_at = [&] {
+    Result<DurationMs> changed = ReadTimeoutFile(dir_);
+    const DurationMs timeout = changed ? *changed : spec.timeout_ms;
+    return timeout > 0 ? started + timeout : 0;
+  };
+  DurationMs timeout_at = limit_at();
   while (true) {
     ReapChildren();
     if (worker_done_) return;
@@ -429,6 +439,7 @@ void Supervisor::Supervise(const model::LaunchSpec& spec) {
     DurationMs wait_ms = std::max<DurationMs>(wake - now, 1);
     timespec ts{static_cast<time_t>(wait_ms / 1000), static_cast<long>(wait_ms % 1000) * 1'000'000};
     int sig = sigtimedwait(&signals, nullptr, &ts);
+    if (sig == SIGUSR1) timeout_at = limit_at();
     if ((sig == SIGTERM || sig == SIGINT) && !terminating_) {
       // The runtime writes the notice before it signals a preemption.
       if (Preempted()) {

@@ -162,6 +162,20 @@ Result<PreemptNotice> ReadPreemptNotice(const std::string& dir) {
   return PreemptNotice{reason->get<std::string>(), deadline};
 }
 
+Status WriteTimeoutFile(const std::string& dir, DurationMs timeout_ms) {
+  return WriteFileAtomically(Join(dir, kTimeoutFile),
+                             codec::DumpJson(json{{"timeout_ms", timeout_ms}}),
+                             Durability::kVisible);
+}
+
+Result<DurationMs> ReadTimeoutFile(const std::string& dir) {
+  std::string path = Join(dir, kTimeoutFile);
+  DROVER_ASSIGN_OR_RETURN(auto j, ReadJsonFile(path));
+  DROVER_ASSIGN_OR_RETURN(auto timeout, IntField(j, "timeout_ms", path));
+  if (timeout <= 0) return InvalidArgument(fmt::format("{}: 'timeout_ms' must be > 0", path));
+  return timeout;
+}
+
 Status MakeDirectories(const std::string& path) { return RealFileSystem().CreateDirectories(path); }
 
 std::optional<TimeMs> ModificationTimeMs(const std::string& path) {

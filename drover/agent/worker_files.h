@@ -22,6 +22,9 @@
 //                    when SIGKILL follows). The worker finds it through $DROVER_PREEMPT_NOTICE;
 //                    the supervisor, seeing it when SIGTERM arrives, records preempted = true
 //                    instead of cancelled = true.
+//   timeout.json     written by the runtime when the worker's time limit changes (drover update
+//                    --timeout), before it sends SIGUSR1 to the supervisor: {"timeout_ms"}, from
+//                    the worker's start; the supervisor reads it on SIGUSR1.
 //
 // Outside the worker directory: <checkpoint_dir>/.drover-checkpoint, touched by the worker after
 // it saved a checkpoint (its mtime is the checkpoint's time).
@@ -49,6 +52,7 @@ inline constexpr const char* kStdoutFile = "stdout.log";
 inline constexpr const char* kStderrFile = "stderr.log";
 inline constexpr const char* kSupervisorLogFile = "supervisor.log";
 inline constexpr const char* kPreemptNoticeFile = "preempt-notice";
+inline constexpr const char* kTimeoutFile = "timeout.json";
 inline constexpr const char* kCheckpointMarker = ".drover-checkpoint";
 
 // A process named so that pid reuse is detected.
@@ -101,6 +105,9 @@ Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec);
 Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir);
 Status WritePreemptNotice(const std::string& dir, const PreemptNotice& notice);
 Result<PreemptNotice> ReadPreemptNotice(const std::string& dir);
+// timeout.json: the worker's new time limit (> 0), from its start.
+Status WriteTimeoutFile(const std::string& dir, DurationMs timeout_ms);
+Result<DurationMs> ReadTimeoutFile(const std::string& dir);
 
 // Creates directory `path` and any missing parents with mode 0755 (`mkdir -p`); an existing
 // directory is fine. kInternal naming the directory that could not be created and why.

@@ -125,6 +125,13 @@ class FakeService final : public Service {
     jobs[id].state = model::JobState::kCancelled;
     return OkStatus();
   }
+  Result<model::Job> ApplyJobVerb(JobId id, const JobVerb& verb,
+                                  const model::Identity& caller) override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    applied_verbs.push_back(verb);
+    verb_actor = caller.user;
+    return jobs[id];
+  }
   Result<TimeMs> ReportCheckpoint(JobId id) override {
     DROVER_RETURN_IF_ERROR(Find(id));
     return now;
@@ -189,7 +196,7 @@ class FakeService final : public Service {
     return OkStatus();
   }
   std::vector<control::QueueReport> Queues() const override { return {}; }
-  model::Policy Policy() const override { return {}; }
+  model::Policy Policy() const override { return policy; }
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }
   std::vector<NodeStatus> Nodes() const override { return nodes; }
@@ -264,6 +271,9 @@ class FakeService final : public Service {
   spec::ParseOptions submitted_options;
   mutable store::JobFilter listed_filter;
   std::string cancel_cause;
+  model::Policy policy;
+  std::vector<JobVerb> applied_verbs;
+  std::string verb_actor;
   mutable std::string log_stream;
   mutable int log_reads = 0;
   std::string registered, commands_node, events_node, shipped_node, shipped_stream;
@@ -327,7 +337,9 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_THAT(
       listed,
       ElementsAre("GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
-                  R"(POST /v1/jobs/(\d+)/cancel)", R"(GET /v1/jobs/(\d+)/explain)",
+                  R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
+                  R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
+                  R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
                   R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
                   R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
                   R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
@@ -629,6 +641,93 @@ TEST_F(HandlersTest, AnotherTeamsCancelIsRefusedNamingTheVerbAndWhoMayAndIsAudit
   ASSERT_EQ(service_.audited.size(), 1u);
   EXPECT_EQ(service_.audited[0].user, "alice");
   EXPECT_EQ(service_.audited[0].code, "permission_denied");
+}
+
+TEST_F(HandlersTest, JobVerbsPassTheCallerAndTheBodyAndAnswerTheSummary) {
+  service_.jobs[JobId(7)].spec.owner = "alice";
+  service_.jobs[JobId(7)].spec.team = "team-a";
+  const std::map<std::string, std::string> alice = {{"Authorization", "Bearer alice"}};
+  EXPECT_EQ(Serve({Method::kPost, "/v1/jobs/7/hold", R"({"reason": "data not ready"})", {}, alice})
+                .status,
+            200);
+  EXPECT_EQ(Serve({Method::kPost, "/v1/jobs/7/release", "", {}, alice}).status, 200);
+  EXPECT_EQ(Serve({Method::kPost, "/v1/jobs/7/requeue", "", {}, alice}).status, 200);
+  Response updated = Serve({Method::kPost,
+                            "/v1/jobs/7/update",
+                            R"({"priority": "high", "timeout": "2h30m"})",
+                            {},
+                            alice});
+  EXPECT_EQ(updated.status, 200);
+  EXPECT_EQ(Body(updated)["id"], 7);
+  EXPECT_EQ(service_.verb_actor, "alice");
+  ASSERT_EQ(service_.applied_verbs.size(), 4u);
+  EXPECT_EQ(service_.applied_verbs[0].kind, JobVerb::Kind::kHold);
+  EXPECT_EQ(service_.applied_verbs[0].reason, "data not ready");
+  EXPECT_EQ(service_.applied_verbs[1].kind, JobVerb::Kind::kRelease);
+  EXPECT_EQ(service_.applied_verbs[2].kind, JobVerb::Kind::kRequeue);
+  EXPECT_EQ(service_.applied_verbs[3].update,
+            (control::JobUpdate{"high", 150 * kMillisPerMinute, std::nullopt}));
+}
+
+TEST_F(HandlersTest, JobVerbsRefuseABadBodyNamingTheFieldWithoutAskingTheService) {
+  const struct {
+    std::string path, body, message;
+  } cases[] = {
+      {"/v1/jobs/7/hold", "[1]", "request body: expected a JSON object"},
+      {"/v1/jobs/7/hold", R"({"reason": 3})", "reason: expected a string"},
+      {"/v1/jobs/7/hold", R"({"priority": "high"})", "priority: unknown field"},
+      {"/v1/jobs/7/requeue", "{", "request body"},
+      {"/v1/jobs/7/hold", R"({"reason": ")" + std::string(2000, 'x') + R"("})",
+       "reason: 2000 bytes, at most 1024"},
+      {"/v1/jobs/7/update", R"({"timeout": "soon"})", "timeout: 'soon' is not a duration"},
+      {"/v1/jobs/7/update", R"({"timeout": 60})", "timeout: expected a string"},
+      {"/v1/jobs/7/update", R"({"queue": ["a"]})", "queue: expected a string"},
+      {"/v1/jobs/7/update", R"({"gpus": 8})", "gpus: unknown field"},
+      {"/v1/jobs/7/update", "", "request body: missing"},
+  };
+  for (const auto& c : cases) {
+    Response response = Serve({Method::kPost, c.path, c.body});
+    EXPECT_EQ(response.status, 400) << c.path << " " << c.body;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument");
+    EXPECT_THAT(Body(response)["message"].get<std::string>(), HasSubstr(c.message)) << c.body;
+  }
+  EXPECT_THAT(service_.applied_verbs, IsEmpty());
+}
+
+TEST_F(HandlersTest, JobVerbsAreRefusedToAViewerAndAnotherTeam) {
+  service_.jobs[JobId(7)].spec.owner = "alice";
+  service_.jobs[JobId(7)].spec.team = "team-a";
+  for (const std::string verb : {"hold", "release", "requeue"}) {
+    for (const std::string token : {"viewer", "bob"}) {
+      Response response = Serve(
+          {Method::kPost, "/v1/jobs/7/" + verb, "", {}, {{"Authorization", "Bearer " + token}}});
+      EXPECT_EQ(response.status, 403) << verb << " by " << token;
+      EXPECT_EQ(Body(response)["code"], "permission_denied");
+    }
+  }
+  EXPECT_THAT(service_.applied_verbs, IsEmpty());
+}
+
+TEST_F(HandlersTest, MovingAJobToAQueueTakesSubmitThere) {
+  service_.jobs[JobId(7)].spec.owner = "alice";
+  service_.jobs[JobId(7)].spec.team = "team-a";
+  // The policy grants team-a submit on queue "a" only; alice holds her job in "a".
+  model::QueueConfig a, b;
+  a.name = "a";
+  a.access = model::AccessGrants{{"team-a", {model::Verb::kSubmit}}};
+  b.name = "b";
+  b.access = model::AccessGrants{{"team-b", {model::Verb::kSubmit}}};
+  service_.policy.queues = {a, b};
+  service_.jobs[JobId(7)].spec.queue = "a";
+  Response response = Serve({Method::kPost,
+                             "/v1/jobs/7/update",
+                             R"({"queue": "b"})",
+                             {},
+                             {{"Authorization", "Bearer alice"}}});
+  EXPECT_EQ(response.status, 403);
+  EXPECT_THAT(Body(response)["message"].get<std::string>(),
+              HasSubstr("does not grant team team-a submit on queue b"));
+  EXPECT_THAT(service_.applied_verbs, IsEmpty());
 }
 
 TEST_F(HandlersTest, NoTokenOrAnUnknownOneIs401) {

@@ -10,6 +10,7 @@
 #include "drover/api/cluster_handlers.h"
 #include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
+#include "drover/api/job_verb_handlers.h"
 #include "drover/api/secret_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
@@ -28,6 +29,11 @@ constexpr Route kRoutes[] = {
     {Method::kGet, "/v1/jobs", ListJobs, ByToken(Verb::kView)},
     {Method::kGet, R"(/v1/jobs/(\d+))", GetJob, ByToken(Verb::kView, Target::kJob)},
     {Method::kPost, R"(/v1/jobs/(\d+)/cancel)", CancelJob, ByToken(Verb::kCancel, Target::kJob)},
+    {Method::kPost, R"(/v1/jobs/(\d+)/hold)", HoldJob, ByToken(Verb::kHold, Target::kJob)},
+    {Method::kPost, R"(/v1/jobs/(\d+)/release)", ReleaseJob, ByToken(Verb::kHold, Target::kJob)},
+    {Method::kPost, R"(/v1/jobs/(\d+)/update)", UpdateJob, ByToken(Verb::kHold, Target::kJob),
+     RouteKind::kPlain, "the fields to change (JSON)"},
+    {Method::kPost, R"(/v1/jobs/(\d+)/requeue)", RequeueJob, ByToken(Verb::kHold, Target::kJob)},
     {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob, ByToken(Verb::kView, Target::kJob)},
     {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions, ByToken(Verb::kView, Target::kJob)},
     {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob,

@@ -22,6 +22,7 @@
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
 #include "drover/control/explanation.h"
+#include "drover/control/job_update.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
@@ -99,6 +100,14 @@ struct Submission {
   bool existing = false;           // the key was seen before; no new jobs were created
 
   std::vector<JobId> Ids() const;
+};
+
+// A user's verb on one job besides cancel (docs/api.md, "Job verbs"), for Service::ApplyJobVerb.
+struct JobVerb {
+  enum class Kind { kHold, kRelease, kUpdate, kRequeue };
+  Kind kind = Kind::kHold;
+  std::string reason;         // why, recorded with the transition; may be empty
+  control::JobUpdate update;  // kUpdate: what to change
 };
 
 // An agent's acknowledgement (docs/api.md, "Agent protocol"): it carried out every command of
@@ -218,6 +227,12 @@ class Service {
   virtual Result<std::vector<model::Decision>> Decisions(JobId id) const = 0;
   // kNotFound for an unknown job; kFailedPrecondition for a finished one.
   virtual Status Cancel(JobId id, const std::string& cause) = 0;
+  // Holds, releases, updates or requeues job `id` for `caller` (the transitions' actor:
+  // caller.user), as control::Controller::HoldJob, ReleaseJob, UpdateJob and RequeueJob say;
+  // returns the job as the verb left it. Their errors: kNotFound, kFailedPrecondition naming the
+  // job's state, kInvalidArgument naming the field of an update.
+  virtual Result<model::Job> ApplyJobVerb(JobId id, const JobVerb& verb,
+                                          const model::Identity& caller) = 0;
   // Records a checkpoint now and returns its time. kNotFound for an unknown job;
   // kFailedPrecondition if it is not starting or running.
   virtual Result<TimeMs> ReportCheckpoint(JobId id) = 0;

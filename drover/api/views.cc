@@ -61,6 +61,10 @@ json JobSummary(const model::Job& job, TimeMs now) {
       {"created_at", job.created_at},
       {"finished_at", job.finished_at},
       {"message", job.status_message},
+      {"hold",
+       job.hold
+           ? json{{"by", job.hold->by}, {"since", job.hold->since}, {"reason", job.hold->reason}}
+           : json(nullptr)},
       {"metrics",
        {{"queue_wait_ms", metrics.queue_wait},
         {"startup_ms", metrics.startup},

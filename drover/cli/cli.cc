@@ -191,6 +191,31 @@ int Main(int argc, char** argv) {
   cancel->add_flag("--pipeline", cancel_pipeline, "ID is a pipeline run: cancel its stages");
   cancel->callback([&] { run = [&] { return CancelCommand(client, id, cancel_pipeline); }; });
 
+  JobVerbFlags verb_flags;
+  const struct {
+    const char* name;
+    const char* help;
+  } job_verbs[] = {
+      {"hold", "hold a job not yet running: it keeps its place but is not scheduled"},
+      {"release", "release a held job"},
+      {"update", "change a job's priority, timeout or queue (once running: its timeout)"},
+      {"requeue", "stop a running job and queue it again, resuming from its checkpoint"},
+  };
+  for (const auto& verb : job_verbs) {
+    auto* sub = app.add_subcommand(verb.name, verb.help);
+    sub->add_option("id", id)->required();
+    sub->add_option("--reason", verb_flags.reason, "why, recorded with the transition");
+    if (std::string_view(verb.name) == "update") {
+      sub->add_option("--priority", verb_flags.priority, "critical, high, normal or low");
+      sub->add_option("--timeout", verb_flags.timeout, "the time limit per attempt, e.g. 2h30m");
+      sub->add_option("--queue", verb_flags.queue, "move it to this queue (before it runs)");
+    }
+    sub->callback([&, sub] {
+      verb_flags.name = sub->get_name();
+      run = [&] { return JobVerbCommand(client, id, verb_flags); };
+    });
+  }
+
   std::string goodput_by = "queue";
   auto* goodput = app.add_subcommand(
       "goodput", "GPU-hours, per result, lost to retries and preemptions, and the lifecycle split");

@@ -388,7 +388,15 @@ int QueuesCommand(const ClientFlags& flags) {
 
 int WhyCommand(const ClientFlags& flags, const std::string& id) {
   api::ApiClient client = ClientOf(flags);
-  return Print(flags, client.Decisions(id), DescribeDecisions);
+  if (const int status = Print(flags, client.Decisions(id), DescribeDecisions);
+      status != 0 || flags.output == "json") {
+    return status;
+  }
+  // Then who held, released, updated or requeued it (transitions with a user as actor).
+  auto job = client.Get("/v1/jobs/" + api::UrlEncode(id));
+  if (!job) return ReportError(job.error());
+  std::cout << DescribeUserActions(job->json);
+  return 0;
 }
 
 int CheckpointCommand(const ClientFlags& flags, const std::string& given) {

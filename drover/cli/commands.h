@@ -127,6 +127,16 @@ struct SecretFlags {
 };
 int SecretCommand(const ClientFlags& flags, const SecretFlags& secret);
 
+// `drover hold|release|requeue ID [--reason R]` and `drover update ID [--priority P]
+// [--timeout D] [--queue Q] [--reason R]` (job_verbs.cc): one job verb through the API
+// (docs/api.md, "Job verbs"); prints the job as it left it, or its summary as JSON.
+struct JobVerbFlags {
+  std::string name;  // the verb: "hold", "release", "update" or "requeue"
+  std::string reason;
+  std::string priority, timeout, queue;  // update only; empty: unchanged
+};
+int JobVerbCommand(const ClientFlags& flags, const std::string& id, const JobVerbFlags& verb);
+
 // `drover crons`: every cron job with its schedule, zone, next run, last run and active runs.
 int CronsCommand(const ClientFlags& flags);
 // `drover submit` of a file of CronJob documents: creates or replaces each (POST /v1/crons).

@@ -98,6 +98,11 @@ std::string DescribeJob(const json& job) {
   if (!job["message"].get<std::string>().empty()) {
     out += fmt::format("  message:   {}\n", job["message"].get<std::string>());
   }
+  if (const json hold = job.value("hold", json(nullptr)); hold.is_object()) {
+    out += fmt::format("  held:      by {} since {}{}\n", hold.value("by", ""),
+                       FormatTimestamp(hold.value("since", std::int64_t{0})),
+                       hold.value("reason", "").empty() ? "" : ": " + hold.value("reason", ""));
+  }
   out += fmt::format("  owner:     {}   team: {}   queue: {}   priority: {}\n",
                      job["owner"].get<std::string>(), job["team"].get<std::string>(),
                      job["queue"].get<std::string>(), job["priority"].get<std::string>());
@@ -193,11 +198,27 @@ std::string DescribeJob(const json& job) {
   }
   out += "  transitions:\n";
   for (const json& t : job["transitions"]) {
-    out += fmt::format("    {:>8}  {} -> {}  ({})\n", Offset(t["at"], created),
-                       t["from_state"].get<std::string>(), t["to_state"].get<std::string>(),
-                       t["cause"].get<std::string>());
+    // A user's action that kept the state (hold, release, update) reads as the action.
+    const std::string from = t["from_state"].get<std::string>();
+    const std::string to = t["to_state"].get<std::string>();
+    const std::string actor = t.value("actor", std::string(model::kSystemActor));
+    out += fmt::format("    {:>8}  {}  ({}){}\n", Offset(t["at"], created),
+                       from == to ? from + ":" : from + " -> " + to, t["cause"].get<std::string>(),
+                       actor == model::kSystemActor ? "" : " by " + actor);
   }
   return out;
+}
+
+std::string DescribeUserActions(const json& job) {
+  std::string out;
+  if (!job.contains("transitions")) return out;
+  for (const json& t : job["transitions"]) {
+    const std::string actor = t.value("actor", std::string(model::kSystemActor));
+    if (actor == model::kSystemActor) continue;
+    out += fmt::format("  {}  {}: {}\n", FormatTimestamp(t.value("at", std::int64_t{0})), actor,
+                       t.value("cause", ""));
+  }
+  return out.empty() ? out : "user actions:\n" + out;
 }
 
 std::string FormatMs(const json& ms) {

@@ -52,5 +52,8 @@ std::string FormatGpuCount(double gpus);
 std::string DescribeQueues(const nlohmann::json& queues);
 // `drover why`: the decision log of GET /v1/jobs/{id}/decisions, one entry per decision.
 std::string DescribeDecisions(const nlohmann::json& decisions);
+// What users did to a job (GET /v1/jobs/{id}): its transitions whose actor is not "system",
+// one line each with the time, the actor and the cause; "" when there are none.
+std::string DescribeUserActions(const nlohmann::json& job);
 
 }  // namespace drover::cli

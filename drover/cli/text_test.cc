@@ -24,5 +24,27 @@ TEST(DescribeCancelledPipeline, NamesTheStateTheCancelLeft) {
             "pipeline run 20 (etl): its unfinished jobs were cancelled; it is now failed\n");
 }
 
+TEST(DescribeUserActions, ListsOnlyWhatUsersDidWithWhoAndWhy) {
+  const json job = {
+      {"transitions",
+       {{{"from_state", "pending"},
+         {"to_state", "ready"},
+         {"at", 1},
+         {"cause", "released"},
+         {"actor", "system"}},
+        {{"from_state", "ready"},
+         {"to_state", "ready"},
+         {"at", 2},
+         {"cause", "held: maint"},
+         {"actor", "bob"}},
+        {{"from_state", "ready"}, {"to_state", "admitted"}, {"at", 3}, {"cause", "dequeued"}}}}};
+  const std::string text = DescribeUserActions(job);
+  EXPECT_EQ(text.rfind("user actions:\n", 0), 0u) << text;
+  EXPECT_NE(text.find("bob: held: maint\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("dequeued"), std::string::npos) << text;
+  EXPECT_EQ(text.find("released"), std::string::npos) << text;
+  EXPECT_EQ(DescribeUserActions(json{{"transitions", json::array()}}), "");
+}
+
 }  // namespace
 }  // namespace drover::cli

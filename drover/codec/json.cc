@@ -76,6 +76,7 @@ Status Decode(const json& j, const std::string& path, model::Worker* out);
 Status Decode(const json& j, const std::string& path, model::Attempt* out);
 Status Decode(const json& j, const std::string& path, model::Job* out);
 Status Decode(const json& j, const std::string& path, model::Transition* out);
+Status Decode(const json& j, const std::string& path, model::JobHold* out);
 Status Decode(const json& j, const std::string& path, model::MigSlots* out);
 Status Decode(const json& j, const std::string& path, model::Gpu* out);
 Status Decode(const json& j, const std::string& path, model::Node* out);
@@ -489,6 +490,7 @@ Status Decode(const json& j, const std::string& path, model::Attempt* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "resumed", &out->resumed));
   DROVER_RETURN_IF_ERROR(Field(j, path, "last_checkpoint_at", &out->last_checkpoint_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preempted_by", &out->preempted_by));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "requeued_by", &out->requeued_by));
   DROVER_RETURN_IF_ERROR(Field(j, path, "useful_work_at", &out->useful_work_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "progress", &out->progress));
   DROVER_RETURN_IF_ERROR(Field(j, path, "executor", &out->executor));
@@ -517,6 +519,7 @@ Status Decode(const json& j, const std::string& path, model::Job* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "finished_at", &out->finished_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "not_before_at", &out->not_before));
   DROVER_RETURN_IF_ERROR(Field(j, path, "status_message", &out->status_message));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "hold", &out->hold));
   DROVER_RETURN_IF_ERROR(Field(j, path, "attempts", &out->attempts));
   return OkStatus();
 }
@@ -529,6 +532,15 @@ Status Decode(const json& j, const std::string& path, model::Transition* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "to_state", &out->to));
   DROVER_RETURN_IF_ERROR(Field(j, path, "at", &out->at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "cause", &out->cause));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "actor", &out->actor));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::JobHold* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "by", &out->by));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "since", &out->since));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "reason", &out->reason));
   return OkStatus();
 }
 
@@ -959,6 +971,7 @@ json ToJson(const model::Attempt& attempt) {
   if (attempt.resumed) out["resumed"] = true;
   if (attempt.last_checkpoint_at != 0) out["last_checkpoint_at"] = attempt.last_checkpoint_at;
   if (attempt.preempted_by) out["preempted_by"] = attempt.preempted_by->value();
+  if (!attempt.requeued_by.empty()) out["requeued_by"] = attempt.requeued_by;
   if (attempt.useful_work_at != 0) out["useful_work_at"] = attempt.useful_work_at;
   if (attempt.progress != model::Attempt{}.progress) out["progress"] = attempt.progress;
   if (!attempt.executor.empty()) {
@@ -994,6 +1007,10 @@ json ToJson(const model::Job& job) {
   if (!job.submission_hash.empty()) out["submission_hash"] = job.submission_hash;
   if (!job.run_as.empty()) out["run_as"] = job.run_as;
   if (job.may_run_as_root) out["may_run_as_root"] = true;
+  if (job.hold) {
+    out["hold"] =
+        json{{"by", job.hold->by}, {"since", job.hold->since}, {"reason", job.hold->reason}};
+  }
   return out;
 }
 
@@ -1007,7 +1024,8 @@ json ToJson(const model::Transition& transition) {
               {"from_state", model::JobStateName(transition.from)},
               {"to_state", model::JobStateName(transition.to)},
               {"at", transition.at},
-              {"cause", transition.cause}};
+              {"cause", transition.cause},
+              {"actor", transition.actor}};
 }
 
 Result<model::Transition> TransitionFromJson(const json& j, std::string_view path) {

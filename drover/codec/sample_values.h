@@ -158,7 +158,9 @@ inline model::Job SampleJob(std::int64_t id = 42, const std::string& name = "tra
   second.external_submitted_at = 1'700'000'000'310;
   second.external_eligible_at = 1'700'000'000'320;
   second.workers[1].host = "n3";
+  first.requeued_by = "alice";
   job.attempts = {first, second};
+  job.hold = model::JobHold{.by = "bob", .since = 1'700'000'000'400, .reason = "wait for data"};
   return job;
 }
 
@@ -168,7 +170,8 @@ inline model::Transition SampleTransition(std::int64_t job = 42) {
           .from = model::JobState::kRunning,
           .to = model::JobState::kTimedOut,
           .at = 1'700'000'900'800,
-          .cause = "timeout after 2h"};
+          .cause = "timeout after 2h",
+          .actor = "alice"};
 }
 
 inline model::Node SampleNode() {

@@ -37,8 +37,12 @@ TimeMs QueuedSince(const model::Job& job) {
   if (job.attempts.empty()) return 0;
   std::size_t first = job.attempts.size() - 1;
   while (first > 0) {
-    const model::FailureKind ended = FailureKindOf(job.attempts[first - 1]);
-    if (ended != model::FailureKind::kPreempted && ended != model::FailureKind::kNodeLost) break;
+    const Attempt& previous = job.attempts[first - 1];
+    const model::FailureKind ended = FailureKindOf(previous);
+    if (ended != model::FailureKind::kPreempted && ended != model::FailureKind::kNodeLost &&
+        !model::WasRequeued(previous)) {
+      break;
+    }
     --first;
   }
   return job.attempts[first].ready_at;

@@ -25,9 +25,10 @@ TimeMs LastCheckpoint(const model::Job& job);
 
 // When `job` took the place in the queue it holds now (the engine's PendingJob::enqueued_at,
 // which orders jobs within a leaf under fair-share and starts aging): its current attempt's
-// ready_at, except that an attempt requeued because the one before it was preempted or lost its
-// node keeps that one's place, back to the first attempt of such a chain. A retry after the
-// job's own failure or timeout queues anew at the end of its backoff. 0 without attempts.
+// ready_at, except that an attempt requeued because the one before it was preempted, lost its
+// node or was requeued by a user (drover requeue) keeps that one's place, back to the first attempt
+// of such a chain. A retry after the job's own failure or timeout queues anew at the end of its
+// backoff. 0 without attempts.
 TimeMs QueuedSince(const model::Job& job);
 
 }  // namespace drover::control

@@ -47,8 +47,11 @@ std::int64_t AttainedGpuMs(const Job& job, TimeMs now) {
 
 Controller::Controller(Options options) : options_(options) {}
 
-void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now, Step& step) {
-  step.transitions.push_back(jobs_.MoveTo(job, to, cause, now));
+void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now, Step& step,
+                        std::string_view actor) {
+  model::Transition transition = jobs_.MoveTo(job, to, cause, now);
+  transition.actor = actor;
+  step.transitions.push_back(std::move(transition));
   step.changed.insert(job.id);
 }
 
@@ -171,7 +174,9 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
     job.created_at = now;
     job.state = JobState::kPending;
     Job& stored = jobs_.Add(std::move(job));
-    MoveTo(stored, JobState::kPending, "submitted", now, step);
+    const std::string& submitter = owner.empty() ? stored.spec.owner : owner;
+    MoveTo(stored, JobState::kPending, "submitted", now, step,
+           submitter.empty() ? model::kSystemActor : std::string_view(submitter));
     result.ids.push_back(stored.id);
   }
   // What each waits for, stored with the submission; ReleaseDependents keeps it current.
@@ -319,7 +324,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   input.pending.reserve(candidates.size());
   auto add_pending = [&](JobId id) {
     const Job& job = jobs_.Get(id);
-    if (job.not_before > now) return;
+    if (job.not_before > now || job.hold) return;  // a held job keeps its place, untried
     input.pending.push_back(sched::PendingJob{
         id, model::PriorityClassValue(job.spec.priority_class).value_or(0), QueuedSince(job),
         &job.spec, model::ExecutorOf(policy_, job.spec.queue).external()});

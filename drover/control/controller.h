@@ -20,7 +20,8 @@
 // passes, policy), controller_attempts.cc (an attempt from launch to its end, retries),
 // controller_external.cc (hand-offs to external executors), controller_workflow.cc
 // (dependencies, conditions, inputs, sweeps, pipelines), controller_explain.cc (Explain,
-// Queues) and controller_listing.cc (queue positions).
+// Queues), controller_listing.cc (queue positions), controller_deps.cc (dependencies on jobs of
+// earlier submissions) and controller_verbs.cc (a user's hold, release, update and requeue).
 
 #include <map>
 #include <optional>
@@ -37,6 +38,7 @@
 #include "drover/control/explanation.h"
 #include "drover/control/holdings.h"
 #include "drover/control/job_table.h"
+#include "drover/control/job_update.h"
 #include "drover/model/decision.h"
 #include "drover/model/executor.h"
 #include "drover/model/fair_share.h"
@@ -144,6 +146,34 @@ class Controller {
   // cancelled when the last exits). kNotFound for an unknown job; kFailedPrecondition for a
   // finished one. Cancelling twice is not an error.
   Status Cancel(JobId id, const std::string& cause, TimeMs now, Step& step);
+
+  // A user's verbs on one job (controller_verbs.cc; docs/api.md, "Job verbs"). Each records a
+  // transition whose actor is `by` (from == to where the state stays) with the cause. Errors
+  // change nothing: kNotFound for an unknown job; kFailedPrecondition naming the job's state
+  // where it does not allow the verb.
+  //
+  // Holds a job not yet admitted (pending, waiting or ready): no scheduling pass considers it
+  // until ReleaseJob, and it keeps its place in its queue's order (QueuedSince is unchanged).
+  // kFailedPrecondition for a job admitted or later, or already held.
+  Status HoldJob(JobId id, const std::string& by, const std::string& reason, TimeMs now,
+                 Step& step);
+  // Ends a hold. kFailedPrecondition for a job that is not held.
+  Status ReleaseJob(JobId id, const std::string& by, TimeMs now, Step& step);
+  // Changes a job's priority class, timeout and queue, validated as Submit would: a job not yet
+  // admitted may change all three; an admitted, placed, starting or running one only its
+  // timeout, which then applies to the running attempt (SetWorkerTimeout to each live worker,
+  // counted from its start). kInvalidArgument naming the field (an unknown priority class or
+  // queue, a timeout not above 0, nothing to update, or a queue the job could never start in),
+  // kFailedPrecondition naming the state and what may change there.
+  Status UpdateJob(JobId id, const JobUpdate& update, const std::string& by, TimeMs now,
+                   Step& step);
+  // Stops a starting or running job and queues it again at once, keeping its place in the
+  // queue: its workers get the preemption notice, the attempt ends requeued (Attempt::
+  // requeued_by; not counted against the retry policy) and the next attempt resumes from the
+  // last checkpoint when there is one. kFailedPrecondition for a job in another state, already
+  // stopping, publishing its outputs, or run by an external executor.
+  Status RequeueJob(JobId id, const std::string& by, const std::string& reason, TimeMs now,
+                    Step& step);
 
   // Adds or updates a node (an agent registered or re-registered); a lost node takes placements
   // again.
@@ -256,9 +286,9 @@ class Controller {
  private:
   // --- controller.cc: the job table's and the holdings' edits, scheduling passes ---
 
-  // Moves `job` to `to` (JobTable::MoveTo), recording the transition in `step`.
-  void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now,
-              Step& step);
+  // Moves `job` to `to` (JobTable::MoveTo), recording the transition, done by `actor`, in `step`.
+  void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now, Step& step,
+              std::string_view actor = model::kSystemActor);
   // Holds `job`'s current placement with `charge` (Holdings::Hold); gives it back (Unhold),
   // marking capacity freed for the next pass. Both first accrue fair-share usage up to `now`
   // (Holdings::Advance), so usage is accounted whether or not anything is pending.
@@ -373,6 +403,12 @@ class Controller {
   // Early stopping: after `trial` succeeded, cancels its sweep's unfinished trials when its
   // objective reached the stop value.
   void MaybeStopSweep(const model::Job& trial, TimeMs now, Step& step);
+
+  // --- controller_verbs.cc ---
+
+  // Records a user's action that leaves `job`'s state as it is (a transition with from == to).
+  void RecordAction(model::Job& job, const std::string& cause, const std::string& actor, TimeMs now,
+                    Step& step);
 
   Options options_;
   model::Policy policy_;

@@ -230,14 +230,19 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
     if (awaiting != awaiting_.end() && awaiting->second.stopping.erase(job.id)) {
       for (const Worker& worker : attempt.workers) awaiting->second.freed.insert(worker.node);
     }
+  }
+  if ((attempt.preempted_by || model::WasRequeued(attempt)) &&
+      attempt.outcome == JobState::kReady) {
     // Finished on its own during the grace period: it succeeded, nothing to requeue.
     const bool all_succeeded =
         std::all_of(attempt.workers.begin(), attempt.workers.end(),
                     [](const Worker& worker) { return worker.exit && worker.exit->Succeeded(); });
-    if (all_succeeded && attempt.outcome == JobState::kReady) {
+    if (all_succeeded) {
       attempt.outcome = JobState::kSucceeded;
-      attempt.outcome_reason = "all workers exited 0 (before preemption took effect)";
+      attempt.outcome_reason = fmt::format("all workers exited 0 (before {} took effect)",
+                                           attempt.preempted_by ? "preemption" : "the requeue");
       attempt.preempted_by.reset();
+      attempt.requeued_by.clear();
     }
   }
   if (!attempt.outcome) {
@@ -276,18 +281,21 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
       !model::RetriesOn(job.spec.retry, model::FailureKind::kPreempted)) {
     attempt.outcome = JobState::kFailed;  // retry.on leaves preemption out: it ends the job
   }
-  if (model::WasPreempted(attempt) && attempt.outcome == JobState::kReady) {
-    // Requeued at once; a preemption does not count against the retry policy.
+  const bool requeued = model::WasRequeued(attempt);
+  if ((model::WasPreempted(attempt) || requeued) && attempt.outcome == JobState::kReady) {
+    // Requeued at once; a preemption or a user's requeue does not count against the retry
+    // policy.
     const TimeMs checkpoint = LastCheckpoint(job);
     std::string cause =
-        checkpoint > 0
-            ? fmt::format("{}; requeued to resume from its checkpoint ({} before preemption)",
-                          attempt.outcome_reason,
-                          FormatDuration(std::max<TimeMs>(now - checkpoint, 0)))
-            : fmt::format("{}; requeued to retry from scratch (no checkpoint)",
-                          attempt.outcome_reason);
+        checkpoint > 0 ? fmt::format("{}; requeued to resume from its checkpoint ({} before {})",
+                                     attempt.outcome_reason,
+                                     FormatDuration(std::max<TimeMs>(now - checkpoint, 0)),
+                                     requeued ? "the requeue" : "preemption")
+                       : fmt::format("{}; requeued to retry from scratch (no checkpoint)",
+                                     attempt.outcome_reason);
     job.status_message = cause;
-    MoveTo(job, JobState::kReady, cause, now, step);
+    MoveTo(job, JobState::kReady, cause, now, step,
+           requeued ? std::string_view(attempt.requeued_by) : model::kSystemActor);
     StartAttempt(job, now, step);
     job.current_attempt()->resumed = checkpoint > 0;
     return;
@@ -295,9 +303,9 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
   JobState outcome = *attempt.outcome;
   const bool retryable = (outcome == JobState::kFailed || outcome == JobState::kTimedOut) &&
                          model::RetriesOn(job.spec.retry, FailureKindOf(attempt));
-  const int tries =
-      static_cast<int>(std::count_if(job.attempts.begin(), job.attempts.end(),
-                                     [](const Attempt& a) { return !model::WasPreempted(a); }));
+  const int tries = static_cast<int>(std::count_if(
+      job.attempts.begin(), job.attempts.end(),
+      [](const Attempt& a) { return !model::WasPreempted(a) && !model::WasRequeued(a); }));
   if (retryable && tries < job.spec.retry.max_attempts) {
     const TimeMs checkpoint = LastCheckpoint(job);
     const bool resume = job.spec.resume && checkpoint > 0;

@@ -22,6 +22,14 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
   Explanation out;
   out.state = job->state;
+  if (job->hold && !model::IsTerminal(job->state)) {  // before whatever else would hold it
+    out.layer = model::HoldLayer::kHeld;
+    out.message =
+        fmt::format("held by {} for {}{}; drover release {} lets it be scheduled", job->hold->by,
+                    FormatDuration(std::max<TimeMs>(now - job->hold->since, 0)),
+                    job->hold->reason.empty() ? "" : ": " + job->hold->reason, id.value());
+    return out;
+  }
   switch (job->state) {
     case JobState::kPending: {
       const workflow::DependencyVerdict verdict = JudgeDependencies(*job);

@@ -9,6 +9,7 @@ struct SinkVisitor {
   EffectSink& sink;
   void operator()(const LaunchWorker& effect) const { sink.LaunchWorker(effect); }
   void operator()(const StopWorker& effect) const { sink.StopWorker(effect); }
+  void operator()(const SetWorkerTimeout& effect) const { sink.SetWorkerTimeout(effect); }
   void operator()(const PublishOutputs& effect) const { sink.PublishOutputs(effect); }
   void operator()(const DiscardOutputs& effect) const { sink.DiscardOutputs(effect); }
   void operator()(const SubmitExternal& effect) const { sink.SubmitExternal(effect); }

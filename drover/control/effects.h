@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/model/executor.h"
 #include "drover/model/launch.h"
@@ -37,6 +38,13 @@ struct StopWorker {
   bool preempt = false;
   std::string reason;  // for the notice, e.g. "preempted by job 12 (reclaim)"
 };
+// Change the time limit of a running worker (`drover update --timeout`): it now ends timed out
+// `timeout_ms` after its process started, at once if that time has passed.
+struct SetWorkerTimeout {
+  NodeId node;
+  model::WorkerKey key;
+  DurationMs timeout_ms = 0;  // > 0
+};
 // Publish the outputs of an attempt whose workers all exited 0: move each staged path onto its
 // destination atomically, read each value. The driver answers with OnOutputsPublished; until
 // then the job stays running (holding nothing).
@@ -60,8 +68,8 @@ struct CancelExternal {
   model::ExternalRef ref;
   std::string reason;
 };
-using Effect = std::variant<LaunchWorker, StopWorker, PublishOutputs, DiscardOutputs,
-                            SubmitExternal, CancelExternal>;
+using Effect = std::variant<LaunchWorker, StopWorker, SetWorkerTimeout, PublishOutputs,
+                            DiscardOutputs, SubmitExternal, CancelExternal>;
 
 // Carries out effects, one method per alternative of Effect. Each method is called on the
 // driver's thread in the order the step lists the effects; what a method feeds back into the
@@ -71,6 +79,7 @@ class EffectSink {
   virtual ~EffectSink() = default;
   virtual void LaunchWorker(const control::LaunchWorker& effect) = 0;
   virtual void StopWorker(const control::StopWorker& effect) = 0;
+  virtual void SetWorkerTimeout(const control::SetWorkerTimeout& effect) = 0;
   virtual void PublishOutputs(const control::PublishOutputs& effect) = 0;
   virtual void DiscardOutputs(const control::DiscardOutputs& effect) = 0;
   virtual void SubmitExternal(const control::SubmitExternal& effect) = 0;

@@ -12,6 +12,8 @@
 namespace drover::model {
 
 enum class HoldLayer {
+  // A user holds it (`drover hold`), whatever else would hold it (the controller).
+  kHeld,
   // Before the job is ready (the controller).
   kDependency,  // dependencies have not finished
   kPipeline,    // a sweep's concurrency or its whole admission
@@ -35,6 +37,7 @@ enum class HoldLayer {
 };
 
 inline constexpr NameTable kHoldLayerNames{std::array{
+    NameEntry{HoldLayer::kHeld, "held"},
     NameEntry{HoldLayer::kDependency, "dependency"},
     NameEntry{HoldLayer::kPipeline, "pipeline"},
     NameEntry{HoldLayer::kInputs, "inputs"},

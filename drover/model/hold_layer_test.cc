@@ -20,7 +20,7 @@ TEST(HoldLayerNames, EveryLayerRoundTripsThroughItsName) {
 // The names are part of the API (GET /v1/jobs/{id}/explain) and of scripts that read it.
 TEST(HoldLayerNames, KeepTheSpellingsTheApiHasAlwaysShown) {
   EXPECT_THAT(kHoldLayerNames.Choices(),
-              ElementsAre("dependency", "pipeline", "inputs", "backoff", "queue", "quota",
+              ElementsAre("held", "dependency", "pipeline", "inputs", "backoff", "queue", "quota",
                           "concurrency limit", "fair share", "reservation", "gang size", "topology",
                           "taint", "node fit", "preempting", "executor", "running", "finished"));
   EXPECT_EQ(kHoldLayerNames.Parse("node-fit"), std::nullopt);

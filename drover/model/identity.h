@@ -36,7 +36,7 @@ enum class Verb {
   kDetails,     // read a job's command, env values and outputs (the owner's team)
   kSubmit,      // create jobs (and cron jobs) in a queue
   kCancel,      // cancel a job or a pipeline run, delete a cron job
-  kHold,        // hold or release a pending job
+  kHold,        // hold, release, update or requeue a job
   kLogs,        // read a job's worker logs
   kReport,      // report a job's progress or checkpoint (its owner, or the job itself)
   kSecrets,     // set or delete a team's secrets (its coordinator)

@@ -57,6 +57,8 @@ bool WasPreempted(const Attempt& attempt) {
                       [](const Worker& worker) { return worker.exit && worker.exit->preempted; }));
 }
 
+bool WasRequeued(const Attempt& attempt) { return !attempt.requeued_by.empty(); }
+
 std::string ExitStatus::Describe() const {
   if (cancelled) return "cancelled";
   if (preempted) return message.empty() ? "preempted" : fmt::format("preempted ({})", message);

@@ -137,6 +137,10 @@ struct Attempt {
   TimeMs last_checkpoint_at = 0;
   // Set when the attempt was preempted: the job it made room for.
   std::optional<JobId> preempted_by;
+  // Set when a user stopped the attempt to queue the job again (`drover requeue`): who. Like a
+  // preemption it requeues at once, resumes from the last checkpoint and does not count
+  // against the retry policy; empty: not requeued.
+  std::string requeued_by;
   // Reported by the job (`drover report`, POST /v1/jobs/{id}/report): when useful work began
   // (after data loading, compilation, rendezvous) and its progress in [0, 1]; 0 / -1 = never.
   TimeMs useful_work_at = 0;
@@ -160,6 +164,19 @@ bool IsExternal(const Attempt& attempt);
 // Preempted by Drover (for job preempted_by) or by the external engine that ran it (e.g.
 // Slurm's partition priority): it requeues at once and does not count against the retry policy.
 bool WasPreempted(const Attempt& attempt);
+// Stopped by `drover requeue` (Attempt::requeued_by).
+bool WasRequeued(const Attempt& attempt);
+
+// A user's hold on a job (`drover hold`): while held, no scheduling pass considers the job, which
+// keeps its place in its queue's order (control::QueuedSince does not change). Only a job not
+// yet admitted (pending, waiting or ready) is held.
+struct JobHold {
+  std::string by;  // the user who held it
+  TimeMs since = 0;
+  std::string reason;  // may be empty
+
+  friend bool operator==(const JobHold&, const JobHold&) = default;
+};
 
 struct Job {
   JobId id;
@@ -186,6 +203,7 @@ struct Job {
   TimeMs not_before = 0;  // retry backoff: not dequeued before this time
   // Why the job is where it is, in one sentence: the pending reason, or the failure cause.
   std::string status_message;
+  std::optional<JobHold> hold;    // set while a user holds the job
   std::vector<Attempt> attempts;  // the last one is current
 
   Attempt* current_attempt() { return attempts.empty() ? nullptr : &attempts.back(); }
@@ -193,7 +211,11 @@ struct Job {
   friend bool operator==(const Job&, const Job&) = default;
 };
 
-// One lifecycle step, stored with its time and cause.
+// The actor of what the controller does on its own (scheduling, exits, retries).
+inline constexpr std::string_view kSystemActor = "system";
+
+// One lifecycle step, stored with its time, cause and actor. A user's action that leaves the
+// state as it was (hold, release, update) is recorded with from == to.
 struct Transition {
   JobId job;
   int attempt = 0;  // 0 before the first attempt exists
@@ -201,6 +223,7 @@ struct Transition {
   JobState to = JobState::kPending;
   TimeMs at = 0;
   std::string cause;
+  std::string actor = std::string(kSystemActor);  // the user who caused it, or "system"
 
   friend bool operator==(const Transition&, const Transition&) = default;
 };

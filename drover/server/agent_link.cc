@@ -36,6 +36,11 @@ json ToJson(const AgentCommand& command) {
                   {"preempt", command.stop.preempt},
                   {"reason", command.stop.reason}};
       break;
+    case AgentCommand::Kind::kSetTimeout:
+      wire = json{{"kind", "set_timeout"},
+                  {"key", KeyJson(command.key)},
+                  {"timeout_ms", command.timeout_ms}};
+      break;
     case AgentCommand::Kind::kAdopt: {
       json keys = json::array();
       for (const model::WorkerKey& key : command.keys) keys.push_back(KeyJson(key));
@@ -60,6 +65,14 @@ Result<AgentCommand> AgentCommandFromJson(const json& j) {
       command.key = KeyFromJson(j.at("key"));
       command.stop.preempt = j.value("preempt", false);
       command.stop.reason = j.value("reason", "");
+    } else if (kind == "set_timeout") {
+      command.kind = AgentCommand::Kind::kSetTimeout;
+      command.key = KeyFromJson(j.at("key"));
+      command.timeout_ms = j.at("timeout_ms").get<DurationMs>();
+      if (command.timeout_ms <= 0) {
+        return InvalidArgument(
+            fmt::format("command.timeout_ms: must be > 0, found {}", command.timeout_ms));
+      }
     } else if (kind == "adopt") {
       command.kind = AgentCommand::Kind::kAdopt;
       for (const json& key : j.at("keys")) command.keys.push_back(KeyFromJson(key));
@@ -109,6 +122,15 @@ Status RemoteRuntime::Stop(const model::WorkerKey& key, const model::StopRequest
   command.kind = AgentCommand::Kind::kStop;
   command.key = key;
   command.stop = request;
+  Push(std::move(command));
+  return OkStatus();
+}
+
+Status RemoteRuntime::SetTimeout(const model::WorkerKey& key, DurationMs timeout_ms) {
+  AgentCommand command;
+  command.kind = AgentCommand::Kind::kSetTimeout;
+  command.key = key;
+  command.timeout_ms = timeout_ms;
   Push(std::move(command));
   return OkStatus();
 }

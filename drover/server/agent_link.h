@@ -46,13 +46,14 @@
 namespace drover::server {
 
 struct AgentCommand {
-  enum class Kind { kLaunch, kStop, kAdopt };
+  enum class Kind { kLaunch, kStop, kAdopt, kSetTimeout };
   Kind kind = Kind::kLaunch;
   std::int64_t seq = 0;                // its number in its epoch; 0 before it is queued
   model::LaunchSpec launch;            // kLaunch
-  model::WorkerKey key;                // kStop
+  model::WorkerKey key;                // kStop, kSetTimeout
   model::StopRequest stop;             // kStop: preempt and reason
   std::vector<model::WorkerKey> keys;  // kAdopt
+  DurationMs timeout_ms = 0;           // kSetTimeout: the worker's new time limit, > 0
 };
 
 nlohmann::json ToJson(const AgentCommand& command);
@@ -86,6 +87,7 @@ class RemoteRuntime final : public agent::WorkerRuntime {
   // which are stopped when the agent comes back (MarkLost).
   Status Launch(const model::LaunchSpec& spec) override;
   Status Stop(const model::WorkerKey& key, const model::StopRequest& request) override;
+  Status SetTimeout(const model::WorkerKey& key, DurationMs timeout_ms) override;
   // The agent answers with an exit event ("lost") for every key it has no trace of.
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;

@@ -32,6 +32,28 @@ TEST(AgentCommand, StopCarriesPreemptionAndReason) {
   EXPECT_EQ(decoded->stop.reason, "preempted by job 12 (reclaim)");
 }
 
+TEST(AgentCommand, SetTimeoutRoundTripsAndRefusesALimitNotAboveZero) {
+  AgentCommand command;
+  command.kind = AgentCommand::Kind::kSetTimeout;
+  command.key = model::WorkerKey{JobId(7), 2, 1};
+  command.timeout_ms = 7'200'000;
+  auto decoded = AgentCommandFromJson(json::parse(codec::DumpJson(ToJson(command))));
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+  EXPECT_EQ(decoded->kind, AgentCommand::Kind::kSetTimeout);
+  EXPECT_EQ(decoded->key, command.key);
+  EXPECT_EQ(decoded->timeout_ms, 7'200'000);
+  for (const char* bad :
+       {R"({"kind": "set_timeout", "key": {"job": 3, "attempt": 1, "rank": 0},
+                             "timeout_ms": 0})",
+        R"({"kind": "set_timeout", "key": {"job": 3, "attempt": 1, "rank": 0},
+                             "timeout_ms": "1h"})",
+        R"({"kind": "set_timeout", "key": {"job": 3, "attempt": 1, "rank": 0}})"}) {
+    auto refused = AgentCommandFromJson(json::parse(bad));
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  }
+}
+
 TEST(AgentCommand, StopWithoutPreemptionFieldsIsAPlainStop) {
   // What a server older than preemption sends.
   auto decoded = AgentCommandFromJson(

@@ -58,6 +58,14 @@ void AgentCommandRunner::Run(const AgentCommand& command, std::vector<model::Wor
     case AgentCommand::Kind::kStop:
       Stop(command.key, command.stop);
       break;
+    case AgentCommand::Kind::kSetTimeout:
+      // A worker that has exited has nothing to change: its exit is reported anyway.
+      if (Status changed = runtime_.SetTimeout(command.key, command.timeout_ms);
+          !changed && changed.error().code != ErrorCode::kNotFound) {
+        spdlog::warn("set_timeout of job {} attempt {} rank {}: {}", command.key.job.value(),
+                     command.key.attempt, command.key.rank, changed.error().ToString());
+      }
+      break;
     case AgentCommand::Kind::kAdopt:
       running_.insert(command.keys.begin(), command.keys.end());
       for (const model::WorkerKey& key : runtime_.Adopt(command.keys)) {

@@ -62,6 +62,11 @@ Status ControlPlaneService::Cancel(JobId id, const std::string& cause) {
   return plane_.Cancel(id, cause);
 }
 
+Result<model::Job> ControlPlaneService::ApplyJobVerb(JobId id, const api::JobVerb& verb,
+                                                     const model::Identity& caller) {
+  return plane_.ApplyJobVerb(id, verb, caller.user);
+}
+
 Result<TimeMs> ControlPlaneService::ReportCheckpoint(JobId id) {
   TimeMs at = 0;
   DROVER_RETURN_IF_ERROR(plane_.ReportCheckpoint(id, &at));

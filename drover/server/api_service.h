@@ -32,6 +32,8 @@ class ControlPlaneService final : public api::Service {
   Result<control::Explanation> Explain(JobId id) const override;
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;
   Status Cancel(JobId id, const std::string& cause) override;
+  Result<model::Job> ApplyJobVerb(JobId id, const api::JobVerb& verb,
+                                  const model::Identity& caller) override;
   Result<TimeMs> ReportCheckpoint(JobId id) override;
   Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
                                         std::optional<double> progress) override;

@@ -412,6 +412,15 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     // Not signallable yet (an adopted worker's supervisor still starting): the loop retries.
     if (!stopped && stopped.error().code == ErrorCode::kUnavailable) feedback_.emplace_back(stop);
   }
+  void SetWorkerTimeout(const control::SetWorkerTimeout& change) override {
+    std::shared_ptr<agent::WorkerRuntime> runtime = plane_.RuntimeOf(change.node);
+    if (runtime == nullptr) return;
+    Status changed = runtime->SetTimeout(change.key, change.timeout_ms);
+    if (!changed) {
+      spdlog::warn("timeout of job {} attempt {} rank {}: {}", change.key.job.value(),
+                   change.key.attempt, change.key.rank, changed.error().ToString());
+    }
+  }
   void PublishOutputs(const control::PublishOutputs& publish) override {
     Result<std::map<std::string, std::string>> published =
         agent::PublishOutputs(publish.outputs, plane_.fs_);
@@ -735,6 +744,32 @@ Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
     RequestSchedule();
     return OkStatus();
   });
+}
+
+Result<model::Job> ControlPlane::ApplyJobVerb(JobId id, const JobVerb& verb,
+                                              const std::string& actor) {
+  model::Job left;
+  DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
+    const TimeMs now = clock_.Now();
+    switch (verb.kind) {
+      case JobVerb::Kind::kHold:
+        DROVER_RETURN_IF_ERROR(controller_.HoldJob(id, actor, verb.reason, now, step));
+        break;
+      case JobVerb::Kind::kRelease:
+        DROVER_RETURN_IF_ERROR(controller_.ReleaseJob(id, actor, now, step));
+        break;
+      case JobVerb::Kind::kUpdate:
+        DROVER_RETURN_IF_ERROR(controller_.UpdateJob(id, verb.update, actor, now, step));
+        break;
+      case JobVerb::Kind::kRequeue:
+        DROVER_RETURN_IF_ERROR(controller_.RequeueJob(id, actor, verb.reason, now, step));
+        break;
+    }
+    RequestSchedule();
+    left = *controller_.Find(id);
+    return OkStatus();
+  }));
+  return left;
 }
 
 Result<model::Job> ControlPlane::GetJob(JobId id) const {

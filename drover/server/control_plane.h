@@ -127,6 +127,7 @@ struct ControlPlaneOptions {
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
+using api::JobVerb;
 using api::LogChunk;
 using api::NodeStatus;
 using api::PolicyStatus;
@@ -218,6 +219,10 @@ class ControlPlane {
   Status Cancel(JobId id, const std::string& cause) EXCLUDES(mu_);
   // Cancels the unfinished jobs of pipeline run `run` (Controller::CancelPipeline).
   Status CancelPipeline(JobId run, const std::string& cause) EXCLUDES(mu_);
+  // Holds, releases, updates or requeues job `id` for `actor` (api::Service::ApplyJobVerb) and
+  // returns the job as it left it.
+  Result<model::Job> ApplyJobVerb(JobId id, const JobVerb& verb, const std::string& actor)
+      EXCLUDES(mu_);
 
   Result<model::Job> GetJob(JobId id) const EXCLUDES(mu_);
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const EXCLUDES(mu_);

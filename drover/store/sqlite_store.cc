@@ -155,6 +155,10 @@ constexpr std::string_view kMigrations[] = {
         advanced_at INTEGER NOT NULL  -- ms since the epoch
       );
     )sql",
+    // 7 -> 8: who caused each transition (model::Transition::actor): a user, or 'system'.
+    R"sql(
+      ALTER TABLE transitions ADD COLUMN actor TEXT NOT NULL DEFAULT 'system';
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -341,8 +345,8 @@ class SqliteStore final : public Store {
     DROVER_ASSIGN_OR_RETURN(
         auto stmt,
         lease->Prepare(
-            "SELECT attempt, from_state, to_state, at, cause FROM transitions WHERE job_id = ?1 "
-            "ORDER BY seq"));
+            "SELECT attempt, from_state, to_state, at, cause, actor FROM transitions WHERE "
+            "job_id = ?1 ORDER BY seq"));
     StatementScope scope(stmt);
     sqlite3_bind_int64(stmt, 1, id.value());
     std::vector<model::Transition> out;
@@ -365,6 +369,7 @@ class SqliteStore final : public Store {
       transition.to = *to_state;
       transition.at = sqlite3_column_int64(stmt, 3);
       transition.cause = ColumnText(stmt, 4);
+      transition.actor = ColumnText(stmt, 5);
       out.push_back(std::move(transition));
     }
     if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list transitions");
@@ -720,8 +725,8 @@ class SqliteStore final : public Store {
     if (!batch.transitions.empty()) {
       DROVER_ASSIGN_OR_RETURN(
           auto insert,
-          db.Prepare("INSERT INTO transitions (job_id, attempt, from_state, to_state, at, cause) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+          db.Prepare("INSERT INTO transitions (job_id, attempt, from_state, to_state, at, cause, "
+                     "actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
       for (const model::Transition& transition : batch.transitions) {
         StatementScope scope(insert);
         sqlite3_bind_int64(insert, 1, transition.job.value());
@@ -730,6 +735,7 @@ class SqliteStore final : public Store {
         BindText(insert, 4, model::JobStateName(transition.to));
         sqlite3_bind_int64(insert, 5, transition.at);
         BindText(insert, 6, transition.cause);
+        BindText(insert, 7, transition.actor);
         const int rc = sqlite3_step(insert);
         if (rc != SQLITE_DONE) return SqliteError(db.db(), rc, "store transition");
       }

@@ -95,6 +95,10 @@ const std::map<std::string, Rule>& Rules() {
       {"GET /v1/jobs", Rule::kAnyToken},
       {R"(GET /v1/jobs/(\d+))", Rule::kAnyToken},
       {R"(POST /v1/jobs/(\d+)/cancel)", Rule::kOwnerSide},
+      {R"(POST /v1/jobs/(\d+)/hold)", Rule::kOwnerSide},
+      {R"(POST /v1/jobs/(\d+)/release)", Rule::kOwnerSide},
+      {R"(POST /v1/jobs/(\d+)/update)", Rule::kOwnerSide},
+      {R"(POST /v1/jobs/(\d+)/requeue)", Rule::kOwnerSide},
       {R"(GET /v1/jobs/(\d+)/explain)", Rule::kAnyToken},
       {R"(GET /v1/jobs/(\d+)/decisions)", Rule::kAnyToken},
       {R"(POST /v1/jobs/(\d+)/checkpoint)", Rule::kOwnerSide},
@@ -261,6 +265,8 @@ class AccessMatrix : public IntegrationTest {
       body = CronBody("c-" + std::to_string(++crons_));
     } else if (pattern == "/v1/tokens") {
       body = json{{"user", "erin"}, {"team", "team-a"}, {"role", "member"}}.dump();
+    } else if (pattern.ends_with("/update")) {
+      body = R"({"priority": "high"})";
     } else if (pattern.ends_with("/report")) {
       body = R"({"progress": 0.5})";
     } else if (pattern == "/v1/agents/register") {

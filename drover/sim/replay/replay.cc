@@ -145,6 +145,8 @@ class Replay final : private control::EffectSink {
   // control::EffectSink. Launches and stops only queue events: they call back into nothing.
   void LaunchWorker(const control::LaunchWorker& launch) override;
   void StopWorker(const control::StopWorker& stop) override;
+  // A trace never updates a running job: there is nothing to change.
+  void SetWorkerTimeout(const control::SetWorkerTimeout&) override {}
   // Outputs (of jobs replayed from a data directory) publish at once, after the step: a path
   // output at its destination, a value output as the empty string.
   void PublishOutputs(const control::PublishOutputs& publish) override {
