@@ -201,6 +201,7 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
     std::string reason =
         fmt::format("worker {} on {}: {}", worker.rank, worker.node.value(), event.exit.Describe());
     EndAttempt(job, outcome, reason, step);
+    attempt->disruption = model::DisruptionOf(event.exit);
   }
   bool any_alive = std::any_of(attempt->workers.begin(), attempt->workers.end(), WorkerAlive);
   if (!any_alive) FinishAttempt(job, now, step);
@@ -220,10 +221,10 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
   Unhold(job, now);
   attempt.finished_at = now;
-  if (attempt.preempted_by) {
+  if (attempt.preempted_by || attempt.disruption == model::Disruption::kNodeDrain) {
     stopping_.erase(job.id);
     // Its preemptor stays nominated, holding these nodes, until its next cycle at least.
-    auto awaiting = awaiting_.find(*attempt.preempted_by);
+    auto awaiting = attempt.preempted_by ? awaiting_.find(*attempt.preempted_by) : awaiting_.end();
     if (awaiting != awaiting_.end() && awaiting->second.stopping.erase(job.id)) {
       for (const Worker& worker : attempt.workers) awaiting->second.freed.insert(worker.node);
     }
@@ -235,6 +236,7 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
       attempt.outcome = JobState::kSucceeded;
       attempt.outcome_reason = "all workers exited 0 (before preemption took effect)";
       attempt.preempted_by.reset();
+      attempt.disruption = model::Disruption::kNone;
     }
   }
   if (!attempt.outcome) {
