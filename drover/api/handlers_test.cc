@@ -183,6 +183,12 @@ class FakeService final : public Service {
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }
   std::vector<NodeStatus> Nodes() const override { return nodes; }
+  Result<NodeStatus> ChangeNode(const NodeAction& action, const model::Identity&) override {
+    for (const NodeStatus& status : nodes) {
+      if (status.node.name == action.node) return status;
+    }
+    return NotFound("node " + action.node.value() + " does not exist");
+  }
   Result<std::string> RegisterRemoteNode(const model::Node& node, const Caller& caller) override {
     registered = node.name.value();
     registered_by = caller;
@@ -644,6 +650,60 @@ TEST_F(HandlersTest, NodesShowWhetherRemoteAndLost) {
   EXPECT_EQ(node["remote"], true);
   EXPECT_EQ(node["state"], "lost");
   EXPECT_EQ(node["last_heard_at"], 900);
+}
+
+TEST_F(HandlersTest, NodeConditionsSayWhatHoldsSinceWhenAndByWhom) {
+  NodeStatus status;
+  status.node.name = NodeId("n1");
+  status.admin.cordoned = true;
+  status.admin.cordoned_at = 500;
+  status.admin.cordoned_by = "root (admin)";
+  status.admin.reason = "disk swap";
+  status.admin.draining = true;
+  status.admin.draining_at = 600;
+  status.admin.drain_deadline = 10'000;
+  status.live_workers = 2;
+  status.admin.maintenance =
+      model::MaintenanceWindow{1'000'000, 2'000'000, "root (admin)", 700, ""};
+  service_.nodes = {status};
+  json node = Body(Serve({Method::kGet, "/v1/nodes"}))["nodes"][0];
+  EXPECT_EQ(node["state"], "draining");
+  ASSERT_EQ(node["conditions"].size(), 2u) << node.dump(2);
+  EXPECT_EQ(node["conditions"][0]["type"], "draining");
+  EXPECT_EQ(node["conditions"][0]["since"], 600);
+  EXPECT_EQ(node["conditions"][0]["by"], "root (admin)");
+  EXPECT_EQ(node["conditions"][1]["type"], "maintenance");
+  EXPECT_EQ(node["conditions"][1]["active"], false);
+  EXPECT_EQ(node["live_workers"], 2);
+}
+
+TEST_F(HandlersTest, NodeActionsNameTheBadFieldAndUnknownNodes) {
+  NodeStatus status;
+  status.node.name = NodeId("n1");
+  service_.nodes = {status};
+  struct Case {
+    Call call;
+    std::string field;
+  } cases[] = {
+      {{Method::kPost, "/v1/nodes/n1/drain", R"({"grace_ms": "soon"})"}, "grace_ms"},
+      {{Method::kPost, "/v1/nodes/n1/drain", R"({"grace_ms": -1})"}, "grace_ms"},
+      {{Method::kPost, "/v1/nodes/n1/cordon", R"({"reason": 3})"}, "reason"},
+      {{Method::kPost, "/v1/nodes/n1/cordon", R"([1])"}, "request body"},
+      {{Method::kPost, "/v1/nodes/n1/uncordon", R"({"reason": "x"})"}, "reason: unknown field"},
+      {{Method::kPut, "/v1/nodes/n1/maintenance", R"({"from": 1})"}, "to: missing"},
+      {{Method::kPut, "/v1/nodes/n1/maintenance", R"({"from": 1, "to": 1.5})"}, "to:"},
+  };
+  for (const Case& c : cases) {
+    Response response = Serve(c.call);
+    EXPECT_EQ(response.status, 400) << c.call.path << " " << c.call.body;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument");
+    EXPECT_THAT(Body(response)["message"].get<std::string>(), ::testing::HasSubstr(c.field))
+        << c.call.body;
+  }
+  EXPECT_EQ(Serve({Method::kPost, "/v1/nodes/nope/cordon"}).status, 404);
+  Response ok = Serve({Method::kPost, "/v1/nodes/n1/cordon"});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(Body(ok)["name"], "n1");
 }
 
 // A poll as the HTTP front hands it over: it may park.
