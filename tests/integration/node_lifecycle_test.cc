@@ -128,10 +128,12 @@ TEST_F(NodeLifecycle, CordonKeepsRunningJobsAndRefusesNewOnesAndBadInputIsExplai
                         "command: [\"true\"]\n");
   // Nothing takes it while both nodes are cordoned (binpack would choose node-a's free GPU);
   // the running job keeps running.
+  std::string message;
   ASSERT_TRUE(WaitUntil([&] {
     auto explained = client.Explain(std::to_string(waiting[0]));
-    return explained && explained->value("message", "").find("cordoned") != std::string::npos;
-  })) << client.Explain(std::to_string(waiting[0]))->dump(2);
+    message = explained ? explained->value("message", "") : explained.error().message;
+    return message.find("cordoned") != std::string::npos;
+  })) << message;
   EXPECT_EQ(GetJob(client, waiting[0]).value("state", ""), "ready");
   EXPECT_EQ(GetJob(client, running[0]).value("state", ""), "running");
   EXPECT_EQ(GetNode(client, "node-a").value("state", ""), "cordoned");
