@@ -753,9 +753,11 @@ class SqliteStore final : public Store {
           auto upsert, db.Prepare("INSERT INTO node_admin (node, admin) VALUES (?1, ?2) "
                                   "ON CONFLICT (node) DO UPDATE SET admin = excluded.admin"));
       for (const NodeAdminRecord& record : batch.nodes) {
+        // Bound without a copy: the text must outlive the step.
+        const std::string admin = codec::DumpJson(codec::ToJson(record.admin));
         StatementScope scope(upsert);
         BindText(upsert, 1, record.node.value());
-        BindText(upsert, 2, codec::DumpJson(codec::ToJson(record.admin)));
+        BindText(upsert, 2, admin);
         const int rc = sqlite3_step(upsert);
         if (rc != SQLITE_DONE) {
           return SqliteError(db.db(), rc, fmt::format("store node {}", record.node.value()));

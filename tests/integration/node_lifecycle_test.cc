@@ -105,11 +105,11 @@ TEST_F(NodeLifecycle, DrainMovesACheckpointingJobThatResumesOnTheOtherNode) {
   server.reset();
   server = StartTwoNodes();
   ASSERT_TRUE(server->ok());
-  client = server->Client();
-  EXPECT_EQ(GetNode(client, first).value("state", ""), "drained") << GetNode(client, first);
+  api::ApiClient restarted = server->Client();
+  EXPECT_EQ(GetNode(restarted, first).value("state", ""), "drained") << GetNode(restarted, first);
   CommandResult uncordon = Cli(*server, {"node", "uncordon", first});
   ASSERT_EQ(uncordon.exit_code, 0) << uncordon.err;
-  EXPECT_EQ(GetNode(client, first).value("state", ""), "ready");
+  EXPECT_EQ(GetNode(restarted, first).value("state", ""), "ready");
   ASSERT_EQ(Cli(*server, {"cancel", std::to_string(id)}).exit_code, 0);
 }
 
@@ -170,7 +170,7 @@ TEST_F(NodeLifecycle, AMaintenanceWindowIsHonouredByBackfill) {
     return fmt::format(
         "kind: Job\nname: {}\ntimeout: {}\n{}resources: {{cpu: 100m, memory: 64Mi, gpus: {}}}\n"
         "command: [sleep, \"600\"]\n",
-        name, timeout, pool.empty() ? "" : "node_selector: {pool: " + pool + "}\n", gpus);
+        name, timeout, pool.empty() ? "" : "placement: {node_selector: {pool: " + pool + "}}\n", gpus);
   };
   auto busy = Submit(client, job("busy", 2, "1h", "a"));
   ASSERT_EQ(WaitForState(client, busy[0], {"running"}), "running") << server->Log();
