@@ -311,19 +311,21 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
   EXPECT_THAT(
       listed,
-      ElementsAre("GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
-                  R"(POST /v1/jobs/(\d+)/cancel)", R"(GET /v1/jobs/(\d+)/explain)",
-                  R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
-                  R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
-                  R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
-                  "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
-                  R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
-                  R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
-                  R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
-                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
-                  "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
-                  "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
-                  R"(POST /v1/agents/([^/]+)/events)"));
+      ElementsAre(
+          "GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
+          R"(POST /v1/jobs/(\d+)/cancel)", R"(GET /v1/jobs/(\d+)/explain)",
+          R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
+          R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /v1/queues",
+          "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
+          "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
+          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
+          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
+          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
+          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
+          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
+          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
+          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -664,7 +666,7 @@ TEST_F(HandlersTest, NodeConditionsSayWhatHoldsSinceWhenAndByWhom) {
   status.admin.drain_deadline = 10'000;
   status.live_workers = 2;
   status.admin.maintenance =
-      model::MaintenanceWindow{1'000'000, 2'000'000, "root (admin)", 700, ""};
+      model::MaintenanceWindow{4'102'444'800'000, 4'102'448'400'000, "root (admin)", 700, ""};
   service_.nodes = {status};
   json node = Body(Serve({Method::kGet, "/v1/nodes"}))["nodes"][0];
   EXPECT_EQ(node["state"], "draining");
