@@ -170,7 +170,8 @@ TEST_F(NodeLifecycle, AMaintenanceWindowIsHonouredByBackfill) {
     return fmt::format(
         "kind: Job\nname: {}\ntimeout: {}\n{}resources: {{cpu: 100m, memory: 64Mi, gpus: {}}}\n"
         "command: [sleep, \"600\"]\n",
-        name, timeout, pool.empty() ? "" : "placement: {node_selector: {pool: " + pool + "}}\n", gpus);
+        name, timeout, pool.empty() ? "" : "placement: {node_selector: {pool: " + pool + "}}\n",
+        gpus);
   };
   auto busy = Submit(client, job("busy", 2, "1h", "a"));
   ASSERT_EQ(WaitForState(client, busy[0], {"running"}), "running") << server->Log();
