@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "drover/agent/fd_util.h"
+#include "drover/agent/oom.h"
 #include "drover/agent/worker_files.h"
 #include "drover/common/quantity.h"
 
@@ -180,6 +181,7 @@ class Supervisor {
   bool killed_ = false;
   DurationMs kill_at_ = 0;
   model::ExitStatus exit_;
+  std::optional<OomCount> oom_before_;  // the OOM-kill counter before the worker started
 };
 
 int Supervisor::Finish(const model::ExitStatus& exit) {
@@ -233,6 +235,7 @@ int Supervisor::Run() {
     return Finish(stopped);
   }
 
+  oom_before_ = ReadOomKills();
   if (!StartWorker(*spec)) return Finish(exit_);
   if (Status s = WriteStartedFile(dir_, StartedRecord{worker_, WallTimeMs()}); !s) {
     Log(s.error().message);  // Poll still sees the exit; carry on supervising.
@@ -246,6 +249,15 @@ int Supervisor::Run() {
     exit_.exit_code = 128 + exit_.signal;
   }
   std::vector<std::string> notes;
+  // A SIGKILL we did not send, while the OOM-kill counter rose: the OOM killer (oom.h).
+  if (exit_.signal == SIGKILL && !killed_ && oom_before_) {
+    std::optional<OomCount> after = ReadOomKills(oom_before_->path);
+    if (after && after->kills > oom_before_->kills) {
+      exit_.oom_killed = true;
+      notes.push_back(fmt::format("killed by the OOM killer (oom_kill in {} rose from {} to {})",
+                                  after->path, oom_before_->kills, after->kills));
+    }
+  }
   if (exit_.timed_out) {
     Result<DurationMs> changed = ReadTimeoutFile(dir_);
     notes.push_back("timed out after " + FormatDuration(changed ? *changed : spec->timeout_ms));

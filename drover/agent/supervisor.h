@@ -37,6 +37,8 @@ namespace drover::agent {
 //      all, so no orphan survives the worker; then writes exit.json and exits 0. A worker killed
 //      by a signal is recorded with that signal and exit code 128 + signal (as shells do); the
 //      message notes a timeout, a cancellation, an escalation to SIGKILL and leftovers killed.
+//      A worker that died of a SIGKILL the supervisor did not send while the OOM-kill counter of
+//      its memory cgroup (or the machine's) rose is recorded oom_killed (drover/agent/oom.h).
 //      A SIGTERM that arrives before the worker was forked records cancelled = true with
 //      exit code -1 and "cancelled before start" (preempted = true and "preempted before start"
 //      with a notice); an unreadable launch.json exit code -1.

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "drover/api/node_handlers.h"
 #include "drover/api/views.h"
 #include "drover/codec/json.h"
 
@@ -28,13 +29,8 @@ Result<Response> Health(Service& service, const Request&) {
 
 Result<Response> ListNodes(Service& service, const Request&) {
   json nodes = json::array();
-  for (const NodeStatus& status : service.Nodes()) {
-    json view = NodeView(status.node, status.free, status.free_gpus);
-    view["remote"] = status.remote;
-    view["state"] = status.lost ? "lost" : "ready";
-    if (status.remote) view["last_heard_at"] = status.last_heard_at;
-    nodes.push_back(view);
-  }
+  const TimeMs now = service.Now();
+  for (const NodeStatus& status : service.Nodes()) nodes.push_back(NodeStatusView(status, now));
   return JsonResponse(200, json{{"nodes", nodes}});
 }
 

@@ -11,8 +11,7 @@ namespace drover::api {
 
 // GET /v1/health: {"status": "ok", "time": now}.
 Result<Response> Health(Service& service, const Request& request);
-// GET /v1/nodes: NodeView of each node with remote, state ("ready" or "lost") and, for a remote
-// node, last_heard_at.
+// GET /v1/nodes: {"nodes": [NodeStatusView (node_handlers.h) of each node]}.
 Result<Response> ListNodes(Service& service, const Request& request);
 // GET /v1/queues: {"queues": [QueueView...], "policy": the policy in force}.
 Result<Response> ListQueues(Service& service, const Request& request);

@@ -200,6 +200,12 @@ class FakeService final : public Service {
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }
   std::vector<NodeStatus> Nodes() const override { return nodes; }
+  Result<NodeStatus> ChangeNode(const NodeAction& action, const model::Identity&) override {
+    for (const NodeStatus& status : nodes) {
+      if (status.node.name == action.node) return status;
+    }
+    return NotFound("node " + action.node.value() + " does not exist");
+  }
   Result<std::string> RegisterRemoteNode(const model::Node& node, const Caller& caller) override {
     registered = node.name.value();
     registered_by = caller;
@@ -336,21 +342,24 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
   EXPECT_THAT(
       listed,
-      ElementsAre("GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
-                  R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
-                  R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
-                  R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
-                  R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
-                  R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
-                  R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
-                  "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
-                  R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
-                  R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
-                  R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
-                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
-                  "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
-                  "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
-                  R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)"));
+      ElementsAre(
+          "GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
+          R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
+          R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
+          R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
+          R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
+          R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /v1/queues",
+          "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
+          "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
+          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
+          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
+          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
+          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
+          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
+          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
+          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)",
+          R"(POST /v1/agents/([^/]+)/logs)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -920,6 +929,60 @@ TEST_F(HandlersTest, NodesShowWhetherRemoteAndLost) {
   EXPECT_EQ(node["remote"], true);
   EXPECT_EQ(node["state"], "lost");
   EXPECT_EQ(node["last_heard_at"], 900);
+}
+
+TEST_F(HandlersTest, NodeConditionsSayWhatHoldsSinceWhenAndByWhom) {
+  NodeStatus status;
+  status.node.name = NodeId("n1");
+  status.admin.cordoned = true;
+  status.admin.cordoned_at = 500;
+  status.admin.cordoned_by = "root (admin)";
+  status.admin.reason = "disk swap";
+  status.admin.draining = true;
+  status.admin.draining_at = 600;
+  status.admin.drain_deadline = 10'000;
+  status.live_workers = 2;
+  status.admin.maintenance =
+      model::MaintenanceWindow{4'102'444'800'000, 4'102'448'400'000, "root (admin)", 700, ""};
+  service_.nodes = {status};
+  json node = Body(Serve({Method::kGet, "/v1/nodes"}))["nodes"][0];
+  EXPECT_EQ(node["state"], "draining");
+  ASSERT_EQ(node["conditions"].size(), 2u) << node.dump(2);
+  EXPECT_EQ(node["conditions"][0]["type"], "draining");
+  EXPECT_EQ(node["conditions"][0]["since"], 600);
+  EXPECT_EQ(node["conditions"][0]["by"], "root (admin)");
+  EXPECT_EQ(node["conditions"][1]["type"], "maintenance");
+  EXPECT_EQ(node["conditions"][1]["active"], false);
+  EXPECT_EQ(node["live_workers"], 2);
+}
+
+TEST_F(HandlersTest, NodeActionsNameTheBadFieldAndUnknownNodes) {
+  NodeStatus status;
+  status.node.name = NodeId("n1");
+  service_.nodes = {status};
+  struct Case {
+    Call call;
+    std::string field;
+  } cases[] = {
+      {{Method::kPost, "/v1/nodes/n1/drain", R"({"grace_ms": "soon"})"}, "grace_ms"},
+      {{Method::kPost, "/v1/nodes/n1/drain", R"({"grace_ms": -1})"}, "grace_ms"},
+      {{Method::kPost, "/v1/nodes/n1/cordon", R"({"reason": 3})"}, "reason"},
+      {{Method::kPost, "/v1/nodes/n1/cordon", R"([1])"}, "request body"},
+      {{Method::kPost, "/v1/nodes/n1/uncordon", R"({"reason": "x"})"}, "reason: unknown field"},
+      {{Method::kPut, "/v1/nodes/n1/maintenance", R"({"from": 1})"}, "to: missing"},
+      {{Method::kPut, "/v1/nodes/n1/maintenance", R"({"from": 1, "to": 1.5})"}, "to:"},
+  };
+  for (const Case& c : cases) {
+    Response response = Serve(c.call);
+    EXPECT_EQ(response.status, 400) << c.call.path << " " << c.call.body;
+    EXPECT_EQ(Body(response)["code"], "invalid_argument");
+    EXPECT_THAT(Body(response)["message"].get<std::string>(), ::testing::HasSubstr(c.field))
+        << c.call.body;
+  }
+  EXPECT_EQ(Serve({Method::kPost, "/v1/nodes/nope/cordon"}).status, 404);
+  Response ok = Serve({Method::kPost, "/v1/nodes/n1/cordon"});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(Body(ok)["name"], "n1");
 }
 
 // A poll as the HTTP front hands it over: it may park.

@@ -11,6 +11,7 @@
 #include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
 #include "drover/api/job_verb_handlers.h"
+#include "drover/api/node_handlers.h"
 #include "drover/api/secret_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
@@ -55,6 +56,13 @@ constexpr Route kRoutes[] = {
     {Method::kGet, "/v1/crons", ListCrons, ByToken(Verb::kView)},
     {Method::kDelete, R"(/v1/crons/([^/]+))", DeleteCron, ByToken(Verb::kCancel, Target::kCron)},
     {Method::kGet, "/v1/nodes", ListNodes, ByToken(Verb::kView)},
+    {Method::kPost, R"(/v1/nodes/([^/]+)/cordon)", CordonNode, ByToken(Verb::kAdminister)},
+    {Method::kPost, R"(/v1/nodes/([^/]+)/uncordon)", UncordonNode, ByToken(Verb::kAdminister)},
+    {Method::kPost, R"(/v1/nodes/([^/]+)/drain)", DrainNode, ByToken(Verb::kAdminister)},
+    {Method::kPut, R"(/v1/nodes/([^/]+)/maintenance)", SetNodeMaintenance,
+     ByToken(Verb::kAdminister), RouteKind::kPlain, R"({"from", "to", "reason"?} (JSON))"},
+    {Method::kDelete, R"(/v1/nodes/([^/]+)/maintenance)", ClearNodeMaintenance,
+     ByToken(Verb::kAdminister)},
     {Method::kGet, R"(/v1/teams/([^/]+)/secrets)", ListSecrets,
      ByToken(Verb::kSecrets, Target::kTeam)},
     {Method::kPut, R"(/v1/teams/([^/]+)/secrets/([^/]+))", PutSecret,

@@ -52,6 +52,22 @@ struct NodeStatus {
   bool remote = false;
   bool lost = false;         // its agent stopped answering and has not registered again
   TimeMs last_heard_at = 0;  // remote: the agent's last call (0: none since the server started)
+  TimeMs lost_at = 0;        // lost: since when (0: unknown)
+  std::string lost_reason;
+  model::NodeAdmin admin;  // operators' cordon, drain and maintenance window
+  int live_workers = 0;    // workers believed alive there
+};
+
+// An operator's change to a node (POST /v1/nodes/{name}/...; docs/operations.md, "Node
+// lifecycle").
+struct NodeAction {
+  enum class Kind { kCordon, kUncordon, kDrain, kSetMaintenance, kClearMaintenance };
+  Kind kind = Kind::kCordon;
+  NodeId node;
+  std::string reason;               // cordon, drain, maintenance: free text
+  std::optional<DurationMs> grace;  // drain: unset = jobs run to their end
+  TimeMs from = 0;                  // maintenance: the window [from, to)
+  TimeMs to = 0;
 };
 
 // A page of GET /v1/jobs (docs/api.md, "Pages"): keyset pagination over job ids, so a page costs
@@ -292,6 +308,11 @@ class Service {
 
   // Nodes and remote agents.
   virtual std::vector<NodeStatus> Nodes() const = 0;
+  // Carries out `action` for `caller` (named in the node's state as who did it) and returns the
+  // node as it is then. kNotFound for an unknown node; kInvalidArgument, changing nothing, for a
+  // negative grace or a window that does not end after it begins or has ended.
+  virtual Result<NodeStatus> ChangeNode(const NodeAction& action,
+                                        const model::Identity& caller) = 0;
   // (Re-)registers a remote node (docs/security.md, "Agents") for `caller`, whose credentials
   // Authorize read. Returns the credential issued to the caller ("" when it keeps its own: it
   // presented the node's). Errors, each changing nothing: kAlreadyExists for the embedded

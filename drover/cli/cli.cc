@@ -230,6 +230,30 @@ int Main(int argc, char** argv) {
   auto* nodes = app.add_subcommand("nodes", "list nodes with free and total resources");
   nodes->callback([&] { run = [&] { return NodesCommand(client); }; });
 
+  NodeFlags node_flags;
+  auto* node = app.add_subcommand("node", "cordon, drain or uncordon a node; maintenance windows");
+  node->require_subcommand(1);
+  auto* node_cordon =
+      node->add_subcommand("cordon", "no new placements; running jobs keep running");
+  auto* node_drain = node->add_subcommand(
+      "drain", "cordon, then move jobs off: checkpointing ones at once, the others at the grace");
+  node_drain->add_option("--grace", node_flags.grace,
+                         "stop what still runs after this long (default: let it end)");
+  auto* node_uncordon = node->add_subcommand("uncordon", "take placements again (ends a drain)");
+  auto* node_maintenance = node->add_subcommand(
+      "maintenance", "set a maintenance window the scheduler keeps clear (or --clear it)");
+  node_maintenance->add_option("--from", node_flags.from, "now, +DURATION or an ISO time");
+  node_maintenance->add_option("--to", node_flags.to, "+DURATION (from now) or an ISO time");
+  node_maintenance->add_flag("--clear", node_flags.clear, "remove the node's window");
+  for (auto* sub : {node_cordon, node_drain, node_uncordon, node_maintenance}) {
+    sub->add_option("name", node_flags.name, "the node")->required();
+    if (sub != node_uncordon) sub->add_option("--reason", node_flags.reason, "why, for others");
+    sub->callback([&, sub] {
+      node_flags.action = sub->get_name();
+      run = [&] { return NodeCommand(client, node_flags); };
+    });
+  }
+
   auto* queues = app.add_subcommand("queues", "list queues with quotas, usage and borrowing");
   queues->callback([&] { run = [&] { return QueuesCommand(client); }; });
 

@@ -452,8 +452,9 @@ int NodesCommand(const ClientFlags& flags) {
     PrintJson(response->json);
     return 0;
   }
+  const TimeMs now = SystemClock().Now();
   Table table({"NAME", "STATE", "GPUS(FREE/ALL)", "MODELS", "CPU(FREE/ALL)", "MEMORY(FREE/ALL)",
-               "LABELS", "TAINTS", "AGENT"});
+               "LABELS", "TAINTS", "AGENT", "CONDITIONS"});
   for (const json& node : response->json["nodes"]) {
     std::map<std::string, int> models;
     for (const json& gpu : node["gpus"]) models[gpu["model"].get<std::string>()]++;
@@ -478,7 +479,8 @@ int NodesCommand(const ClientFlags& flags) {
                   fmt::format("{}/{}", FormatBytesApprox(free["memory_bytes"].get<std::int64_t>()),
                               FormatBytesApprox(node["memory_bytes"].get<std::int64_t>())),
                   labels.empty() ? "-" : labels, taints.empty() ? "-" : taints,
-                  node["remote"].get<bool>() ? "remote" : "embedded"});
+                  node["remote"].get<bool>() ? "remote" : "embedded",
+                  NodeConditionsText(node, now)});
   }
   std::cout << table.Render();
   return 0;

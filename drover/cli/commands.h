@@ -3,12 +3,14 @@
 // The subcommands of `drover`. Each returns the process exit status: 0 success, 1 failure,
 // 2 invalid input (a spec that does not validate, a bad flag).
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "drover/api/client.h"
 #include "drover/api/job_handlers.h"
+#include "drover/common/clock.h"
 #include "drover/model/cron.h"
 
 namespace drover::cli {
@@ -56,6 +58,20 @@ struct AuditFlags {
   int limit = 0;
 };
 int AuditCommand(const ClientFlags& flags, const AuditFlags& audit);
+
+// `drover node cordon|uncordon|drain|maintenance NAME` (nodes.cc): the node's conditions
+// afterwards, one line (or its JSON).
+struct NodeFlags {
+  std::string action;  // "cordon", "uncordon", "drain" or "maintenance"
+  std::string name;
+  std::string reason;
+  std::string grace;     // drain: a duration ("30m"); empty: jobs run to their end
+  std::string from, to;  // maintenance: "now", a duration from now ("+2h") or an ISO time
+  bool clear = false;    // maintenance: remove the window
+};
+int NodeCommand(const ClientFlags& flags, const NodeFlags& node);
+// The conditions of one node of GET /v1/nodes as one line: "cordoned 5m ago by admin; ...".
+std::string NodeConditionsText(const nlohmann::json& node, TimeMs now);
 
 int ValidateCommand(const std::string& file);
 // `hold_infeasible`: jobs that can never start on the current cluster wait instead of being

@@ -175,18 +175,22 @@ std::string DescribeJob(const json& job) {
       notes.push_back(
           fmt::format("preempted by job {}", attempt["preempted_by"].get<std::int64_t>()));
     }
+    if (const std::string disruption = attempt.value("disruption", ""); !disruption.empty()) {
+      notes.push_back("disruption: " + disruption);
+    }
     if (!notes.empty()) out += fmt::format("    {}\n", fmt::join(notes, "; "));
     Table workers({"    RANK", "NODE", "GPUS", "STATE", "STARTED", "FINISHED", "EXIT"});
     for (const json& worker : attempt["workers"]) {
       std::string exit = "-";
       if (worker.contains("exit") && worker["exit"].is_object()) {
         const json& e = worker["exit"];
-        exit = e["cancelled"].get<bool>()    ? "cancelled"
-               : e.value("preempted", false) ? "preempted"
-               : e.value("node_lost", false) ? "node lost"
-               : e["timed_out"].get<bool>()  ? "timed out"
-               : e["signal"].get<int>() != 0 ? fmt::format("signal {}", e["signal"].get<int>())
-                                             : fmt::format("{}", e["exit_code"].get<int>());
+        exit = e["cancelled"].get<bool>()     ? "cancelled"
+               : e.value("preempted", false)  ? "preempted"
+               : e.value("node_lost", false)  ? "node lost"
+               : e.value("oom_killed", false) ? "OOM-killed"
+               : e["timed_out"].get<bool>()   ? "timed out"
+               : e["signal"].get<int>() != 0  ? fmt::format("signal {}", e["signal"].get<int>())
+                                              : fmt::format("{}", e["exit_code"].get<int>());
         if (!e.value("message", "").empty()) exit += " (" + e["message"].get<std::string>() + ")";
       }
       const std::string node = worker.value("host", worker["node"].get<std::string>());

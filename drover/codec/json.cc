@@ -47,6 +47,7 @@ Status Decode(const json& j, const std::string& path, std::map<std::string, std:
 Status Decode(const json& j, const std::string& path, model::ResourceAmounts* out);
 Status Decode(const json& j, const std::string& path, model::JobState* out);
 Status Decode(const json& j, const std::string& path, model::WorkerState* out);
+Status Decode(const json& j, const std::string& path, model::Disruption* out);
 Status Decode(const json& j, const std::string& path, model::TaintEffect* out);
 Status Decode(const json& j, const std::string& path, model::Toleration::Operator* out);
 Status Decode(const json& j, const std::string& path, model::WorkerEvent::Kind* out);
@@ -79,6 +80,8 @@ Status Decode(const json& j, const std::string& path, model::Transition* out);
 Status Decode(const json& j, const std::string& path, model::JobHold* out);
 Status Decode(const json& j, const std::string& path, model::MigSlots* out);
 Status Decode(const json& j, const std::string& path, model::Gpu* out);
+Status Decode(const json& j, const std::string& path, model::MaintenanceWindow* out);
+Status Decode(const json& j, const std::string& path, model::NodeAdmin* out);
 Status Decode(const json& j, const std::string& path, model::Node* out);
 Status Decode(const json& j, const std::string& path, model::LaunchSpec* out);
 Status Decode(const json& j, const std::string& path, model::WorkerEvent* out);
@@ -273,6 +276,10 @@ Status Decode(const json& j, const std::string& path, model::WorkerState* out) {
   return DecodeEnum(j, path, "worker state", model::kWorkerStateNames, out);
 }
 
+Status Decode(const json& j, const std::string& path, model::Disruption* out) {
+  return DecodeEnum(j, path, "disruption", model::kDisruptionNames, out);
+}
+
 Status Decode(const json& j, const std::string& path, model::TaintEffect* out) {
   return DecodeEnum(j, path, "taint effect", model::kTaintEffectNames, out);
 }
@@ -457,6 +464,7 @@ Status Decode(const json& j, const std::string& path, model::ExitStatus* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "cancelled", &out->cancelled));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preempted", &out->preempted));
   DROVER_RETURN_IF_ERROR(Field(j, path, "node_lost", &out->node_lost));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "oom_killed", &out->oom_killed));
   DROVER_RETURN_IF_ERROR(Field(j, path, "message", &out->message));
   return OkStatus();
 }
@@ -491,6 +499,7 @@ Status Decode(const json& j, const std::string& path, model::Attempt* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "last_checkpoint_at", &out->last_checkpoint_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "preempted_by", &out->preempted_by));
   DROVER_RETURN_IF_ERROR(Field(j, path, "requeued_by", &out->requeued_by));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "disruption", &out->disruption));
   DROVER_RETURN_IF_ERROR(Field(j, path, "useful_work_at", &out->useful_work_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "progress", &out->progress));
   DROVER_RETURN_IF_ERROR(Field(j, path, "executor", &out->executor));
@@ -932,6 +941,7 @@ json ToJson(const model::ExitStatus& exit) {
            {"message", exit.message}};
   if (exit.preempted) out["preempted"] = true;
   if (exit.node_lost) out["node_lost"] = true;
+  if (exit.oom_killed) out["oom_killed"] = true;
   return out;
 }
 
@@ -972,6 +982,9 @@ json ToJson(const model::Attempt& attempt) {
   if (attempt.last_checkpoint_at != 0) out["last_checkpoint_at"] = attempt.last_checkpoint_at;
   if (attempt.preempted_by) out["preempted_by"] = attempt.preempted_by->value();
   if (!attempt.requeued_by.empty()) out["requeued_by"] = attempt.requeued_by;
+  if (attempt.disruption != model::Disruption::kNone) {
+    out["disruption"] = model::DisruptionName(attempt.disruption);
+  }
   if (attempt.useful_work_at != 0) out["useful_work_at"] = attempt.useful_work_at;
   if (attempt.progress != model::Attempt{}.progress) out["progress"] = attempt.progress;
   if (!attempt.executor.empty()) {
@@ -1044,6 +1057,58 @@ json ToJson(const model::Node& node) {
 
 Result<model::Node> NodeFromJson(const json& j, std::string_view path) {
   return DecodeRoot<model::Node>(j, path);
+}
+
+namespace {
+
+Status Decode(const json& j, const std::string& path, model::MaintenanceWindow* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "from", &out->from));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "to", &out->to));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "by", &out->by));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "set_at", &out->set_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "reason", &out->reason));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::NodeAdmin* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cordoned", &out->cordoned));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cordoned_at", &out->cordoned_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cordoned_by", &out->cordoned_by));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "reason", &out->reason));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "draining", &out->draining));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "draining_at", &out->draining_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "drain_deadline", &out->drain_deadline));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "drained_at", &out->drained_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "maintenance", &out->maintenance));
+  return OkStatus();
+}
+
+}  // namespace
+
+json ToJson(const model::NodeAdmin& admin) {
+  json out{{"cordoned", admin.cordoned},
+           {"cordoned_at", admin.cordoned_at},
+           {"cordoned_by", admin.cordoned_by},
+           {"reason", admin.reason},
+           {"draining", admin.draining},
+           {"draining_at", admin.draining_at},
+           {"drain_deadline", admin.drain_deadline},
+           {"drained_at", admin.drained_at}};
+  if (admin.maintenance) {
+    const model::MaintenanceWindow& window = *admin.maintenance;
+    out["maintenance"] = json{{"from", window.from},
+                              {"to", window.to},
+                              {"by", window.by},
+                              {"set_at", window.set_at},
+                              {"reason", window.reason}};
+  }
+  return out;
+}
+
+Result<model::NodeAdmin> NodeAdminFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::NodeAdmin>(j, path);
 }
 
 json ToJson(const model::LaunchSpec& launch) {

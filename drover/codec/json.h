@@ -79,6 +79,13 @@ Result<model::Transition> TransitionFromJson(const nlohmann::json& json,
 nlohmann::json ToJson(const model::Node& node);
 Result<model::Node> NodeFromJson(const nlohmann::json& json, std::string_view path = "node");
 
+// A node's operator state as stored: {"cordoned", "cordoned_at", "cordoned_by", "reason",
+// "draining", "draining_at", "drain_deadline", "drained_at", "maintenance": {"from", "to", "by",
+// "set_at", "reason"} or absent}.
+nlohmann::json ToJson(const model::NodeAdmin& admin);
+Result<model::NodeAdmin> NodeAdminFromJson(const nlohmann::json& json,
+                                           std::string_view path = "node_admin");
+
 // The worker key is flattened: {"job_id", "attempt", "rank", "node", "argv", ...}.
 nlohmann::json ToJson(const model::LaunchSpec& launch);
 Result<model::LaunchSpec> LaunchSpecFromJson(const nlohmann::json& json,

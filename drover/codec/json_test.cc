@@ -237,10 +237,12 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
     attempt.resumed = false;
     attempt.last_checkpoint_at = 0;
     attempt.preempted_by.reset();
+    attempt.disruption = model::Disruption::kNone;
     attempt.useful_work_at = 0;
     attempt.progress = -1;
     for (model::Worker& worker : attempt.workers) {
       if (worker.exit) worker.exit->preempted = false;
+      if (worker.exit) worker.exit->oom_killed = false;
     }
   }
   const json j = ToJson(job);
@@ -256,11 +258,12 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
     EXPECT_FALSE(j["spec"]["requirements"].contains(key)) << key;
   }
   EXPECT_EQ(j["spec"]["preferences"], json::object());
-  for (const char* key :
-       {"resumed", "last_checkpoint_at", "preempted_by", "useful_work_at", "progress"}) {
+  for (const char* key : {"resumed", "last_checkpoint_at", "preempted_by", "disruption",
+                          "useful_work_at", "progress"}) {
     EXPECT_FALSE(j["attempts"][1].contains(key)) << key;
   }
   EXPECT_FALSE(j["attempts"][1]["workers"][1]["exit"].contains("preempted"));
+  EXPECT_FALSE(j["attempts"][1]["workers"][1]["exit"].contains("oom_killed"));
   EXPECT_EQ(RoundTrip(job, JobFromJson), job);
 
   model::Node node = testing::SampleNode();
@@ -465,6 +468,25 @@ TEST(JsonCodec, ParseJsonRefusesDeepNestingBeforeParsing) {
   const std::string deepest = std::string(499, '[') + std::string(499, ']');
   EXPECT_TRUE(ParseJson(deepest).has_value());
   EXPECT_TRUE(ParseJson("{\"a\": \"" + std::string(1000, '[') + "\"}").has_value());
+}
+
+TEST(JsonCodec, RoundTripsNodeAdminAndNamesABadField) {
+  model::NodeAdmin admin;
+  admin.cordoned = true;
+  admin.cordoned_at = 1'700'000'000'000;
+  admin.cordoned_by = "root (admin)";
+  admin.reason = "disk swap";
+  admin.draining = true;
+  admin.draining_at = 1'700'000'000'001;
+  admin.drain_deadline = 1'700'000'600'000;
+  admin.drained_at = 1'700'000'300'000;
+  admin.maintenance =
+      model::MaintenanceWindow{1'700'000'100'000, 1'700'000'200'000, "root (admin)", 5, "bios"};
+  EXPECT_EQ(RoundTrip(admin, NodeAdminFromJson), admin);
+  EXPECT_EQ(RoundTrip(model::NodeAdmin{}, NodeAdminFromJson), model::NodeAdmin{});
+  auto bad = NodeAdminFromJson(json{{"maintenance", {{"from", "soon"}}}});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message, ::testing::HasSubstr("maintenance.from"));
 }
 
 }  // namespace

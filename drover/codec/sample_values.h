@@ -91,6 +91,7 @@ inline model::ExitStatus SampleExitStatus() {
           .cancelled = true,
           .preempted = true,
           .node_lost = true,
+          .oom_killed = true,
           .message = "killed after timeout"};
 }
 
@@ -122,6 +123,7 @@ inline model::Attempt SampleAttempt(int number = 2) {
   attempt.resumed = true;
   attempt.last_checkpoint_at = 1'700'000'450'000;
   attempt.preempted_by = JobId(77);
+  attempt.disruption = model::Disruption::kNodeDrain;
   attempt.useful_work_at = 1'700'000'000'650;
   attempt.progress = 0.375;
   model::Worker running = SampleWorker(0);

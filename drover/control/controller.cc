@@ -97,8 +97,10 @@ void Controller::Restore(std::vector<Job> jobs, TimeMs now, Step& step) {
           break;
         }
         Hold(job, ChargeOf(job), now);
-        // A victim caught stopping: never chosen again; it requeues when its workers exit.
-        if (job.current_attempt()->preempted_by &&
+        // A victim (or a drained job) caught stopping: never chosen again; it requeues when its
+        // workers exit.
+        if ((job.current_attempt()->preempted_by ||
+             job.current_attempt()->disruption == model::Disruption::kNodeDrain) &&
             job.current_attempt()->outcome == JobState::kReady) {
           stopping_.insert(id);
         }
@@ -244,11 +246,16 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
       // Being preempted: its workers are already stopping; it ends cancelled, not requeued.
       attempt.outcome = JobState::kCancelled;
       attempt.outcome_reason = cause;
+      attempt.disruption = model::Disruption::kUserCancel;
       job.status_message = "cancelling: " + cause;
       step.changed.insert(id);
       return OkStatus();
     }
     EndAttempt(job, JobState::kCancelled, cause, step);
+    if (Attempt& ended = *job.current_attempt();
+        ended.outcome == JobState::kCancelled && ended.disruption == model::Disruption::kNone) {
+      ended.disruption = model::Disruption::kUserCancel;
+    }
     return OkStatus();
   }
   Unhold(job, now);
@@ -256,6 +263,7 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
   if (Attempt* attempt = job.current_attempt()) {
     attempt->outcome = JobState::kCancelled;
     attempt->outcome_reason = cause;
+    attempt->disruption = model::Disruption::kUserCancel;
     attempt->finished_at = now;
   }
   job.status_message = cause;
@@ -294,6 +302,7 @@ std::vector<model::WorkerKey> Controller::OnNodeLost(const NodeId& node, const s
 }
 
 void Controller::Schedule(TimeMs now, Step& step) {
+  EnforceNodeAdmin(now, step);
   ReleaseDependents(now, step);
   PlaceReadyJobs(now, step);
 }
@@ -352,6 +361,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     if (victims.stopping.empty()) lapsing.push_back(preemptor);
   }
   input.keep_reservation = !full;
+  input.maintenance = NodeWindows(now);
   if (policy_.order != model::QueueOrder::kFairShare) {
     for (const sched::PendingJob& pending : input.pending) {
       input.history.emplace(pending.job, HistoryOf(jobs_.Get(pending.job), now));
@@ -390,7 +400,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
       Job& victim = jobs_.Get(preemption.victims[i]);
       model::Decision& evicted = preemption.evicted[i];
       evicted.attempt = victim.current_attempt()->number;
-      Preempt(victim, preemptor.id,
+      Preempt(victim, preemptor.id, model::Disruption::kPreemption,
               fmt::format("preempted by job {} ({})", preemptor.id.value(), evicted.reason), step);
       step.decisions.push_back(std::move(evicted));
       awaiting_[preemptor.id].stopping.insert(victim.id);
@@ -413,12 +423,14 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   if (full) RecordPositions(cycle.order);
 }
 
-void Controller::Preempt(Job& victim, JobId preemptor, const std::string& reason, Step& step) {
+void Controller::Preempt(Job& victim, std::optional<JobId> preemptor, model::Disruption why,
+                         const std::string& reason, Step& step) {
   Attempt& attempt = *victim.current_attempt();
   if (attempt.outcome) return;  // already ending
   attempt.outcome = JobState::kReady;
   attempt.outcome_reason = reason;
   attempt.preempted_by = preemptor;
+  attempt.disruption = why;
   victim.status_message = "stopping: " + reason;
   stopping_.insert(victim.id);
   step.changed.insert(victim.id);

@@ -21,7 +21,8 @@
 // controller_external.cc (hand-offs to external executors), controller_workflow.cc
 // (dependencies, conditions, inputs, sweeps, pipelines), controller_explain.cc (Explain,
 // Queues), controller_listing.cc (queue positions), controller_deps.cc (dependencies on jobs of
-// earlier submissions) and controller_verbs.cc (a user's hold, release, update and requeue).
+// earlier submissions), controller_verbs.cc (a user's hold, release, update and requeue) and
+// controller_nodes.cc (operators' node lifecycle: cordon, drain, maintenance).
 
 #include <map>
 #include <optional>
@@ -91,9 +92,12 @@ struct Step {
   std::vector<model::Transition> transitions;  // to append, in order
   std::vector<Effect> effects;                 // to carry out after persisting
   std::vector<model::Decision> decisions;      // to append to the decision log
+  // Nodes whose operator state (Controller::NodeAdminOf) must be persisted.
+  std::set<NodeId> nodes_changed;
 
   bool empty() const {
-    return changed.empty() && transitions.empty() && effects.empty() && decisions.empty();
+    return changed.empty() && transitions.empty() && effects.empty() && decisions.empty() &&
+           nodes_changed.empty();
   }
 };
 
@@ -188,6 +192,39 @@ class Controller {
                                            TimeMs now, Step& step);
   // Whether `node` was lost (OnNodeLost) and not added again since.
   bool IsLost(const NodeId& node) const { return lost_.contains(node); }
+
+  // --- Operators' node lifecycle (controller_nodes.cc; docs/operations.md, "Node lifecycle").
+  // Each records the change in step.nodes_changed (the driver persists NodeAdminOf) and names
+  // `by` (who asked) in it. kNotFound for a node never added.
+  //
+  // Cordon: no new placements on `node`; running jobs keep running. Cordoning a cordoned node
+  // changes nothing.
+  Status Cordon(const NodeId& node, const std::string& by, const std::string& reason, TimeMs now,
+                Step& step);
+  // Ends a cordon (and a drain: jobs already stopped stay requeued elsewhere). Uncordoning a
+  // node that is not cordoned changes nothing.
+  Status Uncordon(const NodeId& node, const std::string& by, TimeMs now, Step& step);
+  // Cordons `node` and drains it: each job running there with a checkpoint_dir is preempted
+  // with notice at once (Attempt::disruption kNodeDrain; it requeues, resuming from its last
+  // checkpoint elsewhere, as a preemption does); the others run to their end or, with `grace`,
+  // until now + grace, when they are stopped the same way (cause node_drain). The node reads
+  // drained once no worker is left there (NodeAdmin::drained_at). kInvalidArgument for a
+  // negative grace. Draining a draining node sets the new grace.
+  Status Drain(const NodeId& node, std::optional<DurationMs> grace, const std::string& by,
+               const std::string& reason, TimeMs now, Step& step);
+  // Sets (replaces) the node's maintenance window (model::MaintenanceWindow; its set_at becomes
+  // `now`). kInvalidArgument, changing nothing, if to <= from or the window has already ended.
+  Status SetMaintenance(const NodeId& node, model::MaintenanceWindow window, TimeMs now,
+                        Step& step);
+  // Removes the node's maintenance window; none is not an error.
+  Status ClearMaintenance(const NodeId& node, TimeMs now, Step& step);
+  // The operator state of `node` as persisted; the default for a node never touched.
+  model::NodeAdmin NodeAdminOf(const NodeId& node) const;
+  // Takes back a persisted operator state after a restart (before Restore; the node need not be
+  // added yet).
+  void RestoreNodeAdmin(const NodeId& node, model::NodeAdmin admin);
+  // Workers believed alive on `node`.
+  int LiveWorkersOn(const NodeId& node) const;
 
   // One scheduling pass: releases pending jobs whose dependency conditions hold and whose `if`
   // is true (skipping those for which either cannot hold; docs/workflows.md), then places ready
@@ -305,8 +342,10 @@ class Controller {
   // keeping only the jobs still ready after it.
   void RecordPositions(const std::vector<JobId>& order);
 
-  // Stops a running job's workers to make room for `preemptor`; it queues again when they exit.
-  void Preempt(model::Job& victim, JobId preemptor, const std::string& reason, Step& step);
+  // Stops a running job's workers with notice, for `why` (kPreemption: to make room for
+  // `preemptor`; kNodeDrain: its node is drained, no preemptor); it queues again when they exit.
+  void Preempt(model::Job& victim, std::optional<JobId> preemptor, model::Disruption why,
+               const std::string& reason, Step& step);
 
   // --- controller_attempts.cc: an attempt from its start to its end ---
 
@@ -333,6 +372,17 @@ class Controller {
   void CompleteAttempt(model::Job& job, TimeMs now, Step& step);
   // Emits PublishOutputs for the job's current attempt.
   void EmitPublish(const model::Job& job, Step& step) const;
+
+  // --- controller_nodes.cc ---
+
+  // Drains: stops what is left on draining nodes past their deadline and marks the nodes empty
+  // as drained. Maintenance windows that ended are removed. Called by Schedule.
+  void EnforceNodeAdmin(TimeMs now, Step& step);
+  // The windows the engine honours (sched::CycleInput::maintenance): cordons (never ending) and
+  // maintenance windows not yet ended.
+  std::vector<sched::NodeWindow> NodeWindows(TimeMs now) const;
+  // The node's operator state for editing; kNotFound for a node never added.
+  Result<model::NodeAdmin*> EditNodeAdmin(const NodeId& node, Step& step);
 
   // --- controller_external.cc: attempts handed to external executors ---
 
@@ -438,6 +488,8 @@ class Controller {
   };
   std::vector<std::pair<std::string, std::vector<JobId>>> queue_orders_;
   std::unordered_map<JobId, Position> positions_;
+  // Operators' state of nodes (controller_nodes.cc); nodes never touched are absent.
+  std::map<NodeId, model::NodeAdmin> node_admin_;
 };
 
 }  // namespace drover::control

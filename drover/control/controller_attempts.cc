@@ -204,6 +204,7 @@ void Controller::OnWorkerEvent(const model::WorkerEvent& event, Step& step) {
     std::string reason =
         fmt::format("worker {} on {}: {}", worker.rank, worker.node.value(), event.exit.Describe());
     EndAttempt(job, outcome, reason, step);
+    attempt->disruption = model::DisruptionOf(event.exit);
   }
   bool any_alive = std::any_of(attempt->workers.begin(), attempt->workers.end(), WorkerAlive);
   if (!any_alive) FinishAttempt(job, now, step);
@@ -223,15 +224,16 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
   Unhold(job, now);
   attempt.finished_at = now;
-  if (attempt.preempted_by) {
+  if (attempt.preempted_by || attempt.disruption == model::Disruption::kNodeDrain) {
     stopping_.erase(job.id);
     // Its preemptor stays nominated, holding these nodes, until its next cycle at least.
-    auto awaiting = awaiting_.find(*attempt.preempted_by);
+    auto awaiting = attempt.preempted_by ? awaiting_.find(*attempt.preempted_by) : awaiting_.end();
     if (awaiting != awaiting_.end() && awaiting->second.stopping.erase(job.id)) {
       for (const Worker& worker : attempt.workers) awaiting->second.freed.insert(worker.node);
     }
   }
-  if ((attempt.preempted_by || model::WasRequeued(attempt)) &&
+  const bool drained = attempt.disruption == model::Disruption::kNodeDrain;
+  if ((attempt.preempted_by || drained || model::WasRequeued(attempt)) &&
       attempt.outcome == JobState::kReady) {
     // Finished on its own during the grace period: it succeeded, nothing to requeue.
     const bool all_succeeded =
@@ -239,10 +241,14 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
                     [](const Worker& worker) { return worker.exit && worker.exit->Succeeded(); });
     if (all_succeeded) {
       attempt.outcome = JobState::kSucceeded;
-      attempt.outcome_reason = fmt::format("all workers exited 0 (before {} took effect)",
-                                           attempt.preempted_by ? "preemption" : "the requeue");
+      attempt.outcome_reason =
+          fmt::format("all workers exited 0 (before {} took effect)",
+                      attempt.preempted_by ? "preemption"
+                      : drained            ? "the node's drain"
+                                           : "the requeue");
       attempt.preempted_by.reset();
       attempt.requeued_by.clear();
+      attempt.disruption = model::Disruption::kNone;
     }
   }
   if (!attempt.outcome) {

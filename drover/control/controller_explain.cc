@@ -88,6 +88,8 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       } else {
         sched::EstimateLayers layers;
         layers.queues = &holdings_.queues();
+        const std::vector<sched::NodeWindow> windows = NodeWindows(now);
+        layers.maintenance = windows;
         if (reservation_ && jobs_.Find(reservation_->job)) {
           layers.reservation = &*reservation_;
           layers.reservation_holder = &jobs_.Get(reservation_->job).spec;

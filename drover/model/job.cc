@@ -50,8 +50,23 @@ std::optional<WorkerState> ParseWorkerState(std::string_view name) {
 
 bool IsExternal(const Attempt& attempt) { return !attempt.executor.empty(); }
 
+std::string_view DisruptionName(Disruption disruption) { return kDisruptionNames.Name(disruption); }
+
+std::optional<Disruption> ParseDisruption(std::string_view name) {
+  return kDisruptionNames.Parse(name);
+}
+
+Disruption DisruptionOf(const ExitStatus& exit) {
+  if (exit.timed_out) return Disruption::kTimeout;
+  if (exit.cancelled) return Disruption::kUserCancel;
+  if (exit.preempted) return Disruption::kPreemption;
+  if (exit.node_lost) return Disruption::kNodeLost;
+  if (exit.oom_killed) return Disruption::kOomKilled;
+  return Disruption::kNone;
+}
+
 bool WasPreempted(const Attempt& attempt) {
-  return attempt.preempted_by ||
+  return attempt.preempted_by || attempt.disruption == Disruption::kNodeDrain ||
          (IsExternal(attempt) &&
           std::any_of(attempt.workers.begin(), attempt.workers.end(),
                       [](const Worker& worker) { return worker.exit && worker.exit->preempted; }));
@@ -64,6 +79,7 @@ std::string ExitStatus::Describe() const {
   if (preempted) return message.empty() ? "preempted" : fmt::format("preempted ({})", message);
   if (timed_out) return "timed out";
   if (node_lost) return message.empty() ? "node lost" : fmt::format("node lost ({})", message);
+  if (oom_killed) return "OOM-killed (memory pressure)";
   if (signal != 0) {
     const char* abbrev = sigabbrev_np(signal);
     return abbrev ? fmt::format("killed by SIG{}", abbrev)

@@ -94,15 +94,51 @@ struct ExitStatus {
   // Its node stopped answering (a silent agent, or an executor's node failure): the process may
   // still run there, but the attempt is over.
   bool node_lost = false;
+  // The kernel's OOM killer ended it: its cgroup's memory.events oom_kill counter rose while it
+  // ran (docs/operations.md, "Disruptions"). Set by the supervisor; only where the worker has a
+  // cgroup of its own.
+  bool oom_killed = false;
   std::string message;  // e.g. "exec failed: No such file or directory"
 
   bool Succeeded() const {
-    return signal == 0 && exit_code == 0 && !timed_out && !cancelled && !preempted && !node_lost;
+    return signal == 0 && exit_code == 0 && !timed_out && !cancelled && !preempted && !node_lost &&
+           !oom_killed;
   }
-  // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled", "node lost".
+  // "exit 0", "exit 3", "killed by SIGKILL", "timed out", "cancelled", "node lost",
+  // "OOM-killed".
   std::string Describe() const;
   friend bool operator==(const ExitStatus&, const ExitStatus&) = default;
 };
+
+// What ended an attempt that did not end by itself (docs/operations.md, "Disruptions"): one name
+// per cause, recorded on the attempt (Attempt::disruption) and in its transitions' causes.
+enum class Disruption {
+  kNone,
+  kPreemption,  // stopped for another job (priority or reclaim)
+  kNodeDrain,   // its node was drained (drover node drain)
+  kNodeLost,    // its node stopped answering
+  kTimeout,     // ran past spec.timeout
+  kUserCancel,  // cancelled
+  kOomKilled,   // a worker was killed for memory pressure
+};
+
+inline constexpr NameTable kDisruptionNames{std::array{
+    NameEntry{Disruption::kNone, "none"},
+    NameEntry{Disruption::kPreemption, "preemption"},
+    NameEntry{Disruption::kNodeDrain, "node_drain"},
+    NameEntry{Disruption::kNodeLost, "node_lost"},
+    NameEntry{Disruption::kTimeout, "timeout"},
+    NameEntry{Disruption::kUserCancel, "user_cancel"},
+    NameEntry{Disruption::kOomKilled, "oom_killed"},
+}};
+static_assert(kDisruptionNames.size() == static_cast<std::size_t>(Disruption::kOomKilled) + 1);
+// kDisruptionNames.Name / Parse.
+std::string_view DisruptionName(Disruption disruption);
+std::optional<Disruption> ParseDisruption(std::string_view name);
+
+// The disruption a worker's exit shows: timed_out kTimeout, cancelled kUserCancel, preempted
+// kPreemption, node_lost kNodeLost, oom_killed kOomKilled; kNone for an exit of its own.
+Disruption DisruptionOf(const ExitStatus& exit);
 
 // One process of one attempt of a job.
 struct Worker {
@@ -141,6 +177,9 @@ struct Attempt {
   // preemption it requeues at once, resumes from the last checkpoint and does not count
   // against the retry policy; empty: not requeued.
   std::string requeued_by;
+  // What disrupted it, if anything did (the first cause wins); kNone for an attempt that ended
+  // by itself (success, failure) or has not ended.
+  Disruption disruption = Disruption::kNone;
   // Reported by the job (`drover report`, POST /v1/jobs/{id}/report): when useful work began
   // (after data loading, compilation, rendezvous) and its progress in [0, 1]; 0 / -1 = never.
   TimeMs useful_work_at = 0;
@@ -161,8 +200,9 @@ struct Attempt {
 
 // The attempt runs under an external executor (model/executor.h).
 bool IsExternal(const Attempt& attempt);
-// Preempted by Drover (for job preempted_by) or by the external engine that ran it (e.g.
-// Slurm's partition priority): it requeues at once and does not count against the retry policy.
+// Preempted by Drover (for job preempted_by, or evicted by a node drain) or by the external
+// engine that ran it (e.g. Slurm's partition priority): it requeues at once and does not count
+// against the retry policy.
 bool WasPreempted(const Attempt& attempt);
 // Stopped by `drover requeue` (Attempt::requeued_by).
 bool WasRequeued(const Attempt& attempt);

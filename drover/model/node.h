@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/model/names.h"
 #include "drover/model/resources.h"
@@ -63,6 +65,39 @@ struct Node {
   std::string address = "127.0.0.1";
 
   friend bool operator==(const Node&, const Node&) = default;
+};
+
+// A maintenance window an operator set on a node (drover node maintenance): nothing is placed
+// there during [from, to), nor any job whose time limit would carry it past `from` (a job without
+// one is never placed there before the window). Running jobs are not touched.
+struct MaintenanceWindow {
+  TimeMs from = 0;
+  TimeMs to = 0;   // > from
+  std::string by;  // model::Describe of whoever set it
+  TimeMs set_at = 0;
+  std::string reason;  // free text, may be empty
+
+  friend bool operator==(const MaintenanceWindow&, const MaintenanceWindow&) = default;
+};
+
+// What operators did to a node (docs/operations.md, "Node lifecycle"), kept in the store so
+// that it survives a restart. A node never touched has the default value.
+struct NodeAdmin {
+  // Cordoned (drover node cordon, or drain): no new placements; running jobs keep running.
+  bool cordoned = false;
+  TimeMs cordoned_at = 0;
+  std::string cordoned_by;
+  std::string reason;
+  // Draining (drover node drain; implies cordoned): checkpointing jobs were preempted with
+  // notice; the others run to their end or until drain_deadline (0: no grace, they run to their
+  // end), then are stopped with cause node_drain. drained_at: when it was first seen empty.
+  bool draining = false;
+  TimeMs draining_at = 0;
+  TimeMs drain_deadline = 0;
+  TimeMs drained_at = 0;
+  std::optional<MaintenanceWindow> maintenance;
+
+  friend bool operator==(const NodeAdmin&, const NodeAdmin&) = default;
 };
 
 }  // namespace drover::model

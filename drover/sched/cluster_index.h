@@ -28,6 +28,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +39,7 @@
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
 #include "drover/sched/cluster_state.h"
+#include "drover/sched/maintenance.h"
 
 namespace drover::sched::internal {
 
@@ -330,6 +332,15 @@ struct ClusterStateAccess {
 };
 
 using ClusterImpl = ClusterStateAccess::Impl;
+
+// A PlanOptions::excluded mask (by node position) that adds to `base` (null: none) every node
+// of `impl` with a window in `windows` that a job started at `start` with `limit` would run
+// into (RunsInto). nullopt when no such node is in `impl` (then `base` is the mask as it is).
+// Defined in maintenance.cc.
+std::optional<std::vector<char>> WindowMask(const ClusterImpl& impl,
+                                            std::span<const NodeWindow> windows, TimeMs start,
+                                            std::optional<DurationMs> limit,
+                                            const std::vector<char>* base);
 
 }  // namespace internal
 }  // namespace drover::sched

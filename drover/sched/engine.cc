@@ -194,6 +194,39 @@ class Cycle {
   }
   // held_mask_ = reserved_mask_ | claimed_mask_, after either changes (when anything is held).
   void UpdateHeldMask();
+  // Adds to `options.excluded` the nodes `spec`, started now, would run into a window of
+  // (CycleInput::maintenance), keeping the mask in `scratch` (which must outlive the options'
+  // use). Returns the suffix that keeps failed_ keys apart for masks that differ by time
+  // limit: empty when no window applies.
+  // "; node-b is cordoned, node-c has a maintenance window from ... it would run into": the
+  // nodes CycleInput::maintenance keeps `spec` off now; empty when none.
+  std::string WindowsNote(const model::JobSpec& spec) const {
+    std::vector<std::string> cordoned, windowed;
+    for (const NodeWindow& window : input_.maintenance) {
+      if (!RunsInto(window, input_.now, spec.timeout)) continue;
+      (window.to == kNeverEnds ? cordoned : windowed).push_back(window.node.value());
+    }
+    std::string note;
+    if (!cordoned.empty()) {
+      note += fmt::format("; cordoned, taking no new jobs: {}", fmt::join(cordoned, ", "));
+    }
+    if (!windowed.empty()) {
+      note += fmt::format(
+          "; in a maintenance window, or one its time limit ({}) would run into: {}",
+          spec.timeout ? FormatDuration(*spec.timeout) : "none", fmt::join(windowed, ", "));
+    }
+    return note;
+  }
+  std::string ExcludeWindows(const model::JobSpec& spec, internal::PlanOptions& options,
+                             std::vector<char>& scratch) const {
+    if (input_.maintenance.empty()) return "";
+    auto mask =
+        internal::WindowMask(impl_, input_.maintenance, input_.now, spec.timeout, options.excluded);
+    if (!mask) return "";
+    scratch = std::move(*mask);
+    options.excluded = &scratch;
+    return fmt::format("\x1dwindows {}", spec.timeout ? *spec.timeout : -1);
+  }
 
   const model::Policy& policy_;
   QueueTree& queues_;
@@ -426,6 +459,8 @@ std::optional<Cycle::NominatedFit> Cycle::FitNominated(const Entry& entry, Clust
     const model::JobSpec& flavored = SpecFor(spec, flavor);
     internal::PlanOptions options = Options(/*honour_reservation=*/false);
     options.excluded = &excluded;
+    std::vector<char> windows;
+    ExcludeWindows(flavored, options, windows);
     if (auto gang = PlanOn(impl, PreparedFor(flavored), flavored, options)) {
       return NominatedFit{std::move(charge), &flavored, std::move(*gang)};
     }
@@ -542,10 +577,12 @@ std::optional<internal::PlannedGang> Cycle::PlaceGang(const model::JobSpec& spec
                                                       bool honour_reservation,
                                                       const model::JobSpec** placed_spec) {
   const bool excluding = honour_reservation && reservation_ && !EndsBeforeReservation(spec);
-  const internal::PlanOptions options = Options(excluding);
+  internal::PlanOptions options = Options(excluding);
+  std::vector<char> windows;
+  const std::string windowed = ExcludeWindows(spec, options, windows);
   auto attempt = [&](const model::JobSpec& candidate) -> std::optional<internal::PlannedGang> {
     const Prepared& prepared = PreparedFor(candidate);
-    const std::string key = prepared.demand_key + (excluding ? "\x1dreserved" : "");
+    const std::string key = prepared.demand_key + (excluding ? "\x1dreserved" : "") + windowed;
     if (failed_.contains(key)) return std::nullopt;
     auto gang = PlanOn(impl_, prepared, candidate, options);
     if (!gang) failed_.insert(key);
@@ -615,7 +652,8 @@ void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::Pla
 }
 
 void Cycle::Reserve(const Entry& entry, const model::JobSpec& spec) {
-  auto projection = internal::Project(cluster_, input_.running, spec, input_.now, Options(false));
+  auto projection = internal::Project(cluster_, input_.running, spec, input_.now, Options(false),
+                                      input_.maintenance);
   if (!projection || projection->start <= input_.now) return;
   AdoptReservation(Reservation{entry.job->job, projection->start, projection->nodes});
   if (!previous_ || previous_->job != reservation_->job) {
@@ -727,10 +765,13 @@ void Cycle::Process(const Entry& entry) {
 void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::string suffix,
                          std::optional<TimeMs> reserved_start) {
   const Prepared& prepared = PreparedFor(spec);
+  internal::PlanOptions unreserved = Options(false);
+  std::vector<char> windows;
+  const std::string key = prepared.demand_key + ExcludeWindows(spec, unreserved, windows);
   // Held only by the reservation: it would fit on the reserved nodes.
   if (reservation_ && reservation_->job != entry.job->job && !EndsBeforeReservation(spec) &&
-      !failed_.contains(prepared.demand_key)) {
-    if (PlanOn(impl_, prepared, spec, Options(false))) {
+      !failed_.contains(key)) {
+    if (PlanOn(impl_, prepared, spec, unreserved)) {
       Pend(entry,
            Verdict{model::HoldLayer::kReservation,
                    fmt::format(
@@ -743,12 +784,14 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
                    std::nullopt, std::nullopt});
       return;
     }
-    failed_.insert(prepared.demand_key);
+    failed_.insert(key);
   }
   // Held only by a nominated job's claim: it would fit on the claimed nodes.
   if (!claimed_mask_.empty() && !reserved_start) {
     internal::PlanOptions unclaimed = Options(false);
     unclaimed.excluded = nullptr;
+    std::vector<char> unclaimed_windows;
+    ExcludeWindows(spec, unclaimed, unclaimed_windows);
     if (PlanOn(impl_, prepared, spec, unclaimed)) {
       std::vector<std::int64_t> holders;
       for (JobId holder : waiting_) holders.push_back(holder.value());
@@ -766,6 +809,7 @@ void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::st
   for (const auto& [leaf, count] : placed_by_leaf_) {
     if (leaf != entry.leaf || policy_.order != model::QueueOrder::kFairShare) others += count;
   }
+  suffix += WindowsNote(spec);
   unplaced_.push_back(Unplaced{entry, &spec, others, std::move(suffix), reserved_start});
 }
 
@@ -853,7 +897,10 @@ bool Cycle::TryPreempt(const Entry& entry, const model::JobSpec& spec, const Cha
     }
     if (!trial_queues->CheckAdmit(charge).ok()) return false;
     if (!prepared) prepared = Prepare(spec);
-    return PlanOn(ClusterStateAccess::Get(*trial), *prepared, spec, Options(false)).has_value();
+    internal::PlanOptions options = Options(false);
+    std::vector<char> windows;
+    ExcludeWindows(spec, options, windows);
+    return PlanOn(ClusterStateAccess::Get(*trial), *prepared, spec, options).has_value();
   };
   const VictimSelection selection = SelectVictims(input_.running, rules);
   if (selection.candidates > 0) ++preemption_tries_;

@@ -85,6 +85,7 @@
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
 #include "drover/sched/cluster_state.h"
+#include "drover/sched/maintenance.h"
 #include "drover/sched/pending_reason.h"
 #include "drover/sched/queues.h"
 
@@ -150,6 +151,12 @@ struct CycleInput {
   // only under las. A pending job absent here counts as submitted at its enqueued_at with no
   // attained service; a running job as having none.
   std::map<JobId, JobHistory> history;
+  // Nodes closed to new work for a time (maintenance.h): a job is placed on such a node only if
+  // it would not run into the window (its time limit, from now, ends by the window's start; one
+  // without a limit never is), in every placement path (ordinary, backfill, nominated, trial
+  // preemptions) and in the EASY reservation's projection. Cordoned nodes come as windows that
+  // never end. Running jobs are not touched.
+  std::vector<NodeWindow> maintenance;
 };
 
 // Why a pending job waits: the layer that holds it and one sentence.

@@ -86,6 +86,7 @@ class World {
     input.nominated = std::move(nominated);
     input.stopping = std::move(stopping);
     input.history = history_;
+    input.maintenance = maintenance_;
     CycleOutput out = RunPolicyCycle(policy_, queues_, cluster_, input, previous_);
     previous_ = out.reservation;
     return out;
@@ -104,6 +105,8 @@ class World {
   model::Policy& policy() { return policy_; }
   // What the next cycles get as CycleInput::history.
   std::map<JobId, JobHistory>& history() { return history_; }
+  // What the next cycles get as CycleInput::maintenance.
+  std::vector<NodeWindow>& maintenance() { return maintenance_; }
   QueueTree& queues() { return queues_; }
   ClusterState& cluster() { return cluster_; }
   const std::vector<RunningJob>& running() const { return running_; }
@@ -118,6 +121,7 @@ class World {
   std::vector<RunningJob> running_;
   std::optional<Reservation> previous_;
   std::map<JobId, JobHistory> history_;
+  std::vector<NodeWindow> maintenance_;
 };
 
 inline std::vector<JobId> PlacedIds(const CycleOutput& out) {

@@ -82,6 +82,10 @@ class Projector {
       if (auto end = EndOf(job)) instants[std::max(*end, now_)].push_back(&job);
     }
     const bool reserved = layers_.reservation && layers_.reservation_holder;
+    // A window's end gives its node back.
+    for (const NodeWindow& window : layers_.maintenance) {
+      if (window.to > now_ && window.to != kNeverEnds) instants[window.to];
+    }
     if (reserved) {
       instants[std::max(layers_.reservation->start, now_)];
       // The holder, once started, ends by its own limit (if it has one).
@@ -99,7 +103,10 @@ class Projector {
       }
       if (reserved && !holder_ && at >= layers_.reservation->start) {
         // The holder starts: it takes its nodes as the engine would place it then.
-        holder_ = PlanOn(impl_, *layers_.reservation_holder, options_);
+        internal::PlanOptions options = options_;
+        std::vector<char> windows;
+        ExcludeWindows(*layers_.reservation_holder, at, options, windows);
+        holder_ = PlanOn(impl_, *layers_.reservation_holder, options);
         if (holder_) internal::Commit(impl_, *holder_, *layers_.reservation_holder);
       }
       bool holder_ended = false;
@@ -123,6 +130,18 @@ class Projector {
   const std::optional<AdmitVerdict>& refusal() const { return refusal_; }
 
  private:
+  // Adds to `options.excluded` the nodes a job of `spec` started at `at` would run into a window
+  // of (layers_.maintenance), keeping the mask in `scratch`.
+  void ExcludeWindows(const model::JobSpec& spec, TimeMs at, internal::PlanOptions& options,
+                      std::vector<char>& scratch) const {
+    if (layers_.maintenance.empty()) return;
+    auto mask =
+        internal::WindowMask(impl_, layers_.maintenance, at, spec.timeout, options.excluded);
+    if (!mask) return;
+    scratch = std::move(*mask);
+    options.excluded = &scratch;
+  }
+
   // Whether the job is admitted and fits at `at`, with what has been released by then.
   std::optional<internal::PlannedGang> TryAt(TimeMs at) {
     const bool reserved = layers_.reservation && layers_.reservation_holder;
@@ -134,6 +153,11 @@ class Projector {
       if (reserved_mask_.empty()) reserved_mask_ = impl_.MaskOf(layers_.reservation->nodes);
       options.excluded = &reserved_mask_;
     }
+    internal::PlanOptions unreserved = options_;
+    std::vector<char> windows;
+    std::vector<char> unreserved_windows;
+    ExcludeWindows(spec_, at, options, windows);
+    ExcludeWindows(spec_, at, unreserved, unreserved_windows);
     held_by_ = Holder::kCapacity;
     for (const auto& [flavor, spec] : flavors_) {
       if (queues_) {
@@ -152,7 +176,7 @@ class Projector {
         }
       }
       if (auto gang = PlanOn(impl_, *spec, options)) return gang;
-      if (avoid_reserved && PlanOn(impl_, *spec, options_)) held_by_ = Holder::kReservation;
+      if (avoid_reserved && PlanOn(impl_, *spec, unreserved)) held_by_ = Holder::kReservation;
     }
     return std::nullopt;
   }
@@ -196,9 +220,12 @@ StartEstimate EstimateStart(const ClusterState& cluster, std::span<const Running
     estimate.at = start->first;
     if (start->first <= now) {
       estimate.basis = "it is admitted and fits now";
-    } else if (ended.empty()) {
+    } else if (ended.empty() && effective.reservation &&
+               start->first == std::max(effective.reservation->start, now)) {
       estimate.basis =
           fmt::format("when the reservation for job {} begins", effective.reservation->job.value());
+    } else if (ended.empty()) {
+      estimate.basis = "when a maintenance window on its nodes ends";
     } else {
       estimate.basis =
           fmt::format("as {} reach{} {} time limit", JobList(ended), ended.size() == 1 ? "es" : "",
@@ -229,8 +256,10 @@ namespace internal {
 
 std::optional<Projection> Project(const ClusterState& cluster, std::span<const RunningJob> running,
                                   const model::JobSpec& spec, TimeMs now,
-                                  const PlanOptions& options) {
-  const EstimateLayers capacity_only;
+                                  const PlanOptions& options,
+                                  std::span<const NodeWindow> maintenance) {
+  EstimateLayers capacity_only;
+  capacity_only.maintenance = maintenance;
   Projector projector(cluster, running, spec, now, options, capacity_only);
   std::vector<JobId> ended;
   auto start = projector.Run(&ended);

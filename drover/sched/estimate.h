@@ -25,6 +25,7 @@
 #include "drover/model/job_spec.h"
 #include "drover/sched/cluster_state.h"
 #include "drover/sched/engine.h"
+#include "drover/sched/maintenance.h"
 #include "drover/sched/placement.h"
 #include "drover/sched/queues.h"
 
@@ -39,6 +40,10 @@ struct EstimateLayers {
   // either is null or the reservation belongs to the estimated job.
   const Reservation* reservation = nullptr;
   const model::JobSpec* reservation_holder = nullptr;
+  // Nodes closed for a time (maintenance.h): at each instant the job (and the reservation's
+  // holder) is planned only on nodes whose windows it would not run into, and each window's end
+  // is an instant at which its node comes back.
+  std::span<const NodeWindow> maintenance;
 };
 
 struct StartEstimate {
@@ -61,14 +66,16 @@ namespace internal {
 
 // Where and when `spec` could start on free capacity alone as bounded running jobs end (the
 // projection above without quota or a reservation), planned with `options`: the start and the
-// nodes it would take then. nullopt if it never fits. The engine's EASY reservation.
+// nodes it would take then. nullopt if it never fits. The engine's EASY reservation; nodes
+// closed by `maintenance` are avoided as EstimateLayers::maintenance says.
 struct Projection {
   TimeMs start = 0;
   std::vector<NodeId> nodes;
 };
 std::optional<Projection> Project(const ClusterState& cluster, std::span<const RunningJob> running,
                                   const model::JobSpec& spec, TimeMs now,
-                                  const PlanOptions& options);
+                                  const PlanOptions& options,
+                                  std::span<const NodeWindow> maintenance = {});
 
 }  // namespace internal
 }  // namespace drover::sched

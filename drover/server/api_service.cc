@@ -135,6 +135,11 @@ Status ControlPlaneService::ReloadPolicy() { return plane_.ReloadPolicy(); }
 
 std::vector<api::NodeStatus> ControlPlaneService::Nodes() const { return plane_.Nodes(); }
 
+Result<api::NodeStatus> ControlPlaneService::ChangeNode(const api::NodeAction& action,
+                                                        const model::Identity& caller) {
+  return plane_.ChangeNode(action, caller);
+}
+
 Result<std::string> ControlPlaneService::RegisterRemoteNode(const model::Node& node,
                                                             const api::Caller& caller) {
   return plane_.RegisterRemoteNode(node, caller);

@@ -57,6 +57,8 @@ class ControlPlaneService final : public api::Service {
   api::PolicyStatus PolicyInfo() const override;
   Status ReloadPolicy() override;
   std::vector<api::NodeStatus> Nodes() const override;
+  Result<api::NodeStatus> ChangeNode(const api::NodeAction& action,
+                                     const model::Identity& caller) override;
   Result<std::string> RegisterRemoteNode(const model::Node& node,
                                          const api::Caller& caller) override;
   std::optional<NodeId> AgentOf(std::string_view credential) const override;

@@ -79,6 +79,7 @@ void ControlPlane::SetSecretStore(std::unique_ptr<SecretStore> secrets) {
 Status ControlPlane::Start() {
   DROVER_ASSIGN_OR_RETURN(std::vector<model::Job> stored, store_->ListJobs(store::JobFilter{}));
   DROVER_ASSIGN_OR_RETURN(model::FairShareHistory history, store_->GetFairShare());
+  DROVER_ASSIGN_OR_RETURN(std::vector<store::NodeAdminRecord> node_admin, store_->ListNodeAdmin());
   DROVER_RETURN_IF_ERROR(agents_.Load());
   DROVER_RETURN_IF_ERROR(tokens_.Load());
   {
@@ -93,6 +94,9 @@ Status ControlPlane::Start() {
     policy_history_dropped_ = std::move(dropped);
     fair_share_loaded_ = true;
     fair_share_saved_at_ = clock_.Now();
+    for (store::NodeAdminRecord& record : node_admin) {
+      controller_.RestoreNodeAdmin(record.node, std::move(record.admin));
+    }
     control::Step step;
     controller_.Restore(std::move(stored), clock_.Now(), step);
     // Re-attach to the workers an earlier server launched; launch those that never started.
@@ -554,6 +558,9 @@ Status ControlPlane::Commit(control::Step& step) {
   if (store_failed_) return Unavailable("the store failed; this control plane has stopped");
   store::Batch batch;
   for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
+  for (const NodeId& node : step.nodes_changed) {
+    batch.nodes.push_back(store::NodeAdminRecord{node, controller_.NodeAdminOf(node)});
+  }
   batch.transitions = std::move(step.transitions);
   batch.decisions = std::move(step.decisions);
   if (!batch.empty()) {
@@ -873,21 +880,6 @@ std::vector<control::QueueReport> ControlPlane::Queues() const {
   return controller_.Queues(clock_.Now());
 }
 
-std::vector<NodeStatus> ControlPlane::Nodes() const {
-  MutexLock lock(mu_);
-  std::vector<NodeStatus> out;
-  for (const auto& [name, node] : controller_.nodes()) {
-    NodeStatus status;
-    status.node = node;
-    status.free = controller_.cluster().Free(name).value_or(model::Resources{});
-    status.free_gpus = controller_.cluster().FreeGpus(name);
-    auto it = nodes_.find(name);
-    status.remote = it != nodes_.end() && it->second.remote != nullptr;
-    if (status.remote) status.last_heard_at = it->second.remote->last_heard_at();
-    status.lost = controller_.IsLost(name);
-    out.push_back(std::move(status));
-  }
-  return out;
 }
 
 std::uint64_t ControlPlane::version() const {

@@ -237,6 +237,10 @@ class ControlPlane {
   Result<std::vector<model::Transition>> Transitions(JobId id) const EXCLUDES(mu_);
   Result<control::Explanation> Explain(JobId id) const EXCLUDES(mu_);
   std::vector<NodeStatus> Nodes() const EXCLUDES(mu_);
+  // api::Service::ChangeNode (control_plane_nodes.cc): the controller's Cordon, Uncordon, Drain,
+  // SetMaintenance or ClearMaintenance, persisted, and a scheduling cycle asked for.
+  Result<NodeStatus> ChangeNode(const api::NodeAction& action, const model::Identity& caller)
+      EXCLUDES(mu_);
 
   // Records a checkpoint of a running job now (POST /v1/jobs/{id}/checkpoint); `at`, when not
   // null, receives the time recorded. kNotFound for an unknown job; kFailedPrecondition if it
@@ -423,6 +427,9 @@ class ControlPlane {
   // agent registers; on one where it does (its loss was recorded but the step declaring it was
   // not persisted) those workers are adopted, and RegisterRemoteNode stops the other orphans.
   void RestoreLostNodes() REQUIRES(mu_);
+  // The status of `name` (a node the controller knows) as Nodes() reports it, with
+  // `live_workers` workers believed alive there.
+  NodeStatus StatusOf(const NodeId& name, int live_workers) const REQUIRES(mu_);
   // Loads the stored cron jobs (Start).
   Status RestoreCrons() REQUIRES(mu_);
   // Saves the controller's fair-share history (Store::PutFairShare); nothing before Start has

@@ -51,6 +51,9 @@ class MemoryStore final : public Store {
     for (const model::Transition& transition : batch.transitions) {
       transitions_[transition.job.value()].push_back(transition);
     }
+    for (const NodeAdminRecord& record : batch.nodes) {
+      node_admin_.insert_or_assign(record.node.value(), record);
+    }
     for (const model::Decision& decision : batch.decisions) {
       const std::size_t index = decisions_.size();
       decisions_.push_back(decision);
@@ -151,6 +154,13 @@ class MemoryStore final : public Store {
     return out;
   }
 
+  Result<std::vector<NodeAdminRecord>> ListNodeAdmin() const override {
+    std::shared_lock lock(mutex_);
+    std::vector<NodeAdminRecord> out;
+    for (const auto& [name, record] : node_admin_) out.push_back(record);
+    return out;
+  }
+
   Status PutToken(const TokenRecord& token) override {
     DROVER_RETURN_IF_ERROR(ValidateToken(token));
     std::unique_lock lock(mutex_);
@@ -211,6 +221,7 @@ class MemoryStore final : public Store {
   std::map<std::int64_t, std::vector<std::size_t>> decisions_by_job_;   // job -> decisions_ index
   std::map<std::string, CronRecord> crons_;                             // by name
   std::map<std::string, AgentRecord> agents_;                           // by node name
+  std::map<std::string, NodeAdminRecord> node_admin_;                   // by node name
   std::map<std::string, TokenRecord> tokens_;                           // by id
   std::vector<AuditRecord> audit_;                                      // by seq (index + 1)
   model::FairShareHistory fair_share_;                                  // the last saved

@@ -159,6 +159,13 @@ constexpr std::string_view kMigrations[] = {
     R"sql(
       ALTER TABLE transitions ADD COLUMN actor TEXT NOT NULL DEFAULT 'system';
     )sql",
+    // 8 -> 9: nodes' operator state (store.h NodeAdminRecord: cordon, drain, maintenance).
+    R"sql(
+      CREATE TABLE node_admin (
+        node  TEXT PRIMARY KEY,
+        admin TEXT NOT NULL  -- codec::ToJson(model::NodeAdmin)
+      ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -552,6 +559,30 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  Result<std::vector<NodeAdminRecord>> ListNodeAdmin() const override {
+    auto lease = BorrowReader();
+    DROVER_ASSIGN_OR_RETURN(auto stmt,
+                            lease->Prepare("SELECT node, admin FROM node_admin ORDER BY node"));
+    StatementScope scope(stmt);
+    std::vector<NodeAdminRecord> out;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      NodeAdminRecord record;
+      record.node = NodeId(ColumnText(stmt, 0));
+      const nlohmann::json admin =
+          nlohmann::json::parse(ColumnText(stmt, 1), nullptr, /*allow_exceptions=*/false);
+      auto decoded = codec::NodeAdminFromJson(admin);
+      if (!decoded) {
+        return Internal(
+            fmt::format("sqlite store: node {}: {}", record.node.value(), decoded.error().message));
+      }
+      record.admin = std::move(*decoded);
+      out.push_back(std::move(record));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list node admin");
+    return out;
+  }
+
   Result<std::vector<CronRecord>> ListCrons() const override {
     std::vector<std::pair<CronRecord, std::string>> rows;
     {
@@ -718,6 +749,23 @@ class SqliteStore final : public Store {
         const int rc = sqlite3_step(upsert);
         if (rc != SQLITE_DONE) {
           return SqliteError(db.db(), rc, fmt::format("store job {}", job.id.value()));
+        }
+      }
+    }
+
+    if (!batch.nodes.empty()) {
+      DROVER_ASSIGN_OR_RETURN(
+          auto upsert, db.Prepare("INSERT INTO node_admin (node, admin) VALUES (?1, ?2) "
+                                  "ON CONFLICT (node) DO UPDATE SET admin = excluded.admin"));
+      for (const NodeAdminRecord& record : batch.nodes) {
+        // Bound without a copy: the text must outlive the step.
+        const std::string admin = codec::DumpJson(codec::ToJson(record.admin));
+        StatementScope scope(upsert);
+        BindText(upsert, 1, record.node.value());
+        BindText(upsert, 2, admin);
+        const int rc = sqlite3_step(upsert);
+        if (rc != SQLITE_DONE) {
+          return SqliteError(db.db(), rc, fmt::format("store node {}", record.node.value()));
         }
       }
     }

@@ -23,16 +23,28 @@
 #include "drover/model/identity.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
+#include "drover/model/node.h"
 
 namespace drover::store {
 
 // A set of changes applied atomically.
+// A node's operator state (model::NodeAdmin: cordon, drain, maintenance) as stored.
+struct NodeAdminRecord {
+  NodeId node;
+  model::NodeAdmin admin;
+
+  friend bool operator==(const NodeAdminRecord&, const NodeAdminRecord&) = default;
+};
+
 struct Batch {
   std::vector<model::Job> jobs;                // full snapshots, inserted or replacing by id
   std::vector<model::Transition> transitions;  // appended
   std::vector<model::Decision> decisions;      // appended to the decision log, in order
+  std::vector<NodeAdminRecord> nodes;          // inserted or replacing by node name
 
-  bool empty() const { return jobs.empty() && transitions.empty() && decisions.empty(); }
+  bool empty() const {
+    return jobs.empty() && transitions.empty() && decisions.empty() && nodes.empty();
+  }
 };
 
 struct JobFilter {
@@ -175,6 +187,9 @@ class Store {
   virtual Status PutAgent(const AgentRecord& agent) = 0;
   // Every agent record, by node name.
   virtual Result<std::vector<AgentRecord>> ListAgents() const = 0;
+
+  // Every node's operator state written by Apply (Batch::nodes), by node name.
+  virtual Result<std::vector<NodeAdminRecord>> ListNodeAdmin() const = 0;
 
   // Inserts an API token record or replaces the one of the same id (atomic). kInvalidArgument
   // for an empty id or hash; kUnavailable/kInternal on I/O failure.

@@ -212,6 +212,30 @@ TEST_P(StoreContractTest, TransitionMayNameJobInSameBatch) {
   EXPECT_EQ(store_->ListTransitions(JobId(3)).value().size(), 1u);
 }
 
+TEST_P(StoreContractTest, NodeAdminIsWrittenWithTheBatchAndReplacedByNode) {
+  EXPECT_THAT(store_->ListNodeAdmin().value(), IsEmpty());
+  model::NodeAdmin cordoned;
+  cordoned.cordoned = true;
+  cordoned.cordoned_at = 1'700'000'000'000;
+  cordoned.cordoned_by = "root (admin)";
+  cordoned.reason = "disk swap";
+  model::NodeAdmin windowed;
+  windowed.maintenance =
+      model::MaintenanceWindow{1'700'000'100'000, 1'700'000'200'000, "root (admin)", 5, "bios"};
+  MustApply({.jobs = {MakeJob(1, "a")},
+             .nodes = {{NodeId("node-b"), windowed}, {NodeId("node-a"), cordoned}}});
+  EXPECT_THAT(store_->ListNodeAdmin().value(),
+              ElementsAre(NodeAdminRecord{NodeId("node-a"), cordoned},
+                          NodeAdminRecord{NodeId("node-b"), windowed}));
+  model::NodeAdmin draining = cordoned;
+  draining.draining = true;
+  draining.drain_deadline = 1'700'000'300'000;
+  MustApply({.nodes = {{NodeId("node-a"), draining}}});
+  EXPECT_THAT(store_->ListNodeAdmin().value(),
+              ElementsAre(NodeAdminRecord{NodeId("node-a"), draining},
+                          NodeAdminRecord{NodeId("node-b"), windowed}));
+}
+
 TEST_P(StoreContractTest, BatchWithUnknownJobStoresNothing) {
   MustApply({.jobs = {MakeJob(1, "a")}});
   model::Job changed = MakeJob(1, "a");

@@ -17,6 +17,11 @@ Status ValidateBatchShape(const Batch& batch) {
                                          batch.jobs[i].id.value()));
     }
   }
+  for (std::size_t i = 0; i < batch.nodes.size(); ++i) {
+    if (batch.nodes[i].node.value().empty()) {
+      return InvalidArgument(fmt::format("batch.nodes[{}].node: empty node name", i));
+    }
+  }
   return OkStatus();
 }
 

@@ -16,7 +16,8 @@
 
 namespace drover::store {
 
-// kInvalidArgument if a job in the batch has an id below 1 ("batch.jobs[2].id: ...").
+// kInvalidArgument if a job in the batch has an id below 1 ("batch.jobs[2].id: ...") or a node
+// record an empty name.
 Status ValidateBatchShape(const Batch& batch);
 
 // kInvalidArgument if the record's node name is empty.

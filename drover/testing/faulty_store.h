@@ -53,6 +53,9 @@ class FaultyStore final : public store::Store {
   Result<std::vector<store::CronRecord>> ListCrons() const override { return base_.ListCrons(); }
   Status PutAgent(const store::AgentRecord& agent) override { return base_.PutAgent(agent); }
   Result<std::vector<store::AgentRecord>> ListAgents() const override { return base_.ListAgents(); }
+  Result<std::vector<store::NodeAdminRecord>> ListNodeAdmin() const override {
+    return base_.ListNodeAdmin();
+  }
   Status PutToken(const store::TokenRecord& token) override { return base_.PutToken(token); }
   Result<std::vector<store::TokenRecord>> ListTokens() const override { return base_.ListTokens(); }
   // Fails while SetFailing is on (the store is down), with the same code; never stalls and is

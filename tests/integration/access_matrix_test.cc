@@ -115,6 +115,11 @@ const std::map<std::string, Rule>& Rules() {
       {"GET /v1/crons", Rule::kAnyToken},
       {"DELETE /v1/crons/([^/]+)", Rule::kOwnerSide},
       {"GET /v1/nodes", Rule::kAnyToken},
+      {"POST /v1/nodes/([^/]+)/cordon", Rule::kAdmin},
+      {"POST /v1/nodes/([^/]+)/uncordon", Rule::kAdmin},
+      {"POST /v1/nodes/([^/]+)/drain", Rule::kAdmin},
+      {"PUT /v1/nodes/([^/]+)/maintenance", Rule::kAdmin},
+      {"DELETE /v1/nodes/([^/]+)/maintenance", Rule::kAdmin},
       {"POST /v1/agents/register", Rule::kAgent},
       {"GET /v1/agents/([^/]+)/commands", Rule::kAgent},
       {"POST /v1/agents/([^/]+)/events", Rule::kAgent},
@@ -252,6 +257,11 @@ class AccessMatrix : public IntegrationTest {
       replace("([^/]+)", id);
     } else if (pattern.starts_with("/v1/agents/")) {
       replace("([^/]+)", "fake-node");
+    } else if (pattern.starts_with("/v1/nodes/")) {
+      replace("([^/]+)", NodeName());
+      // A window in 2100, so that it holds nothing off now.
+      if (route.method == api::Method::kPut)
+        body = R"({"from": 4102444800000, "to": 4102448400000})";
     } else if (pattern.starts_with("/v1/teams/")) {
       replace("([^/]+)", "team-a");
       replace("([^/]+)", "wandb-key");
@@ -275,6 +285,15 @@ class AccessMatrix : public IntegrationTest {
       body = R"({"events": []})";
     }
     return {pattern, body};
+  }
+
+  // The name of the server's first node (GET /v1/nodes).
+  std::string NodeName() {
+    httplib::Result reply = Call(Caller::kAdmin, "GET", "/v1/nodes");
+    if (!reply) return "";
+    json nodes = json::parse(reply->body, nullptr, false);
+    if (!nodes.is_object() || nodes["nodes"].empty()) return "";
+    return nodes["nodes"][0].value("name", "");
   }
 
   std::unique_ptr<ServerProcess> server_;
