@@ -161,6 +161,9 @@ class FakeService final : public Service {
   Status DeleteCron(const std::string& name) override {
     return NotFound("cron job " + name + " does not exist");
   }
+  Result<CronStatus> SuspendCron(const std::string& name, bool) override {
+    return NotFound("cron job " + name + " does not exist");
+  }
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override {
     secrets[{team, name}] = std::string(value);

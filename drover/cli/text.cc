@@ -99,7 +99,7 @@ std::string DescribeJob(const json& job) {
     out += fmt::format("  message:   {}\n", job["message"].get<std::string>());
   }
   out += fmt::format("  owner:     {}   team: {}   queue: {}   priority: {}\n",
-                     job["owner"].get<std::string>(), job["team"].get<std::string>(),
+                     job["owner"].get<std::string>(), OrNone(job["team"].get<std::string>()),
                      job["queue"].get<std::string>(), job["priority"].get<std::string>());
   out += fmt::format("  shape:     {} worker(s) x {} GPU(s)\n", job["workers"].get<int>(),
                      job["spec"]["requirements"]["per_worker"]["gpus"].get<int>());
@@ -193,9 +193,13 @@ std::string DescribeJob(const json& job) {
   }
   out += "  transitions:\n";
   for (const json& t : job["transitions"]) {
-    out += fmt::format("    {:>8}  {} -> {}  ({})\n", Offset(t["at"], created),
-                       t["from_state"].get<std::string>(), t["to_state"].get<std::string>(),
-                       t["cause"].get<std::string>());
+    const std::string from = t["from_state"].get<std::string>();
+    const std::string to = t["to_state"].get<std::string>();
+    // A step that keeps the state is an event in it (the submission), not a change.
+    out += from == to ? fmt::format("    {:>8}  {}  ({})\n", Offset(t["at"], created),
+                                    t["cause"].get<std::string>(), to)
+                      : fmt::format("    {:>8}  {} -> {}  ({})\n", Offset(t["at"], created), from,
+                                    to, t["cause"].get<std::string>());
   }
   return out;
 }
@@ -303,10 +307,15 @@ std::string DescribeCancelledPipeline(const json& run) {
       return fmt::format("{} is being cancelled: {} {} stopping\n", title, stopping,
                          stopping == 1 ? "job" : "jobs");
     }
+    case workflow::RunState::kSucceeded:
+    case workflow::RunState::kFailed:
+      return fmt::format("{}: its unfinished jobs were cancelled; it has {}\n", title, state);
     default:
       return fmt::format("{}: its unfinished jobs were cancelled; it is now {}\n", title, state);
   }
 }
+
+std::string OrNone(const std::string& text) { return text.empty() ? std::string(kNone) : text; }
 
 std::string DescribeGoodput(const json& report) {
   std::string by = report.value("by", "queue");
@@ -322,7 +331,9 @@ std::string DescribeGoodput(const json& report) {
                   fmt::format("{:.4f}", row.value("preemption_lost_gpu_hours", 0.0)),
                   DescribeSplit(row.value("split", json::object()))});
   };
-  for (const json& group : report.value("groups", json::array())) add(group["name"], group);
+  for (const json& group : report.value("groups", json::array())) {
+    add(OrNone(group["name"].get<std::string>()), group);
+  }
   add("(total)", report.value("total", json::object()));
   return table.Render();
 }
@@ -334,6 +345,13 @@ std::string FormatTimestamp(TimeMs at) {
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
   return text;
+}
+
+Result<TimeMs> ParseSince(const std::string& text, TimeMs now) {
+  if (Result<TimeMs> at = ParseIsoTime(text)) return *at;
+  if (Result<DurationMs> ago = ParseDuration(text)) return now - *ago;
+  return InvalidArgument(fmt::format(
+      "--since: '{}' is neither a time (2026-12-01T08:00:00Z) nor a duration ago (24h)", text));
 }
 
 std::string FormatRelative(TimeMs at, TimeMs now) {

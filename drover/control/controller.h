@@ -303,6 +303,14 @@ class Controller {
   // owner or a team past the policy's submit limits (model::SubmitLimits).
   Status CheckSubmitLimits(const std::vector<model::JobSpec>& specs) const;
 
+  // --- controller_explain.cc ---
+
+  // When no live node can ever host `spec` (`placement` is kUnschedulable or kNoNodes) but
+  // lost nodes could: the sentence that names them ("the only node able to run it, node-a, is
+  // lost ..."); else nullopt. O(lost nodes x the node's static filters).
+  std::optional<std::string> LostHosts(const model::JobSpec& spec,
+                                       const std::optional<sched::PendingReason>& placement) const;
+
   // --- controller_workflow.cc: dependencies, conditions, inputs and sweeps ---
 
   // kInvalidArgument if a stage of `specs` with admission: whole could never be admitted by
