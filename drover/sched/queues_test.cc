@@ -97,7 +97,7 @@ TEST(Quota, BorrowsUpToBorrowingLimitWhenSiblingsAreIdle) {
   EXPECT_TRUE(tree.Borrowing(*tree.FindLeaf("a"), "gpu"));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "a", 1));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kQuota, "queue a", "gpu", 6 * kGpu, 1 * kGpu,
-                                   6 * kGpu, 4 * kGpu}));
+                                   6 * kGpu, 4 * kGpu, ""}));
   EXPECT_EQ(verdict.Render(),
             "queue a is using 6 GPUs, 2 of them borrowed from the other top-level queues; it may "
             "borrow no more; this job needs 1 GPU");
@@ -141,7 +141,7 @@ TEST(Quota, CohortExhaustionGivesCohortVerdictWithNumbers) {
   MustAdd(tree, Gpus(tree, "b", 2));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "c", 1));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kCohort, "cohort of c", "gpu", 6 * kGpu,
-                                   1 * kGpu, 6 * kGpu, 0}));
+                                   1 * kGpu, 6 * kGpu, 0, ""}));
   EXPECT_EQ(verdict.Render(),
             "the top-level queues lend each other 6 GPUs: 6 borrowed now, and this job would "
             "borrow 1 more");
@@ -158,7 +158,7 @@ TEST(Quota, OrgQuotaCapsItsTeams) {
   // t2 is within its own nominal, but org-a is at its 8.
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t2", 1));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kQuota, "queue org-a", "gpu", 8 * kGpu,
-                                   1 * kGpu, 8 * kGpu, 8 * kGpu}));
+                                   1 * kGpu, 8 * kGpu, 8 * kGpu, ""}));
   EXPECT_EQ(verdict.Render(),
             "queue org-a is using 8 of its 8 GPUs; it may not borrow; this job needs 1 GPU");
   EXPECT_TRUE(tree.WithinNominal(*tree.FindLeaf("t2"), {{"gpu", 1 * kGpu}}));
@@ -260,7 +260,7 @@ TEST(Limit, MaxRunningJobsOfAQueue) {
   MustAdd(tree, Gpus(tree, "a", 1));
   MustAdd(tree, Gpus(tree, "a", 1));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "a", 1));
-  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "queue a", "jobs", 2, 1, 2, 0}));
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "queue a", "jobs", 2, 1, 2, 0, ""}));
   EXPECT_EQ(verdict.Render(), "queue a is running 2 of at most 2 jobs");
 }
 
@@ -283,7 +283,7 @@ TEST(Limit, UserLimitsApplyToEachUserWithinTheSubtree) {
   MustAdd(tree, Gpus(tree, "t1", 3, "alice"));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t2", 2, "alice"));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "user alice in queue org", "gpu",
-                                   3 * kGpu, 2 * kGpu, 4 * kGpu, 0}));
+                                   3 * kGpu, 2 * kGpu, 4 * kGpu, 0, ""}));
   EXPECT_EQ(verdict.Render(),
             "user alice in queue org is using 3 of at most 4 GPUs; this job needs 2 GPUs");
   EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "t2", 4, "bob")).ok());
@@ -311,7 +311,7 @@ TEST(Limit, PipelineLimitsCountAcrossQueues) {
   AdmitVerdict verdict =
       tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 1 * kCore}}, "bob", "nightly"));
   EXPECT_EQ(verdict,
-            (AdmitVerdict{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 1, 1, 1, 0}));
+            (AdmitVerdict{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 1, 1, 1, 0, ""}));
   EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 1 * kCore}}, "bob", "weekly")).ok());
   // A job without a pipeline is not limited by pipeline limits.
   EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 64 * kCore}}, "bob", "")).ok());
@@ -370,7 +370,8 @@ TEST(QueueStatus, LentIsSplitInProportionToUnusedLendableQuota) {
 
 TEST(AdmitVerdictRender, Sentences) {
   EXPECT_EQ(AdmitVerdict{}.Render(), "admitted");
-  AdmitVerdict fractional{AdmitVerdict::Code::kQuota, "queue team-a", "gpu", 2000, 500, 2000, 1500};
+  AdmitVerdict fractional{
+      AdmitVerdict::Code::kQuota, "queue team-a", "gpu", 2000, 500, 2000, 1500, ""};
   EXPECT_EQ(fractional.Render(),
             "queue team-a is using 2 GPUs, 500m of them borrowed from the other top-level queues; "
             "it may borrow no more; this job needs 500m GPUs");
@@ -380,12 +381,13 @@ TEST(AdmitVerdictRender, Sentences) {
   EXPECT_EQ(team.Render(),
             "queue org/team-b is using 7 of its 7 GPUs; it may borrow 1 more from org; this job "
             "needs 2 GPUs");
-  AdmitVerdict one{AdmitVerdict::Code::kLimit, "user bob in queue x", "gpu:h100", 0, 1000, 0, 0};
+  AdmitVerdict one{
+      AdmitVerdict::Code::kLimit, "user bob in queue x", "gpu:h100", 0, 1000, 0, 0, ""};
   EXPECT_EQ(one.Render(),
             "user bob in queue x is using 0 of at most 0 H100 GPUs; this job needs 1 H100 GPU");
-  AdmitVerdict cpu{AdmitVerdict::Code::kLimit, "queue x", "cpu", 7500, 500, 7500, 0};
+  AdmitVerdict cpu{AdmitVerdict::Code::kLimit, "queue x", "cpu", 7500, 500, 7500, 0, ""};
   EXPECT_EQ(cpu.Render(), "queue x is using 7500m of at most 7500m CPUs; this job needs 500m CPUs");
-  AdmitVerdict job{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 0, 1, 0, 0};
+  AdmitVerdict job{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 0, 1, 0, 0, ""};
   EXPECT_EQ(job.Render(), "pipeline nightly is running 0 of at most 0 jobs");
   AdmitVerdict memory{AdmitVerdict::Code::kCohort,
                       "cohort of org/a",

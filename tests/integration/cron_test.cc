@@ -40,9 +40,14 @@ std::map<std::string, json> Runs(api::ApiClient& client, const std::string& cron
   return runs;
 }
 
+// Whether a run in `state` (a pipeline run's roll-up) has finished.
+bool Finished(const json& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
 int CountFinished(const std::map<std::string, json>& runs) {
   int finished = 0;
-  for (const auto& [id, run] : runs) finished += run["state"] != "active" ? 1 : 0;
+  for (const auto& [id, run] : runs) finished += Finished(run["state"]) ? 1 : 0;
   return finished;
 }
 
@@ -164,7 +169,7 @@ job:
   ASSERT_TRUE(WaitUntil(
       [&] {
         for (const auto& [id, run] : Runs(client, "ticker")) {
-          if (DueSeconds(id) > latest_missed && run["state"] != "active") return true;
+          if (DueSeconds(id) > latest_missed && Finished(run["state"])) return true;
         }
         return false;
       },
