@@ -315,7 +315,8 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
                   R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
                   "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
                   R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
-                  R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
+                  R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
+                  R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes",
                   R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
                   R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
                   "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
@@ -605,14 +606,14 @@ TEST(CronView, ShowsTheRunsAndNullsWhatIsUnset) {
   CronStatus status;
   status.record.spec.name = "nightly";
   status.record.owner = "alice";
-  status.active = {CronRun{"nightly@1", {JobId(4), JobId(5)}, "active"}};
+  status.active = {CronRun{"nightly@1", {JobId(4), JobId(5)}, workflow::RunState::kRunning}};
   json view = CronView(status, Disclosure::kFull);
   EXPECT_EQ(view["name"], "nightly");
   EXPECT_EQ(view["owner"], "alice");
   EXPECT_EQ(view["next_run_at"], nullptr);
   EXPECT_EQ(view["last_run"], nullptr);
   EXPECT_EQ(view["active_runs"],
-            (json::array({{{"id", "nightly@1"}, {"state", "active"}, {"jobs", {4, 5}}}})));
+            (json::array({{{"id", "nightly@1"}, {"state", "running"}, {"jobs", {4, 5}}}})));
   EXPECT_EQ(view["history"], json::array());
 }
 

@@ -212,7 +212,7 @@ TEST(Quota, PerModelFlavorIsGovernedApart) {
   AdmitVerdict verdict =
       tree.CheckAdmit(ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"gpu:h100", 1 * kGpu}}));
   EXPECT_EQ(verdict.resource, "gpu:h100");
-  EXPECT_THAT(verdict.Render(), HasSubstr("would draw 3 H100 GPUs"));
+  EXPECT_THAT(verdict.Render(), HasSubstr("lend each other 2 H100 GPUs: 2 borrowed now"));
   EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"gpu:a100", kGpu}})).ok());
 }
 
