@@ -148,6 +148,10 @@ Status FuzzService::DeleteCron(const std::string& name) {
   return NotFound("cron job " + name + " does not exist");
 }
 
+Result<api::CronStatus> FuzzService::SuspendCron(const std::string& name, bool) {
+  return NotFound("cron job " + name + " does not exist");
+}
+
 std::vector<control::QueueReport> FuzzService::Queues() const { return {}; }
 
 model::Policy FuzzService::Policy() const { return {}; }

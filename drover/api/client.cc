@@ -156,8 +156,8 @@ Result<nlohmann::json> ApiClient::CancelPipeline(const std::string& run) {
   return BodyOf(Post("/v1/pipelines/" + UrlEncode(run) + "/cancel", "", "application/json"));
 }
 
-Result<nlohmann::json> ApiClient::Goodput(const std::string& by) {
-  return BodyOf(Get("/v1/goodput?by=" + UrlEncode(by)));
+Result<nlohmann::json> ApiClient::Goodput(const std::string& by, TimeMs since) {
+  return BodyOf(Get(fmt::format("/v1/goodput?by={}&since={}", UrlEncode(by), since)));
 }
 
 Result<nlohmann::json> ApiClient::Queues() { return BodyOf(Get("/v1/queues")); }

@@ -59,10 +59,11 @@ class ApiClient {
   Result<nlohmann::json> Pipeline(const std::string& run);  // GET /v1/pipelines/{id}
   // POST /v1/pipelines/{id}/cancel.
   Result<nlohmann::json> CancelPipeline(const std::string& run);
-  Result<nlohmann::json> Goodput(const std::string& by);  // GET /v1/goodput?by=
-  Result<nlohmann::json> Queues();                        // GET /v1/queues
-  Result<nlohmann::json> Policy();                        // GET /v1/policy
-  Result<nlohmann::json> ReloadPolicy();                  // POST /v1/policy/reload
+  // GET /v1/goodput?by=&since=: the jobs created at or after `since` (ms; 0: all).
+  Result<nlohmann::json> Goodput(const std::string& by, TimeMs since = 0);
+  Result<nlohmann::json> Queues();        // GET /v1/queues
+  Result<nlohmann::json> Policy();        // GET /v1/policy
+  Result<nlohmann::json> ReloadPolicy();  // POST /v1/policy/reload
 
   // Sends `Authorization: Bearer TOKEN` on every request from now on ("": none): an agent's node
   // credential (docs/security.md).

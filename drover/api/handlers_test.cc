@@ -178,6 +178,9 @@ class FakeService final : public Service {
   Status DeleteCron(const std::string& name) override {
     return NotFound("cron job " + name + " does not exist");
   }
+  Result<CronStatus> SuspendCron(const std::string& name, bool) override {
+    return NotFound("cron job " + name + " does not exist");
+  }
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override {
     secrets[{team, name}] = std::string(value);
@@ -342,24 +345,25 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
   EXPECT_THAT(
       listed,
-      ElementsAre(
-          "GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
-          R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
-          R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
-          R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
-          R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
-          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
-          R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /v1/queues",
-          "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
-          "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))", "GET /v1/nodes",
-          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
-          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
-          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
-          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
-          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
-          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
-          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)",
-          R"(POST /v1/agents/([^/]+)/logs)"));
+      ElementsAre("GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
+                  R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
+                  R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
+                  R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
+                  R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+                  R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
+                  R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
+                  "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
+                  R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
+                  R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
+                  R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes",
+                  R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
+                  R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
+                  R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
+                  R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
+                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
+                  "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
+                  "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
+                  R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -887,14 +891,14 @@ TEST(CronView, ShowsTheRunsAndNullsWhatIsUnset) {
   CronStatus status;
   status.record.spec.name = "nightly";
   status.record.owner = "alice";
-  status.active = {CronRun{"nightly@1", {JobId(4), JobId(5)}, "active"}};
+  status.active = {CronRun{"nightly@1", {JobId(4), JobId(5)}, workflow::RunState::kRunning}};
   json view = CronView(status, Disclosure::kFull);
   EXPECT_EQ(view["name"], "nightly");
   EXPECT_EQ(view["owner"], "alice");
   EXPECT_EQ(view["next_run_at"], nullptr);
   EXPECT_EQ(view["last_run"], nullptr);
   EXPECT_EQ(view["active_runs"],
-            (json::array({{{"id", "nightly@1"}, {"state", "active"}, {"jobs", {4, 5}}}})));
+            (json::array({{{"id", "nightly@1"}, {"state", "running"}, {"jobs", {4, 5}}}})));
   EXPECT_EQ(view["history"], json::array());
 }
 

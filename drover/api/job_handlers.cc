@@ -154,10 +154,7 @@ Result<Response> GetJob(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
   DROVER_ASSIGN_OR_RETURN(auto transitions, service.Transitions(id));
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  const Disclosure disclosure =
-      model::Visible(caller, model::Verb::kDetails, model::ResourceOf(job), service.Policy())
-          ? Disclosure::kFull
-          : Disclosure::kRedacted;
+  const Disclosure disclosure = DisclosureOf(caller, model::ResourceOf(job), service.Policy());
   return JsonResponse(200, JobDetail(job, transitions, service.Now(), disclosure));
 }
 

@@ -30,6 +30,7 @@
 #include "drover/model/policy.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
+#include "drover/workflow/rollup.h"
 
 namespace drover::api {
 
@@ -163,9 +164,10 @@ struct RemoteLogAck {
 struct CronRun {
   std::string id;  // the run id, also the jobs' submission key
   std::vector<JobId> jobs;
-  // "active" while any job is unfinished; then "succeeded" if every job succeeded (or was
-  // skipped by its pipeline's conditions), else "failed".
-  std::string state;
+  // The run's jobs rolled up as a pipeline run's (workflow::RollUp): pending, running or
+  // cancelling while unfinished; then succeeded, failed or cancelled (a run cancelled by a
+  // `replace` policy's next run reads cancelled).
+  workflow::RunState state = workflow::RunState::kPending;
 };
 
 // A cron job with its runs, for GET /v1/crons (CronView in views.h).
@@ -285,6 +287,10 @@ class Service {
   virtual std::vector<CronStatus> Crons() const = 0;
   // kNotFound for an unknown name.
   virtual Status DeleteCron(const std::string& name) = 0;
+  // Suspends (`suspend`) or resumes cron job `name` and stores it: a suspended cron job starts
+  // no run; a resumed one starts its next run at the schedule's next due time after now (runs
+  // due while it was suspended are not started). Idempotent. kNotFound for an unknown name.
+  virtual Result<CronStatus> SuspendCron(const std::string& name, bool suspend) = 0;
 
   // Team secrets (docs/security.md, "Secrets"); a value goes in and never comes out.
   // Sets `team`'s secret `name`. kInvalidArgument naming the team or name, or saying what is

@@ -74,6 +74,12 @@ json JobSummary(const model::Job& job, TimeMs now) {
   };
 }
 
+Disclosure DisclosureOf(const model::Identity& caller, const model::Resource& resource,
+                        const model::Policy& policy) {
+  return model::Visible(caller, model::Verb::kDetails, resource, policy) ? Disclosure::kFull
+                                                                         : Disclosure::kRedacted;
+}
+
 void RedactSpec(json& spec) {
   if (spec.contains("command") && spec["command"].is_array()) {
     for (json& arg : spec["command"]) arg = kRedacted;
@@ -100,6 +106,10 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
     json& attempt = out["attempts"][i];
     attempt.update(GoodputView(job.attempts[i]));
     attempt["cause"] = costs[i].cause;
+    // The job's state after an attempt it came back from is ready; the attempt was not.
+    if (job.attempts[i].outcome == model::JobState::kReady) {
+      attempt["outcome"] = model::WasPreempted(job.attempts[i]) ? "preempted" : "requeued";
+    }
     attempt["gpu_seconds"] = static_cast<double>(costs[i].gpu_ms) / 1000.0;
     attempt["lost_gpu_seconds"] = static_cast<double>(costs[i].lost_gpu_ms) / 1000.0;
   }

@@ -12,6 +12,7 @@
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
 #include "drover/control/explanation.h"
+#include "drover/model/access.h"
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/metrics.h"
@@ -37,6 +38,11 @@ nlohmann::json JobSummary(const model::Job& job, TimeMs now);
 // kRedacted) and the job's outputs (absent). Summaries show neither in any case.
 enum class Disclosure { kFull, kRedacted };
 inline constexpr std::string_view kRedacted = "<redacted>";
+
+// kFull when `caller` may read the details of `resource` under `policy` (model::Visible with
+// the details verb), else kRedacted.
+Disclosure DisclosureOf(const model::Identity& caller, const model::Resource& resource,
+                        const model::Policy& policy);
 
 // Replaces the command's arguments, the script and the env values of `spec` (a job spec's JSON,
 // codec::ToJson) by kRedacted.

@@ -150,6 +150,14 @@ TEST(PipelineSummary, IsTheDetailWithoutStages) {
   EXPECT_EQ(summary, detail);
 }
 
+TEST(JobDetail, APreemptedAttemptReadsPreempted) {
+  Job job = RanJob(2, "train", kT0, kT0 + 2012, JobState::kRunning, 2);
+  job.attempts[0].outcome = JobState::kReady;
+  job.attempts[0].preempted_by = JobId(7);
+  EXPECT_EQ(JobDetail(job, {}, kT0 + 3000, Disclosure::kFull)["attempts"][0]["outcome"],
+            "preempted");
+}
+
 TEST(JobDetail, ListsEachAttemptsCauseAndLostGpuSecondsWithTheSplit) {
   Job job = RanJob(2, "train", kT0, kT0 + 2012, JobState::kSucceeded, 2);
   model::Attempt& failed = job.attempts[0];
@@ -170,6 +178,9 @@ TEST(JobDetail, ListsEachAttemptsCauseAndLostGpuSecondsWithTheSplit) {
   const json detail = JobDetail(job, {}, kT0 + 3000, Disclosure::kFull);
   ASSERT_EQ(detail["attempts"].size(), 2u);
   EXPECT_EQ(detail["attempts"][0]["cause"], "exit 3");
+  // An attempt the job came back from reads requeued, never its next state (ready).
+  EXPECT_EQ(detail["attempts"][0]["outcome"], "requeued");
+  EXPECT_EQ(detail["attempts"][1]["outcome"], "succeeded");
   EXPECT_DOUBLE_EQ(detail["attempts"][0]["gpu_seconds"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(detail["attempts"][0]["lost_gpu_seconds"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(detail["attempts"][1]["gpu_seconds"].get<double>(), 1.0);

@@ -23,7 +23,7 @@ Result<std::vector<model::Job>> PathPipelineRun(const Service& service, const Re
 json RunView(const CronRun& run) {
   json jobs = json::array();
   for (JobId id : run.jobs) jobs.push_back(id.value());
-  return json{{"id", run.id}, {"state", run.state}, {"jobs", jobs}};
+  return json{{"id", run.id}, {"state", workflow::kRunStateNames.Name(run.state)}, {"jobs", jobs}};
 }
 
 json RunsView(const std::vector<CronRun>& runs) {
@@ -51,10 +51,8 @@ Result<Response> ListPipelines(Service& service, const Request& request) {
 Result<Response> GetPipeline(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(auto run, PathPipelineRun(service, request));
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  const Disclosure disclosure = model::Visible(caller, model::Verb::kDetails,
-                                               model::ResourceOf(run.front()), service.Policy())
-                                    ? Disclosure::kFull
-                                    : Disclosure::kRedacted;
+  const Disclosure disclosure =
+      DisclosureOf(caller, model::ResourceOf(run.front()), service.Policy());
   return JsonResponse(200, PipelineDetail(run, service.Now(), disclosure));
 }
 
@@ -88,9 +86,7 @@ Result<Response> ListCrons(Service& service, const Request& request) {
   for (const CronStatus& status : service.Crons()) {
     const model::Resource resource = CronResource(status.record);
     if (!model::Visible(caller, model::Verb::kView, resource, policy)) continue;
-    crons.push_back(CronView(status, model::Visible(caller, model::Verb::kDetails, resource, policy)
-                                         ? Disclosure::kFull
-                                         : Disclosure::kRedacted));
+    crons.push_back(CronView(status, DisclosureOf(caller, resource, policy)));
   }
   return JsonResponse(200, json{{"crons", crons}});
 }
@@ -99,6 +95,27 @@ Result<Response> DeleteCron(Service& service, const Request& request) {
   const std::string& name = request.path_params.at(0);
   DROVER_RETURN_IF_ERROR(service.DeleteCron(name));
   return JsonResponse(200, json{{"deleted", name}});
+}
+
+namespace {
+
+// POST /v1/crons/{name}/suspend or /resume.
+Result<Response> SetCronSuspended(Service& service, const Request& request, bool suspend) {
+  DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
+  DROVER_ASSIGN_OR_RETURN(CronStatus status,
+                          service.SuspendCron(request.path_params.at(0), suspend));
+  return JsonResponse(
+      200, CronView(status, DisclosureOf(caller, CronResource(status.record), service.Policy())));
+}
+
+}  // namespace
+
+Result<Response> SuspendCron(Service& service, const Request& request) {
+  return SetCronSuspended(service, request, true);
+}
+
+Result<Response> ResumeCron(Service& service, const Request& request) {
+  return SetCronSuspended(service, request, false);
 }
 
 model::Resource CronResource(const store::CronRecord& cron) {

@@ -25,6 +25,11 @@ Result<Response> PutCron(Service& service, const Request& request);
 Result<Response> ListCrons(Service& service, const Request& request);
 // DELETE /v1/crons/{name}: {"deleted": name}.
 Result<Response> DeleteCron(Service& service, const Request& request);
+// POST /v1/crons/{name}/suspend and /resume: the cron job's CronView once suspended (it starts
+// no run) or resumed (from the next due time after now); idempotent. kNotFound for an unknown
+// name.
+Result<Response> SuspendCron(Service& service, const Request& request);
+Result<Response> ResumeCron(Service& service, const Request& request);
 
 // The API's view of a cron job: name, schedule, time_zone, concurrency_policy, suspend, owner,
 // team, created_at, last_handled_at, next_run_at (null while suspended), last_run, active_runs

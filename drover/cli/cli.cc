@@ -221,7 +221,11 @@ int Main(int argc, char** argv) {
       "goodput", "GPU-hours, per result, lost to retries and preemptions, and the lifecycle split");
   goodput->add_option("--by", goodput_by, "group by queue (default), team or owner")
       ->check(CLI::IsMember({"queue", "team", "owner"}));
-  goodput->callback([&] { run = [&] { return GoodputCommand(client, goodput_by); }; });
+  std::string goodput_since;
+  goodput->add_option("--since", goodput_since,
+                      "only jobs created since an RFC 3339 time or a duration ago (24h)");
+  goodput->callback(
+      [&] { run = [&] { return GoodputCommand(client, goodput_by, goodput_since); }; });
 
   auto* explain = app.add_subcommand("explain", "say why a job is where it is");
   explain->add_option("id", id)->required();
@@ -293,8 +297,8 @@ int Main(int argc, char** argv) {
     });
   }
 
-  auto* crons = app.add_subcommand("crons", "list cron jobs: schedule, next and last run");
-  crons->callback([&] { run = [&] { return CronsCommand(client); }; });
+  std::string cron_name;
+  AddCronCommands(app, client, cron_name, run);
 
   auto* token = app.add_subcommand("token", "create, list and revoke API tokens (admin)");
   token->require_subcommand(1);

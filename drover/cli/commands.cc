@@ -18,6 +18,7 @@
 #include "drover/cli/text.h"
 #include "drover/common/quantity.h"
 #include "drover/model/job.h"
+#include "drover/model/job_state_words.h"
 #include "drover/spec/parse.h"
 
 namespace drover::cli {
@@ -358,7 +359,9 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
     return 0;
   }
   const std::string state = body->value("state", "");
-  std::cout << fmt::format("job {} is {} ({}): {}\n", body->value("id", std::int64_t{0}), state,
+  const std::optional<model::JobState> parsed = model::ParseJobState(state);
+  std::cout << fmt::format("job {} {} ({}): {}\n", body->value("id", std::int64_t{0}),
+                           parsed ? model::kJobStatePhrases.Name(*parsed) : "is " + state,
                            body->value("layer", ""), body->value("message", ""));
   // Only a job that waits has a start to estimate.
   if (IsWaitingToStart(model::ParseJobState(state))) {
@@ -376,9 +379,15 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
   return 0;
 }
 
-int GoodputCommand(const ClientFlags& flags, const std::string& by) {
+int GoodputCommand(const ClientFlags& flags, const std::string& by, const std::string& since) {
+  TimeMs from = 0;
+  if (!since.empty()) {
+    Result<TimeMs> parsed = ParseSince(since, SystemClock().Now());
+    if (!parsed) return ReportError(parsed.error());
+    from = *parsed;
+  }
   api::ApiClient client = ClientOf(flags);
-  return Print(flags, client.Goodput(by), DescribeGoodput);
+  return Print(flags, client.Goodput(by, from), DescribeGoodput);
 }
 
 int QueuesCommand(const ClientFlags& flags) {

@@ -3,6 +3,7 @@
 // The subcommands of `drover`. Each returns the process exit status: 0 success, 1 failure,
 // 2 invalid input (a spec that does not validate, a bad flag).
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -12,6 +13,10 @@
 #include "drover/api/job_handlers.h"
 #include "drover/common/clock.h"
 #include "drover/model/cron.h"
+
+namespace CLI {
+class App;
+}
 
 namespace drover::cli {
 
@@ -110,9 +115,10 @@ int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags&
 // `drover cancel ID`, or with `pipeline` `drover cancel --pipeline RUN`: cancels the run's
 // unfinished jobs.
 int CancelCommand(const ClientFlags& flags, const std::string& id, bool pipeline);
-// `drover goodput [--by queue|team|owner]`: GPU-hours, per result, lost to retries and
-// preemptions, and the lifecycle split, per group.
-int GoodputCommand(const ClientFlags& flags, const std::string& by);
+// `drover goodput [--by queue|team|owner] [--since T]`: GPU-hours, per result, lost to retries
+// and preemptions, and the lifecycle split, per group, of the jobs created since T (ParseSince;
+// empty: all). Exit 2 for a --since that does not parse.
+int GoodputCommand(const ClientFlags& flags, const std::string& by, const std::string& since);
 int ExplainCommand(const ClientFlags& flags, const std::string& id);
 int NodesCommand(const ClientFlags& flags);
 // `drover queues`: the queue tree with quotas, usage, borrowing and pending jobs.
@@ -153,8 +159,14 @@ struct JobVerbFlags {
 };
 int JobVerbCommand(const ClientFlags& flags, const std::string& id, const JobVerbFlags& verb);
 
-// `drover crons`: every cron job with its schedule, zone, next run, last run and active runs.
+// `drover cron ls` (and `drover crons`): every cron job with its schedule, zone, state
+// (suspended or scheduled), next run, last run with its state, and active runs.
 int CronsCommand(const ClientFlags& flags);
+// Adds `drover cron ls|suspend NAME|resume NAME|delete NAME` and `drover crons` to `app`: the
+// parse fills `name` and the chosen command sets `run`; `flags`, `name` and `run` must outlive
+// the parse and the run.
+void AddCronCommands(CLI::App& app, const ClientFlags& flags, std::string& name,
+                     std::function<int()>& run);
 // `drover submit` of a file of CronJob documents: creates or replaces each (POST /v1/crons).
 int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& crons);
 

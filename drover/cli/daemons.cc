@@ -421,7 +421,7 @@ int RunCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& cr
                              cron.time_zone, FormatTimestamp(status->next_run.value_or(0)))
               << std::endl;
   }
-  std::map<std::string, std::string> seen;  // run id -> state printed
+  std::map<std::string, workflow::RunState> seen;  // run id -> state printed
   int completed_total = 0;
   int failed_total = 0;
   std::uint64_t version = 0;
@@ -433,14 +433,17 @@ int RunCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& cr
     for (const model::CronSpec& cron : crons) {
       int completed = 0;
       for (const server::CronRun& run : server::CronRunsOf(cron.name, jobs)) {
-        if (run.state != "active") ++completed;
-        if (run.state == "failed") ++failed_total;
-        if (seen[run.id] == run.state) continue;
-        seen[run.id] = run.state;
+        const bool finished = workflow::IsFinished(run.state);
+        completed += finished ? 1 : 0;
+        failed_total += finished && run.state != workflow::RunState::kSucceeded ? 1 : 0;
+        auto [at, added] = seen.emplace(run.id, run.state);
+        if (!added && at->second == run.state) continue;
+        at->second = run.state;
         std::string ids;
         for (JobId id : run.jobs) ids += (ids.empty() ? "" : ",") + std::to_string(id.value());
         std::cout << fmt::format("[{:>7}] run {:<36} {:<10} job {}",
-                                 FormatDuration(plane.Now() - start), run.id, run.state, ids)
+                                 FormatDuration(plane.Now() - start), run.id,
+                                 workflow::kRunStateNames.Name(run.state), ids)
                   << std::endl;
       }
       completed_total += completed;

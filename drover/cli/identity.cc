@@ -135,18 +135,8 @@ int AuditCommand(const ClientFlags& flags, const AuditFlags& audit) {
     query += (query.empty() ? "?" : "&") + name + "=" + api::UrlEncode(value);
   };
   if (!audit.since.empty()) {
-    Result<TimeMs> since = ParseIsoTime(audit.since);
-    if (!since) {
-      Result<DurationMs> ago = ParseDuration(audit.since);
-      if (!ago) {
-        return ReportError(Error{ErrorCode::kInvalidArgument,
-                                 fmt::format("--since: '{}' is neither an ISO time nor a duration "
-                                             "ago such as 2h",
-                                             audit.since),
-                                 {}});
-      }
-      since = SystemClock().Now() - *ago;
-    }
+    Result<TimeMs> since = ParseSince(audit.since, SystemClock().Now());
+    if (!since) return ReportError(since.error());
     add("since", std::to_string(*since));
   }
   add("user", audit.user);

@@ -104,7 +104,7 @@ std::string DescribeJob(const json& job) {
                        hold.value("reason", "").empty() ? "" : ": " + hold.value("reason", ""));
   }
   out += fmt::format("  owner:     {}   team: {}   queue: {}   priority: {}\n",
-                     job["owner"].get<std::string>(), job["team"].get<std::string>(),
+                     job["owner"].get<std::string>(), OrNone(job["team"].get<std::string>()),
                      job["queue"].get<std::string>(), job["priority"].get<std::string>());
   out += fmt::format("  shape:     {} worker(s) x {} GPU(s)\n", job["workers"].get<int>(),
                      job["spec"]["requirements"]["per_worker"]["gpus"].get<int>());
@@ -202,13 +202,16 @@ std::string DescribeJob(const json& job) {
   }
   out += "  transitions:\n";
   for (const json& t : job["transitions"]) {
-    // A user's action that kept the state (hold, release, update) reads as the action.
+    // A step that keeps the state is an event in it (the submission, a user's hold, release or
+    // update), not a change.
     const std::string from = t["from_state"].get<std::string>();
     const std::string to = t["to_state"].get<std::string>();
     const std::string actor = t.value("actor", std::string(model::kSystemActor));
-    out += fmt::format("    {:>8}  {}  ({}){}\n", Offset(t["at"], created),
-                       from == to ? from + ":" : from + " -> " + to, t["cause"].get<std::string>(),
-                       actor == model::kSystemActor ? "" : " by " + actor);
+    const std::string by = actor == model::kSystemActor ? "" : " by " + actor;
+    out += from == to ? fmt::format("    {:>8}  {}  ({}){}\n", Offset(t["at"], created),
+                                    t["cause"].get<std::string>(), to, by)
+                      : fmt::format("    {:>8}  {} -> {}  ({}){}\n", Offset(t["at"], created), from,
+                                    to, t["cause"].get<std::string>(), by);
   }
   return out;
 }
@@ -328,10 +331,15 @@ std::string DescribeCancelledPipeline(const json& run) {
       return fmt::format("{} is being cancelled: {} {} stopping\n", title, stopping,
                          stopping == 1 ? "job" : "jobs");
     }
+    case workflow::RunState::kSucceeded:
+    case workflow::RunState::kFailed:
+      return fmt::format("{}: its unfinished jobs were cancelled; it has {}\n", title, state);
     default:
       return fmt::format("{}: its unfinished jobs were cancelled; it is now {}\n", title, state);
   }
 }
+
+std::string OrNone(const std::string& text) { return text.empty() ? std::string(kNone) : text; }
 
 std::string DescribeGoodput(const json& report) {
   std::string by = report.value("by", "queue");
@@ -347,7 +355,9 @@ std::string DescribeGoodput(const json& report) {
                   fmt::format("{:.4f}", row.value("preemption_lost_gpu_hours", 0.0)),
                   DescribeSplit(row.value("split", json::object()))});
   };
-  for (const json& group : report.value("groups", json::array())) add(group["name"], group);
+  for (const json& group : report.value("groups", json::array())) {
+    add(OrNone(group["name"].get<std::string>()), group);
+  }
   add("(total)", report.value("total", json::object()));
   return table.Render();
 }
@@ -359,6 +369,13 @@ std::string FormatTimestamp(TimeMs at) {
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
   return text;
+}
+
+Result<TimeMs> ParseSince(const std::string& text, TimeMs now) {
+  if (Result<TimeMs> at = ParseIsoTime(text)) return *at;
+  if (Result<DurationMs> ago = ParseDuration(text)) return now - *ago;
+  return InvalidArgument(fmt::format(
+      "--since: '{}' is neither a time (2026-12-01T08:00:00Z) nor a duration ago (24h)", text));
 }
 
 std::string FormatRelative(TimeMs at, TimeMs now) {

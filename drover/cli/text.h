@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -40,10 +41,18 @@ std::string DescribePipeline(const nlohmann::json& run);
 // cancelled: 2 jobs stopping" while stopped jobs exit, or "...: its unfinished jobs were
 // cancelled; it is now failed" when the roll-up reads otherwise (a stage had failed).
 std::string DescribeCancelledPipeline(const nlohmann::json& run);
+// What a listing prints for an empty team, owner or queue: "(none)", never a blank.
+inline constexpr std::string_view kNone = "(none)";
+// `text`, or kNone when it is empty.
+std::string OrNone(const std::string& text);
 // `drover goodput`: the groups of GET /v1/goodput and their total as a table.
 std::string DescribeGoodput(const nlohmann::json& report);
 // `at` (ms since the epoch) as local time, "2026-11-30 14:05:09".
 std::string FormatTimestamp(TimeMs at);
+// A --since flag's value: an ISO/RFC 3339 time (ParseIsoTime: "2026-12-01T08:00:00Z"; without
+// a zone, local time) or a duration ago from `now` ("24h", "30m"). kInvalidArgument naming
+// --since and quoting the text otherwise.
+Result<TimeMs> ParseSince(const std::string& text, TimeMs now);
 // How far `at` is from `now`: "in 3m", "2m ago", "now" (within a second).
 std::string FormatRelative(TimeMs at, TimeMs now);
 // A number of GPUs: "8", "2.5", "0.25" (at most 3 decimals, no trailing zeros).

@@ -21,7 +21,30 @@ TEST(DescribeCancelledPipeline, NamesTheStateTheCancelLeft) {
   EXPECT_EQ(DescribeCancelledPipeline(Summary("cancelling", {{"starting", 1}})),
             "pipeline run 20 (etl) is being cancelled: 1 job stopping\n");
   EXPECT_EQ(DescribeCancelledPipeline(Summary("failed", {{"failed", 1}, {"cancelled", 1}})),
-            "pipeline run 20 (etl): its unfinished jobs were cancelled; it is now failed\n");
+            "pipeline run 20 (etl): its unfinished jobs were cancelled; it has failed\n");
+}
+
+TEST(ParseSince, TakesATimeOrADurationAgo) {
+  constexpr TimeMs kNow = 1'764'576'000'000;  // 2025-12-01T08:00:00Z
+  EXPECT_EQ(ParseSince("24h", kNow), kNow - 24 * kMillisPerHour);
+  EXPECT_EQ(ParseSince("2025-12-01T08:00:00Z", 0), kNow);
+  EXPECT_EQ(ParseSince("2025-12-01T10:00:00+02:00", 0), kNow);
+  Result<TimeMs> bad = ParseSince("yesterday", kNow);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.error().message,
+            "--since: 'yesterday' is neither a time (2026-12-01T08:00:00Z) nor a duration ago "
+            "(24h)");
+}
+
+TEST(OrNone, AnEmptyTeamReadsNone) {
+  EXPECT_EQ(OrNone(""), "(none)");
+  EXPECT_EQ(OrNone("team-a"), "team-a");
+  const std::string table =
+      DescribeGoodput(json{{"by", "team"},
+                           {"groups", json::array({json{{"name", ""}, {"jobs", 2}}})},
+                           {"total", json{{"jobs", 2}}}});
+  EXPECT_NE(table.find("\n(none) "), std::string::npos) << table;
 }
 
 TEST(DescribeUserActions, ListsOnlyWhatUsersDidWithWhoAndWhy) {

@@ -429,6 +429,13 @@ class Controller {
   // `reason` (a kWait verdict's) followed by the unfinished upstreams with their ids and
   // states: "waiting for job 12 to succeed; unfinished: train (12, running)".
   std::string DescribeWait(const model::Job& job, const std::string& reason) const;
+  // --- controller_explain.cc ---
+
+  // When no live node can ever host `spec` (`placement` is kUnschedulable or kNoNodes) but
+  // lost nodes could: the sentence that names them ("the only node able to run it, node-a, is
+  // lost ..."); else nullopt. O(lost nodes x the node's static filters).
+  std::optional<std::string> LostHosts(const model::JobSpec& spec,
+                                       const std::optional<sched::PendingReason>& placement) const;
 
   // --- controller_workflow.cc: dependencies, conditions, inputs and sweeps ---
 

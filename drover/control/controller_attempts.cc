@@ -11,6 +11,7 @@
 #include "drover/control/attempt_facts.h"
 #include "drover/control/contract.h"
 #include "drover/control/controller.h"
+#include "drover/model/job_state_words.h"
 
 namespace drover::control {
 
@@ -25,8 +26,8 @@ Result<Job*> Controller::FindRunning(JobId id, std::string_view reports) {
   if (!found) return NotFound(fmt::format("job {} does not exist", id.value()));
   Job& job = *found;
   if (job.state != JobState::kStarting && job.state != JobState::kRunning) {
-    return FailedPrecondition(fmt::format("job {} is {}: only a running job reports {}", id.value(),
-                                          model::JobStateName(job.state), reports));
+    return FailedPrecondition(fmt::format("job {} {}: only a running job reports {}", id.value(),
+                                          model::kJobStatePhrases.Name(job.state), reports));
   }
   return &job;
 }
@@ -241,11 +242,10 @@ void Controller::FinishAttempt(Job& job, TimeMs now, Step& step) {
                     [](const Worker& worker) { return worker.exit && worker.exit->Succeeded(); });
     if (all_succeeded) {
       attempt.outcome = JobState::kSucceeded;
-      attempt.outcome_reason =
-          fmt::format("all workers exited 0 (before {} took effect)",
-                      attempt.preempted_by ? "preemption"
-                      : drained            ? "the node's drain"
-                                           : "the requeue");
+      attempt.outcome_reason = fmt::format("all workers exited 0 (before {} took effect)",
+                                           attempt.preempted_by ? "preemption"
+                                           : drained            ? "the node's drain"
+                                                                : "the requeue");
       attempt.preempted_by.reset();
       attempt.requeued_by.clear();
       attempt.disruption = model::Disruption::kNone;

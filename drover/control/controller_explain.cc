@@ -2,6 +2,7 @@
 // one sentence, an estimated start) and the queue tree with its pending counts (Queues).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -16,6 +17,28 @@ using model::Attempt;
 using model::Job;
 using model::JobState;
 using model::Worker;
+
+std::optional<std::string> Controller::LostHosts(
+    const model::JobSpec& spec, const std::optional<sched::PendingReason>& placement) const {
+  using Code = sched::PendingReason::Code;
+  if (lost_.empty() || !placement ||
+      (placement->code != Code::kUnschedulable && placement->code != Code::kNoNodes)) {
+    return std::nullopt;
+  }
+  std::vector<std::string> able;
+  for (const NodeId& name : lost_) {
+    sched::ClusterState alone;
+    alone.UpsertNode(nodes_.at(name));
+    if (sched::Explain(alone, spec).eligible_nodes > 0) able.push_back(name.value());
+  }
+  if (able.empty()) return std::nullopt;
+  if (able.size() == 1) {
+    return fmt::format("the only node able to run it, {}, is lost (it waits for it to return)",
+                       able[0]);
+  }
+  return fmt::format("every node able to run it is lost ({}); it waits for one to return",
+                     fmt::join(able, ", "));
+}
 
 Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
   const Job* job = Find(id);
@@ -78,6 +101,9 @@ Result<Explanation> Controller::Explain(JobId id, TimeMs now) const {
       if (job->not_before <= now) {
         out.position = PositionOf(id);
         if (out.position) out.message += "; " + DescribePosition(*out.position);
+      }
+      if (std::optional<std::string> lost = LostHosts(job->spec, out.placement)) {
+        out.message += "; " + *lost;
       }
       if (reservation_ && reservation_->job == id) {
         out.estimated_start = reservation_->start;

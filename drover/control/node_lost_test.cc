@@ -19,6 +19,7 @@ using ::testing::HasSubstr;
 using testing::Killed;
 using testing::kT0;
 using testing::Launches;
+using ::testing::Not;
 using testing::Spec;
 using testing::Started;
 using testing::Stops;
@@ -94,6 +95,31 @@ TEST_F(NodeLostTest, ALostNodeTakesNoPlacementsUntilItIsUpsertedAgain) {
   auto launches = Launches(Schedule(kT0 + 3'000));
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].spec.key, (model::WorkerKey{id, 2, 0}));
+}
+
+TEST_F(NodeLostTest, ExplainNamesTheOnlyNodeAbleToRunTheJobWhenItIsLost) {
+  JobId id = StartOnA({2, 0, {model::FailureKind::kNodeLost}});
+  Lose(kA, kT0 + 1'000);
+  Schedule(kT0 + 2'000);
+  Result<Explanation> explained = controller_.Explain(id, kT0 + 2'000);
+  ASSERT_TRUE(explained.has_value()) << explained.error().ToString();
+  EXPECT_THAT(explained->message, HasSubstr("the only node able to run it, node-a, is lost"));
+
+  // A job node-b can run says nothing of node-a.
+  model::JobSpec anywhere = Spec("any", 1);
+  anywhere.requirements.node_selector["name"] = "node-b";
+  JobId other = Submit({anywhere})[0];
+  Result<Explanation> fine = controller_.Explain(other, kT0 + 2'000);
+  ASSERT_TRUE(fine.has_value());
+  EXPECT_THAT(fine->message, Not(HasSubstr("lost")));
+
+  // Both lost: a job either could run names both.
+  Lose(kB, kT0 + 3'000);
+  JobId either = Submit({Spec("either", 1)})[0];
+  Schedule(kT0 + 3'000);
+  Result<Explanation> both = controller_.Explain(either, kT0 + 3'000);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_THAT(both->message, HasSubstr("every node able to run it is lost (node-a, node-b)"));
 }
 
 TEST_F(NodeLostTest, TheRetryGoesToAnotherNode) {

@@ -627,7 +627,7 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
     }
     if (d.memory > impl.FreeMemory(pos)) {
       return FailedPrecondition(fmt::format("job {}: node {} has {} memory free, needs {}", job,
-                                            name, FormatBytes(impl.FreeMemory(pos)),
+                                            name, FormatBytesApprox(impl.FreeMemory(pos)),
                                             FormatBytes(d.memory)));
     }
     std::sort(d.gpus.begin(), d.gpus.end());
@@ -670,9 +670,10 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
                 impl.FreeShareMillis(pos, i), std::int64_t{times} * share.millis));
           }
           if (times * share.memory > impl.FreeShareMemory(pos, i)) {
-            return FailedPrecondition(fmt::format(
-                "job {}: GPU {} of node {} has {} memory free for shares, needs {}", job, gpu, name,
-                FormatBytes(impl.FreeShareMemory(pos, i)), FormatBytes(times * share.memory)));
+            return FailedPrecondition(
+                fmt::format("job {}: GPU {} of node {} has {} memory free for shares, needs {}",
+                            job, gpu, name, FormatBytesApprox(impl.FreeShareMemory(pos, i)),
+                            FormatBytes(times * share.memory)));
           }
           break;
         case GpuMode::kMig:

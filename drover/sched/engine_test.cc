@@ -421,7 +421,9 @@ TEST(Engine, GpuFlavorsAreTriedInTurnAndPlacementFollowsTheAdmittedFlavor) {
   EXPECT_TRUE(out.placed.empty());
   ASSERT_NE(VerdictOf(out, 2), nullptr);
   EXPECT_EQ(VerdictOf(out, 2)->layer, model::HoldLayer::kQuota) << VerdictOf(out, 2)->message;
-  EXPECT_NE(VerdictOf(out, 2)->message.find("4 H100 GPUs, above its quota of 2"), std::string::npos)
+  EXPECT_NE(VerdictOf(out, 2)->message.find(
+                "of its 2 H100 GPUs; it may not borrow; this job needs 4 H100 GPUs"),
+            std::string::npos)
       << VerdictOf(out, 2)->message;
 }
 

@@ -76,8 +76,8 @@ TEST(Feasibility, RefusesWhatItsQueueCanNeverAdmit) {
   model::JobSpec spec = MakeJob(8);
   spec.queue = "small";
   EXPECT_THAT(FindInfeasibility(spec, TwoNodes(), IdleQueues(policy), true),
-              Optional(HasSubstr("no queue limit can ever admit it: queue small would use 8 GPUs, "
-                                 "above its quota of 4")));
+              Optional(HasSubstr("no queue limit can ever admit it: queue small is using 0 of its "
+                                 "4 GPUs; it may not borrow; this job needs 8 GPUs")));
   spec.requirements.per_worker.gpus = 4;
   EXPECT_EQ(FindInfeasibility(spec, TwoNodes(), IdleQueues(policy), true), std::nullopt);
 }

@@ -185,7 +185,7 @@ std::string RenderExcluded(const PendingReason& r) {
 std::string RenderHostShort(const PendingReason& r, std::int64_t workers) {
   return fmt::format("which has only {} CPU and {} memory free (needs {} CPU and {} memory)",
                      FormatCpuMillis(r.largest_free_cpu_millis),
-                     FormatBytes(r.largest_free_memory_bytes),
+                     FormatBytesApprox(r.largest_free_memory_bytes),
                      FormatCpuMillis(r.per_worker.cpu_millis * workers),
                      FormatBytes(r.per_worker.memory_bytes * workers));
 }
@@ -218,7 +218,7 @@ std::string RenderFree(const PendingReason& r) {
         fmt::format("the largest free share is {}m of a GPU on {}", r.largest_free_share, node);
     if (r.gpu_memory_bytes > 0) {
       out += fmt::format(" with {} of its memory free",
-                         FormatBytes(r.largest_free_share_memory_bytes));
+                         FormatBytesApprox(r.largest_free_share_memory_bytes));
     }
     if (on_node == 1 && r.largest_free_share >= r.gpu_share_millis &&
         r.largest_free_share_memory_bytes >= r.gpu_memory_bytes) {
@@ -237,7 +237,7 @@ std::string RenderFree(const PendingReason& r) {
   }
   const std::string free_cpu_memory =
       fmt::format("{} CPU and {} memory", FormatCpuMillis(r.largest_free_cpu_millis),
-                  FormatBytes(r.largest_free_memory_bytes));
+                  FormatBytesApprox(r.largest_free_memory_bytes));
   if (gpus > 0) {
     const std::int64_t per_node = std::int64_t{gpus} * on_node;
     if (r.largest_free_gpus == 0) return "no eligible node has a free GPU";

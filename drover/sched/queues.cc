@@ -147,26 +147,40 @@ model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_vie
 }
 
 std::string AdmitVerdict::Render() const {
+  const std::string needs = "; this job needs " + Describe(resource, requested);
   switch (code) {
     case Code::kOk:
       return "admitted";
-    case Code::kQuota:
-      return fmt::format("{} would use {}, above its quota of {} (nominal {}, borrowing limit {})",
-                         scope, Describe(resource, used + requested), FormatAmount(resource, limit),
-                         FormatAmount(resource, nominal), FormatAmount(resource, limit - nominal));
+    case Code::kQuota: {
+      const std::string from = lender.empty() ? "the other top-level queues" : lender;
+      std::string out =
+          used <= nominal
+              ? fmt::format("{} is using {} of its {}", scope, FormatAmount(resource, used),
+                            Describe(resource, nominal))
+              : fmt::format("{} is using {}, {} of them borrowed from {}", scope,
+                            Describe(resource, used), FormatAmount(resource, used - nominal), from);
+      const std::int64_t more = limit - std::max(used, nominal);
+      if (more > 0) {
+        out += fmt::format("; it may borrow {} more from {}", FormatAmount(resource, more), from);
+      } else {
+        out += limit == nominal ? "; it may not borrow" : "; it may borrow no more";
+      }
+      return out + needs;
+    }
     case Code::kCohort:
       return fmt::format(
-          "{} would draw {} from its pool of {} lent by its queues ({} drawn now, {} more for "
-          "this job)",
-          scope, Describe(resource, used + requested), FormatAmount(resource, limit),
-          FormatAmount(resource, used), FormatAmount(resource, requested));
+          "{} lend each other {}: {} borrowed now, and this job would borrow {} more",
+          lender.empty() ? "the top-level queues" : "the queues under " + lender,
+          Describe(resource, limit), FormatAmount(resource, used),
+          FormatAmount(resource, requested));
     case Code::kLimit:
       if (resource == "jobs") {
-        return fmt::format("{} would run {}, above the limit of {}", scope,
-                           Describe(resource, used + requested), limit);
+        return fmt::format("{} is running {} of at most {}", scope, used,
+                           Describe(resource, limit));
       }
-      return fmt::format("{} would use {}, above the limit of {}", scope,
-                         Describe(resource, used + requested), FormatAmount(resource, limit));
+      return fmt::format("{} is using {} of at most {}", scope, FormatAmount(resource, used),
+                         Describe(resource, limit)) +
+             needs;
   }
   return "admitted";
 }
@@ -438,6 +452,7 @@ std::optional<AdmitVerdict> QueueTree::CheckQuota(int n, const DenseAmounts& amo
       v.requested = amount;
       v.limit = node.bound[r];
       v.nominal = node.nominal[r];
+      if (node.parent != 0) v.lender = Path(node.parent);
       return v;
     }
     const std::int64_t protected_amount = node.nominal[r] - node.lending[r];
@@ -451,6 +466,7 @@ std::optional<AdmitVerdict> QueueTree::CheckQuota(int n, const DenseAmounts& amo
       v.used = parent.pool_use[r];
       v.requested = draw;
       v.limit = parent.pool[r];
+      if (node.parent != 0) v.lender = Path(node.parent);
       return v;
     }
   }

@@ -104,11 +104,17 @@ struct AdmitVerdict {
   std::int64_t requested = 0;
   std::int64_t limit = 0;
   std::int64_t nominal = 0;  // kQuota: the node's nominal (limit - nominal = borrowing limit)
+  // kQuota, kCohort: the queue whose members lend to each other (the parent's path, "org"), or
+  // empty when the queue is a top-level one.
+  std::string lender;
 
   bool ok() const { return code == Code::kOk; }
-  // One sentence, e.g. "queue team-a would use 12 GPUs, above its quota of 8 (nominal 4,
-  // borrowing limit 4)"; GPUs print in whole units when whole ("2500m" otherwise), cpu and
-  // memory as quantities.
+  // One sentence in plain words: what is in use against what is allowed, then what the job
+  // needs, e.g. "queue org/team-b is using 7 of its 7 GPUs; it may borrow 1 more from org;
+  // this job needs 2 GPUs", "the queues under org lend each other 6 GPUs: 6 are borrowed now,
+  // and this job would borrow 1 more", "user alice in queue org is using 3 of at most 4 GPUs;
+  // this job needs 2 GPUs", "queue a is running 2 of at most 2 jobs". GPUs print in whole
+  // units when whole ("2500m" otherwise), cpu and memory as quantities.
   std::string Render() const;
   friend bool operator==(const AdmitVerdict&, const AdmitVerdict&) = default;
 };

@@ -97,9 +97,10 @@ TEST(Quota, BorrowsUpToBorrowingLimitWhenSiblingsAreIdle) {
   EXPECT_TRUE(tree.Borrowing(*tree.FindLeaf("a"), "gpu"));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "a", 1));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kQuota, "queue a", "gpu", 6 * kGpu, 1 * kGpu,
-                                   6 * kGpu, 4 * kGpu}));
+                                   6 * kGpu, 4 * kGpu, ""}));
   EXPECT_EQ(verdict.Render(),
-            "queue a would use 7 GPUs, above its quota of 6 (nominal 4, borrowing limit 2)");
+            "queue a is using 6 GPUs, 2 of them borrowed from the other top-level queues; it may "
+            "borrow no more; this job needs 1 GPU");
   // b still gets the 2 it has not lent.
   MustAdd(tree, Gpus(tree, "b", 2));
 }
@@ -140,10 +141,10 @@ TEST(Quota, CohortExhaustionGivesCohortVerdictWithNumbers) {
   MustAdd(tree, Gpus(tree, "b", 2));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "c", 1));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kCohort, "cohort of c", "gpu", 6 * kGpu,
-                                   1 * kGpu, 6 * kGpu, 0}));
+                                   1 * kGpu, 6 * kGpu, 0, ""}));
   EXPECT_EQ(verdict.Render(),
-            "cohort of c would draw 7 GPUs from its pool of 6 lent by its queues (6 drawn now, 1 "
-            "more for this job)");
+            "the top-level queues lend each other 6 GPUs: 6 borrowed now, and this job would "
+            "borrow 1 more");
 }
 
 TEST(Quota, OrgQuotaCapsItsTeams) {
@@ -157,9 +158,9 @@ TEST(Quota, OrgQuotaCapsItsTeams) {
   // t2 is within its own nominal, but org-a is at its 8.
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t2", 1));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kQuota, "queue org-a", "gpu", 8 * kGpu,
-                                   1 * kGpu, 8 * kGpu, 8 * kGpu}));
+                                   1 * kGpu, 8 * kGpu, 8 * kGpu, ""}));
   EXPECT_EQ(verdict.Render(),
-            "queue org-a would use 9 GPUs, above its quota of 8 (nominal 8, borrowing limit 0)");
+            "queue org-a is using 8 of its 8 GPUs; it may not borrow; this job needs 1 GPU");
   EXPECT_TRUE(tree.WithinNominal(*tree.FindLeaf("t2"), {{"gpu", 1 * kGpu}}));
 }
 
@@ -211,7 +212,7 @@ TEST(Quota, PerModelFlavorIsGovernedApart) {
   AdmitVerdict verdict =
       tree.CheckAdmit(ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"gpu:h100", 1 * kGpu}}));
   EXPECT_EQ(verdict.resource, "gpu:h100");
-  EXPECT_THAT(verdict.Render(), HasSubstr("would draw 3 H100 GPUs"));
+  EXPECT_THAT(verdict.Render(), HasSubstr("lend each other 2 H100 GPUs: 2 borrowed now"));
   EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "a", {{"gpu", 1 * kGpu}, {"gpu:a100", kGpu}})).ok());
 }
 
@@ -259,8 +260,8 @@ TEST(Limit, MaxRunningJobsOfAQueue) {
   MustAdd(tree, Gpus(tree, "a", 1));
   MustAdd(tree, Gpus(tree, "a", 1));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "a", 1));
-  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "queue a", "jobs", 2, 1, 2, 0}));
-  EXPECT_EQ(verdict.Render(), "queue a would run 3 jobs, above the limit of 2");
+  EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "queue a", "jobs", 2, 1, 2, 0, ""}));
+  EXPECT_EQ(verdict.Render(), "queue a is running 2 of at most 2 jobs");
 }
 
 TEST(Limit, MaxResourcesAtAParentCapsTheSubtree) {
@@ -271,7 +272,8 @@ TEST(Limit, MaxResourcesAtAParentCapsTheSubtree) {
   AdmitVerdict verdict = tree.CheckAdmit(ChargeOf(tree, "t2", {{"memory", 32 * kGi}}));
   EXPECT_EQ(verdict.code, AdmitVerdict::Code::kLimit);
   EXPECT_EQ(verdict.scope, "queue org");
-  EXPECT_EQ(verdict.Render(), "queue org would use 80Gi of memory, above the limit of 64Gi");
+  EXPECT_EQ(verdict.Render(),
+            "queue org is using 48Gi of at most 64Gi of memory; this job needs 32Gi of memory");
 }
 
 TEST(Limit, UserLimitsApplyToEachUserWithinTheSubtree) {
@@ -281,8 +283,9 @@ TEST(Limit, UserLimitsApplyToEachUserWithinTheSubtree) {
   MustAdd(tree, Gpus(tree, "t1", 3, "alice"));
   AdmitVerdict verdict = tree.CheckAdmit(Gpus(tree, "t2", 2, "alice"));
   EXPECT_EQ(verdict, (AdmitVerdict{AdmitVerdict::Code::kLimit, "user alice in queue org", "gpu",
-                                   3 * kGpu, 2 * kGpu, 4 * kGpu, 0}));
-  EXPECT_EQ(verdict.Render(), "user alice in queue org would use 5 GPUs, above the limit of 4");
+                                   3 * kGpu, 2 * kGpu, 4 * kGpu, 0, ""}));
+  EXPECT_EQ(verdict.Render(),
+            "user alice in queue org is using 3 of at most 4 GPUs; this job needs 2 GPUs");
   EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "t2", 4, "bob")).ok());
   EXPECT_TRUE(tree.CheckAdmit(Gpus(tree, "t2", 1, "alice")).ok());
 }
@@ -308,12 +311,12 @@ TEST(Limit, PipelineLimitsCountAcrossQueues) {
   AdmitVerdict verdict =
       tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 1 * kCore}}, "bob", "nightly"));
   EXPECT_EQ(verdict,
-            (AdmitVerdict{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 1, 1, 1, 0}));
+            (AdmitVerdict{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 1, 1, 1, 0, ""}));
   EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 1 * kCore}}, "bob", "weekly")).ok());
   // A job without a pipeline is not limited by pipeline limits.
   EXPECT_TRUE(tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 64 * kCore}}, "bob", "")).ok());
   AdmitVerdict cpu = tree.CheckAdmit(ChargeOf(tree, "b", {{"cpu", 8 * kCore}}, "bob", "weekly"));
-  EXPECT_EQ(cpu.Render(), "pipeline weekly would use 8 CPUs, above the limit of 4");
+  EXPECT_EQ(cpu.Render(), "pipeline weekly is using 0 of at most 4 CPUs; this job needs 8 CPUs");
 }
 
 TEST(Limit, QuotaIsCheckedBeforeLimits) {
@@ -367,21 +370,36 @@ TEST(QueueStatus, LentIsSplitInProportionToUnusedLendableQuota) {
 
 TEST(AdmitVerdictRender, Sentences) {
   EXPECT_EQ(AdmitVerdict{}.Render(), "admitted");
-  AdmitVerdict fractional{AdmitVerdict::Code::kQuota, "queue team-a", "gpu", 2000, 500, 2000, 1500};
+  AdmitVerdict fractional{
+      AdmitVerdict::Code::kQuota, "queue team-a", "gpu", 2000, 500, 2000, 1500, ""};
   EXPECT_EQ(fractional.Render(),
-            "queue team-a would use 2500m GPUs, above its quota of 2 (nominal 1500m, borrowing "
-            "limit 500m)");
-  AdmitVerdict one{AdmitVerdict::Code::kLimit, "user bob in queue x", "gpu:h100", 0, 1000, 0, 0};
-  EXPECT_EQ(one.Render(), "user bob in queue x would use 1 H100 GPU, above the limit of 0");
-  AdmitVerdict cpu{AdmitVerdict::Code::kLimit, "queue x", "cpu", 7500, 500, 7500, 0};
-  EXPECT_EQ(cpu.Render(), "queue x would use 8 CPUs, above the limit of 7500m");
-  AdmitVerdict job{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 0, 1, 0, 0};
-  EXPECT_EQ(job.Render(), "pipeline nightly would run 1 job, above the limit of 0");
-  AdmitVerdict memory{
-      AdmitVerdict::Code::kCohort, "cohort of org/a", "memory", 64 * kGi, 8 * kGi, 64 * kGi, 0};
+            "queue team-a is using 2 GPUs, 500m of them borrowed from the other top-level queues; "
+            "it may borrow no more; this job needs 500m GPUs");
+  // The sentence of issue 18: a team at its quota that may borrow from its org.
+  AdmitVerdict team{
+      AdmitVerdict::Code::kQuota, "queue org/team-b", "gpu", 7000, 2000, 8000, 7000, "org"};
+  EXPECT_EQ(team.Render(),
+            "queue org/team-b is using 7 of its 7 GPUs; it may borrow 1 more from org; this job "
+            "needs 2 GPUs");
+  AdmitVerdict one{
+      AdmitVerdict::Code::kLimit, "user bob in queue x", "gpu:h100", 0, 1000, 0, 0, ""};
+  EXPECT_EQ(one.Render(),
+            "user bob in queue x is using 0 of at most 0 H100 GPUs; this job needs 1 H100 GPU");
+  AdmitVerdict cpu{AdmitVerdict::Code::kLimit, "queue x", "cpu", 7500, 500, 7500, 0, ""};
+  EXPECT_EQ(cpu.Render(), "queue x is using 7500m of at most 7500m CPUs; this job needs 500m CPUs");
+  AdmitVerdict job{AdmitVerdict::Code::kLimit, "pipeline nightly", "jobs", 0, 1, 0, 0, ""};
+  EXPECT_EQ(job.Render(), "pipeline nightly is running 0 of at most 0 jobs");
+  AdmitVerdict memory{AdmitVerdict::Code::kCohort,
+                      "cohort of org/a",
+                      "memory",
+                      64 * kGi,
+                      8 * kGi,
+                      64 * kGi,
+                      0,
+                      "org"};
   EXPECT_EQ(memory.Render(),
-            "cohort of org/a would draw 72Gi of memory from its pool of 64Gi lent by its queues "
-            "(64Gi drawn now, 8Gi more for this job)");
+            "the queues under org lend each other 64Gi of memory: 64Gi borrowed now, and this job "
+            "would borrow 8Gi more");
 }
 
 TEST(ChargeAmountsOf, WorkersTimesPerWorkerAmounts) {

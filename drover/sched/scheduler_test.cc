@@ -431,6 +431,17 @@ TEST(Explain, CpuOnlySingleWorker) {
             "and 63Gi memory on node-b");
 }
 
+TEST(Explain, FreeMemoryReadsInHumanUnits) {
+  // /proc/meminfo's MemTotal of a real machine: 24684084 KiB, which no larger unit divides.
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 0, "", 8'000, 24'684'084LL * 1024));
+  Placement used{JobId(5), {WorkerAssignment{0, NodeId("node-a"), {}}}};
+  ASSERT_TRUE(cluster.Allocate(used, testing::Req({6'000, 1 * kGi, 0})).has_value());
+  EXPECT_EQ(Explain(cluster, MakeCpuJob(4'000, 1 * kGi)).Render(),
+            "needs 1 worker of 4 CPU and 1Gi memory; the most free on one eligible node is 2 CPU "
+            "and 22.5Gi memory on node-a");
+}
+
 TEST(Explain, TooSmallNodesStillNameTheLargestFreeBlock) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 4, "H100"));

@@ -111,6 +111,10 @@ std::vector<api::CronStatus> ControlPlaneService::Crons() const { return plane_.
 
 Status ControlPlaneService::DeleteCron(const std::string& name) { return plane_.DeleteCron(name); }
 
+Result<api::CronStatus> ControlPlaneService::SuspendCron(const std::string& name, bool suspend) {
+  return plane_.SuspendCron(name, suspend);
+}
+
 Status ControlPlaneService::PutSecret(const std::string& team, const std::string& name,
                                       std::string_view value) {
   return plane_.PutSecret(team, name, value);

@@ -48,6 +48,7 @@ class ControlPlaneService final : public api::Service {
                                   const model::Identity& caller) override;
   std::vector<api::CronStatus> Crons() const override;
   Status DeleteCron(const std::string& name) override;
+  Result<api::CronStatus> SuspendCron(const std::string& name, bool suspend) override;
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override;
   Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const override;

@@ -339,6 +339,10 @@ class ControlPlane {
   Result<CronStatus> PutCron(model::CronSpec spec, const model::Identity& caller) EXCLUDES(mu_);
   // Removes a cron job; its runs' jobs stay. kNotFound for an unknown name.
   Status DeleteCron(const std::string& name) EXCLUDES(mu_);
+  // Suspends or resumes a cron job and stores it (api::Service::SuspendCron): resuming moves its
+  // last handled time to now, so that runs due while it was suspended are not started.
+  // kNotFound for an unknown name; a store error as it is.
+  Result<CronStatus> SuspendCron(const std::string& name, bool suspend) EXCLUDES(mu_);
   // Every cron job, by name, with its runs.
   std::vector<CronStatus> Crons() const EXCLUDES(mu_);
 

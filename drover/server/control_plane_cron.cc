@@ -68,6 +68,22 @@ Status ControlPlane::DeleteCron(const std::string& name) {
   return OkStatus();
 }
 
+Result<CronStatus> ControlPlane::SuspendCron(const std::string& name, bool suspend) {
+  MutexLock lock(mu_);
+  auto it = crons_.find(name);
+  if (it == crons_.end()) return NotFound(fmt::format("cron job {} does not exist", name));
+  CronEntry& entry = it->second;
+  if (entry.record.spec.suspend == suspend) return StatusOf(entry);
+  store::CronRecord record = entry.record;
+  record.spec.suspend = suspend;
+  if (!suspend) record.last_handled = std::max(record.last_handled, clock_.Now());
+  DROVER_RETURN_IF_ERROR(store_->PutCron(record));
+  entry.record = std::move(record);
+  entry.next_due = clock_.Now();
+  wake_loop_.notify_all();
+  return StatusOf(entry);
+}
+
 std::vector<CronStatus> ControlPlane::Crons() const {
   MutexLock lock(mu_);
   std::vector<CronStatus> out;
@@ -138,7 +154,7 @@ void ControlPlane::StartCronRun(const CronEntry& entry, TimeMs due) {
   std::vector<JobId> active;
   for (const CronRun& run : CronRunsOf(spec.name, controller_.jobs())) {
     if (run.id == run_id) return;  // submitted before a restart
-    if (run.state != "active") continue;
+    if (workflow::IsFinished(run.state)) continue;
     for (JobId id : run.jobs) {
       if (!model::IsTerminal(controller_.Find(id)->state)) active.push_back(id);
     }

@@ -106,7 +106,39 @@ TEST_F(ControlPlaneCronTest, ReplaceCancelsTheActiveRun) {
   EXPECT_FALSE(model::IsTerminal(jobs[1].state));
   std::vector<CronStatus> crons = plane_->Crons();
   ASSERT_EQ(crons[0].history.size(), 1u);
-  EXPECT_EQ(crons[0].history[0].state, "failed");
+  // A replaced run was cancelled, not failed.
+  EXPECT_EQ(crons[0].history[0].state, workflow::RunState::kCancelled);
+  ASSERT_EQ(crons[0].active.size(), 1u);
+  EXPECT_FALSE(workflow::IsFinished(crons[0].active[0].state));
+}
+
+TEST_F(ControlPlaneCronTest, SuspendedCronStartsNoRunAndResumesAtTheNextDueTime) {
+  ASSERT_TRUE(plane_->PutCron(Spec(model::ConcurrencyPolicy::kAllow), model::AdminIdentity("alice"))
+                  .has_value());
+  auto suspended = plane_->SuspendCron("tick", true);
+  ASSERT_TRUE(suspended.has_value()) << suspended.error().ToString();
+  EXPECT_TRUE(suspended->record.spec.suspend);
+  EXPECT_FALSE(suspended->next_run.has_value());
+  // Twice is the same.
+  ASSERT_TRUE(plane_->SuspendCron("tick", true).has_value());
+
+  AdvanceTo(kStart + 10'000);
+  AdvanceTo(kStart + 20'000);
+  EXPECT_TRUE(Keys().empty());
+  EXPECT_TRUE(plane_->Crons()[0].record.spec.suspend);
+
+  // The runs due at +10 s and +20 s were missed while suspended: none starts on resume.
+  clock_.Set(kStart + 25'000);
+  auto resumed = plane_->SuspendCron("tick", false);
+  ASSERT_TRUE(resumed.has_value()) << resumed.error().ToString();
+  EXPECT_FALSE(resumed->record.spec.suspend);
+  EXPECT_EQ(resumed->next_run, kStart + 30'000);
+  AdvanceTo(kStart + 25'500);
+  EXPECT_TRUE(Keys().empty());
+  AdvanceTo(kStart + 30'000);
+  EXPECT_THAT(Keys(), ElementsAre("tick@2023-11-14T22:13:50Z"));
+
+  EXPECT_EQ(plane_->SuspendCron("nope", true).error().code, ErrorCode::kNotFound);
 }
 
 TEST_F(ControlPlaneCronTest, ErrorsNameTheField) {

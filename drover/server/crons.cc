@@ -5,6 +5,8 @@
 
 #include <exception>
 
+#include "drover/workflow/rollup.h"
+
 namespace drover::server {
 
 Result<const date::time_zone*> LocateTimeZone(const std::string& name) {
@@ -18,22 +20,18 @@ Result<const date::time_zone*> LocateTimeZone(const std::string& name) {
 
 std::vector<CronRun> CronRunsOf(const std::string& name, const std::map<JobId, model::Job>& jobs) {
   const std::string prefix = name + "@";
-  std::map<std::string, CronRun> runs;  // by id: run ids of one cron job sort by due time
+  // By id: run ids of one cron job sort by due time; jobs in id order, as RollUp takes them.
+  std::map<std::string, std::vector<const model::Job*>> runs;
   for (const auto& [id, job] : jobs) {
-    if (!job.submission_key.starts_with(prefix)) continue;
-    CronRun& run = runs[job.submission_key];
-    run.id = job.submission_key;
-    run.jobs.push_back(id);
-    if (!model::IsTerminal(job.state)) {
-      run.state = "active";
-    } else if (run.state.empty() || run.state == "succeeded") {
-      const bool ok =
-          job.state == model::JobState::kSucceeded || job.state == model::JobState::kSkipped;
-      run.state = ok ? "succeeded" : "failed";
-    }
+    if (job.submission_key.starts_with(prefix)) runs[job.submission_key].push_back(&job);
   }
   std::vector<CronRun> out;
-  for (auto& [id, run] : runs) out.push_back(std::move(run));
+  for (const auto& [id, run_jobs] : runs) {
+    CronRun& run = out.emplace_back();
+    run.id = id;
+    for (const model::Job* job : run_jobs) run.jobs.push_back(job->id);
+    run.state = workflow::RollUp(run_jobs).state;
+  }
   return out;
 }
 
@@ -41,14 +39,15 @@ void SetRuns(const std::vector<CronRun>& runs, CronStatus& status) {
   int succeeded = 0;
   int failed = 0;
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-    if (it->state == "active") continue;
-    int& kept = it->state == "succeeded" ? succeeded : failed;
-    const int limit = it->state == "succeeded" ? status.record.spec.successful_history_limit
-                                               : status.record.spec.failed_history_limit;
+    if (!workflow::IsFinished(it->state)) continue;
+    const bool ok = it->state == workflow::RunState::kSucceeded;
+    int& kept = ok ? succeeded : failed;
+    const int limit =
+        ok ? status.record.spec.successful_history_limit : status.record.spec.failed_history_limit;
     if (kept++ < limit) status.history.push_back(*it);
   }
   for (const CronRun& run : runs) {
-    if (run.state == "active") status.active.push_back(run);
+    if (!workflow::IsFinished(run.state)) status.active.push_back(run);
   }
   if (!runs.empty()) status.last = runs.back();
 }

@@ -35,7 +35,9 @@ Result<const date::time_zone*> LocateTimeZone(const std::string& name);
 // The runs of cron job `name` among `jobs` (by submission key), oldest first.
 std::vector<CronRun> CronRunsOf(const std::string& name, const std::map<JobId, model::Job>& jobs);
 
-// Fills status.active, history and last from `runs` (oldest first) under the spec's limits.
+// Fills status.active, history and last from `runs` (oldest first) under the spec's limits: the
+// newest succeeded runs under successful_history_limit, the newest failed or cancelled ones
+// under failed_history_limit.
 void SetRuns(const std::vector<CronRun>& runs, CronStatus& status);
 
 }  // namespace drover::server

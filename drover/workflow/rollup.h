@@ -56,6 +56,12 @@ inline constexpr model::NameTable kRunStateNames{std::array{
 }};
 static_assert(kRunStateNames.size() == static_cast<std::size_t>(RunState::kCancelled) + 1);
 
+// True once a run in `state` has finished: succeeded, failed or cancelled.
+constexpr bool IsFinished(RunState state) {
+  return state == RunState::kSucceeded || state == RunState::kFailed ||
+         state == RunState::kCancelled;
+}
+
 struct StageStatus {
   std::string name;  // the stage, or the job name outside pipelines
   // As a dependency sees it (a cancelled stage is kFailed there); kUnfinished until it finished.

@@ -114,6 +114,8 @@ const std::map<std::string, Rule>& Rules() {
       {"POST /v1/crons", Rule::kSubmitA},
       {"GET /v1/crons", Rule::kAnyToken},
       {"DELETE /v1/crons/([^/]+)", Rule::kOwnerSide},
+      {"POST /v1/crons/([^/]+)/suspend", Rule::kOwnerSide},
+      {"POST /v1/crons/([^/]+)/resume", Rule::kOwnerSide},
       {"GET /v1/nodes", Rule::kAnyToken},
       {"POST /v1/nodes/([^/]+)/cordon", Rule::kAdmin},
       {"POST /v1/nodes/([^/]+)/uncordon", Rule::kAdmin},

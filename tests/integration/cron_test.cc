@@ -40,9 +40,14 @@ std::map<std::string, json> Runs(api::ApiClient& client, const std::string& cron
   return runs;
 }
 
+// Whether a run in `state` (a pipeline run's roll-up) has finished.
+bool Finished(const json& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
 int CountFinished(const std::map<std::string, json>& runs) {
   int finished = 0;
-  for (const auto& [id, run] : runs) finished += run["state"] != "active" ? 1 : 0;
+  for (const auto& [id, run] : runs) finished += Finished(run["state"]) ? 1 : 0;
   return finished;
 }
 
@@ -164,7 +169,7 @@ job:
   ASSERT_TRUE(WaitUntil(
       [&] {
         for (const auto& [id, run] : Runs(client, "ticker")) {
-          if (DueSeconds(id) > latest_missed && run["state"] != "active") return true;
+          if (DueSeconds(id) > latest_missed && Finished(run["state"])) return true;
         }
         return false;
       },
@@ -190,6 +195,84 @@ job:
   std::map<std::string, int> runs_of_job;
   for (const std::string& line : ReadLines(ran)) runs_of_job[line]++;
   for (const auto& [job, count] : runs_of_job) EXPECT_EQ(count, 1) << "job " << job;
+}
+
+// The row `drover cron ls` prints for `name`, or "" when it is not listed.
+std::string ListedRow(const std::string& url, const std::string& name, const std::string& scratch) {
+  CommandResult ls = RunDrover({"--server", url, "cron", "ls"}, scratch);
+  EXPECT_EQ(ls.exit_code, 0) << ls.out << ls.err;
+  std::istringstream lines(ls.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(name + " ")) return line;
+  }
+  return "";
+}
+
+TEST_F(Cron, SuspendResumeAndDeleteThroughTheCli) {
+  const std::string data = dir_.Sub("data");
+  const std::string file = dir_.Sub("tick.yaml");
+  WriteFile(file, R"(kind: CronJob
+name: tick
+schedule: "*/2 * * * * *"
+job:
+  resources: {cpu: 100m, memory: 16Mi}
+  command: ["true"]
+)");
+  {
+    ServerProcess server(data, dir_.path(), {"--gpus", "0"});
+    ASSERT_TRUE(server.ok());
+    SubmitCron(server.url(), file, dir_.path());
+    EXPECT_THAT(ListedRow(server.url(), "tick", dir_.path()), HasSubstr(" scheduled "));
+
+    CommandResult suspend =
+        RunDrover({"--server", server.url(), "cron", "suspend", "tick"}, dir_.path());
+    ASSERT_EQ(suspend.exit_code, 0) << suspend.out << suspend.err;
+    EXPECT_THAT(suspend.out, HasSubstr("cron job tick suspended"));
+    EXPECT_THAT(ListedRow(server.url(), "tick", dir_.path()), HasSubstr(" suspended "));
+
+    CommandResult unknown =
+        RunDrover({"--server", server.url(), "cron", "suspend", "nope"}, dir_.path());
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_THAT(unknown.err, HasSubstr("cron job nope does not exist"));
+    server.process().KillProcessOnly();
+  }
+
+  // Suspension is stored: a restarted server keeps it, with no next run.
+  ServerProcess server(data, dir_.path(), {"--gpus", "0"});
+  ASSERT_TRUE(server.ok());
+  EXPECT_THAT(ListedRow(server.url(), "tick", dir_.path()), HasSubstr(" suspended "));
+  api::ApiClient client = server.Client();
+  auto listed = client.Get("/v1/crons");
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_TRUE(listed->json["crons"][0]["suspend"].get<bool>());
+  EXPECT_TRUE(listed->json["crons"][0]["next_run_at"].is_null());
+
+  const std::int64_t resumed_at = SystemClock().Now() / 1000;
+  CommandResult resume =
+      RunDrover({"--server", server.url(), "cron", "resume", "tick"}, dir_.path());
+  ASSERT_EQ(resume.exit_code, 0) << resume.out << resume.err;
+  EXPECT_THAT(resume.out, HasSubstr("cron job tick resumed: next run"));
+  // A run due after the resume starts and finishes.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        for (const auto& [id, run] : Runs(client, "tick")) {
+          if (DueSeconds(id) >= resumed_at && run["state"] == "succeeded") return true;
+        }
+        return false;
+      },
+      std::chrono::milliseconds(60'000)))
+      << server.Log();
+  EXPECT_THAT(ListedRow(server.url(), "tick", dir_.path()), HasSubstr(" scheduled "));
+
+  CommandResult remove =
+      RunDrover({"--server", server.url(), "cron", "delete", "tick"}, dir_.path());
+  ASSERT_EQ(remove.exit_code, 0) << remove.out << remove.err;
+  EXPECT_THAT(remove.out, HasSubstr("cron job tick deleted"));
+  EXPECT_EQ(ListedRow(server.url(), "tick", dir_.path()), "");
+  CommandResult again =
+      RunDrover({"--server", server.url(), "cron", "delete", "tick"}, dir_.path());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("cron job tick does not exist"));
 }
 
 }  // namespace

@@ -180,7 +180,7 @@ script: |
   }
   for (int i = 0; i < 2; ++i) {
     const json& attempt = job["attempts"][i];
-    EXPECT_EQ(attempt["outcome"], "ready") << attempt.dump(2);  // retried
+    EXPECT_EQ(attempt["outcome"], "requeued") << attempt.dump(2);  // retried
     EXPECT_THAT(attempt["outcome_reason"].get<std::string>(), HasSubstr("exit 1"));
     // Its successor resumed: only the GPU time after its last checkpoint was lost (1 GPU).
     const std::int64_t lost_ms = attempt["finished_at"].get<std::int64_t>() -
