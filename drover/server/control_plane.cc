@@ -704,7 +704,8 @@ Result<Submission> ControlPlane::Submit(std::string_view text, const spec::Parse
   spec::ParseOptions bounded = options;
   bounded.limits = options_.spec_limits;
   DROVER_ASSIGN_OR_RETURN(std::vector<model::JobSpec> specs, spec::ParseJobs(text, bounded));
-  const std::string digest = idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text);
+  const std::string digest =
+      idempotency_key.empty() ? std::string() : spec::SubmissionDigest(text, options.after);
   Submission submission;
   DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
     DROVER_RETURN_IF_ERROR(ClaimSpecs(specs, caller));

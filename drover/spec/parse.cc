@@ -445,11 +445,21 @@ Result<std::vector<model::Dependency>> ParseAfterList(std::string_view text) {
   return out;
 }
 
-std::string SubmissionDigest(std::string_view text) {
+std::string SubmissionDigest(std::string_view text, const std::vector<model::Dependency>& after) {
   constexpr std::uint64_t kOffsetBasis = 14695981039346656037ULL;
   constexpr std::uint64_t kPrime = 1099511628211ULL;
   std::uint64_t hash = kOffsetBasis;
-  for (char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * kPrime;
+  const auto digest = [&](std::string_view bytes) {
+    for (char c : bytes) hash = (hash ^ static_cast<unsigned char>(c)) * kPrime;
+  };
+  digest(text);
+  for (const model::Dependency& dependency : after) {
+    // Each item after a separator, so that the text and the items cannot run together.
+    digest(std::string_view("\0after\0", 7));
+    digest(dependency.name);
+    digest(":");
+    digest(model::kDependencyConditionNames.Name(dependency.condition));
+  }
   return fmt::format("fnv1a64:{:016x}", hash);
 }
 

@@ -76,7 +76,10 @@ Result<std::vector<model::Dependency>> ParseAfterList(std::string_view text);
 // with (a retry sends the same body; the headers may differ, e.g. a different X-Drover-Base-Dir
 // from another directory is still the same request). "fnv1a64:" and 16 hex digits: stable
 // across builds and platforms (it is persisted), not cryptographic: it tells a client's
-// mistaken reuse of a key, not a forgery.
-std::string SubmissionDigest(std::string_view text);
+// mistaken reuse of a key, not a forgery. `after` (X-Drover-After, `drover submit --after`)
+// changes what the request asks for, so it is digested too when there is any; without it the
+// digest is the text's alone, as stored before it existed.
+std::string SubmissionDigest(std::string_view text,
+                             const std::vector<model::Dependency>& after = {});
 
 }  // namespace drover::spec

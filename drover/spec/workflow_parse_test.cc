@@ -692,5 +692,18 @@ TEST(ParseDocuments, ReadsTheExamples) {
   EXPECT_THAT(cron->crons, SizeIs(1));
 }
 
+// An idempotency key binds the body and the --after list: a retry with another list is another
+// request; without one the digest is the text's alone, as stored before --after existed.
+TEST(SubmissionDigestTest, TheAfterListIsPartOfTheRequest) {
+  const std::string text = "kind: Job\nname: a\ncommand: [true]\n";
+  const std::string plain = SubmissionDigest(text);
+  EXPECT_EQ(SubmissionDigest(text, {}), plain);
+  const model::Dependency ok{"job:12", model::DependencyCondition::kSucceeded};
+  const model::Dependency failed{"job:12", model::DependencyCondition::kFailed};
+  EXPECT_NE(SubmissionDigest(text, {ok}), plain);
+  EXPECT_NE(SubmissionDigest(text, {ok}), SubmissionDigest(text, {failed}));
+  EXPECT_EQ(SubmissionDigest(text, {ok}), SubmissionDigest(text, {ok}));
+}
+
 }  // namespace
 }  // namespace drover::spec
