@@ -28,16 +28,9 @@ DROVER=${DROVER:-$ROOT/build-release/drover}
 PORT=${PORT:-18650}
 URL=http://127.0.0.1:$PORT
 WORK=${WORK:-$(mktemp -d /tmp/drover-listing.XXXXXX)}
-SERVER_PID=
-
-[ -x "$DROVER" ] || { echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-supervise" >&2; exit 1; }
-
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=
-}
+# shellcheck source=bench/lib/server.sh
+. "$ROOT/bench/lib/server.sh"
+require_drover
 trap 'stop_server; rm -rf "$WORK"' EXIT
 
 mkdir -p "$WORK"
@@ -58,12 +51,7 @@ for b in $(seq 0 $(((JOBS - 1) / BATCH))); do
   done >"$WORK/jobs-$b.yaml"
 done
 
-"$DROVER" server --data "$WORK/data" --listen "127.0.0.1:$PORT" --nodes "$WORK/nodes.yaml" \
-  --ready-file "$WORK/ready" >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 600); do [ -s "$WORK/ready" ] && break; sleep 0.1; done
-[ -s "$WORK/ready" ] || { echo "drover server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
-export DROVER_TOKEN=$(cat "$WORK/data/admin.token")
+start_server "$WORK" "$PORT" --nodes "$WORK/nodes.yaml"
 for f in "$WORK"/jobs-*.yaml; do
   "$DROVER" --server "$URL" submit --hold-infeasible "$f" >/dev/null
 done

@@ -19,16 +19,9 @@ DROVER=${DROVER:-$ROOT/build-release/drover}
 PORT=${PORT:-8591}
 URL=http://127.0.0.1:$PORT
 WORK=${WORK:-$(mktemp -d /tmp/drover-submit-reply.XXXXXX)}
-SERVER_PID=
-
-[ -x "$DROVER" ] || { echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-supervise" >&2; exit 1; }
-
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=
-}
+# shellcheck source=bench/lib/server.sh
+. "$ROOT/bench/lib/server.sh"
+require_drover
 trap 'stop_server; rm -rf "$WORK"' EXIT
 
 mkdir -p "$WORK"
@@ -44,13 +37,7 @@ echo "N=$N; $DROVER; $(nproc) cores"
 for run in $(seq 1 "$RUNS"); do
   dir=$WORK/run$run
   mkdir -p "$dir"
-  "$DROVER" server --data "$dir/data" --listen "127.0.0.1:$PORT" --nodes "$WORK/nodes.yaml" \
-    --ready-file "$dir/ready" >"$dir/server.log" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 300); do [ -s "$dir/ready" ] && break; sleep 0.1; done
-  [ -s "$dir/ready" ] || { echo "drover server did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
-  # The admin token the server wrote (docs/security.md): for the CLI and curl alike.
-  export DROVER_TOKEN=$(cat "$dir/data/admin.token")
+  start_server "$dir" "$PORT" --nodes "$WORK/nodes.yaml"
   load=$(cut -d' ' -f1 /proc/loadavg)
   start=$EPOCHREALTIME
   "$DROVER" --server "$URL" submit "$WORK/jobs.yaml" >"$dir/submit.out"
