@@ -9,33 +9,12 @@
 
 #include "drover/control/controller.h"
 #include "drover/model/dependency.h"
+#include "drover/model/job_state_words.h"
 
 namespace drover::control {
 
 using model::Job;
 using model::JobState;
-
-namespace {
-
-// How a finished upstream ended, as a verb phrase: "succeeded", "was cancelled".
-std::string_view Ended(JobState state) {
-  switch (state) {
-    case JobState::kSucceeded:
-      return "succeeded";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kTimedOut:
-      return "timed out";
-    case JobState::kCancelled:
-      return "was cancelled";
-    case JobState::kSkipped:
-      return "was skipped";
-    default:
-      return model::JobStateName(state);
-  }
-}
-
-}  // namespace
 
 tl::unexpected<Error> UnknownUpstream(std::string_view job, std::size_t index,
                                       std::string_view name) {
@@ -62,7 +41,8 @@ Result<std::vector<std::vector<JobId>>> Controller::ResolveDependencies(
         if (workflow::CannotHold(dependency.condition, state)) {
           return InvalidArgument(fmt::format(
               "job '{}': depends_on[{}] ({}): job {} {}, so the condition {} can never hold",
-              specs[i].name, d, dependency.name, id->value(), Ended(upstream->state),
+              specs[i].name, d, dependency.name, id->value(),
+              model::kJobStatePhrases.Name(upstream->state),
               model::DependencyConditionName(dependency.condition)));
         }
         add(dependencies[i], *id);

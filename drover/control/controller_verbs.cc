@@ -12,6 +12,7 @@
 #include "drover/common/quantity.h"
 #include "drover/control/attempt_facts.h"
 #include "drover/control/controller.h"
+#include "drover/model/job_state_words.h"
 
 namespace drover::control {
 
@@ -53,8 +54,8 @@ Status Controller::HoldJob(JobId id, const std::string& by, const std::string& r
   }
   if (!Unadmitted(job.state)) {
     return FailedPrecondition(fmt::format(
-        "job {} is {}: only a job not yet admitted (pending, waiting or ready) can be held{}",
-        id.value(), model::JobStateName(job.state),
+        "job {} {}: only a job not yet admitted (pending, waiting or ready) can be held{}",
+        id.value(), model::kJobStatePhrases.Name(job.state),
         job.state == JobState::kStarting || job.state == JobState::kRunning
             ? "; drover requeue stops it and queues it again"
             : ""));
@@ -74,8 +75,8 @@ Status Controller::ReleaseJob(JobId id, const std::string& by, TimeMs now, Step&
   if (!found) return NotFound(fmt::format("job {} does not exist", id.value()));
   Job& job = *found;
   if (!job.hold) {
-    return FailedPrecondition(
-        fmt::format("job {} is not held (it is {})", id.value(), model::JobStateName(job.state)));
+    return FailedPrecondition(fmt::format("job {} is not held (it {})", id.value(),
+                                          model::kJobStatePhrases.Name(job.state)));
   }
   const std::string cause = fmt::format("released (held by {} for {})", job.hold->by,
                                         FormatDuration(std::max<TimeMs>(now - job.hold->since, 0)));
@@ -108,20 +109,20 @@ Status Controller::UpdateJob(JobId id, const JobUpdate& update, const std::strin
                                        fmt::join(holdings_.queues().LeafNames(), ", ")));
   }
   if (model::IsTerminal(job.state) || jobs_.IsPublishing(id)) {
-    return FailedPrecondition(fmt::format("job {} is {}: a finished job cannot be updated",
-                                          id.value(), model::JobStateName(job.state)));
+    return FailedPrecondition(fmt::format("job {} {}: a finished job cannot be updated", id.value(),
+                                          model::kJobStatePhrases.Name(job.state)));
   }
   const bool admitted = !Unadmitted(job.state);
   if (admitted && (update.priority_class || update.queue)) {
     return FailedPrecondition(fmt::format(
-        "job {} is {}: once admitted only its timeout may change ({} is fixed until it ends; "
+        "job {} {}: once admitted only its timeout may change ({} is fixed until it ends; "
         "drover requeue queues it again)",
-        id.value(), model::JobStateName(job.state), update.queue ? "queue" : "priority"));
+        id.value(), model::kJobStatePhrases.Name(job.state), update.queue ? "queue" : "priority"));
   }
   if (admitted && (job.state != JobState::kRunning && job.state != JobState::kStarting)) {
     return FailedPrecondition(fmt::format(
-        "job {} is {}: its workers are being placed; update its timeout once it is running",
-        id.value(), model::JobStateName(job.state)));
+        "job {} {}: its workers are being placed; update its timeout once it is running",
+        id.value(), model::kJobStatePhrases.Name(job.state)));
   }
   if (admitted && model::IsExternal(*job.current_attempt())) {
     return FailedPrecondition(
@@ -178,8 +179,8 @@ Status Controller::RequeueJob(JobId id, const std::string& by, const std::string
   Job& job = *found;
   if (job.state != JobState::kStarting && job.state != JobState::kRunning) {
     return FailedPrecondition(
-        fmt::format("job {} is {}: only a starting or running job can be requeued", id.value(),
-                    model::JobStateName(job.state)));
+        fmt::format("job {} {}: only a starting or running job can be requeued", id.value(),
+                    model::kJobStatePhrases.Name(job.state)));
   }
   Attempt& attempt = *job.current_attempt();
   if (jobs_.IsPublishing(id) || attempt.finished_at != 0) {

@@ -176,7 +176,7 @@ TEST_F(VerbsTest, HoldAndReleaseAreRefusedNamingTheStateAndChangeNothing) {
 
   Event(Exited(running, 1, 0, 0, kT0 + 20));
   error = ErrorOf(Hold(running, kT0 + 21));
-  EXPECT_THAT(error.message, HasSubstr("job 1 is succeeded"));
+  EXPECT_THAT(error.message, HasSubstr("job 1 has succeeded"));
 }
 
 TEST_F(VerbsTest, UpdateChangesAQueuedJobsPriorityTimeoutAndQueueAsRecorded) {
@@ -282,7 +282,7 @@ TEST_F(VerbsTest, ARunningJobChangesOnlyItsTimeoutWhichItsWorkersAreTold) {
   Event(Exited(id, 1, 1, 0, kT0 + 30));
   error = ErrorOf(Update(id, {std::nullopt, kMillisPerHour, std::nullopt}, kT0 + 40));
   EXPECT_EQ(error.code, ErrorCode::kFailedPrecondition);
-  EXPECT_THAT(error.message, HasSubstr("job 1 is succeeded: a finished job cannot be updated"));
+  EXPECT_THAT(error.message, HasSubstr("job 1 has succeeded: a finished job cannot be updated"));
 }
 
 TEST_F(VerbsTest, RequeueStopsWithNoticeAndResumesFromTheCheckpointWithoutSpendingARetry) {

@@ -119,7 +119,7 @@ TEST_F(DepsTest, RefusesAConditionThatCanAlreadyNeverHold) {
   const Error error = Refusal({After("b", a)});
   EXPECT_EQ(error.code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(error.message,
-            fmt::format("job 'b': depends_on[0] (job:{0}): job {0} failed, so the condition "
+            fmt::format("job 'b': depends_on[0] (job:{0}): job {0} has failed, so the condition "
                         "succeeded can never hold",
                         a.value()));
   // A condition that holds is met at once.

@@ -881,8 +881,6 @@ std::vector<control::QueueReport> ControlPlane::Queues() const {
   return controller_.Queues(clock_.Now());
 }
 
-}
-
 std::uint64_t ControlPlane::version() const {
   MutexLock lock(mu_);
   return version_;

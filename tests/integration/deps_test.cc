@@ -120,7 +120,7 @@ TEST_F(Dependencies, AConditionThatCanNoLongerHoldIsExplainedOrRefused) {
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_THAT(refused.err,
               HasSubstr(fmt::format("job 'on-failure': depends_on[0] (job:{0}): job {0} "
-                                    "succeeded, so the condition failed can never hold",
+                                    "has succeeded, so the condition failed can never hold",
                                     a)));
   // `any` holds: it runs.
   const std::int64_t c = SubmitWith(*server, handler, {"--after", fmt::format("{}:any", a)});

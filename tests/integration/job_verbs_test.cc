@@ -88,7 +88,7 @@ TEST_F(JobVerbs, AHeldJobIsPassedOverUntilReleasedAndTheRecordNamesWhoHeldIt) {
   auto finished = client.Post("/v1/jobs/" + std::to_string(second) + "/hold", "", "text/plain");
   ASSERT_FALSE(finished);
   EXPECT_EQ(finished.error().code, ErrorCode::kFailedPrecondition);
-  EXPECT_THAT(finished.error().message, HasSubstr("is succeeded: only a job not yet admitted"));
+  EXPECT_THAT(finished.error().message, HasSubstr("has succeeded: only a job not yet admitted"));
 
   CommandResult released = Drover(*server, {"-o", "json", "release", id});
   ASSERT_EQ(released.exit_code, 0) << released.err;
@@ -98,11 +98,11 @@ TEST_F(JobVerbs, AHeldJobIsPassedOverUntilReleasedAndTheRecordNamesWhoHeldIt) {
   EXPECT_EQ(WaitForTerminal(client, first), "succeeded") << server->Log();
   CommandResult again = Drover(*server, {"release", id});
   EXPECT_NE(again.exit_code, 0);
-  EXPECT_THAT(again.err, HasSubstr("is not held (it is succeeded)"));
+  EXPECT_THAT(again.err, HasSubstr("is not held (it has succeeded)"));
 
   // `get` and `why` show who did what.
   CommandResult get = Drover(*server, {"get", id});
-  EXPECT_THAT(get.out, HasSubstr("ready:  (held: input not ready) by " + actor));
+  EXPECT_THAT(get.out, HasSubstr("held: input not ready  (ready) by " + actor));
   CommandResult why = Drover(*server, {"why", id});
   EXPECT_THAT(why.out, HasSubstr(actor + ": held: input not ready"));
 }
@@ -201,7 +201,7 @@ TEST_F(JobVerbs, RequeueStopsACheckpointingJobWhichResumesFromItsCheckpoint) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_THAT(refused.error().message,
-              HasSubstr("is succeeded: only a starting or running job can be requeued"));
+              HasSubstr("has succeeded: only a starting or running job can be requeued"));
 }
 
 }  // namespace
