@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,6 +168,18 @@ ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scr
                   << Log();
   }
   setenv("DROVER_TOKEN", token_.c_str(), /*overwrite=*/1);
+}
+
+ServerProcess::~ServerProcess() {
+  process_.reset();
+  const std::string lock = data_dir_ + "/drover.lock";
+  WaitUntil([&] {
+    const int fd = open(lock.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return true;  // never created: the server did not get that far
+    const bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    close(fd);  // releases the lock taken here
+    return free;
+  });
 }
 
 api::ApiClient ServerProcess::Client() const {

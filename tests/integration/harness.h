@@ -98,6 +98,12 @@ class ServerProcess {
   // come up; url() is then empty.
   ServerProcess(const std::string& data_dir, const std::string& scratch_dir,
                 const std::vector<std::string>& extra);
+  // Kills the server (SIGKILL to its group) and waits until its data folder's lock is free: a
+  // launch it was spawning when it died holds the lock's descriptor until that child execs
+  // (close-on-exec), and a server restarted on the folder meanwhile would find it in use.
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
 
   bool ok() const { return !url_.empty(); }
   const std::string& url() const { return url_; }

@@ -148,18 +148,25 @@ script: while :; do echo tick; sleep 1; done
   prober.join();
   for (std::thread& follower : followers) follower.join();
 
-  // Every submission created one job: listed once, with a unique id and its key as its name.
-  auto listed = client.Get("/v1/jobs");
-  ASSERT_TRUE(listed) << listed.error().message;
+  // Every submission created one job: listed once, with a unique id and its key as its name
+  // (paging through GET /v1/jobs, docs/api.md "Pages").
   std::set<std::int64_t> ids;
   std::set<std::string> names;
   std::size_t submitted = 0;
-  for (const nlohmann::json& job : listed->json["jobs"]) {
-    const std::string name = job["name"];
-    if (name.rfind("c", 0) != 0) continue;  // the holder and the talkers
-    ++submitted;
-    ids.insert(job["id"].get<std::int64_t>());
-    names.insert(name);
+  std::string page = "/v1/jobs?order=asc&limit=5000";
+  for (;;) {
+    auto listed = client.Get(page);
+    ASSERT_TRUE(listed) << listed.error().message;
+    for (const nlohmann::json& job : listed->json["jobs"]) {
+      const std::string name = job["name"];
+      if (name.rfind("c", 0) != 0) continue;  // the holder and the talkers
+      ++submitted;
+      ids.insert(job["id"].get<std::int64_t>());
+      names.insert(name);
+    }
+    const nlohmann::json& next = listed->json["next"];
+    if (next.is_null()) break;
+    page = fmt::format("/v1/jobs?order=asc&limit=5000&after={}", next.get<std::int64_t>());
   }
   const std::size_t expected = static_cast<std::size_t>(clients) * submissions;
 
