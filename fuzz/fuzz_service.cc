@@ -62,6 +62,28 @@ Result<api::Submission> FuzzService::Submit(std::string_view text,
 
 std::vector<model::Job> FuzzService::ListJobs(const store::JobFilter&) const { return {TheJob()}; }
 
+api::JobPage FuzzService::ListJobPage(const api::JobPageRequest& request) const {
+  const model::Job job = TheJob();
+  return api::SelectJobPage({{job.id, job}}, request);
+}
+
+Result<model::Job> FuzzService::ApplyJobVerb(JobId id, const api::JobVerb&,
+                                             const model::Identity&) {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return TheJob();
+}
+
+Result<api::NodeStatus> FuzzService::ChangeNode(const api::NodeAction& action,
+                                                const model::Identity&) {
+  return NotFound("node " + action.node.value() + " does not exist");
+}
+
+Result<api::RemoteLogAck> FuzzService::AppendRemoteLog(const NodeId& node, const model::WorkerKey&,
+                                                       const std::string&, std::int64_t,
+                                                       std::string_view) {
+  return NotFound("node " + node.value() + " is not registered");
+}
+
 Result<model::Job> FuzzService::GetJob(JobId id) const {
   DROVER_RETURN_IF_ERROR(FindJob(id));
   return TheJob();

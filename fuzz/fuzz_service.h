@@ -28,6 +28,14 @@ class FuzzService final : public api::Service {
                                  const std::string& idempotency_key,
                                  const model::Identity& caller) override;
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
+  api::JobPage ListJobPage(const api::JobPageRequest& request) const override;
+  Result<model::Job> ApplyJobVerb(JobId id, const api::JobVerb& verb,
+                                  const model::Identity& caller) override;
+  Result<api::NodeStatus> ChangeNode(const api::NodeAction& action,
+                                     const model::Identity& caller) override;
+  Result<api::RemoteLogAck> AppendRemoteLog(const NodeId& node, const model::WorkerKey& key,
+                                            const std::string& stream, std::int64_t offset,
+                                            std::string_view data) override;
   Result<model::Job> GetJob(JobId id) const override;
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
   Result<control::Explanation> Explain(JobId id) const override;
