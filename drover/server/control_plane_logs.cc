@@ -124,8 +124,10 @@ Result<api::RemoteLogAck> ControlPlane::AppendRemoteLog(const NodeId& node,
   const std::int64_t size = info ? info->size : 0;
   // Only the bytes from the end of what is kept on: those before are kept already, and a chunk
   // that starts past the end would leave a hole (the agent ships from `size` again).
-  const std::int64_t end = offset + static_cast<std::int64_t>(data.size());
-  if (offset > size || end <= size || size >= max) return api::RemoteLogAck{size, size >= max};
+  // (offset > size is tested first: offset + data.size() cannot overflow once offset <= size.)
+  if (offset > size || offset + static_cast<std::int64_t>(data.size()) <= size || size >= max) {
+    return api::RemoteLogAck{size, size >= max};
+  }
   std::string_view fresh = data.substr(static_cast<std::size_t>(size - offset));
   fresh = fresh.substr(0, static_cast<std::size_t>(std::min<std::int64_t>(
                               static_cast<std::int64_t>(fresh.size()), max - size)));
