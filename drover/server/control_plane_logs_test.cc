@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "drover/sched/sched_test_util.h"
 #include "drover/server/control_plane.h"
 #include "drover/testing/fake_clock.h"
 #include "drover/testing/fake_runtime.h"
@@ -22,19 +23,6 @@ using ::testing::HasSubstr;
 
 constexpr char kLogs[] = "/data/remote-logs";
 
-model::Node MakeNode(const std::string& name) {
-  model::Node node;
-  node.name = NodeId(name);
-  node.cpu_millis = 8000;
-  node.memory_bytes = std::int64_t{64} << 30;
-  model::Gpu gpu;
-  gpu.uuid = "GPU-" + name;
-  gpu.model = "A100";
-  gpu.memory_bytes = std::int64_t{40} << 30;
-  node.gpus.push_back(gpu);
-  return node;
-}
-
 class RemoteLogsTest : public ::testing::Test {
  protected:
   void Open(ControlPlaneOptions options) {
@@ -45,7 +33,10 @@ class RemoteLogsTest : public ::testing::Test {
     agent.bearer = true;
     agent.agent = NodeId("node-r");
     agent.joined = true;
-    ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r"), agent));
+    ASSERT_TRUE(plane_->RegisterRemoteNode(
+        sched::testing::MakeNode("node-r", 1, "A100", 8000, 64 * sched::testing::kGi,
+                                 40 * sched::testing::kGi),
+        agent));
   }
   void Open() {
     ControlPlaneOptions options;
