@@ -161,6 +161,9 @@ TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {
   EXPECT_EQ(env["DROVER_NUM_WORKERS"], "1");
   EXPECT_EQ(env["DROVER_CHECKPOINT_DIR"], dir_.Sub("ckpt"));
   EXPECT_EQ(env["DROVER_SERVER"], server_->url());
+  // The server's own binary, for `drover report` from inside the job (its folder is on PATH).
+  EXPECT_EQ(std::filesystem::canonical(env["DROVER_BIN"]),
+            std::filesystem::canonical(DroverBinary()));
   EXPECT_FALSE(env["DROVER_MASTER_ADDR"].empty());
   const nlohmann::json attempt = Attempt(ids[0], 0);
   EXPECT_EQ(attempt["executor"], "slurm");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "drover/common/shell.h"
 
@@ -37,6 +38,14 @@ std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOpti
   }
   if (!options.server_url.empty()) {
     s += fmt::format("export DROVER_SERVER={}\n", ShellQuote(options.server_url));
+  }
+  if (!options.drover_bin.empty() && !launch.env.contains("DROVER_BIN")) {
+    s += fmt::format("export DROVER_BIN={}\n", ShellQuote(options.drover_bin));
+  }
+  if (!options.drover_bin.empty() && !launch.env.contains("PATH")) {
+    s += fmt::format(
+        "export PATH={}:\"$PATH\"\n",
+        ShellQuote(std::filesystem::path(options.drover_bin).parent_path().string()));
   }
   s += fmt::format("timeout_marker={}\n",
                    ShellQuote(TimeoutMarker(AttemptDir(options.job_dir, launch.ref.attempt))));

@@ -37,6 +37,10 @@ struct SbatchOptions {
   // or shared storage).
   std::string job_dir;
   std::string server_url;  // exported as DROVER_SERVER (for `drover report`); may be empty
+  // The `drover` binary the jobs may call (`drover report`, `drover checkpoint`): exported as
+  // DROVER_BIN and its folder put first on PATH, unless the job's env sets them (as the local
+  // runtime does, agent/local_runtime.h); empty: neither.
+  std::string drover_bin;
 };
 
 struct Sbatch {
@@ -52,8 +56,9 @@ std::string TimeoutMarker(const std::string& attempt_dir);
 // The contract of an attempt that continues a requeued Slurm job.
 std::string ContractFile(const std::string& attempt_dir);
 
-// The attempt's part of the batch script (shell): exports the environment contract, names its
-// timeout marker and creates its directories; it exits 1 when a directory cannot be created.
+// The attempt's part of the batch script (shell): exports the environment contract (with
+// DROVER_SERVER and DROVER_BIN as SbatchOptions says), names its timeout marker and creates its
+// directories; it exits 1 when a directory cannot be created.
 std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOptions& options);
 
 // kInvalidArgument naming the field for what Slurm cannot express: GPU shares and MIG profiles

@@ -197,7 +197,7 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   std::error_code ec;
   std::filesystem::create_directories(tracked.attempt_dir, ec);
   Result<Sbatch> sbatch =
-      RenderSbatch(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url});
+      RenderSbatch(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
   if (ec) {
     handed.error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
   } else if (!sbatch) {
@@ -228,7 +228,7 @@ void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
   std::filesystem::create_directories(tracked.attempt_dir, ec);
   if (!ec) {
     std::ofstream out(contract + ".new", std::ios::trunc);
-    out << RenderContract(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url});
+    out << RenderContract(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
     out.close();
     if (!out) ec = std::make_error_code(std::errc::io_error);
   }

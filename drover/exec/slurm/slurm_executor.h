@@ -30,6 +30,7 @@ struct SlurmExecutorOptions {
   // machine, or shared storage).
   std::string runs_dir;
   std::string server_url;  // exported to the jobs as DROVER_SERVER
+  std::string drover_bin;  // exported to the jobs as DROVER_BIN (SbatchOptions::drover_bin)
   DurationMs poll_interval_ms = 500;
   // How many `sbatch` calls run at once. One at a time, a file of 1,000 jobs reached Slurm in
   // 207 s on a loaded 2-core machine (docs/benchmarks.md): each call waits mostly on

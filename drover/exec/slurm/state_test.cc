@@ -141,7 +141,8 @@ model::ExternalLaunch Launch() {
 }
 
 TEST(SbatchTest, GangMapsToOneTaskPerNodeWithTheQueuesPlacement) {
-  auto sbatch = RenderSbatch(Launch(), {"/runs/7", "http://127.0.0.1:8420"});
+  auto sbatch =
+      RenderSbatch(Launch(), {"/runs/7", "http://127.0.0.1:8420", "/opt/drover/bin/drover"});
   ASSERT_TRUE(sbatch.has_value()) << sbatch.error().ToString();
   EXPECT_THAT(sbatch->args,
               ::testing::IsSupersetOf({"--job-name=drover-7-2", "--no-requeue", "--partition=gpu",
@@ -152,6 +153,8 @@ TEST(SbatchTest, GangMapsToOneTaskPerNodeWithTheQueuesPlacement) {
   const std::string& script = sbatch->script;
   EXPECT_THAT(script, HasSubstr("export LR='a b'\n"));
   EXPECT_THAT(script, HasSubstr("export DROVER_SERVER='http://127.0.0.1:8420'\n"));
+  EXPECT_THAT(script, HasSubstr("export DROVER_BIN='/opt/drover/bin/drover'\n"));
+  EXPECT_THAT(script, HasSubstr("export PATH='/opt/drover/bin':\"$PATH\"\n"));
   EXPECT_THAT(script, HasSubstr("mkdir -p '/ckpt/7'"));
   EXPECT_THAT(script, HasSubstr("'python3' 'train.py' '--name' 'it'\\''s'"));
   EXPECT_THAT(script, HasSubstr("DROVER_WORKER_RANK=$SLURM_PROCID"));
@@ -162,9 +165,9 @@ TEST(SbatchTest, GangMapsToOneTaskPerNodeWithTheQueuesPlacement) {
 TEST(SbatchTest, RequeueOnlyWhenDroverWouldRetry) {
   model::ExternalLaunch launch = Launch();
   launch.requeue = true;
-  EXPECT_THAT(RenderSbatch(launch, {"/runs/7", ""})->args, Contains("--requeue"));
+  EXPECT_THAT(RenderSbatch(launch, {"/runs/7", "", ""})->args, Contains("--requeue"));
   launch.requeue = false;
-  EXPECT_THAT(RenderSbatch(launch, {"/runs/7", ""})->args, Contains("--no-requeue"));
+  EXPECT_THAT(RenderSbatch(launch, {"/runs/7", "", ""})->args, Contains("--no-requeue"));
 }
 
 TEST(SbatchTest, SameNodeAsksForOneNodeWithAllGpus) {
@@ -172,12 +175,25 @@ TEST(SbatchTest, SameNodeAsksForOneNodeWithAllGpus) {
   launch.spec.requirements.same_node = true;
   launch.spec.requirements.gpu_models.clear();
   launch.spec.timeout.reset();
-  auto sbatch = RenderSbatch(launch, {"/runs/7", ""});
+  auto sbatch = RenderSbatch(launch, {"/runs/7", "", ""});
   ASSERT_TRUE(sbatch.has_value());
   EXPECT_THAT(sbatch->args,
               ::testing::IsSupersetOf({"--nodes=1", "--ntasks=3", "--gres=gpu:6", "--mem=9216M"}));
   for (const std::string& arg : sbatch->args) EXPECT_THAT(arg, ::testing::Not(HasSubstr("--time")));
   EXPECT_THAT(sbatch->script, ::testing::Not(HasSubstr("DROVER_SERVER")));
+  EXPECT_THAT(sbatch->script, ::testing::Not(HasSubstr("DROVER_BIN")));
+}
+
+// A job whose env sets PATH or DROVER_BIN keeps its own, as on Drover's own nodes.
+TEST(SbatchTest, TheJobsOwnPathAndDroverBinWin) {
+  model::ExternalLaunch launch = Launch();
+  launch.env["PATH"] = "/usr/bin";
+  launch.env["DROVER_BIN"] = "/mine/drover";
+  auto sbatch = RenderSbatch(launch, {"/runs/7", "", "/opt/drover/bin/drover"});
+  ASSERT_TRUE(sbatch.has_value());
+  EXPECT_THAT(sbatch->script, HasSubstr("export PATH='/usr/bin'\n"));
+  EXPECT_THAT(sbatch->script, HasSubstr("export DROVER_BIN='/mine/drover'\n"));
+  EXPECT_THAT(sbatch->script, ::testing::Not(HasSubstr("/opt/drover")));
 }
 
 TEST(SbatchTest, WhatSlurmCannotExpressIsRefusedNamingTheField) {
@@ -216,7 +232,7 @@ class BatchScriptTest : public ::testing::Test {
   // Runs the script of attempt 2's submission (or of `launch`) as Slurm's run `restart`: its
   // output, and the exit code in *code.
   std::string Run(int restart, int* code, std::optional<model::ExternalLaunch> launch = {}) {
-    Result<Sbatch> sbatch = RenderSbatch(launch ? *launch : LaunchOf(2), {dir_ + "/job", ""});
+    Result<Sbatch> sbatch = RenderSbatch(launch ? *launch : LaunchOf(2), {dir_ + "/job", "", ""});
     EXPECT_TRUE(sbatch.has_value());
     std::ofstream(dir_ + "/batch.sh") << sbatch->script;
     const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
@@ -286,7 +302,7 @@ TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {
 }
 
 TEST_F(BatchScriptTest, ARequeuedRunIsTheAttemptWhoseContractTheExecutorWrote) {
-  const SbatchOptions options{dir_ + "/job", ""};
+  const SbatchOptions options{dir_ + "/job", "", ""};
   const std::string attempt_dir = AttemptDir(options.job_dir, 3);
   std::filesystem::create_directories(attempt_dir);
   std::ofstream(ContractFile(attempt_dir)) << RenderContract(LaunchOf(3), options);
