@@ -104,7 +104,7 @@ Result<std::vector<model::Decision>> FuzzService::Decisions(JobId id) const {
   return std::vector<model::Decision>{};
 }
 
-Status FuzzService::Cancel(JobId id, const std::string&) { return FindJob(id); }
+Status FuzzService::Cancel(JobId id, std::string_view, const std::string&) { return FindJob(id); }
 
 Result<TimeMs> FuzzService::ReportCheckpoint(JobId id) {
   DROVER_RETURN_IF_ERROR(FindJob(id));
@@ -141,7 +141,9 @@ Result<std::vector<model::Job>> FuzzService::PipelineRun(JobId run) const {
   return std::vector<model::Job>{TheJob()};
 }
 
-Status FuzzService::CancelPipeline(JobId run, const std::string&) { return FindJob(run); }
+Status FuzzService::CancelPipeline(JobId run, std::string_view, const std::string&) {
+  return FindJob(run);
+}
 
 Result<api::CronStatus> FuzzService::PutCron(const model::CronSpec& spec,
                                              const model::Identity& caller) {

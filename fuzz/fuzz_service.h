@@ -40,7 +40,7 @@ class FuzzService final : public api::Service {
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
   Result<control::Explanation> Explain(JobId id) const override;
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;
-  Status Cancel(JobId id, const std::string& cause) override;
+  Status Cancel(JobId id, std::string_view by, const std::string& cause) override;
   Result<TimeMs> ReportCheckpoint(JobId id) override;
   Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
                                         std::optional<double> progress) override;
@@ -50,7 +50,7 @@ class FuzzService final : public api::Service {
   std::uint64_t WaitForChange(std::uint64_t seen, DurationMs timeout_ms) const override;
   std::vector<std::vector<model::Job>> PipelineRuns() const override;
   Result<std::vector<model::Job>> PipelineRun(JobId run) const override;
-  Status CancelPipeline(JobId run, const std::string& cause) override;
+  Status CancelPipeline(JobId run, std::string_view by, const std::string& cause) override;
   Result<api::CronStatus> PutCron(const model::CronSpec& spec,
                                   const model::Identity& caller) override;
   std::vector<api::CronStatus> Crons() const override;

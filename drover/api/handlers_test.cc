@@ -119,8 +119,9 @@ class FakeService final : public Service {
     DROVER_RETURN_IF_ERROR(Find(id));
     return std::vector<model::Decision>{};
   }
-  Status Cancel(JobId id, const std::string& cause) override {
+  Status Cancel(JobId id, std::string_view by, const std::string& cause) override {
     DROVER_RETURN_IF_ERROR(Find(id));
+    cancel_by = by;
     cancel_cause = cause;
     jobs[id].state = model::JobState::kCancelled;
     return OkStatus();
@@ -163,7 +164,8 @@ class FakeService final : public Service {
     if (it == runs.end()) return NotFound("pipeline run " + std::to_string(run.value()));
     return it->second;
   }
-  Status CancelPipeline(JobId, const std::string& cause) override {
+  Status CancelPipeline(JobId, std::string_view by, const std::string& cause) override {
+    cancel_by = by;
     cancel_cause = cause;
     return OkStatus();
   }
@@ -280,6 +282,7 @@ class FakeService final : public Service {
   spec::ParseOptions submitted_options;
   mutable store::JobFilter listed_filter;
   std::string cancel_cause;
+  std::string cancel_by;
   model::Policy policy;
   std::vector<JobVerb> applied_verbs;
   std::string verb_actor;
@@ -633,6 +636,7 @@ TEST_F(HandlersTest, CancelNamesTheCallerAndAnswersTheSummary) {
       Serve({Method::kPost, "/v1/jobs/7/cancel", "", {}, {{"Authorization", "Bearer alice"}}});
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(service_.cancel_cause, "cancelled by alice (member of team-a)");
+  EXPECT_EQ(service_.cancel_by, "alice");
   EXPECT_EQ(Body(response)["state"], "cancelled");
   ASSERT_EQ(service_.audited.size(), 1u);
   EXPECT_EQ(service_.audited[0].caller, "alice (member of team-a)");

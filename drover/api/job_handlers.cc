@@ -161,7 +161,8 @@ Result<Response> GetJob(Service& service, const Request& request) {
 Result<Response> CancelJob(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  DROVER_RETURN_IF_ERROR(service.Cancel(id, "cancelled by " + model::Describe(caller)));
+  DROVER_RETURN_IF_ERROR(
+      service.Cancel(id, caller.user, "cancelled by " + model::Describe(caller)));
   DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
   return JsonResponse(200, JobSummary(job, service.Now()));
 }

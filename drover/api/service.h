@@ -243,8 +243,9 @@ class Service {
   virtual Result<std::vector<model::Transition>> Transitions(JobId id) const = 0;
   virtual Result<control::Explanation> Explain(JobId id) const = 0;
   virtual Result<std::vector<model::Decision>> Decisions(JobId id) const = 0;
-  // kNotFound for an unknown job; kFailedPrecondition for a finished one.
-  virtual Status Cancel(JobId id, const std::string& cause) = 0;
+  // Cancels job `id` for user `by` (its transitions' actor) with `cause`. kNotFound for an
+  // unknown job; kFailedPrecondition for a finished one.
+  virtual Status Cancel(JobId id, std::string_view by, const std::string& cause) = 0;
   // Holds, releases, updates or requeues job `id` for `caller` (the transitions' actor:
   // caller.user), as control::Controller::HoldJob, ReleaseJob, UpdateJob and RequeueJob say;
   // returns the job as the verb left it. Their errors: kNotFound, kFailedPrecondition naming the
@@ -273,9 +274,9 @@ class Service {
   virtual std::vector<std::vector<model::Job>> PipelineRuns() const = 0;
   // The jobs of pipeline run `run` in id order; kNotFound when no job belongs to it.
   virtual Result<std::vector<model::Job>> PipelineRun(JobId run) const = 0;
-  // Cancels the run's unfinished jobs. kNotFound for an unknown run; a finished run is no
-  // error.
-  virtual Status CancelPipeline(JobId run, const std::string& cause) = 0;
+  // Cancels the run's unfinished jobs for user `by` (Cancel). kNotFound for an unknown run; a
+  // finished run is no error.
+  virtual Status CancelPipeline(JobId run, std::string_view by, const std::string& cause) = 0;
 
   // Cron jobs.
   // Creates or replaces cron job spec.name, owned by the caller (whose submit rights its runs

@@ -66,7 +66,7 @@ Result<Response> CancelPipeline(Service& service, const Request& request) {
   }
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
   DROVER_RETURN_IF_ERROR(
-      service.CancelPipeline(id, "pipeline cancelled by " + model::Describe(caller)));
+      service.CancelPipeline(id, caller.user, "pipeline cancelled by " + model::Describe(caller)));
   DROVER_ASSIGN_OR_RETURN(auto after, service.PipelineRun(id));
   return JsonResponse(200, PipelineSummary(after, service.Now()));
 }

@@ -87,6 +87,9 @@ int Main(int argc, char** argv) {
                      "131071 bytes)");
   server->add_option("--max-launch-size", server_flags.max_launch_size,
                      "a job's command, script and env together (default 1Mi)");
+  server->add_option("--max-remote-log-size", server_flags.max_remote_log_size,
+                     "what the server keeps of one remote worker's stdout or stderr (default "
+                     "64Mi; the rest stays on the agent's node)");
   server->add_option("--max-connections", server_flags.limits.max_connections,
                      "connections open at once per listener (default 1024)");
   server->add_option("--max-client-connections", server_flags.limits.max_client_connections,

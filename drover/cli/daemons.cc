@@ -117,6 +117,7 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   exec::slurm::SlurmExecutorOptions slurm;
   slurm.runs_dir = (std::filesystem::path(data_dir) / "runs" / "slurm").string();
   slurm.server_url = daemon.url;
+  slurm.drover_bin = server::SelfExecutable();
   daemon.plane->AddExecutor(std::make_unique<exec::slurm::SlurmExecutor>(slurm, clock));
   return daemon;
 }
@@ -201,6 +202,8 @@ Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
       ParsePositive(flags.max_arg_size, "--max-arg-size", kSize, ParseBytes, limits.max_arg_bytes));
   DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_launch_size, "--max-launch-size", kSize,
                                        ParseBytes, limits.max_launch_bytes));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_remote_log_size, "--max-remote-log-size", kSize,
+                                       ParseBytes, options.max_remote_log_bytes));
   if (!flags.join_token_file.empty()) {
     DROVER_ASSIGN_OR_RETURN(options.join_token,
                             ReadTokenFile(flags.join_token_file, "--join-token-file"));
@@ -401,7 +404,8 @@ void StopCrons(server::ControlPlane& plane, const std::vector<model::CronSpec>& 
     for (const server::CronStatus& status : plane.Crons()) {
       for (const server::CronRun& run : status.active) {
         unfinished = true;
-        for (JobId id : run.jobs) (void)plane.Cancel(id, "drover run finished");
+        for (JobId id : run.jobs)
+          (void)plane.Cancel(id, model::kSystemActor, "drover run finished");
       }
     }
     if (!unfinished) return;
@@ -526,7 +530,7 @@ int RunCommand(const RunFlags& flags) {
     if (g_signal != 0 && !cancelling) {
       cancelling = true;
       std::cout << "interrupted: cancelling every job" << std::endl;
-      for (JobId id : ids) (void)plane.Cancel(id, "interrupted by the user");
+      for (JobId id : ids) (void)plane.Cancel(id, model::kSystemActor, "interrupted by the user");
     }
     version = plane.WaitForChange(version, 200);
   }

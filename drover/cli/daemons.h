@@ -44,6 +44,9 @@ struct ServerFlags {
   std::string max_spec_size;    // --max-spec-size: the text after YAML aliases are expanded
   std::string max_arg_size;     // --max-arg-size: one command[i], script or env entry
   std::string max_launch_size;  // --max-launch-size: a job's command, script and env together
+  // --max-remote-log-size: what the server keeps of one remote worker's stdout or stderr
+  // (ControlPlaneOptions::max_remote_log_bytes); empty keeps the default.
+  std::string max_remote_log_size;
   // The Kubernetes API for queues with `executor: kubernetes` (docs/operations.md): this
   // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
   std::string kubeconfig;

@@ -227,7 +227,8 @@ Status Controller::CheckSubmitLimits(const std::vector<model::JobSpec>& specs) c
   return OkStatus();
 }
 
-Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& step) {
+Status Controller::Cancel(JobId id, std::string_view by, const std::string& cause, TimeMs now,
+                          Step& step) {
   Job* found = jobs_.Find(id);
   if (!found) return NotFound(fmt::format("job {} does not exist", id.value()));
   Job& job = *found;
@@ -242,6 +243,8 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
   if (job.state == JobState::kStarting || job.state == JobState::kRunning ||
       (holdings_.Holds(id) && model::IsExternal(*job.current_attempt()))) {
     Attempt& attempt = *job.current_attempt();
+    if (attempt.outcome && attempt.outcome != JobState::kReady) return OkStatus();  // stopping
+    RecordAction(job, "cancel requested: " + cause, std::string(by), now, step);
     if (attempt.outcome == JobState::kReady) {
       // Being preempted: its workers are already stopping; it ends cancelled, not requeued.
       attempt.outcome = JobState::kCancelled;
@@ -267,7 +270,7 @@ Status Controller::Cancel(JobId id, const std::string& cause, TimeMs now, Step& 
     attempt->finished_at = now;
   }
   job.status_message = cause;
-  MoveTo(job, JobState::kCancelled, cause, now, step);
+  MoveTo(job, JobState::kCancelled, cause, now, step, by);
   return OkStatus();
 }
 

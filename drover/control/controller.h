@@ -146,10 +146,11 @@ class Controller {
                               const std::string& owner, TimeMs now, Step& step,
                               const std::string& request_digest = "");
 
-  // Cancels a job: at once if it has no processes, otherwise by stopping them (it becomes
-  // cancelled when the last exits). kNotFound for an unknown job; kFailedPrecondition for a
-  // finished one. Cancelling twice is not an error.
-  Status Cancel(JobId id, const std::string& cause, TimeMs now, Step& step);
+  // Cancels a job for `by` (a user, or model::kSystemActor): at once if it has no processes
+  // (the transition to cancelled is by `by`), otherwise by stopping them (a transition
+  // "cancel requested" by `by` now; it becomes cancelled when the last exits). kNotFound for an
+  // unknown job; kFailedPrecondition for a finished one. Cancelling twice is not an error.
+  Status Cancel(JobId id, std::string_view by, const std::string& cause, TimeMs now, Step& step);
 
   // A user's verbs on one job (controller_verbs.cc; docs/api.md, "Job verbs"). Each records a
   // transition whose actor is `by` (from == to where the state stays) with the cause. Errors
@@ -269,9 +270,10 @@ class Controller {
   // job becomes ready. Ignored for a job not waiting.
   void OnInputsChecked(JobId id, const std::vector<std::string>& missing, TimeMs now, Step& step);
 
-  // Cancels every unfinished job of pipeline run `run` (Job::pipeline_run). kNotFound if no job
-  // belongs to it; cancelling a finished run is not an error.
-  Status CancelPipeline(JobId run, const std::string& cause, TimeMs now, Step& step);
+  // Cancels every unfinished job of pipeline run `run` (Job::pipeline_run) for `by` (Cancel).
+  // kNotFound if no job belongs to it; cancelling a finished run is not an error.
+  Status CancelPipeline(JobId run, std::string_view by, const std::string& cause, TimeMs now,
+                        Step& step);
 
   // Replaces the scheduling policy (queues, quotas, limits, fair share, preemption, backfill).
   // kInvalidArgument, changing nothing, if the policy is malformed. Running jobs keep running;

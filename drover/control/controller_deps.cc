@@ -10,6 +10,7 @@
 #include "drover/control/controller.h"
 #include "drover/model/dependency.h"
 #include "drover/model/job_state_words.h"
+#include "drover/workflow/conditions.h"
 
 namespace drover::control {
 
@@ -40,10 +41,10 @@ Result<std::vector<std::vector<JobId>>> Controller::ResolveDependencies(
         const workflow::UpstreamState state = workflow::StateOf(upstream->state);
         if (workflow::CannotHold(dependency.condition, state)) {
           return InvalidArgument(fmt::format(
-              "job '{}': depends_on[{}] ({}): job {} {}, so the condition {} can never hold",
+              "job '{}': depends_on[{}] ({}): job {} {}, so it can no longer {} as this job needs",
               specs[i].name, d, dependency.name, id->value(),
               model::kJobStatePhrases.Name(upstream->state),
-              model::DependencyConditionName(dependency.condition)));
+              workflow::AwaitedAs(dependency.condition)));
         }
         add(dependencies[i], *id);
         continue;

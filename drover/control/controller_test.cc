@@ -127,7 +127,7 @@ TEST_F(ControllerTest, SubmitLimitsCountEachOwnersAndTeamsUnfinishedJobs) {
                         "policy's submit_limits.per_team.max_submitted_jobs is 3"));
   // A finished job frees its place.
   const JobId first = controller_.jobs().begin()->first;
-  ASSERT_TRUE(controller_.Cancel(first, "done with it", kT0, step));
+  ASSERT_TRUE(controller_.Cancel(first, "alice", "done with it", kT0, step));
   EXPECT_TRUE(controller_.Submit({spec("b2", "bob")}, "", "bob", kT0, step));
 }
 
@@ -251,20 +251,36 @@ TEST_F(ControllerTest, CancelStopsRunningWorkersAndEndsCancelled) {
   Schedule(kT0);
   Event(Started(id, 1, 0, kT0 + 1));
   Step cancel;
-  ASSERT_TRUE(controller_.Cancel(id, "cancelled by alice", kT0 + 2, cancel));
+  ASSERT_TRUE(controller_.Cancel(id, "alice", "cancelled by alice", kT0 + 2, cancel));
   EXPECT_EQ(Stops(cancel).size(), 1u);
   EXPECT_EQ(State(id), JobState::kRunning);
+  // Who asked is on the record now, before the workers have stopped.
+  ASSERT_EQ(cancel.transitions.size(), 1u);
+  EXPECT_EQ(cancel.transitions[0].actor, "alice");
+  EXPECT_EQ(cancel.transitions[0].cause, "cancel requested: cancelled by alice");
   Step again;
-  ASSERT_TRUE(controller_.Cancel(id, "cancelled by alice", kT0 + 3, again));
+  ASSERT_TRUE(controller_.Cancel(id, "bob", "cancelled by bob", kT0 + 3, again));
   EXPECT_TRUE(Stops(again).empty());
+  EXPECT_TRUE(again.transitions.empty());  // already stopping: the first cancel stands
   model::WorkerEvent killed = Killed(id, 1, 0, kT0 + 4);
   killed.exit.cancelled = true;
   Event(killed);
   EXPECT_EQ(State(id), JobState::kCancelled);
+  EXPECT_EQ(controller_.Find(id)->attempts.at(0).disruption, model::Disruption::kUserCancel);
   Step late;
-  auto error = controller_.Cancel(id, "x", kT0 + 5, late);
+  auto error = controller_.Cancel(id, "alice", "x", kT0 + 5, late);
   ASSERT_FALSE(error);
   EXPECT_EQ(error.error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST_F(ControllerTest, CancellingAQueuedJobRecordsWhoCancelledIt) {
+  JobId id = Submit({Spec("queued", 1)})[0];
+  Step cancel;
+  ASSERT_TRUE(controller_.Cancel(id, "alice", "cancelled by alice", kT0 + 1, cancel));
+  EXPECT_EQ(State(id), JobState::kCancelled);
+  ASSERT_EQ(cancel.transitions.size(), 1u);
+  EXPECT_EQ(cancel.transitions[0].to, JobState::kCancelled);
+  EXPECT_EQ(cancel.transitions[0].actor, "alice");
 }
 
 TEST_F(ControllerTest, TimeoutEndsTimedOutWithoutRetryBudget) {

@@ -200,6 +200,7 @@ Status Controller::RequeueJob(JobId id, const std::string& by, const std::string
   attempt.outcome = JobState::kReady;
   attempt.outcome_reason = cause;
   attempt.requeued_by = by;
+  attempt.disruption = model::Disruption::kUserRequeue;
   job.status_message = "stopping: " + cause;
   StopWorkers(job, /*preempt=*/true, cause, step);
   RecordAction(job, "requeue requested" + Because(reason), by, now, step);

@@ -170,7 +170,7 @@ TEST_F(VerbsTest, HoldAndReleaseAreRefusedNamingTheStateAndChangeNothing) {
   EXPECT_EQ(ErrorOf(Hold(JobId(99), kT0)).code, ErrorCode::kNotFound);
   // A held job that is cancelled explains itself as cancelled, not held.
   Step cancel;
-  ASSERT_TRUE(controller_.Cancel(ready, "cancelled by bob", kT0 + 13, cancel));
+  ASSERT_TRUE(controller_.Cancel(ready, "alice", "cancelled by bob", kT0 + 13, cancel));
   EXPECT_EQ(controller_.Explain(ready, kT0 + 14)->layer, model::HoldLayer::kFinished);
   EXPECT_EQ(ErrorOf(Release(JobId(99), kT0)).code, ErrorCode::kNotFound);
 
@@ -313,6 +313,7 @@ TEST_F(VerbsTest, RequeueStopsWithNoticeAndResumesFromTheCheckpointWithoutSpendi
   const model::Job& job = *controller_.Find(id);
   ASSERT_EQ(job.attempts.size(), 2u);
   EXPECT_EQ(job.attempts[0].requeued_by, "bob");
+  EXPECT_EQ(job.attempts[0].disruption, model::Disruption::kUserRequeue);
   EXPECT_EQ(job.attempts[0].outcome, JobState::kReady);
   EXPECT_TRUE(job.attempts[1].resumed);
   EXPECT_EQ(QueuedSince(job), place);  // its place in the queue is kept

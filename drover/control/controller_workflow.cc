@@ -219,7 +219,7 @@ void Controller::MaybeStopSweep(const Job& trial, TimeMs now, Step& step) {
   for (const Job* sibling : RunJobs(trial.pipeline_run)) {
     if (sibling->id != trial.id && sibling->spec.stage == trial.spec.stage &&
         !model::IsTerminal(sibling->state) && !jobs_.IsPublishing(sibling->id)) {
-      (void)Cancel(sibling->id, cause, now, step);
+      (void)Cancel(sibling->id, model::kSystemActor, cause, now, step);
     }
   }
 }
@@ -254,12 +254,13 @@ void Controller::OnInputsChecked(JobId id, const std::vector<std::string>& missi
   }
 }
 
-Status Controller::CancelPipeline(JobId run, const std::string& cause, TimeMs now, Step& step) {
+Status Controller::CancelPipeline(JobId run, std::string_view by, const std::string& cause,
+                                  TimeMs now, Step& step) {
   const std::vector<const Job*> jobs = RunJobs(run);
   if (jobs.empty()) return NotFound(fmt::format("pipeline run {} does not exist", run.value()));
   for (const Job* job : jobs) {
     if (!model::IsTerminal(job->state) && !jobs_.IsPublishing(job->id)) {
-      DROVER_RETURN_IF_ERROR(Cancel(job->id, cause, now, step));
+      DROVER_RETURN_IF_ERROR(Cancel(job->id, by, cause, now, step));
     }
   }
   return OkStatus();

@@ -80,7 +80,7 @@ TEST_F(DepsTest, SkipsWithTheCauseWhenTheEarlierJobCanNoLongerMeetTheCondition) 
   const JobId cleanup = Submit({After("cleanup", fails, DependencyCondition::kDone)})[0];
 
   Step step;
-  ASSERT_TRUE(controller_.Cancel(cancelled, "cancelled by alice", kT0 + 1, step));
+  ASSERT_TRUE(controller_.Cancel(cancelled, "alice", "cancelled by alice", kT0 + 1, step));
   RunToExit(fails, 3, kT0 + 2);
   Schedule(kT0 + 3);
   Event(Started(succeeds, 1, 0, kT0 + 3));
@@ -89,13 +89,13 @@ TEST_F(DepsTest, SkipsWithTheCauseWhenTheEarlierJobCanNoLongerMeetTheCondition) 
 
   EXPECT_EQ(State(on_ok), JobState::kSkipped);
   EXPECT_EQ(controller_.Find(on_ok)->status_message,
-            fmt::format("dependency job {} failed; the condition is succeeded", fails.value()));
+            fmt::format("dependency job {} failed; this job needed it to succeed", fails.value()));
   EXPECT_EQ(State(on_cancel), JobState::kSkipped);
   EXPECT_EQ(controller_.Find(on_cancel)->status_message,
-            fmt::format("dependency job {} failed; the condition is succeeded", cancelled.value()));
+            fmt::format("dependency job {} failed; this job needed it to succeed", cancelled.value()));
   EXPECT_EQ(State(on_failure), JobState::kSkipped);
   EXPECT_EQ(controller_.Find(on_failure)->status_message,
-            fmt::format("dependency job {} succeeded; the condition is failed", succeeds.value()));
+            fmt::format("dependency job {} succeeded; this job needed it to fail", succeeds.value()));
   EXPECT_EQ(State(cleanup), JobState::kStarting);  // `done` holds for any end
 }
 
@@ -119,8 +119,8 @@ TEST_F(DepsTest, RefusesAConditionThatCanAlreadyNeverHold) {
   const Error error = Refusal({After("b", a)});
   EXPECT_EQ(error.code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(error.message,
-            fmt::format("job 'b': depends_on[0] (job:{0}): job {0} has failed, so the condition "
-                        "succeeded can never hold",
+            fmt::format("job 'b': depends_on[0] (job:{0}): job {0} has failed, so it can no "
+                        "longer succeed as this job needs",
                         a.value()));
   // A condition that holds is met at once.
   const JobId handler = Submit({After("handler", a, DependencyCondition::kFailed)})[0];

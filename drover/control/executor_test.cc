@@ -210,7 +210,7 @@ TEST_F(ExecutorTest, CancelWhileQueuedInTheEngineCancelsThere) {
   Schedule(kT0);
   On(Event(id, 1, ExecutorEvent::Kind::kSubmitted, kT0 + 10));
   Step step;
-  ASSERT_TRUE(controller_.Cancel(id, "cancelled by alice", kT0 + 20, step).has_value());
+  ASSERT_TRUE(controller_.Cancel(id, "alice", "cancelled by alice", kT0 + 20, step).has_value());
   auto cancels = EffectsOf<CancelExternal>(step);
   ASSERT_EQ(cancels.size(), 1u);
   EXPECT_EQ(cancels[0].ref.external_id, "17");

@@ -56,6 +56,18 @@ class NodeAdminTest : public testing::ControllerFixture {
   }
 };
 
+// A job only cordoned nodes could take: its verdict and explain name the cordon, not capacity.
+TEST_F(NodeAdminTest, ExplainSaysTheNodesThatCouldRunAJobAreCordoned) {
+  ASSERT_TRUE(Cordon("node-a").has_value());
+  ASSERT_TRUE(Cordon("node-b").has_value());
+  const JobId waiting = Submit({Spec("waiting", 4)}, kT0 + 1).at(0);
+  EXPECT_TRUE(Launches(Schedule(kT0 + 1)).empty());
+  EXPECT_EQ(State(waiting), JobState::kReady);
+  auto explanation = controller_.Explain(waiting, kT0 + 1);
+  ASSERT_TRUE(explanation.has_value());
+  EXPECT_THAT(explanation->message, HasSubstr("cordoned, taking no new jobs: node-a, node-b"));
+}
+
 TEST_F(NodeAdminTest, ACordonedNodeTakesNoNewJobsButKeepsItsRunningOnes) {
   JobId running;
   const NodeId node = RunOne(&running, Spec("first", 4));
@@ -196,7 +208,8 @@ TEST_F(NodeAdminTest, CancelTimeoutAndOomAreRecordedAsDistinctDisruptions) {
   RunOne(&timed_out, Spec("t", 1));
   RunOne(&oom, Spec("o", 1));
   Step step;
-  ASSERT_TRUE(controller_.Cancel(cancelled, "cancelled by alice", kT0 + 1, step).has_value());
+  ASSERT_TRUE(
+      controller_.Cancel(cancelled, "alice", "cancelled by alice", kT0 + 1, step).has_value());
   model::WorkerEvent killed = testing::Killed(cancelled, 1, 0, kT0 + 2);
   killed.exit.cancelled = true;
   Event(killed);

@@ -209,7 +209,7 @@ TEST_F(PreemptionTest, CancellingAVictimWhileItStopsEndsItCancelled) {
   Submit(Spec("a-train", "team-a", 4), kT0 + 1'000);
   Schedule(kT0 + 1'000);
   Step cancel;
-  ASSERT_TRUE(controller_.Cancel(b, "cancelled by bob", kT0 + 1'500, cancel).has_value());
+  ASSERT_TRUE(controller_.Cancel(b, "alice", "cancelled by bob", kT0 + 1'500, cancel).has_value());
   Event(Preempted(b, 1, 0, kT0 + 2'000));
   EXPECT_EQ(controller_.Find(b)->state, JobState::kCancelled);
 }
@@ -267,7 +267,8 @@ TEST_F(PreemptionTest, CancellingAWaitingPreemptorReleasesWhatItsVictimsFreed) {
   const auto [a, b1, b2] = PreemptTwoBorrowers();
   Event(Preempted(b1, 1, 0, kT0 + 2'000));
   Step cancel;
-  ASSERT_TRUE(controller_.Cancel(a, "cancelled by alice", kT0 + 2'000, cancel).has_value());
+  ASSERT_TRUE(
+      controller_.Cancel(a, "alice", "cancelled by alice", kT0 + 2'000, cancel).has_value());
   Schedule(kT0 + 2'000);
   EXPECT_EQ(State(b1), JobState::kStarting);
 }

@@ -124,7 +124,7 @@ TEST_F(QueuePositionTest, ComesFromTheLastFullPassAndOnlyForJobsStillWaiting) {
   EXPECT_EQ(At(second), std::make_pair(2, 2));
   // A cancelled job has no position; the others keep theirs until the next full pass...
   Step step;
-  ASSERT_TRUE(controller_.Cancel(first, "test", kFull + 20, step).has_value());
+  ASSERT_TRUE(controller_.Cancel(first, "alice", "test", kFull + 20, step).has_value());
   EXPECT_EQ(At(first), std::make_pair(0, 0));
   EXPECT_EQ(At(second), std::make_pair(2, 2));
   // ...which numbers them again.

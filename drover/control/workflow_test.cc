@@ -126,7 +126,7 @@ TEST_F(WorkflowTest, OutputsArePublishedBeforeTheJobSucceedsAndOnlyOnSuccess) {
   ASSERT_EQ(publish[0].outputs.size(), 2u);
   EXPECT_EQ(publish[0].outputs[0].staging, staged_model);
   EXPECT_EQ(publish[0].outputs[0].destination, "/out/model.pt");
-  EXPECT_FALSE(controller_.Cancel(id, "late", kT0 + 3, exited));
+  EXPECT_FALSE(controller_.Cancel(id, "alice", "late", kT0 + 3, exited));
 
   Publish(id, {{"model", "/out/model.pt"}, {"accuracy", "0.9"}}, kT0 + 3);
   EXPECT_EQ(State(id), JobState::kSucceeded);
@@ -347,12 +347,12 @@ TEST_F(WorkflowTest, CancellingAPipelineCancelsItsUnfinishedJobs) {
   auto ids = Submit({Stage("a"), Stage("b", "a")});
   Schedule(kT0);
   Step step;
-  EXPECT_FALSE(controller_.CancelPipeline(JobId(), "user", kT0 + 1, step));
+  EXPECT_FALSE(controller_.CancelPipeline(JobId(), "alice", "user", kT0 + 1, step));
   EXPECT_EQ(State(alone), JobState::kStarting);
-  ASSERT_TRUE(controller_.CancelPipeline(ids[0], "user", kT0 + 1, step));
+  ASSERT_TRUE(controller_.CancelPipeline(ids[0], "alice", "user", kT0 + 1, step));
   EXPECT_EQ(State(ids[1]), JobState::kCancelled);
   EXPECT_EQ(testing::Stops(step).size(), 1u);
-  EXPECT_FALSE(controller_.CancelPipeline(JobId(999), "user", kT0 + 1, step));
+  EXPECT_FALSE(controller_.CancelPipeline(JobId(999), "alice", "user", kT0 + 1, step));
 
   // The run reads cancelling while its running stage stops, then cancelled, as do both stages.
   EXPECT_EQ(workflow::RollUp(controller_.RunJobs(ids[0])).state, workflow::RunState::kCancelling);

@@ -114,12 +114,13 @@ struct ExitStatus {
 // per cause, recorded on the attempt (Attempt::disruption) and in its transitions' causes.
 enum class Disruption {
   kNone,
-  kPreemption,  // stopped for another job (priority or reclaim)
-  kNodeDrain,   // its node was drained (drover node drain)
-  kNodeLost,    // its node stopped answering
-  kTimeout,     // ran past spec.timeout
-  kUserCancel,  // cancelled
-  kOomKilled,   // a worker was killed for memory pressure
+  kPreemption,   // stopped for another job (priority or reclaim)
+  kNodeDrain,    // its node was drained (drover node drain)
+  kNodeLost,     // its node stopped answering
+  kTimeout,      // ran past spec.timeout
+  kUserCancel,   // cancelled
+  kOomKilled,    // a worker was killed for memory pressure
+  kUserRequeue,  // stopped by `drover requeue` to run again
 };
 
 inline constexpr NameTable kDisruptionNames{std::array{
@@ -130,8 +131,9 @@ inline constexpr NameTable kDisruptionNames{std::array{
     NameEntry{Disruption::kTimeout, "timeout"},
     NameEntry{Disruption::kUserCancel, "user_cancel"},
     NameEntry{Disruption::kOomKilled, "oom_killed"},
+    NameEntry{Disruption::kUserRequeue, "user_requeue"},
 }};
-static_assert(kDisruptionNames.size() == static_cast<std::size_t>(Disruption::kOomKilled) + 1);
+static_assert(kDisruptionNames.size() == static_cast<std::size_t>(Disruption::kUserRequeue) + 1);
 // kDisruptionNames.Name / Parse.
 std::string_view DisruptionName(Disruption disruption);
 std::optional<Disruption> ParseDisruption(std::string_view name);

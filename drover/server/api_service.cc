@@ -58,8 +58,8 @@ Result<std::vector<model::Decision>> ControlPlaneService::Decisions(JobId id) co
   return plane_.Decisions(id);
 }
 
-Status ControlPlaneService::Cancel(JobId id, const std::string& cause) {
-  return plane_.Cancel(id, cause);
+Status ControlPlaneService::Cancel(JobId id, std::string_view by, const std::string& cause) {
+  return plane_.Cancel(id, by, cause);
 }
 
 Result<model::Job> ControlPlaneService::ApplyJobVerb(JobId id, const api::JobVerb& verb,
@@ -98,8 +98,9 @@ Result<std::vector<model::Job>> ControlPlaneService::PipelineRun(JobId run) cons
   return plane_.PipelineRun(run);
 }
 
-Status ControlPlaneService::CancelPipeline(JobId run, const std::string& cause) {
-  return plane_.CancelPipeline(run, cause);
+Status ControlPlaneService::CancelPipeline(JobId run, std::string_view by,
+                                           const std::string& cause) {
+  return plane_.CancelPipeline(run, by, cause);
 }
 
 Result<api::CronStatus> ControlPlaneService::PutCron(const model::CronSpec& spec,

@@ -738,17 +738,17 @@ Status ControlPlane::Change(const std::function<Status(control::Step&)>& change)
   return OkStatus();
 }
 
-Status ControlPlane::Cancel(JobId id, const std::string& cause) {
+Status ControlPlane::Cancel(JobId id, std::string_view by, const std::string& cause) {
   return Change([&](control::Step& step) REQUIRES(mu_) -> Status {
-    DROVER_RETURN_IF_ERROR(controller_.Cancel(id, cause, clock_.Now(), step));
+    DROVER_RETURN_IF_ERROR(controller_.Cancel(id, by, cause, clock_.Now(), step));
     RequestSchedule();
     return OkStatus();
   });
 }
 
-Status ControlPlane::CancelPipeline(JobId run, const std::string& cause) {
+Status ControlPlane::CancelPipeline(JobId run, std::string_view by, const std::string& cause) {
   return Change([&](control::Step& step) REQUIRES(mu_) -> Status {
-    DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, cause, clock_.Now(), step));
+    DROVER_RETURN_IF_ERROR(controller_.CancelPipeline(run, by, cause, clock_.Now(), step));
     RequestSchedule();
     return OkStatus();
   });

@@ -216,9 +216,9 @@ class ControlPlane {
   Result<Submission> Submit(std::string_view text, const spec::ParseOptions& options,
                             const std::string& idempotency_key, const model::Identity& caller)
       EXCLUDES(mu_);
-  Status Cancel(JobId id, const std::string& cause) EXCLUDES(mu_);
+  Status Cancel(JobId id, std::string_view by, const std::string& cause) EXCLUDES(mu_);
   // Cancels the unfinished jobs of pipeline run `run` (Controller::CancelPipeline).
-  Status CancelPipeline(JobId run, const std::string& cause) EXCLUDES(mu_);
+  Status CancelPipeline(JobId run, std::string_view by, const std::string& cause) EXCLUDES(mu_);
   // Holds, releases, updates or requeues job `id` for `actor` (api::Service::ApplyJobVerb) and
   // returns the job as it left it.
   Result<model::Job> ApplyJobVerb(JobId id, const JobVerb& verb, const std::string& actor)

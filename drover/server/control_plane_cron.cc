@@ -169,7 +169,8 @@ void ControlPlane::StartCronRun(const CronEntry& entry, TimeMs due) {
         return;
       case model::ConcurrencyPolicy::kReplace:
         for (JobId id : active) {
-          Status cancelled = controller_.Cancel(id, "replaced by cron run " + run_id, now, step);
+          Status cancelled = controller_.Cancel(id, model::kSystemActor,
+                                                "replaced by cron run " + run_id, now, step);
           if (!cancelled) {
             spdlog::warn("cron job {}: cannot cancel job {}: {}", spec.name, id.value(),
                          cancelled.error().ToString());

@@ -181,7 +181,7 @@ TEST_F(RemoteLogsTest, AJobNotStartedReadsEmptyUntilItStartsOrEnds) {
   EXPECT_EQ(pending->job_state, "ready");  // waiting for node-r's GPU
   EXPECT_EQ(pending->data, "");
 
-  ASSERT_TRUE(plane_->Cancel(waiting, "test"));
+  ASSERT_TRUE(plane_->Cancel(waiting, "alice", "test"));
   auto cancelled = plane_->ReadLog(waiting, 0, 0, "stdout", 0, 100);
   ASSERT_TRUE(cancelled);
   EXPECT_FALSE(cancelled->started);

@@ -191,7 +191,7 @@ TEST_F(ControlPlaneTest, CancelStopsWorkersWithoutPreemption) {
   AddNode();
   ASSERT_TRUE(plane_->Start());
   JobId id = StartJob();
-  ASSERT_TRUE(plane_->Cancel(id, "cancelled by alice"));
+  ASSERT_TRUE(plane_->Cancel(id, "alice", "cancelled by alice"));
   auto stopped = runtime_->Stopped();
   ASSERT_EQ(stopped.size(), 1u);
   EXPECT_EQ(stopped[0].first, (model::WorkerKey{id, 1, 0}));
@@ -545,7 +545,7 @@ TEST_F(ControlPlaneTest, TheApiAnswersWhileTheLoopIsLaunching) {
     EXPECT_EQ(plane_->ListJobs(store::JobFilter{}).size(), 3u);
     EXPECT_EQ(plane_->Nodes().size(), 1u);
     EXPECT_EQ(Submit(kThreeJobs).size(), 3u);
-    EXPECT_TRUE(plane_->Cancel(launching, "cancelled by alice"));
+    EXPECT_TRUE(plane_->Cancel(launching, "alice", "cancelled by alice"));
   });
   const bool returned = ReturnedMeanwhile(calls);
   // The cancellation's stop waits for the launch it follows.
@@ -576,9 +576,10 @@ TEST_F(ControlPlaneTest, AStopFollowsItsLaunchAndAFailedWriteDropsItsOwnEffectsO
 
   Status cancelled_a, cancelled_b;
   std::future<void> calls = std::async(std::launch::async, [&] {
-    cancelled_a = plane_->Cancel(ids[0], "cancelled by alice");  // persisted, its stop queued
+    cancelled_a =
+        plane_->Cancel(ids[0], "alice", "cancelled by alice");  // persisted, its stop queued
     faulty_->FailNthApply(1);
-    cancelled_b = plane_->Cancel(ids[1], "cancelled by alice");  // not persisted: no stop
+    cancelled_b = plane_->Cancel(ids[1], "alice", "cancelled by alice");  // not persisted: no stop
   });
   const bool returned = ReturnedMeanwhile(calls);
   const size_t stopped_meanwhile = runtime_->Stopped().size();
@@ -613,7 +614,7 @@ TEST_F(ControlPlaneTest, TheLaunchesOfACycleRunInParallelAndAStopStillFollowsIts
   if (waiting) {
     // Cancelled while its launch is in flight: the stop is queued behind the launch.
     std::future<Status> cancel =
-        std::async(std::launch::async, [&] { return plane_->Cancel(ids[1], "by alice"); });
+        std::async(std::launch::async, [&] { return plane_->Cancel(ids[1], "alice", "by alice"); });
     if (cancel.wait_for(kWatchdog) == std::future_status::ready) cancelled = cancel.get();
     stopped_meanwhile = runtime_->Stopped().size();
   }

@@ -434,6 +434,11 @@ Result<std::vector<model::Dependency>> ParseAfterList(std::string_view text) {
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     ++position;
+    if (position > static_cast<std::size_t>(kMaxAfterItems)) {
+      return InvalidArgument(
+          fmt::format("more than {} items: a submission may wait on at most {} earlier jobs",
+                      kMaxAfterItems, kMaxAfterItems));
+    }
     Result<model::Dependency> dependency = ParseAfter(item);
     if (!dependency) {
       return InvalidArgument(fmt::format("item {}: {}", position, dependency.error().message));

@@ -68,8 +68,13 @@ Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& opti
 // `job:ID`. kInvalidArgument saying what is wrong with `item` (as written, escaped).
 Result<model::Dependency> ParseAfter(std::string_view item);
 
+// At most this many `--after` items in one submission (X-Drover-After): a submission waits on
+// a few earlier jobs, and each item is checked against the job table under the API's lock.
+inline constexpr int kMaxAfterItems = 64;
+
 // A comma-separated list of ParseAfter items (X-Drover-After), blanks around items ignored.
-// kInvalidArgument naming the 1-based position of the first bad item.
+// kInvalidArgument naming the 1-based position of the first bad item, or saying that there
+// are more than kMaxAfterItems.
 Result<std::vector<model::Dependency>> ParseAfterList(std::string_view text);
 
 // A digest of a submission's text, for binding an idempotency key to the request body it came

@@ -671,6 +671,12 @@ TEST(ParseAfter, ReadsIdsAndConditions) {
   EXPECT_THAT(*list, ElementsAre(Dep("job:3"), Dep("job:4", DependencyCondition::kDone)));
   EXPECT_EQ(ParseAfterList("3,,4").error().message,
             "item 2: '': expected ID[:CONDITION] with ID a job id (a positive integer)");
+  std::string many = "1";
+  for (int id = 2; id <= kMaxAfterItems; ++id) many += "," + std::to_string(id);
+  ASSERT_TRUE(ParseAfterList(many));
+  EXPECT_THAT(
+      ParseAfterList(many + ",65").error().message,
+      ::testing::HasSubstr("more than 64 items: a submission may wait on at most 64 earlier jobs"));
 }
 
 std::string ReadExample(const std::string& name) {

@@ -78,9 +78,9 @@ DependencyVerdict Judge(std::span<const JudgedDependency> dependencies) {
                                     : d.upstream == UpstreamState::kFailed ? "failed"
                                                                            : "succeeded";
       return {DependencyVerdict::Kind::kSkip,
-              fmt::format("dependency {} {}; the condition is {}",
+              fmt::format("dependency {} {}; this job needed it to {}",
                           model::DescribeDependency(d.dependency.name), verb,
-                          model::DependencyConditionName(d.dependency.condition))};
+                          AwaitedAs(d.dependency.condition))};
     }
     if (d.upstream == UpstreamState::kUnfinished) {
       unfinished.push_back(fmt::format("{} to {}", model::DescribeDependency(d.dependency.name),

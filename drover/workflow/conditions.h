@@ -53,8 +53,8 @@ struct DependencyVerdict {
   Kind kind = Kind::kWait;
   // kWait: "waiting for 'prep' to succeed, job 12 to finish" (the unfinished upstreams, each
   // with what it is awaited to do); kSkip: names the first failing dependency in order, e.g.
-  // "dependency 'train' failed; the condition is succeeded", "dependency job 12 failed; the
-  // condition is succeeded"; kRelease: "".
+  // "dependency 'train' failed; this job needed it to succeed", "dependency job 12 succeeded; this
+  // job needed it to fail"; kRelease: "".
   std::string reason;
 
   friend bool operator==(const DependencyVerdict&, const DependencyVerdict&) = default;

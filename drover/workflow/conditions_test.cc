@@ -79,8 +79,8 @@ TEST(Conditions, JudgesWaitReleaseAndSkip) {
   std::vector<JudgedDependency> cleanup = {
       Dep("train", DependencyCondition::kFailed, UpstreamState::kSucceeded)};
   EXPECT_EQ(Judge(cleanup), (DependencyVerdict{Kind::kSkip,
-                                               "dependency 'train' succeeded; the "
-                                               "condition is failed"}));
+                                               "dependency 'train' succeeded; this job "
+                                               "needed it to fail"}));
 }
 
 TEST(Conditions, SkipsAsSoonAsAConditionCanNoLongerHold) {
@@ -88,7 +88,7 @@ TEST(Conditions, SkipsAsSoonAsAConditionCanNoLongerHold) {
       Dep("slow", DependencyCondition::kSucceeded, UpstreamState::kUnfinished),
       Dep("prep", DependencyCondition::kSucceeded, UpstreamState::kFailed)};
   EXPECT_EQ(Judge(deps), (DependencyVerdict{
-                             Kind::kSkip, "dependency 'prep' failed; the condition is succeeded"}));
+                             Kind::kSkip, "dependency 'prep' failed; this job needed it to succeed"}));
 }
 
 // A job of an earlier submission (`job:ID`) is judged as a job of the same file is, and named by
@@ -100,10 +100,10 @@ TEST(Conditions, NamesAnEarlierSubmissionsJobByItsId) {
       (DependencyVerdict{Kind::kWait, "waiting for job 12 to succeed, job 13 to fail"}));
   EXPECT_EQ(
       Judge(std::vector{Dep("job:12", DependencyCondition::kSucceeded, UpstreamState::kFailed)}),
-      (DependencyVerdict{Kind::kSkip, "dependency job 12 failed; the condition is succeeded"}));
+      (DependencyVerdict{Kind::kSkip, "dependency job 12 failed; this job needed it to succeed"}));
   EXPECT_EQ(
       Judge(std::vector{Dep("job:12", DependencyCondition::kFailed, UpstreamState::kSucceeded)}),
-      (DependencyVerdict{Kind::kSkip, "dependency job 12 succeeded; the condition is failed"}));
+      (DependencyVerdict{Kind::kSkip, "dependency job 12 succeeded; this job needed it to fail"}));
   EXPECT_EQ(
       Judge(std::vector{Dep("job:12", DependencyCondition::kDone, UpstreamState::kFailed)}).kind,
       Kind::kRelease);
@@ -115,7 +115,7 @@ TEST(Conditions, SkippingPropagates) {
   const UpstreamState b = UpstreamState::kSkipped;  // b was skipped because a failed
   EXPECT_EQ(
       Judge(std::vector{Dep("b", DependencyCondition::kSucceeded, b)}),
-      (DependencyVerdict{Kind::kSkip, "dependency 'b' was skipped; the condition is succeeded"}));
+      (DependencyVerdict{Kind::kSkip, "dependency 'b' was skipped; this job needed it to succeed"}));
   EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kSkipped, b)}).kind, Kind::kRelease);
   EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kDone, b)}).kind, Kind::kRelease);
   EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kFailed, b)}).kind, Kind::kSkip);

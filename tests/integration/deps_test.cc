@@ -108,7 +108,7 @@ TEST_F(Dependencies, AConditionThatCanNoLongerHoldIsExplainedOrRefused) {
   WriteFile(gate, "");
   EXPECT_EQ(WaitForTerminal(client, a), "succeeded");
   EXPECT_EQ(WaitForTerminal(client, b), "skipped");
-  const std::string cause = fmt::format("dependency job {} succeeded; the condition is failed", a);
+  const std::string cause = fmt::format("dependency job {} succeeded; this job needed it to fail", a);
   EXPECT_EQ(GetJob(client, b)["message"], cause);
   CommandResult get = RunDrover({"--server", server->url(), "get", std::to_string(b)}, dir_.path());
   EXPECT_THAT(get.out, HasSubstr(cause));
@@ -120,7 +120,7 @@ TEST_F(Dependencies, AConditionThatCanNoLongerHoldIsExplainedOrRefused) {
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_THAT(refused.err,
               HasSubstr(fmt::format("job 'on-failure': depends_on[0] (job:{0}): job {0} "
-                                    "has succeeded, so the condition failed can never hold",
+                                    "has succeeded, so it can no longer fail as this job needs",
                                     a)));
   // `any` holds: it runs.
   const std::int64_t c = SubmitWith(*server, handler, {"--after", fmt::format("{}:any", a)});

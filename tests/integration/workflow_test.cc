@@ -425,7 +425,7 @@ stages:
   EXPECT_EQ(stage["cleanup"]["state"], "succeeded") << stage["cleanup"].dump(2);
   EXPECT_EQ(ReadFile(dir_.Sub("cleaned")), "cleaned\n");
   EXPECT_EQ(stage["c"]["state"], "skipped") << stage["c"].dump(2);
-  EXPECT_EQ(stage["c"]["message"], "dependency 'b' failed; the condition is succeeded");
+  EXPECT_EQ(stage["c"]["message"], "dependency 'b' failed; this job needed it to succeed");
   EXPECT_THAT(Transitions(stage["c"]),
               ElementsAre(std::make_pair(std::string("pending"), std::string("skipped"))));
   EXPECT_EQ(stage["c"]["attempts"].size(), 0u) << stage["c"].dump(2);
