@@ -15,7 +15,9 @@ using ::testing::HasSubstr;
 
 model::ExternalLaunch Gang(int workers, const std::string& gang_scheduler) {
   model::ExternalLaunch launch;
-  launch.ref = {.job = JobId(5), .attempt = 1, .executor = model::ExecutorKind::kKubernetes};
+  launch.ref.job = JobId(5);
+  launch.ref.attempt = 1;
+  launch.ref.executor = model::ExecutorKind::kKubernetes;
   launch.ref.name = "drover-5-1";
   launch.executor.kind = model::ExecutorKind::kKubernetes;
   launch.executor.kubernetes.gang_scheduler = gang_scheduler;
