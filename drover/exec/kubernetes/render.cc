@@ -25,7 +25,7 @@ constexpr char kGpuMemoryLabel[] = "nvidia.com/gpu.memory";
 // The annotation an Indexed Job's pods carry their index in (downward API source of the rank).
 constexpr char kCompletionIndexAnnotation[] = "batch.kubernetes.io/job-completion-index";
 // How long a gang may wait to be placed before activeDeadlineSeconds, the backstop of the
-// container's own deadline (WithDeadline), ends it (docs/operations.md, "Timeouts").
+// container's own deadline (Command), ends it (docs/operations.md, "Timeouts").
 constexpr int kQueueAllowanceSeconds = 24 * 3600;
 
 // What each engine reads, by the engine's source (docs/operations.md, "What each engine reads").
@@ -62,6 +62,7 @@ constexpr Version kVolcanoMinimumVersion{{1, 7, 0}};
 
 std::optional<Version> ParseVersion(std::string_view text) {
   if (!text.empty() && (text.front() == 'v' || text.front() == 'V')) text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
   Version version;
   for (int i = 0; i < 3 && !text.empty(); ++i) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version.parts[i]);
@@ -170,7 +171,10 @@ json Affinity(const model::ExternalLaunch& launch, bool devices_by_dra) {
   if (!devices_by_dra && req.gpu_memory_bytes > 0 && req.per_worker.gpus > 0) {
     least_bytes = MinimumGpuMemory(req.gpu_memory_bytes);
   } else if (req.gpu_memory_bytes > 0 && req.gpu_share_millis > 0) {
-    least_bytes = (req.gpu_memory_bytes * 1000 + req.gpu_share_millis - 1) / req.gpu_share_millis;
+    // gpu_memory * 1000 / share, rounded up, without overflowing.
+    const std::int64_t share = req.gpu_share_millis;
+    least_bytes = req.gpu_memory_bytes / share * 1000 +
+                  (req.gpu_memory_bytes % share * 1000 + share - 1) / share;
   }
   if (least_bytes > 0) {
     const std::int64_t mib = (least_bytes + kMiB - 1) / kMiB;

@@ -80,6 +80,8 @@ TEST(RenderEngines, OlderKaiIsToldTheGangsSizeOrRefused) {
   launch.spec.workers = 1;  // one worker needs no gang
   EXPECT_TRUE(Render(launch));
 
+  launch.executor.kubernetes.gang_scheduler_version = "v";
+  EXPECT_FALSE(Render(launch));
   launch.executor.kubernetes.gang_scheduler_version = "latest";
   auto unreadable = Render(launch);
   ASSERT_FALSE(unreadable);
