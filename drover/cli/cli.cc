@@ -370,9 +370,15 @@ int Main(int argc, char** argv) {
       ->add_option("--gang", render_flags.gang_scheduler,
                    "PodGroup for gangs: none, volcano, kai or coscheduling")
       ->check(CLI::IsMember({"none", "volcano", "kai", "coscheduling"}));
+  render->add_option("--gang-version", render_flags.gang_scheduler_version,
+                     "the gang scheduler's version, e.g. v0.14.1 (default: the newest known)");
   render->add_flag("--dra", render_flags.dra, "GPUs as a DRA ResourceClaimTemplate");
   render->add_option("--device-class", render_flags.device_class,
                      "the DRA device class (default gpu.nvidia.com)");
+  render->add_option("--mig-device-class", render_flags.mig_device_class,
+                     "the DRA device class of MIG instances (default mig.nvidia.com)");
+  render->add_option("--dra-driver", render_flags.dra_driver,
+                     "the DRA driver whose attributes the selectors read (default gpu.nvidia.com)");
   render->add_option("--image", render_flags.image, "the image of jobs that name none");
   render->add_option("--service-account", render_flags.service_account,
                      "the pods' service account");

@@ -34,7 +34,10 @@ model::ExecutorConfig ExecutorFor(const RenderFlags& flags, const model::Policy*
   set(k.namespace_name, flags.namespace_name);
   set(k.scheduler_name, flags.scheduler_name);
   set(k.kueue_queue, flags.kueue_queue);
+  set(k.gang_scheduler_version, flags.gang_scheduler_version);
   set(k.device_class, flags.device_class);
+  set(k.mig_device_class, flags.mig_device_class);
+  set(k.dra_driver, flags.dra_driver);
   set(k.image, flags.image);
   set(k.service_account, flags.service_account);
   if (!flags.gang_scheduler.empty()) {
@@ -83,15 +86,16 @@ int RenderCommand(const RenderFlags& flags) {
     model::Job job;
     job.id = JobId(static_cast<std::int64_t>(i + 1));
     job.spec = specs[i];
+    // With --queue every job is rendered as submitted to that queue (its executor, KAI's queue).
+    if (!flags.queue.empty()) job.spec.queue = flags.queue;
     job.attempts.push_back(model::Attempt{});
-    const model::ExecutorConfig executor = ExecutorFor(
-        flags, policy ? &*policy : nullptr, flags.queue.empty() ? job.spec.queue : flags.queue);
+    const model::ExecutorConfig executor =
+        ExecutorFor(flags, policy ? &*policy : nullptr, job.spec.queue);
     if (executor.kind != model::ExecutorKind::kKubernetes) {
       std::cerr << fmt::format(
           "drover: job '{}': queue '{}' runs on the {} executor; give --executor kubernetes to "
           "render it for Kubernetes\n",
-          job.spec.name, flags.queue.empty() ? job.spec.queue : flags.queue,
-          model::ExecutorKindName(executor.kind));
+          job.spec.name, job.spec.queue, model::ExecutorKindName(executor.kind));
       ++errors;
       continue;
     }

@@ -15,8 +15,8 @@ struct RenderFlags {
   std::string policy_file;  // the queues' executor options come from here...
   std::string queue;        // ...for this queue (empty: each job's own)
   // ...and these override them (empty: not given).
-  std::string namespace_name, scheduler_name, kueue_queue, gang_scheduler, device_class, image,
-      service_account;
+  std::string namespace_name, scheduler_name, kueue_queue, gang_scheduler, gang_scheduler_version,
+      device_class, mig_device_class, dra_driver, image, service_account;
   bool dra = false;
 };
 

@@ -689,7 +689,10 @@ Status Decode(const json& j, const std::string& path, model::ExecutorConfig* out
   DROVER_RETURN_IF_ERROR(Field(j, path, "kueue_queue", &k.kueue_queue));
   DROVER_RETURN_IF_ERROR(Field(j, path, "gang_scheduler", &k.gang_scheduler));
   DROVER_RETURN_IF_ERROR(Field(j, path, "dra", &k.dra));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gang_scheduler_version", &k.gang_scheduler_version));
   DROVER_RETURN_IF_ERROR(Field(j, path, "device_class", &k.device_class));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "mig_device_class", &k.mig_device_class));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "dra_driver", &k.dra_driver));
   DROVER_RETURN_IF_ERROR(Field(j, path, "image", &k.image));
   DROVER_RETURN_IF_ERROR(Field(j, path, "service_account", &k.service_account));
   return OkStatus();
@@ -1198,7 +1201,10 @@ json ToJson(const model::ExecutorConfig& executor) {
     out["kueue_queue"] = k.kueue_queue;
     out["gang_scheduler"] = k.gang_scheduler;
     out["dra"] = k.dra;
+    out["gang_scheduler_version"] = k.gang_scheduler_version;
     out["device_class"] = k.device_class;
+    out["mig_device_class"] = k.mig_device_class;
+    out["dra_driver"] = k.dra_driver;
     out["image"] = k.image;
     out["service_account"] = k.service_account;
   }

@@ -48,9 +48,16 @@ struct KubernetesQueueOptions {
   std::string kueue_queue;     // the kueue.x-k8s.io/queue-name label; empty: none
   // PodGroup for gangs: "" (none), "volcano", "kai" or "coscheduling".
   std::string gang_scheduler;
-  // GPUs as a DRA ResourceClaim of `device_class` instead of nvidia.com/gpu limits.
+  // The gang scheduler's version ("v0.15.0", "0.14.1"); empty: the newest Drover knows. Gangs
+  // are rendered by what that version reads, and refused where it cannot gang a batch/v1 Job.
+  std::string gang_scheduler_version;
+  // GPUs (and MIG instances) as a DRA ResourceClaim of `device_class` (`mig_device_class`)
+  // instead of nvidia.com/gpu (nvidia.com/mig-*) limits; `dra_driver` is the driver whose
+  // attributes (productName, profile) and capacity (memory) the selectors read.
   bool dra = false;
   std::string device_class = "gpu.nvidia.com";
+  std::string mig_device_class = "mig.nvidia.com";
+  std::string dra_driver = "gpu.nvidia.com";
   std::string image;  // for jobs that name none
   std::string service_account;
 

@@ -269,8 +269,11 @@ class PolicyParser {
     }
     if (!ExpectMap(v, sink_)) return std::nullopt;
     static const std::vector<std::string> kKeys = {
-        "kind",        "partition",      "qos", "account",      "namespace", "scheduler_name",
-        "kueue_queue", "gang_scheduler", "dra", "device_class", "image",     "service_account"};
+        "kind",        "partition",      "qos",
+        "account",     "namespace",      "scheduler_name",
+        "kueue_queue", "gang_scheduler", "gang_scheduler_version",
+        "dra",         "device_class",   "mig_device_class",
+        "dra_driver",  "image",          "service_account"};
     static const std::map<std::string, std::string> kAliases = {{"type", "kind"},
                                                                 {"scheduler", "scheduler_name"},
                                                                 {"queue_name", "kueue_queue"},
@@ -303,9 +306,10 @@ class PolicyParser {
       }
     };
     only_for(model::ExecutorKind::kSlurm, {"partition", "qos", "account"});
-    only_for(model::ExecutorKind::kKubernetes,
-             {"namespace", "scheduler_name", "kueue_queue", "gang_scheduler", "dra", "device_class",
-              "image", "service_account"});
+    only_for(
+        model::ExecutorKind::kKubernetes,
+        {"namespace", "scheduler_name", "kueue_queue", "gang_scheduler", "gang_scheduler_version",
+         "dra", "device_class", "mig_device_class", "dra_driver", "image", "service_account"});
     if (config.kind == model::ExecutorKind::kSlurm) {
       text("partition", config.slurm.partition);
       text("qos", config.slurm.qos);
@@ -330,7 +334,10 @@ class PolicyParser {
         }
       }
       if (auto q = f.Get("dra")) k.dra = ReadBool(*q, sink_).value_or(false);
+      text("gang_scheduler_version", k.gang_scheduler_version);
       text("device_class", k.device_class);
+      text("mig_device_class", k.mig_device_class);
+      text("dra_driver", k.dra_driver);
       text("image", k.image);
       text("service_account", k.service_account);
     }

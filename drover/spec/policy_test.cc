@@ -186,7 +186,10 @@ queues:
       scheduler_name: kai-scheduler
       kueue_queue: team-a
       gang_scheduler: volcano
+      gang_scheduler_version: v1.12.0
       dra: true
+      mig_device_class: mig.example.com
+      dra_driver: gpu.example.com
       image: python:3.12
     children:
       - name: cloud-a
@@ -203,7 +206,11 @@ queues:
   EXPECT_EQ(cloud.kubernetes.scheduler_name, "kai-scheduler");
   EXPECT_EQ(cloud.kubernetes.kueue_queue, "team-a");
   EXPECT_EQ(cloud.kubernetes.gang_scheduler, "volcano");
+  EXPECT_EQ(cloud.kubernetes.gang_scheduler_version, "v1.12.0");
   EXPECT_TRUE(cloud.kubernetes.dra);
+  EXPECT_EQ(cloud.kubernetes.device_class, "gpu.nvidia.com");  // the default
+  EXPECT_EQ(cloud.kubernetes.mig_device_class, "mig.example.com");
+  EXPECT_EQ(cloud.kubernetes.dra_driver, "gpu.example.com");
   EXPECT_EQ(cloud.kubernetes.image, "python:3.12");
   EXPECT_EQ(model::ExecutorOf(policy, "here").kind, model::ExecutorKind::kLocal);
 }
@@ -219,6 +226,10 @@ TEST(ParsePolicy, ReportsBadExecutorsWithTheirPositions) {
       Errors("kind: Policy\nqueues:\n  - name: a\n    executor: {kind: slurm, namespace: x}\n"),
       ElementsAre("policy.yaml:4:40: error: queues[0].executor.namespace: is an option of the "
                   "kubernetes executor, not of slurm"));
+  EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    executor: {kind: slurm, "
+                     "dra_driver: x}\n"),
+              ElementsAre(HasSubstr("queues[0].executor.dra_driver: is an option of the "
+                                    "kubernetes executor, not of slurm")));
   EXPECT_THAT(Errors("kind: Policy\nqueues:\n  - name: a\n    executor: {kind: kubernetes, "
                      "gang_scheduler: yunikorn}\n"),
               ElementsAre(HasSubstr("unknown gang scheduler 'yunikorn'")));

@@ -11,11 +11,14 @@
 // keys and label values are checked by the API server's rules (DNS labels, qualified names).
 // PodGroups are custom resources that kubernetes-models does not have: their metadata is
 // checked against ObjectMeta's schema and their spec against the fields their projects document
-// (Volcano, KAI, scheduler-plugins), written down here.
+// (Volcano, KAI, scheduler-plugins), written down here. Every render then goes through the
+// engines' rules (engine_rules.mjs): what each engine reads, per its source and version.
 
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+
+import { engineRuleErrors } from "./engine_rules.mjs";
 
 const [drover, sourceDir] = process.argv.slice(2);
 if (!drover || !sourceDir) {
@@ -178,6 +181,42 @@ function render(file, flags) {
   }
 }
 
+// The engines' rules over each job's objects (grouped by their attempt label).
+let ruleChecks = 0;
+function checkEngineRules(items, flags, where) {
+  const driverFlag = flags.indexOf("--dra-driver");
+  const context = { driver: driverFlag >= 0 ? flags[driverFlag + 1] : "gpu.nvidia.com" };
+  const jobs = new Map();
+  for (const object of items) {
+    const attempt = object.metadata?.labels?.["drover.dev/attempt-name"];
+    jobs.set(attempt, [...(jobs.get(attempt) ?? []), object]);
+  }
+  for (const [attempt, objects] of jobs) {
+    ruleChecks++;
+    const errors = engineRuleErrors(objects, context);
+    if (errors.length > 0) {
+      failures++;
+      console.log(`FAIL engine rules ${where}: ${attempt}`);
+      for (const e of errors) console.log(`    ${e}`);
+    }
+  }
+}
+
+// A render that must be refused, with `message` in drover's error.
+function expectRefused(file, flags, message) {
+  const args = ["-o", "json", "render", file, "--executor", "kubernetes", ...flags];
+  try {
+    execFileSync(drover, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    failures++;
+    console.log(`FAIL drover ${args.join(" ")} rendered what its engine cannot honour`);
+  } catch (e) {
+    if (!String(e.stderr).includes(message)) {
+      failures++;
+      console.log(`FAIL drover ${args.join(" ")}: expected '${message}', got ${e.stderr}`);
+    }
+  }
+}
+
 function isSpec(path) {
   return /^kind:\s*(Job|Pipeline|CronJob)\b/m.test(readFileSync(path, "utf8"));
 }
@@ -194,9 +233,13 @@ const variants = [
   [],
   ["--gang", "volcano"],
   ["--gang", "kai"],
-  ["--gang", "coscheduling"],
+  ["--gang", "kai", "--gang-version", "v0.14.1"],
+  ["--scheduler", "kai-scheduler"],
+  ["--gang", "coscheduling", "--scheduler", "scheduler-plugins-scheduler"],
   ["--dra"],
-  ["--dra", "--device-class", "gpu.example.com", "--gang", "volcano"],
+  ["--dra", "--gang", "kai"],
+  ["--dra", "--device-class", "h100.example.com", "--gang", "volcano"],
+  ["--dra", "--dra-driver", "gpu.example.com", "--mig-device-class", "mig.example.com"],
   ["--kueue-queue", "team-a", "--scheduler", "my-scheduler", "--namespace", "ml", "--service-account", "trainer"],
 ];
 const files = [
@@ -213,12 +256,29 @@ for (const file of files) {
     const items = render(file, ["--image", "python:3.12-slim", ...flags]);
     rendered++;
     for (const object of items) validateManifest(object, `${file} ${flags.join(" ")}`);
+    checkEngineRules(items, flags, `${file} ${flags.join(" ")}`);
   }
 }
 // The KAI-only features: a time-sliced share as gpu-fraction.
-for (const object of render(join(sourceDir, "tests/kubernetes/kai.yaml"), ["--gang", "kai"])) {
-  validateManifest(object, "tests/kubernetes/kai.yaml --gang kai");
+const kai = render(join(sourceDir, "tests/kubernetes/kai.yaml"), ["--gang", "kai"]);
+for (const object of kai) validateManifest(object, "tests/kubernetes/kai.yaml --gang kai");
+checkEngineRules(kai, [], "tests/kubernetes/kai.yaml --gang kai");
+// --queue Q renders every job as submitted to Q: Q is its KAI queue.
+for (const object of render(join(sourceDir, "tests/kubernetes/kai.yaml"), ["--gang", "kai", "--queue", "batch"])) {
+  const labels = object.kind === "Job" ? object.spec.template.metadata.labels : {};
+  const queue = object.kind === "PodGroup" ? object.spec.queue : labels["kai.scheduler/queue"];
+  if ((object.kind === "PodGroup" || object.kind === "Job") && queue !== "batch") {
+    failures++;
+    console.log(`FAIL --queue batch: the ${object.kind}'s KAI queue is ${queue}`);
+  }
 }
+// What an engine (version) cannot honour is refused, naming the field.
+const gangs = join(sourceDir, "tests/kubernetes/variants.yaml");
+expectRefused(gangs, ["--image", "x", "--gang", "coscheduling"], "executor.scheduler_name");
+expectRefused(gangs, ["--image", "x", "--gang", "kai", "--gang-version", "v0.13.0"],
+  "executor.gang_scheduler_version: KAI v0.13.0 cannot gang a batch/v1 Job");
+expectRefused(gangs, ["--image", "x", "--gang", "volcano", "--gang-version", "1.6"],
+  "executor.gang_scheduler_version");
 
 // A manifest this script must reject, so that a validator that accepts anything cannot pass.
 const bad = render(join(sourceDir, "tests/kubernetes/variants.yaml"), ["--image", "x"])
@@ -236,6 +296,6 @@ if (!expected.every((e) => caught.some((c) => c.startsWith(e)))) {
 }
 
 console.log(`kinds: ${[...kinds].map(([k, n]) => `${k} x${n}`).join(", ")}`);
-console.log(`${files.length} spec files x ${variants.length} option sets (${rendered} renders): ${objects} manifests validated`);
+console.log(`${files.length} spec files x ${variants.length} option sets (${rendered} renders): ${objects} manifests validated, ${ruleChecks} jobs checked against the engines' rules`);
 console.log(`${objects - invalid} passed, ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);

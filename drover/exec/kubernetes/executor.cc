@@ -73,6 +73,12 @@ model::ExitStatus PodExit(const json& pod) {
         exit.exit_code = terminated.value("exitCode", 1);
         exit.signal = terminated.value("signal", 0);
         if (exit.signal != 0) exit.exit_code = -1;
+        // The container stopped the worker at the job's timeout (render.cc, Command).
+        const std::string message = terminated.value("message", "");
+        if (message.starts_with(kTimedOutMessage)) {
+          exit.timed_out = true;
+          exit.message = message.substr(0, message.find('\n'));
+        }
       }
     }
   }
@@ -93,8 +99,10 @@ model::ExitStatus PodExit(const json& pod) {
                                                   "Terminated"};
   exit.preempted = kPreempted.contains(why);
   exit.node_lost = !exit.preempted && kNodeLost.contains(why);
+  const std::string timed_out = exit.message;
   exit.message = fmt::format("pod {} on node {}", Text(pod, {"metadata", "name"}),
                              Text(pod, {"spec", "nodeName"}));
+  if (!timed_out.empty()) exit.message += ": " + timed_out;
   if (!why.empty()) exit.message += ": " + why;
   if (!detail.empty()) exit.message += ": " + detail;
   return exit;
@@ -570,8 +578,10 @@ void KubernetesExecutor::EvaluateLocked(const std::string& name) {
       (attempt.stop.preempt ? exit.preempted : exit.cancelled) = true;
       exit.message = attempt.stop.reason;
     } else if (reason == "DeadlineExceeded") {
+      // The backstop: the timeout plus the queue allowance passed (render.cc).
       exit.timed_out = true;
-      exit.message = fmt::format("the Job ran past its activeDeadlineSeconds: {}",
+      exit.message = fmt::format("the Job ran past its activeDeadlineSeconds{}: {}",
+                                 attempt.started ? "" : " before all its workers ran",
                                  failed->value("message", ""));
     } else {
       auto first_failed = std::find_if(pods.begin(), pods.end(), [](const json* pod) {

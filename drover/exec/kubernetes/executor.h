@@ -13,7 +13,8 @@
 //   kStarted    every worker's pod runs: nodes = spec.nodeName by rank, at = the latest
 //               startTime;
 //   kExited     the Job's condition Complete (exit 0) or Failed: DeadlineExceeded is timed_out,
-//               otherwise the exit code of the first failed worker's container, preempted when
+//               otherwise the exit code of the first failed worker's container (timed_out when
+//               its termination message starts with kTimedOutMessage), preempted when
 //               its pod was preempted or evicted (DisruptionTarget PreemptionByScheduler,
 //               EvictionByEvictionAPI, reason Evicted), node_lost when its node went away
 //               (DeletionByTaintManager, DeletionByPodGC, TerminationByKubelet); a Job deleted by

@@ -137,6 +137,21 @@ TEST_F(ExecutorTest, AFailedWorkerReportsItsExitCode) {
   EXPECT_THAT(exited.exit.message, HasSubstr("pod drover-8-1-0-fake on node node-c"));
 }
 
+// The container's own deadline (render.cc): it stops the worker at the timeout, says so in its
+// termination message and exits with the worker's status (143 after SIGTERM).
+TEST_F(ExecutorTest, AWorkerStoppedAtItsTimeoutByItsContainerIsTimedOut) {
+  ASSERT_TRUE(executor_->Submit(Launch(12)));
+  Next("drover-12-1", Kind::kSubmitted);
+  server_.RunPods("ml", "drover-12-1", {"node-e"});
+  Next("drover-12-1", Kind::kStarted);
+  server_.EndPod("ml", "drover-12-1", 0, 143, "", "", "drover: timed out after 60.000s\n");
+  server_.FinishJob("ml", "drover-12-1", "Failed", "BackoffLimitExceeded");
+  const model::ExitStatus exit = Next("drover-12-1", Kind::kExited).exit;
+  EXPECT_TRUE(exit.timed_out);
+  EXPECT_EQ(exit.exit_code, 143);
+  EXPECT_THAT(exit.message, HasSubstr("drover: timed out after 60.000s"));
+}
+
 TEST_F(ExecutorTest, DeadlinesPreemptionsAndLostNodesAreClassified) {
   ASSERT_TRUE(executor_->Submit(Launch(9)));
   ASSERT_TRUE(executor_->Submit(Launch(10)));

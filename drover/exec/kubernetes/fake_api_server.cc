@@ -264,12 +264,13 @@ void FakeApiServer::RunPods(const std::string& namespace_name, const std::string
 }
 
 void FakeApiServer::EndPod(const std::string& namespace_name, const std::string& job, int index,
-                           int exit_code, const std::string& reason,
-                           const std::string& disruption) {
+                           int exit_code, const std::string& reason, const std::string& disruption,
+                           const std::string& message) {
   const std::string pods = fmt::format("/api/v1/namespaces/{}/pods", namespace_name);
   json terminated = {{"exitCode", exit_code},
                      {"reason", exit_code == 0 ? "Completed" : "Error"},
                      {"finishedAt", Now()}};
+  if (!message.empty()) terminated["message"] = message;
   json container = {{"name", "main"}, {"state", {{"terminated", terminated}}}};
   json status = {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
                  {"containerStatuses", json::array({container})}};

@@ -69,9 +69,11 @@ class FakeApiServer {
   void RunPods(const std::string& namespace_name, const std::string& job,
                const std::vector<std::string>& nodes);
   // The pod of index `index` ends with `exit_code`; `reason` ("" or e.g. "Evicted") and a
-  // DisruptionTarget condition reason (e.g. "PreemptionByScheduler") describe an eviction.
+  // DisruptionTarget condition reason (e.g. "PreemptionByScheduler") describe an eviction;
+  // `message` is the container's termination message.
   void EndPod(const std::string& namespace_name, const std::string& job, int index, int exit_code,
-              const std::string& reason = "", const std::string& disruption = "");
+              const std::string& reason = "", const std::string& disruption = "",
+              const std::string& message = "");
   // Sets the Job's terminal condition: "Complete", or "Failed" with `reason`
   // ("BackoffLimitExceeded", "DeadlineExceeded").
   void FinishJob(const std::string& namespace_name, const std::string& job,

@@ -24,6 +24,56 @@ constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
 constexpr char kGpuMemoryLabel[] = "nvidia.com/gpu.memory";
 // The annotation an Indexed Job's pods carry their index in (downward API source of the rank).
 constexpr char kCompletionIndexAnnotation[] = "batch.kubernetes.io/job-completion-index";
+// How long a gang may wait to be placed before activeDeadlineSeconds, the backstop of the
+// container's own deadline (Command), ends it (docs/operations.md, "Timeouts").
+constexpr int kQueueAllowanceSeconds = 24 * 3600;
+
+// What each engine reads, by the engine's source (docs/operations.md, "What each engine reads").
+// KAI (github.com/kai-scheduler/KAI-Scheduler): the pod-grouper regroups every pod of a batch/v1
+// Job into a PodGroup of its own with minMember 1 (pkg/podgrouper/podgrouper/plugins/
+// defaultgrouper/default_grouper.go) unless the Job or the pod carries kai.scheduler/
+// skip-podgrouper: "true" (pkg/podgrouper/pod_controller.go, v0.15.0+); from v0.14.1 the Job's
+// annotation kai.scheduler/batch-min-member sets that PodGroup's minMember
+// (pkg/podgrouper/podgrouper/plugins/job/job_grouper.go). Pods join a PodGroup by the pod
+// annotation pod-group-name and a queue by the label kai.scheduler/queue
+// (pkg/common/constants/constants.go).
+constexpr char kKaiSkipPodGrouperAnnotation[] = "kai.scheduler/skip-podgrouper";
+constexpr char kKaiBatchMinMemberAnnotation[] = "kai.scheduler/batch-min-member";
+constexpr char kKaiPodGroupAnnotation[] = "pod-group-name";
+constexpr char kKaiQueueLabel[] = "kai.scheduler/queue";
+// Volcano (github.com/volcano-sh/volcano, v1.7.0+): its pg controller leaves a pod that names
+// a PodGroup in scheduling.k8s.io/group-name alone (pkg/controllers/podgroup/pg_controller.go);
+// the PodGroup's queue and minResources drive enqueueing.
+constexpr char kVolcanoGroupAnnotation[] = "scheduling.k8s.io/group-name";
+// scheduler-plugins' Coscheduling (github.com/kubernetes-sigs/scheduler-plugins,
+// apis/scheduling/v1alpha1/types.go): the pod label naming the PodGroup, read only by a
+// scheduler profile that runs the Coscheduling plugin.
+constexpr char kCoschedulingLabel[] = "scheduling.x-k8s.io/pod-group";
+
+// An engine version as (major, minor, patch) from "v0.15.0", "0.14" or "1.7.0-rc1".
+struct Version {
+  int parts[3] = {0, 0, 0};
+  auto operator<=>(const Version&) const = default;
+  std::string ToString() const { return fmt::format("v{}.{}.{}", parts[0], parts[1], parts[2]); }
+};
+constexpr Version kKaiExternalPodGroupsVersion{{0, 15, 0}};
+constexpr Version kKaiMinMemberVersion{{0, 14, 1}};
+constexpr Version kVolcanoMinimumVersion{{1, 7, 0}};
+
+std::optional<Version> ParseVersion(std::string_view text) {
+  if (!text.empty() && (text.front() == 'v' || text.front() == 'V')) text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  Version version;
+  for (int i = 0; i < 3 && !text.empty(); ++i) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version.parts[i]);
+    if (ec != std::errc() || version.parts[i] < 0) return std::nullopt;
+    text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+    if (text.empty() || text.front() == '-' || text.front() == '+') return version;
+    if (text.front() != '.' || i == 2) return std::nullopt;
+    text.remove_prefix(1);
+  }
+  return text.empty() ? std::optional<Version>(version) : std::nullopt;
+}
 
 // A label value: at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric; "" if nothing
 // of `text` qualifies (the label is then left out).
@@ -83,6 +133,17 @@ json Toleration(const model::Toleration& toleration) {
   return out;
 }
 
+// The least GPU memory, in bytes, that a GPU asked for with `gpu_memory` (a whole GPU's minimum)
+// may report. Memory sizes are marketed in GB and NVML reports what the driver leaves usable (an
+// "80GB" H100 reports 81,559 MiB, an "80GB" A100 81,920 MiB, a "24GB" L4 23,034 MiB): the
+// binary units are read as decimal ones, so 80Gi accepts every GPU of 80 GB (80e9 bytes,
+// 76,294 MiB) and more.
+std::int64_t MinimumGpuMemory(std::int64_t gpu_memory_bytes) {
+  constexpr std::int64_t kGiB = 1024 * kMiB;
+  return gpu_memory_bytes / kGiB * 1'000'000'000 +
+         (gpu_memory_bytes % kGiB * 1'000'000'000 + kGiB - 1) / kGiB;
+}
+
 // Pod (anti-)affinity keeping the attempt's pods within one domain of `topology_key`.
 json SameDomain(const std::string& name, const std::string& topology_key) {
   return {{"labelSelector", {{"matchLabels", {{kAttemptNameLabel, name}}}}},
@@ -91,18 +152,32 @@ json SameDomain(const std::string& name, const std::string& topology_key) {
 
 // nodeAffinity and podAffinity from the requirements and preferences (GPU models and memory
 // by GPU Feature Discovery's labels unless DRA selects the devices).
-json Affinity(const model::ExternalLaunch& launch, bool gpus_by_dra) {
+json Affinity(const model::ExternalLaunch& launch, bool devices_by_dra) {
   const model::Requirements& req = launch.spec.requirements;
   const model::Preferences& pref = launch.spec.preferences;
   const std::string& name = launch.ref.name;
   json affinity = json::object();
 
   json match = json::array();
-  if (!gpus_by_dra && !req.gpu_models.empty() && req.mig_profile.empty()) {
+  if (!devices_by_dra && !req.gpu_models.empty() && req.mig_profile.empty()) {
     match.push_back({{"key", kGpuProductLabel}, {"operator", "In"}, {"values", req.gpu_models}});
   }
-  if (!gpus_by_dra && req.gpu_memory_bytes > 0 && req.per_worker.gpus > 0) {
-    const std::int64_t mib = (req.gpu_memory_bytes + kMiB - 1) / kMiB;
+  // The label is the GPU's memory in MiB as NVML reports it. A whole GPU reports at least the
+  // marketed size (MinimumGpuMemory); a KAI share (gpu-fraction) gets that fraction of its GPU's
+  // memory, so the GPU needs gpu_memory / fraction (KAI's binder refuses a pod with both
+  // gpu-fraction and gpu-memory: pkg/binder/plugins/gpusharing/gpu-request/
+  // gpu_request_validator.go).
+  std::int64_t least_bytes = 0;
+  if (!devices_by_dra && req.gpu_memory_bytes > 0 && req.per_worker.gpus > 0) {
+    least_bytes = MinimumGpuMemory(req.gpu_memory_bytes);
+  } else if (req.gpu_memory_bytes > 0 && req.gpu_share_millis > 0) {
+    // gpu_memory * 1000 / share, rounded up, without overflowing.
+    const std::int64_t share = req.gpu_share_millis;
+    least_bytes = req.gpu_memory_bytes / share * 1000 +
+                  (req.gpu_memory_bytes % share * 1000 + share - 1) / share;
+  }
+  if (least_bytes > 0) {
+    const std::int64_t mib = (least_bytes + kMiB - 1) / kMiB;
     match.push_back({{"key", kGpuMemoryLabel},
                      {"operator", "Gt"},
                      {"values", json::array({std::to_string(mib - 1)})}});
@@ -144,33 +219,48 @@ json ClaimSpec(const json& exactly) {
   return {{"spec", {{"devices", devices}}}};
 }
 
-// A ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes 1.34+) for the worker's whole GPUs of
-// the queue's device class, with CEL selectors for the model and memory asked for.
-json GpuClaimTemplate(const std::string& name, const model::ExternalLaunch& launch,
-                      const json& labels) {
+// A ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes 1.34+) for one worker's devices: its
+// whole GPUs of the queue's device_class, or its MIG instance of mig_device_class, with CEL
+// selectors on what the DRA driver publishes. NVIDIA's (github.com/NVIDIA/k8s-dra-driver-gpu,
+// cmd/gpu-kubelet-plugin/deviceinfo.go and mig.go, v25.8.0+) names its attributes in the domain
+// of its driver name gpu.nvidia.com, whatever the class is called: productName is NVML's name
+// with spaces ("NVIDIA H100 80GB HBM3", where GPU Feature Discovery's label has dashes), profile
+// the MIG profile ("1g.10gb"), and the capacity memory is in bytes.
+json DeviceClaimTemplate(const std::string& name, const model::ExternalLaunch& launch,
+                         const json& labels) {
   const model::Requirements& req = launch.spec.requirements;
-  const std::string& domain = launch.executor.kubernetes.device_class;
-  json exactly = {{"deviceClassName", domain},
+  const model::KubernetesQueueOptions& options = launch.executor.kubernetes;
+  const bool mig = !req.mig_profile.empty();
+  const std::string driver = json(options.dra_driver).dump();
+  const std::string attributes = fmt::format("device.attributes[{}]", driver);
+  json exactly = {{"deviceClassName", mig ? options.mig_device_class : options.device_class},
                   {"allocationMode", "ExactCount"},
-                  {"count", req.per_worker.gpus}};
+                  {"count", mig ? 1 : req.per_worker.gpus}};
   json selectors = json::array();
+  auto select = [&](const std::string& expression) {
+    // A device of another driver has no attributes in this domain: test the driver first.
+    selectors.push_back(
+        {{"cel",
+          {{"expression", fmt::format("device.driver == {} && ({})", driver, expression)}}}});
+  };
   if (!req.gpu_models.empty()) {
     std::string expression;
     for (const std::string& model : req.gpu_models) {
-      std::string lower = model;
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return std::tolower(c); });
+      // Either spelling of the model matches: both sides lower case, spaces as dashes.
+      std::string spelled = model;
+      std::transform(spelled.begin(), spelled.end(), spelled.begin(), [](unsigned char c) {
+        return c == ' ' ? '-' : static_cast<char>(std::tolower(c));
+      });
       if (!expression.empty()) expression += " || ";
-      expression += fmt::format("device.attributes[\"{}\"].productName.lowerAscii().contains({})",
-                                domain, json(lower).dump());
+      expression += fmt::format("{}.productName.lowerAscii().replace(\" \", \"-\").contains({})",
+                                attributes, json(spelled).dump());
     }
-    selectors.push_back({{"cel", {{"expression", expression}}}});
+    select(expression);
   }
-  if (req.gpu_memory_bytes > 0) {
-    const std::string expression =
-        fmt::format("device.capacity[\"{}\"].memory.compareTo(quantity(\"{}\")) >= 0", domain,
-                    ByteQuantity(req.gpu_memory_bytes));
-    selectors.push_back({{"cel", {{"expression", expression}}}});
+  if (mig) select(fmt::format("{}.profile == {}", attributes, json(req.mig_profile).dump()));
+  if (!mig && req.gpu_memory_bytes > 0) {
+    select(fmt::format("device.capacity[{}].memory.compareTo(quantity(\"{}\")) >= 0", driver,
+                       MinimumGpuMemory(req.gpu_memory_bytes)));
   }
   if (!selectors.empty()) exactly["selectors"] = selectors;
   return {{"apiVersion", "resource.k8s.io/v1"},
@@ -179,17 +269,40 @@ json GpuClaimTemplate(const std::string& name, const model::ExternalLaunch& laun
           {"spec", ClaimSpec(exactly)}};
 }
 
-json PodGroup(const std::string& name, const model::ExternalLaunch& launch, const json& labels) {
+// What the whole gang requests (minMember workers' requests), as Volcano and Coscheduling read
+// a PodGroup's minResources: cpu, memory and, without DRA, nvidia.com/gpu.
+json MinResources(const model::ExternalLaunch& launch, bool devices_by_dra) {
+  const model::Requirements& req = launch.spec.requirements;
+  const std::int64_t workers = launch.spec.workers;
+  json resources = json::object();
+  if (req.per_worker.cpu_millis > 0) {
+    resources["cpu"] = CpuQuantity(req.per_worker.cpu_millis * workers);
+  }
+  if (req.per_worker.memory_bytes > 0) {
+    resources["memory"] = ByteQuantity(req.per_worker.memory_bytes * workers);
+  }
+  if (!devices_by_dra && req.per_worker.gpus > 0) {
+    resources["nvidia.com/gpu"] = std::to_string(req.per_worker.gpus * workers);
+  }
+  return resources;
+}
+
+// The gang's PodGroup: every engine's minMember (all workers); Volcano's and KAI's the queue
+// (the Drover queue's name: create an engine queue of that name), Volcano's and Coscheduling's
+// minResources.
+json PodGroup(const std::string& name, const model::ExternalLaunch& launch, const json& labels,
+              bool devices_by_dra) {
   const std::string& gang = launch.executor.kubernetes.gang_scheduler;
   json spec = {{"minMember", launch.spec.workers}};
   std::string api_version;
-  if (gang == "volcano") {
-    api_version = "scheduling.volcano.sh/v1beta1";
-  } else if (gang == "kai") {
+  if (gang == "kai") {
     api_version = "scheduling.run.ai/v2alpha2";
     spec["queue"] = launch.spec.queue;
   } else {
-    api_version = "scheduling.x-k8s.io/v1alpha1";
+    api_version =
+        gang == "volcano" ? "scheduling.volcano.sh/v1beta1" : "scheduling.x-k8s.io/v1alpha1";
+    if (gang == "volcano") spec["queue"] = launch.spec.queue;
+    if (json min = MinResources(launch, devices_by_dra); !min.empty()) spec["minResources"] = min;
   }
   return {{"apiVersion", api_version},
           {"kind", "PodGroup"},
@@ -217,23 +330,59 @@ json FieldEnvVar(const std::string& name, const std::string& field_path) {
   return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
 }
 
-// The worker's container: command (a shell first makes the launch's directories), the
-// environment with the rank and rank 0's address, resources.
-json Container(const model::ExternalLaunch& launch, const std::string& image, bool gpus_by_dra) {
+// The worker's command: `argv` itself, or under /bin/sh when the launch has directories to make
+// or a timeout. The timeout is run time, enforced by the container itself: its clock starts once
+// every worker of the gang has been placed (each peer's name NAME-i.NAME resolves through the
+// headless Service, which publishes a pod once it has an address; an image without getent
+// starts the clock at once), then SIGTERM, the kill grace, SIGKILL; the termination message
+// (terminationMessagePath, read back into the pod's status) says "drover: timed out", which the
+// executor reads as timed_out. The shell is PID 1: it passes SIGTERM and SIGINT on to the worker
+// and waits again after a wait the signal cut short, so it exits with the worker's own status.
+std::vector<std::string> Command(const model::ExternalLaunch& launch) {
+  const model::JobSpec& spec = launch.spec;
+  std::vector<std::string> argv =
+      spec.command.empty() ? std::vector<std::string>{"/bin/sh", "-c", spec.script} : spec.command;
+  if (launch.make_dirs.empty() && !spec.timeout) return argv;
+  std::string script;
+  if (!launch.make_dirs.empty()) {
+    script = "mkdir -p --";
+    for (const std::string& dir : launch.make_dirs) script += " " + ShellQuote(dir);
+    script += spec.timeout ? " || exit 1\n" : " && exec \"$0\" \"$@\"";
+  }
+  if (spec.timeout) {
+    const std::string& name = launch.ref.name;
+    if (spec.workers > 1) {
+      script += fmt::format(
+          "n=0; while [ \"$n\" -lt {0} ]; do if command -v getent >/dev/null 2>&1 && "
+          "! getent hosts \"{1}-$n.{1}\" >/dev/null 2>&1; then sleep 1; else n=$((n+1)); fi; "
+          "done\n",
+          spec.workers, name);
+    }
+    const std::string seconds = fmt::format("{:.3f}", static_cast<double>(*spec.timeout) / 1000);
+    script += fmt::format(
+        "\"$0\" \"$@\" & c=$!\n"
+        "trap 't=1; kill -TERM \"$c\" 2>/dev/null' TERM INT\n"
+        "( sleep {0}; echo '{2} after {0}s' >/dev/termination-log; "
+        "kill -TERM \"$c\"; sleep {1}; kill -KILL \"$c\" ) >/dev/null 2>&1 & w=$!\n"
+        "while :; do t=0; wait \"$c\"; r=$?; [ \"$t\" = 1 ] || break; done\n"
+        "kill \"$w\" 2>/dev/null\n"
+        "exit \"$r\"",
+        seconds, fmt::format("{:.3f}", static_cast<double>(launch.kill_grace_ms) / 1000),
+        kTimedOutMessage);
+  }
+  std::vector<std::string> wrapped = {"/bin/sh", "-c", script};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
+// The worker's container: the command, the environment with the rank and rank 0's address,
+// resources.
+json Container(const model::ExternalLaunch& launch, const std::string& image, bool devices_by_dra) {
   const model::JobSpec& spec = launch.spec;
   const model::Requirements& req = spec.requirements;
   const std::string& name = launch.ref.name;
   const bool gang = spec.workers > 1;
-  std::vector<std::string> argv =
-      spec.command.empty() ? std::vector<std::string>{"/bin/sh", "-c", spec.script} : spec.command;
-  if (!launch.make_dirs.empty()) {
-    // The directories exist before the worker starts: a shell creates them, then execs it.
-    std::string mkdir = "mkdir -p --";
-    for (const std::string& dir : launch.make_dirs) mkdir += " " + ShellQuote(dir);
-    std::vector<std::string> wrapped = {"/bin/sh", "-c", mkdir + " && exec \"$0\" \"$@\""};
-    wrapped.insert(wrapped.end(), argv.begin(), argv.end());
-    argv = std::move(wrapped);
-  }
+  const std::vector<std::string> argv = Command(launch);
   json env = json::array();
   for (const auto& [key, value] : launch.env) {
     if (key != "DROVER_WORKER_RANK" && key != "DROVER_MASTER_ADDR")
@@ -269,12 +418,14 @@ json Container(const model::ExternalLaunch& launch, const std::string& image, bo
     resources["requests"].erase("memory");
     resources["limits"].erase("memory");
   }
-  if (gpus_by_dra) {
+  if (devices_by_dra) {
     resources["claims"] = json::array({{{"name", "gpu"}}});
   } else if (req.per_worker.gpus > 0) {
     resources["limits"]["nvidia.com/gpu"] = std::to_string(req.per_worker.gpus);
   }
-  if (!req.mig_profile.empty()) resources["limits"]["nvidia.com/mig-" + req.mig_profile] = "1";
+  if (!devices_by_dra && !req.mig_profile.empty()) {
+    resources["limits"]["nvidia.com/mig-" + req.mig_profile] = "1";
+  }
 
   json container = {{"name", kContainerName},
                     {"image", image},
@@ -290,6 +441,51 @@ json Container(const model::ExternalLaunch& launch, const std::string& image, bo
   }
 
   return container;
+}
+
+// How a gang is held together: nothing (one worker, or the default scheduler, which places pods
+// one by one), Drover's own PodGroup, or KAI's pod-grouper told the gang's size.
+enum class GangForm { kNone, kPodGroup, kKaiMinMember };
+
+// The form the queue's engine and version honour; kInvalidArgument naming the field where none.
+Result<GangForm> GangFormOf(const model::ExternalLaunch& launch) {
+  const model::KubernetesQueueOptions& options = launch.executor.kubernetes;
+  std::optional<Version> version;
+  if (!options.gang_scheduler_version.empty()) {
+    version = ParseVersion(options.gang_scheduler_version);
+    if (!version) {
+      return FieldError(
+          launch, "executor.gang_scheduler_version",
+          fmt::format("'{}' is not a version such as v0.15.0", options.gang_scheduler_version));
+    }
+  }
+  if (launch.spec.workers <= 1) return GangForm::kNone;
+  if (options.gang_scheduler == "coscheduling" && options.scheduler_name.empty()) {
+    return FieldError(launch, "executor.scheduler_name",
+                      "gang_scheduler: coscheduling needs the name of the scheduler profile that "
+                      "runs the Coscheduling plugin: the default scheduler ignores the "
+                      "scheduling.x-k8s.io/pod-group label and would start the workers one by "
+                      "one");
+  }
+  if (options.gang_scheduler == "volcano" && version && *version < kVolcanoMinimumVersion) {
+    return FieldError(launch, "executor.gang_scheduler_version",
+                      fmt::format("Drover gangs under Volcano {} and later; {} is older",
+                                  kVolcanoMinimumVersion.ToString(), version->ToString()));
+  }
+  if (UnderKai(options)) {
+    if (!version || *version >= kKaiExternalPodGroupsVersion) {
+      return options.gang_scheduler == "kai" ? GangForm::kPodGroup : GangForm::kKaiMinMember;
+    }
+    if (*version >= kKaiMinMemberVersion) return GangForm::kKaiMinMember;
+    return FieldError(
+        launch, "executor.gang_scheduler_version",
+        fmt::format("KAI {} cannot gang a batch/v1 Job: its pod-grouper puts the Job's pods in a "
+                    "PodGroup of minMember 1 ({} needs KAI {}, {} KAI {})",
+                    version->ToString(), kKaiBatchMinMemberAnnotation,
+                    kKaiMinMemberVersion.ToString(), kKaiSkipPodGrouperAnnotation,
+                    kKaiExternalPodGroupsVersion.ToString()));
+  }
+  return options.gang_scheduler.empty() ? GangForm::kNone : GangForm::kPodGroup;
 }
 
 }  // namespace
@@ -349,7 +545,8 @@ Result<RenderedAttempt> Render(const model::ExternalLaunch& launch) {
   out.name = name;
   out.namespace_name = options.namespace_name;
   const bool gang = spec.workers > 1;
-  const bool gpus_by_dra = options.dra && req.per_worker.gpus > 0;
+  const bool devices_by_dra = options.dra && (req.per_worker.gpus > 0 || !req.mig_profile.empty());
+  DROVER_ASSIGN_OR_RETURN(const GangForm gang_form, GangFormOf(launch));
 
   json labels = {{kManagedByLabel, kManagedBy},
                  {kJobIdLabel, std::to_string(launch.ref.job.value())},
@@ -357,11 +554,12 @@ Result<RenderedAttempt> Render(const model::ExternalLaunch& launch) {
                  {kAttemptNameLabel, name}};
   if (std::string value = LabelValue(spec.name); !value.empty()) labels[kJobNameLabel] = value;
 
-  const json container = Container(launch, image, gpus_by_dra);
+  const json container = Container(launch, image, devices_by_dra);
 
   // The pod.
   json pod_labels = labels;
   json pod_annotations = json::object();
+  json job_annotations = json::object();
   json pod_spec = {{"restartPolicy", "Never"}, {"containers", json::array({container})}};
   pod_spec["terminationGracePeriodSeconds"] = (launch.kill_grace_ms + 999) / 1000;
   if (std::string scheduler = SchedulerName(options); !scheduler.empty()) {
@@ -374,26 +572,31 @@ Result<RenderedAttempt> Render(const model::ExternalLaunch& launch) {
     for (const model::Toleration& t : req.tolerations) tolerations.push_back(Toleration(t));
     pod_spec["tolerations"] = tolerations;
   }
-  if (json affinity = Affinity(launch, gpus_by_dra); !affinity.empty()) {
+  if (json affinity = Affinity(launch, devices_by_dra); !affinity.empty()) {
     pod_spec["affinity"] = affinity;
   }
   if (gang) pod_spec["subdomain"] = name;
   if (req.gpu_share_millis > 0) pod_annotations["gpu-fraction"] = Fraction(req.gpu_share_millis);
-  if (UnderKai(options)) pod_labels["kai.scheduler/queue"] = spec.queue;
+  if (UnderKai(options)) pod_labels[kKaiQueueLabel] = spec.queue;
 
-  if (gang && !options.gang_scheduler.empty()) {
-    out.objects.push_back(PodGroup(name, launch, labels));
+  if (gang_form == GangForm::kPodGroup) {
+    out.objects.push_back(PodGroup(name, launch, labels, devices_by_dra));
     if (options.gang_scheduler == "volcano") {
-      pod_annotations["scheduling.k8s.io/group-name"] = name;
+      pod_annotations[kVolcanoGroupAnnotation] = name;
     } else if (options.gang_scheduler == "kai") {
-      pod_annotations["pod-group-name"] = name;
+      // An external PodGroup: the pod-grouper leaves the Job's pods in it.
+      pod_annotations[kKaiPodGroupAnnotation] = name;
+      pod_annotations[kKaiSkipPodGrouperAnnotation] = "true";
+      job_annotations[kKaiSkipPodGrouperAnnotation] = "true";
     } else {
-      pod_labels["scheduling.x-k8s.io/pod-group"] = name;
+      pod_labels[kCoschedulingLabel] = name;
     }
+  } else if (gang_form == GangForm::kKaiMinMember) {
+    job_annotations[kKaiBatchMinMemberAnnotation] = std::to_string(spec.workers);
   }
-  if (gpus_by_dra) {
+  if (devices_by_dra) {
     const std::string claim = name + "-gpu";
-    out.objects.push_back(GpuClaimTemplate(claim, launch, labels));
+    out.objects.push_back(DeviceClaimTemplate(claim, launch, labels));
     pod_spec["resourceClaims"] =
         json::array({{{"name", "gpu"}, {"resourceClaimTemplateName", claim}}});
   }
@@ -420,15 +623,21 @@ Result<RenderedAttempt> Render(const model::ExternalLaunch& launch) {
     job_spec["completions"] = spec.workers;
     job_spec["parallelism"] = spec.workers;
   }
-  if (spec.timeout)
-    job_spec["activeDeadlineSeconds"] = std::max<DurationMs>(1, (*spec.timeout + 999) / 1000);
+  if (spec.timeout) {
+    // Only a backstop: the container ends itself at the timeout of run time (Command). The Job's
+    // clock runs from its start (under Kueue from its admission), queueing included.
+    job_spec["activeDeadlineSeconds"] =
+        (*spec.timeout + launch.kill_grace_ms + 999) / 1000 + 1 + kQueueAllowanceSeconds;
+  }
 
   json job_labels = labels;
   if (!options.kueue_queue.empty()) job_labels["kueue.x-k8s.io/queue-name"] = options.kueue_queue;
-  if (UnderKai(options)) job_labels["kai.scheduler/queue"] = spec.queue;
+  if (UnderKai(options)) job_labels[kKaiQueueLabel] = spec.queue;
+  json job_metadata = Metadata(name, launch, job_labels);
+  if (!job_annotations.empty()) job_metadata["annotations"] = job_annotations;
   out.objects.push_back({{"apiVersion", "batch/v1"},
                          {"kind", "Job"},
-                         {"metadata", Metadata(name, launch, job_labels)},
+                         {"metadata", job_metadata},
                          {"spec", job_spec}});
   return out;
 }

@@ -28,6 +28,9 @@ inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";  // "d
 inline constexpr char kManagedBy[] = "drover";
 // The container that runs the worker.
 inline constexpr char kContainerName[] = "main";
+// How the container's termination message starts when it stopped the worker at the job's
+// timeout (the executor reports such an end as timed_out).
+inline constexpr char kTimedOutMessage[] = "drover: timed out";
 
 struct RenderedAttempt {
   std::string name;            // the Job's name: launch.ref.name
@@ -37,8 +40,11 @@ struct RenderedAttempt {
 };
 
 // The objects that run `launch` under its queue's Kubernetes options. kInvalidArgument, naming
-// the field, when the attempt cannot be expressed: no image (neither the job's `image` nor the
-// queue's), a time-sliced gpu_share outside the KAI scheduler, a relative working_dir.
+// the field, when the attempt cannot be expressed or the queue's engine would not honour it: no
+// image (neither the job's `image` nor the queue's), a time-sliced gpu_share outside the KAI
+// scheduler, a relative working_dir, a gang under coscheduling without a scheduler_name, a gang
+// under a gang_scheduler_version too old to hold it (KAI before v0.14.1, Volcano before v1.7.0),
+// an unreadable gang_scheduler_version.
 Result<RenderedAttempt> Render(const model::ExternalLaunch& launch);
 
 // The Kubernetes Secret that holds team `team`'s secrets for the pods Drover renders

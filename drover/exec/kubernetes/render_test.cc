@@ -78,14 +78,18 @@ TEST(Render, OneWorkerIsABatchJobWithWholeGpuLimits) {
   EXPECT_EQ(job["metadata"]["labels"]["drover.dev/attempt"], "2");
   EXPECT_EQ(job["metadata"]["labels"]["app.kubernetes.io/managed-by"], "drover");
   EXPECT_EQ(job["spec"]["backoffLimit"], 0);
-  EXPECT_EQ(job["spec"]["activeDeadlineSeconds"], 3601);  // rounded up
+  // The backstop: timeout and kill grace rounded up, a second, the queue allowance of a day.
+  EXPECT_EQ(job["spec"]["activeDeadlineSeconds"], 3617 + 24 * 3600);
   EXPECT_FALSE(job["spec"].contains("completionMode"));
   const json& pod = PodSpec(*rendered);
   EXPECT_EQ(pod["restartPolicy"], "Never");
   EXPECT_EQ(pod["terminationGracePeriodSeconds"], 15);
   const json& container = Container(*rendered);
   EXPECT_EQ(container["image"], "nvcr.io/nvidia/pytorch:24.05-py3");
-  EXPECT_EQ(container["command"], json({"python", "train.py", "--epochs", "3"}));
+  ASSERT_EQ(container["command"].size(), 7u);  // the deadline's shell, then the command
+  EXPECT_EQ(container["command"][0], "/bin/sh");
+  EXPECT_EQ(json(std::vector<json>(container["command"].begin() + 3, container["command"].end())),
+            json({"python", "train.py", "--epochs", "3"}));
   EXPECT_EQ(container["resources"]["limits"]["nvidia.com/gpu"], "4");
   EXPECT_EQ(container["resources"]["requests"]["cpu"], "8500m");
   EXPECT_EQ(container["resources"]["limits"]["memory"], "64Gi");
@@ -151,7 +155,7 @@ TEST(Render, GpuModelAndMemoryBecomeNodeAffinityOnFeatureDiscoveryLabels) {
                         ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   EXPECT_EQ(terms, json::parse(R"([{"matchExpressions": [
       {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]},
-      {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40959"]}]}])"));
+      {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["38146"]}]}])"));
 }
 
 TEST(Render, GangPlacementBecomesPodAffinity) {
@@ -185,9 +189,11 @@ TEST(Render, DraAsksForGpusThroughAResourceClaimTemplate) {
   EXPECT_EQ(request["exactly"]["deviceClassName"], "gpu.nvidia.com");
   EXPECT_EQ(request["exactly"]["count"], 4);
   EXPECT_EQ(request["exactly"]["selectors"][0]["cel"]["expression"],
-            "device.attributes[\"gpu.nvidia.com\"].productName.lowerAscii().contains(\"h100\")");
+            "device.driver == \"gpu.nvidia.com\" && (device.attributes[\"gpu.nvidia.com\"]."
+            "productName.lowerAscii().replace(\" \", \"-\").contains(\"h100\"))");
   EXPECT_EQ(request["exactly"]["selectors"][1]["cel"]["expression"],
-            "device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"80Gi\")) >= 0");
+            "device.driver == \"gpu.nvidia.com\" && (device.capacity[\"gpu.nvidia.com\"].memory."
+            "compareTo(quantity(\"80000000000\")) >= 0)");
   EXPECT_EQ(PodSpec(*rendered)["resourceClaims"],
             json::parse(R"([{"name": "gpu", "resourceClaimTemplateName": "drover-12-2-gpu"}])"));
   const json& resources = Container(*rendered)["resources"];
@@ -200,12 +206,14 @@ TEST(Render, GangSchedulersGetTheirPodGroups) {
   struct Case {
     std::string gang, api_version, scheduler;
   };
-  for (const Case& c : {Case{"volcano", "scheduling.volcano.sh/v1beta1", "volcano"},
-                        Case{"kai", "scheduling.run.ai/v2alpha2", "kai-scheduler"},
-                        Case{"coscheduling", "scheduling.x-k8s.io/v1alpha1", ""}}) {
+  for (const Case& c :
+       {Case{"volcano", "scheduling.volcano.sh/v1beta1", "volcano"},
+        Case{"kai", "scheduling.run.ai/v2alpha2", "kai-scheduler"},
+        Case{"coscheduling", "scheduling.x-k8s.io/v1alpha1", "scheduler-plugins"}}) {
     SCOPED_TRACE(c.gang);
     model::ExternalLaunch launch = Launch(3);
     launch.executor.kubernetes.gang_scheduler = c.gang;
+    if (c.gang == "coscheduling") launch.executor.kubernetes.scheduler_name = c.scheduler;
     auto rendered = Render(launch);
     ASSERT_TRUE(rendered) << rendered.error().ToString();
     const json& group = rendered->objects[0];
@@ -281,6 +289,7 @@ TEST(Render, ScriptsRunUnderAShellThatFirstMakesTheDirectories) {
   model::ExternalLaunch launch = Launch();
   launch.spec.command.clear();
   launch.spec.script = "echo hi > $DROVER_OUTPUT_X";
+  launch.spec.timeout.reset();
   launch.make_dirs = {"/ckpt/a b", "/out/it's"};
   auto rendered = Render(launch);
   ASSERT_TRUE(rendered) << rendered.error().ToString();
