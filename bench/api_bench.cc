@@ -1,7 +1,9 @@
 // API benchmarks: the whole server path, in process (docs/benchmarks.md).
 //
 // Each benchmark assembles what `drover server` assembles (cli/daemons.cc): a ControlPlane over
-// a SQLite store in a fresh temporary directory, and an HttpServer on 127.0.0.1, port 0.
+// a SQLite store in a fresh temporary directory, and an HttpServer on 127.0.0.1, port 0. With
+// DROVER_BENCH_STORE=postgres the store is instead a fresh database of a throwaway PostgreSQL
+// cluster (testing::PostgresCluster; DROVER_TEST_PG_FSYNC=1 keeps its fsync on).
 //
 //   BM_SubmitHttp/queued:Q     8 client threads, each with its own ApiClient, POST a one-job
 //                              YAML spec to /v1/jobs. There are no nodes, so every job stays
@@ -62,7 +64,9 @@
 #include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
 #include "drover/server/token_registry.h"
+#include "drover/store/postgres_store.h"
 #include "drover/store/store.h"
+#include "drover/testing/postgres_cluster.h"
 #include "drover/testing/temp_dir.h"
 
 #ifndef DROVER_SUPERVISOR
@@ -137,7 +141,18 @@ void Skip(benchmark::State& state, const std::string& message) {
   state.SkipWithError(message.c_str());
 }
 
-// A control plane over SQLite plus its HTTP server, as `drover server` assembles them.
+// The store of a benchmark's server: SQLite in `dir`, or with DROVER_BENCH_STORE=postgres a fresh
+// database of the program's PostgreSQL cluster.
+Result<std::unique_ptr<store::Store>> OpenBenchStore(const std::string& dir) {
+  const char* kind = std::getenv("DROVER_BENCH_STORE");
+  if (kind != nullptr && std::string(kind) == "postgres") {
+    DROVER_ASSIGN_OR_RETURN(auto uri, testing::PostgresCluster::Shared().NewDatabase("bench"));
+    return store::OpenPostgresStore(uri);
+  }
+  return store::OpenSqliteStore(dir + "/drover.db");
+}
+
+// A control plane over its store plus its HTTP server, as `drover server` assembles them.
 class Server {
  public:
   // `gpus`: empty for no node; else a declaration like "1xH100-80GB" for one local node.
@@ -145,9 +160,9 @@ class Server {
   static std::unique_ptr<Server> Create(const std::string& gpus, std::string* error,
                                         const std::string& nodes_yaml = "") {
     auto server = std::unique_ptr<Server>(new Server());
-    auto store = store::OpenSqliteStore(server->dir_.path() + "/drover.db");
+    auto store = OpenBenchStore(server->dir_.path());
     if (!store) {
-      *error = "OpenSqliteStore: " + store.error().ToString();
+      *error = "open store: " + store.error().ToString();
       return nullptr;
     }
     server->plane_ = std::make_unique<ControlPlane>(*std::move(store), server->clock_);

@@ -4,7 +4,9 @@
 
 #include <regex>
 
-namespace drover::store::postgres {
+#include "drover/store/postgres_store.h"
+
+namespace drover::store {
 
 std::string RedactConnectionString(std::string_view connection) {
   std::string out(connection);
@@ -23,6 +25,8 @@ std::string RedactConnectionString(std::string_view connection) {
                                     std::regex::icase);
   return std::regex_replace(out, kPassword, "$1***");
 }
+
+namespace postgres {
 
 Error ErrorFromException(const std::exception& e, std::string_view what) {
   ErrorCode code = ErrorCode::kInternal;
@@ -58,4 +62,5 @@ pqxx::connection& Session::Get() {
   return *db_;
 }
 
-}  // namespace drover::store::postgres
+}  // namespace postgres
+}  // namespace drover::store

@@ -23,11 +23,6 @@ struct Statement {
   std::string sql;
 };
 
-// `connection` with its password replaced by "***", in both libpq forms: the URI
-// ("postgres://user:secret@host/db?password=secret") and key=value ("password=secret host=h").
-// Everything else is kept, so that an operator can still tell which server was meant.
-std::string RedactConnectionString(std::string_view connection);
-
 // The error for an exception thrown by libpqxx while doing `what`: kUnavailable for a broken
 // connection, a commit whose outcome is unknown, a server shutting down or out of resources, or
 // a serialization failure (retrying may succeed); kInvalidArgument for text the database cannot

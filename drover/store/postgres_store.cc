@@ -69,7 +69,7 @@ Status Migrate(Session& session, const std::string& redacted) {
     tx.exec0(
         "CREATE TABLE IF NOT EXISTS drover_schema (id INTEGER PRIMARY KEY CHECK (id = 1), "
         "application TEXT NOT NULL, version BIGINT NOT NULL)");
-    pqxx::result row = tx.exec0("SELECT application, version FROM drover_schema");
+    const pqxx::result row = tx.exec("SELECT application, version FROM drover_schema");
     std::int64_t version = 0;
     if (!row.empty()) {
       if (Text(row[0], 0) != kApplication) {
@@ -589,7 +589,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connection,
     return InvalidArgument(
         fmt::format("postgres options: readers must be at least 1, got {}", options.readers));
   }
-  const std::string redacted = postgres::RedactConnectionString(connection);
+  const std::string redacted = RedactConnectionString(connection);
   auto writer = std::make_unique<Session>(connection, &Statements());
   // Connect first, for a clear message when the database cannot be reached.
   Status connected = writer->Run(fmt::format("connect to {}", redacted),

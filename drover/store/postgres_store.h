@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "drover/common/result.h"
 #include "drover/store/store.h"
@@ -48,6 +49,11 @@ struct PostgresStoreOptions {
   // the SQLite store's readers. Each is a PostgreSQL backend (with the writer, readers + 1).
   int readers = 4;
 };
+
+// `connection` with its password replaced by "***", in both libpq forms: the URI
+// ("postgres://user:secret@host/db?password=secret") and key=value ("password=secret host=h").
+// Everything else is kept, so that an operator can still tell which server was meant.
+std::string RedactConnectionString(std::string_view connection);
 
 // True if `store_flag` names a PostgreSQL database (a "postgres://" or "postgresql://" URI).
 bool IsPostgresUri(const std::string& store_flag);

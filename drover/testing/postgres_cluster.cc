@@ -82,8 +82,9 @@ Status PostgresCluster::RunAsOwner(const std::string& command) const {
   return OkStatus();
 }
 
-Result<std::unique_ptr<PostgresCluster>> PostgresCluster::Start() {
+Result<std::unique_ptr<PostgresCluster>> PostgresCluster::Start(Options options) {
   std::unique_ptr<PostgresCluster> cluster(new PostgresCluster());
+  cluster->fsync_ = options.fsync;
   cluster->bindir_ = FindBinDir();
   if (cluster->bindir_.empty()) {
     return FailedPrecondition(
@@ -112,7 +113,8 @@ Result<std::unique_ptr<PostgresCluster>> PostgresCluster::Start() {
 
 PostgresCluster& PostgresCluster::Shared() {
   static const std::unique_ptr<PostgresCluster> shared = [] {
-    auto cluster = Start();
+    const char* fsync = getenv("DROVER_TEST_PG_FSYNC");
+    auto cluster = Start({.fsync = fsync != nullptr && std::string(fsync) == "1"});
     if (!cluster) {
       std::cerr << "cannot start the test PostgreSQL cluster: " << cluster.error().ToString()
                 << "\n";

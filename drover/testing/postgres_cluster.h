@@ -3,8 +3,9 @@
 // A throwaway PostgreSQL cluster for tests (docs/operations.md "PostgreSQL store"): initdb in a
 // fresh temporary directory (as the `postgres` user when running as root, since initdb refuses
 // root), started on a free loopback port with fsync off, and stopped (pg_ctl -m fast) and
-// removed by the destructor, also when a test fails. Needs Debian's postgresql package (the
-// binaries of /usr/lib/postgresql/<version>/bin, or $DROVER_PG_BINDIR).
+// removed by the destructor, also when a test fails. fsync is off unless asked for (benchmarks
+// and durability tests: Options::fsync, or DROVER_TEST_PG_FSYNC=1 for Shared()). Needs Debian's
+// postgresql package (the binaries of /usr/lib/postgresql/<version>/bin, or $DROVER_PG_BINDIR).
 //
 // Thread-safety: NewDatabase may be called from any thread; the rest from one.
 
@@ -20,7 +21,11 @@ class PostgresCluster {
  public:
   // Creates and starts a cluster (a few seconds). kFailedPrecondition if PostgreSQL is not
   // installed; kInternal (with the server's log) if initdb or the start fails.
-  static Result<std::unique_ptr<PostgresCluster>> Start();
+  struct Options {
+    bool fsync = false;  // off: fast, and a crash of the machine may lose or damage the data
+  };
+  static Result<std::unique_ptr<PostgresCluster>> Start(Options options);
+  static Result<std::unique_ptr<PostgresCluster>> Start() { return Start(Options{}); }
   // The cluster of this test program, started on first use and stopped at exit. Aborts the
   // program with the reason if it cannot start (the tests that need it cannot run without it).
   static PostgresCluster& Shared();
@@ -49,6 +54,7 @@ class PostgresCluster {
   std::string bindir_;
   std::string dir_;  // removed by the destructor
   int port_ = 0;
+  bool fsync_ = false;
   bool running_ = false;
   std::mutex mutex_;
   int databases_ = 0;  // guarded by mutex_
