@@ -36,7 +36,10 @@ TEST_F(PostgresServer, KeepsJobsInTheDatabaseAcrossDataFolders) {
     EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << first.Log();
   }
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("a") + "/drover.db")) << "no SQLite file";
-  // Another data folder, the same database: the job is there.
+  // Another data folder, the same database: the job is there, and so is the admin token (its
+  // hash is in the database; the server writes the token file only when it creates one).
+  std::filesystem::create_directories(dir_.Sub("b"));
+  std::filesystem::copy_file(dir_.Sub("a") + "/admin.token", dir_.Sub("b") + "/admin.token");
   ServerProcess second(dir_.Sub("b"), dir_.path(), {"--gpus", "0", "--store", *uri});
   ASSERT_TRUE(second.ok()) << second.Log();
   api::ApiClient client = second.Client();
