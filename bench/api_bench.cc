@@ -12,7 +12,8 @@
 //                              items_per_second is submissions per second (wall clock). Q jobs
 //                              are queued before the timed run (through ControlPlane::Submit),
 //                              because each submission runs a scheduling cycle over the queue.
-//                              (8 x 500 = 4,000 timed submissions per run.)
+//                              (8 x 500 = 4,000 timed submissions per run.) Counters:
+//                              p50/p90/p99 in ms of one POST.
 //   BM_SubmitToStart           one local node with a declared 1xH100-80GB, workers supervised by
 //                              drover-supervise (DROVER_SUPERVISOR), as in the server. One at a
 //                              time, a 1-GPU job `command: ["true"]` is POSTed and the benchmark
@@ -59,6 +60,7 @@
 
 #include "drover/api/client.h"
 #include "drover/common/clock.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/model/job.h"
 #include "drover/server/control_plane.h"
 #include "drover/server/http_server.h"
@@ -241,6 +243,10 @@ class Server {
 // loop (whose start is a barrier across threads) and destroys it after the loop's end barrier.
 std::unique_ptr<Server> g_submit_server;
 std::atomic<std::int64_t> g_submit_failures{0};
+// Every timed POST's latency in ms, appended as each is answered (the threads' loops end
+// together, so thread 0 reads them all after its loop).
+std::mutex g_submit_mutex;
+std::vector<double> g_submit_ms GUARDED_BY(g_submit_mutex);
 
 void BM_SubmitHttp(benchmark::State& state) {
   if (state.thread_index() == 0) {
@@ -248,6 +254,10 @@ void BM_SubmitHttp(benchmark::State& state) {
     std::string error;
     g_submit_server = Server::Create("", &error);
     g_submit_failures = 0;
+    {
+      std::lock_guard lock(g_submit_mutex);
+      g_submit_ms.clear();
+    }
     if (g_submit_server) {
       // Pre-queue jobs directly: the HTTP layer is not what is being filled in here.
       for (std::int64_t i = 0; i < state.range(0); ++i) {
@@ -271,7 +281,12 @@ void BM_SubmitHttp(benchmark::State& state) {
     // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
     // that reconnects per submission would pay it every time.
     if (!client) client = g_submit_server->NewClient();
+    const Steady::time_point start = Steady::now();
     auto response = client->Post("/v1/jobs", kQueuedSpec, "application/yaml");
+    {
+      std::lock_guard lock(g_submit_mutex);
+      g_submit_ms.push_back(MillisSince(start));
+    }
     if (!response || response->status != 201) {
       ++g_submit_failures;
       continue;
@@ -288,6 +303,10 @@ void BM_SubmitHttp(benchmark::State& state) {
     std::int64_t stored =
         static_cast<std::int64_t>(g_submit_server->plane().ListJobs(filter).size());
     state.counters["jobs_in_store"] = static_cast<double>(stored);
+    {
+      std::lock_guard lock(g_submit_mutex);
+      ReportPercentiles(state, "", g_submit_ms);
+    }
     g_submit_server.reset();
   }
 }
