@@ -245,7 +245,7 @@ std::unique_ptr<Server> g_submit_server;
 std::atomic<std::int64_t> g_submit_failures{0};
 // Every timed POST's latency in ms, appended as each is answered (the threads' loops end
 // together, so thread 0 reads them all after its loop).
-std::mutex g_submit_mutex;
+Mutex g_submit_mutex;
 std::vector<double> g_submit_ms GUARDED_BY(g_submit_mutex);
 
 void BM_SubmitHttp(benchmark::State& state) {
@@ -255,7 +255,7 @@ void BM_SubmitHttp(benchmark::State& state) {
     g_submit_server = Server::Create("", &error);
     g_submit_failures = 0;
     {
-      std::lock_guard lock(g_submit_mutex);
+      MutexLock lock(g_submit_mutex);
       g_submit_ms.clear();
     }
     if (g_submit_server) {
@@ -284,7 +284,7 @@ void BM_SubmitHttp(benchmark::State& state) {
     const Steady::time_point start = Steady::now();
     auto response = client->Post("/v1/jobs", kQueuedSpec, "application/yaml");
     {
-      std::lock_guard lock(g_submit_mutex);
+      MutexLock lock(g_submit_mutex);
       g_submit_ms.push_back(MillisSince(start));
     }
     if (!response || response->status != 201) {
@@ -304,7 +304,7 @@ void BM_SubmitHttp(benchmark::State& state) {
         static_cast<std::int64_t>(g_submit_server->plane().ListJobs(filter).size());
     state.counters["jobs_in_store"] = static_cast<double>(stored);
     {
-      std::lock_guard lock(g_submit_mutex);
+      MutexLock lock(g_submit_mutex);
       ReportPercentiles(state, "", g_submit_ms);
     }
     g_submit_server.reset();

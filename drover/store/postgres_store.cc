@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -499,7 +498,7 @@ class PostgresStore final : public Store {
   // transaction, before `body`.
   template <typename Body>
   Status Write(std::string_view what, Body&& body) {
-    std::lock_guard lock(writer_mutex_);
+    MutexLock lock(writer_mutex_);
     return writer_->Run(what, [&](pqxx::connection& db) -> Status {
       pqxx::work tx(db);
       DROVER_RETURN_IF_ERROR(body(tx));
@@ -572,7 +571,7 @@ class PostgresStore final : public Store {
     return OkStatus();
   }
 
-  std::mutex writer_mutex_;
+  Mutex writer_mutex_;
   std::unique_ptr<Session> writer_ GUARDED_BY(writer_mutex_);
   std::unique_ptr<ConnectionPool<Session>> readers_;
 };

@@ -144,7 +144,7 @@ Status PostgresCluster::Stop(const std::string& mode) {
 Result<std::string> PostgresCluster::NewDatabase(const std::string& prefix) {
   std::string name;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     name = fmt::format("{}_{}", prefix, ++databases_);
   }
   auto [status, output] =

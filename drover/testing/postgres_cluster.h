@@ -10,10 +10,10 @@
 // Thread-safety: NewDatabase may be called from any thread; the rest from one.
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "drover/common/result.h"
+#include "drover/common/thread_annotations.h"
 
 namespace drover::testing {
 
@@ -56,8 +56,8 @@ class PostgresCluster {
   int port_ = 0;
   bool fsync_ = false;
   bool running_ = false;
-  std::mutex mutex_;
-  int databases_ = 0;  // guarded by mutex_
+  Mutex mutex_;
+  int databases_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace drover::testing
