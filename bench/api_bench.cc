@@ -1,7 +1,9 @@
 // API benchmarks: the whole server path, in process (docs/benchmarks.md).
 //
 // Each benchmark assembles what `drover server` assembles (cli/daemons.cc): a ControlPlane over
-// a SQLite store in a fresh temporary directory, and an HttpServer on 127.0.0.1, port 0.
+// a SQLite store in a fresh temporary directory, and an HttpServer on 127.0.0.1, port 0. With
+// DROVER_BENCH_STORE=postgres the store is instead a fresh database of a throwaway PostgreSQL
+// cluster (testing::PostgresCluster; DROVER_TEST_PG_FSYNC=1 keeps its fsync on).
 //
 //   BM_SubmitHttp/queued:Q     8 client threads, each with its own ApiClient, POST a one-job
 //                              YAML spec to /v1/jobs. There are no nodes, so every job stays
@@ -10,7 +12,8 @@
 //                              items_per_second is submissions per second (wall clock). Q jobs
 //                              are queued before the timed run (through ControlPlane::Submit),
 //                              because each submission runs a scheduling cycle over the queue.
-//                              (8 x 500 = 4,000 timed submissions per run.)
+//                              (8 x 500 = 4,000 timed submissions per run.) Counters:
+//                              p50/p90/p99 in ms of one POST.
 //   BM_SubmitToStart           one local node with a declared 1xH100-80GB, workers supervised by
 //                              drover-supervise (DROVER_SUPERVISOR), as in the server. One at a
 //                              time, a 1-GPU job `command: ["true"]` is POSTed and the benchmark
@@ -57,12 +60,15 @@
 
 #include "drover/api/client.h"
 #include "drover/common/clock.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/model/job.h"
 #include "drover/server/control_plane.h"
 #include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
 #include "drover/server/token_registry.h"
+#include "drover/store/postgres_store.h"
 #include "drover/store/store.h"
+#include "drover/testing/postgres_cluster.h"
 #include "drover/testing/temp_dir.h"
 
 #ifndef DROVER_SUPERVISOR
@@ -137,7 +143,18 @@ void Skip(benchmark::State& state, const std::string& message) {
   state.SkipWithError(message.c_str());
 }
 
-// A control plane over SQLite plus its HTTP server, as `drover server` assembles them.
+// The store of a benchmark's server: SQLite in `dir`, or with DROVER_BENCH_STORE=postgres a fresh
+// database of the program's PostgreSQL cluster.
+Result<std::unique_ptr<store::Store>> OpenBenchStore(const std::string& dir) {
+  const char* kind = std::getenv("DROVER_BENCH_STORE");
+  if (kind != nullptr && std::string(kind) == "postgres") {
+    DROVER_ASSIGN_OR_RETURN(auto uri, testing::PostgresCluster::Shared().NewDatabase("bench"));
+    return store::OpenPostgresStore(uri);
+  }
+  return store::OpenSqliteStore(dir + "/drover.db");
+}
+
+// A control plane over its store plus its HTTP server, as `drover server` assembles them.
 class Server {
  public:
   // `gpus`: empty for no node; else a declaration like "1xH100-80GB" for one local node.
@@ -145,9 +162,9 @@ class Server {
   static std::unique_ptr<Server> Create(const std::string& gpus, std::string* error,
                                         const std::string& nodes_yaml = "") {
     auto server = std::unique_ptr<Server>(new Server());
-    auto store = store::OpenSqliteStore(server->dir_.path() + "/drover.db");
+    auto store = OpenBenchStore(server->dir_.path());
     if (!store) {
-      *error = "OpenSqliteStore: " + store.error().ToString();
+      *error = "open store: " + store.error().ToString();
       return nullptr;
     }
     server->plane_ = std::make_unique<ControlPlane>(*std::move(store), server->clock_);
@@ -226,6 +243,10 @@ class Server {
 // loop (whose start is a barrier across threads) and destroys it after the loop's end barrier.
 std::unique_ptr<Server> g_submit_server;
 std::atomic<std::int64_t> g_submit_failures{0};
+// Every timed POST's latency in ms, appended as each is answered (the threads' loops end
+// together, so thread 0 reads them all after its loop).
+Mutex g_submit_mutex;
+std::vector<double> g_submit_ms GUARDED_BY(g_submit_mutex);
 
 void BM_SubmitHttp(benchmark::State& state) {
   if (state.thread_index() == 0) {
@@ -233,6 +254,10 @@ void BM_SubmitHttp(benchmark::State& state) {
     std::string error;
     g_submit_server = Server::Create("", &error);
     g_submit_failures = 0;
+    {
+      MutexLock lock(g_submit_mutex);
+      g_submit_ms.clear();
+    }
     if (g_submit_server) {
       // Pre-queue jobs directly: the HTTP layer is not what is being filled in here.
       for (std::int64_t i = 0; i < state.range(0); ++i) {
@@ -256,7 +281,12 @@ void BM_SubmitHttp(benchmark::State& state) {
     // The first iteration connects (keep-alive afterwards); its connect is timed, as a client
     // that reconnects per submission would pay it every time.
     if (!client) client = g_submit_server->NewClient();
+    const Steady::time_point start = Steady::now();
     auto response = client->Post("/v1/jobs", kQueuedSpec, "application/yaml");
+    {
+      MutexLock lock(g_submit_mutex);
+      g_submit_ms.push_back(MillisSince(start));
+    }
     if (!response || response->status != 201) {
       ++g_submit_failures;
       continue;
@@ -273,6 +303,10 @@ void BM_SubmitHttp(benchmark::State& state) {
     std::int64_t stored =
         static_cast<std::int64_t>(g_submit_server->plane().ListJobs(filter).size());
     state.counters["jobs_in_store"] = static_cast<double>(stored);
+    {
+      MutexLock lock(g_submit_mutex);
+      ReportPercentiles(state, "", g_submit_ms);
+    }
     g_submit_server.reset();
   }
 }

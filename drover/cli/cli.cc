@@ -60,6 +60,9 @@ int Main(int argc, char** argv) {
   ServerFlags server_flags;
   auto* server = app.add_subcommand("server", "run the control plane with an embedded agent");
   server->add_option("--data", server_flags.data_dir, "state directory (SQLite, worker logs)");
+  server->add_option("--store", server_flags.store,
+                     "the state's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB (default: "
+                     "SQLite in --data)");
   server->add_option("--listen", server_flags.listen, "HOST:PORT to serve the API on");
   server->add_option("--ready-file", server_flags.ready_file,
                      "write the API URL to this file once listening");

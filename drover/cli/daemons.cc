@@ -27,6 +27,7 @@
 #include "drover/server/secret.h"
 #include "drover/server/secret_store.h"
 #include "drover/server/token_registry.h"
+#include "drover/store/postgres_store.h"
 #include "drover/workflow/rollup.h"
 
 namespace drover::cli {
@@ -78,7 +79,23 @@ struct Daemon {
 // Opens the store and the control plane over `data_dir`, binds its API on host:port, and adds
 // the local nodes of `nodes`, whose workers find the API at its URL (DROVER_SERVER). A bad
 // policy file is an error before anything starts.
-Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::LocalNodeFlags& nodes,
+// The store named by --store: SQLite in `data_dir` when empty, else PostgreSQL.
+Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
+                                                const std::string& data_dir) {
+  if (store_flag.empty()) {
+    return store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
+  }
+  if (!store::IsPostgresUri(store_flag)) {
+    return InvalidArgument(fmt::format(
+        "--store: '{}' is not a postgres:// or postgresql:// URI (leave it out for SQLite in "
+        "--data)",
+        store::RedactConnectionString(store_flag)));
+  }
+  return store::OpenPostgresStore(store_flag);
+}
+
+Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& store_flag,
+                                const server::LocalNodeFlags& nodes,
                                 const std::string& fallback_gpus, const std::string& policy_file,
                                 const std::string& host, int port, const Clock& clock,
                                 server::ControlPlaneOptions options = {},
@@ -92,8 +109,7 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const server::Local
   DROVER_ASSIGN_OR_RETURN(auto described,
                           server::DescribeLocalNodes(nodes, fallback_gpus, &notice));
   if (!notice.empty()) std::cerr << notice << "\n";
-  DROVER_ASSIGN_OR_RETURN(
-      auto store, store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string()));
+  DROVER_ASSIGN_OR_RETURN(auto store, OpenStore(store_flag, data_dir));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   options.remote_logs_dir = (std::filesystem::path(data_dir) / "remote-logs").string();
   // Kept beside the database, not in it (server/token_registry.h says why).
@@ -236,7 +252,7 @@ int ServerCommand(const ServerFlags& flags) {
     options->join_token = *std::move(token);
   }
   SystemClock clock;
-  auto daemon = OpenControlPlane(flags.data_dir, flags.nodes, "0", flags.policy_file,
+  auto daemon = OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
                                  address->first, address->second, clock, *options, *http_options);
   if (!daemon) return ReportError(daemon.error());
   // Kubernetes: an explicit --kubeconfig must work; a default one is used when it does.
@@ -263,8 +279,11 @@ int ServerCommand(const ServerFlags& flags) {
   if (!admin) return ReportError(admin.error());
   daemon->http->Serve();
   const std::string& url = daemon->url;
-  std::cout << "drover server listening on " << url << " (data in " << flags.data_dir << ")"
-            << std::endl;
+  std::cout << "drover server listening on " << url << " (data in " << flags.data_dir;
+  if (!flags.store.empty()) {
+    std::cout << ", state in " << store::RedactConnectionString(flags.store);
+  }
+  std::cout << ")" << std::endl;
   if (*admin) {
     std::cout << "admin token written to " << admin_token
               << " (mode 0600); the drover CLI run from the data directory's parent finds it"
@@ -486,7 +505,7 @@ int RunCommand(const RunFlags& flags) {
   }
   SystemClock clock;
   spdlog::set_level(spdlog::level::warn);
-  auto daemon = OpenControlPlane(data_dir, flags.nodes, "4xH100-80GB", flags.policy_file,
+  auto daemon = OpenControlPlane(data_dir, "", flags.nodes, "4xH100-80GB", flags.policy_file,
                                  "127.0.0.1", 0, clock);
   if (!daemon) return ReportError(daemon.error());
   server::ControlPlane& plane = *daemon->plane;

@@ -15,6 +15,10 @@ namespace drover::cli {
 
 struct ServerFlags {
   std::string data_dir = ".drover";
+  // Where the control plane's state lives (docs/operations.md, "PostgreSQL store"): empty for
+  // SQLite in data_dir (drover.db), or a "postgres://" / "postgresql://" URI. Files (outputs,
+  // logs, secrets, the admin token) stay in data_dir either way.
+  std::string store;
   std::string listen = "127.0.0.1:8420";
   server::LocalNodeFlags nodes;
   std::string ready_file;  // written with the base URL once listening (for scripts and tests)

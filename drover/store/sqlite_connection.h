@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "drover/common/result.h"
+#include "drover/store/connection_pool.h"
 
 namespace drover::store::sqlite {
 
@@ -186,37 +187,8 @@ Status InTransaction(Connection& db, const std::string& begin, std::string_view 
   return status;
 }
 
-// A fixed set of connections lent to one thread at a time.
-class ConnectionPool {
- public:
-  explicit ConnectionPool(std::vector<std::unique_ptr<Connection>> connections)
-      : connections_(std::move(connections)) {
-    for (auto& connection : connections_) free_.push_back(connection.get());
-  }
-
-  // Takes a free connection, waiting for one; give it back with Release.
-  Connection* Acquire() {
-    std::unique_lock lock(mutex_);
-    available_.wait(lock, [this] { return !free_.empty(); });
-    Connection* connection = free_.back();
-    free_.pop_back();
-    return connection;
-  }
-
-  void Release(Connection* connection) {
-    {
-      std::lock_guard lock(mutex_);
-      free_.push_back(connection);
-    }
-    available_.notify_one();
-  }
-
- private:
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::mutex mutex_;
-  std::condition_variable available_;
-  std::vector<Connection*> free_;
-};
+// The reader pool (connection_pool.h).
+using ConnectionPool = store::ConnectionPool<Connection>;
 
 // Runs WAL checkpoints off the commit path. By default SQLite checkpoints inside the COMMIT that
 // grows the WAL past 1000 pages, and a checkpoint fsyncs the WAL and the database: an Apply that

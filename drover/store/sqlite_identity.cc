@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "drover/codec/json.h"
+#include "drover/store/store_codec.h"
 #include "drover/store/store_util.h"
 
 namespace drover::store::sqlite {
@@ -43,7 +43,7 @@ Status InsertAudit(Connection& db, const std::vector<AuditRecord>& records) {
 
 Status PutToken(Connection& db, const TokenRecord& token) {
   DROVER_RETURN_IF_ERROR(ValidateToken(token));
-  const std::string queues = codec::DumpJson(nlohmann::json(token.identity.queues));
+  const std::string queues = EncodeQueues(token.identity.queues);
   DROVER_ASSIGN_OR_RETURN(
       auto stmt,
       db.Prepare("INSERT OR REPLACE INTO tokens (id, hash, user, team, role, queues, created_by, "
@@ -84,16 +84,8 @@ Result<std::vector<TokenRecord>> ListTokens(Connection& db) {
       return Internal(fmt::format("sqlite store: token {}: unknown role '{}'", token.id, role));
     }
     token.identity.role = *parsed_role;
-    const nlohmann::json queues =
-        nlohmann::json::parse(ColumnText(stmt, 5), nullptr, /*allow_exceptions=*/false);
-    if (!queues.is_array() ||
-        !std::all_of(queues.begin(), queues.end(), [](const auto& q) { return q.is_string(); })) {
-      return Internal(
-          fmt::format("sqlite store: token {}: queues are not a JSON list of names", token.id));
-    }
-    for (const nlohmann::json& queue : queues) {
-      token.identity.queues.push_back(queue.get<std::string>());
-    }
+    DROVER_ASSIGN_OR_RETURN(token.identity.queues,
+                            DecodeQueues("sqlite", token.id, ColumnText(stmt, 5)));
     token.identity.token_id = token.id;
     token.created_by = ColumnText(stmt, 6);
     token.created_at = sqlite3_column_int64(stmt, 7);

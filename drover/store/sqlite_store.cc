@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "drover/codec/json.h"
 #include "drover/store/sqlite_connection.h"
 #include "drover/store/sqlite_fair_share.h"
 #include "drover/store/sqlite_identity.h"
+#include "drover/store/store_codec.h"
 #include "drover/store/store_util.h"
 
 namespace drover::store {
@@ -263,12 +263,12 @@ class SqliteStore final : public Store {
       std::vector<std::string> snapshots;
       snapshots.reserve(batch.jobs.size());
       for (const model::Job& job : batch.jobs) {
-        snapshots.push_back(codec::DumpJson(codec::ToJson(job)));
+        snapshots.push_back(EncodeJob(job));
       }
       std::vector<std::string> decisions;
       decisions.reserve(batch.decisions.size());
       for (const model::Decision& decision : batch.decisions) {
-        decisions.push_back(codec::DumpJson(codec::ToJson(decision)));
+        decisions.push_back(EncodeDecision(decision));
       }
       std::lock_guard lock(writer_mutex_);
       DROVER_RETURN_IF_ERROR(Step(*writer_, "BEGIN IMMEDIATE", "begin"));
@@ -326,7 +326,7 @@ class SqliteStore final : public Store {
     std::vector<model::Job> jobs;
     jobs.reserve(rows.size());
     for (const auto& [id, snapshot] : rows) {
-      DROVER_ASSIGN_OR_RETURN(auto job, DecodeSnapshot(id, snapshot));
+      DROVER_ASSIGN_OR_RETURN(auto job, DecodeJob("sqlite", id, snapshot));
       jobs.push_back(std::move(job));
     }
     return jobs;
@@ -344,7 +344,7 @@ class SqliteStore final : public Store {
       if (rc != SQLITE_ROW) return SqliteError(lease->db(), rc, "get job");
       snapshot = ColumnText(stmt, 0);
     }
-    return DecodeSnapshot(id.value(), snapshot);
+    return DecodeJob("sqlite", id.value(), snapshot);
   }
 
   Result<std::vector<model::Transition>> ListTransitions(JobId id) const override {
@@ -400,17 +400,8 @@ class SqliteStore final : public Store {
     std::vector<model::Decision> out;
     out.reserve(rows.size());
     for (const std::string& text : rows) {
-      auto json = codec::ParseJson(text);
-      if (!json) {
-        return Internal(fmt::format("sqlite store: job {}: stored decision: {}", id.value(),
-                                    json.error().message));
-      }
-      auto decision = codec::DecisionFromJson(*json);
-      if (!decision) {
-        return Internal(fmt::format("sqlite store: job {}: stored decision: {}", id.value(),
-                                    decision.error().message));
-      }
-      out.push_back(*std::move(decision));
+      DROVER_ASSIGN_OR_RETURN(auto decision, DecodeDecision("sqlite", id.value(), text));
+      out.push_back(std::move(decision));
     }
     return out;
   }
@@ -442,7 +433,7 @@ class SqliteStore final : public Store {
 
   Status PutCron(const CronRecord& cron) override {
     try {
-      const std::string spec = codec::DumpJson(codec::ToJson(cron.spec));
+      const std::string spec = EncodeCronSpec(cron.spec);
       std::lock_guard lock(writer_mutex_);
       DROVER_ASSIGN_OR_RETURN(
           auto stmt,
@@ -485,14 +476,8 @@ class SqliteStore final : public Store {
 
   Status PutAgent(const AgentRecord& agent) override {
     DROVER_RETURN_IF_ERROR(ValidateAgent(agent));
-    nlohmann::json orphans = nlohmann::json::array();
-    if (agent.lost) {
-      for (const model::WorkerKey& key : agent.lost->orphans) {
-        orphans.push_back({key.job.value(), key.attempt, key.rank});
-      }
-    }
     // Bound without copies (BindText): they must outlive the statement's step.
-    const std::string orphans_text = codec::DumpJson(orphans);
+    const std::string orphans_text = EncodeOrphans(agent);
     const std::string reason = agent.lost ? agent.lost->reason : "";
     std::lock_guard lock(writer_mutex_);
     DROVER_ASSIGN_OR_RETURN(
@@ -534,23 +519,8 @@ class SqliteStore final : public Store {
         AgentRecord::Lost lost;
         lost.at = sqlite3_column_int64(stmt, 3);
         lost.reason = ColumnText(stmt, 4);
-        const nlohmann::json orphans =
-            nlohmann::json::parse(ColumnText(stmt, 5), nullptr, /*allow_exceptions=*/false);
-        if (!orphans.is_array()) {
-          return Internal(fmt::format("sqlite store: agent {}: orphans are not a JSON list",
-                                      agent.node.value()));
-        }
-        for (const nlohmann::json& key : orphans) {
-          if (!key.is_array() || key.size() != 3 || !key[0].is_number_integer() ||
-              !key[1].is_number_integer() || !key[2].is_number_integer()) {
-            return Internal(
-                fmt::format("sqlite store: agent {}: an orphan is not [job, attempt, "
-                            "rank]",
-                            agent.node.value()));
-          }
-          lost.orphans.push_back(model::WorkerKey{JobId(key[0].get<std::int64_t>()),
-                                                  key[1].get<int>(), key[2].get<int>()});
-        }
+        DROVER_ASSIGN_OR_RETURN(lost.orphans,
+                                DecodeOrphans("sqlite", agent.node.value(), ColumnText(stmt, 5)));
         agent.lost = std::move(lost);
       }
       out.push_back(std::move(agent));
@@ -569,14 +539,8 @@ class SqliteStore final : public Store {
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
       NodeAdminRecord record;
       record.node = NodeId(ColumnText(stmt, 0));
-      const nlohmann::json admin =
-          nlohmann::json::parse(ColumnText(stmt, 1), nullptr, /*allow_exceptions=*/false);
-      auto decoded = codec::NodeAdminFromJson(admin);
-      if (!decoded) {
-        return Internal(
-            fmt::format("sqlite store: node {}: {}", record.node.value(), decoded.error().message));
-      }
-      record.admin = std::move(*decoded);
+      DROVER_ASSIGN_OR_RETURN(record.admin,
+                              DecodeNodeAdmin("sqlite", record.node.value(), ColumnText(stmt, 1)));
       out.push_back(std::move(record));
     }
     if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list node admin");
@@ -604,15 +568,7 @@ class SqliteStore final : public Store {
     }
     std::vector<CronRecord> out;
     for (auto& [cron, text] : rows) {
-      auto json = codec::ParseJson(text);
-      if (!json) {
-        return Internal(fmt::format("sqlite store: stored cron job: {}", json.error().message));
-      }
-      auto spec = codec::CronSpecFromJson(*json);
-      if (!spec) {
-        return Internal(fmt::format("sqlite store: stored cron job: {}", spec.error().message));
-      }
-      cron.spec = *std::move(spec);
+      DROVER_ASSIGN_OR_RETURN(cron.spec, DecodeCronSpec("sqlite", text));
       out.push_back(std::move(cron));
     }
     return out;
@@ -759,7 +715,7 @@ class SqliteStore final : public Store {
                                   "ON CONFLICT (node) DO UPDATE SET admin = excluded.admin"));
       for (const NodeAdminRecord& record : batch.nodes) {
         // Bound without a copy: the text must outlive the step.
-        const std::string admin = codec::DumpJson(codec::ToJson(record.admin));
+        const std::string admin = EncodeNodeAdmin(record.admin);
         StatementScope scope(upsert);
         BindText(upsert, 1, record.node.value());
         BindText(upsert, 2, admin);
@@ -818,20 +774,6 @@ class SqliteStore final : public Store {
       }
     }
     return OkStatus();
-  }
-
-  static Result<model::Job> DecodeSnapshot(std::int64_t id, const std::string& snapshot) {
-    auto json = codec::ParseJson(snapshot);
-    if (!json) {
-      return Internal(
-          fmt::format("sqlite store: job {}: stored snapshot: {}", id, json.error().message));
-    }
-    auto job = codec::JobFromJson(*json);
-    if (!job) {
-      return Internal(
-          fmt::format("sqlite store: job {}: stored snapshot: {}", id, job.error().message));
-    }
-    return job;
   }
 
   std::unique_ptr<Connection> writer_;

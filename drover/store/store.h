@@ -7,8 +7,10 @@
 // transition and decision in it is stored, or nothing is. Reads may run concurrently with writes.
 //
 // Implementations: NewMemoryStore() for unit tests and the simulator; OpenSqliteStore() for the
-// server (WAL mode, schema version and migrations; options in sqlite_store.h). One contract test
-// suite (store_contract_test.cc) runs against both. Every implementation is thread-safe.
+// server (WAL mode, schema version and migrations; options in sqlite_store.h);
+// OpenPostgresStore() (postgres_store.h) for `drover server --store postgres://...`. One contract
+// test suite (store_contract_test.cc) runs against all of them. Every implementation is
+// thread-safe.
 
 #include <memory>
 #include <optional>

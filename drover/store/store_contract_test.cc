@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "drover/codec/sample_values.h"
+#include "drover/store/postgres_store.h"
 #include "drover/store/sqlite_store.h"
 #include "drover/store/store.h"
 #include "drover/store/test_util.h"
+#include "drover/testing/postgres_cluster.h"
 
 namespace drover::store {
 namespace {
@@ -545,16 +547,21 @@ TEST_P(StoreContractTest, AuditRecordsGetSeqInAppendOrderAndFilter) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreContractTest,
-    ::testing::Values(StoreFactory{"Memory",
-                                   [](const std::string&) -> Result<std::unique_ptr<Store>> {
-                                     return NewMemoryStore();
-                                   }},
-                      StoreFactory{"Sqlite",
-                                   [](const std::string& dir) {
-                                     return OpenSqliteStore(dir + "/drover.db");
-                                   }},
-                      StoreFactory{"SqliteInMemory",
-                                   [](const std::string&) { return OpenSqliteStore(":memory:"); }}),
+    ::testing::Values(
+        StoreFactory{
+            "Memory",
+            [](const std::string&) -> Result<std::unique_ptr<Store>> { return NewMemoryStore(); }},
+        StoreFactory{"Sqlite",
+                     [](const std::string& dir) { return OpenSqliteStore(dir + "/drover.db"); }},
+        StoreFactory{"SqliteInMemory",
+                     [](const std::string&) { return OpenSqliteStore(":memory:"); }},
+        // A fresh database of the test program's throwaway cluster for each test.
+        StoreFactory{"Postgres",
+                     [](const std::string&) -> Result<std::unique_ptr<Store>> {
+                       DROVER_ASSIGN_OR_RETURN(
+                           auto uri, testing::PostgresCluster::Shared().NewDatabase("contract"));
+                       return OpenPostgresStore(uri);
+                     }}),
     [](const ::testing::TestParamInfo<StoreFactory>& info) { return info.param.name; });
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Crash safety: the server is SIGKILLed while jobs run; a new server on the same data
-// directory finishes every job exactly once.
+// directory (and the same store: SQLite in it, or a PostgreSQL database) finishes every job
+// exactly once.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/testing/postgres_cluster.h"
 #include "tests/integration/harness.h"
 
 namespace drover::integration {
@@ -18,12 +20,35 @@ using nlohmann::json;
 
 class CrashSafety : public IntegrationTest {};
 
+// The same on each store: "Sqlite" (in the data folder) or "Postgres" (a fresh database of the
+// test program's throwaway cluster, testing::PostgresCluster).
+class CrashSafetyOnStore : public IntegrationTest,
+                           public ::testing::WithParamInterface<std::string> {
+ protected:
+  // The server's arguments after the subcommand: its GPUs and its --store.
+  std::vector<std::string> ServerArgs() {
+    std::vector<std::string> args = {"--gpus", "4xH100-80GB"};
+    if (GetParam() == "Postgres") {
+      if (store_uri_.empty()) {
+        auto uri = testing::PostgresCluster::Shared().NewDatabase("crash");
+        EXPECT_TRUE(uri.has_value()) << uri.error().ToString();
+        if (uri) store_uri_ = *uri;
+      }
+      args.insert(args.end(), {"--store", store_uri_});
+    }
+    return args;
+  }
+
+ private:
+  std::string store_uri_;
+};
+
 int CountRunning(api::ApiClient& client) {
   auto response = client.Get("/v1/jobs?state=running");
   return response ? static_cast<int>(response->json["jobs"].size()) : 0;
 }
 
-TEST_F(CrashSafety, EveryJobRunsExactlyOnceAcrossAServerKill) {
+TEST_P(CrashSafetyOnStore, EveryJobRunsExactlyOnceAcrossAServerKill) {
   constexpr int kJobs = 20;
   const std::string data = dir_.Sub("data");
   const std::string ran = dir_.Sub("ran.log");
@@ -44,7 +69,7 @@ script: |
 
   std::vector<std::int64_t> ids;
   {
-    ServerProcess first(data, dir_.path(), {"--gpus", "4xH100-80GB"});
+    ServerProcess first(data, dir_.path(), ServerArgs());
     ASSERT_TRUE(first.ok());
     api::ApiClient client = first.Client();
     ids = Submit(client, spec);
@@ -55,7 +80,7 @@ script: |
   }
   const int finished_before_restart = static_cast<int>(ReadLines(ran).size());
 
-  ServerProcess second(data, dir_.path(), {"--gpus", "4xH100-80GB"});
+  ServerProcess second(data, dir_.path(), ServerArgs());
   ASSERT_TRUE(second.ok());
   api::ApiClient client = second.Client();
   for (std::int64_t id : ids) {
@@ -86,6 +111,11 @@ script: |
   // Informational: how much of the work straddled the crash.
   RecordProperty("finished_before_restart", finished_before_restart);
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, CrashSafetyOnStore, ::testing::Values("Sqlite", "Postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 TEST_F(CrashSafety, ASecondServerOnTheSameDataFolderRefusesToStart) {
   // Two servers on one folder would both write the store and hand out the same job ids.
