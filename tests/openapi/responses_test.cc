@@ -1,7 +1,8 @@
 // docs/openapi.json against a real server's answers (docs/architecture.md, "OpenAPI"): one
 // scenario calls every route of the route table with a success and at least one error each
-// (a 401 without a token for every route that takes one, and the 400, 404 and 409 answers that
-// are practical to provoke), records each answer's method, path, status, content type and body,
+// (a 401 without a token for every route that takes one, and the 400, 403, 404 and 409 answers
+// that are practical to provoke), records each answer's method, path, status, content type,
+// X-Drover-* headers and body,
 // and hands the records to tests/openapi/validate_responses.mjs, which validates each body
 // against the document's schema for its path, method and status (Ajv, JSON Schema 2020-12)
 // and fails on a status the document does not list or an operation no answer covered.
@@ -76,6 +77,10 @@ class OpenApiResponses : public IntegrationTest {
     const std::string type = result->get_header_value("Content-Type");
     if (type.starts_with("application/json"))
       answer.body = json::parse(result->body, nullptr, false);
+    json headers_seen = json::object();
+    for (const auto& [name, value] : result->headers) {
+      if (name.starts_with("X-Drover-")) headers_seen[name] = value;
+    }
     const std::size_t query = path_and_query.find('?');
     records_.push_back(
         json{{"method", method},
@@ -83,6 +88,7 @@ class OpenApiResponses : public IntegrationTest {
              {"query", query == std::string::npos ? "" : path_and_query.substr(query)},
              {"status", answer.status},
              {"content_type", type},
+             {"headers", headers_seen},
              {"body", type.starts_with("application/json") ? answer.body : json(result->body)}});
     return answer;
   }

@@ -3,12 +3,14 @@
 //
 //   node tests/openapi/validate_responses.mjs docs/openapi.json RECORDS_JSON
 //
-// RECORDS_JSON is an array of {method, path, query, status, content_type, body} (body: the
-// parsed JSON, or the text), written by tests/openapi/responses_test.cc. Each record must match
-// an operation of the document (its path template, integer parameters as digits), its status
-// must be one the operation lists (`default` covers only the front's generic errors, never a
-// recorded answer), its content type one the response lists, and a JSON body must validate
-// against the response's schema (Ajv, JSON Schema 2020-12, the dialect of OpenAPI 3.1). Every
+// RECORDS_JSON is an array of {method, path, query, status, content_type, headers, body}
+// (headers: the X-Drover-* ones; body: the parsed JSON, or the text), written by
+// tests/openapi/responses_test.cc. Each record must match an operation of the document (its path
+// template, integer parameters as digits), its status must be one the operation lists
+// (`default` covers only the front's generic errors, never a recorded answer), its content type
+// one the response lists, each required header of the response must be there and match its
+// schema, and a JSON body must validate against the response's schema (Ajv, JSON Schema
+// 2020-12, the dialect of OpenAPI 3.1). Every
 // operation must have at least one 2xx and one 4xx answer among the records. Prints each
 // problem and "N answers validated against M operations, P problems"; exit 1 on any problem.
 
@@ -69,6 +71,17 @@ for (const record of records) {
     continue;
   }
   if (record.status < 300) ++match.ok; else if (record.status < 500) ++match.errors;
+  for (const [name, header] of Object.entries(response.headers ?? {})) {
+    const value = record.headers?.[name];
+    if (value === undefined) {
+      if (header.required) problems.push(`${what}: header ${name} is missing`);
+      continue;
+    }
+    const typed = header.schema?.type === "integer" && /^-?\d+$/.test(value) ? Number(value) : value;
+    if (!ajv.validate(header.schema ?? {}, typed)) {
+      problems.push(`${what}: header ${name}: '${value}' ${ajv.errorsText(ajv.errors)}`);
+    }
+  }
   const type = record.content_type.split(";")[0].trim();
   const content = response.content ?? {};
   if (!(type in content)) {
