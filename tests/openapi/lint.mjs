@@ -6,8 +6,8 @@
 //
 // Prints each problem as FILE POINTER: RULE: MESSAGE and "N problems"; exit 1 when any.
 
-import { createConfig, lint } from "@redocly/openapi-core";
 import { resolve } from "node:path";
+import { importOrExplain } from "./packages.mjs";
 
 const file = process.argv[2];
 if (!file) {
@@ -15,6 +15,7 @@ if (!file) {
   process.exit(2);
 }
 
+const { createConfig, lint } = await importOrExplain("@redocly/openapi-core");
 const config = await createConfig({
   extends: ["recommended"],
   rules: {

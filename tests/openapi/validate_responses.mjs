@@ -14,8 +14,8 @@
 // operation must have at least one 2xx and one 4xx answer among the records. Prints each
 // problem and "N answers validated against M operations, P problems"; exit 1 on any problem.
 
-import Ajv2020 from "ajv/dist/2020.js";
 import { readFileSync } from "node:fs";
+import { importOrExplain } from "./packages.mjs";
 
 const [documentFile, recordsFile] = process.argv.slice(2);
 if (!documentFile || !recordsFile) {
@@ -27,6 +27,7 @@ const records = JSON.parse(readFileSync(recordsFile, "utf8"));
 
 // The whole document is one schema resource, so that "#/components/schemas/X" resolves; the
 // OpenAPI keywords around the schemas (paths, info, ...) are not JSON Schema keywords.
+const { default: Ajv2020 } = await importOrExplain("ajv/dist/2020.js");
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addSchema({ ...document, $id: "openapi.json" });
 
