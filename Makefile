@@ -14,8 +14,8 @@ DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libhowardhinnant-date-dev tzdata libssl-dev openssl slurm-wlm munge \
   python3 procps clang-format clang libclang-rt-14-dev postgresql-15 libpqxx-dev
 
-.PHONY: deps kubernetes-deps build test demo asan release bench fuzz format format-check \
-  thread-safety clean
+.PHONY: deps kubernetes-deps openapi-deps build test demo asan release bench fuzz format \
+  format-check thread-safety clean
 
 # Installs the Debian packages that are not installed yet (needs root, or sudo).
 deps:
@@ -42,11 +42,18 @@ kubernetes-deps: deps
 	@[ -d tests/kubernetes/node_modules/kubernetes-models ] || \
 	  npm ci --prefix tests/kubernetes --no-audit --no-fund --loglevel=error
 
+# The npm packages of tests/openapi (Redocly's OpenAPI linter and Ajv, pinned by its
+# package-lock.json) for the tests openapi.lint and openapi.responses; Node.js as above.
+# Installed again when the lock file is newer than the installed tree.
+openapi-deps: kubernetes-deps
+	@[ tests/openapi/node_modules/.package-lock.json -nt tests/openapi/package-lock.json ] || \
+	  npm ci --prefix tests/openapi --no-audit --no-fund --loglevel=error
+
 build: deps
 	cmake --preset $(PRESET) >/dev/null
 	cmake --build --preset $(PRESET) -j $(JOBS)
 
-test: build kubernetes-deps
+test: build kubernetes-deps openapi-deps
 	ctest --preset $(PRESET) -j $(JOBS)
 
 demo: build

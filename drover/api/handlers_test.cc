@@ -13,6 +13,7 @@
 
 #include "drover/api/agent_handlers.h"
 #include "drover/api/job_handlers.h"
+#include "drover/api/openapi.h"
 #include "drover/api/request.h"
 #include "drover/api/routes.h"
 #include "drover/api/service.h"
@@ -348,21 +349,21 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
   EXPECT_THAT(
       listed,
-      ElementsAre("GET /v1/health", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
-                  R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
-                  R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
-                  R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
-                  R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
-                  R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
-                  R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)",
-                  "GET /v1/goodput", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
-                  R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
-                  R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
-                  R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes",
-                  R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
-                  R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
-                  R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
-                  R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
+      ElementsAre("GET /v1/health", "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs",
+                  R"(GET /v1/jobs/(\d+))", R"(POST /v1/jobs/(\d+)/cancel)",
+                  R"(POST /v1/jobs/(\d+)/hold)", R"(POST /v1/jobs/(\d+)/release)",
+                  R"(POST /v1/jobs/(\d+)/update)", R"(POST /v1/jobs/(\d+)/requeue)",
+                  R"(GET /v1/jobs/(\d+)/explain)", R"(GET /v1/jobs/(\d+)/decisions)",
+                  R"(POST /v1/jobs/(\d+)/checkpoint)", R"(POST /v1/jobs/(\d+)/report)",
+                  "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
+                  R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /v1/queues",
+                  "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
+                  "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))",
+                  R"(POST /v1/crons/([^/]+)/suspend)", R"(POST /v1/crons/([^/]+)/resume)",
+                  "GET /v1/nodes", R"(POST /v1/nodes/([^/]+)/cordon)",
+                  R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",
+                  R"(PUT /v1/nodes/([^/]+)/maintenance)", R"(DELETE /v1/nodes/([^/]+)/maintenance)",
+                  R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
                   R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
                   "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
                   "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
@@ -909,6 +910,16 @@ TEST(CronView, ShowsTheRunsAndNullsWhatIsUnset) {
 TEST_F(HandlersTest, HealthAnswersTheTime) {
   EXPECT_EQ(Body(Serve({Method::kGet, "/v1/health"})),
             (json{{"status", "ok"}, {"time", service_.now}}));
+}
+
+TEST_F(HandlersTest, OpenApiAnswersTheBuiltInDocumentToATokenOnly) {
+  Response response = Serve({Method::kGet, "/v1/openapi.json"});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.content_type, "application/json");
+  EXPECT_EQ(response.body, OpenApiDocument());
+  EXPECT_EQ(Body(response)["openapi"], "3.1.0");
+  Response anonymous = Serve({Method::kGet, "/v1/openapi.json", "", {}, {{"Authorization", ""}}});
+  EXPECT_EQ(anonymous.status, 401);
 }
 
 TEST_F(HandlersTest, GoodputRejectsAnUnknownGrouping) {

@@ -12,6 +12,7 @@
 #include "drover/api/job_handlers.h"
 #include "drover/api/job_verb_handlers.h"
 #include "drover/api/node_handlers.h"
+#include "drover/api/openapi.h"
 #include "drover/api/secret_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/workflow_handlers.h"
@@ -25,6 +26,7 @@ using model::Verb;
 
 constexpr Route kRoutes[] = {
     {Method::kGet, "/v1/health", Health, Public(), RouteKind::kInstant},
+    {Method::kGet, "/v1/openapi.json", GetOpenApi, ByToken(Verb::kView)},
     {Method::kPost, "/v1/jobs", SubmitJobs, ByToken(Verb::kSubmit, Target::kBody),
      RouteKind::kPlain, "a job spec (YAML or JSON)"},
     {Method::kGet, "/v1/jobs", ListJobs, ByToken(Verb::kView)},

@@ -116,6 +116,8 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
   out["split"] = SplitView(model::ComputeSplit(job, now));
   if (disclosure == Disclosure::kFull) out["outputs"] = json(job.outputs);
   if (job.pipeline_run != JobId()) out["pipeline_run"] = job.pipeline_run.value();
+  if (!job.run_as.empty()) out["run_as"] = job.run_as;
+  if (job.may_run_as_root) out["may_run_as_root"] = true;
   json timeline = {{"created", job.created_at}};
   if (const model::Attempt* attempt = job.current_attempt()) {
     timeline["ready"] = attempt->ready_at;

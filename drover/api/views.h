@@ -53,7 +53,8 @@ void RedactSpec(nlohmann::json& spec);
 // every attempt with its workers and placement, its GoodputView fields and its cost (`cause`,
 // `gpu_seconds`, `lost_gpu_seconds`: model::ComputeAttemptCosts), the job's `split`
 // (SplitView of model::ComputeSplit), `outputs` (name -> published path or value),
-// `pipeline_run` (only when the job belongs to one) and the stored transitions, as `disclosure`
+// `pipeline_run` (only when the job belongs to one), `run_as` and `may_run_as_root` (only when
+// set: docs/security.md, "Jobs run as their users") and the stored transitions, as `disclosure`
 // allows.
 nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transition>& transitions,
                          TimeMs now, Disclosure disclosure);

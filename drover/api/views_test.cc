@@ -197,6 +197,18 @@ TEST(JobDetail, ListsEachAttemptsCauseAndLostGpuSecondsWithTheSplit) {
   EXPECT_EQ(plain["outputs"], json::object());
 }
 
+TEST(JobDetail, NamesTheAccountItsWorkersRunAsWhenSet) {
+  Job job = RanJob(2, "train", kT0, kT0 + 2012, JobState::kRunning, 2);
+  const json plain = JobDetail(job, {}, kT0 + 3000, Disclosure::kFull);
+  EXPECT_FALSE(plain.contains("run_as"));
+  EXPECT_FALSE(plain.contains("may_run_as_root"));
+  job.run_as = "alice";
+  job.may_run_as_root = true;
+  const json detail = JobDetail(job, {}, kT0 + 3000, Disclosure::kRedacted);
+  EXPECT_EQ(detail["run_as"], "alice");
+  EXPECT_EQ(detail["may_run_as_root"], true);
+}
+
 TEST(GoodputReport, GroupsJobsAndTotalsThem) {
   std::vector<Job> jobs = FinishedRun();
   jobs[0].spec.team = "data";

@@ -91,6 +91,7 @@ Answer Expected(Rule rule, Caller caller) {
 const std::map<std::string, Rule>& Rules() {
   static const std::map<std::string, Rule> rules = {
       {"GET /v1/health", Rule::kPublic},
+      {"GET /v1/openapi.json", Rule::kAnyToken},
       {"POST /v1/jobs", Rule::kSubmitA},
       {"GET /v1/jobs", Rule::kAnyToken},
       {R"(GET /v1/jobs/(\d+))", Rule::kAnyToken},
