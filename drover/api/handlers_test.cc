@@ -199,6 +199,7 @@ class FakeService final : public Service {
     return OkStatus();
   }
   std::vector<control::QueueReport> Queues() const override { return {}; }
+  std::string MetricsText() const override { return "# HELP drover_x X.\n"; }
   model::Policy Policy() const override { return policy; }
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }

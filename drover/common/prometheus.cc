@@ -36,7 +36,7 @@ std::string FormatValue(double value) {
   if (value == std::trunc(value) && std::fabs(value) < 9007199254740992.0) {
     return fmt::format("{}", static_cast<std::int64_t>(value));
   }
-  return fmt::format("{:.17g}", value);
+  return fmt::format("{}", value);  // the shortest text that reads back as `value`
 }
 
 std::vector<double> KueueExponentialBuckets(int count) {

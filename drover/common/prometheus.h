@@ -32,7 +32,7 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 std::string EscapeLabelValue(std::string_view value);
 
 // `value` as the exposition writes it: integers without exponent or fraction ("3", "-2"), others
-// with up to 17 significant digits, and "+Inf", "-Inf", "NaN".
+// in the shortest form that reads back exactly ("0.1", "1e+300"), and "+Inf", "-Inf", "NaN".
 std::string FormatValue(double value);
 
 // Kueue's histogram buckets (pkg/metrics: generateExponentialBuckets): 1, then `count` - 1
