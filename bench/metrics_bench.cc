@@ -5,7 +5,8 @@
 //                      waiting for a GPU. Times ControlPlane::MetricsText, the whole scrape: the
 //                      gauges copied under the plane's mutex (ServerMetrics::Gather) and the text
 //                      written after it is released. Counter lock_ms: the time under the mutex
-//                      alone (ControlPlane::MetricsSnapshot); bytes: the exposition's size.
+//                      alone (ControlPlane::MetricsSnapshot); bytes: the exposition's size; pending
+//                      and running: the jobs as the scrape saw them.
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -61,6 +62,11 @@ void BM_MetricsScrape(benchmark::State& state) {
     benchmark::DoNotOptimize(text);
   }
   state.counters["bytes"] = static_cast<double>(bytes);
+  // The setup as the scrape saw it: jobs waiting and jobs holding GPUs.
+  for (const control::QueueReport& queue : plane.MetricsSnapshot().queues) {
+    state.counters["pending"] += queue.pending_jobs;
+    state.counters["running"] += static_cast<double>(queue.status.running_jobs);
+  }
   const auto start = std::chrono::steady_clock::now();
   constexpr int kGathers = 20;
   for (int i = 0; i < kGathers; ++i) benchmark::DoNotOptimize(plane.MetricsSnapshot());
