@@ -32,7 +32,8 @@ class HttpServer::Handler final : public HttpHandler {
   }
 
   // Answers `request` and counts it by its route's method and pattern (never its raw path or
-  // method: a client's bytes would make the label set unbounded).
+  // method: a client's bytes would make the label set unbounded), once: a parked long poll when
+  // it is finally answered.
   api::Response Serve(const api::Request& request) override {
     const api::Route* route = nullptr;
     api::Response response;
@@ -41,6 +42,7 @@ class HttpServer::Handler final : public HttpHandler {
     } catch (const std::exception& e) {
       response = api::ErrorResponse(Error{ErrorCode::kInternal, e.what(), {}});
     }
+    if (response.park) return response;  // counted once answered: a resumed park is served again
     if (route) {
       plane_.metrics().CountRequest(api::MethodName(route->method), api::RouteLabel(*route),
                                     response.status);

@@ -78,6 +78,11 @@ TEST_F(MetricsTest, PromtoolFindsNothingToSayAboutTheExposition) {
                                "status=\"active\"} 2\n"),
             std::string::npos)
       << metrics->body;
+  // Requests are counted by route pattern (WaitForState read GET /v1/jobs/{id}), never by path.
+  EXPECT_NE(metrics->body.find("drover_api_requests_total{method=\"GET\",route=\"/v1/jobs/{id}\","
+                               "code=\"200\"}"),
+            std::string::npos);
+  EXPECT_EQ(metrics->body.find("route=\"/v1/jobs/1\""), std::string::npos);
   const std::string exposition = dir_.path() + "/metrics.txt";
   WriteFile(exposition, metrics->body);
   // promtool reads the exposition on stdin; any line it prints is a finding.
