@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <set>
 #include <utility>
 
 #include "drover/common/clock.h"
@@ -14,7 +13,7 @@ namespace {
 using prometheus::Labels;
 using Samples = std::vector<std::pair<Labels, double>>;
 
-// Held states: an attempt in one of these holds (or is about to hold) resources.
+// An attempt in one of these states holds resources (or, admitted, is about to).
 bool Holding(model::JobState state) {
   return state == model::JobState::kAdmitted || state == model::JobState::kPlaced ||
          state == model::JobState::kStarting || state == model::JobState::kRunning;
