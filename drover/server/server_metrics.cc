@@ -1,7 +1,5 @@
 #include "drover/server/server_metrics.h"
 
-#include <fmt/format.h>
-
 #include <utility>
 
 #include "drover/common/clock.h"
