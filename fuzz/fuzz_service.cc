@@ -178,6 +178,8 @@ Result<api::CronStatus> FuzzService::SuspendCron(const std::string& name, bool) 
 
 std::vector<control::QueueReport> FuzzService::Queues() const { return {}; }
 
+std::string FuzzService::MetricsText() const { return ""; }
+
 model::Policy FuzzService::Policy() const { return {}; }
 
 api::PolicyStatus FuzzService::PolicyInfo() const { return {}; }

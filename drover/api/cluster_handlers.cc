@@ -27,6 +27,13 @@ Result<Response> Health(Service& service, const Request&) {
   return JsonResponse(200, json{{"status", "ok"}, {"time", service.Now()}});
 }
 
+Result<Response> GetMetrics(Service& service, const Request&) {
+  Response response;
+  response.body = service.MetricsText();
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return response;
+}
+
 Result<Response> ListNodes(Service& service, const Request&) {
   json nodes = json::array();
   const TimeMs now = service.Now();

@@ -1,8 +1,8 @@
 #pragma once
 
 // Handlers of the cluster-wide endpoints (docs/api.md): health, nodes, queues, the scheduling
-// policy and the goodput report. Each answers a request that matched its route in routes.cc;
-// errors are the Service's, plus those named.
+// policy, the goodput report and the Prometheus metrics. Each answers a request that matched its
+// route in routes.cc; errors are the Service's, plus those named.
 
 #include "drover/api/request.h"
 #include "drover/api/service.h"
@@ -19,6 +19,8 @@ Result<Response> ListQueues(Service& service, const Request& request);
 Result<Response> GetPolicy(Service& service, const Request& request);
 // POST /v1/policy/reload: re-reads the policy file; GetPolicy's body.
 Result<Response> ReloadPolicy(Service& service, const Request& request);
+// GET /metrics: Service::MetricsText as text/plain; version=0.0.4 (Prometheus' text format).
+Result<Response> GetMetrics(Service& service, const Request& request);
 // GET /v1/goodput?by=queue|team|owner&since=MS: GoodputReport over every job. kInvalidArgument
 // for another `by` or a `since` that is not an integer.
 Result<Response> GetGoodput(Service& service, const Request& request);

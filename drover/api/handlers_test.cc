@@ -24,6 +24,7 @@ namespace drover::api {
 namespace {
 
 using nlohmann::json;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -202,6 +203,7 @@ class FakeService final : public Service {
     return OkStatus();
   }
   std::vector<control::QueueReport> Queues() const override { return {}; }
+  std::string MetricsText() const override { return "# HELP drover_x X.\n"; }
   model::Policy Policy() const override { return policy; }
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }
@@ -349,25 +351,25 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
   EXPECT_THAT(
       listed,
-      ElementsAre("GET /v1/health", "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs",
-                  R"(GET /v1/jobs/(\d+))", R"(POST /v1/jobs/(\d+)/cancel)",
-                  R"(POST /v1/jobs/(\d+)/hold)", R"(POST /v1/jobs/(\d+)/release)",
-                  R"(POST /v1/jobs/(\d+)/update)", R"(POST /v1/jobs/(\d+)/requeue)",
-                  R"(GET /v1/jobs/(\d+)/explain)", R"(GET /v1/jobs/(\d+)/decisions)",
-                  R"(POST /v1/jobs/(\d+)/checkpoint)", R"(POST /v1/jobs/(\d+)/report)",
-                  "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
-                  R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /v1/queues",
-                  "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
-                  "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))",
-                  R"(POST /v1/crons/([^/]+)/suspend)", R"(POST /v1/crons/([^/]+)/resume)",
-                  "GET /v1/nodes", R"(POST /v1/nodes/([^/]+)/cordon)",
-                  R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",
-                  R"(PUT /v1/nodes/([^/]+)/maintenance)", R"(DELETE /v1/nodes/([^/]+)/maintenance)",
-                  R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
-                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
-                  "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
-                  "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
-                  R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)"));
+      ElementsAre(
+          "GET /v1/health", "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs",
+          R"(GET /v1/jobs/(\d+))", R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
+          R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
+          R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
+          R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
+          R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /metrics", "GET /v1/queues",
+          "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
+          "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))",
+          R"(POST /v1/crons/([^/]+)/suspend)", R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes",
+          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
+          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
+          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
+          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
+          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
+          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
+          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)",
+          R"(POST /v1/agents/([^/]+)/logs)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -920,6 +922,29 @@ TEST_F(HandlersTest, OpenApiAnswersTheBuiltInDocumentToATokenOnly) {
   EXPECT_EQ(Body(response)["openapi"], "3.1.0");
   Response anonymous = Serve({Method::kGet, "/v1/openapi.json", "", {}, {{"Authorization", ""}}});
   EXPECT_EQ(anonymous.status, 401);
+}
+
+TEST_F(HandlersTest, MetricsAnswerPrometheusTextFormat) {
+  Response response = Serve({Method::kGet, "/metrics"});
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(response.body, service_.MetricsText());
+}
+
+TEST(Routes, RouteLabelsArePatternsWithPlaceholdersNeverPaths) {
+  std::vector<std::string> labels;
+  for (const Route& route : Routes()) labels.push_back(RouteLabel(route));
+  EXPECT_THAT(labels, Contains("/v1/jobs/{id}/logs"));
+  EXPECT_THAT(labels, Contains("/v1/teams/{name}/secrets/{name}"));
+  EXPECT_THAT(labels, Contains("/metrics"));
+  for (const std::string& label : labels) EXPECT_EQ(label.find_first_of("()\\"), std::string::npos);
+  const api::Route* matched = nullptr;
+  FakeService service;
+  Request request;
+  request.method = "GET";
+  request.path = "/v1/jobs/123/nothing";
+  Serve(service, request, &matched);
+  EXPECT_EQ(matched, nullptr);  // the HTTP server files it under "unmatched"
 }
 
 TEST_F(HandlersTest, GoodputRejectsAnUnknownGrouping) {

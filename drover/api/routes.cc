@@ -48,6 +48,7 @@ constexpr Route kRoutes[] = {
     {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline,
      ByToken(Verb::kCancel, Target::kPipeline)},
     {Method::kGet, "/v1/goodput", GetGoodput, ByToken(Verb::kView)},
+    {Method::kGet, "/metrics", GetMetrics, ByToken(Verb::kView)},
     {Method::kGet, "/v1/queues", ListQueues, ByToken(Verb::kView)},
     {Method::kGet, "/v1/policy", GetPolicy, ByToken(Verb::kView)},
     {Method::kPost, "/v1/policy/reload", ReloadPolicy, ByToken(Verb::kAdminister)},
@@ -389,7 +390,23 @@ Resolution Resolve(std::string_view method, const std::string& path) {
   return resolution;
 }
 
-Response Serve(Service& service, Request request) {
+std::string RouteLabel(const Route& route) {
+  std::string label;
+  std::string_view pattern = route.pattern;
+  while (!pattern.empty()) {
+    const auto open = pattern.find('(');
+    label += pattern.substr(0, open);
+    if (open == std::string_view::npos) break;
+    const auto close = pattern.find(')', open);
+    const std::string_view group = pattern.substr(open, close - open + 1);
+    label += group == R"((\d+))" ? "{id}" : "{name}";
+    pattern = close == std::string_view::npos ? std::string_view() : pattern.substr(close + 1);
+  }
+  return label;
+}
+
+Response Serve(Service& service, Request request, const Route** matched) {
+  if (matched) *matched = nullptr;
   Resolution resolution = Resolve(request.method, request.path);
   if (!resolution.route && resolution.allowed.empty()) {
     return ErrorResponse(Error{ErrorCode::kNotFound,
@@ -411,6 +428,7 @@ Response Serve(Service& service, Request request) {
     return response;
   }
   request.path_params = std::move(resolution.params);
+  if (matched) *matched = resolution.route;
   return Handle(*resolution.route, service, std::move(request));
 }
 

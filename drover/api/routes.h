@@ -97,8 +97,13 @@ Resolution Resolve(std::string_view method, const std::string& path);
 
 // Answers `request` as a whole: its route's handler (Handle); 404 for an unknown path, 405 with
 // an Allow header for a method the path does not take. Every error is ErrorResponse's JSON.
-// Thread-safe as far as `service` is.
-Response Serve(Service& service, Request request);
+// `matched`, when not null, receives the route that answered (null: none did). Thread-safe as
+// far as `service` is.
+Response Serve(Service& service, Request request, const Route** matched = nullptr);
+
+// `route`'s pattern as a bounded metrics label: each group written as a placeholder, (\d+) as
+// {id} and any other as {name}: "/v1/jobs/{id}/logs", "/v1/teams/{name}/secrets/{name}".
+std::string RouteLabel(const Route& route);
 
 // Who sent `request` for `route` (its path_params resolved), or why they may not call it:
 // kPublic: an empty Caller, nothing checked. kToken: the identity of the bearer token

@@ -307,6 +307,8 @@ class Service {
   // Queues and policy.
   // The queue tree with usage and pending counts, in tree order.
   virtual std::vector<control::QueueReport> Queues() const = 0;
+  // GET /metrics: the Prometheus text exposition (docs/observability.md, "Metrics"). Never fails.
+  virtual std::string MetricsText() const = 0;
   virtual model::Policy Policy() const = 0;
   virtual PolicyStatus PolicyInfo() const = 0;
   // Re-reads the policy file. kFailedPrecondition without one; kInvalidArgument (one detail per

@@ -321,6 +321,9 @@ class Controller {
   const std::map<JobId, model::Job>& jobs() const { return jobs_.jobs(); }
   const std::map<NodeId, model::Node>& nodes() const { return nodes_; }
   const sched::ClusterState& cluster() const { return holdings_.cluster(); }
+  // The jobs holding resources (placed, starting, running, or admitted to an external executor),
+  // one entry each in no order: what a metrics scrape sums without visiting every job.
+  const std::vector<sched::RunningJob>& held() const { return holdings_.running(); }
 
  private:
   // --- controller.cc: the job table's and the holdings' edits, scheduling passes ---

@@ -132,6 +132,8 @@ Status ControlPlaneService::DeleteSecret(const std::string& team, const std::str
 
 std::vector<control::QueueReport> ControlPlaneService::Queues() const { return plane_.Queues(); }
 
+std::string ControlPlaneService::MetricsText() const { return plane_.MetricsText(); }
+
 model::Policy ControlPlaneService::Policy() const { return plane_.Policy(); }
 
 api::PolicyStatus ControlPlaneService::PolicyInfo() const { return plane_.PolicyInfo(); }

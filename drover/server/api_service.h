@@ -54,6 +54,7 @@ class ControlPlaneService final : public api::Service {
   Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const override;
   Status DeleteSecret(const std::string& team, const std::string& name) override;
   std::vector<control::QueueReport> Queues() const override;
+  std::string MetricsText() const override;
   model::Policy Policy() const override;
   api::PolicyStatus PolicyInfo() const override;
   Status ReloadPolicy() override;

@@ -194,7 +194,7 @@ void ControlPlane::RunOnce() {
     control::Step step;
     Absorb(seen, step);
     schedule_requested_ = false;
-    controller_.Schedule(clock_.Now(), step);
+    ScheduleCycle(step);
     static_cast<void>(Commit(step));  // a failed write stopped the plane (on_store_failure)
   }
   CarryOutEffects(/*wait=*/true);
@@ -299,7 +299,7 @@ void ControlPlane::Loop() {
       if ((schedule_requested_ && start >= next_due) ||
           start - last_cycle_start >= std::chrono::milliseconds(options_.idle_cycle_ms)) {
         schedule_requested_ = false;
-        controller_.Schedule(clock_.Now(), step);
+        ScheduleCycle(step);
         Steady::time_point end = Steady::now();
         last_cycle_start = start;
         next_due = end + (end - start);
@@ -574,6 +574,7 @@ Status ControlPlane::Commit(control::Step& step) {
     }
     ++version_;
     changed_.notify_all();
+    metrics_.ObserveTransitions(batch.transitions, controller_, clock_.Now());
   }
   if (!step.effects.empty()) {
     std::move(step.effects.begin(), step.effects.end(), std::back_inserter(effects_));

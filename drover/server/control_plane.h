@@ -15,9 +15,11 @@
 // paths, the policy file, logs, outputs) are touched only through the FileSystem given, and
 // never under mu_.
 //
-// Defined in five files: control_plane.cc (the loop, commits and effects, jobs),
-// control_plane_agents.cc (remote agents), control_plane_policy.cc (the policy and its file),
-// control_plane_cron.cc (cron jobs) and control_plane_identity.cc (tokens and the audit log).
+// Defined in control_plane.cc (the loop, commits and effects, jobs), control_plane_agents.cc
+// (remote agents), control_plane_policy.cc (the policy and its file), control_plane_cron.cc (cron
+// jobs), control_plane_identity.cc (tokens and the audit log), control_plane_nodes.cc (nodes and
+// operators' changes), control_plane_logs.cc (logs) and control_plane_metrics.cc (the timed
+// scheduling cycle and GET /metrics).
 //
 // A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
 // restart recovers from the store): continuing would let running work and the durable record
@@ -49,6 +51,7 @@
 #include "drover/server/audit_log.h"
 #include "drover/server/crons.h"
 #include "drover/server/secret_store.h"
+#include "drover/server/server_metrics.h"
 #include "drover/server/token_registry.h"
 #include "drover/spec/limits.h"
 #include "drover/spec/parse.h"
@@ -257,6 +260,14 @@ class ControlPlane {
   // The queue tree with usage, shares (usage accrued up to now) and pending counts, in tree
   // order.
   std::vector<control::QueueReport> Queues() const EXCLUDES(mu_);
+  // GET /metrics (ServerMetrics): MetricsSnapshot, rendered with the event series after mu_ is
+  // released.
+  std::string MetricsText() const EXCLUDES(mu_);
+  // The gauges' state, taken under mu_ in one pass over the queue tree, the ready and held jobs
+  // and the nodes (ServerMetrics::Gather): the whole time a scrape holds mu_.
+  ServerMetrics::Snapshot MetricsSnapshot() const EXCLUDES(mu_);
+  // The event series, thread-safe themselves: the HTTP server counts requests there.
+  ServerMetrics& metrics() { return metrics_; }
 
   // Replaces the scheduling policy (Controller::SetPolicy) and asks for a scheduling cycle.
   // kInvalidArgument, changing nothing, for a malformed policy.
@@ -408,6 +419,8 @@ class ControlPlane {
   // starting due cron runs, and checks agents' liveness; asks for a scheduling cycle when
   // something may have freed or taken capacity.
   void Absorb(Observation& seen, control::Step& step) REQUIRES(turn_mu_, mu_);
+  // Runs a scheduling cycle into `step` and times it for metrics_ (ObserveCycle).
+  void ScheduleCycle(control::Step& step) REQUIRES(mu_);
   // Wakes the loop for a scheduling cycle.
   void RequestSchedule() REQUIRES(mu_);
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
@@ -468,6 +481,7 @@ class ControlPlane {
   TokenRegistry tokens_;  // thread-safe itself: never under mu_
   // Thread-safe itself; mutable: ListAudit flushes it first. Stopped by Stop.
   mutable AuditLog audit_;
+  ServerMetrics metrics_;  // thread-safe itself; fed by Commit and the cycles under mu_
 
   // Serializes turns of the loop (Loop, RunOnce), so that the events of one Poll are fed to the
   // controller before those of the next. Taken before mu_; public methods other than RunOnce

@@ -13,7 +13,7 @@ namespace drover::server {
 // The API's routes as the front's handler: the lane follows the route's kind.
 class HttpServer::Handler final : public HttpHandler {
  public:
-  explicit Handler(ControlPlane& plane) : service_(plane) {}
+  explicit Handler(ControlPlane& plane) : plane_(plane), service_(plane) {}
 
   Lane LaneFor(const api::Request& request) const override {
     api::Resolution resolution = api::Resolve(request.method, request.path);
@@ -31,15 +31,29 @@ class HttpServer::Handler final : public HttpHandler {
     return Lane::kShort;
   }
 
+  // Answers `request` and counts it by its route's method and pattern (never its raw path or
+  // method: a client's bytes would make the label set unbounded), once: a parked long poll when
+  // it is finally answered.
   api::Response Serve(const api::Request& request) override {
+    const api::Route* route = nullptr;
+    api::Response response;
     try {
-      return api::Serve(service_, request);
+      response = api::Serve(service_, request, &route);
     } catch (const std::exception& e) {
-      return api::ErrorResponse(Error{ErrorCode::kInternal, e.what(), {}});
+      response = api::ErrorResponse(Error{ErrorCode::kInternal, e.what(), {}});
     }
+    if (response.park) return response;  // counted once answered: a resumed park is served again
+    if (route) {
+      plane_.metrics().CountRequest(api::MethodName(route->method), api::RouteLabel(*route),
+                                    response.status);
+    } else {
+      plane_.metrics().CountRequest("other", "unmatched", response.status);
+    }
+    return response;
   }
 
  private:
+  ControlPlane& plane_;
   ControlPlaneService service_;
 };
 

@@ -108,6 +108,7 @@ const std::map<std::string, Rule>& Rules() {
       {R"(GET /v1/pipelines/(\d+))", Rule::kAnyToken},
       {R"(POST /v1/pipelines/(\d+)/cancel)", Rule::kOwnerSide},
       {"GET /v1/goodput", Rule::kAnyToken},
+      {"GET /metrics", Rule::kAnyToken},
       {"GET /v1/queues", Rule::kAnyToken},
       {"GET /v1/policy", Rule::kAnyToken},
       {"POST /v1/policy/reload", Rule::kAdmin},
