@@ -217,6 +217,7 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
   Expect(200, "GET", fmt::format("/v1/pipelines/{}", run));
   Expect(200, "GET", "/v1/goodput?by=team&since=0");
   Expect(400, "GET", "/v1/goodput?by=colour");
+  Expect(200, "GET", "/metrics");
 
   // Queues and the policy.
   Expect(200, "GET", "/v1/queues");
