@@ -162,6 +162,20 @@ struct AttemptSeries {
   std::vector<UsageBucket> buckets;  // by start
 };
 
+// The latest sample of one GPU, for GET /metrics (ControlPlane::LatestGpuActivity).
+struct GpuActivity {
+  NodeId node;
+  int index = 0;
+  std::string uuid;
+  TimeMs at = 0;
+  int utilization_pct = -1;
+  std::int64_t memory_used_bytes = -1;
+  int power_mw = -1;
+  std::optional<WorkerKey> worker;  // unset: no job holds the GPU
+
+  friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
+};
+
 // Adds the samples of `snapshot` attributed to usage.job/attempt to `usage` and to `buckets`
 // (the attempt's buckets, by start: the bucket of snapshot.at is updated or appended; none is
 // appended beyond kMaxUsageBuckets). Pure. Returns whether anything was added.
