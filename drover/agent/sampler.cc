@@ -1,5 +1,7 @@
 #include "drover/agent/sampler.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -118,6 +120,27 @@ std::int64_t UsageSampler::RunOnce(std::int64_t steady_ms, bool force) {
   if (nvml_ && options_.gpu_interval_ms > 0) next = std::min(next, next_gpu_);
   if (options_.process_interval_ms > 0) next = std::min(next, next_process_);
   return next;
+}
+
+std::unique_ptr<UsageSampler> MakeNodeSampler(const model::Node& node,
+                                              UsageSampler::Options options, LocalRuntime& runtime,
+                                              UsageSampler::Sink sink, const Clock& clock) {
+  std::vector<std::string> uuids;
+  for (const model::Gpu& gpu : node.gpus) {
+    if (!gpu.uuid.empty()) uuids.push_back(gpu.uuid);
+  }
+  std::unique_ptr<NvmlSampler> nvml;
+  if (!uuids.empty() && options.gpu_interval_ms > 0) {
+    auto opened = NvmlSampler::Open();
+    if (opened) {
+      nvml = *std::move(opened);
+    } else {
+      spdlog::warn("node {}: GPUs are not sampled: {}", node.name.value(), opened.error().message);
+    }
+  }
+  return std::make_unique<UsageSampler>(
+      node.name, std::move(options), std::move(nvml), std::move(uuids),
+      [&runtime] { return runtime.RunningWorkers(); }, std::move(sink), clock);
 }
 
 }  // namespace drover::agent

@@ -93,4 +93,11 @@ class UsageSampler {
   std::thread thread_;
 };
 
+// The sampler of `node`, whose workers `runtime` runs (it must outlive the sampler), not yet
+// started: NVML (kNvmlLibrary) is opened when the node has a GPU with a UUID (found through
+// NVML); otherwise, or when NVML cannot be opened (logged), it samples processes only.
+std::unique_ptr<UsageSampler> MakeNodeSampler(const model::Node& node,
+                                              UsageSampler::Options options, LocalRuntime& runtime,
+                                              UsageSampler::Sink sink, const Clock& clock);
+
 }  // namespace drover::agent
