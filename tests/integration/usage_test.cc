@@ -118,5 +118,37 @@ script: sleep 12
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
 }
 
+// A remote agent's samples travel over the agent link (POST /v1/agents/{node}/usage). Its GPUs are
+// declared (no NVML UUIDs), so it samples the worker's processes only.
+TEST_F(UsageTest, ARemoteAgentsProcessSamplesReachTheJobsUsage) {
+  auto server = StartServer("server", "0");
+  ASSERT_TRUE(server->ok());
+  std::unique_ptr<ChildProcess> agent = StartAgent(*server, "remote-1", "1xA100-40GB");
+  api::ApiClient client = server->Client();
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    const json node = GetNode(client, "remote-1");
+    return node.is_object() && node["state"] == "ready";
+  })) << agent->Stdout()
+      << agent->Stderr();
+  const std::vector<std::int64_t> ids = Submit(client, R"(kind: Job
+name: remote-sleeper
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 15
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  json usage;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto reply = client.Get("/v1/jobs/" + std::to_string(ids[0]) + "/usage");
+        usage = reply ? reply->json : json();
+        return !usage.value("attempts", json::array()).empty();
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(200)))
+      << ProcessLogs(server.get(), {{"agent", agent.get()}});
+  const json& summary = usage["attempts"][0]["summary"];
+  EXPECT_GT(summary["peak_rss_bytes"].get<std::int64_t>(), 0) << usage.dump();
+  EXPECT_EQ(summary["gpu_util"]["count"].get<int>(), 0);  // declared GPUs are not sampled
+}
+
 }  // namespace
 }  // namespace drover::integration
