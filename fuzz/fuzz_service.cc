@@ -104,6 +104,18 @@ Result<std::vector<model::Decision>> FuzzService::Decisions(JobId id) const {
   return std::vector<model::Decision>{};
 }
 
+Result<std::vector<model::AttemptUsage>> FuzzService::Usage(JobId id) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return std::vector<model::AttemptUsage>{};
+}
+
+Result<std::vector<model::UsageBucket>> FuzzService::UsageSeries(JobId id, int) const {
+  DROVER_RETURN_IF_ERROR(FindJob(id));
+  return std::vector<model::UsageBucket>{};
+}
+
+Status FuzzService::ReportUsage(const NodeId&, model::UsageBatch) { return OkStatus(); }
+
 Status FuzzService::Cancel(JobId id, std::string_view, const std::string&) { return FindJob(id); }
 
 Result<TimeMs> FuzzService::ReportCheckpoint(JobId id) {

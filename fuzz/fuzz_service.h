@@ -40,6 +40,9 @@ class FuzzService final : public api::Service {
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
   Result<control::Explanation> Explain(JobId id) const override;
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;
+  Result<std::vector<model::AttemptUsage>> Usage(JobId id) const override;
+  Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const override;
+  Status ReportUsage(const NodeId& node, model::UsageBatch batch) override;
   Status Cancel(JobId id, std::string_view by, const std::string& cause) override;
   Result<TimeMs> ReportCheckpoint(JobId id) override;
   Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,

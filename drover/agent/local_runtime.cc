@@ -159,12 +159,22 @@ std::string LocalRuntime::StdoutPath(const model::WorkerKey& key) const {
   return WorkerDir(key) + "/" + kStdoutFile;
 }
 
+std::vector<LocalRuntime::RunningWorker> LocalRuntime::RunningWorkers() {
+  std::vector<RunningWorker> running;
+  MutexLock lock(mu_);
+  for (const auto& [key, watch] : watched_) {
+    if (watch.worker_pid > 0) running.push_back({key, watch.worker_pid, watch.gpus});
+  }
+  return running;
+}
+
 std::string LocalRuntime::StderrPath(const model::WorkerKey& key) const {
   return WorkerDir(key) + "/" + kStderrFile;
 }
 
 void LocalRuntime::Configure(Watch& watch, const model::LaunchSpec& spec) {
   watch.kill_grace_ms = spec.kill_grace_ms;
+  watch.gpus = spec.gpus;
   if (spec.checkpoint_dir.empty()) return;
   std::filesystem::path dir(spec.checkpoint_dir);
   if (dir.is_relative()) {
@@ -341,6 +351,7 @@ bool LocalRuntime::CollectFromFiles(const model::WorkerKey& key, Watch& watch,
     if (auto started = ReadStartedFile(watch.dir)) {
       events.push_back(Event(key, model::WorkerEvent::Kind::kStarted, started->at));
       watch.started_reported = true;
+      watch.worker_pid = started->pid;
     }
   }
   bool exited = exit || exit.error().code != ErrorCode::kNotFound;

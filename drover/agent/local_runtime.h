@@ -113,6 +113,17 @@ class LocalRuntime final : public WorkerRuntime {
   std::vector<model::WorkerKey> Adopt(const std::vector<model::WorkerKey>& keys) override;
   std::vector<model::WorkerEvent> Poll() override;
 
+  // A worker whose process has started and whose exit has not been reported, for the usage
+  // sampler (agent/sampler.h): its process and the GPU indexes it was given.
+  struct RunningWorker {
+    model::WorkerKey key;
+    pid_t pid = 0;
+    std::vector<int> gpus;
+  };
+  // The workers started and not reported exited (a copy taken under the mutex); an adopted
+  // worker's GPUs are read from its launch.json.
+  std::vector<RunningWorker> RunningWorkers() EXCLUDES(mu_);
+
   // RUNS_DIR/<job>/<attempt>/<rank> (no trailing slash), whether or not it exists.
   std::string WorkerDir(const model::WorkerKey& key) const;
   // The worker's captured output (may not exist yet, or at all if the worker never launched).
@@ -130,6 +141,8 @@ class LocalRuntime final : public WorkerRuntime {
     DurationMs kill_grace_ms = 0;
     std::string checkpoint_marker;  // <checkpoint_dir>/.drover-checkpoint; empty: none
     TimeMs checkpoint_seen = 0;     // the latest marker mtime reported (or the baseline)
+    std::vector<int> gpus;          // LaunchSpec::gpus
+    pid_t worker_pid = 0;           // from started.json; 0 until it started
   };
 
   LocalRuntime(Options options, const Clock& clock);

@@ -55,6 +55,13 @@ Result<Response> ReportAgentEvents(Service& service, const Request& request) {
   return JsonResponse(200, json{{"accepted", true}});
 }
 
+Result<Response> ReportAgentUsage(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
+  DROVER_ASSIGN_OR_RETURN(model::UsageBatch batch, codec::UsageBatchFromJson(body, "request body"));
+  DROVER_RETURN_IF_ERROR(service.ReportUsage(NodeId(request.path_params.at(0)), std::move(batch)));
+  return JsonResponse(200, json{{"accepted", true}});
+}
+
 Result<Response> ShipAgentLog(Service& service, const Request& request) {
   if (request.body.size() > static_cast<std::size_t>(kMaxAgentLogChunk)) {
     return InvalidArgument(fmt::format("request body: a log chunk is at most {} bytes, not {}",

@@ -37,5 +37,9 @@ Result<Response> ShipAgentLog(Service& service, const Request& request);
 // POST /v1/agents/{node}/events with {"events": [WorkerEvent...]}: {"accepted": true}.
 // kInvalidArgument for another body or an event that does not decode.
 Result<Response> ReportAgentEvents(Service& service, const Request& request);
+// POST /v1/agents/{node}/usage with a usage batch (codec's UsageBatch; docs/api.md, "Agent
+// protocol"): {"accepted": true}. kInvalidArgument naming the field for a batch that does not
+// decode or is out of bounds (nothing recorded).
+Result<Response> ReportAgentUsage(Service& service, const Request& request);
 
 }  // namespace drover::api

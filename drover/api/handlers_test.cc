@@ -121,6 +121,19 @@ class FakeService final : public Service {
     DROVER_RETURN_IF_ERROR(Find(id));
     return std::vector<model::Decision>{};
   }
+  Result<std::vector<model::AttemptUsage>> Usage(JobId id) const override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    return usage;
+  }
+  Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const override {
+    DROVER_RETURN_IF_ERROR(Find(id));
+    return attempt == 1 ? series : std::vector<model::UsageBucket>{};
+  }
+  Status ReportUsage(const NodeId& node, model::UsageBatch batch) override {
+    usage_node = node;
+    usage_batches.push_back(std::move(batch));
+    return OkStatus();
+  }
   Status Cancel(JobId id, std::string_view by, const std::string& cause) override {
     DROVER_RETURN_IF_ERROR(Find(id));
     cancel_by = by;
@@ -286,6 +299,10 @@ class FakeService final : public Service {
   mutable store::JobFilter listed_filter;
   std::string cancel_cause;
   std::string cancel_by;
+  std::vector<model::AttemptUsage> usage;
+  std::vector<model::UsageBucket> series;
+  NodeId usage_node;
+  std::vector<model::UsageBatch> usage_batches;
   model::Policy policy;
   std::vector<JobVerb> applied_verbs;
   std::string verb_actor;
@@ -356,20 +373,21 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
           R"(GET /v1/jobs/(\d+))", R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
           R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
           R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
-          R"(GET /v1/jobs/(\d+)/decisions)", R"(POST /v1/jobs/(\d+)/checkpoint)",
-          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
-          R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput", "GET /metrics", "GET /v1/queues",
-          "GET /v1/policy", "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)",
-          "POST /v1/crons", "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))",
-          R"(POST /v1/crons/([^/]+)/suspend)", R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes",
-          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
-          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
-          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
-          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
-          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
-          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
-          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)",
-          R"(POST /v1/agents/([^/]+)/logs)"));
+          R"(GET /v1/jobs/(\d+)/decisions)", R"(GET /v1/jobs/(\d+)/usage)",
+          R"(POST /v1/jobs/(\d+)/checkpoint)", R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
+          R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput",
+          "GET /metrics", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
+          R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
+          R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
+          R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes", R"(POST /v1/nodes/([^/]+)/cordon)",
+          R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",
+          R"(PUT /v1/nodes/([^/]+)/maintenance)", R"(DELETE /v1/nodes/([^/]+)/maintenance)",
+          R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
+          R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens", "GET /v1/tokens",
+          R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami", "GET /v1/audit",
+          "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
+          R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)",
+          R"(POST /v1/agents/([^/]+)/usage)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -630,6 +648,70 @@ TEST_F(HandlersTest, ExplainShowsTheQueuePositionWithTheJobsAhead) {
                                     {"in_queue", 3},
                                     {"in_cluster", 4},
                                     {"ahead", json::array({2, 5})}}));
+}
+
+TEST_F(HandlersTest, UsageAnswersEverySampledAttemptAndTheSeriesOfOne) {
+  model::AttemptUsage usage;
+  usage.job = JobId(7);
+  usage.attempt = 1;
+  usage.summary.gpu_util.Add(30);
+  usage.summary.gpu_util_p95 = 30;
+  service_.usage = {usage};
+  model::UsageBucket bucket;
+  bucket.start = 20'000;
+  bucket.gpu_util.Add(30);
+  service_.series = {bucket};
+  Response response = Serve({Method::kGet, "/v1/jobs/7/usage"});
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(Body(response)["attempt"], 1);  // the latest sampled, by default
+  EXPECT_EQ(Body(response)["bucket_ms"], 10'000);
+  EXPECT_EQ(Body(response)["attempts"][0]["summary"]["gpu_util_p95"], 30);
+  EXPECT_EQ(Body(response)["buckets"][0],
+            (json{{"start_at", 20'000},
+                  {"gpu_util", {{"count", 1}, {"sum", 30.0}, {"max", 30.0}}},
+                  {"gpu_memory", {{"count", 0}, {"sum", 0.0}, {"max", 0.0}}},
+                  {"power", {{"count", 0}, {"sum", 0.0}, {"max", 0.0}}},
+                  {"cpu", {{"count", 0}, {"sum", 0.0}, {"max", 0.0}}},
+                  {"rss", {{"count", 0}, {"sum", 0.0}, {"max", 0.0}}}}));
+  EXPECT_EQ(Body(Serve({Method::kGet, "/v1/jobs/7"}))["usage"][0]["attempt"], 1);
+  EXPECT_TRUE(
+      Body(Serve({Method::kGet, "/v1/jobs/7/usage", "", {{"attempt", "2"}}}))["buckets"].empty());
+  Response bad = Serve({Method::kGet, "/v1/jobs/7/usage", "", {{"attempt", "-1"}}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(Body(bad)["message"].get<std::string>(), HasSubstr("attempt"));
+  EXPECT_EQ(Serve({Method::kGet, "/v1/jobs/8/usage"}).status, 404);
+}
+
+TEST_F(HandlersTest, AnAgentsUsageBatchIsCheckedBeforeTheServiceSeesIt) {
+  const std::map<std::string, std::string> n1 = {{"Authorization", "Bearer cred-n1"}};
+  auto post = [&](const std::string& body, const std::map<std::string, std::string>& headers) {
+    return Serve({Method::kPost, "/v1/agents/n1/usage", body, {}, headers});
+  };
+  Response hostile =
+      post(R"({"snapshots": [{"at": 5, "gpus": [{"index": 0, "utilization_pct": 300}]}]})", n1);
+  EXPECT_EQ(hostile.status, 400);
+  EXPECT_EQ(Body(hostile)["code"], "invalid_argument");
+  EXPECT_THAT(Body(hostile)["message"].get<std::string>(),
+              HasSubstr("snapshots[0].gpus[0].utilization_pct"));
+  Response wrong_type = post(R"({"snapshots": [{"at": "soon"}]})", n1);
+  EXPECT_EQ(wrong_type.status, 400);
+  EXPECT_THAT(Body(wrong_type)["message"].get<std::string>(), HasSubstr("snapshots[0].at"));
+  json many = {{"snapshots", json::array()}};
+  for (std::size_t i = 0; i <= model::kMaxUsageSnapshots; ++i) many["snapshots"].push_back({});
+  Response too_many = post(many.dump(), n1);
+  EXPECT_EQ(too_many.status, 400);
+  EXPECT_THAT(Body(too_many)["message"].get<std::string>(), HasSubstr("at most 600"));
+  EXPECT_EQ(post("{}", {{"Authorization", "Bearer cred-n2"}}).status, 403);
+  EXPECT_TRUE(service_.usage_batches.empty());
+
+  Response ok = post(R"({"node": "elsewhere", "snapshots": [{"at": 5, "gpus": [{"index": 1,
+      "uuid": "GPU-1", "utilization_pct": 40, "worker": {"job_id": 7, "attempt": 1, "rank": 0}}]}]})",
+                     n1);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(service_.usage_node, NodeId("n1"));  // the path's node, whatever the body says
+  ASSERT_EQ(service_.usage_batches.size(), 1u);
+  EXPECT_EQ(service_.usage_batches[0].snapshots[0].gpus[0].worker,
+            (model::WorkerKey{JobId(7), 1, 0}));
 }
 
 TEST_F(HandlersTest, CancelNamesTheCallerAndAnswersTheSummary) {

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 
 #include "drover/api/views.h"
+#include "drover/codec/json.h"
 #include "drover/model/access.h"
 #include "drover/spec/limits.h"
 
@@ -155,7 +157,31 @@ Result<Response> GetJob(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(auto transitions, service.Transitions(id));
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
   const Disclosure disclosure = DisclosureOf(caller, model::ResourceOf(job), service.Policy());
-  return JsonResponse(200, JobDetail(job, transitions, service.Now(), disclosure));
+  json detail = JobDetail(job, transitions, service.Now(), disclosure);
+  DROVER_ASSIGN_OR_RETURN(std::vector<model::AttemptUsage> usage, service.Usage(id));
+  detail["usage"] = UsageSummariesView(usage);
+  return JsonResponse(200, detail);
+}
+
+Result<Response> JobUsage(Service& service, const Request& request) {
+  DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
+  DROVER_ASSIGN_OR_RETURN(std::vector<model::AttemptUsage> usage, service.Usage(id));
+  const int latest = usage.empty() ? 0 : usage.back().attempt;
+  DROVER_ASSIGN_OR_RETURN(std::int64_t attempt, IntQuery(request, "attempt", latest));
+  if (attempt < 0 || attempt > std::numeric_limits<int>::max()) {
+    return InvalidArgument("query parameter attempt: an attempt number (1, 2, ...) is required");
+  }
+  std::vector<model::UsageBucket> buckets;
+  if (attempt > 0) {
+    DROVER_ASSIGN_OR_RETURN(buckets, service.UsageSeries(id, static_cast<int>(attempt)));
+  }
+  json series = json::array();
+  for (const model::UsageBucket& bucket : buckets) series.push_back(codec::ToJson(bucket));
+  return JsonResponse(200, json{{"job_id", id.value()},
+                                {"attempts", UsageSummariesView(usage)},
+                                {"attempt", attempt},
+                                {"bucket_ms", model::kUsageBucketMs},
+                                {"buckets", std::move(series)}});
 }
 
 Result<Response> CancelJob(Service& service, const Request& request) {

@@ -33,6 +33,11 @@ Result<Response> CancelJob(Service& service, const Request& request);
 Result<Response> ExplainJob(Service& service, const Request& request);
 // GET /v1/jobs/{id}/decisions.
 Result<Response> JobDecisions(Service& service, const Request& request);
+// GET /v1/jobs/{id}/usage[?attempt=N] (docs/api.md, "Usage"): {"job_id", "attempts": [{"attempt",
+// "summary"}], "attempt", "bucket_ms", "buckets": [UsageBucket...]}: every sampled attempt's
+// summary and the series of `attempt` (default: the latest sampled; 0 and no buckets when none
+// is). kNotFound for an unknown job; kInvalidArgument for an attempt that is not a number >= 0.
+Result<Response> JobUsage(Service& service, const Request& request);
 // POST /v1/jobs/{id}/checkpoint: {"job", "checkpoint_at"}.
 Result<Response> CheckpointJob(Service& service, const Request& request);
 // POST /v1/jobs/{id}/report with {"useful_work_began": bool, "progress": number} (either or

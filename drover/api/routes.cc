@@ -39,6 +39,7 @@ constexpr Route kRoutes[] = {
     {Method::kPost, R"(/v1/jobs/(\d+)/requeue)", RequeueJob, ByToken(Verb::kHold, Target::kJob)},
     {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob, ByToken(Verb::kView, Target::kJob)},
     {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions, ByToken(Verb::kView, Target::kJob)},
+    {Method::kGet, R"(/v1/jobs/(\d+)/usage)", JobUsage, ByToken(Verb::kView, Target::kJob)},
     {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob,
      ByToken(Verb::kReport, Target::kJob)},
     {Method::kPost, R"(/v1/jobs/(\d+)/report)", ReportJob, ByToken(Verb::kReport, Target::kJob),
@@ -89,6 +90,8 @@ constexpr Route kRoutes[] = {
     {Method::kPost, R"(/v1/agents/([^/]+)/events)", ReportAgentEvents, AgentOfNode(),
      RouteKind::kAgent, R"({"events": [...]} (JSON))"},
     {Method::kPost, R"(/v1/agents/([^/]+)/logs)", ShipAgentLog, AgentOfNode(), RouteKind::kAgent},
+    {Method::kPost, R"(/v1/agents/([^/]+)/usage)", ReportAgentUsage, AgentOfNode(),
+     RouteKind::kAgent, "a usage batch (JSON)"},
 };
 
 }  // namespace

@@ -243,6 +243,11 @@ class Service {
   virtual Result<std::vector<model::Transition>> Transitions(JobId id) const = 0;
   virtual Result<control::Explanation> Explain(JobId id) const = 0;
   virtual Result<std::vector<model::Decision>> Decisions(JobId id) const = 0;
+  // Usage (docs/observability.md, "Sampling"): the stored usage of each attempt of job `id`
+  // that has samples, by attempt, and one attempt's 10 s buckets (empty when it has none).
+  // kNotFound for an unknown job; store errors.
+  virtual Result<std::vector<model::AttemptUsage>> Usage(JobId id) const = 0;
+  virtual Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const = 0;
   // Cancels job `id` for user `by` (its transitions' actor) with `cause`. kNotFound for an
   // unknown job; kFailedPrecondition for a finished one.
   virtual Status Cancel(JobId id, std::string_view by, const std::string& cause) = 0;
@@ -344,6 +349,9 @@ class Service {
   // not registered or was declared lost.
   virtual Result<AgentCommandBatch> TakeCommands(const NodeId& node, const AgentAck& ack,
                                                  DurationMs wait_ms) = 0;
+  // The samples the node's agent took (ControlPlane::IngestUsage): kInvalidArgument naming the
+  // field for a batch out of bounds; store errors (samples lost, nothing else).
+  virtual Status ReportUsage(const NodeId& node, model::UsageBatch batch) = 0;
   // The agent's worker events. kNotFound as for TakeCommands.
   virtual Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) = 0;
   // The node's agent ships `data`, the bytes of worker `key`'s `stream` ("stdout" or "stderr")

@@ -394,4 +394,12 @@ json DecisionsView(const std::vector<model::Decision>& decisions) {
   return json{{"decisions", out}};
 }
 
+json UsageSummariesView(const std::vector<model::AttemptUsage>& usage) {
+  json out = json::array();
+  for (const model::AttemptUsage& attempt : usage) {
+    out.push_back(json{{"attempt", attempt.attempt}, {"summary", codec::ToJson(attempt.summary)}});
+  }
+  return out;
+}
+
 }  // namespace drover::api

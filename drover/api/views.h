@@ -17,6 +17,7 @@
 #include "drover/model/job.h"
 #include "drover/model/metrics.h"
 #include "drover/model/node.h"
+#include "drover/model/usage.h"
 
 namespace drover::api {
 
@@ -128,5 +129,7 @@ nlohmann::json QueueView(const control::QueueReport& report);
 
 // GET /v1/jobs/{id}/decisions: {"decisions": [codec::ToJson(decision), ...]}.
 nlohmann::json DecisionsView(const std::vector<model::Decision>& decisions);
+// [{"attempt", "summary"}] (codec's UsageSummary): the usage of each sampled attempt.
+nlohmann::json UsageSummariesView(const std::vector<model::AttemptUsage>& usage);
 
 }  // namespace drover::api

@@ -27,6 +27,10 @@ void AddNodeFlags(CLI::App* command, server::LocalNodeFlags& nodes) {
   command->add_option("--name", nodes.node_name, "this node's name (default: the host name)");
   command->add_option("--address", nodes.address,
                       "address other nodes reach this one at (default 127.0.0.1)");
+  command->add_option("--gpu-sample-interval", nodes.gpu_sample_interval,
+                      "how often GPUs are sampled through NVML (default 1s; 0: never)");
+  command->add_option("--process-sample-interval", nodes.process_sample_interval,
+                      "how often workers' process trees are sampled (default 5s; 0: never)");
 }
 
 }  // namespace

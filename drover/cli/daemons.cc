@@ -126,8 +126,10 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& 
                           server::HttpServer::Bind(*daemon.plane, host, port, http_options));
   daemon.url = fmt::format("{}://{}:{}", http_options.tls.enabled() ? "https" : "http", host,
                            daemon.http->port());
+  DROVER_ASSIGN_OR_RETURN(agent::UsageSampler::Options sampling, server::SamplingOptions(nodes));
   DROVER_RETURN_IF_ERROR(server::AddLocalNodes(*daemon.plane, described, data_dir,
-                                               server::SupervisorExecutable(), daemon.url, clock));
+                                               server::SupervisorExecutable(), daemon.url, clock,
+                                               sampling));
   // Queues whose policy says `executor: slurm` hand their jobs to the Slurm cluster that
   // Slurm's commands reach from here (PATH, SLURM_CONF); it idles while none does.
   exec::slurm::SlurmExecutorOptions slurm;
@@ -342,6 +344,9 @@ int AgentCommand(const AgentFlags& flags) {
   auto lock = server::DataDirLock::Acquire(flags.data_dir, "drover agent");
   if (!lock) return ReportError(lock.error());
   server::AgentOptions options;
+  auto sampling = server::SamplingOptions(flags.nodes);
+  if (!sampling) return ReportError(sampling.error());
+  options.sampling = *sampling;
   options.server_url = flags.server;
   options.node = nodes->front();
   options.runs_dir = (std::filesystem::path(flags.data_dir) / "runs").string();

@@ -86,6 +86,24 @@ std::string Gpus(const json& gpus) {
   return out.empty() ? "-" : out;
 }
 
+// One line of an attempt's usage summary (GET /v1/jobs/{id}'s "usage"; docs/observability.md).
+std::string DescribeUsage(const json& summary) {
+  const json& util = summary.value("gpu_util", json::object());
+  const std::int64_t gpu_samples = util.value("count", std::int64_t{0});
+  std::string gpu = "no GPU samples";
+  if (gpu_samples > 0) {
+    gpu = fmt::format("GPU activity mean {:.0f}% (p50 {}%, p95 {}%), peak GPU memory {}",
+                      util.value("sum", 0.0) / static_cast<double>(gpu_samples),
+                      summary.value("gpu_util_p50", 0), summary.value("gpu_util_p95", 0),
+                      FormatBytesApprox(summary.value("peak_gpu_memory_bytes", std::int64_t{0})));
+  }
+  return fmt::format("usage: {}, peak RSS {}, CPU {}, energy {:.0f} J{}", gpu,
+                     FormatBytesApprox(summary.value("peak_rss_bytes", std::int64_t{0})),
+                     FormatDuration(summary.value("cpu_ms", std::int64_t{0})),
+                     summary.value("energy_joules", 0.0),
+                     summary.value("series_truncated", false) ? " (series truncated)" : "");
+}
+
 }  // namespace
 
 std::string DescribeJob(const json& job) {
@@ -179,6 +197,11 @@ std::string DescribeJob(const json& job) {
       notes.push_back("disruption: " + disruption);
     }
     if (!notes.empty()) out += fmt::format("    {}\n", fmt::join(notes, "; "));
+    for (const json& usage : job.value("usage", json::array())) {
+      if (usage.value("attempt", 0) == attempt["number"].get<int>()) {
+        out += "    " + DescribeUsage(usage.value("summary", json::object())) + "\n";
+      }
+    }
     Table workers({"    RANK", "NODE", "GPUS", "STATE", "STARTED", "FINISHED", "EXIT"});
     for (const json& worker : attempt["workers"]) {
       std::string exit = "-";

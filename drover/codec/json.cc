@@ -93,6 +93,16 @@ Status Decode(const json& j, const std::string& path, model::ExecutorConfig* out
 Status Decode(const json& j, const std::string& path, model::QueueConfig* out);
 Status Decode(const json& j, const std::string& path, model::Accounts* out);
 Status Decode(const json& j, const std::string& path, model::Policy* out);
+Status Decode(const json& j, const std::string& path, model::WorkerKey* out);
+Status Decode(const json& j, const std::string& path, model::GpuSample* out);
+Status Decode(const json& j, const std::string& path, model::GpuProcessSample* out);
+Status Decode(const json& j, const std::string& path, model::ProcessSample* out);
+Status Decode(const json& j, const std::string& path, model::UsageSnapshot* out);
+Status Decode(const json& j, const std::string& path, model::UsageBatch* out);
+Status Decode(const json& j, const std::string& path, model::Stat* out);
+Status Decode(const json& j, const std::string& path, model::UsageBucket* out);
+Status Decode(const json& j, const std::string& path, model::UsageSummary* out);
+Status Decode(const json& j, const std::string& path, model::AttemptUsage* out);
 
 // Arrays of objects: element errors name the element ("job.attempts[2].number").
 template <typename T>
@@ -738,6 +748,151 @@ Status Decode(const json& j, const std::string& path, model::Policy* out) {
   return OkStatus();
 }
 
+// Usage (model/usage.h).
+
+Status Decode(const json& j, const std::string& path, model::WorkerKey* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  return DecodeWorkerKey(j, path, out);
+}
+
+Status Decode(const json& j, const std::string& path, model::GpuSample* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "index", &out->index));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "uuid", &out->uuid));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "utilization_pct", &out->utilization_pct));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "memory_activity_pct", &out->memory_activity_pct));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "memory_used_bytes", &out->memory_used_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "power_mw", &out->power_mw));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "energy_mj", &out->energy_mj));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "temperature_c", &out->temperature_c));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_clock_mhz", &out->sm_clock_mhz));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "worker", &out->worker));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::GpuProcessSample* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_index", &out->gpu_index));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "pid", &out->pid));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_pct", &out->sm_pct));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "memory_used_bytes", &out->memory_used_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "worker", &out->worker));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::ProcessSample* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(DecodeWorkerKey(j, path, &out->worker));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "processes", &out->processes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cpu_ms", &out->cpu_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "rss_bytes", &out->rss_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "peak_rss_bytes", &out->peak_rss_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "read_bytes", &out->read_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "iowait_ms", &out->iowait_ms));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::UsageSnapshot* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "at", &out->at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_processes", &out->gpu_processes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "processes", &out->processes));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::UsageBatch* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "node", &out->node));
+  // The bound is checked before the elements are decoded, so a huge batch costs no decoding.
+  if (auto it = j.find("snapshots");
+      it != j.end() && it->is_array() && it->size() > model::kMaxUsageSnapshots) {
+    return InvalidArgument(fmt::format("{}.snapshots: at most {} entries, not {}", path,
+                                       model::kMaxUsageSnapshots, it->size()));
+  }
+  DROVER_RETURN_IF_ERROR(Field(j, path, "snapshots", &out->snapshots));
+  return model::ValidateUsageBatch(*out);
+}
+
+Status Decode(const json& j, const std::string& path, model::Stat* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "count", &out->count));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sum", &out->sum));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "max", &out->max));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::UsageBucket* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "start_at", &out->start));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_util", &out->gpu_util));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_memory", &out->gpu_memory));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "power", &out->power));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cpu", &out->cpu));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "rss", &out->rss));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::UsageSummary* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "first_at", &out->first_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "last_at", &out->last_at));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_util", &out->gpu_util));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_util_p50", &out->gpu_util_p50));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_util_p95", &out->gpu_util_p95));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "peak_gpu_memory_bytes", &out->peak_gpu_memory_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "peak_rss_bytes", &out->peak_rss_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "cpu_ms", &out->cpu_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "energy_joules", &out->energy_joules));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "read_bytes", &out->read_bytes));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "iowait_ms", &out->iowait_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "series_truncated", &out->series_truncated));
+  return OkStatus();
+}
+
+// The store's record of an attempt's usage (not an API shape): "util_histogram" as 101 counts,
+// "energy_mj" as {uuid: [first, last]}, "workers" as [{rank..., "at", sample}].
+Status Decode(const json& j, const std::string& path, model::AttemptUsage* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "job_id", &out->job));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "attempt", &out->attempt));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "summary", &out->summary));
+  std::int64_t buckets = 0;
+  DROVER_RETURN_IF_ERROR(Field(j, path, "buckets", &buckets));
+  out->buckets = static_cast<std::size_t>(std::max<std::int64_t>(buckets, 0));
+  if (auto it = j.find("util_histogram"); it != j.end()) {
+    if (!it->is_array() || it->size() != out->util_histogram.size()) {
+      return Expected(path + ".util_histogram", "an array of 101 integers");
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      DROVER_RETURN_IF_ERROR(
+          Decode((*it)[i], fmt::format("{}.util_histogram[{}]", path, i), &out->util_histogram[i]));
+    }
+  }
+  if (auto it = j.find("energy_mj"); it != j.end()) {
+    if (!it->is_object()) return Expected(path + ".energy_mj", "an object");
+    for (const auto& [uuid, pair] : it->items()) {
+      std::vector<std::int64_t> first_last;
+      DROVER_RETURN_IF_ERROR(Decode(pair, path + ".energy_mj." + uuid, &first_last));
+      if (first_last.size() != 2) return Expected(path + ".energy_mj." + uuid, "[first, last]");
+      out->energy_mj[uuid] = {first_last[0], first_last[1]};
+    }
+  }
+  if (auto it = j.find("workers"); it != j.end()) {
+    if (!it->is_array()) return Expected(path + ".workers", "an array");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string at = fmt::format("{}.workers[{}]", path, i);
+      model::ProcessSample sample;
+      TimeMs sampled_at = 0;
+      DROVER_RETURN_IF_ERROR(Decode((*it)[i], at, &sample));
+      DROVER_RETURN_IF_ERROR(Field((*it)[i], at, "at", &sampled_at));
+      out->last_process[sample.worker.rank] = sample;
+      out->last_process_at[sample.worker.rank] = sampled_at;
+    }
+  }
+  return OkStatus();
+}
+
 // Runs a decoder for a public entry point; nlohmann should not throw on the accessors used
 // above, but any exception is turned into an error rather than escaping.
 template <typename T>
@@ -1248,6 +1403,130 @@ json ToJson(const model::Policy& policy) {
 
 Result<model::Policy> PolicyFromJson(const json& j, std::string_view path) {
   return DecodeRoot<model::Policy>(j, path);
+}
+
+// Usage (model/usage.h).
+
+namespace {
+
+json StatJson(const model::Stat& stat) {
+  return json{{"count", stat.count}, {"sum", stat.sum}, {"max", stat.max}};
+}
+
+void EncodeWorker(const std::optional<model::WorkerKey>& worker, json* out) {
+  if (!worker) return;
+  json key = json::object();
+  EncodeWorkerKey(*worker, &key);
+  (*out)["worker"] = std::move(key);
+}
+
+json ProcessJson(const model::ProcessSample& process) {
+  json out = json::object();
+  EncodeWorkerKey(process.worker, &out);
+  out["processes"] = process.processes;
+  out["cpu_ms"] = process.cpu_ms;
+  out["rss_bytes"] = process.rss_bytes;
+  out["peak_rss_bytes"] = process.peak_rss_bytes;
+  out["read_bytes"] = process.read_bytes;
+  out["iowait_ms"] = process.iowait_ms;
+  return out;
+}
+
+}  // namespace
+
+json ToJson(const model::UsageBatch& batch) {
+  json snapshots = json::array();
+  for (const model::UsageSnapshot& snapshot : batch.snapshots) {
+    json gpus = json::array();
+    for (const model::GpuSample& gpu : snapshot.gpus) {
+      json out{{"index", gpu.index},
+               {"uuid", gpu.uuid},
+               {"utilization_pct", gpu.utilization_pct},
+               {"memory_activity_pct", gpu.memory_activity_pct},
+               {"memory_used_bytes", gpu.memory_used_bytes},
+               {"power_mw", gpu.power_mw},
+               {"energy_mj", gpu.energy_mj},
+               {"temperature_c", gpu.temperature_c},
+               {"sm_clock_mhz", gpu.sm_clock_mhz}};
+      EncodeWorker(gpu.worker, &out);
+      gpus.push_back(std::move(out));
+    }
+    json gpu_processes = json::array();
+    for (const model::GpuProcessSample& process : snapshot.gpu_processes) {
+      json out{{"gpu_index", process.gpu_index},
+               {"pid", process.pid},
+               {"sm_pct", process.sm_pct},
+               {"memory_used_bytes", process.memory_used_bytes}};
+      EncodeWorker(process.worker, &out);
+      gpu_processes.push_back(std::move(out));
+    }
+    json processes = json::array();
+    for (const model::ProcessSample& process : snapshot.processes) {
+      processes.push_back(ProcessJson(process));
+    }
+    snapshots.push_back(json{{"at", snapshot.at},
+                             {"gpus", std::move(gpus)},
+                             {"gpu_processes", std::move(gpu_processes)},
+                             {"processes", std::move(processes)}});
+  }
+  return json{{"node", batch.node.value()}, {"snapshots", std::move(snapshots)}};
+}
+
+Result<model::UsageBatch> UsageBatchFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::UsageBatch>(j, path);
+}
+
+json ToJson(const model::UsageBucket& bucket) {
+  return json{{"start_at", bucket.start},
+              {"gpu_util", StatJson(bucket.gpu_util)},
+              {"gpu_memory", StatJson(bucket.gpu_memory)},
+              {"power", StatJson(bucket.power)},
+              {"cpu", StatJson(bucket.cpu)},
+              {"rss", StatJson(bucket.rss)}};
+}
+
+Result<model::UsageBucket> UsageBucketFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::UsageBucket>(j, path);
+}
+
+json ToJson(const model::UsageSummary& summary) {
+  return json{{"first_at", summary.first_at},
+              {"last_at", summary.last_at},
+              {"gpu_util", StatJson(summary.gpu_util)},
+              {"gpu_util_p50", summary.gpu_util_p50},
+              {"gpu_util_p95", summary.gpu_util_p95},
+              {"peak_gpu_memory_bytes", summary.peak_gpu_memory_bytes},
+              {"peak_rss_bytes", summary.peak_rss_bytes},
+              {"cpu_ms", summary.cpu_ms},
+              {"energy_joules", summary.energy_joules},
+              {"read_bytes", summary.read_bytes},
+              {"iowait_ms", summary.iowait_ms},
+              {"series_truncated", summary.series_truncated}};
+}
+
+json ToJson(const model::AttemptUsage& usage) {
+  json energy = json::object();
+  for (const auto& [uuid, first_last] : usage.energy_mj) {
+    energy[uuid] = json::array({first_last[0], first_last[1]});
+  }
+  json workers = json::array();
+  for (const auto& [rank, process] : usage.last_process) {
+    json out = ProcessJson(process);
+    auto at = usage.last_process_at.find(rank);
+    out["at"] = at == usage.last_process_at.end() ? 0 : at->second;
+    workers.push_back(std::move(out));
+  }
+  return json{{"job_id", usage.job.value()},
+              {"attempt", usage.attempt},
+              {"summary", ToJson(usage.summary)},
+              {"buckets", usage.buckets},
+              {"util_histogram", usage.util_histogram},
+              {"energy_mj", std::move(energy)},
+              {"workers", std::move(workers)}};
+}
+
+Result<model::AttemptUsage> AttemptUsageFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::AttemptUsage>(j, path);
 }
 
 std::string DumpJson(const json& j) {

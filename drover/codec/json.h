@@ -51,6 +51,7 @@
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
+#include "drover/model/usage.h"
 
 namespace drover::codec {
 
@@ -96,6 +97,30 @@ Result<model::LaunchSpec> LaunchSpecFromJson(const nlohmann::json& json,
 nlohmann::json ToJson(const model::CronSpec& cron);
 Result<model::CronSpec> CronSpecFromJson(const nlohmann::json& json,
                                          std::string_view path = "cron");
+
+// Usage (model/usage.h; docs/api.md, "Usage"). A batch is {"node", "snapshots": [{"at", "gpus":
+// [{"index", "uuid", "utilization_pct", "memory_activity_pct", "memory_used_bytes", "power_mw",
+// "energy_mj", "temperature_c", "sm_clock_mhz", "worker"?: KEY}], "gpu_processes": [{"gpu_index",
+// "pid", "sm_pct", "memory_used_bytes", "worker"?}], "processes": [{KEY..., "processes", "cpu_ms",
+// "rss_bytes", "peak_rss_bytes", "read_bytes", "iowait_ms"}]}]}; its decoder also checks the
+// bounds and ranges of model::ValidateUsageBatch (kInvalidArgument naming the field), and refuses
+// more than kMaxUsageSnapshots snapshots before decoding any. A Stat is {"count", "sum", "max"}.
+nlohmann::json ToJson(const model::UsageBatch& batch);
+Result<model::UsageBatch> UsageBatchFromJson(const nlohmann::json& json,
+                                             std::string_view path = "usage");
+// {"start_at", "gpu_util", "gpu_memory", "power", "cpu", "rss"} (each a Stat).
+nlohmann::json ToJson(const model::UsageBucket& bucket);
+Result<model::UsageBucket> UsageBucketFromJson(const nlohmann::json& json,
+                                               std::string_view path = "bucket");
+// {"first_at", "last_at", "gpu_util" (a Stat), "gpu_util_p50", "gpu_util_p95",
+// "peak_gpu_memory_bytes", "peak_rss_bytes", "cpu_ms", "energy_joules", "read_bytes",
+// "iowait_ms", "series_truncated"}.
+nlohmann::json ToJson(const model::UsageSummary& summary);
+// The store's record: {"job_id", "attempt", "summary", "buckets", "util_histogram" (101
+// counts), "energy_mj" ({uuid: [first, last]}), "workers" (process samples with "at")}.
+nlohmann::json ToJson(const model::AttemptUsage& usage);
+Result<model::AttemptUsage> AttemptUsageFromJson(const nlohmann::json& json,
+                                                 std::string_view path = "usage");
 
 // {"job_id", "attempt", "rank", "kind", "at", "exit"}; "exit" is always written (it is the
 // default ExitStatus for "started") so that every event round-trips exactly.

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "drover/agent/runtime.h"
+#include "drover/agent/sampler.h"
 #include "drover/api/service.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -206,7 +207,13 @@ struct AgentOptions {
   // An https server's certificate is checked against this PEM bundle (--ca, DROVER_CA); empty:
   // the system's store.
   std::string ca_file;
+  // The node's usage sampler (agent::MakeNodeSampler): its batches are posted to
+  // POST /v1/agents/{node}/usage; at most kMaxUnsentUsageBatches wait while the server cannot
+  // be reached (the oldest are dropped: samples are lost, never jobs).
+  agent::UsageSampler::Options sampling;
 };
+
+inline constexpr std::size_t kMaxUnsentUsageBatches = 30;  // 5 minutes of 10 s batches
 
 // Runs the agent until `stop` becomes true (defined in agent_run.cc). Returns an error only for a
 // setup failure; a server that is down is retried.

@@ -7,10 +7,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -227,6 +229,44 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
                                  reply->json.value("full", false)};
       });
 
+  // Usage batches from the sampler's thread, posted by the loop (bounded: the oldest dropped).
+  std::mutex usage_mu;
+  std::deque<model::UsageBatch> usage_unsent;
+  std::unique_ptr<agent::UsageSampler> sampler = agent::MakeNodeSampler(
+      options.node, options.sampling, runtime,
+      [&](model::UsageBatch batch) {
+        std::lock_guard lock(usage_mu);
+        usage_unsent.push_back(std::move(batch));
+        while (usage_unsent.size() > kMaxUnsentUsageBatches) usage_unsent.pop_front();
+      },
+      clock);
+  sampler->Start();
+  // Posts the waiting batches in order until one fails (put back for the next turn, if there
+  // is room) or all went. A batch the server refuses (kInvalidArgument) is dropped.
+  auto post_usage = [&] {
+    while (true) {
+      model::UsageBatch batch;
+      {
+        std::lock_guard lock(usage_mu);
+        if (usage_unsent.empty()) return;
+        batch = std::move(usage_unsent.front());
+        usage_unsent.pop_front();
+      }
+      const TimeMs sent_at = clock.Now();
+      auto posted = client->Post(node_path + "/usage", codec::DumpJson(codec::ToJson(batch)),
+                                 "application/json");
+      fence.Called(sent_at, posted);
+      if (posted) continue;
+      if (posted.error().code == ErrorCode::kInvalidArgument) {
+        spdlog::warn("agent {}: usage refused: {}", node, posted.error().message);
+        continue;
+      }
+      std::lock_guard lock(usage_mu);
+      if (usage_unsent.size() < kMaxUnsentUsageBatches) usage_unsent.push_front(std::move(batch));
+      return;
+    }
+  };
+
   while (!stop) {
     runner.RetryStops();
     if (fence.Due(clock.Now())) {
@@ -306,6 +346,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
     for (const model::WorkerKey& key : runner.running()) shipper.Track(key);
     for (const model::WorkerEvent& event : unsent) shipper.Track(event.key);
     shipper.Ship();
+    post_usage();
     json events = json::array();
     std::vector<model::WorkerEvent> held;  // exits whose output is not all shipped yet
     std::vector<model::WorkerKey> exited;  // those posted now

@@ -58,6 +58,21 @@ Result<std::vector<model::Decision>> ControlPlaneService::Decisions(JobId id) co
   return plane_.Decisions(id);
 }
 
+Result<std::vector<model::AttemptUsage>> ControlPlaneService::Usage(JobId id) const {
+  DROVER_RETURN_IF_ERROR(plane_.GetJob(id));
+  return plane_.JobUsage(id);
+}
+
+Result<std::vector<model::UsageBucket>> ControlPlaneService::UsageSeries(JobId id,
+                                                                         int attempt) const {
+  DROVER_RETURN_IF_ERROR(plane_.GetJob(id));
+  return plane_.UsageSeries(id, attempt);
+}
+
+Status ControlPlaneService::ReportUsage(const NodeId& node, model::UsageBatch batch) {
+  return plane_.IngestUsage(node, std::move(batch));
+}
+
 Status ControlPlaneService::Cancel(JobId id, std::string_view by, const std::string& cause) {
   return plane_.Cancel(id, by, cause);
 }

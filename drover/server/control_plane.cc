@@ -51,6 +51,7 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
       tokens_(*store_, options_.job_token_key.empty() ? NewCredential().value_or("")
                                                       : options_.job_token_key),
       audit_(*store_, options_.audit_flush_interval_ms),
+      usage_(*store_),
       controller_(WithServerUser(options_.control)) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
@@ -147,6 +148,7 @@ Status ControlPlane::Start() {
     }
     loop_ = std::thread([this] { Loop(); });
   }
+  for (const auto& sampler : samplers_) sampler->Start();
   return OkStatus();
 }
 
@@ -156,6 +158,7 @@ void ControlPlane::Stop() {
     if (stopping_) return;
     stopping_ = true;
   }
+  for (const auto& sampler : samplers_) sampler->Stop();
   wake_loop_.notify_all();
   changed_.notify_all();
   if (loop_.joinable()) loop_.join();

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "drover/agent/runtime.h"
+#include "drover/agent/sampler.h"
 #include "drover/api/service.h"
 #include "drover/common/clock.h"
 #include "drover/common/filesystem.h"
@@ -53,6 +54,7 @@
 #include "drover/server/secret_store.h"
 #include "drover/server/server_metrics.h"
 #include "drover/server/token_registry.h"
+#include "drover/server/usage_recorder.h"
 #include "drover/spec/limits.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
@@ -150,6 +152,25 @@ class ControlPlane {
   // runtime keeps worker directories (for logs). Call before Start().
   void AddLocalNode(const model::Node& node, std::unique_ptr<agent::WorkerRuntime> runtime,
                     std::string runs_dir) EXCLUDES(mu_);
+
+  // Usage (docs/observability.md, "Sampling"; control_plane_usage.cc).
+  //
+  // Owns `sampler`, the usage sampler of a local node (its sink calls IngestUsage): started by
+  // Start, stopped first by Stop. Call before Start().
+  void AddUsageSampler(std::unique_ptr<agent::UsageSampler> sampler);
+  // Records the samples `node`'s agent took (UsageRecorder). Attribution to a worker the
+  // controller does not place on `node` is cleared first, so an agent cannot charge another
+  // node's jobs; mu_ is held for that look only. kInvalidArgument naming the field for a batch
+  // model::ValidateUsageBatch refuses (nothing recorded); store errors (that attempt's samples
+  // of this batch are lost, never a job).
+  Status IngestUsage(const NodeId& node, model::UsageBatch batch) EXCLUDES(mu_);
+  // The latest sample of every GPU (node, index, uuid, utilization, memory, power, worker),
+  // for GET /metrics. Never takes mu_.
+  std::vector<model::GpuActivity> LatestGpuActivity() const;
+  // The stored usage of each attempt of `job` that has samples, by attempt (store errors), and
+  // one attempt's 10 s buckets. Never take mu_.
+  Result<std::vector<model::AttemptUsage>> JobUsage(JobId job) const;
+  Result<std::vector<model::UsageBucket>> UsageSeries(JobId job, int attempt) const;
 
   // Adds the executor that runs the jobs of queues whose policy names its kind (one per kind; a
   // second replaces the first). Call before Start().
@@ -482,6 +503,9 @@ class ControlPlane {
   // Thread-safe itself; mutable: ListAudit flushes it first. Stopped by Stop.
   mutable AuditLog audit_;
   ServerMetrics metrics_;  // thread-safe itself; fed by Commit and the cycles under mu_
+  UsageRecorder usage_;    // thread-safe itself: never under mu_
+  // Local nodes' samplers, set before Start; started by Start, stopped by Stop.
+  std::vector<std::unique_ptr<agent::UsageSampler>> samplers_;
 
   // Serializes turns of the loop (Loop, RunOnce), so that the events of one Poll are fed to the
   // controller before those of the next. Taken before mu_; public methods other than RunOnce

@@ -1,6 +1,7 @@
 #include "drover/server/local_nodes.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <climits>
@@ -11,6 +12,8 @@
 #include "drover/agent/gpu/nvml.h"
 #include "drover/agent/local_node.h"
 #include "drover/agent/local_runtime.h"
+#include "drover/agent/sampler.h"
+#include "drover/common/quantity.h"
 #include "drover/spec/gpu_declaration.h"
 #include "drover/spec/node_file.h"
 
@@ -72,7 +75,8 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
 
 Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
                      const std::string& data_dir, const std::string& supervisor_path,
-                     const std::string& server_url, const Clock& clock) {
+                     const std::string& server_url, const Clock& clock,
+                     const agent::UsageSampler::Options& sampling) {
   for (const model::Node& node : nodes) {
     agent::LocalRuntime::Options options;
     options.runs_dir =
@@ -81,9 +85,29 @@ Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
     options.server_url = server_url;
     DROVER_ASSIGN_OR_RETURN(auto runtime, agent::LocalRuntime::Create(options, clock));
     std::string runs_dir = runtime->runs_dir();
+    // The plane owns both; it stops the sampler before it lets go of the runtime.
+    plane.AddUsageSampler(agent::MakeNodeSampler(
+        node, sampling, *runtime,
+        [&plane, name = node.name](model::UsageBatch batch) {
+          if (Status recorded = plane.IngestUsage(name, std::move(batch)); !recorded) {
+            spdlog::warn("usage of node {} lost: {}", name.value(), recorded.error().message);
+          }
+        },
+        clock));
     plane.AddLocalNode(node, std::move(runtime), runs_dir);
   }
   return OkStatus();
+}
+
+Result<agent::UsageSampler::Options> SamplingOptions(const LocalNodeFlags& flags) {
+  agent::UsageSampler::Options options;
+  auto gpu = ParseDuration(flags.gpu_sample_interval);
+  if (!gpu) return InvalidArgument("--gpu-sample-interval: " + gpu.error().message);
+  auto process = ParseDuration(flags.process_sample_interval);
+  if (!process) return InvalidArgument("--process-sample-interval: " + process.error().message);
+  options.gpu_interval_ms = *gpu;
+  options.process_interval_ms = *process;
+  return options;
 }
 
 std::string SelfExecutable() {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/agent/sampler.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/model/node.h"
@@ -18,7 +19,14 @@ struct LocalNodeFlags {
   std::string nodes_file;  // a YAML node file; its nodes all run their workers here
   std::string node_name;   // default: the host name
   std::string address;     // what other nodes reach this one at; default 127.0.0.1
+  // How often the node's GPUs and worker processes are sampled (docs/observability.md,
+  // "Sampling"); durations as ParseDuration reads them, "0" for never.
+  std::string gpu_sample_interval = "1s";
+  std::string process_sample_interval = "5s";
 };
+
+// The sampler's options from `flags`: kInvalidArgument naming the flag for a bad duration.
+Result<agent::UsageSampler::Options> SamplingOptions(const LocalNodeFlags& flags);
 
 // The nodes described by `flags`. Without --gpus and --nodes, NVML is asked; when it finds no
 // GPU, `fallback_gpus` is declared instead (may be "0") and `notice` says so.
@@ -28,10 +36,12 @@ Result<std::vector<model::Node>> DescribeLocalNodes(const LocalNodeFlags& flags,
 
 // Adds each node to `plane` with a LocalRuntime keeping its workers in
 // `data_dir`/runs/<node>, supervised by the binary at `supervisor_path`, and giving them
-// `server_url` as DROVER_SERVER (LocalRuntime::Options::server_url).
+// `server_url` as DROVER_SERVER (LocalRuntime::Options::server_url), and a usage sampler
+// (`sampling`; agent::MakeNodeSampler) whose batches go to plane.IngestUsage.
 Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
                      const std::string& data_dir, const std::string& supervisor_path,
-                     const std::string& server_url, const Clock& clock);
+                     const std::string& server_url, const Clock& clock,
+                     const agent::UsageSampler::Options& sampling = {});
 
 // The path of the running executable (/proc/self/exe).
 std::string SelfExecutable();

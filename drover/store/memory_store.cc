@@ -207,6 +207,35 @@ class MemoryStore final : public Store {
     return OkStatus();
   }
 
+  Status PutUsage(const model::AttemptUsage& usage,
+                  const std::vector<model::UsageBucket>& buckets) override {
+    DROVER_RETURN_IF_ERROR(ValidateUsage(usage, buckets));
+    std::unique_lock lock(mutex_);
+    const auto key = std::pair(usage.job, usage.attempt);
+    usage_[key] = usage;
+    for (const model::UsageBucket& bucket : buckets) series_[key][bucket.start] = bucket;
+    return OkStatus();
+  }
+
+  Result<std::vector<model::AttemptUsage>> ListUsage(JobId job) const override {
+    std::shared_lock lock(mutex_);
+    std::vector<model::AttemptUsage> out;
+    for (auto it = usage_.lower_bound(std::pair(job, 0));
+         it != usage_.end() && it->first.first == job; ++it) {
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+  Result<std::vector<model::UsageBucket>> GetUsageSeries(JobId job, int attempt) const override {
+    std::shared_lock lock(mutex_);
+    std::vector<model::UsageBucket> out;
+    if (auto it = series_.find(std::pair(job, attempt)); it != series_.end()) {
+      for (const auto& [start, bucket] : it->second) out.push_back(bucket);
+    }
+    return out;
+  }
+
   Result<model::FairShareHistory> GetFairShare() const override {
     std::shared_lock lock(mutex_);
     return fair_share_;
@@ -224,7 +253,9 @@ class MemoryStore final : public Store {
   std::map<std::string, NodeAdminRecord> node_admin_;                   // by node name
   std::map<std::string, TokenRecord> tokens_;                           // by id
   std::vector<AuditRecord> audit_;                                      // by seq (index + 1)
-  model::FairShareHistory fair_share_;                                  // the last saved
+  std::map<std::pair<JobId, int>, model::AttemptUsage> usage_;          // by (job, attempt)
+  std::map<std::pair<JobId, int>, std::map<TimeMs, model::UsageBucket>> series_;  // and start
+  model::FairShareHistory fair_share_;                                            // the last saved
 };
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "drover/store/sqlite_connection.h"
 #include "drover/store/sqlite_fair_share.h"
 #include "drover/store/sqlite_identity.h"
+#include "drover/store/sqlite_usage.h"
 #include "drover/store/store_codec.h"
 #include "drover/store/store_util.h"
 
@@ -164,6 +165,23 @@ constexpr std::string_view kMigrations[] = {
       CREATE TABLE node_admin (
         node  TEXT PRIMARY KEY,
         admin TEXT NOT NULL  -- codec::ToJson(model::NodeAdmin)
+      ) WITHOUT ROWID;
+    )sql",
+    // 9 -> 10: attempts' usage (store.h PutUsage; docs/observability.md, "Sampling"): the
+    // summary record and the 10 s buckets of each attempt.
+    R"sql(
+      CREATE TABLE attempt_usage (
+        job_id  INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        usage   TEXT NOT NULL,  -- codec::ToJson(model::AttemptUsage)
+        PRIMARY KEY (job_id, attempt)
+      ) WITHOUT ROWID;
+      CREATE TABLE usage_buckets (
+        job_id   INTEGER NOT NULL,
+        attempt  INTEGER NOT NULL,
+        start_at INTEGER NOT NULL,  -- ms since the epoch, a multiple of 10 s
+        bucket   TEXT NOT NULL,     -- codec::ToJson(model::UsageBucket)
+        PRIMARY KEY (job_id, attempt, start_at)
       ) WITHOUT ROWID;
     )sql",
 };
@@ -602,6 +620,22 @@ class SqliteStore final : public Store {
   Result<model::FairShareHistory> GetFairShare() const override {
     auto lease = BorrowReader();
     return sqlite::GetFairShare(*lease);
+  }
+
+  Status PutUsage(const model::AttemptUsage& usage,
+                  const std::vector<model::UsageBucket>& buckets) override {
+    std::lock_guard lock(writer_mutex_);
+    return sqlite::PutUsage(*writer_, usage, buckets);
+  }
+
+  Result<std::vector<model::AttemptUsage>> ListUsage(JobId job) const override {
+    auto lease = BorrowReader();
+    return sqlite::ListUsage(*lease, job);
+  }
+
+  Result<std::vector<model::UsageBucket>> GetUsageSeries(JobId job, int attempt) const override {
+    auto lease = BorrowReader();
+    return sqlite::GetUsageSeries(*lease, job, attempt);
   }
 
  private:

@@ -26,6 +26,7 @@
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
+#include "drover/model/usage.h"
 
 namespace drover::store {
 
@@ -216,6 +217,18 @@ class Store {
   // The history last saved (entries sorted by (queue, user)); an empty one (advanced_at unset,
   // no entries) if none was.
   virtual Result<model::FairShareHistory> GetFairShare() const = 0;
+
+  // Usage of attempts (docs/observability.md, "Sampling"; the server's UsageRecorder writes
+  // them). Inserts or replaces the record of (usage.job, usage.attempt) and inserts or replaces
+  // each of `buckets` of that attempt by its start, in one transaction; the job need not be
+  // stored. kInvalidArgument, storing nothing, for a job id or attempt below 1 or a bucket start
+  // that is not a multiple of model::kUsageBucketMs; kUnavailable/kInternal on I/O failure.
+  virtual Status PutUsage(const model::AttemptUsage& usage,
+                          const std::vector<model::UsageBucket>& buckets) = 0;
+  // The records of every attempt of `job` that has one, by attempt (empty if none).
+  virtual Result<std::vector<model::AttemptUsage>> ListUsage(JobId job) const = 0;
+  // The buckets of one attempt, by start (empty if none).
+  virtual Result<std::vector<model::UsageBucket>> GetUsageSeries(JobId job, int attempt) const = 0;
 };
 
 std::unique_ptr<Store> NewMemoryStore();

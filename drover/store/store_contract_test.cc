@@ -545,6 +545,56 @@ TEST_P(StoreContractTest, AuditRecordsGetSeqInAppendOrderAndFilter) {
   EXPECT_EQ(negative.error().code, ErrorCode::kInvalidArgument);
 }
 
+TEST_P(StoreContractTest, UsageIsReplacedPerAttemptAndBucketsPerStart) {
+  EXPECT_TRUE(store_->ListUsage(JobId(3)).value().empty());
+  EXPECT_TRUE(store_->GetUsageSeries(JobId(3), 1).value().empty());
+  model::AttemptUsage first;
+  first.job = JobId(3);  // the job need not be stored
+  first.attempt = 1;
+  first.summary.first_at = 10'000;
+  first.summary.gpu_util.Add(40);
+  first.summary.gpu_util_p95 = 40;
+  first.util_histogram[40] = 1;
+  first.energy_mj["GPU-a"] = {100, 900};
+  first.last_process[0].worker = {JobId(3), 1, 0};
+  first.last_process[0].cpu_ms = 50;
+  first.last_process_at[0] = 10'500;
+  first.buckets = 2;
+  model::UsageBucket a;
+  a.start = 10'000;
+  a.gpu_util.Add(40);
+  model::UsageBucket b;
+  b.start = 20'000;
+  b.rss.Add(1e9);
+  auto put = store_->PutUsage(first, {b, a});
+  ASSERT_TRUE(put.has_value()) << put.error().ToString();
+  model::AttemptUsage second = first;
+  second.attempt = 2;
+  ASSERT_TRUE(store_->PutUsage(second, {}).has_value());
+  // A later write replaces the record and the bucket of the same start.
+  first.summary.gpu_util.Add(60);
+  a.gpu_util.Add(60);
+  ASSERT_TRUE(store_->PutUsage(first, {a}).has_value());
+
+  auto listed = store_->ListUsage(JobId(3));
+  ASSERT_TRUE(listed.has_value()) << listed.error().ToString();
+  EXPECT_THAT(*listed, ElementsAre(first, second));
+  auto series = store_->GetUsageSeries(JobId(3), 1);
+  ASSERT_TRUE(series.has_value()) << series.error().ToString();
+  EXPECT_THAT(*series, ElementsAre(a, b));
+  EXPECT_TRUE(store_->GetUsageSeries(JobId(3), 2).value().empty());
+  EXPECT_TRUE(store_->ListUsage(JobId(4)).value().empty());
+
+  model::AttemptUsage bad = first;
+  bad.attempt = 0;
+  EXPECT_EQ(store_->PutUsage(bad, {}).error().code, ErrorCode::kInvalidArgument);
+  model::UsageBucket misaligned;
+  misaligned.start = 10'001;
+  auto refused = store_->PutUsage(first, {misaligned});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().message, HasSubstr("buckets[0].start_at"));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreContractTest,
     ::testing::Values(

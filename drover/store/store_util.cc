@@ -36,6 +36,19 @@ Status ValidateToken(const TokenRecord& token) {
   return OkStatus();
 }
 
+Status ValidateUsage(const model::AttemptUsage& usage,
+                     const std::vector<model::UsageBucket>& buckets) {
+  if (usage.job.value() < 1) return InvalidArgument("usage.job_id: must be at least 1");
+  if (usage.attempt < 1) return InvalidArgument("usage.attempt: must be at least 1");
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    if (buckets[i].start % model::kUsageBucketMs != 0) {
+      return InvalidArgument(
+          fmt::format("buckets[{}].start_at: not a multiple of {} ms", i, model::kUsageBucketMs));
+    }
+  }
+  return OkStatus();
+}
+
 Status ValidateFairShare(const model::FairShareHistory& history) {
   std::set<std::pair<std::string, std::string>> seen;
   for (std::size_t i = 0; i < history.entries.size(); ++i) {

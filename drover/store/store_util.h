@@ -29,6 +29,10 @@ Status ValidateToken(const TokenRecord& token);
 // kInvalidArgument naming the entry and field if `history` breaks Store::PutFairShare's rules.
 Status ValidateFairShare(const model::FairShareHistory& history);
 
+// kInvalidArgument if Store::PutUsage refuses `usage` and `buckets`.
+Status ValidateUsage(const model::AttemptUsage& usage,
+                     const std::vector<model::UsageBucket>& buckets);
+
 // kInvalidArgument if filter.limit is negative.
 Status ValidateFilter(const JobFilter& filter);
 Status ValidateFilter(const AuditFilter& filter);

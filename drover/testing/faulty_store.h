@@ -69,6 +69,16 @@ class FaultyStore final : public store::Store {
     return base_.PutFairShare(history);
   }
   Result<model::FairShareHistory> GetFairShare() const override { return base_.GetFairShare(); }
+  Status PutUsage(const model::AttemptUsage& usage,
+                  const std::vector<model::UsageBucket>& buckets) override {
+    return base_.PutUsage(usage, buckets);
+  }
+  Result<std::vector<model::AttemptUsage>> ListUsage(JobId job) const override {
+    return base_.ListUsage(job);
+  }
+  Result<std::vector<model::UsageBucket>> GetUsageSeries(JobId job, int attempt) const override {
+    return base_.GetUsageSeries(job, attempt);
+  }
 
  private:
   store::Store& base_;

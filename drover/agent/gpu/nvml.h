@@ -3,11 +3,13 @@
 // GPU discovery through NVML, loaded at run time with dlopen so that Drover builds and runs on
 // machines without the NVIDIA driver (no CUDA headers or libraries at build time).
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "drover/common/result.h"
 #include "drover/model/node.h"
+#include "drover/model/usage.h"
 
 namespace drover::agent {
 
@@ -32,5 +34,31 @@ Result<NvmlInventory> DiscoverNvml(const std::string& library = kNvmlLibrary);
 
 // DiscoverNvml(kNvmlLibrary)'s GPUs as model values.
 Result<std::vector<model::Gpu>> DiscoverNvmlGpus();
+
+// Reads what each GPU does (docs/observability.md, "Sampling"), keeping the library loaded and
+// NVML initialized from Open until destruction. Per GPU: nvmlDeviceGetUtilizationRates,
+// nvmlDeviceGetMemoryInfo, nvmlDeviceGetPowerUsage, nvmlDeviceGetTotalEnergyConsumption,
+// nvmlDeviceGetTemperature and nvmlDeviceGetClockInfo (SM); per process on it
+// nvmlDeviceGetComputeRunningProcesses (_v3, else _v2) and nvmlDeviceGetProcessUtilization
+// (the SM share since the previous call). A function the library lacks or the device refuses
+// (not supported, no permission) leaves its value at -1; GPM metrics are not read (see the
+// docs). Not thread-safe: one sampling thread owns an instance.
+class NvmlSampler {
+ public:
+  // kUnavailable as DiscoverNvml (library, a required symbol, nvmlInit, the device list).
+  static Result<std::unique_ptr<NvmlSampler>> Open(const std::string& library = kNvmlLibrary);
+  ~NvmlSampler();
+  NvmlSampler(const NvmlSampler&) = delete;
+  NvmlSampler& operator=(const NvmlSampler&) = delete;
+
+  // Appends one sample per GPU (index order; `worker` unset) and the processes on each.
+  void Sample(std::vector<model::GpuSample>& gpus, std::vector<model::GpuProcessSample>& processes);
+  std::size_t gpu_count() const;
+
+ private:
+  struct State;
+  explicit NvmlSampler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace drover::agent

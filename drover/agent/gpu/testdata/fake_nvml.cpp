@@ -1,56 +1,243 @@
-// A stand-in for libnvidia-ml.so.1 used by nvml_test.cc: two H100s and one RTX 4090.
-// Built as a shared library by drover/agent/CMakeLists.txt (named .cpp so the library glob,
-// which takes *.cc, leaves it out).
+// A stand-in for libnvidia-ml.so.1 used by the NVML and sampler tests: by default two H100s and
+// one RTX 4090, idle. Built as a shared library by drover/agent/CMakeLists.txt (named .cpp so the
+// library glob, which takes *.cc, leaves it out).
+//
+// Scripted series: when DROVER_FAKE_NVML_SCRIPT names a file, it is read at nvmlInit_v2 (again
+// only when the variable changed), one
+// directive a line ('#' starts a comment):
+//   gpus N                                      N H100s (GPU-fake-0 ...) instead of the default
+//   gpu STEP INDEX UTIL MEM_USED POWER_MW ENERGY_MJ   device INDEX's values at step STEP
+//   proc STEP INDEX PID SM_PCT MEM_USED         a process on device INDEX at step STEP
+// Each device has its own step, advanced by every nvmlDeviceGetUtilizationRates call on it (the
+// first call reads step 0); a device past its last scripted step repeats the last one, and
+// processes are those of the step its last utilization call read. Not thread-safe, like the
+// tests that use it.
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
 
-extern "C" {
+namespace {
 
-struct nvmlDevice_st {
-  int index;
+struct GpuValues {
+  unsigned util = 0;
+  unsigned long long memory_used = 0;
+  unsigned power_mw = 0;
+  unsigned long long energy_mj = 0;
 };
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
+struct ProcessValues {
+  unsigned pid = 0;
+  unsigned sm_pct = 0;
+  unsigned long long memory_used = 0;
+};
+struct Device {
+  int index = 0;
+  std::string name;
+  std::string uuid;
+  unsigned long long memory_total = 0;
+  std::map<int, GpuValues> steps;  // by step
+  std::map<int, std::vector<ProcessValues>> processes;
+  int next_step = 0;
+  int current = -1;  // the step the last utilization call read
 };
 
-static nvmlDevice_st devices[3] = {{0}, {1}, {2}};
-static const char* names[3] = {"NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
-                               "NVIDIA GeForce RTX 4090"};
+std::vector<Device>& Devices() {
+  static std::vector<Device> devices;
+  return devices;
+}
 
-static int Copy(const char* text, char* out, unsigned int length) {
+void Reset(int count, bool defaults) {
+  Devices().assign(static_cast<std::size_t>(count), Device{});
+  for (int i = 0; i < count; ++i) {
+    Device& device = Devices()[static_cast<std::size_t>(i)];
+    device.index = i;
+    device.name = "NVIDIA H100 80GB HBM3";
+    device.memory_total = 85520809984ULL;
+    device.uuid = "GPU-fake-" + std::to_string(i);
+  }
+  if (defaults) {
+    const char* uuids[3] = {"GPU-00000000-aaaa", "GPU-11111111-bbbb", "GPU-22222222-cccc"};
+    for (int i = 0; i < 3; ++i) Devices()[static_cast<std::size_t>(i)].uuid = uuids[i];
+    Devices()[2].name = "NVIDIA GeForce RTX 4090";
+    Devices()[2].memory_total = 25757220864ULL;
+  }
+}
+
+// (Re)loads the devices when DROVER_FAKE_NVML_SCRIPT differs from the last load's (so that the
+// handles of an earlier nvmlInit stay valid while it does not change).
+void LoadScript() {
+  static bool loaded = false;
+  static std::string loaded_path;
+  const char* env = std::getenv("DROVER_FAKE_NVML_SCRIPT");
+  const std::string path = env ? env : "";
+  if (loaded && path == loaded_path) return;
+  loaded = true;
+  loaded_path = path;
+  Reset(3, true);
+  if (path.empty()) return;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string directive;
+    if (!(words >> directive)) continue;
+    int step = 0;
+    int index = 0;
+    if (directive == "gpus") {
+      int count = 0;
+      if (words >> count && count >= 0) Reset(count, false);
+    } else if (directive == "gpu" && words >> step >> index && index >= 0 &&
+               index < static_cast<int>(Devices().size())) {
+      GpuValues values;
+      words >> values.util >> values.memory_used >> values.power_mw >> values.energy_mj;
+      Devices()[static_cast<std::size_t>(index)].steps[step] = values;
+    } else if (directive == "proc" && words >> step >> index && index >= 0 &&
+               index < static_cast<int>(Devices().size())) {
+      ProcessValues values;
+      words >> values.pid >> values.sm_pct >> values.memory_used;
+      Devices()[static_cast<std::size_t>(index)].processes[step].push_back(values);
+    }
+  }
+}
+
+// The values of `device`'s current step: the latest scripted step at or before it.
+template <typename T>
+const T* AtStep(const std::map<int, T>& series, int step) {
+  auto it = series.upper_bound(step);
+  if (it == series.begin()) return nullptr;
+  return &std::prev(it)->second;
+}
+
+GpuValues Current(const Device& device) {
+  const GpuValues* values = AtStep(device.steps, device.current < 0 ? 0 : device.current);
+  return values ? *values : GpuValues{};
+}
+
+int Copy(const char* text, char* out, unsigned int length) {
   if (std::strlen(text) + 1 > length) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
   std::strcpy(out, text);
   return 0;
 }
 
-int nvmlInit_v2() { return 0; }
+}  // namespace
+
+extern "C" {
+
+struct nvmlDevice_st;
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+
+static Device* Of(nvmlDevice_st* device) { return reinterpret_cast<Device*>(device); }
+
+int nvmlInit_v2() {
+  LoadScript();
+  return 0;
+}
 int nvmlShutdown() { return 0; }
 const char* nvmlErrorString(int) { return "fake error"; }
 int nvmlSystemGetDriverVersion(char* out, unsigned int length) {
   return Copy("550.54.15", out, length);
 }
 int nvmlDeviceGetCount_v2(unsigned int* count) {
-  *count = 3;
+  *count = static_cast<unsigned int>(Devices().size());
   return 0;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_st** device) {
-  if (index >= 3) return 2;  // NVML_ERROR_INVALID_ARGUMENT
-  *device = &devices[index];
+  if (index >= Devices().size()) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *device = reinterpret_cast<nvmlDevice_st*>(&Devices()[index]);
   return 0;
 }
 int nvmlDeviceGetName(nvmlDevice_st* device, char* out, unsigned int length) {
-  return Copy(names[device->index], out, length);
+  return Copy(Of(device)->name.c_str(), out, length);
 }
 int nvmlDeviceGetUUID(nvmlDevice_st* device, char* out, unsigned int length) {
-  const char* uuids[3] = {"GPU-00000000-aaaa", "GPU-11111111-bbbb", "GPU-22222222-cccc"};
-  return Copy(uuids[device->index], out, length);
+  return Copy(Of(device)->uuid.c_str(), out, length);
 }
 int nvmlDeviceGetMemoryInfo(nvmlDevice_st* device, nvmlMemory_t* memory) {
-  memory->total = device->index == 2 ? 25757220864ULL : 85520809984ULL;
-  memory->free = memory->total;
-  memory->used = 0;
+  memory->total = Of(device)->memory_total;
+  memory->used = Current(*Of(device)).memory_used;
+  memory->free = memory->total - memory->used;
+  return 0;
+}
+int nvmlDeviceGetUtilizationRates(nvmlDevice_st* device, nvmlUtilization_t* utilization) {
+  Device& d = *Of(device);
+  d.current = d.next_step++;
+  utilization->gpu = Current(d).util;
+  utilization->memory = Current(d).util / 2;
+  return 0;
+}
+int nvmlDeviceGetPowerUsage(nvmlDevice_st* device, unsigned int* power) {
+  *power = Current(*Of(device)).power_mw;
+  return 0;
+}
+int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_st* device, unsigned long long* energy) {
+  *energy = Current(*Of(device)).energy_mj;
+  return 0;
+}
+int nvmlDeviceGetTemperature(nvmlDevice_st*, int, unsigned int* temperature) {
+  *temperature = 40;
+  return 0;
+}
+int nvmlDeviceGetClockInfo(nvmlDevice_st*, int, unsigned int* clock) {
+  *clock = 1980;
+  return 0;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* device, unsigned int* count,
+                                            nvmlProcessInfo_t* infos) {
+  const Device& d = *Of(device);
+  const std::vector<ProcessValues>* processes = AtStep(d.processes, d.current < 0 ? 0 : d.current);
+  const unsigned needed = processes ? static_cast<unsigned>(processes->size()) : 0;
+  if (*count < needed) {
+    *count = needed;
+    return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  *count = needed;
+  for (unsigned i = 0; i < needed; ++i) {
+    infos[i] = nvmlProcessInfo_t{(*processes)[i].pid, (*processes)[i].memory_used, 0, 0};
+  }
+  return 0;
+}
+int nvmlDeviceGetProcessUtilization(nvmlDevice_st* device, nvmlProcessUtilizationSample_t* samples,
+                                    unsigned int* count, unsigned long long) {
+  const Device& d = *Of(device);
+  const std::vector<ProcessValues>* processes = AtStep(d.processes, d.current < 0 ? 0 : d.current);
+  const unsigned needed = processes ? static_cast<unsigned>(processes->size()) : 0;
+  if (needed == 0) return 6;  // NVML_ERROR_NOT_FOUND: no samples
+  if (samples == nullptr || *count < needed) {
+    *count = needed;
+    return 7;
+  }
+  *count = needed;
+  for (unsigned i = 0; i < needed; ++i) {
+    samples[i] =
+        nvmlProcessUtilizationSample_t{(*processes)[i].pid, 1, (*processes)[i].sm_pct, 0, 0, 0};
+  }
   return 0;
 }
 

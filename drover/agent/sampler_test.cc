@@ -1,0 +1,179 @@
+#include "drover/agent/sampler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "drover/agent/gpu/nvml.h"
+#include "drover/agent/proc_tree.h"
+#include "drover/testing/fake_clock.h"
+#include "drover/testing/temp_dir.h"
+
+namespace drover::agent {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Field;
+
+void Write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// Points the fake NVML at `script` for the NvmlSampler opened next.
+std::unique_ptr<NvmlSampler> OpenScripted(const testing::TempDir& dir, const std::string& script) {
+  const std::string path = dir.Sub("nvml-script");
+  Write(path, script);
+  setenv("DROVER_FAKE_NVML_SCRIPT", path.c_str(), 1);
+  auto sampler = NvmlSampler::Open(DROVER_FAKE_NVML);
+  EXPECT_TRUE(sampler) << sampler.error().ToString();
+  return sampler ? *std::move(sampler) : nullptr;
+}
+
+TEST(NvmlSampler, ReplaysTheScriptedSeries) {
+  testing::TempDir dir;
+  auto nvml = OpenScripted(dir,
+                           "gpus 2\n"
+                           "gpu 0 0 10 1000 50000 100000\n"
+                           "gpu 1 0 90 2000 300000 400000  # step 1\n"
+                           "proc 1 0 4242 77 1500\n");
+  ASSERT_NE(nvml, nullptr);
+  ASSERT_EQ(nvml->gpu_count(), 2u);
+  std::vector<model::GpuSample> gpus;
+  std::vector<model::GpuProcessSample> processes;
+  nvml->Sample(gpus, processes);
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].uuid, "GPU-fake-0");
+  EXPECT_EQ(gpus[0].utilization_pct, 10);
+  EXPECT_EQ(gpus[0].memory_used_bytes, 1000);
+  EXPECT_EQ(gpus[0].power_mw, 50000);
+  EXPECT_EQ(gpus[0].energy_mj, 100000);
+  EXPECT_EQ(gpus[0].temperature_c, 40);
+  EXPECT_EQ(gpus[0].sm_clock_mhz, 1980);
+  EXPECT_EQ(gpus[1].utilization_pct, 0);  // unscripted: idle
+  EXPECT_TRUE(processes.empty());
+
+  gpus.clear();
+  nvml->Sample(gpus, processes);
+  EXPECT_EQ(gpus[0].utilization_pct, 90);
+  EXPECT_EQ(gpus[0].energy_mj, 400000);
+  ASSERT_EQ(processes.size(), 1u);
+  EXPECT_EQ(processes[0].pid, 4242);
+  EXPECT_EQ(processes[0].sm_pct, 77);
+  EXPECT_EQ(processes[0].memory_used_bytes, 1500);
+
+  gpus.clear();
+  nvml->Sample(gpus, processes);  // past the script: the last step repeats
+  EXPECT_EQ(gpus[0].utilization_pct, 90);
+  unsetenv("DROVER_FAKE_NVML_SCRIPT");
+}
+
+TEST(ProcessTreeReader, SumsATreeAndItsGroup) {
+  testing::TempDir proc;
+  // pid 10 (the worker, a group leader) -> 11 (child); 12 left the tree by parent but stays in
+  // group 10; 13 is unrelated. Field 14/15 utime/stime, 42 delayacct_blkio_ticks.
+  auto stat = [](int pid, int ppid, int pgrp, int utime, int stime, int blkio) {
+    std::string fields =
+        std::to_string(pid) + " (a (b) c) S " + std::to_string(ppid) + " " + std::to_string(pgrp);
+    for (int field = 6; field <= 52; ++field) {
+      int value = field == 14 ? utime : field == 15 ? stime : field == 42 ? blkio : 0;
+      fields += " " + std::to_string(value);
+    }
+    return fields + "\n";
+  };
+  Write(proc.Sub("10/stat"), stat(10, 1, 10, 100, 50, 7));
+  Write(proc.Sub("10/status"), "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n");
+  Write(proc.Sub("10/io"), "rchar: 5\nwchar: 1\nread_bytes: 4096\nwrite_bytes: 0\n");
+  Write(proc.Sub("11/stat"), stat(11, 10, 10, 10, 0, 0));
+  Write(proc.Sub("11/status"), "VmHWM:\t  8192 kB\nVmRSS:\t  4096 kB\n");
+  Write(proc.Sub("12/stat"), stat(12, 1, 10, 1, 1, 0));
+  Write(proc.Sub("13/stat"), stat(13, 1, 13, 999, 999, 999));
+  Write(proc.Sub("self/stat"), "garbage");
+  ProcessTreeReader reader(proc.path());
+  const model::WorkerKey key{JobId(5), 1, 0};
+  std::map<std::int64_t, model::WorkerKey> pids;
+  auto samples = reader.Sample({{key, 10}, {model::WorkerKey{JobId(6), 1, 0}, 99}}, pids);
+  ASSERT_EQ(samples.size(), 1u);  // pid 99 is gone: no sample
+  const long ticks = sysconf(_SC_CLK_TCK);
+  const std::int64_t ms_per_tick = 1000 / ticks;
+  EXPECT_EQ(samples[0].worker, key);
+  EXPECT_EQ(samples[0].processes, 3);
+  EXPECT_EQ(samples[0].cpu_ms, (150 + 10 + 2) * ms_per_tick);
+  EXPECT_EQ(samples[0].iowait_ms, 7 * ms_per_tick);
+  EXPECT_EQ(samples[0].rss_bytes, 5 * 1024 * 1024);
+  EXPECT_EQ(samples[0].peak_rss_bytes, 8192 * 1024);
+  EXPECT_EQ(samples[0].read_bytes, 4096);
+  EXPECT_EQ(pids.size(), 3u);
+  EXPECT_FALSE(pids.contains(13));
+}
+
+TEST(UsageSampler, AttributesGpusAndProcessesThroughTheAllocation) {
+  testing::TempDir dir;
+  const std::string self = std::to_string(getpid());
+  auto nvml = OpenScripted(dir,
+                           "gpus 3\n"
+                           "gpu 0 0 80 100 1000 0\n"
+                           "gpu 0 1 0 0 1000 0\n"
+                           "gpu 0 2 50 0 1000 0\n"
+                           "proc 0 0 " +
+                               self +
+                               " 80 100\n"
+                               "proc 0 1 999999 20 50\n");
+  ASSERT_NE(nvml, nullptr);
+  testing::FakeClock clock(1'000'000);
+  const model::WorkerKey worker{JobId(7), 2, 0};
+  std::vector<model::UsageBatch> batches;
+  UsageSampler::Options options;
+  UsageSampler sampler(
+      NodeId("n1"), options, std::move(nvml), {"GPU-fake-0", "GPU-fake-1"},
+      [&] {
+        return std::vector<LocalRuntime::RunningWorker>{{worker, getpid(), {0}}};
+      },
+      [&](model::UsageBatch batch) { batches.push_back(std::move(batch)); }, clock);
+  sampler.RunOnce(1, /*force=*/true);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].node, NodeId("n1"));
+  ASSERT_EQ(batches[0].snapshots.size(), 1u);
+  const model::UsageSnapshot& snapshot = batches[0].snapshots[0];
+  EXPECT_EQ(snapshot.at, 1'000'000);
+  // GPU 2 is not the node's; GPU 1 is nobody's.
+  ASSERT_EQ(snapshot.gpus.size(), 2u);
+  EXPECT_EQ(snapshot.gpus[0].worker, worker);
+  EXPECT_EQ(snapshot.gpus[0].utilization_pct, 80);
+  EXPECT_EQ(snapshot.gpus[1].worker, std::nullopt);
+  ASSERT_EQ(snapshot.gpu_processes.size(), 2u);
+  EXPECT_EQ(snapshot.gpu_processes[0].worker, worker);  // this process: the worker's tree
+  EXPECT_EQ(snapshot.gpu_processes[1].worker, std::nullopt);
+  ASSERT_EQ(snapshot.processes.size(), 1u);
+  EXPECT_EQ(snapshot.processes[0].worker, worker);
+  EXPECT_GT(snapshot.processes[0].rss_bytes, 0);
+  EXPECT_GE(snapshot.processes[0].processes, 1);
+  unsetenv("DROVER_FAKE_NVML_SCRIPT");
+}
+
+TEST(UsageSampler, BatchesOnItsIntervalsAndNotBefore) {
+  testing::FakeClock clock(0);
+  std::vector<model::UsageBatch> batches;
+  UsageSampler::Options options;
+  options.gpu_interval_ms = 1'000;
+  options.process_interval_ms = 5'000;
+  options.batch_interval_ms = 10'000;
+  UsageSampler sampler(
+      NodeId("n1"), options, /*nvml=*/nullptr, {},
+      [] { return std::vector<LocalRuntime::RunningWorker>{}; },
+      [&](model::UsageBatch batch) { batches.push_back(std::move(batch)); }, clock);
+  // Without NVML only processes are sampled: at 0 and 5 s, then the batch at 10 s.
+  EXPECT_EQ(sampler.RunOnce(0), 5'000);
+  EXPECT_EQ(sampler.RunOnce(5'000), 10'000);
+  EXPECT_TRUE(batches.empty());
+  sampler.RunOnce(10'000);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].snapshots.size(), 3u);
+}
+
+}  // namespace
+}  // namespace drover::agent

@@ -1,0 +1,153 @@
+#include "drover/model/usage.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace drover::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+const WorkerKey kWorker{JobId(4), 2, 0};
+
+GpuSample Gpu(const std::string& uuid, int util, std::int64_t memory, std::int64_t energy_mj,
+              std::optional<WorkerKey> worker = kWorker) {
+  GpuSample gpu;
+  gpu.uuid = uuid;
+  gpu.utilization_pct = util;
+  gpu.memory_used_bytes = memory;
+  gpu.power_mw = 100'000;
+  gpu.energy_mj = energy_mj;
+  gpu.worker = worker;
+  return gpu;
+}
+
+ProcessSample Process(std::int64_t cpu_ms, std::int64_t peak_rss_bytes) {
+  ProcessSample process;
+  process.worker = kWorker;
+  process.processes = 2;
+  process.cpu_ms = cpu_ms;
+  process.rss_bytes = 100;
+  process.peak_rss_bytes = peak_rss_bytes;
+  process.read_bytes = 7;
+  process.iowait_ms = 3;
+  return process;
+}
+
+AttemptUsage Empty() {
+  AttemptUsage usage;
+  usage.job = kWorker.job;
+  usage.attempt = kWorker.attempt;
+  return usage;
+}
+
+TEST(Accumulate, SummarizesOnlyTheAttemptsOwnSamples) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 100'000;
+  snapshot.gpus = {Gpu("a", 80, 1000, 5'000), Gpu("b", 100, 9000, 0, std::nullopt),
+                   Gpu("c", 100, 9000, 0, WorkerKey{JobId(4), 1, 0})};
+  EXPECT_TRUE(Accumulate(snapshot, usage, buckets));
+  snapshot.at = 101'000;
+  snapshot.gpus = {Gpu("a", 20, 3000, 7'500)};
+  EXPECT_TRUE(Accumulate(snapshot, usage, buckets));
+  snapshot.gpus = {Gpu("z", 50, 1, 1, std::nullopt)};
+  EXPECT_FALSE(Accumulate(snapshot, usage, buckets));  // nobody's GPU: nothing added
+
+  EXPECT_EQ(usage.summary.gpu_util.count, 2);
+  EXPECT_DOUBLE_EQ(usage.summary.gpu_util.mean(), 50);
+  EXPECT_EQ(usage.summary.gpu_util_p50, 20);
+  EXPECT_EQ(usage.summary.gpu_util_p95, 80);
+  EXPECT_EQ(usage.summary.peak_gpu_memory_bytes, 3000);
+  EXPECT_DOUBLE_EQ(usage.summary.energy_joules, 2.5);  // 7.5 J - 5 J on GPU a
+  EXPECT_EQ(usage.summary.first_at, 100'000);
+  EXPECT_EQ(usage.summary.last_at, 101'000);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].start, 100'000);
+  EXPECT_DOUBLE_EQ(buckets[0].gpu_util.max, 80);
+  EXPECT_DOUBLE_EQ(buckets[0].gpu_memory.mean(), 2000);
+}
+
+TEST(Accumulate, PercentilesFollowTheDistribution) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  // 90 samples at 0% and 10 at 100%: p50 is 0, p95 is 100.
+  for (int i = 0; i < 100; ++i) {
+    UsageSnapshot snapshot;
+    snapshot.at = 1'000'000 + i * 1'000;
+    snapshot.gpus = {Gpu("a", i < 90 ? 0 : 100, 0, 0)};
+    Accumulate(snapshot, usage, buckets);
+  }
+  EXPECT_EQ(usage.summary.gpu_util_p50, 0);
+  EXPECT_EQ(usage.summary.gpu_util_p95, 100);
+  EXPECT_EQ(buckets.size(), 10u);  // 100 s in 10 s buckets
+  EXPECT_EQ(usage.buckets, 10u);
+}
+
+TEST(Accumulate, CpuRateRssAndPeaksFromProcessSamples) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 10'000;
+  snapshot.processes = {Process(1'000, 150)};
+  Accumulate(snapshot, usage, buckets);
+  snapshot.at = 15'000;  // 5 s later, 10 s more CPU: two cores
+  snapshot.processes[0].cpu_ms = 11'000;
+  snapshot.processes[0].peak_rss_bytes = 400;
+  Accumulate(snapshot, usage, buckets);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].cpu.count, 1);
+  EXPECT_DOUBLE_EQ(buckets[0].cpu.max, 2000);  // millicores
+  EXPECT_EQ(usage.summary.cpu_ms, 11'000);
+  EXPECT_EQ(usage.summary.peak_rss_bytes, 400);
+  EXPECT_EQ(usage.summary.read_bytes, 7);
+  EXPECT_EQ(usage.summary.iowait_ms, 3);
+  EXPECT_EQ(usage.summary.gpu_util.count, 0);
+}
+
+TEST(Accumulate, TheSeriesStopsAtItsCapAndTheSummaryGoesOn) {
+  AttemptUsage usage = Empty();
+  usage.buckets = kMaxUsageBuckets;  // as if the attempt had run 24 h already
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 50'000;
+  snapshot.gpus = {Gpu("a", 60, 0, 0)};
+  EXPECT_TRUE(Accumulate(snapshot, usage, buckets));
+  EXPECT_TRUE(buckets.empty());
+  EXPECT_TRUE(usage.summary.series_truncated);
+  EXPECT_EQ(usage.summary.gpu_util.count, 1);
+  EXPECT_EQ(usage.buckets, kMaxUsageBuckets);
+}
+
+TEST(ValidateUsageBatch, NamesTheFirstBadField) {
+  UsageBatch batch;
+  batch.snapshots.resize(2);
+  batch.snapshots[0].at = 5;
+  batch.snapshots[1].at = 6;
+  batch.snapshots[1].gpus = {Gpu("a", 101, 0, 0)};
+  auto bad = ValidateUsageBatch(batch);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(bad.error().message, HasSubstr("snapshots[1].gpus[0].utilization_pct"));
+
+  batch.snapshots[1].gpus.clear();
+  batch.snapshots[1].processes = {Process(-5, 0)};
+  EXPECT_THAT(ValidateUsageBatch(batch).error().message,
+              HasSubstr("snapshots[1].processes[0].cpu_ms"));
+
+  batch.snapshots[1].processes.clear();
+  batch.snapshots[1].at = 4;
+  EXPECT_THAT(ValidateUsageBatch(batch).error().message, HasSubstr("snapshots[1].at"));
+
+  batch.snapshots[1].at = 6;
+  batch.snapshots[1].gpu_processes.resize(kMaxUsageGpuProcesses + 1);
+  EXPECT_THAT(ValidateUsageBatch(batch).error().message,
+              HasSubstr("snapshots[1].gpu_processes: at most"));
+
+  batch.snapshots[1].gpu_processes.clear();
+  EXPECT_TRUE(ValidateUsageBatch(batch));
+}
+
+}  // namespace
+}  // namespace drover::model

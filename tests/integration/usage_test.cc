@@ -1,0 +1,154 @@
+// Usage sampling end to end (docs/observability.md, "Sampling"): a real server that finds its
+// GPUs through the fake libnvidia-ml (found as libnvidia-ml.so.1 on LD_LIBRARY_PATH) replaying a
+// script, two sleep jobs each holding one GPU: the one on the idle GPU shows ~0 activity, the
+// one on the busy GPU the scripted activity, both through GET /v1/jobs/{id}/usage, the job reply
+// and `drover get`.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "drover/testing/wait_until.h"
+#include "tests/integration/harness.h"
+
+namespace drover::integration {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+// Sets an environment variable for the scope (the server started in it inherits it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+class UsageTest : public IntegrationTest {};
+
+TEST_F(UsageTest, SamplesOfScriptedGpusReachEachJobsUsage) {
+  // GPU 0 idle, GPU 1 at 80% with 2 GiB used and 300 W.
+  const std::string lib_dir = dir_.Sub("nvml");
+  std::filesystem::create_directories(lib_dir);
+  std::filesystem::create_symlink(DROVER_FAKE_NVML, lib_dir + "/libnvidia-ml.so.1");
+  const std::string script = dir_.Sub("nvml-script");
+  std::ofstream(script) << "gpus 2\n"
+                           "gpu 0 0 0 0 60000 0\n"
+                           "gpu 0 1 80 2147483648 300000 0\n";
+  for (int step = 1; step < 400; ++step) {
+    std::ofstream(script, std::ios::app)
+        << "gpu " << step << " 1 80 2147483648 300000 " << step * 60'000 << "\n";
+  }
+  ScopedEnv library_path("LD_LIBRARY_PATH", lib_dir);
+  ScopedEnv nvml_script("DROVER_FAKE_NVML_SCRIPT", script);
+  ServerProcess server(dir_.Sub("data"), dir_.path(),
+                       {"--gpu-sample-interval", "200ms", "--process-sample-interval", "500ms"});
+  ASSERT_TRUE(server.ok());
+  api::ApiClient client = server.Client();
+  const json node = client.Get("/v1/nodes").value().json["nodes"].at(0);
+  ASSERT_EQ(node["gpus"].size(), 2u) << node.dump();  // found through the fake NVML
+
+  const std::vector<std::int64_t> ids = Submit(client, R"(kind: Job
+name: sleeper
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 12
+---
+kind: Job
+name: sleeper-2
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 12
+)");
+  ASSERT_EQ(ids.size(), 2u);
+  std::map<int, std::int64_t> job_on_gpu;
+  for (std::int64_t id : ids) {
+    ASSERT_EQ(WaitForState(client, id, {"running"}), "running");
+    const json job = GetJob(client, id);
+    job_on_gpu[job["attempts"][0]["workers"][0]["gpus"][0].get<int>()] = id;
+  }
+  ASSERT_EQ(job_on_gpu.size(), 2u);
+  // Samples arrive in 10 s batches; wait for the first of each job.
+  auto usage_of = [&](std::int64_t id) {
+    auto reply = client.Get("/v1/jobs/" + std::to_string(id) + "/usage");
+    return reply ? reply->json : json();
+  };
+  for (std::int64_t id : ids) {
+    ASSERT_TRUE(
+        testing::WaitUntil([&] { return !usage_of(id).value("attempts", json::array()).empty(); },
+                           std::chrono::seconds(60), std::chrono::milliseconds(200)))
+        << ProcessLogs(&server, {});
+  }
+  const json idle = usage_of(job_on_gpu[0]);
+  const json busy = usage_of(job_on_gpu[1]);
+  const json& idle_summary = idle["attempts"][0]["summary"];
+  const json& busy_summary = busy["attempts"][0]["summary"];
+  EXPECT_GT(idle_summary["gpu_util"]["count"].get<int>(), 0) << idle.dump();
+  EXPECT_EQ(idle_summary["gpu_util"]["max"].get<double>(), 0) << idle.dump();
+  EXPECT_EQ(idle_summary["gpu_util_p95"].get<int>(), 0);
+  EXPECT_EQ(busy_summary["gpu_util_p50"].get<int>(), 80) << busy.dump();
+  EXPECT_EQ(busy_summary["peak_gpu_memory_bytes"].get<std::int64_t>(), 2147483648);
+  EXPECT_GT(busy_summary["energy_joules"].get<double>(), 0);
+  EXPECT_GT(busy_summary["peak_rss_bytes"].get<std::int64_t>(), 0);  // the sleep's tree
+  ASSERT_FALSE(busy["buckets"].empty());
+  EXPECT_EQ(busy["bucket_ms"].get<int>(), 10'000);
+  EXPECT_EQ(busy["buckets"][0]["gpu_util"]["max"].get<double>(), 80);
+
+  // The job reply and `drover get` carry the summary.
+  EXPECT_EQ(GetJob(client, job_on_gpu[1])["usage"][0]["summary"]["gpu_util_p50"], 80);
+  CommandResult get =
+      RunDrover({"--server", server.url(), "get", std::to_string(job_on_gpu[1])}, dir_.path());
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_THAT(get.out, HasSubstr("usage: GPU activity mean 80% (p50 80%, p95 80%)"));
+
+  // An unknown job and a bad attempt are refused with JSON errors.
+  auto unknown = client.Get("/v1/jobs/999/usage");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+  auto bad = client.Get("/v1/jobs/" + std::to_string(ids[0]) + "/usage?attempt=x");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+}
+
+// A remote agent's samples travel over the agent link (POST /v1/agents/{node}/usage). Its GPUs are
+// declared (no NVML UUIDs), so it samples the worker's processes only.
+TEST_F(UsageTest, ARemoteAgentsProcessSamplesReachTheJobsUsage) {
+  auto server = StartServer("server", "0");
+  ASSERT_TRUE(server->ok());
+  std::unique_ptr<ChildProcess> agent = StartAgent(*server, "remote-1", "1xA100-40GB");
+  api::ApiClient client = server->Client();
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    const json node = GetNode(client, "remote-1");
+    return node.is_object() && node["state"] == "ready";
+  })) << agent->Stdout()
+      << agent->Stderr();
+  const std::vector<std::int64_t> ids = Submit(client, R"(kind: Job
+name: remote-sleeper
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 15
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  json usage;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto reply = client.Get("/v1/jobs/" + std::to_string(ids[0]) + "/usage");
+        usage = reply ? reply->json : json();
+        return !usage.value("attempts", json::array()).empty();
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(200)))
+      << ProcessLogs(server.get(), {{"agent", agent.get()}});
+  const json& summary = usage["attempts"][0]["summary"];
+  EXPECT_GT(summary["peak_rss_bytes"].get<std::int64_t>(), 0) << usage.dump();
+  EXPECT_EQ(summary["gpu_util"]["count"].get<int>(), 0);  // declared GPUs are not sampled
+}
+
+}  // namespace
+}  // namespace drover::integration
