@@ -119,6 +119,23 @@ constexpr std::string_view kMigrations[] = {
         admin TEXT NOT NULL  -- codec::ToJson(model::NodeAdmin)
       );
     )sql",
+    // 1 -> 2 (SQLite 9 -> 10): attempts' usage (store.h PutUsage; docs/observability.md,
+    // "Sampling"): the summary record and the 10 s buckets of each attempt.
+    R"sql(
+      CREATE TABLE attempt_usage (
+        job_id  BIGINT NOT NULL,
+        attempt INTEGER NOT NULL,
+        usage   TEXT NOT NULL,  -- codec::ToJson(model::AttemptUsage)
+        PRIMARY KEY (job_id, attempt)
+      );
+      CREATE TABLE usage_buckets (
+        job_id   BIGINT NOT NULL,
+        attempt  INTEGER NOT NULL,
+        start_at BIGINT NOT NULL,  -- ms since the epoch, a multiple of 10 s
+        bucket   TEXT NOT NULL,    -- codec::ToJson(model::UsageBucket)
+        PRIMARY KEY (job_id, attempt, start_at)
+      );
+    )sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 
@@ -192,6 +209,15 @@ const std::vector<Statement>& Statements() {
        "SELECT node, credential_hash, issued_at, lost_at, lost_reason, orphans FROM agents "
        "ORDER BY node"},
       {"list_node_admin", "SELECT node, admin FROM node_admin ORDER BY node"},
+      {"put_usage",
+       "INSERT INTO attempt_usage (job_id, attempt, usage) VALUES ($1, $2, $3) "
+       "ON CONFLICT (job_id, attempt) DO UPDATE SET usage = EXCLUDED.usage"},
+      {"put_usage_bucket",
+       "INSERT INTO usage_buckets (job_id, attempt, start_at, bucket) VALUES ($1, $2, $3, $4) "
+       "ON CONFLICT (job_id, attempt, start_at) DO UPDATE SET bucket = EXCLUDED.bucket"},
+      {"list_usage", "SELECT usage FROM attempt_usage WHERE job_id = $1 ORDER BY attempt"},
+      {"usage_series",
+       "SELECT bucket FROM usage_buckets WHERE job_id = $1 AND attempt = $2 ORDER BY start_at"},
       {"put_token",
        "INSERT INTO tokens (id, hash, user_name, team, role, queues, created_by, created_at, "
        "expires_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "drover/codec/json.h"
 #include "drover/common/thread_annotations.h"
 #include "drover/store/connection_pool.h"
 #include "drover/store/postgres_connection.h"
@@ -491,7 +492,66 @@ class PostgresStore final : public Store {
     return out;
   }
 
+  Status PutUsage(const model::AttemptUsage& usage,
+                  const std::vector<model::UsageBucket>& buckets) override {
+    DROVER_RETURN_IF_ERROR(ValidateUsage(usage, buckets));
+    const std::string record = codec::DumpJson(codec::ToJson(usage));
+    std::vector<std::string> texts;
+    texts.reserve(buckets.size());
+    for (const model::UsageBucket& bucket : buckets) {
+      texts.push_back(codec::DumpJson(codec::ToJson(bucket)));
+    }
+    return Write(fmt::format("store usage of job {} attempt {}", usage.job.value(), usage.attempt),
+                 [&](pqxx::work& tx) {
+                   tx.exec_prepared0("put_usage", usage.job.value(), usage.attempt, record);
+                   for (std::size_t i = 0; i < buckets.size(); ++i) {
+                     tx.exec_prepared0("put_usage_bucket", usage.job.value(), usage.attempt,
+                                       buckets[i].start, texts[i]);
+                   }
+                   return OkStatus();
+                 });
+  }
+
+  Result<std::vector<model::AttemptUsage>> ListUsage(JobId job) const override {
+    return ReadJsonColumn<model::AttemptUsage>(
+        "list usage", "list_usage",
+        [](const auto& json) { return codec::AttemptUsageFromJson(json); }, job.value());
+  }
+
+  Result<std::vector<model::UsageBucket>> GetUsageSeries(JobId job, int attempt) const override {
+    return ReadJsonColumn<model::UsageBucket>(
+        "read usage series", "usage_series",
+        [](const auto& json) { return codec::UsageBucketFromJson(json); }, job.value(), attempt);
+  }
+
  private:
+  // The rows of prepared statement `statement` (with `params`), each column 0 a JSON document
+  // decoded by `decode`; kInternal naming `what` for a document that does not decode.
+  template <typename T, typename Decode, typename... Params>
+  Result<std::vector<T>> ReadJsonColumn(std::string_view what, const char* statement, Decode decode,
+                                        const Params&... params) const {
+    std::vector<std::string> texts;
+    DROVER_RETURN_IF_ERROR(Read(what, [&](pqxx::connection& db) -> Status {
+      pqxx::nontransaction tx(db);
+      for (const pqxx::row& row : tx.exec_prepared(statement, params...)) {
+        texts.push_back(Text(row, 0));
+      }
+      return OkStatus();
+    }));
+    std::vector<T> out;
+    out.reserve(texts.size());
+    for (const std::string& text : texts) {
+      auto json = codec::ParseJson(text);
+      if (!json) return Internal(fmt::format("postgres store: {}: {}", what, json.error().message));
+      auto value = decode(*json);
+      if (!value) {
+        return Internal(fmt::format("postgres store: {}: {}", what, value.error().message));
+      }
+      out.push_back(*std::move(value));
+    }
+    return out;
+  }
+
   // THE write path: every write of the store runs `body(pqxx::work&)` (returning Status) here,
   // in one transaction on the writer connection, committed if body succeeds and rolled back
   // otherwise. The leader's epoch check (fencing, docs/operations.md) goes here, into the same

@@ -3,7 +3,7 @@
 // The PostgreSQL Store (docs/operations.md "PostgreSQL store"): the same contract as the SQLite
 // store (store.h), on a PostgreSQL database shared by the control-plane servers of a site.
 //
-// Layout: the logical schema of SQLite schema 9 (sqlite_store.h) in natural PostgreSQL types:
+// Layout: the logical schema of SQLite schema 10 (sqlite_store.h) in natural PostgreSQL types:
 // BIGINT times (ms since the epoch) and ids, identity columns for the append-only logs'
 // `seq`, DOUBLE PRECISION usage, TEXT for names and for the JSON documents (job snapshots,
 // decisions, specs; kept as the codec wrote them, byte for byte: jsonb would reorder keys and
@@ -14,8 +14,8 @@
 // servers started together migrate once.
 //
 // Writes: every write (Apply, PutCron, DeleteCron, PutAgent, PutToken, AppendAudit,
-// PutFairShare) runs through one function, PostgresStore::Write: one transaction on the writer
-// connection under the writer mutex. A leader's epoch check (fencing) belongs there, in the
+// PutFairShare, PutUsage) runs through one function, PostgresStore::Write: one transaction on the
+// writer connection under the writer mutex. A leader's epoch check (fencing) belongs there, in the
 // same transaction as the write it guards.
 //
 // Text: PostgreSQL text cannot hold a NUL byte or invalid UTF-8; a write of such a string is
@@ -41,8 +41,9 @@
 namespace drover::store {
 
 // The PostgreSQL schema version this build writes; OpenPostgresStore refuses a database with a
-// higher one. 1: the logical schema of SQLite schema 9.
-inline constexpr std::int64_t kPostgresSchemaVersion = 1;
+// higher one. 1: the logical schema of SQLite schema 9; 2: of SQLite schema 10 (attempts'
+// usage).
+inline constexpr std::int64_t kPostgresSchemaVersion = 2;
 
 struct PostgresStoreOptions {
   // Read connections; concurrent reads beyond this many wait for one to be free. Default 4, as
