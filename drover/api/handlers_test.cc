@@ -107,6 +107,9 @@ class FakeService final : public Service {
     });
   }
   Result<model::Job> GetJob(JobId id) const override { return Find(id); }
+  Result<std::shared_ptr<StreamBody>> OpenEvents(const EventQuery&) override {
+    return Unavailable("no events in this fake");
+  }
   Result<std::vector<model::Transition>> Transitions(JobId id) const override {
     DROVER_RETURN_IF_ERROR(Find(id));
     return std::vector<model::Transition>{};

@@ -44,6 +44,11 @@ struct ServerFlags {
   std::string max_spec_size;    // --max-spec-size: the text after YAML aliases are expanded
   std::string max_arg_size;     // --max-arg-size: one command[i], script or env entry
   std::string max_launch_size;  // --max-launch-size: a job's command, script and env together
+  // The live events' bounds (GET /v1/events; docs/api.md, "Events"): the counts set directly,
+  // the buffer and heartbeat parsed into `limits` (empty: HttpLimits' default).
+  server::EventHubOptions events;
+  std::string event_stream_buffer;  // --event-stream-buffer
+  std::string event_heartbeat;      // --event-heartbeat
   // The Kubernetes API for queues with `executor: kubernetes` (docs/operations.md): this
   // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
   std::string kubeconfig;

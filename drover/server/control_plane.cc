@@ -51,6 +51,7 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
       tokens_(*store_, options_.job_token_key.empty() ? NewCredential().value_or("")
                                                       : options_.job_token_key),
       audit_(*store_, options_.audit_flush_interval_ms),
+      events_(options_.events, clock_.Now()),
       controller_(WithServerUser(options_.control)) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
@@ -574,6 +575,7 @@ Status ControlPlane::Commit(control::Step& step) {
     }
     ++version_;
     changed_.notify_all();
+    PublishEvents(batch);
   }
   if (!step.effects.empty()) {
     std::move(step.effects.begin(), step.effects.end(), std::back_inserter(effects_));
