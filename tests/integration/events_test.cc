@@ -178,6 +178,21 @@ TEST_F(Events, AClientSeesAJobsTransitionsLiveInOrder) {
   ASSERT_EQ(record["transitions"].size(), frames.size());
 }
 
+TEST_F(Events, ANodeCordonedArrivesAsANodeEvent) {
+  auto server = StartServer("data", "1xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  api::ApiClient client = server->Client();
+  const std::string node = client.Get("/v1/nodes")->json["nodes"][0].value("name", "");
+  EventReader reader(server->url(), server->token(), "?types=node");
+  ASSERT_TRUE(reader.ReadUntil([&] { return Opened(reader); }));
+  auto cordoned = client.Post("/v1/nodes/" + node + "/cordon", "", "application/json");
+  ASSERT_TRUE(cordoned) << cordoned.error().ToString();
+  ASSERT_TRUE(reader.ReadUntil([&] { return reader.frames().size() >= 2; }));
+  EXPECT_EQ(reader.frames()[1].type, "node");
+  EXPECT_EQ(reader.frames()[1].data.value("node", ""), node);
+  EXPECT_EQ(reader.frames()[1].data.value("change", ""), "cordoned");
+}
+
 TEST_F(Events, AResumeWithLastEventIdLosesNothingAndRepeatsNothing) {
   auto server = StartServer("data", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
