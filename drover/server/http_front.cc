@@ -1,6 +1,6 @@
 // HttpFront's event loop (http_front.h). Over the ~800-line guide: the loop's phases (read,
-// dispatch, park, write, expire) share one Connection record and are read together; the wire
-// helpers at the top (request parsing, response bytes) are the part that could move out.
+// dispatch, park, stream, write, expire) share one Connection record and are read together; the
+// wire helpers at the top (request parsing, response bytes) are the part that could move out.
 
 #include "drover/server/http_front.h"
 
