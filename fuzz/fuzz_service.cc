@@ -84,6 +84,10 @@ Result<api::RemoteLogAck> FuzzService::AppendRemoteLog(const NodeId& node, const
   return NotFound("node " + node.value() + " is not registered");
 }
 
+Result<std::shared_ptr<api::StreamBody>> FuzzService::OpenEvents(const api::EventQuery&) {
+  return Unavailable("the fuzzed service keeps no events");
+}
+
 Result<model::Job> FuzzService::GetJob(JobId id) const {
   DROVER_RETURN_IF_ERROR(FindJob(id));
   return TheJob();

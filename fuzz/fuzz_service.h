@@ -37,6 +37,7 @@ class FuzzService final : public api::Service {
                                             const std::string& stream, std::int64_t offset,
                                             std::string_view data) override;
   Result<model::Job> GetJob(JobId id) const override;
+  Result<std::shared_ptr<api::StreamBody>> OpenEvents(const api::EventQuery& query) override;
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
   Result<control::Explanation> Explain(JobId id) const override;
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;

@@ -123,6 +123,69 @@ Result<ApiResponse> ApiClient::Delete(const std::string& path) {
 
 namespace {
 
+// Takes the complete frames ("...\n\n") off the front of `buffer` and hands each event to
+// `on_event`; false when it returned false.
+bool TakeFrames(std::string& buffer, const std::function<bool(const StreamEvent&)>& on_event) {
+  std::size_t end;
+  while ((end = buffer.find("\n\n")) != std::string::npos) {
+    const std::string frame = buffer.substr(0, end);
+    buffer.erase(0, end + 2);
+    StreamEvent event;
+    std::size_t start = 0;
+    while (start <= frame.size()) {
+      std::size_t line_end = frame.find('\n', start);
+      if (line_end == std::string::npos) line_end = frame.size();
+      const std::string_view line(frame.data() + start, line_end - start);
+      start = line_end + 1;
+      const std::size_t colon = line.find(':');
+      if (colon == 0 || colon == std::string_view::npos) continue;  // a comment, or no field
+      std::string_view value = line.substr(colon + 1);
+      if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      const std::string_view field = line.substr(0, colon);
+      if (field == "id") event.id = value;
+      if (field == "event") event.type = value;
+      if (field == "data") event.data += value;
+    }
+    if (!event.type.empty() && !on_event(event)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ApiClient::Events(const std::string& path_and_query, const std::string& last_event_id,
+                         const std::function<bool(const StreamEvent&)>& on_event) {
+  httplib::Headers headers;
+  if (!last_event_id.empty()) headers.emplace("Last-Event-ID", last_event_id);
+  int status = 0;
+  std::string buffer;
+  std::string refusal;  // the body of an answer other than 200
+  bool stopped = false;
+  httplib::Result result = client_->Get(
+      path_and_query, headers,
+      [&](const httplib::Response& response) {
+        status = response.status;
+        return true;
+      },
+      [&](const char* data, std::size_t size) {
+        if (status != 200) {
+          refusal.append(data, size);
+          return true;
+        }
+        buffer.append(data, size);
+        stopped = !TakeFrames(buffer, on_event);
+        return !stopped;
+      });
+  if (stopped) return OkStatus();
+  if (result && status != 200 && result->body.empty()) result->body = std::move(refusal);
+  if (result && status == 200) return OkStatus();  // the server ended the stream
+  Result<ApiResponse> converted = Convert(std::move(result));
+  if (!converted) return tl::unexpected(converted.error());
+  return OkStatus();
+}
+
+namespace {
+
 Result<nlohmann::json> BodyOf(Result<ApiResponse> response) {
   if (!response) return tl::unexpected(response.error());
   return std::move(response->json);

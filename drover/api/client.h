@@ -3,6 +3,7 @@
 // ApiClient: the client of the HTTP API (docs/api.md) that the CLI and remote agents use; it
 // turns the API's error JSON back into an Error. Not thread-safe; one per thread.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,13 @@ class Result;
 }  // namespace httplib
 
 namespace drover::api {
+
+// One Server-Sent Event of GET /v1/events (docs/api.md, "Events").
+struct StreamEvent {
+  std::string id;  // "" for an event without one (dropped)
+  std::string type;
+  std::string data;
+};
 
 struct ApiResponse {
   int status = 0;
@@ -47,6 +55,13 @@ class ApiClient {
   Result<ApiResponse> Put(const std::string& path, const std::string& body,
                           const std::string& content_type);
   Result<ApiResponse> Delete(const std::string& path);
+  // Reads the event stream of `path_and_query` (GET /v1/events?...), sending `last_event_id` as
+  // Last-Event-ID when it is not empty, and calls `on_event` with each event (comments are
+  // skipped) until it returns false or the server ends the stream: OK either way. The API's error
+  // when the server refuses the stream; kUnavailable as Get when it cannot be reached, or when
+  // nothing, not even a heartbeat, arrives within the client's timeout.
+  Status Events(const std::string& path_and_query, const std::string& last_event_id,
+                const std::function<bool(const StreamEvent&)>& on_event);
 
   // Typed calls (docs/api.md), each returning the response's JSON body. `job` is a job id as
   // the user typed it (it is URL-encoded; a malformed one is the server's kNotFound).

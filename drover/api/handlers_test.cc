@@ -109,6 +109,9 @@ class FakeService final : public Service {
     });
   }
   Result<model::Job> GetJob(JobId id) const override { return Find(id); }
+  Result<std::shared_ptr<StreamBody>> OpenEvents(const EventQuery&) override {
+    return Unavailable("no events in this fake");
+  }
   Result<std::vector<model::Transition>> Transitions(JobId id) const override {
     DROVER_RETURN_IF_ERROR(Find(id));
     return std::vector<model::Transition>{};
@@ -375,9 +378,9 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
           R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
           R"(GET /v1/jobs/(\d+)/decisions)", R"(GET /v1/jobs/(\d+)/usage)",
           R"(POST /v1/jobs/(\d+)/checkpoint)", R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
-          R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/goodput",
-          "GET /metrics", "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
-          R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
+          R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/events",
+          "GET /v1/goodput", "GET /metrics", "GET /v1/queues", "GET /v1/policy",
+          "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
           R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
           R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes", R"(POST /v1/nodes/([^/]+)/cordon)",
           R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",

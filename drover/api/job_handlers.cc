@@ -236,7 +236,7 @@ Result<Response> JobLogs(Service& service, const Request& request) {
                             service.ReadLog(id, static_cast<int>(attempt), static_cast<int>(rank),
                                             stream, offset, kMaxChunk));
     if (!chunk.data.empty() || chunk.finished || service.Now() >= deadline) {
-      Response response{200, std::move(chunk.data), "text/plain; charset=utf-8", {}, {}};
+      Response response{200, std::move(chunk.data), "text/plain; charset=utf-8", {}, {}, {}};
       response.headers["X-Drover-Next-Offset"] = std::to_string(chunk.next_offset);
       response.headers["X-Drover-Finished"] = chunk.finished ? "1" : "0";
       response.headers["X-Drover-Started"] = chunk.started ? "1" : "0";

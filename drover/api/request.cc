@@ -24,7 +24,7 @@ bool Request::HasHeader(std::string_view name) const {
 }
 
 Response JsonResponse(int status, const nlohmann::json& body) {
-  return Response{status, codec::DumpJson(body), "application/json", {}, {}};
+  return Response{status, codec::DumpJson(body), "application/json", {}, {}, {}};
 }
 
 Response Parked(std::string key, DurationMs wait_ms) {

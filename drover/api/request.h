@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,9 +33,11 @@ inline constexpr std::string_view kAfterHeader = "X-Drover-After";
 inline constexpr std::string_view kAuthorizationHeader = "Authorization";
 // The server's join token, on an agent's first registration of a node (--join-token-file).
 inline constexpr std::string_view kJoinTokenHeader = "X-Drover-Join-Token";
+// The id of the last event an EventSource had, when it reconnects (GET /v1/events).
+inline constexpr std::string_view kLastEventIdHeader = "Last-Event-ID";
 inline constexpr std::string_view kRequestHeaders[] = {
     kFileHeader,  kBaseDirHeader,       kIdempotencyKeyHeader, kHoldInfeasibleHeader,
-    kAfterHeader, kAuthorizationHeader, kJoinTokenHeader};
+    kAfterHeader, kAuthorizationHeader, kJoinTokenHeader,      kLastEventIdHeader};
 
 // The longest a long poll (logs, agent commands) waits; a longer wait_ms is cut to it.
 inline constexpr DurationMs kMaxLongPollMs = 30 * kMillisPerSecond;
@@ -79,12 +82,31 @@ struct Park {
   DurationMs wait_ms = 0;
 };
 
+// The body of a streaming response (Server-Sent Events, GET /v1/events): the transport sends the
+// response's head and `body`, then appends what Pull gives, as the stream has it, until Pull says
+// it has ended or the client goes. The transport calls Pull and Heartbeat from one thread at a
+// time; an implementation's own state is otherwise its business.
+class StreamBody {
+ public:
+  virtual ~StreamBody() = default;
+  // Appends what is ready to `out`, stopping once `out` holds about `max_bytes` more; false when
+  // the stream has ended (after appending its last bytes: the transport closes the connection
+  // once they are sent). With max_bytes 0, appends nothing but the last bytes of a stream that
+  // has just ended: how the transport learns that a reader whose buffer is full must go.
+  virtual bool Pull(std::string& out, std::size_t max_bytes) = 0;
+  // Bytes that tell the client the stream is alive and carry nothing (an SSE comment).
+  virtual std::string Heartbeat() const = 0;
+};
+
 struct Response {
   int status = 200;
   std::string body;
   std::string content_type;
   std::map<std::string, std::string> headers;  // extra response headers (X-Drover-*)
   std::optional<Park> park;                    // set only by Parked, for a request that may_park
+  // Set for a streaming response: `body` is its first bytes, then the stream's. Shared: a
+  // Response is a value that is copied, and the transport keeps the stream while it sends.
+  std::shared_ptr<StreamBody> stream;
 };
 
 // A parked answer (Park) under `key` for at most `wait_ms`.

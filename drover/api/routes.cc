@@ -8,6 +8,7 @@
 
 #include "drover/api/agent_handlers.h"
 #include "drover/api/cluster_handlers.h"
+#include "drover/api/event_handlers.h"
 #include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
 #include "drover/api/job_verb_handlers.h"
@@ -48,6 +49,7 @@ constexpr Route kRoutes[] = {
     {Method::kGet, R"(/v1/pipelines/(\d+))", GetPipeline, ByToken(Verb::kView, Target::kPipeline)},
     {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline,
      ByToken(Verb::kCancel, Target::kPipeline)},
+    {Method::kGet, "/v1/events", StreamEvents, ByToken(Verb::kView)},
     {Method::kGet, "/v1/goodput", GetGoodput, ByToken(Verb::kView)},
     {Method::kGet, "/metrics", GetMetrics, ByToken(Verb::kView)},
     {Method::kGet, "/v1/queues", ListQueues, ByToken(Verb::kView)},

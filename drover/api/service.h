@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -196,6 +198,20 @@ struct CreatedToken {
   std::string token;
 };
 
+// The kinds of event GET /v1/events sends (docs/api.md, "Events"): a job's transition, a
+// scheduling decision (placed, reserved, preempted, evicted) and a node's change (registered,
+// lost, cordoned, drained...).
+inline constexpr std::string_view kEventTypes[] = {"job", "decision", "node"};
+
+// What a client of GET /v1/events asks for.
+struct EventQuery {
+  model::Identity caller;
+  // Resume after this event id (Last-Event-ID or ?since=); none: from the next event.
+  std::optional<std::uint64_t> since;
+  std::optional<JobId> job;     // only events about this job (no node events)
+  std::set<std::string> types;  // among kEventTypes; empty: every type
+};
+
 class Service {
  public:
   virtual ~Service() = default;
@@ -224,6 +240,12 @@ class Service {
   // included. kInvalidArgument for a negative limit; the store's errors.
   virtual Result<std::vector<store::AuditRecord>> ListAudit(
       const store::AuditFilter& filter) const = 0;
+
+  // Events (docs/api.md, "Events"): a stream of the events `query` selects that query.caller may
+  // view (a job's events: model::Visible view on the job; node events: view on the cluster),
+  // resumed after query.since from the events the server keeps. kResourceExhausted when the
+  // caller's token has its limit of streams open; kUnavailable when the server has its limit.
+  virtual Result<std::shared_ptr<StreamBody>> OpenEvents(const EventQuery& query) = 0;
 
   // Jobs.
   // Parses, validates and creates the jobs of `text` (YAML or JSON). kInvalidArgument, creating

@@ -111,6 +111,16 @@ int Main(int argc, char** argv) {
                      "a request's body must arrive within this (default 30s)");
   server->add_option("--idle-timeout", server_flags.idle_timeout,
                      "close a keep-alive connection idle for this long (default 15s)");
+  server->add_option("--event-ring", server_flags.events.ring_events,
+                     "events kept for resuming GET /v1/events (default 4096)");
+  server->add_option("--max-event-streams", server_flags.events.max_streams,
+                     "event streams open at once (default 256; 503 beyond)");
+  server->add_option("--max-event-streams-per-token", server_flags.events.max_streams_per_token,
+                     "event streams open at once per token (default 8; 429 beyond)");
+  server->add_option("--event-stream-buffer", server_flags.event_stream_buffer,
+                     "an event stream's unsent bytes before it is read no further (default 64Ki)");
+  server->add_option("--event-heartbeat", server_flags.event_heartbeat,
+                     "a keep-alive comment on an event stream idle this long (default 15s)");
   server->add_option("--kubeconfig", server_flags.kubeconfig,
                      "kubeconfig for queues with executor: kubernetes (default: $KUBECONFIG, "
                      "else ~/.kube/config when present)");
@@ -177,12 +187,17 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(std::int64_t{1}, api::kMaxJobPage))
       ->capture_default_str();
   ls->add_flag("--pipeline", list_flags.pipelines, "list pipeline runs instead of jobs");
+  ls->add_flag("-w,--watch", list_flags.watch,
+               "draw the list again on each job transition (GET /v1/events), until Ctrl-C");
   ls->callback([&] { run = [&] { return ListCommand(client, list_flags); }; });
 
   auto* get = app.add_subcommand(
       "get", "show a job (timeline, attempts, workers, transitions) and its pipeline run");
   get->add_option("id", id)->required();
-  get->callback([&] { run = [&] { return GetCommand(client, id); }; });
+  bool get_watch = false;
+  get->add_flag("-w,--watch", get_watch,
+                "draw the job again on each of its events (GET /v1/events) until it ends");
+  get->callback([&] { run = [&] { return GetCommand(client, id, get_watch); }; });
 
   LogFlags log_flags;
   auto* logs = app.add_subcommand("logs", "print a worker's output");

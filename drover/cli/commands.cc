@@ -16,6 +16,7 @@
 #include "drover/api/request.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
+#include "drover/cli/watch.h"
 #include "drover/common/quantity.h"
 #include "drover/model/job.h"
 #include "drover/model/job_state_words.h"
@@ -181,7 +182,9 @@ std::int64_t ClusterPosition(const json& job) {
 
 }  // namespace
 
-int ListCommand(const ClientFlags& flags, const ListFlags& list) {
+namespace {
+
+int ListOnce(const ClientFlags& flags, const ListFlags& list) {
   if (list.pipelines) return ListPipelines(flags);
   std::string filters;
   auto add = [&](const char* key, const std::string& value) {
@@ -240,11 +243,17 @@ int ListCommand(const ClientFlags& flags, const ListFlags& list) {
   return 0;
 }
 
-int GetCommand(const ClientFlags& flags, const std::string& id) {
+// Prints job `id` (and its pipeline run); `ended` (when given) says whether the job has ended.
+int ShowJob(const ClientFlags& flags, const std::string& id, bool* ended) {
   api::ApiClient client = ClientOf(flags);
   auto response = client.Get("/v1/jobs/" + api::UrlEncode(id));
   if (!response) return ReportError(response.error());
   const json& job = response->json;
+  if (ended != nullptr) {
+    std::optional<model::JobState> state =
+        model::kJobStateNames.Parse(job.value("state", std::string()));
+    *ended = state && model::IsTerminal(*state);
+  }
   if (flags.output == "json") {
     PrintJson(job);
     return 0;
@@ -255,6 +264,27 @@ int GetCommand(const ClientFlags& flags, const std::string& id) {
   if (!run) return ReportError(run.error());
   std::cout << "\n" << DescribePipeline(*run);
   return 0;
+}
+
+}  // namespace
+
+int ListCommand(const ClientFlags& flags, const ListFlags& list) {
+  if (!list.watch) return ListOnce(flags, list);
+  return WatchEvents(flags, "types=job", [&]() -> std::optional<int> {
+    ClearForRedraw();
+    const int status = ListOnce(flags, list);
+    return status != 0 ? std::optional<int>(status) : std::nullopt;
+  });
+}
+
+int GetCommand(const ClientFlags& flags, const std::string& id, bool watch) {
+  if (!watch) return ShowJob(flags, id, nullptr);
+  return WatchEvents(flags, "job=" + api::UrlEncode(id), [&]() -> std::optional<int> {
+    ClearForRedraw();
+    bool ended = false;
+    const int status = ShowJob(flags, id, &ended);
+    return status != 0 || ended ? std::optional<int>(status) : std::nullopt;
+  });
 }
 
 int LogsCommand(const ClientFlags& flags, const std::string& id, const LogFlags& logs) {

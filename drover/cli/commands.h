@@ -95,10 +95,12 @@ struct ListFlags {
   bool pending = false;
   bool wide = false;                          // whole messages, not cut to 70 columns
   std::int64_t page_size = api::kMaxJobPage;  // jobs per request, 1 to api::kMaxJobPage
+  bool watch = false;  // -w: drawn again on each job transition until interrupted
 };
 int ListCommand(const ClientFlags& flags, const ListFlags& list);
-// `drover get ID`: the job and, when it belongs to a pipeline run, the run as a tree.
-int GetCommand(const ClientFlags& flags, const std::string& id);
+// `drover get ID`: the job and, when it belongs to a pipeline run, the run as a tree. With
+// `watch`, drawn again on each of the job's events until it ends.
+int GetCommand(const ClientFlags& flags, const std::string& id, bool watch = false);
 struct LogFlags {
   bool follow = false;
   int attempt = 0;

@@ -197,6 +197,10 @@ Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
                                        ParseDuration, limits.body_timeout_ms));
   DROVER_RETURN_IF_ERROR(ParsePositive(flags.idle_timeout, "--idle-timeout", kDuration,
                                        ParseDuration, limits.idle_timeout_ms));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.event_stream_buffer, "--event-stream-buffer", kSize,
+                                       ParseBytes, limits.stream_buffer_bytes));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.event_heartbeat, "--event-heartbeat", kDuration,
+                                       ParseDuration, limits.stream_heartbeat_ms));
   for (auto [count, flag] : {std::pair{flags.limits.max_connections, "--max-connections"},
                              {flags.limits.max_client_connections, "--max-client-connections"},
                              {flags.limits.max_long_polls, "--max-long-polls"},
@@ -213,6 +217,13 @@ Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
     return InvalidArgument("--agent-timeout: " + agent_timeout.error().message);
   }
   options.agent_timeout_ms = *agent_timeout;
+  options.events = flags.events;
+  for (auto [count, flag] :
+       {std::pair{static_cast<std::int64_t>(flags.events.ring_events), "--event-ring"},
+        {flags.events.max_streams, "--max-event-streams"},
+        {flags.events.max_streams_per_token, "--max-event-streams-per-token"}}) {
+    if (count <= 0) return InvalidArgument(fmt::format("{}: expected a positive count", flag));
+  }
   spec::SpecLimits& limits = options.spec_limits;
   DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_spec_size, "--max-spec-size", kSize, ParseBytes,
                                        limits.max_expanded_bytes));

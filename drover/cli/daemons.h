@@ -51,6 +51,11 @@ struct ServerFlags {
   // --max-remote-log-size: what the server keeps of one remote worker's stdout or stderr
   // (ControlPlaneOptions::max_remote_log_bytes); empty keeps the default.
   std::string max_remote_log_size;
+  // The live events' bounds (GET /v1/events; docs/api.md, "Events"): the counts set directly,
+  // the buffer and heartbeat parsed into `limits` (empty: HttpLimits' default).
+  server::EventHubOptions events;
+  std::string event_stream_buffer;  // --event-stream-buffer
+  std::string event_heartbeat;      // --event-heartbeat
   // The Kubernetes API for queues with `executor: kubernetes` (docs/operations.md): this
   // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
   std::string kubeconfig;

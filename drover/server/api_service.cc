@@ -46,6 +46,11 @@ api::JobPage ControlPlaneService::ListJobPage(const api::JobPageRequest& request
 
 Result<model::Job> ControlPlaneService::GetJob(JobId id) const { return plane_.GetJob(id); }
 
+Result<std::shared_ptr<api::StreamBody>> ControlPlaneService::OpenEvents(
+    const api::EventQuery& query) {
+  return plane_.events().Open(query, plane_.Policy());
+}
+
 Result<std::vector<model::Transition>> ControlPlaneService::Transitions(JobId id) const {
   return plane_.Transitions(id);
 }

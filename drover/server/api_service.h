@@ -28,6 +28,7 @@ class ControlPlaneService final : public api::Service {
   std::vector<model::Job> ListJobs(const store::JobFilter& filter) const override;
   api::JobPage ListJobPage(const api::JobPageRequest& request) const override;
   Result<model::Job> GetJob(JobId id) const override;
+  Result<std::shared_ptr<api::StreamBody>> OpenEvents(const api::EventQuery& query) override;
   Result<std::vector<model::Transition>> Transitions(JobId id) const override;
   Result<control::Explanation> Explain(JobId id) const override;
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;

@@ -52,6 +52,7 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
                                                       : options_.job_token_key),
       audit_(*store_, options_.audit_flush_interval_ms),
       usage_(*store_),
+      events_(options_.events, clock_.Now()),
       controller_(WithServerUser(options_.control)) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
@@ -578,6 +579,7 @@ Status ControlPlane::Commit(control::Step& step) {
     ++version_;
     changed_.notify_all();
     metrics_.ObserveTransitions(batch.transitions, controller_, clock_.Now());
+    PublishEvents(batch);
   }
   if (!step.effects.empty()) {
     std::move(step.effects.begin(), step.effects.end(), std::back_inserter(effects_));

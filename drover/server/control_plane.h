@@ -51,6 +51,7 @@
 #include "drover/server/agent_registry.h"
 #include "drover/server/audit_log.h"
 #include "drover/server/crons.h"
+#include "drover/server/event_hub.h"
 #include "drover/server/secret_store.h"
 #include "drover/server/server_metrics.h"
 #include "drover/server/token_registry.h"
@@ -129,6 +130,8 @@ struct ControlPlaneOptions {
   // How much of each stream of a remote worker is kept; the agent ships no more once it is
   // reached (the rest stays in the worker's directory on its node). 64 MiB.
   std::int64_t max_remote_log_bytes = std::int64_t{64} << 20;
+  // The live events' bounds (GET /v1/events; EventHub).
+  EventHubOptions events;
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
@@ -343,6 +346,9 @@ class ControlPlane {
   // Every remote runtime's waker, now and for those registered later (RemoteRuntime::Waker;
   // nullptr: none). The HTTP server wakes its parked agent polls with it.
   void SetAgentWaker(RemoteRuntime::Waker waker) EXCLUDES(mu_);
+  // The live events (GET /v1/events): every transition, decision and node change the plane
+  // persists is published there after it is written (control_plane_events.cc). Thread-safe.
+  EventHub& events() { return events_; }
   Status ReportEvents(const NodeId& node, std::vector<model::WorkerEvent> events) EXCLUDES(mu_);
   // api::Service::AppendRemoteLog, with its errors: keeps what the agent of `node` ships of a
   // worker's stream under options.remote_logs_dir, up to options.max_remote_log_bytes. Takes mu_
@@ -412,6 +418,12 @@ class ControlPlane {
   // carry them out. kUnavailable, queuing nothing, if the store failed (now or before:
   // on_store_failure); effects queued before, of persisted steps, are still carried out.
   [[nodiscard]] Status Commit(control::Step& step) REQUIRES(mu_);
+  // Publishes what `batch`, just written, changed: each transition and decision, with its job
+  // as the resource that decides who sees it, and each node's operator state.
+  void PublishEvents(const store::Batch& batch) REQUIRES(mu_);
+  // Publishes a node's change that no batch records: "registered", "lost".
+  void PublishNodeEvent(const NodeId& node, std::string_view change, const std::string& reason)
+      REQUIRES(mu_);
   // Carries out the queued effects, in order and without mu_, a batch at a time, each batch's
   // feedback committed under mu_ as a next step, until none is left. One runner at a time
   // (effects_running_): when another is at work, returns at once if !wait (that runner takes
@@ -506,6 +518,7 @@ class ControlPlane {
   UsageRecorder usage_;    // thread-safe itself: never under mu_
   // Local nodes' samplers, set before Start; started by Start, stopped by Stop.
   std::vector<std::unique_ptr<agent::UsageSampler>> samplers_;
+  EventHub events_;  // thread-safe itself: published to under mu_, read without it
 
   // Serializes turns of the loop (Loop, RunOnce), so that the events of one Poll are fed to the
   // controller before those of the next. Taken before mu_; public methods other than RunOnce

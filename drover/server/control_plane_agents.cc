@@ -41,6 +41,7 @@ bool ControlPlane::CheckAgents(control::Step& step) {
     // The runtime holds no orphans while its agent is not lost; the record may (restored at
     // Start on a node with live workers), so the runtime is given every recorded one.
     entry.remote->MarkLost(agents_.RecordLost(name, clock_.Now(), reason, lost), reason);
+    PublishNodeEvent(name, "lost", reason);
     spdlog::warn("{}: {} worker(s) reported lost; no placements there until its agent registers",
                  reason, lost.size());
     any = true;
@@ -113,6 +114,7 @@ Result<std::string> ControlPlane::RegisterRemoteNode(const model::Node& node,
   }
   if (was_lost || runtime_lost) spdlog::info("node {} registered again after it was lost", name);
   DROVER_RETURN_IF_ERROR(Commit(step));
+  PublishNodeEvent(node.name, "registered", was_lost || runtime_lost ? "after it was lost" : "");
   RequestSchedule();
   return issued;
 }

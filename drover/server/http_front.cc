@@ -1,6 +1,6 @@
 // HttpFront's event loop (http_front.h). Over the ~800-line guide: the loop's phases (read,
-// dispatch, park, write, expire) share one Connection record and are read together; the wire
-// helpers at the top (request parsing, response bytes) are the part that could move out.
+// dispatch, park, stream, write, expire) share one Connection record and are read together; the
+// wire helpers at the top (request parsing, response bytes) are the part that could move out.
 
 #include "drover/server/http_front.h"
 
@@ -27,6 +27,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -373,7 +374,8 @@ class HttpFront::Loop {
   int port() const { return BoundPort(api_listener_); }
   int agent_port() const { return agent_listener_ >= 0 ? BoundPort(agent_listener_) : -1; }
   HttpStats Stats() const {
-    return HttpStats{open_.load(), long_polls_busy_.load(), parked_count_.load()};
+    return HttpStats{open_.load(), long_polls_busy_.load(), parked_count_.load(),
+                     streams_count_.load()};
   }
 
   void WakeParked(const std::string& key) {
@@ -384,9 +386,15 @@ class HttpFront::Loop {
     Wake();
   }
 
+  void WakeStreams() {
+    streams_woken_ = true;
+    Wake();
+  }
+
  private:
   // kHandshake: a TLS connection before its first request, under header_timeout_ms.
-  enum class Phase { kHandshake, kIdle, kHeaders, kBody, kServing, kParked, kWriting };
+  // kStreaming: a streaming response's head was sent; its stream is read as WakeStreams says.
+  enum class Phase { kHandshake, kIdle, kHeaders, kBody, kServing, kParked, kWriting, kStreaming };
 
   struct Connection {
     Stream stream;
@@ -410,6 +418,9 @@ class HttpFront::Loop {
     std::string park_key;
     std::optional<SteadyTime> park_deadline;
     std::uint64_t dispatched_tick = 0;
+    // Streaming (kStreaming): the stream, and when it last had bytes to send.
+    std::shared_ptr<api::StreamBody> stream_body;
+    SteadyTime last_sent;
   };
 
   struct Completion {
@@ -519,6 +530,7 @@ class HttpFront::Loop {
     if (it == connections_.end()) return;
     Connection& connection = it->second;
     if (connection.phase == Phase::kParked) return Close(id);  // only hang-ups are watched
+    if (connection.phase == Phase::kStreaming) return OnStreamEvent(id, connection, events);
     if (events & (EPOLLERR | EPOLLHUP)) {
       if (connection.phase != Phase::kServing) return Close(id);
       // Gone while its request is answered: unwatched, and closed when the answer comes.
@@ -690,6 +702,11 @@ class HttpFront::Loop {
       completed.swap(completed_);
       woken.swap(woken_);
     }
+    if (streams_woken_.exchange(false)) {
+      for (std::uint64_t id : std::vector<std::uint64_t>(streams_.begin(), streams_.end())) {
+        Pump(id, connections_.at(id));
+      }
+    }
     for (const std::string& key : woken) {
       last_wake_[key] = ++wake_tick_;
       auto [begin, end] = parked_.equal_range(key);
@@ -751,12 +768,80 @@ class HttpFront::Loop {
 
   void Respond(std::uint64_t id, Connection& connection, const api::Response& response) {
     connection.park_deadline.reset();
+    if (response.stream) return StartStream(id, connection, response);
     connection.out = Serialize(response, connection.head.keep_alive);
     connection.written = 0;
     connection.close_after_write = !connection.head.keep_alive;
     connection.phase = Phase::kWriting;
     connection.deadline = After(limits_.write_timeout_ms);
     Flush(id, connection);
+  }
+
+  // Sends `response`'s head and first bytes, then its stream as Pump reads it. The connection
+  // ends with the stream (close-delimited: no request follows on it).
+  void StartStream(std::uint64_t id, Connection& connection, const api::Response& response) {
+    std::string head = fmt::format("HTTP/1.1 {} {}\r\n", response.status, Reason(response.status));
+    head += "Content-Type: " + response.content_type + "\r\n";
+    head += "Cache-Control: no-cache\r\nConnection: close\r\n";
+    for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+    connection.out = head + "\r\n" + response.body;
+    connection.written = 0;
+    connection.close_after_write = false;
+    connection.in.clear();
+    connection.stream_body = response.stream;
+    connection.phase = Phase::kStreaming;
+    connection.deadline = After(limits_.write_timeout_ms);
+    connection.last_sent = std::chrono::steady_clock::now();
+    // The kernel keeps no more than the front does for a reader that stops reading.
+    const int buffer =
+        static_cast<int>(std::min<std::int64_t>(limits_.stream_buffer_bytes, 1 << 30));
+    ::setsockopt(connection.stream.fd(), SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+    streams_.insert(id);
+    ++streams_count_;
+    Pump(id, connection);
+  }
+
+  // Reads what the stream has ready, while fewer than stream_buffer_bytes wait unsent, and sends
+  // it, until the socket is full or the stream has nothing more; closes the connection once an
+  // ended stream's last bytes are sent.
+  void Pump(std::uint64_t id, Connection& connection) {
+    const auto budget = static_cast<std::size_t>(limits_.stream_buffer_bytes);
+    while (true) {
+      const std::size_t waiting = connection.out.size() - connection.written;
+      if (connection.close_after_write) return Flush(id, connection);
+      if (waiting >= budget) {
+        // Full: nothing more is read, but a reader this far behind that the stream ended (it
+        // fell behind the ring) is dropped now; it would not read the final frame soon.
+        std::string ignored;
+        if (!connection.stream_body->Pull(ignored, 0)) return Close(id);
+        return Flush(id, connection);
+      }
+      connection.out.erase(0, connection.written);
+      connection.written = 0;
+      if (!connection.stream_body->Pull(connection.out, budget - waiting)) {
+        connection.close_after_write = true;
+      }
+      const bool pulled = connection.out.size() > waiting;
+      if (pulled) connection.last_sent = std::chrono::steady_clock::now();
+      Flush(id, connection);
+      if (connections_.count(id) == 0) return;  // closed
+      if (!pulled || connection.written < connection.out.size()) return;
+    }
+  }
+
+  // A streaming connection's socket event: a hang-up closes it; what the client sends is read
+  // and dropped; room to write sends more.
+  void OnStreamEvent(std::uint64_t id, Connection& connection, std::uint32_t events) {
+    if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) return Close(id);
+    if (events & EPOLLIN) {
+      char buffer[4096];
+      while (true) {
+        IoResult read = connection.stream.Read(buffer, sizeof(buffer));
+        if (read.closed) return Close(id);
+        if (read.bytes == 0) break;
+      }
+    }
+    if (events & EPOLLOUT) Pump(id, connection);
   }
 
   // Answers with the front's own error and closes the connection once it is sent (and, for a
@@ -778,12 +863,23 @@ class HttpFront::Loop {
                                               connection.out.size() - connection.written);
       if (sent.closed) return Close(id);
       if (sent.bytes == 0) {
+        if (connection.phase == Phase::kStreaming) {
+          return SetInterest(id, connection, EPOLLOUT | EPOLLIN | EPOLLRDHUP);
+        }
         return SetInterest(id, connection,
                            EPOLLOUT | (connection.close_after_write ? EPOLLIN : 0u));
       }
       connection.written += sent.bytes;
+      if (connection.phase == Phase::kStreaming) {
+        connection.deadline = After(limits_.write_timeout_ms);  // the reader takes bytes
+      }
     }
     connection.out.clear();
+    connection.written = 0;
+    if (connection.phase == Phase::kStreaming) {
+      if (connection.close_after_write) return Close(id);
+      return SetInterest(id, connection, EPOLLIN | EPOLLRDHUP);
+    }
     if (connection.close_after_write) {
       if (connection.drain_left <= 0) return Close(id);
       connection.phase = Phase::kIdle;  // reading only to drop the refused body
@@ -810,14 +906,29 @@ class HttpFront::Loop {
   void Expire(SteadyTime now) {
     std::vector<std::uint64_t> expired;
     std::vector<std::uint64_t> unparked;
+    std::vector<std::uint64_t> heartbeats;
     for (auto& [id, connection] : connections_) {
       if (connection.phase == Phase::kParked) {
         if (*connection.park_deadline <= now) unparked.push_back(id);
+      } else if (connection.phase == Phase::kStreaming) {
+        const bool waiting = connection.written < connection.out.size();
+        if (waiting && connection.deadline <= now) {
+          expired.push_back(id);  // its reader took nothing for write_timeout_ms
+        } else if (!waiting && now - connection.last_sent >=
+                                   std::chrono::milliseconds(limits_.stream_heartbeat_ms)) {
+          heartbeats.push_back(id);
+        }
       } else if (connection.phase != Phase::kServing && connection.deadline <= now) {
         expired.push_back(id);
       }
     }
     for (std::uint64_t id : unparked) Resume(id, connections_.at(id), /*may_park=*/false);
+    for (std::uint64_t id : heartbeats) {
+      Connection& connection = connections_.at(id);
+      connection.out += connection.stream_body->Heartbeat();
+      connection.last_sent = now;
+      Flush(id, connection);
+    }
     for (std::uint64_t id : expired) {
       Connection& connection = connections_.at(id);
       if (connection.phase == Phase::kHeaders && !connection.close_after_write) {
@@ -839,6 +950,7 @@ class HttpFront::Loop {
     if (it == connections_.end()) return;
     Connection& connection = it->second;
     Unpark(id, connection);
+    if (streams_.erase(id) > 0) --streams_count_;
     if (!connection.gone) ::epoll_ctl(epoll_, EPOLL_CTL_DEL, connection.stream.fd(), nullptr);
     connection.stream.Close();
     --(connection.agent ? agent_open_ : api_open_);
@@ -876,6 +988,12 @@ class HttpFront::Loop {
   std::uint64_t wake_tick_ = 0;
   std::atomic<int> parked_count_{0};
 
+  // Connections sending a streaming response (kStreaming), and whether WakeStreams was called
+  // since the event thread last read their streams.
+  std::set<std::uint64_t> streams_;
+  std::atomic<int> streams_count_{0};
+  std::atomic<bool> streams_woken_{false};
+
   std::mutex completed_mu_;
   std::vector<Completion> completed_;  // GUARDED_BY(completed_mu_)
   std::vector<std::string> woken_;     // keys woken by WakeParked; GUARDED_BY(completed_mu_)
@@ -904,5 +1022,6 @@ int HttpFront::port() const { return loop_->port(); }
 int HttpFront::agent_port() const { return loop_->agent_port(); }
 HttpStats HttpFront::Stats() const { return loop_->Stats(); }
 void HttpFront::WakeParked(const std::string& key) { loop_->WakeParked(key); }
+void HttpFront::WakeStreams() { loop_->WakeStreams(); }
 
 }  // namespace drover::server

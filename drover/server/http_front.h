@@ -27,6 +27,13 @@
 //   header_timeout_ms; a stalled handshake costs a socket. A plain HTTP request to a TLS
 //   listener is answered 400 (in plain text) and closed; a connection over a bound is closed
 //   without the 503. tls_stream.h has the details.
+// - A response with a stream (api::Response::stream: GET /v1/events) is sent from the event
+//   thread without a lane thread: its head at once (close-delimited, no Content-Length), then
+//   what the stream's Pull gives whenever WakeStreams is called, while fewer than
+//   stream_buffer_bytes wait unsent (the socket's kernel send buffer is set to that size too),
+//   so a reader that stops reading costs at most that much. A stream whose reader takes no byte
+//   for write_timeout_ms is closed; one with nothing to send for stream_heartbeat_ms gets the
+//   stream's heartbeat (an SSE comment) so that proxies and clients see it is alive.
 // - Errors the front answers itself (400, 408, 413, 429, 431, 501, 503) are the API's JSON
 //   errors; a request over max_body_bytes is answered 413 as soon as its header says so, and
 //   its body is read and dropped so that the client sees the answer.
@@ -72,6 +79,11 @@ struct HttpLimits {
   // Threads that answer the agent protocol; more agent requests queue for them. A waiting poll
   // for commands is parked and holds none, so a few serve thousands of agents.
   int agent_threads = 16;
+  // A streaming response's bytes waiting unsent, and its socket's send buffer
+  // (--event-stream-buffer); the stream is read no further while they wait.
+  std::int64_t stream_buffer_bytes = 64 << 10;
+  // A stream with nothing to send for this gets a heartbeat (--event-heartbeat).
+  DurationMs stream_heartbeat_ms = 15 * kMillisPerSecond;
 };
 
 // Which threads answer a request. kInline: the event thread itself, at once, for a handler that
@@ -93,6 +105,7 @@ struct HttpStats {
   int connections = 0;  // open, both listeners
   int long_polls = 0;   // long polls being answered
   int parked = 0;       // requests parked (api::Response::park), holding no thread
+  int streams = 0;      // streaming responses being sent
 };
 
 class HttpFront {
@@ -121,6 +134,9 @@ class HttpFront {
   // Runs again every request parked under `key`; one still being answered when this is called
   // runs again as soon as it parks. Thread-safe and non-blocking (for RemoteRuntime's waker).
   void WakeParked(const std::string& key);
+  // Has every streaming response read what its stream has ready. Thread-safe and non-blocking
+  // (the event hub's on_publish).
+  void WakeStreams();
 
  private:
   class Loop;

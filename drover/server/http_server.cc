@@ -72,6 +72,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ControlPlane& plane, const 
   plane.SetAgentWaker([front = server->front_.get()](const NodeId& node) {
     front->WakeParked(api::AgentCommandsWakeKey(node));
   });
+  // A published event wakes the streams of GET /v1/events.
+  plane.events().SetOnPublish([front = server->front_.get()] { front->WakeStreams(); });
   return server;
 }
 
@@ -88,6 +90,7 @@ void HttpServer::Stop() {
   if (!front_ || stopped_) return;
   stopped_ = true;
   plane_.SetAgentWaker(nullptr);
+  plane_.events().SetOnPublish(nullptr);
   front_->Stop();
 }
 

@@ -139,26 +139,14 @@ TEST_F(Dependencies, AConditionThatCanNoLongerHoldIsExplainedOrRefused) {
 }
 
 TEST_F(Dependencies, AJobTheCallerMayNotViewDoesNotExistForIt) {
-  WriteFile(dir_.path() + "/policy.yaml", R"(kind: Policy
-private_data: true
-queues:
-  - name: default
-    access: {team-a: [submit], team-b: [submit]}
-)");
+  WriteFile(dir_.path() + "/policy.yaml", kPrivateTeamsPolicy);
   auto server = StartServer("data", "2xH100-80GB", {"--policy", dir_.path() + "/policy.yaml"});
   ASSERT_TRUE(server->ok());
   api::ApiClient admin = server->Client();
-  auto token = [&](const std::string& user, const std::string& team) {
-    auto created =
-        admin.Post("/v1/tokens", json{{"user", user}, {"team", team}, {"role", "member"}}.dump(),
-                   "application/json");
-    EXPECT_TRUE(created) << created.error().ToString();
-    return created ? created->json.value("token", "") : std::string();
-  };
   api::ApiClient alice(server->url());
-  alice.SetBearer(token("alice", "team-a"));
+  alice.SetBearer(CreateMemberToken(admin, "alice", "team-a"));
   api::ApiClient bob(server->url());
-  bob.SetBearer(token("bob", "team-b"));
+  bob.SetBearer(CreateMemberToken(admin, "bob", "team-b"));
   const std::string spec = "kind: Job\nname: mine\nscript: 'true'\n";
   auto submitted = alice.Post("/v1/jobs", spec, "application/yaml");
   ASSERT_TRUE(submitted) << submitted.error().ToString();

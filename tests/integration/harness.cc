@@ -260,6 +260,15 @@ std::vector<std::string> Words(const std::string& line) {
   return out;
 }
 
+std::string CreateMemberToken(api::ApiClient& admin, const std::string& user,
+                              const std::string& team) {
+  auto created = admin.Post(
+      "/v1/tokens", nlohmann::json{{"user", user}, {"team", team}, {"role", "member"}}.dump(),
+      "application/json");
+  EXPECT_TRUE(created) << created.error().ToString();
+  return created ? created->json.value("token", "") : std::string();
+}
+
 std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name) {
   std::vector<std::int64_t> ids;

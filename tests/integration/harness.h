@@ -149,6 +149,19 @@ bool IsTerminalState(const std::string& state);
 std::vector<std::int64_t> Submit(api::ApiClient& client, const std::string& spec,
                                  const std::string& file_name = "test.yaml");
 
+// A policy with private_data: one queue, default, that team-a and team-b submit to; neither team
+// sees the other's jobs.
+inline constexpr char kPrivateTeamsPolicy[] = R"(kind: Policy
+private_data: true
+queues:
+  - name: default
+    access: {team-a: [submit], team-b: [submit]}
+)";
+// A member token of `user` in `team`, created by `admin` (POST /v1/tokens); "" with a test
+// failure on error.
+std::string CreateMemberToken(api::ApiClient& admin, const std::string& user,
+                              const std::string& team);
+
 // True while a process with this pid exists (kill(pid, 0) succeeds or fails with EPERM).
 // A zombie child of someone else still counts as existing.
 bool ProcessExists(pid_t pid);
