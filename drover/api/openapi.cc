@@ -5,7 +5,7 @@
 namespace drover::api {
 
 Result<Response> GetOpenApi(Service&, const Request&) {
-  return Response{200, std::string(OpenApiDocument()), "application/json", {}, {}};
+  return Response{200, std::string(OpenApiDocument()), "application/json", {}, {}, {}};
 }
 
 }  // namespace drover::api

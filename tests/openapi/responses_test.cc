@@ -100,6 +100,36 @@ class OpenApiResponses : public IntegrationTest {
     return answer.body;
   }
 
+  // Opens GET `path_and_query` as the admin, reads the event stream until its first frame has
+  // arrived, hangs up, and records the answer as Call does (the body: the bytes read).
+  void RecordStreamStart(const std::string& path_and_query) {
+    httplib::Client http(server_->url());
+    http.set_read_timeout(30, 0);
+    std::string received;
+    httplib::Result result =
+        http.Get(path_and_query, {{"Authorization", "Bearer " + server_->token()}},
+                 [&](const char* data, std::size_t size) {
+                   received.append(data, size);
+                   return received.find("\n\n") == std::string::npos;  // one whole frame: stop
+                 });
+    // Stopping the read cancels the request: httplib reports kCanceled with the response.
+    ASSERT_TRUE(result || result.error() == httplib::Error::Canceled) << path_and_query;
+    EXPECT_NE(received.find("event: open"), std::string::npos) << received;
+    records_.push_back(json{{"method", "GET"},
+                            {"path", path_and_query.substr(0, path_and_query.find('?'))},
+                            {"query", ""},
+                            {"status", 200},
+                            {"content_type", "text/event-stream"},
+                            {"headers", json::object()},
+                            {"body", received}});
+  }
+
+  static std::int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
   std::int64_t SubmitOne(const std::string& spec) {
     const json reply = Expect(201, "POST", "/v1/jobs", spec);
     return reply.is_object() ? reply["jobs"][0].value("id", std::int64_t{0}) : 0;
@@ -180,6 +210,13 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
   Expect(404, "GET", "/v1/jobs/999999/explain");
   Expect(200, "GET", fmt::format("/v1/jobs/{}/decisions", running));
   Expect(404, "GET", "/v1/jobs/999999/decisions");
+  Expect(200, "GET", fmt::format("/v1/jobs/{}/usage", running));
+  Expect(200, "GET", fmt::format("/v1/jobs/{}/usage?attempt=1", running));
+  Expect(400, "GET", fmt::format("/v1/jobs/{}/usage?attempt=-1", running));
+  Expect(404, "GET", "/v1/jobs/999999/usage");
+  RecordStreamStart("/v1/events");
+  Expect(400, "GET", "/v1/events?types=bogus");
+  Expect(404, "GET", "/v1/events?job=999999");
   Expect(200, "POST", fmt::format("/v1/jobs/{}/hold", waiting), R"({"reason": "wait"})");
   Expect(200, "GET", "/v1/jobs?state=ready");
   Expect(409, "POST", fmt::format("/v1/jobs/{}/hold", waiting));
@@ -291,9 +328,7 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
                    {"attempt", attempt},
                    {"rank", 0},
                    {"kind", kind},
-                   {"at", std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count()},
+                   {"at", NowMs()},
                    {"exit",
                     {{"exit_code", 0},
                      {"signal", 0},
@@ -303,6 +338,17 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
         .dump();
   };
   Expect(200, "POST", "/v1/agents/remote-1/events", event("started"), credential);
+  Expect(200, "POST", "/v1/agents/remote-1/usage",
+         json{{"node", "remote-1"},
+              {"snapshots",
+               {{{"at", NowMs()},
+                 {"gpus", json::array()},
+                 {"gpu_processes", json::array()},
+                 {"processes", json::array()}}}}}
+             .dump(),
+         credential);
+  Expect(400, "POST", "/v1/agents/remote-1/usage", R"({"node": "remote-1", "snapshots": 3})",
+         credential);
   Expect(200, "POST",
          fmt::format("/v1/agents/remote-1/logs?job={}&attempt={}&rank=0&stream=stdout&offset=0",
                      remote, attempt),
