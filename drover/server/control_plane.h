@@ -288,7 +288,8 @@ class ControlPlane {
   // released.
   std::string MetricsText() const EXCLUDES(mu_);
   // The gauges' state, taken under mu_ in one pass over the queue tree, the ready and held jobs
-  // and the nodes (ServerMetrics::Gather): the whole time a scrape holds mu_.
+  // and the nodes (ServerMetrics::Gather): the whole time a scrape holds mu_; with each GPU's
+  // latest sample (LatestGpuActivity, read before mu_), its holder's team looked up under it.
   ServerMetrics::Snapshot MetricsSnapshot() const EXCLUDES(mu_);
   // The event series, thread-safe themselves: the HTTP server counts requests there.
   ServerMetrics& metrics() { return metrics_; }

@@ -22,8 +22,11 @@ void ControlPlane::ScheduleCycle(control::Step& step) {
 }
 
 ServerMetrics::Snapshot ControlPlane::MetricsSnapshot() const {
+  const std::vector<model::GpuActivity> latest = LatestGpuActivity();  // takes no mu_
   MutexLock lock(mu_);
-  return ServerMetrics::Gather(controller_, clock_.Now());
+  ServerMetrics::Snapshot snapshot = ServerMetrics::Gather(controller_, clock_.Now());
+  snapshot.gpus = ServerMetrics::AttributeGpus(controller_, latest, clock_.Now());
+  return snapshot;
 }
 
 std::string ControlPlane::MetricsText() const { return metrics_.Render(MetricsSnapshot()); }

@@ -3,6 +3,7 @@
 // a restart of the recorder, and cannot be charged to a job on another node. The test plays
 // node-r's agent through the plane's calls.
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -115,6 +116,30 @@ TEST_F(UsageTest, SamplesOfTheAttemptsGpuAreSummarizedAndStored) {
   EXPECT_EQ(latest[0].utilization_pct, 100);
   EXPECT_EQ(latest[0].at, t0 + 19'000);
   EXPECT_EQ(latest[0].worker, key);
+}
+
+// GET /metrics shows allocation against activity: each GPU's latest sample with whether a job
+// holds it, the team's summed activity, and nothing once the node's samples are stale.
+TEST_F(UsageTest, MetricsShowEachGpusActivityAgainstItsAllocation) {
+  auto [key, node] = StartJob();
+  const NodeId other(node == NodeId("node-r") ? "node-s" : "node-r");
+  const TimeMs t0 = clock_.Now();
+  ASSERT_TRUE(plane_->IngestUsage(node, Series(node, key, t0, 5, 40)));
+  ASSERT_TRUE(plane_->IngestUsage(other, Series(other, std::nullopt, t0, 5, 0)));
+  const std::string text = plane_->MetricsText();
+  EXPECT_THAT(text,
+              HasSubstr(fmt::format(
+                  "drover_gpu_utilization_ratio{{node=\"{}\",gpu=\"0\",allocated=\"true\"}} 0.4\n",
+                  node.value())));
+  EXPECT_THAT(text,
+              HasSubstr(fmt::format(
+                  "drover_gpu_utilization_ratio{{node=\"{}\",gpu=\"0\",allocated=\"false\"}} 0\n",
+                  other.value())));
+  EXPECT_THAT(text, HasSubstr(fmt::format("drover_gpu_power_watts{{node=\"{}\",gpu=\"0\"}} 200\n",
+                                          node.value())));
+  EXPECT_THAT(text, HasSubstr("drover_team_gpu_activity{team=\"\"} 0.4\n"));
+  clock_.Advance(ServerMetrics::kGpuActivityMaxAgeMs + kMillisPerMinute);
+  EXPECT_THAT(plane_->MetricsText(), ::testing::Not(HasSubstr("drover_gpu_utilization_ratio{")));
 }
 
 TEST_F(UsageTest, AnAgentCannotChargeAJobOnAnotherNode) {

@@ -155,6 +155,29 @@ void ServerMetrics::CountRequest(std::string_view method, std::string_view route
   requests_.Add({std::string(method), std::string(route), std::to_string(status)});
 }
 
+std::vector<ServerMetrics::Snapshot::GpuActivity> ServerMetrics::AttributeGpus(
+    const control::Controller& controller, const std::vector<model::GpuActivity>& latest,
+    TimeMs now) {
+  std::vector<Snapshot::GpuActivity> out;
+  for (const model::GpuActivity& sample : latest) {
+    if (now - sample.at > kGpuActivityMaxAgeMs) continue;
+    Snapshot::GpuActivity gpu;
+    gpu.node = sample.node.value();
+    gpu.index = sample.index;
+    if (sample.utilization_pct >= 0) gpu.utilization = sample.utilization_pct / 100.0;
+    if (sample.memory_used_bytes >= 0) {
+      gpu.memory_used_bytes = static_cast<double>(sample.memory_used_bytes);
+    }
+    if (sample.power_mw >= 0) gpu.power_watts = sample.power_mw / 1000.0;
+    if (sample.worker) {
+      gpu.allocated = true;
+      if (const model::Job* job = controller.Find(sample.worker->job)) gpu.team = job->spec.team;
+    }
+    out.push_back(std::move(gpu));
+  }
+  return out;
+}
+
 ServerMetrics::Snapshot ServerMetrics::Gather(const control::Controller& controller, TimeMs now) {
   Snapshot state;
   state.queues = controller.Queues(now);
@@ -247,6 +270,36 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
                "GPUs held by the team's jobs (time-slice shares and MIG instances in part). No "
                "Kueue equivalent.",
                team);
+  // Allocation vs activity (docs/observability.md): per GPU from its latest sample, and per
+  // team the sum of its GPUs' activity, to read against drover_team_gpus_allocated.
+  Samples utilization, memory, power, team_activity;
+  std::map<std::string, double> activity_of_team;
+  for (const Snapshot::GpuActivity& gpu : state.gpus) {
+    const Labels labels = {{"node", gpu.node}, {"gpu", std::to_string(gpu.index)}};
+    if (gpu.utilization >= 0) {
+      Labels with_allocation = labels;
+      with_allocation.emplace_back("allocated", gpu.allocated ? "true" : "false");
+      utilization.push_back({std::move(with_allocation), gpu.utilization});
+      if (gpu.allocated) activity_of_team[gpu.team] += gpu.utilization;
+    }
+    if (gpu.memory_used_bytes >= 0) memory.push_back({labels, gpu.memory_used_bytes});
+    if (gpu.power_watts >= 0) power.push_back({labels, gpu.power_watts});
+  }
+  for (const auto& [name, activity] : activity_of_team) {
+    team_activity.push_back({{{"team", name}}, activity});
+  }
+  writer.Gauge("drover_gpu_utilization_ratio",
+               "The GPU's activity in its latest sample (NVML utilization: the share of the "
+               "sample period a kernel ran), 0 to 1; allocated says whether a Drover job holds "
+               "it. No Kueue equivalent.",
+               utilization);
+  writer.Gauge("drover_gpu_memory_used_bytes",
+               "GPU memory in use in the GPU's latest sample. No Kueue equivalent.", memory);
+  writer.Gauge("drover_gpu_power_watts", "The GPU's power draw in its latest sample.", power);
+  writer.Gauge("drover_team_gpu_activity",
+               "The sum of the activity (0 to 1 each) of the GPUs the team's jobs hold, by their "
+               "latest samples: compare with drover_team_gpus_allocated. No Kueue equivalent.",
+               team_activity);
   admitted_.WriteTo(writer);
   admission_wait_.WriteTo(writer);
   evicted_.WriteTo(writer);

@@ -28,6 +28,7 @@
 #include "drover/control/controller.h"
 #include "drover/control/explanation.h"
 #include "drover/model/job.h"
+#include "drover/model/usage.h"
 
 namespace drover::server {
 
@@ -45,6 +46,17 @@ class ServerMetrics {
     // GPUs held by each team's jobs: a job charged to the queue tree counts its milli-GPUs
     // (shares and MIG instances in part), another the GPU indices its workers hold.
     std::map<std::string, double> team_gpus;
+    // Each GPU's latest sample (docs/observability.md, "Sampling"), from AttributeGpus.
+    struct GpuActivity {
+      std::string node;
+      int index = 0;
+      double utilization = -1;  // ratio 0..1; -1: not read
+      double memory_used_bytes = -1;
+      double power_watts = -1;
+      bool allocated = false;  // a Drover worker holds it
+      std::string team;        // that worker's job's team ("" when none, or not allocated)
+    };
+    std::vector<GpuActivity> gpus;
   };
 
   ServerMetrics();
@@ -62,6 +74,12 @@ class ServerMetrics {
   // The gauges' state; cost: the queue tree and ready jobs (Controller::Queues), the held jobs
   // and the nodes.
   static Snapshot Gather(const control::Controller& controller, TimeMs now);
+  // The samples of `latest` no older than kGpuActivityMaxAgeMs at `now` (a node that stopped
+  // sending drops out of the series), each with its holder's team looked up in `controller`.
+  static std::vector<Snapshot::GpuActivity> AttributeGpus(
+      const control::Controller& controller, const std::vector<model::GpuActivity>& latest,
+      TimeMs now);
+  static constexpr DurationMs kGpuActivityMaxAgeMs = 5 * kMillisPerMinute;
   // The exposition of `state` and of every event series.
   std::string Render(const Snapshot& state) const;
 
