@@ -91,11 +91,13 @@ TEST_F(DepsTest, SkipsWithTheCauseWhenTheEarlierJobCanNoLongerMeetTheCondition) 
   EXPECT_EQ(controller_.Find(on_ok)->status_message,
             fmt::format("dependency job {} failed; this job needed it to succeed", fails.value()));
   EXPECT_EQ(State(on_cancel), JobState::kSkipped);
-  EXPECT_EQ(controller_.Find(on_cancel)->status_message,
-            fmt::format("dependency job {} failed; this job needed it to succeed", cancelled.value()));
+  EXPECT_EQ(
+      controller_.Find(on_cancel)->status_message,
+      fmt::format("dependency job {} failed; this job needed it to succeed", cancelled.value()));
   EXPECT_EQ(State(on_failure), JobState::kSkipped);
-  EXPECT_EQ(controller_.Find(on_failure)->status_message,
-            fmt::format("dependency job {} succeeded; this job needed it to fail", succeeds.value()));
+  EXPECT_EQ(
+      controller_.Find(on_failure)->status_message,
+      fmt::format("dependency job {} succeeded; this job needed it to fail", succeeds.value()));
   EXPECT_EQ(State(cleanup), JobState::kStarting);  // `done` holds for any end
 }
 

@@ -11,7 +11,7 @@
 namespace drover::server {
 
 void ControlPlane::PublishEvents(const store::Batch& batch) {
-  auto resource_of = [this](JobId id) -> std::optional<model::Resource> {
+  auto resource_of = [this](JobId id) REQUIRES(mu_) -> std::optional<model::Resource> {
     const model::Job* job = controller_.Find(id);
     if (job == nullptr) return std::nullopt;
     return model::ResourceOf(*job);

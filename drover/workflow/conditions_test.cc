@@ -87,8 +87,9 @@ TEST(Conditions, SkipsAsSoonAsAConditionCanNoLongerHold) {
   std::vector<JudgedDependency> deps = {
       Dep("slow", DependencyCondition::kSucceeded, UpstreamState::kUnfinished),
       Dep("prep", DependencyCondition::kSucceeded, UpstreamState::kFailed)};
-  EXPECT_EQ(Judge(deps), (DependencyVerdict{
-                             Kind::kSkip, "dependency 'prep' failed; this job needed it to succeed"}));
+  EXPECT_EQ(
+      Judge(deps),
+      (DependencyVerdict{Kind::kSkip, "dependency 'prep' failed; this job needed it to succeed"}));
 }
 
 // A job of an earlier submission (`job:ID`) is judged as a job of the same file is, and named by
@@ -113,9 +114,9 @@ TEST(Conditions, NamesAnEarlierSubmissionsJobByItsId) {
 // condition downstream still runs.
 TEST(Conditions, SkippingPropagates) {
   const UpstreamState b = UpstreamState::kSkipped;  // b was skipped because a failed
-  EXPECT_EQ(
-      Judge(std::vector{Dep("b", DependencyCondition::kSucceeded, b)}),
-      (DependencyVerdict{Kind::kSkip, "dependency 'b' was skipped; this job needed it to succeed"}));
+  EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kSucceeded, b)}),
+            (DependencyVerdict{Kind::kSkip,
+                               "dependency 'b' was skipped; this job needed it to succeed"}));
   EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kSkipped, b)}).kind, Kind::kRelease);
   EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kDone, b)}).kind, Kind::kRelease);
   EXPECT_EQ(Judge(std::vector{Dep("b", DependencyCondition::kFailed, b)}).kind, Kind::kSkip);

@@ -108,7 +108,8 @@ TEST_F(Dependencies, AConditionThatCanNoLongerHoldIsExplainedOrRefused) {
   WriteFile(gate, "");
   EXPECT_EQ(WaitForTerminal(client, a), "succeeded");
   EXPECT_EQ(WaitForTerminal(client, b), "skipped");
-  const std::string cause = fmt::format("dependency job {} succeeded; this job needed it to fail", a);
+  const std::string cause =
+      fmt::format("dependency job {} succeeded; this job needed it to fail", a);
   EXPECT_EQ(GetJob(client, b)["message"], cause);
   CommandResult get = RunDrover({"--server", server->url(), "get", std::to_string(b)}, dir_.path());
   EXPECT_THAT(get.out, HasSubstr(cause));

@@ -43,9 +43,8 @@ std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOpti
     s += fmt::format("export DROVER_BIN={}\n", ShellQuote(options.drover_bin));
   }
   if (!options.drover_bin.empty() && !launch.env.contains("PATH")) {
-    s += fmt::format(
-        "export PATH={}:\"$PATH\"\n",
-        ShellQuote(std::filesystem::path(options.drover_bin).parent_path().string()));
+    s += fmt::format("export PATH={}:\"$PATH\"\n",
+                     ShellQuote(std::filesystem::path(options.drover_bin).parent_path().string()));
   }
   s += fmt::format("timeout_marker={}\n",
                    ShellQuote(TimeoutMarker(AttemptDir(options.job_dir, launch.ref.attempt))));

@@ -196,8 +196,8 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   Tracked& tracked = handed.tracked;
   std::error_code ec;
   std::filesystem::create_directories(tracked.attempt_dir, ec);
-  Result<Sbatch> sbatch =
-      RenderSbatch(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
+  Result<Sbatch> sbatch = RenderSbatch(
+      launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
   if (ec) {
     handed.error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
   } else if (!sbatch) {
@@ -228,7 +228,8 @@ void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
   std::filesystem::create_directories(tracked.attempt_dir, ec);
   if (!ec) {
     std::ofstream out(contract + ".new", std::ios::trunc);
-    out << RenderContract(launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
+    out << RenderContract(
+        launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
     out.close();
     if (!out) ec = std::make_error_code(std::errc::io_error);
   }
