@@ -1,3 +1,8 @@
+// ControlPlane's core (control_plane.h lists the files of the rest): start-up and recovery, the
+// loop, Commit and the effects it carries out, and the job calls of the API. Over the ~800-line
+// guide because these share the loop's invariants (what runs under mu_, in what order a step
+// is persisted and its effects carried out); a reader needs them together.
+
 #include "drover/server/control_plane.h"
 
 #include <fmt/format.h>

@@ -18,8 +18,9 @@
 // Defined in control_plane.cc (the loop, commits and effects, jobs), control_plane_agents.cc
 // (remote agents), control_plane_policy.cc (the policy and its file), control_plane_cron.cc (cron
 // jobs), control_plane_identity.cc (tokens and the audit log), control_plane_nodes.cc (nodes and
-// operators' changes), control_plane_logs.cc (logs) and control_plane_metrics.cc (the timed
-// scheduling cycle and GET /metrics).
+// operators' changes), control_plane_logs.cc (logs), control_plane_metrics.cc (the timed
+// scheduling cycle and GET /metrics), control_plane_events.cc (live events) and
+// control_plane_usage.cc (usage samples).
 //
 // A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
 // restart recovers from the store): continuing would let running work and the durable record
