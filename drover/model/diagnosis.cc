@@ -1,0 +1,145 @@
+#include "drover/model/diagnosis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "drover/common/quantity.h"
+
+namespace drover::model {
+namespace {
+
+bool HoldsGpus(const Requirements& requirements) {
+  return requirements.per_worker.gpus > 0 || requirements.gpu_share_millis > 0 ||
+         !requirements.mig_profile.empty();
+}
+
+// The share of the buckets with both GPU and CPU samples in which GPU activity was below
+// `gpu_pct` while the workers' CPU was at least `busy_cpu_ratio` of `cpu_millis` (0 when no
+// bucket has both).
+double BottleneckShare(std::span<const UsageBucket> buckets, std::int64_t cpu_millis,
+                       double gpu_pct, double busy_cpu_ratio) {
+  if (cpu_millis <= 0) return 0;
+  int judged = 0;
+  int bottlenecked = 0;
+  for (const UsageBucket& bucket : buckets) {
+    if (bucket.gpu_util.count == 0 || bucket.cpu.count == 0) continue;
+    ++judged;
+    if (bucket.gpu_util.mean() < gpu_pct &&
+        bucket.cpu.mean() >= busy_cpu_ratio * static_cast<double>(cpu_millis)) {
+      ++bottlenecked;
+    }
+  }
+  return judged == 0 ? 0 : static_cast<double>(bottlenecked) / judged;
+}
+
+std::string Percent(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+}  // namespace
+
+std::vector<Finding> Diagnose(const Requirements& requirements, int workers,
+                              const UsageSummary& summary, std::span<const UsageBucket> buckets,
+                              const DiagnosisThresholds& thresholds) {
+  std::vector<Finding> findings;
+  const DurationMs sampled = summary.last_at - summary.first_at;
+  if (sampled < thresholds.min_sampled_ms || workers < 1) return findings;
+  const std::string over = FormatDuration(sampled);
+  const std::string judged_over =
+      fmt::format("over >= {}", FormatDuration(thresholds.min_sampled_ms));
+  const Resources& asked = requirements.per_worker;
+
+  if (HoldsGpus(requirements) && summary.gpu_util.count > 0) {
+    const double mean = summary.gpu_util.mean();
+    const double busy_share = BottleneckShare(
+        buckets, asked.cpu_millis, thresholds.bottleneck_gpu_pct, thresholds.busy_cpu_ratio);
+    const bool cpu_bound = busy_share > thresholds.bottleneck_time_ratio;
+    if (summary.gpu_util_p95 <= thresholds.idle_p95_pct) {
+      if (cpu_bound) {
+        findings.push_back(
+            {FindingKind::kCpuStageHoldingGpus,
+             fmt::format("GPU activity p95 {}% over {} while the CPUs were at >= {} of the "
+                         "request in {} of the time: CPU work holds the GPUs",
+                         summary.gpu_util_p95, over, Percent(thresholds.busy_cpu_ratio),
+                         Percent(busy_share)),
+             fmt::format("GPU p95 <= {}% {} (Job Defense Shield, zero GPU utilization) with "
+                         "the CPU bottleneck rule below",
+                         thresholds.idle_p95_pct, judged_over)});
+      } else {
+        findings.push_back(
+            {FindingKind::kAllocatedIdle,
+             fmt::format("GPU activity p95 {}% (mean {:.1f}%) over {}", summary.gpu_util_p95, mean,
+                         over),
+             fmt::format("GPU p95 <= {}% {} (Job Defense Shield, zero GPU utilization)",
+                         thresholds.idle_p95_pct, judged_over)});
+      }
+    } else if (cpu_bound) {
+      findings.push_back(
+          {FindingKind::kInputBoundCpu,
+           fmt::format("GPU activity below {:.0f}% while the CPUs were at >= {} of the request "
+                       "in {} of the 10 s buckets (mean GPU activity {:.1f}%)",
+                       thresholds.bottleneck_gpu_pct, Percent(thresholds.busy_cpu_ratio),
+                       Percent(busy_share), mean),
+           fmt::format("GPU < {:.0f}% and CPU >= {} of the request in > {} of the time "
+                       "(SageMaker Debugger, CPUBottleneck)",
+                       thresholds.bottleneck_gpu_pct, Percent(thresholds.busy_cpu_ratio),
+                       Percent(thresholds.bottleneck_time_ratio))});
+    } else if (mean < thresholds.low_activity_pct) {
+      findings.push_back({FindingKind::kLowGpuActivity,
+                          fmt::format("mean GPU activity {:.1f}% (p50 {}%, p95 {}%) over {}", mean,
+                                      summary.gpu_util_p50, summary.gpu_util_p95, over),
+                          fmt::format("mean < {:.0f}% {} (Job Defense Shield, low GPU efficiency)",
+                                      thresholds.low_activity_pct, judged_over)});
+    }
+    const double io_share =
+        static_cast<double>(summary.iowait_ms) / (static_cast<double>(sampled) * workers);
+    if (mean < thresholds.io_gpu_pct && io_share > thresholds.io_wait_ratio) {
+      findings.push_back(
+          {FindingKind::kInputBoundIo,
+           fmt::format("the workers waited on I/O {} of the time while mean GPU activity was "
+                       "{:.1f}% ({} read)",
+                       Percent(io_share), mean, FormatBytesApprox(summary.read_bytes)),
+           fmt::format("GPU < {:.0f}% and I/O wait > {} of the time (SageMaker Debugger, "
+                       "IOBottleneck)",
+                       thresholds.io_gpu_pct, Percent(thresholds.io_wait_ratio))});
+    }
+  }
+
+  if (asked.memory_bytes > 0 && summary.peak_rss_bytes > 0 &&
+      static_cast<double>(summary.peak_rss_bytes) <
+          thresholds.used_share * static_cast<double>(asked.memory_bytes)) {
+    findings.push_back(
+        {FindingKind::kHostMemoryOverRequested,
+         fmt::format("peak RSS {} of {} requested per worker ({})",
+                     FormatBytesApprox(summary.peak_rss_bytes), FormatBytes(asked.memory_bytes),
+                     Percent(static_cast<double>(summary.peak_rss_bytes) /
+                             static_cast<double>(asked.memory_bytes))),
+         fmt::format("peak < {} of the request", Percent(thresholds.used_share))});
+  }
+  if (asked.cpu_millis > 0 && summary.cpu_ms > 0) {
+    // Mean cores per worker over the sampled time, against the request.
+    const double used_millis =
+        static_cast<double>(summary.cpu_ms) * 1000 / (static_cast<double>(sampled) * workers);
+    if (used_millis < thresholds.used_share * static_cast<double>(asked.cpu_millis)) {
+      findings.push_back({FindingKind::kCpuOverRequested,
+                          fmt::format("mean CPU {} of {} requested per worker ({})",
+                                      FormatCpuMillis(static_cast<std::int64_t>(used_millis)),
+                                      FormatCpuMillis(asked.cpu_millis),
+                                      Percent(used_millis / static_cast<double>(asked.cpu_millis))),
+                          fmt::format("mean < {} of the request", Percent(thresholds.used_share))});
+    }
+  }
+  if (requirements.gpu_memory_bytes > 0 && summary.peak_gpu_memory_bytes > 0 &&
+      static_cast<double>(summary.peak_gpu_memory_bytes) <
+          thresholds.used_share * static_cast<double>(requirements.gpu_memory_bytes)) {
+    findings.push_back({FindingKind::kGpuMemoryOverRequested,
+                        fmt::format("peak GPU memory {} of {} requested",
+                                    FormatBytesApprox(summary.peak_gpu_memory_bytes),
+                                    FormatBytes(requirements.gpu_memory_bytes)),
+                        fmt::format("peak < {} of the request", Percent(thresholds.used_share))});
+  }
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.kind < b.kind; });
+  return findings;
+}
+
+}  // namespace drover::model

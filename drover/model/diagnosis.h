@@ -1,0 +1,89 @@
+#pragma once
+
+// What an attempt's measured usage says about it (docs/observability.md, "Diagnosis"): rules
+// over its usage summary and 10 s buckets (model/usage.h) against what it asked for, each
+// finding with its evidence and the published threshold it applies. Pure: values in, findings
+// out; the thresholds are parameters so that an operator (and a test) can move them.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/model/job_spec.h"
+#include "drover/model/names.h"
+#include "drover/model/usage.h"
+
+namespace drover::model {
+
+enum class FindingKind {
+  kAllocatedIdle,        // GPUs held with (almost) no activity, and no busy CPU either
+  kCpuStageHoldingGpus,  // GPUs idle while the CPUs are saturated: CPU work holding GPUs
+  kLowGpuActivity,       // GPUs active, but little
+  kInputBoundCpu,        // GPU activity low while the CPUs are saturated, much of the time
+  kInputBoundIo,         // GPU activity low while the workers wait on I/O
+  kHostMemoryOverRequested,
+  kCpuOverRequested,
+  kGpuMemoryOverRequested,
+};
+inline constexpr NameTable kFindingKindNames{std::array{
+    NameEntry{FindingKind::kAllocatedIdle, "allocated_idle"},
+    NameEntry{FindingKind::kCpuStageHoldingGpus, "cpu_stage_holding_gpus"},
+    NameEntry{FindingKind::kLowGpuActivity, "low_gpu_activity"},
+    NameEntry{FindingKind::kInputBoundCpu, "input_bound_cpu"},
+    NameEntry{FindingKind::kInputBoundIo, "input_bound_io"},
+    NameEntry{FindingKind::kHostMemoryOverRequested, "host_memory_over_requested"},
+    NameEntry{FindingKind::kCpuOverRequested, "cpu_over_requested"},
+    NameEntry{FindingKind::kGpuMemoryOverRequested, "gpu_memory_over_requested"},
+}};
+static_assert(kFindingKindNames.size() ==
+              static_cast<std::size_t>(FindingKind::kGpuMemoryOverRequested) + 1);
+
+// The rules' thresholds, with the source each default follows (docs/observability.md).
+struct DiagnosisThresholds {
+  // No rule judges an attempt with less than this much sampled time (first to last sample):
+  // start-up (data loading, compilation) looks idle, as SageMaker Debugger's `patience` says.
+  DurationMs min_sampled_ms = 10 * kMillisPerMinute;
+  // Idle: the 95th percentile of GPU activity at or below this (Job Defense Shield's
+  // zero-utilization alert flags GPUs at 0%; 1% leaves room for a driver's own blips).
+  int idle_p95_pct = 1;
+  // Low activity: mean GPU activity below this (Job Defense Shield's low GPU efficiency alert,
+  // eff_thres_pct: 15).
+  double low_activity_pct = 15;
+  // CPU bottleneck (SageMaker Debugger's CPUBottleneck rule: GPU under 10% while CPU above 90%,
+  // in more than 50% of the time): per 10 s bucket, GPU activity below bottleneck_gpu_pct while
+  // the workers' CPU is at least busy_cpu_ratio of their request, in more than
+  // bottleneck_time_ratio of the buckets that have both.
+  double bottleneck_gpu_pct = 10;
+  double busy_cpu_ratio = 0.9;
+  double bottleneck_time_ratio = 0.5;
+  // I/O bottleneck (SageMaker Debugger's IOBottleneck rule: GPU under 70% while I/O wait above
+  // 50%): mean GPU activity below io_gpu_pct while the workers spent more than io_wait_ratio of
+  // the sampled time waiting on block I/O.
+  double io_gpu_pct = 70;
+  double io_wait_ratio = 0.5;
+  // Over-requested: the peak (memory) or mean (CPU) use below this share of the request (the
+  // share below which Job Defense Shield's excess-memory and Kubernetes VPA's recommender both
+  // advise a smaller request; Drover's own default).
+  double used_share = 0.25;
+};
+
+struct Finding {
+  FindingKind kind = FindingKind::kAllocatedIdle;
+  std::string evidence;   // the measured values, e.g. "GPU activity p95 0% over 42m"
+  std::string threshold;  // the rule and its source, e.g. "p95 <= 1% over >= 10m (...)"
+
+  friend bool operator==(const Finding&, const Finding&) = default;
+};
+
+// The findings for one attempt of a job asking `requirements` per worker with `workers`
+// workers, measured as `summary` and `buckets` (by start), in FindingKind order. None when the
+// sampled time is shorter than thresholds.min_sampled_ms. GPU rules apply to attempts holding
+// GPUs (whole, shared or MIG) with GPU samples; CPU and memory rules to any attempt with
+// process samples.
+std::vector<Finding> Diagnose(const Requirements& requirements, int workers,
+                              const UsageSummary& summary, std::span<const UsageBucket> buckets,
+                              const DiagnosisThresholds& thresholds = {});
+
+}  // namespace drover::model
