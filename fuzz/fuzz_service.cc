@@ -118,6 +118,8 @@ Result<std::vector<model::UsageBucket>> FuzzService::UsageSeries(JobId id, int) 
   return std::vector<model::UsageBucket>{};
 }
 
+model::DiagnosisThresholds FuzzService::DiagnosisThresholds() const { return {}; }
+
 Status FuzzService::ReportUsage(const NodeId&, model::UsageBatch) { return OkStatus(); }
 
 Status FuzzService::Cancel(JobId id, std::string_view, const std::string&) { return FindJob(id); }

@@ -43,6 +43,7 @@ class FuzzService final : public api::Service {
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;
   Result<std::vector<model::AttemptUsage>> Usage(JobId id) const override;
   Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const override;
+  model::DiagnosisThresholds DiagnosisThresholds() const override;
   Status ReportUsage(const NodeId& node, model::UsageBatch batch) override;
   Status Cancel(JobId id, std::string_view by, const std::string& cause) override;
   Result<TimeMs> ReportCheckpoint(JobId id) override;

@@ -132,6 +132,7 @@ class FakeService final : public Service {
     DROVER_RETURN_IF_ERROR(Find(id));
     return attempt == 1 ? series : std::vector<model::UsageBucket>{};
   }
+  model::DiagnosisThresholds DiagnosisThresholds() const override { return diagnosis; }
   Status ReportUsage(const NodeId& node, model::UsageBatch batch) override {
     usage_node = node;
     usage_batches.push_back(std::move(batch));
@@ -304,6 +305,7 @@ class FakeService final : public Service {
   std::string cancel_by;
   std::vector<model::AttemptUsage> usage;
   std::vector<model::UsageBucket> series;
+  model::DiagnosisThresholds diagnosis;
   NodeId usage_node;
   std::vector<model::UsageBatch> usage_batches;
   model::Policy policy;
@@ -683,6 +685,28 @@ TEST_F(HandlersTest, UsageAnswersEverySampledAttemptAndTheSeriesOfOne) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(Body(bad)["message"].get<std::string>(), HasSubstr("attempt"));
   EXPECT_EQ(Serve({Method::kGet, "/v1/jobs/8/usage"}).status, 404);
+}
+
+// The findings of the answered attempt: the job's GPU at 0% for an hour is idle, under the
+// service's thresholds (a longer minimum leaves it unjudged).
+TEST_F(HandlersTest, UsageSaysWhatTheAttemptsMeasurementsShow) {
+  service_.jobs[JobId(7)].spec.requirements.per_worker = {1000, 1 << 30, 1};
+  model::AttemptUsage usage;
+  usage.job = JobId(7);
+  usage.attempt = 1;
+  usage.summary.first_at = 0;
+  usage.summary.last_at = kMillisPerHour;
+  usage.summary.gpu_util.Add(0);
+  service_.usage = {usage};
+  const json findings = Body(Serve({Method::kGet, "/v1/jobs/7/usage"}))["findings"];
+  ASSERT_EQ(findings.size(), 1u) << findings.dump();
+  EXPECT_EQ(findings[0]["kind"], "allocated_idle");
+  EXPECT_EQ(findings[0]["evidence"], "GPU activity p95 0% (mean 0.0%) over 1h");
+  service_.diagnosis.min_sampled_ms = 2 * kMillisPerHour;
+  EXPECT_TRUE(Body(Serve({Method::kGet, "/v1/jobs/7/usage"}))["findings"].empty());
+  // An attempt without samples has nothing to say.
+  EXPECT_TRUE(
+      Body(Serve({Method::kGet, "/v1/jobs/7/usage", "", {{"attempt", "2"}}}))["findings"].empty());
 }
 
 TEST_F(HandlersTest, AnAgentsUsageBatchIsCheckedBeforeTheServiceSeesIt) {

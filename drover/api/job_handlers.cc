@@ -177,11 +177,21 @@ Result<Response> JobUsage(Service& service, const Request& request) {
   }
   json series = json::array();
   for (const model::UsageBucket& bucket : buckets) series.push_back(codec::ToJson(bucket));
+  // What the answered attempt's usage says against what the job asked for.
+  std::vector<model::Finding> findings;
+  auto measured = std::find_if(usage.begin(), usage.end(),
+                               [&](const model::AttemptUsage& a) { return a.attempt == attempt; });
+  if (measured != usage.end()) {
+    DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
+    findings = model::Diagnose(job.spec.requirements, job.spec.workers, measured->summary, buckets,
+                               service.DiagnosisThresholds());
+  }
   return JsonResponse(200, json{{"job_id", id.value()},
                                 {"attempts", UsageSummariesView(usage)},
                                 {"attempt", attempt},
                                 {"bucket_ms", model::kUsageBucketMs},
-                                {"buckets", std::move(series)}});
+                                {"buckets", std::move(series)},
+                                {"findings", FindingsView(findings)}});
 }
 
 Result<Response> CancelJob(Service& service, const Request& request) {

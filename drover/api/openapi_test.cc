@@ -17,6 +17,7 @@
 #include "drover/api/routes.h"
 #include "drover/model/cron.h"
 #include "drover/model/decision.h"
+#include "drover/model/diagnosis.h"
 #include "drover/model/hold_layer.h"
 #include "drover/model/identity.h"
 #include "drover/model/job.h"
@@ -147,6 +148,7 @@ TEST(OpenApi, EnumsAreTheNameTables) {
   EXPECT_THAT(Enum("JobState"), UnorderedElementsAreArray(model::kJobStateNames.Choices()));
   EXPECT_THAT(Enum("WorkerState"), UnorderedElementsAreArray(model::kWorkerStateNames.Choices()));
   EXPECT_THAT(Enum("Disruption"), UnorderedElementsAreArray(model::kDisruptionNames.Choices()));
+  EXPECT_THAT(Enum("FindingKind"), UnorderedElementsAreArray(model::kFindingKindNames.Choices()));
   EXPECT_THAT(Enum("HoldLayer"), UnorderedElementsAreArray(model::kHoldLayerNames.Choices()));
   EXPECT_THAT(Enum("DecisionKind"), UnorderedElementsAreArray(model::kDecisionKindNames.Choices()));
   EXPECT_THAT(Enum("Role"), UnorderedElementsAreArray(model::kRoleNames.Choices()));

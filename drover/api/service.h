@@ -26,6 +26,7 @@
 #include "drover/control/explanation.h"
 #include "drover/control/job_update.h"
 #include "drover/model/decision.h"
+#include "drover/model/diagnosis.h"
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
@@ -270,6 +271,8 @@ class Service {
   // kNotFound for an unknown job; store errors.
   virtual Result<std::vector<model::AttemptUsage>> Usage(JobId id) const = 0;
   virtual Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const = 0;
+  // The thresholds the usage route's findings apply (docs/observability.md, "Diagnosis").
+  virtual model::DiagnosisThresholds DiagnosisThresholds() const = 0;
   // Cancels job `id` for user `by` (its transitions' actor) with `cause`. kNotFound for an
   // unknown job; kFailedPrecondition for a finished one.
   virtual Status Cancel(JobId id, std::string_view by, const std::string& cause) = 0;

@@ -394,6 +394,16 @@ json DecisionsView(const std::vector<model::Decision>& decisions) {
   return json{{"decisions", out}};
 }
 
+json FindingsView(const std::vector<model::Finding>& findings) {
+  json out = json::array();
+  for (const model::Finding& finding : findings) {
+    out.push_back(json{{"kind", model::kFindingKindNames.Name(finding.kind)},
+                       {"evidence", finding.evidence},
+                       {"threshold", finding.threshold}});
+  }
+  return out;
+}
+
 json UsageSummariesView(const std::vector<model::AttemptUsage>& usage) {
   json out = json::array();
   for (const model::AttemptUsage& attempt : usage) {

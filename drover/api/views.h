@@ -14,6 +14,7 @@
 #include "drover/control/explanation.h"
 #include "drover/model/access.h"
 #include "drover/model/decision.h"
+#include "drover/model/diagnosis.h"
 #include "drover/model/job.h"
 #include "drover/model/metrics.h"
 #include "drover/model/node.h"
@@ -131,5 +132,7 @@ nlohmann::json QueueView(const control::QueueReport& report);
 nlohmann::json DecisionsView(const std::vector<model::Decision>& decisions);
 // [{"attempt", "summary"}] (codec's UsageSummary): the usage of each sampled attempt.
 nlohmann::json UsageSummariesView(const std::vector<model::AttemptUsage>& usage);
+// [{"kind": "allocated_idle", "evidence": "...", "threshold": "..."}, ...]
+nlohmann::json FindingsView(const std::vector<model::Finding>& findings);
 
 }  // namespace drover::api

@@ -94,6 +94,9 @@ int Main(int argc, char** argv) {
                      "131071 bytes)");
   server->add_option("--max-launch-size", server_flags.max_launch_size,
                      "a job's command, script and env together (default 1Mi)");
+  server->add_option("--diagnosis-min-sampled", server_flags.diagnosis_min_sampled,
+                     "sampled time below which no diagnosis rule judges an attempt (default "
+                     "10m; docs/observability.md, \"Diagnosis\")");
   server->add_option("--max-remote-log-size", server_flags.max_remote_log_size,
                      "what the server keeps of one remote worker's stdout or stderr (default "
                      "64Mi; the rest stays on the agent's node)");
@@ -255,6 +258,11 @@ int Main(int argc, char** argv) {
   auto* explain = app.add_subcommand("explain", "say why a job is where it is");
   explain->add_option("id", id)->required();
   explain->callback([&] { run = [&] { return ExplainCommand(client, id); }; });
+
+  auto* diagnose =
+      app.add_subcommand("diagnose", "say what a job's measured GPU, CPU and memory use shows");
+  diagnose->add_option("id", id)->required();
+  diagnose->callback([&] { run = [&] { return DiagnoseCommand(client, id); }; });
 
   auto* nodes = app.add_subcommand("nodes", "list nodes with free and total resources");
   nodes->callback([&] { run = [&] { return NodesCommand(client); }; });

@@ -160,6 +160,9 @@ struct JobVerbFlags {
   std::string priority, timeout, queue;  // update only; empty: unchanged
 };
 int JobVerbCommand(const ClientFlags& flags, const std::string& id, const JobVerbFlags& verb);
+// `drover diagnose ID [-o json]`: the findings of the job's latest attempt with samples, each
+// with its evidence and rule (docs/observability.md, "Diagnosis"); 0 also when there are none.
+int DiagnoseCommand(const ClientFlags& flags, const std::string& id);
 
 // `drover cron ls` (and `drover crons`): every cron job with its schedule, zone, state
 // (suspended or scheduled), next run, last run with its state, and active runs.

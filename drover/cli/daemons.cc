@@ -233,6 +233,8 @@ Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
                                        ParseBytes, limits.max_launch_bytes));
   DROVER_RETURN_IF_ERROR(ParsePositive(flags.max_remote_log_size, "--max-remote-log-size", kSize,
                                        ParseBytes, options.max_remote_log_bytes));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.diagnosis_min_sampled, "--diagnosis-min-sampled",
+                                       kDuration, ParseDuration, options.diagnosis.min_sampled_ms));
   if (!flags.join_token_file.empty()) {
     DROVER_ASSIGN_OR_RETURN(options.join_token,
                             ReadTokenFile(flags.join_token_file, "--join-token-file"));

@@ -51,6 +51,9 @@ struct ServerFlags {
   // --max-remote-log-size: what the server keeps of one remote worker's stdout or stderr
   // (ControlPlaneOptions::max_remote_log_bytes); empty keeps the default.
   std::string max_remote_log_size;
+  // --diagnosis-min-sampled: the sampled time below which no diagnosis rule judges an attempt
+  // (model::DiagnosisThresholds::min_sampled_ms); empty keeps the default.
+  std::string diagnosis_min_sampled;
   // The live events' bounds (GET /v1/events; docs/api.md, "Events"): the counts set directly,
   // the buffer and heartbeat parsed into `limits` (empty: HttpLimits' default).
   server::EventHubOptions events;

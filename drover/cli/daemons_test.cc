@@ -14,6 +14,7 @@ TEST(PlaneOptionsOfTest, SpecLimitFlagsSetThePlanesBounds) {
   flags.max_arg_size = "64Ki";
   flags.max_launch_size = "512Ki";
   flags.max_remote_log_size = "1Gi";
+  flags.diagnosis_min_sampled = "90s";
   flags.agent_timeout = "5s";
   auto options = PlaneOptionsOf(flags);
   ASSERT_TRUE(options) << options.error().ToString();
@@ -21,6 +22,7 @@ TEST(PlaneOptionsOfTest, SpecLimitFlagsSetThePlanesBounds) {
   EXPECT_EQ(options->spec_limits.max_arg_bytes, 64 << 10);
   EXPECT_EQ(options->spec_limits.max_launch_bytes, 512 << 10);
   EXPECT_EQ(options->max_remote_log_bytes, std::int64_t{1} << 30);
+  EXPECT_EQ(options->diagnosis.min_sampled_ms, 90'000);
   EXPECT_EQ(options->agent_timeout_ms, 5000);
 }
 
@@ -35,7 +37,8 @@ TEST(PlaneOptionsOfTest, BadValuesNameTheirFlag) {
   for (auto [field, flag] : {std::pair{&ServerFlags::max_spec_size, "--max-spec-size"},
                              {&ServerFlags::max_arg_size, "--max-arg-size"},
                              {&ServerFlags::max_launch_size, "--max-launch-size"},
-                             {&ServerFlags::max_remote_log_size, "--max-remote-log-size"}}) {
+                             {&ServerFlags::max_remote_log_size, "--max-remote-log-size"},
+                             {&ServerFlags::diagnosis_min_sampled, "--diagnosis-min-sampled"}}) {
     for (const char* bad : {"lots", "0", "-1Mi"}) {
       ServerFlags flags;
       flags.*field = bad;

@@ -74,6 +74,10 @@ Result<std::vector<model::UsageBucket>> ControlPlaneService::UsageSeries(JobId i
   return plane_.UsageSeries(id, attempt);
 }
 
+model::DiagnosisThresholds ControlPlaneService::DiagnosisThresholds() const {
+  return plane_.DiagnosisThresholds();
+}
+
 Status ControlPlaneService::ReportUsage(const NodeId& node, model::UsageBatch batch) {
   return plane_.IngestUsage(node, std::move(batch));
 }

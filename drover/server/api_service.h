@@ -34,6 +34,7 @@ class ControlPlaneService final : public api::Service {
   Result<std::vector<model::Decision>> Decisions(JobId id) const override;
   Result<std::vector<model::AttemptUsage>> Usage(JobId id) const override;
   Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const override;
+  model::DiagnosisThresholds DiagnosisThresholds() const override;
   Status ReportUsage(const NodeId& node, model::UsageBatch batch) override;
   Status Cancel(JobId id, std::string_view by, const std::string& cause) override;
   Result<model::Job> ApplyJobVerb(JobId id, const api::JobVerb& verb,

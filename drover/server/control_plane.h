@@ -48,6 +48,7 @@
 #include "drover/common/thread_annotations.h"
 #include "drover/control/controller.h"
 #include "drover/exec/executor.h"
+#include "drover/model/diagnosis.h"
 #include "drover/server/agent_link.h"
 #include "drover/server/agent_registry.h"
 #include "drover/server/audit_log.h"
@@ -133,6 +134,9 @@ struct ControlPlaneOptions {
   std::int64_t max_remote_log_bytes = std::int64_t{64} << 20;
   // The live events' bounds (GET /v1/events; EventHub).
   EventHubOptions events;
+  // The diagnosis rules' thresholds (GET /v1/jobs/{id}/usage findings; docs/observability.md,
+  // "Diagnosis").
+  model::DiagnosisThresholds diagnosis;
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
@@ -175,6 +179,7 @@ class ControlPlane {
   // one attempt's 10 s buckets. Never take mu_.
   Result<std::vector<model::AttemptUsage>> JobUsage(JobId job) const;
   Result<std::vector<model::UsageBucket>> UsageSeries(JobId job, int attempt) const;
+  const model::DiagnosisThresholds& DiagnosisThresholds() const { return options_.diagnosis; }
 
   // Adds the executor that runs the jobs of queues whose policy names its kind (one per kind; a
   // second replaces the first). Call before Start().

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "drover/testing/wait_until.h"
 #include "tests/integration/harness.h"
@@ -52,7 +53,8 @@ TEST_F(UsageTest, SamplesOfScriptedGpusReachEachJobsUsage) {
   ScopedEnv library_path("LD_LIBRARY_PATH", lib_dir);
   ScopedEnv nvml_script("DROVER_FAKE_NVML_SCRIPT", script);
   ServerProcess server(dir_.Sub("data"), dir_.path(),
-                       {"--gpu-sample-interval", "200ms", "--process-sample-interval", "500ms"});
+                       {"--gpu-sample-interval", "200ms", "--process-sample-interval", "500ms",
+                        "--diagnosis-min-sampled", "4s"});
   ASSERT_TRUE(server.ok());
   api::ApiClient client = server.Client();
   const json node = client.Get("/v1/nodes").value().json["nodes"].at(0);
@@ -108,6 +110,35 @@ script: sleep 12
       RunDrover({"--server", server.url(), "get", std::to_string(job_on_gpu[1])}, dir_.path());
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_THAT(get.out, HasSubstr("usage: GPU activity mean 80% (p50 80%, p95 80%)"));
+
+  // Diagnosis: the sleep holding the idle GPU is an idle allocation; the one on the busy GPU
+  // is not, whatever else it shows (its 64Mi are over-requested by a sleep).
+  auto kinds_of = [&](std::int64_t id) {
+    std::set<std::string> kinds;
+    for (const json& finding : usage_of(id).value("findings", json::array())) {
+      kinds.insert(finding.value("kind", ""));
+    }
+    return kinds;
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return kinds_of(job_on_gpu[0]).contains("allocated_idle"); },
+                                 std::chrono::seconds(60), std::chrono::milliseconds(500)))
+      << usage_of(job_on_gpu[0]).dump();
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return usage_of(job_on_gpu[1])["attempts"][0]["summary"]["last_at"].get<std::int64_t>() -
+                   usage_of(job_on_gpu[1])["attempts"][0]["summary"]["first_at"]
+                       .get<std::int64_t>() >=
+               4'000;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(500)));
+  for (const std::string& kind : kinds_of(job_on_gpu[1])) {
+    EXPECT_TRUE(kind.find("gpu") == std::string::npos && kind != "allocated_idle") << kind;
+  }
+  CommandResult diagnose =
+      RunDrover({"--server", server.url(), "diagnose", std::to_string(job_on_gpu[0])}, dir_.path());
+  ASSERT_EQ(diagnose.exit_code, 0) << diagnose.err;
+  EXPECT_THAT(diagnose.out, HasSubstr("allocated_idle: GPU activity p95 0%"));
+  EXPECT_THAT(diagnose.out, HasSubstr("rule: GPU p95 <= 1%"));
 
   // An unknown job and a bad attempt are refused with JSON errors.
   auto unknown = client.Get("/v1/jobs/999/usage");
