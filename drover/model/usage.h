@@ -88,6 +88,11 @@ inline constexpr std::size_t kMaxUsageSnapshots = 600;      // 10 minutes at 1 s
 inline constexpr std::size_t kMaxUsageGpus = 64;            // per snapshot
 inline constexpr std::size_t kMaxUsageGpuProcesses = 1024;  // per snapshot
 inline constexpr std::size_t kMaxUsageProcesses = 1024;     // per snapshot
+// How far a snapshot's time may be from the server's clock (ControlPlane::IngestUsage): an
+// agent's clock a minute ahead, and batches an agent kept for up to a day while the server was
+// away; a batch with a snapshot outside is refused.
+inline constexpr DurationMs kMaxUsageClockAheadMs = kMillisPerMinute;
+inline constexpr DurationMs kMaxUsageAgeMs = 24 * kMillisPerHour;
 
 // A checked batch: kInvalidArgument naming the first offending field ("snapshots[3].gpus[1]
 // .utilization_pct: ...") for a bound exceeded, a percentage outside [-1, 100], a negative

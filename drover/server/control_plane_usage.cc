@@ -1,6 +1,8 @@
 // ControlPlane's usage methods (docs/observability.md, "Sampling"): the samples agents send,
 // checked against the controller's placements, recorded by the UsageRecorder without mu_.
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "drover/agent/sampler.h"
@@ -14,6 +16,18 @@ void ControlPlane::AddUsageSampler(std::unique_ptr<agent::UsageSampler> sampler)
 
 Status ControlPlane::IngestUsage(const NodeId& node, model::UsageBatch batch) {
   DROVER_RETURN_IF_ERROR(model::ValidateUsageBatch(batch));
+  // Times within reach of the server's clock: a hostile or broken agent's cannot stretch an
+  // attempt's sampled span (or overflow it) or open buckets years away.
+  const TimeMs now = clock_.Now();
+  for (std::size_t i = 0; i < batch.snapshots.size(); ++i) {
+    const TimeMs at = batch.snapshots[i].at;
+    if (at > now + model::kMaxUsageClockAheadMs || at < now - model::kMaxUsageAgeMs) {
+      return InvalidArgument(fmt::format(
+          "snapshots[{}].at: {} is not within a day before and a minute after the server's "
+          "clock ({})",
+          i, at, now));
+    }
+  }
   batch.node = node;
   std::set<model::WorkerKey> named;
   for (const model::UsageSnapshot& snapshot : batch.snapshots) {

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -152,6 +153,24 @@ TEST_F(UsageTest, AnAgentCannotChargeAJobOnAnotherNode) {
   ASSERT_THAT(latest, SizeIs(1));
   EXPECT_EQ(latest[0].node, other);
   EXPECT_EQ(latest[0].worker, std::nullopt);
+}
+
+// A snapshot dated far from the server's clock is refused with the batch, naming it: an agent
+// cannot stretch an attempt's span or open buckets years away.
+TEST_F(UsageTest, SnapshotsFarFromTheServersClockAreRefused) {
+  auto [key, node] = StartJob();
+  const TimeMs now = clock_.Now();
+  for (TimeMs at : {now + 2 * kMillisPerMinute, now - 2 * model::kMaxUsageAgeMs,
+                    std::numeric_limits<TimeMs>::min(), std::numeric_limits<TimeMs>::max()}) {
+    model::UsageBatch batch = Series(node, key, now, 2, 50);
+    batch.snapshots.back().at = at;
+    auto refused = plane_->IngestUsage(node, batch);
+    ASSERT_FALSE(refused) << at;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_THAT(refused.error().message, HasSubstr("snapshots[1].at"));
+  }
+  EXPECT_THAT(plane_->JobUsage(key.job).value(), SizeIs(0));  // nothing of them recorded
+  EXPECT_TRUE(plane_->IngestUsage(node, Series(node, key, now - kMillisPerHour, 2, 50)));
 }
 
 TEST_F(UsageTest, AGpuNobodyHoldsIsRecordedAsNoJob) {
