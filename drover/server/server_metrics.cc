@@ -27,7 +27,8 @@ const model::Attempt* AttemptOf(const model::Job& job, int number) {
 double Seconds(DurationMs ms) { return static_cast<double>(ms) / kMillisPerSecond; }
 
 // Kueue's eviction reasons where Drover has the same cause; "" for a disruption that is no
-// eviction (a timeout, a cancel, an OOM kill end the attempt by its own fault or its user's).
+// eviction (a timeout, a cancel, an OOM kill, a requeue end the attempt by its own fault or its
+// user's). Every value listed, so that a new one is a compile warning here.
 std::string_view EvictionReason(model::Disruption disruption) {
   switch (disruption) {
     case model::Disruption::kPreemption:
@@ -36,9 +37,14 @@ std::string_view EvictionReason(model::Disruption disruption) {
       return "NodeFailures";
     case model::Disruption::kNodeDrain:
       return "NodeDrain";
-    default:
+    case model::Disruption::kNone:
+    case model::Disruption::kTimeout:
+    case model::Disruption::kUserCancel:
+    case model::Disruption::kOomKilled:
+    case model::Disruption::kUserRequeue:
       return "";
   }
+  return "";
 }
 
 // What an ended attempt's GPU time is filed under: "preempted", the state it ended in
