@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "drover/agent/steady_clock.h"
+
 extern char** environ;
 
 namespace drover::agent {
@@ -51,12 +53,6 @@ model::WorkerEvent Event(const model::WorkerKey& key, model::WorkerEvent::Kind k
   event.at = at;
   event.exit = std::move(exit);
   return event;
-}
-
-std::int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 void RemoveDirectoryTree(const std::string& dir) {

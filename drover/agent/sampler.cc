@@ -7,16 +7,9 @@
 #include <map>
 #include <set>
 
+#include "drover/agent/steady_clock.h"
+
 namespace drover::agent {
-namespace {
-
-std::int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 UsageSampler::UsageSampler(NodeId node, Options options, std::unique_ptr<NvmlSampler> nvml,
                            std::vector<std::string> gpu_uuids, Workers workers, Sink sink,

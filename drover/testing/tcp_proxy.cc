@@ -16,16 +16,11 @@
 #include <list>
 #include <vector>
 
+#include "drover/agent/steady_clock.h"
 #include "drover/testing/loopback.h"
 
 namespace drover::testing {
 namespace {
-
-std::int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 tl::unexpected<Error> SocketError(const std::string& call) {
   return Internal(fmt::format("tcp proxy: {}: {}", call, std::strerror(errno)));
@@ -179,7 +174,7 @@ void TcpProxy::Run() {
   std::list<Connection> connections;
   for (;;) {
     // Poll every socket; wake for the first chunk that comes due.
-    const std::int64_t now = NowMs();
+    const std::int64_t now = agent::SteadyMs();
     std::int64_t timeout = 100;
     std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     for (Connection& connection : connections) {
@@ -248,7 +243,7 @@ void TcpProxy::Run() {
     }
 
     // Only the connections that were polled (new ones wait for the next turn).
-    const std::int64_t after = NowMs();
+    const std::int64_t after = agent::SteadyMs();
     std::size_t index = 2;
     for (auto it = connections.begin(); it != connections.end() && index < fds.size(); index += 2) {
       Connection& connection = *it;
