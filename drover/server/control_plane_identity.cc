@@ -37,6 +37,7 @@ std::vector<store::TokenRecord> ControlPlane::Tokens() const { return tokens_.Li
 
 Result<store::TokenRecord> ControlPlane::RevokeToken(const std::string& id) {
   DROVER_ASSIGN_OR_RETURN(store::TokenRecord record, tokens_.Revoke(id, clock_.Now()));
+  events_.EndStreamsOf(record.id);
   spdlog::info("token {} of {} revoked", record.id, model::Describe(record.identity));
   return record;
 }

@@ -47,6 +47,12 @@ class EventHub::Stream final : public api::StreamBody {
     if (ended_) return false;
     const std::size_t start = out.size();
     MutexLock lock(hub_.mu_);
+    if (hub_.ending_.count(token_) != 0) {
+      ended_ = true;
+      out += Frame(std::nullopt, "revoked",
+                   {{"message", "this stream's token was revoked; the server closes it"}});
+      return false;
+    }
     if (!hub_.ring_.empty() && cursor_ + 1 < hub_.ring_.front().id) {
       ended_ = true;
       out += Frame(std::nullopt, "dropped",
@@ -150,7 +156,17 @@ void EventHub::Close(const std::string& token) {
   MutexLock lock(mu_);
   --open_;
   auto it = per_token_.find(token);
-  if (it != per_token_.end() && --it->second <= 0) per_token_.erase(it);
+  if (it != per_token_.end() && --it->second <= 0) {
+    per_token_.erase(it);
+    ending_.erase(token);
+  }
+}
+
+void EventHub::EndStreamsOf(const std::string& token_id) {
+  MutexLock lock(mu_);
+  if (per_token_.count(token_id) == 0) return;
+  ending_.insert(token_id);
+  if (on_publish_) on_publish_();
 }
 
 void EventHub::SetOnPublish(std::function<void()> on_publish) {

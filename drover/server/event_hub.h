@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "drover/api/request.h"
@@ -78,6 +79,11 @@ class EventHub {
   Result<std::shared_ptr<api::StreamBody>> Open(const api::EventQuery& query,
                                                 const model::Policy& policy) EXCLUDES(mu_);
 
+  // Ends every open stream of token `token_id` (a revoked token's): each sends a last `revoked`
+  // frame at its next read, which this wakes, and closes. Streams opened later are not affected
+  // (a revoked token opens none).
+  void EndStreamsOf(const std::string& token_id) EXCLUDES(mu_);
+
   // Called in every Publish (the HTTP front's wake of its streams, non-blocking); nullptr: none.
   // Not called after SetOnPublish returns with another.
   void SetOnPublish(std::function<void()> on_publish) EXCLUDES(mu_);
@@ -102,6 +108,8 @@ class EventHub {
   std::uint64_t next_id_ GUARDED_BY(mu_);
   const std::uint64_t first_id_;
   std::map<std::string, int> per_token_ GUARDED_BY(mu_);
+  // Tokens whose open streams are to end (EndStreamsOf); a key leaves when its last stream closes.
+  std::set<std::string> ending_ GUARDED_BY(mu_);
   int open_ GUARDED_BY(mu_) = 0;
   std::function<void()> on_publish_ GUARDED_BY(mu_);
 };

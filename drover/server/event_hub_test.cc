@@ -186,6 +186,31 @@ TEST(EventHub, StreamsAreBoundedPerTokenAndInTotalAndFreedWhenClosed) {
   EXPECT_TRUE(hub.Open(QueryOf(Member("alice", "a", "ta")), {}));
 }
 
+TEST(EventHub, ARevokedTokensStreamsEndWithRevokedAndOthersCarryOn) {
+  EventHub hub({}, 7);
+  int wakes = 0;
+  hub.SetOnPublish([&wakes] { ++wakes; });
+  auto alice = hub.Open(QueryOf(Member("alice", "a", "ta")), {}).value();
+  auto bob = hub.Open(QueryOf(Member("bob", "a", "tb")), {}).value();
+  PullAll(*alice);
+  PullAll(*bob);
+  hub.EndStreamsOf("tb");
+  EXPECT_EQ(wakes, 1);     // the front is woken to read the ending streams
+  hub.EndStreamsOf("tc");  // no stream of that token: nothing to wake
+  EXPECT_EQ(wakes, 1);
+  hub.Publish(JobEvent(1, "alice", "a"));
+  std::string ended;
+  EXPECT_FALSE(bob->Pull(ended, 1 << 20));
+  EXPECT_THAT(ended, HasSubstr("event: revoked\n"));
+  EXPECT_THAT(ended, Not(HasSubstr("\"job\":1")));  // nothing after the revocation is sent
+  EXPECT_EQ(Ids(PullAll(*alice)).size(), 1u);
+  bob.reset();
+  // The mark goes with the token's last stream.
+  EXPECT_EQ(hub.open_streams(), 1);
+  auto again = hub.Open(QueryOf(Member("bob", "a", "tb")), {}).value();
+  EXPECT_THAT(PullAll(*again), HasSubstr("event: open\n"));
+}
+
 TEST(EventHub, TheRingKeepsNoMoreThanItsBound) {
   EventHub hub(EventHubOptions{.ring_events = 2}, 7);
   for (int i = 1; i <= 100; ++i) hub.Publish(JobEvent(i, "alice", "a"));

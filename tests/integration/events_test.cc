@@ -264,6 +264,33 @@ TEST_F(Events, AnotherTeamsJobsStayOutOfAStreamUnderPrivateData) {
   EXPECT_EQ(asked.status(), direct.error().code == ErrorCode::kNotFound ? 404 : 403);
 }
 
+TEST_F(Events, ARevokedTokensStreamEndsAtOnceWithRevoked) {
+  auto server = StartServer("data", "1xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  api::ApiClient admin = server->Client();
+  const std::string carol_token = CreateMemberToken(admin, "carol", "team-c");
+  EventReader carols(server->url(), carol_token, "");
+  EventReader admins(server->url(), server->token(), "?types=job");
+  ASSERT_TRUE(carols.ReadUntil([&] { return Opened(carols); }));
+  ASSERT_TRUE(admins.ReadUntil([&] { return Opened(admins); }));
+  auto tokens = admin.Get("/v1/tokens");
+  ASSERT_TRUE(tokens) << tokens.error().message;
+  std::string carol_id;
+  for (const json& record : tokens->json.at("tokens")) {
+    if (record.value("user", "") == "carol") carol_id = record.value("id", "");
+  }
+  ASSERT_FALSE(carol_id.empty()) << tokens->body;
+  ASSERT_TRUE(admin.Post(fmt::format("/v1/tokens/{}/revoke", carol_id), "", "application/json"));
+  // No event is published: the revocation itself wakes and ends the stream.
+  ASSERT_TRUE(carols.ReadUntil([&] { return carols.closed(); }));
+  ASSERT_FALSE(carols.frames().empty());
+  EXPECT_EQ(carols.frames().back().type, "revoked");
+  // Another token's stream carries on.
+  const std::int64_t job = Submit(admin, kQuickJob).at(0);
+  EXPECT_TRUE(admins.ReadUntil([&] { return !admins.JobFrames(job).empty(); }));
+  EXPECT_FALSE(admins.closed());
+}
+
 TEST_F(Events, AStalledReaderIsDroppedWithoutSlowingOthers) {
   auto server =
       StartServer("data", "1xH100-80GB", {"--event-ring", "16", "--event-stream-buffer", "4096"});
