@@ -67,45 +67,69 @@ JobSummaryRow SummaryRowOf(const model::Job& job, TimeMs now) {
 void WriteJobSummary(codec::JsonWriter& out, const JobSummaryRow& row) {
   const model::JobMetrics& metrics = row.metrics;
   out.BeginObject();
-  out.Int("attempt", metrics.attempts);
-  out.Int("created_at", row.created_at);
-  out.Int("finished_at", row.finished_at);
-  out.Int("gpus", row.gpus);
+  out.Key("attempt");
+  out.Int(metrics.attempts);
+  out.Key("created_at");
+  out.Int(row.created_at);
+  out.Key("finished_at");
+  out.Int(row.finished_at);
+  out.Key("gpus");
+  out.Int(row.gpus);
   out.Key("hold");
   if (row.hold) {
     out.BeginObject();
-    out.String("by", row.hold->by);
-    out.String("reason", row.hold->reason);
-    out.Int("since", row.hold->since);
+    out.Key("by");
+    out.String(row.hold->by);
+    out.Key("reason");
+    out.String(row.hold->reason);
+    out.Key("since");
+    out.Int(row.hold->since);
     out.EndObject();
   } else {
     out.Null();
   }
-  out.Int("id", row.id.value());
-  out.String("message", row.message);
+  out.Key("id");
+  out.Int(row.id.value());
+  out.Key("message");
+  out.String(row.message);
   out.Key("metrics");
   out.BeginObject();
-  out.Double("gpu_hours", metrics.gpu_hours());
-  out.Int("queue_wait_ms", metrics.queue_wait);
-  out.Int("run_time_ms", metrics.run_time);
-  out.Int("startup_ms", metrics.startup);
-  out.Int("total_ms", metrics.total);
+  out.Key("gpu_hours");
+  out.Double(metrics.gpu_hours());
+  out.Key("queue_wait_ms");
+  out.Int(metrics.queue_wait);
+  out.Key("run_time_ms");
+  out.Int(metrics.run_time);
+  out.Key("startup_ms");
+  out.Int(metrics.startup);
+  out.Key("total_ms");
+  out.Int(metrics.total);
   out.EndObject();
-  out.String("name", row.name);
-  out.String("owner", row.owner);
+  out.Key("name");
+  out.String(row.name);
+  out.Key("owner");
+  out.String(row.owner);
   if (row.position) {
     out.Key("position");
     out.BeginObject();
-    out.Int("in_cluster", row.position->in_cluster);
-    out.Int("in_queue", row.position->in_queue);
-    out.String("queue", row.position->queue);
+    out.Key("in_cluster");
+    out.Int(row.position->in_cluster);
+    out.Key("in_queue");
+    out.Int(row.position->in_queue);
+    out.Key("queue");
+    out.String(row.position->queue);
     out.EndObject();
   }
-  out.String("priority", row.priority);
-  out.String("queue", row.queue);
-  out.String("state", model::JobStateName(row.state));
-  out.String("team", row.team);
-  out.Int("workers", row.workers);
+  out.Key("priority");
+  out.String(row.priority);
+  out.Key("queue");
+  out.String(row.queue);
+  out.Key("state");
+  out.String(model::JobStateName(row.state));
+  out.Key("team");
+  out.String(row.team);
+  out.Key("workers");
+  out.Int(row.workers);
   out.EndObject();
 }
 

@@ -34,20 +34,6 @@ class JsonWriter {
   void Bool(bool value);
   void Null();
 
-  // An object's member: Key(key), then the value.
-  void String(std::string_view key, std::string_view value) {
-    Key(key);
-    String(value);
-  }
-  void Int(std::string_view key, std::int64_t value) {
-    Key(key);
-    Int(value);
-  }
-  void Double(std::string_view key, double value) {
-    Key(key);
-    Double(value);
-  }
-
  private:
   // A comma before a value or key that follows another in its container.
   void Separate();
