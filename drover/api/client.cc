@@ -41,7 +41,7 @@ void ApiClient::SetBearer(const std::string& token) {
   client_->set_default_headers(std::move(headers));
 }
 
-Result<ApiResponse> ApiClient::Convert(httplib::Result result) const {
+Result<ApiResponse> ApiClient::Convert(httplib::Result result, bool parse_success) const {
   const std::string& base_url = base_url_;
   const std::string trust =
       ca_file_.empty() ? "the system's CA store" : fmt::format("the CA bundle {}", ca_file_);
@@ -78,10 +78,12 @@ Result<ApiResponse> ApiClient::Convert(httplib::Result result) const {
   for (const auto& [name, value] : result->headers) {
     if (name.rfind("X-Drover-", 0) == 0) response.headers[name] = value;
   }
-  if (result->get_header_value("Content-Type").find("application/json") != std::string::npos) {
+  const bool success = response.status >= 200 && response.status < 300;
+  if ((parse_success || !success) &&
+      result->get_header_value("Content-Type").find("application/json") != std::string::npos) {
     response.json = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   }
-  if (response.status >= 200 && response.status < 300) return response;
+  if (success) return response;
   const nlohmann::json& body = response.json;
   if (body.is_object() && body.contains("code") && body["code"].is_string()) {
     Error error;
@@ -103,6 +105,10 @@ Result<ApiResponse> ApiClient::Convert(httplib::Result result) const {
 
 Result<ApiResponse> ApiClient::Get(const std::string& path_and_query) {
   return Convert(client_->Get(path_and_query));
+}
+
+Result<ApiResponse> ApiClient::GetUnparsed(const std::string& path_and_query) {
+  return Convert(client_->Get(path_and_query), /*parse_success=*/false);
 }
 
 Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& body,

@@ -49,6 +49,9 @@ class ApiClient {
   // when its certificate does not verify, the CA bundle cannot be loaded, or it does not speak
   // TLS.
   Result<ApiResponse> Get(const std::string& path_and_query);
+  // As Get, but a 2xx answer's body is not parsed (its `json` is null): for a caller that reads a
+  // large answer itself (cli::ParseJobRows). An error's body is parsed as Get parses it.
+  Result<ApiResponse> GetUnparsed(const std::string& path_and_query);
   Result<ApiResponse> Post(const std::string& path, const std::string& body,
                            const std::string& content_type,
                            const std::map<std::string, std::string>& headers = {});
@@ -90,8 +93,9 @@ class ApiClient {
   const std::string& base_url() const { return base_url_; }
 
  private:
-  // `result` as Get, Post, Put and Delete answer it.
-  Result<ApiResponse> Convert(httplib::Result result) const;
+  // `result` as Get, Post, Put and Delete answer it; a 2xx JSON body is parsed into `json` only
+  // when `parse_success`.
+  Result<ApiResponse> Convert(httplib::Result result, bool parse_success = true) const;
 
   std::string base_url_;
   std::string ca_file_;

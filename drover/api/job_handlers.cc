@@ -9,6 +9,7 @@
 
 #include "drover/api/views.h"
 #include "drover/codec/json.h"
+#include "drover/codec/json_writer.h"
 #include "drover/model/access.h"
 #include "drover/spec/limits.h"
 
@@ -139,16 +140,25 @@ Result<Response> ListJobs(Service& service, const Request& request) {
   page_request.visible = [caller, policy = service.Policy()](const model::Job& job) {
     return model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy);
   };
+  page_request.now = service.Now();
   const JobPage page = service.ListJobPage(page_request);
-  const TimeMs now = service.Now();
-  json jobs = json::array();
-  for (const ListedJob& listed : page.jobs) {
-    json summary = JobSummary(listed.job, now);
-    if (listed.position) summary["position"] = PositionView(*listed.position);
-    jobs.push_back(std::move(summary));
+  // Written straight into the body (a page is up to kMaxJobPage summaries, megabytes): the same
+  // bytes as DumpJson of {"jobs": [...], "next": ...}.
+  Response response{200, {}, "application/json", {}, {}, {}};
+  codec::JsonWriter out(response.body);
+  out.BeginObject();
+  out.Key("jobs");
+  out.BeginArray();
+  for (const JobSummaryRow& row : page.jobs) WriteJobSummary(out, row);
+  out.EndArray();
+  out.Key("next");
+  if (page.next) {
+    out.Int(page.next->value());
+  } else {
+    out.Null();
   }
-  return JsonResponse(200, json{{"jobs", std::move(jobs)},
-                                {"next", page.next ? json(page.next->value()) : json(nullptr)}});
+  out.EndObject();
+  return response;
 }
 
 Result<Response> GetJob(Service& service, const Request& request) {

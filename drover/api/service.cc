@@ -16,16 +16,16 @@ JobPage SelectJobPage(
     const std::function<std::optional<control::QueuePosition>(JobId)>& position_of) {
   JobPage page;
   const std::size_t limit = static_cast<std::size_t>(std::max(request.limit, 1));
+  page.jobs.reserve(std::min(limit, jobs.size()));
   auto take = [&](const model::Job& job) {
     if (!store::Matches(request.filter, job)) return true;
     if (request.visible && !request.visible(job)) return true;
     if (page.jobs.size() == limit) {  // one more match: another page follows
-      page.next = page.jobs.back().job.id;
+      page.next = page.jobs.back().id;
       return false;
     }
-    std::optional<control::QueuePosition> position;
-    if (position_of) position = position_of(job.id);
-    page.jobs.push_back(ListedJob{job, std::move(position)});
+    JobSummaryRow& row = page.jobs.emplace_back(SummaryRowOf(job, request.now));
+    if (position_of) row.position = position_of(job.id);
     return true;
   };
   if (request.newest_first) {

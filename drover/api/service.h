@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "drover/api/request.h"
+#include "drover/api/views.h"
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
@@ -84,25 +85,23 @@ struct JobPageRequest {
   // The page starts after this id in its order (the previous page's JobPage::next); unset: at
   // the first job.
   std::optional<JobId> after;
-  int limit = 1;  // at most this many jobs, >= 1
-};
-
-// A listed job with, for a ready job the last full scheduling pass left waiting, its queue
-// position (control::Controller::PositionOf).
-struct ListedJob {
-  model::Job job;
-  std::optional<control::QueuePosition> position;
+  int limit = 1;   // at most this many jobs, >= 1
+  TimeMs now = 0;  // bounds the summaries' unfinished phases (SummaryRowOf)
 };
 
 struct JobPage {
-  std::vector<ListedJob> jobs;
+  // The selected jobs' summaries; a ready job the last full scheduling pass left waiting has its
+  // queue position (control::Controller::PositionOf).
+  std::vector<JobSummaryRow> jobs;
   // The cursor of the next page (the last job's id) when more matching jobs follow; else unset.
   std::optional<JobId> next;
 };
 
 // The page `request` selects from `jobs`: visits the jobs from the cursor on, in the page's order,
-// until the page is full and one more match shows that another page follows. `position_of`
-// answers each selected job's position (may be empty: none). Shared by the server and fakes.
+// until the page is full and one more match shows that another page follows, and copies each
+// selected job's summary row (not the job: a caller holding a lock over `jobs` holds it only that
+// long). `position_of` answers each selected job's position (may be empty: none). Shared by the
+// server and fakes.
 JobPage SelectJobPage(
     const std::map<JobId, model::Job>& jobs, const JobPageRequest& request,
     const std::function<std::optional<control::QueuePosition>(JobId)>& position_of = {});

@@ -44,34 +44,100 @@ json ErrorBody(const Error& error) {
       {"code", ErrorCodeName(error.code)}, {"message", error.message}, {"details", error.details}};
 }
 
-json JobSummary(const model::Job& job, TimeMs now) {
-  model::JobMetrics metrics = model::ComputeMetrics(job, now);
+JobSummaryRow SummaryRowOf(const model::Job& job, TimeMs now) {
   const model::JobSpec& spec = job.spec;
-  return json{
-      {"id", job.id.value()},
-      {"name", spec.name},
-      {"owner", spec.owner},
-      {"team", spec.team},
-      {"queue", spec.queue},
-      {"priority", spec.priority_class},
-      {"state", model::JobStateName(job.state)},
-      {"attempt", metrics.attempts},
-      {"workers", spec.workers},
-      {"gpus", spec.workers * spec.requirements.per_worker.gpus},
-      {"created_at", job.created_at},
-      {"finished_at", job.finished_at},
-      {"message", job.status_message},
-      {"hold",
-       job.hold
-           ? json{{"by", job.hold->by}, {"since", job.hold->since}, {"reason", job.hold->reason}}
-           : json(nullptr)},
-      {"metrics",
-       {{"queue_wait_ms", metrics.queue_wait},
-        {"startup_ms", metrics.startup},
-        {"run_time_ms", metrics.run_time},
-        {"total_ms", metrics.total},
-        {"gpu_hours", metrics.gpu_hours()}}},
-  };
+  return JobSummaryRow{
+      .id = job.id,
+      .name = spec.name,
+      .owner = spec.owner,
+      .team = spec.team,
+      .queue = spec.queue,
+      .priority = spec.priority_class,
+      .state = job.state,
+      .workers = spec.workers,
+      .gpus = static_cast<std::int64_t>(spec.workers) * spec.requirements.per_worker.gpus,
+      .created_at = job.created_at,
+      .finished_at = job.finished_at,
+      .message = job.status_message,
+      .hold = job.hold,
+      .metrics = model::ComputeMetrics(job, now),
+      .position = std::nullopt};
+}
+
+void WriteJobSummary(codec::JsonWriter& out, const JobSummaryRow& row) {
+  const model::JobMetrics& metrics = row.metrics;
+  out.BeginObject();
+  out.Key("attempt");
+  out.Int(metrics.attempts);
+  out.Key("created_at");
+  out.Int(row.created_at);
+  out.Key("finished_at");
+  out.Int(row.finished_at);
+  out.Key("gpus");
+  out.Int(row.gpus);
+  out.Key("hold");
+  if (row.hold) {
+    out.BeginObject();
+    out.Key("by");
+    out.String(row.hold->by);
+    out.Key("reason");
+    out.String(row.hold->reason);
+    out.Key("since");
+    out.Int(row.hold->since);
+    out.EndObject();
+  } else {
+    out.Null();
+  }
+  out.Key("id");
+  out.Int(row.id.value());
+  out.Key("message");
+  out.String(row.message);
+  out.Key("metrics");
+  out.BeginObject();
+  out.Key("gpu_hours");
+  out.Double(metrics.gpu_hours());
+  out.Key("queue_wait_ms");
+  out.Int(metrics.queue_wait);
+  out.Key("run_time_ms");
+  out.Int(metrics.run_time);
+  out.Key("startup_ms");
+  out.Int(metrics.startup);
+  out.Key("total_ms");
+  out.Int(metrics.total);
+  out.EndObject();
+  out.Key("name");
+  out.String(row.name);
+  out.Key("owner");
+  out.String(row.owner);
+  if (row.position) {
+    out.Key("position");
+    out.BeginObject();
+    out.Key("in_cluster");
+    out.Int(row.position->in_cluster);
+    out.Key("in_queue");
+    out.Int(row.position->in_queue);
+    out.Key("queue");
+    out.String(row.position->queue);
+    out.EndObject();
+  }
+  out.Key("priority");
+  out.String(row.priority);
+  out.Key("queue");
+  out.String(row.queue);
+  out.Key("state");
+  out.String(model::JobStateName(row.state));
+  out.Key("team");
+  out.String(row.team);
+  out.Key("workers");
+  out.Int(row.workers);
+  out.EndObject();
+}
+
+json JobSummary(const model::Job& job, TimeMs now) {
+  std::string text;
+  codec::JsonWriter writer(text);
+  WriteJobSummary(writer, SummaryRowOf(job, now));
+  return json::parse(text);
 }
 
 Disclosure DisclosureOf(const model::Identity& caller, const model::Resource& resource,

@@ -5,9 +5,12 @@
 // CLI's `-o json` share them.
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "drover/codec/json_writer.h"
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
 #include "drover/common/result.h"
@@ -30,9 +33,40 @@ int HttpStatusFor(ErrorCode code);
 // {"code": "invalid_argument", "message": "...", "details": ["...", ...]}
 nlohmann::json ErrorBody(const Error& error);
 
-// One row of `drover ls`: id, name, owner, team, queue, priority, state, attempt (the current
-// number), workers, gpus, created_at, finished_at, message, and metrics (queue_wait_ms, startup_ms,
-// run_time_ms, total_ms, gpu_hours), with `now` bounding unfinished phases.
+// What a job's summary (one row of `drover ls`) shows, taken from the job at one instant: small
+// to copy, so a page of them is copied under the control plane's lock and written after it is
+// released (SelectJobPage, WriteJobSummary).
+struct JobSummaryRow {
+  JobId id;
+  std::string name;
+  std::string owner;
+  std::string team;
+  std::string queue;
+  std::string priority;  // the spec's priority class
+  model::JobState state = model::JobState::kPending;
+  int workers = 0;
+  std::int64_t gpus = 0;  // workers x GPUs per worker
+  TimeMs created_at = 0;
+  TimeMs finished_at = 0;
+  std::string message;
+  std::optional<model::JobHold> hold;
+  model::JobMetrics metrics;  // with `now` bounding unfinished phases
+  // A listed ready job's queue position (GET /v1/jobs); unset: none shown.
+  std::optional<control::QueuePosition> position;
+};
+
+// `job`'s summary row, its metrics as of `now`, without a position.
+JobSummaryRow SummaryRowOf(const model::Job& job, TimeMs now);
+
+// The summary as a JSON object: id, name, owner, team, queue, priority, state, attempt (the current
+// number), workers, gpus, created_at, finished_at, message, hold ({by, since, reason} or null),
+// metrics (queue_wait_ms, startup_ms, run_time_ms, total_ms, gpu_hours), and position ({queue,
+// in_queue, in_cluster}) when the row has one. Keys in sorted order, so the bytes are DumpJson's
+// of JobSummary's tree.
+void WriteJobSummary(codec::JsonWriter& out, const JobSummaryRow& row);
+
+// The same object as a tree (for the answers that add to it, e.g. JobDetail): parsed from
+// WriteJobSummary's text, so both spell a summary alike.
 nlohmann::json JobSummary(const model::Job& job, TimeMs now);
 
 // How much of a job a reply shows its caller (model::Decide's details verb, docs/security.md):

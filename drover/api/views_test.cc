@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "drover/codec/json.h"
+#include "drover/model/metrics.h"
+
 namespace drover::api {
 namespace {
 
@@ -238,6 +241,69 @@ TEST(GoodputReport, GroupsJobsAndTotalsThem) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(bad.error().message, ::testing::HasSubstr("queue, team or owner"));
+}
+
+// The summary's fields as JobSummary built them as a tree before GET /v1/jobs wrote them
+// straight into its answer: the written bytes are still DumpJson's of that tree.
+json SummaryTree(const Job& job, TimeMs now) {
+  const model::JobMetrics metrics = model::ComputeMetrics(job, now);
+  return json{
+      {"id", job.id.value()},
+      {"name", job.spec.name},
+      {"owner", job.spec.owner},
+      {"team", job.spec.team},
+      {"queue", job.spec.queue},
+      {"priority", job.spec.priority_class},
+      {"state", model::JobStateName(job.state)},
+      {"attempt", metrics.attempts},
+      {"workers", job.spec.workers},
+      {"gpus", job.spec.workers * job.spec.requirements.per_worker.gpus},
+      {"created_at", job.created_at},
+      {"finished_at", job.finished_at},
+      {"message", job.status_message},
+      {"hold",
+       job.hold
+           ? json{{"by", job.hold->by}, {"since", job.hold->since}, {"reason", job.hold->reason}}
+           : json(nullptr)},
+      {"metrics",
+       {{"queue_wait_ms", metrics.queue_wait},
+        {"startup_ms", metrics.startup},
+        {"run_time_ms", metrics.run_time},
+        {"total_ms", metrics.total},
+        {"gpu_hours", metrics.gpu_hours()}}},
+  };
+}
+
+TEST(JobSummary, WrittenBytesEqualDumpJsonOfTheTree) {
+  Job ran = RanJob(7, "train", kT0 + 5, kT0 + 3'600'000, JobState::kSucceeded, 3);
+  ran.spec.workers = 2;
+  ran.spec.requirements.per_worker.gpus = 3;
+  ran.spec.owner = "ana";
+  ran.spec.queue = "team-a";
+  ran.spec.priority_class = "high";
+  ran.status_message = "exit 0 \"done\"\n\ttab caf\xc3\xa9 bad \xff";
+  Job held = RanJob(8, "n\xc3\xa4me", kT0 + 5, 0, JobState::kReady);
+  held.attempts.back().finished_at = 0;
+  held.hold = model::JobHold{"b\"ob", kT0 + 7, "wait\x01 for data"};
+  for (const Job& job : {ran, held}) {
+    const TimeMs now = kT0 + 10'000;
+    std::string text;
+    codec::JsonWriter writer(text);
+    WriteJobSummary(writer, SummaryRowOf(job, now));
+    EXPECT_EQ(text, codec::DumpJson(SummaryTree(job, now)));
+    // As a tree (invalid UTF-8 already replaced, as DumpJson replaces it).
+    EXPECT_EQ(codec::DumpJson(JobSummary(job, now)), text);
+
+    // A listed waiting job also shows its queue position.
+    JobSummaryRow row = SummaryRowOf(job, now);
+    row.position = control::QueuePosition{"team-a", 3, 12, {JobId(1), JobId(2)}};
+    text.clear();
+    codec::JsonWriter positioned(text);
+    WriteJobSummary(positioned, row);
+    json tree = SummaryTree(job, now);
+    tree["position"] = PositionView(*row.position);
+    EXPECT_EQ(text, codec::DumpJson(tree));
+  }
 }
 
 }  // namespace

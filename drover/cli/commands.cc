@@ -7,13 +7,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "drover/api/client.h"
 #include "drover/api/request.h"
+#include "drover/cli/job_rows.h"
 #include "drover/cli/table.h"
 #include "drover/cli/text.h"
 #include "drover/cli/watch.h"
@@ -151,26 +155,52 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
 
 namespace {
 
-// The jobs `filters` (query parameters, each ending in '&') select, `page_size` per request
-// (docs/api.md, "Pages"): the newest `limit`, newest first, when limit > 0; else every one in id
-// order.
-Result<json> FetchJobs(api::ApiClient& client, const std::string& filters, int limit,
-                       std::int64_t page_size) {
-  json jobs = json::array();
+// What one page of GET /v1/jobs held: how many jobs, and its cursor (unset on the last page).
+struct PageRead {
+  std::size_t jobs = 0;
+  std::optional<std::int64_t> next;
+};
+
+// Fetches the jobs `filters` (query parameters, each ending in '&') select, `page_size` per
+// request (docs/api.md, "Pages"): the newest `limit`, newest first, when limit > 0; else every one
+// in id order. `read` takes each page's answer, its body parsed into `json` only when `parsed`.
+Status FetchJobPages(api::ApiClient& client, const std::string& filters, int limit,
+                     std::int64_t page_size, bool parsed,
+                     const std::function<Result<PageRead>(api::ApiResponse&)>& read) {
+  std::int64_t fetched = 0;
   std::string after;
   while (true) {
-    const std::int64_t wanted = limit > 0 ? limit - static_cast<std::int64_t>(jobs.size()) : 0;
-    const std::int64_t page = limit > 0 ? std::min(wanted, page_size) : page_size;
+    const std::int64_t page = limit > 0 ? std::min(limit - fetched, page_size) : page_size;
+    const std::string url = fmt::format("/v1/jobs?{}limit={}&order={}{}", filters, page,
+                                        limit > 0 ? "desc" : "asc", after);
     DROVER_ASSIGN_OR_RETURN(api::ApiResponse response,
-                            client.Get(fmt::format("/v1/jobs?{}limit={}&order={}{}", filters, page,
-                                                   limit > 0 ? "desc" : "asc", after)));
-    for (json& job : response.json["jobs"]) jobs.push_back(std::move(job));
-    const json& next = response.json["next"];
-    if (!next.is_number_integer() || (limit > 0 && static_cast<int>(jobs.size()) >= limit)) break;
-    std::string cursor = fmt::format("&after={}", next.get<std::int64_t>());
+                            parsed ? client.Get(url) : client.GetUnparsed(url));
+    DROVER_ASSIGN_OR_RETURN(const PageRead read_page, read(response));
+    fetched += static_cast<std::int64_t>(read_page.jobs);
+    if (!read_page.next || (limit > 0 && fetched >= limit)) break;
+    std::string cursor = fmt::format("&after={}", *read_page.next);
     if (cursor == after) break;  // a server that does not advance is not followed forever
     after = std::move(cursor);
   }
+  return OkStatus();
+}
+
+// The jobs as JSON (for -o json): each page's summaries as the server wrote them.
+Result<json> FetchJobs(api::ApiClient& client, const std::string& filters, int limit,
+                       std::int64_t page_size) {
+  json jobs = json::array();
+  DROVER_RETURN_IF_ERROR(FetchJobPages(client, filters, limit, page_size, /*parsed=*/true,
+                                       [&](api::ApiResponse& response) -> Result<PageRead> {
+                                         PageRead page;
+                                         for (json& job : response.json["jobs"]) {
+                                           jobs.push_back(std::move(job));
+                                           ++page.jobs;
+                                         }
+                                         const json& next = response.json["next"];
+                                         if (next.is_number_integer())
+                                           page.next = next.get<std::int64_t>();
+                                         return page;
+                                       }));
   return jobs;
 }
 
@@ -178,6 +208,21 @@ Result<json> FetchJobs(api::ApiClient& client, const std::string& filters, int l
 std::int64_t ClusterPosition(const json& job) {
   if (!job.contains("position")) return std::numeric_limits<std::int64_t>::max();
   return job["position"]["in_cluster"].get<std::int64_t>();
+}
+
+// The jobs as the table's rows, read without a JSON tree (ParseJobRows).
+Result<std::vector<JobRow>> FetchJobRows(api::ApiClient& client, const std::string& filters,
+                                         int limit, std::int64_t page_size) {
+  std::vector<JobRow> rows;
+  DROVER_RETURN_IF_ERROR(
+      FetchJobPages(client, filters, limit, page_size, /*parsed=*/false,
+                    [&](api::ApiResponse& response) -> Result<PageRead> {
+                      DROVER_ASSIGN_OR_RETURN(JobRowPage page, ParseJobRows(response.body));
+                      rows.insert(rows.end(), std::make_move_iterator(page.jobs.begin()),
+                                  std::make_move_iterator(page.jobs.end()));
+                      return PageRead{page.jobs.size(), page.next};
+                    }));
+  return rows;
 }
 
 }  // namespace
@@ -198,46 +243,46 @@ int ListOnce(const ClientFlags& flags, const ListFlags& list) {
   add("name", list.name);
   if (list.active) add("active", "1");
   api::ApiClient client = ClientOf(flags);
-  Result<json> jobs = FetchJobs(client, filters, list.limit, list.page_size);
-  if (!jobs) return ReportError(jobs.error());
-  if (list.pending) {
-    std::stable_sort(jobs->begin(), jobs->end(), [](const json& a, const json& b) {
-      return ClusterPosition(a) < ClusterPosition(b);
-    });
-  }
   if (flags.output == "json") {
+    Result<json> jobs = FetchJobs(client, filters, list.limit, list.page_size);
+    if (!jobs) return ReportError(jobs.error());
+    if (list.pending) {
+      std::stable_sort(jobs->begin(), jobs->end(), [](const json& a, const json& b) {
+        return ClusterPosition(a) < ClusterPosition(b);
+      });
+    }
     PrintJson(json{{"jobs", std::move(*jobs)}});
     return 0;
   }
+  Result<std::vector<JobRow>> jobs = FetchJobRows(client, filters, list.limit, list.page_size);
+  if (!jobs) return ReportError(jobs.error());
   // --wide shows whole messages; otherwise a message is cut to fit a terminal's line.
-  auto message = [&](const json& job) {
-    const std::string text = job["message"].get<std::string>();
-    return list.wide ? text : Truncate(text, 70);
+  auto message = [&](const JobRow& job) {
+    return list.wide ? job.message : Truncate(job.message, 70);
   };
   if (list.pending) {
+    // In the cluster's order; jobs without a position last.
+    std::stable_sort(jobs->begin(), jobs->end(), [](const JobRow& a, const JobRow& b) {
+      return a.in_cluster.value_or(std::numeric_limits<int>::max()) <
+             b.in_cluster.value_or(std::numeric_limits<int>::max());
+    });
     Table table({"ID", "NAME", "OWNER", "QUEUE", "PRIORITY", "QUEUE POS", "CLUSTER POS", "GPUS",
                  "WAIT", "MESSAGE"});
-    for (const json& job : *jobs) {
-      const bool placed_in_order = job.contains("position");
-      const json& at = placed_in_order ? job["position"] : json::object();
-      table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
-                    job["queue"], job["priority"],
-                    placed_in_order ? std::to_string(at["in_queue"].get<int>()) : "-",
-                    placed_in_order ? std::to_string(at["in_cluster"].get<int>()) : "-",
-                    std::to_string(job["gpus"].get<int>()),
-                    FormatMs(job["metrics"]["queue_wait_ms"]), message(job)});
+    for (const JobRow& job : *jobs) {
+      table.AddRow({std::to_string(job.id), job.name, job.owner, job.queue, job.priority,
+                    job.in_queue ? std::to_string(*job.in_queue) : "-",
+                    job.in_cluster ? std::to_string(*job.in_cluster) : "-",
+                    std::to_string(job.gpus), FormatMs(job.queue_wait_ms), message(job)});
     }
     std::cout << table.Render();
     return 0;
   }
   Table table(
       {"ID", "NAME", "OWNER", "QUEUE", "STATE", "ATTEMPT", "GPUS", "WAIT", "RUN", "MESSAGE"});
-  for (const json& job : *jobs) {
-    const json& m = job["metrics"];
-    table.AddRow({std::to_string(job["id"].get<std::int64_t>()), job["name"], job["owner"],
-                  job["queue"], job["state"], std::to_string(job["attempt"].get<int>()),
-                  std::to_string(job["gpus"].get<int>()), FormatMs(m["queue_wait_ms"]),
-                  FormatMs(m["run_time_ms"]), message(job)});
+  for (const JobRow& job : *jobs) {
+    table.AddRow({std::to_string(job.id), job.name, job.owner, job.queue, job.state,
+                  std::to_string(job.attempt), std::to_string(job.gpus),
+                  FormatMs(job.queue_wait_ms), FormatMs(job.run_time_ms), message(job)});
   }
   std::cout << table.Render();
   return 0;

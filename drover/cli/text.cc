@@ -252,9 +252,10 @@ std::string DescribeUserActions(const json& job) {
 }
 
 std::string FormatMs(const json& ms) {
-  return ms.is_number() && ms.get<std::int64_t>() > 0 ? FormatDuration(ms.get<std::int64_t>())
-                                                      : "-";
+  return FormatMs(ms.is_number() ? ms.get<std::int64_t>() : 0);
 }
+
+std::string FormatMs(std::int64_t ms) { return ms > 0 ? FormatDuration(ms) : "-"; }
 
 std::string DescribeSplit(const json& split) {
   std::vector<std::string> phases;

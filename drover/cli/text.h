@@ -2,6 +2,7 @@
 
 // Helpers shared by the subcommands: reading spec files and rendering API JSON for people.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -29,6 +30,8 @@ std::string TaintText(const nlohmann::json& taint);
 std::string DescribeJob(const nlohmann::json& job);
 // A duration in milliseconds (a JSON number) for a table cell: "1.5s", or "-" when 0 or absent.
 std::string FormatMs(const nlohmann::json& ms);
+// The same for a number of milliseconds: "-" when not positive.
+std::string FormatMs(std::int64_t ms);
 // A lifecycle split (api::SplitView) on one line, its phases that took time in order:
 // "queue 5ms, startup 40ms, run 1.2s" ("-" when none did).
 std::string DescribeSplit(const nlohmann::json& split);
