@@ -118,7 +118,9 @@ class FakeService final : public Service {
   }
   Result<control::Explanation> Explain(JobId id) const override {
     DROVER_RETURN_IF_ERROR(Find(id));
-    return control::Explanation{};
+    control::Explanation explanation;
+    explanation.placement = placement;
+    return explanation;
   }
   Result<std::vector<model::Decision>> Decisions(JobId id) const override {
     DROVER_RETURN_IF_ERROR(Find(id));
@@ -126,7 +128,11 @@ class FakeService final : public Service {
   }
   Result<std::vector<model::AttemptUsage>> Usage(JobId id) const override {
     DROVER_RETURN_IF_ERROR(Find(id));
-    return usage;
+    std::vector<model::AttemptUsage> out;
+    for (const model::AttemptUsage& attempt : usage) {
+      if (attempt.job == id) out.push_back(attempt);
+    }
+    return out;
   }
   Result<std::vector<model::UsageBucket>> UsageSeries(JobId id, int attempt) const override {
     DROVER_RETURN_IF_ERROR(Find(id));
@@ -303,8 +309,9 @@ class FakeService final : public Service {
   mutable store::JobFilter listed_filter;
   std::string cancel_cause;
   std::string cancel_by;
-  std::vector<model::AttemptUsage> usage;
+  std::vector<model::AttemptUsage> usage;  // of every job (AttemptUsage::job)
   std::vector<model::UsageBucket> series;
+  std::optional<sched::PendingReason> placement;  // what Explain says holds a job
   model::DiagnosisThresholds diagnosis;
   NodeId usage_node;
   std::vector<model::UsageBatch> usage_batches;
@@ -379,10 +386,12 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
           R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
           R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
           R"(GET /v1/jobs/(\d+)/decisions)", R"(GET /v1/jobs/(\d+)/usage)",
-          R"(POST /v1/jobs/(\d+)/checkpoint)", R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
-          R"(GET /v1/pipelines/(\d+))", R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/events",
-          "GET /v1/goodput", "GET /metrics", "GET /v1/queues", "GET /v1/policy",
-          "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
+          R"(GET /v1/jobs/(\d+)/advice)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
+          R"(GET /v1/pipelines/(\d+)/advice)", R"(POST /v1/pipelines/(\d+)/cancel)",
+          "GET /v1/events", "GET /v1/goodput", "GET /v1/diagnosis", "GET /metrics",
+          "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
+          R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
           R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
           R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes", R"(POST /v1/nodes/([^/]+)/cordon)",
           R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",
@@ -690,7 +699,13 @@ TEST_F(HandlersTest, UsageAnswersEverySampledAttemptAndTheSeriesOfOne) {
 // The findings of the answered attempt: the job's GPU at 0% for an hour is idle, under the
 // service's thresholds (a longer minimum leaves it unjudged).
 TEST_F(HandlersTest, UsageSaysWhatTheAttemptsMeasurementsShow) {
-  service_.jobs[JobId(7)].spec.requirements.per_worker = {1000, 1 << 30, 1};
+  model::Job& job = service_.jobs[JobId(7)];
+  job.spec.requirements.per_worker = {1000, 1 << 30, 1};
+  // Running since its creation: nothing waited before work.
+  job.released_at = job.created_at;
+  model::Attempt& attempt = job.attempts[0];
+  attempt.ready_at = attempt.dequeued_at = attempt.admitted_at = attempt.placed_at =
+      attempt.running_at = job.created_at;
   model::AttemptUsage usage;
   usage.job = JobId(7);
   usage.attempt = 1;
@@ -707,6 +722,152 @@ TEST_F(HandlersTest, UsageSaysWhatTheAttemptsMeasurementsShow) {
   // An attempt without samples has nothing to say.
   EXPECT_TRUE(
       Body(Serve({Method::kGet, "/v1/jobs/7/usage", "", {{"attempt", "2"}}}))["findings"].empty());
+}
+
+// A job of `team` placed and running from 1 s on with `gpus` GPUs on one worker.
+model::Job GpuJob(std::int64_t id, std::string team, int gpus) {
+  model::Job job = RunningJob(id);
+  job.spec.team = std::move(team);
+  job.spec.owner = "owner-" + job.spec.team;
+  job.spec.requirements.per_worker.gpus = gpus;
+  job.released_at = 1'000;
+  model::Attempt& attempt = job.attempts[0];
+  attempt.ready_at = attempt.dequeued_at = attempt.admitted_at = attempt.placed_at = 1'000;
+  attempt.running_at = 1'000;
+  attempt.workers.emplace_back();
+  for (int i = 0; i < gpus; ++i) attempt.workers[0].gpus.push_back(i);
+  return job;
+}
+
+// Job 7 holds 2 idle GPUs for an hour (2 GPU-hours idle); job 8 of team-b lost a failed hour-long
+// first attempt on 1 GPU and then succeeded; job 9 waits for 2 x 4 GPUs that are free, 2 per
+// node: shape, not capacity.
+TEST_F(HandlersTest, ClusterDiagnosisRanksTheVisibleJobsByWastedGpuHours) {
+  service_.now = 10 * kMillisPerHour;
+  service_.jobs[JobId(7)] = GpuJob(7, "team-a", 2);
+  model::AttemptUsage idle;
+  idle.job = JobId(7);
+  idle.attempt = 1;
+  idle.summary.first_at = kMillisPerHour;
+  idle.summary.last_at = 2 * kMillisPerHour;
+  idle.summary.gpu_util.Add(0);
+  service_.usage = {idle};
+  model::Job retried = GpuJob(8, "team-b", 1);
+  retried.attempts[0].finished_at = kMillisPerHour + 1'000;
+  retried.attempts[0].outcome = model::JobState::kReady;
+  retried.attempts.push_back(retried.attempts[0]);
+  retried.attempts[1].number = 2;
+  retried.attempts[1].placed_at = kMillisPerHour + 1'000;
+  retried.attempts[1].finished_at = 4 * kMillisPerHour;
+  retried.attempts[1].outcome = model::JobState::kSucceeded;
+  retried.state = model::JobState::kSucceeded;
+  retried.finished_at = 4 * kMillisPerHour;
+  service_.jobs[JobId(8)] = retried;
+  model::Job waiting = GpuJob(9, "team-a", 4);
+  waiting.spec.workers = 2;
+  waiting.state = model::JobState::kReady;
+  waiting.attempts[0] = model::Attempt{};
+  waiting.attempts[0].ready_at = service_.now - 60'000;
+  service_.jobs[JobId(9)] = waiting;
+  sched::PendingReason reason;
+  reason.workers = 2;
+  reason.eligible_nodes = 4;
+  reason.free_gpus = 8;
+  reason.largest_free_gpus = 2;
+  reason.largest_free_node = NodeId("n1");
+  service_.placement = reason;
+
+  const json all = Body(Serve({Method::kGet, "/v1/diagnosis"}));
+  EXPECT_EQ(all["examined"], 3);
+  EXPECT_EQ(all["more"], false);
+  ASSERT_EQ(all["jobs"].size(), 3u) << all.dump();
+  EXPECT_EQ(all["jobs"][0]["job_id"], 7);
+  EXPECT_DOUBLE_EQ(all["jobs"][0]["wasted_gpu_hours"].get<double>(), 2.0);
+  EXPECT_EQ(all["jobs"][0]["findings"][0]["kind"], "allocated_idle");
+  EXPECT_EQ(all["jobs"][1]["job_id"], 8);
+  EXPECT_DOUBLE_EQ(all["jobs"][1]["lost_gpu_hours"].get<double>(), 1.0);
+  EXPECT_EQ(all["jobs"][1]["findings"][0]["kind"], "recovery_overhead");
+  EXPECT_EQ(all["jobs"][2]["job_id"], 9);
+  EXPECT_EQ(all["jobs"][2]["findings"][0]["kind"], "waiting_for_shape");
+  EXPECT_EQ(all["teams"][0], (json{{"team", "team-a"},
+                                   {"jobs", 2},
+                                   {"jobs_with_findings", 2},
+                                   {"wasted_gpu_hours", 2.0},
+                                   {"idle_gpu_hours", 2.0},
+                                   {"lost_gpu_hours", 0.0}}));
+  EXPECT_EQ(all["teams"][1]["team"], "team-b");
+
+  // Filters: a team; jobs not ended before `since`; the newest `limit`.
+  const json team_b = Body(Serve({Method::kGet, "/v1/diagnosis", "", {{"team", "team-b"}}}));
+  ASSERT_EQ(team_b["jobs"].size(), 1u);
+  EXPECT_EQ(team_b["jobs"][0]["job_id"], 8);
+  const json recent = Body(
+      Serve({Method::kGet, "/v1/diagnosis", "", {{"since", std::to_string(5 * kMillisPerHour)}}}));
+  EXPECT_EQ(recent["examined"], 2);
+  const json newest = Body(Serve({Method::kGet, "/v1/diagnosis", "", {{"limit", "1"}}}));
+  EXPECT_EQ(newest["examined"], 1);
+  EXPECT_EQ(newest["more"], true);
+  EXPECT_EQ(newest["jobs"][0]["job_id"], 9);
+
+  // Under private_data a coordinator of team-b sees team-b's jobs alone.
+  service_.policy.private_data = true;
+  const json bob =
+      Body(Serve({Method::kGet, "/v1/diagnosis", "", {}, {{"Authorization", "Bearer bob"}}}));
+  ASSERT_EQ(bob["jobs"].size(), 1u) << bob.dump();
+  EXPECT_EQ(bob["jobs"][0]["job_id"], 8);
+  EXPECT_EQ(bob["examined"], 1);
+
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"limit", "0"}, {"limit", "1001"}, {"since", "-1"}, {"since", "soon"}}) {
+    Response bad = Serve({Method::kGet, "/v1/diagnosis", "", {{name, value}}});
+    EXPECT_EQ(bad.status, 400) << name << "=" << value;
+    EXPECT_EQ(Body(bad)["code"], "invalid_argument");
+    EXPECT_THAT(Body(bad)["message"].get<std::string>(), HasSubstr(name));
+  }
+}
+
+// Job 7 asks 8Gi; the earlier "train" jobs of its team peaked at 2Gi: advice to ask less, once
+// three of them were measured; another team's "train" job is not its history.
+TEST_F(HandlersTest, AdviceRightSizesAJobFromTheMeasuredHistoryOfItsName) {
+  constexpr std::int64_t kGi = std::int64_t{1} << 30;
+  service_.now = 10 * kMillisPerHour;
+  service_.jobs[JobId(7)].spec.team = "team-a";
+  service_.jobs[JobId(7)].spec.requirements.per_worker = {4000, 8 * kGi, 0};
+  auto measured = [&](std::int64_t id, std::string team) {
+    model::Job job = service_.jobs[JobId(7)];
+    job.id = JobId(id);
+    job.spec.team = std::move(team);
+    service_.jobs[job.id] = job;
+    model::AttemptUsage usage;
+    usage.job = job.id;
+    usage.attempt = 1;
+    usage.summary.first_at = kMillisPerHour;
+    usage.summary.last_at = 2 * kMillisPerHour;
+    usage.summary.cpu_ms = 3 * kMillisPerHour;  // 3 cores
+    usage.summary.peak_rss_bytes = 2 * kGi;
+    service_.usage.push_back(usage);
+  };
+  measured(3, "team-a");
+  measured(4, "team-a");
+  measured(5, "team-b");
+  const json few = Body(Serve({Method::kGet, "/v1/jobs/7/advice"}))["advice"][0];
+  EXPECT_EQ(few["history"], 2) << few.dump();
+  EXPECT_TRUE(few["recommendations"].empty());
+  EXPECT_EQ(few["no_advice"],
+            "2 measured attempt(s) of at least the minimum sampled time; advice needs 3");
+
+  measured(6, "team-a");
+  const json advice = Body(Serve({Method::kGet, "/v1/jobs/7/advice"}))["advice"][0];
+  EXPECT_EQ(advice["history"], 3);
+  EXPECT_EQ(advice["confidence"], "low");
+  EXPECT_EQ(advice["job_id"], 7);
+  EXPECT_EQ(advice["recommendations"][0],
+            (json{{"field", "memory"},
+                  {"current", "8Gi"},
+                  {"target", "2356Mi"},
+                  {"evidence", "peak RSS 2Gi per worker (p90 of 3 attempt(s) + 15%)"}}));
+  EXPECT_EQ(advice["patch"], "resources:\n  memory: 2356Mi\n");
+  EXPECT_EQ(Serve({Method::kGet, "/v1/jobs/99/advice"}).status, 404);
 }
 
 TEST_F(HandlersTest, AnAgentsUsageBatchIsCheckedBeforeTheServiceSeesIt) {

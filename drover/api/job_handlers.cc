@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "drover/api/diagnosis_handlers.h"
 #include "drover/api/views.h"
 #include "drover/codec/json.h"
 #include "drover/codec/json_writer.h"
@@ -187,15 +188,13 @@ Result<Response> JobUsage(Service& service, const Request& request) {
   }
   json series = json::array();
   for (const model::UsageBucket& bucket : buckets) series.push_back(codec::ToJson(bucket));
-  // What the answered attempt's usage says against what the job asked for.
-  std::vector<model::Finding> findings;
+  // What the answered attempt's usage says against what the job asked for, and the job-level
+  // rules (its timeline, recovery overhead, waiting for shape).
   auto measured = std::find_if(usage.begin(), usage.end(),
                                [&](const model::AttemptUsage& a) { return a.attempt == attempt; });
-  if (measured != usage.end()) {
-    DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
-    findings = model::Diagnose(job.spec.requirements, job.spec.workers, measured->summary, buckets,
-                               service.DiagnosisThresholds());
-  }
+  DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
+  const std::vector<model::Finding> findings =
+      DiagnoseJob(service, job, measured != usage.end() ? &*measured : nullptr, buckets).findings;
   return JsonResponse(200, json{{"job_id", id.value()},
                                 {"attempts", UsageSummariesView(usage)},
                                 {"attempt", attempt},

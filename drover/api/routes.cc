@@ -6,8 +6,10 @@
 #include <cctype>
 #include <regex>
 
+#include "drover/api/advice_handlers.h"
 #include "drover/api/agent_handlers.h"
 #include "drover/api/cluster_handlers.h"
+#include "drover/api/diagnosis_handlers.h"
 #include "drover/api/event_handlers.h"
 #include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
@@ -41,16 +43,20 @@ constexpr Route kRoutes[] = {
     {Method::kGet, R"(/v1/jobs/(\d+)/explain)", ExplainJob, ByToken(Verb::kView, Target::kJob)},
     {Method::kGet, R"(/v1/jobs/(\d+)/decisions)", JobDecisions, ByToken(Verb::kView, Target::kJob)},
     {Method::kGet, R"(/v1/jobs/(\d+)/usage)", JobUsage, ByToken(Verb::kView, Target::kJob)},
+    {Method::kGet, R"(/v1/jobs/(\d+)/advice)", JobAdvice, ByToken(Verb::kView, Target::kJob)},
     {Method::kPost, R"(/v1/jobs/(\d+)/checkpoint)", CheckpointJob,
      ByToken(Verb::kReport, Target::kJob)},
     {Method::kPost, R"(/v1/jobs/(\d+)/report)", ReportJob, ByToken(Verb::kReport, Target::kJob),
      RouteKind::kPlain, "a progress report (JSON)"},
     {Method::kGet, "/v1/pipelines", ListPipelines, ByToken(Verb::kView)},
     {Method::kGet, R"(/v1/pipelines/(\d+))", GetPipeline, ByToken(Verb::kView, Target::kPipeline)},
+    {Method::kGet, R"(/v1/pipelines/(\d+)/advice)", PipelineAdvice,
+     ByToken(Verb::kView, Target::kPipeline)},
     {Method::kPost, R"(/v1/pipelines/(\d+)/cancel)", CancelPipeline,
      ByToken(Verb::kCancel, Target::kPipeline)},
     {Method::kGet, "/v1/events", StreamEvents, ByToken(Verb::kView)},
     {Method::kGet, "/v1/goodput", GetGoodput, ByToken(Verb::kView)},
+    {Method::kGet, "/v1/diagnosis", ClusterDiagnosis, ByToken(Verb::kView)},
     {Method::kGet, "/metrics", GetMetrics, ByToken(Verb::kView)},
     {Method::kGet, "/v1/queues", ListQueues, ByToken(Verb::kView)},
     {Method::kGet, "/v1/policy", GetPolicy, ByToken(Verb::kView)},

@@ -259,10 +259,38 @@ int Main(int argc, char** argv) {
   explain->add_option("id", id)->required();
   explain->callback([&] { run = [&] { return ExplainCommand(client, id); }; });
 
-  auto* diagnose =
-      app.add_subcommand("diagnose", "say what a job's measured GPU, CPU and memory use shows");
-  diagnose->add_option("id", id)->required();
-  diagnose->callback([&] { run = [&] { return DiagnoseCommand(client, id); }; });
+  ClusterDiagnosisFlags diagnosis_flags;
+  auto* diagnose = app.add_subcommand(
+      "diagnose",
+      "say what a job's measured GPU, CPU and memory use and its timeline show; without an ID, "
+      "the findings across jobs ranked by wasted GPU-hours");
+  diagnose->add_option("id", id, "a job id; none: every job the token may view");
+  auto* diagnose_since = diagnose->add_option(
+      "--since", diagnosis_flags.since,
+      "without ID: only jobs not ended before an RFC 3339 time or a duration ago (24h)");
+  auto* diagnose_team =
+      diagnose->add_option("--team", diagnosis_flags.team, "without ID: only this team's jobs");
+  auto* diagnose_limit =
+      diagnose->add_option("--limit", diagnosis_flags.limit,
+                           "without ID: examine the newest N jobs (default 200, at most 1000)");
+  for (auto* option : {diagnose_since, diagnose_team, diagnose_limit}) option->excludes("id");
+  diagnose->callback([&] {
+    run = [&] {
+      return id.empty() ? ClusterDiagnoseCommand(client, diagnosis_flags)
+                        : DiagnoseCommand(client, id);
+    };
+  });
+
+  std::string advise_target, advise_pipeline;
+  auto* advise = app.add_subcommand(
+      "advise",
+      "recommend requests (CPU, memory, GPU, timeout) from a job name's measured history");
+  auto* advise_what =
+      advise->add_option("target", advise_target, "a job id, or a job name (its newest job)");
+  advise->add_option("--pipeline", advise_pipeline, "advice for each job of this pipeline run")
+      ->excludes(advise_what);
+  advise->callback(
+      [&] { run = [&] { return AdviseCommand(client, advise_target, advise_pipeline); }; });
 
   auto* nodes = app.add_subcommand("nodes", "list nodes with free and total resources");
   nodes->callback([&] { run = [&] { return NodesCommand(client); }; });

@@ -304,6 +304,14 @@ int ShowJob(const ClientFlags& flags, const std::string& id, bool* ended) {
     return 0;
   }
   std::cout << DescribeJob(job);
+  // What its measurements and timeline show (the findings of GET /v1/jobs/{id}/usage).
+  auto usage = client.Get("/v1/jobs/" + api::UrlEncode(id) + "/usage");
+  if (!usage) {
+    std::cout << "diagnosis: unavailable (" << usage.error().message << ")\n";
+  } else if (const json findings = usage->json.value("findings", json::array());
+             !findings.empty()) {
+    std::cout << "diagnosis:\n" << DescribeFindings(findings, "  ");
+  }
   if (!job.contains("pipeline_run")) return 0;
   auto run = client.Pipeline(job["pipeline_run"].dump());
   if (!run) return ReportError(run.error());

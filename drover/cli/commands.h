@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "drover/api/client.h"
@@ -163,6 +164,23 @@ int JobVerbCommand(const ClientFlags& flags, const std::string& id, const JobVer
 // `drover diagnose ID [-o json]`: the findings of the job's latest attempt with samples, each
 // with its evidence and rule (docs/observability.md, "Diagnosis"); 0 also when there are none.
 int DiagnoseCommand(const ClientFlags& flags, const std::string& id);
+// `drover advise ID|NAME|--pipeline RUN [-o json]` (advise.cc): right-sizing advice for a job,
+// the newest job named NAME, or each job of a pipeline run, with the spec patch to apply
+// (docs/observability.md, "Advice"). Refused unless exactly one of `target` and `pipeline` is
+// non-empty.
+int AdviseCommand(const ClientFlags& flags, const std::string& target, const std::string& pipeline);
+// "INDENTKIND: EVIDENCE\nINDENT  rule: THRESHOLD\n" for each finding of a findings array
+// (GET /v1/jobs/{id}/usage, GET /v1/diagnosis).
+std::string DescribeFindings(const nlohmann::json& findings, std::string_view indent);
+// `drover diagnose [--since T] [--team T] [--limit N] [-o json]` (no ID): GET /v1/diagnosis, the
+// findings across the jobs the token may view, ranked by wasted GPU-hours, with the totals per
+// team (docs/observability.md, "Cluster diagnosis"). T of --since as ParseSince reads it.
+struct ClusterDiagnosisFlags {
+  std::string since;
+  std::string team;
+  int limit = 0;  // 0: the server's default
+};
+int ClusterDiagnoseCommand(const ClientFlags& flags, const ClusterDiagnosisFlags& diagnosis);
 
 // `drover cron ls` (and `drover crons`): every cron job with its schedule, zone, state
 // (suspended or scheduled), next run, last run with its state, and active runs.

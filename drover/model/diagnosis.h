@@ -26,6 +26,10 @@ enum class FindingKind {
   kHostMemoryOverRequested,
   kCpuOverRequested,
   kGpuMemoryOverRequested,
+  // Job-level rules (model/job_diagnosis.h): over its timeline, attempts and waiting verdict.
+  kWaitingForShape,    // enough GPUs free in the cluster, but not in the shape it asks for
+  kWaitingBeforeWork,  // most of its time passed before useful work began: which phase
+  kRecoveryOverhead,   // GPU time lost to retries and preemptions
 };
 inline constexpr NameTable kFindingKindNames{std::array{
     NameEntry{FindingKind::kAllocatedIdle, "allocated_idle"},
@@ -36,9 +40,12 @@ inline constexpr NameTable kFindingKindNames{std::array{
     NameEntry{FindingKind::kHostMemoryOverRequested, "host_memory_over_requested"},
     NameEntry{FindingKind::kCpuOverRequested, "cpu_over_requested"},
     NameEntry{FindingKind::kGpuMemoryOverRequested, "gpu_memory_over_requested"},
+    NameEntry{FindingKind::kWaitingForShape, "waiting_for_shape"},
+    NameEntry{FindingKind::kWaitingBeforeWork, "waiting_before_work"},
+    NameEntry{FindingKind::kRecoveryOverhead, "recovery_overhead"},
 }};
 static_assert(kFindingKindNames.size() ==
-              static_cast<std::size_t>(FindingKind::kGpuMemoryOverRequested) + 1);
+              static_cast<std::size_t>(FindingKind::kRecoveryOverhead) + 1);
 
 // The rules' thresholds, with the source each default follows (docs/observability.md).
 struct DiagnosisThresholds {
@@ -67,6 +74,18 @@ struct DiagnosisThresholds {
   // share below which Job Defense Shield's excess-memory and Kubernetes VPA's recommender both
   // advise a smaller request; Drover's own default).
   double used_share = 0.25;
+  // Waiting before work (model/job_diagnosis.h): the time before useful work began (every phase
+  // of the lifecycle split but the run and publishing) is at least wait_min_ms and more than
+  // wait_share of the job's wall time (Drover's defaults: the judgement of the minimum sampled
+  // time above, and "most of its time").
+  DurationMs wait_min_ms = 10 * kMillisPerMinute;
+  double wait_share = 0.5;
+  // Recovery overhead: GPU time lost to retries and preemptions (model::ComputeAttemptCosts)
+  // more than recovery_share of the job's GPU time and at least recovery_min_gpu_ms (Drover's
+  // defaults: an effective training time ratio, ETTR in Kokolis et al., "Revisiting Reliability
+  // in Large-Scale Machine Learning Research Clusters", 2024, below 90%).
+  double recovery_share = 0.1;
+  std::int64_t recovery_min_gpu_ms = 6 * kMillisPerMinute;  // a tenth of a GPU-hour
 };
 
 struct Finding {

@@ -304,6 +304,7 @@ PendingReason Explain(const ClusterState& cluster, const model::JobSpec& spec) {
       if (better) best_share = share;
     } else {
       const int free_gpus = impl.MatchingFreeGpus(pos, filter, nullptr);
+      if (filter.needs_gpus) reason.free_gpus += free_gpus;
       if (best < 0) {
         better = true;
       } else if (filter.needs_gpus) {

@@ -57,6 +57,10 @@ struct PendingReason {
   // for shares the node of largest_free_share.
   int largest_free_gpus = 0;
   std::optional<NodeId> largest_free_node;
+  // Whole GPUs: the free matching GPUs summed over the same nodes (eligible or only too small).
+  // Against workers x GPUs per worker it tells waiting for shape (fragmentation) from waiting
+  // for capacity (model::DiagnoseShapeWait).
+  int free_gpus = 0;
   // Free CPU and memory of largest_free_node.
   std::int64_t largest_free_cpu_millis = 0;
   std::int64_t largest_free_memory_bytes = 0;

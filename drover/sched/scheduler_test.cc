@@ -357,6 +357,7 @@ TEST(Explain, LargestFreeBlockAndTaintExclusions) {
   EXPECT_EQ(reason.code, PendingReason::Code::kInsufficientFree);
   EXPECT_EQ(reason.eligible_nodes, 2);
   EXPECT_EQ(reason.largest_free_gpus, 2);
+  EXPECT_EQ(reason.free_gpus, 2);  // tainted nodes' free GPUs are not the job's to use
   EXPECT_EQ(reason.largest_free_node, NodeId("node-b"));
   EXPECT_THAT(reason.excluded, ElementsAre(Pair("taint gpu=reserved:NoSchedule", 3)));
   EXPECT_EQ(reason.Render(),
@@ -440,6 +441,19 @@ TEST(Explain, FreeMemoryReadsInHumanUnits) {
   EXPECT_EQ(Explain(cluster, MakeCpuJob(4'000, 1 * kGi)).Render(),
             "needs 1 worker of 4 CPU and 1Gi memory; the most free on one eligible node is 2 CPU "
             "and 22.5Gi memory on node-a");
+}
+
+// Seed 000's third case: 4 GPUs free in the cluster, 2 per node, for a job asking 4 on one node.
+TEST(Explain, SumsTheFreeGpusOfEveryNodeThatCouldHoldAWorker) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-a", 8));
+  cluster.UpsertNode(MakeNode("node-b", 8));
+  Occupy(cluster, "node-a", {0, 1, 2, 3, 4, 5});
+  Occupy(cluster, "node-b", {0, 1, 2, 3, 4, 5});
+  PendingReason reason = Explain(cluster, MakeJob(4));
+  EXPECT_EQ(reason.free_gpus, 4);
+  EXPECT_EQ(reason.largest_free_gpus, 2);
+  EXPECT_EQ(reason.fitting_workers, 0);
 }
 
 TEST(Explain, TooSmallNodesStillNameTheLargestFreeBlock) {

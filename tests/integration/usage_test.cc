@@ -62,11 +62,13 @@ TEST_F(UsageTest, SamplesOfScriptedGpusReachEachJobsUsage) {
 
   const std::vector<std::int64_t> ids = Submit(client, R"(kind: Job
 name: sleeper
+team: vision
 resources: {cpu: 100m, memory: 64Mi, gpus: 1}
 script: sleep 12
 ---
 kind: Job
 name: sleeper-2
+team: speech
 resources: {cpu: 100m, memory: 64Mi, gpus: 1}
 script: sleep 12
 )");
@@ -139,6 +141,31 @@ script: sleep 12
   ASSERT_EQ(diagnose.exit_code, 0) << diagnose.err;
   EXPECT_THAT(diagnose.out, HasSubstr("allocated_idle: GPU activity p95 0%"));
   EXPECT_THAT(diagnose.out, HasSubstr("rule: GPU p95 <= 1%"));
+
+  // The cluster view by team: the idle sleeper's team sees it ranked with its idle GPU time;
+  // the busy one's team sees no idle allocation.
+  const std::string idle_team = GetJob(client, job_on_gpu[0])["team"];
+  const std::string busy_team = GetJob(client, job_on_gpu[1])["team"];
+  CommandResult by_team = RunDrover(
+      {"--server", server.url(), "-o", "json", "diagnose", "--team", idle_team, "--since", "1h"},
+      dir_.path());
+  ASSERT_EQ(by_team.exit_code, 0) << by_team.err;
+  const json cluster = json::parse(by_team.out);
+  EXPECT_EQ(cluster["examined"], 1) << cluster.dump();
+  ASSERT_EQ(cluster["jobs"].size(), 1u) << cluster.dump();
+  EXPECT_EQ(cluster["jobs"][0]["job_id"], job_on_gpu[0]);
+  EXPECT_EQ(cluster["jobs"][0]["findings"][0]["kind"], "allocated_idle");
+  EXPECT_GT(cluster["jobs"][0]["idle_gpu_hours"].get<double>(), 0);
+  EXPECT_EQ(cluster["teams"][0]["team"], idle_team);
+  CommandResult other_team =
+      RunDrover({"--server", server.url(), "diagnose", "--team", busy_team}, dir_.path());
+  ASSERT_EQ(other_team.exit_code, 0) << other_team.err;
+  EXPECT_THAT(other_team.out, HasSubstr("1 job(s) examined"));
+  EXPECT_THAT(other_team.out, ::testing::Not(HasSubstr("allocated_idle")));
+  EXPECT_THAT(other_team.out, HasSubstr("teams:\n  " + busy_team + ": 0.00 GPU-hours wasted"));
+  CommandResult both =
+      RunDrover({"--server", server.url(), "diagnose", "7", "--team", "x"}, dir_.path());
+  EXPECT_NE(both.exit_code, 0);  // --team is for the cluster view, not one job
 
   // An unknown job and a bad attempt are refused with JSON errors.
   auto unknown = client.Get("/v1/jobs/999/usage");

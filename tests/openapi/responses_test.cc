@@ -214,6 +214,8 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
   Expect(200, "GET", fmt::format("/v1/jobs/{}/usage?attempt=1", running));
   Expect(400, "GET", fmt::format("/v1/jobs/{}/usage?attempt=-1", running));
   Expect(404, "GET", "/v1/jobs/999999/usage");
+  Expect(200, "GET", fmt::format("/v1/jobs/{}/advice", running));
+  Expect(404, "GET", "/v1/jobs/999999/advice");
   RecordStreamStart("/v1/events");
   Expect(400, "GET", "/v1/events?types=bogus");
   Expect(404, "GET", "/v1/events?job=999999");
@@ -249,11 +251,15 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
   Expect(200, "GET", "/v1/pipelines");
   Expect(200, "GET", fmt::format("/v1/pipelines/{}", run));
   Expect(404, "GET", "/v1/pipelines/999999");
+  Expect(200, "GET", fmt::format("/v1/pipelines/{}/advice", run));
+  Expect(404, "GET", "/v1/pipelines/999999/advice");
   Expect(200, "POST", fmt::format("/v1/pipelines/{}/cancel", run));
   Expect(404, "POST", "/v1/pipelines/999999/cancel");
   Expect(200, "GET", fmt::format("/v1/pipelines/{}", run));
   Expect(200, "GET", "/v1/goodput?by=team&since=0");
   Expect(400, "GET", "/v1/goodput?by=colour");
+  Expect(200, "GET", "/v1/diagnosis?since=0&team=team-a&limit=50");
+  Expect(400, "GET", "/v1/diagnosis?limit=0");
   Expect(200, "GET", "/metrics");
 
   // Queues and the policy.
