@@ -6,10 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -101,8 +104,11 @@ std::string DoubleText(double value) { return fmt::format("{}", value); }
 class PostgresStore final : public Store {
  public:
   PostgresStore(std::unique_ptr<Session> writer, std::unique_ptr<ConnectionPool<Session>> readers,
-                std::shared_ptr<const WriteFence> fence)
-      : writer_(std::move(writer)), readers_(std::move(readers)), fence_(std::move(fence)) {}
+                const PostgresStoreOptions& options)
+      : writer_(std::move(writer)),
+        readers_(std::move(readers)),
+        fence_(options.fence),
+        write_retry_ms_(options.write_retry_ms) {}
 
   Status Apply(const Batch& batch) override {
     if (batch.empty()) return OkStatus();
@@ -565,9 +571,14 @@ class PostgresStore final : public Store {
           fmt::format("{}: this server is a standby, not the leader; it writes nothing", what));
     }
     bool fenced = false;
+    bool committing = false;  // a failure from here on leaves the outcome unknown
     Status status;
-    {
-      MutexLock lock(writer_mutex_);
+    MutexLock lock(writer_mutex_);
+    // A write that fails for want of the database before its COMMIT was sent committed nothing:
+    // it is tried again on a new connection (the database restarting) for up to write_retry_ms.
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(write_retry_ms_);
+    for (DurationMs pause = 50;; pause = std::min<DurationMs>(pause * 2, kMillisPerSecond)) {
       status = writer_->Run(what, [&](pqxx::connection& db) -> Status {
         pqxx::work tx(db);
         if (epoch != WriteFence::kUnfenced) {
@@ -585,9 +596,15 @@ class PostgresStore final : public Store {
           }
         }
         DROVER_RETURN_IF_ERROR(body(tx));
+        committing = true;
         tx.commit();
         return OkStatus();
       });
+      if (status || fenced || committing || status.error().code != ErrorCode::kUnavailable ||
+          std::chrono::steady_clock::now() >= give_up) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
     }
     if (fenced) fence_->Refused(status.error());
     return status;
@@ -661,6 +678,7 @@ class PostgresStore final : public Store {
   std::unique_ptr<Session> writer_ GUARDED_BY(writer_mutex_);
   std::unique_ptr<ConnectionPool<Session>> readers_;
   const std::shared_ptr<const WriteFence> fence_;  // null: writes are not fenced
+  const DurationMs write_retry_ms_;
 };
 
 }  // namespace
@@ -690,8 +708,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connection,
     readers.push_back(std::make_unique<Session>(connection, &Statements()));
   }
   return std::make_unique<PostgresStore>(
-      std::move(writer), std::make_unique<ConnectionPool<Session>>(std::move(readers)),
-      options.fence);
+      std::move(writer), std::make_unique<ConnectionPool<Session>>(std::move(readers)), options);
 }
 
 }  // namespace drover::store

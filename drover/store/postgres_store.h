@@ -23,8 +23,9 @@
 //
 // Durability: a write is acknowledged after PostgreSQL's COMMIT returns, so it is as durable as
 // the server's settings make it (synchronous_commit, fsync, replication). A connection that
-// breaks fails the call with kUnavailable and is reconnected by the next call; a COMMIT whose
-// outcome is unknown is kUnavailable too (the caller must not assume either outcome).
+// breaks fails a read with kUnavailable and is reconnected by the next call; a write that found no
+// database before its COMMIT is tried again for a while (PostgresStoreOptions::write_retry_ms); a
+// COMMIT whose outcome is unknown is kUnavailable (the caller must not assume either outcome).
 //
 // Thread-safety: every method may be called from any thread. Writes are serialized on one
 // writer connection; reads borrow one of `readers` connections and run as one statement (one
@@ -38,6 +39,7 @@
 #include <string_view>
 #include <utility>
 
+#include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/store/store.h"
 
@@ -84,6 +86,12 @@ struct PostgresStoreOptions {
   int readers = 4;
   // The fence every write passes (WriteFence); null: writes are not fenced.
   std::shared_ptr<const WriteFence> fence;
+  // How long a write that found no database before its COMMIT (so committed nothing: a restart
+  // of PostgreSQL, a broken connection) is tried again on a new connection, with pauses from
+  // 50 ms doubling to 1 s, before it fails with kUnavailable. Meanwhile the write waits (and with
+  // it the control plane's step). A failure during the COMMIT is never retried (its outcome is
+  // unknown). 0: not retried.
+  DurationMs write_retry_ms = 30 * kMillisPerSecond;
 };
 
 // `connection` with its password replaced by "***", in both libpq forms: the URI

@@ -9,6 +9,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -32,8 +33,11 @@ const std::vector<std::string> kLeaseFlags = {"--lease", "3s", "--lease-renew", 
 
 class Failover : public IntegrationTest {
  protected:
+  // The cluster this test's database is on: the test program's shared one.
+  virtual testing::PostgresCluster& Cluster() { return testing::PostgresCluster::Shared(); }
+
   void SetUp() override {
-    auto uri = testing::PostgresCluster::Shared().NewDatabase("failover");
+    auto uri = Cluster().NewDatabase("failover");
     ASSERT_TRUE(uri.has_value()) << uri.error().ToString();
     uri_ = *uri;
     join_token_ = dir_.Sub("join.token");
@@ -222,6 +226,74 @@ TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndExits) {
                           "kind: Job\nname: after\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
                           "script: \"true\"\n");
   EXPECT_EQ(ids.size(), 1u);
+}
+
+// On a cluster of its own, which the test restarts.
+class FailoverOwnCluster : public Failover {
+ protected:
+  void SetUp() override {
+    auto cluster = testing::PostgresCluster::Start();
+    ASSERT_TRUE(cluster.has_value()) << cluster.error().ToString();
+    cluster_ = *std::move(cluster);
+    Failover::SetUp();
+  }
+  testing::PostgresCluster& Cluster() override { return *cluster_; }
+
+  std::unique_ptr<testing::PostgresCluster> cluster_;
+};
+
+TEST_F(FailoverOwnCluster, PostgresRestartedUnderLoadLosesNoAcknowledgedSubmission) {
+  ServerProcess leader(dir_.Sub("leader"), dir_.path(), ServerArgs());
+  ASSERT_TRUE(leader.ok()) << leader.Log();
+  const int port = StandbyPort(4);
+  auto standby = StartStandby(dir_.Sub("leader"), port);
+  api::ApiClient client(fmt::format("{},http://127.0.0.1:{}", leader.url(), port),
+                        10 * kMillisPerSecond);
+  client.SetBearer(leader.token());
+  std::vector<std::int64_t> acknowledged;
+  std::atomic<int> refused{0};
+  std::atomic<int> before_restart{0};
+  std::atomic<bool> restarted{false};
+  std::atomic<int> after_restart{0};
+  std::thread load([&] {
+    // Until 20 submissions were acknowledged after the database came back (or 60 s).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (after_restart < 20 && std::chrono::steady_clock::now() < end) {
+      auto reply = client.Post("/v1/jobs",
+                               "kind: Job\nname: load\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
+                               "script: \"true\"\n",
+                               "application/yaml");
+      if (!reply) {
+        ++refused;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      for (const auto& job : reply->json["jobs"]) {
+        acknowledged.push_back(job["id"].get<std::int64_t>());
+      }
+      ++(restarted ? after_restart : before_restart);
+    }
+  });
+  // acknowledged is the load thread's until it is joined.
+  EXPECT_TRUE(WaitUntil([&] { return before_restart >= 5; }));
+  Status stopped = cluster_->Stop("fast");
+  EXPECT_TRUE(stopped.has_value()) << stopped.error().ToString();
+  // Down until the load met the outage (at most a few seconds).
+  WaitUntil([&] { return refused > 0; }, std::chrono::milliseconds(5'000));
+  Status restart = cluster_->Restart();
+  EXPECT_TRUE(restart.has_value()) << restart.error().ToString();
+  restarted = true;
+  load.join();
+  EXPECT_GE(after_restart, 20) << "the servers did not resume: " << leader.Log()
+                               << standby->Stdout() << standby->Stderr();
+  pqxx::connection db(uri_);
+  pqxx::nontransaction tx(db);
+  for (std::int64_t id : acknowledged) {
+    EXPECT_EQ(tx.exec_params1("SELECT count(*) FROM jobs WHERE id = $1", id)[0].as<int>(), 1)
+        << "acknowledged job " << id << " lost";
+  }
+  RecordProperty("acknowledged", static_cast<int>(acknowledged.size()));
+  RecordProperty("refused", refused.load());
 }
 
 }  // namespace
