@@ -17,9 +17,22 @@ std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
 }  // namespace
 
 ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca_file)
-    : base_url_(std::move(base_url)),
-      ca_file_(std::move(ca_file)),
-      client_(std::make_unique<httplib::Client>(base_url_)) {
+    : ca_file_(std::move(ca_file)), timeout_ms_(timeout_ms) {
+  for (std::size_t start = 0; start <= base_url.size();) {
+    std::size_t end = base_url.find(',', start);
+    if (end == std::string::npos) end = base_url.size();
+    if (end > start) urls_.push_back(base_url.substr(start, end - start));
+    start = end + 1;
+  }
+  if (urls_.empty()) urls_.push_back(base_url);
+  Connect(0);
+}
+
+void ApiClient::Connect(std::size_t index) {
+  current_ = index;
+  base_url_ = urls_[index];
+  client_ = std::make_unique<httplib::Client>(base_url_);
+  const DurationMs timeout_ms = timeout_ms_;
   if (!ca_file_.empty()) client_->set_ca_cert_path(ca_file_);
   client_->enable_server_certificate_verification(true);
   client_->set_connection_timeout(5, 0);
@@ -28,6 +41,21 @@ ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca
   client_->set_keep_alive(true);
   // Without it, the request's headers and body in two writes meet Nagle and delayed ACKs: 40 ms.
   client_->set_tcp_nodelay(true);
+  SetBearer(bearer_);
+}
+
+template <typename Send>
+Result<ApiResponse> ApiClient::Call(Send&& send) {
+  for (std::size_t tried = 1;; ++tried) {
+    httplib::Result result = send(*client_);
+    // Nothing was done where the request went: no connection, or a standby's refusal. Then the
+    // next server of the list is asked, each at most once per call.
+    const bool elsewhere =
+        result.error() == httplib::Error::Connection ||
+        (result && result->status == 503 && result->body.find("\"standby\"") != std::string::npos);
+    if (!elsewhere || tried >= urls_.size()) return Convert(std::move(result));
+    Connect((current_ + 1) % urls_.size());
+  }
 }
 
 ApiClient::~ApiClient() = default;
@@ -36,6 +64,7 @@ ApiClient::ApiClient(ApiClient&&) noexcept = default;
 void ApiClient::SetAuthHint(std::string hint) { auth_hint_ = std::move(hint); }
 
 void ApiClient::SetBearer(const std::string& token) {
+  bearer_ = token;
   httplib::Headers headers;
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   client_->set_default_headers(std::move(headers));
@@ -87,7 +116,10 @@ Result<ApiResponse> ApiClient::Convert(httplib::Result result, bool parse_succes
   const nlohmann::json& body = response.json;
   if (body.is_object() && body.contains("code") && body["code"].is_string()) {
     Error error;
-    error.code = ParseErrorCode(body["code"].get<std::string>()).value_or(ErrorCode::kInternal);
+    const std::string code = body["code"].get<std::string>();
+    // A standby's refusal (docs/api.md "Standby"): the leader may be elsewhere; try again.
+    error.code = code == "standby" ? ErrorCode::kUnavailable
+                                   : ParseErrorCode(code).value_or(ErrorCode::kInternal);
     error.message = body.value("message", "");
     if (body.contains("details") && body["details"].is_array()) {
       for (const auto& detail : body["details"]) {
@@ -104,7 +136,7 @@ Result<ApiResponse> ApiClient::Convert(httplib::Result result, bool parse_succes
 }
 
 Result<ApiResponse> ApiClient::Get(const std::string& path_and_query) {
-  return Convert(client_->Get(path_and_query));
+  return Call([&](httplib::Client& client) { return client.Get(path_and_query); });
 }
 
 Result<ApiResponse> ApiClient::GetUnparsed(const std::string& path_and_query) {
@@ -115,16 +147,17 @@ Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& 
                                     const std::string& content_type,
                                     const std::map<std::string, std::string>& headers) {
   httplib::Headers http_headers(headers.begin(), headers.end());
-  return Convert(client_->Post(path, http_headers, body, content_type));
+  return Call(
+      [&](httplib::Client& client) { return client.Post(path, http_headers, body, content_type); });
 }
 
 Result<ApiResponse> ApiClient::Put(const std::string& path, const std::string& body,
                                    const std::string& content_type) {
-  return Convert(client_->Put(path, body, content_type));
+  return Call([&](httplib::Client& client) { return client.Put(path, body, content_type); });
 }
 
 Result<ApiResponse> ApiClient::Delete(const std::string& path) {
-  return Convert(client_->Delete(path));
+  return Call([&](httplib::Client& client) { return client.Delete(path); });
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -39,6 +40,10 @@ class ApiClient {
   // certificate must verify against `ca_file`, a PEM bundle (--ca, DROVER_CA), or, when it is
   // empty, the system's store, and must name the URL's host. Requests time out after
   // `timeout_ms`.
+  // `base_url` may also list servers, "URL1,URL2" (a leader and its standbys, docs/operations.md
+  // "Two servers on PostgreSQL"): a call that reaches no server or a standby (503 "standby":
+  // nothing was done) is sent to the next one of the list, each at most once per call, and the
+  // client stays with the one that answered. Events streams from the current one.
   explicit ApiClient(std::string base_url, DurationMs timeout_ms = kMillisPerMinute,
                      std::string ca_file = "");
   ~ApiClient();
@@ -97,8 +102,17 @@ class ApiClient {
   // when `parse_success`.
   Result<ApiResponse> Convert(httplib::Result result, bool parse_success = true) const;
 
+  // Makes urls_[index] the server asked.
+  void Connect(std::size_t index);
+  // `send(httplib::Client&)` to the current server, then to the next ones while none did it.
+  template <typename Send>
+  Result<ApiResponse> Call(Send&& send);
+  std::vector<std::string> urls_;  // the servers, in the order they are tried
+  std::size_t current_ = 0;        // urls_[current_] == base_url_
   std::string base_url_;
   std::string ca_file_;
+  DurationMs timeout_ms_;
+  std::string bearer_;
   std::string auth_hint_;
   std::unique_ptr<httplib::Client> client_;
 };

@@ -68,6 +68,15 @@ int Main(int argc, char** argv) {
                      "the state's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB (default: "
                      "SQLite in --data)");
   server->add_option("--listen", server_flags.listen, "HOST:PORT to serve the API on");
+  server->add_option("--advertise-url", server_flags.advertise_url,
+                     "this server's API URL as clients and agents reach it, shown by standbys "
+                     "(PostgreSQL store; default: the --listen URL)");
+  server->add_option("--lease", server_flags.lease,
+                     "how long the leader's lease lasts unrenewed: a standby takes over after "
+                     "this (PostgreSQL store; default 10s)");
+  server->add_option("--lease-renew", server_flags.lease_renew,
+                     "how often the leader renews its lease and a standby tries to take it "
+                     "(PostgreSQL store; default 2s; less than --lease)");
   server->add_option("--ready-file", server_flags.ready_file,
                      "write the API URL to this file once listening");
   server->add_option("--policy", server_flags.policy_file,

@@ -24,9 +24,11 @@
 #include "drover/model/metrics.h"
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
+#include "drover/server/leader_election.h"
 #include "drover/server/secret.h"
 #include "drover/server/secret_store.h"
 #include "drover/server/token_registry.h"
+#include "drover/store/postgres_lease.h"
 #include "drover/store/postgres_store.h"
 #include "drover/workflow/rollup.h"
 
@@ -76,12 +78,11 @@ struct Daemon {
   std::string url;                           // the API's base URL
 };
 
-// Opens the store and the control plane over `data_dir`, binds its API on host:port, and adds
-// the local nodes of `nodes`, whose workers find the API at its URL (DROVER_SERVER). A bad
-// policy file is an error before anything starts.
-// The store named by --store: SQLite in `data_dir` when empty, else PostgreSQL.
+// The store named by --store: SQLite in `data_dir` when empty, else PostgreSQL, its writes
+// passing `fence` (null: unfenced).
 Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
-                                                const std::string& data_dir) {
+                                                const std::string& data_dir,
+                                                std::shared_ptr<const store::WriteFence> fence) {
   if (store_flag.empty()) {
     return store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   }
@@ -91,15 +92,20 @@ Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
         "--data)",
         store::RedactConnectionString(store_flag)));
   }
-  return store::OpenPostgresStore(store_flag);
+  return store::OpenPostgresStore(store_flag, {.fence = std::move(fence)});
 }
 
+// Opens the store and the control plane over `data_dir`, binds its API on host:port, and adds
+// the local nodes of `nodes`, whose workers find the API at its URL (DROVER_SERVER). Its PostgreSQL
+// store's writes pass `fence` (null: unfenced). A bad policy file is an error before anything
+// starts.
 Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& store_flag,
                                 const server::LocalNodeFlags& nodes,
                                 const std::string& fallback_gpus, const std::string& policy_file,
                                 const std::string& host, int port, const Clock& clock,
                                 server::ControlPlaneOptions options = {},
-                                const server::HttpOptions& http_options = {}) {
+                                const server::HttpOptions& http_options = {},
+                                std::shared_ptr<const store::WriteFence> fence = nullptr) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
@@ -109,7 +115,7 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& 
   DROVER_ASSIGN_OR_RETURN(auto described,
                           server::DescribeLocalNodes(nodes, fallback_gpus, &notice));
   if (!notice.empty()) std::cerr << notice << "\n";
-  DROVER_ASSIGN_OR_RETURN(auto store, OpenStore(store_flag, data_dir));
+  DROVER_ASSIGN_OR_RETURN(auto store, OpenStore(store_flag, data_dir, std::move(fence)));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   options.remote_logs_dir = (std::filesystem::path(data_dir) / "remote-logs").string();
   // Kept beside the database, not in it (server/token_registry.h says why).
@@ -247,6 +253,31 @@ Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
   return options;
 }
 
+// The lease settings of --lease and --lease-renew; kInvalidArgument naming the flag unless both
+// are positive durations and the renewal is shorter than the lease.
+Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
+  server::LeaseOptions options;
+  DROVER_RETURN_IF_ERROR(
+      ParsePositive(flags.lease, "--lease", kDuration, ParseDuration, options.duration));
+  DROVER_RETURN_IF_ERROR(ParsePositive(flags.lease_renew, "--lease-renew", kDuration, ParseDuration,
+                                       options.renew_every));
+  if (options.renew_every >= options.duration) {
+    return InvalidArgument(fmt::format("--lease-renew: {} must be shorter than --lease {}",
+                                       FormatDuration(options.renew_every),
+                                       FormatDuration(options.duration)));
+  }
+  return options;
+}
+
+// Stops a leader whose lease a newer one took (a fenced write, or a renewal that found a newer
+// epoch): at once, before anything else is written or launched. Running workers keep running
+// under their supervisors, for the new leader to adopt. Exit status 75 (EX_TEMPFAIL): a service
+// manager restarts it, as a standby.
+[[noreturn]] void StepDown(const Error& why) {
+  std::cerr << "drover server: no longer the leader (" << why.message << "); exiting" << std::endl;
+  std::_Exit(75);
+}
+
 int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
   auto address = SplitHostPort(flags.listen);
@@ -266,10 +297,51 @@ int ServerCommand(const ServerFlags& flags) {
     if (!token) return ReportError(token.error());
     options->join_token = *std::move(token);
   }
+  auto lease_options = LeaseOptionsOf(flags);
+  if (!lease_options) return ReportError(lease_options.error());
+  // On PostgreSQL the servers sharing the database elect a leader; this one writes nothing until
+  // it leads, and exits the moment a write of its finds a newer leader (docs/operations.md "Two
+  // servers on PostgreSQL").
+  std::shared_ptr<store::WriteFence> fence;
+  if (store::IsPostgresUri(flags.store)) {
+    fence = std::make_shared<store::WriteFence>(store::WriteFence::kNotLeader, StepDown);
+  }
   SystemClock clock;
-  auto daemon = OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
-                                 address->first, address->second, clock, *options, *http_options);
+  auto daemon =
+      OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
+                       address->first, address->second, clock, *options, *http_options, fence);
   if (!daemon) return ReportError(daemon.error());
+  std::unique_ptr<server::LeaderElection> election;
+  if (fence) {
+    auto lease = store::PostgresLease::Open(flags.store);
+    if (!lease) return ReportError(lease.error());
+    const std::string advertised = flags.advertise_url.empty() ? daemon->url : flags.advertise_url;
+    election = std::make_unique<server::LeaderElection>(
+        *std::move(lease), fmt::format("{} pid {}", advertised, getpid()), advertised,
+        *lease_options);
+    daemon->http->SetStandby("");
+    daemon->http->Serve();
+    std::string shown;
+    std::optional<std::int64_t> epoch =
+        election->Campaign([] { return g_signal != 0; },
+                           [&](const std::string& leader) {
+                             daemon->http->SetStandby(leader);
+                             if (leader == shown) return;
+                             shown = leader;
+                             std::cout << "drover server " << daemon->url
+                                       << " is a standby; the leader is " << leader << std::endl;
+                           });
+    if (!epoch) {
+      daemon->http->Stop();
+      return 0;
+    }
+    fence->Set(*epoch);
+    election->KeepRenewing(*epoch, [](const std::string& reason) {
+      StepDown(Error{ErrorCode::kAborted, reason, {}});
+    });
+    std::cout << "drover server " << advertised << " leads (lease epoch " << *epoch << ")"
+              << std::endl;
+  }
   // Kubernetes: an explicit --kubeconfig must work; a default one is used when it does.
   std::string kubeconfig = flags.kubeconfig;
   const char* home = std::getenv("HOME");
@@ -292,7 +364,11 @@ int ServerCommand(const ServerFlags& flags) {
   const std::string admin_token = (std::filesystem::path(flags.data_dir) / "admin.token").string();
   Result<bool> admin = daemon->plane->EnsureAdminToken(admin_token, ServerUser());
   if (!admin) return ReportError(admin.error());
-  daemon->http->Serve();
+  if (election) {
+    daemon->http->SetStandby(std::nullopt);
+  } else {
+    daemon->http->Serve();
+  }
   const std::string& url = daemon->url;
   std::cout << "drover server listening on " << url << " (data in " << flags.data_dir;
   if (!flags.store.empty()) {
@@ -328,6 +404,7 @@ int ServerCommand(const ServerFlags& flags) {
             << std::endl;
   daemon->http->Stop();
   daemon->plane->Stop();
+  if (election) election->Stop();  // after the plane's last writes
   return 0;
 }
 

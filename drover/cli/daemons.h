@@ -19,6 +19,13 @@ struct ServerFlags {
   // SQLite in data_dir (drover.db), or a "postgres://" / "postgresql://" URI. Files (outputs,
   // logs, secrets, the admin token) stay in data_dir either way.
   std::string store;
+  // With a PostgreSQL store, the servers sharing it elect a leader (docs/operations.md "Two
+  // servers on PostgreSQL"): --advertise-url is this server's API URL as clients and agents
+  // reach it (empty: the --listen URL), shown by standbys; --lease and --lease-renew are
+  // server::LeaseOptions (durations; empty keeps the default).
+  std::string advertise_url;
+  std::string lease;
+  std::string lease_renew;
   std::string listen = "127.0.0.1:8420";
   server::LocalNodeFlags nodes;
   std::string ready_file;  // written with the base URL once listening (for scripts and tests)

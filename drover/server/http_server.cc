@@ -1,7 +1,12 @@
 #include "drover/server/http_server.h"
 
+#include <fmt/format.h>
+
 #include <exception>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "drover/api/agent_handlers.h"
@@ -9,6 +14,24 @@
 #include "drover/api/routes.h"
 
 namespace drover::server {
+namespace {
+
+// The answer of a standby (HttpServer::SetStandby) to every request: 503 {code: "standby",
+// message, details, leader} with the leader's URL in X-Drover-Leader too (when known).
+api::Response StandbyResponse(const std::string& leader) {
+  nlohmann::json body = nlohmann::json::object();
+  body["code"] = "standby";
+  body["message"] = fmt::format("this server is a standby; the leader is {}",
+                                leader.empty() ? std::string_view("not known yet") : leader);
+  body["details"] = nlohmann::json::array();
+  body["leader"] = leader;
+  api::Response response = api::JsonResponse(503, body);
+  if (!leader.empty()) response.headers.emplace("X-Drover-Leader", leader);
+  response.headers.emplace("Retry-After", "1");
+  return response;
+}
+
+}  // namespace
 
 // The API's routes as the front's handler: the lane follows the route's kind.
 class HttpServer::Handler final : public HttpHandler {
@@ -37,10 +60,14 @@ class HttpServer::Handler final : public HttpHandler {
   api::Response Serve(const api::Request& request) override {
     const api::Route* route = nullptr;
     api::Response response;
-    try {
-      response = api::Serve(service_, request, &route);
-    } catch (const std::exception& e) {
-      response = api::ErrorResponse(Error{ErrorCode::kInternal, e.what(), {}});
+    if (std::optional<std::string> leader = StandbyLeader()) {
+      response = StandbyResponse(*leader);
+    } else {
+      try {
+        response = api::Serve(service_, request, &route);
+      } catch (const std::exception& e) {
+        response = api::ErrorResponse(Error{ErrorCode::kInternal, e.what(), {}});
+      }
     }
     if (response.park) return response;  // counted once answered: a resumed park is served again
     if (route) {
@@ -52,9 +79,21 @@ class HttpServer::Handler final : public HttpHandler {
     return response;
   }
 
+  void SetStandby(std::optional<std::string> leader) {
+    MutexLock lock(mu_);
+    standby_leader_ = std::move(leader);
+  }
+
  private:
+  std::optional<std::string> StandbyLeader() const {
+    MutexLock lock(mu_);
+    return standby_leader_;
+  }
+
   ControlPlane& plane_;
   ControlPlaneService service_;
+  mutable Mutex mu_;
+  std::optional<std::string> standby_leader_ GUARDED_BY(mu_);
 };
 
 HttpServer::HttpServer(ControlPlane& plane)
@@ -78,6 +117,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(ControlPlane& plane, const 
 }
 
 void HttpServer::Serve() { front_->Start(); }
+
+void HttpServer::SetStandby(std::optional<std::string> leader) {
+  handler_->SetStandby(std::move(leader));
+}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(ControlPlane& plane, const std::string& host,
                                                       int port, const HttpOptions& options) {

@@ -7,6 +7,7 @@
 // {code, message, details} with the matching status.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "drover/common/result.h"
@@ -38,6 +39,11 @@ class HttpServer {
                                                   int port, const HttpOptions& options = {});
   // Serves until Stop().
   void Serve();
+  // While `leader` is set this server is a standby (docs/api.md "Standby"): every request is
+  // answered 503 {"code":"standby","leader":URL} with headers X-Drover-Leader: URL (when known:
+  // `leader` may be empty) and Retry-After, and the plane is not touched. nullopt: served.
+  // Thread-safe.
+  void SetStandby(std::optional<std::string> leader);
   // Bind, then Serve.
   static Result<std::unique_ptr<HttpServer>> Start(ControlPlane& plane, const std::string& host,
                                                    int port, const HttpOptions& options = {});

@@ -136,6 +136,18 @@ constexpr std::string_view kMigrations[] = {
         PRIMARY KEY (job_id, attempt, start_at)
       );
     )sql",
+    // 2 -> 3: the leader lease (postgres_lease.h; docs/architecture.md "Leader lease"): one row,
+    // taken and renewed by the servers sharing the database; every write of the leader checks
+    // its epoch against it (fencing).
+    R"sql(
+      CREATE TABLE leader (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        holder     TEXT NOT NULL,         -- the holding server's instance id
+        url        TEXT NOT NULL,         -- its --advertise-url
+        epoch      BIGINT NOT NULL,       -- +1 at each takeover
+        expires_at TIMESTAMPTZ NOT NULL   -- the database's clock
+      );
+    )sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 

@@ -6,10 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -100,8 +103,12 @@ std::string DoubleText(double value) { return fmt::format("{}", value); }
 
 class PostgresStore final : public Store {
  public:
-  PostgresStore(std::unique_ptr<Session> writer, std::unique_ptr<ConnectionPool<Session>> readers)
-      : writer_(std::move(writer)), readers_(std::move(readers)) {}
+  PostgresStore(std::unique_ptr<Session> writer, std::unique_ptr<ConnectionPool<Session>> readers,
+                const PostgresStoreOptions& options)
+      : writer_(std::move(writer)),
+        readers_(std::move(readers)),
+        fence_(options.fence),
+        write_retry_ms_(options.write_retry_ms) {}
 
   Status Apply(const Batch& batch) override {
     if (batch.empty()) return OkStatus();
@@ -558,13 +565,49 @@ class PostgresStore final : public Store {
   // transaction, before `body`.
   template <typename Body>
   Status Write(std::string_view what, Body&& body) {
+    const std::int64_t epoch = fence_ ? fence_->epoch() : WriteFence::kUnfenced;
+    if (epoch == WriteFence::kNotLeader) {
+      return FailedPrecondition(
+          fmt::format("{}: this server is a standby, not the leader; it writes nothing", what));
+    }
+    bool fenced = false;
+    bool committing = false;  // a failure from here on leaves the outcome unknown
+    Status status;
     MutexLock lock(writer_mutex_);
-    return writer_->Run(what, [&](pqxx::connection& db) -> Status {
-      pqxx::work tx(db);
-      DROVER_RETURN_IF_ERROR(body(tx));
-      tx.commit();
-      return OkStatus();
-    });
+    // A write that fails for want of the database before its COMMIT was sent committed nothing:
+    // it is tried again on a new connection (the database restarting) for up to write_retry_ms.
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(write_retry_ms_);
+    for (DurationMs pause = 50;; pause = std::min<DurationMs>(pause * 2, kMillisPerSecond)) {
+      status = writer_->Run(what, [&](pqxx::connection& db) -> Status {
+        pqxx::work tx(db);
+        if (epoch != WriteFence::kUnfenced) {
+          // FOR SHARE: a takeover's UPDATE of the row waits for this transaction, so that this
+          // write commits before the takeover or sees the new epoch and writes nothing.
+          const pqxx::result row = tx.exec("SELECT epoch FROM leader WHERE id = 1 FOR SHARE");
+          const std::int64_t current = row.empty() ? 0 : row[0][0].as<std::int64_t>();
+          if (current != epoch) {
+            fenced = true;
+            return MakeError(ErrorCode::kAborted,
+                             fmt::format("{}: fenced: this server's leader epoch {} was superseded "
+                                         "by epoch {}; it is no "
+                                         "longer the leader and writes nothing",
+                                         what, epoch, current));
+          }
+        }
+        DROVER_RETURN_IF_ERROR(body(tx));
+        committing = true;
+        tx.commit();
+        return OkStatus();
+      });
+      if (status || fenced || committing || status.error().code != ErrorCode::kUnavailable ||
+          std::chrono::steady_clock::now() >= give_up) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+    }
+    if (fenced) fence_->Refused(status.error());
+    return status;
   }
 
   // Runs `body(pqxx::connection&)` (returning Status) on a reader connection.
@@ -634,6 +677,8 @@ class PostgresStore final : public Store {
   Mutex writer_mutex_;
   std::unique_ptr<Session> writer_ GUARDED_BY(writer_mutex_);
   std::unique_ptr<ConnectionPool<Session>> readers_;
+  const std::shared_ptr<const WriteFence> fence_;  // null: writes are not fenced
+  const DurationMs write_retry_ms_;
 };
 
 }  // namespace
@@ -663,7 +708,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connection,
     readers.push_back(std::make_unique<Session>(connection, &Statements()));
   }
   return std::make_unique<PostgresStore>(
-      std::move(writer), std::make_unique<ConnectionPool<Session>>(std::move(readers)));
+      std::move(writer), std::make_unique<ConnectionPool<Session>>(std::move(readers)), options);
 }
 
 }  // namespace drover::store

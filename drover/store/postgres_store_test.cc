@@ -138,8 +138,10 @@ TEST(PostgresStore, ReconnectsAfterTheDatabaseRestarts) {
   ASSERT_TRUE(cluster.has_value()) << cluster.error().ToString();
   auto uri = (*cluster)->NewDatabase("restart");
   ASSERT_TRUE(uri.has_value()) << uri.error().ToString();
-  auto store = MustOpen(*uri);
-  ASSERT_NE(store, nullptr);
+  // Writes not retried: the one while the database is down fails at once.
+  auto opened = OpenPostgresStore(*uri, {.write_retry_ms = 0});
+  ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+  auto store = *std::move(opened);
   ASSERT_TRUE(store->Apply({.jobs = {MakeJob(1, "before")}}).has_value());
   ASSERT_TRUE((*cluster)->Stop("immediate").has_value());
   Status down = store->Apply({.jobs = {MakeJob(2, "while down")}});
@@ -153,6 +155,26 @@ TEST(PostgresStore, ReconnectsAfterTheDatabaseRestarts) {
   for (int i = 0; i < 4 && !max; ++i) max = store->MaxJobId();
   ASSERT_TRUE(max.has_value()) << max.error().ToString();
   EXPECT_EQ(*max, 3);
+}
+
+// Issue 23, "PostgreSQL restarted under load": the writer's connection broke while the database
+// restarted; the next write found it broken before its COMMIT, so it is tried again on a new
+// connection and lands (it used to fail, and the server to exit).
+TEST(PostgresStore, AWriteAfterADatabaseRestartReconnectsAndLands) {
+  auto cluster = PostgresCluster::Start();
+  ASSERT_TRUE(cluster.has_value()) << cluster.error().ToString();
+  auto uri = (*cluster)->NewDatabase("rewrite");
+  ASSERT_TRUE(uri.has_value()) << uri.error().ToString();
+  auto store = MustOpen(*uri);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Apply({.jobs = {MakeJob(1, "before")}}).has_value());
+  ASSERT_TRUE((*cluster)->Stop("fast").has_value());
+  ASSERT_TRUE((*cluster)->Restart().has_value());
+  Status after = store->Apply({.jobs = {MakeJob(2, "after")}});
+  ASSERT_TRUE(after.has_value()) << after.error().ToString();
+  auto reader = MustOpen(*uri);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->GetJob(JobId(2)).value(), MakeJob(2, "after"));
 }
 
 TEST(PostgresConnectionString, PasswordsAreRedactedInBothForms) {
