@@ -102,13 +102,16 @@ export function JobLink({ id }) {
   return id ? html`<a href=${`#/jobs/${id}`}>${id}</a>` : '—';
 }
 
-// The explanations (GET /v1/jobs/{id}/explain) of the pending jobs among `jobs`, by id, loaded
+// The states of a job that waits for the scheduler (its verdict says why).
+export const kWaitingStates = ['pending', 'ready', 'waiting'];
+
+// The explanations (GET /v1/jobs/{id}/explain) of the waiting jobs among `jobs`, by id, loaded
 // after the jobs are shown (so the table paints without waiting for them); {} until then.
 export function useVerdicts(jobs) {
   const [verdicts, setVerdicts] = useState({});
   useEffect(() => {
     let current = true;
-    const pending = (jobs || []).filter((j) => j.state === 'pending');
+    const pending = (jobs || []).filter((j) => kWaitingStates.includes(j.state));
     Promise.all(pending.map((j) => api(`/v1/jobs/${j.id}/explain`).then((e) => [j.id, e], () => null)))
       .then((pairs) => current && setVerdicts(Object.fromEntries(pairs.filter(Boolean))));
     return () => { current = false; };

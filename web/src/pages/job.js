@@ -128,7 +128,8 @@ export function Job({ id }) {
       (e.data.victims || []).some((v) => v.job_id === Number(id))));
   if (!data) return html`<${ErrorNote} error=${error} /><${Loading} what=${`job ${id}`} />`;
   const { job, decisions, explain, usage } = data;
-  const attempt = (job.attempts || [])[job.attempts.length - 1];
+  // The workers of the latest attempt that placed any (a requeued job's next has none yet).
+  const attempt = [...(job.attempts || [])].reverse().find((a) => a.workers && a.workers.length);
   return html`<section>
     <h1>Job ${job.id}: ${job.name} <${StateBadge} state=${job.state} /></h1>
     <${ErrorNote} error=${error} />
@@ -149,7 +150,7 @@ export function Job({ id }) {
     </section>` : null}
     <h2>Timeline</h2>
     <${Gantt} job=${job} now=${data.now} />
-    <h2>Workers</h2>
+    <h2>Workers${attempt ? ` (attempt ${attempt.number})` : ''}</h2>
     ${attempt && attempt.workers && attempt.workers.length ? html`<table><thead><tr><th>Rank</th><th>Node</th><th>GPUs</th><th>State</th><th>Started</th></tr></thead>
       <tbody>${attempt.workers.map((w) => html`<tr><td>${w.rank}</td><td>${w.node}</td><td>${(w.gpus || []).join(', ')}</td><td>${w.state}</td><td>${time(w.started_at)}</td></tr>`)}</tbody></table>`
       : html`<p class="muted">No workers placed.</p>`}

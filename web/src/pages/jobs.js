@@ -3,7 +3,7 @@
 // estimated start (GET /v1/jobs/{id}/explain).
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { html, useLive, useVerdicts, Loading, ErrorNote, StateBadge, JobLink, time, duration } from '../lib.js';
+import { html, useLive, useVerdicts, kWaitingStates, Loading, ErrorNote, StateBadge, JobLink, time, duration } from '../lib.js';
 
 const kPageSize = 50;
 const kStates = ['', 'pending', 'ready', 'admitted', 'placed', 'starting', 'running', 'succeeded',
@@ -51,7 +51,7 @@ export function Jobs() {
           <td>${job.owner}</td><td>${job.team}</td><td>${job.queue}</td><td>${job.gpus}</td>
           <td>${time(job.created_at)}</td><td>${duration(job.metrics.queue_wait_ms)}</td><td>${duration(job.metrics.run_time_ms)}</td>
           <td class="verdict">${v ? html`<span class="layer">${v.layer}</span> ${v.message}` : job.message}</td>
-          <td>${v ? (v.estimated_start ? time(v.estimated_start) : 'unknown') : job.state === 'pending' ? '…' : ''}</td>
+          <td>${v ? (v.estimated_start ? time(v.estimated_start) : 'unknown') : kWaitingStates.includes(job.state) ? '…' : ''}</td>
         </tr>`;
       })}</tbody>
     </table>

@@ -1,8 +1,8 @@
 // Queues (GET /v1/queues): quota, usage, borrowed and lent GPUs as bars, fair share, and the
-// pending jobs of each queue by the layer of their verdict (GET /v1/jobs/{id}/explain of the
-// first kPendingSampled pending jobs).
+// waiting jobs of each queue by the layer of their verdict (GET /v1/jobs/{id}/explain of those
+// among the kPendingSampled newest active jobs).
 import { api } from '../api.js';
-import { html, useLive, useVerdicts, Loading, ErrorNote } from '../lib.js';
+import { html, useLive, useVerdicts, kWaitingStates, Loading, ErrorNote } from '../lib.js';
 
 const kPendingSampled = 100;
 
@@ -20,9 +20,13 @@ function Bar({ queue, scale }) {
 async function load() {
   const [{ queues }, pending] = await Promise.all([
     api('/v1/queues'),
-    api(`/v1/jobs?state=pending&limit=${kPendingSampled}`),
+    api(`/v1/jobs?active=1&limit=${kPendingSampled}`),
   ]);
-  return { queues, pending: pending.jobs, more: pending.next !== null };
+  return {
+    queues,
+    pending: pending.jobs.filter((j) => kWaitingStates.includes(j.state)),
+    more: pending.next !== null,
+  };
 }
 
 export function Queues() {
@@ -36,7 +40,7 @@ export function Queues() {
     const q = (layers[job.queue] ||= {});
     q[v.layer] = (q[v.layer] || 0) + 1;
   }
-  const scale = Math.max(1, ...data.queues.map((q) => Math.max(q.gpus.nominal || 0, q.gpus.usage + q.gpus.lent)));
+  const scale = 1.1 * Math.max(1, ...data.queues.map((q) => Math.max(q.gpus.nominal || 0, q.gpus.usage + q.gpus.lent)));
   return html`<section>
     <h1>Queues</h1>
     <${ErrorNote} error=${error} />
@@ -53,6 +57,6 @@ export function Queues() {
         <td>${Object.entries(layers[q.name] || {}).map(([layer, n]) => html`<span class="layer">${layer}: ${n}</span> `)}</td>
       </tr>`)}</tbody>
     </table>
-    <p class="muted">Verdict layers of ${data.pending.length}${data.more ? ' (the oldest)' : ''} pending jobs.</p>
+    <p class="muted">Verdict layers of the ${data.pending.length} waiting jobs among the ${kPendingSampled} newest active ones.</p>
   </section>`;
 }
