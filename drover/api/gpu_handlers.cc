@@ -1,5 +1,6 @@
 #include "drover/api/gpu_handlers.h"
 
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -62,14 +63,21 @@ json GpuMapView(const std::vector<NodeStatus>& nodes, const std::vector<model::J
 
 Result<Response> ListGpus(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  store::JobFilter filter;
-  filter.active_only = true;
+  // Only the states that hold GPUs, each listed alone: a queue of thousands of waiting jobs
+  // costs nothing here.
+  std::vector<model::Job> holders;
+  for (model::JobState state :
+       {model::JobState::kPlaced, model::JobState::kStarting, model::JobState::kRunning}) {
+    store::JobFilter filter;
+    filter.state = state;
+    std::vector<model::Job> jobs = service.ListJobs(filter);
+    std::move(jobs.begin(), jobs.end(), std::back_inserter(holders));
+  }
   const std::vector<model::GpuActivity> samples = service.LatestGpuActivity();
   auto may_see = [&caller, policy = service.Policy()](const model::Job& job) {
     return model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy);
   };
-  return JsonResponse(
-      200, GpuMapView(service.Nodes(), service.ListJobs(filter), samples, may_see, service.Now()));
+  return JsonResponse(200, GpuMapView(service.Nodes(), holders, samples, may_see, service.Now()));
 }
 
 }  // namespace drover::api

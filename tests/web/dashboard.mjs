@@ -120,8 +120,11 @@ command: [sh, "${worker}", "${scratch}/b.log", "100000"]
   const held = gpus.find((g) => g.job === victim);
   const cell = page.getByTestId(`gpu-${held.node}-${held.index}`);
   await cell.focus();
-  await cell.locator('.tip').getByText(`job ${victim} (${held.owner})`).waitFor();
+  await page.locator('#gpu-tip').getByText(`allocated · job ${victim} (${held.owner})`).or(
+    page.locator('#gpu-tip').getByText(`active · job ${victim} (${held.owner})`)).waitFor();
   await shoot('cluster');
+  await page.keyboard.press('Enter');  // opens the job of the focused cell
+  await page.waitForURL(`**/#/jobs/${victim}`);
 
   step('a pending job shows its verdict and estimate');
   const [pending] = await submit(server, `kind: Job

@@ -47,9 +47,12 @@ try {
       await tab.goto(`${server.url}/#/${page}`);
       await tab.waitForFunction(() => performance.getEntriesByName('drover-useful').length > 0,
         null, { timeout: 60000 });
-      const [paint, mark] = await tab.evaluate(() => [
+      const [paint, mark, calls] = await tab.evaluate(() => [
         performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? NaN,
-        performance.getEntriesByName('drover-useful')[0].startTime]);
+        performance.getEntriesByName('drover-useful')[0].startTime,
+        performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/'))
+          .map((e) => `${new URL(e.name).pathname} ${e.startTime.toFixed(0)}-${e.responseEnd.toFixed(0)}`)]);
+      if (process.env.VERBOSE) console.log(`  ${page} run ${r}: ${calls.join(', ')}`);
       fcp.push(paint);
       useful.push(mark);
       await context.close();

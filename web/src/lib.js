@@ -33,7 +33,7 @@ export function useLive(load, deps, relevant = () => true, everyMs = 0) {
       (data) => {
         if (mine !== generation.current) return;
         setState({ data, error: null });
-        markUseful();
+        if (data !== null) markUseful();
       },
       (error) => mine === generation.current && setState((s) => ({ data: s.data, error })),
     );

@@ -114,8 +114,13 @@ function App() {
         setError(e.status === 401 ? 'That token is not accepted.' : e.message);
       },
     );
+  // With a token from this tab's session, show the pages at once and check it alongside (a token
+  // no longer accepted logs out, here or when the event stream is refused).
   useEffect(() => {
-    if (session.token()) check();
+    if (session.token()) {
+      setWho('…');
+      check();
+    }
   }, []);
   if (!who) {
     return html`<${Login} error=${error} onLogin=${(token) => {
