@@ -14,7 +14,7 @@ DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libhowardhinnant-date-dev tzdata libssl-dev openssl slurm-wlm munge \
   python3 procps clang-format clang libclang-rt-14-dev postgresql-15 libpqxx-dev prometheus
 
-.PHONY: deps kubernetes-deps openapi-deps build test demo asan release bench fuzz format \
+.PHONY: deps kubernetes-deps openapi-deps web web-deps build test demo asan release bench fuzz format \
   format-check thread-safety clean
 
 # Installs the Debian packages that are not installed yet (needs root, or sudo).
@@ -49,11 +49,34 @@ openapi-deps: kubernetes-deps
 	@[ tests/openapi/node_modules/.package-lock.json -nt tests/openapi/package-lock.json ] || \
 	  npm ci --prefix tests/openapi --no-audit --no-fund --loglevel=error
 
-build: deps
+# The dashboard's bundle (web/dist, embedded into the binary by the build) where npm is present:
+# npm ci from web/package-lock.json, then esbuild. Without npm the binary serves a "dashboard not
+# built" page at /.
+web:
+	@if command -v npm >/dev/null; then \
+	  [ web/node_modules/.package-lock.json -nt web/package-lock.json ] || \
+	    npm ci --prefix web --no-audit --no-fund --loglevel=error; \
+	  npm run --prefix web --silent build; \
+	else \
+	  echo "npm not found: building without the dashboard (see docs/dashboard.md)"; \
+	fi
+
+# Debian's Chromium and the npm packages of tests/web (playwright-core, pinned by its
+# package-lock.json) for the browser test web.browser; Node.js as above.
+web-deps: kubernetes-deps
+	@dpkg-query -W -f='$${Status}\n' chromium 2>/dev/null | grep -q 'install ok installed' || { \
+	  echo "installing: chromium"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	@[ tests/web/node_modules/.package-lock.json -nt tests/web/package-lock.json ] || \
+	  npm ci --prefix tests/web --no-audit --no-fund --loglevel=error
+
+build: deps web
 	cmake --preset $(PRESET) >/dev/null
 	cmake --build --preset $(PRESET) -j $(JOBS)
 
-test: build kubernetes-deps openapi-deps
+test: kubernetes-deps build openapi-deps web-deps
 	ctest --preset $(PRESET) -j $(JOBS)
 
 demo: build

@@ -22,8 +22,9 @@ constexpr std::string_view kEnd = "<!-- access-table:end -->";
 // before it.
 std::string ReadablePath(std::string_view pattern) {
   static const std::map<std::string, std::string> kNames = {
-      {"jobs", "{id}"},    {"pipelines", "{run}"}, {"tokens", "{id}"},  {"agents", "{node}"},
-      {"crons", "{name}"}, {"secrets", "{name}"},  {"teams", "{team}"}, {"nodes", "{name}"}};
+      {"jobs", "{id}"},     {"pipelines", "{run}"}, {"tokens", "{id}"},
+      {"agents", "{node}"}, {"crons", "{name}"},    {"secrets", "{name}"},
+      {"teams", "{team}"},  {"nodes", "{name}"},    {"assets", "{name}"}};
   std::string text(pattern);
   for (std::size_t at; (at = text.find("[^/]")) != std::string::npos;) text.replace(at, 4, ".");
   std::string out;
@@ -37,7 +38,7 @@ std::string ReadablePath(std::string_view pattern) {
     out += "/" + (capture ? (name != kNames.end() ? name->second : "{param}") : segment);
     previous = segment;
   }
-  return out;
+  return out.empty() ? "/" : out;
 }
 
 std::string RenderTable() {
@@ -76,6 +77,8 @@ TEST(AccessTable, NamesEachCaptureAfterItsSegment) {
   EXPECT_EQ(ReadablePath(R"(/v1/jobs/(\d+)/cancel)"), "/v1/jobs/{id}/cancel");
   EXPECT_EQ(ReadablePath(R"(/v1/agents/([^/]+)/events)"), "/v1/agents/{node}/events");
   EXPECT_EQ(ReadablePath("/v1/health"), "/v1/health");
+  EXPECT_EQ(ReadablePath("/"), "/");
+  EXPECT_EQ(ReadablePath(R"(/assets/([A-Za-z0-9_.-]+))"), "/assets/{name}");
 }
 
 }  // namespace

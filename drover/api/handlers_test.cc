@@ -231,6 +231,7 @@ class FakeService final : public Service {
   PolicyStatus PolicyInfo() const override { return {}; }
   Status ReloadPolicy() override { return reload; }
   std::vector<NodeStatus> Nodes() const override { return nodes; }
+  std::vector<model::GpuActivity> LatestGpuActivity() const override { return gpu_samples; }
   Result<NodeStatus> ChangeNode(const NodeAction& action, const model::Identity&) override {
     for (const NodeStatus& status : nodes) {
       if (status.node.name == action.node) return status;
@@ -300,6 +301,7 @@ class FakeService final : public Service {
   mutable JobPageRequest listed_page;
   std::map<JobId, std::vector<model::Job>> runs;
   std::vector<NodeStatus> nodes;
+  std::vector<model::GpuActivity> gpu_samples;
   Submission submission;
   LogChunk log;
   Status reload = OkStatus();
@@ -381,8 +383,9 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_THAT(
       listed,
       ElementsAre(
-          "GET /v1/health", "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs",
-          R"(GET /v1/jobs/(\d+))", R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
+          "GET /v1/health", "GET /", "GET /index.html", R"(GET /assets/([A-Za-z0-9_.-]+))",
+          "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
+          R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
           R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
           R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
           R"(GET /v1/jobs/(\d+)/decisions)", R"(GET /v1/jobs/(\d+)/usage)",
@@ -393,15 +396,15 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
           "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
           R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
           R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
-          R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes", R"(POST /v1/nodes/([^/]+)/cordon)",
-          R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",
-          R"(PUT /v1/nodes/([^/]+)/maintenance)", R"(DELETE /v1/nodes/([^/]+)/maintenance)",
-          R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
-          R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens", "GET /v1/tokens",
-          R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami", "GET /v1/audit",
-          "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
-          R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)",
-          R"(POST /v1/agents/([^/]+)/usage)"));
+          R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes", "GET /v1/gpus",
+          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
+          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
+          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
+          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
+          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
+          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
+          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)",
+          R"(POST /v1/agents/([^/]+)/logs)", R"(POST /v1/agents/([^/]+)/usage)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -1245,6 +1248,39 @@ TEST_F(HandlersTest, NodesShowWhetherRemoteAndLost) {
   EXPECT_EQ(node["last_heard_at"], 900);
 }
 
+TEST_F(HandlersTest, GpusNameTheHolderOnlyToWhoMaySeeItsJob) {
+  NodeStatus status;
+  status.node.name = NodeId("n1");
+  status.node.gpus.resize(2);
+  status.node.gpus[0].model = "H100";
+  status.node.gpus[1].index = 1;
+  service_.nodes = {status};
+  model::Job job = RunningJob(8);
+  job.spec.owner = "alice";
+  job.spec.team = "team-a";
+  job.attempts.back().workers.resize(1);
+  job.attempts.back().workers[0].node = NodeId("n1");
+  job.attempts.back().workers[0].gpus = {1};
+  service_.jobs[job.id] = job;
+  json admin = Body(Serve({Method::kGet, "/v1/gpus"}))["gpus"];
+  ASSERT_EQ(admin.size(), 2u) << admin.dump(2);
+  EXPECT_EQ(admin[0]["state"], "idle");
+  EXPECT_EQ(admin[0]["model"], "H100");
+  EXPECT_EQ(admin[1]["state"], "allocated");
+  EXPECT_EQ(admin[1]["job"], 8);
+  EXPECT_EQ(admin[1]["owner"], "alice");
+  // Under private_data, another team's caller sees that the GPU is held, not by whom.
+  service_.policy.private_data = true;
+  json other =
+      Body(Serve({Method::kGet, "/v1/gpus", "", {}, {{"Authorization", "Bearer bob"}}}))["gpus"];
+  ASSERT_EQ(other.size(), 2u) << other.dump(2);
+  EXPECT_EQ(other[1]["state"], "allocated");
+  EXPECT_EQ(other[1]["job"], nullptr);
+  EXPECT_EQ(other[1]["owner"], nullptr);
+  EXPECT_EQ(Serve({Method::kGet, "/v1/gpus", "", {}, {{"Authorization", "Bearer nobody"}}}).status,
+            401);
+}
+
 TEST_F(HandlersTest, NodeConditionsSayWhatHoldsSinceWhenAndByWhom) {
   NodeStatus status;
   status.node.name = NodeId("n1");
@@ -1375,8 +1411,11 @@ TEST(Routes, EveryRouteStatesWhoMayCallItAndTheAgentProtocolIsAgentsOnly) {
     const bool agent_rule = route.access.kind == Access::Kind::kAgentRegistration ||
                             route.access.kind == Access::Kind::kAgentOfNode;
     EXPECT_EQ(agents, agent_rule) << route.pattern;
-    // Health alone answers without a token (load balancers and probes have none).
-    EXPECT_EQ(route.access.kind == Access::Kind::kPublic, route.pattern == "/v1/health")
+    // Health (load balancers and probes have no token) and the dashboard's files (they hold no
+    // data) alone answer without a token; nothing under /v1 but health.
+    const std::string_view pattern = route.pattern;
+    const bool dashboard = !pattern.starts_with("/v1/") && pattern != "/metrics";
+    EXPECT_EQ(route.access.kind == Access::Kind::kPublic, pattern == "/v1/health" || dashboard)
         << route.pattern;
   }
 }

@@ -42,13 +42,20 @@ const json& Deref(const json& node) {
 }
 
 // The route table's pattern of OpenAPI path `path`: each {param} becomes the group the route
-// table writes for its schema's type: (\d+) for an integer, ([^/]+) for a string.
+// table writes for its schema's type: (\d+) for an integer, ([^/]+) for a string, and for a
+// string with a "pattern" ("^CLASS+$") that pattern's body as the group.
 std::string PatternOf(const std::string& path, const json& operation) {
   std::map<std::string, std::string> groups;
   for (const json& item : operation.value("parameters", json::array())) {
     const json& parameter = Deref(item);
     if (parameter["in"] != "path") continue;
-    groups[parameter["name"]] = parameter["schema"]["type"] == "integer" ? R"((\d+))" : "([^/]+)";
+    const json& schema = parameter["schema"];
+    std::string group = schema["type"] == "integer" ? R"((\d+))" : "([^/]+)";
+    if (schema.contains("pattern")) {
+      const std::string anchored = schema["pattern"].get<std::string>();
+      group = "(" + anchored.substr(1, anchored.size() - 2) + ")";
+    }
+    groups[parameter["name"]] = group;
   }
   std::string pattern;
   for (std::size_t i = 0; i < path.size(); ++i) {

@@ -11,6 +11,7 @@
 #include "drover/api/cluster_handlers.h"
 #include "drover/api/diagnosis_handlers.h"
 #include "drover/api/event_handlers.h"
+#include "drover/api/gpu_handlers.h"
 #include "drover/api/identity_handlers.h"
 #include "drover/api/job_handlers.h"
 #include "drover/api/job_verb_handlers.h"
@@ -18,6 +19,7 @@
 #include "drover/api/openapi.h"
 #include "drover/api/secret_handlers.h"
 #include "drover/api/views.h"
+#include "drover/api/web_assets.h"
 #include "drover/api/workflow_handlers.h"
 #include "drover/model/access.h"
 #include "drover/spec/limits.h"
@@ -29,6 +31,9 @@ using model::Verb;
 
 constexpr Route kRoutes[] = {
     {Method::kGet, "/v1/health", Health, Public(), RouteKind::kInstant},
+    {Method::kGet, "/", GetWebIndex, Public(), RouteKind::kInstant},
+    {Method::kGet, "/index.html", GetWebIndex, Public(), RouteKind::kInstant},
+    {Method::kGet, R"(/assets/([A-Za-z0-9_.-]+))", GetWebAsset, Public(), RouteKind::kInstant},
     {Method::kGet, "/v1/openapi.json", GetOpenApi, ByToken(Verb::kView)},
     {Method::kPost, "/v1/jobs", SubmitJobs, ByToken(Verb::kSubmit, Target::kBody),
      RouteKind::kPlain, "a job spec (YAML or JSON)"},
@@ -72,6 +77,7 @@ constexpr Route kRoutes[] = {
     {Method::kPost, R"(/v1/crons/([^/]+)/resume)", ResumeCron,
      ByToken(Verb::kCancel, Target::kCron)},
     {Method::kGet, "/v1/nodes", ListNodes, ByToken(Verb::kView)},
+    {Method::kGet, "/v1/gpus", ListGpus, ByToken(Verb::kView)},
     {Method::kPost, R"(/v1/nodes/([^/]+)/cordon)", CordonNode, ByToken(Verb::kAdminister)},
     {Method::kPost, R"(/v1/nodes/([^/]+)/uncordon)", UncordonNode, ByToken(Verb::kAdminister)},
     {Method::kPost, R"(/v1/nodes/([^/]+)/drain)", DrainNode, ByToken(Verb::kAdminister)},

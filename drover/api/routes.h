@@ -50,7 +50,7 @@ enum class Target {
 struct Access {
   enum class Kind {
     kUnstated,           // a route that forgot its rule: Authorize refuses every call
-    kPublic,             // anyone, without a token (health alone)
+    kPublic,             // anyone, without a token (health, the dashboard's files)
     kToken,              // a user's or a job's token, allowed `verb` on `target` (model::Decide)
     kAgentRegistration,  // an agent with the join token (if the server has one) or a credential
     kAgentOfNode,        // the agent holding the credential of the node named by path param 0

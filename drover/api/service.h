@@ -32,6 +32,7 @@
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
+#include "drover/model/usage.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
 #include "drover/workflow/rollup.h"
@@ -346,6 +347,8 @@ class Service {
 
   // Nodes and remote agents.
   virtual std::vector<NodeStatus> Nodes() const = 0;
+  // The latest sample of every GPU any node's sampler reported (one per node and index).
+  virtual std::vector<model::GpuActivity> LatestGpuActivity() const = 0;
   // Carries out `action` for `caller` (named in the node's state as who did it) and returns the
   // node as it is then. kNotFound for an unknown node; kInvalidArgument, changing nothing, for a
   // negative grace or a window that does not end after it begins or has ended.

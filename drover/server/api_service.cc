@@ -166,6 +166,10 @@ Status ControlPlaneService::ReloadPolicy() { return plane_.ReloadPolicy(); }
 
 std::vector<api::NodeStatus> ControlPlaneService::Nodes() const { return plane_.Nodes(); }
 
+std::vector<model::GpuActivity> ControlPlaneService::LatestGpuActivity() const {
+  return plane_.LatestGpuActivity();
+}
+
 Result<api::NodeStatus> ControlPlaneService::ChangeNode(const api::NodeAction& action,
                                                         const model::Identity& caller) {
   return plane_.ChangeNode(action, caller);

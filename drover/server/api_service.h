@@ -64,6 +64,7 @@ class ControlPlaneService final : public api::Service {
   api::PolicyStatus PolicyInfo() const override;
   Status ReloadPolicy() override;
   std::vector<api::NodeStatus> Nodes() const override;
+  std::vector<model::GpuActivity> LatestGpuActivity() const override;
   Result<api::NodeStatus> ChangeNode(const api::NodeAction& action,
                                      const model::Identity& caller) override;
   Result<std::string> RegisterRemoteNode(const model::Node& node,

@@ -91,6 +91,9 @@ Answer Expected(Rule rule, Caller caller) {
 const std::map<std::string, Rule>& Rules() {
   static const std::map<std::string, Rule> rules = {
       {"GET /v1/health", Rule::kPublic},
+      {"GET /", Rule::kPublic},
+      {"GET /index.html", Rule::kPublic},
+      {"GET /assets/([A-Za-z0-9_.-]+)", Rule::kPublic},
       {"GET /v1/openapi.json", Rule::kAnyToken},
       {"POST /v1/jobs", Rule::kSubmitA},
       {"GET /v1/jobs", Rule::kAnyToken},
@@ -124,6 +127,7 @@ const std::map<std::string, Rule>& Rules() {
       {"POST /v1/crons/([^/]+)/suspend", Rule::kOwnerSide},
       {"POST /v1/crons/([^/]+)/resume", Rule::kOwnerSide},
       {"GET /v1/nodes", Rule::kAnyToken},
+      {"GET /v1/gpus", Rule::kAnyToken},
       {"POST /v1/nodes/([^/]+)/cordon", Rule::kAdmin},
       {"POST /v1/nodes/([^/]+)/uncordon", Rule::kAdmin},
       {"POST /v1/nodes/([^/]+)/drain", Rule::kAdmin},
@@ -272,6 +276,8 @@ class AccessMatrix : public IntegrationTest {
       // A window in 2100, so that it holds nothing off now.
       if (route.method == api::Method::kPut)
         body = R"({"from": 4102444800000, "to": 4102448400000})";
+    } else if (pattern.starts_with("/assets/")) {
+      replace("([A-Za-z0-9_.-]+)", "app.js");
     } else if (pattern.starts_with("/v1/teams/")) {
       replace("([^/]+)", "team-a");
       replace("([^/]+)", "wandb-key");

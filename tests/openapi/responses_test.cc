@@ -158,6 +158,14 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
 
   // Server, identity, audit.
   Expect(200, "GET", "/v1/health", "", "");
+  // The dashboard: its page, a file it names (a bundle built into the binary: `make build`
+  // builds web/ first) and one it lacks.
+  Expect(200, "GET", "/index.html", "", "");
+  const std::string page = Call("GET", "/", "", "").text;
+  const std::size_t script = page.find("/assets/");
+  ASSERT_NE(script, std::string::npos) << "the dashboard was not built into the binary:\n" << page;
+  Expect(200, "GET", page.substr(script, page.find('"', script) - script), "", "");
+  Expect(404, "GET", "/assets/no-such-file.js", "", "");
   // The document served is the one validated against below, as the binary was built.
   EXPECT_EQ(Expect(200, "GET", "/v1/openapi.json"),
             json::parse(ReadFile(SourceDir() + "/docs/openapi.json")));
@@ -365,6 +373,7 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
 
   // Nodes.
   Expect(200, "GET", "/v1/nodes");
+  Expect(200, "GET", "/v1/gpus");
   Expect(200, "POST", "/v1/nodes/remote-1/cordon", R"({"reason": "check"})");
   Expect(200, "POST", "/v1/nodes/remote-1/uncordon");
   Expect(400, "POST", "/v1/nodes/remote-1/uncordon", R"({"reason": "x"})");
