@@ -200,11 +200,17 @@ Result<GatewayConfig> ParseConfig(const std::string& text, const std::string& fi
     }
   }
   if (const YAML::Node breaker = root["breaker"]) {
-    DROVER_RETURN_IF_ERROR(r.CheckKeys(breaker, "breaker", {"failure_threshold", "open_ms"}));
+    DROVER_RETURN_IF_ERROR(
+        r.CheckKeys(breaker, "breaker", {"failure_threshold", "open_ms", "max_open_ms"}));
     std::int64_t threshold = config.breaker.failure_threshold;
     DROVER_RETURN_IF_ERROR(r.Positive(breaker, "failure_threshold", "breaker", threshold));
     config.breaker.failure_threshold = static_cast<int>(threshold);
     DROVER_RETURN_IF_ERROR(r.Positive(breaker, "open_ms", "breaker", config.breaker.open_ms));
+    DROVER_RETURN_IF_ERROR(
+        r.Positive(breaker, "max_open_ms", "breaker", config.breaker.max_open_ms));
+    if (config.breaker.max_open_ms < config.breaker.open_ms) {
+      return r.Fail(breaker, "breaker.max_open_ms", "must be at least open_ms");
+    }
   }
   if (const YAML::Node budget = root["retry_budget"]) {
     DROVER_RETURN_IF_ERROR(

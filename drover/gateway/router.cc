@@ -27,20 +27,30 @@ void CircuitBreaker::OnSent(TimeMs now) {
 void CircuitBreaker::OnSuccess() {
   state_ = State::kClosed;
   failures_ = 0;
+  open_for_ = 0;
   probe_in_flight_ = false;
 }
 
 void CircuitBreaker::OnFailure(TimeMs now) {
   ++failures_;
   probe_in_flight_ = false;
-  if (state_ == State::kHalfOpen || failures_ >= options_.failure_threshold) {
-    state_ = State::kOpen;
-    open_until_ = now + options_.open_ms;
+  if (state_ == State::kHalfOpen) {
+    open_for_ = std::min(options_.max_open_ms, std::max(options_.open_ms, open_for_ * 2));
+  } else if (state_ == State::kClosed && failures_ >= options_.failure_threshold) {
+    open_for_ = options_.open_ms;
+  } else if (state_ != State::kOpen) {
+    return;
   }
+  state_ = State::kOpen;
+  open_until_ = now + open_for_;
 }
 
-void CircuitBreaker::OnProbeSuccess(TimeMs now) {
-  if (state_ == State::kOpen) open_until_ = std::min(open_until_, now);
+void CircuitBreaker::OnProbeFailure(TimeMs now) {
+  if (state_ == State::kOpen) {
+    open_until_ = std::max(open_until_, now + open_for_);
+  } else if (state_ == State::kClosed) {
+    OnFailure(now);
+  }
 }
 
 CircuitBreaker::State CircuitBreaker::state(TimeMs now) const {
@@ -213,11 +223,7 @@ void Router::OnDone(const Pick& pick, bool healthy, TimeMs now) {
 void Router::OnProbe(const Pick& pick, bool healthy, TimeMs now) {
   Endpoint* endpoint = Mutable(pick);
   if (endpoint == nullptr) return;
-  if (healthy) {
-    endpoint->breaker.OnProbeSuccess(now);
-  } else if (endpoint->breaker.state(now) != CircuitBreaker::State::kOpen) {
-    endpoint->breaker.OnFailure(now);
-  }
+  if (!healthy) endpoint->breaker.OnProbeFailure(now);
 }
 
 void Router::SetEndpoints(int index, const std::vector<std::string>& urls,

@@ -34,14 +34,19 @@ namespace drover::gateway {
 struct BreakerOptions {
   // Consecutive failures that open a closed breaker.
   int failure_threshold = 3;
-  // How long an open breaker refuses requests before it lets one probe through (half-open).
+  // How long an open breaker refuses requests before it lets one probe through (half-open);
+  // doubled each time the half-open probe fails, up to max_open_ms, and reset when one succeeds.
   DurationMs open_ms = 5 * kMillisPerSecond;
+  DurationMs max_open_ms = 60 * kMillisPerSecond;
 };
 
 // One endpoint's circuit breaker. Closed: every request passes; failure_threshold consecutive
-// failures open it. Open: none passes until open_ms has passed (or an active probe succeeds),
-// then it is half-open: one request passes; its success closes the breaker, its failure opens it
-// again for open_ms.
+// failures open it. Open: none passes until its open period has passed, then it is half-open:
+// one request passes; its success closes the breaker, its failure opens it again for twice the
+// last period (at most max_open_ms). An active probe that fails counts as a failure when closed
+// and restarts the open period when open, so a dead endpoint gets no real request; a probe that
+// succeeds changes nothing (an engine may answer /health and still fail its completions: only a
+// real request closes the breaker).
 class CircuitBreaker {
  public:
   enum class State { kClosed, kOpen, kHalfOpen };
@@ -55,8 +60,8 @@ class CircuitBreaker {
   void OnSent(TimeMs now);
   void OnSuccess();
   void OnFailure(TimeMs now);
-  // An active probe of /health answered: an open breaker lets its next request through at once.
-  void OnProbeSuccess(TimeMs now);
+  // An active probe of /health failed.
+  void OnProbeFailure(TimeMs now);
   State state(TimeMs now) const;
   int consecutive_failures() const { return failures_; }
 
@@ -65,6 +70,7 @@ class CircuitBreaker {
   State state_ = State::kClosed;
   int failures_ = 0;
   TimeMs open_until_ = 0;
+  DurationMs open_for_ = 0;  // the current open period
   bool probe_in_flight_ = false;
 };
 

@@ -42,22 +42,33 @@ TEST(CircuitBreaker, OpensAfterThresholdThenHalfOpensForOneProbeAndClosesOnSucce
   EXPECT_TRUE(breaker.Available(1010));
 }
 
-TEST(CircuitBreaker, HalfOpenFailureReopensForAnotherPeriod) {
-  CircuitBreaker breaker(BreakerOptions{.failure_threshold = 1, .open_ms = 1000});
+TEST(CircuitBreaker, HalfOpenFailureReopensForTwiceThePeriodUpToTheMaximum) {
+  CircuitBreaker breaker(
+      BreakerOptions{.failure_threshold = 1, .open_ms = 1000, .max_open_ms = 3000});
   breaker.OnFailure(0);
   breaker.OnSent(1000);
   breaker.OnFailure(1000);
-  EXPECT_EQ(breaker.state(1500), CircuitBreaker::State::kOpen);
-  EXPECT_FALSE(breaker.Available(1999));
-  EXPECT_TRUE(breaker.Available(2000));
+  EXPECT_EQ(breaker.state(2999), CircuitBreaker::State::kOpen);
+  EXPECT_TRUE(breaker.Available(3000));  // 2 s
+  breaker.OnSent(3000);
+  breaker.OnFailure(3000);
+  EXPECT_FALSE(breaker.Available(5999));  // 3 s: the maximum
+  EXPECT_TRUE(breaker.Available(6000));
+  breaker.OnSent(6000);
+  breaker.OnSuccess();
+  breaker.OnFailure(7000);  // closed again: the period starts over at open_ms
+  EXPECT_TRUE(breaker.Available(8000));
 }
 
-TEST(CircuitBreaker, ProbeSuccessLetsTheNextRequestThroughAtOnce) {
-  CircuitBreaker breaker(BreakerOptions{.failure_threshold = 1, .open_ms = 60'000});
-  breaker.OnFailure(0);
-  EXPECT_FALSE(breaker.Available(100));
-  breaker.OnProbeSuccess(100);
-  EXPECT_TRUE(breaker.Available(100));
+TEST(CircuitBreaker, FailedProbesKeepAnOpenBreakerOpenAndSuccessfulOnesChangeNothing) {
+  CircuitBreaker breaker(BreakerOptions{.failure_threshold = 2, .open_ms = 1000});
+  breaker.OnProbeFailure(0);
+  EXPECT_EQ(breaker.state(0), CircuitBreaker::State::kClosed);
+  breaker.OnProbeFailure(0);
+  EXPECT_EQ(breaker.state(0), CircuitBreaker::State::kOpen);
+  breaker.OnProbeFailure(900);  // still down: no real request at 1000
+  EXPECT_FALSE(breaker.Available(1500));
+  EXPECT_TRUE(breaker.Available(1900));
 }
 
 TEST(RetryBudget, AllowsMinimumPlusRatioOfRequestsInTheWindow) {
