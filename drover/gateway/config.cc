@@ -80,12 +80,17 @@ Status ParseBackend(const Reader& r, const YAML::Node& node, const std::string& 
                     BackendConfig& out) {
   DROVER_RETURN_IF_ERROR(r.CheckKeys(node, field,
                                      {"name", "service", "endpoints", "cost_per_1k_tokens", "model",
-                                      "api_key_file", "api_key_env"}));
+                                      "api_key_file", "api_key_env", "health_path"}));
   DROVER_RETURN_IF_ERROR(r.Read(node, "name", field, out.name, true));
   DROVER_RETURN_IF_ERROR(r.Read(node, "service", field, out.service));
   DROVER_RETURN_IF_ERROR(r.Read(node, "endpoints", field, out.endpoints));
   DROVER_RETURN_IF_ERROR(r.Read(node, "cost_per_1k_tokens", field, out.cost_per_1k_tokens));
   DROVER_RETURN_IF_ERROR(r.Read(node, "model", field, out.model));
+  DROVER_RETURN_IF_ERROR(r.Read(node, "health_path", field, out.health_path));
+  if (out.health_path.empty() || out.health_path[0] != '/' ||
+      out.health_path.find_first_of(" \r\n") != std::string::npos) {
+    return r.Fail(node["health_path"], field + ".health_path", "must be a path starting with /");
+  }
   if (out.cost_per_1k_tokens < 0) {
     return r.Fail(node["cost_per_1k_tokens"], field + ".cost_per_1k_tokens", "must be >= 0");
   }

@@ -35,6 +35,9 @@ struct BackendConfig {
   std::vector<std::string> endpoints;  // http://HOST:PORT
   double cost_per_1k_tokens = 0;
   std::string model;  // rewrites the request's model; empty keeps it
+  // The active probe's path (GET, 200 is healthy): vLLM and the stand-in answer /health,
+  // Triton's OpenAI frontend /health/ready.
+  std::string health_path = "/health";
   // The provider's key, sent as "Authorization: Bearer KEY"; read from api_key_file or
   // api_key_env at load. Never logged or written to metrics.
   std::string api_key;

@@ -706,16 +706,16 @@ void Gateway::Impl::OnProbeTimer(evutil_socket_t, short, void* self) {
 void Gateway::Impl::Probe() {
   // Every endpoint of a backend without an API key (external providers are not probed: they may
   // have no /health, and a probe may cost), once even if several models route to it.
-  std::set<std::string> urls;
+  std::map<std::string, std::string> urls;  // URL -> its backend's health_path
   for (const Route& route : routes_) {
     for (std::size_t b = 0; b < route.config.backends.size(); ++b) {
       if (!route.config.backends[b].api_key.empty()) continue;
       for (const Endpoint& endpoint : route.router->backends()[b].endpoints) {
-        urls.insert(endpoint.url);
+        urls.emplace(endpoint.url, route.config.backends[b].health_path);
       }
     }
   }
-  for (const std::string& url : urls) {
+  for (const auto& [url, path] : urls) {
     if (probing_.contains(url)) continue;
     probing_.insert(url);
     auto* probe = new ProbeCall{this, url, Connection(url)};
@@ -728,7 +728,7 @@ void Gateway::Impl::Probe() {
         probe);
     const std::string host = url.substr(std::string_view("http://").size());
     evhttp_add_header(evhttp_request_get_output_headers(request), "Host", host.c_str());
-    if (evhttp_make_request(probe->connection, request, EVHTTP_REQ_GET, "/health") != 0) {
+    if (evhttp_make_request(probe->connection, request, EVHTTP_REQ_GET, path.c_str()) != 0) {
       std::unique_ptr<ProbeCall> failed(probe);
       ProbeDone(*failed, false);
     }
