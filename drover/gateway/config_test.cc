@@ -48,30 +48,28 @@ limits: {max_body_bytes: 1000}
 }
 
 TEST(GatewayConfig, NamesTheFileLineColumnAndFieldOfAnError) {
-  auto unknown = ParseConfig("models:\n  - name: m\n    backend: []\n", "gw.yaml");
-  ASSERT_FALSE(unknown);
-  EXPECT_THAT(unknown.error().message, HasSubstr("gw.yaml:3:5: models[0].backend: unknown field"));
-  auto url = ParseConfig(
-      "models:\n  - name: m\n    backends:\n      - {name: a, endpoints: [ftp://x:1]}\n",
-      "gw.yaml");
-  ASSERT_FALSE(url);
-  EXPECT_THAT(url.error().message,
-              HasSubstr("models[0].backends[0].endpoints[0]: must be http://HOST:PORT"));
-  auto empty = ParseConfig("models:\n  - name: m\n    backends:\n      - {name: a}\n", "gw.yaml");
-  ASSERT_FALSE(empty);
-  EXPECT_THAT(empty.error().message, HasSubstr("needs endpoints or a service"));
-  auto duplicate = ParseConfig(
-      "models:\n  - {name: m, backends: [{name: a, service: s}]}\n"
-      "  - {name: m, backends: [{name: a, service: s}]}\n",
-      "gw.yaml");
-  ASSERT_FALSE(duplicate);
-  EXPECT_THAT(duplicate.error().message, HasSubstr("duplicate model \"m\""));
-  auto missing_env = ParseConfig(
-      "models:\n  - {name: m, backends: [{name: a, service: s, api_key_env: "
-      "DROVER_GATEWAY_UNSET_VARIABLE}]}\n",
-      "gw.yaml");
-  ASSERT_FALSE(missing_env);
-  EXPECT_THAT(missing_env.error().message, HasSubstr("api_key_env: is not set"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"models:\n  - name: m\n    backend: []\n", "gw.yaml:3:5: models[0].backend: unknown field"},
+      {"models:\n  - name: m\n    backends:\n      - {name: a, endpoints: [ftp://x:1]}\n",
+       "models[0].backends[0].endpoints[0]: must be http://HOST:PORT"},
+      {"models:\n  - name: m\n    backends:\n      - {name: a}\n", "needs endpoints or a service"},
+      {"models:\n  - {name: m, backends: [{name: a, service: s}]}\n"
+       "  - {name: m, backends: [{name: a, service: s}]}\n",
+       "duplicate model \"m\""},
+      {"models:\n  - {name: m, backends: [{name: a, service: s, api_key_env: "
+       "DROVER_GATEWAY_UNSET_VARIABLE}]}\n",
+       "api_key_env: is not set"},
+      {"models:\n  - {name: m, backends: [{name: a, service: s, health_path: x}]}\n",
+       "health_path: must be a path starting with /"},
+      {"models:\n  - {name: m, backends: [{name: a, service: s}]}\n"
+       "breaker: {open_ms: 5000, max_open_ms: 10}\n",
+       "breaker.max_open_ms: must be at least open_ms"},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto config = ParseConfig(text, "gw.yaml");
+    ASSERT_FALSE(config) << text;
+    EXPECT_THAT(config.error().message, HasSubstr(expected)) << text;
+  }
 }
 
 TEST(SplitHttpUrl, AcceptsHostPortOnly) {

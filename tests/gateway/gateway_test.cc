@@ -80,6 +80,13 @@ class GatewayTest : public IntegrationTest {
     return Json::parse(result->body).value("system_fingerprint", "");
   }
 
+  // The text of `url`'s GET /metrics; "" when it does not answer.
+  static std::string Metrics(const std::string& url) {
+    httplib::Client client(url);
+    auto result = client.Get("/metrics");
+    return result ? result->body : "";
+  }
+
   static Json Control(const std::string& url, const Json& settings) {
     auto result = Post(url, "/control", settings);
     return result ? Json::parse(result->body) : Json();
@@ -149,10 +156,7 @@ TEST_F(GatewayTest, KilledEngineIsRoutedAroundWithoutFailedRequests) {
     EXPECT_EQ(status, 200) << "request " << i;
   }
   EXPECT_EQ(counts["e2"], 30);
-  httplib::Client client(gateway);
-  auto metrics = client.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_THAT(metrics->body, HasSubstr("endpoint=\"" + a + "\",state=\"open\"} 1"));
+  EXPECT_THAT(Metrics(gateway), HasSubstr("endpoint=\"" + a + "\",state=\"open\"} 1"));
 }
 
 TEST_F(GatewayTest, FailsOverToTheSecondBackendAndBackWhenTheFirstRecovers) {
@@ -199,15 +203,25 @@ TEST_F(GatewayTest, CheapestRouteChoosesTheLowestCostBackendWhenAllowed) {
   EXPECT_EQ(Json::parse(result->body)["system_fingerprint"], "cheap");
 }
 
-// Reads a streamed completion over a raw socket (HTTP/1.0: the reply is close-delimited); the
-// seconds from the request to the first `data:` and to the end of the stream.
-std::pair<double, double> StreamTimes(int port, const std::string& body) {
+// A socket connected to 127.0.0.1:`port`; -1 on failure.
+int ConnectTo(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return {-1, -1};
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads a streamed completion over a raw socket (HTTP/1.0: the reply is close-delimited); the
+// seconds from the request to the first `data:` and to the end of the stream.
+std::pair<double, double> StreamTimes(int port, const std::string& body) {
+  const int fd = ConnectTo(port);
+  if (fd < 0) return {-1, -1};
   const std::string request =
       "POST /v1/completions HTTP/1.0\r\nHost: x\r\nContent-Type: "
       "application/json\r\nContent-Length: " +
@@ -247,6 +261,47 @@ TEST_F(GatewayTest, StreamingChunksArriveAsTheEngineProducesThem) {
   EXPECT_GE(end - first, 0.6) << "first chunk at " << first << " s, end at " << end << " s";
 }
 
+TEST_F(GatewayTest, AClientThatLeavesMidStreamFreesTheEngineSequence) {
+  const std::string engine =
+      StartEngine("e1", {"--ttft-ms", "10", "--tpot-ms", "200", "--tokens", "50"});
+  const std::string gateway = StartGateway(Config({engine}));
+  const int port = std::stoi(gateway.substr(gateway.rfind(':') + 1));
+  const int fd = ConnectTo(port);
+  ASSERT_GE(fd, 0);
+  const std::string body = Json{{"model", "stand-in"}, {"prompt", "p"}, {"stream", true}}.dump();
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  char buffer[4096];
+  ASSERT_GT(read(fd, buffer, sizeof(buffer)), 0);  // the stream has started
+  close(fd);
+  // The gateway cancels its attempt, and the engine stops generating for it.
+  EXPECT_TRUE(WaitUntil([&] {
+    return Metrics(engine).find("vllm:num_requests_running{model_name=\"stand-in\"} 0") !=
+           std::string::npos;
+  }));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return Metrics(gateway).find("outcome=\"cancelled\"} 1") != std::string::npos; }));
+  auto short_reply = Post(gateway, "/v1/completions",
+                          {{"model", "stand-in"}, {"prompt", "after"}, {"max_tokens", 1}});
+  ASSERT_TRUE(short_reply);
+  EXPECT_EQ(short_reply->status, 200);
+}
+
+TEST_F(GatewayTest, AHangingEngineTimesOutAndIsRoutedAround) {
+  const std::string hung = StartEngine("hung", {"--hang-rate", "1"});
+  const std::string good = StartEngine("good", {"--tokens", "2"});
+  const std::string gateway = StartGateway(
+      Config({hung, good}) + "backend_timeout_ms: 300\nretry_budget: {min_retries: 10}\n");
+  for (int i = 0; i < 10; ++i) {
+    int status = 0;
+    EXPECT_EQ(Complete(gateway, "q" + std::to_string(i), &status), "good");
+    EXPECT_EQ(status, 200);
+  }
+  EXPECT_THAT(Metrics(gateway), HasSubstr("endpoint=\"" + hung + "\",state=\"open\"} 1"));
+}
+
 TEST_F(GatewayTest, HostileInputIsRefusedWithOpenAiErrors) {
   const std::string engine = StartEngine("e1");
   const std::string gateway =
@@ -284,13 +339,11 @@ TEST_F(GatewayTest, TeamsAreTakenFromTheCallersKeyAndAccounted) {
   auto ml = Post(gateway, "/v1/completions", body, {{"Authorization", "Bearer key-of-ml"}});
   ASSERT_TRUE(ml);
   EXPECT_EQ(ml->status, 200);
-  httplib::Client client(gateway);
-  auto metrics = client.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_THAT(metrics->body,
+  const std::string metrics = Metrics(gateway);
+  EXPECT_THAT(metrics,
               HasSubstr("drover_gateway_requests_total{model=\"stand-in\",backend=\"local\","
                         "team=\"ml\",outcome=\"ok\"} 1"));
-  EXPECT_THAT(metrics->body, Not(HasSubstr("key-of-ml")));
+  EXPECT_THAT(metrics, Not(HasSubstr("key-of-ml")));
 }
 
 TEST_F(GatewayTest, RoutesToTheServersReadyEndpointsAndPostsTheirLoad) {
