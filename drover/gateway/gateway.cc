@@ -114,7 +114,10 @@ Status Gateway::Impl::Bind() {
   evhttp_set_max_body_size(http_, config.limits.max_body_bytes);
   evhttp_set_max_headers_size(http_, config.limits.max_header_bytes);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-  evhttp_set_timeout(http_, 60);
+  // A client connection idle for longer than a backend may be silent (plus a margin) is closed;
+  // a reply being waited for is therefore never cut by the client side first.
+  const timeval client_timeout = ToTimeval(config.backend_timeout_ms + 5 * kMillisPerSecond);
+  evhttp_set_timeout_tv(http_, &client_timeout);
   evhttp_set_gencb(http_, &Impl::OnRequest, this);
   evhttp_bound_socket* socket =
       evhttp_bind_socket_with_handle(http_, options_.host.c_str(), options_.port);
