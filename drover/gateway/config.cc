@@ -110,8 +110,9 @@ Status ParseBackend(const Reader& r, const YAML::Node& node, const std::string& 
 
 Status ParseModel(const Reader& r, const YAML::Node& node, const std::string& field,
                   ModelConfig& out) {
-  DROVER_RETURN_IF_ERROR(r.CheckKeys(
-      node, field, {"name", "policy", "prefix_bytes", "epsilon", "virtual_nodes", "backends"}));
+  DROVER_RETURN_IF_ERROR(r.CheckKeys(node, field,
+                                     {"name", "policy", "prefix_bytes", "epsilon", "virtual_nodes",
+                                      "max_waiting", "max_wait_ms", "backends"}));
   DROVER_RETURN_IF_ERROR(r.Read(node, "name", field, out.name, true));
   std::string policy = "least-outstanding";
   DROVER_RETURN_IF_ERROR(r.Read(node, "policy", field, policy));
@@ -124,6 +125,9 @@ Status ParseModel(const Reader& r, const YAML::Node& node, const std::string& fi
                   "must be least-outstanding or prefix-affinity, not \"" + policy + "\"");
   }
   DROVER_RETURN_IF_ERROR(r.Read(node, "prefix_bytes", field, out.prefix_bytes));
+  DROVER_RETURN_IF_ERROR(r.Read(node, "max_waiting", field, out.max_waiting));
+  DROVER_RETURN_IF_ERROR(r.Positive(node, "max_wait_ms", field, out.max_wait_ms));
+  if (out.max_waiting < 0) return r.Fail(node, field + ".max_waiting", "must be >= 0");
   DROVER_RETURN_IF_ERROR(r.Read(node, "epsilon", field, out.route.epsilon));
   DROVER_RETURN_IF_ERROR(r.Read(node, "virtual_nodes", field, out.route.virtual_nodes));
   if (out.prefix_bytes <= 0) return r.Fail(node, field + ".prefix_bytes", "must be positive");

@@ -48,6 +48,10 @@ struct ModelConfig {
   RouteOptions route;
   // Prefix affinity hashes this many bytes of the prompt (the chat messages' contents joined).
   int prefix_bytes = 256;
+  // Requests that find no available endpoint wait for one (a service scaled to zero, or every
+  // replica's breaker open) up to this many at once and this long each; 0: answered 503 at once.
+  int max_waiting = 0;
+  DurationMs max_wait_ms = 30 * kMillisPerSecond;
   std::vector<BackendConfig> backends;
 };
 

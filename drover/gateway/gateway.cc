@@ -20,6 +20,9 @@
 namespace drover::gateway {
 namespace {
 
+// How often waiting requests look for an endpoint again (also after each services poll).
+constexpr DurationMs kDrainIntervalMs = 50;
+
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -79,6 +82,7 @@ Gateway::Impl::~Impl() {
   if (server_ != nullptr) evhttp_connection_free(server_);
   for (event* e : signals_) event_free(e);
   if (probe_timer_ != nullptr) event_free(probe_timer_);
+  if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (poll_timer_ != nullptr) event_free(poll_timer_);
   if (http_ != nullptr) evhttp_free(http_);
   if (base_ != nullptr) event_base_free(base_);
@@ -129,6 +133,9 @@ Status Gateway::Impl::Bind() {
   getsockname(evhttp_bound_socket_get_fd(socket), reinterpret_cast<sockaddr*>(&address), &length);
   port_ = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
                                               : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+  drain_timer_ = event_new(base_, -1, EV_PERSIST, &Impl::OnDrainTimer, this);
+  const timeval drain = ToTimeval(kDrainIntervalMs);
+  event_add(drain_timer_, &drain);
   probe_timer_ = event_new(base_, -1, EV_PERSIST, &Impl::OnProbeTimer, this);
   const timeval probe = ToTimeval(config.probe_interval_ms);
   event_add(probe_timer_, &probe);
@@ -313,8 +320,14 @@ void Gateway::Impl::Attempt(Call* call) {
   const std::optional<Pick> pick =
       router.Choose(call->prefix, call->cheapest, call->tried, NowMs());
   if (!pick) {
-    ReplyError(call, 503,
-               "no backend of model \"" + routes_[call->model].config.name + "\" is available",
+    const ModelConfig& model = routes_[call->model].config;
+    std::deque<Call*>& queue = waiting_[call->model];
+    if (call->tried.empty() && static_cast<int>(queue.size()) < model.max_waiting) {
+      call->waiting = true;  // DrainWaiting sends it on, or answers 503 after max_wait_ms
+      queue.push_back(call);
+      return;
+    }
+    ReplyError(call, 503, "no backend of model \"" + model.name + "\" is available",
                "service_unavailable", "no_backend", kOutcomeNoBackend);
     return;
   }
@@ -525,6 +538,10 @@ void Gateway::Impl::OnClientClose(evhttp_connection*, void* arg) {
 }
 
 void Gateway::Impl::Abort(Call* call) {
+  if (call->waiting) {
+    std::deque<Call*>& queue = waiting_[call->model];
+    queue.erase(std::find(queue.begin(), queue.end(), call));
+  }
   if (call->upstream != nullptr) {
     // Cancelled: libevent frees the request and resets the connection, without calling back.
     evhttp_cancel_request(call->upstream);
@@ -540,6 +557,34 @@ void Gateway::Impl::Abort(Call* call) {
     evhttp_send_reply(call->client, 499, nullptr, nullptr);
   }
   Finish(call, kOutcomeCancelled);
+}
+
+void Gateway::Impl::OnDrainTimer(evutil_socket_t, short, void* self) {
+  static_cast<Impl*>(self)->DrainWaiting();
+}
+
+void Gateway::Impl::DrainWaiting() {
+  const double now = NowSeconds();
+  for (auto& [model, queue] : waiting_) {
+    Router& router = *routes_[model].router;
+    const double max_wait = static_cast<double>(routes_[model].config.max_wait_ms) / 1000;
+    while (!queue.empty()) {
+      Call* call = queue.front();
+      const bool expired = now - call->arrived >= max_wait;
+      if (!expired && !router.Choose(call->prefix, call->cheapest, {}, NowMs())) break;
+      queue.pop_front();
+      call->waiting = false;
+      if (expired) {
+        ReplyError(call, 503,
+                   "no backend of model \"" + routes_[model].config.name +
+                       "\" became available within " +
+                       std::to_string(routes_[model].config.max_wait_ms) + " ms",
+                   "service_unavailable", "no_backend", kOutcomeNoBackend);
+      } else {
+        Attempt(call);
+      }
+    }
+  }
 }
 
 evhttp_connection* Gateway::Impl::Connection(const std::string& url) {

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,7 @@ struct Call {
 
   // The reply to the client.
   bool started = false;  // a byte went to the client: no retry from here
+  bool waiting = false;  // in its model's waiting queue (no endpoint was available)
   SseReader sse;
   std::int64_t chunks = 0;
   std::int64_t prompt_tokens = -1, completion_tokens = -1;  // from `usage`, when sent
@@ -123,6 +125,10 @@ class Gateway::Impl {
   void Poll();
   void PostLoad();
   void ApplyServices(const Json& services);
+  // Sends the waiting requests that now find an endpoint, and answers 503 those that waited
+  // max_wait_ms.
+  void DrainWaiting();
+  static void OnDrainTimer(evutil_socket_t, short, void* self);
 
   std::string BackendName(const Call* call) const {
     return call->pick.backend < 0
@@ -138,6 +144,8 @@ class Gateway::Impl {
   evhttp* http_ = nullptr;
   event* probe_timer_ = nullptr;
   event* poll_timer_ = nullptr;
+  event* drain_timer_ = nullptr;
+  std::map<int, std::deque<Call*>> waiting_;  // by model, oldest first
   std::vector<event*> signals_;
   int port_ = 0;
   std::vector<Route> routes_;

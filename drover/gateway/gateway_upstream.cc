@@ -140,6 +140,7 @@ void Gateway::Impl::ApplyServices(const Json& services) {
       route.router->SetEndpoints(static_cast<int>(b), urls, names);
     }
   }
+  DrainWaiting();
 }
 
 void Gateway::Impl::PostLoad() {
@@ -157,11 +158,19 @@ void Gateway::Impl::PostLoad() {
       }
     }
   }
+  std::map<std::string, int> waiting;  // service -> requests waiting for a model it serves
+  for (const auto& [model, queue] : waiting_) {
+    std::set<std::string> services;
+    for (const BackendConfig& backend : routes_[model].config.backends) {
+      if (!backend.service.empty()) services.insert(backend.service);
+    }
+    for (const std::string& service : services) waiting[service] += static_cast<int>(queue.size());
+  }
   for (const auto& [service, by_url] : outstanding) {
     int in_flight = 0;
     for (const auto& [url, count] : by_url) in_flight += count;
     const std::string body = Json{{"in_flight", in_flight},
-                                  {"waiting", 0},
+                                  {"waiting", waiting[service]},
                                   {"requests", service_requests_[service]},
                                   {"window_ms", now - load_window_start_}}
                                  .dump();

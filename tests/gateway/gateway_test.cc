@@ -9,8 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -346,62 +347,104 @@ TEST_F(GatewayTest, TeamsAreTakenFromTheCallersKeyAndAccounted) {
   EXPECT_THAT(metrics, Not(HasSubstr("key-of-ml")));
 }
 
+// A stand-in for the server's services API: GET /v1/services lists service "llm" with the
+// endpoints set by SetEndpoints; POST /v1/services/llm/load records the load signals.
+class FakeServices {
+ public:
+  FakeServices() {
+    server_.Get("/v1/services", [this](const httplib::Request& request, httplib::Response& reply) {
+      std::lock_guard<std::mutex> lock(mu_);
+      authorization_ = request.get_header_value("Authorization");
+      const Json services = {
+          {"services", {{{"name", "llm"}, {"models", {"stand-in"}}, {"endpoints", endpoints_}}}}};
+      reply.set_content(services.dump(), "application/json");
+    });
+    server_.Post("/v1/services/llm/load",
+                 [this](const httplib::Request& request, httplib::Response& reply) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   loads_.push_back(Json::parse(request.body));
+                   reply.set_content("{}", "application/json");
+                 });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    serving_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeServices() { Stop(); }
+  void Stop() {
+    server_.stop();
+    if (serving_.joinable()) serving_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void SetEndpoints(Json endpoints) {
+    std::lock_guard<std::mutex> lock(mu_);
+    endpoints_ = std::move(endpoints);
+  }
+  // Whether some load signal posted so far satisfies `condition`.
+  bool AnyLoad(const std::function<bool(const Json&)>& condition) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::any_of(loads_.begin(), loads_.end(), condition);
+  }
+  std::string authorization() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authorization_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread serving_;
+  std::mutex mu_;
+  Json endpoints_ = Json::array();
+  std::vector<Json> loads_;
+  std::string authorization_;
+};
+
 TEST_F(GatewayTest, RoutesToTheServersReadyEndpointsAndPostsTheirLoad) {
-  // A stand-in for the server's services API (GET /v1/services, POST .../load).
   const std::string ready = StartEngine("ready");
   const std::string not_ready = StartEngine("not-ready");
-  httplib::Server server;
-  std::mutex mu;
-  std::vector<Json> loads;
-  std::string authorization;
-  server.Get("/v1/services", [&](const httplib::Request& request, httplib::Response& response) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      authorization = request.get_header_value("Authorization");
-    }
-    const Json services = {
-        {"services",
-         {{{"name", "llm"},
-           {"models", {"stand-in"}},
-           {"endpoints",
-            {{{"job", 7}, {"url", ready}, {"node", "n1"}, {"ready", true}},
-             {{"job", 8}, {"url", not_ready}, {"node", "n1"}, {"ready", false}}}}}}}};
-    response.set_content(services.dump(), "application/json");
-  });
-  server.Post("/v1/services/llm/load",
-              [&](const httplib::Request& request, httplib::Response& response) {
-                std::lock_guard<std::mutex> lock(mu);
-                loads.push_back(Json::parse(request.body));
-                response.set_content("{}", "application/json");
-              });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  std::thread serving([&] { server.listen_after_bind(); });
+  FakeServices services;
+  services.SetEndpoints({{{"job", 7}, {"url", ready}, {"node", "n1"}, {"ready", true}},
+                         {{"job", 8}, {"url", not_ready}, {"node", "n1"}, {"ready", false}}});
   WriteFile(dir_.Sub("token"), "the-token\n");
   const std::string gateway = StartGateway(
       "models:\n  - name: stand-in\n    backends:\n      - {name: llm, service: llm}\n"
       "poll_interval_ms: 100\n",
-      {"--server", "http://127.0.0.1:" + std::to_string(port)},
-      {"--token-file", dir_.Sub("token")});
+      {"--server", services.url()}, {"--token-file", dir_.Sub("token")});
   EXPECT_TRUE(WaitUntil([&] { return Complete(gateway, "x") == "ready"; }));
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Complete(gateway, "y" + std::to_string(i)), "ready");
   EXPECT_TRUE(WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const Json& load : loads) {
-      if (load.value("requests", 0) > 0 && load.contains("in_flight") &&
-          load.contains("window_ms")) {
-        return true;
-      }
-    }
-    return false;
+    return services.AnyLoad([](const Json& load) {
+      return load.value("requests", 0) > 0 && load.contains("in_flight") &&
+             load.contains("waiting") && load.contains("window_ms");
+    });
   }));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    EXPECT_EQ(authorization, "Bearer the-token");
-  }
-  server.stop();
-  serving.join();
+  EXPECT_EQ(services.authorization(), "Bearer the-token");
+  services.Stop();
   // The server is gone: the gateway keeps serving its last list.
   EXPECT_EQ(Complete(gateway, "z"), "ready");
+}
+
+TEST_F(GatewayTest, RequestsWaitForAServiceScaledToZeroUpToTheBound) {
+  const std::string engine = StartEngine("replica");
+  FakeServices services;  // no endpoints yet: scaled to zero
+  const std::string gateway = StartGateway(
+      "models:\n  - name: stand-in\n    max_waiting: 1\n    max_wait_ms: 30000\n"
+      "    backends:\n      - {name: llm, service: llm}\npoll_interval_ms: 100\n",
+      {"--server", services.url()});
+  int status = 0;
+  std::string answered_by;
+  std::thread waiting([&] { answered_by = Complete(gateway, "first", &status); });
+  // The waiting request is reported to the autoscaler.
+  EXPECT_TRUE(WaitUntil([&] {
+    return services.AnyLoad([](const Json& load) { return load.value("waiting", 0) == 1; });
+  }));
+  // The bound: a second request finds the queue full and is answered 503 at once.
+  int second = 0;
+  Complete(gateway, "second", &second);
+  EXPECT_EQ(second, 503);
+  services.SetEndpoints({{{"job", 9}, {"url", engine}, {"node", "n1"}, {"ready", true}}});
+  waiting.join();
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(answered_by, "replica");
 }
 
 }  // namespace
