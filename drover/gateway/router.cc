@@ -100,12 +100,17 @@ bool RetryBudget::TryRetry(TimeMs now) {
   return true;
 }
 
-std::uint64_t Fnv1a(const std::string& text) {
+std::uint64_t RingHash(const std::string& text) {
   std::uint64_t hash = 14695981039346656037ull;
   for (unsigned char c : text) {
     hash ^= c;
     hash *= 1099511628211ull;
   }
+  hash ^= hash >> 33;
+  hash *= 0xff51afd7ed558ccdull;
+  hash ^= hash >> 33;
+  hash *= 0xc4ceb9fe1a85ec53ull;
+  hash ^= hash >> 33;
   return hash;
 }
 
@@ -173,13 +178,13 @@ std::optional<int> Router::PickByPrefix(const Backend& backend, const std::vecto
   for (int i : eligible) {
     total += backend.endpoints[i].outstanding;
     for (int v = 0; v < options_.virtual_nodes; ++v) {
-      ring.emplace_back(Fnv1a(backend.endpoints[i].url + "#" + std::to_string(v)), i);
+      ring.emplace_back(RingHash(backend.endpoints[i].url + "#" + std::to_string(v)), i);
     }
   }
   std::sort(ring.begin(), ring.end());
   const double bound =
       std::ceil((1 + options_.epsilon) * (total + 1) / static_cast<double>(eligible.size()));
-  const std::uint64_t key = Fnv1a(prefix);
+  const std::uint64_t key = RingHash(prefix);
   auto start = std::lower_bound(ring.begin(), ring.end(), std::make_pair(key, -1));
   for (std::size_t step = 0; step < ring.size(); ++step) {
     const std::size_t at = (static_cast<std::size_t>(start - ring.begin()) + step) % ring.size();

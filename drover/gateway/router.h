@@ -180,7 +180,9 @@ class Router {
   std::mt19937_64 random_;
 };
 
-// 64-bit FNV-1a; the hash of the ring and of prompt prefixes.
-std::uint64_t Fnv1a(const std::string& text);
+// The hash of the ring's points and of prompt prefixes: 64-bit FNV-1a, then murmur3's fmix64
+// finalizer. FNV-1a alone mixes a string's last bytes into the low bits only, so keys that differ
+// at their end ("http://h:8001#3", "prefix 12") would cluster on the ring.
+std::uint64_t RingHash(const std::string& text);
 
 }  // namespace drover::gateway

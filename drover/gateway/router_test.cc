@@ -124,6 +124,15 @@ TEST(Router, PrefixAffinitySendsRepeatPrefixesToOneEndpoint) {
   }
 }
 
+TEST(Router, PrefixAffinitySpreadsDistinctPrefixesThatDifferOnlyAtTheEnd) {
+  Router router = MakeRouter({MakeBackend("a", 3)}, Policy::kPrefixAffinity);
+  std::map<std::string, int> counts;
+  for (int i = 0; i < 300; ++i)
+    ++counts[router.Choose("prefix " + std::to_string(i), false, {}, 0)->url];
+  ASSERT_EQ(counts.size(), 3u);
+  for (const auto& [url, count] : counts) EXPECT_GE(count, 50) << url;
+}
+
 TEST(Router, PrefixAffinityKeepsEveryEndpointWithinTheLoadBound) {
   Router router = MakeRouter({MakeBackend("a", 4)}, Policy::kPrefixAffinity);
   // One hot prefix: requests in flight spill over once its home holds (1 + 0.25) x the mean.
