@@ -12,7 +12,8 @@ DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libhowardhinnant-date-dev tzdata libssl-dev openssl slurm-wlm munge \
-  python3 procps clang-format clang libclang-rt-14-dev postgresql-15 libpqxx-dev prometheus
+  python3 procps clang-format clang libclang-rt-14-dev postgresql-15 libpqxx-dev prometheus \
+  libevent-dev
 
 .PHONY: deps kubernetes-deps openapi-deps web web-deps build test demo asan release bench fuzz format \
   format-check thread-safety clean

@@ -11,6 +11,7 @@
 #include "drover/agent/supervisor.h"
 #include "drover/cli/commands.h"
 #include "drover/cli/daemons.h"
+#include "drover/cli/gateway_command.h"
 #include "drover/cli/render.h"
 #include "drover/cli/simulate.h"
 #include "drover/model/executor.h"
@@ -369,6 +370,7 @@ int Main(int argc, char** argv) {
 
   std::string cron_name;
   AddCronCommands(app, client, cron_name, run);
+  AddGatewayCommand(app, client, run);
 
   auto* token = app.add_subcommand("token", "create, list and revoke API tokens (admin)");
   token->require_subcommand(1);

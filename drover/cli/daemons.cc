@@ -55,21 +55,6 @@ void InstallSignalHandlers() {
 }
 
 // `listen` as HOST and PORT; kInvalidArgument naming `flag` when it is not HOST:PORT.
-Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen,
-                                                  std::string_view flag = "--listen") {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    return InvalidArgument(fmt::format("{}: expected HOST:PORT, e.g. 127.0.0.1:8420", flag));
-  }
-  try {
-    int port = std::stoi(listen.substr(colon + 1));
-    if (port < 0 || port > 65535) throw std::out_of_range("port");
-    return std::make_pair(listen.substr(0, colon), port);
-  } catch (const std::exception&) {
-    return InvalidArgument(fmt::format("{}: the port must be a number from 0 to 65535", flag));
-  }
-}
-
 // A control plane and its API, bound but not serving yet.
 struct Daemon {
   std::optional<server::DataDirLock> lock;  // held for the daemon's life; destroyed last
@@ -165,6 +150,23 @@ constexpr std::string_view kDuration = "duration";
 
 // The token in `path` (a join token file), surrounding whitespace removed. kInvalidArgument
 // naming `flag` when it cannot be read or holds nothing.
+}  // namespace
+
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen,
+                                                  std::string_view flag) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return InvalidArgument(fmt::format("{}: expected HOST:PORT, e.g. 127.0.0.1:8420", flag));
+  }
+  try {
+    int port = std::stoi(listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    return std::make_pair(listen.substr(0, colon), port);
+  } catch (const std::exception&) {
+    return InvalidArgument(fmt::format("{}: the port must be a number from 0 to 65535", flag));
+  }
+}
+
 Result<std::string> ReadTokenFile(const std::string& path, std::string_view flag) {
   std::ifstream in(path);
   std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -178,8 +180,6 @@ Result<std::string> ReadTokenFile(const std::string& path, std::string_view flag
   }
   return token.substr(first, last - first + 1);
 }
-
-}  // namespace
 
 Result<server::HttpOptions> HttpOptionsOf(const ServerFlags& flags) {
   server::HttpOptions options;

@@ -4,6 +4,8 @@
 // default: a private control plane for one spec file).
 
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "drover/common/result.h"
 #include "drover/server/control_plane.h"
@@ -12,6 +14,14 @@
 #include "drover/server/local_nodes.h"
 
 namespace drover::cli {
+
+// "HOST:PORT" split; kInvalidArgument naming `flag` when it is not that or the port is not 0 to
+// 65535.
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen,
+                                                  std::string_view flag = "--listen");
+// The token in the file at `path`, surrounding white space trimmed; kInvalidArgument naming
+// `flag` when it cannot be read or holds none.
+Result<std::string> ReadTokenFile(const std::string& path, std::string_view flag);
 
 struct ServerFlags {
   std::string data_dir = ".drover";

@@ -1,0 +1,451 @@
+// The inference gateway with real processes on loopback: `drover gateway` in front of two or
+// three stand-in engines (drover-fake-engine), driven over HTTP (docs/inference.md).
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+namespace drover::integration {
+namespace {
+
+using Json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class GatewayTest : public IntegrationTest {
+ protected:
+  // Starts a stand-in engine named `name`; its URL.
+  std::string StartEngine(const std::string& name, std::vector<std::string> flags = {}) {
+    const std::string ready = dir_.Sub(name + ".url");
+    std::vector<std::string> argv = {DROVER_FAKE_ENGINE, "--port", "0", "--name", name,
+                                     "--ready-file",     ready};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    engines_[name] =
+        std::make_unique<ChildProcess>(argv, dir_.Sub(name + ".out"), dir_.Sub(name + ".err"));
+    EXPECT_TRUE(WaitUntil([&] { return !ReadFile(ready).empty(); })) << name << " did not start";
+    std::string url = ReadFile(ready);
+    while (!url.empty() && url.back() == '\n') url.pop_back();
+    return url;
+  }
+
+  // Starts the gateway with `config`; its URL.
+  // `before`: global flags (before the subcommand); `after`: the subcommand's.
+  std::string StartGateway(const std::string& config, std::vector<std::string> before = {},
+                           std::vector<std::string> after = {}) {
+    WriteFile(dir_.Sub("gateway.yaml"), config);
+    const std::string ready = dir_.Sub("gateway.url");
+    std::vector<std::string> argv = {DroverBinary()};
+    argv.insert(argv.end(), before.begin(), before.end());
+    for (const char* arg : {"gateway", "--listen", "127.0.0.1:0", "--config"}) argv.push_back(arg);
+    argv.push_back(dir_.Sub("gateway.yaml"));
+    argv.push_back("--ready-file");
+    argv.push_back(ready);
+    argv.insert(argv.end(), after.begin(), after.end());
+    gateway_ =
+        std::make_unique<ChildProcess>(argv, dir_.Sub("gateway.out"), dir_.Sub("gateway.err"));
+    EXPECT_TRUE(WaitUntil([&] { return !ReadFile(ready).empty(); }))
+        << "the gateway did not start: " << gateway_->Stderr();
+    std::string url = ReadFile(ready);
+    while (!url.empty() && url.back() == '\n') url.pop_back();
+    return url;
+  }
+
+  static httplib::Result Post(const std::string& url, const std::string& path, const Json& body,
+                              const httplib::Headers& headers = {}) {
+    httplib::Client client(url);
+    client.set_read_timeout(30);
+    return client.Post(path, headers, body.dump(), "application/json");
+  }
+
+  // The engine (system_fingerprint) that answered a completion of `prompt`; "" on failure,
+  // with the status in `status`.
+  static std::string Complete(const std::string& url, const std::string& prompt,
+                              int* status = nullptr) {
+    auto result = Post(url, "/v1/completions", {{"model", "stand-in"}, {"prompt", prompt}});
+    if (status != nullptr) *status = result ? result->status : 0;
+    if (!result || result->status != 200) return "";
+    return Json::parse(result->body).value("system_fingerprint", "");
+  }
+
+  // The text of `url`'s GET /metrics; "" when it does not answer.
+  static std::string Metrics(const std::string& url) {
+    httplib::Client client(url);
+    auto result = client.Get("/metrics");
+    return result ? result->body : "";
+  }
+
+  static Json Control(const std::string& url, const Json& settings) {
+    auto result = Post(url, "/control", settings);
+    return result ? Json::parse(result->body) : Json();
+  }
+
+  std::map<std::string, std::unique_ptr<ChildProcess>> engines_;
+  std::unique_ptr<ChildProcess> gateway_;
+};
+
+std::string Config(const std::vector<std::string>& urls, const std::string& extra = "") {
+  std::string list;
+  for (const std::string& url : urls) list += (list.empty() ? "" : ", ") + url;
+  return "models:\n  - name: stand-in\n" + extra + "    backends:\n      - name: local\n" +
+         "        endpoints: [" + list + "]\n";
+}
+
+TEST_F(GatewayTest, LoadSpreadsAcrossEngines) {
+  std::vector<std::string> urls;
+  for (const char* name : {"e1", "e2", "e3"}) {
+    urls.push_back(StartEngine(name, {"--ttft-ms", "30", "--tokens", "2"}));
+  }
+  const std::string gateway = StartGateway(Config(urls));
+  std::mutex mu;
+  std::map<std::string, int> counts;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 12; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string engine = Complete(gateway, "prompt " + std::to_string(c * 10 + i));
+        std::lock_guard<std::mutex> lock(mu);
+        ++counts[engine];
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(counts[""], 0) << "failed requests";
+  for (const char* name : {"e1", "e2", "e3"}) EXPECT_GE(counts[name], 20) << name;
+}
+
+TEST_F(GatewayTest, PrefixAffinitySendsRepeatPrefixesToOneEngine) {
+  std::vector<std::string> urls;
+  for (const char* name : {"e1", "e2", "e3"}) urls.push_back(StartEngine(name));
+  const std::string gateway =
+      StartGateway(Config(urls, "    policy: prefix-affinity\n    prefix_bytes: 16\n"));
+  // Sequential requests (nothing in flight, so the load bound never binds): one prefix, one
+  // engine, whatever follows the prefix.
+  const std::string home = Complete(gateway, "shared system prompt A");
+  ASSERT_FALSE(home.empty());
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(Complete(gateway, "shared system prompt A, question " + std::to_string(i)), home);
+  }
+  std::set<std::string> engines;
+  for (int i = 0; i < 30; ++i) engines.insert(Complete(gateway, "prefix " + std::to_string(i)));
+  EXPECT_GE(engines.size(), 2u) << "different prefixes should reach different engines";
+}
+
+TEST_F(GatewayTest, KilledEngineIsRoutedAroundWithoutFailedRequests) {
+  const std::string a = StartEngine("e1");
+  const std::string b = StartEngine("e2");
+  const std::string gateway = StartGateway(Config({a, b}));
+  ASSERT_FALSE(Complete(gateway, "warm up").empty());
+  engines_["e1"]->KillGroup();
+  std::map<std::string, int> counts;
+  for (int i = 0; i < 30; ++i) {
+    int status = 0;
+    ++counts[Complete(gateway, "after the kill " + std::to_string(i), &status)];
+    EXPECT_EQ(status, 200) << "request " << i;
+  }
+  EXPECT_EQ(counts["e2"], 30);
+  EXPECT_THAT(Metrics(gateway), HasSubstr("endpoint=\"" + a + "\",state=\"open\"} 1"));
+}
+
+TEST_F(GatewayTest, FailsOverToTheSecondBackendAndBackWhenTheFirstRecovers) {
+  const std::string primary = StartEngine("primary");
+  const std::string secondary = StartEngine("secondary");
+  const std::string gateway = StartGateway(
+      "models:\n  - name: stand-in\n    backends:\n"
+      "      - {name: first, endpoints: [" +
+      primary +
+      "]}\n"
+      "      - {name: second, endpoints: [" +
+      secondary +
+      "]}\n"
+      "breaker: {failure_threshold: 2, open_ms: 300, max_open_ms: 600}\n"
+      "retry_budget: {min_retries: 20}\nprobe_interval_ms: 200\n");
+  EXPECT_EQ(Complete(gateway, "before"), "primary");
+  Control(primary, {{"fail_rate", 1.0}, {"fail_status", 500}});
+  for (int i = 0; i < 20; ++i) {
+    int status = 0;
+    EXPECT_EQ(Complete(gateway, "during " + std::to_string(i), &status), "secondary");
+    EXPECT_EQ(status, 200);
+  }
+  Control(primary, {{"fail_rate", 0.0}});
+  EXPECT_TRUE(WaitUntil([&] { return Complete(gateway, "after") == "primary"; }))
+      << "the gateway did not return to the recovered primary";
+  // Once back, it stays.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Complete(gateway, "after " + std::to_string(i)), "primary");
+}
+
+TEST_F(GatewayTest, CheapestRouteChoosesTheLowestCostBackendWhenAllowed) {
+  const std::string dear = StartEngine("dear");
+  const std::string cheap = StartEngine("cheap");
+  const std::string gateway = StartGateway(
+      "models:\n  - name: stand-in\n    backends:\n"
+      "      - {name: dear, endpoints: [" +
+      dear +
+      "], cost_per_1k_tokens: 2.0}\n"
+      "      - {name: cheap, endpoints: [" +
+      cheap + "], cost_per_1k_tokens: 0.1}\n");
+  EXPECT_EQ(Complete(gateway, "in order"), "dear");
+  auto result = Post(gateway, "/v1/completions", {{"model", "stand-in"}, {"prompt", "x"}},
+                     {{"X-Drover-Route", "cheapest"}});
+  ASSERT_TRUE(result);
+  EXPECT_EQ(Json::parse(result->body)["system_fingerprint"], "cheap");
+}
+
+// A socket connected to 127.0.0.1:`port`; -1 on failure.
+int ConnectTo(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads a streamed completion over a raw socket (HTTP/1.0: the reply is close-delimited); the
+// seconds from the request to the first `data:` and to the end of the stream.
+std::pair<double, double> StreamTimes(int port, const std::string& body) {
+  const int fd = ConnectTo(port);
+  if (fd < 0) return {-1, -1};
+  const std::string request =
+      "POST /v1/completions HTTP/1.0\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    return {-1, -1};
+  }
+  const auto start = std::chrono::steady_clock::now();
+  double first = -1;
+  std::string received;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    received.append(buffer, static_cast<std::size_t>(n));
+    if (first < 0 && received.find("data: {") != std::string::npos) {
+      first = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  close(fd);
+  const double end =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_THAT(received, HasSubstr("data: [DONE]"));
+  return {first, end};
+}
+
+TEST_F(GatewayTest, StreamingChunksArriveAsTheEngineProducesThem) {
+  // Four tokens 400 ms apart: the first chunk must reach the client long before the last one is
+  // produced (a gateway that buffered the stream would deliver all of them at the end).
+  const std::string engine =
+      StartEngine("e1", {"--ttft-ms", "10", "--tpot-ms", "400", "--tokens", "4"});
+  const std::string gateway = StartGateway(Config({engine}));
+  const int port = std::stoi(gateway.substr(gateway.rfind(':') + 1));
+  const auto [first, end] =
+      StreamTimes(port, Json{{"model", "stand-in"}, {"prompt", "p"}, {"stream", true}}.dump());
+  ASSERT_GE(first, 0);
+  EXPECT_GE(end - first, 0.6) << "first chunk at " << first << " s, end at " << end << " s";
+}
+
+TEST_F(GatewayTest, AClientThatLeavesMidStreamFreesTheEngineSequence) {
+  const std::string engine =
+      StartEngine("e1", {"--ttft-ms", "10", "--tpot-ms", "200", "--tokens", "50"});
+  const std::string gateway = StartGateway(Config({engine}));
+  const int port = std::stoi(gateway.substr(gateway.rfind(':') + 1));
+  const int fd = ConnectTo(port);
+  ASSERT_GE(fd, 0);
+  const std::string body = Json{{"model", "stand-in"}, {"prompt", "p"}, {"stream", true}}.dump();
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  char buffer[4096];
+  ASSERT_GT(read(fd, buffer, sizeof(buffer)), 0);  // the stream has started
+  close(fd);
+  // The gateway cancels its attempt, and the engine stops generating for it.
+  EXPECT_TRUE(WaitUntil([&] {
+    return Metrics(engine).find("vllm:num_requests_running{model_name=\"stand-in\"} 0") !=
+           std::string::npos;
+  }));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return Metrics(gateway).find("outcome=\"cancelled\"} 1") != std::string::npos; }));
+  auto short_reply = Post(gateway, "/v1/completions",
+                          {{"model", "stand-in"}, {"prompt", "after"}, {"max_tokens", 1}});
+  ASSERT_TRUE(short_reply);
+  EXPECT_EQ(short_reply->status, 200);
+}
+
+TEST_F(GatewayTest, AHangingEngineTimesOutAndIsRoutedAround) {
+  const std::string hung = StartEngine("hung", {"--hang-rate", "1"});
+  const std::string good = StartEngine("good", {"--tokens", "2"});
+  const std::string gateway = StartGateway(
+      Config({hung, good}) + "backend_timeout_ms: 300\nretry_budget: {min_retries: 10}\n");
+  for (int i = 0; i < 10; ++i) {
+    int status = 0;
+    EXPECT_EQ(Complete(gateway, "q" + std::to_string(i), &status), "good");
+    EXPECT_EQ(status, 200);
+  }
+  EXPECT_THAT(Metrics(gateway), HasSubstr("endpoint=\"" + hung + "\",state=\"open\"} 1"));
+}
+
+TEST_F(GatewayTest, HostileInputIsRefusedWithOpenAiErrors) {
+  const std::string engine = StartEngine("e1");
+  const std::string gateway =
+      StartGateway(Config({engine}) + "limits: {max_body_bytes: 4096, max_json_depth: 8}\n");
+  httplib::Client client(gateway);
+  auto big = client.Post("/v1/completions", std::string(10000, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  auto deep = client.Post("/v1/completions", std::string(20, '[') + std::string(20, ']'),
+                          "application/json");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->status, 400);
+  EXPECT_EQ(Json::parse(deep->body)["error"]["code"], "json_too_deep");
+  auto garbage = client.Post("/v1/completions", "{not json", "application/json");
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->status, 400);
+  EXPECT_EQ(Json::parse(garbage->body)["error"]["code"], "invalid_json");
+  auto unknown = client.Post("/v1/completions", R"({"model":"nope"})", "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(Json::parse(unknown->body)["error"]["type"], "invalid_request_error");
+  // Nothing of it reached the engine, and the gateway still serves.
+  EXPECT_EQ(Complete(gateway, "still fine"), "e1");
+}
+
+TEST_F(GatewayTest, TeamsAreTakenFromTheCallersKeyAndAccounted) {
+  const std::string engine = StartEngine("e1");
+  WriteFile(dir_.Sub("ml.key"), "key-of-ml\n");
+  const std::string gateway = StartGateway(
+      Config({engine}) + "teams:\n  - {name: ml, key_file: " + dir_.Sub("ml.key") + "}\n");
+  const Json body = {{"model", "stand-in"}, {"prompt", "hello"}};
+  auto anonymous = Post(gateway, "/v1/completions", body);
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  auto ml = Post(gateway, "/v1/completions", body, {{"Authorization", "Bearer key-of-ml"}});
+  ASSERT_TRUE(ml);
+  EXPECT_EQ(ml->status, 200);
+  const std::string metrics = Metrics(gateway);
+  EXPECT_THAT(metrics,
+              HasSubstr("drover_gateway_requests_total{model=\"stand-in\",backend=\"local\","
+                        "team=\"ml\",outcome=\"ok\"} 1"));
+  EXPECT_THAT(metrics, Not(HasSubstr("key-of-ml")));
+}
+
+// A stand-in for the server's services API: GET /v1/services lists service "llm" with the
+// endpoints set by SetEndpoints; POST /v1/services/llm/load records the load signals.
+class FakeServices {
+ public:
+  FakeServices() {
+    server_.Get("/v1/services", [this](const httplib::Request& request, httplib::Response& reply) {
+      std::lock_guard<std::mutex> lock(mu_);
+      authorization_ = request.get_header_value("Authorization");
+      const Json services = {
+          {"services", {{{"name", "llm"}, {"models", {"stand-in"}}, {"endpoints", endpoints_}}}}};
+      reply.set_content(services.dump(), "application/json");
+    });
+    server_.Post("/v1/services/llm/load",
+                 [this](const httplib::Request& request, httplib::Response& reply) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   loads_.push_back(Json::parse(request.body));
+                   reply.set_content("{}", "application/json");
+                 });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    serving_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeServices() { Stop(); }
+  void Stop() {
+    server_.stop();
+    if (serving_.joinable()) serving_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void SetEndpoints(Json endpoints) {
+    std::lock_guard<std::mutex> lock(mu_);
+    endpoints_ = std::move(endpoints);
+  }
+  // Whether some load signal posted so far satisfies `condition`.
+  bool AnyLoad(const std::function<bool(const Json&)>& condition) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::any_of(loads_.begin(), loads_.end(), condition);
+  }
+  std::string authorization() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authorization_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread serving_;
+  std::mutex mu_;
+  Json endpoints_ = Json::array();
+  std::vector<Json> loads_;
+  std::string authorization_;
+};
+
+TEST_F(GatewayTest, RoutesToTheServersReadyEndpointsAndPostsTheirLoad) {
+  const std::string ready = StartEngine("ready");
+  const std::string not_ready = StartEngine("not-ready");
+  FakeServices services;
+  services.SetEndpoints({{{"job", 7}, {"url", ready}, {"node", "n1"}, {"ready", true}},
+                         {{"job", 8}, {"url", not_ready}, {"node", "n1"}, {"ready", false}}});
+  WriteFile(dir_.Sub("token"), "the-token\n");
+  const std::string gateway = StartGateway(
+      "models:\n  - name: stand-in\n    backends:\n      - {name: llm, service: llm}\n"
+      "poll_interval_ms: 100\n",
+      {"--server", services.url()}, {"--token-file", dir_.Sub("token")});
+  EXPECT_TRUE(WaitUntil([&] { return Complete(gateway, "x") == "ready"; }));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(Complete(gateway, "y" + std::to_string(i)), "ready");
+  EXPECT_TRUE(WaitUntil([&] {
+    return services.AnyLoad([](const Json& load) {
+      return load.value("requests", 0) > 0 && load.contains("in_flight") &&
+             load.contains("waiting") && load.contains("window_ms");
+    });
+  }));
+  EXPECT_EQ(services.authorization(), "Bearer the-token");
+  services.Stop();
+  // The server is gone: the gateway keeps serving its last list.
+  EXPECT_EQ(Complete(gateway, "z"), "ready");
+}
+
+TEST_F(GatewayTest, RequestsWaitForAServiceScaledToZeroUpToTheBound) {
+  const std::string engine = StartEngine("replica");
+  FakeServices services;  // no endpoints yet: scaled to zero
+  const std::string gateway = StartGateway(
+      "models:\n  - name: stand-in\n    max_waiting: 1\n    max_wait_ms: 30000\n"
+      "    backends:\n      - {name: llm, service: llm}\npoll_interval_ms: 100\n",
+      {"--server", services.url()});
+  int status = 0;
+  std::string answered_by;
+  std::thread waiting([&] { answered_by = Complete(gateway, "first", &status); });
+  // The waiting request is reported to the autoscaler.
+  EXPECT_TRUE(WaitUntil([&] {
+    return services.AnyLoad([](const Json& load) { return load.value("waiting", 0) == 1; });
+  }));
+  // The bound: a second request finds the queue full and is answered 503 at once.
+  int second = 0;
+  Complete(gateway, "second", &second);
+  EXPECT_EQ(second, 503);
+  services.SetEndpoints({{{"job", 9}, {"url", engine}, {"node", "n1"}, {"ready", true}}});
+  waiting.join();
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(answered_by, "replica");
+}
+
+}  // namespace
+}  // namespace drover::integration
