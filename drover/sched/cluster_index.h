@@ -166,6 +166,9 @@ struct DomainTable {
   std::vector<std::int64_t> total;        // by domain id: sum of its members' room
   std::vector<int> largest;               // by domain id: the largest room of a member
   std::uint64_t last_used = 0;
+  // Impl::next_version when the rooms were last brought up to date: while it is unchanged, no
+  // node changed since, and a lookup skips the per-member version compares.
+  std::uint64_t synced_version = 0;
 };
 
 struct Index {

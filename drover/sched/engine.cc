@@ -54,6 +54,17 @@ std::vector<std::string> NodesOf(const std::vector<WorkerAssignment>& workers) {
   return nodes;
 }
 
+struct AdmitVerdictHash {
+  std::size_t operator()(const AdmitVerdict& v) const {
+    std::size_t h = std::hash<std::string>{}(v.scope);
+    for (std::int64_t x :
+         {std::int64_t{static_cast<int>(v.code)}, v.used, v.requested, v.limit, v.nominal}) {
+      h = h * 1'000'003 ^ std::hash<std::int64_t>{}(x);
+    }
+    return h ^ std::hash<std::string>{}(v.resource);
+  }
+};
+
 // Everything Plan needs for one spec against one ClusterImpl.
 struct Prepared {
   StaticFilter filter;
@@ -167,6 +178,8 @@ class Cycle {
   void Reserve(const Entry& entry, const model::JobSpec& spec);
   void AdoptReservation(Reservation reservation);
   bool TryPreempt(const Entry& entry, const model::JobSpec& spec, const Charge& charge);
+  // refused.Render(), once per distinct verdict per cycle.
+  const std::string& RenderRefusal(const AdmitVerdict& refused);
   // Pends a job that was admitted but did not fit: held by the reservation (decided now), or
   // by placement (explained at the end of the cycle, against what is left then).
   void PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::string suffix = "",
@@ -245,6 +258,9 @@ class Cycle {
   // Demand keys that did not fit, with or without the reservation's nodes excluded: free
   // capacity only shrinks during a cycle, so they stay unplaceable.
   std::unordered_set<std::string> failed_;
+  // Refusals rendered this cycle: the refused jobs of a full queue mostly share one verdict
+  // (tens of thousands of jobs, a handful of sentences).
+  std::unordered_map<AdmitVerdict, std::string, AdmitVerdictHash> refusals_;
   std::optional<Reservation> reservation_;
   bool reservation_tried_ = false;
   std::vector<char> reserved_mask_;  // by node position
@@ -700,12 +716,12 @@ void Cycle::Process(const Entry& entry) {
   std::optional<Charge> admitted_charge;
   const model::JobSpec* admitted_spec = nullptr;
   for (const std::string& flavor : flavors_->For(queues_, spec)) {
-    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
-    AdmitVerdict verdict = queues_.CheckAdmit(charge);
+    AdmitVerdict verdict = queues_.CheckAdmit(entry.leaf, spec, flavor);
     if (!verdict.ok()) {
       if (!refused) refused = std::move(verdict);
       continue;
     }
+    Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
     if (job.external) {
       CommitExternal(entry, std::move(charge));
       return;
@@ -730,14 +746,14 @@ void Cycle::Process(const Entry& entry) {
     // Refused by quota or a limit. A job within its own guaranteed quota, refused because its
     // cohort lent the rest, may reclaim what was lent (not an external one: Drover preempts
     // only for jobs it places).
-    const Charge charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, "")};
     if (!job.external && refused->code == AdmitVerdict::Code::kCohort &&
-        TryPreempt(entry, spec, charge)) {
+        TryPreempt(entry, spec,
+                   Charge{entry.leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, "")})) {
       return;
     }
     const bool limit = refused->code == AdmitVerdict::Code::kLimit;
     Pend(entry, Verdict{limit ? model::HoldLayer::kConcurrencyLimit : model::HoldLayer::kQuota,
-                        refused->Render(), std::nullopt, std::nullopt});
+                        RenderRefusal(*refused), std::nullopt, std::nullopt});
     return;
   }
 
@@ -760,6 +776,12 @@ void Cycle::Process(const Entry& entry) {
   }
   if (TryPreempt(entry, flavored, *admitted_charge)) return;
   PendUnplaced(entry, flavored);
+}
+
+const std::string& Cycle::RenderRefusal(const AdmitVerdict& refused) {
+  auto it = refusals_.find(refused);
+  if (it == refusals_.end()) it = refusals_.emplace(refused, refused.Render()).first;
+  return it->second;
 }
 
 void Cycle::PendUnplaced(const Entry& entry, const model::JobSpec& spec, std::string suffix,

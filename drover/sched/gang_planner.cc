@@ -227,6 +227,8 @@ class Planner {
       table = &tables.emplace_back(BuildTable(level));
     }
     table->last_used = ++index_->domain_tick;
+    if (table->synced_version == impl_.next_version && table->synced_version != 0) return *table;
+    table->synced_version = impl_.next_version;
     for (std::size_t d = 0; d < table->values.size(); ++d) {
       bool shrunk = false;
       for (int pos : table->members[d]) {
@@ -356,9 +358,21 @@ class Planner {
     return fragmentation_.Value(signature_);
   }
 
+  // WholeFragmentation, remembered for this plan when it takes several steps (a gang placed
+  // worker by worker): each step re-evaluates every candidate, and only the nodes earlier steps
+  // chose have changed (the cluster itself does not change while one job is planned).
+  double WholeFragmentationOnce(int pos, int workers) {
+    if (workers_ == 1 || same_node_) return WholeFragmentation(pos, workers);
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(pos) << 32) | static_cast<std::uint32_t>(workers);
+    auto [it, inserted] = whole_fragmentation_.try_emplace(key, 0.0);
+    if (inserted) it->second = WholeFragmentation(pos, workers);
+    return it->second;
+  }
+
   double WholeDelta(const Cand& c, int k) {
     const int planned = Planned(c.pos);
-    return WholeFragmentation(c.pos, planned + k) - WholeFragmentation(c.pos, planned);
+    return WholeFragmentationOnce(c.pos, planned + k) - WholeFragmentationOnce(c.pos, planned);
   }
 
   // FGD among `cands`: the least growth of fragmentation, ties in binpack order.
@@ -830,6 +844,8 @@ class Planner {
   std::vector<int> taken_;               // scratch: milli-GPUs taken per GPU position
   std::vector<int> gpu_scratch_;         // scratch: GPU positions
   std::vector<std::int64_t> signature_;  // scratch
+  // WholeFragmentationOnce: (position << 32 | workers) -> fragmentation.
+  std::unordered_map<std::uint64_t, double> whole_fragmentation_;
 };
 
 }  // namespace

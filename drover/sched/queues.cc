@@ -125,7 +125,12 @@ bool Empty(const std::vector<std::int64_t>& usage, const std::vector<double>& hi
 
 }  // namespace
 
-model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_view gpu_model) {
+namespace {
+
+// Calls add(resource, amount) for each amount ChargeAmounts(spec, gpu_model) holds, in
+// ascending resource name order (the order of the map ChargeAmounts returns).
+template <typename Add>
+void ForEachChargeAmount(const model::JobSpec& spec, std::string_view gpu_model, Add&& add) {
   const model::Requirements& req = spec.requirements;
   const std::int64_t workers = std::max(spec.workers, 0);
   std::int64_t gpu_millis = 0;
@@ -136,13 +141,21 @@ model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_vie
   } else if (!req.mig_profile.empty()) {
     gpu_millis = MigMillis(req.mig_profile);
   }
-  model::ResourceAmounts out;
-  if (req.per_worker.cpu_millis > 0) out["cpu"] = workers * req.per_worker.cpu_millis;
-  if (req.per_worker.memory_bytes > 0) out["memory"] = workers * req.per_worker.memory_bytes;
+  if (req.per_worker.cpu_millis > 0) add("cpu", workers * req.per_worker.cpu_millis);
   if (gpu_millis > 0 && workers > 0) {
-    out["gpu"] = workers * gpu_millis;
-    if (!gpu_model.empty()) out["gpu:" + Lower(gpu_model)] = workers * gpu_millis;
+    add("gpu", workers * gpu_millis);
+    if (!gpu_model.empty()) add("gpu:" + Lower(gpu_model), workers * gpu_millis);
   }
+  if (req.per_worker.memory_bytes > 0) add("memory", workers * req.per_worker.memory_bytes);
+}
+
+}  // namespace
+
+model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_view gpu_model) {
+  model::ResourceAmounts out;
+  ForEachChargeAmount(spec, gpu_model, [&](std::string resource, std::int64_t amount) {
+    out.emplace_hint(out.end(), std::move(resource), amount);
+  });
   return out;
 }
 
@@ -189,6 +202,7 @@ QueueTree::QueueTree() {
   nodes_.resize(2);
   nodes_[0].children = {1};
   nodes_[1].name = "default";
+  nodes_[1].path = "default";
   nodes_[1].parent = 0;
   nodes_[1].depth = 1;
   nodes_[1].track_users = true;
@@ -272,7 +286,8 @@ Status QueueTree::AddNode(const model::QueueConfig& config, int parent,
   nodes_[id].parent = parent;
   nodes_[id].depth = nodes_[parent].depth + 1;
   nodes_[id].weight = config.weight;
-  const std::string path = Path(id);
+  nodes_[id].path = parent == 0 ? config.name : nodes_[parent].path + "/" + config.name;
+  const std::string& path = nodes_[id].path;
   auto fail = [&](const std::string& field, const std::string& message) -> drover::Status {
     return InvalidArgument(fmt::format("queue {}: {}: {}", path, field, message));
   };
@@ -412,16 +427,9 @@ const std::string& QueueTree::Name(int node) const {
   return nodes_[node].name;
 }
 
-std::string QueueTree::Path(int node) const {
+const std::string& QueueTree::Path(int node) const {
   DROVER_CHECK(node >= 0 && static_cast<std::size_t>(node) < nodes_.size());
-  std::vector<int> chain;
-  for (int n = node; n > 0; n = nodes_[n].parent) chain.push_back(n);
-  std::string path;
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    if (!path.empty()) path += '/';
-    path += nodes_[*it].name;
-  }
-  return path;
+  return nodes_[node].path;
 }
 
 bool QueueTree::Governs(std::string_view resource) const {
@@ -508,14 +516,28 @@ std::optional<AdmitVerdict> QueueTree::CheckLimits(const DenseLimits& limits,
 }
 
 AdmitVerdict QueueTree::CheckAdmit(const Charge& charge) const {
-  DROVER_CHECK(IsLeaf(charge.leaf));
-  const DenseAmounts amounts = Known(charge.amounts);
+  return CheckAdmit(charge.leaf, charge.user, charge.pipeline, Known(charge.amounts));
+}
+
+AdmitVerdict QueueTree::CheckAdmit(int leaf, const model::JobSpec& spec,
+                                   std::string_view gpu_model) const {
+  DenseAmounts amounts;
+  ForEachChargeAmount(spec, gpu_model, [&](const std::string& resource, std::int64_t amount) {
+    auto it = resource_index_.find(resource);
+    if (it != resource_index_.end()) amounts.emplace_back(it->second, amount);
+  });
+  return CheckAdmit(leaf, spec.owner, spec.pipeline, amounts);
+}
+
+AdmitVerdict QueueTree::CheckAdmit(int leaf, const std::string& user, const std::string& pipeline,
+                                   const DenseAmounts& amounts) const {
+  DROVER_CHECK(IsLeaf(leaf));
   if (governed_ > 0) {
-    for (int n = charge.leaf; n != 0; n = nodes_[n].parent) {
+    for (int n = leaf; n != 0; n = nodes_[n].parent) {
       if (auto verdict = CheckQuota(n, amounts)) return *verdict;
     }
   }
-  for (int n = charge.leaf; n != 0; n = nodes_[n].parent) {
+  for (int n = leaf; n != 0; n = nodes_[n].parent) {
     const Node& node = nodes_[n];
     if (!node.limits.empty()) {
       if (auto verdict = CheckLimits(node.limits, &node.own, amounts)) {
@@ -524,19 +546,19 @@ AdmitVerdict QueueTree::CheckAdmit(const Charge& charge) const {
       }
     }
     if (!node.user_limits.empty()) {
-      auto it = node.users.find(charge.user);
+      auto it = node.users.find(user);
       if (auto verdict = CheckLimits(node.user_limits,
                                      it == node.users.end() ? nullptr : &it->second, amounts)) {
-        verdict->scope = fmt::format("user {} in queue {}", charge.user, Path(n));
+        verdict->scope = fmt::format("user {} in queue {}", user, Path(n));
         return *verdict;
       }
     }
   }
-  if (!charge.pipeline.empty() && !pipeline_limits_.empty()) {
-    auto it = pipelines_.find(charge.pipeline);
+  if (!pipeline.empty() && !pipeline_limits_.empty()) {
+    auto it = pipelines_.find(pipeline);
     if (auto verdict = CheckLimits(pipeline_limits_, it == pipelines_.end() ? nullptr : &it->second,
                                    amounts)) {
-      verdict->scope = "pipeline " + charge.pipeline;
+      verdict->scope = "pipeline " + pipeline;
       return *verdict;
     }
   }

@@ -157,7 +157,8 @@ class QueueTree {
   // Leaf names, in tree order.
   std::vector<std::string> LeafNames() const;
   const std::string& Name(int node) const;
-  std::string Path(int node) const;
+  // "org/team-a/queue" (kept per node: verdicts name it for every refused job of a cycle).
+  const std::string& Path(int node) const;
   // True if some queue sets a nominal amount of `resource`.
   bool Governs(std::string_view resource) const;
   // True if some queue sets a nominal amount of a "gpu:<model>" flavor.
@@ -166,6 +167,10 @@ class QueueTree {
   // Whether `charge` may be admitted now (quota, then concurrency limits; the first failure
   // found from the leaf upwards).
   AdmitVerdict CheckAdmit(const Charge& charge) const;
+  // CheckAdmit of the charge of a job of `spec` in `leaf` on GPUs of `gpu_model` (see
+  // ChargeAmounts) without building it: a cycle asks this of every pending job, and most of a
+  // large backlog is refused.
+  AdmitVerdict CheckAdmit(int leaf, const model::JobSpec& spec, std::string_view gpu_model) const;
   // Records a job starting / ending. Remove of a charge never added is a caller bug (usage
   // never goes below zero).
   void Add(const Charge& charge);
@@ -221,8 +226,9 @@ class QueueTree {
   };
   struct Node {
     std::string name;
-    int parent = -1;  // -1 for node 0
-    int depth = 0;    // node 0 is 0, configured roots 1
+    std::string path;  // names from the configured root down, '/'-separated; "" for node 0
+    int parent = -1;   // -1 for node 0
+    int depth = 0;     // node 0 is 0, configured roots 1
     std::vector<int> children;
     double weight = 1.0;
     // By governed resource index [0, governed_):
@@ -247,6 +253,8 @@ class QueueTree {
   int Intern(const std::string& resource);
   DenseAmounts Known(const model::ResourceAmounts& amounts) const;
   DenseAmounts Intern(const model::ResourceAmounts& amounts);
+  AdmitVerdict CheckAdmit(int leaf, const std::string& user, const std::string& pipeline,
+                          const DenseAmounts& amounts) const;
   std::optional<AdmitVerdict> CheckQuota(int node, const DenseAmounts& amounts) const;
   // A kLimit verdict without scope if `record` (nullptr: nothing held) plus the charge would
   // exceed `limits`.

@@ -217,5 +217,62 @@ TEST(QuotaProperty, AdmittedChargesNeverBreakQuotaInvariants) {
   EXPECT_GT(rejected, 1000);
 }
 
+// --- Property: the spec form of CheckAdmit gives the verdict of the Charge form ---
+
+TEST(QuotaProperty, SpecCheckAdmitEqualsChargeCheckAdmit) {
+  std::mt19937_64 rng(20261202);
+  std::uniform_int_distribution<int> coin(0, 99);
+  int refused = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    model::Policy policy;
+    const int roots = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int i = 0; i < roots; ++i) {
+      policy.queues.push_back(RandomQueue(rng, "q" + std::to_string(i), 1));
+    }
+    std::set<std::string> governed;
+    for (const model::QueueConfig& q : policy.queues) CollectNominal(q, governed);
+    for (model::QueueConfig& q : policy.queues) DropUngovernedBorrowing(q, governed);
+    if (coin(rng) < 50) policy.queues.front().user_limits.max_resources["gpu"] = 2 * kGpu;
+    Result<QueueTree> created = QueueTree::Create(policy);
+    ASSERT_TRUE(created.has_value()) << created.error().ToString();
+    QueueTree tree = *created;
+    const std::vector<std::string> leaves = tree.LeafNames();
+    for (int step = 0; step < 60; ++step) {
+      const int leaf = *tree.FindLeaf(
+          leaves[std::uniform_int_distribution<std::size_t>(0, leaves.size() - 1)(rng)]);
+      model::JobSpec spec;
+      spec.owner = coin(rng) < 50 ? "alice" : "bob";
+      spec.workers = std::uniform_int_distribution<int>(0, 3)(rng);
+      spec.requirements.per_worker.cpu_millis =
+          std::uniform_int_distribution<std::int64_t>(0, 2)(rng) * kCore;
+      spec.requirements.per_worker.memory_bytes = coin(rng) < 50 ? 0 : 1 << 30;
+      switch (std::uniform_int_distribution<int>(0, 3)(rng)) {
+        case 0:
+          spec.requirements.per_worker.gpus = std::uniform_int_distribution<int>(1, 3)(rng);
+          break;
+        case 1:
+          spec.requirements.gpu_share_millis = 500;
+          break;
+        case 2:
+          spec.requirements.mig_profile = "3g.40gb";
+          break;
+        default:
+          break;
+      }
+      const std::string flavor = coin(rng) < 50 ? "" : (coin(rng) < 50 ? "H100" : "a100");
+      const Charge charge{leaf, spec.owner, spec.pipeline, ChargeAmounts(spec, flavor)};
+      const AdmitVerdict by_charge = tree.CheckAdmit(charge);
+      ASSERT_EQ(tree.CheckAdmit(leaf, spec, flavor), by_charge)
+          << "trial " << trial << " step " << step << ": " << by_charge.Render();
+      if (by_charge.ok()) {
+        tree.Add(charge);
+      } else {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(refused, 500);
+}
+
 }  // namespace
 }  // namespace drover::sched
