@@ -25,9 +25,11 @@ Result<json> AdviceOf(const Service& service, const model::Identity& caller,
   };
   const DurationMs min_sampled = service.DiagnosisThresholds().min_sampled_ms;
   std::vector<model::UsageRecord> history;
-  for (const ListedJob& listed : service.ListJobPage(history_request).jobs) {
-    DROVER_ASSIGN_OR_RETURN(std::vector<model::AttemptUsage> usage, service.Usage(listed.job.id));
-    for (model::UsageRecord& record : model::UsageRecordsOf(listed.job, usage, min_sampled)) {
+  for (const JobSummaryRow& row : service.ListJobPage(history_request).jobs) {
+    // The page holds summaries; the history needs whole jobs (at most kMaxAdviceHistoryJobs).
+    DROVER_ASSIGN_OR_RETURN(model::Job listed, service.GetJob(row.id));
+    DROVER_ASSIGN_OR_RETURN(std::vector<model::AttemptUsage> usage, service.Usage(listed.id));
+    for (model::UsageRecord& record : model::UsageRecordsOf(listed, usage, min_sampled)) {
       history.push_back(std::move(record));
     }
   }

@@ -75,10 +75,11 @@ Result<Response> ClusterDiagnosis(Service& service, const Request& request) {
   const JobPage page = service.ListJobPage(page_request);
 
   std::vector<model::JobDiagnosis> diagnosed;
-  std::map<JobId, const model::Job*> by_id;
+  std::map<JobId, model::Job> by_id;  // the jobs with findings
   std::map<std::string, TeamWaste> teams;
-  for (const ListedJob& listed : page.jobs) {
-    const model::Job& job = listed.job;
+  for (const JobSummaryRow& row : page.jobs) {
+    // The page holds summaries; the rules read the whole job (at most kMaxDiagnosisJobs copies).
+    DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(row.id));
     DROVER_ASSIGN_OR_RETURN(std::vector<model::AttemptUsage> usage, service.Usage(job.id));
     std::vector<model::UsageBucket> buckets;
     const model::AttemptUsage* latest = usage.empty() ? nullptr : &usage.back();
@@ -92,14 +93,15 @@ Result<Response> ClusterDiagnosis(Service& service, const Request& request) {
     team.lost_gpu_ms += diagnosis.lost_gpu_ms;
     if (diagnosis.findings.empty()) continue;
     ++team.jobs_with_findings;
-    by_id[job.id] = &job;
     diagnosed.push_back(std::move(diagnosis));
+    const JobId id = job.id;
+    by_id.emplace(id, std::move(job));
   }
   model::RankByWaste(diagnosed);
 
   json jobs = json::array();
   for (const model::JobDiagnosis& diagnosis : diagnosed) {
-    const model::Job& job = *by_id.at(diagnosis.job);
+    const model::Job& job = by_id.at(diagnosis.job);
     jobs.push_back(json{{"job_id", job.id.value()},
                         {"name", job.spec.name},
                         {"owner", job.spec.owner},

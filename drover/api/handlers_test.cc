@@ -1226,6 +1226,25 @@ TEST_F(HandlersTest, GoodputRejectsAnUnknownGrouping) {
   EXPECT_EQ(Body(response)["code"], "invalid_argument");
 }
 
+// Under private_data the goodput report, like GET /v1/jobs, leaves out another team's jobs: their
+// team's name and totals.
+TEST_F(HandlersTest, GoodputUnderPrivateDataCountsOnlyTheCallersVisibleJobs) {
+  service_.jobs[JobId(7)].spec.team = "team-a";
+  service_.jobs[JobId(8)] = service_.jobs[JobId(7)];
+  service_.jobs[JobId(8)].id = JobId(8);
+  service_.jobs[JobId(8)].spec.team = "team-b";
+  service_.policy.private_data = true;
+  const std::string everything = Body(Serve({Method::kGet, "/v1/goodput", "", {{"by", "team"}}}))
+                                     .dump();
+  EXPECT_THAT(everything, HasSubstr("team-a"));  // the admin sees both teams
+  EXPECT_THAT(everything, HasSubstr("team-b"));
+  const std::string bobs = Body(Serve({Method::kGet, "/v1/goodput", "", {{"by", "team"}},
+                                       {{"Authorization", "Bearer bob"}}}))
+                               .dump();
+  EXPECT_THAT(bobs, HasSubstr("team-b"));
+  EXPECT_THAT(bobs, Not(HasSubstr("team-a")));
+}
+
 TEST_F(HandlersTest, AReloadErrorKeepsItsCodeAndDetails) {
   service_.reload = MakeError(ErrorCode::kInvalidArgument, "policy.yaml: invalid",
                               {"policy.yaml:1:1: error: queues: expected a list"});
