@@ -43,7 +43,7 @@ namespace drover::store {
 // The PostgreSQL schema version this build writes; OpenPostgresStore refuses a database with a
 // higher one. 1: the logical schema of SQLite schema 9; 2: of SQLite schema 10 (attempts'
 // usage).
-inline constexpr std::int64_t kPostgresSchemaVersion = 2;
+inline constexpr std::int64_t kPostgresSchemaVersion = 3;
 
 struct PostgresStoreOptions {
   // Read connections; concurrent reads beyond this many wait for one to be free. Default 4, as
