@@ -202,6 +202,31 @@ class FakeService final : public Service {
   Result<CronStatus> SuspendCron(const std::string& name, bool) override {
     return NotFound("cron job " + name + " does not exist");
   }
+  Result<ServiceStatus> PutService(const model::ServiceSpec& spec,
+                                   const model::Identity& caller) override {
+    ServiceStatus status;
+    status.record.spec = spec;
+    status.record.owner = caller.user;
+    status.record.team = caller.team;
+    services[spec.name] = status;
+    return status;
+  }
+  std::vector<ServiceStatus> Services() const override {
+    std::vector<ServiceStatus> out;
+    for (const auto& [name, status] : services) out.push_back(status);
+    return out;
+  }
+  Status DeleteService(const std::string& name, const model::Identity&) override {
+    if (services.erase(name) == 0) return NotFound("service " + name + " does not exist");
+    return OkStatus();
+  }
+  Status ReportServiceLoad(const std::string& name, model::LoadSignal signal) override {
+    auto it = services.find(name);
+    if (it == services.end()) return NotFound("service " + name + " does not exist");
+    signal.received_at = now;
+    it->second.load = signal;
+    return OkStatus();
+  }
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override {
     secrets[{team, name}] = std::string(value);
@@ -283,6 +308,7 @@ class FakeService final : public Service {
       {"bob", Member("bob", "team-b", model::Role::kCoordinator)},
       {"coord-a", Member("cora", "team-a", model::Role::kCoordinator)}};
   std::map<std::pair<std::string, std::string>, std::string> secrets;  // (team, name) -> value
+  std::map<std::string, ServiceStatus> services;                       // by name
   std::vector<store::AuditRecord> audited;
   std::vector<store::TokenRecord> tokens;
   model::Identity created_identity;
