@@ -148,6 +148,7 @@ TEST_F(ControlPlaneServicesTest, OnlyReplicasAboveMinArePreemptionVictims) {
   ASSERT_EQ(chat.endpoints.size(), 2u);
   const JobId protected_replica = chat.endpoints[0].job;
   const JobId borrowed_replica = chat.endpoints[1].job;
+  clock_.Set(clock_.Now() + 1'000);  // a victim must have run a while
   // Two high-priority one-GPU jobs want both GPUs: only the interruptible replica may go.
   auto submitted = plane_->Submit(
       "kind: Job\nname: urgent\npriority: high\nresources: {cpu: 100m, gpus: 1}\nscript: x\n"
