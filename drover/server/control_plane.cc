@@ -268,7 +268,6 @@ void ControlPlane::Absorb(Observation& seen, control::Step& step) {
     OnPolicyFileChanged(seen.policy_path, seen.policy_stamp, *std::move(seen.policy_read));
   }
   RunDueCrons();
-  ReconcileServices();
   bool any = false;
   for (const auto& [id, missing] : seen.inputs) {
     controller_.OnInputsChecked(id, missing, clock_.Now(), step);  // ignored if not waiting now
@@ -282,6 +281,8 @@ void ControlPlane::Absorb(Observation& seen, control::Step& step) {
     any = true;
   }
   if (CheckAgents(step)) any = true;
+  // After the events: a replica that just ended is replaced in the same turn.
+  ReconcileServices(step);
   if (any) schedule_requested_ = true;
 }
 

@@ -524,8 +524,9 @@ class ControlPlane {
   Status RestoreCrons() REQUIRES(mu_);
   // Loads the stored services and adopts their live replicas (Start, after the jobs).
   Status RestoreServices() REQUIRES(mu_);
-  // Runs the autoscaler and the replica plan of every service and commits (the loop).
-  void ReconcileServices() REQUIRES(mu_);
+  // Runs the autoscaler and the replica plan of every service into `step` (Absorb, after the
+  // turn's worker events, so that a replica that just ended is replaced in the same turn).
+  void ReconcileServices(control::Step& step) REQUIRES(mu_);
   // The same for one service into `step`; `ports` (those live replicas hold) gains the new ones.
   void ReconcileService(ServiceEntry& entry, std::set<int>& ports, control::Step& step)
       REQUIRES(mu_);

@@ -91,6 +91,12 @@ Status ValidateService(const model::ServiceSpec& spec) {
 
 }  // namespace
 
+DurationMs RestartBackoff(int early_failures) {
+  if (early_failures <= 0) return 0;
+  return std::min<DurationMs>(kMillisPerMinute,
+                              kMillisPerSecond << std::min(early_failures - 1, 6));
+}
+
 int ReplicaPort(const model::JobSpec& spec) {
   auto it = spec.env.find(kPortVariable);
   if (it == spec.env.end()) return 0;
@@ -226,13 +232,10 @@ std::set<int> ControlPlane::PortsInUse() const {
   return ports;
 }
 
-void ControlPlane::ReconcileServices() {
+void ControlPlane::ReconcileServices(control::Step& step) {
   if (services_.empty() || store_failed_) return;
-  control::Step step;
   std::set<int> ports = PortsInUse();
   for (auto& [name, entry] : services_) ReconcileService(entry, ports, step);
-  if (step.empty()) return;
-  static_cast<void>(Commit(step));  // a failed write stopped the plane (store_failed_)
 }
 
 void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
@@ -244,6 +247,11 @@ void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
   for (auto it = entry.replicas.begin(); it != entry.replicas.end();) {
     const model::Job* job = controller_.Find(*it);
     if (job == nullptr || model::IsTerminal(job->state)) {
+      const ReplicaHealth& ended = entry.health[*it];
+      if (!entry.stopping.contains(*it) && !ended.was_ready) {
+        ++entry.early_failures;
+        entry.restart_not_before = now + RestartBackoff(entry.early_failures);
+      }
       entry.stopping.erase(*it);
       entry.health.erase(*it);
       it = entry.replicas.erase(it);
@@ -252,6 +260,10 @@ void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
     ReplicaHealth& health = entry.health[*it];
     const bool running = job->state == model::JobState::kRunning;
     const bool ready = running && (spec.readiness ? health.ready : true);
+    if (ready && !health.was_ready) {
+      health.was_ready = true;
+      entry.early_failures = 0;
+    }
     if (ready != health.ready) {
       health.ready = ready;
       health.since = now;
@@ -316,6 +328,12 @@ void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
     }
     entry.stopping.insert(id);
     decide(id, job && job->current_attempt() ? job->current_attempt()->number : 0);
+  }
+  if (!plan.start.empty() && now < entry.restart_not_before) {
+    entry.blocked =
+        fmt::format("{} replica(s) in a row ended before they were ready: the next starts in {} ms",
+                    entry.early_failures, entry.restart_not_before - now);
+    plan.start.clear();
   }
   for (const control::ReplicaStart& start : plan.start) {
     model::JobSpec replica = spec.replica;
@@ -397,6 +415,8 @@ void ControlPlane::OnProbeResults(std::vector<ProbeResult> results) {
           health.readiness_failures = 0;
           if (!health.ready) {
             health.ready = true;
+            health.was_ready = true;
+            entry.early_failures = 0;
             health.since = now;
             record(fmt::format("ready: GET {} answered {}", spec.readiness->path, result.outcome));
           }

@@ -189,6 +189,29 @@ TEST_F(ControlPlaneServicesTest, ADeadReplicaIsReplacedAndTheServiceDeleteStopsA
   EXPECT_TRUE(stop_requested);
 }
 
+TEST_F(ControlPlaneServicesTest, ReplicasThatDieBeforeReadyAreRestartedWithBackoff) {
+  model::ServiceSpec spec = Spec(1, 1);
+  spec.readiness = model::ProbeSpec{.path = "/health"};
+  ASSERT_TRUE(plane_->PutService(spec, model::AdminIdentity("alice")));
+  StartLaunched();
+  const JobId first = Chat().endpoints.at(0).job;
+  Exit(first, 1);  // never ready
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  EXPECT_TRUE(chat.endpoints.empty()) << "no replacement before the backoff";
+  EXPECT_THAT(chat.blocked, HasSubstr("ended before they were ready"));
+  clock_.Advance(1'000);
+  StartLaunched();
+  ASSERT_EQ(Chat().endpoints.size(), 1u);
+  Exit(Chat().endpoints.at(0).job, 1);
+  clock_.Advance(1'000);
+  StartLaunched();
+  EXPECT_TRUE(Chat().endpoints.empty()) << "the second wait is 2 s";
+  clock_.Advance(1'000);
+  StartLaunched();
+  EXPECT_EQ(Chat().endpoints.size(), 1u) << Chat().blocked;
+}
+
 TEST_F(ControlPlaneServicesTest, ProbesMarkReadinessAndLivenessFailuresRestart) {
   model::ServiceSpec spec = Spec(1, 1);
   spec.readiness = model::ProbeSpec{.path = "/health", .interval_ms = 1000};

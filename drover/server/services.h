@@ -27,6 +27,7 @@ struct ReplicaHealth {
   TimeMs next_readiness = 0;   // the next probe is due at (0: at once)
   TimeMs next_liveness = 0;
   std::string last_outcome;  // of the latest probe, for transitions' causes
+  bool was_ready = false;    // ready at least once
 };
 
 struct ServiceEntry {
@@ -39,7 +40,15 @@ struct ServiceEntry {
   std::string last_scaling;  // the autoscaler's latest change, and when
   TimeMs last_scaling_at = 0;
   std::string blocked;  // why a replica that should start did not, if one did not
+  // Crash-loop backoff: replicas that ended before they were ever ready, in a row (reset when
+  // one becomes ready), and no replica starts before restart_not_before.
+  int early_failures = 0;
+  TimeMs restart_not_before = 0;
 };
+
+// The wait before the next replica start after `early_failures` replicas in a row ended before
+// they were ready: 1 s, doubling, at most a minute.
+DurationMs RestartBackoff(int early_failures);
 
 // The port a replica listens on: its $DROVER_PORT (set by the service, one per live replica), or
 // 0 when it has none.

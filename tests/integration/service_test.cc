@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -24,7 +25,7 @@ class Services : public IntegrationTest {
  protected:
   void SetUp() override {
     pids_ = dir_.Sub("pids");
-    WriteFile(pids_ + "/.keep", "");
+    std::filesystem::create_directories(pids_);
     server_ = StartServer("data", "2xH100-80GB", {"--service-ports", "26100-26199"});
     ASSERT_TRUE(server_->ok());
   }
