@@ -208,6 +208,31 @@ class FakeService final : public Service {
   Result<CronStatus> SuspendCron(const std::string& name, bool) override {
     return NotFound("cron job " + name + " does not exist");
   }
+  Result<ServiceStatus> PutService(const model::ServiceSpec& spec,
+                                   const model::Identity& caller) override {
+    ServiceStatus status;
+    status.record.spec = spec;
+    status.record.owner = caller.user;
+    status.record.team = caller.team;
+    services[spec.name] = status;
+    return status;
+  }
+  std::vector<ServiceStatus> Services() const override {
+    std::vector<ServiceStatus> out;
+    for (const auto& [name, status] : services) out.push_back(status);
+    return out;
+  }
+  Status DeleteService(const std::string& name, const model::Identity&) override {
+    if (services.erase(name) == 0) return NotFound("service " + name + " does not exist");
+    return OkStatus();
+  }
+  Status ReportServiceLoad(const std::string& name, model::LoadSignal signal) override {
+    auto it = services.find(name);
+    if (it == services.end()) return NotFound("service " + name + " does not exist");
+    signal.received_at = now;
+    it->second.load = signal;
+    return OkStatus();
+  }
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override {
     secrets[{team, name}] = std::string(value);
@@ -290,6 +315,7 @@ class FakeService final : public Service {
       {"bob", Member("bob", "team-b", model::Role::kCoordinator)},
       {"coord-a", Member("cora", "team-a", model::Role::kCoordinator)}};
   std::map<std::pair<std::string, std::string>, std::string> secrets;  // (team, name) -> value
+  std::map<std::string, ServiceStatus> services;                       // by name
   std::vector<store::AuditRecord> audited;
   std::vector<store::TokenRecord> tokens;
   model::Identity created_identity;
@@ -396,7 +422,9 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
           "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
           R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
           R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
-          R"(POST /v1/crons/([^/]+)/resume)", "GET /v1/nodes", "GET /v1/gpus",
+          R"(POST /v1/crons/([^/]+)/resume)", "POST /v1/services", "GET /v1/services",
+          R"(GET /v1/services/([^/]+))", R"(DELETE /v1/services/([^/]+))",
+          R"(POST /v1/services/([^/]+)/load)", "GET /v1/nodes", "GET /v1/gpus",
           R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
           R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
           R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",

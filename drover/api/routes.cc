@@ -18,6 +18,7 @@
 #include "drover/api/node_handlers.h"
 #include "drover/api/openapi.h"
 #include "drover/api/secret_handlers.h"
+#include "drover/api/service_handlers.h"
 #include "drover/api/views.h"
 #include "drover/api/web_assets.h"
 #include "drover/api/workflow_handlers.h"
@@ -76,6 +77,15 @@ constexpr Route kRoutes[] = {
      ByToken(Verb::kCancel, Target::kCron)},
     {Method::kPost, R"(/v1/crons/([^/]+)/resume)", ResumeCron,
      ByToken(Verb::kCancel, Target::kCron)},
+    {Method::kPost, "/v1/services", PutService, ByToken(Verb::kSubmit, Target::kBody),
+     RouteKind::kPlain, "a service spec (JSON)"},
+    {Method::kGet, "/v1/services", ListServices, ByToken(Verb::kView)},
+    {Method::kGet, R"(/v1/services/([^/]+))", GetService, ByToken(Verb::kView, Target::kService)},
+    {Method::kDelete, R"(/v1/services/([^/]+))", DeleteService,
+     ByToken(Verb::kCancel, Target::kService)},
+    {Method::kPost, R"(/v1/services/([^/]+)/load)", PostServiceLoad,
+     ByToken(Verb::kDetails, Target::kService), RouteKind::kPlain,
+     R"({"in_flight", "waiting"?, "requests"?, "window_ms"?} (JSON))"},
     {Method::kGet, "/v1/nodes", ListNodes, ByToken(Verb::kView)},
     {Method::kGet, "/v1/gpus", ListGpus, ByToken(Verb::kView)},
     {Method::kPost, R"(/v1/nodes/([^/]+)/cordon)", CordonNode, ByToken(Verb::kAdminister)},
@@ -176,6 +186,13 @@ Result<model::Resource> TargetOf(const Route& route, const Service& service,
       }
       return NotFound(fmt::format("cron job {} does not exist", spec::EscapeForMessage(name)));
     }
+    case Target::kService: {
+      const std::string& name = request.path_params.at(0);
+      for (const ServiceStatus& status : service.Services()) {
+        if (status.record.spec.name == name) return ServiceResource(status.record);
+      }
+      return NotFound(fmt::format("service {} does not exist", spec::EscapeForMessage(name)));
+    }
     case Target::kTeam: {
       const std::string& team = request.path_params.at(0);
       if (!spec::IsValidPrincipal(team)) {
@@ -272,6 +289,9 @@ std::string DescribeAccess(const Access& access) {
         case Target::kCron:
           on = "the cron job";
           break;
+        case Target::kService:
+          on = "the service";
+          break;
         case Target::kTeam:
           on = "the team";
           break;
@@ -306,6 +326,8 @@ std::pair<std::string, std::optional<JobId>> AuditTarget(const Route& route,
       return {fmt::format("pipeline run {}", request.path_params.at(0)), {}};
     case Target::kCron:
       return {fmt::format("cron job {}", request.path_params.at(0)), {}};
+    case Target::kService:
+      return {fmt::format("service {}", request.path_params.at(0)), {}};
     case Target::kTeam:
       return {TeamResource(request.path_params.at(0)).what, {}};
     case Target::kCluster:

@@ -40,6 +40,7 @@ enum class Target {
   kJob,       // the job whose id is path param 0
   kPipeline,  // the pipeline run whose id is path param 0 (its first job's owner, team, queue)
   kCron,      // the cron job named by path param 0
+  kService,   // the service named by path param 0 (its owner, team and queue)
   kTeam,      // the team named by path param 0 (its secrets)
   kBody,      // what the body names (a submission's queue and owner): Authorize checks only
               // that the caller may use the verb at all; the service judges each queue and

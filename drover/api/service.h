@@ -33,6 +33,7 @@
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
 #include "drover/model/usage.h"
+#include "drover/model/service.h"
 #include "drover/spec/parse.h"
 #include "drover/store/store.h"
 #include "drover/workflow/rollup.h"
@@ -184,6 +185,33 @@ struct CronStatus {
   std::optional<CronRun> last;  // the newest run, whatever its state
 };
 
+// One live replica of a service (docs/inference.md), for GET /v1/services.
+struct ServiceEndpoint {
+  JobId job;
+  std::string url;  // "http://ADDRESS:PORT" once placed (the node's address); empty before
+  std::string node;
+  int port = 0;  // its $DROVER_PORT
+  model::JobState state = model::JobState::kPending;
+  bool ready = false;  // running and passing its readiness probe: routable
+  TimeMs since = 0;    // when `ready` last changed (the replica's creation before)
+  int generation = 0;
+  bool is_protected = false;  // one of the first replicas.min: never a preemption victim
+
+  friend bool operator==(const ServiceEndpoint&, const ServiceEndpoint&) = default;
+};
+
+// A service with its live replicas, for GET /v1/services (ServiceView in service_handlers.h).
+struct ServiceStatus {
+  store::ServiceRecord record;
+  std::vector<ServiceEndpoint> endpoints;  // live replicas, by job id
+  std::optional<model::LoadSignal> load;   // the latest signal, if any
+  // The autoscaler's latest change ("in flight 40 + waiting 3 ... : 2 -> 4") and when; empty
+  // before the first.
+  std::string last_scaling;
+  TimeMs last_scaling_at = 0;
+  std::string blocked;  // why a replica that should start did not; empty when none is held up
+};
+
 // A team's secret as listings show it: never its value (docs/security.md, "Secrets").
 struct SecretInfo {
   std::string name;
@@ -322,6 +350,20 @@ class Service {
   // no run; a resumed one starts its next run at the schedule's next due time after now (runs
   // due while it was suspended are not started). Idempotent. kNotFound for an unknown name.
   virtual Result<CronStatus> SuspendCron(const std::string& name, bool suspend) = 0;
+
+  // Services (docs/inference.md).
+  // Creates service spec.name, or replaces it: a changed replica template is a rolling update.
+  // kInvalidArgument naming the field; kPermissionDenied as Submit, or to replace another
+  // owner's service without cancel rights on it.
+  virtual Result<ServiceStatus> PutService(const model::ServiceSpec& spec,
+                                           const model::Identity& caller) = 0;
+  // Every service, by name.
+  virtual std::vector<ServiceStatus> Services() const = 0;
+  // Stops every replica of `name` and removes it, for `caller`. kNotFound for an unknown name.
+  virtual Status DeleteService(const std::string& name, const model::Identity& caller) = 0;
+  // Records a gateway's load signal for `name` (received_at set by the server). kNotFound for
+  // an unknown name.
+  virtual Status ReportServiceLoad(const std::string& name, model::LoadSignal signal) = 0;
 
   // Team secrets (docs/security.md, "Secrets"); a value goes in and never comes out.
   // Sets `team`'s secret `name`. kInvalidArgument naming the team or name, or saying what is

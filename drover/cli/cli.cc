@@ -89,6 +89,9 @@ int Main(int argc, char** argv) {
   server->add_option("--agent-timeout", server_flags.agent_timeout,
                      "declare a remote agent's node lost after this long without a word from it "
                      "(default 30s; 0: never)");
+  server->add_option("--service-ports", server_flags.service_ports,
+                     "the ports services' replicas are given as $DROVER_PORT, FROM-TO (default "
+                     "30000-32767; docs/inference.md)");
   server->add_option("--tls-cert", server_flags.tls.cert_file,
                      "PEM certificate (chain) to serve HTTPS with, on both listeners; with "
                      "--tls-key (docs/security.md, \"TLS\")");
@@ -371,6 +374,8 @@ int Main(int argc, char** argv) {
   std::string cron_name;
   AddCronCommands(app, client, cron_name, run);
   AddGatewayCommand(app, client, run);
+  std::string service_name;
+  AddServiceCommands(app, client, service_name, run);
 
   auto* token = app.add_subcommand("token", "create, list and revoke API tokens (admin)");
   token->require_subcommand(1);

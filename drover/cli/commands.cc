@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -85,26 +86,43 @@ Result<std::string> JobOfCaller(const std::string& given) {
   return InvalidArgument("no job given: run inside a job (DROVER_JOB_ID) or name the job");
 }
 
+// Prints each diagnostic and a count to stderr; returns 2, validate's status for a bad file.
+int PrintDiagnostics(const std::string& file, const std::vector<spec::Diagnostic>& diagnostics) {
+  for (const spec::Diagnostic& diagnostic : diagnostics) {
+    std::cerr << diagnostic.ToString() << "\n";
+  }
+  std::cerr << fmt::format("{}: {} error{}\n", file, diagnostics.size(),
+                           diagnostics.size() == 1 ? "" : "s");
+  return 2;
+}
+
+// Whether `text` has a top-level `kind: Service` line: a file of services, whose diagnostics
+// the server's job parser would not give (it refuses the kind itself).
+bool DeclaresServices(const std::string& text) {
+  static const std::regex kService(
+      R"((^|\n)kind:[ \t]*["']?Service["']?[ \t]*(#[^\n]*)?(\r?\n|$))");
+  return std::regex_search(text, kService);
+}
+
 }  // namespace
 
 int ValidateCommand(const std::string& file) {
   auto text = ReadSpecFile(file);
   if (!text) return ReportError(text.error());
   spec::ParseOutput parsed = spec::ParseDocumentsWithDiagnostics(*text, SpecOptionsFor(file));
-  for (const spec::Diagnostic& diagnostic : parsed.diagnostics) {
-    std::cerr << diagnostic.ToString() << "\n";
-  }
-  if (!parsed.diagnostics.empty()) {
-    std::cerr << fmt::format("{}: {} error{}\n", file, parsed.diagnostics.size(),
-                             parsed.diagnostics.size() == 1 ? "" : "s");
-    return 2;
-  }
+  if (!parsed.diagnostics.empty()) return PrintDiagnostics(file, parsed.diagnostics);
   std::string names;
   for (const auto& job : parsed.jobs) names += (names.empty() ? "" : ", ") + job.name;
   for (const auto& cron : parsed.crons) names += (names.empty() ? "" : ", ") + cron.name;
-  const std::size_t count = parsed.jobs.size() + parsed.crons.size();
-  std::cout << fmt::format("{}: {} {}{} valid ({})\n", file, count,
-                           parsed.crons.empty() ? "job" : "cron job", count == 1 ? "" : "s", names);
+  for (const auto& service : parsed.services) {
+    names += (names.empty() ? "" : ", ") + service.name;
+  }
+  const std::size_t count = parsed.jobs.size() + parsed.crons.size() + parsed.services.size();
+  const char* what = !parsed.crons.empty()      ? "cron job"
+                     : !parsed.services.empty() ? "service"
+                                                : "job";
+  std::cout << fmt::format("{}: {} {}{} valid ({})\n", file, count, what, count == 1 ? "" : "s",
+                           names);
   return 0;
 }
 
@@ -131,6 +149,18 @@ int SubmitCommand(const ClientFlags& flags, const std::string& file,
           {}});
     }
     return SubmitCrons(flags, parsed.crons);
+  }
+  if (!parsed.diagnostics.empty() && DeclaresServices(*text)) {
+    return PrintDiagnostics(file, parsed.diagnostics);
+  }
+  if (!parsed.services.empty()) {
+    if (!after.empty() || hold_infeasible || !idempotency_key.empty()) {
+      return ReportError(Error{ErrorCode::kInvalidArgument,
+                               "--after, --hold-infeasible and --idempotency-key apply to jobs, "
+                               "not to a file of services",
+                               {}});
+    }
+    return SubmitServices(flags, parsed.services);
   }
   std::map<std::string, std::string> headers = {{"X-Drover-File", options.file_name},
                                                 {"X-Drover-Base-Dir", options.base_dir}};

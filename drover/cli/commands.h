@@ -193,4 +193,14 @@ void AddCronCommands(CLI::App& app, const ClientFlags& flags, std::string& name,
 // `drover submit` of a file of CronJob documents: creates or replaces each (POST /v1/crons).
 int SubmitCrons(const ClientFlags& flags, const std::vector<model::CronSpec>& crons);
 
+// `drover services` and `drover service ls` (services.cc; docs/inference.md): every service with
+// its models, state and replica counts.
+int ServicesCommand(const ClientFlags& flags);
+// Adds `drover service ls|get NAME|delete NAME` and `drover services` to `app`, as
+// AddCronCommands does.
+void AddServiceCommands(CLI::App& app, const ClientFlags& flags, std::string& name,
+                        std::function<int()>& run);
+// `drover submit` of a file of Service documents: creates or updates each (POST /v1/services).
+int SubmitServices(const ClientFlags& flags, const std::vector<model::ServiceSpec>& services);
+
 }  // namespace drover::cli

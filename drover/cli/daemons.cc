@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -223,6 +224,18 @@ Result<server::ControlPlaneOptions> PlaneOptionsOf(const ServerFlags& flags) {
     return InvalidArgument("--agent-timeout: " + agent_timeout.error().message);
   }
   options.agent_timeout_ms = *agent_timeout;
+  {
+    int from = 0, to = 0;
+    char dash = 0;
+    std::istringstream ports(flags.service_ports);
+    if (!(ports >> from >> dash >> to) || dash != '-' || !ports.eof() || from < 1 || to > 65535 ||
+        from > to) {
+      return InvalidArgument(fmt::format(
+          "--service-ports: '{}' is not a port range FROM-TO within 1-65535", flags.service_ports));
+    }
+    options.service_port_from = from;
+    options.service_port_to = to;
+  }
   options.events = flags.events;
   for (auto [count, flag] :
        {std::pair{static_cast<std::int64_t>(flags.events.ring_events), "--event-ring"},

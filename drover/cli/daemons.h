@@ -45,6 +45,9 @@ struct ServerFlags {
   // A remote agent silent for longer than this is declared lost (docs/workflows.md, "Node
   // loss"); "0" never.
   std::string agent_timeout = "30s";
+  // --service-ports FROM-TO: the ports services' replicas get as $DROVER_PORT
+  // (ControlPlaneOptions::service_port_from/to; docs/inference.md).
+  std::string service_ports = "30000-32767";
   // A file holding the token agents must present to be issued a node credential
   // (docs/security.md, "Agents"); empty: trust on first use.
   std::string join_token_file;

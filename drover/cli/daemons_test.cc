@@ -26,6 +26,21 @@ TEST(PlaneOptionsOfTest, SpecLimitFlagsSetThePlanesBounds) {
   EXPECT_EQ(options->agent_timeout_ms, 5000);
 }
 
+TEST(PlaneOptionsOfTest, ServicePortsAreARange) {
+  ServerFlags flags;
+  flags.service_ports = "26100-26199";
+  auto options = PlaneOptionsOf(flags);
+  ASSERT_TRUE(options) << options.error().ToString();
+  EXPECT_EQ(options->service_port_from, 26100);
+  EXPECT_EQ(options->service_port_to, 26199);
+  for (const char* bad : {"26100", "26199-26100", "0-10", "1-70000", "1-2x", "a-b"}) {
+    flags.service_ports = bad;
+    auto refused = PlaneOptionsOf(flags);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_THAT(refused.error().message, HasSubstr("--service-ports")) << bad;
+  }
+}
+
 TEST(PlaneOptionsOfTest, UnsetFlagsKeepTheDefaults) {
   auto options = PlaneOptionsOf(ServerFlags{});
   ASSERT_TRUE(options) << options.error().ToString();

@@ -71,6 +71,9 @@ Status Decode(const json& j, const std::string& path, model::TrialSpec* out);
 Status Decode(const json& j, const std::string& path, model::PipelineAdmission* out);
 Status Decode(const json& j, const std::string& path, model::ConcurrencyPolicy* out);
 Status Decode(const json& j, const std::string& path, model::CronSpec* out);
+Status Decode(const json& j, const std::string& path, model::ProbeSpec* out);
+Status Decode(const json& j, const std::string& path, model::AutoscalingSpec* out);
+Status Decode(const json& j, const std::string& path, model::ServiceSpec* out);
 Status Decode(const json& j, const std::string& path, model::JobSpec* out);
 Status Decode(const json& j, const std::string& path, model::ExitStatus* out);
 Status Decode(const json& j, const std::string& path, model::Worker* out);
@@ -463,6 +466,8 @@ Status Decode(const json& j, const std::string& path, model::JobSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "resume", &out->resume));
   DROVER_RETURN_IF_ERROR(Field(j, path, "interruptible", &out->interruptible));
   DROVER_RETURN_IF_ERROR(Field(j, path, "hold_infeasible", &out->hold_infeasible));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "service", &out->service));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "service_generation", &out->service_generation));
   return OkStatus();
 }
 
@@ -636,6 +641,38 @@ Status Decode(const json& j, const std::string& path, model::CronSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "failed_history_limit", &out->failed_history_limit));
   DROVER_RETURN_IF_ERROR(Field(j, path, "suspend", &out->suspend));
   DROVER_RETURN_IF_ERROR(Field(j, path, "jobs", &out->jobs));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::ProbeSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "path", &out->path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "interval_ms", &out->interval_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "failure_threshold", &out->failure_threshold));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "initial_delay_ms", &out->initial_delay_ms));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::AutoscalingSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(
+      Field(j, path, "target_in_flight_per_replica", &out->target_in_flight_per_replica));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "scale_up_delay_ms", &out->scale_up_delay_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "scale_down_delay_ms", &out->scale_down_delay_ms));
+  return OkStatus();
+}
+
+Status Decode(const json& j, const std::string& path, model::ServiceSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "name", &out->name));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "models", &out->models));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "replica", &out->replica));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "min_replicas", &out->min_replicas));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "max_replicas", &out->max_replicas));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "readiness", &out->readiness));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "liveness", &out->liveness));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "autoscaling", &out->autoscaling));
   return OkStatus();
 }
 
@@ -1084,6 +1121,10 @@ json ToJson(const model::JobSpec& spec) {
   if (!spec.inputs.empty()) out["inputs"] = Array(spec.inputs);
   if (!spec.outputs.empty()) out["outputs"] = Array(spec.outputs);
   if (spec.resume) out["resume"] = true;
+  if (!spec.service.empty()) {
+    out["service"] = spec.service;
+    out["service_generation"] = spec.service_generation;
+  }
   return out;
 }
 
@@ -1307,6 +1348,36 @@ json ToJson(const model::CronSpec& cron) {
 
 Result<model::CronSpec> CronSpecFromJson(const json& j, std::string_view path) {
   return DecodeRoot<model::CronSpec>(j, path);
+}
+
+json ToJson(const model::ProbeSpec& probe) {
+  return json{{"path", probe.path},
+              {"interval_ms", probe.interval_ms},
+              {"timeout_ms", probe.timeout_ms},
+              {"failure_threshold", probe.failure_threshold},
+              {"initial_delay_ms", probe.initial_delay_ms}};
+}
+
+json ToJson(const model::AutoscalingSpec& autoscaling) {
+  return json{{"target_in_flight_per_replica", autoscaling.target_in_flight_per_replica},
+              {"scale_up_delay_ms", autoscaling.scale_up_delay_ms},
+              {"scale_down_delay_ms", autoscaling.scale_down_delay_ms}};
+}
+
+json ToJson(const model::ServiceSpec& service) {
+  json out{{"name", service.name},
+           {"models", service.models},
+           {"replica", ToJson(service.replica)},
+           {"min_replicas", service.min_replicas},
+           {"max_replicas", service.max_replicas},
+           {"autoscaling", ToJson(service.autoscaling)}};
+  if (service.readiness) out["readiness"] = ToJson(*service.readiness);
+  if (service.liveness) out["liveness"] = ToJson(*service.liveness);
+  return out;
+}
+
+Result<model::ServiceSpec> ServiceSpecFromJson(const json& j, std::string_view path) {
+  return DecodeRoot<model::ServiceSpec>(j, path);
 }
 
 json ToJson(const model::WorkerEvent& event) {

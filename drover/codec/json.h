@@ -51,6 +51,7 @@
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
+#include "drover/model/service.h"
 #include "drover/model/usage.h"
 
 namespace drover::codec {
@@ -97,6 +98,16 @@ Result<model::LaunchSpec> LaunchSpecFromJson(const nlohmann::json& json,
 nlohmann::json ToJson(const model::CronSpec& cron);
 Result<model::CronSpec> CronSpecFromJson(const nlohmann::json& json,
                                          std::string_view path = "cron");
+
+// {"name", "models", "replica": JobSpec, "min_replicas", "max_replicas", "readiness" and
+// "liveness" ({"path", "interval_ms", "timeout_ms", "failure_threshold", "initial_delay_ms"},
+// omitted when unset), "autoscaling": {"target_in_flight_per_replica", "scale_up_delay_ms",
+// "scale_down_delay_ms"}}. The decoder checks types only; ControlPlane::PutService the rules.
+nlohmann::json ToJson(const model::ProbeSpec& probe);
+nlohmann::json ToJson(const model::AutoscalingSpec& autoscaling);
+nlohmann::json ToJson(const model::ServiceSpec& service);
+Result<model::ServiceSpec> ServiceSpecFromJson(const nlohmann::json& json,
+                                               std::string_view path = "service");
 
 // Usage (model/usage.h; docs/api.md, "Usage"). A batch is {"node", "snapshots": [{"at", "gpus":
 // [{"index", "uuid", "utilization_pct", "memory_activity_pct", "memory_used_bytes", "power_mw",

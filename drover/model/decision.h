@@ -33,6 +33,10 @@ struct Decision {
     kReserved,   // the top blocked job: resources reserved for its estimated start
     kPreempted,  // victims chosen to make room for this job
     kEvicted,    // this job was chosen as a victim
+    // A service's autoscaler changed its replica count (docs/inference.md, "Autoscaling"); the
+    // decision is about the replica started or stopped for it, and its summary names the
+    // service, the counts and the load signal that caused it.
+    kScaled,
   };
   JobId job;
   int attempt = 0;
@@ -56,8 +60,9 @@ inline constexpr NameTable kDecisionKindNames{std::array{
     NameEntry{Decision::Kind::kReserved, "reserved"},
     NameEntry{Decision::Kind::kPreempted, "preempted"},
     NameEntry{Decision::Kind::kEvicted, "evicted"},
+    NameEntry{Decision::Kind::kScaled, "scaled"},
 }};
-static_assert(kDecisionKindNames.size() == static_cast<std::size_t>(Decision::Kind::kEvicted) + 1);
+static_assert(kDecisionKindNames.size() == static_cast<std::size_t>(Decision::Kind::kScaled) + 1);
 // kDecisionKindNames.Name / Parse.
 std::string_view DecisionKindName(Decision::Kind kind);
 std::optional<Decision::Kind> ParseDecisionKind(std::string_view name);

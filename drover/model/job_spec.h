@@ -229,6 +229,11 @@ struct JobSpec {
   // clusters that will grow); it waits in ready and `explain` says it cannot fit. false: such a
   // submission is refused (control::Controller::Submit).
   bool hold_infeasible = false;
+  // Set on the replicas of a service (model/service.h): the service's name and the generation
+  // of its template this replica runs (a changed template is a new generation, rolled out one
+  // replica at a time). Empty / 0 for every other job.
+  std::string service;
+  int service_generation = 0;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -140,6 +140,21 @@ Result<api::CronStatus> ControlPlaneService::SuspendCron(const std::string& name
   return plane_.SuspendCron(name, suspend);
 }
 
+Result<api::ServiceStatus> ControlPlaneService::PutService(const model::ServiceSpec& spec,
+                                                           const model::Identity& caller) {
+  return plane_.PutService(spec, caller);
+}
+
+std::vector<api::ServiceStatus> ControlPlaneService::Services() const { return plane_.Services(); }
+
+Status ControlPlaneService::DeleteService(const std::string& name, const model::Identity& caller) {
+  return plane_.DeleteService(name, caller);
+}
+
+Status ControlPlaneService::ReportServiceLoad(const std::string& name, model::LoadSignal signal) {
+  return plane_.ReportServiceLoad(name, signal);
+}
+
 Status ControlPlaneService::PutSecret(const std::string& team, const std::string& name,
                                       std::string_view value) {
   return plane_.PutSecret(team, name, value);

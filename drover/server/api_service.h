@@ -54,6 +54,11 @@ class ControlPlaneService final : public api::Service {
   std::vector<api::CronStatus> Crons() const override;
   Status DeleteCron(const std::string& name) override;
   Result<api::CronStatus> SuspendCron(const std::string& name, bool suspend) override;
+  Result<api::ServiceStatus> PutService(const model::ServiceSpec& spec,
+                                        const model::Identity& caller) override;
+  std::vector<api::ServiceStatus> Services() const override;
+  Status DeleteService(const std::string& name, const model::Identity& caller) override;
+  Status ReportServiceLoad(const std::string& name, model::LoadSignal signal) override;
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override;
   Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const override;

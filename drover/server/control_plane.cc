@@ -145,6 +145,7 @@ Status ControlPlane::Start() {
     controller_.Schedule(clock_.Now(), step);
     DROVER_RETURN_IF_ERROR(Commit(step));
     DROVER_RETURN_IF_ERROR(RestoreCrons());
+    DROVER_RETURN_IF_ERROR(RestoreServices());
   }
   CarryOutEffects(/*wait=*/true);  // the relaunches and the first placements, before the loop
   if (options_.run_loop) {
@@ -153,6 +154,12 @@ Status ControlPlane::Start() {
       loop_started_ = true;
     }
     loop_ = std::thread([this] { Loop(); });
+    if (options_.run_prober) {
+      prober_ = std::make_unique<ServiceProber>(
+          [this] { return DueProbes(); },
+          [this](std::vector<ProbeResult> results) { OnProbeResults(std::move(results)); });
+      prober_->Start();
+    }
   }
   for (const auto& sampler : samplers_) sampler->Start();
   return OkStatus();
@@ -165,6 +172,7 @@ void ControlPlane::Stop() {
     stopping_ = true;
   }
   for (const auto& sampler : samplers_) sampler->Stop();
+  if (prober_) prober_->Stop();
   wake_loop_.notify_all();
   changed_.notify_all();
   if (loop_.joinable()) loop_.join();
@@ -273,6 +281,8 @@ void ControlPlane::Absorb(Observation& seen, control::Step& step) {
     any = true;
   }
   if (CheckAgents(step)) any = true;
+  // After the events: a replica that just ended is replaced in the same turn.
+  ReconcileServices(step);
   if (any) schedule_requested_ = true;
 }
 
@@ -683,6 +693,11 @@ Status ControlPlane::CheckSecretEnv(const std::vector<model::JobSpec>& specs) co
 Status ControlPlane::ClaimSpecs(std::vector<model::JobSpec>& specs,
                                 const model::Identity& caller) const {
   for (model::JobSpec& spec : specs) {
+    if (!spec.service.empty() || spec.service_generation != 0) {
+      return InvalidArgument(fmt::format(
+          "{}: service is set by the server on a service's replicas, not by a submission",
+          spec.name));
+    }
     if (spec.owner.empty()) spec.owner = caller.user;
     if (spec.team.empty()) spec.team = caller.team;
     const model::Resource queue{fmt::format("queue {}", spec.queue), spec.owner, spec.team,

@@ -17,10 +17,10 @@
 //
 // Defined in control_plane.cc (the loop, commits and effects, jobs), control_plane_agents.cc
 // (remote agents), control_plane_policy.cc (the policy and its file), control_plane_cron.cc (cron
-// jobs), control_plane_identity.cc (tokens and the audit log), control_plane_nodes.cc (nodes and
-// operators' changes), control_plane_logs.cc (logs), control_plane_metrics.cc (the timed
-// scheduling cycle and GET /metrics), control_plane_events.cc (live events) and
-// control_plane_usage.cc (usage samples).
+// jobs), control_plane_services.cc (services), control_plane_identity.cc (tokens and the audit
+// log), control_plane_nodes.cc (nodes and operators' changes), control_plane_logs.cc (logs),
+// control_plane_metrics.cc (the timed scheduling cycle and GET /metrics), control_plane_events.cc
+// (live events) and control_plane_usage.cc (usage samples).
 //
 // A failed store write is fatal (ControlPlaneOptions::on_store_failure: the process exits and a
 // restart recovers from the store): continuing would let running work and the durable record
@@ -56,6 +56,8 @@
 #include "drover/server/event_hub.h"
 #include "drover/server/secret_store.h"
 #include "drover/server/server_metrics.h"
+#include "drover/server/service_prober.h"
+#include "drover/server/services.h"
 #include "drover/server/token_registry.h"
 #include "drover/server/usage_recorder.h"
 #include "drover/spec/limits.h"
@@ -137,6 +139,14 @@ struct ControlPlaneOptions {
   // The diagnosis rules' thresholds (GET /v1/jobs/{id}/usage findings; docs/observability.md,
   // "Diagnosis").
   model::DiagnosisThresholds diagnosis;
+  // The ports services' replicas are given as $DROVER_PORT (docs/inference.md; `drover server
+  // --service-ports FROM-TO`): each live replica of every service holds one, the lowest free.
+  // 30000-32767 by default (Kubernetes' NodePort range: rarely taken by other daemons).
+  int service_port_from = 30'000;
+  int service_port_to = 32'767;
+  // Whether Start() starts the services' prober thread (ServiceProber); with run_loop false it
+  // never starts, and tests hand results to OnProbeResults themselves.
+  bool run_prober = true;
 };
 
 // The values ControlPlane answers with are the API's (api/service.h).
@@ -391,6 +401,29 @@ class ControlPlane {
   // Every cron job, by name, with its runs.
   std::vector<CronStatus> Crons() const EXCLUDES(mu_);
 
+  // Services (docs/inference.md; control_plane_services.cc). Each turn of the loop runs the
+  // autoscaler and the replica plan of every service (ReconcileServices); the prober thread's
+  // results come back through OnProbeResults.
+  //
+  // Creates service spec.name or replaces it (a changed replica template is a new generation,
+  // rolled out one replica at a time), stores it and starts its first replicas. kInvalidArgument
+  // naming the field; kPermissionDenied as Submit (ClaimSpecs), or to replace a service without
+  // cancel rights on it; a store error as it is.
+  Result<api::ServiceStatus> PutService(model::ServiceSpec spec, const model::Identity& caller)
+      EXCLUDES(mu_);
+  // Stops every replica of `name` (for `caller`) and removes it. kNotFound for an unknown name.
+  Status DeleteService(const std::string& name, const model::Identity& caller) EXCLUDES(mu_);
+  // Every service, by name, with its live replicas.
+  std::vector<api::ServiceStatus> Services() const EXCLUDES(mu_);
+  // Keeps `signal` (received now) as `name`'s latest load. kNotFound for an unknown name.
+  Status ReportServiceLoad(const std::string& name, model::LoadSignal signal) EXCLUDES(mu_);
+  // The probes due now (each marked as sent: its next is one interval away): running replicas
+  // past their probe's initial delay.
+  std::vector<ProbeTarget> DueProbes() EXCLUDES(mu_);
+  // Applies probe results: readiness flips (recorded as transitions from == to), liveness
+  // failures past the threshold cancel the replica (replaced by the next turn).
+  void OnProbeResults(std::vector<ProbeResult> results) EXCLUDES(mu_);
+
  private:
   // Gives each spec without an owner or team the caller's, then checks that the caller may
   // submit it (model::Decide: kPermissionDenied naming the queue and who may).
@@ -489,6 +522,23 @@ class ControlPlane {
   NodeStatus StatusOf(const NodeId& name, int live_workers) const REQUIRES(mu_);
   // Loads the stored cron jobs (Start).
   Status RestoreCrons() REQUIRES(mu_);
+  // Loads the stored services and adopts their live replicas (Start, after the jobs).
+  Status RestoreServices() REQUIRES(mu_);
+  // Runs the autoscaler and the replica plan of every service into `step` (Absorb, after the
+  // turn's worker events, so that a replica that just ended is replaced in the same turn).
+  void ReconcileServices(control::Step& step) REQUIRES(mu_);
+  // The same for one service into `step`; `ports` (those live replicas hold) gains the new ones.
+  void ReconcileService(ServiceEntry& entry, std::set<int>& ports, control::Step& step)
+      REQUIRES(mu_);
+  std::set<int> PortsInUse() const REQUIRES(mu_);
+  api::ServiceStatus StatusOf(const ServiceEntry& entry) const REQUIRES(mu_);
+  // Where a replica listens once placed: its node's name and address, and its port.
+  struct ReplicaAddress {
+    std::string node;
+    std::string host;
+    int port = 0;
+  };
+  std::optional<ReplicaAddress> AddressOf(const model::Job& job) const REQUIRES(mu_);
   // Saves the controller's fair-share history (Store::PutFairShare); nothing before Start has
   // loaded the saved one. A failure is logged, not fatal: it loses at most the history accrued
   // since the last save, retried at the next.
@@ -559,9 +609,12 @@ class ControlPlane {
   std::optional<Error> policy_reload_error_ GUARDED_BY(mu_);
   // The queues whose fair-share history the last installed policy dropped (PolicyInfo).
   std::vector<std::string> policy_history_dropped_ GUARDED_BY(mu_);
-  TimeMs fair_share_saved_at_ GUARDED_BY(mu_) = 0;          // the last SaveFairShare
-  bool fair_share_loaded_ GUARDED_BY(mu_) = false;          // Start loaded the saved history
-  std::map<std::string, CronEntry> crons_ GUARDED_BY(mu_);  // by name
+  TimeMs fair_share_saved_at_ GUARDED_BY(mu_) = 0;                // the last SaveFairShare
+  bool fair_share_loaded_ GUARDED_BY(mu_) = false;                // Start loaded the saved history
+  std::map<std::string, CronEntry> crons_ GUARDED_BY(mu_);        // by name
+  std::map<std::string, ServiceEntry> services_ GUARDED_BY(mu_);  // by name
+  // Started by Start (options.run_loop and run_prober), stopped by Stop before the loop.
+  std::unique_ptr<ServiceProber> prober_;
   std::uint64_t version_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
   // A write failed and on_store_failure returned: see there.

@@ -69,15 +69,16 @@ ParsedJob ParseJob(const YAML::Node& map, const std::string& prefix, JobForm for
 void ReadJobDefaults(const Fields& f, model::JobSpec& spec, Sink& sink);
 
 // The kinds of document a spec file holds, each in its `kind:` spelling.
-enum class DocumentKind { kJob, kPipeline, kCronJob };
+enum class DocumentKind { kJob, kPipeline, kCronJob, kService };
 inline constexpr model::NameTable kDocumentKindNames{std::array{
     model::NameEntry{DocumentKind::kJob, "Job"},
     model::NameEntry{DocumentKind::kPipeline, "Pipeline"},
     model::NameEntry{DocumentKind::kCronJob, "CronJob"},
+    model::NameEntry{DocumentKind::kService, "Service"},
 }};
-static_assert(kDocumentKindNames.size() == static_cast<std::size_t>(DocumentKind::kCronJob) + 1);
+static_assert(kDocumentKindNames.size() == static_cast<std::size_t>(DocumentKind::kService) + 1);
 
-// "unsupported kind 'Jb' (did you mean 'Job'?); expected Job, Pipeline or CronJob".
+// "unsupported kind 'Jb' (did you mean 'Job'?); expected Job, Pipeline, CronJob or Service".
 std::string UnsupportedKindMessage(std::string_view kind);
 
 // base_dir / path, lexically normalized, without a trailing slash; `path` as written when

@@ -14,6 +14,7 @@
 #include "drover/spec/job_graph.h"
 #include "drover/spec/job_parser.h"
 #include "drover/spec/job_sweep.h"
+#include "drover/spec/service_parser.h"
 #include "drover/spec/suggest.h"
 #include "drover/spec/yaml_reader.h"
 #include "drover/workflow/cron.h"
@@ -89,7 +90,8 @@ class DocumentParser {
   }
 
   // The checks across the file's jobs, then the results.
-  void Finish(std::vector<model::JobSpec>& jobs, std::vector<model::CronSpec>& crons) {
+  void Finish(std::vector<model::JobSpec>& jobs, std::vector<model::CronSpec>& crons,
+              std::vector<model::ServiceSpec>& services) {
     if (!first_ && sink_.size() == 0) {
       sink_.Add(Pos{}, "", "no job found; write one job per YAML document (kind: Job, ...)");
     }
@@ -97,6 +99,7 @@ class DocumentParser {
     jobs = internal::ExpandGroup(jobs_, options_.base_dir);
     jobs.insert(jobs.end(), pipeline_jobs_.begin(), pipeline_jobs_.end());
     crons = std::move(crons_);
+    services = std::move(services_);
   }
 
  private:
@@ -115,6 +118,12 @@ class DocumentParser {
                 "schedules, not submitted as jobs");
       return;
     }
+    if (kind == DocumentKind::kService && !accept_crons_) {
+      sink_.Add(pos, "kind",
+                "a Service is not accepted here: services are registered with the server "
+                "(drover submit sends them to /v1/services), not submitted as jobs");
+      return;
+    }
     if (!Admit(kind, pos)) return;
     switch (kind) {
       case DocumentKind::kJob:
@@ -127,7 +136,24 @@ class DocumentParser {
       case DocumentKind::kCronJob:
         ParseCron(map);
         break;
+      case DocumentKind::kService:
+        ParseService(map);
+        break;
     }
+  }
+
+  void ParseService(const YAML::Node& map) {
+    model::ServiceSpec service = internal::ParseService(map, options_, sink_);
+    const YAML::Node name = map["name"];
+    if (!service.name.empty()) {
+      const int line = PosOf(name, PosOf(map.Mark())).line;
+      if (auto [it, inserted] = service_lines_.emplace(service.name, line); !inserted) {
+        sink_.Add(PosOf(name, PosOf(map.Mark())), "name",
+                  fmt::format("duplicate service name '{}'; the first is at line {}", service.name,
+                              it->second));
+      }
+    }
+    services_.push_back(std::move(service));
   }
 
   // A file holds jobs, one pipeline, or cron jobs.
@@ -137,11 +163,12 @@ class DocumentParser {
       return true;
     }
     if (kind != first_->first) {
-      sink_.Add(pos, "kind",
-                fmt::format("a file holds jobs, one pipeline or cron jobs, not a mix: this {} "
-                            "follows a {} at line {}",
-                            kDocumentKindNames.Name(kind), kDocumentKindNames.Name(first_->first),
-                            first_->second));
+      sink_.Add(
+          pos, "kind",
+          fmt::format("a file holds jobs, one pipeline, cron jobs or services, not a mix: this {} "
+                      "follows a {} at line {}",
+                      kDocumentKindNames.Name(kind), kDocumentKindNames.Name(first_->first),
+                      first_->second));
       return false;
     }
     if (kind == DocumentKind::kPipeline) {
@@ -354,6 +381,8 @@ class DocumentParser {
   std::vector<model::JobSpec> pipeline_jobs_;
   std::vector<model::CronSpec> crons_;
   std::map<std::string, int> cron_lines_;  // name -> line
+  std::vector<model::ServiceSpec> services_;
+  std::map<std::string, int> service_lines_;  // name -> line
 };
 
 ParseOutput Parse(std::string_view text, const ParseOptions& options, bool accept_crons) {
@@ -362,12 +391,13 @@ ParseOutput Parse(std::string_view text, const ParseOptions& options, bool accep
   internal::ReadGuarded(sink, "spec", [&] {
     DocumentParser parser(options, accept_crons, sink);
     parser.Read(text);
-    parser.Finish(out.jobs, out.crons);
+    parser.Finish(out.jobs, out.crons, out.services);
   });
   out.diagnostics = sink.TakeSorted();
   if (!out.diagnostics.empty()) {
     out.jobs.clear();
     out.crons.clear();
+    out.services.clear();
   }
   return out;
 }
@@ -391,7 +421,7 @@ ParseOutput ParseDocumentsWithDiagnostics(std::string_view text, const ParseOpti
 Result<Documents> ParseDocuments(std::string_view text, const ParseOptions& options) {
   ParseOutput out = ParseDocumentsWithDiagnostics(text, options);
   if (!out.diagnostics.empty()) return DiagnosticsError(out.diagnostics, options.file_name);
-  return Documents{std::move(out.jobs), std::move(out.crons)};
+  return Documents{std::move(out.jobs), std::move(out.crons), std::move(out.services)};
 }
 
 Result<model::Dependency> ParseAfter(std::string_view item) {

@@ -24,6 +24,7 @@
 #include "drover/common/result.h"
 #include "drover/model/cron.h"
 #include "drover/model/job_spec.h"
+#include "drover/model/service.h"
 #include "drover/spec/diagnostic.h"
 
 namespace drover::spec {
@@ -35,6 +36,9 @@ struct ParseOutput {
   std::vector<model::JobSpec> jobs;
   // The cron jobs in source order (ParseDocumentsWithDiagnostics only); empty on any diagnostic.
   std::vector<model::CronSpec> crons;
+  // The services (kind: Service, docs/inference.md) in source order (ParseDocumentsWithDiagnostics
+  // only); empty on any diagnostic.
+  std::vector<model::ServiceSpec> services;
   // Every problem found, sorted by position (source order).
   std::vector<Diagnostic> diagnostics;
 };
@@ -51,12 +55,14 @@ ParseOutput ParseJobsWithDiagnostics(std::string_view text, const ParseOptions& 
 // source order. Input without any job is an error too ("no job found").
 Result<std::vector<model::JobSpec>> ParseJobs(std::string_view text, const ParseOptions& options);
 
-// As ParseJobsWithDiagnostics, and cron jobs too: a file of jobs, one pipeline, or cron jobs.
+// As ParseJobsWithDiagnostics, and cron jobs and services too: a file of jobs, one pipeline,
+// cron jobs, or services.
 ParseOutput ParseDocumentsWithDiagnostics(std::string_view text, const ParseOptions& options);
 
 struct Documents {
   std::vector<model::JobSpec> jobs;
   std::vector<model::CronSpec> crons;
+  std::vector<model::ServiceSpec> services;
 };
 
 // As ParseDocumentsWithDiagnostics, failing as ParseJobs does.

@@ -249,7 +249,7 @@ TEST(ParseJobs, ReportsErrorsInEveryDocument) {
                   "jobs.yaml:6:1: error: command: one of command (a list: program and "
                   "arguments) or script (run with /bin/sh -c) is required",
                   "jobs.yaml:6:7: error: kind: unsupported kind 'Jb' (did you mean 'Job'?); "
-                  "expected Job, Pipeline or CronJob"));
+                  "expected Job, Pipeline, CronJob or Service"));
 }
 
 TEST(ParseJobs, SuggestsTheIntendedFieldAtEveryLevel) {

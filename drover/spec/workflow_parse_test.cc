@@ -559,9 +559,11 @@ schedule: "@daily"
 TEST(ParseDocuments, KeepsKindsApart) {
   EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\n---\nkind: Pipeline\nname: p\nstages: []\n"
                      "---\nkind: CronJob\nname: c\n"),
-              ElementsAre("p.yaml:5:7: error: kind: a file holds jobs, one pipeline or cron jobs, "
+              ElementsAre("p.yaml:5:7: error: kind: a file holds jobs, one pipeline, cron jobs or "
+                          "services, "
                           "not a mix: this Pipeline follows a Job at line 1",
-                          "p.yaml:9:7: error: kind: a file holds jobs, one pipeline or cron jobs, "
+                          "p.yaml:9:7: error: kind: a file holds jobs, one pipeline, cron jobs or "
+                          "services, "
                           "not a mix: this CronJob follows a Job at line 1"));
   EXPECT_THAT(Errors("kind: Pipeline\nname: p\nstages: [{name: a, script: x}]\n---\n"
                      "kind: Pipeline\nname: q\nstages: [{name: a, script: x}]\n"),

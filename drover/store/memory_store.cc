@@ -140,6 +140,26 @@ class MemoryStore final : public Store {
     return out;
   }
 
+  Status PutService(const ServiceRecord& service) override {
+    if (service.spec.name.empty()) return InvalidArgument("service.spec.name: must not be empty");
+    std::unique_lock lock(mutex_);
+    services_.insert_or_assign(service.spec.name, service);
+    return OkStatus();
+  }
+
+  Status DeleteService(const std::string& name) override {
+    std::unique_lock lock(mutex_);
+    if (services_.erase(name) == 0) return NotFound(fmt::format("service {} not found", name));
+    return OkStatus();
+  }
+
+  Result<std::vector<ServiceRecord>> ListServices() const override {
+    std::shared_lock lock(mutex_);
+    std::vector<ServiceRecord> out;
+    for (const auto& [name, service] : services_) out.push_back(service);
+    return out;
+  }
+
   Status PutAgent(const AgentRecord& agent) override {
     DROVER_RETURN_IF_ERROR(ValidateAgent(agent));
     std::unique_lock lock(mutex_);
@@ -248,6 +268,7 @@ class MemoryStore final : public Store {
   std::set<std::pair<std::string, std::int64_t>> submissions_;          // (key, job id)
   std::vector<model::Decision> decisions_;                              // applied order
   std::map<std::int64_t, std::vector<std::size_t>> decisions_by_job_;   // job -> decisions_ index
+  std::map<std::string, ServiceRecord> services_;                       // by name
   std::map<std::string, CronRecord> crons_;                             // by name
   std::map<std::string, AgentRecord> agents_;                           // by node name
   std::map<std::string, NodeAdminRecord> node_admin_;                   // by node name

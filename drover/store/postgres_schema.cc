@@ -148,6 +148,13 @@ constexpr std::string_view kMigrations[] = {
         expires_at TIMESTAMPTZ NOT NULL   -- the database's clock
       );
     )sql",
+    // 3 -> 4 (SQLite 10 -> 11): services (store.h ServiceRecord; docs/inference.md).
+    R"sql(
+      CREATE TABLE services (
+        name   TEXT COLLATE "C" PRIMARY KEY,
+        record TEXT NOT NULL  -- store_codec.h EncodeService
+      );
+    )sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 
@@ -210,6 +217,11 @@ const std::vector<Statement>& Statements() {
        "EXCLUDED.team, created_at = EXCLUDED.created_at, last_handled = EXCLUDED.last_handled, "
        "spec = EXCLUDED.spec"},
       {"delete_cron", "DELETE FROM crons WHERE name = $1"},
+      {"put_service",
+       "INSERT INTO services (name, record) VALUES ($1, $2) "
+       "ON CONFLICT (name) DO UPDATE SET record = EXCLUDED.record"},
+      {"delete_service", "DELETE FROM services WHERE name = $1"},
+      {"list_services", "SELECT record FROM services ORDER BY name"},
       {"list_crons", "SELECT owner, team, created_at, last_handled, spec FROM crons ORDER BY name"},
       {"put_agent",
        "INSERT INTO agents (node, credential_hash, issued_at, lost_at, lost_reason, orphans) "

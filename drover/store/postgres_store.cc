@@ -273,6 +273,44 @@ class PostgresStore final : public Store {
     });
   }
 
+  Status PutService(const ServiceRecord& service) override {
+    if (service.spec.name.empty()) return InvalidArgument("service.spec.name: must not be empty");
+    DROVER_RETURN_IF_ERROR(CheckText("service.spec.name", service.spec.name));
+    const std::string record = EncodeService(service);
+    DROVER_RETURN_IF_ERROR(CheckText("service", record));
+    return Write(fmt::format("store service {}", service.spec.name), [&](pqxx::work& tx) {
+      tx.exec_prepared0("put_service", service.spec.name, record);
+      return OkStatus();
+    });
+  }
+
+  Status DeleteService(const std::string& name) override {
+    if (name.find('\0') != std::string::npos) {
+      return NotFound(fmt::format("service {} not found", name));
+    }
+    return Write(fmt::format("delete service {}", name), [&](pqxx::work& tx) -> Status {
+      if (tx.exec_prepared0("delete_service", name).affected_rows() == 0) {
+        return NotFound(fmt::format("service {} not found", name));
+      }
+      return OkStatus();
+    });
+  }
+
+  Result<std::vector<ServiceRecord>> ListServices() const override {
+    std::vector<std::string> rows;
+    DROVER_RETURN_IF_ERROR(Read("list services", [&](pqxx::connection& db) -> Status {
+      pqxx::nontransaction tx(db);
+      for (const pqxx::row& row : tx.exec_prepared("list_services")) rows.push_back(Text(row, 0));
+      return OkStatus();
+    }));
+    std::vector<ServiceRecord> out;
+    for (const std::string& text : rows) {
+      DROVER_ASSIGN_OR_RETURN(ServiceRecord service, DecodeService("postgres", text));
+      out.push_back(std::move(service));
+    }
+    return out;
+  }
+
   Result<std::vector<CronRecord>> ListCrons() const override {
     std::vector<std::pair<CronRecord, std::string>> rows;
     DROVER_RETURN_IF_ERROR(Read("list cron jobs", [&](pqxx::connection& db) -> Status {

@@ -47,8 +47,8 @@ namespace drover::store {
 
 // The PostgreSQL schema version this build writes; OpenPostgresStore refuses a database with a
 // higher one. 1: the logical schema of SQLite schema 9; 2: of SQLite schema 10 (attempts'
-// usage); 3: the leader lease (postgres_lease.h).
-inline constexpr std::int64_t kPostgresSchemaVersion = 3;
+// usage); 3: the leader lease (postgres_lease.h); 4: services.
+inline constexpr std::int64_t kPostgresSchemaVersion = 4;
 
 // The fence on a leader's writes (docs/architecture.md "Leader lease"): the epoch of the lease
 // (postgres_lease.h) this server holds. Every write then checks, in its own transaction and

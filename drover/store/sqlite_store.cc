@@ -184,6 +184,14 @@ constexpr std::string_view kMigrations[] = {
         PRIMARY KEY (job_id, attempt, start_at)
       ) WITHOUT ROWID;
     )sql",
+    // 10 -> 11: services (store.h ServiceRecord; docs/inference.md), one JSON record each; their
+    // replicas are jobs.
+    R"sql(
+      CREATE TABLE services (
+        name    TEXT PRIMARY KEY,
+        record  TEXT NOT NULL  -- store_codec.h EncodeService
+      ) WITHOUT ROWID;
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
@@ -490,6 +498,62 @@ class SqliteStore final : public Store {
       return NotFound(fmt::format("cron job {} not found", name));
     }
     return OkStatus();
+  }
+
+  Status PutService(const ServiceRecord& service) override {
+    if (service.spec.name.empty()) return InvalidArgument("service.spec.name: must not be empty");
+    try {
+      const std::string record = EncodeService(service);
+      std::lock_guard lock(writer_mutex_);
+      DROVER_ASSIGN_OR_RETURN(
+          auto stmt, writer_->Prepare("INSERT INTO services (name, record) VALUES (?1, ?2) "
+                                      "ON CONFLICT (name) DO UPDATE SET record = "
+                                      "excluded.record"));
+      StatementScope scope(stmt);
+      BindText(stmt, 1, service.spec.name);
+      BindText(stmt, 2, record);
+      const int rc = sqlite3_step(stmt);
+      if (rc != SQLITE_DONE) {
+        return SqliteError(writer_->db(), rc, fmt::format("store service {}", service.spec.name));
+      }
+      return OkStatus();
+    } catch (const std::exception& e) {
+      return Internal(fmt::format("sqlite store: PutService: {}", e.what()));
+    }
+  }
+
+  Status DeleteService(const std::string& name) override {
+    std::lock_guard lock(writer_mutex_);
+    DROVER_ASSIGN_OR_RETURN(auto stmt, writer_->Prepare("DELETE FROM services WHERE name = ?1"));
+    StatementScope scope(stmt);
+    BindText(stmt, 1, name);
+    const int rc = sqlite3_step(stmt);
+    if (rc != SQLITE_DONE) {
+      return SqliteError(writer_->db(), rc, fmt::format("delete service {}", name));
+    }
+    if (sqlite3_changes(writer_->db()) == 0) {
+      return NotFound(fmt::format("service {} not found", name));
+    }
+    return OkStatus();
+  }
+
+  Result<std::vector<ServiceRecord>> ListServices() const override {
+    std::vector<std::string> rows;
+    {
+      auto lease = BorrowReader();
+      DROVER_ASSIGN_OR_RETURN(auto stmt,
+                              lease->Prepare("SELECT record FROM services ORDER BY name"));
+      StatementScope scope(stmt);
+      int rc;
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) rows.push_back(ColumnText(stmt, 0));
+      if (rc != SQLITE_DONE) return SqliteError(lease->db(), rc, "list services");
+    }
+    std::vector<ServiceRecord> out;
+    for (const std::string& text : rows) {
+      DROVER_ASSIGN_OR_RETURN(ServiceRecord service, DecodeService("sqlite", text));
+      out.push_back(std::move(service));
+    }
+    return out;
   }
 
   Status PutAgent(const AgentRecord& agent) override {

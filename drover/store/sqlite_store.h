@@ -38,7 +38,7 @@ namespace drover::store {
 // 1: jobs and transitions; 2: the decision log; 3: cron jobs; 4: the active-jobs index counts
 // skipped jobs as finished; 5: remote agents' credentials and lost nodes; 6: a cron job's team,
 // API tokens and the audit log; 7: fair-share history. Older databases are migrated at open.
-inline constexpr std::int64_t kSqliteSchemaVersion = 10;
+inline constexpr std::int64_t kSqliteSchemaVersion = 11;
 // PRAGMA application_id of a Drover database ("DRVR").
 inline constexpr std::int64_t kSqliteApplicationId = 0x44525652;
 

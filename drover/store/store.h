@@ -26,6 +26,7 @@
 #include "drover/model/job.h"
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
+#include "drover/model/service.h"
 #include "drover/model/usage.h"
 
 namespace drover::store {
@@ -77,6 +78,22 @@ struct CronRecord {
   TimeMs last_handled = 0;
 
   friend bool operator==(const CronRecord&, const CronRecord&) = default;
+};
+
+// A service as stored (docs/inference.md): its spec, who registered it, the generation of its
+// replica template (bumped when a re-submission changes the template: a rolling update) and the
+// replica count the autoscaler last chose. Its replicas are ordinary jobs (JobSpec::service);
+// what is live is rebuilt from them on restart.
+struct ServiceRecord {
+  model::ServiceSpec spec;
+  std::string owner;
+  std::string team;
+  TimeMs created_at = 0;
+  TimeMs updated_at = 0;  // the last change of spec or desired
+  int generation = 1;
+  int desired = 0;
+
+  friend bool operator==(const ServiceRecord&, const ServiceRecord&) = default;
 };
 
 // A remote node's agent as stored (docs/security.md, "Agents"): the hash of the credential the
@@ -184,6 +201,14 @@ class Store {
   virtual Status DeleteCron(const std::string& name) = 0;
   // Every cron job, by name.
   virtual Result<std::vector<CronRecord>> ListCrons() const = 0;
+
+  // Inserts a service or replaces the one of the same spec.name (atomic). kInvalidArgument for
+  // an empty name; kUnavailable/kInternal on I/O failure.
+  virtual Status PutService(const ServiceRecord& service) = 0;
+  // Removes a service (its replicas' jobs stay). kNotFound if there is none of that name.
+  virtual Status DeleteService(const std::string& name) = 0;
+  // Every service, by name.
+  virtual Result<std::vector<ServiceRecord>> ListServices() const = 0;
 
   // Inserts a remote node's agent record or replaces the one of the same node (atomic).
   // kInvalidArgument for an empty node name; kUnavailable/kInternal on I/O failure.

@@ -18,6 +18,16 @@ std::string EncodeCronSpec(const model::CronSpec& spec) {
   return codec::DumpJson(codec::ToJson(spec));
 }
 
+std::string EncodeService(const ServiceRecord& service) {
+  return codec::DumpJson(nlohmann::json{{"spec", codec::ToJson(service.spec)},
+                                        {"owner", service.owner},
+                                        {"team", service.team},
+                                        {"created_at", service.created_at},
+                                        {"updated_at", service.updated_at},
+                                        {"generation", service.generation},
+                                        {"desired", service.desired}});
+}
+
 std::string EncodeNodeAdmin(const model::NodeAdmin& admin) {
   return codec::DumpJson(codec::ToJson(admin));
 }
@@ -75,6 +85,30 @@ Result<model::CronSpec> DecodeCronSpec(std::string_view store, std::string_view 
     return Internal(fmt::format("{} store: stored cron job: {}", store, spec.error().message));
   }
   return spec;
+}
+
+Result<ServiceRecord> DecodeService(std::string_view store, std::string_view text) {
+  auto fail = [&](std::string_view why) {
+    return Internal(fmt::format("{} store: stored service: {}", store, why));
+  };
+  auto json = codec::ParseJson(text);
+  if (!json) return fail(json.error().message);
+  if (!json->is_object() || !json->contains("spec")) return fail("not a service record");
+  auto spec = codec::ServiceSpecFromJson((*json)["spec"], "spec");
+  if (!spec) return fail(spec.error().message);
+  ServiceRecord record;
+  record.spec = std::move(*spec);
+  try {
+    record.owner = json->value("owner", "");
+    record.team = json->value("team", "");
+    record.created_at = json->value("created_at", TimeMs{0});
+    record.updated_at = json->value("updated_at", TimeMs{0});
+    record.generation = json->value("generation", 1);
+    record.desired = json->value("desired", 0);
+  } catch (const nlohmann::json::exception& e) {
+    return fail(e.what());
+  }
+  return record;
 }
 
 Result<model::NodeAdmin> DecodeNodeAdmin(std::string_view store, const std::string& node,

@@ -22,6 +22,9 @@ namespace drover::store {
 std::string EncodeJob(const model::Job& job);
 std::string EncodeDecision(const model::Decision& decision);
 std::string EncodeCronSpec(const model::CronSpec& spec);
+// {"spec": codec::ToJson(ServiceSpec), "owner", "team", "created_at", "updated_at",
+// "generation", "desired"}.
+std::string EncodeService(const ServiceRecord& service);
 std::string EncodeNodeAdmin(const model::NodeAdmin& admin);
 // An agent's orphans as [[job, attempt, rank], ...] ("[]" when the node is not lost).
 std::string EncodeOrphans(const AgentRecord& agent);
@@ -33,6 +36,7 @@ Result<model::Job> DecodeJob(std::string_view store, std::int64_t id, std::strin
 Result<model::Decision> DecodeDecision(std::string_view store, std::int64_t job,
                                        std::string_view text);
 Result<model::CronSpec> DecodeCronSpec(std::string_view store, std::string_view text);
+Result<ServiceRecord> DecodeService(std::string_view store, std::string_view text);
 Result<model::NodeAdmin> DecodeNodeAdmin(std::string_view store, const std::string& node,
                                          std::string_view text);
 Result<std::vector<model::WorkerKey>> DecodeOrphans(std::string_view store, const std::string& node,

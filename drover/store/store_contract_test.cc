@@ -395,6 +395,52 @@ TEST_P(StoreContractTest, CronJobsArePutReplacedListedAndDeleted) {
   EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
 }
 
+// A service of the sample job spec with every optional part set.
+ServiceRecord SampleService(const std::string& name) {
+  ServiceRecord service;
+  service.spec.name = name;
+  service.spec.models = {"llama-3-8b", "llama-3-8b-instruct"};
+  service.spec.replica = codec::testing::SampleJobSpec();
+  service.spec.replica.service = name;
+  service.spec.min_replicas = 2;
+  service.spec.max_replicas = 5;
+  service.spec.readiness = model::ProbeSpec{"/ready", 2'000, 500, 2, 3'000};
+  service.spec.autoscaling = {8, 1'000, 60'000};
+  service.owner = "alice";
+  service.team = "team-a";
+  service.created_at = 1'700'000'000'000;
+  service.updated_at = service.created_at + 5;
+  service.generation = 3;
+  service.desired = 4;
+  return service;
+}
+
+TEST_P(StoreContractTest, ServicesArePutReplacedListedAndDeleted) {
+  EXPECT_THAT(store_->ListServices().value(), IsEmpty());
+  ServiceRecord b = SampleService("b");
+  ServiceRecord a = SampleService("a");
+  a.spec.readiness.reset();
+  a.spec.liveness = model::ProbeSpec{};
+  ASSERT_TRUE(store_->PutService(b).has_value());
+  ASSERT_TRUE(store_->PutService(a).has_value());
+  EXPECT_THAT(store_->ListServices().value(), ElementsAre(a, b));
+
+  b.desired = 5;
+  b.generation = 4;
+  b.spec.replica.env["NEW"] = "1";
+  ASSERT_TRUE(store_->PutService(b).has_value());
+  EXPECT_THAT(store_->ListServices().value(), ElementsAre(a, b));
+
+  ASSERT_TRUE(store_->DeleteService("a").has_value());
+  EXPECT_THAT(store_->ListServices().value(), ElementsAre(b));
+  Status again = store_->DeleteService("a");
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+  Status unnamed = store_->PutService(ServiceRecord{});
+  ASSERT_FALSE(unnamed.has_value());
+  EXPECT_EQ(unnamed.error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST_P(StoreContractTest, AgentRecordsArePutReplacedAndListedWithTheirOrphans) {
   EXPECT_THAT(ListAgents(), IsEmpty());
   AgentRecord b{NodeId("gpu-b"), std::string(64, 'b'), 1'700'000'000'000, std::nullopt};

@@ -51,6 +51,13 @@ class FaultyStore final : public store::Store {
   Status PutCron(const store::CronRecord& cron) override { return base_.PutCron(cron); }
   Status DeleteCron(const std::string& name) override { return base_.DeleteCron(name); }
   Result<std::vector<store::CronRecord>> ListCrons() const override { return base_.ListCrons(); }
+  Status PutService(const store::ServiceRecord& service) override {
+    return base_.PutService(service);
+  }
+  Status DeleteService(const std::string& name) override { return base_.DeleteService(name); }
+  Result<std::vector<store::ServiceRecord>> ListServices() const override {
+    return base_.ListServices();
+  }
   Status PutAgent(const store::AgentRecord& agent) override { return base_.PutAgent(agent); }
   Result<std::vector<store::AgentRecord>> ListAgents() const override { return base_.ListAgents(); }
   Result<std::vector<store::NodeAdminRecord>> ListNodeAdmin() const override {

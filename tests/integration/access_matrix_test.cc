@@ -126,6 +126,11 @@ const std::map<std::string, Rule>& Rules() {
       {"DELETE /v1/crons/([^/]+)", Rule::kOwnerSide},
       {"POST /v1/crons/([^/]+)/suspend", Rule::kOwnerSide},
       {"POST /v1/crons/([^/]+)/resume", Rule::kOwnerSide},
+      {"POST /v1/services", Rule::kSubmitA},
+      {"GET /v1/services", Rule::kAnyToken},
+      {"GET /v1/services/([^/]+)", Rule::kAnyToken},
+      {"DELETE /v1/services/([^/]+)", Rule::kOwnerSide},
+      {"POST /v1/services/([^/]+)/load", Rule::kOwnerSide},
       {"GET /v1/nodes", Rule::kAnyToken},
       {"GET /v1/gpus", Rule::kAnyToken},
       {"POST /v1/nodes/([^/]+)/cordon", Rule::kAdmin},
@@ -218,6 +223,25 @@ class AccessMatrix : public IntegrationTest {
         .dump();
   }
 
+  // A service `name` in q-a with no replica (min 0), as POST /v1/services takes it.
+  static std::string ServiceBody(const std::string& name) {
+    return json{{"name", name},
+                {"models", {"m"}},
+                {"replica",
+                 {{"queue", "q-a"},
+                  {"command", {"true"}},
+                  {"requirements", {{"per_worker", {{"cpu_millis", 100}}}}}}},
+                {"min_replicas", 0},
+                {"max_replicas", 1}}
+        .dump();
+  }
+  std::string AlicesService() {
+    const std::string name = "svc-" + std::to_string(++services_);
+    httplib::Result created = Call(Caller::kMemberA, "POST", "/v1/services", ServiceBody(name));
+    EXPECT_TRUE(created && created->status == 200) << (created ? created->body : "no reply");
+    return name;
+  }
+
   // A job of alice's (member of team-a) in q-a carrying kEnvSecret in its env.
   std::int64_t AlicesJob() {
     const std::string spec = fmt::format(
@@ -265,6 +289,9 @@ class AccessMatrix : public IntegrationTest {
       replace(R"((\d+))", std::to_string(mutating ? AlicesPipeline() : run));
     } else if (pattern.starts_with("/v1/crons/")) {
       replace("([^/]+)", AlicesCron());
+    } else if (pattern.starts_with("/v1/services/")) {
+      replace("([^/]+)", AlicesService());
+      if (pattern.ends_with("/load")) body = R"({"in_flight": 3})";
     } else if (pattern.starts_with("/v1/tokens/")) {
       std::string id;
       CreateToken("dave", "team-a", "member", &id);
@@ -294,6 +321,8 @@ class AccessMatrix : public IntegrationTest {
           "command: ['true']\n";
     } else if (pattern == "/v1/crons") {
       body = CronBody("c-" + std::to_string(++crons_));
+    } else if (pattern == "/v1/services") {
+      body = ServiceBody("s-" + std::to_string(++services_));
     } else if (pattern == "/v1/tokens") {
       body = json{{"user", "erin"}, {"team", "team-a"}, {"role", "member"}}.dump();
     } else if (pattern.ends_with("/update")) {
@@ -320,6 +349,7 @@ class AccessMatrix : public IntegrationTest {
   std::unique_ptr<ServerProcess> server_;
   std::map<Caller, std::string> tokens_;
   int crons_ = 0;
+  int services_ = 0;
 };
 
 TEST_F(AccessMatrix, EveryEndpointAnswersEachCallerAsDocumented) {

@@ -1,0 +1,299 @@
+// ControlPlane's services (control_plane_services.cc; docs/inference.md) under a FakeClock, the
+// memory store and a FakeRuntime node of two GPUs, driven one turn at a time (RunOnce; probe
+// results handed in directly): replicas as jobs, protection from preemption up to min,
+// replacement, the autoscaler, readiness, liveness and a rolling update.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "drover/server/control_plane.h"
+#include "drover/testing/fake_clock.h"
+#include "drover/testing/fake_runtime.h"
+#include "drover/testing/memory_file_system.h"
+
+namespace drover::server {
+namespace {
+
+using ::testing::HasSubstr;
+using Kind = model::WorkerEvent::Kind;
+
+constexpr char kPolicy[] = "/etc/drover/policy.yaml";
+
+class ControlPlaneServicesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ControlPlaneOptions options;
+    options.run_loop = false;
+    options.service_port_from = 26500;
+    options.service_port_to = 26599;
+    plane_ = std::make_unique<ControlPlane>(store::NewMemoryStore(), clock_, options, fs_);
+    model::Node node;
+    node.name = NodeId("node-a");
+    node.address = "10.0.0.7";
+    node.cpu_millis = 8000;
+    node.memory_bytes = std::int64_t{64} << 30;
+    for (int i = 0; i < 2; ++i) {
+      model::Gpu gpu;
+      gpu.index = i;
+      gpu.uuid = "GPU-" + std::to_string(i);
+      gpu.model = "H100-80GB";
+      gpu.memory_bytes = std::int64_t{80} << 30;
+      node.gpus.push_back(gpu);
+    }
+    auto runtime = std::make_unique<testing::FakeRuntime>();
+    runtime_ = runtime.get();
+    plane_->AddLocalNode(node, std::move(runtime), "/var/lib/drover/runs");
+    fs_.WriteFile(
+        kPolicy, "kind: Policy\npreemption: {enabled: true, min_run_time: 0s, grace_period: 1s}\n");
+    ASSERT_TRUE(plane_->Start());
+    ASSERT_TRUE(plane_->LoadPolicyFile(kPolicy));
+  }
+
+  static model::ServiceSpec Spec(int min, int max) {
+    model::ServiceSpec spec;
+    spec.name = "chat";
+    spec.models = {"llama"};
+    spec.replica.command = {"serve"};
+    spec.replica.priority_class = "low";
+    spec.replica.requirements.per_worker.cpu_millis = 100;
+    spec.replica.requirements.per_worker.gpus = 1;
+    spec.min_replicas = min;
+    spec.max_replicas = max;
+    spec.autoscaling.target_in_flight_per_replica = 4;
+    spec.autoscaling.scale_up_delay_ms = 0;
+    spec.autoscaling.scale_down_delay_ms = 0;
+    return spec;
+  }
+
+  // Runs turns until no launch is left to report, reporting each launched worker started.
+  void StartLaunched() {
+    for (int turn = 0; turn < 5; ++turn) {
+      plane_->RunOnce();
+      for (const model::LaunchSpec& launch : runtime_->Launched()) {
+        if (started_.insert(launch.key.job.value() * 100 + launch.key.attempt).second) {
+          runtime_->Report({launch.key, Kind::kStarted, clock_.Now(), {}});
+        }
+      }
+    }
+    plane_->RunOnce();
+  }
+
+  api::ServiceStatus Chat() {
+    for (api::ServiceStatus& status : plane_->Services()) {
+      if (status.record.spec.name == "chat") return status;
+    }
+    ADD_FAILURE() << "no service chat";
+    return {};
+  }
+
+  model::JobState State(JobId id) {
+    auto job = plane_->GetJob(id);
+    return job ? job->state : model::JobState::kPending;
+  }
+
+  // Reports every launched worker of `id`'s current attempt exited with `code`.
+  void Exit(JobId id, int code) {
+    for (const model::LaunchSpec& launch : runtime_->Launched()) {
+      if (launch.key.job != id) continue;
+      model::WorkerEvent exited{launch.key, Kind::kExited, clock_.Now(), {}};
+      exited.exit.exit_code = code;
+      runtime_->Report(exited);
+    }
+    plane_->RunOnce();
+  }
+
+  testing::FakeClock clock_{1'700'000'000'000};
+  testing::MemoryFileSystem fs_;
+  testing::FakeRuntime* runtime_ = nullptr;
+  std::set<std::int64_t> started_;
+  std::unique_ptr<ControlPlane> plane_;
+};
+
+TEST_F(ControlPlaneServicesTest, ReplicasAreJobsWithPortsAndTheFirstMinAreProtected) {
+  auto put = plane_->PutService(Spec(1, 2), model::AdminIdentity("alice"));
+  ASSERT_TRUE(put) << put.error().ToString();
+  EXPECT_EQ(put->record.desired, 1);
+  ASSERT_TRUE(plane_->ReportServiceLoad("chat", model::LoadSignal{.in_flight = 8}));
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  EXPECT_EQ(chat.record.desired, 2);
+  EXPECT_THAT(chat.last_scaling, HasSubstr("in flight 8"));
+  ASSERT_EQ(chat.endpoints.size(), 2u);
+  EXPECT_TRUE(chat.endpoints[0].is_protected);
+  EXPECT_FALSE(chat.endpoints[1].is_protected);
+  EXPECT_EQ(chat.endpoints[0].url, "http://10.0.0.7:26500");
+  EXPECT_EQ(chat.endpoints[1].url, "http://10.0.0.7:26501");
+  EXPECT_TRUE(chat.endpoints[0].ready) << "no readiness probe: running is ready";
+  auto job = plane_->GetJob(chat.endpoints[1].job);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->spec.service, "chat");
+  EXPECT_EQ(job->spec.env.at("DROVER_PORT"), "26501");
+  EXPECT_FALSE(job->spec.timeout.has_value());
+  auto decisions = plane_->Decisions(chat.endpoints[1].job);
+  ASSERT_TRUE(decisions);
+  ASSERT_FALSE(decisions->empty());
+  EXPECT_EQ(decisions->front().kind, model::Decision::Kind::kScaled);
+  EXPECT_THAT(decisions->front().summary, HasSubstr("1 -> 2"));
+}
+
+TEST_F(ControlPlaneServicesTest, OnlyReplicasAboveMinArePreemptionVictims) {
+  ASSERT_TRUE(plane_->PutService(Spec(1, 2), model::AdminIdentity("alice")));
+  ASSERT_TRUE(plane_->ReportServiceLoad("chat", model::LoadSignal{.in_flight = 8}));
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  ASSERT_EQ(chat.endpoints.size(), 2u);
+  const JobId protected_replica = chat.endpoints[0].job;
+  const JobId borrowed_replica = chat.endpoints[1].job;
+  clock_.Set(clock_.Now() + 1'000);  // a victim must have run a while
+  // Two high-priority one-GPU jobs want both GPUs: only the interruptible replica may go.
+  auto submitted = plane_->Submit(
+      "kind: Job\nname: urgent\npriority: high\nresources: {cpu: 100m, gpus: 1}\nscript: x\n"
+      "---\nkind: Job\nname: urgent2\npriority: high\nresources: {cpu: 100m, gpus: 1}\n"
+      "script: x\n",
+      spec::ParseOptions{}, "", model::AdminIdentity("bob"));
+  ASSERT_TRUE(submitted) << submitted.error().ToString();
+  for (int turn = 0; turn < 5; ++turn) plane_->RunOnce();
+  std::set<std::int64_t> stopped;
+  for (const auto& [key, request] : runtime_->Stopped()) {
+    if (request.preempt) stopped.insert(key.job.value());
+  }
+  EXPECT_EQ(stopped, std::set<std::int64_t>{borrowed_replica.value()});
+  EXPECT_EQ(State(protected_replica), model::JobState::kRunning);
+}
+
+TEST_F(ControlPlaneServicesTest, ADeadReplicaIsReplacedAndTheServiceDeleteStopsAll) {
+  ASSERT_TRUE(plane_->PutService(Spec(1, 1), model::AdminIdentity("alice")));
+  StartLaunched();
+  const JobId first = Chat().endpoints.at(0).job;
+  Exit(first, 1);
+  EXPECT_EQ(State(first), model::JobState::kFailed);
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  ASSERT_EQ(chat.endpoints.size(), 1u);
+  EXPECT_NE(chat.endpoints[0].job, first);
+  EXPECT_TRUE(chat.endpoints[0].is_protected) << "a protected replica's replacement is protected";
+  EXPECT_EQ(chat.endpoints[0].port, 26500) << "the dead replica's port is free again";
+
+  ASSERT_TRUE(plane_->DeleteService("chat", model::AdminIdentity("alice")));
+  EXPECT_TRUE(plane_->Services().empty());
+  EXPECT_EQ(plane_->DeleteService("chat", model::AdminIdentity("alice")).error().code,
+            ErrorCode::kNotFound);
+  bool stop_requested = false;
+  for (const auto& [key, request] : runtime_->Stopped()) {
+    if (key.job == chat.endpoints[0].job) stop_requested = true;
+  }
+  EXPECT_TRUE(stop_requested);
+}
+
+TEST_F(ControlPlaneServicesTest, ReplicasThatDieBeforeReadyAreRestartedWithBackoff) {
+  model::ServiceSpec spec = Spec(1, 1);
+  spec.readiness = model::ProbeSpec{.path = "/health"};
+  ASSERT_TRUE(plane_->PutService(spec, model::AdminIdentity("alice")));
+  StartLaunched();
+  const JobId first = Chat().endpoints.at(0).job;
+  Exit(first, 1);  // never ready
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  EXPECT_TRUE(chat.endpoints.empty()) << "no replacement before the backoff";
+  EXPECT_THAT(chat.blocked, HasSubstr("ended before they were ready"));
+  clock_.Advance(1'000);
+  StartLaunched();
+  ASSERT_EQ(Chat().endpoints.size(), 1u);
+  Exit(Chat().endpoints.at(0).job, 1);
+  clock_.Advance(1'000);
+  StartLaunched();
+  EXPECT_TRUE(Chat().endpoints.empty()) << "the second wait is 2 s";
+  clock_.Advance(1'000);
+  StartLaunched();
+  EXPECT_EQ(Chat().endpoints.size(), 1u) << Chat().blocked;
+}
+
+TEST_F(ControlPlaneServicesTest, ProbesMarkReadinessAndLivenessFailuresRestart) {
+  model::ServiceSpec spec = Spec(1, 1);
+  spec.readiness = model::ProbeSpec{.path = "/health", .interval_ms = 1000};
+  spec.liveness = model::ProbeSpec{.path = "/live", .interval_ms = 1000, .failure_threshold = 2};
+  ASSERT_TRUE(plane_->PutService(spec, model::AdminIdentity("alice")));
+  StartLaunched();
+  api::ServiceEndpoint replica = Chat().endpoints.at(0);
+  EXPECT_FALSE(replica.ready) << "not ready before its first passing probe";
+  std::vector<ProbeTarget> due = plane_->DueProbes();
+  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(due[0].host, "10.0.0.7");
+  EXPECT_EQ(due[0].port, 26500);
+  EXPECT_TRUE(plane_->DueProbes().empty()) << "each probe is due once per interval";
+  ProbeTarget readiness = due[0].kind == ProbeKind::kReadiness ? due[0] : due[1];
+  ProbeTarget liveness = due[0].kind == ProbeKind::kLiveness ? due[0] : due[1];
+  plane_->OnProbeResults({ProbeResult{readiness, true, "HTTP 200"}});
+  EXPECT_TRUE(Chat().endpoints.at(0).ready);
+  auto transitions = plane_->Transitions(replica.job);
+  ASSERT_TRUE(transitions);
+  EXPECT_THAT(transitions->back().cause, HasSubstr("ready: GET /health answered HTTP 200"));
+
+  plane_->OnProbeResults({ProbeResult{liveness, false, "HTTP 500"}});
+  EXPECT_EQ(State(replica.job), model::JobState::kRunning) << "one failure is under threshold";
+  plane_->OnProbeResults({ProbeResult{liveness, false, "HTTP 500"}});
+  bool stopped = false;
+  for (const auto& [key, request] : runtime_->Stopped()) stopped |= key.job == replica.job;
+  EXPECT_TRUE(stopped) << "two failures in a row restart the replica";
+  EXPECT_TRUE(Chat().endpoints.empty()) << "a stopping replica is no endpoint";
+}
+
+TEST_F(ControlPlaneServicesTest, AChangedTemplateRollsOneReplicaAtATime) {
+  ASSERT_TRUE(plane_->PutService(Spec(2, 2), model::AdminIdentity("alice")));
+  StartLaunched();
+  ASSERT_EQ(Chat().endpoints.size(), 2u);
+  model::ServiceSpec changed = Spec(2, 2);
+  changed.replica.env["VERSION"] = "2";
+  changed.replica.requirements.per_worker.gpus = 0;  // the node has room for the surge
+  auto put = plane_->PutService(changed, model::AdminIdentity("alice"));
+  ASSERT_TRUE(put) << put.error().ToString();
+  EXPECT_EQ(put->record.generation, 2);
+  plane_->RunOnce();
+  api::ServiceStatus chat = Chat();
+  ASSERT_EQ(chat.endpoints.size(), 3u) << "one new replica beside the two old ones";
+  EXPECT_EQ(chat.endpoints[2].generation, 2);
+  StartLaunched();  // the new one runs, so it is ready: one old one stops
+  chat = Chat();
+  int old = 0, current = 0;
+  for (const api::ServiceEndpoint& e : chat.endpoints) (e.generation == 1 ? old : current)++;
+  EXPECT_EQ(old + current, 2) << "never more than one above desired once the surge is ready";
+  StartLaunched();
+  StartLaunched();
+  chat = Chat();
+  for (const api::ServiceEndpoint& e : chat.endpoints) {
+    EXPECT_EQ(e.generation, 2);
+  }
+}
+
+TEST_F(ControlPlaneServicesTest, RefusesBadSpecsAndForgedReplicaFields) {
+  model::ServiceSpec spec = Spec(3, 2);
+  EXPECT_THAT(plane_->PutService(spec, model::AdminIdentity("alice")).error().message,
+              HasSubstr("min_replicas"));
+  spec = Spec(1, 1);
+  spec.replica.env["DROVER_PORT"] = "80";
+  EXPECT_THAT(plane_->PutService(spec, model::AdminIdentity("alice")).error().message,
+              HasSubstr("DROVER_PORT"));
+  spec = Spec(1, 1);
+  spec.replica.timeout = DurationMs{1000};
+  EXPECT_THAT(plane_->PutService(spec, model::AdminIdentity("alice")).error().message,
+              HasSubstr("timeout"));
+  EXPECT_EQ(plane_->ReportServiceLoad("none", {}).error().code, ErrorCode::kNotFound);
+  // A cron job's jobs come as JSON: none may pose as a replica.
+  model::CronSpec cron;
+  cron.name = "forged";
+  cron.schedule = "@daily";
+  model::JobSpec job = Spec(1, 1).replica;
+  job.name = "x";
+  job.service = "chat";
+  cron.jobs = {job};
+  auto forged = plane_->PutCron(cron, model::AdminIdentity("mallory"));
+  ASSERT_FALSE(forged);
+  EXPECT_THAT(forged.error().message, HasSubstr("service is set by the server"));
+}
+
+}  // namespace
+}  // namespace drover::server
