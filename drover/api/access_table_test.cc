@@ -22,10 +22,9 @@ constexpr std::string_view kEnd = "<!-- access-table:end -->";
 // before it.
 std::string ReadablePath(std::string_view pattern) {
   static const std::map<std::string, std::string> kNames = {
-      {"jobs", "{id}"},     {"pipelines", "{run}"}, {"tokens", "{id}"},
-      {"agents", "{node}"}, {"crons", "{name}"},    {"secrets", "{name}"},
-      {"teams", "{team}"},  {"nodes", "{name}"},    {"assets", "{name}"},
-      {"services", "{name}"}};
+      {"jobs", "{id}"},     {"pipelines", "{run}"}, {"tokens", "{id}"},  {"agents", "{node}"},
+      {"crons", "{name}"},  {"secrets", "{name}"},  {"teams", "{team}"}, {"nodes", "{name}"},
+      {"assets", "{name}"}, {"services", "{name}"}};
   std::string text(pattern);
   for (std::size_t at; (at = text.find("[^/]")) != std::string::npos;) text.replace(at, 4, ".");
   std::string out;

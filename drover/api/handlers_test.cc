@@ -408,31 +408,31 @@ TEST(Routes, ListsEveryEndpointOnceWithAHandler) {
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
   EXPECT_THAT(
       listed,
-      ElementsAre(
-          "GET /v1/health", "GET /", "GET /index.html", R"(GET /assets/([A-Za-z0-9_.-]+))",
-          "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
-          R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
-          R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
-          R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
-          R"(GET /v1/jobs/(\d+)/decisions)", R"(GET /v1/jobs/(\d+)/usage)",
-          R"(GET /v1/jobs/(\d+)/advice)", R"(POST /v1/jobs/(\d+)/checkpoint)",
-          R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines", R"(GET /v1/pipelines/(\d+))",
-          R"(GET /v1/pipelines/(\d+)/advice)", R"(POST /v1/pipelines/(\d+)/cancel)",
-          "GET /v1/events", "GET /v1/goodput", "GET /v1/diagnosis", "GET /metrics",
-          "GET /v1/queues", "GET /v1/policy", "POST /v1/policy/reload",
-          R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons", "GET /v1/crons",
-          R"(DELETE /v1/crons/([^/]+))", R"(POST /v1/crons/([^/]+)/suspend)",
-          R"(POST /v1/crons/([^/]+)/resume)", "POST /v1/services", "GET /v1/services",
-          R"(GET /v1/services/([^/]+))", R"(DELETE /v1/services/([^/]+))",
-          R"(POST /v1/services/([^/]+)/load)", "GET /v1/nodes", "GET /v1/gpus",
-          R"(POST /v1/nodes/([^/]+)/cordon)", R"(POST /v1/nodes/([^/]+)/uncordon)",
-          R"(POST /v1/nodes/([^/]+)/drain)", R"(PUT /v1/nodes/([^/]+)/maintenance)",
-          R"(DELETE /v1/nodes/([^/]+)/maintenance)", R"(GET /v1/teams/([^/]+)/secrets)",
-          R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))", R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))",
-          "POST /v1/tokens", "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)",
-          "GET /v1/whoami", "GET /v1/audit", "POST /v1/agents/register",
-          R"(GET /v1/agents/([^/]+)/commands)", R"(POST /v1/agents/([^/]+)/events)",
-          R"(POST /v1/agents/([^/]+)/logs)", R"(POST /v1/agents/([^/]+)/usage)"));
+      ElementsAre("GET /v1/health", "GET /", "GET /index.html", R"(GET /assets/([A-Za-z0-9_.-]+))",
+                  "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs", R"(GET /v1/jobs/(\d+))",
+                  R"(POST /v1/jobs/(\d+)/cancel)", R"(POST /v1/jobs/(\d+)/hold)",
+                  R"(POST /v1/jobs/(\d+)/release)", R"(POST /v1/jobs/(\d+)/update)",
+                  R"(POST /v1/jobs/(\d+)/requeue)", R"(GET /v1/jobs/(\d+)/explain)",
+                  R"(GET /v1/jobs/(\d+)/decisions)", R"(GET /v1/jobs/(\d+)/usage)",
+                  R"(GET /v1/jobs/(\d+)/advice)", R"(POST /v1/jobs/(\d+)/checkpoint)",
+                  R"(POST /v1/jobs/(\d+)/report)", "GET /v1/pipelines",
+                  R"(GET /v1/pipelines/(\d+))", R"(GET /v1/pipelines/(\d+)/advice)",
+                  R"(POST /v1/pipelines/(\d+)/cancel)", "GET /v1/events", "GET /v1/goodput",
+                  "GET /v1/diagnosis", "GET /metrics", "GET /v1/queues", "GET /v1/policy",
+                  "POST /v1/policy/reload", R"(GET /v1/jobs/(\d+)/logs)", "POST /v1/crons",
+                  "GET /v1/crons", R"(DELETE /v1/crons/([^/]+))",
+                  R"(POST /v1/crons/([^/]+)/suspend)", R"(POST /v1/crons/([^/]+)/resume)",
+                  "POST /v1/services", "GET /v1/services", R"(GET /v1/services/([^/]+))",
+                  R"(DELETE /v1/services/([^/]+))", R"(POST /v1/services/([^/]+)/load)",
+                  "GET /v1/nodes", "GET /v1/gpus", R"(POST /v1/nodes/([^/]+)/cordon)",
+                  R"(POST /v1/nodes/([^/]+)/uncordon)", R"(POST /v1/nodes/([^/]+)/drain)",
+                  R"(PUT /v1/nodes/([^/]+)/maintenance)", R"(DELETE /v1/nodes/([^/]+)/maintenance)",
+                  R"(GET /v1/teams/([^/]+)/secrets)", R"(PUT /v1/teams/([^/]+)/secrets/([^/]+))",
+                  R"(DELETE /v1/teams/([^/]+)/secrets/([^/]+))", "POST /v1/tokens",
+                  "GET /v1/tokens", R"(POST /v1/tokens/([^/]+)/revoke)", "GET /v1/whoami",
+                  "GET /v1/audit", "POST /v1/agents/register", R"(GET /v1/agents/([^/]+)/commands)",
+                  R"(POST /v1/agents/([^/]+)/events)", R"(POST /v1/agents/([^/]+)/logs)",
+                  R"(POST /v1/agents/([^/]+)/usage)"));
 }
 
 TEST_F(HandlersTest, TeamCoordinatorSetsListsAndDeletesSecretsWhoseValuesNeverComeBack) {
@@ -1262,11 +1262,14 @@ TEST_F(HandlersTest, GoodputUnderPrivateDataCountsOnlyTheCallersVisibleJobs) {
   service_.jobs[JobId(8)].id = JobId(8);
   service_.jobs[JobId(8)].spec.team = "team-b";
   service_.policy.private_data = true;
-  const std::string everything = Body(Serve({Method::kGet, "/v1/goodput", "", {{"by", "team"}}}))
-                                     .dump();
+  const std::string everything =
+      Body(Serve({Method::kGet, "/v1/goodput", "", {{"by", "team"}}})).dump();
   EXPECT_THAT(everything, HasSubstr("team-a"));  // the admin sees both teams
   EXPECT_THAT(everything, HasSubstr("team-b"));
-  const std::string bobs = Body(Serve({Method::kGet, "/v1/goodput", "", {{"by", "team"}},
+  const std::string bobs = Body(Serve({Method::kGet,
+                                       "/v1/goodput",
+                                       "",
+                                       {{"by", "team"}},
                                        {{"Authorization", "Bearer bob"}}}))
                                .dump();
   EXPECT_THAT(bobs, HasSubstr("team-b"));

@@ -50,7 +50,7 @@ TEST(NameTables, KeepTheStoredSpellings) {
   EXPECT_EQ(kDependencyConditionNames.ChoiceList(), "succeeded, failed, done, skipped");
   EXPECT_EQ(kPipelineAdmissionNames.ChoiceList(), "stagewise, whole");
   EXPECT_EQ(kConcurrencyPolicyNames.ChoiceList(), "allow, forbid, replace");
-  EXPECT_EQ(kDecisionKindNames.ChoiceList(), "placed, reserved, preempted, evicted");
+  EXPECT_EQ(kDecisionKindNames.ChoiceList(), "placed, reserved, preempted, evicted, scaled");
   EXPECT_EQ(kExecutorKindNames.ChoiceList(), "local, slurm, kubernetes");
   EXPECT_EQ(kGpuSharingNames.ChoiceList(), "exclusive, timeslice, mig");
   EXPECT_EQ(kTaintEffectNames.ChoiceList(), "NoSchedule, PreferNoSchedule, NoExecute");

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "drover/sched/sched_test_util.h"
 #include "drover/server/control_plane.h"
 #include "drover/testing/fake_clock.h"
 #include "drover/testing/fake_runtime.h"
@@ -31,19 +32,9 @@ class ControlPlaneServicesTest : public ::testing::Test {
     options.service_port_from = 26500;
     options.service_port_to = 26599;
     plane_ = std::make_unique<ControlPlane>(store::NewMemoryStore(), clock_, options, fs_);
-    model::Node node;
-    node.name = NodeId("node-a");
+    model::Node node =
+        sched::testing::MakeNode("node-a", 2, "H100-80GB", 8000, 64 * sched::testing::kGi);
     node.address = "10.0.0.7";
-    node.cpu_millis = 8000;
-    node.memory_bytes = std::int64_t{64} << 30;
-    for (int i = 0; i < 2; ++i) {
-      model::Gpu gpu;
-      gpu.index = i;
-      gpu.uuid = "GPU-" + std::to_string(i);
-      gpu.model = "H100-80GB";
-      gpu.memory_bytes = std::int64_t{80} << 30;
-      node.gpus.push_back(gpu);
-    }
     auto runtime = std::make_unique<testing::FakeRuntime>();
     runtime_ = runtime.get();
     plane_->AddLocalNode(node, std::move(runtime), "/var/lib/drover/runs");

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "drover/api/routes.h"
+#include "drover/codec/json.h"
+#include "drover/spec/parse.h"
 #include "tests/integration/harness.h"
 
 namespace drover::integration {
@@ -302,6 +304,27 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
   Expect(404, "POST", "/v1/crons/daily/resume");
   Expect(200, "DELETE", "/v1/crons/nightly");
   Expect(404, "DELETE", "/v1/crons/nightly");
+
+  // Services (docs/inference.md): the body is the spec as `drover submit` sends it. Its replicas
+  // sleep and are never ready, which is all the answers' shapes need.
+  Result<spec::Documents> documents = spec::ParseDocuments(
+      "kind: Service\nname: echo\nmodels: [tiny]\nqueue: q-a\n"
+      "template: {command: [sleep, '600'], resources: {cpu: 100m, memory: 16Mi}}\n"
+      "replicas: {min: 1, max: 2}\n",
+      spec::ParseOptions{});
+  ASSERT_TRUE(documents && documents->services.size() == 1u);
+  const json service = codec::ToJson(documents->services.front());
+  Expect(200, "POST", "/v1/services", service.dump());
+  json bad_service = service;
+  bad_service["max_replicas"] = 0;
+  Expect(400, "POST", "/v1/services", bad_service.dump());
+  Expect(200, "GET", "/v1/services");
+  Expect(200, "GET", "/v1/services/echo");
+  Expect(404, "GET", "/v1/services/nothing");
+  Expect(200, "POST", "/v1/services/echo/load", R"({"in_flight": 3, "waiting": 0})");
+  Expect(400, "POST", "/v1/services/echo/load", R"({"in_flight": -1})");
+  Expect(200, "DELETE", "/v1/services/echo");
+  Expect(404, "DELETE", "/v1/services/echo");
 
   // The agent protocol: a remote node, and a job on it whose launch, events and log the test
   // plays as its agent would.
