@@ -59,7 +59,9 @@ function UsageChart({ usage }) {
       series: [{}, { label: 'GPU activity %', stroke: '#1f77b4', width: 2 },
         { label: 'GPU memory GiB', stroke: '#d62728', dash: [6, 4], scale: 'GiB' }],
       axes: [{}, { label: '%' }, { side: 1, scale: 'GiB', label: 'GiB', grid: { show: false } }],
-      scales: { y: { range: [0, 100] } },
+      // Each point is a 10 s bucket's start: the axis spans the buckets' time (one bucket alone
+      // would otherwise get a range uPlot widens to years).
+      scales: { x: { time: true, range: (u, min, max) => [min, max + 10] }, y: { range: [0, 100] } },
     }, data, ref.current);
     return () => plot.destroy();
   }, [usage]);
