@@ -194,6 +194,25 @@ Result<api::CronStatus> FuzzService::SuspendCron(const std::string& name, bool) 
   return NotFound("cron job " + name + " does not exist");
 }
 
+Result<api::ServiceStatus> FuzzService::PutService(const model::ServiceSpec& spec,
+                                                   const model::Identity& caller) {
+  api::ServiceStatus status;
+  status.record.spec = spec;
+  status.record.owner = caller.user;
+  status.record.team = caller.team;
+  return status;
+}
+
+std::vector<api::ServiceStatus> FuzzService::Services() const { return {}; }
+
+Status FuzzService::DeleteService(const std::string& name, const model::Identity&) {
+  return NotFound("service " + name + " does not exist");
+}
+
+Status FuzzService::ReportServiceLoad(const std::string& name, model::LoadSignal) {
+  return NotFound("service " + name + " does not exist");
+}
+
 std::vector<control::QueueReport> FuzzService::Queues() const { return {}; }
 
 std::string FuzzService::MetricsText() const { return ""; }
@@ -205,6 +224,8 @@ api::PolicyStatus FuzzService::PolicyInfo() const { return {}; }
 Status FuzzService::ReloadPolicy() { return FailedPrecondition("the server has no policy file"); }
 
 std::vector<api::NodeStatus> FuzzService::Nodes() const { return {}; }
+
+std::vector<model::GpuActivity> FuzzService::LatestGpuActivity() const { return {}; }
 
 Result<std::string> FuzzService::RegisterRemoteNode(const model::Node&, const api::Caller&) {
   return std::string();

@@ -61,6 +61,11 @@ class FuzzService final : public api::Service {
   std::vector<api::CronStatus> Crons() const override;
   Status DeleteCron(const std::string& name) override;
   Result<api::CronStatus> SuspendCron(const std::string& name, bool suspend) override;
+  Result<api::ServiceStatus> PutService(const model::ServiceSpec& spec,
+                                        const model::Identity& caller) override;
+  std::vector<api::ServiceStatus> Services() const override;
+  Status DeleteService(const std::string& name, const model::Identity& caller) override;
+  Status ReportServiceLoad(const std::string& name, model::LoadSignal signal) override;
   Status PutSecret(const std::string& team, const std::string& name,
                    std::string_view value) override;
   Result<std::vector<api::SecretInfo>> ListSecrets(const std::string& team) const override;
@@ -71,6 +76,7 @@ class FuzzService final : public api::Service {
   api::PolicyStatus PolicyInfo() const override;
   Status ReloadPolicy() override;
   std::vector<api::NodeStatus> Nodes() const override;
+  std::vector<model::GpuActivity> LatestGpuActivity() const override;
   Result<std::string> RegisterRemoteNode(const model::Node& node,
                                          const api::Caller& caller) override;
   // Every credential is node gpu-a's, so that the agent routes' handlers are reached.
