@@ -129,16 +129,17 @@ Result<TimeMs> FuzzService::ReportCheckpoint(JobId id) {
   return kNow;
 }
 
-Result<model::Attempt> FuzzService::ReportProgress(JobId id, bool useful_work_began,
-                                                   std::optional<double> progress) {
+Result<model::Attempt> FuzzService::ReportProgress(JobId id, const model::ProgressReport& report) {
   DROVER_RETURN_IF_ERROR(FindJob(id));
-  if (progress && !(*progress >= 0 && *progress <= 1)) {
-    return InvalidArgument("progress: expected a number from 0 to 1");
-  }
+  DROVER_RETURN_IF_ERROR(model::CheckProgressReport(report));
   model::Attempt attempt;
   attempt.number = 1;
-  if (useful_work_began) attempt.useful_work_at = kNow;
-  if (progress) attempt.progress = *progress;
+  if (report.useful_work_began) attempt.useful_work_at = kNow;
+  if (report.progress) attempt.progress = *report.progress;
+  if (report.throughput) {
+    attempt.throughput = *report.throughput;
+    attempt.throughput_unit = report.unit;
+  }
   return attempt;
 }
 

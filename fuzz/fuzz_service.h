@@ -47,8 +47,7 @@ class FuzzService final : public api::Service {
   Status ReportUsage(const NodeId& node, model::UsageBatch batch) override;
   Status Cancel(JobId id, std::string_view by, const std::string& cause) override;
   Result<TimeMs> ReportCheckpoint(JobId id) override;
-  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
-                                        std::optional<double> progress) override;
+  Result<model::Attempt> ReportProgress(JobId id, const model::ProgressReport& report) override;
   Result<api::LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
                                 std::int64_t offset, std::int64_t max_bytes) const override;
   std::uint64_t version() const override;

@@ -162,13 +162,17 @@ class FakeService final : public Service {
     DROVER_RETURN_IF_ERROR(Find(id));
     return now;
   }
-  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
-                                        std::optional<double> progress) override {
+  Result<model::Attempt> ReportProgress(JobId id, const model::ProgressReport& report) override {
     DROVER_RETURN_IF_ERROR(Find(id));
+    DROVER_RETURN_IF_ERROR(model::CheckProgressReport(report));
     model::Attempt attempt;
     attempt.number = 2;
-    if (useful_work_began) attempt.useful_work_at = now;
-    attempt.progress = progress.value_or(-1);
+    if (report.useful_work_began) attempt.useful_work_at = now;
+    attempt.progress = report.progress.value_or(-1);
+    if (report.throughput) {
+      attempt.throughput = *report.throughput;
+      attempt.throughput_unit = report.unit;
+    }
     return attempt;
   }
   Result<LogChunk> ReadLog(JobId id, int, int, const std::string& stream, std::int64_t,
@@ -1079,7 +1083,7 @@ TEST_F(HandlersTest, ReportRejectsABadBodyNamingTheProblem) {
   Response unknown = Serve({Method::kPost, "/v1/jobs/7/report", R"({"eta": 3})"});
   EXPECT_EQ(unknown.status, 400);
   EXPECT_EQ(Body(unknown)["message"],
-            "eta: unknown field; a report has useful_work_began and/or progress");
+            "eta: unknown field; a report has useful_work_began, progress, throughput and unit");
   Response empty = Serve({Method::kPost, "/v1/jobs/7/report", "{}"});
   EXPECT_EQ(empty.status, 400);
 }
@@ -1088,9 +1092,12 @@ TEST_F(HandlersTest, ReportAnswersTheAttemptsGoodput) {
   Response response = Serve(
       {Method::kPost, "/v1/jobs/7/report", R"({"useful_work_began": true, "progress": 0.5})"});
   EXPECT_EQ(response.status, 200);
-  EXPECT_EQ(
-      Body(response),
-      (json{{"job", 7}, {"attempt", 2}, {"useful_work_at", service_.now}, {"progress", 0.5}}));
+  EXPECT_EQ(Body(response), (json{{"job", 7},
+                                  {"attempt", 2},
+                                  {"useful_work_at", service_.now},
+                                  {"progress", 0.5},
+                                  {"throughput", nullptr},
+                                  {"throughput_unit", nullptr}}));
 }
 
 TEST_F(HandlersTest, CheckpointAnswersItsTime) {

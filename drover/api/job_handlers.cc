@@ -20,16 +20,12 @@ namespace {
 using nlohmann::json;
 
 // The body of POST /v1/jobs/{id}/report.
-struct ProgressReport {
-  bool useful_work_began = false;
-  std::optional<double> progress;
-};
-
-// Errors are kInvalidArgument naming the field.
-Result<ProgressReport> ParseProgressReport(const Request& request) {
+// Errors are kInvalidArgument naming the field: a field of the wrong type here, a value out of
+// range in model::CheckProgressReport.
+Result<model::ProgressReport> ParseProgressReport(const Request& request) {
   DROVER_ASSIGN_OR_RETURN(json body, JsonBody(request));
   if (!body.is_object()) return InvalidArgument("request body: expected a JSON object");
-  ProgressReport report;
+  model::ProgressReport report;
   for (const auto& [field, value] : body.items()) {
     if (field == "useful_work_began") {
       if (!value.is_boolean()) return InvalidArgument("useful_work_began: expected true or false");
@@ -37,15 +33,21 @@ Result<ProgressReport> ParseProgressReport(const Request& request) {
     } else if (field == "progress") {
       if (!value.is_number()) return InvalidArgument("progress: expected a number from 0 to 1");
       report.progress = value.get<double>();
+    } else if (field == "throughput") {
+      if (!value.is_number()) {
+        return InvalidArgument("throughput: expected a number (units of work per second)");
+      }
+      report.throughput = value.get<double>();
+    } else if (field == "unit") {
+      if (!value.is_string()) return InvalidArgument("unit: expected a string such as samples/s");
+      report.unit = value.get<std::string>();
     } else {
-      return InvalidArgument(
-          fmt::format("{}: unknown field; a report has useful_work_began and/or progress", field));
+      return InvalidArgument(fmt::format(
+          "{}: unknown field; a report has useful_work_began, progress, throughput and unit",
+          field.substr(0, 64)));
     }
   }
-  if (!report.useful_work_began && !report.progress) {
-    return InvalidArgument(
-        "request body: nothing to report; send useful_work_began: true and/or progress");
-  }
+  DROVER_RETURN_IF_ERROR(model::CheckProgressReport(report));
   return report;
 }
 
@@ -195,12 +197,23 @@ Result<Response> JobUsage(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Job job, service.GetJob(id));
   const std::vector<model::Finding> findings =
       DiagnoseJob(service, job, measured != usage.end() ? &*measured : nullptr, buckets).findings;
+  // The answered attempt's reported throughput (the latest attempt's when none has samples)
+  // against the GPUs it held and the energy they drew.
+  const std::int64_t rated = attempt > 0 ? attempt : static_cast<std::int64_t>(job.attempts.size());
+  std::optional<model::WorkRates> work;
+  if (rated > 0 && rated <= static_cast<std::int64_t>(job.attempts.size())) {
+    work = model::WorkRatesOf(
+        job.attempts[static_cast<std::size_t>(rated) - 1],
+        static_cast<std::int64_t>(job.spec.workers) * job.spec.requirements.per_worker.gpus,
+        measured != usage.end() ? &measured->summary : nullptr);
+  }
   return JsonResponse(200, json{{"job_id", id.value()},
                                 {"attempts", UsageSummariesView(usage)},
                                 {"attempt", attempt},
                                 {"bucket_ms", model::kUsageBucketMs},
                                 {"buckets", std::move(series)},
-                                {"findings", FindingsView(findings)}});
+                                {"findings", FindingsView(findings)},
+                                {"work", WorkRatesView(work)}});
 }
 
 Result<Response> CancelJob(Service& service, const Request& request) {
@@ -232,9 +245,8 @@ Result<Response> CheckpointJob(Service& service, const Request& request) {
 
 Result<Response> ReportJob(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(JobId id, PathJobId(request));
-  DROVER_ASSIGN_OR_RETURN(ProgressReport report, ParseProgressReport(request));
-  DROVER_ASSIGN_OR_RETURN(model::Attempt attempt,
-                          service.ReportProgress(id, report.useful_work_began, report.progress));
+  DROVER_ASSIGN_OR_RETURN(model::ProgressReport report, ParseProgressReport(request));
+  DROVER_ASSIGN_OR_RETURN(model::Attempt attempt, service.ReportProgress(id, report));
   json body = {{"job", id.value()}, {"attempt", attempt.number}};
   body.update(GoodputView(attempt));
   return JsonResponse(200, body);

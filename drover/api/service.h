@@ -32,6 +32,7 @@
 #include "drover/model/launch.h"
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
+#include "drover/model/progress.h"
 #include "drover/model/service.h"
 #include "drover/model/usage.h"
 #include "drover/spec/parse.h"
@@ -313,11 +314,10 @@ class Service {
   // Records a checkpoint now and returns its time. kNotFound for an unknown job;
   // kFailedPrecondition if it is not starting or running.
   virtual Result<TimeMs> ReportCheckpoint(JobId id) = 0;
-  // The job reports that useful work began and/or its progress in [0, 1]; returns its current
-  // attempt. kNotFound, kFailedPrecondition (not starting or running), kInvalidArgument
-  // (progress out of range).
-  virtual Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
-                                                std::optional<double> progress) = 0;
+  // The job reports that useful work began, its progress in [0, 1] and/or its throughput;
+  // returns its current attempt. kNotFound, kFailedPrecondition (not starting or running),
+  // kInvalidArgument (model::CheckProgressReport).
+  virtual Result<model::Attempt> ReportProgress(JobId id, const model::ProgressReport& report) = 0;
   // A worker's stdout or stderr from `offset` (at most `max_bytes`); attempt 0 is the current
   // one. kNotFound for unknown jobs or workers, kUnavailable for workers on remote nodes.
   virtual Result<LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,

@@ -205,8 +205,25 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
 }
 
 json GoodputView(const model::Attempt& attempt) {
-  return json{{"useful_work_at", attempt.useful_work_at},
-              {"progress", attempt.progress >= 0 ? json(attempt.progress) : json(nullptr)}};
+  json out{{"useful_work_at", attempt.useful_work_at},
+           {"progress", attempt.progress >= 0 ? json(attempt.progress) : json(nullptr)},
+           {"throughput", nullptr},
+           {"throughput_unit", nullptr}};
+  if (attempt.throughput >= 0) {
+    out["throughput"] = attempt.throughput;
+    out["throughput_unit"] = attempt.throughput_unit;
+  }
+  return out;
+}
+
+json WorkRatesView(const std::optional<model::WorkRates>& rates) {
+  if (!rates) return nullptr;
+  auto optional = [](const std::optional<double>& value) { return value ? json(*value) : json(); };
+  return json{{"throughput", rates->throughput},
+              {"unit", rates->unit},
+              {"work_unit", rates->work_unit},
+              {"per_gpu_hour", optional(rates->per_gpu_hour)},
+              {"per_joule", optional(rates->per_joule)}};
 }
 
 json SplitView(const model::LifecycleSplit& split) {

@@ -21,6 +21,7 @@
 #include "drover/model/job.h"
 #include "drover/model/metrics.h"
 #include "drover/model/node.h"
+#include "drover/model/progress.h"
 #include "drover/model/usage.h"
 
 namespace drover::api {
@@ -96,8 +97,13 @@ nlohmann::json JobDetail(const model::Job& job, const std::vector<model::Transit
                          TimeMs now, Disclosure disclosure);
 
 // What the job reported about an attempt (`drover report`): {"useful_work_at": ms, 0 = not
-// reported, "progress": a number in [0, 1], null = not reported}.
+// reported, "progress": a number in [0, 1], "throughput": its latest rate and "throughput_unit" its
+// unit ("samples/s"); null = not reported}.
 nlohmann::json GoodputView(const model::Attempt& attempt);
+
+// {"throughput", "unit", "work_unit", "per_gpu_hour", "per_joule"} (model::WorkRates; an unset
+// rate is null), or null without a reported throughput.
+nlohmann::json WorkRatesView(const std::optional<model::WorkRates>& rates);
 
 // The phases of a lifecycle split in the order they happen; SplitView names each NAME_ms.
 struct SplitPhase {

@@ -346,9 +346,13 @@ int Main(int argc, char** argv) {
 
   ReportFlags report_flags;
   auto* report = app.add_subcommand(
-      "report", "from inside a job: report that useful work began and/or its progress");
+      "report",
+      "from inside a job: report that useful work began, its progress and/or its throughput");
   report->add_flag("--began", report_flags.began, "useful work began now");
   report->add_option("--progress", report_flags.progress, "progress from 0 to 1");
+  report->add_option("--throughput", report_flags.throughput,
+                     "the job's current rate of useful work, in --unit");
+  report->add_option("--unit", report_flags.unit, "the throughput's unit, a rate: samples/s");
   report->add_option("--job", report_flags.job, "the job (default: $DROVER_JOB_ID)");
   report->callback([&] { run = [&] { return ReportCommand(client, report_flags); }; });
 

@@ -338,9 +338,13 @@ int ShowJob(const ClientFlags& flags, const std::string& id, bool* ended) {
   auto usage = client.Get("/v1/jobs/" + api::UrlEncode(id) + "/usage");
   if (!usage) {
     std::cout << "diagnosis: unavailable (" << usage.error().message << ")\n";
-  } else if (const json findings = usage->json.value("findings", json::array());
-             !findings.empty()) {
-    std::cout << "diagnosis:\n" << DescribeFindings(findings, "  ");
+  } else {
+    if (const json work = usage->json.value("work", json(nullptr)); work.is_object()) {
+      std::cout << DescribeWorkRates(work) << "\n";
+    }
+    if (const json findings = usage->json.value("findings", json::array()); !findings.empty()) {
+      std::cout << "diagnosis:\n" << DescribeFindings(findings, "  ");
+    }
   }
   if (!job.contains("pipeline_run")) return 0;
   auto run = client.Pipeline(job["pipeline_run"].dump());
@@ -540,13 +544,17 @@ int CheckpointCommand(const ClientFlags& flags, const std::string& given) {
 int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
   Result<std::string> job = JobOfCaller(report.job);
   if (!job) return ReportError(job.error());
-  if (!report.began && !report.progress) {
-    return ReportError(Error{
-        ErrorCode::kInvalidArgument, "nothing to report: pass --began and/or --progress X", {}});
+  if (!report.began && !report.progress && !report.throughput) {
+    return ReportError(Error{ErrorCode::kInvalidArgument,
+                             "nothing to report: pass --began, --progress X and/or --throughput R "
+                             "--unit U",
+                             {}});
   }
   json body = json::object();
   if (report.began) body["useful_work_began"] = true;
   if (report.progress) body["progress"] = *report.progress;
+  if (report.throughput) body["throughput"] = *report.throughput;
+  if (!report.unit.empty()) body["unit"] = report.unit;
   api::ApiClient client = ClientOf(flags);
   auto reply = client.Report(*job, body);
   if (!reply) return ReportError(reply.error());
@@ -560,6 +568,10 @@ int ReportCommand(const ClientFlags& flags, const ReportFlags& report) {
   }
   if (const json progress = reply->value("progress", json(nullptr)); progress.is_number()) {
     notes.push_back(fmt::format("progress {:.0f}%", progress.get<double>() * 100));
+  }
+  if (const json throughput = reply->value("throughput", json(nullptr)); throughput.is_number()) {
+    notes.push_back(fmt::format("throughput {:g} {}", throughput.get<double>(),
+                                reply->value("throughput_unit", std::string())));
   }
   std::cout << fmt::format("job {} attempt {}: {}\n", reply->value("job", std::int64_t{0}),
                            reply->value("attempt", 0), fmt::join(notes, "; "));

@@ -132,13 +132,15 @@ int WhyCommand(const ClientFlags& flags, const std::string& id);
 // job it runs in ($DROVER_JOB_ID).
 int CheckpointCommand(const ClientFlags& flags, const std::string& id);
 struct ReportFlags {
-  std::string job;                 // empty: $DROVER_JOB_ID
-  bool began = false;              // useful work began now
-  std::optional<double> progress;  // in [0, 1] (the server checks)
+  std::string job;                   // empty: $DROVER_JOB_ID
+  bool began = false;                // useful work began now
+  std::optional<double> progress;    // in [0, 1] (the server checks)
+  std::optional<double> throughput;  // units of `unit` per second
+  std::string unit;                  // "<work>/s", with throughput
 };
-// `drover report --began | --progress X [--job ID]`: from inside a job, reports that useful work
-// began (after data loading, compilation, rendezvous) and/or its progress. Exit 2 without a job
-// id or anything to report.
+// `drover report --began | --progress X | --throughput R --unit U [--job ID]`: from inside a job,
+// reports that useful work began (after data loading, compilation, rendezvous), its progress
+// and/or its rate of useful work. Exit 2 without a job id or anything to report.
 int ReportCommand(const ClientFlags& flags, const ReportFlags& report);
 
 // `drover secret set|ls|rm` (docs/security.md, "Secrets"). The value of `set` is read from

@@ -183,6 +183,10 @@ std::string DescribeJob(const json& job) {
     if (const json progress = attempt.value("progress", json(nullptr)); progress.is_number()) {
       notes.push_back(fmt::format("progress {:.0f}%", progress.get<double>() * 100));
     }
+    if (const json rate = attempt.value("throughput", json(nullptr)); rate.is_number()) {
+      notes.push_back(fmt::format("throughput {:g} {}", rate.get<double>(),
+                                  attempt.value("throughput_unit", std::string())));
+    }
     if (const json at = attempt.value("last_checkpoint_at", json(0)); at.is_number() && at != 0) {
       notes.push_back(fmt::format("last checkpoint {} ({})", Offset(at, created),
                                   FormatTimestamp(at.get<std::int64_t>())));
@@ -479,6 +483,21 @@ std::string DescribeDecisions(const json& body) {
     }
   }
   return out;
+}
+
+std::string DescribeWorkRates(const json& work) {
+  const std::string unit = work.value("work_unit", std::string());
+  std::vector<std::string> rates;
+  if (const json per_hour = work.value("per_gpu_hour", json()); per_hour.is_number()) {
+    rates.push_back(fmt::format("{:.4g} {} per GPU-hour", per_hour.get<double>(), unit));
+  }
+  if (const json per_joule = work.value("per_joule", json()); per_joule.is_number()) {
+    rates.push_back(fmt::format("{:.4g} {} per joule", per_joule.get<double>(), unit));
+  }
+  std::string line = fmt::format("throughput: {:g} {}", work.value("throughput", 0.0),
+                                 work.value("unit", std::string()));
+  if (!rates.empty()) line += fmt::format(" ({})", fmt::join(rates, ", "));
+  return line;
 }
 
 }  // namespace drover::cli

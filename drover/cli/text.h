@@ -35,6 +35,10 @@ std::string FormatMs(std::int64_t ms);
 // A lifecycle split (api::SplitView) on one line, its phases that took time in order:
 // "queue 5ms, startup 40ms, run 1.2s" ("-" when none did).
 std::string DescribeSplit(const nlohmann::json& split);
+
+// "throughput: 1250 samples/s (2.25e+06 samples per GPU-hour, 4.2 samples per joule)" from
+// GET /v1/jobs/{id}/usage's "work" (an object; a null rate is left out).
+std::string DescribeWorkRates(const nlohmann::json& work);
 // A pipeline run (GET /v1/pipelines/{id}) as a tree: its state, each stage with its state,
 // times, dependencies and outputs and, under a sweep, each trial with its parameters; then the
 // run's lifecycle split.

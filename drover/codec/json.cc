@@ -517,6 +517,8 @@ Status Decode(const json& j, const std::string& path, model::Attempt* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "disruption", &out->disruption));
   DROVER_RETURN_IF_ERROR(Field(j, path, "useful_work_at", &out->useful_work_at));
   DROVER_RETURN_IF_ERROR(Field(j, path, "progress", &out->progress));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "throughput", &out->throughput));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "throughput_unit", &out->throughput_unit));
   DROVER_RETURN_IF_ERROR(Field(j, path, "executor", &out->executor));
   DROVER_RETURN_IF_ERROR(Field(j, path, "external_id", &out->external_id));
   DROVER_RETURN_IF_ERROR(Field(j, path, "external_reason", &out->external_reason));
@@ -1186,6 +1188,10 @@ json ToJson(const model::Attempt& attempt) {
   }
   if (attempt.useful_work_at != 0) out["useful_work_at"] = attempt.useful_work_at;
   if (attempt.progress != model::Attempt{}.progress) out["progress"] = attempt.progress;
+  if (attempt.throughput != model::Attempt{}.throughput) {
+    out["throughput"] = attempt.throughput;
+    out["throughput_unit"] = attempt.throughput_unit;
+  }
   if (!attempt.executor.empty()) {
     out["executor"] = attempt.executor;
     out["external_id"] = attempt.external_id;

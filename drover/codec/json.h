@@ -18,7 +18,7 @@
 //     topology_level, Gpu.sharing and Gpu.mig, Attempt's resumed, last_checkpoint_at and
 //     preempted_by, ExitStatus.preempted, LaunchSpec.checkpoint_dir; the workflow fields:
 //     JobSpec's stage, trial, admission, run_if, inputs, outputs, resume and retry.on, Job's
-//     pipeline_run, released_at and outputs, Attempt's useful_work_at and progress,
+//     pipeline_run, released_at and outputs, Attempt's useful_work_at, progress and throughput,
 //     LaunchSpec.make_dirs; Job's and LaunchSpec's run_as and may_run_as_root) are omitted while
 //     they hold their default value, so a value that does not use them encodes exactly as before
 //     (older agents and readers see the same JSON). Decision, QueueConfig, Policy and CronSpec

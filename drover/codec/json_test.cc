@@ -240,6 +240,8 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
     attempt.disruption = model::Disruption::kNone;
     attempt.useful_work_at = 0;
     attempt.progress = -1;
+    attempt.throughput = -1;
+    attempt.throughput_unit.clear();
     for (model::Worker& worker : attempt.workers) {
       if (worker.exit) worker.exit->preempted = false;
       if (worker.exit) worker.exit->oom_killed = false;
@@ -259,7 +261,7 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   }
   EXPECT_EQ(j["spec"]["preferences"], json::object());
   for (const char* key : {"resumed", "last_checkpoint_at", "preempted_by", "disruption",
-                          "useful_work_at", "progress"}) {
+                          "useful_work_at", "progress", "throughput", "throughput_unit"}) {
     EXPECT_FALSE(j["attempts"][1].contains(key)) << key;
   }
   EXPECT_FALSE(j["attempts"][1]["workers"][1]["exit"].contains("preempted"));

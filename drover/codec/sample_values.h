@@ -126,6 +126,8 @@ inline model::Attempt SampleAttempt(int number = 2) {
   attempt.disruption = model::Disruption::kNodeDrain;
   attempt.useful_work_at = 1'700'000'000'650;
   attempt.progress = 0.375;
+  attempt.throughput = 1250.5;
+  attempt.throughput_unit = "samples/s";
   model::Worker running = SampleWorker(0);
   running.state = model::WorkerState::kRunning;
   running.exit.reset();

@@ -48,6 +48,7 @@
 #include "drover/model/node.h"
 #include "drover/model/outputs.h"
 #include "drover/model/policy.h"
+#include "drover/model/progress.h"
 #include "drover/sched/cluster_state.h"
 #include "drover/sched/engine.h"
 #include "drover/sched/pending_reason.h"
@@ -250,11 +251,11 @@ class Controller {
   // kNotFound for an unknown job; kFailedPrecondition if it is not starting or running.
   Status ReportCheckpoint(JobId id, TimeMs at, Step& step);
 
-  // The job reports from inside: useful work began (the first report counts) and/or its
-  // progress in [0, 1]. kNotFound for an unknown job; kFailedPrecondition if it is not starting
-  // or running; kInvalidArgument for a progress outside [0, 1].
-  Status ReportProgress(JobId id, bool useful_work_began, std::optional<double> progress,
-                        TimeMs now, Step& step);
+  // The job reports from inside: useful work began (the first report counts), its progress in
+  // [0, 1] and/or its rate of useful work (the latest counts). kNotFound for an unknown job;
+  // kFailedPrecondition if it is not starting or running; kInvalidArgument as
+  // model::CheckProgressReport says (nothing changes then).
+  Status ReportProgress(JobId id, const model::ProgressReport& report, TimeMs now, Step& step);
 
   // The driver carried out PublishOutputs for (job, attempt): `published` maps each output to
   // its published path or value, or is the error that stopped publication (nothing was

@@ -44,16 +44,18 @@ Status Controller::ReportCheckpoint(JobId id, TimeMs at, Step& step) {
   return OkStatus();
 }
 
-Status Controller::ReportProgress(JobId id, bool useful_work_began, std::optional<double> progress,
-                                  TimeMs now, Step& step) {
+Status Controller::ReportProgress(JobId id, const model::ProgressReport& report, TimeMs now,
+                                  Step& step) {
   DROVER_ASSIGN_OR_RETURN(Job * found, FindRunning(id, "progress"));
   Job& job = *found;
-  if (progress && !(*progress >= 0 && *progress <= 1)) {
-    return InvalidArgument(fmt::format("progress: {} is outside [0, 1]", *progress));
-  }
+  DROVER_RETURN_IF_ERROR(model::CheckProgressReport(report));
   Attempt& attempt = *job.current_attempt();
-  if (useful_work_began && attempt.useful_work_at == 0) attempt.useful_work_at = now;
-  if (progress) attempt.progress = *progress;
+  if (report.useful_work_began && attempt.useful_work_at == 0) attempt.useful_work_at = now;
+  if (report.progress) attempt.progress = *report.progress;
+  if (report.throughput) {
+    attempt.throughput = *report.throughput;
+    attempt.throughput_unit = report.unit;
+  }
   step.changed.insert(id);
   return OkStatus();
 }

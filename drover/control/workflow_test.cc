@@ -367,18 +367,24 @@ TEST_F(WorkflowTest, CancellingAPipelineCancelsItsUnfinishedJobs) {
   EXPECT_EQ(run.stages[1].state, workflow::StageState::kCancelled);
 }
 
-TEST_F(WorkflowTest, AJobReportsWhenUsefulWorkBeganAndItsProgress) {
+TEST_F(WorkflowTest, AJobReportsWhenUsefulWorkBeganItsProgressAndThroughput) {
   JobId id = Submit({Spec("train")})[0];
   Step step;
-  EXPECT_FALSE(controller_.ReportProgress(id, true, std::nullopt, kT0, step));  // not running
+  model::ProgressReport began;
+  began.useful_work_began = true;
+  EXPECT_FALSE(controller_.ReportProgress(id, began, kT0, step));  // not running
   Schedule(kT0);
   Event(Started(id, 1, 0, kT0 + 1));
-  ASSERT_TRUE(controller_.ReportProgress(id, true, 0.25, kT0 + 7, step));
-  ASSERT_TRUE(controller_.ReportProgress(id, true, 0.5, kT0 + 9, step));
-  EXPECT_FALSE(controller_.ReportProgress(id, false, 1.5, kT0 + 9, step));
+  ASSERT_TRUE(controller_.ReportProgress(id, {true, 0.25, std::nullopt, ""}, kT0 + 7, step));
+  ASSERT_TRUE(controller_.ReportProgress(id, {true, 0.5, 1250, "samples/s"}, kT0 + 9, step));
+  // A bad report changes nothing, its valid fields included.
+  EXPECT_FALSE(controller_.ReportProgress(id, {false, 1.5, 99, "samples/s"}, kT0 + 9, step));
+  EXPECT_FALSE(controller_.ReportProgress(id, {false, 0.75, 99, "samples"}, kT0 + 9, step));
   const model::Attempt& attempt = controller_.Find(id)->attempts.at(0);
   EXPECT_EQ(attempt.useful_work_at, kT0 + 7);
   EXPECT_EQ(attempt.progress, 0.5);
+  EXPECT_EQ(attempt.throughput, 1250);
+  EXPECT_EQ(attempt.throughput_unit, "samples/s");
 }
 
 }  // namespace

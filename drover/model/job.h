@@ -186,6 +186,10 @@ struct Attempt {
   // (after data loading, compilation, rendezvous) and its progress in [0, 1]; 0 / -1 = never.
   TimeMs useful_work_at = 0;
   double progress = -1;
+  // Its latest reported rate of useful work (`drover report --throughput 1250 --unit
+  // samples/s`): units of `throughput_unit` (a rate, "<work>/s"); -1 / "" = never reported.
+  double throughput = -1;
+  std::string throughput_unit;
   // Under an external executor (model/executor.h): its name ("slurm", "kubernetes"; empty: the
   // local executor), the engine's id of this attempt, and while the engine queues it, the
   // engine's pending reason and its own submit and eligible times. Workers have no Drover node

@@ -97,9 +97,9 @@ Result<TimeMs> ControlPlaneService::ReportCheckpoint(JobId id) {
   return at;
 }
 
-Result<model::Attempt> ControlPlaneService::ReportProgress(JobId id, bool useful_work_began,
-                                                           std::optional<double> progress) {
-  return plane_.ReportProgress(id, useful_work_began, progress);
+Result<model::Attempt> ControlPlaneService::ReportProgress(JobId id,
+                                                           const model::ProgressReport& report) {
+  return plane_.ReportProgress(id, report);
 }
 
 Result<api::LogChunk> ControlPlaneService::ReadLog(JobId id, int attempt, int rank,

@@ -40,8 +40,7 @@ class ControlPlaneService final : public api::Service {
   Result<model::Job> ApplyJobVerb(JobId id, const api::JobVerb& verb,
                                   const model::Identity& caller) override;
   Result<TimeMs> ReportCheckpoint(JobId id) override;
-  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
-                                        std::optional<double> progress) override;
+  Result<model::Attempt> ReportProgress(JobId id, const model::ProgressReport& report) override;
   Result<api::LogChunk> ReadLog(JobId id, int attempt, int rank, const std::string& stream,
                                 std::int64_t offset, std::int64_t max_bytes) const override;
   std::uint64_t version() const override;

@@ -882,12 +882,10 @@ Status ControlPlane::ReportCheckpoint(JobId id, TimeMs* at) {
   return OkStatus();
 }
 
-Result<model::Attempt> ControlPlane::ReportProgress(JobId id, bool useful_work_began,
-                                                    std::optional<double> progress) {
+Result<model::Attempt> ControlPlane::ReportProgress(JobId id, const model::ProgressReport& report) {
   model::Attempt attempt;
   DROVER_RETURN_IF_ERROR(Change([&](control::Step& step) REQUIRES(mu_) -> Status {
-    DROVER_RETURN_IF_ERROR(
-        controller_.ReportProgress(id, useful_work_began, progress, clock_.Now(), step));
+    DROVER_RETURN_IF_ERROR(controller_.ReportProgress(id, report, clock_.Now(), step));
     attempt = *controller_.Find(id)->current_attempt();
     return OkStatus();
   }));

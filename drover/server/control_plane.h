@@ -290,11 +290,12 @@ class ControlPlane {
   // is not starting or running. Checkpoints the agents see (kCheckpoint events) take the same
   // path from the loop, where one for a job no longer running is ignored.
   Status ReportCheckpoint(JobId id, TimeMs* at = nullptr) EXCLUDES(mu_);
-  // The job reports from inside (POST /v1/jobs/{id}/report): useful work began now and/or its
-  // progress in [0, 1]; returns its current attempt as recorded. Controller::ReportProgress's
-  // errors: kNotFound, kFailedPrecondition (not starting or running), kInvalidArgument.
-  Result<model::Attempt> ReportProgress(JobId id, bool useful_work_began,
-                                        std::optional<double> progress) EXCLUDES(mu_);
+  // The job reports from inside (POST /v1/jobs/{id}/report): useful work began now, its progress
+  // in [0, 1] and/or its throughput; returns its current attempt as recorded.
+  // Controller::ReportProgress's errors: kNotFound, kFailedPrecondition (not starting or
+  // running), kInvalidArgument.
+  Result<model::Attempt> ReportProgress(JobId id, const model::ProgressReport& report)
+      EXCLUDES(mu_);
   // The decision log of a job (store::Store::ListDecisions). kNotFound for an unknown job.
   Result<std::vector<model::Decision>> Decisions(JobId id) const EXCLUDES(mu_);
   // The queue tree with usage, shares (usage accrued up to now) and pending counts, in tree

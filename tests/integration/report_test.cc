@@ -42,7 +42,7 @@ resources:
   cpu: 100m
   memory: 64Mi
 script: |
-  {0} report --began && {0} report --progress 0.5
+  {0} report --began && {0} report --progress 0.5 && {0} report --throughput 1250 --unit samples/s
 )",
                                        DroverBinary());
   auto ids = Submit(client, spec);
@@ -56,13 +56,28 @@ script: |
   EXPECT_GE(useful, attempt["placed_at"].get<std::int64_t>()) << attempt.dump(2);
   EXPECT_LE(useful, attempt["finished_at"].get<std::int64_t>()) << attempt.dump(2);
   EXPECT_EQ(attempt["progress"], 0.5);
+  EXPECT_EQ(attempt["throughput"], 1250);
+  EXPECT_EQ(attempt["throughput_unit"], "samples/s");
   EXPECT_EQ(job["timeline"]["useful_work"], useful);
+  // The usage view turns the rate into work per GPU-hour and per joule where it can: this job
+  // holds no GPU and drew no sampled energy, so both are unknown (null), not zero.
+  auto usage = client.Get(fmt::format("/v1/jobs/{}/usage", ids[0]));
+  ASSERT_TRUE(usage) << usage.error().message;
+  EXPECT_EQ(usage->json["work"]["throughput"], 1250) << usage->body;
+  EXPECT_EQ(usage->json["work"]["work_unit"], "samples");
+  EXPECT_TRUE(usage->json["work"]["per_gpu_hour"].is_null());
+  CommandResult get =
+      RunDrover({"--server", server->url(), "get", std::to_string(ids[0])}, dir_.path());
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_THAT(get.out, HasSubstr("throughput: 1250 samples/s\n"));
+  EXPECT_THAT(get.out, HasSubstr("progress 50%; throughput 1250 samples/s"));
 
   // What `drover report` printed inside the job.
   auto log = client.Get(fmt::format("/v1/jobs/{}/logs", ids[0]));
   ASSERT_TRUE(log) << log.error().message;
   EXPECT_THAT(log->body, HasSubstr(fmt::format("job {} attempt 1: useful work began at", ids[0])));
   EXPECT_THAT(log->body, HasSubstr("; progress 50%\n"));
+  EXPECT_THAT(log->body, HasSubstr("; throughput 1250 samples/s\n"));
 }
 
 TEST_F(Report, ReportsAreCheckedAndErrorsNameTheField) {
@@ -106,6 +121,12 @@ script: sleep 300
                 "usefull_work_began: unknown field"},
            Case{R"({})", 400, "invalid_argument", "request body: "},
            Case{R"([0.5])", 400, "invalid_argument", "request body: "},
+           Case{R"({"throughput": 5})", 400, "invalid_argument", "unit: required"},
+           Case{R"({"throughput": 5, "unit": "samples"})", 400, "invalid_argument", "unit: "},
+           Case{R"({"throughput": "fast", "unit": "a/s"})", 400, "invalid_argument",
+                "throughput: "},
+           Case{R"({"throughput": -1, "unit": "a/s", "progress": 0.75})", 400, "invalid_argument",
+                "throughput: "},
        }) {
     auto [status, body] = PostReport(*server, id, c.body);
     EXPECT_EQ(status, c.status) << c.body << " -> " << body.dump();
