@@ -35,17 +35,17 @@ Status CheckProgressReport(const ProgressReport& report) {
     return InvalidArgument(
         fmt::format("unit: {} bytes, over the limit of {}", unit.size(), kMaxThroughputUnitBytes));
   }
+  // Characters first, so that the message below never echoes a control character.
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    if (unit[i] <= ' ' || unit[i] > '~') {
+      return InvalidArgument(fmt::format(
+          "unit: character {} is not allowed (printable ASCII other than space)", i + 1));
+    }
+  }
   const std::string_view work = std::string_view(unit).substr(0, unit.size() - 2);
-  if (!unit.ends_with("/s") || work.empty()) {
+  if (!unit.ends_with("/s") || work.empty() || work.find('/') != std::string_view::npos) {
     return InvalidArgument(fmt::format(
         "unit: '{}' is not a rate: expected <work>/s, e.g. samples/s or tokens/s", unit));
-  }
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    const char c = work[i];
-    if (c <= ' ' || c > '~' || c == '/') {
-      return InvalidArgument(fmt::format(
-          "unit: character {} is not allowed (printable ASCII other than space and '/')", i + 1));
-    }
   }
   return OkStatus();
 }

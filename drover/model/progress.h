@@ -29,7 +29,8 @@ inline constexpr std::size_t kMaxThroughputUnitBytes = 32;
 // OK, or kInvalidArgument naming the field: progress outside [0, 1]; throughput not a finite
 // number from 0 to kMaxThroughput; a unit without a throughput or a throughput without one; a
 // unit that is not "<work>/s" with <work> of 1 to kMaxThroughputUnitBytes - 2 printable ASCII
-// characters other than '/'; nothing reported.
+// characters other than space and '/' (a control character is named by position, never echoed);
+// nothing reported.
 Status CheckProgressReport(const ProgressReport& report);
 
 // An attempt's reported rate against its cost.
