@@ -13,6 +13,8 @@
 #   get ID          a job submitted alone (its transitions come from the store), and a job of a
 #                   1,000-job batch (`get` also shows the batch's run: 1,000 jobs as a tree)
 #   explain ID      one job's verdict
+#   GET /v1/gpus    the dashboard's GPU map: 8,000 GPUs (curl, the body to /dev/null), and
+#   GET /v1/nodes   beside it: the same nodes as a JSON tree
 # Needs curl; no root.
 #
 #   bench/listing_bench.sh [RUNS]        e.g. DROVER=build/drover bench/listing_bench.sh 5
@@ -78,6 +80,18 @@ measure() {
     { t[NR] = $1 } END { printf "%-18s median %6.0f ms  max %6.0f ms\n", label, t[int((NR + 1) / 2)], t[NR] }'
 }
 
+# GETs PATH with curl RUNS times; prints the median and the slowest wall time in ms.
+measure_get() {
+  local path=$1
+  local times=()
+  for _ in $(seq 1 "$RUNS"); do
+    times+=("$(curl -sf -o /dev/null -w '%{time_total}' -H "Authorization: Bearer $DROVER_TOKEN" \
+      "$URL$path" | awk '{ print $1 * 1000 }')")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | awk -v label="GET $path" '
+    { t[NR] = $1 } END { printf "%-18s median %6.0f ms  max %6.0f ms\n", label, t[int((NR + 1) / 2)], t[NR] }'
+}
+
 ID=$((JOBS / 2))
 ALONE=$((JOBS + 1))
 measure "ls" ls
@@ -87,3 +101,5 @@ measure "nodes" nodes
 measure "get $ALONE" get "$ALONE"
 measure "get $ID (run)" get "$ID"
 measure "explain $ID" explain "$ID"
+measure_get /v1/gpus
+measure_get /v1/nodes

@@ -1,12 +1,13 @@
 #include "drover/api/gpu_handlers.h"
 
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <utility>
 
-namespace drover::api {
+#include "drover/codec/json_writer.h"
 
-using nlohmann::json;
+namespace drover::api {
 
 namespace {
 
@@ -17,48 +18,99 @@ bool HoldsGpus(model::JobState state) {
 
 }  // namespace
 
-json GpuMapView(const std::vector<NodeStatus>& nodes, const std::vector<model::Job>& jobs,
-                std::span<const model::GpuActivity> samples,
-                const std::function<bool(const model::Job&)>& may_see, TimeMs now) {
-  std::map<std::pair<NodeId, int>, const model::Job*> holders;
+std::string GpuMapJson(const std::vector<NodeStatus>& nodes, const std::vector<model::Job>& jobs,
+                       std::span<const model::GpuActivity> samples,
+                       const std::function<bool(const model::Job&)>& may_see, TimeMs now) {
+  // The job holding each GPU, and whether the caller may see it (asked once per job).
+  struct Holder {
+    const model::Job* job = nullptr;
+    bool named = false;
+  };
+  std::map<std::pair<NodeId, int>, Holder> holders;
   for (const model::Job& job : jobs) {
     if (!HoldsGpus(job.state) || job.attempts.empty()) continue;
+    const Holder holder{&job, may_see(job)};
     for (const model::Worker& worker : job.attempts.back().workers) {
       if (worker.state == model::WorkerState::kExited) continue;
-      for (int index : worker.gpus) holders[{worker.node, index}] = &job;
+      for (int index : worker.gpus) holders[{worker.node, index}] = holder;
     }
   }
   std::map<std::pair<NodeId, int>, const model::GpuActivity*> latest;
   for (const model::GpuActivity& sample : samples) {
     if (now - sample.at <= kGpuSampleMaxAgeMs) latest[{sample.node, sample.index}] = &sample;
   }
-  json gpus = json::array();
+  std::string text;
+  codec::JsonWriter out(text);
+  // A measured value, null when the sampler could not read it (negative).
+  auto known = [&out](std::int64_t value) {
+    if (value < 0) {
+      out.Null();
+    } else {
+      out.Int(value);
+    }
+  };
+  out.BeginObject();
+  out.Key("gpus");
+  out.BeginArray();
   for (const NodeStatus& status : nodes) {
     for (const model::Gpu& gpu : status.node.gpus) {
       const std::pair key(status.node.name, gpu.index);
       const auto holder = holders.find(key);
       const auto sample = latest.find(key);
-      const model::Job* job = holder == holders.end() ? nullptr : holder->second;
+      const Holder held = holder == holders.end() ? Holder{} : holder->second;
       const model::GpuActivity* seen = sample == latest.end() ? nullptr : sample->second;
       std::string_view state = "idle";
-      if (job != nullptr) {
+      if (held.job != nullptr) {
         state = seen != nullptr && seen->utilization_pct >= kGpuActivePct ? "active" : "allocated";
       }
-      const bool named = job != nullptr && may_see(*job);
-      auto known = [](auto value) { return value < 0 ? json(nullptr) : json(value); };
-      gpus.push_back({{"node", status.node.name.value()},
-                      {"index", gpu.index},
-                      {"model", gpu.model},
-                      {"memory_bytes", gpu.memory_bytes},
-                      {"state", state},
-                      {"job", named ? json(job->id.value()) : json(nullptr)},
-                      {"owner", named ? json(job->spec.owner) : json(nullptr)},
-                      {"utilization_pct", seen ? known(seen->utilization_pct) : json(nullptr)},
-                      {"memory_used_bytes", seen ? known(seen->memory_used_bytes) : json(nullptr)},
-                      {"sampled_at", seen ? json(seen->at) : json(nullptr)}});
+      // Keys in sorted order, as DumpJson writes an object.
+      out.BeginObject();
+      out.Key("index");
+      out.Int(gpu.index);
+      out.Key("job");
+      if (held.named) {
+        out.Int(held.job->id.value());
+      } else {
+        out.Null();
+      }
+      out.Key("memory_bytes");
+      out.Int(gpu.memory_bytes);
+      out.Key("memory_used_bytes");
+      if (seen != nullptr) {
+        known(seen->memory_used_bytes);
+      } else {
+        out.Null();
+      }
+      out.Key("model");
+      out.String(gpu.model);
+      out.Key("node");
+      out.String(status.node.name.value());
+      out.Key("owner");
+      if (held.named) {
+        out.String(held.job->spec.owner);
+      } else {
+        out.Null();
+      }
+      out.Key("sampled_at");
+      if (seen != nullptr) {
+        out.Int(seen->at);
+      } else {
+        out.Null();
+      }
+      out.Key("state");
+      out.String(state);
+      out.Key("utilization_pct");
+      if (seen != nullptr) {
+        known(seen->utilization_pct);
+      } else {
+        out.Null();
+      }
+      out.EndObject();
     }
   }
-  return json{{"gpus", std::move(gpus)}};
+  out.EndArray();
+  out.EndObject();
+  return text;
 }
 
 Result<Response> ListGpus(Service& service, const Request& request) {
@@ -77,7 +129,9 @@ Result<Response> ListGpus(Service& service, const Request& request) {
   auto may_see = [&caller, policy = service.Policy()](const model::Job& job) {
     return model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy);
   };
-  return JsonResponse(200, GpuMapView(service.Nodes(), holders, samples, may_see, service.Now()));
+  Response response{200, {}, "application/json", {}, {}, {}};
+  response.body = GpuMapJson(service.Nodes(), holders, samples, may_see, service.Now());
+  return response;
 }
 
 }  // namespace drover::api

@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "drover/api/request.h"
@@ -20,18 +21,20 @@ namespace drover::api {
 inline constexpr int kGpuActivePct = 1;
 inline constexpr DurationMs kGpuSampleMaxAgeMs = 5 * kMillisPerMinute;
 
-// {"gpus": [...]}, one entry per GPU of `nodes` in node order then index order: "node",
-// "index", "model", "memory_bytes", "state" ("idle": no job holds it; "allocated": a job holds
-// it and the latest sample shows no activity, or there is none; "active": see kGpuActivePct),
-// "job" and "owner" (of the job holding it, null when none does or `may_see` says the caller
-// may not see that job), "utilization_pct", "memory_used_bytes" and "sampled_at" (the latest
-// sample no older than kGpuSampleMaxAgeMs at `now`, null without one). `jobs` are the jobs that
-// may hold GPUs (placed, starting or running); a worker that exited holds none.
-nlohmann::json GpuMapView(const std::vector<NodeStatus>& nodes, const std::vector<model::Job>& jobs,
-                          std::span<const model::GpuActivity> samples,
-                          const std::function<bool(const model::Job&)>& may_see, TimeMs now);
+// The text of {"gpus": [...]}, one entry per GPU of `nodes` in node order then index order:
+// "node", "index", "model", "memory_bytes", "state" ("idle": no job holds it; "allocated": a job
+// holds it and the latest sample shows no activity, or there is none; "active": see
+// kGpuActivePct), "job" and "owner" (of the job holding it, null when none does or `may_see`
+// says the caller may not see that job; asked once per job), "utilization_pct",
+// "memory_used_bytes" and "sampled_at" (the latest sample no older than kGpuSampleMaxAgeMs at
+// `now`, null without one). `jobs` are the jobs that may hold GPUs (placed, starting or
+// running); a worker that exited holds none. Written with codec::JsonWriter, without a JSON tree
+// (8,000 GPUs are 8,000 objects): the bytes codec::DumpJson would write for the same document.
+std::string GpuMapJson(const std::vector<NodeStatus>& nodes, const std::vector<model::Job>& jobs,
+                       std::span<const model::GpuActivity> samples,
+                       const std::function<bool(const model::Job&)>& may_see, TimeMs now);
 
-// GET /v1/gpus: GpuMapView of the service's nodes, active jobs and latest samples, the caller's
+// GET /v1/gpus: GpuMapJson of the service's nodes, active jobs and latest samples, the caller's
 // view rights (model::Visible) deciding which jobs it names.
 Result<Response> ListGpus(Service& service, const Request& request);
 

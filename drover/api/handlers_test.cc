@@ -644,6 +644,20 @@ TEST_F(JobPagesTest, PagesAscendByIdWithANextCursorUntilTheLast) {
   EXPECT_EQ(List({{"after", "100"}}), std::make_pair(Ids{}, 0l));
 }
 
+TEST_F(JobPagesTest, PendingListsEveryJobThatHasNotStartedWhateverItWaitsFor) {
+  service_.jobs[JobId(1)].state = model::JobState::kPending;  // for its dependencies
+  service_.jobs[JobId(3)].state = model::JobState::kPlaced;   // for its launch
+  service_.jobs[JobId(8)] = RunningJob(8);
+  service_.jobs[JobId(8)].state = model::JobState::kAdmitted;
+  service_.jobs[JobId(5)].state = model::JobState::kWaiting;  // for its inputs
+  // 2, 4 and 6 are ready (for quota or room); 7 runs.
+  EXPECT_EQ(List({{"pending", "1"}}), std::make_pair(Ids{1, 2, 3, 4, 5, 6, 8}, std::int64_t{0}));
+  EXPECT_EQ(List({{"pending", "1"}, {"limit", "2"}, {"after", "5"}}),
+            std::make_pair(Ids{4, 3}, 3l));
+  EXPECT_EQ(List({{"pending", "1"}, {"state", "ready"}}),
+            std::make_pair(Ids{2, 4, 6}, std::int64_t{0}));
+}
+
 TEST_F(JobPagesTest, ALimitAloneListsTheNewestFirstAndPagesBackwards) {
   EXPECT_EQ(List({{"limit", "3"}}), std::make_pair(Ids{7, 6, 5}, 5l));
   EXPECT_EQ(List({{"limit", "3"}, {"after", "5"}}), std::make_pair(Ids{4, 3, 2}, 2l));

@@ -103,6 +103,26 @@ Result<Response> SubmitJobs(Service& service, const Request& request) {
                       json{{"jobs", jobs}, {"existing", submitted.existing}});
 }
 
+bool HasNotStarted(model::JobState state) {
+  switch (state) {
+    case model::JobState::kPending:
+    case model::JobState::kWaiting:
+    case model::JobState::kReady:
+    case model::JobState::kAdmitted:
+    case model::JobState::kPlaced:
+      return true;
+    case model::JobState::kStarting:
+    case model::JobState::kRunning:
+    case model::JobState::kSucceeded:
+    case model::JobState::kFailed:
+    case model::JobState::kCancelled:
+    case model::JobState::kTimedOut:
+    case model::JobState::kSkipped:
+      return false;
+  }
+  return false;
+}
+
 Result<Response> ListJobs(Service& service, const Request& request) {
   JobPageRequest page_request;
   store::JobFilter& filter = page_request.filter;
@@ -118,6 +138,7 @@ Result<Response> ListJobs(Service& service, const Request& request) {
   filter.queue = request.Query("queue");
   filter.name = request.Query("name");
   filter.active_only = request.Query("active") == "1";
+  const bool not_started_only = request.Query("pending") == "1";
   DROVER_ASSIGN_OR_RETURN(std::int64_t limit, IntQuery(request, "limit", kDefaultJobPage));
   if (limit < 1 || limit > kMaxJobPage) {
     return InvalidArgument(
@@ -140,8 +161,10 @@ Result<Response> ListJobs(Service& service, const Request& request) {
     page_request.after = JobId(after);
   }
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  page_request.visible = [caller, policy = service.Policy()](const model::Job& job) {
-    return model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy);
+  page_request.visible = [caller, not_started_only,
+                          policy = service.Policy()](const model::Job& job) {
+    return (!not_started_only || HasNotStarted(job.state)) &&
+           model::Visible(caller, model::Verb::kView, model::ResourceOf(job), policy);
   };
   page_request.now = service.Now();
   const JobPage page = service.ListJobPage(page_request);

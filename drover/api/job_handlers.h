@@ -15,11 +15,17 @@ namespace drover::api {
 // X-Drover-Base-Dir and Idempotency-Key; the owner and team default to the caller's. 201 with the
 // created jobs, 200 for a repeated key.
 Result<Response> SubmitJobs(Service& service, const Request& request);
-// GET /v1/jobs?state=&owner=&team=&queue=&name=&active=1&limit=&order=&after=: one page of job
-// summaries the caller may see, with `next` (docs/api.md, "Pages"); a waiting job's summary
-// carries its queue position. kInvalidArgument naming the parameter for an unknown state, a
-// limit outside [1, kMaxJobPage], an order other than asc or desc, an after that is no job id.
+// GET /v1/jobs?state=&owner=&team=&queue=&name=&active=1&pending=1&limit=&order=&after=: one
+// page of job summaries the caller may see (pending=1: only jobs that HasNotStarted), with `next`
+// (docs/api.md, "Pages"); a waiting job's summary carries its queue position. kInvalidArgument
+// naming the parameter for an unknown state, a limit outside [1, kMaxJobPage], an order other than
+// asc or desc, an after that is no job id.
 Result<Response> ListJobs(Service& service, const Request& request);
+
+// The rule of GET /v1/jobs?pending=1, `drover ls --pending` and the dashboard's pending jobs: a
+// job that has not started yet, whatever it waits for (its dependencies or inputs: pending or
+// waiting; quota or room: ready; its launch: admitted or placed).
+bool HasNotStarted(model::JobState state);
 
 // GET /v1/jobs pages: kDefaultJobPage jobs unless `limit` says otherwise, at most kMaxJobPage.
 inline constexpr std::int64_t kDefaultJobPage = 500;

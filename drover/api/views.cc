@@ -8,6 +8,7 @@
 #include "drover/codec/json.h"
 #include "drover/model/metrics.h"
 #include "drover/workflow/rollup.h"
+#include "drover/workflow/trials.h"
 
 namespace drover::api {
 
@@ -327,16 +328,22 @@ json StageView(const workflow::StageStatus& stage, TimeMs now, Disclosure disclo
     run_time += view["run_time_ms"].get<DurationMs>();
     jobs.push_back(std::move(view));
   }
+  // A sweep with an objective: its metric, goal and best trial (shown only with the outputs).
+  json objective = nullptr;
+  if (const model::TrialSpec& trial = spec.trial; trial.index != 0 && !trial.objective.empty()) {
+    const std::optional<int> best =
+        disclosure == Disclosure::kFull ? workflow::BestTrialOf(stage.jobs) : std::nullopt;
+    objective = json{{"metric", trial.objective},
+                     {"goal", trial.maximize ? "maximize" : "minimize"},
+                     {"best_trial", best ? json(*best) : json(nullptr)}};
+  }
   const bool finished = stage.upstream != workflow::UpstreamState::kUnfinished;
-  return json{{"name", stage.name},
-              {"state", workflow::kStageStateNames.Name(stage.state)},
-              {"depends_on", depends_on},
-              {"if", spec.run_if},
-              {"started_at", started_at},
-              {"finished_at", finished ? finished_at : 0},
-              {"queue_wait_ms", queue_wait},
-              {"run_time_ms", run_time},
-              {"jobs", jobs}};
+  return json{
+      {"name", stage.name},          {"state", workflow::kStageStateNames.Name(stage.state)},
+      {"depends_on", depends_on},    {"if", spec.run_if},
+      {"started_at", started_at},    {"finished_at", finished ? finished_at : 0},
+      {"queue_wait_ms", queue_wait}, {"run_time_ms", run_time},
+      {"objective", objective},      {"jobs", jobs}};
 }
 
 std::vector<const model::Job*> Pointers(const std::vector<model::Job>& jobs) {

@@ -146,6 +146,24 @@ TEST(PipelineDetail, SplitAddsUpToTheWallTime) {
   EXPECT_EQ(SumOfPhases(running["split"]), 900);
 }
 
+TEST(PipelineDetail, NamesASweepsObjectiveAndItsBestTrialOnlyWithTheOutputs) {
+  std::vector<Job> run = FinishedRun();
+  for (Job* trial : {&run[1], &run[2]}) {
+    trial->spec.trial.objective = "loss";
+    trial->spec.trial.maximize = false;
+  }
+  run[1].outputs = {{"loss", "0.5"}};
+  run[2].outputs = {{"loss", "0.1"}};  // lower, but the trial failed
+  const json stages = PipelineDetail(run, kT0 + 5000, Disclosure::kFull)["stages"];
+  EXPECT_TRUE(stages[0]["objective"].is_null());  // not a sweep
+  EXPECT_EQ(stages[1]["objective"],
+            (json{{"metric", "loss"}, {"goal", "minimize"}, {"best_trial", 1}}));
+  const json redacted = PipelineDetail(run, kT0 + 5000, Disclosure::kRedacted)["stages"];
+  EXPECT_EQ(redacted[1]["objective"],
+            (json{{"metric", "loss"}, {"goal", "minimize"}, {"best_trial", nullptr}}));
+  EXPECT_TRUE(redacted[1]["jobs"][0]["outputs"].is_null());
+}
+
 TEST(PipelineSummary, IsTheDetailWithoutStages) {
   const json summary = PipelineSummary(FinishedRun(), kT0 + 5000);
   json detail = PipelineDetail(FinishedRun(), kT0 + 5000, Disclosure::kFull);

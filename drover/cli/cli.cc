@@ -195,8 +195,9 @@ int Main(int argc, char** argv) {
   ls->add_flag("--active", list_flags.active, "only jobs that have not finished");
   ls->add_option("--limit", list_flags.limit, "the newest N jobs")->check(CLI::NonNegativeNumber);
   ls->add_flag("--pending", list_flags.pending,
-               "jobs waiting in a queue (state ready), in the order the scheduler considers "
-               "them, with their position in their queue and in the cluster")
+               "jobs that have not started (pending, waiting, ready, admitted or placed), "
+               "those in a queue in the order the scheduler considers them, with their "
+               "position in their queue and in the cluster")
       ->excludes("--state");
   ls->add_flag("--wide", list_flags.wide, "whole messages (not cut to 70 columns)");
   ls->add_option("--page-size", list_flags.page_size, "jobs per request to the server")

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "drover/api/client.h"
+#include "drover/api/job_handlers.h"
 #include "drover/api/request.h"
 #include "drover/cli/job_rows.h"
 #include "drover/cli/table.h"
@@ -70,12 +71,6 @@ int ListPipelines(const ClientFlags& flags) {
     }
     return table.Render();
   });
-}
-
-// A job that has not started yet: pending, ready, admitted or placed.
-bool IsWaitingToStart(std::optional<model::JobState> state) {
-  using S = model::JobState;
-  return state == S::kPending || state == S::kReady || state == S::kAdmitted || state == S::kPlaced;
 }
 
 // The job a command from inside a job is about: `given`, else $DROVER_JOB_ID (set for every
@@ -265,8 +260,8 @@ int ListOnce(const ClientFlags& flags, const ListFlags& list) {
   auto add = [&](const char* key, const std::string& value) {
     if (!value.empty()) filters += fmt::format("{}={}&", key, api::UrlEncode(value));
   };
-  add("state",
-      list.pending ? std::string(model::JobStateName(model::JobState::kReady)) : list.state);
+  add("state", list.state);
+  if (list.pending) add("pending", "1");  // the server's rule: api::HasNotStarted
   add("owner", list.owner);
   add("team", list.team);
   add("queue", list.queue);
@@ -481,7 +476,7 @@ int ExplainCommand(const ClientFlags& flags, const std::string& id) {
                            parsed ? model::kJobStatePhrases.Name(*parsed) : "is " + state,
                            body->value("layer", ""), body->value("message", ""));
   // Only a job that waits has a start to estimate.
-  if (IsWaitingToStart(model::ParseJobState(state))) {
+  if (parsed && api::HasNotStarted(*parsed)) {
     const json estimate = body->value("estimated_start", json(nullptr));
     const std::string basis = body->value("estimate_basis", "");
     if (estimate.is_number()) {

@@ -138,15 +138,7 @@ std::optional<std::string> Controller::UpstreamOutput(const Job& job,
   }
   const Job* source = stage.size() == 1 ? stage.front() : nullptr;
   if (stage.size() > 1) {
-    std::vector<workflow::TrialResult> trials;
-    for (const Job* trial : stage) {
-      auto objective = trial->outputs.find(trial->spec.trial.objective);
-      trials.push_back({trial->spec.trial.index, trial->state,
-                        objective == trial->outputs.end()
-                            ? std::nullopt
-                            : std::optional<std::string>(objective->second)});
-    }
-    std::optional<int> best = workflow::BestTrial(trials, stage.front()->spec.trial.maximize);
+    std::optional<int> best = workflow::BestTrialOf(stage);
     if (best) source = stage[static_cast<std::size_t>(*best - 1)];
   }
   if (source == nullptr) return std::nullopt;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "drover/workflow/expression.h"
 
 namespace drover::workflow {
@@ -25,6 +27,19 @@ std::optional<int> BestTrial(std::span<const TrialResult> trials, bool maximize)
     }
   }
   return best;
+}
+
+std::optional<int> BestTrialOf(std::span<const model::Job* const> trials) {
+  std::vector<TrialResult> results;
+  results.reserve(trials.size());
+  for (const model::Job* trial : trials) {
+    const auto objective = trial->outputs.find(trial->spec.trial.objective);
+    results.push_back({trial->spec.trial.index, trial->state,
+                       objective == trial->outputs.end()
+                           ? std::nullopt
+                           : std::optional<std::string>(objective->second)});
+  }
+  return BestTrial(results, trials.front()->spec.trial.maximize);
 }
 
 bool ReachesStopAt(const model::TrialSpec& trial, std::string_view objective) {

@@ -27,6 +27,10 @@ struct TrialResult {
 // nullopt when no trial qualifies.
 std::optional<int> BestTrial(std::span<const TrialResult> trials, bool maximize);
 
+// BestTrial of a sweep's trials (jobs of one sweep stage, at least one): each one's state and its
+// published output named by the sweep's objective (TrialSpec::objective), ranked by its goal.
+std::optional<int> BestTrialOf(std::span<const model::Job* const> trials);
+
 // True when a trial of `trial`'s sweep that succeeded with objective value `objective` ends the
 // sweep early: stop_at is set and the value reaches it (>= when maximizing, <= otherwise). The
 // controller then cancels the sweep's unfinished trials.

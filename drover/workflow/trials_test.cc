@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace drover::workflow {
@@ -20,6 +21,25 @@ TEST(Trials, PicksTheBestSucceededTrialTiesToTheLowestIndex) {
   EXPECT_EQ(BestTrial(trials, /*maximize=*/true), 3);
   EXPECT_EQ(BestTrial(trials, /*maximize=*/false), 7);
   EXPECT_EQ(BestTrial(std::vector<TrialResult>{{1, JobState::kFailed, "1"}}, true), std::nullopt);
+}
+
+TEST(Trials, ReadsEachTrialsObjectiveOutputByItsGoal) {
+  std::vector<model::Job> jobs(3);
+  const std::vector<std::string> loss = {"0.4", "0.2", "0.3"};
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    model::TrialSpec& trial = jobs[i].spec.trial;
+    trial.index = static_cast<int>(i) + 1;
+    trial.count = 3;
+    trial.objective = "loss";
+    trial.maximize = false;
+    jobs[i].state = JobState::kSucceeded;
+    jobs[i].outputs = {{"loss", loss[i]}, {"accuracy", "0.9"}};
+  }
+  jobs[1].outputs.erase("loss");  // the lowest, not published: not a candidate
+  const std::vector<const model::Job*> trials = {&jobs[0], &jobs[1], &jobs[2]};
+  EXPECT_EQ(BestTrialOf(trials), 3);
+  for (model::Job& job : jobs) job.spec.trial.maximize = true;
+  EXPECT_EQ(BestTrialOf(trials), 1);
 }
 
 TEST(Trials, StopsEarlyWhenTheObjectiveReachesStopAt) {

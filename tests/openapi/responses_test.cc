@@ -210,6 +210,7 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
   Expect(200, "GET", "/v1/jobs");
   Expect(200, "GET", "/v1/jobs?limit=1&state=ready");
   Expect(200, "GET", "/v1/jobs?active=1&order=asc&after=1");
+  Expect(200, "GET", "/v1/jobs?pending=1&limit=2");
   Expect(400, "GET", "/v1/jobs?limit=0");
   for (std::int64_t id : {running, waiting, done})
     Expect(200, "GET", fmt::format("/v1/jobs/{}", id));
@@ -257,7 +258,9 @@ TEST_F(OpenApiResponses, EveryRouteAnswersAsTheDocumentSays) {
       "kind: Pipeline\nname: p\nqueue: q-a\nstages:\n"
       "  - {name: one, command: [sleep, '300'], resources: {cpu: 100m, memory: 16Mi}}\n"
       "  - {name: two, depends_on: [one], command: ['true'], resources: {cpu: 100m, memory: "
-      "16Mi}}\n");
+      "16Mi},\n"
+      "     matrix: {grid: {lr: [1, 2]}}, objective: {metric: loss, goal: minimize},\n"
+      "     outputs: [{name: loss}]}\n");
   Expect(200, "GET", "/v1/pipelines");
   Expect(200, "GET", fmt::format("/v1/pipelines/{}", run));
   Expect(404, "GET", "/v1/pipelines/999999");

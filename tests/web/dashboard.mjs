@@ -6,14 +6,16 @@
 // Checks, in one browser: logging in with a token (a wrong one refused); a running pipeline's
 // stages turning green live, without a reload; the GPU map's cells against GET /v1/gpus; a
 // pending job's verdict and estimate against GET /v1/jobs/{id}/explain; a preemption appearing
-// live in the victim's decision log. With DROVER_WEB_SCREENSHOTS=DIR it writes a screenshot of
+// live in the victim's decision log; a sweep's trials charted against its objective; the
+// diagnosis page against GET /v1/diagnosis; the pending view (GET /v1/jobs?pending=1); and
+// `drover run` serving the dashboard and the API while it runs. With DROVER_WEB_SCREENSHOTS=DIR it writes a screenshot of
 // each page there (docs/img/ for docs/dashboard.md); without, it writes none.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { fakeNvml, startServer, submit, waitFor } from './lib.mjs';
+import { fakeNvml, runDrover, startServer, submit, waitFor } from './lib.mjs';
 
 const [binary, nvmlLibrary] = process.argv.slice(2);
 if (!binary || !nvmlLibrary) {
@@ -80,6 +82,19 @@ try {
   const green = await page.locator('[data-stage=evaluate]').evaluate((e) => getComputedStyle(e).borderColor);
   assert.equal(green, 'rgb(0, 158, 115)');  // Okabe-Ito green
   assert.equal(await page.evaluate(() => window.notReloaded), true);
+  // The sweep charted against its objective, its best trial marked as the API says.
+  const train = (await server.api(`/v1/pipelines/${run}`)).stages.find((st) => st.name === 'train');
+  assert.deepEqual(train.objective, { metric: 'loss', goal: 'minimize', best_trial: 2 });
+  assert.deepEqual(train.jobs.map((j) => Number(j.outputs.loss)), [1, 0.2, 3]);
+  const sweep = page.getByTestId('sweep-train');
+  await sweep.getByTestId('best-trial').getByText('trial 2').waitFor();
+  await sweep.locator('canvas').first().waitFor();
+  assert.match(await sweep.locator('[role=img]').getAttribute('aria-label'),
+    /^loss by trial: trial 1 1, trial 2 0.2, trial 3 3$/);
+  await sweep.getByLabel('x axis').selectOption('lr');
+  await sweep.locator('[role=img][aria-label^="loss by lr"]').waitFor();
+  assert.match(await sweep.locator('[role=img]').getAttribute('aria-label'),
+    /^loss by lr: trial 2 0.2, trial 1 1, trial 3 3$/);
   await shoot('pipeline');
 
   step('the GPU map against GET /v1/gpus');
@@ -166,7 +181,65 @@ command: [sleep, "3"]
     await page.locator('main').getByText(text).first().waitFor();
     await shoot(hash);
   }
+  step('the diagnosis page against GET /v1/diagnosis');
+  await page.goto(`${server.url}/#/diagnosis`);
+  await page.getByTestId('diagnosis-teams').waitFor();
+  await waitFor('the findings to match the API', async () => {
+    const { jobs } = await server.api('/v1/diagnosis');
+    const expected = jobs.flatMap((j) => j.findings.map((f) => `${j.job_id} ${f.kind}`)).sort();
+    const shown = (await page.locator('table[data-testid^=findings-] tbody tr').evaluateAll((rows) =>
+      rows.map((r) => `${r.cells[0].textContent} ${r.cells[5].textContent}`))).sort();
+    return JSON.stringify(shown) === JSON.stringify(expected);
+  }, 30000, 500);
+
+  step('the pending jobs: every job not started, whatever it waits for');
+  // One waits for room (ready: b-train holds 6 of the 8 GPUs), one for it (pending).
+  const [forRoom, forDependency] = await submit(server, `kind: Job
+name: needs-room
+queue: team-b
+resources: {cpu: 100m, memory: 64Mi, gpus: 4}
+command: [sleep, "1"]
+---
+kind: Job
+name: needs-room-first
+queue: team-b
+depends_on: [needs-room]
+resources: {cpu: 100m, memory: 64Mi}
+command: [sleep, "1"]
+`);
+  await page.goto(`${server.url}/#/jobs`);
+  await page.getByLabel('state', { exact: true }).selectOption('not_started');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await waitFor('the pending view to match GET /v1/jobs?pending=1', async () => {
+    const { jobs } = await server.api('/v1/jobs?pending=1&limit=50');
+    const shown = await page.getByTestId('jobs-table').locator('tbody tr td:first-child').allTextContents();
+    return JSON.stringify(shown) === JSON.stringify(jobs.map((j) => String(j.id))) && jobs;
+  }, 30000, 500);
+  const states = Object.fromEntries((await server.api('/v1/jobs?pending=1')).jobs.map((j) => [j.id, j.state]));
+  assert.equal(states[forRoom], 'ready');
+  assert.equal(states[forDependency], 'pending');
+  assert.ok(requested.some((u) => u.includes('/v1/jobs?') && u.includes('pending=1')));
+
   assert.ok(!requested.some((u) => u.includes(server.token)), 'a request URL carried the token');
+
+  step('drover run serves the dashboard and the API while it runs');
+  const ran = await runDrover(resolve(binary), join(here, 'testdata', 'run.yaml'));
+  try {
+    const served = await fetch(`${ran.url}/`);
+    assert.equal(served.status, 200);
+    assert.match(await served.text(), /<script type="module" src="\/assets\/app-/);
+    const tab = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    tab.on('pageerror', (e) => errors.push(String(e)));
+    await tab.goto(`${ran.url}/#/jobs`);
+    await tab.getByLabel('API token').fill(ran.token);
+    await tab.keyboard.press('Enter');
+    await tab.getByTestId('live').getByText('live').waitFor();
+    const row = tab.getByTestId('jobs-table').locator('tr', { hasText: 'run-sleeps' });
+    await row.getByText('running').waitFor({ timeout: 30000 });
+    await tab.close();
+  } finally {
+    await ran.stop();
+  }
   assert.deepEqual(errors, []);
   step('passed');
 } catch (e) {

@@ -55,6 +55,31 @@ export async function startServer(binary, { args = [], env = {}, keep = false } 
   return { url, token, api, stop, dir, log: () => stderr };
 }
 
+// `drover run FILE` on a new data directory, once it prints where its API is: {url, token,
+// stop()}; stop() interrupts it (SIGINT: it cancels its jobs and exits).
+export async function runDrover(binary, file) {
+  const dir = mkdtempSync(join(tmpdir(), 'drover-web-run-'));
+  const child = spawn(binary, ['run', file, '--data', join(dir, 'data')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => { output = (output + d).slice(-20000); });
+  child.stderr.on('data', (d) => { output = (output + d).slice(-20000); });
+  const url = await waitFor('drover run to print its API address', () => {
+    if (child.exitCode !== null) throw new Error(`drover run exited:\n${output}`);
+    const found = /API at (http:\/\/\S+) \(token in (\S+)\)/.exec(output);
+    return found && found[1];
+  }, 60000, 50);
+  const token = readFileSync(join(dir, 'data', 'admin.token'), 'utf8').trim();
+  const stop = async () => {
+    child.kill('SIGINT');
+    await waitFor('drover run to exit', () => child.exitCode !== null || child.signalCode !== null, 30000, 50)
+      .catch(() => child.kill('SIGKILL'));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url, token, stop };
+}
+
 // Submits a YAML text; the ids of the jobs it created.
 export async function submit(server, yaml) {
   const body = await server.api('/v1/jobs', { method: 'POST', body: yaml,

@@ -1,18 +1,25 @@
-// Jobs (GET /v1/jobs): a table filtered by state, owner, team, queue and name, paged by key
-// (`after` = the previous page's `next`), newest first; each pending job with its verdict and
-// estimated start (GET /v1/jobs/{id}/explain).
+// Jobs (GET /v1/jobs): a table filtered by state (or every job not started), owner, team, queue
+// and name, paged by key (`after` = the previous page's `next`), newest first; each pending job
+// with its verdict and estimated start (GET /v1/jobs/{id}/explain).
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html, useLive, useVerdicts, kWaitingStates, Loading, ErrorNote, StateBadge, JobLink, time, duration } from '../lib.js';
 
 const kPageSize = 50;
-const kStates = ['', 'pending', 'ready', 'admitted', 'placed', 'starting', 'running', 'succeeded',
+// The state filter's choices: any, every job not started yet (GET /v1/jobs?pending=1, the rule
+// `drover ls --pending` uses: pending, waiting, ready, admitted or placed), or one state.
+const kNotStarted = 'not_started';
+const kStates = ['', kNotStarted, 'pending', 'ready', 'admitted', 'placed', 'starting', 'running', 'succeeded',
   'failed', 'cancelled', 'timed_out', 'waiting', 'skipped'];
 const kFields = ['owner', 'team', 'queue', 'name'];
 
 async function load(filter, after) {
   const query = new URLSearchParams({ limit: String(kPageSize), order: 'desc' });
   for (const [k, v] of Object.entries(filter)) if (v) query.set(k, v);
+  if (filter.state === kNotStarted) {
+    query.delete('state');
+    query.set('pending', '1');
+  }
   if (after) query.set('after', String(after));
   return api(`/v1/jobs?${query}`);
 }
@@ -34,7 +41,7 @@ export function Jobs() {
     <h1>Jobs</h1>
     <form class="filters" onSubmit=${apply} aria-label="Filter jobs">
       <label>state <select value=${draft.state} onChange=${(e) => setDraft({ ...draft, state: e.target.value })}>
-        ${kStates.map((s) => html`<option value=${s}>${s || 'any'}</option>`)}</select></label>
+        ${kStates.map((s) => html`<option value=${s}>${s === kNotStarted ? 'pending (not started)' : s || 'any'}</option>`)}</select></label>
       ${kFields.map((f) => html`<label>${f} <input value=${draft[f]} size="10"
         onInput=${(e) => setDraft({ ...draft, [f]: e.target.value })} /></label>`)}
       <button type="submit">Filter</button>

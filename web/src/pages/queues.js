@@ -1,8 +1,8 @@
 // Queues (GET /v1/queues): quota, usage, borrowed and lent GPUs as bars, fair share, and the
-// waiting jobs of each queue by the layer of their verdict (GET /v1/jobs/{id}/explain of those
-// among the kPendingSampled newest active jobs).
+// waiting jobs of each queue by the layer of their verdict (GET /v1/jobs/{id}/explain of the
+// kPendingSampled newest jobs not started: GET /v1/jobs?pending=1).
 import { api } from '../api.js';
-import { html, useLive, useVerdicts, kWaitingStates, Loading, ErrorNote } from '../lib.js';
+import { html, useLive, useVerdicts, Loading, ErrorNote } from '../lib.js';
 
 const kPendingSampled = 100;
 
@@ -17,24 +17,17 @@ function Bar({ queue, scale }) {
   </div>`;
 }
 
-async function load() {
-  const [{ queues }, pending] = await Promise.all([
-    api('/v1/queues'),
-    api(`/v1/jobs?active=1&limit=${kPendingSampled}`),
-  ]);
-  return {
-    queues,
-    pending: pending.jobs.filter((j) => kWaitingStates.includes(j.state)),
-    more: pending.next !== null,
-  };
-}
-
 export function Queues() {
-  const { data, error } = useLive(load, [], (e) => e.type === 'job' || e.type === 'decision');
-  const verdicts = useVerdicts(data && data.pending);
+  const relevant = (e) => e.type === 'job' || e.type === 'decision';
+  // The queues first: they paint without waiting for the pending jobs, asked for once they are in.
+  const { data, error } = useLive(() => api('/v1/queues'), [], relevant);
+  const waiting = useLive(() => (data ? api(`/v1/jobs?pending=1&limit=${kPendingSampled}`) : Promise.resolve(null)),
+    [!data], relevant);
+  const pending = waiting.data ? waiting.data.jobs : [];
+  const verdicts = useVerdicts(waiting.data && waiting.data.jobs);
   if (!data) return html`<${ErrorNote} error=${error} /><${Loading} what="queues" />`;
   const layers = {};
-  for (const job of data.pending) {
+  for (const job of pending) {
     const v = verdicts[job.id];
     if (!v) continue;
     const q = (layers[job.queue] ||= {});
@@ -57,6 +50,6 @@ export function Queues() {
         <td>${Object.entries(layers[q.name] || {}).map(([layer, n]) => html`<span class="layer">${layer}: ${n}</span> `)}</td>
       </tr>`)}</tbody>
     </table>
-    <p class="muted">Verdict layers of the ${data.pending.length} waiting jobs among the ${kPendingSampled} newest active ones.</p>
+    <p class="muted">Verdict layers of the ${pending.length}${waiting.data && waiting.data.next !== null ? ' newest' : ''} jobs not started yet.</p>
   </section>`;
 }
