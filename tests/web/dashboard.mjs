@@ -208,7 +208,7 @@ resources: {cpu: 100m, memory: 64Mi}
 command: [sleep, "1"]
 `);
   await page.goto(`${server.url}/#/jobs`);
-  await page.getByLabel('state', { exact: true }).selectOption('not_started');
+  await page.locator('form.filters select').first().selectOption('not_started');
   await page.getByRole('button', { name: 'Filter' }).click();
   await waitFor('the pending view to match GET /v1/jobs?pending=1', async () => {
     const { jobs } = await server.api('/v1/jobs?pending=1&limit=50');
