@@ -18,7 +18,7 @@
 # take its node's whole memory under CR_Core_Memory, one job per node).
 #
 # Starts its own Slurm cluster (tests/slurm/slurm-cluster.sh, in /tmp/drover-slurm-bench on
-# port 7917, apart from the test suite's in /tmp/drover-slurm-test on 7817), restarted clean
+# port 7917 unless DROVER_SLURM_DIR and DROVER_SLURM_PORT say otherwise, apart from the test suite's in /tmp/drover-slurm-test on 7817), restarted clean
 # before each Slurm case so none sees another's jobs, and stops it at the end. Run as root, and
 # not beside the Slurm test suite: slurm-cluster.sh stop (run by every start) ends every
 # slurmstepd on the machine, the suite's cluster's included. Drover's local nodes are declared
@@ -38,7 +38,7 @@ WORK=${WORK:-/tmp/drover-slurm-bench-work}
 API_PORT=${API_PORT:-8491}
 URL=http://127.0.0.1:$API_PORT
 PY="python3 $ROOT/bench/slurm_side_by_side.py"
-export DROVER_SLURM_DIR=/tmp/drover-slurm-bench DROVER_SLURM_PORT=7917
+export DROVER_SLURM_DIR=${DROVER_SLURM_DIR:-/tmp/drover-slurm-bench} DROVER_SLURM_PORT=${DROVER_SLURM_PORT:-7917}
 export SLURM_CONF=$DROVER_SLURM_DIR/slurm.conf
 CLUSTER=$ROOT/tests/slurm/slurm-cluster.sh
 SERVER_PID=

@@ -7,6 +7,7 @@
 // a pipeline whose GPU stage runs on Slurm between two local stages.
 // It fails (never skips) when Slurm cannot be started.
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -354,6 +355,55 @@ TEST_F(SlurmTest, ARestartedServerReattachesToItsSlurmJobs) {
                   .has_value());
   EXPECT_EQ(WaitForTerminal(*client_, id), "cancelled");
   EXPECT_EQ(SlurmState(slurm_id), "CANCELLED");
+}
+
+// A file of 12 like jobs goes to Slurm as a job array (one sbatch, each job a task of it: at most
+// two arrays, should the first job have gone before the others arrived). 16 CPUs each, so 4 run
+// on the 4 nodes and 8 wait in the array's pending record when the server restarts: the new
+// server adopts every task, running or pending, by its "ARRAYID_TASK", and all succeed as the
+// attempts they were, none submitted again.
+TEST_F(SlurmTest, AFileOfJobsGoesAsAnArrayAndARestartMidArrayAdoptsItsTasks) {
+  constexpr int kJobs = 12;
+  const std::string release = dir_.Sub("release");
+  std::string file;
+  for (int i = 0; i < kJobs; ++i) {
+    file += fmt::format(
+        "kind: Job\nname: task{}\nqueue: hpc\nresources: {{cpu: 16, memory: 100Mi}}\n"
+        "script: while [ ! -e {} ]; do sleep 0.2; done; echo ok\n---\n",
+        i, release);
+  }
+  const std::vector<std::int64_t> ids = Submit(*client_, file);
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
+  std::map<std::int64_t, std::string> slurm_ids;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        int running = 0;
+        for (std::int64_t id : ids) {
+          const nlohmann::json job = Job(id);
+          if (job["attempts"].empty() || !job["attempts"][0]["external_id"].is_string()) {
+            return false;
+          }
+          slurm_ids[id] = job["attempts"][0]["external_id"];
+          running += job["state"] == "running";
+        }
+        return running == 4;
+      },
+      std::chrono::seconds(60)));
+  std::set<std::string> arrays;
+  for (const auto& [id, slurm_id] : slurm_ids)
+    arrays.insert(slurm_id.substr(0, slurm_id.find('_')));
+  EXPECT_LE(arrays.size(), 2u);
+  EXPECT_THAT(slurm_ids[ids.back()], HasSubstr("_")) << "the last job is not an array's task";
+  EXPECT_EQ(SlurmState(slurm_ids[ids.back()]), "PENDING");
+
+  ASSERT_NO_FATAL_FAILURE(RestartServer());
+  WriteFile(release, "");
+  for (std::int64_t id : ids) {
+    EXPECT_EQ(WaitForTerminal(*client_, id), "succeeded") << Job(id).dump(2);
+    const nlohmann::json job = Job(id);
+    EXPECT_EQ(job["attempts"].size(), 1u);
+    EXPECT_EQ(job["attempts"][0]["external_id"], slurm_ids[id]);
+  }
 }
 
 TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {

@@ -15,6 +15,11 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 
 std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+bool PerAttemptArg(std::string_view arg) {
+  return arg.starts_with("--job-name=") || arg.starts_with("--output=") ||
+         arg.starts_with("--chdir=");
+}
+
 std::string Lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -30,6 +35,57 @@ std::string AttemptDir(const std::string& job_dir, int attempt) {
 std::string TimeoutMarker(const std::string& attempt_dir) { return attempt_dir + "/timed-out"; }
 
 std::string ContractFile(const std::string& attempt_dir) { return attempt_dir + "/contract.sh"; }
+
+std::string TaskScript(const std::string& attempt_dir) { return attempt_dir + "/batch.sh"; }
+
+std::string ArrayMarker(const std::string& attempt_dir) { return attempt_dir + "/array"; }
+
+std::string TaskJobIdFile(const std::string& attempt_dir) { return attempt_dir + "/slurm-job-id"; }
+
+std::string ArrayShape(const Sbatch& sbatch) {
+  std::string shape;
+  for (const std::string& arg : sbatch.args) {
+    if (!PerAttemptArg(arg)) shape += arg + '\n';
+  }
+  return shape;
+}
+
+Sbatch RenderArray(const std::string& name, const std::string& dir,
+                   const std::vector<std::pair<std::string, Sbatch>>& tasks) {
+  Sbatch out;
+  out.args.push_back("--job-name=" + name);
+  out.args.push_back(fmt::format("--array=0-{}", tasks.empty() ? 0 : tasks.size() - 1));
+  out.args.push_back(fmt::format("--output={}/{}.out", dir, name));
+  out.args.push_back("--chdir=" + dir);
+  if (!tasks.empty()) {
+    for (const std::string& arg : tasks.front().second.args) {
+      if (!PerAttemptArg(arg)) out.args.push_back(arg);
+    }
+  }
+  std::string& s = out.script;
+  s = fmt::format(
+      "#!/bin/bash\n"
+      "# Drover job array {}: task i runs the attempt of row i, from the batch script that\n"
+      "# Drover wrote into its directory before it submitted the array.\n"
+      "case \"$SLURM_ARRAY_TASK_ID\" in\n",
+      name);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    std::string work = tasks[i].first;
+    for (const std::string& arg : tasks[i].second.args) {
+      if (arg.starts_with("--chdir=")) work = arg.substr(8);
+    }
+    s += fmt::format("{}) dir={} work={} ;;\n", i, ShellQuote(tasks[i].first), ShellQuote(work));
+  }
+  s += "*) echo \"drover: array task $SLURM_ARRAY_TASK_ID has no attempt\" >&2; exit 1 ;;\n";
+  s += "esac\n";
+  // Written whole, so that a reader never sees half an id.
+  const std::string id_file = TaskJobIdFile("$dir");
+  s += fmt::format("echo \"$SLURM_JOB_ID\" > \"{0}.new\" && mv -f \"{0}.new\" \"{0}\"\n", id_file);
+  s += "exec >>\"$dir/slurm-$SLURM_JOB_ID.out\" 2>&1\n";  // where a lone job's --output goes
+  s += "cd \"$work\" || exit 1\n";
+  s += fmt::format("exec /bin/bash \"{}\"\n", TaskScript("$dir"));
+  return out;
+}
 
 std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOptions& options) {
   std::string s;

@@ -22,6 +22,31 @@ std::string Trim(std::string text) {
   return text;
 }
 
+// Writes `text` to `path` whole, under a temporary name first, so that no reader (a run, a
+// restarted server) sees half of it.
+std::error_code WriteWhole(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  std::ofstream out(path + ".new", std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return std::make_error_code(std::errc::io_error);
+  std::filesystem::rename(path + ".new", path, ec);
+  return ec;
+}
+
+// Word `index` (from 0) of `path`'s contents; "" when there is none.
+std::string ReadWord(const std::string& path, int index = 0) {
+  std::ifstream in(path);
+  std::string word;
+  for (int i = 0; i <= index; ++i) {
+    if (!(in >> word)) return "";
+  }
+  return word;
+}
+
+// How long the executor waits for more submissions after one arrives (Loop).
+constexpr int kGatherMs = 2;
+
 bool Running(std::string_view state) {
   return state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED" ||
          state == "STOPPED" || state == "SIGNALING";
@@ -47,6 +72,10 @@ std::string SlurmExecutor::JobDir(JobId job) const {
 
 std::string SlurmExecutor::AttemptDir(JobId job, int attempt) const {
   return slurm::AttemptDir(JobDir(job), attempt);
+}
+
+SbatchOptions SlurmExecutor::OptionsFor(JobId job) const {
+  return SbatchOptions{JobDir(job), options_.server_url, options_.drover_bin};
 }
 
 SlurmExecutor::Tracked SlurmExecutor::TrackedOf(const model::ExternalRef& ref) const {
@@ -111,6 +140,20 @@ void SlurmExecutor::Loop() {
       return stopping_ || !submits_.empty() || !cancels_.empty() || !adopts_.empty();
     });
     if (stopping_) break;
+    const auto round = static_cast<std::size_t>(std::max(options_.max_concurrent_submits, 1));
+    const std::size_t most =
+        round * static_cast<std::size_t>(std::max(options_.max_array_tasks, 1));
+    if (options_.max_array_tasks > 1) {
+      // Submissions come in bursts (a file's jobs, a sweep's trials: one Submit each, back to
+      // back): gather the burst while it grows, so that it goes as one array rather than as a
+      // lone job and then the rest. A lone submission waits kGatherMs for company.
+      for (std::size_t seen = 0; !stopping_ && submits_.size() != seen && submits_.size() < most;) {
+        seen = submits_.size();
+        wake_.wait_for(lock, std::chrono::milliseconds(kGatherMs),
+                       [this]() REQUIRES(mu_) { return stopping_; });
+      }
+      if (stopping_) break;
+    }
     auto adopts = std::exchange(adopts_, {});
     auto cancels = std::exchange(cancels_, {});
     // Cancelled before it reached Slurm: never submitted.
@@ -127,18 +170,37 @@ void SlurmExecutor::Loop() {
       it = cancels.erase(it);
     }
     // One round of concurrent sbatch calls per turn, so that cancels and refreshes are not held
-    // up behind a large submission (1,000 jobs at tens of ms per sbatch).
-    std::vector<model::ExternalLaunch> launches;
-    const auto round = static_cast<std::size_t>(std::max(options_.max_concurrent_submits, 1));
-    while (!submits_.empty() && launches.size() < round) {
-      launches.push_back(std::move(submits_.front()));
+    // up behind a large submission (1,000 jobs at tens of ms per sbatch). A round's call may be
+    // an array of many launches: what waits is taken, grouped, and the launches of the calls
+    // beyond the round go back to the front of the queue.
+    std::vector<model::ExternalLaunch> taken;
+    while (!submits_.empty() && taken.size() < most) {
+      taken.push_back(std::move(submits_.front()));
       submits_.pop_front();
     }
-    if (!adopts.empty() || !cancels.empty() || !launches.empty()) {
+    if (!adopts.empty() || !cancels.empty() || !taken.empty()) {
       interval = shortest;
       next_refresh = std::min(next_refresh, Steady::now() + interval);
     }
     lock.unlock();
+    std::vector<std::vector<std::size_t>> grouped = Calls(taken);
+    std::vector<Call> calls;
+    for (std::size_t i = 0; i < grouped.size() && i < round; ++i) {
+      calls.emplace_back();
+      for (std::size_t index : grouped[i]) calls.back().push_back(std::move(taken[index]));
+    }
+    if (grouped.size() > round) {
+      std::vector<std::size_t> later;
+      for (std::size_t i = round; i < grouped.size(); ++i) {
+        later.insert(later.end(), grouped[i].begin(), grouped[i].end());
+      }
+      std::sort(later.begin(), later.end());  // back in queue order
+      lock.lock();
+      for (auto it = later.rbegin(); it != later.rend(); ++it) {
+        submits_.push_front(std::move(taken[*it]));
+      }
+      lock.unlock();
+    }
     for (const model::ExternalRef& ref : adopts) AdoptNow(ref);
     for (const model::ExternalRef& ref : dropped) {
       CancelNow(ref);  // a continuation's requeued Slurm job is held: cancel it there
@@ -146,7 +208,7 @@ void SlurmExecutor::Loop() {
       event.exit.cancelled = true;
       Emit(TrackedOf(ref), model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
     }
-    if (!launches.empty()) SubmitNow(std::move(launches));
+    if (!calls.empty()) SubmitNow(std::move(calls));
     for (const model::ExternalRef& ref : cancels) CancelNow(ref);
     // At the poll interval, not at every wake-up: a refresh lists every job Slurm holds, and
     // one per submission cost more than the submission once hundreds were listed.
@@ -159,35 +221,70 @@ void SlurmExecutor::Loop() {
   }
 }
 
-void SlurmExecutor::SubmitNow(std::vector<model::ExternalLaunch> launches) {
-  std::vector<const model::ExternalLaunch*> fresh;
-  for (const model::ExternalLaunch& launch : launches) {
-    if (launch.ref.restart > 0) {
-      ContinueNow(launch);  // touches held_: on this thread
-    } else {
-      fresh.push_back(&launch);
-    }
-  }
-  std::vector<Handed> handed(fresh.size());
-  {
-    // The first on this thread, the others each on a thread of its own for the round.
-    std::vector<std::jthread> calls;
-    for (std::size_t i = 1; i < fresh.size(); ++i) {
-      calls.emplace_back([this, &handed, &fresh, i] { handed[i] = RunSbatch(*fresh[i]); });
-    }
-    if (!fresh.empty()) handed[0] = RunSbatch(*fresh[0]);
-  }
-  for (Handed& one : handed) {
-    if (one.error.empty()) {
-      tracked_[one.tracked.ref.name] = one.tracked;
-      Emit(one.tracked, model::ExecutorEvent::Kind::kSubmitted, one.at);
+std::vector<std::vector<std::size_t>> SlurmExecutor::Calls(
+    const std::vector<model::ExternalLaunch>& launches) const {
+  const auto most = static_cast<std::size_t>(std::max(options_.max_array_tasks, 1));
+  std::vector<std::vector<std::size_t>> calls;
+  std::map<std::string, std::size_t> open;  // shape -> its call that can take more
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    const model::ExternalLaunch& launch = launches[i];
+    if (launch.ref.restart > 0 || most == 1) {
+      calls.push_back({i});
       continue;
     }
-    spdlog::warn("slurm: {} not submitted: {}", one.tracked.ref.name, one.error);
-    model::ExecutorEvent event;
-    event.exit.message = one.error;
-    Emit(one.tracked, model::ExecutorEvent::Kind::kExited, one.at, event);
+    Result<Sbatch> sbatch = RenderSbatch(launch, OptionsFor(launch.ref.job));
+    if (!sbatch) {  // RunSbatch reports why
+      calls.push_back({i});
+      continue;
+    }
+    const std::string shape = ArrayShape(*sbatch);
+    auto it = open.find(shape);
+    if (it == open.end() || calls[it->second].size() >= most) {
+      open[shape] = calls.size();
+      calls.push_back({i});
+    } else {
+      calls[it->second].push_back(i);
+    }
   }
+  return calls;
+}
+
+void SlurmExecutor::SubmitNow(std::vector<Call> calls) {
+  std::vector<const Call*> fresh;
+  for (const Call& call : calls) {
+    if (call.size() == 1 && call.front().ref.restart > 0) {
+      ContinueNow(call.front());  // touches held_: on this thread
+    } else {
+      fresh.push_back(&call);
+    }
+  }
+  std::vector<std::vector<Handed>> results(fresh.size());
+  const auto run = [this](const Call& call) {
+    return call.size() == 1 ? std::vector<Handed>{RunSbatch(call.front())} : RunArray(call);
+  };
+  {
+    // The first on this thread, the others each on a thread of its own for the round.
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 1; i < fresh.size(); ++i) {
+      threads.emplace_back([&results, &fresh, &run, i] { results[i] = run(*fresh[i]); });
+    }
+    if (!fresh.empty()) results[0] = run(*fresh[0]);
+  }
+  for (std::vector<Handed>& handed : results) {
+    for (const Handed& one : handed) Report(one);
+  }
+}
+
+void SlurmExecutor::Report(const Handed& one) {
+  if (one.error.empty()) {
+    tracked_[one.tracked.ref.name] = one.tracked;
+    Emit(one.tracked, model::ExecutorEvent::Kind::kSubmitted, one.at);
+    return;
+  }
+  spdlog::warn("slurm: {} not submitted: {}", one.tracked.ref.name, one.error);
+  model::ExecutorEvent event;
+  event.exit.message = one.error;
+  Emit(one.tracked, model::ExecutorEvent::Kind::kExited, one.at, event);
 }
 
 SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& launch) const {
@@ -196,8 +293,7 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   Tracked& tracked = handed.tracked;
   std::error_code ec;
   std::filesystem::create_directories(tracked.attempt_dir, ec);
-  Result<Sbatch> sbatch = RenderSbatch(
-      launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
+  Result<Sbatch> sbatch = RenderSbatch(launch, OptionsFor(launch.ref.job));
   if (ec) {
     handed.error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
   } else if (!sbatch) {
@@ -218,22 +314,70 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   return handed;
 }
 
+std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches) const {
+  const model::ExternalRef& first = launches.front().ref;
+  const std::string name = fmt::format("drover-array-{}-{}", first.job.value(), first.attempt);
+  const std::string dir = options_.runs_dir + "/arrays";
+  std::vector<Handed> handed(launches.size());
+  std::vector<std::size_t> tasks;  // task i is launches[tasks[i]]
+  std::vector<std::pair<std::string, Sbatch>> scripts;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    Handed& one = handed[i];
+    one.tracked = TrackedOf(launches[i].ref);
+    const std::string& attempt_dir = one.tracked.attempt_dir;
+    if (ec) {
+      one.error = fmt::format("creating {}: {}", dir, ec.message());
+      continue;
+    }
+    Result<Sbatch> sbatch = RenderSbatch(launches[i], OptionsFor(launches[i].ref.job));
+    if (!sbatch) {
+      one.error = sbatch.error().message;
+      continue;
+    }
+    // The task's script, then its marker: a restart that finds the marker finds the script.
+    std::error_code write_ec;
+    std::filesystem::create_directories(attempt_dir, write_ec);
+    if (!write_ec) write_ec = WriteWhole(TaskScript(attempt_dir), sbatch->script);
+    if (!write_ec) {
+      write_ec = WriteWhole(ArrayMarker(attempt_dir), fmt::format("{} {}\n", name, tasks.size()));
+    }
+    if (write_ec) {
+      one.error = fmt::format("writing into {}: {}", attempt_dir, write_ec.message());
+      continue;
+    }
+    tasks.push_back(i);
+    scripts.emplace_back(attempt_dir, std::move(*sbatch));
+  }
+  if (!tasks.empty()) {
+    const Sbatch array = RenderArray(name, dir, scripts);
+    std::vector<std::string> argv = {"sbatch"};
+    argv.insert(argv.end(), array.args.begin(), array.args.end());
+    CommandResult result = RunCommand(argv, array.script);
+    const std::string id = Trim(result.out).substr(0, Trim(result.out).find(';'));
+    for (std::size_t task = 0; task < tasks.size(); ++task) {
+      Handed& one = handed[tasks[task]];
+      if (result.ok()) {
+        one.tracked.ref.external_id = fmt::format("{}_{}", id, task);
+      } else {
+        one.error = "sbatch --array: " + Trim(result.err.empty() ? result.out : result.err);
+      }
+    }
+  }
+  const TimeMs at = clock_.Now();
+  for (Handed& one : handed) one.at = at;
+  return handed;
+}
+
 void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
   Tracked tracked = TrackedOf(launch.ref);
   const std::string& id = launch.ref.external_id;
   held_.erase(id);
-  // Written whole under a temporary name, so that a run never reads half a contract.
   const std::string contract = ContractFile(tracked.attempt_dir);
   std::error_code ec;
   std::filesystem::create_directories(tracked.attempt_dir, ec);
-  if (!ec) {
-    std::ofstream out(contract + ".new", std::ios::trunc);
-    out << RenderContract(
-        launch, SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin});
-    out.close();
-    if (!out) ec = std::make_error_code(std::errc::io_error);
-  }
-  if (!ec) std::filesystem::rename(contract + ".new", contract, ec);
+  if (!ec) ec = WriteWhole(contract, RenderContract(launch, OptionsFor(launch.ref.job)));
   if (ec) {
     RunCommand({"scancel", id});
     model::ExecutorEvent event;
@@ -266,15 +410,20 @@ void SlurmExecutor::CancelNow(const model::ExternalRef& ref) {
 void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
   Tracked tracked = TrackedOf(ref);
   if (tracked.ref.external_id.empty()) {
-    // Perhaps submitted just before a restart: look it up by its name.
-    CommandResult found =
-        RunCommand({"squeue", "-h", "--states=all", "--name=" + ref.name, "-o", "%i"});
+    // Perhaps submitted just before a restart: look it up by its name, or as a task of the
+    // array its marker names (%F: the array's job id).
+    const std::string marker = ArrayMarker(tracked.attempt_dir);
+    const std::string array = ReadWord(marker);
+    const std::string name = array.empty() ? ref.name : array;
+    CommandResult found = RunCommand(
+        {"squeue", "-h", "--states=all", "--name=" + name, "-o", array.empty() ? "%i" : "%F"});
     std::string id = Trim(found.out);
     id = id.substr(0, id.find('\n'));
+    if (!id.empty() && !array.empty()) id += "_" + ReadWord(marker, 1);
     if (!found.ok() || id.empty()) {
       model::ExecutorEvent event;
       event.exit.node_lost = true;
-      event.exit.message = fmt::format("slurm has no job named {}", ref.name);
+      event.exit.message = fmt::format("slurm has no job named {}", name);
       Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
       return;
     }
@@ -294,7 +443,9 @@ bool SlurmExecutor::Refresh() {
   std::map<std::string, SlurmJob> jobs;
   std::istringstream lines(result.out);
   for (std::string line; std::getline(lines, line);) {
-    if (auto job = ParseJobLine(line, &ParseLocalTime)) jobs.emplace(job->id, std::move(*job));
+    std::optional<SlurmJob> job = ParseJobLine(line, &ParseLocalTime);
+    if (!job) continue;
+    for (std::string& id : RecordIds(*job)) jobs.emplace(std::move(id), *job);
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     Tracked& tracked = it->second;
@@ -302,6 +453,10 @@ bool SlurmExecutor::Refresh() {
     bool ended = false;
     if (job != jobs.end()) {
       tracked.missing = 0;
+      // A record of one array task only is its own job (the pending tasks share the array's).
+      if (job->second.array_task_ids.find_first_of("-,") == std::string::npos) {
+        tracked.slurm_job_id = job->second.id;
+      }
       ended = Observe(tracked, job->second);
     } else if (++tracked.missing >= 2) {
       Vanished(tracked);
@@ -382,18 +537,25 @@ void SlurmExecutor::ReportStarted(Tracked& tracked, const std::vector<std::strin
 }
 
 std::optional<SlurmJob> SlurmExecutor::RunEnd(const Tracked& tracked) const {
-  // Past MinJobAge, scontrol forgets finished jobs; the jobcomp log (sacct -c) keeps them.
-  const std::string& id = tracked.ref.external_id;
+  // Past MinJobAge, scontrol forgets finished jobs; the jobcomp log (sacct -c) keeps them, an
+  // array task's under its own job id (the jobcomp log knows no "ARRAY_TASK" ids).
+  const model::ExternalRef& ref = tracked.ref;
+  const std::string submitted_by = AttemptDir(ref.job, ref.attempt - ref.restart);
+  const std::string array = ReadWord(ArrayMarker(submitted_by));
+  std::string id = tracked.slurm_job_id;
+  if (id.empty()) id = array.empty() ? ref.external_id : ReadWord(TaskJobIdFile(submitted_by));
+  if (id.empty()) return std::nullopt;  // an array task that never ran
   CommandResult result = RunCommand({"sacct", "-c", "-n", "-P", "-j", id, "-o", kRunEndFields});
   if (!result.ok()) {
     spdlog::warn("slurm: sacct -c -j {}: {}", id, Trim(result.err));
     return std::nullopt;
   }
-  // The Slurm job bears the name of the attempt that submitted it; this attempt's run is the
-  // restart-th to end.
-  const model::ExternalRef& ref = tracked.ref;
-  std::vector<SlurmJob> runs = ParseRunEnds(
-      result.out, id, model::ExternalName(ref.job, ref.attempt - ref.restart), &ParseLocalTime);
+  // The Slurm job bears the name of the attempt that submitted it (or of its array); this
+  // attempt's run is the restart-th to end.
+  std::vector<SlurmJob> runs =
+      ParseRunEnds(result.out, id,
+                   array.empty() ? model::ExternalName(ref.job, ref.attempt - ref.restart) : array,
+                   &ParseLocalTime);
   const std::size_t index = static_cast<std::size_t>(ref.restart);
   if (index >= runs.size()) return std::nullopt;
   return std::move(runs[index]);

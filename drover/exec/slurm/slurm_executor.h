@@ -20,6 +20,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/thread_annotations.h"
 #include "drover/exec/executor.h"
+#include "drover/exec/slurm/sbatch.h"
 #include "drover/exec/slurm/state.h"
 
 namespace drover::exec::slurm {
@@ -36,6 +37,10 @@ struct SlurmExecutorOptions {
   // 207 s on a loaded 2-core machine (docs/benchmarks.md): each call waits mostly on
   // slurmctld, which serves several at once.
   int max_concurrent_submits = 8;
+  // New attempts of one shape (ArrayShape: a file of like jobs, a sweep's trials) that are
+  // waiting together go as the tasks of one job array, at most this many per array (Slurm's
+  // MaxArraySize is 1001 by default: task ids 0 to 1000). 1: every attempt a job of its own.
+  int max_array_tasks = 1000;
   // While refreshes find nothing new, the interval doubles up to this (a cluster of long jobs
   // is asked about them less often); any change, submission or cancel returns it to
   // poll_interval_ms.
@@ -64,24 +69,40 @@ class SlurmExecutor final : public Executor {
     std::string reason;  // last pending reason reported
     TimeMs eligible_at = 0;
     bool started = false;
+    // An array task's own Slurm job id (its record's JobId once it started, which the jobcomp
+    // log records its runs under); empty until a refresh saw the task started.
+    std::string slurm_job_id;
     int missing = 0;  // consecutive refreshes that did not find it in scontrol's list
   };
   Tracked TrackedOf(const model::ExternalRef& ref) const;
+  SbatchOptions OptionsFor(JobId job) const;
   std::string JobDir(JobId job) const;
 
   void Loop() EXCLUDES(mu_);
-  // Hands `launches` to Slurm: new submissions by concurrent `sbatch` calls, continuations one
-  // after the other; returns when every one was reported (kSubmitted, or kExited with why not).
-  void SubmitNow(std::vector<model::ExternalLaunch> launches);
-  // One `sbatch` for a new submission (ref.restart == 0), safe to run on several threads at
-  // once (it reads only the options): the Slurm job's id in ref.external_id, or why there is
-  // none.
+  // What one hand-off to Slurm does: a continuation (one launch with ref.restart > 0), a new
+  // submission's `sbatch`, or the `sbatch --array` of several new submissions of one shape.
+  using Call = std::vector<model::ExternalLaunch>;
+  // `launches` (in queue order) grouped into calls, as indices into it: new submissions of one
+  // ArrayShape together, up to max_array_tasks per call, in queue order within a call and
+  // each call where its first launch was.
+  std::vector<std::vector<std::size_t>> Calls(
+      const std::vector<model::ExternalLaunch>& launches) const;
+  // Hands `calls` to Slurm: the sbatch calls concurrently, continuations one after the other;
+  // returns when every launch was reported (kSubmitted, or kExited with why not).
+  void SubmitNow(std::vector<Call> calls);
+  // The `sbatch` of a new submission (ref.restart == 0), safe to run on several threads at once
+  // (it reads only the options): the Slurm job's id in ref.external_id, or why there is none.
   struct Handed {
     Tracked tracked;
     TimeMs at = 0;      // when sbatch returned
     std::string error;  // empty: submitted
   };
   Handed RunSbatch(const model::ExternalLaunch& launch) const;
+  // One `sbatch --array` for new submissions of one shape (RenderArray), as safe as RunSbatch:
+  // one Handed per launch, in order, task i's ref.external_id "<array job id>_<i>".
+  std::vector<Handed> RunArray(const Call& launches) const;
+  // Tracks a submitted launch and reports kSubmitted, or kExited with why it was not.
+  void Report(const Handed& one);
   // A continuation (ref.restart > 0): writes the attempt's contract file, then releases the
   // requeued Slurm job that Observe held.
   void ContinueNow(const model::ExternalLaunch& launch);

@@ -1,5 +1,6 @@
 #include "drover/exec/slurm/slurm_executor.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,21 +25,27 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Stand-ins for sbatch, scontrol, scancel and sacct, first on PATH: each call is a line of
-// $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds, and
-// appends to $FAKE_SLURM_DIR/overlap how many sbatch calls were running when it ended (itself
-// included); scontrol lists $FAKE_SLURM_DIR/show if it exists, else every job submitted so far
-// as pending; sacct prints $FAKE_SLURM_DIR/sacct.out.
+// Stand-ins for sbatch, scontrol, scancel, sacct and squeue, first on PATH: each call is a line
+// of $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds
+// (and, while $FAKE_SLURM_DIR/gate exists, waits for it to go), and appends to
+// $FAKE_SLURM_DIR/overlap how many sbatch calls were running when it ended (itself included);
+// scontrol lists $FAKE_SLURM_DIR/show if it exists, else every job submitted so far as pending
+// (an array's tasks in one record, as Slurm does); sacct prints $FAKE_SLURM_DIR/sacct.out and
+// squeue $FAKE_SLURM_DIR/squeue.out.
 const char* kSbatch = R"sh(#!/bin/bash
 cat >/dev/null
 touch "$FAKE_SLURM_DIR/running.$$"
 sleep "${FAKE_SBATCH_DELAY:-0}"
-for a in "$@"; do case $a in --job-name=*) name=${a#--job-name=};; esac; done
+while [ -e "$FAKE_SLURM_DIR/gate" ]; do sleep 0.01; done
+array=
+for a in "$@"; do
+  case $a in --job-name=*) name=${a#--job-name=};; --array=*) array=${a#--array=};; esac
+done
 exec 9>"$FAKE_SLURM_DIR/lock"
 flock 9
 n=$(( $(wc -l < "$FAKE_SLURM_DIR/jobs") + 1 ))
-echo "$n $name" >> "$FAKE_SLURM_DIR/jobs"
-echo "sbatch $name" >> "$FAKE_SLURM_DIR/log"
+echo "$n $name $array" >> "$FAKE_SLURM_DIR/jobs"
+echo "sbatch $name${array:+ --array=$array}" >> "$FAKE_SLURM_DIR/log"
 ls "$FAKE_SLURM_DIR" | grep -c '^running\.' >> "$FAKE_SLURM_DIR/overlap"
 rm -f "$FAKE_SLURM_DIR/running.$$"
 flock -u 9
@@ -47,16 +55,20 @@ const char* kScontrol = R"sh(#!/bin/bash
 if [ "$1" != show ]; then echo "scontrol $*" >> "$FAKE_SLURM_DIR/log"; exit 0; fi
 echo scontrol >> "$FAKE_SLURM_DIR/log"
 if [ -f "$FAKE_SLURM_DIR/show" ]; then cat "$FAKE_SLURM_DIR/show"; exit 0; fi
-while read -r id name; do
-  echo "JobId=$id JobName=$name JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 StartTime=Unknown EndTime=Unknown NodeList=(null)"
+while read -r id name array; do
+  echo "JobId=$id ${array:+ArrayJobId=$id ArrayTaskId=$array }JobName=$name JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 StartTime=Unknown EndTime=Unknown NodeList=(null)"
 done < "$FAKE_SLURM_DIR/jobs"
 )sh";
 const char* kScancel = R"sh(#!/bin/bash
 echo "scancel $*" >> "$FAKE_SLURM_DIR/log"
 )sh";
 const char* kSacct = R"sh(#!/bin/bash
-echo "sacct" >> "$FAKE_SLURM_DIR/log"
+echo "sacct $*" >> "$FAKE_SLURM_DIR/log"
 cat "$FAKE_SLURM_DIR/sacct.out" 2>/dev/null
+)sh";
+const char* kSqueue = R"sh(#!/bin/bash
+echo "squeue $*" >> "$FAKE_SLURM_DIR/log"
+cat "$FAKE_SLURM_DIR/squeue.out" 2>/dev/null
 )sh";
 
 class SlurmExecutorTest : public ::testing::Test {
@@ -66,6 +78,7 @@ class SlurmExecutorTest : public ::testing::Test {
     Write("scontrol", kScontrol);
     Write("scancel", kScancel);
     Write("sacct", kSacct);
+    Write("squeue", kSqueue);
     std::ofstream(dir_ + "/jobs").flush();
     std::ofstream(dir_ + "/log").flush();
     const char* path = getenv("PATH");
@@ -153,7 +166,9 @@ class SlurmExecutorTest : public ::testing::Test {
 
 TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
   setenv("FAKE_SBATCH_DELAY", "0.1", 1);
-  SlurmExecutor executor(Options(50), clock_);
+  SlurmExecutorOptions options = Options(50);
+  options.max_array_tasks = 1;  // like jobs each a Slurm job of its own
+  SlurmExecutor executor(options, clock_);
   for (int job = 1; job <= 40; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
   // While the first rounds of sbatch calls run (8 at a time), job 39 is cancelled: it must
   // never reach Slurm (before, the whole batch was submitted first, job 39 included, then
@@ -192,6 +207,7 @@ TEST_F(SlurmExecutorTest, ALargeSubmissionRunsSeveralSbatchAtOnce) {
   setenv("FAKE_SBATCH_DELAY", "0.2", 1);
   SlurmExecutorOptions options = Options(50);
   options.max_concurrent_submits = 8;
+  options.max_array_tasks = 1;  // like jobs each a Slurm job of its own
   SlurmExecutor executor(options, clock_);
   constexpr int kJobs = 200;
   for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
@@ -214,6 +230,111 @@ TEST_F(SlurmExecutorTest, ALargeSubmissionRunsSeveralSbatchAtOnce) {
   for (int running = 0; overlap_file >> running;) most = std::max(most, running);
   EXPECT_GT(most, 1) << "the sbatch calls ran one at a time";
   EXPECT_LE(most, options.max_concurrent_submits);
+}
+
+// 200 like jobs (one file) reach Slurm as one job array, not 200 sbatch calls; each job is a task
+// of it, tracked, started, ended and cancelled under its own "ARRAYID_TASK". The first sbatch
+// waits at a gate until all 200 were submitted, so that however the executor's thread took the
+// first ones, the rest wait together.
+TEST_F(SlurmExecutorTest, LikeJobsGoAsOneArrayWhoseTasksAreTrackedOneByOne) {
+  using Kind = model::ExecutorEvent::Kind;
+  std::ofstream(dir_ + "/gate").flush();
+  SlurmExecutor executor(Options(50), clock_);
+  constexpr int kJobs = 200;
+  for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
+  std::filesystem::remove(dir_ + "/gate");
+  std::map<std::int64_t, std::string> ids;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    EXPECT_NE(event.kind, Kind::kExited) << event.exit.message;
+    if (event.kind == Kind::kSubmitted) ids[event.ref.job.value()] = event.ref.external_id;
+    return ids.size() == kJobs;
+  }));
+  const std::vector<std::string> log = Log();
+  const auto sbatches = std::count_if(
+      log.begin(), log.end(), [](const std::string& line) { return line.starts_with("sbatch"); });
+  EXPECT_LE(sbatches, 2) << "at most the jobs taken before the gate, then the rest as one array";
+  // The last job is the last task of the array that took the rest: 1_199 or 2_<n>.
+  const std::string last = ids[kJobs];
+  const std::size_t underscore = last.find('_');
+  ASSERT_NE(underscore, std::string::npos) << last;
+  const std::string array = last.substr(0, underscore);
+  const int task = std::stoi(last.substr(underscore + 1));
+  ASSERT_GE(task, 1);
+  EXPECT_EQ(ids[kJobs - 1], fmt::format("{}_{}", array, task - 1));
+  EXPECT_THAT(log, Contains(HasSubstr(fmt::format("--array=0-{}", task))));
+  // The task's own script and the marker that finds it after a restart, before the sbatch.
+  const std::string attempt_dir = executor.AttemptDir(JobId(kJobs), 1);
+  EXPECT_TRUE(std::filesystem::exists(attempt_dir + "/batch.sh"));
+  std::ifstream marker(attempt_dir + "/array");
+  std::string name;
+  int marked = -1;
+  ASSERT_TRUE(marker >> name >> marked);
+  EXPECT_THAT(name, ::testing::StartsWith("drover-array-"));
+  EXPECT_EQ(marked, task);
+
+  // Slurm lists the last task started as its own job 9001, the others pending in one record.
+  std::ofstream(dir_ + "/show.new")
+      << "JobId=9001 ArrayJobId=" << array << " ArrayTaskId=" << task << " JobName=" << name
+      << " JobState=RUNNING Reason=None Restarts=0 SubmitTime=2026-11-30T12:00:00 "
+         "EligibleTime=2026-11-30T12:00:00 StartTime=2026-11-30T12:00:01 EndTime=Unknown "
+         "NodeList=n3\n"
+      << "JobId=" << array << " ArrayJobId=" << array << " ArrayTaskId=0-" << task - 1
+      << "%50 JobName=" << name
+      << " JobState=PENDING Reason=Resources Restarts=0 SubmitTime=2026-11-30T12:00:00 "
+         "EligibleTime=2026-11-30T12:00:00 StartTime=Unknown EndTime=Unknown NodeList=(null)\n";
+  std::filesystem::rename(dir_ + "/show.new", dir_ + "/show");
+  bool started = false, waiting = false;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    // (The jobs taken before the gate, if any, are no longer listed: lost, not this array's.)
+    EXPECT_FALSE(event.kind == Kind::kExited && ids[event.ref.job.value()].starts_with(array))
+        << event.ref.name << ": " << event.exit.message;
+    if (event.kind == Kind::kStarted && event.ref.job.value() == kJobs) {
+      EXPECT_EQ(event.nodes, std::vector<std::string>{"n3"});
+      started = true;
+    }
+    if (event.kind == Kind::kPending && event.ref.job.value() == kJobs - 1) {
+      EXPECT_THAT(event.reason, HasSubstr("Resources"));
+      waiting = true;
+    }
+    return started && waiting;
+  }));
+  ASSERT_TRUE(executor.Cancel(Launch(kJobs - 1).ref, {}).has_value());
+  EXPECT_TRUE(LogShows(fmt::format("scancel {}_{}", array, task - 1)));
+}
+
+// After a restart, an attempt whose array's sbatch returned before its id was recorded is found
+// by the array's name and its task index from the marker; an array task that scontrol no longer
+// lists ends as the jobcomp log recorded its own Slurm job id.
+TEST_F(SlurmExecutorTest, AnArrayTaskIsAdoptedByItsMarkerAndEndsByItsOwnJobId) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  const std::string unrecorded = executor.AttemptDir(JobId(7), 1);
+  std::filesystem::create_directories(unrecorded);
+  std::ofstream(unrecorded + "/array") << "drover-array-6-1 3\n";
+  std::ofstream(dir_ + "/squeue.out") << "42\n";
+  const std::string ended = executor.AttemptDir(JobId(8), 1);
+  std::filesystem::create_directories(ended);
+  std::ofstream(ended + "/array") << "drover-array-6-1 4\n";
+  std::ofstream(ended + "/slurm-job-id") << "57\n";
+  std::ofstream(dir_ + "/sacct.out")
+      << "57|drover-array-6-1|FAILED|3:0|2026-11-30T12:00:01|2026-11-30T12:00:05|n2\n";
+  std::ofstream(dir_ + "/show").flush();  // scontrol lists neither any more
+  executor.Adopt({{JobId(7), 1, model::ExecutorKind::kSlurm, "drover-7-1", "", 0},
+                  {JobId(8), 1, model::ExecutorKind::kSlurm, "drover-8-1", "42_4", 0}});
+  bool found = false, failed = false;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    if (event.kind == Kind::kSubmitted && event.ref.job.value() == 7) {
+      EXPECT_EQ(event.ref.external_id, "42_3");
+      found = true;
+    }
+    if (event.kind == Kind::kExited && event.ref.job.value() == 8) {
+      EXPECT_EQ(event.exit.exit_code, 3) << event.exit.message;
+      failed = true;
+    }
+    return found && failed;
+  }));
+  EXPECT_THAT(Log(), Contains("squeue -h --states=all --name=drover-array-6-1 -o %F"));
+  EXPECT_THAT(Log(), Contains(HasSubstr("sacct -c -n -P -j 57 ")));
 }
 
 TEST_F(SlurmExecutorTest, RefreshesAtThePollIntervalNotAtEverySubmission) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace drover::exec::slurm {
@@ -43,6 +44,8 @@ std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_tim
   job.id = get("JobId");
   if (job.id.empty()) return std::nullopt;
   job.name = get("JobName");
+  job.array_job_id = get("ArrayJobId");
+  job.array_task_ids = get("ArrayTaskId");
   job.state = get("JobState");
   job.reason = get("Reason");
   job.submit_time = parse_time(get("SubmitTime"));
@@ -58,6 +61,30 @@ std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_tim
   }
   job.restarts = ToInt(get("Restarts"));
   return job;
+}
+
+std::vector<std::string> RecordIds(const SlurmJob& job) {
+  if (job.array_job_id.empty() || job.array_task_ids.empty()) return {job.id};
+  std::vector<std::string> ids;
+  // "1-9:2,12%4": ranges with an optional step, then an optional throttle.
+  std::string_view tasks = job.array_task_ids;
+  tasks = tasks.substr(0, tasks.find('%'));
+  while (!tasks.empty()) {
+    const std::size_t comma = tasks.find(',');
+    std::string_view range = tasks.substr(0, comma);
+    tasks = comma == std::string_view::npos ? std::string_view() : tasks.substr(comma + 1);
+    const std::size_t colon = range.find(':');
+    const int step =
+        colon == std::string_view::npos ? 1 : std::max(ToInt(range.substr(colon + 1)), 1);
+    range = range.substr(0, colon);
+    const std::size_t dash = range.find('-');
+    const int from = ToInt(range.substr(0, dash));
+    const int to = dash == std::string_view::npos ? from : ToInt(range.substr(dash + 1));
+    for (int n = from; n <= to && ids.size() < 100'000; n += step) {
+      ids.push_back(fmt::format("{}_{}", job.array_job_id, n));
+    }
+  }
+  return ids;
 }
 
 std::vector<std::string> ExpandHostList(std::string_view list) {

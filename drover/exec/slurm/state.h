@@ -17,6 +17,11 @@ namespace drover::exec::slurm {
 
 struct SlurmJob {
   std::string id;
+  // A job array's record (sbatch --array): its ArrayJobId and ArrayTaskId, which is one task
+  // ("3") for a task that started, or the tasks still pending together ("3-199", "4,7-9%8");
+  // both empty for a job that is not an array's.
+  std::string array_job_id;
+  std::string array_task_ids;
   std::string name;
   std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
   std::string reason;  // Resources, Priority, Dependency, ..., None
@@ -38,6 +43,11 @@ std::map<std::string, std::string> ParseKeyValues(std::string_view line);
 // "Unknown", "None" and "N/A" read as 0.
 using TimeParser = TimeMs (*)(std::string_view);
 std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_time);
+
+// The Slurm ids the record `job` stands for: its JobId, or for a job array's record one
+// "ARRAYJOBID_TASKID" per task it holds (the pending tasks "3-199" -> 1_3 ... 1_199). Each such id
+// is what scancel, scontrol hold and release take for that one task. At most 100,000.
+std::vector<std::string> RecordIds(const SlurmJob& job);
 
 // "2026-11-30T12:46:09" as a local time of the process's time zone; 0 if malformed.
 TimeMs ParseLocalTime(std::string_view text);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -22,6 +23,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TimeMs FakeTime(std::string_view text) { return text == "Unknown" ? 0 : 1000; }
 
@@ -47,6 +49,26 @@ TEST(JobLineTest, ReadsScontrolOneLineOutput) {
   EXPECT_EQ(job->end_time, 0);
   EXPECT_THAT(job->nodes, ElementsAre("n1", "n2"));
   EXPECT_FALSE(ParseJobLine("No jobs in the system", &FakeTime).has_value());
+}
+
+// A job array's pending tasks are one record ("ArrayTaskId=3-5,9%2"), a started task one of its
+// own: each stands for its tasks' "ARRAYID_TASK" ids, a plain job for its JobId.
+TEST(JobLineTest, AnArraysRecordStandsForEachOfItsTasks) {
+  auto pending = ParseJobLine(
+      "JobId=40 ArrayJobId=40 ArrayTaskId=3-5,9,10-14:2%2 JobName=drover-array-6-1 "
+      "JobState=PENDING Reason=Resources",
+      &FakeTime);
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->array_job_id, "40");
+  EXPECT_THAT(RecordIds(*pending),
+              ElementsAre("40_3", "40_4", "40_5", "40_9", "40_10", "40_12", "40_14"));
+  auto started = ParseJobLine("JobId=43 ArrayJobId=40 ArrayTaskId=0 JobState=RUNNING", &FakeTime);
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(started->id, "43");
+  EXPECT_THAT(RecordIds(*started), ElementsAre("40_0"));
+  auto plain = ParseJobLine("JobId=12 JobName=drover-4-1 JobState=RUNNING", &FakeTime);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_THAT(RecordIds(*plain), ElementsAre("12"));
 }
 
 TEST(JobLineTest, LocalTimesReadInTheProcessZone) {
@@ -207,6 +229,31 @@ TEST(SbatchTest, WhatSlurmCannotExpressIsRefusedNamingTheField) {
   EXPECT_THAT(RenderSbatch(models, {}).error().message, HasSubstr("requirements.gpu_model"));
 }
 
+// Attempts of one shape share every sbatch argument but name, output and directory; their array
+// takes those from the first and its own name, output and tasks.
+TEST(SbatchTest, LikeAttemptsGoAsTheTasksOfOneArray) {
+  model::ExternalLaunch other = Launch();
+  other.ref = {JobId(8), 1, model::ExecutorKind::kSlurm, "drover-8-1", ""};
+  other.env = {{"DROVER_JOB_ID", "8"}};
+  auto first = RenderSbatch(Launch(), {"/runs/7", "", ""});
+  auto second = RenderSbatch(other, {"/runs/8", "", ""});
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(ArrayShape(*first), ArrayShape(*second));
+  model::ExternalLaunch bigger = Launch();
+  bigger.spec.requirements.per_worker.gpus = 4;
+  EXPECT_NE(ArrayShape(*first), ArrayShape(*RenderSbatch(bigger, {"/runs/7", "", ""})));
+
+  const Sbatch array = RenderArray("drover-array-7-2", "/runs/arrays",
+                                   {{"/runs/7/2", *first}, {"/runs/8/1", *second}});
+  EXPECT_THAT(array.args, ::testing::IsSupersetOf({"--job-name=drover-array-7-2", "--array=0-1",
+                                                   "--output=/runs/arrays/drover-array-7-2.out",
+                                                   "--chdir=/runs/arrays", "--partition=gpu",
+                                                   "--gres=gpu:h100:2", "--no-requeue"}));
+  EXPECT_THAT(array.args, Not(Contains(HasSubstr("drover-7-2"))));
+  EXPECT_THAT(array.script, HasSubstr("0) dir='/runs/7/2' work='/runs/7/2' ;;\n"));
+  EXPECT_THAT(array.script, HasSubstr("1) dir='/runs/8/1' work='/runs/8/1' ;;\n"));
+}
+
 // The batch script under bash, with an srun that runs the worker here as task 0 and logs each
 // call to srun.log.
 class BatchScriptTest : public ::testing::Test {
@@ -238,6 +285,11 @@ class BatchScriptTest : public ::testing::Test {
     const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
                                 " SLURM_RESTART_COUNT=" + std::to_string(restart) +
                                 " bash batch.sh 2>&1";
+    return Shell(command, code);
+  }
+
+  // Runs a shell command line: its output, and the exit code in *code.
+  static std::string Shell(const std::string& command, int* code) {
     std::string out;
     FILE* pipe = popen(command.c_str(), "r");
     char buffer[4096];
@@ -299,6 +351,42 @@ TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {
   EXPECT_THAT(Run(0, &code), HasSubstr("attempt=2 rank=0"));
   EXPECT_EQ(code, 0);
   EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/staging/2"));
+}
+
+// Task 1 of an array runs its attempt's own script in the attempt's directory, its output in the
+// attempt's slurm-<own job id>.out, and records that id; a task without a row refuses to run.
+TEST_F(BatchScriptTest, AnArrayTaskRunsTheScriptOfItsRow) {
+  std::vector<std::pair<std::string, Sbatch>> tasks;
+  for (int attempt : {2, 3}) {
+    const SbatchOptions options{dir_ + "/job", "", ""};
+    const std::string attempt_dir = AttemptDir(options.job_dir, attempt);
+    std::filesystem::create_directories(attempt_dir);
+    Result<Sbatch> sbatch = RenderSbatch(LaunchOf(attempt), options);
+    ASSERT_TRUE(sbatch.has_value());
+    std::ofstream(TaskScript(attempt_dir)) << sbatch->script;
+    tasks.emplace_back(attempt_dir, *sbatch);
+  }
+  std::ofstream(dir_ + "/array.sh") << RenderArray("drover-array-7-2", dir_, tasks).script;
+  const auto run_task = [&](int task, int* code) {
+    const std::string command = "cd " + dir_ + " && SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
+                                " SLURM_JOB_ID=77 bash array.sh 2>&1";
+    return Shell(command, code);
+  };
+  int code = -1;
+  EXPECT_EQ(run_task(1, &code), "");  // all of it in the attempt's own output
+  EXPECT_EQ(code, 0);
+  const std::string attempt_dir = AttemptDir(dir_ + "/job", 3);
+  std::ifstream output(attempt_dir + "/slurm-77.out");
+  std::stringstream text;
+  text << output.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("attempt=3 rank=0"));
+  std::ifstream id_file(TaskJobIdFile(attempt_dir));
+  std::string id;
+  EXPECT_TRUE(id_file >> id);
+  EXPECT_EQ(id, "77");
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/staging/3"));
+  EXPECT_THAT(run_task(2, &code), HasSubstr("array task 2 has no attempt"));
+  EXPECT_EQ(code, 1);
 }
 
 TEST_F(BatchScriptTest, ARequeuedRunIsTheAttemptWhoseContractTheExecutorWrote) {
