@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -60,6 +61,10 @@ bool IsRegularFile(const std::string& path) {
 // A trace with what the reports call it.
 struct Source {
   sim::Trace trace;
+  // --synthetic: trace.jobs stays empty; each replay draws the jobs again as it goes
+  // (sim::SyntheticJobStream) rather than holding a million of them, and the fgd experiment,
+  // which needs them all, makes them (sim::MakeSyntheticTrace).
+  std::optional<std::pair<sim::ClusterSummary, sim::SyntheticOptions>> synthetic;
   std::string workload;   // the jobs file's stem, or "synthetic-<id>"
   std::string jobs_path;  // where fgd-expected-results may sit beside ("" for none)
   std::string name;       // what the replay reports call the trace (ReplayOptions::trace_name)
@@ -140,7 +145,8 @@ Result<Source> LoadSyntheticTrace(const SimulateFlags& f) {
   options.queues = f.queues;
   options.seed = f.seed;
   Source source;
-  source.trace = sim::MakeSyntheticTrace(*summary, options);
+  source.trace.nodes = sim::MakeSyntheticNodes(options);
+  source.synthetic.emplace(*summary, options);
   source.workload = "synthetic-" + f.cluster_id;
   source.name = fmt::format("synthetic {} from {}, load {:g}, seed {}, {} queues", f.cluster_id,
                             FileName(f.synthetic_summary), f.load, f.seed, f.queues);
@@ -160,9 +166,9 @@ std::string DefaultReplayPolicy() {
 // A replay policy given to `flag`: a queue order by name (model::kQueueOrderNames) or a policy
 // file.
 Result<NamedPolicy> ResolveReplayPolicy(const std::string& flag, const std::string& value,
-                                        const sim::Trace& trace) {
+                                        const std::vector<std::string>& queues) {
   if (model::ParseQueueOrder(value)) {
-    auto policy = sim::NamedReplayPolicy(value, trace);
+    auto policy = sim::NamedReplayPolicy(value, queues);
     if (!policy) return InputError(flag + " " + value, policy.error());
     return NamedPolicy{value, std::move(*policy)};
   }
@@ -196,16 +202,16 @@ Result<sim::ReplayOptions> ReplayPacing(const SimulateFlags& f) {
   return options;
 }
 
-Result<json> Replay(const sim::Trace& trace, const std::string& trace_name,
-                    const NamedPolicy& policy, const sim::ReplayOptions& pacing, bool timing,
-                    bool job_detail) {
+Result<json> Replay(const std::vector<model::Node>& nodes, sim::JobStream& jobs,
+                    const std::string& trace_name, const NamedPolicy& policy,
+                    const sim::ReplayOptions& pacing, bool timing, bool job_detail) {
   sim::ReplayOptions options = pacing;
   options.policy = policy.policy;
   options.policy_name = policy.name;
   options.trace_name = trace_name;
   options.timing = timing;
   options.job_detail = job_detail;
-  auto result = sim::RunReplay(trace, options);
+  auto result = sim::RunReplay(nodes, jobs, options);
   if (!result) {
     Error error = result.error();
     error.message = "replay under " + policy.name + ": " + error.message;
@@ -220,25 +226,36 @@ json OneOrCompare(std::vector<json> results) {
   return json{{"experiment", "compare"}, {"results", std::move(results)}};
 }
 
+// A fresh stream of the source's jobs, for one replay.
+std::unique_ptr<sim::JobStream> JobsOf(const Source& source) {
+  if (source.synthetic) {
+    return std::make_unique<sim::SyntheticJobStream>(source.synthetic->first,
+                                                     source.synthetic->second);
+  }
+  return std::make_unique<sim::TraceJobStream>(source.trace.jobs);
+}
+
 Result<json> RunReplays(const SimulateFlags& f, Source source) {
-  // A replay takes jobs in ascending submit (openb pod lists are not always sorted).
-  std::stable_sort(
-      source.trace.jobs.begin(), source.trace.jobs.end(),
-      [](const sim::TraceJob& a, const sim::TraceJob& b) { return a.submit < b.submit; });
   DROVER_ASSIGN_OR_RETURN(auto pacing, ReplayPacing(f));
   const std::vector<std::string> names =
       f.policies.empty() ? std::vector<std::string>{DefaultReplayPolicy()} : f.policies;
   // Every policy is checked before the first replay starts.
   std::vector<NamedPolicy> policies;
+  std::unique_ptr<sim::JobStream> jobs = JobsOf(source);
   for (const std::string& name : names) {
-    DROVER_ASSIGN_OR_RETURN(auto policy, ResolveReplayPolicy("--policy", name, source.trace));
+    DROVER_ASSIGN_OR_RETURN(auto policy, ResolveReplayPolicy("--policy", name, jobs->Queues()));
     policies.push_back(std::move(policy));
   }
-  const bool job_detail = source.trace.jobs.size() <= kJobDetailLimit;
+  const std::int64_t job_count = source.synthetic
+                                     ? std::max<std::int64_t>(source.synthetic->second.jobs, 0)
+                                     : static_cast<std::int64_t>(source.trace.jobs.size());
+  const bool job_detail = job_count <= static_cast<std::int64_t>(kJobDetailLimit);
   std::vector<json> results;
   for (const NamedPolicy& policy : policies) {
-    DROVER_ASSIGN_OR_RETURN(
-        auto result, Replay(source.trace, source.name, policy, pacing, !f.no_timing, job_detail));
+    if (!jobs) jobs = JobsOf(source);
+    DROVER_ASSIGN_OR_RETURN(auto result, Replay(source.trace.nodes, *jobs, source.name, policy,
+                                                pacing, !f.no_timing, job_detail));
+    jobs.reset();
     results.push_back(std::move(result));
   }
   return OneOrCompare(std::move(results));
@@ -319,18 +336,20 @@ Result<json> RunWhatIf(const SimulateFlags& f, TimeMs now) {
   }
   auto trace = sim::TraceFromDataDir(f.from_server, from, to);
   if (!trace) return InputError("--from-server " + f.from_server, trace.error());
+  const std::vector<std::string> queues = sim::TraceJobStream(trace->jobs).Queues();
   DROVER_ASSIGN_OR_RETURN(
       auto before, f.baseline_policy.empty()
-                       ? ResolveReplayPolicy("baseline", DefaultReplayPolicy(), *trace)
-                       : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, *trace));
-  DROVER_ASSIGN_OR_RETURN(auto after, ResolveReplayPolicy("--policy", f.policies.front(), *trace));
+                       ? ResolveReplayPolicy("baseline", DefaultReplayPolicy(), queues)
+                       : ResolveReplayPolicy("--baseline-policy", f.baseline_policy, queues));
+  DROVER_ASSIGN_OR_RETURN(auto after, ResolveReplayPolicy("--policy", f.policies.front(), queues));
   DROVER_ASSIGN_OR_RETURN(auto pacing, ReplayPacing(f));
   const std::string name = "jobs recorded in " + f.from_server;
   // CompareQueueTimes reads the per-job rows: always kept here.
-  DROVER_ASSIGN_OR_RETURN(auto before_result,
-                          Replay(*trace, name, before, pacing, !f.no_timing, true));
-  DROVER_ASSIGN_OR_RETURN(auto after_result,
-                          Replay(*trace, name, after, pacing, !f.no_timing, true));
+  sim::TraceJobStream before_jobs(trace->jobs), after_jobs(trace->jobs);
+  DROVER_ASSIGN_OR_RETURN(auto before_result, Replay(trace->nodes, before_jobs, name, before,
+                                                     pacing, !f.no_timing, true));
+  DROVER_ASSIGN_OR_RETURN(
+      auto after_result, Replay(trace->nodes, after_jobs, name, after, pacing, !f.no_timing, true));
   json teams = sim::CompareQueueTimes(before_result, after_result);
   json per_team = json::object();
   if (teams.is_object()) {
@@ -382,7 +401,13 @@ Result<json> RunSimulation(const SimulateFlags& f, TimeMs now) {
                           f.format.empty() ? LoadSyntheticTrace(f) : LoadFormatTrace(f));
   const std::string experiment =
       !f.experiment.empty() ? f.experiment : (f.format == "openb" ? "fgd" : "replay");
-  if (experiment == "fgd") return RunFgd(f, source);
+  if (experiment == "fgd") {
+    if (source.synthetic) {
+      source.trace.jobs =
+          sim::MakeSyntheticTrace(source.synthetic->first, source.synthetic->second).jobs;
+    }
+    return RunFgd(f, source);
+  }
   return RunReplays(f, std::move(source));
 }
 

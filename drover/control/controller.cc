@@ -227,6 +227,30 @@ Status Controller::CheckSubmitLimits(const std::vector<model::JobSpec>& specs) c
   return OkStatus();
 }
 
+Status Controller::Forget(JobId id) {
+  const Job* job = jobs_.Find(id);
+  if (!job) return NotFound(fmt::format("job {} does not exist", id.value()));
+  if (!model::IsTerminal(job->state)) {
+    return FailedPrecondition(
+        fmt::format("job {} has not finished ({})", id.value(), model::JobStateName(job->state)));
+  }
+  if (job->pipeline_run != JobId() || !job->submission_key.empty()) {
+    return FailedPrecondition(fmt::format(
+        "job {} belongs to a pipeline run or a keyed submission, which are looked up later",
+        id.value()));
+  }
+  for (JobId pending : jobs_.pending()) {
+    const std::vector<JobId>& upstreams = jobs_.Get(pending).dependencies;
+    if (std::find(upstreams.begin(), upstreams.end(), id) != upstreams.end()) {
+      return FailedPrecondition(
+          fmt::format("job {} is a dependency of pending job {}", id.value(), pending.value()));
+    }
+  }
+  positions_.erase(id);
+  jobs_.Remove(id);
+  return OkStatus();
+}
+
 Status Controller::Cancel(JobId id, std::string_view by, const std::string& cause, TimeMs now,
                           Step& step) {
   Job* found = jobs_.Find(id);

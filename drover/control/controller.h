@@ -316,6 +316,14 @@ class Controller {
   std::optional<QueuePosition> PositionOf(JobId id) const;
 
   const model::Job* Find(JobId id) const { return jobs_.Find(id); }
+  // Drops the record of finished job `id` (a terminal state): Find and jobs() no longer know it,
+  // and events naming it are ignored as for an unknown job. For a driver that keeps no history:
+  // the simulator folds each job's outcome into its report when the job ends and forgets it, so
+  // that its memory follows the jobs alive rather than every job of the trace; the server keeps
+  // every job. Errors change nothing: kNotFound for an unknown job; kFailedPrecondition for a job
+  // not finished, one of a pipeline run or of a submission with an Idempotency-Key (both are
+  // looked up later), or one a pending job depends on.
+  Status Forget(JobId id);
   // The jobs of pipeline run `run` (Job::pipeline_run) in id order: its ids are consecutive,
   // starting at `run`. Empty for JobId() or a run that does not exist.
   std::vector<const model::Job*> RunJobs(JobId run) const { return jobs_.RunJobs(run); }

@@ -195,6 +195,59 @@ TEST_F(ControllerTest, DependentStartsOnlyAfterItsDependencySucceeds) {
   EXPECT_EQ(second[0].spec.key.job, ids[1]);
 }
 
+// The simulator forgets each job once it has taken its outcome (Controller::Forget); only a
+// finished job that nothing looks up any more may go.
+TEST_F(ControllerTest, ForgetDropsAFinishedJobOnceNoPendingJobDependsOnIt) {
+  const JobId prep = Submit({Spec("prep", 1)})[0];
+  model::JobSpec eval = Spec("eval", 1);
+  eval.depends_on = {{fmt::format("job:{}", prep.value())}};
+  const JobId eval_id = Submit({eval})[0];
+  Schedule(kT0);
+  Status unfinished = controller_.Forget(prep);
+  ASSERT_FALSE(unfinished);
+  EXPECT_EQ(unfinished.error().code, ErrorCode::kFailedPrecondition);
+
+  Event(Started(prep, 1, 0, kT0 + 1));
+  Event(Exited(prep, 1, 0, 0, kT0 + 10));
+  ASSERT_EQ(State(prep), JobState::kSucceeded);
+  Status depended_on = controller_.Forget(prep);  // eval is pending until the next pass
+  ASSERT_FALSE(depended_on);
+  EXPECT_EQ(depended_on.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(depended_on.error().message, HasSubstr("pending job"));
+  EXPECT_NE(controller_.Find(prep), nullptr);
+
+  ASSERT_EQ(Launches(Schedule(kT0 + 11)).size(), 1u);
+  ASSERT_TRUE(controller_.Forget(prep));
+  EXPECT_EQ(controller_.Find(prep), nullptr);
+  EXPECT_EQ(controller_.jobs().size(), 1u);
+  Status again = controller_.Forget(prep);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+
+  // A late event for the forgotten job is ignored; the rest runs on.
+  Event(Exited(prep, 1, 0, 0, kT0 + 12));
+  Event(Started(eval_id, 1, 0, kT0 + 12));
+  Event(Exited(eval_id, 1, 0, 0, kT0 + 20));
+  EXPECT_EQ(State(eval_id), JobState::kSucceeded);
+}
+
+TEST_F(ControllerTest, ForgetKeepsTheJobsOfAPipelineRun) {
+  model::JobSpec second = Spec("second");
+  second.depends_on = {{"first"}};
+  const std::vector<JobId> ids = Submit({Spec("first"), second});
+  Schedule(kT0);
+  Event(Started(ids[0], 1, 0, kT0 + 1));
+  Event(Exited(ids[0], 1, 0, 0, kT0 + 2));
+  Schedule(kT0 + 3);
+  Event(Started(ids[1], 1, 0, kT0 + 4));
+  Event(Exited(ids[1], 1, 0, 0, kT0 + 5));
+  ASSERT_EQ(State(ids[1]), JobState::kSucceeded);
+  Status forgotten = controller_.Forget(ids[0]);
+  ASSERT_FALSE(forgotten);
+  EXPECT_EQ(forgotten.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(controller_.RunJobs(ids[0]).size(), 2u);
+}
+
 TEST_F(ControllerTest, DependentIsSkippedWhenItsDependencyFails) {
   model::JobSpec eval = Spec("eval");
   eval.depends_on = {{"prep"}};

@@ -34,6 +34,12 @@ Job& JobTable::Add(Job job) {
   return jobs_[id] = std::move(job);
 }
 
+void JobTable::Remove(JobId id) {
+  auto it = jobs_.find(id);
+  DROVER_CHECK(it != jobs_.end() && model::IsTerminal(it->second.state));
+  jobs_.erase(it);
+}
+
 void JobTable::CountBacklog(const model::JobSpec& spec, JobState state, int sign) {
   if (model::IsTerminal(state)) return;
   const bool unstarted =

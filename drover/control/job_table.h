@@ -16,8 +16,9 @@
 //     that submission key, in the order they were added.
 // The indexes are kept by Add and MoveTo. Jobs are handed out mutable because the controller
 // edits their attempts, workers and messages, but a job's `state` must change only through
-// MoveTo: a state written directly would leave the indexes stale. Jobs are never removed, so a
-// pointer or reference to a job stays valid for the table's lifetime.
+// MoveTo: a state written directly would leave the indexes stale. A job is removed only by
+// Remove (a finished one, for a driver that keeps no history), so a pointer or reference to a
+// job stays valid until then.
 //
 // Not thread-safe: the Controller that owns it serializes calls.
 
@@ -45,6 +46,10 @@ class JobTable {
   // without one).
   model::Transition MoveTo(model::Job& job, model::JobState to, const std::string& cause,
                            TimeMs now);
+
+  // Removes finished job `id` (a terminal state; DROVER_CHECK), which no index holds; its id is
+  // not reused (next_id() is unchanged). References to it become dangling.
+  void Remove(JobId id);
 
   // The job `id`, or nullptr when there is none.
   model::Job* Find(JobId id);

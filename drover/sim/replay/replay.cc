@@ -55,14 +55,34 @@ struct Event {
   std::int32_t rank = 0;
 };
 
+// What the report reads of one job's controller record (model::Job), taken when the job ends,
+// after which the controller forgets the record (Controller::Forget), or at the end of the run
+// for a job that never ended. Times are the controller's; -1 where a phase was not reached.
+struct Outcome {
+  bool recorded = false;  // the controller had the job (submitted and accepted)
+  model::JobState state = model::JobState::kPending;
+  TimeMs first_start = 0;  // the first attempt's placement; 0 if never placed
+  TimeMs finished_at = 0;  // terminal jobs
+  DurationMs waited = 0;   // queueing delay (see replay.h, "queue_seconds")
+  DurationMs placement = -1, startup = -1, run = -1;  // of the last attempt (lifecycle_seconds)
+  std::int32_t preemptions = 0;
+};
+
 struct Later {
   bool operator()(const Event& a, const Event& b) const {
     return a.at != b.at ? a.at > b.at : a.seq > b.seq;
   }
 };
 
-// The loop's view of one job: what it needs to account the work; the controller keeps the rest.
+// The loop's view of one job: what it reads of the trace's job once that is submitted, and what it
+// needs to account the work; the controller keeps the rest.
 struct JobSim {
+  TimeMs submit = 0;  // TraceJob::submit
+  DurationMs duration = 0;
+  DurationMs timeout = -1;  // the trace spec's time limit; -1 for none
+  DurationMs checkpoint_interval = 0;
+  std::int32_t queue = 0;             // index into Replay::queue_names_
+  std::int32_t spec_workers = 0;      // JobSpec::workers
   JobId id;                           // 0 until submitted, and if rejected
   std::int64_t milli_per_worker = 0;  // milli-GPUs of one worker (sched::ChargeAmounts)
   std::int32_t attempt = 0;           // the attempt last launched
@@ -96,8 +116,11 @@ std::optional<std::pair<std::string, model::ExecutorConfig>> FirstExternalLeaf(
 // (the simulator has no model of an engine's queueing), so the external ones cannot occur.
 class Replay final : private control::EffectSink {
  public:
-  Replay(const Trace& trace, const ReplayOptions& options)
-      : trace_(trace), options_(options), controller_(ControllerOptions(options)) {}
+  Replay(const std::vector<model::Node>& nodes, JobStream& stream, const ReplayOptions& options)
+      : nodes_(nodes),
+        stream_(stream),
+        options_(options),
+        controller_(ControllerOptions(options)) {}
 
   Result<nlohmann::json> Run();
 
@@ -109,7 +132,8 @@ class Replay final : private control::EffectSink {
     return out;
   }
   double Seconds(TimeMs at) const { return static_cast<double>(at - kReplayEpochMs) / 1000.0; }
-  const TraceJob& TraceOf(std::int32_t index) const { return trace_.jobs[order_[index]]; }
+  // The trace job's name, for the event log and the job rows (which alone keep names).
+  const std::string& NameOf(std::int32_t index) const { return names_[index].name; }
 
   void Push(TimeMs at, EventKind kind, std::int32_t job, std::int32_t attempt = 0,
             std::int32_t rank = 0, std::uint8_t flags = 0) {
@@ -135,13 +159,17 @@ class Replay final : private control::EffectSink {
   }
   // A scheduling pass at now_.
   void Pass();
-  void SubmitJob(std::int32_t index);
+  // Takes in the stream's next job (at its submission time) and submits it.
+  void SubmitJob(TraceJob trace_job);
   void BeginWork(std::int32_t index);
   void SendExits(std::int32_t index, const model::ExitStatus& exit);
   void WorkerEventFor(std::int32_t index, std::int32_t attempt, std::int32_t rank,
                       WorkerEvent::Kind kind, const model::ExitStatus& exit = {});
-  // Takes in the last controller call's step: counts transitions, carries out effects.
+  // Takes in the last controller call's step: counts transitions, carries out effects, folds the
+  // jobs that ended into the report (Fold) and has the controller forget them.
   void Drain();
+  // Takes what the report needs of job `index`'s record into outcomes_ and the run's totals.
+  void Fold(std::int32_t index, const model::Job& job);
   // control::EffectSink. Launches and stops only queue events: they call back into nothing.
   void LaunchWorker(const control::LaunchWorker& launch) override;
   void StopWorker(const control::StopWorker& stop) override;
@@ -161,14 +189,21 @@ class Replay final : private control::EffectSink {
   }
   // The earliest retry backoff end of a ready job after `now_`, or 0 if none.
   TimeMs NextBackoffEnd() const;
-  nlohmann::json Report(std::chrono::steady_clock::time_point wall_start) const;
+  // Sorts deltas_ (hence not const).
+  nlohmann::json Report(std::chrono::steady_clock::time_point wall_start);
 
-  const Trace& trace_;
+  const std::vector<model::Node>& nodes_;
+  JobStream& stream_;
   const ReplayOptions& options_;
   control::Controller controller_;
   control::Step step_;
-  std::vector<std::size_t> order_;  // trace job indexes by submit (stable)
-  std::vector<JobSim> jobs_;        // by position in order_
+  std::vector<JobSim> jobs_;  // by position in the stream
+  // Names of the jobs (by position), kept only for job rows or the event log.
+  struct Names {
+    std::string name, team, user;
+  };
+  std::vector<Names> names_;
+  std::vector<std::string> queue_names_;  // JobStream::Queues()
   std::vector<std::int32_t> index_of_id_;
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::uint64_t next_seq_ = 0;
@@ -185,6 +220,22 @@ class Replay final : private control::EffectSink {
   std::int64_t rejected_ = 0;
   std::vector<std::string> log_;
   std::vector<control::PublishOutputs> publishes_;  // of the step being drained
+
+  // The report's material (Fold), so that no record outlives its job's end.
+  std::vector<Outcome> outcomes_;  // by position in the stream
+  // Allocation changes (time, queue, milli-GPUs), for the time series.
+  struct Delta {
+    TimeMs at;
+    int queue;
+    std::int64_t milli;
+  };
+  std::vector<Delta> deltas_;
+  // Milli-GPUs x milliseconds allocated (every attempt) and lost to preemption.
+  std::int64_t allocated_milli_ms_ = 0, lost_milli_ms_ = 0;
+  // Allocated GPU time by the job's outcome (model::Goodput's accounting, every attempt).
+  model::Goodput goodput_;
+  std::map<std::string, std::int64_t> gpu_ms_by_result_ = {
+      {"succeeded", 0}, {"failed", 0}, {"timed_out", 0}, {"cancelled", 0}, {"unfinished", 0}};
 };
 
 void Replay::WorkerEventFor(std::int32_t index, std::int32_t attempt, std::int32_t rank,
@@ -198,9 +249,27 @@ void Replay::WorkerEventFor(std::int32_t index, std::int32_t attempt, std::int32
   Drain();
 }
 
-void Replay::SubmitJob(std::int32_t index) {
-  const TraceJob& trace_job = TraceOf(index);
-  model::JobSpec spec = trace_job.spec;
+void Replay::SubmitJob(TraceJob trace_job) {
+  const auto index = static_cast<std::int32_t>(jobs_.size());
+  JobSim& sim = jobs_.emplace_back();
+  outcomes_.emplace_back();
+  sim.submit = trace_job.submit;
+  sim.duration = trace_job.duration;
+  sim.timeout = trace_job.spec.timeout.value_or(-1);
+  sim.checkpoint_interval = trace_job.checkpoint_interval;
+  auto queue = std::lower_bound(queue_names_.begin(), queue_names_.end(), trace_job.spec.queue);
+  DROVER_CHECK(queue != queue_names_.end() && *queue == trace_job.spec.queue);  // JobStream
+  sim.queue = static_cast<std::int32_t>(queue - queue_names_.begin());
+  sim.spec_workers = trace_job.spec.workers;
+  const model::ResourceAmounts amounts = sched::ChargeAmounts(trace_job.spec, "");
+  auto gpu = amounts.find("gpu");
+  if (gpu != amounts.end() && trace_job.spec.workers > 0) {
+    sim.milli_per_worker = gpu->second / trace_job.spec.workers;
+  }
+  if (options_.job_detail || options_.event_log) {
+    names_.push_back({trace_job.name, trace_job.spec.team, trace_job.user});
+  }
+  model::JobSpec spec = std::move(trace_job.spec);
   if (!trace_job.user.empty()) spec.owner = trace_job.user;
   // SJF with known durations: a job without a time limit is ordered by its trace duration (the
   // limit is never reached, so nothing else changes).
@@ -227,19 +296,17 @@ void Replay::SubmitJob(std::int32_t index) {
 
 void Replay::BeginWork(std::int32_t index) {
   JobSim& job = jobs_[index];
-  const TraceJob& trace_job = TraceOf(index);
   job.running = true;
   job.run_start = now_;
-  const DurationMs remaining = std::max<DurationMs>(trace_job.duration - job.work_base, 0);
-  const std::optional<DurationMs>& limit = trace_job.spec.timeout;
-  if (limit && *limit < remaining) {
-    job.end_at = now_ + *limit;
+  const DurationMs remaining = std::max<DurationMs>(job.duration - job.work_base, 0);
+  if (job.timeout >= 0 && job.timeout < remaining) {
+    job.end_at = now_ + job.timeout;
     Push(job.end_at, EventKind::kTimeLimit, index, job.attempt);
   } else {
     job.end_at = now_ + remaining;
     Push(job.end_at, EventKind::kWorkDone, index, job.attempt);
   }
-  const DurationMs interval = trace_job.checkpoint_interval;
+  const DurationMs interval = job.checkpoint_interval;
   if (interval > 0 && now_ + interval < job.end_at) {
     Push(now_ + interval, EventKind::kCheckpoint, index, job.attempt);
   }
@@ -301,7 +368,7 @@ void Replay::Handle(const Event& event) {
         Status reported = Timed([&] { return controller_.ReportCheckpoint(job.id, now_, step_); });
         Drain();
         if (reported) job.saved = job.work_base + (now_ - job.run_start);
-        const DurationMs interval = TraceOf(event.job).checkpoint_interval;
+        const DurationMs interval = job.checkpoint_interval;
         if (now_ + interval < job.end_at) {
           Push(now_ + interval, EventKind::kCheckpoint, event.job, job.attempt);
         }
@@ -328,8 +395,7 @@ void Replay::LaunchWorker(const control::LaunchWorker& launch) {
     if (!resumed) job.saved = 0;
     job.work_base = job.saved;
     if (options_.event_log) {
-      log_.push_back(
-          fmt::format("{:.3f} start {}#{}", Seconds(now_), TraceOf(index).name, job.attempt));
+      log_.push_back(fmt::format("{:.3f} start {}#{}", Seconds(now_), NameOf(index), job.attempt));
     }
   }
   if (options_.event_log && !log_.empty()) {
@@ -348,7 +414,7 @@ void Replay::StopWorker(const control::StopWorker& stop) {
     if (job.ended) return;  // the loop is sending every worker's exit already
     if (!job.stopping && stop.preempt && options_.event_log) {
       log_.push_back(
-          fmt::format("{:.3f} preempt {}#{}", Seconds(now_), TraceOf(index).name, job.attempt));
+          fmt::format("{:.3f} preempt {}#{}", Seconds(now_), NameOf(index), job.attempt));
     }
     job.running = false;
     job.stopping = true;
@@ -363,13 +429,15 @@ void Replay::StopWorker(const control::StopWorker& stop) {
 }
 
 void Replay::Drain() {
+  std::vector<JobId> ended;
   for (const model::Transition& transition : step_.transitions) {
     if (transition.from == JobState::kReady) --ready_;
     if (transition.to == JobState::kReady) ++ready_;
+    if (model::IsTerminal(transition.to)) ended.push_back(transition.job);
     if (options_.event_log && model::IsTerminal(transition.to)) {
       const std::int32_t index = IndexOf(transition.job);
       if (index >= 0) {
-        log_.push_back(fmt::format("{:.3f} end {} {}", Seconds(transition.at), TraceOf(index).name,
+        log_.push_back(fmt::format("{:.3f} end {} {}", Seconds(transition.at), NameOf(index),
                                    model::JobStateName(transition.to)));
       }
     }
@@ -380,6 +448,14 @@ void Replay::Drain() {
   step_.transitions.clear();
   step_.effects.clear();
   step_.decisions.clear();
+  for (JobId id : ended) {
+    const std::int32_t index = IndexOf(id);
+    const model::Job* job = controller_.Find(id);
+    if (index < 0 || job == nullptr || outcomes_[index].recorded) continue;
+    Fold(index, *job);
+    // A record the controller must keep (Controller::Forget) stays; Report skips it as folded.
+    (void)controller_.Forget(id);
+  }
   if (publishes_.empty()) return;
   for (const control::PublishOutputs& publish : std::exchange(publishes_, {})) {
     std::map<std::string, std::string> published;
@@ -391,6 +467,55 @@ void Replay::Drain() {
     });
   }
   Drain();
+}
+
+void Replay::Fold(std::int32_t index, const model::Job& job) {
+  const JobSim& sim = jobs_[index];
+  Outcome& outcome = outcomes_[index];
+  outcome.recorded = true;
+  outcome.state = job.state;
+  goodput_.Add(job, now_);
+  const std::string result =
+      model::IsTerminal(job.state) ? std::string(model::JobStateName(job.state)) : "unfinished";
+  for (const model::AttemptCost& cost : model::ComputeAttemptCosts(job, now_)) {
+    gpu_ms_by_result_[result] += cost.gpu_ms;
+  }
+  const int queue = sim.queue;
+  for (const model::Attempt& attempt : job.attempts) {
+    if (attempt.placed_at == 0) continue;
+    if (outcome.first_start == 0) outcome.first_start = attempt.placed_at;
+    const std::int64_t milli =
+        sim.milli_per_worker * static_cast<std::int64_t>(attempt.workers.size());
+    const TimeMs released = attempt.finished_at != 0 ? attempt.finished_at : now_;
+    allocated_milli_ms_ += milli * (released - attempt.placed_at);
+    if (milli > 0) {
+      deltas_.push_back({attempt.placed_at, queue, milli});
+      deltas_.push_back({released, queue, -milli});
+    }
+    if (attempt.preempted_by) {
+      ++outcome.preemptions;
+      const TimeMs since = std::max(attempt.placed_at, attempt.last_checkpoint_at);
+      lost_milli_ms_ += milli * std::max<TimeMs>(released - since, 0);
+    }
+  }
+  if (!model::IsTerminal(job.state)) return;
+  outcome.finished_at = job.finished_at;
+  const model::JobMetrics metrics = model::ComputeMetrics(job, now_);
+  // Submission to the pass that made it ready (only with pass_interval) also waits.
+  const DurationMs before_ready =
+      job.attempts.empty() ? 0 : job.attempts.front().ready_at - job.created_at;
+  outcome.waited = metrics.queue_wait + before_ready;
+  if (const model::Attempt* last = job.current_attempt()) {
+    if (last->placed_at != 0 && last->workers_started_at != 0) {
+      outcome.placement = last->workers_started_at - last->placed_at;
+    }
+    if (last->workers_started_at != 0 && last->running_at != 0) {
+      outcome.startup = last->running_at - last->workers_started_at;
+    }
+    if (last->running_at != 0 && last->finished_at != 0) {
+      outcome.run = last->finished_at - last->running_at;
+    }
+  }
 }
 
 void Replay::Pass() {
@@ -426,30 +551,17 @@ Result<nlohmann::json> Replay::Run() {
   }
   DROVER_RETURN_IF_ERROR(controller_.SetPolicy(options_.policy));
 
-  order_.resize(trace_.jobs.size());
-  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
-    return trace_.jobs[a].submit < trace_.jobs[b].submit;
-  });
-  jobs_.resize(order_.size());
-  index_of_id_.assign(order_.size() + 2, -1);
-  for (std::size_t i = 0; i < order_.size(); ++i) {
-    const model::JobSpec& spec = trace_.jobs[order_[i]].spec;
-    const model::ResourceAmounts amounts = sched::ChargeAmounts(spec, "");
-    auto gpu = amounts.find("gpu");
-    if (gpu != amounts.end() && spec.workers > 0) {
-      jobs_[i].milli_per_worker = gpu->second / spec.workers;
-    }
-  }
+  queue_names_ = stream_.Queues();
+  index_of_id_.assign(2, -1);
+  std::optional<TraceJob> next_job = stream_.Next();
 
-  for (const model::Node& node : trace_.nodes) controller_.UpsertNode(node, now_, step_);
+  for (const model::Node& node : nodes_) controller_.UpsertNode(node, now_, step_);
   Drain();
 
-  std::size_t next_submit = 0;
   TimeMs last_instant = -1;
   int rounds = 0;
   while (true) {
-    const bool submits_left = next_submit < order_.size();
+    const bool submits_left = next_job.has_value();
     if (pending_work_events_ == 0 && !submits_left) {
       // Nothing is alive and nothing will arrive: only a retry backoff can still move a job.
       if (ready_ == 0) break;
@@ -460,7 +572,7 @@ Result<nlohmann::json> Replay::Run() {
       Pass();
       continue;
     }
-    TimeMs next = submits_left ? kReplayEpochMs + TraceOf(next_submit).submit : 0;
+    TimeMs next = submits_left ? kReplayEpochMs + next_job->submit : 0;
     if (!queue_.empty() && (!submits_left || queue_.top().at < next)) next = queue_.top().at;
     now_ = next;
     if (now_ == last_instant) {
@@ -476,9 +588,15 @@ Result<nlohmann::json> Replay::Run() {
       queue_.pop();
       Handle(event);
     }
-    while (next_submit < order_.size() && kReplayEpochMs + TraceOf(next_submit).submit == now_) {
+    while (next_job && kReplayEpochMs + next_job->submit == now_) {
       ++events_;
-      SubmitJob(static_cast<std::int32_t>(next_submit++));
+      SubmitJob(std::move(*next_job));
+      next_job = stream_.Next();
+      if (next_job && kReplayEpochMs + next_job->submit < now_) {
+        return InvalidArgument(fmt::format(
+            "replay: job '{}' is submitted at {:.3f}s, before the job ahead of it in the trace",
+            next_job->name, static_cast<double>(next_job->submit) / 1000.0));
+      }
     }
     if (!passed_ || now_ - last_pass_ >= options_.pass_interval) {
       Pass();
@@ -491,23 +609,20 @@ Result<nlohmann::json> Replay::Run() {
       Push(now_ + options_.tick, EventKind::kTick, 0);
     }
   }
+  // The jobs that never ended are still the controller's.
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    const model::Job* job = jobs_[i].id.value() > 0 ? controller_.Find(jobs_[i].id) : nullptr;
+    if (job != nullptr && !outcomes_[i].recorded) Fold(static_cast<std::int32_t>(i), *job);
+  }
   return Report(wall_start);
 }
 
-nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) const {
+nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) {
   using internal::Round;
   nlohmann::json out;
   std::int64_t total_gpus = 0;
-  for (const model::Node& node : trace_.nodes)
-    total_gpus += static_cast<std::int64_t>(node.gpus.size());
-
-  std::map<std::string, int> queue_index;
-  for (const TraceJob& job : trace_.jobs) queue_index.emplace(job.spec.queue, 0);
-  std::vector<std::string> queue_names;
-  for (auto& [name, index] : queue_index) {
-    index = static_cast<int>(queue_names.size());
-    queue_names.push_back(name);
-  }
+  for (const model::Node& node : nodes_) total_gpus += static_cast<std::int64_t>(node.gpus.size());
+  const std::vector<std::string>& queue_names = queue_names_;
   struct PerQueue {
     std::int64_t jobs = 0;
     std::vector<double> queue_s;
@@ -515,41 +630,28 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   };
   std::vector<PerQueue> per_queue(queue_names.size());
 
-  // Allocation changes (time, queue, milli-GPUs), for the time series.
-  struct Delta {
-    TimeMs at;
-    int queue;
-    std::int64_t milli;
-  };
-  std::vector<Delta> deltas;
   std::vector<double> jct_s, queue_s, placement_s, startup_s, run_s;
   std::int64_t finished = 0, timed_out = 0, preemptions = 0;
-  double lost_gpu_ms = 0.0, allocated_gpu_ms = 0.0;
-  // Allocated GPU time by the job's outcome (model::Goodput's accounting, every attempt).
-  model::Goodput goodput;
-  std::map<std::string, std::int64_t> gpu_ms_by_result = {
-      {"succeeded", 0}, {"failed", 0}, {"timed_out", 0}, {"cancelled", 0}, {"unfinished", 0}};
   TimeMs first_submit = 0, last_end = kReplayEpochMs;
   bool any_submit = false;
   nlohmann::json rows = nlohmann::json::array();
 
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
     const JobSim& sim = jobs_[i];
-    const TraceJob& trace_job = TraceOf(static_cast<std::int32_t>(i));
-    const int queue = queue_index.at(trace_job.spec.queue);
-    PerQueue& stats = per_queue[queue];
+    const Outcome& outcome = outcomes_[i];
+    PerQueue& stats = per_queue[sim.queue];
     ++stats.jobs;
-    const TimeMs submit = kReplayEpochMs + trace_job.submit;
+    const TimeMs submit = kReplayEpochMs + sim.submit;
     if (!any_submit || submit < first_submit) first_submit = submit;
     any_submit = true;
-    const model::Job* job = sim.id.value() > 0 ? controller_.Find(sim.id) : nullptr;
     nlohmann::json row;
     if (options_.job_detail) {
-      const std::int64_t gpu_milli = sim.milli_per_worker * std::max(trace_job.spec.workers, 0);
-      row = {{"name", trace_job.name},
-             {"queue", trace_job.spec.queue},
-             {"team", trace_job.spec.team},
-             {"user", trace_job.user},
+      const std::int64_t gpu_milli = sim.milli_per_worker * std::max(sim.spec_workers, 0);
+      const Names& names = names_[i];
+      row = {{"name", names.name},
+             {"queue", queue_names[sim.queue]},
+             {"team", names.team},
+             {"user", names.user},
              {"gpus", Round(static_cast<double>(gpu_milli) / 1000.0)},
              {"submit_s", Round(Seconds(submit))},
              {"start_s", nullptr},
@@ -558,74 +660,34 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
              {"jct_s", nullptr},
              {"preemptions", 0}};
     }
-    if (job == nullptr) {
+    if (!outcome.recorded) {
       if (options_.job_detail) rows.push_back(std::move(row));
       continue;
     }
-    goodput.Add(*job, now_);
-    const std::string result =
-        model::IsTerminal(job->state) ? std::string(model::JobStateName(job->state)) : "unfinished";
-    for (const model::AttemptCost& cost : model::ComputeAttemptCosts(*job, now_)) {
-      gpu_ms_by_result[result] += cost.gpu_ms;
-    }
-    int job_preemptions = 0;
-    TimeMs first_start = 0;
-    for (const model::Attempt& attempt : job->attempts) {
-      if (attempt.placed_at == 0) continue;
-      if (first_start == 0) first_start = attempt.placed_at;
-      const std::int64_t milli =
-          sim.milli_per_worker * static_cast<std::int64_t>(attempt.workers.size());
-      const TimeMs released = attempt.finished_at != 0 ? attempt.finished_at : now_;
-      allocated_gpu_ms +=
-          static_cast<double>(milli) / 1000.0 * static_cast<double>(released - attempt.placed_at);
-      if (milli > 0) {
-        deltas.push_back({attempt.placed_at, queue, milli});
-        deltas.push_back({released, queue, -milli});
-      }
-      if (attempt.preempted_by) {
-        ++job_preemptions;
-        const TimeMs since = std::max(attempt.placed_at, attempt.last_checkpoint_at);
-        lost_gpu_ms += static_cast<double>(milli) / 1000.0 *
-                       static_cast<double>(std::max<TimeMs>(released - since, 0));
-      }
-    }
-    preemptions += job_preemptions;
+    preemptions += outcome.preemptions;
     if (options_.job_detail) {
-      row["preemptions"] = job_preemptions;
-      if (first_start != 0) row["start_s"] = Round(Seconds(first_start));
+      row["preemptions"] = outcome.preemptions;
+      if (outcome.first_start != 0) row["start_s"] = Round(Seconds(outcome.first_start));
     }
-    if (!model::IsTerminal(job->state)) {
+    if (!model::IsTerminal(outcome.state)) {
       if (options_.job_detail) rows.push_back(std::move(row));
       continue;
     }
     ++finished;
-    if (job->state == JobState::kTimedOut) ++timed_out;
-    last_end = std::max(last_end, job->finished_at);
-    const model::JobMetrics metrics = model::ComputeMetrics(*job, now_);
-    const double jct = static_cast<double>(job->finished_at - submit) / 1000.0;
-    // Submission to the pass that made it ready (only with pass_interval) also waits.
-    const DurationMs before_ready =
-        job->attempts.empty() ? 0 : job->attempts.front().ready_at - job->created_at;
-    const double waited = static_cast<double>(metrics.queue_wait + before_ready) / 1000.0;
+    if (outcome.state == JobState::kTimedOut) ++timed_out;
+    last_end = std::max(last_end, outcome.finished_at);
+    const double jct = static_cast<double>(outcome.finished_at - submit) / 1000.0;
+    const double waited = static_cast<double>(outcome.waited) / 1000.0;
     jct_s.push_back(jct);
     queue_s.push_back(waited);
     stats.jct_s.push_back(jct);
     stats.queue_s.push_back(waited);
-    if (const model::Attempt* last = job->current_attempt()) {
-      if (last->placed_at != 0 && last->workers_started_at != 0) {
-        placement_s.push_back(static_cast<double>(last->workers_started_at - last->placed_at) /
-                              1000.0);
-      }
-      if (last->workers_started_at != 0 && last->running_at != 0) {
-        startup_s.push_back(static_cast<double>(last->running_at - last->workers_started_at) /
-                            1000.0);
-      }
-      if (last->running_at != 0 && last->finished_at != 0) {
-        run_s.push_back(static_cast<double>(last->finished_at - last->running_at) / 1000.0);
-      }
-    }
+    if (outcome.placement >= 0)
+      placement_s.push_back(static_cast<double>(outcome.placement) / 1000.0);
+    if (outcome.startup >= 0) startup_s.push_back(static_cast<double>(outcome.startup) / 1000.0);
+    if (outcome.run >= 0) run_s.push_back(static_cast<double>(outcome.run) / 1000.0);
     if (options_.job_detail) {
-      row["end_s"] = Round(Seconds(job->finished_at));
+      row["end_s"] = Round(Seconds(outcome.finished_at));
       row["queue_s"] = Round(waited);
       row["jct_s"] = Round(jct);
       rows.push_back(std::move(row));
@@ -646,10 +708,10 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   out["unfinished"] = jobs - finished;
   out["rejected"] = rejected_;
   out["timed_out"] = timed_out;
-  out["nodes"] = trace_.nodes.size();
+  out["nodes"] = nodes_.size();
   out["total_gpus"] = total_gpus;
   std::optional<std::size_t> gpus_per_node;
-  for (const model::Node& node : trace_.nodes) {
+  for (const model::Node& node : nodes_) {
     if (gpus_per_node.value_or(node.gpus.size()) != node.gpus.size()) {
       gpus_per_node = std::nullopt;
       break;
@@ -663,21 +725,26 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
   out["makespan_seconds"] =
       finished > 0 ? Round(static_cast<double>(last_end - first_submit) / 1000.0) : 0.0;
   out["preemptions"] = preemptions;
-  out["lost_gpu_hours"] = Round(lost_gpu_ms / 3'600'000.0, 6);
-  out["gpu_hours_allocated"] = Round(allocated_gpu_ms / 3'600'000.0, 6);
+  // Milli-GPU-milliseconds to GPU-hours.
+  auto milli_hours = [](std::int64_t milli_ms) {
+    return Round(static_cast<double>(milli_ms) / 1000.0 / 3'600'000.0, 6);
+  };
+  out["lost_gpu_hours"] = milli_hours(lost_milli_ms_);
+  out["gpu_hours_allocated"] = milli_hours(allocated_milli_ms_);
   auto hours = [](std::int64_t ms) { return Round(static_cast<double>(ms) / 3'600'000.0, 6); };
   nlohmann::json by_result = nlohmann::json::object();
-  for (const auto& [result, ms] : gpu_ms_by_result) by_result[result] = hours(ms);
-  by_result["preemption_lost"] = hours(goodput.preemption_lost_gpu_ms);
-  by_result["retry_lost"] = hours(goodput.retry_lost_gpu_ms);
+  for (const auto& [result, ms] : gpu_ms_by_result_) by_result[result] = hours(ms);
+  by_result["preemption_lost"] = hours(goodput_.preemption_lost_gpu_ms);
+  by_result["retry_lost"] = hours(goodput_.retry_lost_gpu_ms);
   out["gpu_hours_by_result"] = std::move(by_result);
-  out["gpu_hours_per_result"] = Round(goodput.GpuHoursPerResult(), 6);
+  out["gpu_hours_per_result"] = Round(goodput_.GpuHoursPerResult(), 6);
   out["lifecycle_seconds"] = {{"queue", Round(lifecycle_queue)},
                               {"placement", Round(mean(placement_s))},
                               {"startup", Round(mean(startup_s))},
                               {"run", Round(mean(run_s))}};
 
   // Time series: the allocation at evenly spaced instants from trace time 0 to the last end.
+  std::vector<Delta>& deltas = deltas_;
   std::sort(deltas.begin(), deltas.end(),
             [](const Delta& a, const Delta& b) { return a.at < b.at; });
   const TimeMs horizon = std::max<TimeMs>(std::max(last_end, now_) - kReplayEpochMs, 0);
@@ -737,6 +804,13 @@ nlohmann::json Replay::Report(std::chrono::steady_clock::time_point wall_start) 
 }  // namespace
 
 Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trace) {
+  std::set<std::string> queues;
+  for (const TraceJob& job : trace.jobs) queues.insert(job.spec.queue);
+  return NamedReplayPolicy(name, std::vector<std::string>(queues.begin(), queues.end()));
+}
+
+Result<model::Policy> NamedReplayPolicy(std::string_view name,
+                                        const std::vector<std::string>& queues) {
   model::Policy policy;
   std::optional<model::QueueOrder> order = model::ParseQueueOrder(name);
   if (!order) {
@@ -744,9 +818,8 @@ Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trac
                                        name, model::kQueueOrderNames.ChoiceList()));
   }
   policy.order = *order;
-  std::set<std::string> queues;
-  for (const TraceJob& job : trace.jobs) queues.insert(job.spec.queue);
-  for (const std::string& queue : queues) {
+  std::set<std::string> distinct(queues.begin(), queues.end());
+  for (const std::string& queue : distinct) {
     model::QueueConfig config;
     config.name = queue;
     policy.queues.push_back(std::move(config));
@@ -755,7 +828,13 @@ Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trac
 }
 
 Result<nlohmann::json> RunReplay(const Trace& trace, const ReplayOptions& options) {
-  Replay replay(trace, options);
+  TraceJobStream stream(trace.jobs);
+  return RunReplay(trace.nodes, stream, options);
+}
+
+Result<nlohmann::json> RunReplay(const std::vector<model::Node>& nodes, JobStream& jobs,
+                                 const ReplayOptions& options) {
+  Replay replay(nodes, jobs, options);
   return replay.Run();
 }
 

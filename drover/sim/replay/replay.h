@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -85,6 +86,9 @@ struct ReplayOptions {
 // interruptible jobs), and model::Policy::order set to the name. kInvalidArgument for other
 // names.
 Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trace);
+// The same, from the trace's distinct queues (JobStream::Queues()).
+Result<model::Policy> NamedReplayPolicy(std::string_view name,
+                                        const std::vector<std::string>& queues);
 
 // Replays `trace` under `options` and reports (keys in this order; seconds since the start of
 // the trace, rounded to 3 decimals; percentiles by nearest rank):
@@ -124,7 +128,16 @@ Result<model::Policy> NamedReplayPolicy(std::string_view name, const Trace& trac
 // Errors: kInvalidArgument for a policy the controller refuses or that hands a queue to an
 // external executor (naming the queue: the simulator models no engine), a negative
 // startup_delay or pass_interval, or a tick < 1; kInternal if an instant never settles.
+// Memory: what the replay keeps per job is a fixed record of about 150 bytes (its submission,
+// run time, limits, queue and outcome; names only with job_detail or event_log); the controller
+// holds the records of jobs not yet ended only, as each ended job's outcome is taken into the
+// report and its record forgotten (Controller::Forget).
 Result<nlohmann::json> RunReplay(const Trace& trace, const ReplayOptions& options);
+// The same on `nodes` and the jobs of `jobs`, which the replay takes one at a time as their
+// submission times come, so that the trace need not be held (a SyntheticJobStream of a million
+// jobs). kInvalidArgument also for a job submitted before the one ahead of it in the stream.
+Result<nlohmann::json> RunReplay(const std::vector<model::Node>& nodes, JobStream& jobs,
+                                 const ReplayOptions& options);
 
 // What-if on a live installation: the jobs the server with data directory `data_dir` recorded
 // (DATA_DIR/drover.db, see drover/store) and that were submitted in [from, to) (epoch ms)

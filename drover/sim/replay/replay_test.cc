@@ -12,6 +12,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "drover/sim/trace/loaders.h"
@@ -339,6 +341,13 @@ TEST(NamedReplayPolicy, OneQueuePerTraceQueue) {
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
 }
 
+// The distinct queues of `trace`'s jobs, in name order.
+std::vector<std::string> NamedQueues(const Trace& trace) {
+  std::set<std::string> queues;
+  for (const TraceJob& job : trace.jobs) queues.insert(job.spec.queue);
+  return {queues.begin(), queues.end()};
+}
+
 ClusterSummary TestSummary() {
   ClusterSummary summary;
   summary.id = "test";
@@ -423,6 +432,60 @@ TEST(Replay, IdenticalInputsGiveIdenticalJson) {
     EXPECT_EQ(first, second) << policy;
     EXPECT_THAT(first, HasSubstr("\"unfinished\":0")) << policy;
   }
+}
+
+// The 1M-job replay streams its synthetic trace (SyntheticJobStream) instead of holding it, and
+// the replay forgets each job once it ends: neither may change a byte of the report.
+TEST(Replay, AStreamedSyntheticTraceReportsAsTheHeldOne) {
+  SyntheticOptions synthetic;
+  synthetic.nodes = 16;
+  synthetic.jobs = 1500;
+  synthetic.load = 1.2;
+  const Trace trace = MakeSyntheticTrace(TestSummary(), synthetic);
+  for (const char* policy : {"fifo", "las"}) {
+    ReplayOptions options;
+    options.event_log = true;
+    options.timing = false;
+    options.policy_name = policy;
+    auto named = NamedReplayPolicy(policy, trace);
+    ASSERT_TRUE(named);
+    options.policy = *named;
+    SyntheticJobStream stream(TestSummary(), synthetic);
+    EXPECT_EQ(stream.Queues(), NamedQueues(trace));
+    auto streamed = RunReplay(MakeSyntheticNodes(synthetic), stream, options);
+    ASSERT_TRUE(streamed) << streamed.error().ToString();
+    EXPECT_EQ(streamed->dump(), Replay(trace, policy, options).dump()) << policy;
+    EXPECT_EQ(streamed->at("finished"), 1500) << policy;
+  }
+}
+
+// A stream whose jobs are not in submission order.
+class BackwardsStream final : public JobStream {
+ public:
+  explicit BackwardsStream(std::vector<TraceJob> jobs) : jobs_(std::move(jobs)) {}
+  std::optional<TraceJob> Next() override {
+    if (jobs_.empty()) return std::nullopt;
+    TraceJob job = std::move(jobs_.back());
+    jobs_.pop_back();
+    return job;
+  }
+  const std::vector<std::string>& Queues() const override { return queues_; }
+
+ private:
+  std::vector<TraceJob> jobs_;
+  std::vector<std::string> queues_ = {"default"};
+};
+
+TEST(Replay, AStreamOutOfSubmissionOrderIsRefused) {
+  const Trace trace = FiveJobs();
+  BackwardsStream stream(trace.jobs);
+  ReplayOptions options;
+  options.policy.queues.push_back({});
+  options.policy.queues.back().name = "default";
+  auto report = RunReplay(trace.nodes, stream, options);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(report.error().message, HasSubstr("before the job ahead of it"));
 }
 
 TEST(CompareQueueTimes, PerTeamBeforeAfterAndDifference) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <numbers>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -171,16 +172,11 @@ GpuSizeLaw MakeGpuSizeLaw(const ClusterSummary& summary, const SyntheticOptions&
   return law;
 }
 
-Trace MakeSyntheticTrace(const ClusterSummary& summary, const SyntheticOptions& options) {
+std::vector<model::Node> MakeSyntheticNodes(const SyntheticOptions& options) {
   const int nodes = std::max(options.nodes, 1);
   const int gpus_per_node = std::max(options.gpus_per_node, 1);
-  const int queues = std::max(options.queues, 1);
-  const std::int64_t job_count = std::max<std::int64_t>(options.jobs, 0);
-  const double load = options.load > 0 ? options.load : 1.0;
-  std::mt19937_64 rng(options.seed);
-
-  Trace trace;
-  trace.nodes.reserve(static_cast<std::size_t>(nodes));
+  std::vector<model::Node> out;
+  out.reserve(static_cast<std::size_t>(nodes));
   for (int i = 0; i < nodes; ++i) {
     model::Node node;
     const std::string name = fmt::format("node-{:05}", i);
@@ -196,76 +192,110 @@ Trace MakeSyntheticTrace(const ClusterSummary& summary, const SyntheticOptions& 
       gpu.memory_bytes = 80 * kGiB;
       node.gpus.push_back(std::move(gpu));
     }
-    trace.nodes.push_back(std::move(node));
+    out.push_back(std::move(node));
   }
+  return out;
+}
+
+SyntheticJobStream::SyntheticJobStream(const ClusterSummary& summary,
+                                       const SyntheticOptions& options)
+    : gpus_per_node_(std::max(options.gpus_per_node, 1)),
+      jobs_(std::max<std::int64_t>(options.jobs, 0)),
+      seed_(options.seed),
+      rng_(options.seed) {
+  const int nodes = std::max(options.nodes, 1);
+  const int queues = std::max(options.queues, 1);
+  const double load = options.load > 0 ? options.load : 1.0;
 
   const GpuSizeLaw law = MakeGpuSizeLaw(summary, options);
-  std::vector<double> cumulative(law.probabilities.size());
+  sizes_ = law.sizes;
+  cumulative_.resize(law.probabilities.size());
   double acc = 0;
-  for (std::size_t k = 0; k < cumulative.size(); ++k) cumulative[k] = acc += law.probabilities[k];
+  for (std::size_t k = 0; k < cumulative_.size(); ++k) cumulative_[k] = acc += law.probabilities[k];
 
   const double median_run = std::max(summary.median_run_seconds, 1.0);
-  const double mu = std::log(median_run);
-  const double sigma = summary.avg_run_seconds > median_run
-                           ? std::sqrt(2.0 * std::log(summary.avg_run_seconds / median_run))
-                           : 0.0;
-  const double cap = summary.max_run_seconds > 0 ? std::max(summary.max_run_seconds, 1.0)
-                                                 : std::numeric_limits<double>::infinity();
+  mu_ = std::log(median_run);
+  sigma_ = summary.avg_run_seconds > median_run
+               ? std::sqrt(2.0 * std::log(summary.avg_run_seconds / median_run))
+               : 0.0;
+  cap_ = summary.max_run_seconds > 0 ? std::max(summary.max_run_seconds, 1.0)
+                                     : std::numeric_limits<double>::infinity();
   // User k submits to queue k mod queues; their names are made once.
-  std::vector<std::string> user_names, user_queues;
   for (int k = 0; k < 4 * queues; ++k) {
-    user_names.push_back(fmt::format("u{}", k));
-    user_queues.push_back(fmt::format("q{}", k % queues));
+    user_names_.push_back(fmt::format("u{}", k));
+    user_queues_.push_back(fmt::format("q{}", k % queues));
   }
 
-  trace.jobs.reserve(static_cast<std::size_t>(job_count));
-  std::vector<double> arrival(static_cast<std::size_t>(job_count));
-  double clock = 0;
-  double gpu_ms = 0;  // offered GPU-time, a statistic (not capacity accounting)
-  for (std::int64_t i = 0; i < job_count; ++i) {
-    const double u = Uniform(rng);
-    std::size_t k = 0;
-    while (k + 1 < cumulative.size() && u >= cumulative[k]) ++k;
-    const int gpus = law.sizes[k];
-    const double seconds = std::clamp(std::exp(mu + sigma * Normal(rng)), 1.0, cap);
-    const std::size_t user = static_cast<std::size_t>(rng() % user_names.size());
-    clock += Exponential(rng);
-    arrival[static_cast<std::size_t>(i)] = clock;
-
-    // Built in place: a TraceJob is large, and a million of them dominate the cost.
-    TraceJob& job = trace.jobs.emplace_back();
-    char name[32];
-    const auto end = fmt::format_to_n(name, sizeof(name), "job-{:07}", i);
-    job.name.assign(name, end.out);
-    job.duration = static_cast<DurationMs>(std::llround(seconds * 1000));
-    job.user = user_names[user];
-    model::JobSpec& spec = job.spec;
-    spec.name = job.name;
-    spec.owner = job.user;
-    spec.queue = user_queues[user];
-    const int per_worker = std::min(gpus, gpus_per_node);
-    spec.workers = (gpus + gpus_per_node - 1) / gpus_per_node;
-    spec.requirements.per_worker.gpus = per_worker;
-    spec.requirements.per_worker.cpu_millis = std::int64_t{8'000} * per_worker;
-    spec.requirements.per_worker.memory_bytes = 64 * kGiB * per_worker;
-    if (i % 4 == 3) {
-      spec.interruptible = true;
-      job.checkpoint_interval = 10 * 60 * 1000;
-    }
-    gpu_ms += static_cast<double>(spec.workers) * per_worker * static_cast<double>(job.duration);
+  // The first pass: the offered GPU-time, the unscaled span and the queues used.
+  double gpu_ms = 0;  // a statistic (not capacity accounting)
+  std::set<std::string> used;
+  for (std::int64_t i = 0; i < jobs_; ++i) {
+    const Draw draw = DrawJob();
+    clock_ += draw.gap;
+    used.insert(user_queues_[draw.user]);
+    const int per_worker = std::min(draw.gpus, gpus_per_node_);
+    const int workers = (draw.gpus + gpus_per_node_ - 1) / gpus_per_node_;
+    gpu_ms += static_cast<double>(workers) * per_worker * static_cast<double>(draw.duration);
   }
-
+  queues_.assign(used.begin(), used.end());
   // Scale the arrivals so that the last one lands at the span that makes the offered load
   // `load`.
-  if (job_count > 0) {
-    const double cluster_gpus = static_cast<double>(nodes) * gpus_per_node;
+  if (jobs_ > 0) {
+    const double cluster_gpus = static_cast<double>(nodes) * gpus_per_node_;
     const double span_ms = gpu_ms / (load * cluster_gpus);
-    const double scale = span_ms / clock;
-    for (std::int64_t i = 0; i < job_count; ++i) {
-      trace.jobs[static_cast<std::size_t>(i)].submit =
-          static_cast<TimeMs>(std::llround(arrival[static_cast<std::size_t>(i)] * scale));
-    }
+    scale_ = span_ms / clock_;
   }
+  rng_.seed(seed_);
+  clock_ = 0;
+}
+
+SyntheticJobStream::Draw SyntheticJobStream::DrawJob() {
+  Draw draw;
+  const double u = Uniform(rng_);
+  std::size_t k = 0;
+  while (k + 1 < cumulative_.size() && u >= cumulative_[k]) ++k;
+  draw.gpus = sizes_[k];
+  const double seconds = std::clamp(std::exp(mu_ + sigma_ * Normal(rng_)), 1.0, cap_);
+  draw.duration = static_cast<DurationMs>(std::llround(seconds * 1000));
+  draw.user = static_cast<std::size_t>(rng_() % user_names_.size());
+  draw.gap = Exponential(rng_);
+  return draw;
+}
+
+std::optional<TraceJob> SyntheticJobStream::Next() {
+  if (next_ == jobs_) return std::nullopt;
+  const std::int64_t i = next_++;
+  const Draw draw = DrawJob();
+  clock_ += draw.gap;
+  TraceJob job;
+  char name[32];
+  const auto end = fmt::format_to_n(name, sizeof(name), "job-{:07}", i);
+  job.name.assign(name, end.out);
+  job.submit = static_cast<TimeMs>(std::llround(clock_ * scale_));
+  job.duration = draw.duration;
+  job.user = user_names_[draw.user];
+  model::JobSpec& spec = job.spec;
+  spec.name = job.name;
+  spec.owner = job.user;
+  spec.queue = user_queues_[draw.user];
+  const int per_worker = std::min(draw.gpus, gpus_per_node_);
+  spec.workers = (draw.gpus + gpus_per_node_ - 1) / gpus_per_node_;
+  spec.requirements.per_worker.gpus = per_worker;
+  spec.requirements.per_worker.cpu_millis = std::int64_t{8'000} * per_worker;
+  spec.requirements.per_worker.memory_bytes = 64 * kGiB * per_worker;
+  if (i % 4 == 3) {
+    spec.interruptible = true;
+    job.checkpoint_interval = 10 * 60 * 1000;
+  }
+  return job;
+}
+
+Trace MakeSyntheticTrace(const ClusterSummary& summary, const SyntheticOptions& options) {
+  Trace trace;
+  trace.nodes = MakeSyntheticNodes(options);
+  SyntheticJobStream stream(summary, options);
+  trace.jobs.reserve(static_cast<std::size_t>(std::max<std::int64_t>(options.jobs, 0)));
+  while (std::optional<TraceJob> job = stream.Next()) trace.jobs.push_back(std::move(*job));
   return trace;
 }
 

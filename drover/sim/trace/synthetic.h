@@ -5,6 +5,8 @@
 // Uranus), at any scale: the 1M-job benchmark and load sweeps use them.
 
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -78,9 +80,48 @@ struct SyntheticOptions {
 //    the others are neither.
 // Preconditions (clamped, not errors): nodes, gpus_per_node and queues at least 1, jobs at least
 // 0, load > 0 (a load <= 0 is taken as 1).
-// Cost: linear; a million jobs hold about 0.8 GB (sizeof(TraceJob) is 776 bytes) and take a
-// few seconds of CPU in an optimized build, most of it first-touching that memory.
+// Cost: linear; a million jobs hold about 1.1 GB (sizeof(TraceJob) is about 1.1 KB) and take a
+// few seconds of CPU in an optimized build, most of it first-touching that memory. A replay
+// reads the same jobs from a SyntheticJobStream without holding them.
 Trace MakeSyntheticTrace(const ClusterSummary& summary, const SyntheticOptions& options);
+
+// The nodes of MakeSyntheticTrace(summary, options).
+std::vector<model::Node> MakeSyntheticNodes(const SyntheticOptions& options);
+
+// The jobs of MakeSyntheticTrace(summary, options), the same in the same order, one at a time:
+// nothing is held per job. Construction draws every job once (the arrival span depends on all
+// the jobs' sizes and run times, and Queues() on their users); Next draws them again from the
+// same seed, so the draws cost twice what MakeSyntheticTrace's do (a fraction of a second per
+// million jobs in an optimized build).
+class SyntheticJobStream final : public JobStream {
+ public:
+  SyntheticJobStream(const ClusterSummary& summary, const SyntheticOptions& options);
+  std::optional<TraceJob> Next() override;
+  const std::vector<std::string>& Queues() const override { return queues_; }
+
+ private:
+  struct Draw {
+    int gpus = 0;
+    DurationMs duration = 0;
+    std::size_t user = 0;
+    double gap = 0;  // before the arrival, unscaled
+  };
+  // The next job's draws from rng_.
+  Draw DrawJob();
+
+  int gpus_per_node_ = 1;
+  std::int64_t jobs_ = 0;
+  std::uint64_t seed_ = 1;
+  std::vector<int> sizes_;
+  std::vector<double> cumulative_;  // of the size law's probabilities
+  double mu_ = 0, sigma_ = 0, cap_ = 0;
+  std::vector<std::string> user_names_, user_queues_;
+  std::vector<std::string> queues_;
+  double scale_ = 0;  // unscaled arrival -> milliseconds
+  std::mt19937_64 rng_;
+  std::int64_t next_ = 0;
+  double clock_ = 0;
+};
 
 // The job-size law MakeSyntheticTrace draws from (exposed for tests and reports).
 struct GpuSizeLaw {

@@ -4,6 +4,7 @@
 // Loaders (loaders.h) build one from public trace formats or Drover's own; every simulation
 // (fgd/, replay/) reads nothing else.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,34 @@ struct TraceJob {
 struct Trace {
   std::vector<model::Node> nodes;
   std::vector<TraceJob> jobs;  // ascending submit; ties keep the order of the file
+};
+
+// A trace's jobs handed out one at a time, in ascending submit (ties in the trace's order), so
+// that a trace too large to hold at once (the synthetic 1M-job replay) need not be held: a
+// replay keeps only what it reads of each job. Not thread-safe.
+class JobStream {
+ public:
+  virtual ~JobStream() = default;
+  // The next job, or nullopt after the last.
+  virtual std::optional<TraceJob> Next() = 0;
+  // The distinct queues (JobSpec::queue) of all the jobs, in name order; known before the
+  // first job (named replay policies and the per-queue report are built from them).
+  virtual const std::vector<std::string>& Queues() const = 0;
+};
+
+// The jobs of a Trace held in memory as a JobStream: a copy of each, in ascending submit, stable
+// (the trace need not be sorted). `jobs` must outlive the stream.
+class TraceJobStream final : public JobStream {
+ public:
+  explicit TraceJobStream(const std::vector<TraceJob>& jobs);
+  std::optional<TraceJob> Next() override;
+  const std::vector<std::string>& Queues() const override { return queues_; }
+
+ private:
+  const std::vector<TraceJob>& jobs_;
+  std::vector<std::size_t> order_;  // indexes into jobs_ by submit (stable)
+  std::size_t next_ = 0;
+  std::vector<std::string> queues_;
 };
 
 }  // namespace drover::sim
