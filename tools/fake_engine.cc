@@ -15,6 +15,11 @@
 // ends after --tokens tokens (or the request's max_tokens, if fewer). At most --max-seqs run at
 // once; more wait in a queue (answered 503 beyond --max-waiting). --fail-rate of the requests are
 // answered --fail-status at once; --hang-rate are never answered.
+//
+// SIGTERM drains, as a replica being preempted must (docs/inference.md, "Draining"): /health
+// answers 503 at once, requests still arriving are served (a router may send some until it
+// hears the replica is out), and the engine exits once nothing runs or waits and no request
+// arrived for --drain-quiet-ms. A second SIGTERM, or SIGINT, exits at once.
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -58,6 +63,7 @@ struct Settings {
   int health_status = 200;
   std::uint64_t seed = 1;
   std::string ready_file;
+  int drain_quiet_ms = 1500;  // above a gateway's 1 s poll of the server's endpoints
 };
 
 double Now() {
@@ -90,6 +96,9 @@ struct Engine {
   std::deque<Sequence*> waiting;
   std::map<evhttp_request*, Sequence*> by_request;
   std::int64_t next_id = 0;
+  bool draining = false;    // SIGTERM heard
+  double last_arrival = 0;  // Now() of the latest completion request
+  event* drain_check = nullptr;
   double success = 0, prompt_tokens = 0, generation_tokens = 0;
   prometheus::HistogramData ttft{
       {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}};
@@ -270,6 +279,7 @@ void Completion(Engine& engine, evhttp_request* request, bool chat) {
   }
   s->prompt_tokens = static_cast<std::int64_t>(text.size() + 3) / 4;
   s->arrived = Now();
+  engine.last_arrival = s->arrived;
   s->id = (chat ? "chatcmpl-" : "cmpl-") + settings.name + "-" + std::to_string(engine.next_id++);
   s->connection = evhttp_request_get_connection(request);
   evhttp_connection_set_closecb(s->connection, &OnClose, s);
@@ -345,6 +355,7 @@ void OnRequest(evhttp_request* request, void* arg) {
   if (path == "/v1/chat/completions" && post) return Completion(engine, request, true);
   if (path == "/control" && post) return Control(engine, request);
   if (path == "/health") {
+    if (engine.draining) return ReplyError(request, 503, "draining");
     return Reply(request, engine.settings.health_status, "application/json", "{}");
   }
   if (path == "/metrics") return Reply(request, 200, "text/plain; version=0.0.4", Metrics(engine));
@@ -362,12 +373,31 @@ void OnSignal(evutil_socket_t, short, void* base) {
   event_base_loopbreak(static_cast<event_base*>(base));
 }
 
+// While draining, every 50 ms: exits once idle and quiet for --drain-quiet-ms.
+void OnDrainCheck(evutil_socket_t, short, void* arg) {
+  auto& engine = *static_cast<Engine*>(arg);
+  const bool quiet = Now() - engine.last_arrival >= engine.settings.drain_quiet_ms / 1000.0;
+  if (engine.running.empty() && engine.waiting.empty() && quiet) {
+    event_base_loopbreak(engine.base);
+  }
+}
+
+void OnTerm(evutil_socket_t fd, short what, void* arg) {
+  auto& engine = *static_cast<Engine*>(arg);
+  if (engine.draining) return OnSignal(fd, what, engine.base);
+  engine.draining = true;
+  std::fprintf(stderr, "drover-fake-engine %s: SIGTERM: draining\n", engine.settings.name.c_str());
+  engine.drain_check = event_new(engine.base, -1, EV_PERSIST, &OnDrainCheck, &engine);
+  const timeval period{0, 50'000};
+  event_add(engine.drain_check, &period);
+}
+
 int Usage(const char* message) {
   std::fprintf(stderr,
                "drover-fake-engine: %s\nflags: --port N (default $DROVER_PORT, else any) --host H "
                "--name NAME --models a,b --ttft-ms N --tpot-ms N --tokens N --max-seqs N "
                "--max-waiting N --fail-rate F --fail-status N --hang-rate F --seed N "
-               "--ready-file F\n",
+               "--ready-file F --drain-quiet-ms N\n",
                message);
   return 2;
 }
@@ -423,6 +453,8 @@ int main(int argc, char** argv) {
       s.hang_rate = number;
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(number);
+    } else if (flag == "--drain-quiet-ms") {
+      s.drain_quiet_ms = static_cast<int>(number);
     } else {
       return Usage(("unknown flag " + flag).c_str());
     }
@@ -446,12 +478,13 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "drover-fake-engine %s: serving on %s\n", s.name.c_str(), url.c_str());
   event* sigint = evsignal_new(engine.base, SIGINT, &OnSignal, engine.base);
-  event* sigterm = evsignal_new(engine.base, SIGTERM, &OnSignal, engine.base);
+  event* sigterm = evsignal_new(engine.base, SIGTERM, &OnTerm, &engine);
   event_add(sigint, nullptr);
   event_add(sigterm, nullptr);
   event_base_dispatch(engine.base);
   event_free(sigint);
   event_free(sigterm);
+  if (engine.drain_check != nullptr) event_free(engine.drain_check);
   evhttp_free(http);
   event_base_free(engine.base);
   return 0;

@@ -72,6 +72,7 @@ Status Decode(const json& j, const std::string& path, model::PipelineAdmission* 
 Status Decode(const json& j, const std::string& path, model::ConcurrencyPolicy* out);
 Status Decode(const json& j, const std::string& path, model::CronSpec* out);
 Status Decode(const json& j, const std::string& path, model::ProbeSpec* out);
+Status Decode(const json& j, const std::string& path, model::SaturationSpec* out);
 Status Decode(const json& j, const std::string& path, model::AutoscalingSpec* out);
 Status Decode(const json& j, const std::string& path, model::ServiceSpec* out);
 Status Decode(const json& j, const std::string& path, model::JobSpec* out);
@@ -656,12 +657,24 @@ Status Decode(const json& j, const std::string& path, model::ProbeSpec* out) {
   return OkStatus();
 }
 
+Status Decode(const json& j, const std::string& path, model::SaturationSpec* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "metric", &out->metric));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "target_per_replica", &out->target_per_replica));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "path", &out->path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "interval_ms", &out->interval_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "timeout_ms", &out->timeout_ms));
+  return OkStatus();
+}
+
 Status Decode(const json& j, const std::string& path, model::AutoscalingSpec* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
   DROVER_RETURN_IF_ERROR(
       Field(j, path, "target_in_flight_per_replica", &out->target_in_flight_per_replica));
   DROVER_RETURN_IF_ERROR(Field(j, path, "scale_up_delay_ms", &out->scale_up_delay_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "scale_down_delay_ms", &out->scale_down_delay_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "scale_to_zero_after_ms", &out->scale_to_zero_after_ms));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "saturation", &out->saturation));
   return OkStatus();
 }
 
@@ -1365,9 +1378,18 @@ json ToJson(const model::ProbeSpec& probe) {
 }
 
 json ToJson(const model::AutoscalingSpec& autoscaling) {
-  return json{{"target_in_flight_per_replica", autoscaling.target_in_flight_per_replica},
-              {"scale_up_delay_ms", autoscaling.scale_up_delay_ms},
-              {"scale_down_delay_ms", autoscaling.scale_down_delay_ms}};
+  json out{{"target_in_flight_per_replica", autoscaling.target_in_flight_per_replica},
+           {"scale_up_delay_ms", autoscaling.scale_up_delay_ms},
+           {"scale_down_delay_ms", autoscaling.scale_down_delay_ms},
+           {"scale_to_zero_after_ms", autoscaling.scale_to_zero_after_ms}};
+  if (const auto& s = autoscaling.saturation) {
+    out["saturation"] = json{{"metric", s->metric},
+                             {"target_per_replica", s->target_per_replica},
+                             {"path", s->path},
+                             {"interval_ms", s->interval_ms},
+                             {"timeout_ms", s->timeout_ms}};
+  }
+  return out;
 }
 
 json ToJson(const model::ServiceSpec& service) {

@@ -102,7 +102,9 @@ Result<model::CronSpec> CronSpecFromJson(const nlohmann::json& json,
 // {"name", "models", "replica": JobSpec, "min_replicas", "max_replicas", "readiness" and
 // "liveness" ({"path", "interval_ms", "timeout_ms", "failure_threshold", "initial_delay_ms"},
 // omitted when unset), "autoscaling": {"target_in_flight_per_replica", "scale_up_delay_ms",
-// "scale_down_delay_ms"}}. The decoder checks types only; ControlPlane::PutService the rules.
+// "scale_down_delay_ms", "scale_to_zero_after_ms", "saturation" ({"metric",
+// "target_per_replica", "path", "interval_ms", "timeout_ms"}, omitted when unset)}}. The decoder
+// checks types only; ControlPlane::PutService the rules.
 nlohmann::json ToJson(const model::ProbeSpec& probe);
 nlohmann::json ToJson(const model::AutoscalingSpec& autoscaling);
 nlohmann::json ToJson(const model::ServiceSpec& service);

@@ -28,14 +28,35 @@ struct ProbeSpec {
   friend bool operator==(const ProbeSpec&, const ProbeSpec&) = default;
 };
 
-// How the autoscaler sizes a service (sched/autoscaler.h). Disabled (target 0): the service
-// runs replicas.min replicas. Enabled: between replicas.min and replicas.max, enough replicas
-// that each carries at most `target_in_flight_per_replica` requests (in flight plus waiting),
-// a change taken only once the signal asked for it for the whole delay.
+// The backend saturation signal (docs/inference.md, "Autoscaling"): a gauge scraped from each
+// ready replica's Prometheus endpoint, e.g. vLLM's `vllm:num_requests_waiting` (requests the
+// engine has accepted but cannot run yet: its batch is full). Its sum over the replicas asks for
+// ceil(sum / target_per_replica) replicas, as a Kubernetes HPA with an AverageValue target would.
+struct SaturationSpec {
+  std::string metric = "vllm:num_requests_waiting";  // a metric name: [a-zA-Z_:][a-zA-Z0-9_:]*
+  double target_per_replica = 0;                     // > 0, at most 1e6
+  std::string path = "/metrics";                     // starts with '/'
+  DurationMs interval_ms = 5 * kMillisPerSecond;     // 100 ms .. 1 h
+  DurationMs timeout_ms = 1 * kMillisPerSecond;      // 1 ms .. 1 min
+
+  friend bool operator==(const SaturationSpec&, const SaturationSpec&) = default;
+};
+
+// How the autoscaler sizes a service (sched/autoscaler.h). Disabled (target 0 and no
+// saturation): the service runs replicas.min replicas. Enabled: between replicas.min and
+// replicas.max, enough replicas that each carries at most `target_in_flight_per_replica`
+// requests (in flight plus waiting) and, with `saturation`, at most its target of the backend's
+// gauge; a change taken only once the signal asked for it for the whole delay. With
+// replicas.min 0 the service scales to zero after `scale_to_zero_after_ms` without requests,
+// and from zero to one replica at once when a request waits.
 struct AutoscalingSpec {
-  int target_in_flight_per_replica = 0;  // 0 = autoscaling off
+  int target_in_flight_per_replica = 0;  // 0 = this signal off
   DurationMs scale_up_delay_ms = 0;
   DurationMs scale_down_delay_ms = 5 * kMillisPerMinute;
+  DurationMs scale_to_zero_after_ms = 5 * kMillisPerMinute;  // only with replicas.min 0
+  std::optional<SaturationSpec> saturation;
+
+  bool enabled() const { return target_in_flight_per_replica > 0 || saturation.has_value(); }
 
   friend bool operator==(const AutoscalingSpec&, const AutoscalingSpec&) = default;
 };

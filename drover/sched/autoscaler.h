@@ -5,13 +5,21 @@
 // count. No clock reads (now is passed in), no state of its own: what it remembers between calls
 // (since when the signal has asked for a change) is in AutoscaleState, which the caller keeps.
 //
-// Algorithm: the signal asks for W = ceil((in_flight + waiting) / target) replicas, clamped to
-// [min, max]. W > desired: once W has been asked for continuously for scale_up_delay, desired
-// becomes W (the largest W seen during the delay is not remembered: the latest decides). W <
-// desired: likewise after scale_down_delay. A missing or stale signal (older than
-// kLoadSignalStaleMs, or none yet) is unknown: it never scales down (a gateway that stopped
-// reporting says nothing about load) and clears both timers. Whatever the signal, desired is
-// kept within [min, max] at once (a spec change).
+// Algorithm: each known signal asks for a count: the gateway's load W = ceil((in_flight +
+// waiting) / target_in_flight_per_replica), the backend saturation S = ceil(gauge summed over
+// the replicas / saturation.target_per_replica); the larger, clamped to [min, max] (to
+// [max(min, 1), max] while min is 0), is wanted. Wanted > desired: once it has been asked for
+// continuously for scale_up_delay, desired becomes it (the largest seen during the delay is not
+// remembered: the latest decides). Wanted < desired: likewise after scale_down_delay. A missing
+// or stale load signal (older than kLoadSignalStaleMs, or none yet) and a missing saturation sum
+// are unknown: without any known signal nothing scales down (a gateway that stopped reporting
+// says nothing about load) and both timers clear. Whatever the signal, desired is kept within
+// [min, max] at once (a spec change).
+//
+// Scale to zero (min 0): a fresh load signal with nothing in flight, waiting or sent in its
+// window is idle; idle continuously for scale_to_zero_after, desired becomes 0. At zero, a
+// fresh signal with a request in flight or waiting (the gateway buffers it) makes desired 1 at
+// once, whatever scale_up_delay: a waiting request cannot be served until a replica exists.
 
 #include <cstdint>
 #include <optional>
@@ -31,6 +39,7 @@ inline constexpr DurationMs kLoadSignalStaleMs = 5 * kMillisPerSecond;
 struct AutoscaleState {
   TimeMs up_since = 0;
   TimeMs down_since = 0;
+  TimeMs idle_since = 0;  // since when the load signal has been idle (scale to zero)
 
   friend bool operator==(const AutoscaleState&, const AutoscaleState&) = default;
 };
@@ -39,8 +48,11 @@ struct AutoscaleInput {
   int desired = 0;  // the current desired count
   int min = 0;
   int max = 1;
-  model::AutoscalingSpec spec;              // target 0: autoscaling off, desired = min
+  model::AutoscalingSpec spec;              // not enabled(): autoscaling off, desired = min
   std::optional<model::LoadSignal> signal;  // the latest, if any
+  // The saturation gauge summed over the replicas whose latest scrape is recent; unset when
+  // none is (or the spec has no saturation).
+  std::optional<double> saturation;
   AutoscaleState state;
   TimeMs now = 0;
 };

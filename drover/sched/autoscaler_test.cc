@@ -112,5 +112,88 @@ TEST(Autoscale, OffMeansMin) {
   EXPECT_EQ(Autoscale(in).desired, 1);
 }
 
+TEST(Autoscale, ScalesToZeroOnlyAfterTheIdleDelayWithNoRequestAtAll) {
+  AutoscaleInput in = Input(2, 0, 1'000);
+  in.min = 0;
+  in.spec.scale_down_delay_ms = 0;
+  in.spec.scale_to_zero_after_ms = 30'000;
+  in.signal->requests = 3;  // nothing in flight, but requests were sent in the window
+  AutoscaleDecision busy = Autoscale(in);
+  EXPECT_EQ(busy.desired, 1) << "min 0 scales down to one replica while requests come";
+  EXPECT_EQ(busy.state.idle_since, 0);
+  in.desired = 1;
+  in.signal->requests = 0;
+  AutoscaleDecision quiet = Autoscale(in);
+  EXPECT_FALSE(quiet.changed);
+  EXPECT_EQ(quiet.state.idle_since, 1'000);
+  in.state = quiet.state;
+  in.now = in.signal->received_at = 30'999;
+  EXPECT_FALSE(Autoscale(in).changed);
+  in.now = in.signal->received_at = 31'000;
+  AutoscaleDecision zero = Autoscale(in);
+  EXPECT_EQ(zero.desired, 0);
+  EXPECT_NE(zero.reason.find("no request for 30000 ms"), std::string::npos) << zero.reason;
+}
+
+TEST(Autoscale, AnyRequestRestartsTheIdleDelay) {
+  AutoscaleInput in = Input(1, 0, 1'000);
+  in.min = 0;
+  in.spec.scale_to_zero_after_ms = 30'000;
+  in.state = Autoscale(in).state;
+  in.now = in.signal->received_at = 20'000;
+  in.signal->requests = 1;
+  in.state = Autoscale(in).state;
+  EXPECT_EQ(in.state.idle_since, 0);
+  in.now = in.signal->received_at = 40'000;
+  in.signal->requests = 0;
+  AutoscaleDecision d = Autoscale(in);
+  EXPECT_FALSE(d.changed);
+  EXPECT_EQ(d.state.idle_since, 40'000);
+}
+
+TEST(Autoscale, AWaitingRequestScalesFromZeroAtOnceWhateverTheUpDelay) {
+  AutoscaleInput in = Input(0, 0, 1'000);
+  in.min = 0;
+  in.spec.scale_up_delay_ms = 60'000;
+  EXPECT_FALSE(Autoscale(in).changed) << "no demand keeps zero";
+  in.signal.reset();
+  EXPECT_FALSE(Autoscale(in).changed) << "no signal keeps zero";
+  in.signal = model::LoadSignal{.waiting = 1, .received_at = 1'000};
+  AutoscaleDecision d = Autoscale(in);
+  EXPECT_TRUE(d.changed);
+  EXPECT_EQ(d.desired, 1);
+  EXPECT_NE(d.reason.find("waiting 1 at zero replicas"), std::string::npos) << d.reason;
+  in.now = 1'000 + kLoadSignalStaleMs + 1;  // a stale report of demand starts nothing
+  EXPECT_FALSE(Autoscale(in).changed);
+}
+
+TEST(Autoscale, SaturationAsksForReplicasByItsTargetAndTheLargerSignalWins) {
+  AutoscaleInput in = Input(1, 4, 1'000);  // in flight asks for 1
+  in.spec.scale_up_delay_ms = 0;
+  in.spec.saturation = model::SaturationSpec{.target_per_replica = 2};
+  in.saturation = 5.0;  // ceil(5 / 2) = 3
+  AutoscaleDecision d = Autoscale(in);
+  EXPECT_EQ(d.desired, 3);
+  EXPECT_NE(d.reason.find("vllm:num_requests_waiting 5 at target 2 per replica asks for 3"),
+            std::string::npos)
+      << d.reason;
+  in.signal->in_flight = 32;  // asks for 4, the max
+  EXPECT_EQ(Autoscale(in).desired, 4);
+}
+
+TEST(Autoscale, SaturationAloneScalesAndItsAbsenceIsUnknown) {
+  AutoscaleInput in = Input(3, 0, 1'000);
+  in.signal.reset();
+  in.spec.target_in_flight_per_replica = 0;
+  in.spec.scale_up_delay_ms = 0;
+  in.spec.scale_down_delay_ms = 0;
+  in.spec.saturation = model::SaturationSpec{.target_per_replica = 4};
+  EXPECT_FALSE(Autoscale(in).changed) << "no scrape yet: unknown, never scales down";
+  in.saturation = 0.0;
+  EXPECT_EQ(Autoscale(in).desired, 1);
+  in.saturation = 1e300;  // bounded, no overflow
+  EXPECT_EQ(Autoscale(in).desired, 4);
+}
+
 }  // namespace
 }  // namespace drover::sched

@@ -86,6 +86,33 @@ Status ValidateService(const model::ServiceSpec& spec) {
   if (a.target_in_flight_per_replica < 0 || a.scale_up_delay_ms < 0 || a.scale_down_delay_ms < 0) {
     return InvalidArgument("autoscaling: target and delays must not be negative");
   }
+  if (a.scale_to_zero_after_ms < 0 || a.scale_to_zero_after_ms > kMillisPerDay) {
+    return InvalidArgument("autoscaling.scale_to_zero_after_ms: must be between 0 and a day");
+  }
+  if (const std::optional<model::SaturationSpec>& s = a.saturation) {
+    if (s->metric.empty() || s->metric.size() > 200 ||
+        s->metric.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_:") != std::string::npos ||
+        (s->metric.front() >= '0' && s->metric.front() <= '9')) {
+      return InvalidArgument(
+          "autoscaling.saturation.metric: a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, "
+          "at most 200 characters)");
+    }
+    if (!(s->target_per_replica > 0 && s->target_per_replica <= 1e6)) {
+      return InvalidArgument(
+          "autoscaling.saturation.target_per_replica: must be above 0 and at most 1000000");
+    }
+    if (s->path.empty() || s->path.front() != '/' || s->path.size() > 1024 ||
+        s->path.find_first_of(" \t\r\n") != std::string::npos) {
+      return InvalidArgument("autoscaling.saturation.path: an HTTP path starting with '/'");
+    }
+    if (s->interval_ms < 100 || s->interval_ms > kMillisPerHour) {
+      return InvalidArgument("autoscaling.saturation.interval_ms: between 100 and 3600000");
+    }
+    if (s->timeout_ms < 1 || s->timeout_ms > kMillisPerMinute) {
+      return InvalidArgument("autoscaling.saturation.timeout_ms: between 1 and 60000");
+    }
+  }
   return OkStatus();
 }
 
@@ -95,6 +122,26 @@ DurationMs RestartBackoff(int early_failures) {
   if (early_failures <= 0) return 0;
   return std::min<DurationMs>(kMillisPerMinute,
                               kMillisPerSecond << std::min(early_failures - 1, 6));
+}
+
+bool Draining(const model::Job& job) {
+  const model::Attempt* attempt = job.current_attempt();
+  return !model::IsTerminal(job.state) && attempt != nullptr && attempt->outcome.has_value();
+}
+
+std::optional<double> SaturationOf(const ServiceEntry& entry, TimeMs now) {
+  const std::optional<model::SaturationSpec>& spec = entry.record.spec.autoscaling.saturation;
+  if (!spec) return std::nullopt;
+  const DurationMs recent = std::max(3 * spec->interval_ms, sched::kLoadSignalStaleMs);
+  std::optional<double> sum;
+  for (const auto& [id, health] : entry.health) {
+    if (!health.ready || entry.stopping.contains(id) || health.saturation_at == 0 ||
+        now - health.saturation_at > recent) {
+      continue;
+    }
+    sum = sum.value_or(0) + health.saturation;
+  }
+  return sum;
 }
 
 int ReplicaPort(const model::JobSpec& spec) {
@@ -209,7 +256,7 @@ api::ServiceStatus ControlPlane::StatusOf(const ServiceEntry& entry) const {
     endpoint.generation = job->spec.service_generation;
     endpoint.is_protected = !job->spec.interruptible;
     if (auto health = entry.health.find(id); health != entry.health.end()) {
-      endpoint.ready = health->second.ready;
+      endpoint.ready = health->second.ready && !Draining(*job);
       endpoint.since = health->second.since;
     }
     if (auto address = AddressOf(*job); address && job->state == model::JobState::kRunning) {
@@ -259,7 +306,8 @@ void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
     }
     ReplicaHealth& health = entry.health[*it];
     const bool running = job->state == model::JobState::kRunning;
-    const bool ready = running && (spec.readiness ? health.ready : true);
+    const bool draining = running && Draining(*job);
+    const bool ready = running && !draining && (spec.readiness ? health.ready : true);
     if (ready && !health.was_ready) {
       health.was_ready = true;
       entry.early_failures = 0;
@@ -267,12 +315,17 @@ void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
     if (ready != health.ready) {
       health.ready = ready;
       health.since = now;
-      if (!spec.readiness || !running) {
+      if (!spec.readiness || !running || draining) {
+        const std::string cause =
+            ready      ? "ready: running (no readiness probe)"
+            : draining ? fmt::format(
+                             "not ready: draining ({}); in-flight requests finish within "
+                             "the kill grace",
+                             job->current_attempt()->outcome_reason)
+                       : "not ready: not running";
         step.transitions.push_back(model::Transition{
             *it, job->current_attempt() ? job->current_attempt()->number : 0, job->state,
-            job->state, now,
-            ready ? "ready: running (no readiness probe)" : "not ready: not running",
-            std::string(model::kSystemActor)});
+            job->state, now, cause, std::string(model::kSystemActor)});
       }
     }
     if (!entry.stopping.contains(*it)) {
@@ -282,9 +335,9 @@ void ControlPlane::ReconcileService(ServiceEntry& entry, std::set<int>& ports,
     ++it;
   }
 
-  sched::AutoscaleDecision scaled = sched::Autoscale(
-      sched::AutoscaleInput{entry.record.desired, spec.min_replicas, spec.max_replicas,
-                            spec.autoscaling, entry.load, entry.autoscale, now});
+  sched::AutoscaleDecision scaled = sched::Autoscale(sched::AutoscaleInput{
+      entry.record.desired, spec.min_replicas, spec.max_replicas, spec.autoscaling, entry.load,
+      SaturationOf(entry, now), entry.autoscale, now});
   entry.autoscale = scaled.state;
   if (scaled.changed) {
     entry.record.desired = scaled.desired;
@@ -364,11 +417,12 @@ std::vector<ProbeTarget> ControlPlane::DueProbes() {
   std::vector<ProbeTarget> due;
   for (auto& [name, entry] : services_) {
     const model::ServiceSpec& spec = entry.record.spec;
-    if (!spec.readiness && !spec.liveness) continue;
+    const std::optional<model::SaturationSpec>& saturation = spec.autoscaling.saturation;
+    if (!spec.readiness && !spec.liveness && !saturation) continue;
     for (JobId id : entry.replicas) {
       const model::Job* job = controller_.Find(id);
       if (job == nullptr || job->state != model::JobState::kRunning ||
-          entry.stopping.contains(id)) {
+          entry.stopping.contains(id) || Draining(*job)) {
         continue;
       }
       const std::optional<ReplicaAddress> address = AddressOf(*job);
@@ -381,7 +435,14 @@ std::vector<ProbeTarget> ControlPlane::DueProbes() {
         if (!*probe || now < running_at + (*probe)->initial_delay_ms || now < *next) continue;
         *next = now + (*probe)->interval_ms;
         due.push_back(ProbeTarget{id, kind, address->host, address->port, (*probe)->path,
-                                  (*probe)->timeout_ms});
+                                  (*probe)->timeout_ms, ""});
+      }
+      // The saturation gauge is scraped from ready replicas only: one still loading its model
+      // has an empty queue that says nothing about load.
+      if (saturation && health.ready && now >= health.next_saturation) {
+        health.next_saturation = now + saturation->interval_ms;
+        due.push_back(ProbeTarget{id, ProbeKind::kSaturation, address->host, address->port,
+                                  saturation->path, saturation->timeout_ms, saturation->metric});
       }
     }
   }
@@ -396,13 +457,21 @@ void ControlPlane::OnProbeResults(std::vector<ProbeResult> results) {
     control::Step step;
     for (const ProbeResult& result : results) {
       const model::Job* job = controller_.Find(result.target.job);
-      if (job == nullptr || job->state != model::JobState::kRunning) continue;
+      if (job == nullptr || job->state != model::JobState::kRunning || Draining(*job)) continue;
       auto entry_it = services_.find(job->spec.service);
       if (entry_it == services_.end()) continue;
       ServiceEntry& entry = entry_it->second;
       if (!entry.replicas.contains(job->id) || entry.stopping.contains(job->id)) continue;
       const model::ServiceSpec& spec = entry.record.spec;
       ReplicaHealth& health = entry.health[job->id];
+      if (result.target.kind == ProbeKind::kSaturation) {
+        // A failed scrape keeps the last value, which ages out of SaturationOf.
+        if (result.ok) {
+          health.saturation = result.value;
+          health.saturation_at = now;
+        }
+        continue;
+      }
       health.last_outcome = result.outcome;
       const int attempt = job->current_attempt()->number;
       auto record = [&](std::string cause) {

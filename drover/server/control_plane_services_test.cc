@@ -154,6 +154,95 @@ TEST_F(ControlPlaneServicesTest, OnlyReplicasAboveMinArePreemptionVictims) {
   }
   EXPECT_EQ(stopped, std::set<std::int64_t>{borrowed_replica.value()});
   EXPECT_EQ(State(protected_replica), model::JobState::kRunning);
+  // The victim drains: out of routing at once while its workers finish within the grace.
+  EXPECT_EQ(State(borrowed_replica), model::JobState::kRunning) << "still finishing its requests";
+  chat = Chat();
+  ASSERT_EQ(chat.endpoints.size(), 2u);
+  EXPECT_TRUE(chat.endpoints[0].ready) << "the protected replica still serves";
+  EXPECT_FALSE(chat.endpoints[1].ready) << "the victim is out of routing";
+  auto transitions = plane_->Transitions(borrowed_replica);
+  ASSERT_TRUE(transitions);
+  EXPECT_THAT(transitions->back().cause, HasSubstr("not ready: draining (preempted by job"));
+}
+
+TEST_F(ControlPlaneServicesTest, AnIdleServiceScalesToZeroAndAWaitingRequestWakesIt) {
+  model::ServiceSpec spec = Spec(0, 2);
+  spec.autoscaling.scale_to_zero_after_ms = 10'000;
+  ASSERT_TRUE(plane_->PutService(spec, model::AdminIdentity("alice")));
+  StartLaunched();
+  EXPECT_TRUE(Chat().endpoints.empty()) << "min 0 starts nothing before any demand";
+  // A request waits in the gateway: one replica starts at once.
+  ASSERT_TRUE(plane_->ReportServiceLoad("chat", model::LoadSignal{.waiting = 1}));
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  EXPECT_EQ(chat.record.desired, 1);
+  EXPECT_THAT(chat.last_scaling, HasSubstr("at zero replicas: scale from zero: 0 -> 1"));
+  ASSERT_EQ(chat.endpoints.size(), 1u);
+  EXPECT_TRUE(chat.endpoints[0].ready);
+  EXPECT_FALSE(chat.endpoints[0].is_protected) << "above min 0: a borrowing replica";
+  const JobId replica = chat.endpoints[0].job;
+  // Requests keep coming for a while, then none: zero after scale_to_zero_after of silence.
+  ASSERT_TRUE(plane_->ReportServiceLoad("chat", model::LoadSignal{.requests = 5}));
+  StartLaunched();
+  for (int second = 0; second < 10; ++second) {
+    clock_.Advance(1'000);
+    ASSERT_TRUE(plane_->ReportServiceLoad("chat", model::LoadSignal{.window_ms = 1'000}));
+    plane_->RunOnce();
+    ASSERT_EQ(Chat().record.desired, 1) << "idle for only " << second << " s";
+  }
+  clock_.Advance(1'000);
+  ASSERT_TRUE(plane_->ReportServiceLoad("chat", model::LoadSignal{.window_ms = 1'000}));
+  plane_->RunOnce();
+  chat = Chat();
+  EXPECT_EQ(chat.record.desired, 0);
+  EXPECT_THAT(chat.last_scaling, HasSubstr("no request for 10000 ms"));
+  EXPECT_TRUE(chat.endpoints.empty());
+  bool stopped = false;
+  for (const auto& [key, request] : runtime_->Stopped()) stopped |= key.job == replica;
+  EXPECT_TRUE(stopped);
+}
+
+TEST_F(ControlPlaneServicesTest, TheSaturationGaugeIsScrapedFromReadyReplicasAndScales) {
+  model::ServiceSpec spec = Spec(1, 2);
+  spec.autoscaling.target_in_flight_per_replica = 0;  // the backend's queue alone
+  spec.autoscaling.saturation = model::SaturationSpec{.target_per_replica = 2, .interval_ms = 500};
+  ASSERT_TRUE(plane_->PutService(spec, model::AdminIdentity("alice")));
+  StartLaunched();
+  std::vector<ProbeTarget> due = plane_->DueProbes();
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].kind, ProbeKind::kSaturation);
+  EXPECT_EQ(due[0].path, "/metrics");
+  EXPECT_EQ(due[0].metric, "vllm:num_requests_waiting");
+  EXPECT_EQ(due[0].port, 26500);
+  EXPECT_TRUE(plane_->DueProbes().empty()) << "one scrape per interval";
+  plane_->OnProbeResults({ProbeResult{due[0], true, "HTTP 200", 3}});
+  StartLaunched();
+  api::ServiceStatus chat = Chat();
+  EXPECT_EQ(chat.record.desired, 2);
+  EXPECT_THAT(chat.last_scaling,
+              HasSubstr("vllm:num_requests_waiting 3 at target 2 per replica asks for 2"));
+  EXPECT_EQ(chat.endpoints.size(), 2u);
+  // The value ages out: three intervals, at least the load signal's 5 s, without a scrape is
+  // unknown, and unknown never scales down.
+  clock_.Advance(sched::kLoadSignalStaleMs + 1);
+  plane_->RunOnce();
+  EXPECT_EQ(Chat().record.desired, 2);
+}
+
+TEST(SumOfSamples, AddsEveryLabelSetOfTheMetricOnly) {
+  constexpr char kText[] =
+      "# HELP vllm:num_requests_waiting Number of requests waiting.\n"
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{model_name=\"a\"} 3\n"
+      "vllm:num_requests_waiting{model_name=\"b}\\\"\"} 2.5 1700000000000\n"
+      "vllm:num_requests_waiting_total 100\n"
+      "vllm:num_requests_running{model_name=\"a\"} 7\n";
+  EXPECT_EQ(SumOfSamples(kText, "vllm:num_requests_waiting"), 5.5);
+  EXPECT_EQ(SumOfSamples(kText, "vllm:num_requests_running"), 7.0);
+  EXPECT_EQ(SumOfSamples(kText, "absent"), std::nullopt);
+  EXPECT_EQ(SumOfSamples("m 1\nm NaN\n", "m"), std::nullopt) << "a value that is no number";
+  EXPECT_EQ(SumOfSamples("m{a=\"1\" 2\n", "m"), std::nullopt) << "an unclosed label set";
+  EXPECT_EQ(SumOfSamples("m 4", "m"), 4.0) << "no final newline";
 }
 
 TEST_F(ControlPlaneServicesTest, ADeadReplicaIsReplacedAndTheServiceDeleteStopsAll) {
@@ -218,15 +307,15 @@ TEST_F(ControlPlaneServicesTest, ProbesMarkReadinessAndLivenessFailuresRestart) 
   EXPECT_TRUE(plane_->DueProbes().empty()) << "each probe is due once per interval";
   ProbeTarget readiness = due[0].kind == ProbeKind::kReadiness ? due[0] : due[1];
   ProbeTarget liveness = due[0].kind == ProbeKind::kLiveness ? due[0] : due[1];
-  plane_->OnProbeResults({ProbeResult{readiness, true, "HTTP 200"}});
+  plane_->OnProbeResults({ProbeResult{readiness, true, "HTTP 200", 0}});
   EXPECT_TRUE(Chat().endpoints.at(0).ready);
   auto transitions = plane_->Transitions(replica.job);
   ASSERT_TRUE(transitions);
   EXPECT_THAT(transitions->back().cause, HasSubstr("ready: GET /health answered HTTP 200"));
 
-  plane_->OnProbeResults({ProbeResult{liveness, false, "HTTP 500"}});
+  plane_->OnProbeResults({ProbeResult{liveness, false, "HTTP 500", 0}});
   EXPECT_EQ(State(replica.job), model::JobState::kRunning) << "one failure is under threshold";
-  plane_->OnProbeResults({ProbeResult{liveness, false, "HTTP 500"}});
+  plane_->OnProbeResults({ProbeResult{liveness, false, "HTTP 500", 0}});
   bool stopped = false;
   for (const auto& [key, request] : runtime_->Stopped()) stopped |= key.job == replica.job;
   EXPECT_TRUE(stopped) << "two failures in a row restart the replica";

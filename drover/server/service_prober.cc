@@ -5,11 +5,54 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace drover::server {
 
+std::optional<double> SumOfSamples(std::string_view exposition, std::string_view metric) {
+  std::optional<double> sum;
+  while (!exposition.empty()) {
+    const std::size_t eol = exposition.find('\n');
+    std::string_view line = exposition.substr(0, eol);
+    exposition = eol == std::string_view::npos ? std::string_view{} : exposition.substr(eol + 1);
+    if (!line.starts_with(metric) || line.size() == metric.size()) continue;
+    std::string_view rest = line.substr(metric.size());
+    if (rest.front() == '{') {
+      // Label values may hold '}' only escaped inside quotes: skip to the closing brace
+      // outside a quoted value.
+      bool quoted = false;
+      std::size_t i = 1;
+      for (; i < rest.size(); ++i) {
+        if (quoted && rest[i] == '\\') {
+          ++i;
+        } else if (rest[i] == '"') {
+          quoted = !quoted;
+        } else if (!quoted && rest[i] == '}') {
+          break;
+        }
+      }
+      if (i >= rest.size()) return std::nullopt;
+      rest = rest.substr(i + 1);
+    }
+    if (rest.empty() || (rest.front() != ' ' && rest.front() != '\t')) continue;  // another name
+    const std::size_t start = rest.find_first_not_of(" \t");
+    if (start == std::string_view::npos) return std::nullopt;
+    rest = rest.substr(start);
+    const std::string number(rest.substr(0, rest.find_first_of(" \t\r")));
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(value)) {
+      return std::nullopt;
+    }
+    sum = sum.value_or(0) + value;
+  }
+  return sum;
+}
+
 ProbeResult RunProbe(const ProbeTarget& target) {
-  ProbeResult result{target, false, ""};
+  ProbeResult result{target, false, "", 0};
   try {
     httplib::Client client(target.host, target.port);
     const auto timeout = std::chrono::milliseconds(target.timeout_ms);
@@ -23,6 +66,12 @@ ProbeResult RunProbe(const ProbeTarget& target) {
     }
     result.ok = reply->status >= 200 && reply->status < 300;
     result.outcome = "HTTP " + std::to_string(reply->status);
+    if (result.ok && target.kind == ProbeKind::kSaturation) {
+      const std::optional<double> value = SumOfSamples(reply->body, target.metric);
+      result.ok = value.has_value();
+      result.value = value.value_or(0);
+      if (!value) result.outcome += ", no " + target.metric + " sample";
+    }
   } catch (const std::exception& e) {
     result.outcome = e.what();
   }

@@ -13,7 +13,9 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -22,7 +24,9 @@
 
 namespace drover::server {
 
-enum class ProbeKind { kReadiness, kLiveness };
+// kSaturation: a scrape of the replica's Prometheus endpoint for the service's saturation gauge
+// (model::SaturationSpec); its result carries the gauge's value.
+enum class ProbeKind { kReadiness, kLiveness, kSaturation };
 
 struct ProbeTarget {
   JobId job;
@@ -31,13 +35,21 @@ struct ProbeTarget {
   int port = 0;
   std::string path;
   DurationMs timeout_ms = 1'000;
+  std::string metric;  // kSaturation: the gauge to read
 };
 
 struct ProbeResult {
   ProbeTarget target;
-  bool ok = false;      // a 2xx answer within the timeout
+  bool ok = false;      // a 2xx answer within the timeout (kSaturation: and the metric found)
   std::string outcome;  // "200", "503", "connection refused or timed out"
+  double value = 0;     // kSaturation with ok: the metric's value
 };
+
+// The sum of the samples of `metric` in a Prometheus text exposition (every label set: vLLM
+// labels its gauges by model_name), or nullopt when it has none or a value is not a finite
+// number. Lines are `name{labels} value [timestamp]` or `name value [timestamp]`; comments and
+// other metrics (including ones `metric` is a prefix of) are skipped.
+std::optional<double> SumOfSamples(std::string_view exposition, std::string_view metric);
 
 // One GET of `target`; never throws.
 ProbeResult RunProbe(const ProbeTarget& target);

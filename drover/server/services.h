@@ -12,6 +12,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
+#include "drover/model/job.h"
 #include "drover/model/service.h"
 #include "drover/sched/autoscaler.h"
 #include "drover/store/store.h"
@@ -28,6 +29,10 @@ struct ReplicaHealth {
   TimeMs next_liveness = 0;
   std::string last_outcome;  // of the latest probe, for transitions' causes
   bool was_ready = false;    // ready at least once
+  // The saturation gauge (model::SaturationSpec) at its latest successful scrape, and when.
+  double saturation = 0;
+  TimeMs saturation_at = 0;  // 0: never scraped
+  TimeMs next_saturation = 0;
 };
 
 struct ServiceEntry {
@@ -45,6 +50,16 @@ struct ServiceEntry {
   int early_failures = 0;
   TimeMs restart_not_before = 0;
 };
+
+// Whether `job` (a replica) is being stopped by the controller: preempted, on a drained node,
+// cancelled. It is out of routing (not ready) from then on, and finishes its in-flight requests
+// within its kill grace (docs/inference.md, "Draining").
+bool Draining(const model::Job& job);
+
+// The saturation gauge summed over `entry`'s ready replicas scraped within the last three
+// intervals (at least kLoadSignalStaleMs) before `now`; nullopt without saturation in the spec
+// or without such a replica.
+std::optional<double> SaturationOf(const ServiceEntry& entry, TimeMs now);
 
 // The wait before the next replica start after `early_failures` replicas in a row ended before
 // they were ready: 1 s, doubling, at most a minute.

@@ -92,9 +92,48 @@ TEST(ParseService, NamesBadFieldsWithTheirPosition) {
                           "HTTP path starting with '/', without spaces, at most 1024 characters",
                           "jobs.yaml:9:37: error: readiness.interval: must be greater than zero",
                           "jobs.yaml:10:14: error: autoscaling.target_in_flight_per_replica: "
-                          "required field is missing (requests in flight per replica to aim for)",
+                          "required field is missing (requests in flight per replica to aim "
+                          "for), unless saturation is given",
                           "jobs.yaml:10:31: error: autoscaling.scale_up_delay: must not be "
                           "negative"));
+}
+
+TEST(ParseService, ReadsScaleToZeroAndTheSaturationSignal) {
+  ParseOutput out = ParseDocumentsWithDiagnostics(
+      "kind: Service\nname: chat\nmodels: [m]\ntemplate: {command: [x]}\n"
+      "replicas: {min: 0, max: 3}\n"
+      "autoscaling:\n  scale_to_zero_after: 10m\n"
+      "  saturation: {target_per_replica: 2.5, interval: 2s}\n",
+      Options());
+  ASSERT_THAT(out.diagnostics, IsEmpty());
+  ASSERT_EQ(out.services.size(), 1u);
+  const model::AutoscalingSpec& a = out.services[0].autoscaling;
+  EXPECT_EQ(a.target_in_flight_per_replica, 0) << "saturation alone is enough";
+  EXPECT_EQ(a.scale_to_zero_after_ms, 600'000);
+  ASSERT_TRUE(a.saturation.has_value());
+  EXPECT_EQ(a.saturation->metric, "vllm:num_requests_waiting");
+  EXPECT_EQ(a.saturation->target_per_replica, 2.5);
+  EXPECT_EQ(a.saturation->path, "/metrics");
+  EXPECT_EQ(a.saturation->interval_ms, 2'000);
+  EXPECT_TRUE(a.enabled());
+}
+
+TEST(ParseService, RefusesScaleToZeroAboveMinZeroAndABadSaturation) {
+  EXPECT_THAT(
+      ServiceErrors("kind: Service\nname: chat\nmodels: [m]\ntemplate: {command: [x]}\n"
+                    "replicas: {min: 1, max: 3}\n"
+                    "autoscaling:\n"
+                    "  target_in_flight_per_replica: 4\n"
+                    "  scale_to_zero_after: 10m\n"
+                    "  saturation: {metric: 'bad name', target_per_replica: 0, interval: 10ms}\n"),
+      ElementsAre("jobs.yaml:8:24: error: autoscaling.scale_to_zero_after: scale to zero needs "
+                  "replicas.min: 0",
+                  "jobs.yaml:9:24: error: autoscaling.saturation.metric: invalid metric name "
+                  "'bad name': [a-zA-Z_:][a-zA-Z0-9_:]*, at most 200 characters",
+                  "jobs.yaml:9:56: error: autoscaling.saturation.target_per_replica: must be "
+                  "above 0 and at most 1000000",
+                  "jobs.yaml:9:69: error: autoscaling.saturation.interval: must be between 100ms "
+                  "and 1h"));
 }
 
 TEST(ParseService, RequiresNameModelsAndTemplate) {

@@ -66,6 +66,66 @@ std::optional<model::ProbeSpec> ReadProbe(const Value& v, Sink& sink) {
   return probe;
 }
 
+// autoscaling.saturation: {metric, target_per_replica (required), path, interval, timeout}.
+std::optional<model::SaturationSpec> ReadSaturation(const Value& v, Sink& sink) {
+  if (!ExpectMap(v, sink)) return std::nullopt;
+  static const std::vector<std::string> kKeys = {"metric", "target_per_replica", "path", "interval",
+                                                 "timeout"};
+  static const std::map<std::string, std::string> kAliases = {{"target", "target_per_replica"},
+                                                              {"name", "metric"}};
+  Fields f(v.node, v.path, kKeys, kAliases, sink);
+  model::SaturationSpec saturation;
+  if (auto m = f.Get("metric")) {
+    if (auto metric = ReadNonEmptyString(*m, sink)) {
+      const bool valid = metric->size() <= 200 &&
+                         !(metric->front() >= '0' && metric->front() <= '9') &&
+                         metric->find_first_not_of(
+                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "0123456789_:") == std::string::npos;
+      if (valid) {
+        saturation.metric = *metric;
+      } else {
+        sink.Add(m->pos, m->path,
+                 fmt::format("invalid metric name '{}': [a-zA-Z_:][a-zA-Z0-9_:]*, at most 200 "
+                             "characters",
+                             *metric));
+      }
+    }
+  }
+  if (auto t = f.Get("target_per_replica")) {
+    if (auto millis = ReadQuantity<std::int64_t>(*t, sink, &ParseMillis, "2")) {
+      if (*millis <= 0 || *millis > 1'000'000'000) {
+        sink.Add(t->pos, t->path, "must be above 0 and at most 1000000");
+      } else {
+        saturation.target_per_replica = static_cast<double>(*millis) / 1000.0;
+      }
+    }
+  } else {
+    ReportMissing(f, v.pos, v.path, "target_per_replica",
+                  "required field is missing (the metric's value per replica to aim for)", sink);
+  }
+  if (auto p = f.Get("path")) {
+    if (auto path = ReadNonEmptyString(*p, sink)) {
+      if (path->front() != '/' || path->find_first_of(" \t\r\n") != std::string::npos ||
+          path->size() > 1024) {
+        sink.Add(p->pos, p->path, "an HTTP path starting with '/', without spaces");
+      } else {
+        saturation.path = *path;
+      }
+    }
+  }
+  ReadDurationField(f, "interval", /*positive=*/true, saturation.interval_ms, sink);
+  ReadDurationField(f, "timeout", /*positive=*/true, saturation.timeout_ms, sink);
+  if (auto i = f.Get("interval");
+      i && (saturation.interval_ms < 100 || saturation.interval_ms > kMillisPerHour)) {
+    sink.Add(i->pos, i->path, "must be between 100ms and 1h");
+  }
+  if (auto t = f.Get("timeout"); t && saturation.timeout_ms > kMillisPerMinute) {
+    sink.Add(t->pos, t->path, "must be at most 1m");
+  }
+  return saturation;
+}
+
 // The fields of a job that a replica cannot have, and why.
 const std::map<std::string, std::string>& ForbiddenTemplateFields() {
   static const std::map<std::string, std::string> kFields = {
@@ -191,7 +251,8 @@ model::ServiceSpec ParseService(const YAML::Node& map, const ParseOptions& optio
 
   if (auto v = f.Get("autoscaling"); v && ExpectMap(*v, sink)) {
     static const std::vector<std::string> kScaleKeys = {"target_in_flight_per_replica",
-                                                        "scale_up_delay", "scale_down_delay"};
+                                                        "scale_up_delay", "scale_down_delay",
+                                                        "scale_to_zero_after", "saturation"};
     static const std::map<std::string, std::string> kScaleAliases = {
         {"target", "target_in_flight_per_replica"},
         {"target_in_flight", "target_in_flight_per_replica"},
@@ -200,15 +261,28 @@ model::ServiceSpec ParseService(const YAML::Node& map, const ParseOptions& optio
         {"min_replicas", "replicas.min"},
         {"max_replicas", "replicas.max"}};
     Fields a(v->node, v->path, kScaleKeys, kScaleAliases, sink);
+    if (auto s = a.Get("saturation")) service.autoscaling.saturation = ReadSaturation(*s, sink);
     if (auto t = a.Get("target_in_flight_per_replica")) {
       service.autoscaling.target_in_flight_per_replica =
           ReadCount(*t, sink, 1, {}, 1'000'000).value_or(0);
-    } else {
+    } else if (!a.Get("saturation")) {
       ReportMissing(a, v->pos, v->path, "target_in_flight_per_replica",
-                    "required field is missing (requests in flight per replica to aim for)", sink);
+                    "required field is missing (requests in flight per replica to aim for), "
+                    "unless saturation is given",
+                    sink);
     }
     ReadDurationField(a, "scale_up_delay", false, service.autoscaling.scale_up_delay_ms, sink);
     ReadDurationField(a, "scale_down_delay", false, service.autoscaling.scale_down_delay_ms, sink);
+    if (auto z = a.Get("scale_to_zero_after")) {
+      ReadDurationField(a, "scale_to_zero_after", false, service.autoscaling.scale_to_zero_after_ms,
+                        sink);
+      if (service.autoscaling.scale_to_zero_after_ms > kMillisPerDay) {
+        sink.Add(z->pos, z->path, "must be at most 24h");
+      }
+      if (service.min_replicas != 0) {
+        sink.Add(z->pos, z->path, "scale to zero needs replicas.min: 0");
+      }
+    }
   }
   return service;
 }
