@@ -259,14 +259,19 @@ TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndExits) {
 }
 
 // Stand-ins for Slurm's commands in `dir` (put first on PATH): sbatch appends the job name to
-// dir/sbatch.log and answers Slurm job id 1; scontrol show lists dir/show (what the test
-// writes); scancel appends its arguments to dir/scancel.log; sacct knows nothing.
+// dir/sbatch.log, lists it as Slurm job 1, pending, in dir/show and answers its id; scontrol
+// show prints dir/show (which the test rewrites); scancel appends its arguments to
+// dir/scancel.log; sacct knows nothing.
 void WriteFakeSlurm(const std::string& dir) {
   const std::map<std::string, std::string> scripts = {
-      {"sbatch", fmt::format("#!/bin/bash\ncat >/dev/null\nfor a in \"$@\"; do case $a in "
-                             "--job-name=*) echo \"${{a#--job-name=}}\" >> {0}/sbatch.log;; "
-                             "esac; done\necho 1\n",
-                             dir)},
+      {"sbatch",
+       fmt::format("#!/bin/bash\ncat >/dev/null\nfor a in \"$@\"; do case $a in "
+                   "--job-name=*) name=${{a#--job-name=}};; esac; done\n"
+                   "echo \"$name\" >> {0}/sbatch.log\n"
+                   "echo \"JobId=1 JobName=$name JobState=PENDING Reason=Priority Restarts=0 "
+                   "SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 "
+                   "StartTime=Unknown EndTime=Unknown NodeList=(null)\" > {0}/show\necho 1\n",
+                   dir)},
       {"scontrol", fmt::format("#!/bin/bash\n[ \"$1\" = show ] || exit 0\ncat {0}/show "
                                "2>/dev/null\nexit 0\n",
                                dir)},
