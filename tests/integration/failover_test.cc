@@ -127,6 +127,21 @@ TEST_F(Failover, LeaderKilledWithJobsInFlightEveryJobEndsOnceAndWorkersAreAdopte
   constexpr int kJobs = 4;
   const std::string started = dir_.Sub("started.log");
   const std::string ran = dir_.Sub("ran.log");
+  // `drover ls -w`'s stream, given both servers: it moves to the new leader and resumes there
+  // (a `reset`: the new leader's ids are newer than the old one's) until told to stop. Declared
+  // before the servers, so that a failed assertion ends them first, which ends the stream (after
+  // the client's timeout) before the thread is joined.
+  std::vector<std::string> streamed;  // event types, in order; the stream thread's until joined
+  std::atomic<bool> stop_stream{false};
+  std::atomic<bool> stream_open{false};
+  Status stream_status;
+  std::thread stream_thread;
+  struct Joiner {
+    std::thread& thread;
+    ~Joiner() {
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{stream_thread};
   auto leader = std::make_unique<ServerProcess>(dir_.Sub("leader"), dir_.path(), ServerArgs());
   ASSERT_TRUE(leader->ok()) << leader->Log();
   const int port = StandbyPort(2);
@@ -152,13 +167,7 @@ script: |
 )",
                         i, started, ran);
   }
-  // `drover ls -w`'s stream, given both servers: it moves to the new leader and resumes there
-  // (a `reset`: the new leader's ids are newer than the old one's) until told to stop.
-  std::vector<std::string> streamed;  // event types, in order; the stream thread's until joined
-  std::atomic<bool> stop_stream{false};
-  std::atomic<bool> stream_open{false};
-  Status stream_status;
-  std::thread stream_thread([&] {
+  stream_thread = std::thread([&] {
     api::ApiClient stream(leader->url() + "," + standby_url, 30 * kMillisPerSecond);
     stream.SetBearer(leader->token());
     stream_status = stream.Events("/v1/events", "", [&](const api::StreamEvent& event) {
@@ -300,7 +309,11 @@ TEST_F(Failover, ASlurmJobOfTheOldLeaderIsAdoptedByTheNewOneNotSubmittedAgain) {
   fs::create_directories(slurm);
   WriteFakeSlurm(slurm);
   const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  setenv("PATH", (slurm + ":" + path).c_str(), 1);  // the servers' PATH (restored below)
+  struct RestorePath {
+    const std::string& path;
+    ~RestorePath() { setenv("PATH", path.c_str(), 1); }
+  } restore{path};
+  setenv("PATH", (slurm + ":" + path).c_str(), 1);  // the servers' PATH
   WriteFile(dir_.Sub("policy.yaml"), "kind: Policy\nqueues:\n  - name: hpc\n    executor: slurm\n");
   std::vector<std::string> args = ServerArgs();
   args.insert(args.end(), {"--policy", dir_.Sub("policy.yaml")});
@@ -308,7 +321,6 @@ TEST_F(Failover, ASlurmJobOfTheOldLeaderIsAdoptedByTheNewOneNotSubmittedAgain) {
   ASSERT_TRUE(leader->ok()) << leader->Log();
   const int port = StandbyPort(5);
   auto standby = StartStandby(dir_.Sub("leader"), port, {"--policy", dir_.Sub("policy.yaml")});
-  setenv("PATH", path.c_str(), 1);
   api::ApiClient client = leader->Client();
   const auto ids = Submit(client,
                           "kind: Job\nname: on-slurm\nqueue: hpc\nresources:\n  cpu: 100m\n"
