@@ -14,17 +14,24 @@
 // A sequence's first token comes --ttft-ms after it starts, each next one --tpot-ms later, and it
 // ends after --tokens tokens (or the request's max_tokens, if fewer). At most --max-seqs run at
 // once; more wait in a queue (answered 503 beyond --max-waiting). --fail-rate of the requests are
-// answered --fail-status at once; --hang-rate are never answered.
+// answered --fail-status at once; --hang-rate are never answered. Each token's text is
+// --token-bytes long (padded; default its natural " tN"), for streams of a chosen size.
 //
 // SIGTERM drains, as a replica being preempted must (docs/inference.md, "Draining"): /health
 // answers 503 at once, requests still arriving are served (a router may send some until it
 // hears the replica is out), and the engine exits once nothing runs or waits and no request
 // arrived for --drain-quiet-ms. A second SIGTERM, or SIGINT, exits at once.
+//
+// --tls-cert FILE --tls-key FILE serve HTTPS instead (PEM; the ready file then says https://),
+// the stand-in for an external provider; --api-key KEY answers completions 401 unless they carry
+// "Authorization: Bearer KEY".
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/ssl.h>
 
 #include <chrono>
 #include <csignal>
@@ -64,6 +71,8 @@ struct Settings {
   std::uint64_t seed = 1;
   std::string ready_file;
   int drain_quiet_ms = 1500;  // above a gateway's 1 s poll of the server's endpoints
+  int token_bytes = 0;        // 0: " tN" as is
+  std::string tls_cert, tls_key, api_key;
 };
 
 double Now() {
@@ -160,7 +169,10 @@ void Retire(Sequence* s) {
 void OnToken(evutil_socket_t, short, void* arg) {
   Sequence* s = static_cast<Sequence*>(arg);
   Engine& engine = *s->engine;
-  const std::string token = " t" + std::to_string(s->emitted);
+  std::string token = " t" + std::to_string(s->emitted);
+  if (static_cast<int>(token.size()) < engine.settings.token_bytes) {
+    token.resize(static_cast<std::size_t>(engine.settings.token_bytes), 'x');
+  }
   ++s->emitted;
   if (s->emitted == 1) engine.ttft.Observe(Now() - s->arrived);
   const bool last = s->emitted >= s->tokens;
@@ -245,6 +257,14 @@ void OnClose(evhttp_connection*, void* arg) { Cancel(static_cast<Sequence*>(arg)
 
 void Completion(Engine& engine, evhttp_request* request, bool chat) {
   const Settings& settings = engine.settings;
+  if (!settings.api_key.empty()) {
+    const char* authorization =
+        evhttp_find_header(evhttp_request_get_input_headers(request), "Authorization");
+    if (authorization == nullptr || authorization != "Bearer " + settings.api_key) {
+      ReplyError(request, 401, "Incorrect API key provided.");
+      return;
+    }
+  }
   std::uniform_real_distribution<double> unit(0, 1);
   if (settings.fail_rate > 0 && unit(engine.random) < settings.fail_rate) {
     ReplyError(request, settings.fail_status, "injected failure");
@@ -392,12 +412,19 @@ void OnTerm(evutil_socket_t fd, short what, void* arg) {
   event_add(engine.drain_check, &period);
 }
 
+// The TLS server's bufferevent for each accepted connection (--tls-cert).
+bufferevent* TlsConnection(event_base* base, void* context) {
+  return bufferevent_openssl_socket_new(base, -1, SSL_new(static_cast<SSL_CTX*>(context)),
+                                        BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+}
+
 int Usage(const char* message) {
   std::fprintf(stderr,
                "drover-fake-engine: %s\nflags: --port N (default $DROVER_PORT, else any) --host H "
                "--name NAME --models a,b --ttft-ms N --tpot-ms N --tokens N --max-seqs N "
                "--max-waiting N --fail-rate F --fail-status N --hang-rate F --seed N "
-               "--ready-file F --drain-quiet-ms N\n",
+               "--ready-file F --drain-quiet-ms N --token-bytes N --tls-cert F --tls-key F "
+               "--api-key KEY\n",
                message);
   return 2;
 }
@@ -423,6 +450,12 @@ int main(int argc, char** argv) {
       s.name = value;
     } else if (flag == "--ready-file") {
       s.ready_file = value;
+    } else if (flag == "--tls-cert") {
+      s.tls_cert = value;
+    } else if (flag == "--tls-key") {
+      s.tls_key = value;
+    } else if (flag == "--api-key") {
+      s.api_key = value;
     } else if (flag == "--models") {
       s.models.clear();
       for (std::size_t at = 0; at <= value.size();) {
@@ -451,6 +484,8 @@ int main(int argc, char** argv) {
       s.fail_status = static_cast<int>(number);
     } else if (flag == "--hang-rate") {
       s.hang_rate = number;
+    } else if (flag == "--token-bytes") {
+      s.token_bytes = static_cast<int>(std::min(number, 1e6));
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(number);
     } else if (flag == "--drain-quiet-ms") {
@@ -466,12 +501,22 @@ int main(int argc, char** argv) {
   evhttp* http = evhttp_new(engine.base);
   evhttp_set_gencb(http, &OnRequest, &engine);
   evhttp_set_max_body_size(http, 4 << 20);
+  SSL_CTX* tls = nullptr;
+  if (!s.tls_cert.empty() || !s.tls_key.empty()) {
+    tls = SSL_CTX_new(TLS_server_method());
+    if (SSL_CTX_use_certificate_chain_file(tls, s.tls_cert.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(tls, s.tls_key.c_str(), SSL_FILETYPE_PEM) != 1) {
+      return Usage("--tls-cert/--tls-key: cannot load the certificate and its key");
+    }
+    evhttp_set_bevcb(http, &TlsConnection, tls);
+  }
   evhttp_bound_socket* socket = evhttp_bind_socket_with_handle(http, s.host.c_str(), s.port);
   if (socket == nullptr) return Usage(("cannot listen on port " + std::to_string(s.port)).c_str());
   sockaddr_in address{};
   socklen_t length = sizeof(address);
   getsockname(evhttp_bound_socket_get_fd(socket), reinterpret_cast<sockaddr*>(&address), &length);
-  const std::string url = "http://" + s.host + ":" + std::to_string(ntohs(address.sin_port));
+  const std::string url = (tls != nullptr ? "https://" : "http://") + s.host + ":" +
+                          std::to_string(ntohs(address.sin_port));
   if (!s.ready_file.empty()) {
     std::ofstream(s.ready_file + ".tmp") << url << "\n";
     std::rename((s.ready_file + ".tmp").c_str(), s.ready_file.c_str());
@@ -486,6 +531,7 @@ int main(int argc, char** argv) {
   event_free(sigterm);
   if (engine.drain_check != nullptr) event_free(engine.drain_check);
   evhttp_free(http);
+  if (tls != nullptr) SSL_CTX_free(tls);
   event_base_free(engine.base);
   return 0;
 }

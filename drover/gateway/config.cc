@@ -80,13 +80,17 @@ Status ParseBackend(const Reader& r, const YAML::Node& node, const std::string& 
                     BackendConfig& out) {
   DROVER_RETURN_IF_ERROR(r.CheckKeys(node, field,
                                      {"name", "service", "endpoints", "cost_per_1k_tokens", "model",
-                                      "api_key_file", "api_key_env", "health_path"}));
+                                      "api_key_file", "api_key_env", "health_path", "ca_file"}));
   DROVER_RETURN_IF_ERROR(r.Read(node, "name", field, out.name, true));
   DROVER_RETURN_IF_ERROR(r.Read(node, "service", field, out.service));
   DROVER_RETURN_IF_ERROR(r.Read(node, "endpoints", field, out.endpoints));
   DROVER_RETURN_IF_ERROR(r.Read(node, "cost_per_1k_tokens", field, out.cost_per_1k_tokens));
   DROVER_RETURN_IF_ERROR(r.Read(node, "model", field, out.model));
   DROVER_RETURN_IF_ERROR(r.Read(node, "health_path", field, out.health_path));
+  DROVER_RETURN_IF_ERROR(r.Read(node, "ca_file", field, out.ca_file));
+  if (!out.ca_file.empty() && !ReadWholeFile(out.ca_file)) {
+    return r.Fail(node["ca_file"], field + ".ca_file", "cannot read " + out.ca_file);
+  }
   if (out.health_path.empty() || out.health_path[0] != '/' ||
       out.health_path.find_first_of(" \r\n") != std::string::npos) {
     return r.Fail(node["health_path"], field + ".health_path", "must be a path starting with /");
@@ -98,9 +102,9 @@ Status ParseBackend(const Reader& r, const YAML::Node& node, const std::string& 
     return r.Fail(node, field, "needs endpoints or a service");
   }
   for (std::size_t i = 0; i < out.endpoints.size(); ++i) {
-    if (!SplitHttpUrl(out.endpoints[i])) {
+    if (!ParseEndpointUrl(out.endpoints[i])) {
       return r.Fail(node["endpoints"][i], field + ".endpoints[" + std::to_string(i) + "]",
-                    "must be http://HOST:PORT");
+                    "must be http://HOST:PORT or https://HOST:PORT");
     }
     while (out.endpoints[i].back() == '/') out.endpoints[i].pop_back();
   }
@@ -150,14 +154,21 @@ Status ParseModel(const Reader& r, const YAML::Node& node, const std::string& fi
 
 }  // namespace
 
-Result<std::pair<std::string, int>> SplitHttpUrl(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.rfind(kScheme, 0) != 0) return InvalidArgument("not an http:// URL: " + url);
-  std::string rest = url.substr(kScheme.size());
+Result<EndpointAddress> ParseEndpointUrl(const std::string& url) {
+  EndpointAddress address;
+  std::string rest;
+  if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(std::string_view("http://").size());
+  } else if (url.rfind("https://", 0) == 0) {
+    address.tls = true;
+    rest = url.substr(std::string_view("https://").size());
+  } else {
+    return InvalidArgument("not an http:// or https:// URL: " + url);
+  }
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   const std::size_t colon = rest.rfind(':');
   if (colon == std::string::npos || colon == 0 || rest.find('/') != std::string::npos) {
-    return InvalidArgument("not http://HOST:PORT: " + url);
+    return InvalidArgument("not http[s]://HOST:PORT: " + url);
   }
   int port = 0;
   for (char c : rest.substr(colon + 1)) {
@@ -165,7 +176,15 @@ Result<std::pair<std::string, int>> SplitHttpUrl(const std::string& url) {
     port = port * 10 + (c - '0');
   }
   if (port <= 0 || port > 65535) return InvalidArgument("bad port in " + url);
-  return std::make_pair(rest.substr(0, colon), port);
+  address.host = rest.substr(0, colon);
+  address.port = port;
+  return address;
+}
+
+Result<std::pair<std::string, int>> SplitHttpUrl(const std::string& url) {
+  DROVER_ASSIGN_OR_RETURN(EndpointAddress address, ParseEndpointUrl(url));
+  if (address.tls) return InvalidArgument("not an http:// URL: " + url);
+  return std::make_pair(address.host, address.port);
 }
 
 Result<GatewayConfig> ParseConfig(const std::string& text, const std::string& file) {
@@ -180,8 +199,8 @@ Result<GatewayConfig> ParseConfig(const std::string& text, const std::string& fi
   GatewayConfig config;
   DROVER_RETURN_IF_ERROR(
       r.CheckKeys(root, "config",
-                  {"models", "teams", "breaker", "retry_budget", "limits", "probe_interval_ms",
-                   "backend_timeout_ms", "poll_interval_ms"}));
+                  {"models", "teams", "breaker", "retry_budget", "limits", "dns",
+                   "probe_interval_ms", "backend_timeout_ms", "poll_interval_ms"}));
   const YAML::Node models = root["models"];
   if (!models || !models.IsSequence() || models.size() == 0) {
     return r.Fail(root, "models", "must list at least one model");
@@ -234,19 +253,45 @@ Result<GatewayConfig> ParseConfig(const std::string& text, const std::string& fi
     }
   }
   if (const YAML::Node limits = root["limits"]) {
-    DROVER_RETURN_IF_ERROR(r.CheckKeys(limits, "limits",
-                                       {"max_body_bytes", "max_header_bytes", "max_json_depth",
-                                        "max_response_bytes", "max_in_flight"}));
+    DROVER_RETURN_IF_ERROR(
+        r.CheckKeys(limits, "limits",
+                    {"max_body_bytes", "max_header_bytes", "max_json_depth", "max_response_bytes",
+                     "max_in_flight", "max_connections", "stream_buffer_bytes"}));
     GatewayLimits& l = config.limits;
     DROVER_RETURN_IF_ERROR(r.Positive(limits, "max_body_bytes", "limits", l.max_body_bytes));
     DROVER_RETURN_IF_ERROR(r.Positive(limits, "max_header_bytes", "limits", l.max_header_bytes));
     DROVER_RETURN_IF_ERROR(
         r.Positive(limits, "max_response_bytes", "limits", l.max_response_bytes));
-    std::int64_t depth = l.max_json_depth, in_flight = l.max_in_flight;
+    DROVER_RETURN_IF_ERROR(
+        r.Positive(limits, "stream_buffer_bytes", "limits", l.stream_buffer_bytes));
+    std::int64_t depth = l.max_json_depth, in_flight = l.max_in_flight,
+                 connections = l.max_connections;
     DROVER_RETURN_IF_ERROR(r.Positive(limits, "max_json_depth", "limits", depth));
     DROVER_RETURN_IF_ERROR(r.Positive(limits, "max_in_flight", "limits", in_flight));
+    DROVER_RETURN_IF_ERROR(r.Positive(limits, "max_connections", "limits", connections));
+    if (connections > 1000000) {
+      return r.Fail(limits["max_connections"], "limits.max_connections", "must be at most 1000000");
+    }
     l.max_json_depth = static_cast<int>(depth);
     l.max_in_flight = static_cast<int>(in_flight);
+    l.max_connections = static_cast<int>(connections);
+  }
+  if (const YAML::Node dns = root["dns"]) {
+    DROVER_RETURN_IF_ERROR(r.CheckKeys(dns, "dns", {"nameservers", "timeout_ms", "attempts"}));
+    DROVER_RETURN_IF_ERROR(r.Read(dns, "nameservers", "dns", config.dns.nameservers));
+    DROVER_RETURN_IF_ERROR(r.Positive(dns, "timeout_ms", "dns", config.dns.timeout_ms));
+    std::int64_t attempts = config.dns.attempts;
+    DROVER_RETURN_IF_ERROR(r.Positive(dns, "attempts", "dns", attempts));
+    if (attempts > 10) return r.Fail(dns["attempts"], "dns.attempts", "must be 1 to 10");
+    config.dns.attempts = static_cast<int>(attempts);
+    for (std::size_t i = 0; i < config.dns.nameservers.size(); ++i) {
+      const std::string& server = config.dns.nameservers[i];
+      if (server.empty() ||
+          server.find_first_not_of("0123456789.:[]abcdefABCDEF") != std::string::npos) {
+        return r.Fail(dns["nameservers"][i], "dns.nameservers[" + std::to_string(i) + "]",
+                      "must be IP or IP:PORT");
+      }
+    }
   }
   DROVER_RETURN_IF_ERROR(r.Positive(root, "probe_interval_ms", "config", config.probe_interval_ms));
   DROVER_RETURN_IF_ERROR(

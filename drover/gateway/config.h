@@ -12,7 +12,7 @@
 //           endpoints: [http://127.0.0.1:8000]   # and/or a static list
 //           cost_per_1k_tokens: 0
 //         - name: provider
-//           endpoints: [http://provider.example:80]
+//           endpoints: [https://provider.example:443]   # TLS, verified against the CA store
 //           api_key_file: /etc/drover/provider.key   # or api_key_env: NAME (a secret)
 //           model: their-model-name      # the `model` sent to this backend
 //           cost_per_1k_tokens: 0.6
@@ -32,7 +32,10 @@ namespace drover::gateway {
 struct BackendConfig {
   std::string name;
   std::string service;                 // empty: static endpoints only
-  std::vector<std::string> endpoints;  // http://HOST:PORT
+  std::vector<std::string> endpoints;  // http://HOST:PORT or https://HOST:PORT
+  // https endpoints: the PEM file of the CAs that may sign the backend's certificate; empty: the
+  // system's store (OpenSSL's default paths). The certificate must name the URL's host.
+  std::string ca_file;
   double cost_per_1k_tokens = 0;
   std::string model;  // rewrites the request's model; empty keeps it
   // The active probe's path (GET, 200 is healthy): vLLM and the stand-in answer /health,
@@ -67,6 +70,20 @@ struct GatewayLimits {
   int max_json_depth = 32;                     // 400 beyond
   std::int64_t max_response_bytes = 16 << 20;  // a non-streamed reply; 502 beyond
   int max_in_flight = 4096;                    // requests at once; 429 beyond
+  // Client connections at once. At the cap the gateway stops accepting: new connections wait in
+  // the kernel's listen backlog until one closes, and the connected clients are served as before.
+  int max_connections = 4096;
+  // A streamed reply's bytes waiting for a slow client above which the gateway stops reading
+  // from the backend; it reads again once the client has taken them all.
+  std::int64_t stream_buffer_bytes = 256 << 10;
+};
+
+// Name resolution of backend hosts, asynchronous on the event thread (libevent's evdns): a slow
+// or dead resolver delays only the requests to the names it resolves.
+struct DnsOptions {
+  std::vector<std::string> nameservers;          // IP[:PORT]; empty: /etc/resolv.conf's
+  DurationMs timeout_ms = 5 * kMillisPerSecond;  // per query attempt
+  int attempts = 2;                              // tries per query before the name fails
 };
 
 struct GatewayConfig {
@@ -75,6 +92,7 @@ struct GatewayConfig {
   BreakerOptions breaker;
   RetryBudgetOptions retry_budget;
   GatewayLimits limits;
+  DnsOptions dns;
   DurationMs probe_interval_ms = kMillisPerSecond;
   // A backend that sends nothing for this long (connect, first byte, between chunks) fails the
   // attempt (libevent's connection timeout covers the connect too).
@@ -89,7 +107,15 @@ struct GatewayConfig {
 Result<GatewayConfig> ParseConfig(const std::string& text, const std::string& file);
 Result<GatewayConfig> LoadConfig(const std::string& path);
 
-// Splits http://HOST:PORT[/] into host and port; kInvalidArgument otherwise.
+// A backend endpoint's address: http://HOST:PORT or https://HOST:PORT (TLS).
+struct EndpointAddress {
+  bool tls = false;
+  std::string host;
+  int port = 0;
+};
+// Parses http[s]://HOST:PORT[/]; kInvalidArgument otherwise.
+Result<EndpointAddress> ParseEndpointUrl(const std::string& url);
+// Splits http://HOST:PORT[/] (plain HTTP only) into host and port; kInvalidArgument otherwise.
 Result<std::pair<std::string, int>> SplitHttpUrl(const std::string& url);
 
 }  // namespace drover::gateway

@@ -1,10 +1,13 @@
 #include "drover/gateway/gateway.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -80,11 +83,17 @@ Gateway::Impl::~Impl() {
     for (evhttp_connection* connection : connections) evhttp_connection_free(connection);
   }
   if (server_ != nullptr) evhttp_connection_free(server_);
+  if (accepted_event_ != nullptr) event_free(accepted_event_);
   for (event* e : signals_) event_free(e);
   if (probe_timer_ != nullptr) event_free(probe_timer_);
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (poll_timer_ != nullptr) event_free(poll_timer_);
+  listener_ = nullptr;  // evhttp_free frees it before closing the connections
   if (http_ != nullptr) evhttp_free(http_);
+  // evhttp_free closed the client connections (their close callbacks freed their records).
+  for (auto& [connection, client] : clients_) delete client;
+  if (dns_ != nullptr) evdns_base_free(dns_, 0);
+  for (auto& [file, context] : tls_contexts_) SSL_CTX_free(context);
   if (base_ != nullptr) event_base_free(base_);
 }
 
@@ -115,6 +124,22 @@ Status Gateway::Impl::Bind() {
   base_ = event_base_new();
   http_ = evhttp_new(base_);
   if (base_ == nullptr || http_ == nullptr) return Internal("libevent: cannot start");
+  // Backend names are resolved by evdns on this thread, never by a blocking getaddrinfo.
+  const DnsOptions& dns = config.dns;
+  dns_ = evdns_base_new(base_, dns.nameservers.empty() ? EVDNS_BASE_INITIALIZE_NAMESERVERS : 0);
+  if (dns_ == nullptr) return Internal("cannot start the resolver (read /etc/resolv.conf)");
+  if (!dns.nameservers.empty()) {
+    evdns_base_load_hosts(dns_, nullptr);  // /etc/hosts, which the resolv.conf path also reads
+    for (const std::string& server : dns.nameservers) {
+      if (evdns_base_nameserver_ip_add(dns_, server.c_str()) != 0) {
+        return InvalidArgument("dns.nameservers: cannot use " + server);
+      }
+    }
+  }
+  const std::string timeout_seconds =
+      std::to_string(static_cast<double>(dns.timeout_ms) / kMillisPerSecond);
+  evdns_base_set_option(dns_, "timeout:", timeout_seconds.c_str());
+  evdns_base_set_option(dns_, "attempts:", std::to_string(dns.attempts).c_str());
   evhttp_set_max_body_size(http_, config.limits.max_body_bytes);
   evhttp_set_max_headers_size(http_, config.limits.max_header_bytes);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
@@ -123,11 +148,14 @@ Status Gateway::Impl::Bind() {
   const timeval client_timeout = ToTimeval(config.backend_timeout_ms + 5 * kMillisPerSecond);
   evhttp_set_timeout_tv(http_, &client_timeout);
   evhttp_set_gencb(http_, &Impl::OnRequest, this);
+  evhttp_set_bevcb(http_, &Impl::OnAccept, this);
+  accepted_event_ = event_new(base_, -1, 0, &Impl::OnAccepted, this);
   evhttp_bound_socket* socket =
       evhttp_bind_socket_with_handle(http_, options_.host.c_str(), options_.port);
   if (socket == nullptr) {
     return Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
   }
+  listener_ = evhttp_bound_socket_get_listener(socket);
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   getsockname(evhttp_bound_socket_get_fd(socket), reinterpret_cast<sockaddr*>(&address), &length);
@@ -157,6 +185,55 @@ void Gateway::Impl::Run() {
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-reply is an error on its socket only
   if (!server_host_.empty()) Poll();
   event_base_dispatch(base_);
+}
+
+bufferevent* Gateway::Impl::OnAccept(event_base* base, void* self) {
+  Impl* impl = static_cast<Impl*>(self);
+  bufferevent* connection = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+  impl->accepted_.push_back(connection);
+  event_active(impl->accepted_event_, EV_TIMEOUT, 1);
+  if (++impl->connections_ >= impl->options_.config.limits.max_connections &&
+      !impl->accept_paused_) {
+    // New connections wait in the kernel's backlog until one closes (OnClientClose).
+    impl->accept_paused_ = true;
+    evconnlistener_disable(impl->listener_);
+  }
+  return connection;
+}
+
+void Gateway::Impl::OnAccepted(evutil_socket_t, short, void* self) {
+  // evhttp made each accepted connection's evhttp_connection after OnAccept returned; it is the
+  // argument of the callbacks it set on the bufferevent. Runs before any I/O on them.
+  Impl* impl = static_cast<Impl*>(self);
+  for (bufferevent* accepted : impl->accepted_) {
+    void* argument = nullptr;
+    bufferevent_getcb(accepted, nullptr, nullptr, nullptr, &argument);
+    auto* connection = static_cast<evhttp_connection*>(argument);
+    if (connection == nullptr) {  // evhttp could not take it
+      --impl->connections_;
+      continue;
+    }
+    auto* client = new ClientConnection{impl, connection, nullptr};
+    impl->clients_[connection] = client;
+    evhttp_connection_set_closecb(connection, &Impl::OnClientClose, client);
+  }
+  impl->accepted_.clear();
+}
+
+void Gateway::Impl::OnClientClose(evhttp_connection* connection, void* arg) {
+  auto* client = static_cast<ClientConnection*>(arg);
+  Impl* impl = client->gateway;
+  impl->clients_.erase(connection);
+  if (Call* call = client->call; call != nullptr) {
+    call->client_connection = nullptr;
+    impl->Abort(call);
+  }
+  delete client;
+  if (--impl->connections_ < impl->options_.config.limits.max_connections && impl->accept_paused_ &&
+      impl->listener_ != nullptr) {
+    impl->accept_paused_ = false;
+    evconnlistener_enable(impl->listener_);
+  }
 }
 
 void Gateway::Impl::OnSignal(evutil_socket_t, short, void* self) {
@@ -203,7 +280,10 @@ void Gateway::Impl::Serve(evhttp_request* request) {
       models.push_back(route.config.name);
       routers.push_back(route.router.get());
     }
-    Reply(request, 200, "text/plain; version=0.0.4", metrics_.Render(models, routers, NowMs()));
+    const ClientGauges clients{connections_, options_.config.limits.max_connections, accept_paused_,
+                               stream_buffer_peak_, stream_pauses_};
+    Reply(request, 200, "text/plain; version=0.0.4",
+          metrics_.Render(models, routers, clients, NowMs()));
     return;
   }
   if (path == "/v1/models" && method == EVHTTP_REQ_GET) {
@@ -309,8 +389,11 @@ void Gateway::Impl::Completion(evhttp_request* request) {
   raw->prompt_bytes = static_cast<std::int64_t>(prompt.size());
   raw->prefix = prompt.substr(0, routes_[raw->model].config.prefix_bytes);
   raw->cheapest = Header(request, "X-Drover-Route") == "cheapest";
-  raw->client_connection = evhttp_request_get_connection(request);
-  evhttp_connection_set_closecb(raw->client_connection, &Impl::OnClientClose, raw);
+  if (const auto client = clients_.find(evhttp_request_get_connection(request));
+      client != clients_.end()) {
+    raw->client_connection = client->second;
+    client->second->call = raw;
+  }
   routes_[raw->model].router->OnRequest(NowMs());
   Attempt(raw);
 }
@@ -325,6 +408,9 @@ void Gateway::Impl::Attempt(Call* call) {
     if (call->tried.empty() && static_cast<int>(queue.size()) < model.max_waiting) {
       call->waiting = true;  // DrainWaiting sends it on, or answers 503 after max_wait_ms
       queue.push_back(call);
+      // New demand for a model with nowhere to go (a service at zero): told to the server at
+      // once rather than at the next poll, so that its autoscaler starts a replica sooner.
+      if (queue.size() == 1 && !server_host_.empty()) PostLoad();
       return;
     }
     ReplyError(call, 503, "no backend of model \"" + model.name + "\" is available",
@@ -340,13 +426,18 @@ void Gateway::Impl::Attempt(Call* call) {
   router.OnSent(*pick, NowMs());
   const BackendConfig& backend = BackendOf(call);
   if (!backend.service.empty()) ++service_requests_[backend.service];
-  call->connection = Connection(pick->url);
+  call->connection = Connection(pick->url, backend.ca_file);
+  if (call->connection == nullptr) {  // a TLS endpoint without a usable CA store
+    call->upstream_failed = true;
+    UpstreamDone(call, nullptr);
+    return;
+  }
   evhttp_request* upstream = evhttp_request_new(&Impl::OnUpstreamDone, call);
   evhttp_request_set_header_cb(upstream, &Impl::OnUpstreamHeaders);
   evhttp_request_set_chunked_cb(upstream, &Impl::OnUpstreamChunk);
   evhttp_request_set_error_cb(upstream, &Impl::OnUpstreamError);
   evkeyvalq* headers = evhttp_request_get_output_headers(upstream);
-  const std::string host = pick->url.substr(std::string_view("http://").size());
+  const std::string host = pick->url.substr(pick->url.find("://") + 3);
   evhttp_add_header(headers, "Host", host.c_str());
   evhttp_add_header(headers, "Content-Type", "application/json");
   if (!backend.api_key.empty()) {
@@ -420,7 +511,36 @@ void Gateway::Impl::OnUpstreamChunk(evhttp_request* request, void* arg) {
       call->completion_tokens = chunk["usage"].value("completion_tokens", call->completion_tokens);
     }
   }
-  evhttp_send_reply_chunk(call->client, input);  // moves (drains) the bytes
+  self->Stream(call, input);
+}
+
+void Gateway::Impl::Stream(Call* call, evbuffer* bytes) {
+  ClientConnection* client = call->client_connection;
+  if (client == nullptr) {
+    evhttp_send_reply_chunk(call->client, bytes);  // moves (drains) the bytes
+    return;
+  }
+  // OnClientDrained runs when the client's output buffer has been written out entirely.
+  evhttp_send_reply_chunk_with_cb(call->client, bytes, &Impl::OnClientDrained, client);
+  const auto held = static_cast<std::int64_t>(evbuffer_get_length(
+      bufferevent_get_output(evhttp_connection_get_bufferevent(client->connection))));
+  stream_buffer_peak_ = std::max(stream_buffer_peak_, held);
+  if (held > options_.config.limits.stream_buffer_bytes && !call->paused &&
+      call->connection != nullptr) {
+    // The kernel's buffers then hold the rest, and the backend's writes wait for them.
+    call->paused = true;
+    ++stream_pauses_;
+    bufferevent_disable(evhttp_connection_get_bufferevent(call->connection), EV_READ);
+  }
+}
+
+void Gateway::Impl::OnClientDrained(evhttp_connection*, void* arg) {
+  Call* call = static_cast<ClientConnection*>(arg)->call;
+  if (call == nullptr || !call->paused) return;
+  call->paused = false;
+  if (call->connection != nullptr) {
+    bufferevent_enable(evhttp_connection_get_bufferevent(call->connection), EV_READ);
+  }
 }
 
 void Gateway::Impl::OnUpstreamError(evhttp_request_error, void* arg) {
@@ -440,6 +560,10 @@ void Gateway::Impl::UpstreamDone(Call* call, evhttp_request* request) {
   }
   call->upstream = nullptr;
   if (call->connection != nullptr) {
+    if (call->paused) {  // the reply ended within what was read before the pause
+      call->paused = false;
+      bufferevent_enable(evhttp_connection_get_bufferevent(call->connection), EV_READ);
+    }
     Release(call->pick.url, call->connection);
     call->connection = nullptr;
   }
@@ -524,17 +648,9 @@ void Gateway::Impl::Account(Call* call, const char* outcome) {
 
 void Gateway::Impl::Finish(Call* call, const char* outcome) {
   Account(call, outcome);
-  if (call->client_connection != nullptr) {
-    evhttp_connection_set_closecb(call->client_connection, nullptr, nullptr);
-  }
+  if (call->client_connection != nullptr) call->client_connection->call = nullptr;
   calls_.erase(call->client);
   delete call;
-}
-
-void Gateway::Impl::OnClientClose(evhttp_connection*, void* arg) {
-  Call* call = static_cast<Call*>(arg);
-  call->client_connection = nullptr;
-  call->gateway->Abort(call);
 }
 
 void Gateway::Impl::Abort(Call* call) {
@@ -587,16 +703,50 @@ void Gateway::Impl::DrainWaiting() {
   }
 }
 
-evhttp_connection* Gateway::Impl::Connection(const std::string& url) {
+SSL_CTX* Gateway::Impl::TlsContext(const std::string& ca_file) {
+  if (const auto it = tls_contexts_.find(ca_file); it != tls_contexts_.end()) return it->second;
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  if (context != nullptr) {
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+    const int loaded = ca_file.empty()
+                           ? SSL_CTX_set_default_verify_paths(context)
+                           : SSL_CTX_load_verify_locations(context, ca_file.c_str(), nullptr);
+    if (loaded != 1) {
+      spdlog::error("gateway: cannot load the CA certificates of {}",
+                    ca_file.empty() ? "the system's store" : ca_file);
+      SSL_CTX_free(context);
+      context = nullptr;
+    }
+  }
+  tls_contexts_[ca_file] = context;  // a failure is remembered: every attempt then fails
+  return context;
+}
+
+evhttp_connection* Gateway::Impl::Connection(const std::string& url, const std::string& ca_file) {
   std::vector<evhttp_connection*>& idle = idle_[url];
   if (!idle.empty()) {
     evhttp_connection* connection = idle.back();
     idle.pop_back();
     return connection;
   }
-  const auto host_port = SplitHttpUrl(url);  // checked at load or from the server's list
-  evhttp_connection* connection = evhttp_connection_base_new(
-      base_, nullptr, host_port->first.c_str(), static_cast<ev_uint16_t>(host_port->second));
+  const auto address = ParseEndpointUrl(url);  // checked at load or from the server's list
+  bufferevent* tls = nullptr;
+  if (address->tls) {
+    // SNI and the certificate's name are the URL's host; the chain must reach a trusted CA.
+    SSL_CTX* context = TlsContext(ca_file);
+    SSL* ssl = context == nullptr ? nullptr : SSL_new(context);
+    if (ssl == nullptr) return nullptr;  // never plain HTTP to an https endpoint
+    SSL_set_tlsext_host_name(ssl, address->host.c_str());
+    SSL_set1_host(ssl, address->host.c_str());
+    tls = bufferevent_openssl_socket_new(base_, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (tls == nullptr) return nullptr;
+    // Servers often close without close_notify; the reply's framing says whether it is whole.
+    bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+  }
+  evhttp_connection* connection = evhttp_connection_base_bufferevent_new(
+      base_, dns_, tls, address->host.c_str(), static_cast<ev_uint16_t>(address->port));
   const timeval timeout = ToTimeval(options_.config.backend_timeout_ms);
   evhttp_connection_set_timeout_tv(connection, &timeout);
   evhttp_connection_set_max_headers_size(connection, options_.config.limits.max_header_bytes);
@@ -605,8 +755,11 @@ evhttp_connection* Gateway::Impl::Connection(const std::string& url) {
 
 void Gateway::Impl::Release(const std::string& url, evhttp_connection* connection) {
   constexpr std::size_t kMaxIdlePerEndpoint = 256;
+  if (connection == nullptr) return;
   std::vector<evhttp_connection*>& idle = idle_[url];
-  if (idle.size() < kMaxIdlePerEndpoint) {
+  // A TLS connection is not reused: evhttp cannot reconnect an OpenSSL bufferevent that the
+  // server closed while it was idle.
+  if (url.rfind("http://", 0) == 0 && idle.size() < kMaxIdlePerEndpoint) {
     idle.push_back(connection);
   } else {
     evhttp_connection_free(connection);

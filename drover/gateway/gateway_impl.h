@@ -4,8 +4,12 @@
 // of attempts) and gateway_upstream.cc (active probes, the server's services and the load
 // signal). Not a public interface: include gateway.h.
 
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
+#include <openssl/ssl.h>
 #include <sys/time.h>
 
 #include <chrono>
@@ -37,11 +41,20 @@ inline timeval ToTimeval(DurationMs ms) {
                  static_cast<suseconds_t>((ms % kMillisPerSecond) * 1000)};
 }
 
+struct Call;
+
+// One client connection, from its accept to its close (the closecb's argument).
+struct ClientConnection {
+  Gateway::Impl* gateway = nullptr;
+  evhttp_connection* connection = nullptr;
+  Call* call = nullptr;  // the request being answered on it, if any
+};
+
 // One client request through its attempts.
 struct Call {
   Gateway::Impl* gateway = nullptr;
-  evhttp_request* client = nullptr;  // libevent's; finished by exactly one Reply/End
-  evhttp_connection* client_connection = nullptr;
+  evhttp_request* client = nullptr;               // libevent's; finished by exactly one Reply/End
+  ClientConnection* client_connection = nullptr;  // null once the client has gone
   int model = -1;
   std::string team = "-";
   bool stream = false;
@@ -66,6 +79,7 @@ struct Call {
   // The reply to the client.
   bool started = false;  // a byte went to the client: no retry from here
   bool waiting = false;  // in its model's waiting queue (no endpoint was available)
+  bool paused = false;   // reading from the backend stopped: the client has not taken the stream
   SseReader sse;
   std::int64_t chunks = 0;
   std::int64_t prompt_tokens = -1, completion_tokens = -1;  // from `usage`, when sent
@@ -95,7 +109,13 @@ class Gateway::Impl {
   };
 
   static void OnRequest(evhttp_request* request, void* self);
-  static void OnClientClose(evhttp_connection* connection, void* call);
+  // A client connection accepted: counted, and the listener paused at max_connections.
+  static bufferevent* OnAccept(event_base* base, void* self);
+  // After the accept: each new connection gets its ClientConnection and close callback.
+  static void OnAccepted(evutil_socket_t, short, void* self);
+  static void OnClientClose(evhttp_connection* connection, void* client);
+  // The client's output buffer emptied: a paused stream's backend is read again.
+  static void OnClientDrained(evhttp_connection* connection, void* client);
   static int OnUpstreamHeaders(evhttp_request* request, void* call);
   static void OnUpstreamChunk(evhttp_request* request, void* call);
   static void OnUpstreamError(evhttp_request_error error, void* call);
@@ -117,7 +137,13 @@ class Gateway::Impl {
   std::string Team(evhttp_request* request, bool& authorized) const;
   void Account(Call* call, const char* outcome);
 
-  evhttp_connection* Connection(const std::string& url);
+  // A pooled or new connection to `url` (https: TLS verified against `ca_file`, empty: the
+  // system's store, with SNI and the host name checked; never pooled).
+  evhttp_connection* Connection(const std::string& url, const std::string& ca_file);
+  // The TLS context verifying against `ca_file`; null (logged once) when it cannot be made.
+  SSL_CTX* TlsContext(const std::string& ca_file);
+  // Passes a streamed reply's bytes to the client, pausing the backend above the bound.
+  void Stream(Call* call, evbuffer* bytes);
   void Release(const std::string& url, evhttp_connection* connection);
   void Probe();
   void ProbeDone(const ProbeCall& probe, bool healthy);
@@ -142,6 +168,16 @@ class Gateway::Impl {
   GatewayOptions options_;
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
+  evdns_base* dns_ = nullptr;
+  evconnlistener* listener_ = nullptr;
+  event* accepted_event_ = nullptr;
+  std::vector<bufferevent*> accepted_;  // connections accepted since OnAccepted last ran
+  std::unordered_map<evhttp_connection*, ClientConnection*> clients_;
+  int connections_ = 0;  // client connections open (accepted, not yet closed)
+  bool accept_paused_ = false;
+  std::int64_t stream_buffer_peak_ = 0;
+  std::int64_t stream_pauses_ = 0;
+  std::map<std::string, SSL_CTX*> tls_contexts_;  // by ca_file ("" = the system's store)
   event* probe_timer_ = nullptr;
   event* poll_timer_ = nullptr;
   event* drain_timer_ = nullptr;

@@ -15,19 +15,25 @@ void Gateway::Impl::OnProbeTimer(evutil_socket_t, short, void* self) {
 void Gateway::Impl::Probe() {
   // Every endpoint of a backend without an API key (external providers are not probed: they may
   // have no /health, and a probe may cost), once even if several models route to it.
-  std::map<std::string, std::string> urls;  // URL -> its backend's health_path
+  std::map<std::string, const BackendConfig*> urls;  // URL -> its backend (health_path, CAs)
   for (const Route& route : routes_) {
     for (std::size_t b = 0; b < route.config.backends.size(); ++b) {
       if (!route.config.backends[b].api_key.empty()) continue;
       for (const Endpoint& endpoint : route.router->backends()[b].endpoints) {
-        urls.emplace(endpoint.url, route.config.backends[b].health_path);
+        urls.emplace(endpoint.url, &route.config.backends[b]);
       }
     }
   }
-  for (const auto& [url, path] : urls) {
+  for (const auto& [url, backend] : urls) {
     if (probing_.contains(url)) continue;
+    const std::string& path = backend->health_path;
+    evhttp_connection* connection = Connection(url, backend->ca_file);
+    if (connection == nullptr) {
+      ProbeDone(ProbeCall{this, url, nullptr}, false);
+      continue;
+    }
     probing_.insert(url);
-    auto* probe = new ProbeCall{this, url, Connection(url)};
+    auto* probe = new ProbeCall{this, url, connection};
     evhttp_request* request = evhttp_request_new(
         [](evhttp_request* response, void* arg) {
           std::unique_ptr<ProbeCall> probe(static_cast<ProbeCall*>(arg));
@@ -35,7 +41,7 @@ void Gateway::Impl::Probe() {
               *probe, response != nullptr && evhttp_request_get_response_code(response) == 200);
         },
         probe);
-    const std::string host = url.substr(std::string_view("http://").size());
+    const std::string host = url.substr(url.find("://") + 3);
     evhttp_add_header(evhttp_request_get_output_headers(request), "Host", host.c_str());
     if (evhttp_make_request(probe->connection, request, EVHTTP_REQ_GET, path.c_str()) != 0) {
       std::unique_ptr<ProbeCall> failed(probe);
@@ -63,7 +69,7 @@ void Gateway::Impl::OnPollTimer(evutil_socket_t, short, void* self) {
 
 evhttp_request* Gateway::Impl::ServerRequest(void (*done)(evhttp_request*, void*)) {
   if (server_ == nullptr) {
-    server_ = evhttp_connection_base_new(base_, nullptr, server_host_.c_str(),
+    server_ = evhttp_connection_base_new(base_, dns_, server_host_.c_str(),
                                          static_cast<ev_uint16_t>(server_port_));
     const timeval timeout = ToTimeval(options_.config.poll_interval_ms * 5);
     evhttp_connection_set_timeout_tv(server_, &timeout);

@@ -7,7 +7,8 @@ std::vector<double> GatewayMetrics::LatencyBuckets() {
 }
 
 std::string GatewayMetrics::Render(const std::vector<std::string>& models,
-                                   const std::vector<Router*>& routers, TimeMs now) const {
+                                   const std::vector<Router*>& routers, const ClientGauges& clients,
+                                   TimeMs now) const {
   prometheus::ExpositionWriter writer;
   requests.WriteTo(writer);
   attempts.WriteTo(writer);
@@ -40,6 +41,23 @@ std::string GatewayMetrics::Render(const std::vector<std::string>& models,
                outstanding);
   writer.Gauge("drover_gateway_endpoint_breaker",
                "Each endpoint's circuit breaker: 1 on the series of its state.", breaker);
+  auto one = [](double value) {
+    return std::vector<std::pair<prometheus::Labels, double>>{{prometheus::Labels{}, value}};
+  };
+  writer.Gauge("drover_gateway_client_connections", "Client connections open.",
+               one(clients.connections));
+  writer.Gauge("drover_gateway_client_connections_max",
+               "limits.max_connections: at it, new connections wait in the listen backlog.",
+               one(clients.max_connections));
+  writer.Gauge("drover_gateway_accept_paused",
+               "1 while the gateway does not accept connections (at max_connections).",
+               one(clients.accept_paused ? 1 : 0));
+  writer.Gauge("drover_gateway_stream_buffer_peak_bytes",
+               "The most bytes of a streamed reply held for one slow client since the start.",
+               one(static_cast<double>(clients.stream_buffer_peak_bytes)));
+  writer.Counter("drover_gateway_stream_pauses_total",
+                 "Times a stream's backend stopped being read because its client was slow.",
+                 one(static_cast<double>(clients.stream_pauses)));
   return writer.Take();
 }
 

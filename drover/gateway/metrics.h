@@ -7,6 +7,7 @@
 // a fixed set; endpoints (replicas, which come and go) appear only on gauges computed at scrape
 // from the current routing state, never on counters. Thread-safe (the families lock).
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ inline constexpr const char* kOutcomeClientError = "client_error";    // 4xx (ou
 inline constexpr const char* kOutcomeBackendError = "backend_error";  // 5xx, errors, no retry left
 inline constexpr const char* kOutcomeNoBackend = "no_backend";        // none available
 inline constexpr const char* kOutcomeCancelled = "cancelled";         // the client went away
+
+// The client side's state at a scrape, gauges of the exposition.
+struct ClientGauges {
+  int connections = 0;      // client connections open
+  int max_connections = 0;  // limits.max_connections
+  bool accept_paused = false;
+  std::int64_t stream_buffer_peak_bytes = 0;  // the most bytes one stream held for its client
+  std::int64_t stream_pauses = 0;             // times a stream's backend was paused
+};
 
 struct GatewayMetrics {
   prometheus::CounterFamily requests{"drover_gateway_requests_total",
@@ -68,9 +78,12 @@ struct GatewayMetrics {
 
   // The exposition: the families above, then the gauges of `routers` (named by `models`):
   // drover_gateway_in_flight{model}, drover_gateway_endpoint_outstanding{model,backend,endpoint}
-  // and drover_gateway_endpoint_breaker{model,backend,endpoint,state} (1 for its state).
+  // and drover_gateway_endpoint_breaker{model,backend,endpoint,state} (1 for its state); then
+  // `clients`: drover_gateway_client_connections, drover_gateway_client_connections_max,
+  // drover_gateway_accept_paused, drover_gateway_stream_buffer_peak_bytes and
+  // drover_gateway_stream_pauses_total.
   std::string Render(const std::vector<std::string>& models, const std::vector<Router*>& routers,
-                     TimeMs now) const;
+                     const ClientGauges& clients, TimeMs now) const;
 };
 
 }  // namespace drover::gateway

@@ -1,5 +1,6 @@
 // The inference gateway with real processes on loopback: `drover gateway` in front of two or
-// three stand-in engines (drover-fake-engine), driven over HTTP (docs/inference.md).
+// three stand-in engines (drover-fake-engine), driven over HTTP (docs/inference.md); one of them
+// serves HTTPS with a throwaway CA made here by the openssl command.
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -10,7 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -347,6 +350,199 @@ TEST_F(GatewayTest, TeamsAreTakenFromTheCallersKeyAndAccounted) {
   EXPECT_THAT(metrics, Not(HasSubstr("key-of-ml")));
 }
 
+// The value of the unlabelled sample `name` in an exposition; -1 when absent.
+double MetricValue(const std::string& metrics, const std::string& name) {
+  const std::size_t at = metrics.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + name.size() + 2));
+}
+
+// Sends `request` on the keep-alive socket `fd` and reads one reply framed by Content-Length;
+// "" when the connection fails.
+std::string Exchange(int fd, const std::string& request) {
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) return "";
+  std::string received;
+  char buffer[4096];
+  while (true) {
+    const std::size_t head_end = received.find("\r\n\r\n");
+    if (head_end != std::string::npos) {
+      const std::size_t length_at = received.find("Content-Length: ");
+      const std::size_t length =
+          length_at < head_end ? std::stoul(received.substr(length_at + 16)) : 0;
+      if (received.size() >= head_end + 4 + length) return received;
+    }
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) return "";
+    received.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+std::string CompletionRequest(const std::string& version, const std::string& prompt,
+                              bool stream = false) {
+  const std::string body =
+      Json{{"model", "stand-in"}, {"prompt", prompt}, {"stream", stream}}.dump();
+  return "POST /v1/completions HTTP/" + version +
+         "\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST_F(GatewayTest, AtMaxConnectionsNewClientsWaitWhileConnectedOnesAreServed) {
+  const std::string engine = StartEngine("e1", {"--tokens", "2"});
+  const std::string gateway = StartGateway(Config({engine}) + "limits: {max_connections: 2}\n");
+  const int port = std::stoi(gateway.substr(gateway.rfind(':') + 1));
+  const int first = ConnectTo(port);
+  const int second = ConnectTo(port);
+  ASSERT_GE(first, 0);
+  ASSERT_GE(second, 0);
+  const std::string scrape = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  EXPECT_TRUE(WaitUntil([&] {
+    const std::string metrics = Exchange(first, scrape);
+    return MetricValue(metrics, "drover_gateway_client_connections") == 2 &&
+           MetricValue(metrics, "drover_gateway_accept_paused") == 1;
+  }));
+  // A third client's connection waits in the backlog with its request...
+  const int third = ConnectTo(port);
+  ASSERT_GE(third, 0);
+  const std::string request = CompletionRequest("1.0", "third");
+  ASSERT_EQ(write(third, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  // ...while the connected clients are served as before.
+  EXPECT_THAT(Exchange(second, CompletionRequest("1.1", "second")), HasSubstr("HTTP/1.1 200"));
+  EXPECT_EQ(MetricValue(Exchange(first, scrape), "drover_gateway_client_connections"), 2);
+  // One leaves: the third is accepted and answered.
+  close(second);
+  std::string received;
+  char buffer[4096];
+  for (ssize_t n; (n = read(third, buffer, sizeof(buffer))) > 0;) {
+    received.append(buffer, static_cast<std::size_t>(n));
+  }
+  EXPECT_THAT(received, HasSubstr("200 OK"));
+  EXPECT_THAT(received, HasSubstr("\"system_fingerprint\":\"e1\""));
+  close(third);
+  EXPECT_TRUE(WaitUntil(
+      [&] { return MetricValue(Exchange(first, scrape), "drover_gateway_accept_paused") == 0; }));
+  close(first);
+}
+
+TEST_F(GatewayTest, ASlowStreamingClientPausesTheBackendInsteadOfBufferingTheStream) {
+  // About 8 MiB of stream, produced as fast as the engine can; the client takes 4 KiB a
+  // millisecond through a small receive buffer, so the gateway must hold back the rest.
+  constexpr int kTokens = 2000, kTokenBytes = 4096;
+  constexpr std::int64_t kBound = 64 << 10;
+  const std::string engine =
+      StartEngine("e1", {"--ttft-ms", "1", "--tpot-ms", "0", "--tokens", std::to_string(kTokens),
+                         "--token-bytes", std::to_string(kTokenBytes)});
+  const std::string gateway = StartGateway(
+      Config({engine}) + "limits: {stream_buffer_bytes: " + std::to_string(kBound) + "}\n");
+  const int port = std::stoi(gateway.substr(gateway.rfind(':') + 1));
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int receive_buffer = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string request = CompletionRequest("1.0", "p", true);
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::int64_t received = 0;
+  std::string tail;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) {
+    received += n;
+    tail = (tail + std::string(buffer, static_cast<std::size_t>(n)));
+    if (tail.size() > 64) tail = tail.substr(tail.size() - 64);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the slow reader
+  }
+  close(fd);
+  EXPECT_THAT(tail, HasSubstr("data: [DONE]"));
+  EXPECT_GT(received, std::int64_t{kTokens} * kTokenBytes);
+  const std::string metrics = Metrics(gateway);
+  EXPECT_GE(MetricValue(metrics, "drover_gateway_stream_pauses_total"), 1);
+  // The bound, overshot by at most what evhttp had already read from the backend when it paused
+  // (one socket read, 16 KiB, and the chunk in hand), far below the stream's 8 MiB.
+  const double peak = MetricValue(metrics, "drover_gateway_stream_buffer_peak_bytes");
+  EXPECT_GT(peak, 0);
+  EXPECT_LE(peak, static_cast<double>(2 * kBound));
+}
+
+TEST_F(GatewayTest, ANameTheResolverNeverAnswersDelaysOnlyItsOwnRequests) {
+  // The nameserver: a UDP socket that takes queries and never answers.
+  const int nameserver = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  ASSERT_EQ(bind(nameserver, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  getsockname(nameserver, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string engine = StartEngine("e1", {"--tokens", "2"});
+  const std::string gateway = StartGateway(
+      Config({engine}) +
+      "  - name: far\n    backends:\n"
+      "      - {name: far, endpoints: [http://never-answered.example:80], model: stand-in}\n"
+      "dns: {nameservers: [127.0.0.1:" +
+      std::to_string(ntohs(address.sin_port)) + "], timeout_ms: 8000, attempts: 1}\n");
+  std::atomic<int> far_status = -1;
+  std::thread far([&] {
+    auto result = Post(gateway, "/v1/completions", {{"model", "far"}, {"prompt", "x"}});
+    far_status = result ? result->status : 0;
+  });
+  // The gateway is waiting for the name...
+  EXPECT_TRUE(WaitUntil([&] {
+    char query[512];
+    return recv(nameserver, query, sizeof(query), MSG_DONTWAIT) > 0;
+  }));
+  // ...and serves the other model meanwhile, well within the resolver's 8 s timeout.
+  httplib::Client client(gateway);
+  client.set_read_timeout(4);
+  auto near = client.Post("/v1/completions", Json{{"model", "stand-in"}, {"prompt", "y"}}.dump(),
+                          "application/json");
+  ASSERT_TRUE(near);
+  EXPECT_EQ(near->status, 200);
+  EXPECT_EQ(far_status, -1) << "the far request should still be waiting for its name";
+  far.join();
+  EXPECT_EQ(far_status, 503);  // the name failed, and no other backend is left to try
+  close(nameserver);
+}
+
+TEST_F(GatewayTest, HttpsProvidersAreVerifiedAndGetTheKeyWhichIsNeverShown) {
+  // A throwaway CA and a certificate for localhost signed by it.
+  const std::string d = dir_.Sub("tls");
+  const std::string make =
+      "set -e; mkdir -p " + d + "; cd " + d +
+      "; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1"
+      " -subj /CN=drover-test-ca -keyout ca.key -out ca.pem 2>/dev/null"
+      "; openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+      " -subj /CN=localhost -keyout server.key -out server.csr 2>/dev/null"
+      "; printf 'subjectAltName=DNS:localhost\\n' > san"
+      "; openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1"
+      " -extfile san -out server.pem 2>/dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  const std::string provider =
+      StartEngine("provider", {"--host", "localhost", "--tls-cert", d + "/server.pem", "--tls-key",
+                               d + "/server.key", "--api-key", "sk-provider-secret"});
+  ASSERT_EQ(provider.rfind("https://localhost:", 0), 0u) << provider;
+  WriteFile(dir_.Sub("provider.key"), "sk-provider-secret\n");
+  const std::string backend = "endpoints: [" + provider +
+                              "], api_key_file: " + dir_.Sub("provider.key") + ", model: stand-in";
+  const std::string gateway = StartGateway(
+      "models:\n"
+      "  - name: stand-in\n    backends:\n"
+      "      - {name: provider, " +
+      backend + ", ca_file: " + d +
+      "/ca.pem}\n"
+      "  - name: unverified\n    backends:\n"
+      "      - {name: provider, " +
+      backend + "}\n");
+  EXPECT_EQ(Complete(gateway, "over tls"), "provider");
+  // The system's store does not know the throwaway CA: the handshake fails before a byte of the
+  // request is sent, and no other backend is left to try.
+  auto unverified = Post(gateway, "/v1/completions", {{"model", "unverified"}, {"prompt", "x"}});
+  ASSERT_TRUE(unverified);
+  EXPECT_EQ(unverified->status, 503);
+  EXPECT_THAT(unverified->body, Not(HasSubstr("sk-provider-secret")));
+  EXPECT_THAT(Metrics(gateway), Not(HasSubstr("sk-provider-secret")));
+  EXPECT_THAT(gateway_->Stderr() + gateway_->Stdout(), Not(HasSubstr("sk-provider-secret")));
+}
+
 // A stand-in for the server's services API: GET /v1/services lists service "llm" with the
 // endpoints set by SetEndpoints; POST /v1/services/llm/load records the load signals.
 class FakeServices {
@@ -445,6 +641,22 @@ TEST_F(GatewayTest, RequestsWaitForAServiceScaledToZeroUpToTheBound) {
   waiting.join();
   EXPECT_EQ(status, 200);
   EXPECT_EQ(answered_by, "replica");
+}
+
+TEST_F(GatewayTest, DemandForAServiceAtZeroIsPostedAtOnceNotAtTheNextPoll) {
+  FakeServices services;  // no endpoints: scaled to zero
+  // A poll interval far longer than the test: only the immediate post can carry the demand.
+  const std::string gateway = StartGateway(
+      "models:\n  - name: stand-in\n    max_waiting: 4\n    max_wait_ms: 1000\n"
+      "    backends:\n      - {name: llm, service: llm}\npoll_interval_ms: 600000\n",
+      {"--server", services.url()});
+  int status = 0;
+  std::thread waiting([&] { Complete(gateway, "wake up", &status); });
+  EXPECT_TRUE(WaitUntil([&] {
+    return services.AnyLoad([](const Json& load) { return load.value("waiting", 0) == 1; });
+  }));
+  waiting.join();
+  EXPECT_EQ(status, 503);  // no replica came within max_wait_ms
 }
 
 }  // namespace
