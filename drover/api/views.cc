@@ -68,69 +68,45 @@ JobSummaryRow SummaryRowOf(const model::Job& job, TimeMs now) {
 void WriteJobSummary(codec::JsonWriter& out, const JobSummaryRow& row) {
   const model::JobMetrics& metrics = row.metrics;
   out.BeginObject();
-  out.Key("attempt");
-  out.Int(metrics.attempts);
-  out.Key("created_at");
-  out.Int(row.created_at);
-  out.Key("finished_at");
-  out.Int(row.finished_at);
-  out.Key("gpus");
-  out.Int(row.gpus);
+  out.IntMember("attempt", metrics.attempts);
+  out.IntMember("created_at", row.created_at);
+  out.IntMember("finished_at", row.finished_at);
+  out.IntMember("gpus", row.gpus);
   out.Key("hold");
   if (row.hold) {
     out.BeginObject();
-    out.Key("by");
-    out.String(row.hold->by);
-    out.Key("reason");
-    out.String(row.hold->reason);
-    out.Key("since");
-    out.Int(row.hold->since);
+    out.StringMember("by", row.hold->by);
+    out.StringMember("reason", row.hold->reason);
+    out.IntMember("since", row.hold->since);
     out.EndObject();
   } else {
     out.Null();
   }
-  out.Key("id");
-  out.Int(row.id.value());
-  out.Key("message");
-  out.String(row.message);
+  out.IntMember("id", row.id.value());
+  out.StringMember("message", row.message);
   out.Key("metrics");
   out.BeginObject();
-  out.Key("gpu_hours");
-  out.Double(metrics.gpu_hours());
-  out.Key("queue_wait_ms");
-  out.Int(metrics.queue_wait);
-  out.Key("run_time_ms");
-  out.Int(metrics.run_time);
-  out.Key("startup_ms");
-  out.Int(metrics.startup);
-  out.Key("total_ms");
-  out.Int(metrics.total);
+  out.DoubleMember("gpu_hours", metrics.gpu_hours());
+  out.IntMember("queue_wait_ms", metrics.queue_wait);
+  out.IntMember("run_time_ms", metrics.run_time);
+  out.IntMember("startup_ms", metrics.startup);
+  out.IntMember("total_ms", metrics.total);
   out.EndObject();
-  out.Key("name");
-  out.String(row.name);
-  out.Key("owner");
-  out.String(row.owner);
+  out.StringMember("name", row.name);
+  out.StringMember("owner", row.owner);
   if (row.position) {
     out.Key("position");
     out.BeginObject();
-    out.Key("in_cluster");
-    out.Int(row.position->in_cluster);
-    out.Key("in_queue");
-    out.Int(row.position->in_queue);
-    out.Key("queue");
-    out.String(row.position->queue);
+    out.IntMember("in_cluster", row.position->in_cluster);
+    out.IntMember("in_queue", row.position->in_queue);
+    out.StringMember("queue", row.position->queue);
     out.EndObject();
   }
-  out.Key("priority");
-  out.String(row.priority);
-  out.Key("queue");
-  out.String(row.queue);
-  out.Key("state");
-  out.String(model::JobStateName(row.state));
-  out.Key("team");
-  out.String(row.team);
-  out.Key("workers");
-  out.Int(row.workers);
+  out.StringMember("priority", row.priority);
+  out.StringMember("queue", row.queue);
+  out.StringMember("state", model::JobStateName(row.state));
+  out.StringMember("team", row.team);
+  out.IntMember("workers", row.workers);
   out.EndObject();
 }
 

@@ -34,6 +34,20 @@ class JsonWriter {
   void Bool(bool value);
   void Null();
 
+  // An object's member: Key(key), then its value.
+  void StringMember(std::string_view key, std::string_view value) {
+    Key(key);
+    String(value);
+  }
+  void IntMember(std::string_view key, std::int64_t value) {
+    Key(key);
+    Int(value);
+  }
+  void DoubleMember(std::string_view key, double value) {
+    Key(key);
+    Double(value);
+  }
+
  private:
   // A comma before a value or key that follows another in its container.
   void Separate();

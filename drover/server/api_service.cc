@@ -48,7 +48,7 @@ Result<model::Job> ControlPlaneService::GetJob(JobId id) const { return plane_.G
 
 Result<std::shared_ptr<api::StreamBody>> ControlPlaneService::OpenEvents(
     const api::EventQuery& query) {
-  return plane_.events().Open(query, plane_.Policy());
+  return plane_.events().Open(query, plane_.Policy(), plane_.TokenExpiresAt(query.caller.token_id));
 }
 
 Result<std::vector<model::Transition>> ControlPlaneService::Transitions(JobId id) const {

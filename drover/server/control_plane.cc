@@ -57,8 +57,11 @@ ControlPlane::ControlPlane(std::unique_ptr<store::Store> store, const Clock& clo
                                                       : options_.job_token_key),
       audit_(*store_, options_.audit_flush_interval_ms),
       usage_(*store_),
-      events_(options_.events, clock_.Now()),
-      controller_(WithServerUser(options_.control)) {}
+      events_(options_.events, clock_),
+      controller_(WithServerUser(options_.control)) {
+  MutexLock lock(mu_);
+  PublishPolicy();
+}
 
 ControlPlane::~ControlPlane() { Stop(); }
 

@@ -225,6 +225,9 @@ class ControlPlane {
                                         const model::Identity& caller);
   std::vector<store::TokenRecord> Tokens() const;
   Result<store::TokenRecord> RevokeToken(const std::string& id);
+  // When token `token_id` expires (0: never, or not a user's token): where an event stream it
+  // opens ends (EventHub::Open).
+  TimeMs TokenExpiresAt(const std::string& token_id) const;
   Result<std::vector<store::AuditRecord>> ListAudit(const store::AuditFilter& filter) const;
   // Makes sure an admin can get in (docs/security.md, "Tokens"): when no admin token is live,
   // creates one for model::AdminIdentity(`user`) and writes it to `path` (mode 0600, replaced
@@ -314,7 +317,9 @@ class ControlPlane {
   // Replaces the scheduling policy (Controller::SetPolicy) and asks for a scheduling cycle.
   // kInvalidArgument, changing nothing, for a malformed policy.
   Status SetPolicy(const model::Policy& policy) EXCLUDES(mu_);
-  model::Policy Policy() const EXCLUDES(mu_);
+  // The policy in force, as last installed: read without mu_ (every request's authorization
+  // reads it, and must not wait for a scheduling cycle that holds mu_).
+  model::Policy Policy() const EXCLUDES(published_policy_mu_);
   PolicyStatus PolicyInfo() const EXCLUDES(mu_);
   // Reads, parses and installs the policy file at `path`, and remembers it: from then on the
   // loop re-reads it whenever its modification time (or size) changes, logging a bad version
@@ -547,6 +552,8 @@ class ControlPlane {
   // Records (PolicyInfo) and logs the queues whose fair-share history the policy just
   // installed dropped, then saves the history.
   void OnPolicyInstalled(const std::vector<std::string>& dropped_history) REQUIRES(mu_);
+  // Makes the controller's policy the one Policy() answers.
+  void PublishPolicy() REQUIRES(mu_) EXCLUDES(published_policy_mu_);
   // Plans every cron job that is due and starts its run (the loop).
   void RunDueCrons() REQUIRES(mu_);
   // Submits the run of `entry` due at `due` under its concurrency policy.
@@ -608,6 +615,11 @@ class ControlPlane {
   std::optional<FileInfo> policy_file_seen_ GUARDED_BY(mu_);  // nullopt: it could not be looked at
   TimeMs policy_loaded_at_ GUARDED_BY(mu_) = 0;
   std::optional<Error> policy_reload_error_ GUARDED_BY(mu_);
+  // The controller's policy as of its last installation (PublishPolicy, under mu_), for
+  // Policy(): a copy that readers share, swapped whole, never changed in place. Its mutex is
+  // taken alone, or after mu_, never before it.
+  mutable Mutex published_policy_mu_;
+  std::shared_ptr<const model::Policy> published_policy_ GUARDED_BY(published_policy_mu_);
   // The queues whose fair-share history the last installed policy dropped (PolicyInfo).
   std::vector<std::string> policy_history_dropped_ GUARDED_BY(mu_);
   TimeMs fair_share_saved_at_ GUARDED_BY(mu_) = 0;                // the last SaveFairShare

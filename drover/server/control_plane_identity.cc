@@ -42,6 +42,10 @@ Result<store::TokenRecord> ControlPlane::RevokeToken(const std::string& id) {
   return record;
 }
 
+TimeMs ControlPlane::TokenExpiresAt(const std::string& token_id) const {
+  return tokens_.ExpiresAt(token_id);
+}
+
 Result<std::vector<store::AuditRecord>> ControlPlane::ListAudit(
     const store::AuditFilter& filter) const {
   static_cast<void>(audit_.Flush());  // a failure is logged there; the listing still answers

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,12 +34,23 @@ void ControlPlane::OnPolicyInstalled(const std::vector<std::string>& dropped_his
         fmt::join(dropped_history, ", "), dropped_history.size() == 1 ? "it" : "them");
   }
   policy_history_dropped_ = dropped_history;
+  PublishPolicy();
   SaveFairShare();
 }
 
+void ControlPlane::PublishPolicy() {
+  auto policy = std::make_shared<const model::Policy>(controller_.policy());
+  MutexLock lock(published_policy_mu_);
+  published_policy_ = std::move(policy);
+}
+
 model::Policy ControlPlane::Policy() const {
-  MutexLock lock(mu_);
-  return controller_.policy();
+  std::shared_ptr<const model::Policy> policy;
+  {
+    MutexLock lock(published_policy_mu_);
+    policy = published_policy_;
+  }
+  return *policy;  // copied outside the lock
 }
 
 PolicyStatus ControlPlane::PolicyInfo() const {

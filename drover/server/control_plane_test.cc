@@ -314,6 +314,14 @@ TEST_F(ControlPlaneTest, SetPolicyRejectsAMalformedPolicy) {
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ErrorCode::kInvalidArgument);
   EXPECT_TRUE(HasQueue("default"));
+  // Policy(), which every request's authorization reads without the plane's mutex, answers the
+  // policy in force: the old one after a refusal, the new one once installed.
+  EXPECT_EQ(plane_->Policy(), plane_->PolicyInfo().policy);
+  policy.queues.front().weight = 2;
+  ASSERT_TRUE(plane_->SetPolicy(policy));
+  ASSERT_EQ(plane_->Policy().queues.size(), 1u);
+  EXPECT_EQ(plane_->Policy().queues.front().name, "bad");
+  EXPECT_EQ(plane_->Policy(), plane_->PolicyInfo().policy);
 }
 
 TEST_F(ControlPlaneTest, AnEditThatIsReadOnlyOnceFailsIsRecordedOnce) {

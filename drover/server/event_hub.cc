@@ -29,11 +29,12 @@ std::string TokenKey(const model::Identity& identity) {
 class EventHub::Stream final : public api::StreamBody {
  public:
   Stream(EventHub& hub, api::EventQuery query, model::Policy policy, std::string token,
-         std::uint64_t cursor, bool reset)
+         TimeMs token_expires_at, std::uint64_t cursor, bool reset)
       : hub_(hub),
         query_(std::move(query)),
         policy_(std::move(policy)),
         token_(std::move(token)),
+        token_expires_at_(token_expires_at),
         cursor_(cursor),
         reset_(reset) {
     nodes_visible_ =
@@ -51,6 +52,12 @@ class EventHub::Stream final : public api::StreamBody {
       ended_ = true;
       out += Frame(std::nullopt, "revoked",
                    {{"message", "this stream's token was revoked; the server closes it"}});
+      return false;
+    }
+    if (token_expires_at_ != 0 && hub_.clock_.Now() >= token_expires_at_) {
+      ended_ = true;
+      out += Frame(std::nullopt, "expired",
+                   {{"message", "this stream's token has expired; the server closes it"}});
       return false;
     }
     if (!hub_.ring_.empty() && cursor_ + 1 < hub_.ring_.front().id) {
@@ -95,6 +102,7 @@ class EventHub::Stream final : public api::StreamBody {
   const api::EventQuery query_;
   const model::Policy policy_;
   const std::string token_;
+  const TimeMs token_expires_at_;  // 0: never
   bool nodes_visible_ = false;
   // The front's event thread alone reads and moves these (under hub_.mu_ for the ring).
   std::uint64_t cursor_;  // the last event id this stream has considered
@@ -103,9 +111,10 @@ class EventHub::Stream final : public api::StreamBody {
   bool ended_ = false;
 };
 
-EventHub::EventHub(const EventHubOptions& options, TimeMs first_id_base)
+EventHub::EventHub(const EventHubOptions& options, const Clock& clock)
     : options_(options),
-      next_id_(static_cast<std::uint64_t>(std::max<TimeMs>(first_id_base, 0)) * 1024 + 1),
+      clock_(clock),
+      next_id_(static_cast<std::uint64_t>(std::max<TimeMs>(clock.Now(), 0)) * 1024 + 1),
       first_id_(next_id_) {}
 
 EventHub::~EventHub() = default;
@@ -120,7 +129,8 @@ void EventHub::Publish(EventRecord event) {
 }
 
 Result<std::shared_ptr<api::StreamBody>> EventHub::Open(const api::EventQuery& query,
-                                                        const model::Policy& policy) {
+                                                        const model::Policy& policy,
+                                                        TimeMs token_expires_at) {
   std::string token = TokenKey(query.caller);
   MutexLock lock(mu_);
   if (open_ >= options_.max_streams) {
@@ -149,7 +159,7 @@ Result<std::shared_ptr<api::StreamBody>> EventHub::Open(const api::EventQuery& q
   ++mine;
   ++open_;
   return std::shared_ptr<api::StreamBody>(
-      new Stream(*this, query, policy, std::move(token), cursor, reset));
+      new Stream(*this, query, policy, std::move(token), token_expires_at, cursor, reset));
 }
 
 void EventHub::Close(const std::string& token) {

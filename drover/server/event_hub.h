@@ -63,8 +63,9 @@ struct EventRecord {
 
 class EventHub {
  public:
-  // `first_id_base`: the hub's creation time in ms (the first id is it times 1024).
-  EventHub(const EventHubOptions& options, TimeMs first_id_base);
+  // `clock`: the server's, outliving the hub. The first id is its time at creation, in ms, times
+  // 1024; a stream reads it to end when its token expires.
+  EventHub(const EventHubOptions& options, const Clock& clock);
   ~EventHub();
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
@@ -75,9 +76,13 @@ class EventHub {
   // A stream of the events `query` selects that `query.caller` may view under `policy` (a copy:
   // a policy reloaded later does not change an open stream's filter). kResourceExhausted when
   // the caller's token has max_streams_per_token streams open, kUnavailable at max_streams. The
-  // stream may outlive the hub's callers but not the hub.
+  // stream may outlive the hub's callers but not the hub. `token_expires_at`: when the caller's
+  // token expires (0: never); from then on the stream's next read sends a last `expired` frame
+  // and ends (the HTTP front reads an idle stream at each heartbeat, so it ends within
+  // --event-heartbeat of the expiry).
   Result<std::shared_ptr<api::StreamBody>> Open(const api::EventQuery& query,
-                                                const model::Policy& policy) EXCLUDES(mu_);
+                                                const model::Policy& policy,
+                                                TimeMs token_expires_at) EXCLUDES(mu_);
 
   // Ends every open stream of token `token_id` (a revoked token's): each sends a last `revoked`
   // frame at its next read, which this wakes, and closes. Streams opened later are not affected
@@ -103,6 +108,7 @@ class EventHub {
   void Close(const std::string& token) EXCLUDES(mu_);
 
   const EventHubOptions options_;
+  const Clock& clock_;
   mutable Mutex mu_;
   std::deque<Framed> ring_ GUARDED_BY(mu_);  // ids consecutive, oldest first
   std::uint64_t next_id_ GUARDED_BY(mu_);

@@ -5,8 +5,12 @@
 
 #include <string>
 
+#include "drover/testing/fake_clock.h"
+
 namespace drover::server {
 namespace {
+
+constexpr TimeMs kNever = 0;  // a token that does not expire
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -56,9 +60,10 @@ std::vector<std::uint64_t> Ids(const std::string& text) {
 }
 
 TEST(EventHub, AStreamSeesEventsPublishedAfterItOpenedInOrder) {
-  EventHub hub({}, 1000);
+  drover::testing::FakeClock clock(1000);
+  EventHub hub({}, clock);
   hub.Publish(JobEvent(1, "alice", "a"));  // before the stream: not sent
-  auto stream = hub.Open(QueryOf(Member("alice", "a", "t1")), {}).value();
+  auto stream = hub.Open(QueryOf(Member("alice", "a", "t1")), {}, kNever).value();
   EXPECT_EQ(PullAll(*stream), "id: 1024001\nevent: open\ndata: {}\n\n");  // after event 1
   hub.Publish(JobEvent(2, "alice", "a"));
   hub.Publish(JobEvent(3, "alice", "a"));
@@ -69,25 +74,27 @@ TEST(EventHub, AStreamSeesEventsPublishedAfterItOpenedInOrder) {
 }
 
 TEST(EventHub, ResumeAfterAnIdSendsWhatFollowsItOnce) {
-  EventHub hub({}, 7);
-  auto first = hub.Open(QueryOf(Member("alice", "a", "t1")), {}).value();
+  drover::testing::FakeClock clock(7);
+  EventHub hub({}, clock);
+  auto first = hub.Open(QueryOf(Member("alice", "a", "t1")), {}, kNever).value();
   for (int i = 1; i <= 5; ++i) hub.Publish(JobEvent(i, "alice", "a"));
   std::vector<std::uint64_t> seen = Ids(PullAll(*first));
   ASSERT_EQ(seen.size(), 5u);
   api::EventQuery query = QueryOf(Member("alice", "a", "t1"));
   query.since = seen[2];
-  auto resumed = hub.Open(query, {}).value();
+  auto resumed = hub.Open(query, {}, kNever).value();
   EXPECT_EQ(Ids(PullAll(*resumed)), (std::vector<std::uint64_t>{seen[3], seen[4]}));
 }
 
 TEST(EventHub, ResumeFromBeforeTheRingOrFromAnotherLifeStartsWithReset) {
-  EventHub hub(EventHubOptions{.ring_events = 3}, 7);
+  drover::testing::FakeClock clock(7);
+  EventHub hub(EventHubOptions{.ring_events = 3}, clock);
   for (int i = 1; i <= 10; ++i) hub.Publish(JobEvent(i, "alice", "a"));
   for (std::uint64_t since :
        {std::uint64_t{7 * 1024 + 1}, std::uint64_t{5}, std::uint64_t{99 * 1024}}) {
     api::EventQuery query = QueryOf(Member("alice", "a", "t1"));
     query.since = since;
-    auto stream = hub.Open(query, {}).value();
+    auto stream = hub.Open(query, {}, kNever).value();
     const std::string out = PullAll(*stream);
     EXPECT_THAT(out, HasSubstr("event: reset\n")) << since;
     EXPECT_THAT(out, Not(HasSubstr("event: job\n"))) << since;  // it carries on from now
@@ -97,8 +104,9 @@ TEST(EventHub, ResumeFromBeforeTheRingOrFromAnotherLifeStartsWithReset) {
 }
 
 TEST(EventHub, AStreamThatFallsBehindTheRingEndsWithDropped) {
-  EventHub hub(EventHubOptions{.ring_events = 4}, 7);
-  auto stream = hub.Open(QueryOf(Member("alice", "a", "t1")), {}).value();
+  drover::testing::FakeClock clock(7);
+  EventHub hub(EventHubOptions{.ring_events = 4}, clock);
+  auto stream = hub.Open(QueryOf(Member("alice", "a", "t1")), {}, kNever).value();
   for (int i = 1; i <= 6; ++i) hub.Publish(JobEvent(i, "alice", "a"));
   std::string out;
   EXPECT_FALSE(stream->Pull(out, 1 << 20));
@@ -110,8 +118,9 @@ TEST(EventHub, AStreamThatFallsBehindTheRingEndsWithDropped) {
 }
 
 TEST(EventHub, PullStopsNearItsBudgetAndCarriesOnNextTime) {
-  EventHub hub({}, 7);
-  auto stream = hub.Open(QueryOf(Member("alice", "a", "t1")), {}).value();
+  drover::testing::FakeClock clock(7);
+  EventHub hub({}, clock);
+  auto stream = hub.Open(QueryOf(Member("alice", "a", "t1")), {}, kNever).value();
   PullAll(*stream);  // the open frame
   for (int i = 1; i <= 10; ++i) hub.Publish(JobEvent(i, "alice", "a"));
   std::string out;
@@ -121,10 +130,11 @@ TEST(EventHub, PullStopsNearItsBudgetAndCarriesOnNextTime) {
 }
 
 TEST(EventHub, ACallerSeesOnlyTheJobsItMayViewUnderPrivateData) {
-  EventHub hub({}, 7);
+  drover::testing::FakeClock clock(7);
+  EventHub hub({}, clock);
   model::Policy policy;
   policy.private_data = true;
-  auto bob = hub.Open(QueryOf(Member("bob", "b", "tb")), policy).value();
+  auto bob = hub.Open(QueryOf(Member("bob", "b", "tb")), policy, kNever).value();
   hub.Publish(JobEvent(1, "alice", "a"));
   hub.Publish(JobEvent(2, "bob", "b"));
   hub.Publish(NodeEvent("n1"));
@@ -135,10 +145,11 @@ TEST(EventHub, ACallerSeesOnlyTheJobsItMayViewUnderPrivateData) {
 }
 
 TEST(EventHub, AJobsOwnTokenSeesThatJobAloneAndNoNodes) {
-  EventHub hub({}, 7);
+  drover::testing::FakeClock clock(7);
+  EventHub hub({}, clock);
   model::Identity job_token = Member("alice", "a", "");
   job_token.job = JobId(2);
-  auto stream = hub.Open(QueryOf(job_token), {}).value();
+  auto stream = hub.Open(QueryOf(job_token), {}, kNever).value();
   hub.Publish(JobEvent(1, "alice", "a"));
   hub.Publish(JobEvent(2, "alice", "a"));
   hub.Publish(NodeEvent("n1"));
@@ -148,13 +159,14 @@ TEST(EventHub, AJobsOwnTokenSeesThatJobAloneAndNoNodes) {
 }
 
 TEST(EventHub, FiltersByJobAndType) {
-  EventHub hub({}, 7);
+  drover::testing::FakeClock clock(7);
+  EventHub hub({}, clock);
   api::EventQuery query = QueryOf(Member("alice", "a", "t1"));
   query.job = JobId(2);
-  auto by_job = hub.Open(query, {}).value();
+  auto by_job = hub.Open(query, {}, kNever).value();
   api::EventQuery nodes = QueryOf(Member("alice", "a", "t2"));
   nodes.types = {"node"};
-  auto by_type = hub.Open(nodes, {}).value();
+  auto by_type = hub.Open(nodes, {}, kNever).value();
   hub.Publish(JobEvent(1, "alice", "a"));
   hub.Publish(JobEvent(2, "alice", "a"));
   hub.Publish(NodeEvent("n1"));
@@ -167,31 +179,33 @@ TEST(EventHub, FiltersByJobAndType) {
 }
 
 TEST(EventHub, StreamsAreBoundedPerTokenAndInTotalAndFreedWhenClosed) {
-  EventHub hub(EventHubOptions{.max_streams = 3, .max_streams_per_token = 2}, 7);
-  auto a1 = hub.Open(QueryOf(Member("alice", "a", "ta")), {});
-  auto a2 = hub.Open(QueryOf(Member("alice", "a", "ta")), {});
+  drover::testing::FakeClock clock(7);
+  EventHub hub(EventHubOptions{.max_streams = 3, .max_streams_per_token = 2}, clock);
+  auto a1 = hub.Open(QueryOf(Member("alice", "a", "ta")), {}, kNever);
+  auto a2 = hub.Open(QueryOf(Member("alice", "a", "ta")), {}, kNever);
   ASSERT_TRUE(a1 && a2);
-  auto a3 = hub.Open(QueryOf(Member("alice", "a", "ta")), {});
+  auto a3 = hub.Open(QueryOf(Member("alice", "a", "ta")), {}, kNever);
   ASSERT_FALSE(a3);
   EXPECT_EQ(a3.error().code, ErrorCode::kResourceExhausted);
   EXPECT_THAT(a3.error().message, HasSubstr("--max-event-streams-per-token"));
-  auto b1 = hub.Open(QueryOf(Member("bob", "b", "tb")), {});
+  auto b1 = hub.Open(QueryOf(Member("bob", "b", "tb")), {}, kNever);
   ASSERT_TRUE(b1);
-  auto b2 = hub.Open(QueryOf(Member("bob", "b", "tb")), {});
+  auto b2 = hub.Open(QueryOf(Member("bob", "b", "tb")), {}, kNever);
   ASSERT_FALSE(b2);
   EXPECT_EQ(b2.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(hub.open_streams(), 3);
   a1->reset();
   EXPECT_EQ(hub.open_streams(), 2);
-  EXPECT_TRUE(hub.Open(QueryOf(Member("alice", "a", "ta")), {}));
+  EXPECT_TRUE(hub.Open(QueryOf(Member("alice", "a", "ta")), {}, kNever));
 }
 
 TEST(EventHub, ARevokedTokensStreamsEndWithRevokedAndOthersCarryOn) {
-  EventHub hub({}, 7);
+  drover::testing::FakeClock clock(7);
+  EventHub hub({}, clock);
   int wakes = 0;
   hub.SetOnPublish([&wakes] { ++wakes; });
-  auto alice = hub.Open(QueryOf(Member("alice", "a", "ta")), {}).value();
-  auto bob = hub.Open(QueryOf(Member("bob", "a", "tb")), {}).value();
+  auto alice = hub.Open(QueryOf(Member("alice", "a", "ta")), {}, kNever).value();
+  auto bob = hub.Open(QueryOf(Member("bob", "a", "tb")), {}, kNever).value();
   PullAll(*alice);
   PullAll(*bob);
   hub.EndStreamsOf("tb");
@@ -207,16 +221,40 @@ TEST(EventHub, ARevokedTokensStreamsEndWithRevokedAndOthersCarryOn) {
   bob.reset();
   // The mark goes with the token's last stream.
   EXPECT_EQ(hub.open_streams(), 1);
-  auto again = hub.Open(QueryOf(Member("bob", "a", "tb")), {}).value();
+  auto again = hub.Open(QueryOf(Member("bob", "a", "tb")), {}, kNever).value();
   EXPECT_THAT(PullAll(*again), HasSubstr("event: open\n"));
 }
 
+TEST(EventHub, AStreamEndsWithExpiredOnceItsTokenExpires) {
+  drover::testing::FakeClock clock(1'000);
+  EventHub hub({}, clock);
+  auto alice =
+      hub.Open(QueryOf(Member("alice", "a", "ta")), {}, /*token_expires_at=*/5'000).value();
+  auto bob = hub.Open(QueryOf(Member("bob", "a", "tb")), {}, kNever).value();
+  hub.Publish(JobEvent(1, "alice", "a"));
+  EXPECT_EQ(Ids(PullAll(*alice)).size(), 1u);  // before the expiry: events flow
+  clock.Set(4'999);
+  std::string idle;
+  EXPECT_TRUE(alice->Pull(idle, 0));  // the front's read at a heartbeat: still alive
+  EXPECT_EQ(idle, "");
+  clock.Set(5'000);
+  std::string ended;
+  EXPECT_FALSE(alice->Pull(ended, 0));  // ends at the first read at or after the expiry
+  EXPECT_THAT(ended, HasSubstr("event: expired\n"));
+  hub.Publish(JobEvent(2, "alice", "a"));
+  std::string after;
+  EXPECT_FALSE(alice->Pull(after, 1 << 20));
+  EXPECT_EQ(after, "");                      // nothing after the expiry is sent
+  EXPECT_EQ(Ids(PullAll(*bob)).size(), 2u);  // a token without expiry carries on
+}
+
 TEST(EventHub, TheRingKeepsNoMoreThanItsBound) {
-  EventHub hub(EventHubOptions{.ring_events = 2}, 7);
+  drover::testing::FakeClock clock(7);
+  EventHub hub(EventHubOptions{.ring_events = 2}, clock);
   for (int i = 1; i <= 100; ++i) hub.Publish(JobEvent(i, "alice", "a"));
   api::EventQuery query = QueryOf(Member("alice", "a", "t1"));
   query.since = hub.next_id() - 3;  // the event before the two kept: still resumable
-  auto stream = hub.Open(query, {}).value();
+  auto stream = hub.Open(query, {}, kNever).value();
   const std::string out = PullAll(*stream);
   EXPECT_EQ(Ids(out).size(), 2u);
   EXPECT_THAT(out, Not(HasSubstr("reset")));

@@ -924,8 +924,14 @@ class HttpFront::Loop {
     }
     for (std::uint64_t id : unparked) Resume(id, connections_.at(id), /*may_park=*/false);
     for (std::uint64_t id : heartbeats) {
+      // An idle stream is read before its heartbeat: one that has ended meanwhile without an
+      // event to wake it (its token expired) sends its last frame instead, and closes.
       Connection& connection = connections_.at(id);
-      connection.out += connection.stream_body->Heartbeat();
+      if (connection.stream_body->Pull(connection.out, 0)) {
+        connection.out += connection.stream_body->Heartbeat();
+      } else {
+        connection.close_after_write = true;
+      }
       connection.last_sent = now;
       Flush(id, connection);
     }

@@ -122,6 +122,12 @@ bool TokenRegistry::HasLiveAdmin(TimeMs now) const {
   return false;
 }
 
+TimeMs TokenRegistry::ExpiresAt(const std::string& id) const {
+  MutexLock lock(mu_);
+  auto hash = hash_of_id_.find(id);
+  return hash == hash_of_id_.end() ? 0 : by_hash_.at(hash->second).expires_at;
+}
+
 Result<store::TokenRecord> TokenRegistry::Revoke(const std::string& id, TimeMs now) {
   MutexLock lock(mu_);
   auto hash = hash_of_id_.find(id);

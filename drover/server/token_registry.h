@@ -63,6 +63,8 @@ class TokenRegistry {
 
   // Every token record, by id (revoked and expired ones too).
   std::vector<store::TokenRecord> List() const EXCLUDES(mu_);
+  // When token `id` expires (0: never, or no such token: a job's token, an identity without one).
+  TimeMs ExpiresAt(const std::string& id) const EXCLUDES(mu_);
   // Whether some admin token is neither revoked nor expired at `now`.
   bool HasLiveAdmin(TimeMs now) const EXCLUDES(mu_);
 

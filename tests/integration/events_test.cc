@@ -291,6 +291,30 @@ TEST_F(Events, ARevokedTokensStreamEndsAtOnceWithRevoked) {
   EXPECT_FALSE(admins.closed());
 }
 
+TEST_F(Events, AnIdleStreamEndsWithExpiredWhenItsTokenExpires) {
+  // Heartbeats every 200 ms: the front reads the idle stream then, so it ends soon after the
+  // token's expiry although no event is published.
+  auto server = StartServer("data", "1xH100-80GB", {"--event-heartbeat", "200ms"});
+  api::ApiClient admin = server->Client();
+  auto created = admin.Post(
+      "/v1/tokens",
+      json{{"user", "dave"}, {"team", "team-d"}, {"role", "member"}, {"expires_in_ms", 1'500}}
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(created) << created.error().ToString();
+  EventReader daves(server->url(), created->json.value("token", ""), "");
+  EventReader admins(server->url(), server->token(), "?types=job");
+  ASSERT_TRUE(daves.ReadUntil([&] { return Opened(daves); }));
+  ASSERT_TRUE(admins.ReadUntil([&] { return Opened(admins); }));
+  ASSERT_TRUE(daves.ReadUntil([&] { return daves.closed(); }));
+  ASSERT_FALSE(daves.frames().empty());
+  EXPECT_EQ(daves.frames().back().type, "expired");
+  // A token without an expiry carries on.
+  const std::int64_t job = Submit(admin, kQuickJob).at(0);
+  EXPECT_TRUE(admins.ReadUntil([&] { return !admins.JobFrames(job).empty(); }));
+  EXPECT_FALSE(admins.closed());
+}
+
 TEST_F(Events, AStalledReaderIsDroppedWithoutSlowingOthers) {
   auto server =
       StartServer("data", "1xH100-80GB", {"--event-ring", "16", "--event-stream-buffer", "4096"});
