@@ -20,9 +20,8 @@
 namespace drover {
 namespace {
 
-// 8 GPUs, each with two processes, over 60 steps; with `gpm`, every GPU supports GPM and has
-// GPM metrics scripted at every step.
-std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir, bool gpm) {
+// 8 GPUs, each with two processes, over 60 steps.
+std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir) {
   const std::string script = dir.Sub("script");
   std::ofstream out(script);
   out << "gpus 8\n";
@@ -32,7 +31,6 @@ std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir, b
           << " 300000 " << step * 300000 << "\n";
       out << "proc " << step << " " << gpu << " " << 1000 + gpu << " 50 1000\n";
       out << "proc " << step << " " << gpu << " " << 2000 + gpu << " 10 1000\n";
-      if (gpm) out << "gpm " << step << " " << gpu << " 70 35 12.5 40\n";
     }
   }
   out.close();
@@ -46,8 +44,7 @@ std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir, b
   return *std::move(nvml);
 }
 
-// One GPU turn: 8 GPUs read and attributed (what the sampler does every second); with
-// state.range(0) = 1 each GPU also takes a GPM sample and reads four GPM metrics.
+// One GPU turn: 8 GPUs read and attributed (what the sampler does every second).
 void BM_GpuTurn(benchmark::State& state) {
   testing::TempDir dir;
   testing::FakeClock clock;
@@ -58,7 +55,7 @@ void BM_GpuTurn(benchmark::State& state) {
   agent::UsageSampler::Options options;
   options.process_interval_ms = 0;
   agent::UsageSampler sampler(
-      NodeId("n"), options, OpenEightGpus(dir, state.range(0) == 1), uuids, [&] { return workers; },
+      NodeId("n"), options, OpenEightGpus(dir), uuids, [&] { return workers; },
       [](model::UsageBatch) {}, clock);
   std::int64_t now = 1;
   for (auto _ : state) {
@@ -66,7 +63,7 @@ void BM_GpuTurn(benchmark::State& state) {
     sampler.RunOnce(now);
   }
 }
-BENCHMARK(BM_GpuTurn)->ArgName("gpm")->Arg(0)->Arg(1);
+BENCHMARK(BM_GpuTurn);
 
 // One process turn: a scan of /proc and the trees of state.range(0) workers (every 5 s).
 void BM_ProcessTurn(benchmark::State& state) {
