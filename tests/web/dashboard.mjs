@@ -149,6 +149,7 @@ resources: {cpu: 100m, memory: 64Mi, gpus: 4}
 command: [sleep, "1"]
 `);
   await page.goto(`${server.url}/#/jobs/${pending}`);
+  await page.locator('main h1').getByText(`Job ${pending}:`).waitFor();
   await page.getByTestId('verdict').waitFor();
   const explain = await server.api(`/v1/jobs/${pending}/explain`);
   assert.equal(await page.getByTestId('verdict-layer').textContent(), explain.layer);

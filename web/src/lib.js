@@ -21,10 +21,13 @@ function markUseful() {
 // Loads `load()` now and again after each event `relevant(event)` accepts (every event by
 // default; a 'reset' always), at most once per 300 ms, keeping what is shown until the new data
 // arrives; and every `everyMs` as well when given (what changes without events: GPU samples).
+// Data loaded for other `deps` (the page before a navigation changed them) is never returned:
+// until the new deps' first load arrives, data is null.
 // Returns {data, error, reload}.
 export function useLive(load, deps, relevant = () => true, everyMs = 0) {
   const events = useContext(Events);
-  const [state, setState] = useState({ data: null, error: null });
+  const key = JSON.stringify(deps);
+  const [state, setState] = useState({ key, data: null, error: null });
   const timer = useRef(null);
   const generation = useRef(0);
   const run = () => {
@@ -32,14 +35,15 @@ export function useLive(load, deps, relevant = () => true, everyMs = 0) {
     load().then(
       (data) => {
         if (mine !== generation.current) return;
-        setState({ data, error: null });
+        setState({ key, data, error: null });
         if (data !== null) markUseful();
       },
-      (error) => mine === generation.current && setState((s) => ({ data: s.data, error })),
+      (error) => mine === generation.current &&
+        setState((s) => ({ key, data: s.key === key ? s.data : null, error })),
     );
   };
   useEffect(() => {
-    setState({ data: null, error: null });
+    setState({ key, data: null, error: null });
     run();
     const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'reset' && !relevant(event)) return;
@@ -58,7 +62,8 @@ export function useLive(load, deps, relevant = () => true, everyMs = 0) {
       generation.current++;
     };
   }, deps);
-  return { ...state, reload: run };
+  const current = state.key === key ? state : { data: null, error: null };
+  return { data: current.data, error: current.error, reload: run };
 }
 
 export function Loading({ what }) {

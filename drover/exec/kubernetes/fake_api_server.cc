@@ -337,8 +337,28 @@ int FakeApiServer::watches_started() const {
   return watches_started_;
 }
 
+bool FakeApiServer::ThrottledLocked(httplib::Response& res) {
+  if (throttle_count_ == 0) return false;
+  --throttle_count_;
+  res.set_header("Retry-After", std::to_string(throttle_seconds_));
+  Reply(res, 429,
+        StatusObject(429, "TooManyRequests",
+                     "the server has received too many requests and has asked us to try "
+                     "again later",
+                     {{"retryAfterSeconds", throttle_seconds_}}));
+  return true;
+}
+
+bool FakeApiServer::Throttled(httplib::Response& res) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ThrottledLocked(res);
+}
+
 void FakeApiServer::Route() {
-  // Every request: recorded, then perhaps throttled.
+  // Every request is recorded here. A request without a body may be throttled here too; one with
+  // a body (POST, DELETE) is throttled by its handler, after httplib has read the body: a reply
+  // before that would leave the body on the kept-alive connection, to be read as the start of
+  // the client's next request (HTTP 400), where a real API server drains it first.
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(mu_);
     std::string query;
@@ -347,16 +367,8 @@ void FakeApiServer::Route() {
     }
     requests_.push_back(req.method + " " + req.path + query);
     last_authorization_ = req.get_header_value("Authorization");
-    if (throttle_count_ > 0) {
-      --throttle_count_;
-      res.set_header("Retry-After", std::to_string(throttle_seconds_));
-      Reply(res, 429,
-            StatusObject(429, "TooManyRequests",
-                         "the server has received too many requests and has asked us to try "
-                         "again later",
-                         {{"retryAfterSeconds", throttle_seconds_}}));
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    const bool has_body = req.method == "POST" || req.method == "DELETE";
+    if (!has_body && ThrottledLocked(res)) return httplib::Server::HandlerResponse::Handled;
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -406,6 +418,7 @@ void FakeApiServer::Route() {
   });
 
   server_->Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (Throttled(res)) return;
     std::string name;
     const std::string collection = Collection(req.path, &name);
     json object = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -440,6 +453,7 @@ void FakeApiServer::Route() {
   });
 
   server_->Delete(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (Throttled(res)) return;
     std::string name;
     const std::string collection = Collection(req.path, &name);
     json options = json::parse(req.body, nullptr, /*allow_exceptions=*/false);

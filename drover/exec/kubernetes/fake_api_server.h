@@ -29,6 +29,7 @@
 
 namespace httplib {
 class Server;
+struct Response;
 }
 
 namespace drover::exec::kubernetes {
@@ -103,6 +104,9 @@ class FakeApiServer {
   };
 
   void Route();
+  // Answers 429 with Retry-After if a Throttle() count is left, and counts it down.
+  bool Throttled(httplib::Response& res);
+  bool ThrottledLocked(httplib::Response& res);
   nlohmann::json StoreLocked(const std::string& collection, nlohmann::json object,
                              const std::string& type);
   void EmitLocked(const std::string& collection, const std::string& type,

@@ -16,6 +16,10 @@ const kPhases = [
   ['run', 'running_at', 'finished_at'],
 ];
 
+const kFinishedStates = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
+// Half the server's usage bucket (10 s), so a new bucket shows within one bucket's time.
+const kUsageRefreshMs = 5000;
+
 function Gantt({ job, now }) {
   const rows = [];
   for (const attempt of job.attempts || []) {
@@ -118,7 +122,7 @@ function Decision({ d }) {
 }
 
 export function Job({ id }) {
-  const { data, error } = useLive(async () => {
+  const { data, error, reload } = useLive(async () => {
     const [job, decisions, explain, usage] = await Promise.all([
       api(`/v1/jobs/${id}`),
       api(`/v1/jobs/${id}/decisions`),
@@ -128,6 +132,14 @@ export function Job({ id }) {
     return { job, decisions: decisions.decisions, explain, usage, now: Date.now() };
   }, [id], (e) => e.type !== 'node' && (e.data.job_id === Number(id) ||
       (e.data.victims || []).some((v) => v.job_id === Number(id))));
+  // A job's samples reach the server in batches that raise no event: while it is not finished,
+  // the page reloads every kUsageRefreshMs as well, so the chart and the findings keep up.
+  const active = data !== null && !kFinishedStates.includes(data.job.state);
+  useEffect(() => {
+    if (!active) return undefined;
+    const interval = setInterval(reload, kUsageRefreshMs);
+    return () => clearInterval(interval);
+  }, [active, id]);
   if (!data) return html`<${ErrorNote} error=${error} /><${Loading} what=${`job ${id}`} />`;
   const { job, decisions, explain, usage } = data;
   // The workers of the latest attempt that placed any (a requeued job's next has none yet).
@@ -142,7 +154,7 @@ export function Job({ id }) {
       ${job.pipeline_run ? html`<dt>Pipeline run</dt><dd><a href=${`#/pipelines/${job.pipeline_run}`}>${job.pipeline_run}</a></dd>` : null}
       ${job.message ? html`<dt>Message</dt><dd>${job.message}</dd>` : null}
     </dl>
-    ${explain && !['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'].includes(job.state) ? html`
+    ${explain && !kFinishedStates.includes(job.state) ? html`
     <section class="explain" data-testid="explain" aria-label="Explain">
       <h2>Explain</h2>
       <p><span class="layer" data-testid="verdict-layer">${explain.layer}</span> <span data-testid="verdict">${explain.message}</span></p>
