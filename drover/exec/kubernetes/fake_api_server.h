@@ -30,7 +30,7 @@
 namespace httplib {
 class Server;
 struct Response;
-}
+}  // namespace httplib
 
 namespace drover::exec::kubernetes {
 
