@@ -20,8 +20,9 @@
 namespace drover {
 namespace {
 
-// 8 GPUs, each with two processes, over 60 steps.
-std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir) {
+// 8 GPUs, each with two processes, over 60 steps; with `gpm`, every GPU supports GPM and has
+// GPM metrics scripted at every step.
+std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir, bool gpm) {
   const std::string script = dir.Sub("script");
   std::ofstream out(script);
   out << "gpus 8\n";
@@ -31,6 +32,7 @@ std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir) {
           << " 300000 " << step * 300000 << "\n";
       out << "proc " << step << " " << gpu << " " << 1000 + gpu << " 50 1000\n";
       out << "proc " << step << " " << gpu << " " << 2000 + gpu << " 10 1000\n";
+      if (gpm) out << "gpm " << step << " " << gpu << " 70 35 12.5 40\n";
     }
   }
   out.close();
@@ -44,7 +46,8 @@ std::unique_ptr<agent::NvmlSampler> OpenEightGpus(const testing::TempDir& dir) {
   return *std::move(nvml);
 }
 
-// One GPU turn: 8 GPUs read and attributed (what the sampler does every second).
+// One GPU turn: 8 GPUs read and attributed (what the sampler does every second); with
+// state.range(0) = 1 each GPU also takes a GPM sample and reads four GPM metrics.
 void BM_GpuTurn(benchmark::State& state) {
   testing::TempDir dir;
   testing::FakeClock clock;
@@ -55,7 +58,7 @@ void BM_GpuTurn(benchmark::State& state) {
   agent::UsageSampler::Options options;
   options.process_interval_ms = 0;
   agent::UsageSampler sampler(
-      NodeId("n"), options, OpenEightGpus(dir), uuids, [&] { return workers; },
+      NodeId("n"), options, OpenEightGpus(dir, state.range(0) == 1), uuids, [&] { return workers; },
       [](model::UsageBatch) {}, clock);
   std::int64_t now = 1;
   for (auto _ : state) {
@@ -63,7 +66,7 @@ void BM_GpuTurn(benchmark::State& state) {
     sampler.RunOnce(now);
   }
 }
-BENCHMARK(BM_GpuTurn);
+BENCHMARK(BM_GpuTurn)->ArgName("gpm")->Arg(0)->Arg(1);
 
 // One process turn: a scan of /proc and the trees of state.range(0) workers (every 5 s).
 void BM_ProcessTurn(benchmark::State& state) {

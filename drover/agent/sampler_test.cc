@@ -72,6 +72,50 @@ TEST(NvmlSampler, ReplaysTheScriptedSeries) {
   unsetenv("DROVER_FAKE_NVML_SCRIPT");
 }
 
+TEST(NvmlSampler, ReadsGpmOnDevicesThatSupportItAndNothingElsewhere) {
+  testing::TempDir dir;
+  // Device 0 supports GPM (it has gpm lines); device 1 does not.
+  auto nvml = OpenScripted(dir,
+                           "gpus 2\n"
+                           "gpu 0 0 95 1000 50000 100000\n"
+                           "gpm 1 0 62.5 31.25 0.75 40\n"
+                           "gpm 2 0 88 44 12.5 70\n"
+                           "gpu 0 1 95 1000 50000 100000\n");
+  ASSERT_NE(nvml, nullptr);
+  EXPECT_EQ(nvml->gpm_gpu_count(), 1u);
+  std::vector<model::GpuSample> gpus;
+  std::vector<model::GpuProcessSample> processes;
+  nvml->Sample(gpus, processes);
+  // A GPM metric is the difference of two samples: none on the first.
+  EXPECT_FALSE(gpus[0].gpm.has_value());
+  EXPECT_FALSE(gpus[1].gpm.has_value());
+  gpus.clear();
+  nvml->Sample(gpus, processes);
+  ASSERT_TRUE(gpus[0].gpm.has_value());
+  EXPECT_EQ(*gpus[0].gpm, (model::GpmSample{62.5, 31.25, 0.75, 40}));
+  EXPECT_FALSE(gpus[1].gpm.has_value());  // no GPM: NVML utilization only
+  EXPECT_EQ(gpus[1].utilization_pct, 95);
+  gpus.clear();
+  nvml->Sample(gpus, processes);
+  ASSERT_TRUE(gpus[0].gpm.has_value());
+  EXPECT_EQ(*gpus[0].gpm, (model::GpmSample{88, 44, 12.5, 70}));
+  unsetenv("DROVER_FAKE_NVML_SCRIPT");
+}
+
+TEST(NvmlSampler, TheDefaultDevicesHaveNoGpm) {
+  testing::TempDir dir;
+  auto nvml = OpenScripted(dir, "");
+  ASSERT_NE(nvml, nullptr);
+  EXPECT_EQ(nvml->gpu_count(), 3u);
+  EXPECT_EQ(nvml->gpm_gpu_count(), 0u);
+  std::vector<model::GpuSample> gpus;
+  std::vector<model::GpuProcessSample> processes;
+  nvml->Sample(gpus, processes);
+  nvml->Sample(gpus, processes);
+  for (const model::GpuSample& gpu : gpus) EXPECT_FALSE(gpu.gpm.has_value());
+  unsetenv("DROVER_FAKE_NVML_SCRIPT");
+}
+
 TEST(ProcessTreeReader, SumsATreeAndItsGroup) {
   testing::TempDir proc;
   // pid 10 (the worker, a group leader) -> 11 (child); 12 left the tree by parent but stays in

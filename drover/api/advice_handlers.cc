@@ -33,7 +33,11 @@ Result<json> AdviceOf(const Service& service, const model::Identity& caller,
       history.push_back(std::move(record));
     }
   }
-  const model::Advice advice = model::Advise(job.spec, history, service.Now());
+  model::AdviceOptions options;
+  std::vector<model::Node> nodes;
+  for (NodeStatus& status : service.Nodes()) nodes.push_back(std::move(status.node));
+  options.mig_offers = model::MigOffersOf(nodes);
+  const model::Advice advice = model::Advise(job.spec, history, service.Now(), options);
   json recommendations = json::array();
   for (const model::Recommendation& r : advice.recommendations) {
     recommendations.push_back(json{{"field", r.field},

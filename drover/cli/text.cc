@@ -96,6 +96,16 @@ std::string DescribeUsage(const json& summary) {
                       util.value("sum", 0.0) / static_cast<double>(gpu_samples),
                       summary.value("gpu_util_p50", 0), summary.value("gpu_util_p95", 0),
                       FormatBytesApprox(summary.value("peak_gpu_memory_bytes", std::int64_t{0})));
+    // GPM (Hopper and newer): how much of the GPU the kernels used while they ran.
+    auto mean = [&summary](const char* key) {
+      const json& stat = summary.value(key, json::object());
+      const auto count = stat.value("count", std::int64_t{0});
+      return count > 0 ? stat.value("sum", 0.0) / static_cast<double>(count) : -1.0;
+    };
+    if (const double sm = mean("sm_active"); sm >= 0) {
+      gpu += fmt::format(", SM activity {:.0f}% (occupancy {:.0f}%), tensor {:.1f}%, DRAM {:.0f}%",
+                         sm, mean("sm_occupancy"), mean("tensor_active"), mean("dram_bandwidth"));
+    }
   }
   return fmt::format("usage: {}, peak RSS {}, CPU {}, energy {:.0f} J{}", gpu,
                      FormatBytesApprox(summary.value("peak_rss_bytes", std::int64_t{0})),

@@ -98,6 +98,7 @@ Status Decode(const json& j, const std::string& path, model::QueueConfig* out);
 Status Decode(const json& j, const std::string& path, model::Accounts* out);
 Status Decode(const json& j, const std::string& path, model::Policy* out);
 Status Decode(const json& j, const std::string& path, model::WorkerKey* out);
+Status Decode(const json& j, const std::string& path, model::GpmSample* out);
 Status Decode(const json& j, const std::string& path, model::GpuSample* out);
 Status Decode(const json& j, const std::string& path, model::GpuProcessSample* out);
 Status Decode(const json& j, const std::string& path, model::ProcessSample* out);
@@ -807,6 +808,15 @@ Status Decode(const json& j, const std::string& path, model::WorkerKey* out) {
   return DecodeWorkerKey(j, path, out);
 }
 
+Status Decode(const json& j, const std::string& path, model::GpmSample* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_active_pct", &out->sm_active_pct));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_occupancy_pct", &out->sm_occupancy_pct));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "tensor_active_pct", &out->tensor_active_pct));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "dram_bandwidth_pct", &out->dram_bandwidth_pct));
+  return OkStatus();
+}
+
 Status Decode(const json& j, const std::string& path, model::GpuSample* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
   DROVER_RETURN_IF_ERROR(Field(j, path, "index", &out->index));
@@ -818,6 +828,7 @@ Status Decode(const json& j, const std::string& path, model::GpuSample* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "energy_mj", &out->energy_mj));
   DROVER_RETURN_IF_ERROR(Field(j, path, "temperature_c", &out->temperature_c));
   DROVER_RETURN_IF_ERROR(Field(j, path, "sm_clock_mhz", &out->sm_clock_mhz));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpm", &out->gpm));
   DROVER_RETURN_IF_ERROR(Field(j, path, "worker", &out->worker));
   return OkStatus();
 }
@@ -882,6 +893,8 @@ Status Decode(const json& j, const std::string& path, model::UsageBucket* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "power", &out->power));
   DROVER_RETURN_IF_ERROR(Field(j, path, "cpu", &out->cpu));
   DROVER_RETURN_IF_ERROR(Field(j, path, "rss", &out->rss));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_active", &out->sm_active));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "tensor_active", &out->tensor_active));
   return OkStatus();
 }
 
@@ -899,6 +912,10 @@ Status Decode(const json& j, const std::string& path, model::UsageSummary* out) 
   DROVER_RETURN_IF_ERROR(Field(j, path, "read_bytes", &out->read_bytes));
   DROVER_RETURN_IF_ERROR(Field(j, path, "iowait_ms", &out->iowait_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "series_truncated", &out->series_truncated));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_active", &out->sm_active));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sm_occupancy", &out->sm_occupancy));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "tensor_active", &out->tensor_active));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "dram_bandwidth", &out->dram_bandwidth));
   return OkStatus();
 }
 
@@ -1512,6 +1529,13 @@ json StatJson(const model::Stat& stat) {
   return json{{"count", stat.count}, {"sum", stat.sum}, {"max", stat.max}};
 }
 
+json GpmJson(const model::GpmSample& gpm) {
+  return json{{"sm_active_pct", gpm.sm_active_pct},
+              {"sm_occupancy_pct", gpm.sm_occupancy_pct},
+              {"tensor_active_pct", gpm.tensor_active_pct},
+              {"dram_bandwidth_pct", gpm.dram_bandwidth_pct}};
+}
+
 void EncodeWorker(const std::optional<model::WorkerKey>& worker, json* out) {
   if (!worker) return;
   json key = json::object();
@@ -1547,6 +1571,7 @@ json ToJson(const model::UsageBatch& batch) {
                {"energy_mj", gpu.energy_mj},
                {"temperature_c", gpu.temperature_c},
                {"sm_clock_mhz", gpu.sm_clock_mhz}};
+      if (gpu.gpm) out["gpm"] = GpmJson(*gpu.gpm);
       EncodeWorker(gpu.worker, &out);
       gpus.push_back(std::move(out));
     }
@@ -1576,12 +1601,16 @@ Result<model::UsageBatch> UsageBatchFromJson(const json& j, std::string_view pat
 }
 
 json ToJson(const model::UsageBucket& bucket) {
-  return json{{"start_at", bucket.start},
-              {"gpu_util", StatJson(bucket.gpu_util)},
-              {"gpu_memory", StatJson(bucket.gpu_memory)},
-              {"power", StatJson(bucket.power)},
-              {"cpu", StatJson(bucket.cpu)},
-              {"rss", StatJson(bucket.rss)}};
+  json out{{"start_at", bucket.start},
+           {"gpu_util", StatJson(bucket.gpu_util)},
+           {"gpu_memory", StatJson(bucket.gpu_memory)},
+           {"power", StatJson(bucket.power)},
+           {"cpu", StatJson(bucket.cpu)},
+           {"rss", StatJson(bucket.rss)}};
+  // Only GPUs with GPM fill these: the series of other GPUs stays as small as before.
+  if (bucket.sm_active.count > 0) out["sm_active"] = StatJson(bucket.sm_active);
+  if (bucket.tensor_active.count > 0) out["tensor_active"] = StatJson(bucket.tensor_active);
+  return out;
 }
 
 Result<model::UsageBucket> UsageBucketFromJson(const json& j, std::string_view path) {
@@ -1600,7 +1629,12 @@ json ToJson(const model::UsageSummary& summary) {
               {"energy_joules", summary.energy_joules},
               {"read_bytes", summary.read_bytes},
               {"iowait_ms", summary.iowait_ms},
-              {"series_truncated", summary.series_truncated}};
+              {"series_truncated", summary.series_truncated},
+              {"activity_source", summary.has_gpm() ? "gpm" : "utilization"},
+              {"sm_active", StatJson(summary.sm_active)},
+              {"sm_occupancy", StatJson(summary.sm_occupancy)},
+              {"tensor_active", StatJson(summary.tensor_active)},
+              {"dram_bandwidth", StatJson(summary.dram_bandwidth)}};
 }
 
 json ToJson(const model::AttemptUsage& usage) {

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "drover/common/quantity.h"
+#include "drover/model/mig.h"
 
 namespace drover::model {
 namespace {
@@ -56,6 +59,33 @@ std::string Basis(const AdviceOptions& options, std::size_t attempts) {
                      attempts, options.safety_margin * 100);
 }
 
+// The smallest offered MIG profile (fewest compute slices, then least memory) of a GPU model
+// the job accepts whose compute share holds `compute_pct` of one GPU and whose usable memory
+// holds `memory_bytes`; nullopt when none does or the smallest fitting one is a whole GPU.
+std::optional<std::pair<MigOffer, MigProfile>> SmallestFittingMig(const Requirements& asked,
+                                                                  double compute_pct,
+                                                                  double memory_bytes,
+                                                                  const AdviceOptions& options) {
+  std::optional<std::pair<MigOffer, MigProfile>> best;
+  for (const MigOffer& offer : options.mig_offers) {
+    if (!asked.gpu_models.empty() && std::find(asked.gpu_models.begin(), asked.gpu_models.end(),
+                                               offer.gpu_model) == asked.gpu_models.end()) {
+      continue;
+    }
+    Result<MigProfile> profile = ParseMigProfile(offer.profile);
+    if (!profile || profile->compute_slices >= kMigComputeSlices) continue;
+    const double usable = options.mig_memory_share * static_cast<double>(profile->memory_gb) *
+                          static_cast<double>(std::int64_t{1} << 30);
+    const double compute = 100.0 * profile->compute_slices / kMigComputeSlices;
+    if (compute_pct > compute || memory_bytes > usable) continue;
+    if (!best || std::pair(profile->compute_slices, profile->memory_gb) <
+                     std::pair(best->second.compute_slices, best->second.memory_gb)) {
+      best = std::pair(offer, *profile);
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<UsageRecord> UsageRecordsOf(const Job& job, std::span<const AttemptUsage> usage,
@@ -75,6 +105,8 @@ std::vector<UsageRecord> UsageRecordsOf(const Job& job, std::span<const AttemptU
     record.peak_rss_bytes = summary.peak_rss_bytes;
     record.peak_gpu_memory_bytes = summary.peak_gpu_memory_bytes;
     record.gpu_util_mean = summary.gpu_util.count > 0 ? summary.gpu_util.mean() : -1;
+    record.sm_active_mean = summary.has_gpm() ? summary.sm_active.mean() : -1;
+    record.sampled_ms = sampled;
     for (const Attempt& attempt : job.attempts) {
       if (attempt.number == measured.attempt && attempt.outcome == JobState::kSucceeded &&
           attempt.running_at != 0 && attempt.finished_at > attempt.running_at) {
@@ -94,10 +126,27 @@ std::string Advice::Patch() const {
       rest += fmt::format("timeout: {}\n", r.target);
       continue;
     }
-    if (r.field == "gpu_share") resources += "  gpus: 0\n";
+    if (r.field == "gpu_share" || r.field == "mig") resources += "  gpus: 0\n";
     resources += fmt::format("  {}: {}\n", r.field, r.target);
   }
   return (resources.empty() ? "" : "resources:\n" + resources) + rest;
+}
+
+std::vector<MigOffer> MigOffersOf(std::span<const Node> nodes) {
+  std::set<MigOffer> offers;
+  for (const Node& node : nodes) {
+    for (const Gpu& gpu : node.gpus) {
+      if (gpu.sharing != GpuSharing::kMig) continue;
+      const std::span<const MigProfileSpec> known = MigProfilesOf(gpu.model, gpu.memory_bytes);
+      for (const MigSlots& slots : gpu.mig) {
+        const bool listed = std::any_of(known.begin(), known.end(), [&](const MigProfileSpec& p) {
+          return p.name == slots.profile;
+        });
+        if (listed) offers.insert(MigOffer{gpu.model, slots.profile});
+      }
+    }
+  }
+  return {offers.begin(), offers.end()};
 }
 
 Advice Advise(const JobSpec& spec, std::span<const UsageRecord> history, TimeMs now,
@@ -122,14 +171,17 @@ Advice Advise(const JobSpec& spec, std::span<const UsageRecord> history, TimeMs 
   const std::string basis = Basis(options, history.size());
   DecayingHistogram cpu(now, options.half_life_ms), memory(now, options.half_life_ms),
       gpu_memory(now, options.half_life_ms), activity(now, options.half_life_ms),
-      run(now, options.half_life_ms);
+      sm_active(now, options.half_life_ms), run(now, options.half_life_ms),
+      sampled(now, options.half_life_ms);
   for (const UsageRecord& record : history) {
     cpu.Add(record.cpu_millis, record.at);
     memory.Add(static_cast<double>(record.peak_rss_bytes), record.at);
     if (record.gpu_util_mean >= 0) {
       activity.Add(record.gpu_util_mean, record.at);
       gpu_memory.Add(static_cast<double>(record.peak_gpu_memory_bytes), record.at);
+      sampled.Add(static_cast<double>(record.sampled_ms), record.at);
     }
+    if (record.sm_active_mean >= 0) sm_active.Add(record.sm_active_mean, record.at);
     if (record.run_ms > 0) run.Add(static_cast<double>(record.run_ms), record.at);
   }
   const double p = options.target_percentile;
@@ -161,8 +213,33 @@ Advice Advise(const JobSpec& spec, std::span<const UsageRecord> history, TimeMs 
     const std::string activity_basis = fmt::format(
         "mean GPU activity {:.0f}% ({}; time-slicing shares the GPU's time, docs/spec.md)", active,
         basis);
+    // The compute a MIG slice must hold: SM activity where every measured attempt has GPM
+    // (what a slice's SMs bound), else GPU activity (an upper bound: a kernel running at all).
+    const bool by_sm = sm_active.size() == activity.size();
+    const std::string measure = by_sm ? "mean SM activity" : "mean GPU activity";
+    const double compute_target =
+        by_sm ? std::min(sm_active.Percentile(p) * grow, 100.0) : active_target;
+    const auto mig = whole_gpus && asked.per_worker.gpus == 1
+                         ? SmallestFittingMig(asked, compute_target,
+                                              static_cast<double>(gpu_memory_target), options)
+                         : std::nullopt;
     bool share = false;
-    if (whole_gpus && asked.per_worker.gpus == 1 && active_target <= 50) {
+    if (mig) {
+      const auto& [offer, profile] = *mig;
+      const double saved_share =
+          1 - static_cast<double>(profile.compute_slices) / kMigComputeSlices;
+      const double run_hours = sampled.Percentile(p) / kMillisPerHour;
+      advice.recommendations.push_back(
+          {"mig", "none (1 whole GPU)", offer.profile,
+           fmt::format("{} {:.0f}% and peak GPU memory {} fit {} of an {} ({}/7 of the SMs, "
+                       "{} GB; NVIDIA MIG user guide): saves {}/7 of a GPU, {:.2f} GPU-hours "
+                       "per worker per {:.1f} h run ({})",
+                       measure, by_sm ? sm_active.Percentile(p) : active,
+                       FormatBytesApprox(static_cast<std::int64_t>(used_memory)), offer.profile,
+                       offer.gpu_model, profile.compute_slices, profile.memory_gb,
+                       kMigComputeSlices - profile.compute_slices, saved_share * run_hours,
+                       run_hours, basis)});
+    } else if (whole_gpus && asked.per_worker.gpus == 1 && active_target <= 50) {
       share = true;
       advice.recommendations.push_back({"gpu_share", "none (1 whole GPU)",
                                         FormatCpuMillis(RoundUp(active_target * 10, 250)),

@@ -14,6 +14,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/model/job.h"
+#include "drover/model/node.h"
 #include "drover/model/usage.h"
 
 namespace drover::model {
@@ -26,13 +27,29 @@ struct UsageRecord {
   double cpu_millis = 0;            // mean millicores per worker over its sampled time
   std::int64_t peak_rss_bytes = 0;  // largest RSS of one process (VmHWM)
   std::int64_t peak_gpu_memory_bytes = 0;
-  double gpu_util_mean = -1;  // percent per GPU; -1: no GPU samples
-  DurationMs run_ms = 0;      // running to finished when the attempt succeeded; 0: unknown
+  double gpu_util_mean = -1;   // percent per GPU; -1: no GPU samples
+  double sm_active_mean = -1;  // GPM SM activity, percent per GPU; -1: no GPM samples
+  DurationMs sampled_ms = 0;   // first to last sample
+  DurationMs run_ms = 0;       // running to finished when the attempt succeeded; 0: unknown
 };
 
 // The attempts of `job` that `usage` measured for at least `min_sampled_ms`, as records.
 std::vector<UsageRecord> UsageRecordsOf(const Job& job, std::span<const AttemptUsage> usage,
                                         DurationMs min_sampled_ms);
+
+// A MIG instance profile the cluster offers: a node's GPU of `gpu_model` in `mig` mode is cut into
+// instances of `profile` (model::Gpu::mig), and the profile exists on that GPU per NVIDIA's table
+// (MigProfilesOf).
+struct MigOffer {
+  std::string gpu_model;
+  std::string profile;
+
+  friend auto operator<=>(const MigOffer&, const MigOffer&) = default;
+};
+
+// The distinct MIG offers of `nodes`' GPUs, sorted; a layout's profile that NVIDIA's table does
+// not list for the GPU is left out (node files check a layout's syntax only).
+std::vector<MigOffer> MigOffersOf(std::span<const Node> nodes);
 
 struct AdviceOptions {
   DurationMs half_life_ms = 24 * kMillisPerHour;  // VPA: cpu-histogram-decay-half-life 24h
@@ -44,10 +61,16 @@ struct AdviceOptions {
   double change_share = 0.25;
   // The timeout recommended: the target run time times this (room for a slow attempt).
   double timeout_factor = 1.5;
+  // The MIG profiles the cluster offers (MigOffersOf); empty: no MIG advice.
+  std::vector<MigOffer> mig_offers;
+  // The share of a profile's nominal memory ("10gb" of 1g.10gb) a job may plan to use: an
+  // instance's usable memory is a little below its name (nvidia-smi shows 9,728 MiB for an
+  // A100 80GB's 1g.10gb, 0.95 of 10 GiB); Drover keeps a further margin.
+  double mig_memory_share = 0.9;
 };
 
 struct Recommendation {
-  std::string field;    // the spec key: cpu, memory, gpu_memory, gpus, gpu_share, timeout
+  std::string field;    // the spec key: cpu, memory, gpu_memory, gpus, gpu_share, mig, timeout
   std::string current;  // as the spec writes it; "none" when unset
   std::string target;   // as the spec writes it
   std::string evidence;

@@ -109,6 +109,94 @@ TEST(Advise, AnIdleWholeGpuBecomesATimeSlicedShareAndARunTimeATimeout) {
   EXPECT_EQ(Find(Advise(spec, history, kNow), "gpu_share"), nullptr);
 }
 
+// Three attempts of a 1-GPU job, an hour of samples each, at `activity`% and `gpu_memory` bytes.
+std::vector<UsageRecord> GpuHistory(double activity, std::int64_t gpu_memory) {
+  std::vector<UsageRecord> history = History(3, 6 * kGi);
+  for (UsageRecord& record : history) {
+    record.cpu_millis = 3000;
+    record.gpu_util_mean = activity;
+    record.peak_gpu_memory_bytes = gpu_memory;
+    record.sampled_ms = kMillisPerHour;
+  }
+  return history;
+}
+
+AdviceOptions H200Mig() {
+  AdviceOptions options;
+  for (const char* profile : {"1g.18gb", "2g.35gb", "3g.71gb"}) {
+    options.mig_offers.push_back({"H200", profile});
+  }
+  return options;
+}
+
+TEST(Advise, AOneGpuJobThatFitsASliceIsAdvisedTheSmallestOfferedMigProfile) {
+  JobSpec spec = Asking();
+  spec.requirements.per_worker.gpus = 1;
+  // 20% x 1.15 = 23% of the SMs needs 2 of 7 slices (1/7 is 14%); 12Gi x 1.15 = 13.8Gi fits
+  // 2g.35gb (1g.18gb's 16.2Gi usable would hold it, but not its compute).
+  const Advice advice = Advise(spec, GpuHistory(20, 12 * kGi), kNow, H200Mig());
+  const Recommendation* mig = Find(advice, "mig");
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ(mig->current, "none (1 whole GPU)");
+  EXPECT_EQ(mig->target, "2g.35gb");
+  EXPECT_THAT(mig->evidence, HasSubstr("mean GPU activity 20%"));
+  EXPECT_THAT(mig->evidence, HasSubstr("saves 5/7 of a GPU, 0.71 GPU-hours per worker per 1.0 h"));
+  EXPECT_EQ(Find(advice, "gpu_share"), nullptr);  // a MIG slice instead of a share
+  EXPECT_EQ(advice.Patch(), "resources:\n  gpus: 0\n  mig: 2g.35gb\n");
+  // At 10% a 1g.18gb slice holds the compute (11.5% <= 14.3%) and the memory.
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(10, 12 * kGi), kNow, H200Mig()), "mig")->target,
+            "1g.18gb");
+  // 20Gi of GPU memory (23Gi with the margin) outgrows 1g.18gb: 2g.35gb.
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(10, 20 * kGi), kNow, H200Mig()), "mig")->target,
+            "2g.35gb");
+}
+
+TEST(Advise, NoMigProfileWithoutAnOfferAFitOrASingleGpu) {
+  JobSpec spec = Asking();
+  spec.requirements.per_worker.gpus = 1;
+  // No MIG in the cluster: the time-sliced share, as before.
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(20, 12 * kGi), kNow), "mig"), nullptr);
+  // 60% x 1.15 = 69% needs 5 slices: no offered profile (3g is 43%).
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(60, 12 * kGi), kNow, H200Mig()), "mig"), nullptr);
+  // 70Gi of GPU memory fits no slice offered.
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(10, 70 * kGi), kNow, H200Mig()), "mig"), nullptr);
+  // A job that accepts only H100s is not advised the H200's profiles.
+  spec.requirements.gpu_models = {"H100"};
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(10, 12 * kGi), kNow, H200Mig()), "mig"), nullptr);
+  // Two GPUs per worker are advised a count, never a slice.
+  spec.requirements.gpu_models.clear();
+  spec.requirements.per_worker.gpus = 2;
+  EXPECT_EQ(Find(Advise(spec, GpuHistory(10, 12 * kGi), kNow, H200Mig()), "mig"), nullptr);
+}
+
+TEST(Advise, SmActivityDecidesTheSliceWhenEveryAttemptHasGpm) {
+  JobSpec spec = Asking();
+  spec.requirements.per_worker.gpus = 1;
+  std::vector<UsageRecord> history = GpuHistory(45, 12 * kGi);
+  // A kernel runs 45% of the time (3 slices by GPU activity), but on 10% of the SMs.
+  for (UsageRecord& record : history) record.sm_active_mean = 10;
+  const Advice advice = Advise(spec, history, kNow, H200Mig());
+  const Recommendation* mig = Find(advice, "mig");
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ(mig->target, "1g.18gb");
+  EXPECT_THAT(mig->evidence, HasSubstr("mean SM activity 10%"));
+}
+
+TEST(MigOffersOf, ListsTheProfilesOfMigGpusThatNvidiasTableHas) {
+  Node node;
+  Gpu h200;
+  h200.model = "H200";
+  h200.memory_bytes = 141 * kGi;
+  h200.sharing = GpuSharing::kMig;
+  h200.mig = {{"1g.18gb", 3}, {"2g.35gb", 2}, {"1g.10gb", 1}};  // 1g.10gb is no H200 profile
+  Gpu whole = h200;
+  whole.sharing = GpuSharing::kExclusive;
+  whole.mig.clear();
+  node.gpus = {h200, h200, whole};
+  EXPECT_EQ(MigOffersOf(std::vector<Node>{node}),
+            (std::vector<MigOffer>{{"H200", "1g.18gb"}, {"H200", "2g.35gb"}}));
+}
+
 TEST(UsageRecordsOf, KeepsAttemptsMeasuredLongEnoughWithTheirRunTime) {
   Job job;
   job.spec.workers = 2;

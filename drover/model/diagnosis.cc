@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "drover/common/quantity.h"
 
@@ -34,6 +35,37 @@ double BottleneckShare(std::span<const UsageBucket> buckets, std::int64_t cpu_mi
 }
 
 std::string Percent(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+// The GPM rules over an attempt whose GPUs are active (mean GPU activity >= low_activity_pct):
+// low_sm_activity, else busy_without_tensor_cores.
+std::optional<Finding> DiagnoseGpm(const UsageSummary& summary, const std::string& over,
+                                   const std::string& judged_over,
+                                   const DiagnosisThresholds& thresholds) {
+  const double gpu = summary.gpu_util.mean();
+  const double sm = summary.sm_active.mean();
+  const double tensor = summary.tensor_active.mean();
+  if (sm < thresholds.sm_active_low_pct) {
+    return Finding{
+        FindingKind::kLowSmActivity,
+        fmt::format("mean SM activity {:.1f}% (SM occupancy {:.1f}%) while a kernel ran {:.1f}% "
+                    "of the time over {}: the kernels keep few of the SMs busy",
+                    sm, summary.sm_occupancy.mean(), gpu, over),
+        fmt::format("GPU activity >= {:.0f}% and SM activity < {:.0f}% {} (DCGM profiling "
+                    "metrics: SM activity below 0.5 likely indicates ineffective GPU usage)",
+                    thresholds.low_activity_pct, thresholds.sm_active_low_pct, judged_over)};
+  }
+  if (tensor < thresholds.tensor_active_low_pct) {
+    return Finding{
+        FindingKind::kBusyWithoutTensorCores,
+        fmt::format("mean SM activity {:.1f}% but tensor-core activity {:.2f}% over {}: the math "
+                    "runs on the CUDA cores (FP32?), not on the tensor cores",
+                    sm, tensor, over),
+        fmt::format("SM activity >= {:.0f}% and tensor activity < {:.0f}% {} (Drover's default; "
+                    "DCGM documents tensor activity without a threshold)",
+                    thresholds.sm_active_low_pct, thresholds.tensor_active_low_pct, judged_over)};
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -89,6 +121,12 @@ std::vector<Finding> Diagnose(const Requirements& requirements, int workers,
                                       summary.gpu_util_p50, summary.gpu_util_p95, over),
                           fmt::format("mean < {:.0f}% {} (Job Defense Shield, low GPU efficiency)",
                                       thresholds.low_activity_pct, judged_over)});
+    }
+    // Only when no activity rule above fired: the GPUs run kernels much of the time.
+    if (summary.has_gpm() && findings.empty() && mean >= thresholds.low_activity_pct) {
+      if (auto finding = DiagnoseGpm(summary, over, judged_over, thresholds)) {
+        findings.push_back(std::move(*finding));
+      }
     }
     const double io_share =
         static_cast<double>(summary.iowait_ms) / (static_cast<double>(sampled) * workers);

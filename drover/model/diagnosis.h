@@ -23,6 +23,9 @@ enum class FindingKind {
   kLowGpuActivity,       // GPUs active, but little
   kInputBoundCpu,        // GPU activity low while the CPUs are saturated, much of the time
   kInputBoundIo,         // GPU activity low while the workers wait on I/O
+  // GPM rules (the attempt's GPUs report GPM, UsageSummary::has_gpm):
+  kLowSmActivity,           // kernels run most of the time, but on few of the SMs
+  kBusyWithoutTensorCores,  // the SMs are busy, but the tensor cores almost never
   kHostMemoryOverRequested,
   kCpuOverRequested,
   kGpuMemoryOverRequested,
@@ -37,6 +40,8 @@ inline constexpr NameTable kFindingKindNames{std::array{
     NameEntry{FindingKind::kLowGpuActivity, "low_gpu_activity"},
     NameEntry{FindingKind::kInputBoundCpu, "input_bound_cpu"},
     NameEntry{FindingKind::kInputBoundIo, "input_bound_io"},
+    NameEntry{FindingKind::kLowSmActivity, "low_sm_activity"},
+    NameEntry{FindingKind::kBusyWithoutTensorCores, "busy_without_tensor_cores"},
     NameEntry{FindingKind::kHostMemoryOverRequested, "host_memory_over_requested"},
     NameEntry{FindingKind::kCpuOverRequested, "cpu_over_requested"},
     NameEntry{FindingKind::kGpuMemoryOverRequested, "gpu_memory_over_requested"},
@@ -70,6 +75,17 @@ struct DiagnosisThresholds {
   // the sampled time waiting on block I/O.
   double io_gpu_pct = 70;
   double io_wait_ratio = 0.5;
+  // Low SM activity (GPM): mean GPU activity at least low_activity_pct (kernels run) while the
+  // mean SM activity is below this. DCGM's guidance for DCGM_FI_PROF_SM_ACTIVE (the metric
+  // NVML_GPM_METRIC_SM_UTIL reads): "a value of 0.8 or greater is necessary, but not
+  // sufficient, for effective use of the GPU. A value less than 0.5 likely indicates
+  // ineffective GPU usage" (DCGM user guide, "Profiling Metrics").
+  double sm_active_low_pct = 50;
+  // Busy without tensor cores (GPM): mean SM activity at least sm_active_low_pct while the mean
+  // tensor activity (NVML_GPM_METRIC_ANY_TENSOR_UTIL) is below this. Drover's default: DCGM
+  // documents DCGM_FI_PROF_PIPE_TENSOR_ACTIVE without a threshold; below 1% the tensor pipes
+  // are practically unused, the sign of FP32 math where TF32/BF16/FP16 would use them.
+  double tensor_active_low_pct = 1;
   // Over-requested: the peak (memory) or mean (CPU) use below this share of the request (the
   // share below which Job Defense Shield's excess-memory and Kubernetes VPA's recommender both
   // advise a smaller request; Drover's own default).

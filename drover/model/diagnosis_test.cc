@@ -70,6 +70,45 @@ TEST(Diagnose, AGpuHeldAtZeroActivityIsIdleAndOneBarelyUsedIsNot) {
   EXPECT_THAT(Diagnose(OneGpu(), 1, Hour(15), Buckets(15, 2000)), IsEmpty());
 }
 
+// Hour(util) whose GPUs gave GPM: SM activity `sm`%, tensor activity `tensor`%.
+UsageSummary WithGpm(int util, double sm, double tensor) {
+  UsageSummary summary = Hour(util);
+  for (int i = 0; i < 360; ++i) {
+    summary.sm_active.Add(sm);
+    summary.sm_occupancy.Add(sm / 2);
+    summary.tensor_active.Add(tensor);
+    summary.dram_bandwidth.Add(10);
+  }
+  return summary;
+}
+
+TEST(Diagnose, KernelsOnFewSmsAreLowSmActivityOnlyWhereGpmSaysSo) {
+  const auto low = Diagnose(OneGpu(), 1, WithGpm(90, 49, 20), Buckets(90, 2000));
+  ASSERT_THAT(Kinds(low), ElementsAre(FindingKind::kLowSmActivity));
+  EXPECT_EQ(low[0].evidence,
+            "mean SM activity 49.0% (SM occupancy 24.5%) while a kernel ran 90.0% of the time "
+            "over 1h: the kernels keep few of the SMs busy");
+  EXPECT_THAT(low[0].threshold, HasSubstr("DCGM"));
+  EXPECT_THAT(Diagnose(OneGpu(), 1, WithGpm(90, 50, 20), Buckets(90, 2000)), IsEmpty());
+  // Without GPM, GPU activity at 90% raises nothing.
+  EXPECT_THAT(Diagnose(OneGpu(), 1, Hour(90), Buckets(90, 2000)), IsEmpty());
+  // Low GPU activity is the finding when kernels rarely run; the GPM rules stay quiet.
+  EXPECT_THAT(Kinds(Diagnose(OneGpu(), 1, WithGpm(10, 5, 0), Buckets(10, 2000))),
+              ElementsAre(FindingKind::kLowGpuActivity));
+}
+
+TEST(Diagnose, BusySmsWithoutTensorWorkAreReportedAcrossTheThreshold) {
+  const auto fp32 = Diagnose(OneGpu(), 1, WithGpm(95, 85, 0.4), Buckets(95, 2000));
+  ASSERT_THAT(Kinds(fp32), ElementsAre(FindingKind::kBusyWithoutTensorCores));
+  EXPECT_THAT(fp32[0].evidence, HasSubstr("tensor-core activity 0.40%"));
+  EXPECT_THAT(fp32[0].threshold, HasSubstr("tensor activity < 1%"));
+  EXPECT_THAT(Diagnose(OneGpu(), 1, WithGpm(95, 85, 1), Buckets(95, 2000)), IsEmpty());
+  DiagnosisThresholds strict;
+  strict.tensor_active_low_pct = 5;
+  EXPECT_THAT(Kinds(Diagnose(OneGpu(), 1, WithGpm(95, 85, 1), Buckets(95, 2000), strict)),
+              ElementsAre(FindingKind::kBusyWithoutTensorCores));
+}
+
 TEST(Diagnose, NothingIsJudgedBeforeTheMinimumSampledTime) {
   UsageSummary short_one = Hour(0);
   short_one.last_at = kT0 + 9 * kMillisPerMinute;

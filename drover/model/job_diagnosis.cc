@@ -26,6 +26,9 @@ bool IsGpuFinding(FindingKind kind) {
     case FindingKind::kInputBoundCpu:
     case FindingKind::kInputBoundIo:
       return true;
+    // GPM findings judge how active GPUs are used, not idle time.
+    case FindingKind::kLowSmActivity:
+    case FindingKind::kBusyWithoutTensorCores:
     case FindingKind::kHostMemoryOverRequested:
     case FindingKind::kCpuOverRequested:
     case FindingKind::kGpuMemoryOverRequested:

@@ -70,4 +70,37 @@ Status CheckMigLayout(const std::vector<MigSlots>& layout) {
   return OkStatus();
 }
 
+namespace {
+
+// NVIDIA MIG user guide, "Supported MIG Profiles": A100-SXM4-40GB; A100-SXM4-80GB (the names
+// "change according to the memory proportion"); H100-SXM5-80GB; H100 94GB (H100 NVL); H200
+// 141GB. The counts are the tables' "Number of Instances Available".
+constexpr MigProfileSpec kA100_40[] = {{"1g.5gb", 1, 7},  {"1g.10gb", 1, 4}, {"2g.10gb", 2, 3},
+                                       {"3g.20gb", 3, 2}, {"4g.20gb", 4, 1}, {"7g.40gb", 7, 1}};
+constexpr MigProfileSpec kA100_80[] = {{"1g.10gb", 1, 7}, {"1g.20gb", 1, 4}, {"2g.20gb", 2, 3},
+                                       {"3g.40gb", 3, 2}, {"4g.40gb", 4, 1}, {"7g.80gb", 7, 1}};
+constexpr MigProfileSpec kH100_94[] = {{"1g.12gb", 1, 7}, {"1g.24gb", 1, 4}, {"2g.24gb", 2, 3},
+                                       {"3g.47gb", 3, 2}, {"4g.47gb", 4, 1}, {"7g.94gb", 7, 1}};
+constexpr MigProfileSpec kH200[] = {{"1g.18gb", 1, 7}, {"1g.35gb", 1, 4}, {"2g.35gb", 2, 3},
+                                    {"3g.71gb", 3, 2}, {"4g.71gb", 4, 1}, {"7g.141gb", 7, 1}};
+
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+}  // namespace
+
+std::span<const MigProfileSpec> MigProfilesOf(std::string_view model, std::int64_t memory_bytes) {
+  // The boundaries sit between the products' memory sizes (as NVML reports them, a little under
+  // the marketed figure): 40 | 80, 80 | 94.
+  if (model == "A100") {
+    return memory_bytes > 60 * kGiB ? std::span<const MigProfileSpec>(kA100_80)
+                                    : std::span<const MigProfileSpec>(kA100_40);
+  }
+  if (model == "H100") {
+    return memory_bytes > 85 * kGiB ? std::span<const MigProfileSpec>(kH100_94)
+                                    : std::span<const MigProfileSpec>(kA100_80);  // same names
+  }
+  if (model == "H200") return kH200;
+  return {};
+}
+
 }  // namespace drover::model

@@ -3,6 +3,8 @@
 // MIG (Multi-Instance GPU) profiles and the layouts nodes declare: which instances a GPU in
 // `mig` mode is cut into (model::Gpu::mig).
 
+#include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -31,5 +33,21 @@ Result<MigProfile> ParseMigProfile(std::string_view name);
 // combination fits the GPU's memory and placement rules is left to the operator (nvidia-smi
 // enforces them when the instances are created). kInvalidArgument naming the first problem.
 Status CheckMigLayout(const std::vector<MigSlots>& layout);
+
+// One GPU instance profile a GPU model offers, as NVIDIA's MIG user guide lists it ("Supported
+// MIG Profiles", docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html):
+// the name nvidia-smi shows, its compute slices (of 7) and how many instances of it one GPU
+// holds at most. The +me (media extension) and +gfx variants are left out: they are the same
+// slice with decoders, which Drover does not schedule.
+struct MigProfileSpec {
+  std::string_view name;
+  int compute_slices = 0;
+  int max_instances = 0;
+};
+
+// The profiles of a GPU of `model` (normalized: "A100", "H100", "H200") with `memory_bytes` of
+// memory (the guide's tables differ by memory: A100 40GB or 80GB, H100 80GB or 94GB), smallest
+// first; empty for a model the guide does not list or one without MIG.
+std::span<const MigProfileSpec> MigProfilesOf(std::string_view model, std::int64_t memory_bytes);
 
 }  // namespace drover::model

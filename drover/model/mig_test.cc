@@ -50,5 +50,31 @@ TEST(CheckMigLayout, RejectsBadEntries) {
   EXPECT_THAT(CheckMigLayout({{"1g10gb", 1}}).error().message, HasSubstr("is not a MIG profile"));
 }
 
+TEST(MigProfilesOf, FollowsNvidiasTablesByModelAndMemory) {
+  constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+  auto names = [](std::span<const MigProfileSpec> profiles) {
+    std::vector<std::string> out;
+    for (const MigProfileSpec& p : profiles) out.emplace_back(p.name);
+    return out;
+  };
+  EXPECT_EQ(names(MigProfilesOf("H200", 140 * kGiB)),
+            (std::vector<std::string>{"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb",
+                                      "7g.141gb"}));
+  EXPECT_EQ(names(MigProfilesOf("A100", 39 * kGiB)).front(), "1g.5gb");
+  EXPECT_EQ(names(MigProfilesOf("A100", 79 * kGiB)).front(), "1g.10gb");
+  EXPECT_EQ(names(MigProfilesOf("H100", 79 * kGiB)).back(), "7g.80gb");
+  EXPECT_EQ(names(MigProfilesOf("H100", 93 * kGiB)).back(), "7g.94gb");
+  EXPECT_TRUE(MigProfilesOf("RTX4090", 24 * kGiB).empty());
+  // Every listed profile parses, and its slices match its name.
+  for (auto [model, memory] : {std::pair{"A100", 39}, {"A100", 79}, {"H100", 93}, {"H200", 140}}) {
+    for (const MigProfileSpec& p : MigProfilesOf(model, memory * kGiB)) {
+      Result<MigProfile> parsed = ParseMigProfile(p.name);
+      ASSERT_TRUE(parsed) << p.name;
+      EXPECT_EQ(parsed->compute_slices, p.compute_slices) << p.name;
+      EXPECT_GE(p.max_instances, 1) << p.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace drover::model

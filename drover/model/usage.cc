@@ -15,6 +15,14 @@ Status CheckPercent(int value, const std::string& path) {
   return OkStatus();
 }
 
+Status CheckGpmPercent(double value, const std::string& path) {
+  if (!(value >= 0 && value <= 100)) {
+    return InvalidArgument(
+        fmt::format("{}: a percentage from 0 to 100 is required, not {}", path, value));
+  }
+  return OkStatus();
+}
+
 Status CheckQuantity(std::int64_t value, const std::string& path) {
   if (value < -1) {
     return InvalidArgument(fmt::format("{}: must be >= 0 (or -1: unknown), not {}", path, value));
@@ -44,6 +52,15 @@ Status ValidateSnapshot(const UsageSnapshot& snapshot, const std::string& path) 
     DROVER_RETURN_IF_ERROR(CheckQuantity(gpu.memory_used_bytes, at + ".memory_used_bytes"));
     DROVER_RETURN_IF_ERROR(CheckQuantity(gpu.power_mw, at + ".power_mw"));
     DROVER_RETURN_IF_ERROR(CheckQuantity(gpu.energy_mj, at + ".energy_mj"));
+    if (gpu.gpm) {
+      DROVER_RETURN_IF_ERROR(CheckGpmPercent(gpu.gpm->sm_active_pct, at + ".gpm.sm_active_pct"));
+      DROVER_RETURN_IF_ERROR(
+          CheckGpmPercent(gpu.gpm->sm_occupancy_pct, at + ".gpm.sm_occupancy_pct"));
+      DROVER_RETURN_IF_ERROR(
+          CheckGpmPercent(gpu.gpm->tensor_active_pct, at + ".gpm.tensor_active_pct"));
+      DROVER_RETURN_IF_ERROR(
+          CheckGpmPercent(gpu.gpm->dram_bandwidth_pct, at + ".gpm.dram_bandwidth_pct"));
+    }
     if (gpu.uuid.size() > 128) return InvalidArgument(at + ".uuid: at most 128 characters");
   }
   for (std::size_t i = 0; i < snapshot.gpu_processes.size(); ++i) {
@@ -149,6 +166,16 @@ bool Accumulate(const UsageSnapshot& snapshot, AttemptUsage& usage,
       if (bucket) bucket->gpu_memory.Add(static_cast<double>(gpu.memory_used_bytes));
     }
     if (gpu.power_mw >= 0 && bucket) bucket->power.Add(gpu.power_mw);
+    if (gpu.gpm) {
+      summary.sm_active.Add(gpu.gpm->sm_active_pct);
+      summary.sm_occupancy.Add(gpu.gpm->sm_occupancy_pct);
+      summary.tensor_active.Add(gpu.gpm->tensor_active_pct);
+      summary.dram_bandwidth.Add(gpu.gpm->dram_bandwidth_pct);
+      if (bucket) {
+        bucket->sm_active.Add(gpu.gpm->sm_active_pct);
+        bucket->tensor_active.Add(gpu.gpm->tensor_active_pct);
+      }
+    }
     if (gpu.energy_mj >= 0) {
       auto [it, inserted] =
           usage.energy_mj.try_emplace(gpu.uuid, std::array{gpu.energy_mj, gpu.energy_mj});

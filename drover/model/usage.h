@@ -19,6 +19,17 @@
 
 namespace drover::model {
 
+// NVML's GPU Performance Monitoring metrics (nvmlGpmMetricsGet, Hopper and newer) over one
+// sample period: percentages from 0 to 100 of the period, as NVML defines them.
+struct GpmSample {
+  double sm_active_pct = 0;       // NVML_GPM_METRIC_SM_UTIL: SMs busy (DCGM's SM activity)
+  double sm_occupancy_pct = 0;    // NVML_GPM_METRIC_SM_OCCUPANCY: warps resident of the maximum
+  double tensor_active_pct = 0;   // NVML_GPM_METRIC_ANY_TENSOR_UTIL: SMs issuing tensor work
+  double dram_bandwidth_pct = 0;  // NVML_GPM_METRIC_DRAM_BW_UTIL: of the theoretical maximum
+
+  friend bool operator==(const GpmSample&, const GpmSample&) = default;
+};
+
 // One GPU at one instant, as NVML reports it. A value NVML does not give for the device is -1.
 struct GpuSample {
   int index = 0;     // NVML index on the node (LaunchSpec::gpus numbers the same)
@@ -32,6 +43,10 @@ struct GpuSample {
   std::int64_t energy_mj = -1;  // nvmlDeviceGetTotalEnergyConsumption, mJ since driver load
   int temperature_c = -1;       // nvmlDeviceGetTemperature (GPU die)
   int sm_clock_mhz = -1;        // nvmlDeviceGetClockInfo (SM)
+  // GPM metrics since the previous sample; unset where the device does not support GPM
+  // (nvmlGpmQueryDeviceSupport: before Hopper), the driver lacks it, or on a device's first
+  // sample (a GPM metric is the difference of two samples).
+  std::optional<GpmSample> gpm;
   // The worker Drover gave this GPU to; unset: no job holds it.
   std::optional<WorkerKey> worker;
 
@@ -119,6 +134,9 @@ struct UsageBucket {
   Stat power;        // milliwatts of one GPU
   Stat cpu;          // millicores a worker's tree used since its previous sample
   Stat rss;          // bytes of a worker's tree
+  // GPM percentages per GPU sample that has them (count 0: no GPM on the attempt's GPUs).
+  Stat sm_active;
+  Stat tensor_active;
 
   friend bool operator==(const UsageBucket&, const UsageBucket&) = default;
 };
@@ -142,7 +160,14 @@ struct UsageSummary {
   std::int64_t read_bytes = 0;             // summed over workers, as last sampled
   std::int64_t iowait_ms = 0;
   bool series_truncated = false;  // more than kMaxUsageBuckets buckets
+  // GPM percentages per GPU sample that has them (GpmSample); count 0: the attempt's GPUs gave
+  // none, so GPU activity (gpu_util) is all there is.
+  Stat sm_active;
+  Stat sm_occupancy;
+  Stat tensor_active;
+  Stat dram_bandwidth;
 
+  bool has_gpm() const { return sm_active.count > 0; }
   friend bool operator==(const UsageSummary&, const UsageSummary&) = default;
 };
 
@@ -176,6 +201,7 @@ struct GpuActivity {
   int utilization_pct = -1;
   std::int64_t memory_used_bytes = -1;
   int power_mw = -1;
+  std::optional<GpmSample> gpm;     // unset: the GPU gave no GPM metrics
   std::optional<WorkerKey> worker;  // unset: no job holds the GPU
 
   friend bool operator==(const GpuActivity&, const GpuActivity&) = default;

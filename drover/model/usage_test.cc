@@ -120,6 +120,33 @@ TEST(Accumulate, TheSeriesStopsAtItsCapAndTheSummaryGoesOn) {
   EXPECT_EQ(usage.buckets, kMaxUsageBuckets);
 }
 
+TEST(Accumulate, GpmMetricsWhereTheGpuGivesThemAndNoneWhereItDoesNot) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 100'000;
+  snapshot.gpus = {Gpu("a", 90, 1000, 0)};  // a GPU without GPM (or its first sample)
+  ASSERT_TRUE(Accumulate(snapshot, usage, buckets));
+  EXPECT_FALSE(usage.summary.has_gpm());
+  snapshot.at = 101'000;
+  snapshot.gpus[0].gpm = GpmSample{60, 30, 0.5, 20};
+  ASSERT_TRUE(Accumulate(snapshot, usage, buckets));
+  snapshot.at = 102'000;
+  snapshot.gpus[0].gpm = GpmSample{80, 50, 1.5, 40};
+  ASSERT_TRUE(Accumulate(snapshot, usage, buckets));
+
+  EXPECT_TRUE(usage.summary.has_gpm());
+  EXPECT_EQ(usage.summary.gpu_util.count, 3);  // GPU activity counts every sample
+  EXPECT_EQ(usage.summary.sm_active.count, 2);
+  EXPECT_DOUBLE_EQ(usage.summary.sm_active.mean(), 70);
+  EXPECT_DOUBLE_EQ(usage.summary.sm_occupancy.max, 50);
+  EXPECT_DOUBLE_EQ(usage.summary.tensor_active.mean(), 1);
+  EXPECT_DOUBLE_EQ(usage.summary.dram_bandwidth.mean(), 30);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].sm_active.count, 2);
+  EXPECT_DOUBLE_EQ(buckets[0].tensor_active.max, 1.5);
+}
+
 TEST(ValidateUsageBatch, NamesTheFirstBadField) {
   UsageBatch batch;
   batch.snapshots.resize(2);
@@ -146,6 +173,17 @@ TEST(ValidateUsageBatch, NamesTheFirstBadField) {
               HasSubstr("snapshots[1].gpu_processes: at most"));
 
   batch.snapshots[1].gpu_processes.clear();
+  EXPECT_TRUE(ValidateUsageBatch(batch));
+
+  // GPM percentages have no "unknown" value: an absent metric is an absent gpm.
+  batch.snapshots[1].gpus = {Gpu("a", 50, 0, 0)};
+  batch.snapshots[1].gpus[0].gpm = GpmSample{50, 20, -1, 10};
+  EXPECT_THAT(ValidateUsageBatch(batch).error().message,
+              HasSubstr("snapshots[1].gpus[0].gpm.tensor_active_pct"));
+  batch.snapshots[1].gpus[0].gpm = GpmSample{50, 100.5, 0, 10};
+  EXPECT_THAT(ValidateUsageBatch(batch).error().message,
+              HasSubstr("snapshots[1].gpus[0].gpm.sm_occupancy_pct"));
+  batch.snapshots[1].gpus[0].gpm = GpmSample{50, 100, 0, 10};
   EXPECT_TRUE(ValidateUsageBatch(batch));
 }
 

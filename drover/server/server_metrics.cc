@@ -175,6 +175,7 @@ std::vector<ServerMetrics::Snapshot::GpuActivity> ServerMetrics::AttributeGpus(
       gpu.memory_used_bytes = static_cast<double>(sample.memory_used_bytes);
     }
     if (sample.power_mw >= 0) gpu.power_watts = sample.power_mw / 1000.0;
+    gpu.gpm = sample.gpm;
     if (sample.worker) {
       gpu.allocated = true;
       if (const model::Job* job = controller.Find(sample.worker->job)) gpu.team = job->spec.team;
@@ -279,6 +280,7 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
   // Allocation vs activity (docs/observability.md): per GPU from its latest sample, and per
   // team the sum of its GPUs' activity, to read against drover_team_gpus_allocated.
   Samples utilization, memory, power, team_activity;
+  Samples sm_active, sm_occupancy, tensor_active, dram_bandwidth;
   std::map<std::string, double> activity_of_team;
   for (const Snapshot::GpuActivity& gpu : state.gpus) {
     const Labels labels = {{"node", gpu.node}, {"gpu", std::to_string(gpu.index)}};
@@ -290,6 +292,12 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
     }
     if (gpu.memory_used_bytes >= 0) memory.push_back({labels, gpu.memory_used_bytes});
     if (gpu.power_watts >= 0) power.push_back({labels, gpu.power_watts});
+    if (gpu.gpm) {
+      sm_active.push_back({labels, gpu.gpm->sm_active_pct / 100});
+      sm_occupancy.push_back({labels, gpu.gpm->sm_occupancy_pct / 100});
+      tensor_active.push_back({labels, gpu.gpm->tensor_active_pct / 100});
+      dram_bandwidth.push_back({labels, gpu.gpm->dram_bandwidth_pct / 100});
+    }
   }
   for (const auto& [name, activity] : activity_of_team) {
     team_activity.push_back({{{"team", name}}, activity});
@@ -302,6 +310,25 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
   writer.Gauge("drover_gpu_memory_used_bytes",
                "GPU memory in use in the GPU's latest sample. No Kueue equivalent.", memory);
   writer.Gauge("drover_gpu_power_watts", "The GPU's power draw in its latest sample.", power);
+  // GPM (NVML GPU Performance Monitoring, Hopper and newer): only GPUs that report it have
+  // these series; each is DCGM's DCGM_FI_PROF_* field of the same meaning, as a ratio.
+  writer.Gauge("drover_gpu_sm_active_ratio",
+               "The share of the GPU's SMs busy over its latest GPM sample period "
+               "(NVML_GPM_METRIC_SM_UTIL; DCGM_FI_PROF_SM_ACTIVE), 0 to 1.",
+               sm_active);
+  writer.Gauge("drover_gpu_sm_occupancy_ratio",
+               "Resident warps of the SMs' maximum over the GPU's latest GPM sample period "
+               "(NVML_GPM_METRIC_SM_OCCUPANCY; DCGM_FI_PROF_SM_OCCUPANCY), 0 to 1.",
+               sm_occupancy);
+  writer.Gauge("drover_gpu_tensor_active_ratio",
+               "The share of the period the SMs issued tensor-core work over the GPU's latest GPM "
+               "sample period (NVML_GPM_METRIC_ANY_TENSOR_UTIL; DCGM_FI_PROF_PIPE_TENSOR_ACTIVE), "
+               "0 to 1.",
+               tensor_active);
+  writer.Gauge("drover_gpu_dram_bandwidth_ratio",
+               "DRAM bandwidth used of the theoretical maximum over the GPU's latest GPM sample "
+               "period (NVML_GPM_METRIC_DRAM_BW_UTIL; DCGM_FI_PROF_DRAM_ACTIVE), 0 to 1.",
+               dram_bandwidth);
   writer.Gauge("drover_team_gpu_activity",
                "The sum of the activity (0 to 1 each) of the GPUs the team's jobs hold, by their "
                "latest samples: compare with drover_team_gpus_allocated. No Kueue equivalent.",

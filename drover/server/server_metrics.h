@@ -19,6 +19,7 @@
 // Gather reads the controller, so its caller holds whatever serializes the controller.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,8 +54,9 @@ class ServerMetrics {
       double utilization = -1;  // ratio 0..1; -1: not read
       double memory_used_bytes = -1;
       double power_watts = -1;
-      bool allocated = false;  // a Drover worker holds it
-      std::string team;        // that worker's job's team ("" when none, or not allocated)
+      std::optional<model::GpmSample> gpm;  // unset: the GPU gave no GPM metrics
+      bool allocated = false;               // a Drover worker holds it
+      std::string team;  // that worker's job's team ("" when none, or not allocated)
     };
     std::vector<GpuActivity> gpus;
   };

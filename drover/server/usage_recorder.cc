@@ -26,9 +26,15 @@ Status UsageRecorder::Record(const NodeId& node, const model::UsageBatch& batch)
   for (const model::UsageSnapshot& snapshot : batch.snapshots) {
     for (const model::GpuSample& gpu : snapshot.gpus) {
       model::GpuActivity& latest = gpus_[std::pair(node, gpu.index)];
-      latest = model::GpuActivity{node,         gpu.index,           gpu.uuid,
-                                  snapshot.at,  gpu.utilization_pct, gpu.memory_used_bytes,
-                                  gpu.power_mw, gpu.worker};
+      latest = model::GpuActivity{node,
+                                  gpu.index,
+                                  gpu.uuid,
+                                  snapshot.at,
+                                  gpu.utilization_pct,
+                                  gpu.memory_used_bytes,
+                                  gpu.power_mw,
+                                  gpu.gpm,
+                                  gpu.worker};
       if (gpu.worker) attempts.emplace(gpu.worker->job, gpu.worker->attempt);
     }
     for (const model::ProcessSample& process : snapshot.processes) {

@@ -38,14 +38,16 @@ class ScopedEnv {
 class UsageTest : public IntegrationTest {};
 
 TEST_F(UsageTest, SamplesOfScriptedGpusReachEachJobsUsage) {
-  // GPU 0 idle, GPU 1 at 80% with 2 GiB used and 300 W.
+  // GPU 0 idle, GPU 1 at 80% with 2 GiB used and 300 W; GPU 1 supports GPM (its SMs 85% busy,
+  // the tensor cores at 0.4%), GPU 0 does not.
   const std::string lib_dir = dir_.Sub("nvml");
   std::filesystem::create_directories(lib_dir);
   std::filesystem::create_symlink(DROVER_FAKE_NVML, lib_dir + "/libnvidia-ml.so.1");
   const std::string script = dir_.Sub("nvml-script");
   std::ofstream(script) << "gpus 2\n"
                            "gpu 0 0 0 0 60000 0\n"
-                           "gpu 0 1 80 2147483648 300000 0\n";
+                           "gpu 0 1 80 2147483648 300000 0\n"
+                           "gpm 0 1 85 40 0.4 30\n";
   for (int step = 1; step < 400; ++step) {
     std::ofstream(script, std::ios::app)
         << "gpu " << step << " 1 80 2147483648 300000 " << step * 60'000 << "\n";
@@ -105,6 +107,12 @@ script: sleep 12
   ASSERT_FALSE(busy["buckets"].empty());
   EXPECT_EQ(busy["bucket_ms"].get<int>(), 10'000);
   EXPECT_EQ(busy["buckets"][0]["gpu_util"]["max"].get<double>(), 80);
+  // GPM where the GPU has it, and the summary says which GPUs had only NVML utilization.
+  EXPECT_EQ(busy_summary["activity_source"], "gpm") << busy.dump();
+  EXPECT_EQ(busy_summary["sm_active"]["max"].get<double>(), 85);
+  EXPECT_EQ(busy_summary["tensor_active"]["max"].get<double>(), 0.4);
+  EXPECT_EQ(idle_summary["activity_source"], "utilization") << idle.dump();
+  EXPECT_EQ(idle_summary["sm_active"]["count"].get<int>(), 0);
 
   // The job reply and `drover get` carry the summary.
   EXPECT_EQ(GetJob(client, job_on_gpu[1])["usage"][0]["summary"]["gpu_util_p50"], 80);
@@ -112,6 +120,10 @@ script: sleep 12
       RunDrover({"--server", server.url(), "get", std::to_string(job_on_gpu[1])}, dir_.path());
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_THAT(get.out, HasSubstr("usage: GPU activity mean 80% (p50 80%, p95 80%)"));
+  EXPECT_THAT(get.out, HasSubstr("SM activity 85% (occupancy 40%), tensor 0.4%, DRAM 30%"));
+  const std::string metrics = client.Get("/metrics").value().body;
+  EXPECT_THAT(metrics, HasSubstr("drover_gpu_sm_active_ratio{node="));
+  EXPECT_THAT(metrics, HasSubstr("drover_gpu_tensor_active_ratio{node="));
 
   // Diagnosis: the sleep holding the idle GPU is an idle allocation; the one on the busy GPU
   // is not, whatever else it shows (its 64Mi are over-requested by a sleep).
@@ -136,6 +148,9 @@ script: sleep 12
   for (const std::string& kind : kinds_of(job_on_gpu[1])) {
     EXPECT_TRUE(kind.find("gpu") == std::string::npos && kind != "allocated_idle") << kind;
   }
+  // Its SMs are busy without tensor work (GPM): the finding only GPM can give.
+  EXPECT_TRUE(kinds_of(job_on_gpu[1]).contains("busy_without_tensor_cores"))
+      << usage_of(job_on_gpu[1]).dump();
   CommandResult diagnose =
       RunDrover({"--server", server.url(), "diagnose", std::to_string(job_on_gpu[0])}, dir_.path());
   ASSERT_EQ(diagnose.exit_code, 0) << diagnose.err;

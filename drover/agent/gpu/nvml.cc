@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "drover/agent/gpu/gpu_model.h"
 
@@ -57,6 +59,50 @@ constexpr int kNvmlClockSm = 1;         // NVML_CLOCK_SM
 constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 // Processes read per GPU and call; more are left out (a GPU rarely runs more than a few).
 constexpr unsigned kMaxProcessesPerGpu = 256;
+// GPU Performance Monitoring (GPM), as nvml.h declares it since NVML 12.0 (CUDA 12.0, driver
+// R525; the layout is unchanged through the 12.x headers): a sample is an opaque handle
+// (`typedef struct nvmlGpmSample_st* nvmlGpmSample_t`), and a metric is computed from two samples.
+struct nvmlGpmSample_st;
+using nvmlGpmSample_t = nvmlGpmSample_st*;
+struct nvmlGpmMetric_t {
+  unsigned int metricId;    // IN: NVML_GPM_METRIC_*
+  nvmlReturn_t nvmlReturn;  // OUT: this metric's status; value is valid only on success
+  double value;             // OUT
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;  // OUT: may be null
+};
+// NVML_GPM_METRIC_MAX was 98 in nvml.h 12.0 and has grown since (210 in 12.2) without a new
+// NVML_GPM_METRICS_GET_VERSION: NVML reads numMetrics entries, so the array is sized by the
+// smallest published maximum (never below what numMetrics asks).
+constexpr unsigned kGpmMetricMax = 98;
+struct nvmlGpmMetricsGet_t {
+  unsigned int version;     // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;  // entries of metrics[] to fill
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[kGpmMetricMax];
+};
+struct nvmlGpmSupport_t {
+  unsigned int version;            // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;  // OUT
+};
+constexpr unsigned kNvmlGpmMetricsGetVersion = 1;  // NVML_GPM_METRICS_GET_VERSION
+constexpr unsigned kNvmlGpmSupportVersion = 1;     // NVML_GPM_SUPPORT_VERSION
+// nvmlGpmMetricId_t values read (each 0.0 - 100.0, per nvml.h).
+constexpr unsigned kGpmSmUtil = 2;         // NVML_GPM_METRIC_SM_UTIL
+constexpr unsigned kGpmSmOccupancy = 3;    // NVML_GPM_METRIC_SM_OCCUPANCY
+constexpr unsigned kGpmAnyTensorUtil = 5;  // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+constexpr unsigned kGpmDramBwUtil = 10;    // NVML_GPM_METRIC_DRAM_BW_UTIL
+constexpr unsigned kGpmMetricsRead = 4;
+using GpmSupportFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
+using GpmSampleAllocFn = nvmlReturn_t (*)(nvmlGpmSample_t*);
+using GpmSampleFreeFn = nvmlReturn_t (*)(nvmlGpmSample_t);
+using GpmSampleGetFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSample_t);
+using GpmMetricsGetFn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t*);
+
 using UtilizationFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using UintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
 using EnergyFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
@@ -176,6 +222,14 @@ struct SampleApi {
   SensorFn clock;
   ProcessesFn processes;
   ProcessUtilizationFn process_utilization;
+  // GPM: all five or none is used (NvmlSampler::State::Device::gpm).
+  GpmSupportFn gpm_support;
+  GpmSampleAllocFn gpm_alloc;
+  GpmSampleFreeFn gpm_free;
+  GpmSampleGetFn gpm_get;
+  GpmMetricsGetFn gpm_metrics;
+
+  bool has_gpm() const { return gpm_support && gpm_alloc && gpm_free && gpm_get && gpm_metrics; }
 
   static SampleApi Load(const Library& library) {
     auto find = [&library](auto& field, const char* name) {
@@ -191,6 +245,11 @@ struct SampleApi {
     find(api.processes, "nvmlDeviceGetComputeRunningProcesses_v3");
     if (api.processes == nullptr) find(api.processes, "nvmlDeviceGetComputeRunningProcesses_v2");
     find(api.process_utilization, "nvmlDeviceGetProcessUtilization");
+    find(api.gpm_support, "nvmlGpmQueryDeviceSupport");
+    find(api.gpm_alloc, "nvmlGpmSampleAlloc");
+    find(api.gpm_free, "nvmlGpmSampleFree");
+    find(api.gpm_get, "nvmlGpmSampleGet");
+    find(api.gpm_metrics, "nvmlGpmMetricsGet");
     return api;
   }
 };
@@ -200,6 +259,11 @@ struct SampleApi {
 struct NvmlSampler::State {
   explicit State(void* handle) : library(handle) {}
   ~State() {
+    for (Device& device : devices) {
+      for (nvmlGpmSample_t buffer : device.gpm) {
+        if (buffer != nullptr) sample.gpm_free(buffer);
+      }
+    }
     if (initialized) api.shutdown();
   }
   Library library;
@@ -210,17 +274,82 @@ struct NvmlSampler::State {
     nvmlDevice_t handle = nullptr;
     std::string uuid;
     unsigned long long last_seen = 0;  // the newest process utilization sample's timestamp
+    // GPM sample buffers, allocated at Open when the device supports GPM (both null otherwise):
+    // gpm[previous] holds the last sample taken, gpm[1 - previous] receives the next.
+    std::array<nvmlGpmSample_t, 2> gpm{nullptr, nullptr};
+    int previous = 0;
+    bool gpm_primed = false;  // gpm[previous] holds a sample
   };
+  // Reads the GPM metrics of `device` since its previous sample; none on its first sample or
+  // when NVML refuses (the metrics are then left out for this sample only).
+  std::optional<model::GpmSample> ReadGpm(Device& device);
+  // Allocates `device`'s GPM buffers when the library has GPM and the device supports it
+  // (nvmlGpmQueryDeviceSupport); otherwise, or when an allocation fails, leaves them null.
+  static void OpenGpm(const SampleApi& api, Device& device);
+  nvmlGpmMetricsGet_t gpm_query{};
   std::vector<Device> devices;
   std::vector<nvmlProcessInfo_t> infos = std::vector<nvmlProcessInfo_t>(kMaxProcessesPerGpu);
   std::vector<nvmlProcessUtilizationSample_t> utilization =
       std::vector<nvmlProcessUtilizationSample_t>(kMaxProcessesPerGpu);
 };
 
+void NvmlSampler::State::OpenGpm(const SampleApi& api, Device& device) {
+  if (!api.has_gpm()) return;
+  nvmlGpmSupport_t support{kNvmlGpmSupportVersion, 0};
+  if (api.gpm_support(device.handle, &support) != kNvmlSuccess || support.isSupportedDevice == 0) {
+    return;
+  }
+  for (nvmlGpmSample_t& buffer : device.gpm) {
+    if (api.gpm_alloc(&buffer) != kNvmlSuccess) buffer = nullptr;
+  }
+  if (device.gpm[0] == nullptr || device.gpm[1] == nullptr) {
+    for (nvmlGpmSample_t& buffer : device.gpm) {
+      if (buffer != nullptr) api.gpm_free(buffer);
+      buffer = nullptr;
+    }
+  }
+}
+
+std::optional<model::GpmSample> NvmlSampler::State::ReadGpm(Device& device) {
+  if (device.gpm[0] == nullptr) return std::nullopt;
+  const int next = 1 - device.previous;
+  if (sample.gpm_get(device.handle, device.gpm[next]) != kNvmlSuccess) return std::nullopt;
+  const bool primed = device.gpm_primed;
+  const int previous = device.previous;
+  device.previous = next;
+  device.gpm_primed = true;
+  if (!primed) return std::nullopt;
+  nvmlGpmMetricsGet_t& query = gpm_query;
+  query.version = kNvmlGpmMetricsGetVersion;
+  query.numMetrics = kGpmMetricsRead;
+  query.sample1 = device.gpm[previous];
+  query.sample2 = device.gpm[next];
+  const std::array<unsigned, kGpmMetricsRead> ids = {kGpmSmUtil, kGpmSmOccupancy, kGpmAnyTensorUtil,
+                                                     kGpmDramBwUtil};
+  for (unsigned m = 0; m < kGpmMetricsRead; ++m) {
+    query.metrics[m] = nvmlGpmMetric_t{};
+    query.metrics[m].metricId = ids[m];
+  }
+  if (sample.gpm_metrics(&query) != kNvmlSuccess) return std::nullopt;
+  std::array<double, kGpmMetricsRead> values{};
+  for (unsigned m = 0; m < kGpmMetricsRead; ++m) {
+    // A metric the device refuses leaves the whole sample out: the four are read together.
+    if (query.metrics[m].nvmlReturn != kNvmlSuccess) return std::nullopt;
+    values[m] = std::clamp(query.metrics[m].value, 0.0, 100.0);
+  }
+  return model::GpmSample{values[0], values[1], values[2], values[3]};
+}
+
 NvmlSampler::NvmlSampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 NvmlSampler::~NvmlSampler() = default;
 
 std::size_t NvmlSampler::gpu_count() const { return state_->devices.size(); }
+
+std::size_t NvmlSampler::gpm_gpu_count() const {
+  return static_cast<std::size_t>(
+      std::count_if(state_->devices.begin(), state_->devices.end(),
+                    [](const State::Device& device) { return device.gpm[0] != nullptr; }));
+}
 
 Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const std::string& library_name) {
   auto state = std::make_unique<State>(dlopen(library_name.c_str(), RTLD_NOW | RTLD_LOCAL));
@@ -246,6 +375,7 @@ Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const std::string& librar
                                      state->api.Describe(rc)));
     }
     state->devices.push_back(std::move(device));
+    State::OpenGpm(state->sample, state->devices.back());
   }
   return std::unique_ptr<NvmlSampler>(new NvmlSampler(std::move(state)));
 }
@@ -281,6 +411,7 @@ void NvmlSampler::Sample(std::vector<model::GpuSample>& gpus,
         api.clock && api.clock(device.handle, kNvmlClockSm, &value) == kNvmlSuccess) {
       gpu.sm_clock_mhz = static_cast<int>(std::min<unsigned>(value, 1u << 20));
     }
+    gpu.gpm = state_->ReadGpm(device);
     gpus.push_back(std::move(gpu));
     if (api.processes == nullptr) continue;
     unsigned count = kMaxProcessesPerGpu;

@@ -40,9 +40,12 @@ Result<std::vector<model::Gpu>> DiscoverNvmlGpus();
 // nvmlDeviceGetMemoryInfo, nvmlDeviceGetPowerUsage, nvmlDeviceGetTotalEnergyConsumption,
 // nvmlDeviceGetTemperature and nvmlDeviceGetClockInfo (SM); per process on it
 // nvmlDeviceGetComputeRunningProcesses (_v3, else _v2) and nvmlDeviceGetProcessUtilization
-// (the SM share since the previous call). A function the library lacks or the device refuses
-// (not supported, no permission) leaves its value at -1; GPM metrics are not read (see the
-// docs). Not thread-safe: one sampling thread owns an instance.
+// (the SM share since the previous call); and, on a device that supports GPU Performance
+// Monitoring (nvmlGpmQueryDeviceSupport: Hopper and newer), the GPM metrics SM activity, SM
+// occupancy, tensor activity and DRAM bandwidth between consecutive samples (nvmlGpmSampleGet,
+// nvmlGpmMetricsGet; GpuSample::gpm, unset on other devices and on a device's first sample). A
+// function the library lacks or the device refuses (not supported, no permission) leaves its
+// value at -1. Not thread-safe: one sampling thread owns an instance.
 class NvmlSampler {
  public:
   // kUnavailable as DiscoverNvml (library, a required symbol, nvmlInit, the device list).
@@ -54,6 +57,8 @@ class NvmlSampler {
   // Appends one sample per GPU (index order; `worker` unset) and the processes on each.
   void Sample(std::vector<model::GpuSample>& gpus, std::vector<model::GpuProcessSample>& processes);
   std::size_t gpu_count() const;
+  // The GPUs whose GPM metrics are read (the rest report NVML utilization only).
+  std::size_t gpm_gpu_count() const;
 
  private:
   struct State;

@@ -8,6 +8,10 @@
 //   gpus N                                      N H100s (GPU-fake-0 ...) instead of the default
 //   gpu STEP INDEX UTIL MEM_USED POWER_MW ENERGY_MJ   device INDEX's values at step STEP
 //   proc STEP INDEX PID SM_PCT MEM_USED         a process on device INDEX at step STEP
+//   gpm STEP INDEX SM_ACTIVE SM_OCCUPANCY TENSOR DRAM_BW   device INDEX's GPM metrics (percent,
+//                                               decimals allowed) for a period ending at step
+//                                               STEP; a device with a gpm line supports GPM
+//                                               (nvmlGpmQueryDeviceSupport), the others do not
 // Each device has its own step, advanced by every nvmlDeviceGetUtilizationRates call on it (the
 // first call reads step 0); a device past its last scripted step repeats the last one, and
 // processes are those of the step its last utilization call read. Not thread-safe, like the
@@ -35,6 +39,12 @@ struct ProcessValues {
   unsigned sm_pct = 0;
   unsigned long long memory_used = 0;
 };
+struct GpmValues {
+  double sm_active = 0;
+  double sm_occupancy = 0;
+  double tensor = 0;
+  double dram = 0;
+};
 struct Device {
   int index = 0;
   std::string name;
@@ -42,6 +52,7 @@ struct Device {
   unsigned long long memory_total = 0;
   std::map<int, GpuValues> steps;  // by step
   std::map<int, std::vector<ProcessValues>> processes;
+  std::map<int, GpmValues> gpm;  // by step; empty: GPM not supported
   int next_step = 0;
   int current = -1;  // the step the last utilization call read
 };
@@ -101,6 +112,11 @@ void LoadScript() {
       ProcessValues values;
       words >> values.pid >> values.sm_pct >> values.memory_used;
       Devices()[static_cast<std::size_t>(index)].processes[step].push_back(values);
+    } else if (directive == "gpm" && words >> step >> index && index >= 0 &&
+               index < static_cast<int>(Devices().size())) {
+      GpmValues values;
+      words >> values.sm_active >> values.sm_occupancy >> values.tensor >> values.dram;
+      Devices()[static_cast<std::size_t>(index)].gpm[step] = values;
     }
   }
 }
@@ -151,6 +167,33 @@ struct nvmlProcessUtilizationSample_t {
   unsigned int memUtil;
   unsigned int encUtil;
   unsigned int decUtil;
+};
+
+// GPM, laid out as nvml.h 12.x declares it (drover/agent/gpu/nvml.cc).
+struct nvmlGpmSample_st {
+  const Device* device = nullptr;
+  int step = -1;  // the device's step when the sample was taken
+};
+struct nvmlGpmMetric_t {
+  unsigned int metricId;
+  int nvmlReturn;
+  double value;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+};
+struct nvmlGpmMetricsGet_t {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_st* sample1;
+  nvmlGpmSample_st* sample2;
+  nvmlGpmMetric_t metrics[98];
+};
+struct nvmlGpmSupport_t {
+  unsigned int version;
+  unsigned int isSupportedDevice;
 };
 
 static Device* Of(nvmlDevice_st* device) { return reinterpret_cast<Device*>(device); }
@@ -237,6 +280,60 @@ int nvmlDeviceGetProcessUtilization(nvmlDevice_st* device, nvmlProcessUtilizatio
   for (unsigned i = 0; i < needed; ++i) {
     samples[i] =
         nvmlProcessUtilizationSample_t{(*processes)[i].pid, 1, (*processes)[i].sm_pct, 0, 0, 0};
+  }
+  return 0;
+}
+
+int nvmlGpmQueryDeviceSupport(nvmlDevice_st* device, nvmlGpmSupport_t* support) {
+  if (support->version != 1) return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+  support->isSupportedDevice = Of(device)->gpm.empty() ? 0 : 1;
+  return 0;
+}
+int nvmlGpmSampleAlloc(nvmlGpmSample_st** sample) {
+  *sample = new nvmlGpmSample_st;
+  return 0;
+}
+int nvmlGpmSampleFree(nvmlGpmSample_st* sample) {
+  delete sample;
+  return 0;
+}
+int nvmlGpmSampleGet(nvmlDevice_st* device, nvmlGpmSample_st* sample) {
+  const Device& d = *Of(device);
+  if (d.gpm.empty()) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  sample->device = &d;
+  sample->step = d.current < 0 ? 0 : d.current;
+  return 0;
+}
+// The values scripted for sample2's step, per metric id (2 SM_UTIL, 3 SM_OCCUPANCY,
+// 5 ANY_TENSOR_UTIL, 10 DRAM_BW_UTIL); any other id is refused with NVML_ERROR_NOT_SUPPORTED.
+int nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* query) {
+  if (query->version != 1) return 25;
+  if (query->numMetrics > 98 || query->sample1 == nullptr || query->sample2 == nullptr ||
+      query->sample1->device != query->sample2->device) {
+    return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  }
+  const GpmValues* values = AtStep(query->sample2->device->gpm, query->sample2->step);
+  const GpmValues current = values ? *values : GpmValues{};
+  for (unsigned i = 0; i < query->numMetrics; ++i) {
+    nvmlGpmMetric_t& metric = query->metrics[i];
+    metric.nvmlReturn = 0;
+    switch (metric.metricId) {
+      case 2:
+        metric.value = current.sm_active;
+        break;
+      case 3:
+        metric.value = current.sm_occupancy;
+        break;
+      case 5:
+        metric.value = current.tensor;
+        break;
+      case 10:
+        metric.value = current.dram;
+        break;
+      default:
+        metric.nvmlReturn = 3;
+        break;
+    }
   }
   return 0;
 }
