@@ -4,6 +4,11 @@
 #include <httplib.h>
 #include <openssl/x509.h>
 
+#include <chrono>
+#include <optional>
+#include <string_view>
+#include <thread>
+
 namespace drover::api {
 namespace {
 
@@ -44,17 +49,54 @@ void ApiClient::Connect(std::size_t index) {
   SetBearer(bearer_);
 }
 
+namespace {
+
+// `url` without a trailing '/', so that "http://a:1/" and "http://a:1" name the same server.
+std::string_view WithoutTrailingSlash(std::string_view url) {
+  while (!url.empty() && url.back() == '/') url.remove_suffix(1);
+  return url;
+}
+
+// The server of `urls` to ask next, none of those `asked`: the one a standby named as the
+// leader (`hint`, its X-Drover-Leader header) when it is in the list, else the next one after
+// `current` in the list's order. nullopt when every server was asked. A hint that is not in the
+// list is never followed: the client's token goes only to the servers its user configured.
+std::optional<std::size_t> NextServer(const std::vector<std::string>& urls, std::size_t current,
+                                      const std::string& hint, const std::vector<bool>& asked) {
+  if (!hint.empty()) {
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      if (!asked[i] && WithoutTrailingSlash(urls[i]) == WithoutTrailingSlash(hint)) return i;
+    }
+  }
+  for (std::size_t step = 1; step < urls.size(); ++step) {
+    const std::size_t i = (current + step) % urls.size();
+    if (!asked[i]) return i;
+  }
+  return std::nullopt;
+}
+
+// True if `status` and `body` are a standby's refusal (docs/api.md "Standby"): nothing was done.
+bool IsStandbyRefusal(int status, const std::string& body) {
+  return status == 503 && body.find("\"standby\"") != std::string::npos;
+}
+
+}  // namespace
+
 template <typename Send>
 Result<ApiResponse> ApiClient::Call(Send&& send) {
-  for (std::size_t tried = 1;; ++tried) {
+  std::vector<bool> asked(urls_.size(), false);
+  for (;;) {
+    asked[current_] = true;
     httplib::Result result = send(*client_);
-    // Nothing was done where the request went: no connection, or a standby's refusal. Then the
-    // next server of the list is asked, each at most once per call.
-    const bool elsewhere =
-        result.error() == httplib::Error::Connection ||
-        (result && result->status == 503 && result->body.find("\"standby\"") != std::string::npos);
-    if (!elsewhere || tried >= urls_.size()) return Convert(std::move(result));
-    Connect((current_ + 1) % urls_.size());
+    // Nothing was done where the request went: no connection, or a standby's refusal. Then
+    // another server of the list is asked (the leader the standby named, if listed), each at
+    // most once per call.
+    const bool standby = result && IsStandbyRefusal(result->status, result->body);
+    if (result.error() != httplib::Error::Connection && !standby) return Convert(std::move(result));
+    const std::optional<std::size_t> next = NextServer(
+        urls_, current_, standby ? result->get_header_value("X-Drover-Leader") : "", asked);
+    if (!next) return Convert(std::move(result));
+    Connect(*next);
   }
 }
 
@@ -194,33 +236,69 @@ bool TakeFrames(std::string& buffer, const std::function<bool(const StreamEvent&
 
 Status ApiClient::Events(const std::string& path_and_query, const std::string& last_event_id,
                          const std::function<bool(const StreamEvent&)>& on_event) {
-  httplib::Headers headers;
-  if (!last_event_id.empty()) headers.emplace("Last-Event-ID", last_event_id);
-  int status = 0;
-  std::string buffer;
-  std::string refusal;  // the body of an answer other than 200
-  bool stopped = false;
-  httplib::Result result = client_->Get(
-      path_and_query, headers,
-      [&](const httplib::Response& response) {
-        status = response.status;
-        return true;
-      },
-      [&](const char* data, std::size_t size) {
-        if (status != 200) {
-          refusal.append(data, size);
+  // The id of the last event handed to on_event: where a stream reopened elsewhere resumes.
+  std::string resume_after = last_event_id;
+  const auto track = [&](const StreamEvent& event) {
+    if (!event.id.empty()) resume_after = event.id;
+    return on_event(event);
+  };
+  std::vector<bool> asked(urls_.size(), false);
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  for (;;) {
+    asked[current_] = true;
+    httplib::Headers headers;
+    if (!resume_after.empty()) headers.emplace("Last-Event-ID", resume_after);
+    int status = 0;
+    std::string buffer;
+    std::string refusal;  // the body of an answer other than 200
+    bool stopped = false;
+    httplib::Result result = client_->Get(
+        path_and_query, headers,
+        [&](const httplib::Response& response) {
+          status = response.status;
           return true;
-        }
-        buffer.append(data, size);
-        stopped = !TakeFrames(buffer, on_event);
-        return !stopped;
-      });
-  if (stopped) return OkStatus();
-  if (result && status != 200 && result->body.empty()) result->body = std::move(refusal);
-  if (result && status == 200) return OkStatus();  // the server ended the stream
-  Result<ApiResponse> converted = Convert(std::move(result));
-  if (!converted) return tl::unexpected(converted.error());
-  return OkStatus();
+        },
+        [&](const char* data, std::size_t size) {
+          if (status != 200) {
+            refusal.append(data, size);
+            return true;
+          }
+          buffer.append(data, size);
+          stopped = !TakeFrames(buffer, track);
+          return !stopped;
+        });
+    if (stopped) return OkStatus();
+    if (result && status == 200) return OkStatus();  // the server ended the stream
+    if (result && status != 200 && result->body.empty()) result->body = refusal;
+    // With several servers, a stream that cannot be opened here (no connection, a standby) or
+    // that broke once open (its server died) is opened on another (the leader a standby named
+    // first), resuming after the last event delivered; rounds over the list go on, a pause
+    // apart, until a server streams or for the client's timeout since one last did (a
+    // failover: the standby takes over once the dead leader's lease expires).
+    const bool standby = result && IsStandbyRefusal(status, result->body);
+    const bool broke = status == 200;
+    const auto now = std::chrono::steady_clock::now();
+    const bool elsewhere =
+        urls_.size() > 1 && (result.error() == httplib::Error::Connection || standby || broke);
+    if (!elsewhere || (!broke && now >= give_up)) {
+      Result<ApiResponse> converted = Convert(std::move(result));
+      if (!converted) return tl::unexpected(converted.error());
+      return OkStatus();
+    }
+    if (broke) {
+      asked.assign(urls_.size(), false);
+      asked[current_] = true;
+      give_up = now + std::chrono::milliseconds(timeout_ms_);
+    }
+    const std::string hint = standby ? result->get_header_value("X-Drover-Leader") : "";
+    std::optional<std::size_t> next = NextServer(urls_, current_, hint, asked);
+    if (!next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      asked.assign(urls_.size(), false);
+      next = NextServer(urls_, current_, hint, asked).value_or(current_);
+    }
+    Connect(*next);
+  }
 }
 
 namespace {

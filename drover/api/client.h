@@ -42,8 +42,11 @@ class ApiClient {
   // `timeout_ms`.
   // `base_url` may also list servers, "URL1,URL2" (a leader and its standbys, docs/operations.md
   // "Two servers on PostgreSQL"): a call that reaches no server or a standby (503 "standby":
-  // nothing was done) is sent to the next one of the list, each at most once per call, and the
-  // client stays with the one that answered. Events streams from the current one.
+  // nothing was done) is sent to the leader the standby names (X-Drover-Leader) when that URL is
+  // in the list, else to the next one of the list, each at most once per call, and the client
+  // stays with the one that answered. A leader hint outside the list is never followed, so the
+  // bearer token goes only to servers the user configured. Events streams from the current one
+  // and, with several servers, moves to another when its server dies (see Events).
   explicit ApiClient(std::string base_url, DurationMs timeout_ms = kMillisPerMinute,
                      std::string ca_file = "");
   ~ApiClient();
@@ -67,7 +70,11 @@ class ApiClient {
   // Last-Event-ID when it is not empty, and calls `on_event` with each event (comments are
   // skipped) until it returns false or the server ends the stream: OK either way. The API's error
   // when the server refuses the stream; kUnavailable as Get when it cannot be reached, or when
-  // nothing, not even a heartbeat, arrives within the client's timeout.
+  // nothing, not even a heartbeat, arrives within the client's timeout. With several servers, a
+  // stream that cannot be opened (no connection, a standby) or that breaks is reopened on
+  // another server (the named leader first) with Last-Event-ID the last event delivered, in
+  // rounds 500 ms apart, until one streams or for the client's timeout since one last did: a
+  // new leader answers such an id from its predecessor with `reset` (docs/api.md, "Events").
   Status Events(const std::string& path_and_query, const std::string& last_event_id,
                 const std::function<bool(const StreamEvent&)>& on_event);
 

@@ -291,6 +291,20 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
   std::_Exit(75);
 }
 
+// Stops a leader whose lease it could not renew in time (the database unreachable) from acting
+// as leader before a standby may take over: every API call is answered 503 "standby" from now
+// on, and every write is refused (a refused write stops the control plane, so nothing more is
+// launched). The process stays up until the database answers again; then the election steps
+// it down (StepDown: exit 75, restarted as a standby).
+void SelfFence(server::HttpServer& http, store::WriteFence& fence, server::ServerMetrics& metrics,
+               const std::string& advertised, const std::string& why) {
+  http.SetStandby("");
+  fence.Set(store::WriteFence::kNotLeader);
+  metrics.SetElection(advertised, 0);
+  std::cerr << "drover server: stopped acting as the leader (" << why
+            << "); waiting for the database to step down" << std::endl;
+}
+
 int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
   auto address = SplitHostPort(flags.listen);
@@ -318,6 +332,16 @@ int ServerCommand(const ServerFlags& flags) {
   std::shared_ptr<store::WriteFence> fence;
   if (store::IsPostgresUri(flags.store)) {
     fence = std::make_shared<store::WriteFence>(store::WriteFence::kNotLeader, StepDown);
+    // A write refused because this server stopped leading (SelfFence) stops the control plane
+    // and leaves the process answering 503 until the database is back; any other failed write
+    // ends the process, as on SQLite.
+    options->on_store_failure = [fence](const Error& error) {
+      if (fence->epoch() == store::WriteFence::kNotLeader) {
+        spdlog::warn("control plane stopped: {}", error.message);
+        return;
+      }
+      server::ExitForRestart(error);
+    };
   }
   SystemClock clock;
   auto daemon =
@@ -332,6 +356,7 @@ int ServerCommand(const ServerFlags& flags) {
     election = std::make_unique<server::LeaderElection>(
         *std::move(lease), fmt::format("{} pid {}", advertised, getpid()), advertised,
         *lease_options);
+    daemon->plane->metrics().SetElection(advertised, 0);
     daemon->http->SetStandby("");
     daemon->http->Serve();
     std::string shown;
@@ -349,9 +374,15 @@ int ServerCommand(const ServerFlags& flags) {
       return 0;
     }
     fence->Set(*epoch);
-    election->KeepRenewing(*epoch, [](const std::string& reason) {
-      StepDown(Error{ErrorCode::kAborted, reason, {}});
-    });
+    election->KeepRenewing(
+        *epoch,
+        [](const std::string& reason) {
+          StepDown(Error{ErrorCode::kAborted, reason, {}});
+        },
+        [&daemon, fence, advertised](const std::string& reason) {
+          SelfFence(*daemon->http, *fence, daemon->plane->metrics(), advertised, reason);
+        });
+    daemon->plane->metrics().SetElection(advertised, *epoch);
     std::cout << "drover server " << advertised << " leads (lease epoch " << *epoch << ")"
               << std::endl;
   }

@@ -61,7 +61,15 @@ class HttpServer::Handler final : public HttpHandler {
     const api::Route* route = nullptr;
     api::Response response;
     if (std::optional<std::string> leader = StandbyLeader()) {
-      response = StandbyResponse(*leader);
+      // GET /metrics is a standby's one answer: drover_leader 0 (no other series, nothing a
+      // token would guard; the 503 answers name the leader to anyone too), for Prometheus.
+      if (request.method == "GET" && request.path == "/metrics") {
+        response.status = 200;
+        response.body = plane_.metrics().RenderElection();
+        response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      } else {
+        response = StandbyResponse(*leader);
+      }
     } else {
       try {
         response = api::Serve(service_, request, &route);

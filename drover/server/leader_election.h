@@ -6,8 +6,10 @@
 // renews it on a thread of its own while it leads, and learns when a newer epoch took it.
 //
 // Thread-safety: Campaign and KeepRenewing from one thread, one after the other; Stop from any
-// thread, once they returned; on_lost is called from the renewal thread.
+// thread, once they returned; on_lost is called from the renewal thread, on_lapsed from the
+// watchdog thread.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,9 +50,14 @@ class LeaderElection {
 
   // Renews the lease of `epoch` every renew interval on a thread of its own until Stop(); calls
   // on_lost(reason) once, and stops renewing, when a newer epoch holds it. An unreachable
-  // database is tried again: meanwhile the leader's writes fail too, and they are fenced once it
-  // is back.
-  void KeepRenewing(std::int64_t epoch, std::function<void(const std::string&)> on_lost);
+  // database is tried again, but the lease is only trusted for `duration` less one renew
+  // interval from the start of its last successful renewal (the database's expiry is later
+  // still, so this holds however long a renewal blocks): past that, on_lapsed(reason) is called
+  // once, from a watchdog thread, so that the server stops acting as leader (self-fencing)
+  // before a standby can take over; from then on the renewal thread only tries to release the
+  // lease, and calls on_lost once the database answered.
+  void KeepRenewing(std::int64_t epoch, std::function<void(const std::string&)> on_lost,
+                    std::function<void(const std::string&)> on_lapsed);
 
   // Stops renewing and lets the lease expire now (a standby takes over at its next try).
   // Idempotent.
@@ -59,6 +66,10 @@ class LeaderElection {
  private:
   // Waits one renew interval or until Stop(); true if stopped.
   bool WaitOrStopped();
+  // The renewal thread's loop (KeepRenewing).
+  void RenewUntilStopped(const std::function<void(const std::string&)>& on_lost);
+  // The watchdog thread's loop (KeepRenewing): on_lapsed once the lease is no longer trusted.
+  void WatchUntilStopped(const std::function<void(const std::string&)>& on_lapsed);
 
   const std::unique_ptr<store::PostgresLease> lease_;
   const std::string holder_;
@@ -68,7 +79,11 @@ class LeaderElection {
   Mutex mu_;
   std::condition_variable_any wake_;
   bool stopped_ GUARDED_BY(mu_) = false;
+  // When the last successful renewal (or the taking) of the lease started.
+  std::chrono::steady_clock::time_point renewed_at_ GUARDED_BY(mu_);
+  bool lapsed_ GUARDED_BY(mu_) = false;  // on_lapsed was called
   std::thread renewer_;
+  std::thread watchdog_;
 };
 
 }  // namespace drover::server

@@ -341,7 +341,34 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
   team_gpu_seconds_.WriteTo(writer);
   cycles_.WriteTo(writer);
   requests_.WriteTo(writer);
+  WriteElection(writer);
   return writer.Take();
+}
+
+void ServerMetrics::SetElection(std::string server, std::int64_t epoch) {
+  MutexLock lock(election_mu_);
+  election_server_ = std::move(server);
+  election_epoch_ = epoch;
+}
+
+std::string ServerMetrics::RenderElection() const {
+  prometheus::ExpositionWriter writer;
+  WriteElection(writer);
+  return writer.Take();
+}
+
+void ServerMetrics::WriteElection(prometheus::ExpositionWriter& writer) const {
+  MutexLock lock(election_mu_);
+  if (election_server_.empty()) return;
+  const Labels server = {{"server", election_server_}};
+  const Samples leader = {{server, election_epoch_ > 0 ? 1.0 : 0.0}};
+  const Samples epoch = {{server, static_cast<double>(election_epoch_)}};
+  writer.Gauge("drover_leader",
+               "1 if this server leads the servers sharing its PostgreSQL database, 0 if it is a "
+               "standby (or stopped leading); server is its advertised URL.",
+               leader);
+  writer.Gauge("drover_leader_epoch",
+               "The lease epoch this server leads under; 0 while it does not lead.", epoch);
 }
 
 }  // namespace drover::server

@@ -18,6 +18,7 @@
 // Thread-safety: every method may be called from any thread (each family has its own mutex);
 // Gather reads the controller, so its caller holds whatever serializes the controller.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/common/prometheus.h"
+#include "drover/common/thread_annotations.h"
 #include "drover/control/controller.h"
 #include "drover/control/explanation.h"
 #include "drover/model/job.h"
@@ -85,6 +87,14 @@ class ServerMetrics {
   // The exposition of `state` and of every event series.
   std::string Render(const Snapshot& state) const;
 
+  // This server's part in the leader election of servers sharing PostgreSQL (docs/operations.md
+  // "Two servers on PostgreSQL"): its advertised URL and its lease epoch, 0 while it does not
+  // lead. Once set, Render and RenderElection write drover_leader{server} (1 leading, 0 not) and
+  // drover_leader_epoch{server} (the epoch; 0 not leading); never set (a lone server): neither.
+  void SetElection(std::string server, std::int64_t epoch) EXCLUDES(election_mu_);
+  // The election's series alone: what a standby answers GET /metrics with.
+  std::string RenderElection() const EXCLUDES(election_mu_);
+
   // The event families, for tests.
   const prometheus::CounterFamily& admitted() const { return admitted_; }
   const prometheus::HistogramFamily& admission_wait() const { return admission_wait_; }
@@ -108,6 +118,12 @@ class ServerMetrics {
   prometheus::CounterFamily team_gpu_seconds_;
   prometheus::HistogramFamily cycles_;
   prometheus::CounterFamily requests_;
+  // SetElection's, written to `writer` (nothing if never set).
+  void WriteElection(prometheus::ExpositionWriter& writer) const EXCLUDES(election_mu_);
+
+  mutable Mutex election_mu_;
+  std::string election_server_ GUARDED_BY(election_mu_);  // "": no election
+  std::int64_t election_epoch_ GUARDED_BY(election_mu_) = 0;
 };
 
 }  // namespace drover::server

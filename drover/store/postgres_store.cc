@@ -643,16 +643,34 @@ class PostgresStore final : public Store {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+      if (fence_ && fence_->epoch() != epoch) {
+        // The server stopped leading while the write waited (its lease lapsed: self-fencing):
+        // the write is not tried again, even if the database came back and the lease is still
+        // its.
+        return FailedPrecondition(fmt::format(
+            "{}: this server stopped leading while the database was unreachable; it writes "
+            "nothing",
+            what));
+      }
     }
     if (fenced) fence_->Refused(status.error());
     return status;
   }
 
-  // Runs `body(pqxx::connection&)` (returning Status) on a reader connection.
+  // Runs `body(pqxx::connection&)` (returning Status) on a reader connection. A read that finds
+  // no database is tried once more on a new connection at once: a pooled connection may have
+  // broken while idle (PostgreSQL restarted since it was last used), which says nothing about
+  // the database now, and a read changes nothing (each body runs its query whole before it
+  // appends to its caller's output, so a body that failed for want of the database appended
+  // nothing). A standby taking over after a restart of the database reads the whole store
+  // (ControlPlane::Start), and a failed read there would stop it.
   template <typename Body>
   Status Read(std::string_view what, Body&& body) const {
     Session* session = readers_->Acquire();
     Status status = session->Run(what, body);
+    if (!status && status.error().code == ErrorCode::kUnavailable) {
+      status = session->Run(what, body);
+    }
     readers_->Release(session);
     return status;
   }

@@ -1,7 +1,8 @@
 // Two `drover server`s on one PostgreSQL database (docs/operations.md "Two servers on
 // PostgreSQL"): a standby answers 503 "standby" naming the leader, takes over when the leader's
 // lease expires (SIGKILL) and adopts its running workers through their agent, and a paused
-// leader that wakes up after the takeover writes nothing and exits.
+// leader that wakes up after the takeover writes nothing and exits; a leader that cannot renew its
+// lease stops leading; clients, event streams and Slurm jobs move to the new leader.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -9,6 +10,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -56,7 +58,8 @@ class Failover : public IntegrationTest {
   // Starts a second server on data folder `name` and fixed port `port`, with copies of the
   // leader's admin token and job-token key (docs/operations.md says to share these): it stays a
   // standby while the leader lives; its ready file appears once it leads.
-  std::unique_ptr<ChildProcess> StartStandby(const std::string& leader_data, int port) {
+  std::unique_ptr<ChildProcess> StartStandby(const std::string& leader_data, int port,
+                                             const std::vector<std::string>& extra = {}) {
     const std::string data = dir_.Sub("standby");
     fs::create_directories(data);
     for (const char* file : {"admin.token", "job-token.key"}) {
@@ -69,6 +72,7 @@ class Failover : public IntegrationTest {
                                      "--ready-file", standby_ready_};
     const auto args = ServerArgs();
     argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<ChildProcess>(argv, dir_.Sub("standby.out"), dir_.Sub("standby.err"));
   }
 
@@ -123,6 +127,21 @@ TEST_F(Failover, LeaderKilledWithJobsInFlightEveryJobEndsOnceAndWorkersAreAdopte
   constexpr int kJobs = 4;
   const std::string started = dir_.Sub("started.log");
   const std::string ran = dir_.Sub("ran.log");
+  // `drover ls -w`'s stream, given both servers: it moves to the new leader and resumes there
+  // (a `reset`: the new leader's ids are newer than the old one's) until told to stop. Declared
+  // before the servers, so that a failed assertion ends them first, which ends the stream (after
+  // the client's timeout) before the thread is joined.
+  std::vector<std::string> streamed;  // event types, in order; the stream thread's until joined
+  std::atomic<bool> stop_stream{false};
+  std::atomic<bool> stream_open{false};
+  Status stream_status;
+  std::thread stream_thread;
+  struct Joiner {
+    std::thread& thread;
+    ~Joiner() {
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{stream_thread};
   auto leader = std::make_unique<ServerProcess>(dir_.Sub("leader"), dir_.path(), ServerArgs());
   ASSERT_TRUE(leader->ok()) << leader->Log();
   const int port = StandbyPort(2);
@@ -148,6 +167,16 @@ script: |
 )",
                         i, started, ran);
   }
+  stream_thread = std::thread([&] {
+    api::ApiClient stream(leader->url() + "," + standby_url, 30 * kMillisPerSecond);
+    stream.SetBearer(leader->token());
+    stream_status = stream.Events("/v1/events", "", [&](const api::StreamEvent& event) {
+      streamed.push_back(event.type);
+      stream_open = true;
+      return !stop_stream;
+    });
+  });
+  ASSERT_TRUE(WaitUntil([&] { return stream_open.load(); }));
   const auto ids = Submit(client, spec);
   ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
   ASSERT_TRUE(WaitUntil([&] { return ReadLines(started).size() == kJobs; }))
@@ -182,6 +211,16 @@ script: |
     }
     EXPECT_EQ(terminal, 1) << job["transitions"].dump(2);
   }
+  // One more event ends the stream (its callback returns false at the next event).
+  stop_stream = true;
+  Submit(after,
+         "kind: Job\nname: last\nresources:\n  cpu: 100m\n  memory: 16Mi\nscript: \"true\"\n");
+  stream_thread.join();
+  EXPECT_TRUE(stream_status.has_value()) << stream_status.error().ToString();
+  const auto reset = std::find(streamed.begin(), streamed.end(), "reset");
+  ASSERT_NE(reset, streamed.end()) << "the stream did not resume on the new leader";
+  EXPECT_NE(std::find(reset, streamed.end(), "job"), streamed.end())
+      << "no job event from the new leader";
 }
 
 TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndExits) {
@@ -226,6 +265,87 @@ TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndExits) {
                           "kind: Job\nname: after\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
                           "script: \"true\"\n");
   EXPECT_EQ(ids.size(), 1u);
+}
+
+// Stand-ins for Slurm's commands in `dir` (put first on PATH): sbatch appends the job name to
+// dir/sbatch.log, lists it as Slurm job 1, pending, in dir/show and answers its id; scontrol
+// show prints dir/show (which the test rewrites); scancel appends its arguments to
+// dir/scancel.log; sacct knows nothing.
+void WriteFakeSlurm(const std::string& dir) {
+  const std::map<std::string, std::string> scripts = {
+      {"sbatch",
+       fmt::format("#!/bin/bash\ncat >/dev/null\nfor a in \"$@\"; do case $a in "
+                   "--job-name=*) name=${{a#--job-name=}};; esac; done\n"
+                   "echo \"$name\" >> {0}/sbatch.log\n"
+                   "echo \"JobId=1 JobName=$name JobState=PENDING Reason=Priority Restarts=0 "
+                   "SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 "
+                   "StartTime=Unknown EndTime=Unknown NodeList=(null)\" > {0}/show\necho 1\n",
+                   dir)},
+      {"scontrol", fmt::format("#!/bin/bash\n[ \"$1\" = show ] || exit 0\ncat {0}/show "
+                               "2>/dev/null\nexit 0\n",
+                               dir)},
+      {"scancel", fmt::format("#!/bin/bash\necho \"$*\" >> {0}/scancel.log\n", dir)},
+      {"sacct", "#!/bin/bash\nexit 0\n"},
+  };
+  for (const auto& [name, text] : scripts) {
+    WriteFile(dir + "/" + name, text);
+    fs::permissions(dir + "/" + name, fs::perms::owner_all);
+  }
+}
+
+// Slurm job 1 as scontrol lists it: Drover's `name` in `state` (plus `extra` fields).
+void ShowSlurmJob(const std::string& dir, const std::string& name, const std::string& state,
+                  const std::string& extra = "") {
+  WriteFile(dir + "/show.new",
+            fmt::format("JobId=1 JobName={} JobState={} Reason=None Restarts=0 "
+                        "SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 "
+                        "StartTime=2026-11-30T12:00:01 EndTime=Unknown NodeList=n1 {}\n",
+                        name, state, extra));
+  fs::rename(dir + "/show.new", dir + "/show");
+}
+
+TEST_F(Failover, ASlurmJobOfTheOldLeaderIsAdoptedByTheNewOneNotSubmittedAgain) {
+  const std::string slurm = dir_.Sub("slurm");
+  fs::create_directories(slurm);
+  WriteFakeSlurm(slurm);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  struct RestorePath {
+    const std::string& path;
+    ~RestorePath() { setenv("PATH", path.c_str(), 1); }
+  } restore{path};
+  setenv("PATH", (slurm + ":" + path).c_str(), 1);  // the servers' PATH
+  WriteFile(dir_.Sub("policy.yaml"), "kind: Policy\nqueues:\n  - name: hpc\n    executor: slurm\n");
+  std::vector<std::string> args = ServerArgs();
+  args.insert(args.end(), {"--policy", dir_.Sub("policy.yaml")});
+  auto leader = std::make_unique<ServerProcess>(dir_.Sub("leader"), dir_.path(), args);
+  ASSERT_TRUE(leader->ok()) << leader->Log();
+  const int port = StandbyPort(5);
+  auto standby = StartStandby(dir_.Sub("leader"), port, {"--policy", dir_.Sub("policy.yaml")});
+  api::ApiClient client = leader->Client();
+  const auto ids = Submit(client,
+                          "kind: Job\nname: on-slurm\nqueue: hpc\nresources:\n  cpu: 100m\n"
+                          "  memory: 16Mi\ncommand: [\"true\"]\n");
+  ASSERT_EQ(ids.size(), 1u);
+  const std::string name = fmt::format("drover-{}-1", ids[0]);
+  ASSERT_TRUE(WaitUntil([&] { return ReadLines(slurm + "/sbatch.log").size() == 1; }))
+      << leader->Log();
+  ShowSlurmJob(slurm, name, "RUNNING");
+  ASSERT_EQ(WaitForState(client, ids[0], {"running"}), "running") << leader->Log();
+
+  leader->process().KillProcessOnly();
+  const std::string url = WaitForStandbyToLead(std::chrono::milliseconds(30'000));
+  ASSERT_EQ(url, fmt::format("http://127.0.0.1:{}", port))
+      << standby->Stdout() << standby->Stderr();
+  api::ApiClient after(url);
+  after.SetBearer(leader->token());
+  // The new leader follows the Slurm job it found in the store; its end ends the job.
+  ShowSlurmJob(slurm, name, "COMPLETED", "ExitCode=0:0");
+  EXPECT_EQ(WaitForTerminal(after, ids[0]), "succeeded")
+      << GetJob(after, ids[0]).dump(2) << standby->Stderr();
+  EXPECT_EQ(ReadLines(slurm + "/sbatch.log"), std::vector<std::string>{name})
+      << "the new leader submitted the job again";
+  EXPECT_TRUE(ReadLines(slurm + "/scancel.log").empty());
+  EXPECT_EQ(GetJob(after, ids[0])["attempts"].size(), 1u);
 }
 
 // On a cluster of its own, which the test restarts.
@@ -294,6 +414,52 @@ TEST_F(FailoverOwnCluster, PostgresRestartedUnderLoadLosesNoAcknowledgedSubmissi
   }
   RecordProperty("acknowledged", static_cast<int>(acknowledged.size()));
   RecordProperty("refused", refused.load());
+}
+
+TEST_F(FailoverOwnCluster, ALeaderThatCannotRenewItsLeaseStopsActingAsLeader) {
+  ServerProcess leader(dir_.Sub("leader"), dir_.path(), ServerArgs());
+  ASSERT_TRUE(leader.ok()) << leader.Log();
+  api::ApiClient client = leader.Client();
+  const std::string gauge = "drover_leader{server=\"" + leader.url() + "\"}";
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics.has_value()) << metrics.error().ToString();
+  EXPECT_THAT(metrics->body, HasSubstr(gauge + " 1\n"));
+  EXPECT_THAT(metrics->body, HasSubstr("drover_leader_epoch{server=\"" + leader.url() + "\"} 1\n"));
+
+  Status stopped = cluster_->Stop("fast");
+  ASSERT_TRUE(stopped.has_value()) << stopped.error().ToString();
+  // Before its lease (3 s) can expire, it answers as a standby that knows no leader.
+  httplib::Client raw(leader.url());
+  int status = 0;
+  std::string body;
+  ASSERT_TRUE(WaitUntil([&] {
+    httplib::Result answer = raw.Post("/v1/jobs",
+                                      "kind: Job\nname: during-outage\nresources:\n  cpu: 100m\n"
+                                      "  memory: 16Mi\nscript: \"true\"\n",
+                                      "application/yaml");
+    if (!answer) return false;
+    status = answer->status;
+    body = answer->body;
+    return status == 503;
+  })) << status
+      << " " << body << leader.Log();
+  EXPECT_EQ(nlohmann::json::parse(body)["code"], "standby");
+  EXPECT_THAT(leader.process().Stderr(), HasSubstr("stopped acting as the leader"));
+  httplib::Result standby_metrics = raw.Get("/metrics");
+  ASSERT_TRUE(standby_metrics);
+  EXPECT_EQ(standby_metrics->status, 200);
+  EXPECT_THAT(standby_metrics->body, HasSubstr(gauge + " 0\n"));
+
+  // Once the database is back it releases the lease and steps down (exit 75).
+  Status restarted = cluster_->Restart();
+  ASSERT_TRUE(restarted.has_value()) << restarted.error().ToString();
+  EXPECT_EQ(leader.process().Wait(std::chrono::milliseconds(30'000)), 75) << leader.Log();
+  EXPECT_THAT(leader.process().Stderr(), HasSubstr("lapsed unrenewed"));
+  pqxx::connection db(uri_);
+  pqxx::nontransaction tx(db);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs WHERE name = 'during-outage'")[0].as<int>(), 0);
+  EXPECT_TRUE(tx.exec1("SELECT expires_at <= now() FROM leader")[0].as<bool>())
+      << "the lease was not released";
 }
 
 }  // namespace

@@ -7,15 +7,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "drover/model/job.h"
+#include "drover/testing/postgres_cluster.h"
 
 extern char** environ;
 
@@ -141,6 +145,34 @@ CommandResult RunDrover(const std::vector<std::string>& args, const std::string&
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// Under DROVER_TEST_STORE=postgres, the flags that put the state of a server on `data_dir` in
+// a database of the test program's PostgreSQL cluster: one database per data folder, so that a
+// server restarted on the same folder finds its state and one on another folder starts empty,
+// as with SQLite; a short lease, so that a server restarted after a SIGKILL takes over within
+// a few seconds. Nothing when the test chose a store itself, or without the variable.
+std::vector<std::string> TestStoreFlags(const std::string& data_dir,
+                                        const std::vector<std::string>& extra) {
+  const char* store = std::getenv("DROVER_TEST_STORE");
+  if (store == nullptr || std::string_view(store) != "postgres") return {};
+  if (std::find(extra.begin(), extra.end(), "--store") != extra.end()) return {};
+  static std::map<std::string, std::string> databases;  // data folder -> URI
+  const std::string folder = fs::weakly_canonical(data_dir).string();
+  auto it = databases.find(folder);
+  if (it == databases.end()) {
+    auto uri = ::drover::testing::PostgresCluster::Shared().NewDatabase("it");
+    if (!uri) {
+      ADD_FAILURE() << "DROVER_TEST_STORE=postgres: " << uri.error().ToString();
+      return {};
+    }
+    it = databases.emplace(folder, *uri).first;
+  }
+  return {"--store", it->second, "--lease", "3s", "--lease-renew", "500ms"};
+}
+
+}  // namespace
+
 ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scratch_dir,
                              const std::vector<std::string>& extra)
     : data_dir_(data_dir) {
@@ -150,6 +182,8 @@ ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scr
   std::vector<std::string> argv = {DroverBinary(), "server",      "--data",       data_dir,
                                    "--listen",     "127.0.0.1:0", "--ready-file", ready_file};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  const std::vector<std::string> store = TestStoreFlags(data_dir, extra);
+  argv.insert(argv.end(), store.begin(), store.end());
   process_ = std::make_unique<ChildProcess>(argv, base + ".out", base + ".err");
   bool ready = WaitUntil([&] { return fs::exists(ready_file) || !process_->Running(); });
   if (!ready || !fs::exists(ready_file)) {

@@ -90,7 +90,9 @@ struct CommandResult {
 CommandResult RunDrover(const std::vector<std::string>& args, const std::string& scratch_dir,
                         std::chrono::milliseconds deadline = std::chrono::milliseconds(120'000));
 
-// A `drover server` on 127.0.0.1, port 0, data in `data_dir`.
+// A `drover server` on 127.0.0.1, port 0, data in `data_dir`. With DROVER_TEST_STORE=postgres in
+// the environment, its state is in a PostgreSQL database of the test program's cluster instead,
+// one per data folder (unless the test passes --store itself), with a 3 s lease.
 class ServerProcess {
  public:
   // Starts the server and waits for its ready file; `extra` goes after the subcommand (for
