@@ -7,6 +7,14 @@
 
 namespace drover::prometheus {
 
+bool IsMetricName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxMetricNameLength &&
+         !(name.front() >= '0' && name.front() <= '9') &&
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             "0123456789_:") == std::string_view::npos;
+}
+
 std::string EscapeLabelValue(std::string_view value) {
   std::string out;
   out.reserve(value.size());

@@ -12,6 +12,7 @@
 // Label sets must be bounded by the caller (queues, teams, nodes, route patterns; never job
 // ids): every distinct tuple ever added to a family is kept and written until the process ends.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -26,6 +27,16 @@ namespace drover::prometheus {
 
 // Label names and values of one sample, in the order written.
 using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// The longest metric name Drover accepts from a user (a service's saturation metric): a bound,
+// not Prometheus' rule, which sets none.
+inline constexpr std::size_t kMaxMetricNameLength = 200;
+// True if `name` is a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*) of at most
+// kMaxMetricNameLength bytes.
+bool IsMetricName(std::string_view name);
+// How IsMetricName's rule reads in an error message.
+inline constexpr std::string_view kMetricNameRule =
+    "[a-zA-Z_:][a-zA-Z0-9_:]*, at most 200 characters";
 
 // `value` escaped for a label value in double quotes: backslash, double quote and line feed
 // become \\, \" and \n; every other byte is kept (the format is UTF-8).

@@ -15,6 +15,7 @@
 #include <charconv>
 
 #include "drover/api/service_handlers.h"
+#include "drover/common/prometheus.h"
 #include "drover/control/service_reconciler.h"
 #include "drover/model/access.h"
 #include "drover/server/control_plane.h"
@@ -90,13 +91,10 @@ Status ValidateService(const model::ServiceSpec& spec) {
     return InvalidArgument("autoscaling.scale_to_zero_after_ms: must be between 0 and a day");
   }
   if (const std::optional<model::SaturationSpec>& s = a.saturation) {
-    if (s->metric.empty() || s->metric.size() > 200 ||
-        s->metric.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                    "0123456789_:") != std::string::npos ||
-        (s->metric.front() >= '0' && s->metric.front() <= '9')) {
+    if (!prometheus::IsMetricName(s->metric)) {
       return InvalidArgument(
-          "autoscaling.saturation.metric: a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, "
-          "at most 200 characters)");
+          fmt::format("autoscaling.saturation.metric: a Prometheus metric name ({})",
+                      prometheus::kMetricNameRule));
     }
     if (!(s->target_per_replica > 0 && s->target_per_replica <= 1e6)) {
       return InvalidArgument(

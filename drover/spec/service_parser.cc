@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/common/prometheus.h"
 #include "drover/common/quantity.h"
 #include "drover/spec/job_graph.h"
 #include "drover/spec/job_parser.h"
@@ -77,18 +78,11 @@ std::optional<model::SaturationSpec> ReadSaturation(const Value& v, Sink& sink) 
   model::SaturationSpec saturation;
   if (auto m = f.Get("metric")) {
     if (auto metric = ReadNonEmptyString(*m, sink)) {
-      const bool valid = metric->size() <= 200 &&
-                         !(metric->front() >= '0' && metric->front() <= '9') &&
-                         metric->find_first_not_of(
-                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                             "0123456789_:") == std::string::npos;
-      if (valid) {
+      if (prometheus::IsMetricName(*metric)) {
         saturation.metric = *metric;
       } else {
         sink.Add(m->pos, m->path,
-                 fmt::format("invalid metric name '{}': [a-zA-Z_:][a-zA-Z0-9_:]*, at most 200 "
-                             "characters",
-                             *metric));
+                 fmt::format("invalid metric name '{}': {}", *metric, prometheus::kMetricNameRule));
       }
     }
   }
