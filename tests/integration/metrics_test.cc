@@ -72,12 +72,17 @@ TEST_F(MetricsTest, PromtoolFindsNothingToSayAboutTheExposition) {
   const std::string promtool = Which("promtool");
   ASSERT_FALSE(promtool.empty()) << "promtool is missing: `make deps` installs Debian's prometheus";
   StartBusyServer();
-  auto metrics = client_->Get("/metrics");
+  // The waiters count as pending once the control plane has made them ready (its next cycle
+  // after their submission).
+  Result<api::ApiResponse> metrics = client_->Get("/metrics");
+  const bool pending = WaitUntil([&] {
+    metrics = client_->Get("/metrics");
+    return metrics && metrics->body.find(
+                          "drover_pending_workloads{cluster_queue=\"default\","
+                          "status=\"active\"} 2\n") != std::string::npos;
+  });
   ASSERT_TRUE(metrics) << metrics.error().ToString();
-  EXPECT_NE(metrics->body.find("drover_pending_workloads{cluster_queue=\"default\","
-                               "status=\"active\"} 2\n"),
-            std::string::npos)
-      << metrics->body;
+  EXPECT_TRUE(pending) << metrics->body;
   // Requests are counted by route pattern (WaitForState read GET /v1/jobs/{id}), never by path.
   EXPECT_NE(metrics->body.find("drover_api_requests_total{method=\"GET\",route=\"/v1/jobs/{id}\","
                                "code=\"200\"}"),
