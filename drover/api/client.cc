@@ -268,13 +268,15 @@ Status ApiClient::Events(const std::string& path_and_query, const std::string& l
           return !stopped;
         });
     if (stopped) return OkStatus();
-    if (result && status == 200) return OkStatus();  // the server ended the stream
+    // The stream is close-delimited: its end reads the same whether the server ended it or
+    // died (SIGKILL). With one server, that is the stream's end.
+    if (result && status == 200 && urls_.size() == 1) return OkStatus();
     if (result && status != 200 && result->body.empty()) result->body = refusal;
     // With several servers, a stream that cannot be opened here (no connection, a standby) or
-    // that broke once open (its server died) is opened on another (the leader a standby named
-    // first), resuming after the last event delivered; rounds over the list go on, a pause
-    // apart, until a server streams or for the client's timeout since one last did (a
-    // failover: the standby takes over once the dead leader's lease expires).
+    // that ended once open (its server died or stepped down) is opened on another (the leader a
+    // standby named first), resuming after the last event delivered; rounds over the list go
+    // on, a pause apart, until a server streams or for the client's timeout since one last did
+    // (a failover: the standby takes over once the dead leader's lease expires).
     const bool standby = result && IsStandbyRefusal(status, result->body);
     const bool broke = status == 200;
     const auto now = std::chrono::steady_clock::now();

@@ -68,10 +68,11 @@ class ApiClient {
   Result<ApiResponse> Delete(const std::string& path);
   // Reads the event stream of `path_and_query` (GET /v1/events?...), sending `last_event_id` as
   // Last-Event-ID when it is not empty, and calls `on_event` with each event (comments are
-  // skipped) until it returns false or the server ends the stream: OK either way. The API's error
+  // skipped) until it returns false or the server ends the stream (one server; with several, see
+  // below): OK either way. The API's error
   // when the server refuses the stream; kUnavailable as Get when it cannot be reached, or when
   // nothing, not even a heartbeat, arrives within the client's timeout. With several servers, a
-  // stream that cannot be opened (no connection, a standby) or that breaks is reopened on
+  // stream that cannot be opened (no connection, a standby) or that ends is reopened on
   // another server (the named leader first) with Last-Event-ID the last event delivered, in
   // rounds 500 ms apart, until one streams or for the client's timeout since one last did: a
   // new leader answers such an id from its predecessor with `reset` (docs/api.md, "Events").

@@ -1,6 +1,6 @@
 // ApiClient with a list of servers (docs/operations.md "Two servers on PostgreSQL"): a standby's
 // leader hint is followed when it names a listed server, and never to a server outside the list
-// (the bearer token goes only to servers the user configured).
+// (the bearer token goes only to servers the user configured); an event stream moves on.
 
 #include "drover/api/client.h"
 
@@ -10,8 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace drover::api {
 namespace {
@@ -51,7 +53,25 @@ class TestServer {
                 });
   }
 
+  // Answers GET /v1/events with `frames` (Server-Sent Events) and ends the stream, keeping the
+  // Last-Event-ID it was sent.
+  void ServeEvents(const std::string& frames) {
+    server_.Get("/v1/events",
+                [this, frames](const httplib::Request& request, httplib::Response& response) {
+                  Count(request);
+                  {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    last_event_id_ = request.get_header_value("Last-Event-ID");
+                  }
+                  response.set_content(frames, "text/event-stream");
+                });
+  }
+
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string last_event_id() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_event_id_;
+  }
   int requests() const { return requests_.load(); }
   bool saw_token() const { return saw_token_.load(); }
 
@@ -66,6 +86,8 @@ class TestServer {
   std::thread thread_;
   std::atomic<int> requests_{0};
   std::atomic<bool> saw_token_{false};
+  mutable std::mutex mu_;
+  std::string last_event_id_;
 };
 
 TEST(ApiClientServerList, FollowsAStandbysLeaderHintToAListedServerBeforeTheNextOne) {
@@ -106,6 +128,38 @@ TEST(ApiClientServerList, AsksEachServerAtMostOncePerCallWhenAllAreStandbys) {
   EXPECT_EQ(jobs.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(first.requests(), 1);
   EXPECT_EQ(second.requests(), 1);
+}
+
+// The streams' end cannot tell a server that ended them from one that died (they are
+// close-delimited): with one server that is the end; with several, the stream moves on and
+// resumes after the last event it delivered.
+TEST(ApiClientServerList, AStreamThatEndsResumesOnTheNextServerAfterItsLastEvent) {
+  TestServer old_leader, new_leader;
+  old_leader.ServeEvents("id: 7\nevent: job\ndata: {}\n\n");
+  new_leader.ServeEvents("id: 100\nevent: reset\ndata: {}\n\nid: 101\nevent: job\ndata: {}\n\n");
+  ApiClient client(old_leader.url() + "," + new_leader.url(), 10'000);
+  std::vector<std::string> seen;
+  Status streamed = client.Events("/v1/events", "", [&](const StreamEvent& event) {
+    seen.push_back(event.id + " " + event.type);
+    return seen.size() < 3;
+  });
+  ASSERT_TRUE(streamed.has_value()) << streamed.error().ToString();
+  EXPECT_EQ(seen, (std::vector<std::string>{"7 job", "100 reset", "101 job"}));
+  EXPECT_EQ(new_leader.last_event_id(), "7");
+}
+
+TEST(ApiClientServerList, WithOneServerAStreamThatEndsIsTheEnd) {
+  TestServer server;
+  server.ServeEvents("id: 7\nevent: job\ndata: {}\n\n");
+  ApiClient client(server.url(), 10'000);
+  std::vector<std::string> seen;
+  Status streamed = client.Events("/v1/events", "", [&](const StreamEvent& event) {
+    seen.push_back(event.type);
+    return true;
+  });
+  ASSERT_TRUE(streamed.has_value()) << streamed.error().ToString();
+  EXPECT_EQ(seen, std::vector<std::string>{"job"});
+  EXPECT_EQ(server.requests(), 1);
 }
 
 }  // namespace

@@ -1,20 +1,29 @@
 #include "drover/cli/daemons.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/close_range.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "drover/api/views.h"
 #include "drover/cli/table.h"
@@ -55,7 +64,6 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-// `listen` as HOST and PORT; kInvalidArgument naming `flag` when it is not HOST:PORT.
 // A control plane and its API, bound but not serving yet.
 struct Daemon {
   std::optional<server::DataDirLock> lock;  // held for the daemon's life; destroyed last
@@ -149,8 +157,6 @@ Status ParsePositive(const std::string& text, std::string_view flag, std::string
 constexpr std::string_view kSize = "size such as 1Mi";
 constexpr std::string_view kDuration = "duration";
 
-// The token in `path` (a join token file), surrounding whitespace removed. kInvalidArgument
-// naming `flag` when it cannot be read or holds nothing.
 }  // namespace
 
 Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen,
@@ -282,13 +288,47 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
   return options;
 }
 
-// Stops a leader whose lease a newer one took (a fenced write, or a renewal that found a newer
-// epoch): at once, before anything else is written or launched. Running workers keep running
-// under their supervisors, for the new leader to adopt. Exit status 75 (EX_TEMPFAIL): a service
-// manager restarts it, as a standby.
-[[noreturn]] void StepDown(const Error& why) {
-  std::cerr << "drover server: no longer the leader (" << why.message << "); exiting" << std::endl;
+// Replaces this process by a fresh `drover server` of the same command line, in place (same
+// pid, same environment): the way back from stepping down without a service manager. Every
+// descriptor but stdin, stdout and stderr closes across the exec (the listening sockets, the
+// data folder's lock, the database's connections): the new image binds, locks and connects
+// afresh, reads the store, and campaigns like any server that starts. The signal mask is
+// emptied, as a new process's is. Exit status 75 (EX_TEMPFAIL) if the exec fails.
+[[noreturn]] void RestartInPlace() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (std::size_t start = 0; start < line.size();) {
+    const std::size_t end = std::min(line.find('\0', start), line.size());
+    args.push_back(line.substr(start, end - start));
+    start = end + 1;
+  }
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      const int fd = std::atoi(entry.path().filename().c_str());
+      if (fd > 2) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  if (!args.empty()) ::execv("/proc/self/exe", argv.data());
+  std::cerr << "drover server: cannot restart itself (" << std::strerror(errno) << "); exiting"
+            << std::endl;
   std::_Exit(75);
+}
+
+// Stops a leader whose lease a newer one took (a fenced write, or a renewal that found a newer
+// epoch) or lapsed (SelfFence): at once, before anything else is written or launched, and
+// restarts it in place as a standby. Running workers keep running under their supervisors, for
+// the leader to adopt.
+[[noreturn]] void StepDown(const Error& why) {
+  std::cerr << "drover server: no longer the leader (" << why.message
+            << "); restarting as a standby" << std::endl;
+  RestartInPlace();
 }
 
 // Stops a leader whose lease it could not renew in time (the database unreachable) from acting

@@ -1,8 +1,9 @@
 // Two `drover server`s on one PostgreSQL database (docs/operations.md "Two servers on
 // PostgreSQL"): a standby answers 503 "standby" naming the leader, takes over when the leader's
 // lease expires (SIGKILL) and adopts its running workers through their agent, and a paused
-// leader that wakes up after the takeover writes nothing and exits; a leader that cannot renew its
-// lease stops leading; clients, event streams and Slurm jobs move to the new leader.
+// leader that wakes up after the takeover writes nothing and comes back as a standby; a leader
+// that cannot renew its lease stops leading until the database is back, then leads again;
+// clients, event streams and Slurm jobs move to the new leader.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -89,13 +90,14 @@ class Failover : public IntegrationTest {
   std::string standby_ready_;
 };
 
-// A port of this test's range (29000-29999), different per test program run.
-int StandbyPort(int offset) { return 29000 + (getpid() * 7 + offset) % 1000; }
+// A fixed port of this test's range (29000-29999), by offset, different per test program run:
+// for a standby, or a leader that must come back on its URL after restarting in place.
+int FixedPort(int offset) { return 29000 + (getpid() * 7 + offset) % 1000; }
 
 TEST_F(Failover, AStandbyAnswers503NamingTheLeaderAndAClientListFollowsIt) {
   ServerProcess leader(dir_.Sub("leader"), dir_.path(), ServerArgs());
   ASSERT_TRUE(leader.ok()) << leader.Log();
-  const int port = StandbyPort(1);
+  const int port = FixedPort(1);
   auto standby = StartStandby(dir_.Sub("leader"), port);
   const std::string standby_url = fmt::format("http://127.0.0.1:{}", port);
   httplib::Client raw(standby_url);
@@ -144,7 +146,7 @@ TEST_F(Failover, LeaderKilledWithJobsInFlightEveryJobEndsOnceAndWorkersAreAdopte
   } joiner{stream_thread};
   auto leader = std::make_unique<ServerProcess>(dir_.Sub("leader"), dir_.path(), ServerArgs());
   ASSERT_TRUE(leader->ok()) << leader->Log();
-  const int port = StandbyPort(2);
+  const int port = FixedPort(2);
   auto standby = StartStandby(dir_.Sub("leader"), port);
   const std::string standby_url = fmt::format("http://127.0.0.1:{}", port);
   auto agent =
@@ -223,10 +225,10 @@ script: |
       << "no job event from the new leader";
 }
 
-TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndExits) {
+TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndComesBackAsAStandby) {
   ServerProcess leader(dir_.Sub("leader"), dir_.path(), ServerArgs());
   ASSERT_TRUE(leader.ok()) << leader.Log();
-  auto standby = StartStandby(dir_.Sub("leader"), StandbyPort(3));
+  auto standby = StartStandby(dir_.Sub("leader"), FixedPort(3));
   ASSERT_EQ(kill(leader.process().pid(), SIGSTOP), 0);
   const std::string url = WaitForStandbyToLead(std::chrono::milliseconds(30'000));
   ASSERT_FALSE(url.empty()) << standby->Stdout() << standby->Stderr();
@@ -249,9 +251,16 @@ TEST_F(Failover, APausedLeaderWritesNothingAfterTheTakeoverAndExits) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the request is sent
   ASSERT_EQ(kill(leader.process().pid(), SIGCONT), 0);
-  const std::optional<int> status = leader.process().Wait(std::chrono::milliseconds(30'000));
+  // It steps down and restarts in place (the same process), as a standby naming the new leader.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return leader.process().Stdout().find("is a standby; the leader is " + url) !=
+               std::string::npos;
+      },
+      std::chrono::milliseconds(30'000)))
+      << leader.Log();
   stale.join();
-  EXPECT_EQ(status, 75) << leader.Log();
+  EXPECT_TRUE(leader.process().Running());
   EXPECT_THAT(leader.Log(), HasSubstr("no longer the leader"));
 
   pqxx::connection db(uri_);
@@ -319,7 +328,7 @@ TEST_F(Failover, ASlurmJobOfTheOldLeaderIsAdoptedByTheNewOneNotSubmittedAgain) {
   args.insert(args.end(), {"--policy", dir_.Sub("policy.yaml")});
   auto leader = std::make_unique<ServerProcess>(dir_.Sub("leader"), dir_.path(), args);
   ASSERT_TRUE(leader->ok()) << leader->Log();
-  const int port = StandbyPort(5);
+  const int port = FixedPort(5);
   auto standby = StartStandby(dir_.Sub("leader"), port, {"--policy", dir_.Sub("policy.yaml")});
   api::ApiClient client = leader->Client();
   const auto ids = Submit(client,
@@ -363,9 +372,13 @@ class FailoverOwnCluster : public Failover {
 };
 
 TEST_F(FailoverOwnCluster, PostgresRestartedUnderLoadLosesNoAcknowledgedSubmission) {
-  ServerProcess leader(dir_.Sub("leader"), dir_.path(), ServerArgs());
+  // A fixed port, which a leader that steps down (its lease lapsed during the outage) and
+  // restarts in place listens on again: its clients list it.
+  std::vector<std::string> args = ServerArgs();
+  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", FixedPort(6))});
+  ServerProcess leader(dir_.Sub("leader"), dir_.path(), args);
   ASSERT_TRUE(leader.ok()) << leader.Log();
-  const int port = StandbyPort(4);
+  const int port = FixedPort(4);
   auto standby = StartStandby(dir_.Sub("leader"), port);
   api::ApiClient client(fmt::format("{},http://127.0.0.1:{}", leader.url(), port),
                         10 * kMillisPerSecond);
@@ -417,7 +430,9 @@ TEST_F(FailoverOwnCluster, PostgresRestartedUnderLoadLosesNoAcknowledgedSubmissi
 }
 
 TEST_F(FailoverOwnCluster, ALeaderThatCannotRenewItsLeaseStopsActingAsLeader) {
-  ServerProcess leader(dir_.Sub("leader"), dir_.path(), ServerArgs());
+  std::vector<std::string> args = ServerArgs();
+  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", FixedPort(7))});
+  ServerProcess leader(dir_.Sub("leader"), dir_.path(), args);
   ASSERT_TRUE(leader.ok()) << leader.Log();
   api::ApiClient client = leader.Client();
   const std::string gauge = "drover_leader{server=\"" + leader.url() + "\"}";
@@ -450,16 +465,28 @@ TEST_F(FailoverOwnCluster, ALeaderThatCannotRenewItsLeaseStopsActingAsLeader) {
   EXPECT_EQ(standby_metrics->status, 200);
   EXPECT_THAT(standby_metrics->body, HasSubstr(gauge + " 0\n"));
 
-  // Once the database is back it releases the lease and steps down (exit 75).
+  // Once the database is back it releases the lease, steps down and restarts in place (same
+  // process); with no standby, it takes the lease again, epoch 2, and serves on its URL.
   Status restarted = cluster_->Restart();
   ASSERT_TRUE(restarted.has_value()) << restarted.error().ToString();
-  EXPECT_EQ(leader.process().Wait(std::chrono::milliseconds(30'000)), 75) << leader.Log();
+  const std::string leads_again = " leads (lease epoch 2)";
+  ASSERT_TRUE(
+      WaitUntil([&] { return leader.process().Stdout().find(leads_again) != std::string::npos; },
+                std::chrono::milliseconds(30'000)))
+      << leader.Log();
+  EXPECT_TRUE(leader.process().Running());
   EXPECT_THAT(leader.process().Stderr(), HasSubstr("lapsed unrenewed"));
+  EXPECT_THAT(leader.process().Stderr(), HasSubstr("restarting as a standby"));
   pqxx::connection db(uri_);
   pqxx::nontransaction tx(db);
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs WHERE name = 'during-outage'")[0].as<int>(), 0);
-  EXPECT_TRUE(tx.exec1("SELECT expires_at <= now() FROM leader")[0].as<bool>())
-      << "the lease was not released";
+  EXPECT_THAT(leader.process().Stdout(), HasSubstr(leader.url() + leads_again));
+  api::ApiClient again = leader.Client();
+  EXPECT_EQ(Submit(again,
+                   "kind: Job\nname: after-outage\nresources:\n  cpu: 100m\n  memory: "
+                   "16Mi\nscript: \"true\"\n")
+                .size(),
+            1u);
 }
 
 }  // namespace

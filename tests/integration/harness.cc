@@ -179,8 +179,11 @@ ServerProcess::ServerProcess(const std::string& data_dir, const std::string& scr
   static int counter = 0;
   const std::string base = scratch_dir + "/server-" + std::to_string(++counter);
   const std::string ready_file = base + ".url";
-  std::vector<std::string> argv = {DroverBinary(), "server",      "--data",       data_dir,
-                                   "--listen",     "127.0.0.1:0", "--ready-file", ready_file};
+  std::vector<std::string> argv = {DroverBinary(), "server",       "--data",
+                                   data_dir,       "--ready-file", ready_file};
+  if (std::find(extra.begin(), extra.end(), "--listen") == extra.end()) {
+    argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   const std::vector<std::string> store = TestStoreFlags(data_dir, extra);
   argv.insert(argv.end(), store.begin(), store.end());

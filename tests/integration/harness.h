@@ -96,8 +96,8 @@ CommandResult RunDrover(const std::vector<std::string>& args, const std::string&
 class ServerProcess {
  public:
   // Starts the server and waits for its ready file; `extra` goes after the subcommand (for
-  // example {"--gpus", "4xH100-80GB"}). Fails the current test (ADD_FAILURE) when it does not
-  // come up; url() is then empty.
+  // example {"--gpus", "4xH100-80GB"}); it listens on a free loopback port unless `extra` has
+  // --listen. Fails the current test (ADD_FAILURE) when it does not come up; url() is then empty.
   ServerProcess(const std::string& data_dir, const std::string& scratch_dir,
                 const std::vector<std::string>& extra);
   // Kills the server (SIGKILL to its group) and waits until its data folder's lock is free: a
