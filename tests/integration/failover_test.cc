@@ -481,12 +481,18 @@ TEST_F(FailoverOwnCluster, ALeaderThatCannotRenewItsLeaseStopsActingAsLeader) {
   pqxx::nontransaction tx(db);
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs WHERE name = 'during-outage'")[0].as<int>(), 0);
   EXPECT_THAT(leader.process().Stdout(), HasSubstr(leader.url() + leads_again));
+  // It answers as the leader once its control plane has started (a standby's 503 until then).
   api::ApiClient again = leader.Client();
-  EXPECT_EQ(Submit(again,
-                   "kind: Job\nname: after-outage\nresources:\n  cpu: 100m\n  memory: "
-                   "16Mi\nscript: \"true\"\n")
-                .size(),
-            1u);
+  std::string refused;
+  EXPECT_TRUE(WaitUntil([&] {
+    auto reply = again.Post("/v1/jobs",
+                            "kind: Job\nname: after-outage\nresources:\n  cpu: 100m\n  memory: "
+                            "16Mi\nscript: \"true\"\n",
+                            "application/yaml");
+    if (!reply) refused = reply.error().ToString();
+    return reply.has_value();
+  })) << refused
+      << leader.Log();
 }
 
 }  // namespace
