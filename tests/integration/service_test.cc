@@ -1,15 +1,19 @@
 // Services with a real server and real processes (docs/inference.md): a Service of two replicas
 // of a tiny HTTP server becomes two ready endpoints; a killed replica is replaced and ready
-// again; a load signal over the target scales up within max; `drover service delete` stops all.
+// again; a load signal over the target scales up within max; `drover service delete` stops all;
+// a burst reclaims the GPU a checkpointing training job borrowed, which resumes after it.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -21,12 +25,21 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
+// A --service-ports range of 20 ports for `slot` (0 or 1) that differs per test program run:
+// replicas' ports are the lowest free among the server's own replicas, not probed on the machine,
+// so two servers of concurrent test programs (ctest -j, integration.postgres) must not share one.
+// 21000-28999: below the failover tests' 29000-29999 and the kernel's ephemeral ports.
+int ServicePortsFrom(int slot) { return 21000 + ((getpid() % 200) * 2 + slot) * 20; }
+std::string ServicePorts(int slot) {
+  return fmt::format("{}-{}", ServicePortsFrom(slot), ServicePortsFrom(slot) + 19);
+}
+
 class Services : public IntegrationTest {
  protected:
   void SetUp() override {
     pids_ = dir_.Sub("pids");
     std::filesystem::create_directories(pids_);
-    server_ = StartServer("data", "2xH100-80GB", {"--service-ports", "26100-26199"});
+    server_ = StartServer("data", "2xH100-80GB", {"--service-ports", ServicePorts(0)});
     ASSERT_TRUE(server_->ok());
   }
 
@@ -87,7 +100,10 @@ TEST_F(Services, ReplicasBecomeReadyAreReplacedAndScaleUp) {
   std::set<std::string> urls;
   for (const json& e : echo["endpoints"]) {
     const std::string url = e["url"];
-    EXPECT_THAT(url, ::testing::StartsWith("http://127.0.0.1:261"));
+    const int port = e["port"];
+    EXPECT_EQ(url, fmt::format("http://127.0.0.1:{}", port));
+    EXPECT_GE(port, ServicePortsFrom(0));
+    EXPECT_LE(port, ServicePortsFrom(0) + 19);
     EXPECT_TRUE(e["protected"].get<bool>()) << "the first min replicas are protected";
     urls.insert(url);
     httplib::Client http(url);
@@ -143,7 +159,7 @@ TEST_F(Services, ReplicasBecomeReadyAreReplacedAndScaleUp) {
   CommandResult get =
       RunDrover({"--server", server_->url(), "service", "get", "echo"}, dir_.path());
   ASSERT_EQ(get.exit_code, 0) << get.err;
-  EXPECT_THAT(get.out, HasSubstr("http://127.0.0.1:261"));
+  EXPECT_THAT(get.out, HasSubstr(fmt::format("http://127.0.0.1:{}", ServicePortsFrom(0))));
 
   CommandResult removed =
       RunDrover({"--server", server_->url(), "service", "delete", "echo"}, dir_.path());
@@ -169,6 +185,92 @@ TEST_F(Services, SubmitShowsTheFilesDiagnosticsAndCreatesNothing) {
   auto services = client.Get("/v1/services");
   ASSERT_TRUE(services);
   EXPECT_TRUE(services->json["services"].empty());
+}
+
+// docs/inference.md, "Training and serving together", with the example's own files
+// (examples/serving.yaml of stand-in engines, examples/serving-policy.yaml) and a checkpointing
+// training job: a burst scales the service to 2 replicas, which reclaims the GPU the training
+// job borrowed (preempted with notice, its checkpoint written); when the burst ends the second
+// replica is scaled down and the training job resumes from its checkpoint.
+class ServingAndTraining : public IntegrationTest {};
+
+TEST_F(ServingAndTraining, ABurstReclaimsTheBorrowedGpuAndTrainingResumesFromItsCheckpoint) {
+  // The service's command is drover-fake-engine, found on the servers' PATH, beside drover.
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  struct RestorePath {
+    const std::string& path;
+    ~RestorePath() { setenv("PATH", path.c_str(), 1); }
+  } restore{path};
+  const std::string bin = std::filesystem::path(DroverBinary()).parent_path().string();
+  setenv("PATH", (bin + ":" + path).c_str(), 1);
+  auto server = StartServer("data", "2xH100-80GB",
+                            {"--service-ports", ServicePorts(1), "--policy",
+                             SourceDir() + "/examples/serving-policy.yaml"});
+  ASSERT_TRUE(server->ok());
+  api::ApiClient client = server->Client();
+  const std::string train_log = dir_.Sub("train.log");
+  const auto train = Submit(
+      client, fmt::format("kind: Job\nname: train\nqueue: training\ninterruptible: true\n"
+                          "checkpoint_dir: {}\nresources: {{cpu: 100m, memory: 64Mi, gpus: 1}}\n"
+                          "command: [sh, {}/tests/integration/testdata/preemption/"
+                          "checkpointing_worker.sh, {}, \"100000\"]\n",
+                          dir_.Sub("ckpt"), SourceDir(), train_log));
+  ASSERT_EQ(train.size(), 1u);
+  ASSERT_EQ(WaitForState(client, train[0], {"running"}), "running") << server->Log();
+  CommandResult submit = RunDrover(
+      {"--server", server->url(), "submit", SourceDir() + "/examples/serving.yaml"}, dir_.path());
+  ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+  const auto chat = [&] {
+    auto response = client.Get("/v1/services/chat");
+    return response ? response->json : json();
+  };
+  const auto ready = [](const json& service) {
+    std::size_t count = 0;
+    if (service.is_object()) {
+      for (const json& e : service["endpoints"]) count += e["ready"].get<bool>() ? 1 : 0;
+    }
+    return count;
+  };
+  json service;
+  ASSERT_TRUE(WaitUntil([&] { return ready(service = chat()) == 1; })) << service.dump(2);
+
+  // The burst: 16 in flight at 8 per replica asks for 2; the second reclaims the training GPU.
+  const auto report = [&](int in_flight) {
+    auto posted = client.Post("/v1/services/chat/load",
+                              fmt::format(R"({{"in_flight": {}}})", in_flight), "application/json");
+    EXPECT_TRUE(posted) << (posted ? "" : posted.error().ToString());
+  };
+  ASSERT_TRUE(WaitUntil([&] {
+    report(16);
+    return ready(service = chat()) == 2;
+  })) << service.dump(2)
+      << server->Log();
+  json job = GetJob(client, train[0]);
+  ASSERT_GE(job["attempts"].size(), 1u) << job.dump(2);
+  EXPECT_EQ(job["attempts"][0]["outcome"], "preempted") << job.dump(2);
+  EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(), HasSubstr("reclaim"));
+  EXPECT_THAT(ReadFile(train_log), HasSubstr("stopped at"));
+
+  // The burst ends: after scale_down_delay (3 s) one replica again, and training resumes.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        report(0);
+        job = GetJob(client, train[0]);
+        return job["attempts"].size() == 2 && job["state"] == "running";
+      },
+      std::chrono::milliseconds(60'000)))
+      << job.dump(2) << chat().dump(2);
+  EXPECT_EQ(ready(chat()), 1u);
+  EXPECT_EQ(job["attempts"][1].value("resumed", false), true) << job.dump(2);
+  ASSERT_TRUE(
+      WaitUntil([&] { return ReadFile(train_log).find("resumed at") != std::string::npos; }));
+  // At most the step in progress is lost: it resumes at the step it saved when stopped.
+  const std::string log = ReadFile(train_log);
+  std::smatch stopped, resumed;
+  ASSERT_TRUE(std::regex_search(log, stopped, std::regex(R"(stopped at (\d+))"))) << log;
+  ASSERT_TRUE(std::regex_search(log, resumed, std::regex(R"(resumed at (\d+))"))) << log;
+  EXPECT_GE(std::stoi(resumed[1]), std::stoi(stopped[1]) - 1) << log;
+  EXPECT_GT(std::stoi(resumed[1]), 0) << log;
 }
 
 }  // namespace
