@@ -21,6 +21,7 @@
 #include <iterator>
 #include <optional>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -306,9 +307,11 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-      const int fd = std::atoi(entry.path().filename().c_str());
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {  // before Linux 5.11
+    std::error_code error;
+    for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
+         it.increment(error)) {
+      const int fd = std::atoi(it->path().filename().c_str());
       if (fd > 2) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
   }
@@ -316,7 +319,8 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
   sigemptyset(&none);
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
   if (!args.empty()) ::execv("/proc/self/exe", argv.data());
-  std::cerr << "drover server: cannot restart itself (" << std::strerror(errno) << "); exiting"
+  const int error = args.empty() ? ENOENT : errno;  // no command line read: nothing to exec
+  std::cerr << "drover server: cannot restart itself (" << std::strerror(error) << "); exiting"
             << std::endl;
   std::_Exit(75);
 }
