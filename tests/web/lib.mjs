@@ -46,18 +46,22 @@ export async function startServer(binary, { args = [], env = {}, keep = false } 
     if (!response.ok) throw new Error(`${init.method || 'GET'} ${path}: ${response.status} ${text}`);
     return text ? JSON.parse(text) : null;
   };
-  // Cancels the jobs that have not finished (a server that stops leaves its workers running, to
-  // adopt them when it starts again), so that none outlives the test and writes into `dir`.
-  const cancelUnfinished = async () => {
-    const finished = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
-    const unfinished = async () => (await api('/v1/jobs?limit=1000')).jobs.filter((j) => !finished.includes(j.state));
-    for (const job of await unfinished()) {
-      await api(`/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch(() => {});
-    }
-    await waitFor('the cancelled jobs to finish', async () => (await unfinished()).length === 0, 20000, 100);
+  // Cancels the jobs that hold workers (a server that stops leaves its workers running, to adopt
+  // them when it starts again), again until none does (cancelling one may let another start), so
+  // that no worker outlives the test and writes into `dir`.
+  const cancelRunning = async () => {
+    const active = ['placed', 'starting', 'running'];
+    await waitFor('no job to hold workers', async () => {
+      const { jobs } = await api(`/v1/jobs?limit=5000`);
+      const running = jobs.filter((j) => active.includes(j.state));
+      for (const job of running) {
+        await api(`/v1/jobs/${job.id}/cancel`, { method: 'POST' }).catch(() => {});
+      }
+      return running.length === 0;
+    }, 20000, 200);
   };
   const stop = async () => {
-    if (child.exitCode === null) await cancelUnfinished().catch((e) => console.error(String(e)));
+    if (child.exitCode === null) await cancelRunning().catch((e) => console.error(String(e)));
     child.kill('SIGTERM');
     await waitFor('the server to exit', () => child.exitCode !== null || child.signalCode !== null, 20000, 50)
       .catch(() => child.kill('SIGKILL'));
