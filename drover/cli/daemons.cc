@@ -338,8 +338,8 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
 // Stops a leader whose lease it could not renew in time (the database unreachable) from acting
 // as leader before a standby may take over: every API call is answered 503 "standby" from now
 // on, and every write is refused (a refused write stops the control plane, so nothing more is
-// launched). The process stays up until the database answers again; then the election steps
-// it down (StepDown: exit 75, restarted as a standby).
+// launched). The process stays up until the database answers again; then the election releases
+// the lease and steps it down (StepDown: it restarts in place, as a standby).
 void SelfFence(server::HttpServer& http, store::WriteFence& fence, server::ServerMetrics& metrics,
                const std::string& advertised, const std::string& why) {
   http.SetStandby("");
