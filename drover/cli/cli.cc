@@ -78,6 +78,9 @@ int Main(int argc, char** argv) {
   server->add_option("--lease-renew", server_flags.lease_renew,
                      "how often the leader renews its lease and a standby tries to take it "
                      "(PostgreSQL store; default 2s; less than --lease)");
+  server->add_option("--store-wait", server_flags.store_wait,
+                     "how long to keep trying to reach the database at start (PostgreSQL "
+                     "store; default 60s)");
   server->add_option("--ready-file", server_flags.ready_file,
                      "write the API URL to this file once listening");
   server->add_option("--policy", server_flags.policy_file,

@@ -75,9 +75,35 @@ struct Daemon {
 
 // The store named by --store: SQLite in `data_dir` when empty, else PostgreSQL, its writes
 // passing `fence` (null: unfenced).
+// --store-wait's default: long enough for a PostgreSQL that restarts, or boots with the server.
+constexpr DurationMs kDefaultStoreWait = 60 * kMillisPerSecond;
+
+// `open()`'s result, tried again every second while it is kUnavailable (the database
+// unreachable), for up to `wait` or until a signal arrives; any other error at once. A standby
+// (or a leader restarted in place after losing the database) that starts while PostgreSQL
+// restarts comes up when it does; a wrong address still fails, after `wait`.
+template <typename Open>
+auto WhileUnreachable(DurationMs wait, Open open) -> decltype(open()) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait);
+  for (bool told = false;; told = true) {
+    auto opened = open();
+    if (opened || opened.error().code != ErrorCode::kUnavailable || g_signal != 0 ||
+        std::chrono::steady_clock::now() >= give_up) {
+      return opened;
+    }
+    if (!told) {
+      std::cerr << "drover server: the database is unreachable (" << opened.error().message
+                << "); trying again every second for up to " << FormatDuration(wait)
+                << " (--store-wait)" << std::endl;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
 Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
                                                 const std::string& data_dir,
-                                                std::shared_ptr<const store::WriteFence> fence) {
+                                                std::shared_ptr<const store::WriteFence> fence,
+                                                DurationMs store_wait) {
   if (store_flag.empty()) {
     return store::OpenSqliteStore((std::filesystem::path(data_dir) / "drover.db").string());
   }
@@ -87,7 +113,8 @@ Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
         "--data)",
         store::RedactConnectionString(store_flag)));
   }
-  return store::OpenPostgresStore(store_flag, {.fence = std::move(fence)});
+  return WhileUnreachable(store_wait,
+                          [&] { return store::OpenPostgresStore(store_flag, {.fence = fence}); });
 }
 
 // Opens the store and the control plane over `data_dir`, binds its API on host:port, and adds
@@ -100,7 +127,8 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& 
                                 const std::string& host, int port, const Clock& clock,
                                 server::ControlPlaneOptions options = {},
                                 const server::HttpOptions& http_options = {},
-                                std::shared_ptr<const store::WriteFence> fence = nullptr) {
+                                std::shared_ptr<const store::WriteFence> fence = nullptr,
+                                DurationMs store_wait = 0) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
@@ -110,7 +138,8 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& 
   DROVER_ASSIGN_OR_RETURN(auto described,
                           server::DescribeLocalNodes(nodes, fallback_gpus, &notice));
   if (!notice.empty()) std::cerr << notice << "\n";
-  DROVER_ASSIGN_OR_RETURN(auto store, OpenStore(store_flag, data_dir, std::move(fence)));
+  DROVER_ASSIGN_OR_RETURN(auto store,
+                          OpenStore(store_flag, data_dir, std::move(fence), store_wait));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   options.remote_logs_dir = (std::filesystem::path(data_dir) / "remote-logs").string();
   // Kept beside the database, not in it (server/token_registry.h says why).
@@ -370,6 +399,10 @@ int ServerCommand(const ServerFlags& flags) {
   }
   auto lease_options = LeaseOptionsOf(flags);
   if (!lease_options) return ReportError(lease_options.error());
+  DurationMs store_wait = kDefaultStoreWait;
+  Status wait_parsed =
+      ParsePositive(flags.store_wait, "--store-wait", kDuration, ParseDuration, store_wait);
+  if (!wait_parsed) return ReportError(wait_parsed.error());
   // On PostgreSQL the servers sharing the database elect a leader; this one writes nothing until
   // it leads, and exits the moment a write of its finds a newer leader (docs/operations.md "Two
   // servers on PostgreSQL").
@@ -377,24 +410,32 @@ int ServerCommand(const ServerFlags& flags) {
   if (store::IsPostgresUri(flags.store)) {
     fence = std::make_shared<store::WriteFence>(store::WriteFence::kNotLeader, StepDown);
     // A write refused because this server stopped leading (SelfFence) stops the control plane
-    // and leaves the process answering 503 until the database is back; any other failed write
-    // ends the process, as on SQLite.
+    // and leaves the process answering 503 until the database is back. A write that lost the
+    // database (its commit's outcome unknown) restarts the process in place: the new image
+    // waits for the database, reads what landed, and campaigns, while its lease lapses for
+    // whichever server takes it next. Any other failed write ends the process, as on SQLite.
     options->on_store_failure = [fence](const Error& error) {
       if (fence->epoch() == store::WriteFence::kNotLeader) {
         spdlog::warn("control plane stopped: {}", error.message);
         return;
       }
+      if (error.code == ErrorCode::kUnavailable) {
+        spdlog::critical("lost the database, restarting so that the store is read afresh: {}",
+                         error.message);
+        RestartInPlace();
+      }
       server::ExitForRestart(error);
     };
   }
   SystemClock clock;
-  auto daemon =
-      OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
-                       address->first, address->second, clock, *options, *http_options, fence);
+  auto daemon = OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
+                                 address->first, address->second, clock, *options, *http_options,
+                                 fence, store_wait);
   if (!daemon) return ReportError(daemon.error());
   std::unique_ptr<server::LeaderElection> election;
   if (fence) {
-    auto lease = store::PostgresLease::Open(flags.store);
+    auto lease =
+        WhileUnreachable(store_wait, [&] { return store::PostgresLease::Open(flags.store); });
     if (!lease) return ReportError(lease.error());
     const std::string advertised = flags.advertise_url.empty() ? daemon->url : flags.advertise_url;
     election = std::make_unique<server::LeaderElection>(

@@ -36,6 +36,9 @@ struct ServerFlags {
   std::string advertise_url;
   std::string lease;
   std::string lease_renew;
+  // --store-wait: how long a server that starts keeps trying to reach an unreachable PostgreSQL
+  // store (a duration; empty: 60s).
+  std::string store_wait;
   std::string listen = "127.0.0.1:8420";
   server::LocalNodeFlags nodes;
   std::string ready_file;  // written with the base URL once listening (for scripts and tests)

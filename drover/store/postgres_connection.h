@@ -47,7 +47,10 @@ class Session {
 
   // Runs `body(pqxx::connection&)`, which returns Status, mapping any exception to an error
   // naming `what` (ErrorFromException). A broken connection is dropped so that the next call
-  // reconnects; this call is not retried (the caller cannot know whether a commit landed).
+  // reconnects; this call is not retried (the caller cannot know whether a commit landed). Any
+  // exception but an SQL error that leaves no open connection behind (one that broke while
+  // connecting, such as "Could not obtain client encoding" from a server shutting down) is
+  // kUnavailable.
   template <typename Body>
   Status Run(std::string_view what, Body&& body) {
     try {
@@ -59,8 +62,15 @@ class Session {
       Reset();
       return tl::unexpected(ErrorFromException(e, what));
     } catch (const std::exception& e) {
-      if (db_ != nullptr && !db_->is_open()) Reset();
-      return tl::unexpected(ErrorFromException(e, what));
+      Error error = ErrorFromException(e, what);
+      if (db_ == nullptr || !db_->is_open()) {
+        Reset();
+        // A statement the server refused reached the server: its error stands.
+        if (dynamic_cast<const pqxx::sql_error*>(&e) == nullptr) {
+          error.code = ErrorCode::kUnavailable;
+        }
+      }
+      return tl::unexpected(std::move(error));
     }
   }
 

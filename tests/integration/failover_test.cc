@@ -380,6 +380,12 @@ TEST_F(FailoverOwnCluster, PostgresRestartedUnderLoadLosesNoAcknowledgedSubmissi
   ASSERT_TRUE(leader.ok()) << leader.Log();
   const int port = FixedPort(4);
   auto standby = StartStandby(dir_.Sub("leader"), port);
+  // Up as a standby before the database stops (one that starts during the outage waits for the
+  // database: PostgresServer.AServerStartedBeforeItsDatabaseComesUpWithIt).
+  ASSERT_TRUE(WaitUntil([&] {
+    return standby->Stdout().find("is a standby") != std::string::npos;
+  })) << standby->Stdout()
+      << standby->Stderr();
   api::ApiClient client(fmt::format("{},http://127.0.0.1:{}", leader.url(), port),
                         10 * kMillisPerSecond);
   client.SetBearer(leader.token());

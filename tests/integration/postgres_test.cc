@@ -1,6 +1,7 @@
 // `drover server --store postgres://...` against a real PostgreSQL (testing::PostgresCluster):
-// the state lives in the database, not in the data folder, and a database that cannot be
-// reached stops the start with a message that does not show the password.
+// the state lives in the database, not in the data folder; a server waits --store-wait for a
+// database that cannot be reached, then stops the start with a message that does not show the
+// password.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "drover/testing/postgres_cluster.h"
 #include "tests/integration/harness.h"
@@ -54,13 +56,49 @@ TEST_F(PostgresServer, UnreachableDatabaseStopsTheStartWithoutShowingThePassword
   ASSERT_TRUE((*cluster)->Stop().has_value());
   const std::string uri = fmt::format("postgres://drover:s3cret-pw@127.0.0.1:{}/drover", port);
   CommandResult result = RunDrover({"server", "--data", dir_.Sub("data"), "--listen", "127.0.0.1:0",
-                                    "--gpus", "0", "--store", uri},
+                                    "--gpus", "0", "--store", uri, "--store-wait", "2s"},
                                    dir_.path(), std::chrono::milliseconds(60'000));
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("trying again every second for up to 2s (--store-wait)"));
   EXPECT_THAT(result.err,
               HasSubstr(fmt::format("postgres://drover:***@127.0.0.1:{}/drover", port)));
   EXPECT_THAT(result.err, HasSubstr("connect to"));
   EXPECT_THAT(result.out + result.err, Not(HasSubstr("s3cret-pw")));
+}
+
+TEST_F(PostgresServer, AServerStartedBeforeItsDatabaseComesUpWithIt) {
+  auto cluster = testing::PostgresCluster::Start();
+  ASSERT_TRUE(cluster.has_value()) << cluster.error().ToString();
+  auto uri = (*cluster)->NewDatabase("late");
+  ASSERT_TRUE(uri.has_value()) << uri.error().ToString();
+  ASSERT_TRUE((*cluster)->Stop().has_value());
+  // The database starts again once the server said it waits for it.
+  const std::string scratch = dir_.Sub("scratch");
+  std::filesystem::create_directories(scratch);
+  std::thread database([&] {
+    const bool waiting = WaitUntil([&] {
+      for (const auto& entry : std::filesystem::directory_iterator(scratch)) {
+        if (entry.path().extension() == ".err" &&
+            ReadFile(entry.path().string()).find("the database is unreachable") !=
+                std::string::npos) {
+          return true;
+        }
+      }
+      return false;
+    });
+    EXPECT_TRUE(waiting) << "the server never said it waits for the database";
+    Status restarted = (*cluster)->Restart();
+    EXPECT_TRUE(restarted.has_value()) << restarted.error().ToString();
+  });
+  ServerProcess server(dir_.Sub("data"), scratch, {"--gpus", "0", "--store", *uri});
+  database.join();
+  ASSERT_TRUE(server.ok()) << server.Log();
+  api::ApiClient client = server.Client();
+  const auto ids = Submit(client,
+                          "kind: Job\nname: late\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
+                          "script: \"true\"\n");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(WaitForTerminal(client, ids[0]), "succeeded") << server.Log();
 }
 
 TEST_F(PostgresServer, AStoreThatIsNotAPostgresUriIsRefused) {
