@@ -2,7 +2,8 @@
 #
 # Builds every *.cc under the calling folder (recursively, tests excluded) into the static
 # library drover_NAME, and every *_test.cc into the test program drover_NAME_test, whose
-# GoogleTest cases are registered with CTest. New files are picked up at the next build.
+# GoogleTest cases are registered with CTest; it compiles with DROVER_TEST_COMPILE_OPTIONS. New
+# files are picked up at the next build.
 # TESTS_RUN_BINARY: the tests exec build/drover (given to them as DROVER_BINARY), so it is built
 # first.
 function(drover_library name)
@@ -25,6 +26,7 @@ function(drover_library name)
                           GTest::gmock GTest::gtest_main)
     target_compile_definitions(drover_${name}_test PRIVATE
         DROVER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DROVER_BINARY="$<TARGET_FILE:drover>")
+    target_compile_options(drover_${name}_test PRIVATE ${DROVER_TEST_COMPILE_OPTIONS})
     if(ARG_TESTS_RUN_BINARY)
       add_dependencies(drover_${name}_test drover)
     endif()
