@@ -3,7 +3,8 @@
 // Each benchmark assembles what `drover server` assembles (cli/daemons.cc): a ControlPlane over
 // a SQLite store in a fresh temporary directory, and an HttpServer on 127.0.0.1, port 0. With
 // DROVER_BENCH_STORE=postgres the store is instead a fresh database of a throwaway PostgreSQL
-// cluster (testing::PostgresCluster; DROVER_TEST_PG_FSYNC=1 keeps its fsync on).
+// cluster (testing::PostgresCluster; DROVER_TEST_PG_FSYNC=1 keeps its fsync on), its writes
+// fenced by a leader lease as a server's on PostgreSQL are.
 //
 //   BM_SubmitHttp/queued:Q     8 client threads, each with its own ApiClient, POST a one-job
 //                              YAML spec to /v1/jobs. There are no nodes, so every job stays
@@ -144,12 +145,13 @@ void Skip(benchmark::State& state, const std::string& message) {
 }
 
 // The store of a benchmark's server: SQLite in `dir`, or with DROVER_BENCH_STORE=postgres a fresh
-// database of the program's PostgreSQL cluster.
+// database of the program's PostgreSQL cluster, whose writes are fenced by a leader lease taken
+// for the run, as `drover server` on PostgreSQL writes (every write checks the lease's epoch).
 Result<std::unique_ptr<store::Store>> OpenBenchStore(const std::string& dir) {
   const char* kind = std::getenv("DROVER_BENCH_STORE");
   if (kind != nullptr && std::string(kind) == "postgres") {
     DROVER_ASSIGN_OR_RETURN(auto uri, testing::PostgresCluster::Shared().NewDatabase("bench"));
-    return store::OpenPostgresStore(uri);
+    return testing::OpenLeaderStore(uri, "api_bench");
   }
   return store::OpenSqliteStore(dir + "/drover.db");
 }

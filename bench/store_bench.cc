@@ -69,13 +69,16 @@ void BM_SqliteApplySubmission(benchmark::State& state) {
 }
 BENCHMARK(BM_SqliteApplySubmission)->UseRealTime();
 
+// fenced:1: the writes of a leading server on PostgreSQL, each checking the leader lease's
+// epoch first (testing::OpenLeaderStore); fenced:0: unfenced, one server alone.
 void BM_PostgresApplySubmission(benchmark::State& state) {
   auto uri = testing::PostgresCluster::Shared().NewDatabase("bench");
   if (!uri) {
     state.SkipWithError(uri.error().ToString().c_str());
     return;
   }
-  auto store = store::OpenPostgresStore(*uri);
+  auto store = state.range(0) != 0 ? testing::OpenLeaderStore(*uri, "store_bench")
+                                   : store::OpenPostgresStore(*uri);
   if (!store) {
     state.SkipWithError(store.error().ToString().c_str());
     return;
@@ -94,7 +97,7 @@ void BM_PostgresApplySubmission(benchmark::State& state) {
           .as<double>();
   state.counters["bytes_per_job"] = bytes / state.iterations();
 }
-BENCHMARK(BM_PostgresApplySubmission)->UseRealTime();
+BENCHMARK(BM_PostgresApplySubmission)->ArgName("fenced")->Arg(0)->Arg(1)->UseRealTime();
 
 }  // namespace
 }  // namespace drover

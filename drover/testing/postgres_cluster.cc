@@ -14,6 +14,9 @@
 #include <sstream>
 #include <vector>
 
+#include "drover/store/postgres_lease.h"
+#include "drover/store/postgres_store.h"
+
 namespace drover::testing {
 namespace {
 
@@ -162,6 +165,18 @@ PostgresCluster::~PostgresCluster() {
   }
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+Result<std::unique_ptr<store::Store>> OpenLeaderStore(const std::string& uri,
+                                                      const std::string& holder) {
+  auto fence = std::make_shared<store::WriteFence>(store::WriteFence::kNotLeader);
+  DROVER_ASSIGN_OR_RETURN(auto opened, store::OpenPostgresStore(uri, {.fence = fence}));
+  DROVER_ASSIGN_OR_RETURN(auto lease, store::PostgresLease::Open(uri));
+  DROVER_ASSIGN_OR_RETURN(auto epoch,
+                          lease->TryAcquire(holder, "http://" + holder, 3600 * kMillisPerSecond));
+  if (!epoch) return Internal(fmt::format("{}: the leader lease of {} is taken", holder, uri));
+  fence->Set(*epoch);
+  return opened;
 }
 
 }  // namespace drover::testing

@@ -14,6 +14,7 @@
 
 #include "drover/common/result.h"
 #include "drover/common/thread_annotations.h"
+#include "drover/store/store.h"
 
 namespace drover::testing {
 
@@ -59,5 +60,12 @@ class PostgresCluster {
   Mutex mutex_;
   int databases_ GUARDED_BY(mutex_) = 0;
 };
+
+// The PostgreSQL store at `uri` as a leading server has it: its writes fenced by the database's
+// leader lease, taken here for an hour under `holder` (every write first checks the lease's
+// epoch: store::WriteFence). For benchmarks that measure a server's write path. kInternal if
+// another holder has the lease.
+Result<std::unique_ptr<store::Store>> OpenLeaderStore(const std::string& uri,
+                                                      const std::string& holder);
 
 }  // namespace drover::testing
