@@ -78,12 +78,12 @@ Sbatch RenderArray(const std::string& name, const std::string& dir,
   }
   s += "*) echo \"drover: array task $SLURM_ARRAY_TASK_ID has no attempt\" >&2; exit 1 ;;\n";
   s += "esac\n";
-  // Written whole, so that a reader never sees half an id.
-  const std::string id_file = TaskJobIdFile("$dir");
-  s += fmt::format("echo \"$SLURM_JOB_ID\" > \"{0}.new\" && mv -f \"{0}.new\" \"{0}\"\n", id_file);
+  // Read only once the task has ended (SlurmExecutor::RunEnd), so written in place: no
+  // rename, no process. The attempt's script is sourced, not run by a second bash.
+  s += fmt::format("echo \"$SLURM_JOB_ID\" > \"{}\"\n", TaskJobIdFile("$dir"));
   s += "exec >>\"$dir/slurm-$SLURM_JOB_ID.out\" 2>&1\n";  // where a lone job's --output goes
   s += "cd \"$work\" || exit 1\n";
-  s += fmt::format("exec /bin/bash \"{}\"\n", TaskScript("$dir"));
+  s += fmt::format(". \"{}\"\n", TaskScript("$dir"));
   return out;
 }
 
@@ -191,7 +191,7 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
       "Drover continued it\" >&2; exit 1; }}\n"
       ". \"$contract\"\n"
       "fi\n"
-      "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $(hostname)\"\n",
+      "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $HOSTNAME\"\n",
       launch.ref.name, launch.ref.attempt, RenderContract(launch, options),
       ShellQuote(options.job_dir));
   std::string command;
@@ -202,19 +202,20 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   }
   // A lone worker runs in the batch step itself: a job step (srun) costs Slurm a second
   // slurmstepd and its RPCs, and doubled what a one-worker job cost this cluster
-  // (docs/benchmarks.md). setsid makes it a process group of its own, so that a stop reaches
-  // its children as srun's would. Several workers are tasks of one step, each learning its rank
-  // from Slurm; the batch host (where srun runs) is rank 0's address.
+  // (docs/benchmarks.md). `set -m` (job control) starts it as a process group of its own, so
+  // that a stop reaches its children as srun's would, without a setsid and a second shell
+  // (every process the script starts is CPU the cluster's other jobs wait for: issue 24).
+  // Several workers are tasks of one step, each learning its rank from Slurm; the batch host
+  // (where srun runs) is rank 0's address. $HOSTNAME is bash's own gethostname(), no process.
   std::string stop_target = "$step";
   if (workers == 1) {
-    const std::string worker =
-        "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$(hostname); exec \"$@\"";
-    s += fmt::format("setsid /bin/bash -c {} drover-worker{} &\n", ShellQuote(worker), command);
+    s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$HOSTNAME\n";
+    s += fmt::format("set -m\n{} &\nset +m\n", command.substr(1));
     stop_target = "-- -$step";
   } else {
     const std::string worker =
         "export DROVER_WORKER_RANK=$SLURM_PROCID "
-        "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$(hostname)}; exec \"$@\"";
+        "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$HOSTNAME}; exec \"$@\"";
     s += fmt::format("srun --kill-on-bad-exit=1 --export=ALL /bin/bash -c {} drover-worker{} &\n",
                      ShellQuote(worker), command);
   }
