@@ -104,7 +104,7 @@ export function Cluster() {
       ${['idle', 'allocated', 'active'].map((s) => html`<span class="legend-item">
         <span class=${`gpu gpu-${s} mini`} aria-hidden="true">${kSymbols[s]}</span>
         ${s} <b data-testid=${`count-${s}`}>${counts[s]}</b></span>`)}
-      <span class="muted">${nodes.length} nodes, ${gpus.length} GPUs. Activity from each node's latest sample.</span>
+      <span class="muted">${nodes.length} ${nodes.length === 1 ? 'node' : 'nodes'}, ${gpus.length} ${gpus.length === 1 ? 'GPU' : 'GPUs'}. Activity from each node's latest sample.</span>
     </p>
     <div id="gpu-tip" class="tip" role="tooltip" ref=${tipRef} hidden></div>
     <div class="nodes" onMouseOver=${(e) => showTip(tipRef.current, gpus, e)}
