@@ -11,8 +11,6 @@
 #      fixed at 1 replica; gateway_load's JSON for each (p50, p99, failures), ROUNDS pairs,
 #      interleaved.
 # Usage: bench/autoscale_bench.sh [BUILD_DIR] (default build); ports 18850-18899.
-# Status: written but not yet run (the session that wrote it could not build `drover` in time on
-# the loaded machine); docs/benchmarks.md has no numbers from it yet.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 ROUNDS=${ROUNDS:-3}
