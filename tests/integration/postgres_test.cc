@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "drover/testing/postgres_cluster.h"
 #include "tests/integration/harness.h"
@@ -20,7 +21,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class PostgresServer : public IntegrationTest {};
+class PostgresServer : public IntegrationTest {
+ protected:
+  // Submits a one-job file (`true`, named `name`) and returns the ids the server answered.
+  static std::vector<std::int64_t> SubmitTrueJob(api::ApiClient& client, const std::string& name) {
+    return Submit(client, fmt::format("kind: Job\nname: {}\nresources:\n  cpu: 100m\n  memory: "
+                                      "16Mi\nscript: \"true\"\n",
+                                      name));
+  }
+};
 
 TEST_F(PostgresServer, KeepsJobsInTheDatabaseAcrossDataFolders) {
   auto uri = testing::PostgresCluster::Shared().NewDatabase("server");
@@ -30,9 +39,7 @@ TEST_F(PostgresServer, KeepsJobsInTheDatabaseAcrossDataFolders) {
     ServerProcess first(dir_.Sub("a"), dir_.path(), {"--gpus", "0", "--store", *uri});
     ASSERT_TRUE(first.ok()) << first.Log();
     api::ApiClient client = first.Client();
-    const auto ids = Submit(client,
-                            "kind: Job\nname: kept\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
-                            "script: \"true\"\n");
+    const auto ids = SubmitTrueJob(client, "kept");
     ASSERT_EQ(ids.size(), 1u);
     id = ids[0];
     EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << first.Log();
@@ -94,9 +101,7 @@ TEST_F(PostgresServer, AServerStartedBeforeItsDatabaseComesUpWithIt) {
   database.join();
   ASSERT_TRUE(server.ok()) << server.Log();
   api::ApiClient client = server.Client();
-  const auto ids = Submit(client,
-                          "kind: Job\nname: late\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
-                          "script: \"true\"\n");
+  const auto ids = SubmitTrueJob(client, "late");
   ASSERT_EQ(ids.size(), 1u);
   EXPECT_EQ(WaitForTerminal(client, ids[0]), "succeeded") << server.Log();
 }
