@@ -122,13 +122,9 @@ Result<Response> PutService(Service& service, const Request& request) {
 
 Result<Response> ListServices(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  const model::Policy policy = service.Policy();
-  json services = json::array();
-  for (const ServiceStatus& status : service.Services()) {
-    const model::Resource resource = ServiceResource(status.record);
-    if (!model::Visible(caller, model::Verb::kView, resource, policy)) continue;
-    services.push_back(ServiceView(status, DisclosureOf(caller, resource, policy)));
-  }
+  json services = VisibleViews(
+      caller, service.Policy(), service.Services(),
+      [](const ServiceStatus& status) { return ServiceResource(status.record); }, &ServiceView);
   return JsonResponse(200, json{{"services", std::move(services)}});
 }
 

@@ -81,6 +81,22 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 Disclosure DisclosureOf(const model::Identity& caller, const model::Resource& resource,
                         const model::Policy& policy);
 
+// A JSON array of `view(record, disclosure)` for each of `records` whose resource
+// (`resource_of(record)`) `caller` may view under `policy`, in order, each disclosed as far as
+// DisclosureOf allows: the list endpoints of records with views of their own (services, crons).
+template <typename Records, typename ResourceOfRecord, typename ViewOfRecord>
+nlohmann::json VisibleViews(const model::Identity& caller, const model::Policy& policy,
+                            const Records& records, ResourceOfRecord resource_of,
+                            ViewOfRecord view) {
+  nlohmann::json views = nlohmann::json::array();
+  for (const auto& record : records) {
+    const model::Resource resource = resource_of(record);
+    if (!model::Visible(caller, model::Verb::kView, resource, policy)) continue;
+    views.push_back(view(record, DisclosureOf(caller, resource, policy)));
+  }
+  return views;
+}
+
 // Replaces the command's arguments, the script and the env values of `spec` (a job spec's JSON,
 // codec::ToJson) by kRedacted.
 void RedactSpec(nlohmann::json& spec);

@@ -81,14 +81,10 @@ Result<Response> PutCron(Service& service, const Request& request) {
 
 Result<Response> ListCrons(Service& service, const Request& request) {
   DROVER_ASSIGN_OR_RETURN(model::Identity caller, CallerIdentity(request));
-  const model::Policy policy = service.Policy();
-  json crons = json::array();
-  for (const CronStatus& status : service.Crons()) {
-    const model::Resource resource = CronResource(status.record);
-    if (!model::Visible(caller, model::Verb::kView, resource, policy)) continue;
-    crons.push_back(CronView(status, DisclosureOf(caller, resource, policy)));
-  }
-  return JsonResponse(200, json{{"crons", crons}});
+  json crons = VisibleViews(
+      caller, service.Policy(), service.Crons(),
+      [](const CronStatus& status) { return CronResource(status.record); }, &CronView);
+  return JsonResponse(200, json{{"crons", std::move(crons)}});
 }
 
 Result<Response> DeleteCron(Service& service, const Request& request) {
