@@ -5,6 +5,8 @@
 #
 #   A1  sbatch, one process per job (what a user's loop does)
 #   A2  sbatch --array=1-N, one submission (Slurm's way of submitting many at once)
+#   A3  the same, each task's line written by a child `bash -c` (as a Drover job's command runs:
+#       the batch shell starts it and waits), like for like with C2
 #   B1  drover submit, one process per job, local executor
 #   B2  drover submit of one file of N documents (---), local executor
 #   C1  drover submit, one process per job, to a queue with executor slurm (Drover drives Slurm)
@@ -31,7 +33,7 @@
 # printed at the end (bench/slurm_side_by_side.py report WORK).
 set -euo pipefail
 N=${1:-1000}
-CASES=${2:-"A1 A2 B1 B2 C1 C2"}
+CASES=${2:-"A1 A2 A3 B1 B2 C1 C2"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DROVER=${DROVER:-$ROOT/build-release/drover}
 WORK=${WORK:-/tmp/drover-slurm-bench-work}
@@ -106,6 +108,12 @@ slurm_script() {
   printf '#!/bin/bash\necho "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s\n' "$1"
 }
 
+# The same line written by a child process, `bash -c`, as a Drover job's command is run (the
+# batch shell starts the user's command and waits for it): A3's script, like for like with C2.
+slurm_child_script() {
+  printf '#!/bin/bash\nbash -c '"'"'echo "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s'"'"'\n' "$1"
+}
+
 drover_spec() {  # drover_spec QUEUE STAMPS
   cat <<EOF
 kind: Job
@@ -162,19 +170,20 @@ case_A1() {
   $PY slurm "$dir" >/dev/null
 }
 
-case_A2() {
-  local dir=$WORK/A2 start end
+# array_case NAME LABEL SCRIPT: sbatch --array of N tasks, each running SCRIPT's job script
+array_case() {
+  local name=$1 label=$2 script=$3 dir=$WORK/$1 start end
   mkdir -p "$dir"
-  slurm_script "$dir/stamps" >"$dir/job.sh"
+  "$script" "$dir/stamps" >"$dir/job.sh"
   cluster_start
-  log "A2: sbatch --array=1-$N"
+  log "$name: sbatch --array=1-$N"
   start=$(now)
-  sbatch --parsable -J bench-a2 -o /dev/null --cpus-per-task=1 --mem=100M --array="1-$N" \
-    "$dir/job.sh" >/dev/null
+  sbatch --parsable -J "bench-${name,,}" -o /dev/null --cpus-per-task=1 --mem=100M \
+    --array="1-$N" "$dir/job.sh" >/dev/null
   end=$(now)
   seq 1 "$N" | sed "s/\$/ $start/" >"$dir/submits"
   wait_slurm
-  write_meta "$dir" "A2 sbatch --array, one submission" "$start" "$end" "$(now)" bench-a2
+  write_meta "$dir" "$label" "$start" "$end" "$(now)" "bench-${name,,}"
   scontrol show job -o >"$dir/scontrol"
   $PY slurm "$dir" >/dev/null
 }
@@ -217,7 +226,8 @@ log "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || true); $DROVER; $
 for c in $CASES; do
   case $c in
     A1) case_A1 ;;
-    A2) case_A2 ;;
+    A2) array_case A2 "A2 sbatch --array, one submission" slurm_script ;;
+    A3) array_case A3 "A3 sbatch --array, each task's line written by a child bash" slurm_child_script ;;
     B1) drover_case B1 "B1 drover submit, one process per job, local executor" local each ;;
     B2) drover_case B2 "B2 drover submit, one file of $N jobs, local executor" local file ;;
     C1) cluster_start; drover_case C1 "C1 drover submit, one process per job, Slurm executor" hpc each ;;
