@@ -117,7 +117,7 @@ command: [sh, "${worker}", "${scratch}/b.log", "100000"]
     const shown = await page.locator('button.gpu[data-testid^=gpu-]').evaluateAll((els) =>
       els.map((e) => [e.dataset.testid, e.dataset.state]));
     const expected = gpus.map((g) => [`gpu-${g.node}-${g.index}`, g.state]);
-    return JSON.stringify(shown) === JSON.stringify(expected);
+    return expected.length > 0 && JSON.stringify(shown) === JSON.stringify(expected);
   }, 30000, 500);
   const { gpus } = await server.api('/v1/gpus');
   const byState = {};
@@ -176,13 +176,26 @@ command: [sleep, "3"]
   await shoot('job');
 
   step('the other pages');
-  for (const [hash, text] of [['queues', 'Verdict layers of'], ['diagnosis', 'findings of the'], ['goodput', 'Goodput by team']]) {
+  // A job that asks for 16 times the memory it uses, sampled past --diagnosis-min-sampled (4s):
+  // the diagnosis page below has at least this finding to show.
+  const [oversized] = await submit(server, `kind: Job
+name: oversized
+queue: team-a
+resources: {cpu: 100m, memory: 256Mi}
+command: [sleep, "6"]
+`);
+  for (const [hash, text] of [['queues', 'Verdict layers of'], ['goodput', 'Goodput by team']]) {
     await page.goto(`${server.url}/#/${hash}`);
     await page.locator('main h1').waitFor();
     await page.locator('main').getByText(text).first().waitFor();
     await shoot(hash);
   }
   step('the diagnosis page against GET /v1/diagnosis');
+  await waitFor('the oversized job\'s finding in GET /v1/diagnosis', async () => {
+    const { jobs } = await server.api('/v1/diagnosis');
+    return jobs.some((j) => j.job_id === oversized &&
+      j.findings.some((f) => f.kind === 'host_memory_over_requested'));
+  }, 60000, 500);
   await page.goto(`${server.url}/#/diagnosis`);
   await page.getByTestId('diagnosis-teams').waitFor();
   await waitFor('the findings to match the API', async () => {
@@ -190,8 +203,9 @@ command: [sleep, "3"]
     const expected = jobs.flatMap((j) => j.findings.map((f) => `${j.job_id} ${f.kind}`)).sort();
     const shown = (await page.locator('table[data-testid^=findings-] tbody tr').evaluateAll((rows) =>
       rows.map((r) => `${r.cells[0].textContent} ${r.cells[5].textContent}`))).sort();
-    return JSON.stringify(shown) === JSON.stringify(expected);
+    return expected.length > 0 && JSON.stringify(shown) === JSON.stringify(expected);
   }, 30000, 500);
+  await shoot('diagnosis');
 
   step('the pending jobs: every job not started, whatever it waits for');
   // One may wait for room (ready, while others hold the GPUs; it may also have started by
