@@ -173,7 +173,7 @@ Result<std::unique_ptr<store::Store>> OpenLeaderStore(const std::string& uri,
   DROVER_ASSIGN_OR_RETURN(auto opened, store::OpenPostgresStore(uri, {.fence = fence}));
   DROVER_ASSIGN_OR_RETURN(auto lease, store::PostgresLease::Open(uri));
   DROVER_ASSIGN_OR_RETURN(auto epoch,
-                          lease->TryAcquire(holder, "http://" + holder, 3600 * kMillisPerSecond));
+                          lease->TryAcquire(holder, "http://" + holder, kMillisPerHour));
   if (!epoch) return Internal(fmt::format("{}: the leader lease of {} is taken", holder, uri));
   fence->Set(*epoch);
   return opened;
