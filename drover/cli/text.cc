@@ -15,6 +15,7 @@
 #include <iterator>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "drover/api/views.h"
@@ -86,6 +87,28 @@ std::string Gpus(const json& gpus) {
   return out.empty() ? "-" : out;
 }
 
+// "; per GPU 0 98%, 1 0%, ..." (NVML index and mean activity, by index) for an attempt with
+// more than one GPU sampled, at most kListed of them; empty otherwise.
+std::string DescribePerGpu(const json& gpus) {
+  constexpr std::size_t kListed = 16;
+  if (!gpus.is_array() || gpus.size() < 2) return "";
+  std::vector<std::pair<int, double>> means;  // index, mean activity
+  for (const json& gpu : gpus) {
+    const json& util = gpu.value("util", json::object());
+    const auto count = util.value("count", std::int64_t{0});
+    means.emplace_back(gpu.value("index", 0),
+                       count > 0 ? util.value("sum", 0.0) / static_cast<double>(count) : 0.0);
+  }
+  std::stable_sort(means.begin(), means.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out = "; per GPU";
+  for (std::size_t i = 0; i < means.size() && i < kListed; ++i) {
+    out += fmt::format("{} {} {:.0f}%", i == 0 ? "" : ",", means[i].first, means[i].second);
+  }
+  if (means.size() > kListed) out += fmt::format(" and {} more", means.size() - kListed);
+  return out;
+}
+
 // One line of an attempt's usage summary (GET /v1/jobs/{id}'s "usage"; docs/observability.md).
 std::string DescribeUsage(const json& summary) {
   const json& util = summary.value("gpu_util", json::object());
@@ -107,11 +130,12 @@ std::string DescribeUsage(const json& summary) {
                          sm, mean("sm_occupancy"), mean("tensor_active"), mean("dram_bandwidth"));
     }
   }
-  return fmt::format("usage: {}, peak RSS {}, CPU {}, energy {:.0f} J{}", gpu,
+  return fmt::format("usage: {}, peak RSS {}, CPU {}, energy {:.0f} J{}{}", gpu,
                      FormatBytesApprox(summary.value("peak_rss_bytes", std::int64_t{0})),
                      FormatDuration(summary.value("cpu_ms", std::int64_t{0})),
                      summary.value("energy_joules", 0.0),
-                     summary.value("series_truncated", false) ? " (series truncated)" : "");
+                     summary.value("series_truncated", false) ? " (series truncated)" : "",
+                     DescribePerGpu(summary.value("gpus", json::array())));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -106,6 +107,7 @@ Status Decode(const json& j, const std::string& path, model::UsageSnapshot* out)
 Status Decode(const json& j, const std::string& path, model::UsageBatch* out);
 Status Decode(const json& j, const std::string& path, model::Stat* out);
 Status Decode(const json& j, const std::string& path, model::UsageBucket* out);
+Status Decode(const json& j, const std::string& path, model::GpuUsage* out);
 Status Decode(const json& j, const std::string& path, model::UsageSummary* out);
 Status Decode(const json& j, const std::string& path, model::AttemptUsage* out);
 
@@ -898,6 +900,14 @@ Status Decode(const json& j, const std::string& path, model::UsageBucket* out) {
   return OkStatus();
 }
 
+Status Decode(const json& j, const std::string& path, model::GpuUsage* out) {
+  DROVER_RETURN_IF_ERROR(RequireObject(j, path));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "uuid", &out->uuid));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "index", &out->index));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "util", &out->util));
+  return OkStatus();
+}
+
 Status Decode(const json& j, const std::string& path, model::UsageSummary* out) {
   DROVER_RETURN_IF_ERROR(RequireObject(j, path));
   DROVER_RETURN_IF_ERROR(Field(j, path, "first_at", &out->first_at));
@@ -916,6 +926,13 @@ Status Decode(const json& j, const std::string& path, model::UsageSummary* out) 
   DROVER_RETURN_IF_ERROR(Field(j, path, "sm_occupancy", &out->sm_occupancy));
   DROVER_RETURN_IF_ERROR(Field(j, path, "tensor_active", &out->tensor_active));
   DROVER_RETURN_IF_ERROR(Field(j, path, "dram_bandwidth", &out->dram_bandwidth));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "gpus", &out->gpus));
+  if (out->gpus.size() > model::kMaxUsageGpusPerAttempt) {
+    return Expected(path + ".gpus", fmt::format("at most {} GPUs", model::kMaxUsageGpusPerAttempt));
+  }
+  // model::Accumulate looks GPUs up by uuid in a sorted list.
+  std::sort(out->gpus.begin(), out->gpus.end(),
+            [](const model::GpuUsage& a, const model::GpuUsage& b) { return a.uuid < b.uuid; });
   return OkStatus();
 }
 
@@ -1618,6 +1635,10 @@ Result<model::UsageBucket> UsageBucketFromJson(const json& j, std::string_view p
 }
 
 json ToJson(const model::UsageSummary& summary) {
+  json gpus = json::array();
+  for (const model::GpuUsage& gpu : summary.gpus) {
+    gpus.push_back({{"uuid", gpu.uuid}, {"index", gpu.index}, {"util", StatJson(gpu.util)}});
+  }
   return json{{"first_at", summary.first_at},
               {"last_at", summary.last_at},
               {"gpu_util", StatJson(summary.gpu_util)},
@@ -1634,7 +1655,8 @@ json ToJson(const model::UsageSummary& summary) {
               {"sm_active", StatJson(summary.sm_active)},
               {"sm_occupancy", StatJson(summary.sm_occupancy)},
               {"tensor_active", StatJson(summary.tensor_active)},
-              {"dram_bandwidth", StatJson(summary.dram_bandwidth)}};
+              {"dram_bandwidth", StatJson(summary.dram_bandwidth)},
+              {"gpus", std::move(gpus)}};
 }
 
 json ToJson(const model::AttemptUsage& usage) {

@@ -67,6 +67,44 @@ std::optional<Finding> DiagnoseGpm(const UsageSummary& summary, const std::strin
   return std::nullopt;
 }
 
+// idle_gpus: the GPUs of summary.gpus whose own mean activity is at most the threshold, when
+// others of the attempt's GPUs work (a wholly idle attempt is allocated_idle's). Listed by
+// index and uuid, at most kListed of them.
+std::optional<Finding> DiagnoseIdleGpus(const UsageSummary& summary, DurationMs sampled,
+                                        const std::string& over, const std::string& judged_over,
+                                        const DiagnosisThresholds& thresholds) {
+  constexpr std::size_t kListed = 8;
+  std::vector<const GpuUsage*> idle;
+  Stat working;  // the other GPUs' samples
+  for (const GpuUsage& gpu : summary.gpus) {
+    if (gpu.util.count == 0) continue;
+    if (gpu.util.mean() <= thresholds.idle_gpu_mean_pct) {
+      idle.push_back(&gpu);
+    } else {
+      working.count += gpu.util.count;
+      working.sum += gpu.util.sum;
+    }
+  }
+  if (idle.empty() || working.count == 0) return std::nullopt;
+  std::string listed;
+  for (std::size_t i = 0; i < idle.size() && i < kListed; ++i) {
+    listed += fmt::format("{}{} ({})", i == 0 ? "" : ", ", idle[i]->index, idle[i]->uuid);
+  }
+  if (idle.size() > kListed) listed += fmt::format(" and {} more", idle.size() - kListed);
+  const double idle_gpu_hours =
+      static_cast<double>(idle.size()) * static_cast<double>(sampled) / kMillisPerHour;
+  return Finding{
+      FindingKind::kIdleGpus,
+      fmt::format(
+          "{} of its {} GPUs had mean activity <= {:.0f}% over {} while the others ran at "
+          "a mean {:.1f}%: {:.2f} GPU-hours held without work; idle GPUs by index (uuid): {}",
+          idle.size(), summary.gpus.size(), thresholds.idle_gpu_mean_pct, over, working.mean(),
+          idle_gpu_hours, listed),
+      fmt::format("a GPU's mean <= {:.0f}% {} while others work (Job Defense Shield, GPU-hours "
+                  "at 0% utilization, per GPU as jobstats reports it)",
+                  thresholds.idle_gpu_mean_pct, judged_over)};
+}
+
 }  // namespace
 
 std::vector<Finding> Diagnose(const Requirements& requirements, int workers,
@@ -126,6 +164,12 @@ std::vector<Finding> Diagnose(const Requirements& requirements, int workers,
     if (summary.has_gpm() && findings.empty() && mean >= thresholds.low_activity_pct) {
       if (auto finding = DiagnoseGpm(summary, over, judged_over, thresholds)) {
         findings.push_back(std::move(*finding));
+      }
+    }
+    // Judged apart from the rules over all of its GPUs: some GPUs idle while the others work.
+    if (summary.gpu_util_p95 > thresholds.idle_p95_pct) {
+      if (auto idle = DiagnoseIdleGpus(summary, sampled, over, judged_over, thresholds)) {
+        findings.push_back(std::move(*idle));
       }
     }
     const double io_share =

@@ -19,6 +19,7 @@ namespace drover::model {
 
 enum class FindingKind {
   kAllocatedIdle,        // GPUs held with (almost) no activity, and no busy CPU either
+  kIdleGpus,             // some of the attempt's GPUs idle while the others work
   kCpuStageHoldingGpus,  // GPUs idle while the CPUs are saturated: CPU work holding GPUs
   kLowGpuActivity,       // GPUs active, but little
   kInputBoundCpu,        // GPU activity low while the CPUs are saturated, much of the time
@@ -36,6 +37,7 @@ enum class FindingKind {
 };
 inline constexpr NameTable kFindingKindNames{std::array{
     NameEntry{FindingKind::kAllocatedIdle, "allocated_idle"},
+    NameEntry{FindingKind::kIdleGpus, "idle_gpus"},
     NameEntry{FindingKind::kCpuStageHoldingGpus, "cpu_stage_holding_gpus"},
     NameEntry{FindingKind::kLowGpuActivity, "low_gpu_activity"},
     NameEntry{FindingKind::kInputBoundCpu, "input_bound_cpu"},
@@ -60,6 +62,10 @@ struct DiagnosisThresholds {
   // Idle: the 95th percentile of GPU activity at or below this (Job Defense Shield's
   // zero-utilization alert flags GPUs at 0%; 1% leaves room for a driver's own blips).
   int idle_p95_pct = 1;
+  // Idle GPUs of a job whose other GPUs work: a GPU's own mean activity at or below this (Job
+  // Defense Shield's report of GPU-hours at 0% utilization counts each GPU by its mean, as
+  // Princeton's jobstats gives it per GPU; 1% as above).
+  double idle_gpu_mean_pct = 1;
   // Low activity: mean GPU activity below this (Job Defense Shield's low GPU efficiency alert,
   // eff_thres_pct: 15).
   double low_activity_pct = 15;

@@ -2,9 +2,11 @@
 
 #include "drover/model/diagnosis.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 namespace drover::model {
@@ -68,6 +70,55 @@ TEST(Diagnose, AGpuHeldAtZeroActivityIsIdleAndOneBarelyUsedIsNot) {
   EXPECT_THAT(Kinds(Diagnose(OneGpu(), 1, Hour(2), Buckets(2, 100))),
               ElementsAre(FindingKind::kLowGpuActivity));
   EXPECT_THAT(Diagnose(OneGpu(), 1, Hour(15), Buckets(15, 2000)), IsEmpty());
+}
+
+// An hour of one worker on six GPUs, GPU `i` at utils[i]% in each of its 360 samples.
+UsageSummary SixGpus(const std::vector<int>& utils) {
+  UsageSummary summary = Hour(0);
+  summary.gpu_util = {};
+  std::array<std::int64_t, 101> histogram{};
+  for (std::size_t i = 0; i < utils.size(); ++i) {
+    GpuUsage gpu{fmt::format("GPU-{}", i), static_cast<int>(i), {}};
+    for (int sample = 0; sample < 360; ++sample) {
+      gpu.util.Add(utils[i]);
+      summary.gpu_util.Add(utils[i]);
+    }
+    histogram[utils[i]] += 360;
+    summary.gpus.push_back(gpu);
+  }
+  // p95 over all samples: the 95th of 100 sorted percentiles.
+  std::int64_t seen = 0;
+  for (int pct = 0; pct <= 100; ++pct) {
+    seen += histogram[pct];
+    if (seen * 100 >= summary.gpu_util.count * 95) {
+      summary.gpu_util_p95 = pct;
+      break;
+    }
+  }
+  return summary;
+}
+
+Requirements SixGpuRequest() {
+  Requirements requirements = OneGpu();
+  requirements.per_worker.gpus = 6;
+  return requirements;
+}
+
+TEST(Diagnose, SomeIdleGpusOfAJobWhoseOthersWorkAreNamedWithTheirGpuHours) {
+  const auto findings =
+      Diagnose(SixGpuRequest(), 1, SixGpus({90, 0, 0, 1, 0, 85}), Buckets(29, 2000));
+  ASSERT_THAT(Kinds(findings), ElementsAre(FindingKind::kIdleGpus));
+  EXPECT_EQ(findings[0].evidence,
+            "4 of its 6 GPUs had mean activity <= 1% over 1h while the others ran at a mean "
+            "87.5%: 4.00 GPU-hours held without work; idle GPUs by index (uuid): 1 (GPU-1), "
+            "2 (GPU-2), 3 (GPU-3), 4 (GPU-4)");
+  EXPECT_THAT(findings[0].threshold, HasSubstr("GPU-hours at 0% utilization"));
+  // At 2% each GPU works, if little; every GPU busy: nothing.
+  EXPECT_THAT(Kinds(Diagnose(SixGpuRequest(), 1, SixGpus({90, 2, 2, 2, 2, 85}), Buckets(31, 2000))),
+              IsEmpty());
+  // All six idle: the attempt is idle as a whole, and only that is said.
+  EXPECT_THAT(Kinds(Diagnose(SixGpuRequest(), 1, SixGpus({0, 0, 0, 0, 0, 0}), Buckets(0, 100))),
+              ElementsAre(FindingKind::kAllocatedIdle));
 }
 
 // Hour(util) whose GPUs gave GPM: SM activity `sm`%, tensor activity `tensor`%.

@@ -21,6 +21,7 @@ std::string Percent(double share) { return fmt::format("{:.0f}%", share * 100); 
 bool IsGpuFinding(FindingKind kind) {
   switch (kind) {
     case FindingKind::kAllocatedIdle:
+    case FindingKind::kIdleGpus:
     case FindingKind::kCpuStageHoldingGpus:
     case FindingKind::kLowGpuActivity:
     case FindingKind::kInputBoundCpu:

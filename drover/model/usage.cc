@@ -102,6 +102,17 @@ int Percentile(const std::array<std::int64_t, 101>& histogram, std::int64_t tota
 }
 
 // The bucket of `at`, appended when new and there is room; nullptr when there is none.
+// The entry of `gpu` in `gpus` (sorted by uuid), added when new; null when the attempt already
+// tracks kMaxUsageGpusPerAttempt others.
+GpuUsage* GpuOf(const GpuSample& gpu, std::vector<GpuUsage>& gpus) {
+  auto it = std::lower_bound(
+      gpus.begin(), gpus.end(), gpu.uuid,
+      [](const GpuUsage& entry, const std::string& uuid) { return entry.uuid < uuid; });
+  if (it != gpus.end() && it->uuid == gpu.uuid) return &*it;
+  if (gpus.size() >= kMaxUsageGpusPerAttempt) return nullptr;
+  return &*gpus.insert(it, GpuUsage{gpu.uuid, gpu.index, {}});
+}
+
 UsageBucket* BucketOf(TimeMs at, AttemptUsage& usage, std::vector<UsageBucket>& buckets) {
   const TimeMs start = at - at % kUsageBucketMs;
   if (!buckets.empty() && buckets.back().start == start) return &buckets.back();
@@ -159,6 +170,7 @@ bool Accumulate(const UsageSnapshot& snapshot, AttemptUsage& usage,
       summary.gpu_util_p50 = Percentile(usage.util_histogram, summary.gpu_util.count, 0.5);
       summary.gpu_util_p95 = Percentile(usage.util_histogram, summary.gpu_util.count, 0.95);
       if (bucket) bucket->gpu_util.Add(gpu.utilization_pct);
+      if (GpuUsage* one = GpuOf(gpu, summary.gpus)) one->util.Add(gpu.utilization_pct);
     }
     if (gpu.memory_used_bytes >= 0) {
       summary.peak_gpu_memory_bytes =

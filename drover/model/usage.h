@@ -146,6 +146,21 @@ inline constexpr DurationMs kUsageBucketMs = 10'000;
 // series stops (UsageSummary::series_truncated).
 inline constexpr std::size_t kMaxUsageBuckets = 8'640;
 
+// One GPU's activity over an attempt, as Princeton's jobstats reports it per GPU: what tells
+// one idle GPU of a multi-GPU job apart from a job that uses all of its GPUs a little
+// (FindingKind::kIdleGpus).
+struct GpuUsage {
+  std::string uuid;  // "GPU-..." (unique across nodes, so the key)
+  int index = 0;     // NVML index on its node, for people
+  Stat util;         // percent, per sample
+
+  friend bool operator==(const GpuUsage&, const GpuUsage&) = default;
+};
+// GPUs an attempt's summary tracks one by one (a 64-node gang of 8 GPUs holds 512); samples of
+// further GPUs count in the attempt's totals only. Bounds what an agent's samples can make the
+// server keep.
+inline constexpr std::size_t kMaxUsageGpusPerAttempt = 1024;
+
 // An attempt's summary (what `drover get` shows).
 struct UsageSummary {
   TimeMs first_at = 0;  // first and last sample attributed to the attempt
@@ -166,6 +181,7 @@ struct UsageSummary {
   Stat sm_occupancy;
   Stat tensor_active;
   Stat dram_bandwidth;
+  std::vector<GpuUsage> gpus;  // by uuid; at most kMaxUsageGpusPerAttempt
 
   bool has_gpm() const { return sm_active.count > 0; }
   friend bool operator==(const UsageSummary&, const UsageSummary&) = default;

@@ -1,5 +1,6 @@
 #include "drover/model/usage.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -67,6 +68,38 @@ TEST(Accumulate, SummarizesOnlyTheAttemptsOwnSamples) {
   EXPECT_EQ(buckets[0].start, 100'000);
   EXPECT_DOUBLE_EQ(buckets[0].gpu_util.max, 80);
   EXPECT_DOUBLE_EQ(buckets[0].gpu_memory.mean(), 2000);
+}
+
+TEST(Accumulate, EachGpuOfTheAttemptKeepsItsOwnActivityUpToTheBound) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 100'000;
+  snapshot.gpus = {Gpu("GPU-b", 90, 0, 0), Gpu("GPU-a", 0, 0, 0),
+                   Gpu("GPU-z", 70, 0, 0, std::nullopt)};  // not the attempt's
+  snapshot.gpus[0].index = 1;
+  ASSERT_TRUE(Accumulate(snapshot, usage, buckets));
+  snapshot.at = 101'000;
+  snapshot.gpus[0].utilization_pct = 70;
+  ASSERT_TRUE(Accumulate(snapshot, usage, buckets));
+  ASSERT_EQ(usage.summary.gpus.size(), 2u);  // by uuid
+  EXPECT_EQ(usage.summary.gpus[0].uuid, "GPU-a");
+  EXPECT_EQ(usage.summary.gpus[0].util.count, 2);
+  EXPECT_DOUBLE_EQ(usage.summary.gpus[0].util.mean(), 0);
+  EXPECT_EQ(usage.summary.gpus[1].uuid, "GPU-b");
+  EXPECT_EQ(usage.summary.gpus[1].index, 1);
+  EXPECT_DOUBLE_EQ(usage.summary.gpus[1].util.mean(), 80);
+
+  // An agent naming more GPUs than the bound for one attempt: the rest count in the totals.
+  snapshot.gpus.clear();
+  for (std::size_t i = 0; i < kMaxUsageGpusPerAttempt; ++i) {
+    snapshot.gpus.push_back(Gpu(fmt::format("GPU-x{:04}", i), 50, 0, 0));
+  }
+  snapshot.at = 102'000;
+  ASSERT_TRUE(Accumulate(snapshot, usage, buckets));
+  EXPECT_EQ(usage.summary.gpus.size(), kMaxUsageGpusPerAttempt);
+  EXPECT_EQ(usage.summary.gpu_util.count, 4 + static_cast<std::int64_t>(kMaxUsageGpusPerAttempt));
+  EXPECT_EQ(usage.summary.gpus[1].util.count, 2);  // GPU-b, still tracked
 }
 
 TEST(Accumulate, PercentilesFollowTheDistribution) {

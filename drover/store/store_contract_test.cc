@@ -601,6 +601,8 @@ TEST_P(StoreContractTest, UsageIsReplacedPerAttemptAndBucketsPerStart) {
   first.summary.gpu_util.Add(40);
   first.summary.gpu_util_p95 = 40;
   first.util_histogram[40] = 1;
+  first.summary.gpus = {{"GPU-a", 3, {}}, {"GPU-b", 0, {}}};
+  first.summary.gpus[0].util.Add(40);
   first.energy_mj["GPU-a"] = {100, 900};
   first.last_process[0].worker = {JobId(3), 1, 0};
   first.last_process[0].cpu_ms = 50;

@@ -4,12 +4,14 @@
 // one on the busy GPU the scripted activity, both through GET /v1/jobs/{id}/usage, the job reply
 // and `drover get`.
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "drover/testing/wait_until.h"
@@ -35,28 +37,39 @@ class ScopedEnv {
   const char* name_;
 };
 
-class UsageTest : public IntegrationTest {};
+class UsageTest : public IntegrationTest {
+ protected:
+  // A server whose local agent finds its GPUs through the fake libnvidia-ml replaying `script`
+  // (docs/observability.md, "Sampling"), sampling GPUs every 200 ms and processes every 500 ms,
+  // and diagnosing attempts after 4 s of samples.
+  std::unique_ptr<ServerProcess> StartWithScriptedGpus(const std::string& script) {
+    const std::string lib_dir = dir_.Sub("nvml");
+    std::filesystem::create_directories(lib_dir);
+    std::filesystem::create_symlink(DROVER_FAKE_NVML, lib_dir + "/libnvidia-ml.so.1");
+    const std::string script_path = dir_.Sub("nvml-script");
+    std::ofstream(script_path) << script;
+    ScopedEnv library_path("LD_LIBRARY_PATH", lib_dir);  // read when the server starts
+    ScopedEnv nvml_script("DROVER_FAKE_NVML_SCRIPT", script_path);
+    return std::make_unique<ServerProcess>(
+        dir_.Sub("data"), dir_.path(),
+        std::vector<std::string>{"--gpu-sample-interval", "200ms", "--process-sample-interval",
+                                 "500ms", "--diagnosis-min-sampled", "4s"});
+  }
+};
 
 TEST_F(UsageTest, SamplesOfScriptedGpusReachEachJobsUsage) {
   // GPU 0 idle, GPU 1 at 80% with 2 GiB used and 300 W; GPU 1 supports GPM (its SMs 85% busy,
   // the tensor cores at 0.4%), GPU 0 does not.
-  const std::string lib_dir = dir_.Sub("nvml");
-  std::filesystem::create_directories(lib_dir);
-  std::filesystem::create_symlink(DROVER_FAKE_NVML, lib_dir + "/libnvidia-ml.so.1");
-  const std::string script = dir_.Sub("nvml-script");
-  std::ofstream(script) << "gpus 2\n"
-                           "gpu 0 0 0 0 60000 0\n"
-                           "gpu 0 1 80 2147483648 300000 0\n"
-                           "gpm 0 1 85 40 0.4 30\n";
+  std::string script =
+      "gpus 2\n"
+      "gpu 0 0 0 0 60000 0\n"
+      "gpu 0 1 80 2147483648 300000 0\n"
+      "gpm 0 1 85 40 0.4 30\n";
   for (int step = 1; step < 400; ++step) {
-    std::ofstream(script, std::ios::app)
-        << "gpu " << step << " 1 80 2147483648 300000 " << step * 60'000 << "\n";
+    script += fmt::format("gpu {} 1 80 2147483648 300000 {}\n", step, step * 60'000);
   }
-  ScopedEnv library_path("LD_LIBRARY_PATH", lib_dir);
-  ScopedEnv nvml_script("DROVER_FAKE_NVML_SCRIPT", script);
-  ServerProcess server(dir_.Sub("data"), dir_.path(),
-                       {"--gpu-sample-interval", "200ms", "--process-sample-interval", "500ms",
-                        "--diagnosis-min-sampled", "4s"});
+  std::unique_ptr<ServerProcess> started = StartWithScriptedGpus(script);
+  ServerProcess& server = *started;
   ASSERT_TRUE(server.ok());
   api::ApiClient client = server.Client();
   const json node = client.Get("/v1/nodes").value().json["nodes"].at(0);
@@ -189,6 +202,51 @@ script: sleep 12
   auto bad = client.Get("/v1/jobs/" + std::to_string(ids[0]) + "/usage?attempt=x");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+}
+
+// A job holding three GPUs of which only one works: its usage keeps each GPU's activity, and
+// the diagnosis names the two idle ones (idle_gpus) where the attempt as a whole is not idle.
+TEST_F(UsageTest, IdleGpusOfAMultiGpuJobAreFoundOneByOne) {
+  std::unique_ptr<ServerProcess> started = StartWithScriptedGpus(
+      "gpus 3\n"
+      "gpu 0 0 0 0 60000 0\n"
+      "gpu 0 1 90 2147483648 300000 0\n"
+      "gpu 0 2 0 0 60000 0\n");
+  ServerProcess& server = *started;
+  ASSERT_TRUE(server.ok());
+  api::ApiClient client = server.Client();
+  const std::vector<std::int64_t> ids = Submit(client, R"(kind: Job
+name: three-gpus
+resources: {cpu: 100m, memory: 64Mi, gpus: 3}
+script: sleep 12
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  const std::string id = std::to_string(ids[0]);
+  auto usage = [&] {
+    auto reply = client.Get("/v1/jobs/" + id + "/usage");
+    return reply ? reply->json : json();
+  };
+  auto finding = [&](const std::string& kind) {
+    for (const json& f : usage().value("findings", json::array())) {
+      if (f.value("kind", "") == kind) return f;
+    }
+    return json();
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return finding("idle_gpus").is_object(); },
+                                 std::chrono::seconds(60), std::chrono::milliseconds(500)))
+      << usage().dump() << ProcessLogs(&server, {});
+  const json summary = usage()["attempts"][0]["summary"];
+  ASSERT_EQ(summary["gpus"].size(), 3u) << summary.dump();
+  EXPECT_THAT(finding("idle_gpus")["evidence"].get<std::string>(),
+              HasSubstr("2 of its 3 GPUs had mean activity <= 1%"));
+  EXPECT_THAT(finding("idle_gpus")["evidence"].get<std::string>(), HasSubstr("a mean 90.0%"));
+  EXPECT_FALSE(finding("allocated_idle").is_object());
+  CommandResult get = RunDrover({"--server", server.url(), "get", id}, dir_.path());
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_THAT(get.out, HasSubstr("; per GPU 0 0%, 1 90%, 2 0%"));
+  CommandResult diagnose = RunDrover({"--server", server.url(), "diagnose", id}, dir_.path());
+  ASSERT_EQ(diagnose.exit_code, 0) << diagnose.err;
+  EXPECT_THAT(diagnose.out, HasSubstr("idle_gpus: 2 of its 3 GPUs"));
 }
 
 // A remote agent's samples travel over the agent link (POST /v1/agents/{node}/usage). Its GPUs are

@@ -7,7 +7,7 @@ import { html, useLive, Loading, ErrorNote, JobLink, StateBadge } from '../lib.j
 // The finding kinds (docs/observability.md, "Diagnosis") under the headings the page shows;
 // a kind not named here falls under the last.
 const kGroups = [
-  ['Idle allocations', ['allocated_idle', 'cpu_stage_holding_gpus', 'low_gpu_activity']],
+  ['Idle allocations', ['allocated_idle', 'idle_gpus', 'cpu_stage_holding_gpus', 'low_gpu_activity']],
   ['Input-bound jobs', ['input_bound_cpu', 'input_bound_io']],
   ['Fragmentation waits', ['waiting_for_shape']],
   ['Recovery overhead', ['recovery_overhead']],
