@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <utility>
 #include <vector>
 
 #include "drover/agent/steady_clock.h"
@@ -57,7 +58,12 @@ struct Connection {
   std::deque<Chunk> to_target, to_client;
   bool silent = false;           // partitioned: everything read is discarded, for good
   bool replies_dropped = false;  // a reply was swallowed: every later one is too
-  bool target_closed = false;    // the target closed: close the client once to_client is written
+  // LoseReplyThenReset: the connection sent the arm (its marker not yet), or sent the marker
+  // (its answer is to be swallowed and the connection reset).
+  bool lose_armed = false;
+  bool lose_next_reply = false;
+  std::string lose_marker;
+  bool target_closed = false;  // the target closed: close the client once to_client is written
 };
 
 void Close(Connection& connection, bool reset) {
@@ -160,6 +166,12 @@ void TcpProxy::DropNextReplies(std::string marker, int count) {
   drops_left_ = count;
 }
 
+void TcpProxy::LoseReplyThenReset(std::string arm, std::string marker) {
+  MutexLock lock(mu_);
+  lose_arm_ = std::move(arm);
+  lose_marker_ = std::move(marker);
+}
+
 int TcpProxy::accepted() const {
   MutexLock lock(mu_);
   return accepted_;
@@ -259,10 +271,19 @@ void TcpProxy::Run() {
               --drops_left_;
               connection.replies_dropped = true;
             }
+            if (connection.lose_armed && data.find(connection.lose_marker) != std::string::npos) {
+              connection.lose_armed = false;
+              connection.lose_next_reply = true;
+            } else if (!lose_arm_.empty() && data.find(lose_arm_) != std::string::npos) {
+              connection.lose_armed = true;
+              connection.lose_marker = std::exchange(lose_marker_, "");
+              lose_arm_.clear();
+            }
           }
           connection.to_target.push_back({after + delay, std::move(data), 0});
         }
       }
+      bool reset = false;  // LoseReplyThenReset: the answer it waited for came, swallowed
       if (open && connection.target >= 0 && (target_events & (POLLIN | POLLHUP | POLLERR))) {
         if (!ReadSome(connection.target, data)) {
           // The target hung up: what it said still reaches the client, then the client is
@@ -271,7 +292,11 @@ void TcpProxy::Run() {
           connection.target = -1;
           connection.target_closed = true;
         }
-        if (!data.empty()) {
+        if (!data.empty() && connection.lose_next_reply) {
+          reset = true;
+          MutexLock lock(mu_);
+          ++swallowed_;
+        } else if (!data.empty()) {
           if (connection.silent || connection.replies_dropped || mode == Mode::kDropReplies) {
             connection.replies_dropped = !connection.silent;
             MutexLock lock(mu_);
@@ -281,6 +306,7 @@ void TcpProxy::Run() {
           }
         }
       }
+      if (reset) open = false;
       if (open && connection.target >= 0)
         open = Flush(connection.target, connection.to_target, after);
       if (open) open = Flush(connection.client, connection.to_client, after);
@@ -290,7 +316,7 @@ void TcpProxy::Run() {
       if (open) {
         ++it;
       } else {
-        Close(connection, /*reset=*/false);
+        Close(connection, reset);
         it = connections.erase(it);
       }
     }

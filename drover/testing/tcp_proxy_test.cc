@@ -128,6 +128,27 @@ TEST_F(TcpProxyTest, DropsOnlyTheRepliesToMarkedRequestsAndTheirConnectionsStayM
   EXPECT_TRUE(WaitUntil([&] { return proxy_->swallowed_replies() == 2; }));
 }
 
+TEST_F(TcpProxyTest, LosesTheAnswerToTheMarkerAfterTheArmThenResetsThatConnection) {
+  proxy_->LoseReplyThenReset("INSERT probe", "COMMIT");
+  int armed = Open();
+  int other = Open();
+  EXPECT_EQ(RoundTrip(other, "COMMIT"), "COMMIT");  // not armed: answered
+  EXPECT_EQ(RoundTrip(armed, "INSERT probe"), "INSERT probe");
+  EXPECT_EQ(RoundTrip(armed, "UPDATE"), "UPDATE");
+  send(armed, "COMMIT", 6, MSG_NOSIGNAL);
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->swallowed_replies() == 1; }));
+  EXPECT_EQ(echo_.received(), 6 + 12 + 6 + 6);  // the marker reached the target
+  // The connection was reset, its answer never written.
+  char buffer[16];
+  EXPECT_LT(recv(armed, buffer, sizeof(buffer), 0), 0);
+  EXPECT_EQ(errno, ECONNRESET);
+  // Once only: another connection arming again is answered.
+  int again = Open();
+  EXPECT_EQ(RoundTrip(again, "INSERT probe"), "INSERT probe");
+  EXPECT_EQ(RoundTrip(again, "COMMIT"), "COMMIT");
+  EXPECT_EQ(RoundTrip(other, "COMMIT"), "COMMIT");
+}
+
 TEST_F(TcpProxyTest, DropRepliesModeForwardsRequestsAndSwallowsEveryAnswer) {
   int fd = Open();
   EXPECT_EQ(RoundTrip(fd, "one"), "one");

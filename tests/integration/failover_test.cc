@@ -2,8 +2,9 @@
 // PostgreSQL"): a standby answers 503 "standby" naming the leader, takes over when the leader's
 // lease expires (SIGKILL) and adopts its running workers through their agent, and a paused
 // leader that wakes up after the takeover writes nothing and comes back as a standby; a leader
-// that cannot renew its lease stops leading until the database is back, then leads again;
-// clients, event streams and Slurm jobs move to the new leader.
+// that cannot renew its lease stops leading until the database is back, then leads again; a
+// leader whose COMMIT's answer is lost restarts and finds the job once; clients, event streams
+// and Slurm jobs move to the new leader.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "drover/testing/postgres_cluster.h"
+#include "drover/testing/tcp_proxy.h"
 #include "tests/integration/harness.h"
 
 namespace drover::integration {
@@ -355,6 +357,57 @@ TEST_F(Failover, ASlurmJobOfTheOldLeaderIsAdoptedByTheNewOneNotSubmittedAgain) {
       << "the new leader submitted the job again";
   EXPECT_TRUE(ReadLines(slurm + "/scancel.log").empty());
   EXPECT_EQ(GetJob(after, ids[0])["attempts"].size(), 1u);
+}
+
+// The leader's COMMIT lands but its answer is lost with the connection (libpq's in-doubt
+// commit, made by a testing::TcpProxy between the server and PostgreSQL): the leader restarts in
+// place and reads the store afresh, so the submission whose answer the client never got is there
+// once, the client's retry with its Idempotency-Key finds it, and it runs once.
+TEST_F(Failover, ACommitWhoseAnswerIsLostRestartsTheLeaderWhichFindsTheJobOnce) {
+  auto proxy = testing::TcpProxy::Create(Cluster().port());
+  ASSERT_TRUE(proxy.has_value()) << proxy.error().ToString();
+  std::string via_proxy = uri_;
+  const std::string direct = fmt::format(":{}/", Cluster().port());
+  ASSERT_NE(via_proxy.find(direct), std::string::npos) << via_proxy;
+  via_proxy.replace(via_proxy.find(direct), direct.size(), fmt::format(":{}/", (*proxy)->port()));
+  std::vector<std::string> args = ServerArgs();
+  *std::find(args.begin(), args.end(), uri_) = via_proxy;
+  // A fixed port: the server comes back on it after restarting in place.
+  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", FixedPort(8))});
+  ServerProcess leader(dir_.Sub("leader"), dir_.path(), args);
+  ASSERT_TRUE(leader.ok()) << leader.Log();
+  api::ApiClient client = leader.Client();
+  const std::string spec =
+      "kind: Job\nname: in-doubt-probe\nresources:\n  cpu: 100m\n  memory: 16Mi\n"
+      "script: \"true\"\n";
+  const std::map<std::string, std::string> key = {{"Idempotency-Key", "in-doubt-1"}};
+
+  // The transaction that writes the job's name: its COMMIT's answer is lost.
+  (*proxy)->LoseReplyThenReset("in-doubt-probe", "COMMIT");
+  auto lost = client.Post("/v1/jobs", spec, "application/yaml", key);
+  EXPECT_FALSE(lost) << "the server answered a submission whose commit it could not confirm: "
+                     << lost->json.dump();
+  EXPECT_EQ((*proxy)->swallowed_replies(), 1);
+  // Back (the same process, the same port), it finds the job the lost COMMIT wrote: the retry
+  // is answered with it, not with a second one.
+  Result<api::ApiResponse> retried = lost;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        retried = client.Post("/v1/jobs", spec, "application/yaml", key);
+        return retried.has_value();
+      },
+      std::chrono::seconds(30)))
+      << retried.error().message << leader.Log();
+  EXPECT_EQ(retried->status, 200) << retried->json.dump();
+  EXPECT_TRUE(retried->json["existing"].get<bool>()) << retried->json.dump();
+  ASSERT_EQ(retried->json["jobs"].size(), 1u);
+  const std::int64_t id = retried->json["jobs"][0]["id"].get<std::int64_t>();
+  EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << leader.Log();
+  EXPECT_EQ(GetJob(client, id)["attempts"].size(), 1u);
+  EXPECT_THAT(leader.Log(), HasSubstr("lost the database, restarting"));
+  pqxx::connection db(uri_);
+  pqxx::nontransaction tx(db);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs").front().as<int>(), 1);
 }
 
 // On a cluster of its own, which the test restarts.
