@@ -81,6 +81,10 @@ struct Options {
   // no queue limit, could ever hold it) unless its spec sets hold_infeasible. The simulator turns
   // it off: a trace replays every job it recorded.
   bool refuse_infeasible = true;
+  // Launch effects carry each worker's whole contract (MakeLaunchSpec: argv, environment,
+  // directories to make, limits). A driver that starts no process (the simulator) turns it off
+  // and gets the worker's key, node and GPUs only; every decision is the same either way.
+  bool launch_contract = true;
   // The Unix account of the server process (ControlPlane fills it in when empty). Jobs submitted
   // by the identity of that name may run as root: whoever started the server has that power
   // already (docs/security.md, "Jobs run as their users"). Empty: no identity gets it this way.
@@ -372,6 +376,8 @@ class Controller {
   // CancelExternal for an attempt under an external executor.
   void StopWorkers(const model::Job& job, bool preempt, const std::string& reason,
                    Step& step) const;
+  // The launch of `worker` of `job`'s current attempt (its key, node and GPUs only without
+  // Options::launch_contract).
   model::LaunchSpec MakeLaunchSpec(const model::Job& job, const model::Worker& worker) const;
   // SIGTERM-to-SIGKILL time of `job`'s workers.
   DurationMs KillGrace(const model::Job& job) const;

@@ -127,13 +127,14 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
   model::LaunchSpec spec;
   spec.key = model::WorkerKey{job.id, attempt.number, worker.rank};
   spec.node = worker.node;
+  spec.gpus = worker.gpus;
+  if (!options_.launch_contract) return spec;
   if (!job.spec.command.empty()) {
     spec.argv = job.spec.command;
   } else {
     spec.argv = {"/bin/sh", "-c", job.spec.script};
   }
   spec.working_dir = job.spec.working_dir;
-  spec.gpus = worker.gpus;
   spec.timeout_ms = job.spec.timeout.value_or(0);
   spec.kill_grace_ms = KillGrace(job);
   spec.checkpoint_dir = job.spec.checkpoint_dir;

@@ -94,6 +94,38 @@ TEST_F(ControllerTest, LaunchSpecCarriesEnvironmentAndDisjointGpusForAGang) {
   EXPECT_NE(w0.env.at("CUDA_VISIBLE_DEVICES"), w1.env.at("CUDA_VISIBLE_DEVICES"));
 }
 
+// Without Options::launch_contract (the simulator) a launch names the worker, its node and GPUs
+// only, and every decision and transition is what it is with the contract.
+TEST(ControllerWithoutLaunchContract, LaunchesTheSameWorkersOnTheSameGpusWithoutTheirContract) {
+  auto run = [](bool launch_contract) {
+    Options options;
+    options.launch_contract = launch_contract;
+    Controller controller(options);
+    Step step;
+    controller.UpsertNode(NodeA(4), kT0, step);
+    model::JobSpec spec = Spec("gang", 2, 2);
+    spec.env["FOO"] = "bar";
+    EXPECT_TRUE(controller.Submit({spec}, "", "alice", kT0, step));
+    controller.Schedule(kT0 + 5, step);
+    return step;
+  };
+  const Step with = run(true);
+  const Step without = run(false);
+  EXPECT_EQ(with.transitions, without.transitions);
+  const auto full = Launches(with);
+  const auto bare = Launches(without);
+  ASSERT_EQ(bare.size(), 2u);
+  ASSERT_EQ(full.size(), 2u);
+  for (std::size_t i = 0; i < bare.size(); ++i) {
+    EXPECT_EQ(bare[i].spec.key, full[i].spec.key);
+    EXPECT_EQ(bare[i].spec.node, full[i].spec.node);
+    EXPECT_EQ(bare[i].spec.gpus, full[i].spec.gpus);
+    EXPECT_TRUE(bare[i].spec.env.empty());
+    EXPECT_TRUE(bare[i].spec.argv.empty());
+    EXPECT_EQ(full[i].spec.env.at("FOO"), "bar");
+  }
+}
+
 // Jobs run as the Unix account the policy maps the submitting identity to (docs/security.md);
 // root only for identities the policy lists, and for the server's own user.
 TEST_F(ControllerTest, SubmitLimitsCountEachOwnersAndTeamsUnfinishedJobs) {

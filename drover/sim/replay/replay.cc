@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "drover/control/controller.h"
+#include "drover/model/job_diagnosis.h"
 #include "drover/model/metrics.h"
-#include "drover/sched/queues.h"
 #include "drover/sim/replay/stats.h"
 
 namespace drover::sim {
@@ -84,7 +84,7 @@ struct JobSim {
   std::int32_t queue = 0;             // index into Replay::queue_names_
   std::int32_t spec_workers = 0;      // JobSpec::workers
   JobId id;                           // 0 until submitted, and if rejected
-  std::int64_t milli_per_worker = 0;  // milli-GPUs of one worker (sched::ChargeAmounts)
+  std::int64_t milli_per_worker = 0;  // milli-GPUs of one worker (model::MilliGpusPerWorker)
   std::int32_t attempt = 0;           // the attempt last launched
   std::int32_t workers = 0;           // its workers
   std::int32_t started = 0;           // of them started
@@ -129,6 +129,7 @@ class Replay final : private control::EffectSink {
     control::Options out;
     out.full_cycle_interval_ms = options.tick;
     out.refuse_infeasible = false;  // a trace replays every job it recorded
+    out.launch_contract = false;    // it starts no process: key, node and GPUs are enough
     return out;
   }
   double Seconds(TimeMs at) const { return static_cast<double>(at - kReplayEpochMs) / 1000.0; }
@@ -261,10 +262,8 @@ void Replay::SubmitJob(TraceJob trace_job) {
   DROVER_CHECK(queue != queue_names_.end() && *queue == trace_job.spec.queue);  // JobStream
   sim.queue = static_cast<std::int32_t>(queue - queue_names_.begin());
   sim.spec_workers = trace_job.spec.workers;
-  const model::ResourceAmounts amounts = sched::ChargeAmounts(trace_job.spec, "");
-  auto gpu = amounts.find("gpu");
-  if (gpu != amounts.end() && trace_job.spec.workers > 0) {
-    sim.milli_per_worker = gpu->second / trace_job.spec.workers;
+  if (trace_job.spec.workers > 0) {
+    sim.milli_per_worker = model::MilliGpusPerWorker(trace_job.spec.requirements);
   }
   if (options_.job_detail || options_.event_log) {
     names_.push_back({trace_job.name, trace_job.spec.team, trace_job.user});
