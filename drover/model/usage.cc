@@ -62,6 +62,16 @@ Status ValidateSnapshot(const UsageSnapshot& snapshot, const std::string& path) 
           CheckGpmPercent(gpu.gpm->dram_bandwidth_pct, at + ".gpm.dram_bandwidth_pct"));
     }
     if (gpu.uuid.size() > 128) return InvalidArgument(at + ".uuid: at most 128 characters");
+    // Findings and `drover get` print it: nothing that a terminal would act on.
+    for (std::size_t c = 0; c < gpu.uuid.size(); ++c) {
+      const auto byte = static_cast<unsigned char>(gpu.uuid[c]);
+      if (byte <= ' ' || byte > '~') {
+        return InvalidArgument(fmt::format(
+            "{}.uuid: printable ASCII without spaces only (as NVML's GPU-/MIG- UUIDs), byte {} "
+            "is 0x{:02x}",
+            at, c, byte));
+      }
+    }
   }
   for (std::size_t i = 0; i < snapshot.gpu_processes.size(); ++i) {
     const GpuProcessSample& process = snapshot.gpu_processes[i];

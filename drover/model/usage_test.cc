@@ -218,6 +218,16 @@ TEST(ValidateUsageBatch, NamesTheFirstBadField) {
               HasSubstr("snapshots[1].gpus[0].gpm.sm_occupancy_pct"));
   batch.snapshots[1].gpus[0].gpm = GpmSample{50, 100, 0, 10};
   EXPECT_TRUE(ValidateUsageBatch(batch));
+
+  // A uuid reaches terminals (drover get, idle_gpus' evidence): no escape sequence, no space.
+  batch.snapshots[1].gpus[0].uuid = "GPU-\x1b[2J";
+  EXPECT_THAT(ValidateUsageBatch(batch).error().message,
+              HasSubstr("snapshots[1].gpus[0].uuid: printable ASCII without spaces only (as "
+                        "NVML's GPU-/MIG- UUIDs), byte 4 is 0x1b"));
+  batch.snapshots[1].gpus[0].uuid = "GPU a";
+  EXPECT_FALSE(ValidateUsageBatch(batch));
+  batch.snapshots[1].gpus[0].uuid = "MIG-GPU-6fa1e2c4/1/0";
+  EXPECT_TRUE(ValidateUsageBatch(batch));
 }
 
 }  // namespace
