@@ -111,7 +111,6 @@ int Percentile(const std::array<std::int64_t, 101>& histogram, std::int64_t tota
   return 100;
 }
 
-// The bucket of `at`, appended when new and there is room; nullptr when there is none.
 // The entry of `gpu` in `gpus` (sorted by uuid), added when new; null when the attempt already
 // tracks kMaxUsageGpusPerAttempt others.
 GpuUsage* GpuOf(const GpuSample& gpu, std::vector<GpuUsage>& gpus) {
@@ -123,6 +122,7 @@ GpuUsage* GpuOf(const GpuSample& gpu, std::vector<GpuUsage>& gpus) {
   return &*gpus.insert(it, GpuUsage{gpu.uuid, gpu.index, {}});
 }
 
+// The bucket of `at`, appended when new and there is room; nullptr when there is none.
 UsageBucket* BucketOf(TimeMs at, AttemptUsage& usage, std::vector<UsageBucket>& buckets) {
   const TimeMs start = at - at % kUsageBucketMs;
   if (!buckets.empty() && buckets.back().start == start) return &buckets.back();
