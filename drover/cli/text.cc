@@ -87,6 +87,12 @@ std::string Gpus(const json& gpus) {
   return out.empty() ? "-" : out;
 }
 
+// The mean of a usage Stat ({"count", "sum", "max"}); -1 when it has no sample.
+double StatMean(const json& stat) {
+  const auto count = stat.value("count", std::int64_t{0});
+  return count > 0 ? stat.value("sum", 0.0) / static_cast<double>(count) : -1.0;
+}
+
 // "; per GPU 0 98%, 1 0%, ..." (NVML index and mean activity, by index) for an attempt with
 // more than one GPU sampled, at most kListed of them; empty otherwise.
 std::string DescribePerGpu(const json& gpus) {
@@ -94,10 +100,8 @@ std::string DescribePerGpu(const json& gpus) {
   if (!gpus.is_array() || gpus.size() < 2) return "";
   std::vector<std::pair<int, double>> means;  // index, mean activity
   for (const json& gpu : gpus) {
-    const json& util = gpu.value("util", json::object());
-    const auto count = util.value("count", std::int64_t{0});
     means.emplace_back(gpu.value("index", 0),
-                       count > 0 ? util.value("sum", 0.0) / static_cast<double>(count) : 0.0);
+                       std::max(StatMean(gpu.value("util", json::object())), 0.0));
   }
   std::stable_sort(means.begin(), means.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -121,9 +125,7 @@ std::string DescribeUsage(const json& summary) {
                       FormatBytesApprox(summary.value("peak_gpu_memory_bytes", std::int64_t{0})));
     // GPM (Hopper and newer): how much of the GPU the kernels used while they ran.
     auto mean = [&summary](const char* key) {
-      const json& stat = summary.value(key, json::object());
-      const auto count = stat.value("count", std::int64_t{0});
-      return count > 0 ? stat.value("sum", 0.0) / static_cast<double>(count) : -1.0;
+      return StatMean(summary.value(key, json::object()));
     };
     if (const double sm = mean("sm_active"); sm >= 0) {
       gpu += fmt::format(", SM activity {:.0f}% (occupancy {:.0f}%), tensor {:.1f}%, DRAM {:.0f}%",
