@@ -18,18 +18,6 @@ using model::Attempt;
 using model::Job;
 using model::JobState;
 
-// Milli-GPUs one worker of `spec` holds, as the queue tree charges it.
-std::int64_t MilliGpusPerWorker(const model::JobSpec& spec) {
-  if (spec.workers >= 1) {
-    const model::ResourceAmounts amounts = sched::ChargeAmounts(spec, "");
-    auto gpu = amounts.find("gpu");
-    return gpu == amounts.end() ? 0 : gpu->second / spec.workers;
-  }
-  model::JobSpec one = spec;  // workers < 1 runs as 1
-  one.workers = 1;
-  return MilliGpusPerWorker(one);
-}
-
 }  // namespace
 
 std::int64_t AttainedGpuMs(const Job& job, TimeMs now) {
@@ -37,7 +25,7 @@ std::int64_t AttainedGpuMs(const Job& job, TimeMs now) {
   std::int64_t milli_gpu_ms = 0;
   for (const Attempt& attempt : job.attempts) {
     if (attempt.placed_at == 0 || attempt.workers.empty()) continue;
-    if (per_worker < 0) per_worker = MilliGpusPerWorker(job.spec);
+    if (per_worker < 0) per_worker = model::MilliGpusPerWorker(job.spec.requirements);
     const TimeMs end = attempt.finished_at != 0 ? attempt.finished_at : now;
     const std::int64_t held = std::max<TimeMs>(end - attempt.placed_at, 0);
     milli_gpu_ms += per_worker * static_cast<std::int64_t>(attempt.workers.size()) * held;

@@ -112,10 +112,10 @@ struct SubmitResult {
 };
 
 // Tiresias' attained service of `job` at `now`, in GPU-milliseconds: over every attempt that
-// was placed, the milli-GPUs its workers held (as sched::ChargeAmounts counts them: a whole GPU
-// 1000, a time-slice share its thousandths, a MIG instance g*1000/7) times the time from its
-// placement to its end (the current attempt: to `now`), divided by 1000. Preempted and failed
-// attempts count: service attained is not forgotten on requeue.
+// was placed, the milli-GPUs its workers held (model::MilliGpusPerWorker, as the queue tree
+// charges: a whole GPU 1000, a time-slice share its thousandths, a MIG instance g*1000/7) times the
+// time from its placement to its end (the current attempt: to `now`), divided by 1000. Preempted
+// and failed attempts count: service attained is not forgotten on requeue.
 std::int64_t AttainedGpuMs(const model::Job& job, TimeMs now);
 
 // The refusal of a submission whose job `job` names, at depends_on[index], `name` (`job:ID`) for a

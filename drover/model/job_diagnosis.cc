@@ -7,7 +7,6 @@
 
 #include "drover/common/quantity.h"
 #include "drover/model/metrics.h"
-#include "drover/model/mig.h"
 
 namespace drover::model {
 namespace {
@@ -42,16 +41,6 @@ bool IsGpuFinding(FindingKind kind) {
 }
 
 }  // namespace
-
-std::int64_t MilliGpusPerWorker(const Requirements& requirements) {
-  if (requirements.per_worker.gpus > 0) return std::int64_t{requirements.per_worker.gpus} * 1000;
-  if (requirements.gpu_share_millis > 0) return requirements.gpu_share_millis;
-  if (!requirements.mig_profile.empty()) {
-    Result<MigProfile> profile = ParseMigProfile(requirements.mig_profile);
-    if (profile) return std::int64_t{profile->compute_slices} * 1000 / kMigComputeSlices;
-  }
-  return 0;
-}
 
 std::optional<Finding> DiagnoseWaiting(const Job& job, TimeMs now,
                                        const DiagnosisThresholds& thresholds) {

@@ -19,10 +19,6 @@
 
 namespace drover::model {
 
-// Milli-GPUs one worker of `requirements` holds: 1000 per whole GPU, a time-sliced share's
-// millis, a MIG instance's compute slices out of 7; 0 for a CPU-only worker.
-std::int64_t MilliGpusPerWorker(const Requirements& requirements);
-
 // waiting_before_work: the time before useful work began (dependencies, inputs, queue and
 // admission, placement and start-up, the application's own start until it reported useful work,
 // retry backoff) is at least thresholds.wait_min_ms and more than thresholds.wait_share of the

@@ -2,7 +2,19 @@
 
 #include <algorithm>
 
+#include "drover/model/mig.h"
+
 namespace drover::model {
+
+std::int64_t MilliGpusPerWorker(const Requirements& requirements) {
+  constexpr std::int64_t kMilliPerGpu = 1000;
+  if (requirements.per_worker.gpus > 0) return requirements.per_worker.gpus * kMilliPerGpu;
+  if (requirements.gpu_share_millis > 0) return requirements.gpu_share_millis;
+  if (requirements.mig_profile.empty()) return 0;
+  Result<MigProfile> profile = ParseMigProfile(requirements.mig_profile);
+  const std::int64_t slices = profile ? profile->compute_slices : 1;
+  return slices * kMilliPerGpu / kMigComputeSlices;
+}
 
 std::string_view FailureKindName(FailureKind kind) { return kFailureKindNames.Name(kind); }
 

@@ -37,6 +37,12 @@ struct Requirements {
   friend bool operator==(const Requirements&, const Requirements&) = default;
 };
 
+// Milli-GPUs one worker of `requirements` holds, as the queue tree charges it
+// (sched::ChargeAmounts) and as usage is weighed: 1000 per whole GPU, a time-sliced share's
+// millis, a MIG instance's compute slices out of 7 (a profile that does not parse, which the spec
+// validator refuses, as one slice); 0 for a CPU-only worker.
+std::int64_t MilliGpusPerWorker(const Requirements& requirements);
+
 // Raises the score of nodes carrying label key=value by `weight` (1..100).
 struct LabelPreference {
   std::string key;

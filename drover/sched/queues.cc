@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "drover/common/quantity.h"
-#include "drover/model/mig.h"
 #include "drover/sched/cluster_index.h"
 
 namespace drover::sched {
@@ -82,14 +81,6 @@ std::string Describe(std::string_view resource, std::int64_t value) {
   return fmt::format("{} {}", value, resource);
 }
 
-// Milli-GPUs of one MIG instance "<g>g.<mem>gb": g of the GPU's 7 compute slices. A profile that
-// does not parse (the spec validator rejects it) counts as one slice.
-std::int64_t MigMillis(std::string_view profile) {
-  auto parsed = model::ParseMigProfile(profile);
-  const std::int64_t slices = parsed ? parsed->compute_slices : 1;
-  return slices * internal::kShareMillisPerGpu / model::kMigComputeSlices;
-}
-
 void CollectGoverned(const model::QueueConfig& config, std::set<std::string>& governed) {
   for (const auto& [resource, amount] : config.nominal) {
     if (ValidResourceName(resource)) governed.insert(resource);
@@ -133,14 +124,7 @@ template <typename Add>
 void ForEachChargeAmount(const model::JobSpec& spec, std::string_view gpu_model, Add&& add) {
   const model::Requirements& req = spec.requirements;
   const std::int64_t workers = std::max(spec.workers, 0);
-  std::int64_t gpu_millis = 0;
-  if (req.per_worker.gpus > 0) {
-    gpu_millis = std::int64_t{req.per_worker.gpus} * internal::kShareMillisPerGpu;
-  } else if (req.gpu_share_millis > 0) {
-    gpu_millis = req.gpu_share_millis;
-  } else if (!req.mig_profile.empty()) {
-    gpu_millis = MigMillis(req.mig_profile);
-  }
+  const std::int64_t gpu_millis = model::MilliGpusPerWorker(req);
   if (req.per_worker.cpu_millis > 0) add("cpu", workers * req.per_worker.cpu_millis);
   if (gpu_millis > 0 && workers > 0) {
     add("gpu", workers * gpu_millis);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "drover/control/controller.h"
-#include "drover/model/job_diagnosis.h"
+#include "drover/model/job_spec.h"
 #include "drover/model/metrics.h"
 #include "drover/sim/replay/stats.h"
 
