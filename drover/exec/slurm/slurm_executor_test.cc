@@ -200,16 +200,17 @@ TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
   EXPECT_LT(first_scontrol, last_sbatch);
 }
 
-// 200 jobs of one file: the sbatch calls run several at once (before, one per loop turn, so a
+// 64 jobs of one file: the sbatch calls run several at once (before, one per loop turn, so a
 // file of 1,000 jobs reached Slurm one sbatch after the other in 207 s), each job is submitted
-// exactly once, and each gets its own Slurm job id.
+// exactly once, and each gets its own Slurm job id. (64 rather than more: each fake sbatch starts
+// about ten processes, which on a loaded 2-core machine took 200 jobs past WaitFor's 30 s.)
 TEST_F(SlurmExecutorTest, ALargeSubmissionRunsSeveralSbatchAtOnce) {
   setenv("FAKE_SBATCH_DELAY", "0.2", 1);
   SlurmExecutorOptions options = Options(50);
   options.max_concurrent_submits = 8;
   options.max_array_tasks = 1;  // like jobs each a Slurm job of its own
   SlurmExecutor executor(options, clock_);
-  constexpr int kJobs = 200;
+  constexpr int kJobs = 64;
   for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
   std::set<std::string> ids;
   std::set<std::int64_t> jobs;
