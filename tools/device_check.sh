@@ -6,9 +6,9 @@
 #   DROVER=build-release/drover GPU_LOAD=build/gpu_load tools/device_check.sh [SECONDS]
 #
 # Build first, where the compilers are (the device machine needs only the outputs):
-#   cmake --preset release && cmake --build --preset release --target drover drover-supervise
+#   cmake --preset release && cmake --build --preset release --target drover drover-full drover-supervise
 #   nvcc -O2 -arch=sm_90 -o build/gpu_load tools/gpu_load.cu      (H100/H200; sm_80 for A100)
-# Then carry build-release/ (drover, drover-supervise) and build/gpu_load to the device machine.
+# Then carry build-release/ (drover, drover-full, drover-supervise) and build/gpu_load to the device machine.
 #
 # Steps, each printed under a "== " heading:
 #   1. nvidia-smi: the GPUs, the driver, MIG mode.

@@ -12,7 +12,7 @@ SERVER_PID=
 
 require_drover() {
   [ -x "$DROVER" ] || {
-    echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-supervise" >&2
+    echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-full drover-supervise" >&2
     exit 1
   }
 }

@@ -1,8 +1,53 @@
 #pragma once
 
+// The `drover` command line, built into two executables (docs/architecture.md, "Binaries"):
+// `drover`, the client's verbs linked without the server's libraries so that it starts fast, and
+// `drover-full`, which adds the verbs that run Drover itself (server, agent, run, gateway,
+// render, simulate). `drover` hands those on to `drover-full` beside it.
+
+#include <functional>
+#include <string_view>
+
+namespace CLI {
+class App;
+}
+
 namespace drover::cli {
 
-// Runs the `drover` command line: parses argv, runs the subcommand, returns the exit status.
-int Main(int argc, char** argv);
+struct ClientFlags;
+
+// Adds the verbs of kFullVerbs to `app`, each with its help line: drover-full's own
+// (daemons::AddFullCommands) or the lean binary's forwarders (ForwardToFull). `client` holds the
+// global flags as parsed; the chosen verb sets `run`; `argv` is the process's whole command
+// line. All of them outlive the parse and the run.
+using AddFullVerbs = void (*)(CLI::App& app, const ClientFlags& client, std::function<int()>& run,
+                              char** argv);
+
+// Runs the command line: the client's verbs, `supervise` (a worker's supervisor, exec'd by
+// agents) and the verbs `add_full_verbs` adds. Returns the exit status: 0 success, 1 failure, 2
+// invalid input.
+int Main(int argc, char** argv, AddFullVerbs add_full_verbs);
+
+// A verb of drover-full and its help line, which both binaries show.
+struct FullVerb {
+  std::string_view name;
+  std::string_view help;
+};
+inline constexpr FullVerb kFullVerbs[] = {
+    {"server", "run the control plane with an embedded agent"},
+    {"agent", "serve one more node to a server over HTTP"},
+    {"run", "run a spec file to the end on a private control plane, with progress"},
+    {"gateway", "serve the OpenAI-compatible inference gateway (docs/inference.md)"},
+    {"render", "print the manifests an external executor would create for a spec file"},
+    {"simulate", "run the simulator on a trace: FGD placement experiment, replays, what-if"},
+};
+// The help line of the kFullVerbs entry `name` (a name not there is a programming error: empty).
+std::string_view FullVerbHelp(std::string_view name);
+
+// The lean binary's AddFullVerbs: each verb of kFullVerbs takes the rest of the command line
+// unparsed (its --help included) and, when chosen, replaces this process with `drover-full`
+// from the same folder, given the same argv; when there is none there, it fails saying so.
+void ForwardToFull(CLI::App& app, const ClientFlags& client, std::function<int()>& run,
+                   char** argv);
 
 }  // namespace drover::cli

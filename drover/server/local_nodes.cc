@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "drover/agent/executables.h"
 #include "drover/agent/gpu/nvml.h"
 #include "drover/agent/local_node.h"
 #include "drover/agent/local_runtime.h"
@@ -110,16 +111,6 @@ Result<agent::UsageSampler::Options> SamplingOptions(const LocalNodeFlags& flags
   return options;
 }
 
-std::string SelfExecutable() {
-  std::error_code ec;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("drover") : path.string();
-}
-
-std::string SupervisorExecutable() {
-  std::filesystem::path self = SelfExecutable();
-  std::filesystem::path lean = self.parent_path() / "drover-supervise";
-  return access(lean.c_str(), X_OK) == 0 ? lean.string() : self.string();
-}
+std::string SupervisorExecutable() { return agent::BesideSelfOrSelf("drover-supervise"); }
 
 }  // namespace drover::server

@@ -43,8 +43,6 @@ Status AddLocalNodes(ControlPlane& plane, const std::vector<model::Node>& nodes,
                      const std::string& server_url, const Clock& clock,
                      const agent::UsageSampler::Options& sampling = {});
 
-// The path of the running executable (/proc/self/exe).
-std::string SelfExecutable();
 // What agents spawn as each worker's supervisor: `drover-supervise` beside the running
 // executable when it is there (it starts faster), otherwise the running executable itself.
 std::string SupervisorExecutable();

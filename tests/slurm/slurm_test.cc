@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "drover/testing/shell.h"
 #include "tests/integration/harness.h"
 
 namespace drover::integration {
@@ -29,18 +30,7 @@ const std::string kClusterDir = "/tmp/drover-slurm-test";
 
 std::string Script() { return SourceDir() + "/tests/slurm/slurm-cluster.sh"; }
 
-// Runs a shell command line; its stdout (and the exit code in *code).
-std::string Shell(const std::string& command, int* code = nullptr) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = pclose(pipe);
-  if (code) *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
+using testing::Shell;
 
 class SlurmCluster : public ::testing::Environment {
  public:

@@ -3,10 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -15,6 +13,7 @@
 #include <thread>
 
 #include "drover/exec/slurm/sbatch.h"
+#include "drover/testing/shell.h"
 #include "drover/testing/temp_dir.h"
 
 namespace drover::exec::slurm {
@@ -285,18 +284,7 @@ class BatchScriptTest : public ::testing::Test {
     const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
                                 " SLURM_RESTART_COUNT=" + std::to_string(restart) +
                                 " bash batch.sh 2>&1";
-    return Shell(command, code);
-  }
-
-  // Runs a shell command line: its output, and the exit code in *code.
-  static std::string Shell(const std::string& command, int* code) {
-    std::string out;
-    FILE* pipe = popen(command.c_str(), "r");
-    char buffer[4096];
-    for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-    const int status = pclose(pipe);
-    *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
+    return testing::Shell(command, code);
   }
 
   testing::TempDir temp_{"drover-batch"};
@@ -370,7 +358,7 @@ TEST_F(BatchScriptTest, AnArrayTaskRunsTheScriptOfItsRow) {
   const auto run_task = [&](int task, int* code) {
     const std::string command = "cd " + dir_ + " && SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
                                 " SLURM_JOB_ID=77 bash array.sh 2>&1";
-    return Shell(command, code);
+    return testing::Shell(command, code);
   };
   int code = -1;
   EXPECT_EQ(run_task(1, &code), "");  // all of it in the attempt's own output

@@ -1,4 +1,4 @@
-#include "drover/cli/gateway_command.h"
+#include "drover/daemons/gateway_command.h"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "drover/cli/daemons.h"
+#include "drover/cli/cli.h"
+#include "drover/daemons/daemons.h"
 #include "drover/gateway/gateway.h"
 
-namespace drover::cli {
+namespace drover::daemons {
 namespace {
 
 struct GatewayFlags {
@@ -58,10 +59,9 @@ int GatewayCommand(const GatewayFlags& flags, const std::string& server, const s
 
 }  // namespace
 
-void AddGatewayCommand(CLI::App& app, const ClientFlags& client, std::function<int()>& run) {
+void AddGatewayCommand(CLI::App& app, const cli::ClientFlags& client, std::function<int()>& run) {
   auto flags = std::make_shared<GatewayFlags>();
-  auto* command = app.add_subcommand(
-      "gateway", "serve the OpenAI-compatible inference gateway (docs/inference.md)");
+  auto* command = app.add_subcommand("gateway", std::string(cli::FullVerbHelp("gateway")));
   command->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any)");
   command->add_option("--config", flags->config, "the gateway's YAML configuration")->required();
   command->add_option("--token-file", flags->token_file,
@@ -78,4 +78,4 @@ void AddGatewayCommand(CLI::App& app, const ClientFlags& client, std::function<i
   });
 }
 
-}  // namespace drover::cli
+}  // namespace drover::daemons

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace drover::cli {
+namespace drover::daemons {
 
 struct RenderFlags {
   std::string file;
@@ -24,4 +24,4 @@ struct RenderFlags {
 // problem is printed, naming the job and the field).
 int RenderCommand(const RenderFlags& flags);
 
-}  // namespace drover::cli
+}  // namespace drover::daemons

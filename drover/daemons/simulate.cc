@@ -1,4 +1,4 @@
-#include "drover/cli/simulate.h"
+#include "drover/daemons/simulate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,7 +24,10 @@
 #include "drover/sim/trace/synthetic.h"
 #include "drover/spec/policy.h"
 
-namespace drover::cli {
+namespace drover::daemons {
+
+using cli::ReadSpecFile;
+
 namespace {
 
 using nlohmann::json;
@@ -441,4 +444,4 @@ int SimulateCommand(const SimulateFlags& flags) {
   return 0;
 }
 
-}  // namespace drover::cli
+}  // namespace drover::daemons

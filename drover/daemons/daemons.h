@@ -13,7 +13,7 @@
 #include "drover/server/http_server.h"
 #include "drover/server/local_nodes.h"
 
-namespace drover::cli {
+namespace drover::daemons {
 
 // "HOST:PORT" split; kInvalidArgument naming `flag` when it is not that or the port is not 0 to
 // 65535.
@@ -120,4 +120,4 @@ struct RunFlags {
 };
 int RunCommand(const RunFlags& flags);
 
-}  // namespace drover::cli
+}  // namespace drover::daemons

@@ -1,9 +1,9 @@
-#include "drover/cli/daemons.h"
+#include "drover/daemons/daemons.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace drover::cli {
+namespace drover::daemons {
 namespace {
 
 using ::testing::HasSubstr;
@@ -110,4 +110,4 @@ TEST(HttpOptionsOfTest, TlsFlagsComeInPairs) {
 }
 
 }  // namespace
-}  // namespace drover::cli
+}  // namespace drover::daemons

@@ -31,7 +31,7 @@
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
 
-namespace drover::cli {
+namespace drover::daemons {
 
 struct SimulateFlags {
   // Trace sources: exactly one of format, synthetic_summary, from_server.
@@ -76,4 +76,4 @@ Result<nlohmann::json> RunSimulation(const SimulateFlags& flags, TimeMs now);
 // The command: RunSimulation, then the output (and --report). Returns the exit status.
 int SimulateCommand(const SimulateFlags& flags);
 
-}  // namespace drover::cli
+}  // namespace drover::daemons

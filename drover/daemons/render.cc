@@ -1,4 +1,4 @@
-#include "drover/cli/render.h"
+#include "drover/daemons/render.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,11 @@
 #include "drover/spec/parse.h"
 #include "drover/spec/policy.h"
 
-namespace drover::cli {
+namespace drover::daemons {
+
+using cli::ReadSpecFile;
+using cli::ReportError;
+using cli::SpecOptionsFor;
 
 namespace {
 
@@ -121,4 +125,4 @@ int RenderCommand(const RenderFlags& flags) {
   return 0;
 }
 
-}  // namespace drover::cli
+}  // namespace drover::daemons

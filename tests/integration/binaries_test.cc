@@ -1,0 +1,67 @@
+// The two executables of the command line (drover/cli/cli.h): `drover` loads none of the
+// server's shared libraries, and hands the verbs that run Drover itself to drover-full beside it,
+// with the same arguments.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "drover/testing/shell.h"
+#include "tests/integration/harness.h"
+
+namespace drover::integration {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class Binaries : public IntegrationTest {
+ protected:
+  static std::string FullBinary() {
+    return (std::filesystem::path(DroverBinary()).parent_path() / "drover-full").string();
+  }
+};
+
+// What `drover submit` pays for at each start: the shared objects it loads. libpq (with its
+// Kerberos, LDAP and GnuTLS), SQLite and libevent are drover-full's alone.
+TEST_F(Binaries, TheClientLoadsNoServerLibrary) {
+  int code = -1;
+  const std::string client = testing::Shell("ldd " + DroverBinary(), &code);
+  ASSERT_EQ(code, 0) << client;
+  const std::string full = testing::Shell("ldd " + FullBinary(), &code);
+  ASSERT_EQ(code, 0) << full;
+  for (const char* library : {"libpq.so", "libsqlite3.so", "libevent-"}) {
+    EXPECT_THAT(full, HasSubstr(library));
+    EXPECT_THAT(client, Not(HasSubstr(library)));
+  }
+}
+
+// `drover server --help` is drover-full's help, with the server's own options; a flag only
+// drover-full could judge is refused by it, as usage (2), global options before the verb kept.
+TEST_F(Binaries, ServerVerbsRunDroverFullWithTheSameArguments) {
+  CommandResult help = RunDrover({"server", "--help"}, dir_.path());
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("--store"));
+  EXPECT_THAT(help.out, HasSubstr("--agent-listen"));
+  CommandResult bad = RunDrover({"-o", "json", "simulate", "--no-such-flag"}, dir_.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--no-such-flag"));
+}
+
+// A `drover` copied alone still runs the client's verbs, and says what is missing for the rest.
+TEST_F(Binaries, WithoutDroverFullBesideItAServerVerbSaysSo) {
+  const std::string alone = dir_.Sub("drover");
+  std::filesystem::copy_file(DroverBinary(), alone);
+  WriteFile(dir_.Sub("job.yaml"), "kind: Job\nname: j\ncommand: [\"true\"]\n");
+  int code = -1;
+  testing::Shell(alone + " validate " + dir_.Sub("job.yaml"), &code);
+  EXPECT_EQ(code, 0);
+  const std::string err = testing::Shell(alone + " server --listen 127.0.0.1:0 2>&1", &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(err, HasSubstr("'server' is a verb of drover-full, which is not beside " + alone));
+}
+
+}  // namespace
+}  // namespace drover::integration
