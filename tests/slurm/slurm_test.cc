@@ -152,7 +152,8 @@ TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {
   EXPECT_EQ(env["DROVER_NUM_WORKERS"], "1");
   EXPECT_EQ(env["DROVER_CHECKPOINT_DIR"], dir_.Sub("ckpt"));
   EXPECT_EQ(env["DROVER_SERVER"], server_->url());
-  // The server's own binary, for `drover report` from inside the job (its folder is on PATH).
+  // The `drover` beside the server's binary, for `drover report` from inside the job (its folder
+  // is on PATH).
   EXPECT_EQ(std::filesystem::canonical(env["DROVER_BIN"]),
             std::filesystem::canonical(DroverBinary()));
   EXPECT_FALSE(env["DROVER_MASTER_ADDR"].empty());
