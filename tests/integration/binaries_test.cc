@@ -58,7 +58,9 @@ TEST_F(Binaries, WithoutDroverFullBesideItAServerVerbSaysSo) {
   int code = -1;
   testing::Shell(alone + " validate " + dir_.Sub("job.yaml"), &code);
   EXPECT_EQ(code, 0);
-  const std::string err = testing::Shell(alone + " server --listen 127.0.0.1:0 2>&1", &code);
+  // (Bounded: were it to find some server after all, it would keep serving.)
+  const std::string err =
+      testing::Shell("timeout 60 " + alone + " server --listen 127.0.0.1:0 2>&1", &code);
   EXPECT_EQ(code, 1);
   EXPECT_THAT(err, HasSubstr("'server' is a verb of drover-full, which is not beside " + alone));
 }
