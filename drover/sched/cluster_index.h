@@ -39,6 +39,7 @@
 #include "drover/model/node.h"
 #include "drover/model/policy.h"
 #include "drover/sched/cluster_state.h"
+#include "drover/sched/fragmentation.h"
 #include "drover/sched/maintenance.h"
 
 namespace drover::sched::internal {
@@ -216,6 +217,10 @@ struct ClusterState::Impl {
   std::uint64_t next_version = 0;  // the last NodeState::version handed out
   // ClusterState::Capacity(), computed on first use after a node change.
   mutable std::optional<model::ResourceAmounts> capacity;
+  // What fragmentation scoring remembers of these nodes, per workload mix (FragmentationInputs
+  // takes it when placement is lent no cache of its own). Versions make its entries valid
+  // across cycles: an entry is used only while its node stays at the version it was taken at.
+  mutable FragmentationCaches fragmentation_caches;
   // Advances whenever an index is destroyed, so that callers may cache Index pointers.
   std::uint64_t index_generation = 0;
 

@@ -56,9 +56,11 @@ struct GpuFree {
 // Free capacity of every node. Allocation bookkeeping is incremental: Allocate and Release
 // update indexes so that a placement does not scan every node.
 //
-// Not thread-safe; const member functions do not modify anything (indexes are built only by
-// RunCycle and the engine, which take the state by non-const reference). A moved-from ClusterState
-// may only be assigned to or destroyed.
+// Not thread-safe, not even for const calls: const member functions and placement's reads
+// change nothing a caller can observe, but fill caches (the capacity total, topology domains,
+// fragmentation scoring's per-mix memos); indexes are built only by RunCycle and the engine,
+// which take the state by non-const reference. A moved-from ClusterState may only be assigned to
+// or destroyed.
 class ClusterState {
  public:
   // Most static-filter indexes kept at once (see the file comment); each costs one ordered-set

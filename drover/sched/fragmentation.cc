@@ -44,15 +44,37 @@ bool FragmentationCache::Accepts(const WorkloadMix::Shape& shape, int model_id) 
 }
 
 int FragmentationCache::DemandId(const std::string& key) {
+  if (demand_ids_.size() >= kMostDemands && !demand_ids_.contains(key)) {
+    demand_ids_.clear();
+    fits_.clear();
+  }
   auto [it, inserted] = demand_ids_.emplace(key, static_cast<int>(fits_.size()));
   if (inserted) fits_.emplace_back();
   return it->second;
+}
+
+FragmentationCache& FragmentationCaches::For(const WorkloadMix& mix) {
+  ++tick_;
+  for (Entry& entry : entries_) {
+    if (entry.shapes == mix.shapes) {
+      entry.used = tick_;
+      return *entry.cache;
+    }
+  }
+  if (entries_.size() >= kMostMixes) {
+    auto oldest = std::min_element(entries_.begin(), entries_.end(),
+                                   [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    entries_.erase(oldest);
+  }
+  entries_.push_back(Entry{mix.shapes, tick_, std::make_unique<FragmentationCache>()});
+  return *entries_.back().cache;
 }
 
 double FragmentationCache::Get(const std::vector<std::int64_t>& signature, const WorkloadMix& mix) {
   auto it = memo_.find(signature);
   if (it != memo_.end()) return it->second;
   const double value = Compute(signature, mix);
+  if (memo_.size() >= kMostStates) memo_.clear();
   memo_.emplace(signature, value);
   return value;
 }

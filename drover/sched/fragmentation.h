@@ -28,6 +28,7 @@
 // paper's).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,8 +76,13 @@ double NodeFragmentation(const ClusterState& cluster, const NodeId& node, const 
 // free amount, mode and model of each GPU) share one evaluation; and, lent to placement
 // (PlanOptions::fragmentation_cache), what each node offers each kind of request until the node
 // changes. Not thread-safe. Bound to one mix and one ClusterState: Reset() when either changes.
+// Bounded, for a server that runs for months: past kMostStates node states or kMostDemands kinds
+// of request, what it remembers of them starts again empty (a memo's loss costs recomputation
+// only).
 class FragmentationCache {
  public:
+  static constexpr std::size_t kMostStates = 1 << 16;  // memo entries, about 200 bytes each
+  static constexpr std::size_t kMostDemands = 64;      // each a Fit (40 bytes) per node
   void Reset() {
     memo_.clear();
     feed_ = Feed{};
@@ -122,7 +128,8 @@ class FragmentationCache {
     return nodes_[pos];
   }
   // A small number standing for a kind of request (placement's key of everything a fit and a
-  // score read of the request), stable for this cache's life.
+  // score read of the request), valid until a call for a new kind finds kMostDemands kinds (then
+  // every kind's fits are dropped and ids start again): take Fits() at once.
   int DemandId(const std::string& key);
   // The fits of kind `demand_id` by node position, `nodes` long at least.
   std::vector<Fit>& Fits(int demand_id, std::size_t nodes) {
@@ -151,6 +158,28 @@ class FragmentationCache {
   std::vector<NodeEntry> nodes_;
   std::unordered_map<std::string, int> demand_ids_;
   std::vector<std::vector<Fit>> fits_;  // by DemandId, then node position
+};
+
+// The FragmentationCaches of one ClusterState (ClusterState::Impl::fragmentation_caches), one
+// per workload mix that placement scored against lately. Under a steady stream of jobs each
+// cycle's mix (the shapes of the jobs pending then) is mostly one seen before, so a cycle
+// re-evaluates only the nodes that changed since, instead of every node it visits. Not
+// thread-safe; not copied by ClusterState::Clone (a clone's node versions diverge from these).
+class FragmentationCaches {
+ public:
+  // Mixes remembered at once; the least recently used one's cache is dropped beyond.
+  static constexpr std::size_t kMostMixes = 8;
+  // The cache bound to `mix`: the one kept for an equal mix, else a new empty one.
+  FragmentationCache& For(const WorkloadMix& mix);
+
+ private:
+  struct Entry {
+    std::vector<WorkloadMix::Shape> shapes;  // the mix
+    std::uint64_t used = 0;                  // tick_ at the last For() that returned it
+    std::unique_ptr<FragmentationCache> cache;
+  };
+  std::vector<Entry> entries_;
+  std::uint64_t tick_ = 0;
 };
 
 }  // namespace drover::sched

@@ -40,7 +40,7 @@ class Planner {
       if (demand_.mode == GpuMode::kMig) {
         scoring_ = model::Scoring::kBinpack;  // MIG slices are preconfigured: nothing to score
       } else {
-        fragmentation_.Init(spec, options);
+        fragmentation_.Init(impl_, spec, options);
         by_capacity_ =
             FragmentationGrouping(index_, options, spec, fragmentation_.mix()) == Group::kCapacity;
       }

@@ -18,10 +18,11 @@ namespace {
 // highest score wins; ties go to options.rng uniformly, else to the node name. The scores of
 // the FGD paper's baselines are theirs (integer scores of 0..100, as its simulator computes
 // them), so that the simulator can reproduce its experiment; kFragmentation scores the exact
-// growth of fragmentation plus CPU-stranded GPUs (fragmentation.h), memoized by node state. With a
-// FragmentationCache lent (PlanOptions::fragmentation_cache) what each node offers this kind of
-// request (fit, score) is remembered there until the node changes: a simulation that places
-// thousands of jobs of a few shapes re-evaluates only the nodes that changed.
+// growth of fragmentation plus CPU-stranded GPUs (fragmentation.h), memoized by node state. In
+// a FragmentationCache (under kFragmentation the one lent, PlanOptions::fragmentation_cache,
+// else the cluster's own for the mix; under other scorings only one lent) what each node offers
+// this kind of request (fit, score) is remembered until the node changes: a simulation or a
+// server that places thousands of jobs of a few shapes re-evaluates only the nodes that changed.
 class ScoredPlanner {
  public:
   ScoredPlanner(const ClusterImpl& impl, const StaticFilter& filter, const Index* index,
@@ -34,7 +35,10 @@ class ScoredPlanner {
         demand_(PerWorker(spec)),
         fgd_(options.scoring == model::Scoring::kFragmentation),
         memo_(options.fragmentation_cache) {
-    if (fgd_) fragmentation_.Init(spec, options);
+    if (fgd_) {
+      fragmentation_.Init(impl, spec, options);
+      memo_ = &fragmentation_.cache();  // the lent cache, else the cluster's for the mix
+    }
     if (memo_ != nullptr) {
       const std::string kind =
           DemandKey(filter, spec) + "/scoring=" + std::string(model::ScoringName(options.scoring));
@@ -329,10 +333,6 @@ class ScoredPlanner {
   // Growth of the node's fragmentation if the worker goes there (for a share, on the GPU that
   // grows it least, which `gpu` receives).
   double FragmentationDelta(int pos, int& gpu) {
-    if (memo_ == nullptr) {  // a cache of this Plan alone: nothing to remember per node
-      SignatureAfter(impl_, pos, 0, {}, fragmentation_.cache(), signature_);
-      return Growth(pos, fragmentation_.Value(signature_), gpu);
-    }
     FragmentationCache::NodeEntry& node = fragmentation_.cache().Node(pos);
     const std::uint64_t version = impl_.states[pos].version;
     if (node.version != version || node.signature.empty()) {
@@ -377,7 +377,7 @@ class ScoredPlanner {
   const PlanOptions& options_;
   const Demand demand_;
   const bool fgd_;
-  FragmentationCache* const memo_;                        // borrowed; may be null
+  FragmentationCache* memo_;  // borrowed; null only for other scorings lent no cache
   std::vector<FragmentationCache::Fit>* fits_ = nullptr;  // by node position, in memo_
   FragmentationInputs fragmentation_;
 

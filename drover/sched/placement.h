@@ -63,7 +63,8 @@ struct PlanOptions {
   // Breaks ties between equally scored nodes uniformly at random (as the kube-scheduler does);
   // null: by node name. kRandom needs it to be random. Borrowed; may be null.
   std::mt19937_64* rng = nullptr;
-  // Memo for kFragmentation, bound to `mix`; null: a fresh one per Plan. Borrowed.
+  // Memo for kFragmentation, bound to `mix`; null: the cluster's own for the mix
+  // (ClusterState::Impl::fragmentation_caches). Borrowed.
   FragmentationCache* fragmentation_cache = nullptr;
   // By node position: 1 = must not be used (e.g. nodes reserved for a blocked job). Positions
   // past its end are usable. Borrowed; may be null.

@@ -131,17 +131,19 @@ inline Group FragmentationGrouping(const Index* index, const PlanOptions& option
 }
 
 // What fragmentation scoring reads: the mix (PlanOptions::mix, else the job's own shape) and
-// the memo (PlanOptions::fragmentation_cache, else one of its own).
+// the memo (PlanOptions::fragmentation_cache, else the cluster's own for that mix, kept from
+// one plan and cycle to the next: ClusterState::Impl::fragmentation_caches).
 class FragmentationInputs {
  public:
-  void Init(const model::JobSpec& spec, const PlanOptions& options) {
+  void Init(const ClusterImpl& impl, const model::JobSpec& spec, const PlanOptions& options) {
     if (options.mix != nullptr) {
       mix_ = options.mix;
     } else {
       own_mix_ = MixOf({&spec});
       mix_ = &own_mix_;
     }
-    cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache : &own_cache_;
+    cache_ = options.fragmentation_cache != nullptr ? options.fragmentation_cache
+                                                    : &impl.fragmentation_caches.For(*mix_);
   }
   FragmentationCache& cache() const { return *cache_; }
   const WorkloadMix& mix() const { return *mix_; }
@@ -153,7 +155,6 @@ class FragmentationInputs {
  private:
   WorkloadMix own_mix_;
   const WorkloadMix* mix_ = nullptr;
-  FragmentationCache own_cache_;
   FragmentationCache* cache_ = nullptr;
 };
 

@@ -1,0 +1,156 @@
+// What fragmentation scoring remembers between plans: a ClusterState's caches per workload mix
+// (FragmentationCaches, ClusterState::Impl::fragmentation_caches) give the placements a fresh
+// memo gives, across allocations, releases and node changes; and every cache stays bounded.
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drover/sched/cluster_index.h"
+#include "drover/sched/cluster_state.h"
+#include "drover/sched/fragmentation.h"
+#include "drover/sched/placement.h"
+#include "drover/sched/sched_test_util.h"
+
+namespace drover::sched {
+namespace {
+
+using testing::kGi;
+using testing::MakeCpuJob;
+using testing::MakeJob;
+using testing::MakeNode;
+using testing::MakeSharedNode;
+using testing::MakeShareJob;
+
+internal::WorkloadMix MixOfSpecs(const std::vector<model::JobSpec>& specs) {
+  std::vector<const model::JobSpec*> pointers;
+  for (const model::JobSpec& spec : specs) pointers.push_back(&spec);
+  return internal::MixOf(pointers);
+}
+
+TEST(FragmentationCacheAcrossPlans, PlacesAsAFreshMemoEveryTime) {
+  // Two copies of a random cluster take the same jobs and releases. On `kept` every plan uses
+  // the cluster's own caches, one per mix, kept from plan to plan (PlanOptions leaves
+  // fragmentation_cache null); on `fresh` every plan is lent a new, empty cache. Plans alternate
+  // between two mixes (both caches stay in use), jobs end at random, and a node's labels change
+  // midway (a new version of its state): the placements agree throughout.
+  for (int seed = 0; seed < 100; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    ClusterState kept;
+    ClusterState fresh;
+    std::vector<model::Node> nodes;
+    const int count = 8 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < count; ++i) {
+      const std::string name = "n" + std::to_string(i);
+      const int gpus = 2 << (rng() % 3);
+      const std::int64_t cpu = rng() % 2 == 0 ? 32'000 : 64'000;
+      nodes.push_back(rng() % 4 == 0 ? MakeSharedNode(name, gpus, model::GpuSharing::kTimeslice, {},
+                                                      "H100", cpu, 256 * kGi)
+                                     : MakeNode(name, gpus, "H100", cpu, 256 * kGi));
+    }
+    for (const model::Node& node : nodes) {
+      kept.UpsertNode(node);
+      fresh.UpsertNode(node);
+    }
+    std::vector<model::JobSpec> specs;
+    for (int gpus : {1, 2, 4}) {
+      model::JobSpec spec = MakeJob(gpus);
+      spec.requirements.per_worker.cpu_millis = 2'000 * (1 + static_cast<int>(rng() % 6));
+      spec.requirements.per_worker.memory_bytes = 16 * kGi;
+      specs.push_back(spec);
+    }
+    specs.push_back(MakeShareJob(250 * (1 + static_cast<int>(rng() % 3))));
+    specs.push_back(MakeCpuJob(4'000, 8 * kGi));
+    specs.push_back(MakeJob(2, /*workers=*/2));
+    const internal::WorkloadMix mixes[] = {MixOfSpecs(specs), MixOfSpecs({specs[0], specs[3]})};
+
+    struct Running {
+      Placement placement;
+      const model::JobSpec* spec;
+    };
+    std::vector<Running> running;
+    for (int i = 0; i < 120; ++i) {
+      if (i == 60) {  // a node described anew: every memo of its old state is stale
+        model::Node changed = nodes[rng() % nodes.size()];
+        changed.labels["zone"] = "b";
+        kept.UpsertNode(changed);
+        fresh.UpsertNode(changed);
+      }
+      if (!running.empty() && rng() % 3 == 0) {
+        const std::size_t end = rng() % running.size();
+        kept.Release(running[end].placement, running[end].spec->requirements);
+        fresh.Release(running[end].placement, running[end].spec->requirements);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(end));
+      }
+      const model::JobSpec& spec = specs[rng() % specs.size()];
+      internal::PlanOptions options;
+      options.scoring = model::Scoring::kFragmentation;
+      options.mix = &mixes[i % 2];
+      const std::optional<Placement> a = TryPlace(kept, JobId(i + 1), spec, options);
+      FragmentationCache memo;
+      options.fragmentation_cache = &memo;
+      const std::optional<Placement> b = TryPlace(fresh, JobId(i + 1), spec, options);
+      ASSERT_EQ(a, b) << "job " << i;
+      if (!a) continue;
+      ASSERT_TRUE(kept.Allocate(*a, spec.requirements).has_value());
+      ASSERT_TRUE(fresh.Allocate(*b, spec.requirements).has_value());
+      running.push_back({*a, &spec});
+    }
+  }
+}
+
+TEST(FragmentationCaches, OneCachePerMixTheLeastRecentlyUsedDropped) {
+  FragmentationCaches caches;
+  std::vector<internal::WorkloadMix> mixes;
+  for (int gpus = 1; gpus <= static_cast<int>(FragmentationCaches::kMostMixes) + 1; ++gpus) {
+    mixes.push_back(MixOfSpecs({MakeJob(gpus)}));
+  }
+  const std::int64_t idle = FragmentationCache::GpuCode(0, false, 1000);
+  const std::vector<std::int64_t> state = {64'000, idle, idle};
+  // A value remembered through one mix's cache is there the next time that mix asks, and not in
+  // another mix's.
+  caches.For(mixes[0]).Get(state, mixes[0]);
+  EXPECT_EQ(caches.For(mixes[0]).size(), 1U);
+  EXPECT_EQ(caches.For(mixes[1]).size(), 0U);
+  caches.For(mixes[1]).Get(state, mixes[1]);
+  // kMostMixes - 1 more mixes, then mix 0 asks again (the most recent): mix 1 is now the least
+  // recently used, and one more mix drops its cache, not mix 0's.
+  for (std::size_t i = 2; i < FragmentationCaches::kMostMixes; ++i) caches.For(mixes[i]);
+  EXPECT_EQ(caches.For(mixes[0]).size(), 1U);
+  caches.For(mixes.back());
+  EXPECT_EQ(caches.For(mixes[0]).size(), 1U);
+  EXPECT_EQ(caches.For(mixes[1]).size(), 0U);
+}
+
+TEST(FragmentationCacheBounds, StatesAndDemandsStartAgainPastTheirLimits) {
+  FragmentationCache cache;
+  const internal::WorkloadMix mix = MixOfSpecs({MakeJob(1)});
+  const int model = cache.ModelId("h100");
+  for (std::size_t i = 0; i < FragmentationCache::kMostStates; ++i) {
+    const int free_millis = static_cast<int>(i % 1001);
+    const std::int64_t cpu = static_cast<std::int64_t>(i / 1001);
+    cache.Get({cpu, FragmentationCache::GpuCode(model, true, free_millis)}, mix);
+  }
+  EXPECT_EQ(cache.size(), FragmentationCache::kMostStates);
+  cache.Get({1'000'000, FragmentationCache::GpuCode(model, false, 1000)}, mix);
+  EXPECT_EQ(cache.size(), 1U);
+
+  // Fits of a kind survive while fewer than kMostDemands kinds are known; the first new kind
+  // past that drops every kind's fits.
+  const int first = cache.DemandId("kind-0");
+  cache.Fits(first, 4)[2].version = 7;
+  for (std::size_t i = 1; i < FragmentationCache::kMostDemands; ++i) {
+    cache.DemandId("kind-" + std::to_string(i));
+  }
+  EXPECT_EQ(cache.Fits(cache.DemandId("kind-0"), 4)[2].version, 7U);
+  const int past = cache.DemandId("kind-past");
+  EXPECT_EQ(past, 0);
+  EXPECT_EQ(cache.Fits(cache.DemandId("kind-0"), 4)[2].version, 0U);
+}
+
+}  // namespace
+}  // namespace drover::sched
