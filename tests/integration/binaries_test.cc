@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "drover/testing/shell.h"
@@ -36,6 +37,26 @@ TEST_F(Binaries, TheClientLoadsNoServerLibrary) {
     EXPECT_THAT(full, HasSubstr(library));
     EXPECT_THAT(client, Not(HasSubstr(library)));
   }
+}
+
+// drover-full's allocator is mimalloc (ASan's under the sanitizers: DROVER_FULL_MALLOC names the
+// library): every library's malloc binds to it, libstdc++'s operator new's included. The dynamic
+// linker's log of its bindings says so.
+TEST_F(Binaries, TheServerBinaryAllocatesWithMimalloc) {
+  int code = -1;
+  const std::string bindings =
+      testing::Shell("LD_DEBUG=bindings " + FullBinary() + " --help 2>&1", &code);
+  ASSERT_EQ(code, 0) << bindings.substr(0, 2000);
+  bool stdcxx_seen = false;
+  std::istringstream lines(bindings);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("normal symbol `malloc'") == std::string::npos) continue;
+    const std::size_t to = line.find(" to ");
+    ASSERT_NE(to, std::string::npos) << line;
+    EXPECT_THAT(line.substr(to), HasSubstr(DROVER_FULL_MALLOC)) << line;
+    if (line.find("libstdc++.so") != std::string::npos) stdcxx_seen = true;
+  }
+  EXPECT_TRUE(stdcxx_seen) << "no binding of libstdc++'s malloc in the linker's log";
 }
 
 // `drover server --help` is drover-full's help, with the server's own options; a flag only
