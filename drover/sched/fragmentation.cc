@@ -47,10 +47,23 @@ int FragmentationCache::DemandId(const std::string& key) {
   if (demand_ids_.size() >= kMostDemands && !demand_ids_.contains(key)) {
     demand_ids_.clear();
     fits_.clear();
+    fit_count_ = 0;
   }
   auto [it, inserted] = demand_ids_.emplace(key, static_cast<int>(fits_.size()));
   if (inserted) fits_.emplace_back();
   return it->second;
+}
+
+std::vector<FragmentationCache::Fit>& FragmentationCache::Fits(int demand_id, std::size_t nodes) {
+  std::vector<Fit>& fits = fits_[demand_id];
+  if (fits.size() >= nodes) return fits;
+  if (fit_count_ + (nodes - fits.size()) > kMostFits) {
+    for (std::vector<Fit>& kind : fits_) std::vector<Fit>().swap(kind);
+    fit_count_ = 0;
+  }
+  fit_count_ += nodes - fits.size();
+  fits.resize(nodes);
+  return fits;
 }
 
 FragmentationCache& FragmentationCaches::For(const WorkloadMix& mix) {

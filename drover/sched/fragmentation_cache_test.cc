@@ -126,7 +126,7 @@ TEST(FragmentationCaches, OneCachePerMixTheLeastRecentlyUsedDropped) {
   EXPECT_EQ(caches.For(mixes[1]).size(), 0U);
 }
 
-TEST(FragmentationCacheBounds, StatesAndDemandsStartAgainPastTheirLimits) {
+TEST(FragmentationCacheBounds, StatesFitsAndDemandsStartAgainPastTheirLimits) {
   FragmentationCache cache;
   const internal::WorkloadMix mix = MixOfSpecs({MakeJob(1)});
   const int model = cache.ModelId("h100");
@@ -138,6 +138,19 @@ TEST(FragmentationCacheBounds, StatesAndDemandsStartAgainPastTheirLimits) {
   EXPECT_EQ(cache.size(), FragmentationCache::kMostStates);
   cache.Get({1'000'000, FragmentationCache::GpuCode(model, false, 1000)}, mix);
   EXPECT_EQ(cache.size(), 1U);
+
+  // Fits of every kind together stay within kMostFits: growing one kind past it drops the
+  // others' (their ids stay valid, their fits start again unset).
+  const std::size_t half = FragmentationCache::kMostFits / 2 + 1;
+  const int a = cache.DemandId("a");
+  const int b = cache.DemandId("b");
+  cache.Fits(a, half)[0].version = 5;
+  cache.Fits(b, 10)[0].version = 6;
+  EXPECT_EQ(cache.Fits(a, half)[0].version, 5U);
+  cache.Fits(b, half);
+  EXPECT_EQ(cache.Fits(a, 1)[0].version, 0U);
+  EXPECT_EQ(cache.Fits(b, 1)[0].version, 0U);
+  cache.Reset();
 
   // Fits of a kind survive while fewer than kMostDemands kinds are known; the first new kind
   // past that drops every kind's fits.
