@@ -117,8 +117,8 @@ TEST(FragmentationCaches, OneCachePerMixTheLeastRecentlyUsedDropped) {
   EXPECT_EQ(caches.For(mixes[0]).size(), 1U);
   EXPECT_EQ(caches.For(mixes[1]).size(), 0U);
   caches.For(mixes[1]).Get(state, mixes[1]);
-  // kMostMixes - 1 more mixes, then mix 0 asks again (the most recent): mix 1 is now the least
-  // recently used, and one more mix drops its cache, not mix 0's.
+  // Mixes 2 to kMostMixes - 1 fill the caches up, then mix 0 asks again (the most recent): mix 1
+  // is now the least recently used, and one more mix drops its cache, not mix 0's.
   for (std::size_t i = 2; i < FragmentationCaches::kMostMixes; ++i) caches.For(mixes[i]);
   EXPECT_EQ(caches.For(mixes[0]).size(), 1U);
   caches.For(mixes.back());
