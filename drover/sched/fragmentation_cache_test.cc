@@ -18,18 +18,14 @@
 namespace drover::sched {
 namespace {
 
+using testing::Fgd;
 using testing::kGi;
 using testing::MakeCpuJob;
 using testing::MakeJob;
 using testing::MakeNode;
 using testing::MakeSharedNode;
 using testing::MakeShareJob;
-
-internal::WorkloadMix MixOfSpecs(const std::vector<model::JobSpec>& specs) {
-  std::vector<const model::JobSpec*> pointers;
-  for (const model::JobSpec& spec : specs) pointers.push_back(&spec);
-  return internal::MixOf(pointers);
-}
+using testing::MixOfSpecs;
 
 TEST(FragmentationCacheAcrossPlans, PlacesAsAFreshMemoEveryTime) {
   // Two copies of a random cluster take the same jobs and releases. On `kept` every plan uses
@@ -87,9 +83,7 @@ TEST(FragmentationCacheAcrossPlans, PlacesAsAFreshMemoEveryTime) {
         running.erase(running.begin() + static_cast<std::ptrdiff_t>(end));
       }
       const model::JobSpec& spec = specs[rng() % specs.size()];
-      internal::PlanOptions options;
-      options.scoring = model::Scoring::kFragmentation;
-      options.mix = &mixes[i % 2];
+      internal::PlanOptions options = Fgd(&mixes[i % 2]);
       const std::optional<Placement> a = TryPlace(kept, JobId(i + 1), spec, options);
       FragmentationCache memo;
       options.fragmentation_cache = &memo;

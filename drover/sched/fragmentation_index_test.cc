@@ -16,18 +16,13 @@
 namespace drover::sched {
 namespace {
 
+using testing::Fgd;
 using testing::kGi;
 using testing::MakeCpuJob;
 using testing::MakeJob;
 using testing::MakeNode;
 using testing::MakeSharedNode;
-
-internal::PlanOptions Fgd(const internal::WorkloadMix* mix) {
-  internal::PlanOptions options;
-  options.scoring = model::Scoring::kFragmentation;
-  options.mix = mix;
-  return options;
-}
+using testing::MixOfSpecs;
 
 // Builds (if missing) the index of `spec`'s static filter in `cluster`.
 const internal::Index& IndexFor(ClusterState& cluster, const model::JobSpec& spec) {
@@ -131,9 +126,7 @@ TEST(FragmentationIndex, PlacesAsScoringEveryNode) {
       h100.requirements.gpu_models = {"H100"};
       specs.push_back(h100);
     }
-    std::vector<const model::JobSpec*> pointers;
-    for (const model::JobSpec& spec : specs) pointers.push_back(&spec);
-    const internal::WorkloadMix mix = internal::MixOf(pointers);
+    const internal::WorkloadMix mix = MixOfSpecs(specs);
     for (const model::JobSpec& spec : specs) IndexFor(indexed, spec);
     std::vector<char> excluded(nodes.size(), 0);
     internal::PlanOptions options = Fgd(&mix);

@@ -11,10 +11,27 @@
 #include "drover/model/node.h"
 #include "drover/sched/cluster_state.h"
 #include "drover/sched/engine.h"
+#include "drover/sched/fragmentation.h"
+#include "drover/sched/placement.h"
 
 namespace drover::sched::testing {
 
 inline constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+// The workload mix of `specs` (MixOf over their addresses).
+inline WorkloadMix MixOfSpecs(const std::vector<model::JobSpec>& specs) {
+  std::vector<const model::JobSpec*> pointers;
+  for (const model::JobSpec& spec : specs) pointers.push_back(&spec);
+  return MixOf(pointers);
+}
+
+// Plan options for fragmentation scoring against `mix` (null: each job's own shape).
+inline internal::PlanOptions Fgd(const WorkloadMix* mix) {
+  internal::PlanOptions options;
+  options.scoring = model::Scoring::kFragmentation;
+  options.mix = mix;
+  return options;
+}
 
 // A node named `name` with `gpus` GPUs of `model` (indices 0..gpus-1, ungrouped).
 inline model::Node MakeNode(const std::string& name, int gpus, const std::string& model = "H100",
