@@ -395,7 +395,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     Job& job = jobs_.Get(placed.placement.job);
     verdicts_.erase(job.id);
     awaiting_.erase(job.id);
-    if (model::ExecutorConfig executor = model::ExecutorOf(policy_, job.spec.queue);
+    if (const model::ExecutorConfig& executor = model::ExecutorOf(policy_, job.spec.queue);
         executor.external()) {
       HandOff(job, executor, now, step);
       placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));

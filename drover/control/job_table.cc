@@ -30,7 +30,7 @@ Job& JobTable::Add(Job job) {
   if (!job.submission_key.empty()) submissions_[job.submission_key].push_back(id);
   if (std::set<JobId>* index = IndexOf(job.state)) index->insert(id);
   if (job.state == JobState::kReady) untried_.insert(id);
-  CountBacklog(job.spec, job.state, +1);
+  CountBacklog(job.spec, Backlog{}, BacklogCount(job.state));
   return jobs_[id] = std::move(job);
 }
 
@@ -40,13 +40,20 @@ void JobTable::Remove(JobId id) {
   jobs_.erase(it);
 }
 
-void JobTable::CountBacklog(const model::JobSpec& spec, JobState state, int sign) {
-  if (model::IsTerminal(state)) return;
+JobTable::Backlog JobTable::BacklogCount(JobState state) {
+  if (model::IsTerminal(state)) return Backlog{};
   const bool unstarted =
       state == JobState::kPending || state == JobState::kWaiting || state == JobState::kReady;
+  return Backlog{unstarted ? 1 : 0, 1};
+}
+
+void JobTable::CountBacklog(const model::JobSpec& spec, Backlog before, Backlog after) {
+  const Backlog delta{after.unstarted - before.unstarted, after.unfinished - before.unfinished};
+  // Most transitions (pending -> ready, starting -> running) change neither count: no lookups.
+  if (delta.unstarted == 0 && delta.unfinished == 0) return;
   for (Backlog* backlog : {&by_owner_[spec.owner], &by_team_[spec.team]}) {
-    backlog->unfinished += sign;
-    if (unstarted) backlog->unstarted += sign;
+    backlog->unstarted += delta.unstarted;
+    backlog->unfinished += delta.unfinished;
   }
 }
 
@@ -63,8 +70,7 @@ model::Transition JobTable::MoveTo(Job& job, JobState to, const std::string& cau
   if (std::set<JobId>* index = IndexOf(job.state)) index->erase(job.id);
   if (job.state == JobState::kReady) untried_.erase(job.id);
   if (to != JobState::kStarting && to != JobState::kRunning) publishing_.erase(job.id);
-  CountBacklog(job.spec, job.state, -1);
-  CountBacklog(job.spec, to, +1);
+  CountBacklog(job.spec, BacklogCount(job.state), BacklogCount(to));
   job.state = to;
   if (std::set<JobId>* index = IndexOf(to)) index->insert(job.id);
   if (to == JobState::kReady) untried_.insert(job.id);

@@ -98,8 +98,10 @@ class JobTable {
  private:
   // The index of jobs in `state`, or nullptr for a state without one.
   std::set<JobId>* IndexOf(model::JobState state);
-  // Adds `sign` (+1 or -1) times a job of `spec`'s owner and team in `state` to the backlogs.
-  void CountBacklog(const model::JobSpec& spec, model::JobState state, int sign);
+  // What one job in `state` counts in its owner's and its team's backlog.
+  static Backlog BacklogCount(model::JobState state);
+  // A job of `spec`'s owner and team counted `before` now counts `after`; the backlogs follow.
+  void CountBacklog(const model::JobSpec& spec, Backlog before, Backlog after);
   static Backlog BacklogIn(const std::map<std::string, Backlog>& backlogs, const std::string& key);
 
   std::map<JobId, model::Job> jobs_;

@@ -16,22 +16,24 @@ std::optional<QueueOrder> ParseQueueOrder(std::string_view name) {
 
 namespace {
 
-// Depth-first search for `queue` below `nodes`, carrying the executor inherited so far.
-std::optional<ExecutorConfig> FindExecutor(const std::vector<QueueConfig>& nodes,
-                                           std::string_view queue,
-                                           const ExecutorConfig& inherited) {
+// Depth-first search for the leaf `queue` below `nodes`, carrying the executor inherited so far:
+// the leaf's own executor or the nearest one above it, or nullptr if `queue` is not below `nodes`.
+const ExecutorConfig* FindExecutor(const std::vector<QueueConfig>& nodes, std::string_view queue,
+                                   const ExecutorConfig& inherited) {
   for (const QueueConfig& node : nodes) {
     const ExecutorConfig& here = node.executor ? *node.executor : inherited;
-    if (node.children.empty() && node.name == queue) return here;
-    if (auto found = FindExecutor(node.children, queue, here)) return found;
+    if (node.children.empty() && node.name == queue) return &here;
+    if (const ExecutorConfig* found = FindExecutor(node.children, queue, here)) return found;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 }  // namespace
 
-ExecutorConfig ExecutorOf(const Policy& policy, std::string_view queue) {
-  return FindExecutor(policy.queues, queue, ExecutorConfig{}).value_or(ExecutorConfig{});
+const ExecutorConfig& ExecutorOf(const Policy& policy, std::string_view queue) {
+  static const ExecutorConfig kLocal{};  // a constant: the local executor's (empty) settings
+  const ExecutorConfig* found = FindExecutor(policy.queues, queue, kLocal);
+  return found != nullptr ? *found : kLocal;
 }
 
 std::string UnixAccountFor(const Policy& policy, std::string_view user) {

@@ -199,8 +199,9 @@ struct Policy {
 };
 
 // The executor of leaf queue `queue`: the nearest setting on its path from the root; local when
-// none sets one or the queue is not in the policy.
-ExecutorConfig ExecutorOf(const Policy& policy, std::string_view queue);
+// none sets one or the queue is not in the policy. The reference lives as long as `policy` (the
+// local executor's: always); copy it to keep it past a policy change.
+const ExecutorConfig& ExecutorOf(const Policy& policy, std::string_view queue);
 
 // The Unix account `user`'s jobs run as: policy.accounts.map's entry for `user`, else `user`
 // itself ("" for "": the agent's own account).

@@ -723,7 +723,7 @@ void ClusterState::Release(const Placement& placement, const model::Requirements
   }
 }
 
-model::ResourceAmounts ClusterState::Capacity() const {
+const model::ResourceAmounts& ClusterState::Capacity() const {
   if (impl_->capacity) return *impl_->capacity;
   model::ResourceAmounts out{{"cpu", 0}, {"memory", 0}, {"gpu", 0}};
   for (const model::Node& node : impl_->nodes) {
@@ -735,8 +735,8 @@ model::ResourceAmounts ClusterState::Capacity() const {
         out["gpu:" + internal::Lower(gpu.model)] += internal::kShareMillisPerGpu;
     }
   }
-  impl_->capacity = out;
-  return out;
+  impl_->capacity = std::move(out);
+  return *impl_->capacity;
 }
 
 const std::vector<model::Node>& ClusterState::nodes() const { return impl_->nodes; }

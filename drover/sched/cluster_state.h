@@ -104,8 +104,9 @@ class ClusterState {
 
   // Total (not free) capacity, as quota amounts (model/policy.h): "cpu" (millicores), "memory"
   // (bytes), "gpu" (milli-GPUs: 1000 per GPU of any mode) and "gpu:<model lower-case>" for each
-  // model present. "cpu", "memory" and "gpu" are always present.
-  model::ResourceAmounts Capacity() const;
+  // model present. "cpu", "memory" and "gpu" are always present. The reference is valid until
+  // the next UpsertNode or RemoveNode.
+  const model::ResourceAmounts& Capacity() const;
 
   // Nodes in the order they were first upserted (removals close the gap).
   const std::vector<model::Node>& nodes() const;

@@ -49,6 +49,23 @@ TEST(FairShare, DominantResourceCounts) {
   EXPECT_TRUE(tree.Before(*tree.FindLeaf("b"), *tree.FindLeaf("a")));
 }
 
+TEST(FairShare, SharesFollowEveryChangeOfCapacity) {
+  QueueTree tree = MustCreate(PolicyOf({Queue("a"), Queue("b")}));
+  tree.Advance(0, {{"gpu", 10 * kGpu}});
+  MustAdd(tree, Gpus(tree, "a", 5));
+  const int a = *tree.FindLeaf("a");
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.5);
+  tree.Advance(0, {{"gpu", 20 * kGpu}});  // nodes joined
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.25);
+  tree.Advance(0, {{"gpu", 20 * kGpu}});  // the same capacity again
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.25);
+  tree.Advance(0, {{"gpu", 20 * kGpu}, {"cpu", 10 * kCore}});
+  MustAdd(tree, ChargeOf(tree, "a", {{"cpu", 8 * kCore}}));
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.8);   // cpu now counts, and dominates
+  tree.Advance(0, {{"gpu", 10 * kGpu}});  // nodes left: cpu no longer counted
+  EXPECT_DOUBLE_EQ(tree.Share(a), 0.5);
+}
+
 TEST(FairShare, WeightsScaleShares) {
   model::QueueConfig heavy = Queue("heavy");
   heavy.weight = 2.0;

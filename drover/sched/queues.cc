@@ -622,11 +622,19 @@ bool QueueTree::Borrowing(int leaf, std::string_view resource) const {
 }
 
 void QueueTree::Advance(TimeMs now, const model::ResourceAmounts& capacity) {
+  // The capacity changes only with the nodes: most cycles give the last one again.
+  if (capacity != capacity_given_) {
+    capacity_given_ = capacity;
+    SetCapacity(capacity);
+  }
+  Advance(now);
+}
+
+void QueueTree::SetCapacity(const model::ResourceAmounts& capacity) {
   std::vector<std::pair<int, std::int64_t>> dense;
   for (const auto& [resource, amount] : capacity) dense.emplace_back(Intern(resource), amount);
   capacity_.assign(resource_names_.size(), 0);
   for (const auto& [r, amount] : dense) capacity_[r] = std::max<std::int64_t>(0, amount);
-  Advance(now);
 }
 
 void QueueTree::Advance(TimeMs now) {

@@ -251,6 +251,8 @@ class QueueTree {
   drover::Status AddNode(const model::QueueConfig& config, int parent,
                          std::vector<const model::QueueConfig*>& configs);
   int Intern(const std::string& resource);
+  // capacity_ from `capacity`, its resources interned.
+  void SetCapacity(const model::ResourceAmounts& capacity);
   DenseAmounts Known(const model::ResourceAmounts& amounts) const;
   DenseAmounts Intern(const model::ResourceAmounts& amounts);
   AdmitVerdict CheckAdmit(int leaf, const std::string& user, const std::string& pipeline,
@@ -273,7 +275,8 @@ class QueueTree {
   std::unordered_map<std::string, UsageRecord> pipelines_;  // only with pipeline limits
   DurationMs half_life_ = 0;
   std::optional<TimeMs> last_advance_;
-  std::vector<std::int64_t> capacity_;  // by resource index, from Advance()
+  std::vector<std::int64_t> capacity_;     // by resource index, from Advance()
+  model::ResourceAmounts capacity_given_;  // as the last Advance() that gave one gave it
 };
 
 }  // namespace drover::sched
