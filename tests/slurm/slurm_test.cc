@@ -243,8 +243,10 @@ TEST_F(SlurmTest, SlurmPreemptionRequeuesAndTheJobResumesFromItsCheckpoint) {
       "echo \"$DROVER_ATTEMPT ${DROVER_RESUME:-0} $i\" >> " +
       log +
       "\n"
+      // The checkpoint is written whole or not at all (a new file renamed over the old): a
+      // preemption between the truncation and the write of `echo $i > $ck` left it empty once.
       "while [ $i -lt 12 ]; do i=$((i+1)); echo $i >> " +
-      steps + "; echo $i > $ck; " + DroverBinary() +
+      steps + "; echo $i > $ck.new; mv $ck.new $ck; " + DroverBinary() +
       " checkpoint $DROVER_JOB_ID >/dev/null; sleep 0.5; done\n";
   WriteFile(dir_.Sub("steps.sh"), program);
   auto ids = Submit(*client_,
@@ -279,6 +281,7 @@ TEST_F(SlurmTest, SlurmPreemptionRequeuesAndTheJobResumesFromItsCheckpoint) {
   auto attempts = ReadLines(log);
   ASSERT_EQ(attempts.size(), 2u);
   auto second = Words(attempts[1]);
+  ASSERT_EQ(second.size(), 3u) << attempts[1];
   EXPECT_EQ(second[0], "2");
   EXPECT_EQ(second[1], "1");
   EXPECT_GE(std::stoi(second[2]), 3);
