@@ -31,7 +31,7 @@ Job& JobTable::Add(Job job) {
   if (std::set<JobId>* index = IndexOf(job.state)) index->insert(id);
   if (job.state == JobState::kReady) untried_.insert(id);
   CountBacklog(job.spec, Backlog{}, BacklogCount(job.state));
-  return jobs_[id] = std::move(job);
+  return jobs_.emplace_hint(jobs_.end(), id, std::move(job))->second;
 }
 
 void JobTable::Remove(JobId id) {

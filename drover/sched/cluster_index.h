@@ -19,8 +19,10 @@
 // requirements that never depends on what is free: selector, tolerations, GPU model and memory)
 // an Index holds the eligible nodes ordered by NodeKey. The best fit for a demand (G GPUs,
 // C CPU, M memory) is then the first key at or after lower_bound(tier, G, C, M) that really
-// fits (see BestFitIndexed in gang_planner.cc); Allocate, Release and UpsertNode move a node's key
-// in every index it belongs to. Share requests have no index (they scan sharing_positions).
+// fits (see BestFitIndexed in gang_planner.cc); Allocate, Release and UpsertNode of a known node
+// move a node's key in every index it belongs to. A node that joins drops every index, as
+// RemoveNode does (keys order ties by name rank, which a new name shifts): nodes join rarely,
+// and the next cycle builds each index it needs by one scan. Share requests have no index (they scan sharing_positions).
 
 #include <cstdint>
 #include <map>
@@ -75,15 +77,20 @@ struct StaticFilter {
   bool GpuMatches(const std::string& model_lower, std::int64_t memory_bytes) const;
 };
 
-// Order of nodes in an index: best fit first. `tier` is 0 except for CPU-only filters, where
-// nodes that have GPUs get tier 1 so that GPU-less nodes are tried first. `position` never
-// decides the order (names are unique); it locates the node.
+// Order of nodes in an index: best fit first, ties by node name. `tier` is 0 except for CPU-only
+// filters, where nodes that have GPUs get tier 1 so that GPU-less nodes are tried first.
+// `name_rank` is the node's name's place among the names of all nodes (Impl::name_rank): the
+// name order without a string in the key, so that moving a key copies and compares integers
+// only. `position` never decides the order (ranks are unique); it locates the node. A search
+// bound uses kLowestRank to come before every node of its capacity.
 struct NodeKey {
+  static constexpr int kLowestRank = -1;
+
   int tier = 0;
   int free_gpus = 0;
   std::int64_t free_cpu = 0;
   std::int64_t free_memory = 0;
-  std::string name;
+  int name_rank = 0;
   int position = 0;
 
   friend bool operator==(const NodeKey&, const NodeKey&) = default;
@@ -94,8 +101,7 @@ struct NodeKey {
     if (a.free_gpus != b.free_gpus) return a.free_gpus < b.free_gpus;
     if (a.free_cpu != b.free_cpu) return a.free_cpu < b.free_cpu;
     if (a.free_memory != b.free_memory) return a.free_memory < b.free_memory;
-    const int names = a.name.compare(b.name);
-    if (names != 0) return names < 0;
+    if (a.name_rank != b.name_rank) return a.name_rank < b.name_rank;
     return a.position < b.position;
   }
 };
@@ -142,7 +148,14 @@ struct NodeState {
   // ClusterState (Impl::next_version), so callers may cache per-node results by it.
   std::uint64_t version = 0;
 
-  bool GpuUsed(int index) const;
+  // Inline and a linear scan: called per GPU in the placement loops, over a list that holds
+  // at most the node's GPUs (sorted, so the scan stops at the first index not below `index`).
+  bool GpuUsed(int index) const {
+    for (int used : used_gpus) {
+      if (used >= index) return used == index;
+    }
+    return false;
+  }
   const ShareUse* FindShare(int index) const;
   ShareUse& ShareOf(int index);  // inserts an empty entry if missing
 };
@@ -209,6 +222,12 @@ struct ClusterState::Impl {
   std::vector<model::Node> nodes;
   std::vector<internal::NodeState> states;  // parallel to nodes
   std::unordered_map<std::string, int> position_by_name;
+  // By node position: the place of the node's name in the ascending order of all names
+  // (NodeKey::name_rank). Valid while name_ranks_valid; a new node or a removal makes it stale
+  // and drops every index (their keys hold ranks), and GetOrBuildIndex ranks again (RankNames)
+  // before it builds one. So a key is only made while the ranks are valid.
+  std::vector<int> name_rank;
+  bool name_ranks_valid = false;
   // Positions of nodes with at least one timeslice or MIG GPU, ascending.
   std::vector<int> sharing_positions;
   std::vector<std::unique_ptr<internal::Index>> indexes;
@@ -270,6 +289,11 @@ struct ClusterState::Impl {
   // The index of `filter`, built by one scan of the nodes if missing. Share filters get one too,
   // but Plan does not use it (shares scan sharing_positions).
   internal::Index& GetOrBuildIndex(const internal::StaticFilter& filter);
+
+  // Drops every index (positions or name ranks changed); they are rebuilt on demand.
+  void DropIndexes();
+  // Recomputes name_rank from the nodes' names and marks it valid.
+  void RankNames();
 
   // Brackets a change to a node's description: takes its keys out of the indexes, then puts the
   // new ones back after re-evaluating membership.

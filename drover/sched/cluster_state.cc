@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "drover/common/quantity.h"
@@ -143,10 +144,6 @@ bool StaticFilter::GpuMatches(const std::string& model_lower, std::int64_t memor
   return std::binary_search(gpu_models_lower.begin(), gpu_models_lower.end(), model_lower);
 }
 
-bool NodeState::GpuUsed(int index) const {
-  return std::binary_search(used_gpus.begin(), used_gpus.end(), index);
-}
-
 const ShareUse* NodeState::FindShare(int index) const {
   auto it = std::lower_bound(shares.begin(), shares.end(), index,
                              [](const ShareUse& use, int i) { return use.index < i; });
@@ -191,7 +188,7 @@ NodeKey ClusterState::Impl::KeyOf(int pos, const StaticFilter& filter) const {
   key.free_gpus = states[pos].free_gpus;
   key.free_cpu = FreeCpu(pos);
   key.free_memory = FreeMemory(pos);
-  key.name = nodes[pos].name.value();
+  key.name_rank = name_rank[pos];
   key.position = pos;
   return key;
 }
@@ -303,6 +300,24 @@ const Index* ClusterState::Impl::FindIndex(const StaticFilter& filter) const {
   return it == index_by_filter.end() ? nullptr : it->second;
 }
 
+void ClusterState::Impl::DropIndexes() {
+  indexes.clear();
+  index_by_filter.clear();
+  ++index_generation;
+}
+
+void ClusterState::Impl::RankNames() {
+  std::vector<int> order(nodes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return nodes[a].name.value() < nodes[b].name.value(); });
+  name_rank.assign(nodes.size(), 0);
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    name_rank[order[rank]] = static_cast<int>(rank);
+  }
+  name_ranks_valid = true;
+}
+
 Index& ClusterState::Impl::GetOrBuildIndex(const StaticFilter& filter) {
   ++tick;
   auto it = index_by_filter.find(filter.key);
@@ -310,6 +325,7 @@ Index& ClusterState::Impl::GetOrBuildIndex(const StaticFilter& filter) {
     it->second->last_used = tick;
     return *it->second;
   }
+  if (!name_ranks_valid) RankNames();
   if (indexes.size() >= static_cast<std::size_t>(ClusterState::kMaxIndexes)) {
     auto oldest =
         std::min_element(indexes.begin(), indexes.end(),
@@ -509,6 +525,8 @@ ClusterState ClusterState::Clone() const {
   copy.impl_->nodes = impl_->nodes;
   copy.impl_->states = impl_->states;
   copy.impl_->position_by_name = impl_->position_by_name;
+  copy.impl_->name_rank = impl_->name_rank;
+  copy.impl_->name_ranks_valid = impl_->name_ranks_valid;
   copy.impl_->sharing_positions = impl_->sharing_positions;
   copy.impl_->next_version = impl_->next_version;
   copy.impl_->capacity = impl_->capacity;
@@ -524,6 +542,9 @@ void ClusterState::UpsertNode(const model::Node& node) {
     impl.nodes.push_back(node);
     impl.states.emplace_back();
     impl.position_by_name.emplace(node.name.value(), pos);
+    // The new name shifts the ranks of every name after it, which the indexes' keys hold.
+    impl.DropIndexes();
+    impl.name_ranks_valid = false;
   } else {
     impl.Unindex(pos);
     impl.nodes[pos] = node;
@@ -565,10 +586,9 @@ void ClusterState::RemoveNode(const NodeId& name) {
     if (p > pos) --p;
   }
   impl.RebuildSharingPositions();
-  // Positions moved: indexes are rebuilt on demand.
-  impl.indexes.clear();
-  impl.index_by_filter.clear();
-  ++impl.index_generation;
+  // Positions and name ranks moved: indexes are rebuilt on demand.
+  impl.DropIndexes();
+  impl.name_ranks_valid = false;
 }
 
 namespace {

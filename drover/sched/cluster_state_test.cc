@@ -116,6 +116,39 @@ TEST(ClusterState, MoveKeepsState) {
   EXPECT_THAT(moved.FreeGpus(NodeId("node-a")), ElementsAre(1));
 }
 
+// Index keys order equal capacities by the nodes' name ranks: a node that joins or leaves after
+// an index was built shifts the ranks, and ties must still go to the first name.
+TEST(ClusterState, TiesGoByNameAfterNodesJoinAndLeave) {
+  ClusterState cluster;
+  cluster.UpsertNode(MakeNode("node-m", 4));
+  const model::JobSpec job = MakeJob(1);                      // 1 GPU, 1 CPU, 4 GiB
+  CycleResult result = RunCycle(cluster, {Pending(1, job)});  // builds the index
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-m"));
+
+  // node-c joins with what node-m has left (3 GPUs, 63 CPU, 508 GiB) and sorts before it.
+  cluster.UpsertNode(MakeNode("node-c", 3, "H100", 63'000, 508 * kGi));
+  result = RunCycle(cluster, {Pending(2, job)});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-c"));
+
+  // node-a joins with what node-c has left, before both.
+  cluster.UpsertNode(MakeNode("node-a", 2, "H100", 62'000, 504 * kGi));
+  result = RunCycle(cluster, {Pending(3, job)});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-a"));
+
+  // node-c leaves and node-b joins with what node-a has left: a tie of node-a and node-b.
+  cluster.RemoveNode(NodeId("node-c"));
+  cluster.UpsertNode(MakeNode("node-b", 1, "H100", 61'000, 500 * kGi));
+  result = RunCycle(cluster, {Pending(4, job)});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-a"));
+  result = RunCycle(cluster, {Pending(5, job)});
+  ASSERT_EQ(result.placements.size(), 1u);
+  EXPECT_EQ(result.placements[0].workers[0].node, NodeId("node-b"));
+}
+
 TEST(ClusterState, CloneIsIndependent) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 4));

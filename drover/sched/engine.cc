@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -82,7 +83,9 @@ std::optional<internal::PlannedGang> PlanOn(ClusterImpl& impl, const Prepared& p
                                             const model::JobSpec& spec,
                                             const internal::PlanOptions& options) {
   internal::Index& index = impl.GetOrBuildIndex(prepared.filter);
-  return internal::Plan(impl, prepared.filter, &index, spec, options);
+  internal::PlanOptions keyed = options;
+  keyed.demand_key = &prepared.demand_key;
+  return internal::Plan(impl, prepared.filter, &index, spec, keyed);
 }
 
 // The layer a placement reason belongs to.
@@ -655,12 +658,17 @@ void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::Pla
   }
   const int workers = static_cast<int>(gang.workers.size());
   // Compiled: parsing the format at run time took half of this call, which runs per placement.
-  decision.summary = fmt::format(
+  // Written into a stack buffer: appending piece by piece to a std::string resized it a dozen
+  // times.
+  fmt::memory_buffer summary;
+  fmt::format_to(
+      std::back_inserter(summary),
       FMT_COMPILE("admitted to queue {}{}; {} worker{} placed on {} by {} (score {:.3f}) among {} "
                   "feasible node{}"),
       decision.queue, borrowing, workers, workers == 1 ? "" : "s", fmt::join(decision.nodes, ","),
       model::ScoringName(policy_.scoring), gang.score, gang.candidates,
       gang.candidates == 1 ? "" : "s");
+  decision.summary.assign(summary.data(), summary.size());
   if (workers < std::max(job.spec->workers, 1)) {
     decision.summary += fmt::format(" (elastic start: {} of {} workers, min_workers {})", workers,
                                     job.spec->workers, job.spec->min_workers);

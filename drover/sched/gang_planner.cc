@@ -430,14 +430,15 @@ class Planner {
       if (scoring_ == model::Scoring::kSpread) {
         // The top of the tier: the most free first. Keys below `c` CPU in a GPU bucket are
         // skipped by jumping to the bucket's start; equal keys then go by name.
-        auto it = keys.lower_bound(NodeKey{tier + 1, INT_MIN, LLONG_MIN, LLONG_MIN, {}, INT_MIN});
+        auto it = keys.lower_bound(
+            NodeKey{tier + 1, INT_MIN, LLONG_MIN, LLONG_MIN, NodeKey::kLowestRank, INT_MIN});
         const NodeKey* top = nullptr;
         while (it != keys.begin()) {
           --it;
           if (it->tier != tier || it->free_gpus < g) break;
           if (it->free_cpu < c) {
             it = keys.lower_bound(
-                NodeKey{tier, it->free_gpus, LLONG_MIN, LLONG_MIN, std::string(), INT_MIN});
+                NodeKey{tier, it->free_gpus, LLONG_MIN, LLONG_MIN, NodeKey::kLowestRank, INT_MIN});
             continue;
           }
           if (usable(*it) && MakeWhole(it->position, k, cand)) {
@@ -446,8 +447,9 @@ class Planner {
           }
         }
         if (top != nullptr) {
-          for (auto same = keys.lower_bound(NodeKey{tier, top->free_gpus, top->free_cpu,
-                                                    top->free_memory, std::string(), INT_MIN});
+          for (auto same =
+                   keys.lower_bound(NodeKey{tier, top->free_gpus, top->free_cpu, top->free_memory,
+                                            NodeKey::kLowestRank, INT_MIN});
                same != keys.end(); ++same) {
             if (usable(*same) && MakeWhole(same->position, k, cand)) {
               Count(cand.pos);
@@ -457,10 +459,10 @@ class Planner {
           }
         }
       } else {
-        auto it = keys.lower_bound(NodeKey{tier, g, c, m, std::string(), 0});
+        auto it = keys.lower_bound(NodeKey{tier, g, c, m, NodeKey::kLowestRank, 0});
         while (it != keys.end() && it->tier == tier) {
           if (it->free_cpu < c) {
-            it = keys.lower_bound(NodeKey{tier, it->free_gpus, c, m, std::string(), 0});
+            it = keys.lower_bound(NodeKey{tier, it->free_gpus, c, m, NodeKey::kLowestRank, 0});
             continue;
           }
           // Every feasible node: nodes with as many free GPUs may differ in their partly used
@@ -471,7 +473,7 @@ class Planner {
             cands.push_back(cand);
             if (by_capacity_ && it->free_memory < LLONG_MAX) {
               it = keys.lower_bound(NodeKey{tier, it->free_gpus, it->free_cpu, it->free_memory + 1,
-                                            std::string(), 0});
+                                            NodeKey::kLowestRank, 0});
               continue;
             }
           }
@@ -552,10 +554,10 @@ class Planner {
     const std::set<NodeKey>& keys = index_->keys;
     const int last_tier = filter_.needs_gpus ? 0 : 1;
     for (int tier = 0; tier <= last_tier; ++tier) {
-      auto it = keys.lower_bound(NodeKey{tier, g, c, m, std::string(), 0});
+      auto it = keys.lower_bound(NodeKey{tier, g, c, m, NodeKey::kLowestRank, 0});
       while (it != keys.end() && it->tier == tier) {
         if (it->free_cpu < c) {
-          it = keys.lower_bound(NodeKey{tier, it->free_gpus, c, m, std::string(), 0});
+          it = keys.lower_bound(NodeKey{tier, it->free_gpus, c, m, NodeKey::kLowestRank, 0});
           continue;
         }
         const int pos = it->position;

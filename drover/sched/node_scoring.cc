@@ -40,8 +40,9 @@ class ScoredPlanner {
       memo_ = &fragmentation_.cache();  // the lent cache, else the cluster's for the mix
     }
     if (memo_ != nullptr) {
-      const std::string kind =
-          DemandKey(filter, spec) + "/scoring=" + std::string(model::ScoringName(options.scoring));
+      std::string kind = options.demand_key ? *options.demand_key : DemandKey(filter, spec);
+      kind += "/scoring=";
+      kind += model::ScoringName(options.scoring);
       fits_ = &memo_->Fits(memo_->DemandId(kind), impl.nodes.size());
     }
   }

@@ -71,6 +71,9 @@ struct PlanOptions {
   const std::vector<char>* excluded = nullptr;
   // The workload FGD scores against; null: the job's own shape. Borrowed; may be null.
   const WorkloadMix* mix = nullptr;
+  // DemandKey(filter, spec) of the job planned, when the caller has it at hand; null: Plan
+  // computes it where it needs it. Borrowed; may be null.
+  const std::string* demand_key = nullptr;
 };
 
 struct PlannedGang {

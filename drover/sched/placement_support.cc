@@ -34,9 +34,32 @@ void SignatureAfter(const ClusterImpl& impl, int pos, std::int64_t cpu,
   out.clear();
   out.push_back(std::max<std::int64_t>(impl.FreeCpu(pos) - cpu, 0));
   const std::size_t n = impl.nodes[pos].gpus.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t code = GpuCodeAfter(impl, pos, i, i < taken.size() ? taken[i] : 0, cache);
-    if (code >= 0) out.push_back(code);
+  const NodeState& state = impl.states[pos];
+  if (state.one_gpu_kind && n > 0) {
+    // The usual node: every GPU exclusive and of one model, so GPU i's code is the model's with
+    // 1000 free milli-GPUs if it is wholly free, else with 0, less taken[i]. Its wholly free GPUs
+    // are counted (NodeState::free_gpus): only the taken ones are looked at, and the model is
+    // looked up once.
+    const int model = cache.ModelId(state.one_gpu_model);
+    int untaken_free = state.free_gpus;
+    for (std::size_t i = 0; i < taken.size() && i < n; ++i) {
+      if (taken[i] <= 0) continue;
+      const bool whole_free = impl.WholeFree(pos, i);
+      if (whole_free) --untaken_free;
+      const int left =
+          std::clamp((whole_free ? kShareMillisPerGpu : 0) - taken[i], 0, kShareMillisPerGpu);
+      out.push_back(FragmentationCache::GpuCode(model, false, left));
+    }
+    // The GPUs not taken: those not free, then the free ones.
+    const std::size_t untaken = n - (out.size() - 1);
+    const std::size_t free = std::min<std::size_t>(std::max(untaken_free, 0), untaken);
+    out.resize(out.size() + untaken - free, FragmentationCache::GpuCode(model, false, 0));
+    out.resize(out.size() + free, FragmentationCache::GpuCode(model, false, kShareMillisPerGpu));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t code = GpuCodeAfter(impl, pos, i, i < taken.size() ? taken[i] : 0, cache);
+      if (code >= 0) out.push_back(code);
+    }
   }
   std::sort(out.begin() + 1, out.end());
 }

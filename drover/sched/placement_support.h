@@ -54,11 +54,12 @@ void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& dem
   const std::set<NodeKey>& keys = index.keys;
   const int last_tier = filter.needs_gpus ? 0 : 1;
   for (int tier = 0; tier <= last_tier; ++tier) {
-    auto it = keys.lower_bound(NodeKey{tier, demand.gpus, demand.cpu, demand.memory, {}, 0});
+    auto it = keys.lower_bound(
+        NodeKey{tier, demand.gpus, demand.cpu, demand.memory, NodeKey::kLowestRank, 0});
     while (it != keys.end() && it->tier == tier) {
       if (it->free_cpu < demand.cpu) {
         it = keys.lower_bound(
-            NodeKey{tier, it->free_gpus, demand.cpu, demand.memory, std::string(), 0});
+            NodeKey{tier, it->free_gpus, demand.cpu, demand.memory, NodeKey::kLowestRank, 0});
         continue;
       }
       const bool usable =
@@ -68,8 +69,8 @@ void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& dem
       const bool next_capacity = usable && visit(*it);
       if (next_capacity && it->free_memory < std::numeric_limits<std::int64_t>::max()) {
         // The next capacity: the first key past every name of this one.
-        it = keys.lower_bound(
-            NodeKey{tier, it->free_gpus, it->free_cpu, it->free_memory + 1, std::string(), 0});
+        it = keys.lower_bound(NodeKey{tier, it->free_gpus, it->free_cpu, it->free_memory + 1,
+                                      NodeKey::kLowestRank, 0});
       } else {
         ++it;
       }

@@ -651,12 +651,20 @@ void QueueTree::Advance(TimeMs now) {
   // Below one resource-millisecond a history no longer matters; a user record that holds
   // nothing and has only such history is dropped.
   constexpr double kNegligible = 1.0;
+  // Runs for every record at every start, end and cycle: written without the bounds checks of
+  // At(). Past the end of `usage` a resource is unused, and h * keep (+ 0 * gain) is h * keep.
   auto accrue = [&](UsageRecord& record) {
-    const std::size_t size = std::max(record.usage.size(), record.history.size());
-    record.history.resize(size, 0.0);
-    for (std::size_t r = 0; r < size; ++r) {
-      double h = record.history[r] * keep + static_cast<double>(At(record.usage, r)) * gain;
-      record.history[r] = h < kNegligible && At(record.usage, r) == 0 ? 0.0 : h;
+    const std::size_t used = record.usage.size();
+    if (record.history.size() < used) record.history.resize(used, 0.0);
+    double* history = record.history.data();
+    for (std::size_t r = 0; r < used; ++r) {
+      const std::int64_t usage = record.usage[r];
+      const double h = history[r] * keep + static_cast<double>(usage) * gain;
+      history[r] = h < kNegligible && usage == 0 ? 0.0 : h;
+    }
+    for (std::size_t r = used; r < record.history.size(); ++r) {
+      const double h = history[r] * keep;
+      history[r] = h < kNegligible ? 0.0 : h;
     }
   };
   for (std::size_t n = 0; n < nodes_.size(); ++n) {

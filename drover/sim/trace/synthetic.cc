@@ -263,11 +263,14 @@ SyntheticJobStream::Draw SyntheticJobStream::DrawJob() {
 }
 
 std::optional<TraceJob> SyntheticJobStream::Next() {
-  if (next_ == jobs_) return std::nullopt;
+  // Built in the optional that is returned, and every path returns it (so that the compiler
+  // constructs it in place: a TraceJob returned into it would be moved).
+  std::optional<TraceJob> out;
+  if (next_ == jobs_) return out;
   const std::int64_t i = next_++;
   const Draw draw = DrawJob();
   clock_ += draw.gap;
-  TraceJob job;
+  TraceJob& job = out.emplace();
   char name[32];
   const auto end = fmt::format_to_n(name, sizeof(name), "job-{:07}", i);
   job.name.assign(name, end.out);
@@ -287,7 +290,7 @@ std::optional<TraceJob> SyntheticJobStream::Next() {
     spec.interruptible = true;
     job.checkpoint_interval = 10 * 60 * 1000;
   }
-  return job;
+  return out;
 }
 
 Trace MakeSyntheticTrace(const ClusterSummary& summary, const SyntheticOptions& options) {
