@@ -345,6 +345,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   std::erase_if(awaiting_, [&](const auto& entry) { return !jobs_.ready().contains(entry.first); });
   sched::CycleInput input;
   input.now = now;
+  input.placement_decisions = options_.decision_log;
   input.pending.reserve(candidates.size());
   auto add_pending = [&](JobId id) {
     const Job& job = jobs_.Get(id);
@@ -398,31 +399,35 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     if (const model::ExecutorConfig& executor = model::ExecutorOf(policy_, job.spec.queue);
         executor.external()) {
       HandOff(job, executor, now, step);
-      placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));
+      if (options_.decision_log) {
+        placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));
+      }
     } else {
       Launch(job, placed.placement, now, step);
     }
     holdings_.Track(job.id);  // the attempt now records its placement
-    placed.decision.attempt = job.current_attempt()->number;
-    step.decisions.push_back(std::move(placed.decision));
+    if (options_.decision_log) {
+      placed.decision.attempt = job.current_attempt()->number;
+      step.decisions.push_back(std::move(placed.decision));
+    }
   }
   for (JobId id : lapsing) awaiting_.erase(id);  // placed, or back in the ordinary order
   for (sched::Preemption& preemption : cycle.preemptions) {
     Job& preemptor = jobs_.Get(preemption.preemptor);
     preemption.decision.attempt = preemptor.current_attempt()->number;
-    step.decisions.push_back(std::move(preemption.decision));
+    if (options_.decision_log) step.decisions.push_back(std::move(preemption.decision));
     for (std::size_t i = 0; i < preemption.victims.size(); ++i) {
       Job& victim = jobs_.Get(preemption.victims[i]);
       model::Decision& evicted = preemption.evicted[i];
       evicted.attempt = victim.current_attempt()->number;
       Preempt(victim, preemptor.id, model::Disruption::kPreemption,
               fmt::format("preempted by job {} ({})", preemptor.id.value(), evicted.reason), step);
-      step.decisions.push_back(std::move(evicted));
+      if (options_.decision_log) step.decisions.push_back(std::move(evicted));
       awaiting_[preemptor.id].stopping.insert(victim.id);
     }
   }
   reservation_ = std::move(cycle.reservation);
-  if (cycle.reservation_decision) {
+  if (cycle.reservation_decision && options_.decision_log) {
     cycle.reservation_decision->attempt =
         jobs_.Get(cycle.reservation_decision->job).current_attempt()->number;
     step.decisions.push_back(std::move(*cycle.reservation_decision));

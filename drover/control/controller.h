@@ -85,6 +85,11 @@ struct Options {
   // directories to make, limits). A driver that starts no process (the simulator) turns it off
   // and gets the worker's key, node and GPUs only; every decision is the same either way.
   bool launch_contract = true;
+  // Steps carry the scheduler's decisions (Step::decisions: the log `drover why` reads, each
+  // with its sentence). A driver that keeps no decision log (the simulator) turns it off: the
+  // scheduler then does not write a placement's record either (sched::CycleInput::
+  // placement_decisions), and every decision is the same either way.
+  bool decision_log = true;
   // The Unix account of the server process (ControlPlane fills it in when empty). Jobs submitted
   // by the identity of that name may run as root: whoever started the server has that power
   // already (docs/security.md, "Jobs run as their users"). Empty: no identity gets it this way.

@@ -75,6 +75,35 @@ class PreemptionTest : public testing::ControllerFixture {
   }
 };
 
+// A driver without a decision log (the simulator) gets the same placements and preemptions,
+// and no decisions in its steps.
+TEST_F(PreemptionTest, WithoutADecisionLogTheSameJobsArePlacedAndPreempted) {
+  Options options;
+  options.decision_log = false;
+  controller_ = Controller(options);
+  ASSERT_TRUE(controller_.SetPolicy(TwoTeams()).has_value());
+  Step nodes;
+  controller_.UpsertNode(GpuNode("node-a", 8), kT0, nodes);
+
+  model::JobSpec borrower = Spec("b-train", "team-b", 8);
+  borrower.interruptible = true;
+  const JobId b = Submit(borrower, kT0);
+  Step placed = Schedule(kT0);
+  EXPECT_EQ(State(b), JobState::kStarting);
+  ASSERT_EQ(Launches(placed).size(), 1u);
+  EXPECT_THAT(Launches(placed)[0].spec.gpus, ::testing::SizeIs(8));
+  EXPECT_TRUE(placed.decisions.empty());
+  StartAll(placed, kT0 + 100);
+
+  Submit(Spec("a-train", "team-a", 4), kT0 + 70'000);
+  Step preempt = Schedule(kT0 + 70'000);
+  const std::vector<StopWorker> stops = Stops(preempt);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_TRUE(stops[0].preempt);
+  EXPECT_EQ(stops[0].key.job, b);
+  EXPECT_TRUE(preempt.decisions.empty());
+}
+
 TEST_F(PreemptionTest, SubmitToAnUnknownQueueIsRejected) {
   Step step;
   auto result = controller_.Submit({Spec("x", "nope", 1)}, "", "alice", kT0, step);

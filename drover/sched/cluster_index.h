@@ -22,7 +22,8 @@
 // fits (see BestFitIndexed in gang_planner.cc); Allocate, Release and UpsertNode of a known node
 // move a node's key in every index it belongs to. A node that joins drops every index, as
 // RemoveNode does (keys order ties by name rank, which a new name shifts): nodes join rarely,
-// and the next cycle builds each index it needs by one scan. Share requests have no index (they scan sharing_positions).
+// and the next cycle builds each index it needs by one scan. Share requests have no index (they
+// scan sharing_positions).
 
 #include <cstdint>
 #include <map>

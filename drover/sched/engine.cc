@@ -644,6 +644,11 @@ void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::Pla
   ++placed_by_leaf_[entry.leaf];
 
   const PendingJob& job = *entry.job;
+  if (!input_.placement_decisions) {
+    out_.placed.push_back(
+        PlacedJob{Placement{job.job, std::move(gang.workers)}, std::move(charge), {}});
+    return;
+  }
   model::Decision decision;
   decision.job = job.job;
   decision.at = input_.now;

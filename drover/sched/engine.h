@@ -157,6 +157,10 @@ struct CycleInput {
   // preemptions) and in the EASY reservation's projection. Cordoned nodes come as windows that
   // never end. Running jobs are not touched.
   std::vector<NodeWindow> maintenance;
+  // Each PlacedJob carries its Decision (queue, nodes, score, candidates and the sentence that
+  // `drover why` shows). A caller that keeps no decision log sets it false: PlacedJob::decision
+  // is then left empty, and what is placed where is the same either way.
+  bool placement_decisions = true;
 };
 
 // Why a pending job waits: the layer that holds it and one sentence.
@@ -175,8 +179,8 @@ struct PlacedJob {
   // May hold fewer workers than spec.workers (min_workers); none for an external job (admitted
   // only, PendingJob::external).
   Placement placement;
-  Charge charge;  // added to the queue tree
-  model::Decision decision;
+  Charge charge;             // added to the queue tree
+  model::Decision decision;  // empty unless CycleInput::placement_decisions
 };
 
 struct Preemption {

@@ -62,6 +62,31 @@ TEST(Engine, QueueWithLowerFairShareGoesFirst) {
   EXPECT_EQ(verdict->layer, model::HoldLayer::kQuota) << verdict->message;
 }
 
+// A caller without a decision log (the simulator) gets the same placements and charges, with
+// no decision record written.
+TEST(Engine, PlacementsAreTheSameWithoutTheirDecisionRecords) {
+  std::vector<CycleOutput> outs;
+  for (const bool decisions : {true, false}) {
+    World world(TwoTeams(4, 4));
+    world.AddNode(MakeNode("n1", 8));
+    world.AddNode(MakeNode("n2", 4));
+    world.set_placement_decisions(decisions);
+    const auto& a = world.Spec(MakeJob(3), "team-a");
+    const auto& b = world.Spec(MakeJob(2), "team-b");
+    const auto& c = world.Spec(MakeJob(1, 2), "team-b");
+    outs.push_back(world.Cycle(0, {Pending(1, a), Pending(2, b), Pending(3, c)}));
+  }
+  ASSERT_EQ(outs[0].placed.size(), 3u);
+  ASSERT_EQ(outs[1].placed.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(outs[1].placed[i].placement, outs[0].placed[i].placement);
+    EXPECT_EQ(outs[1].placed[i].charge, outs[0].placed[i].charge);
+    EXPECT_EQ(outs[0].placed[i].decision.kind, model::Decision::Kind::kPlaced);
+    EXPECT_NE(outs[0].placed[i].decision.summary, "");
+    EXPECT_EQ(outs[1].placed[i].decision, model::Decision{});
+  }
+}
+
 TEST(Engine, JobAboveQuotaWaitsWithQuotaVerdict) {
   model::Policy policy;
   policy.queues = {Leaf("solo", 2, /*borrow=*/0)};

@@ -87,6 +87,7 @@ class World {
     input.stopping = std::move(stopping);
     input.history = history_;
     input.maintenance = maintenance_;
+    input.placement_decisions = placement_decisions_;
     CycleOutput out = RunPolicyCycle(policy_, queues_, cluster_, input, previous_);
     previous_ = out.reservation;
     return out;
@@ -103,6 +104,8 @@ class World {
   }
 
   model::Policy& policy() { return policy_; }
+  // CycleInput::placement_decisions of the cycles to come.
+  void set_placement_decisions(bool on) { placement_decisions_ = on; }
   // What the next cycles get as CycleInput::history.
   std::map<JobId, JobHistory>& history() { return history_; }
   // What the next cycles get as CycleInput::maintenance.
@@ -113,6 +116,7 @@ class World {
 
  private:
   model::Policy policy_;
+  bool placement_decisions_ = true;
   QueueTree queues_;
   ClusterState cluster_;
   std::deque<model::JobSpec> specs_;

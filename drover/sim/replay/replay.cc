@@ -130,6 +130,7 @@ class Replay final : private control::EffectSink {
     out.full_cycle_interval_ms = options.tick;
     out.refuse_infeasible = false;  // a trace replays every job it recorded
     out.launch_contract = false;    // it starts no process: key, node and GPUs are enough
+    out.decision_log = false;       // nothing reads the decisions of a replay
     return out;
   }
   double Seconds(TimeMs at) const { return static_cast<double>(at - kReplayEpochMs) / 1000.0; }
