@@ -23,7 +23,7 @@ std::set<JobId>* JobTable::IndexOf(JobState state) {
   }
 }
 
-Job& JobTable::Add(Job job) {
+Job& JobTable::Add(Job&& job) {
   const JobId id = job.id;
   DROVER_CHECK(!jobs_.contains(id));
   next_id_ = std::max(next_id_, id.value() + 1);
