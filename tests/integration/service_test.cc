@@ -217,6 +217,12 @@ TEST_F(ServingAndTraining, ABurstReclaimsTheBorrowedGpuAndTrainingResumesFromIts
                           dir_.Sub("ckpt"), SourceDir(), train_log));
   ASSERT_EQ(train.size(), 1u);
   ASSERT_EQ(WaitForState(client, train[0], {"running"}), "running") << server->Log();
+  // Training has saved a step before the burst, so that resuming from it is visible (a worker
+  // preempted before its first step, as on a loaded CI machine, resumes at 0 and proves nothing).
+  ASSERT_TRUE(WaitUntil([&] {
+    const std::string saved = ReadFile(dir_.Sub("ckpt") + "/step");
+    return !saved.empty() && std::stoi(saved) >= 1;
+  })) << ReadFile(train_log);
   CommandResult submit = RunDrover(
       {"--server", server->url(), "submit", SourceDir() + "/examples/serving.yaml"}, dir_.path());
   ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
