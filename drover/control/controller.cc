@@ -392,6 +392,10 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
   sched::CycleOutput cycle =
       holdings_.RunCycle(policy_, std::move(input), reservation_, jobs_.jobs());
 
+  // Options::decision_log off: the decisions are made all the same, and dropped here.
+  auto log_decision = [&](model::Decision&& decision) {
+    if (options_.decision_log) step.decisions.push_back(std::move(decision));
+  };
   for (sched::PlacedJob& placed : cycle.placed) {
     Job& job = jobs_.Get(placed.placement.job);
     verdicts_.erase(job.id);
@@ -399,38 +403,34 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
     if (const model::ExecutorConfig& executor = model::ExecutorOf(policy_, job.spec.queue);
         executor.external()) {
       HandOff(job, executor, now, step);
-      if (options_.decision_log) {
-        placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));
-      }
+      placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));
     } else {
       Launch(job, placed.placement, now, step);
     }
     holdings_.Track(job.id);  // the attempt now records its placement
-    if (options_.decision_log) {
-      placed.decision.attempt = job.current_attempt()->number;
-      step.decisions.push_back(std::move(placed.decision));
-    }
+    placed.decision.attempt = job.current_attempt()->number;
+    log_decision(std::move(placed.decision));
   }
   for (JobId id : lapsing) awaiting_.erase(id);  // placed, or back in the ordinary order
   for (sched::Preemption& preemption : cycle.preemptions) {
     Job& preemptor = jobs_.Get(preemption.preemptor);
     preemption.decision.attempt = preemptor.current_attempt()->number;
-    if (options_.decision_log) step.decisions.push_back(std::move(preemption.decision));
+    log_decision(std::move(preemption.decision));
     for (std::size_t i = 0; i < preemption.victims.size(); ++i) {
       Job& victim = jobs_.Get(preemption.victims[i]);
       model::Decision& evicted = preemption.evicted[i];
       evicted.attempt = victim.current_attempt()->number;
       Preempt(victim, preemptor.id, model::Disruption::kPreemption,
               fmt::format("preempted by job {} ({})", preemptor.id.value(), evicted.reason), step);
-      if (options_.decision_log) step.decisions.push_back(std::move(evicted));
+      log_decision(std::move(evicted));
       awaiting_[preemptor.id].stopping.insert(victim.id);
     }
   }
   reservation_ = std::move(cycle.reservation);
-  if (cycle.reservation_decision && options_.decision_log) {
+  if (cycle.reservation_decision) {
     cycle.reservation_decision->attempt =
         jobs_.Get(cycle.reservation_decision->job).current_attempt()->number;
-    step.decisions.push_back(std::move(*cycle.reservation_decision));
+    log_decision(std::move(*cycle.reservation_decision));
   }
   for (auto& [id, verdict] : cycle.pending) {
     Job& job = jobs_.Get(id);

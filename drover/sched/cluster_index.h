@@ -291,7 +291,8 @@ struct ClusterState::Impl {
   // but Plan does not use it (shares scan sharing_positions).
   internal::Index& GetOrBuildIndex(const internal::StaticFilter& filter);
 
-  // Drops every index (positions or name ranks changed); they are rebuilt on demand.
+  // Drops every index and the name ranks (positions or names changed); both are rebuilt on
+  // demand (GetOrBuildIndex).
   void DropIndexes();
   // Recomputes name_rank from the nodes' names and marks it valid.
   void RankNames();

@@ -304,6 +304,7 @@ void ClusterState::Impl::DropIndexes() {
   indexes.clear();
   index_by_filter.clear();
   ++index_generation;
+  name_ranks_valid = false;
 }
 
 void ClusterState::Impl::RankNames() {
@@ -544,7 +545,6 @@ void ClusterState::UpsertNode(const model::Node& node) {
     impl.position_by_name.emplace(node.name.value(), pos);
     // The new name shifts the ranks of every name after it, which the indexes' keys hold.
     impl.DropIndexes();
-    impl.name_ranks_valid = false;
   } else {
     impl.Unindex(pos);
     impl.nodes[pos] = node;
@@ -588,7 +588,6 @@ void ClusterState::RemoveNode(const NodeId& name) {
   impl.RebuildSharingPositions();
   // Positions and name ranks moved: indexes are rebuilt on demand.
   impl.DropIndexes();
-  impl.name_ranks_valid = false;
 }
 
 namespace {

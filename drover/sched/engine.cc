@@ -178,6 +178,9 @@ class Cycle {
                                                  const model::JobSpec** placed_spec);
   void Commit(const Entry& entry, const model::JobSpec& spec, internal::PlannedGang gang,
               Charge charge);
+  // The kPlaced record of a committed gang (CycleInput::placement_decisions).
+  model::Decision PlacedDecision(const Entry& entry, const internal::PlannedGang& gang,
+                                 const Charge& charge) const;
   bool EndsBeforeReservation(const model::JobSpec& spec) const;
   void Reserve(const Entry& entry, const model::JobSpec& spec);
   void AdoptReservation(Reservation reservation);
@@ -643,12 +646,15 @@ void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::Pla
   queues_.Add(charge);
   ++placed_by_leaf_[entry.leaf];
 
+  model::Decision decision;
+  if (input_.placement_decisions) decision = PlacedDecision(entry, gang, charge);
+  out_.placed.push_back(PlacedJob{Placement{entry.job->job, std::move(gang.workers)},
+                                  std::move(charge), std::move(decision)});
+}
+
+model::Decision Cycle::PlacedDecision(const Entry& entry, const internal::PlannedGang& gang,
+                                      const Charge& charge) const {
   const PendingJob& job = *entry.job;
-  if (!input_.placement_decisions) {
-    out_.placed.push_back(
-        PlacedJob{Placement{job.job, std::move(gang.workers)}, std::move(charge), {}});
-    return;
-  }
   model::Decision decision;
   decision.job = job.job;
   decision.at = input_.now;
@@ -678,8 +684,7 @@ void Cycle::Commit(const Entry& entry, const model::JobSpec& spec, internal::Pla
     decision.summary += fmt::format(" (elastic start: {} of {} workers, min_workers {})", workers,
                                     job.spec->workers, job.spec->min_workers);
   }
-  out_.placed.push_back(PlacedJob{Placement{job.job, std::move(gang.workers)}, std::move(charge),
-                                  std::move(decision)});
+  return decision;
 }
 
 void Cycle::Reserve(const Entry& entry, const model::JobSpec& spec) {
