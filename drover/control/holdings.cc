@@ -53,7 +53,15 @@ std::vector<JobId> Holdings::Held() const {
   std::vector<JobId> ids;
   ids.reserve(held_.size());
   for (const auto& [id, holding] : held_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+std::vector<Holdings::Holding*> Holdings::InIdOrder() {
+  std::vector<Holding*> holdings = running_holdings_;
+  std::sort(holdings.begin(), holdings.end(),
+            [](const Holding* a, const Holding* b) { return a->job->id < b->job->id; });
+  return holdings;
 }
 
 bool Holdings::IsAllocated(JobId id) const {
@@ -84,6 +92,7 @@ void Holdings::Record(Holding holding) {
   auto [it, inserted] = held_.emplace(id, std::move(holding));
   DROVER_CHECK(inserted);
   running_.push_back(EntryOf(it->second));
+  running_holdings_.push_back(&it->second);
 }
 
 void Holdings::TryAllocate(Holding& holding) {
@@ -110,9 +119,11 @@ bool Holdings::Unhold(JobId id) {
   const std::size_t pos = holding.running_pos;
   if (pos + 1 != running_.size()) {
     running_[pos] = running_.back();
-    held_.at(running_[pos].job).running_pos = pos;
+    running_holdings_[pos] = running_holdings_.back();
+    running_holdings_[pos]->running_pos = pos;
   }
   running_.pop_back();
+  running_holdings_.pop_back();
   held_.erase(it);
   return true;
 }
@@ -137,8 +148,12 @@ sched::CycleOutput Holdings::RunCycle(const model::Policy& policy, sched::CycleI
 
 void Holdings::UpsertNode(const model::Node& node) {
   cluster_.UpsertNode(node);
-  for (auto& [id, holding] : held_) {
-    if (!holding.allocated) TryAllocate(holding);
+  const bool any_unallocated =
+      std::any_of(running_holdings_.begin(), running_holdings_.end(),
+                  [](const Holding* holding) { return !holding->allocated; });
+  if (!any_unallocated) return;
+  for (Holding* holding : InIdOrder()) {
+    if (!holding->allocated) TryAllocate(*holding);
   }
 }
 
@@ -154,10 +169,10 @@ std::vector<std::string> Holdings::SetQueues(sched::QueueTree queues,
                                              const std::map<NodeId, model::Node>& nodes) {
   std::vector<std::string> dropped = queues.RestoreHistory(queues_.History());
   queues_ = std::move(queues);
-  for (auto& [id, holding] : held_) {
-    holding.charge = control::ChargeOf(*holding.job, queues_, nodes);
-    if (holding.charge) queues_.Add(*holding.charge);
-    running_[holding.running_pos] = EntryOf(holding);
+  for (Holding* holding : InIdOrder()) {
+    holding->charge = control::ChargeOf(*holding->job, queues_, nodes);
+    if (holding->charge) queues_.Add(*holding->charge);
+    running_[holding->running_pos] = EntryOf(*holding);
   }
   return dropped;
 }

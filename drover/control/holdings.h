@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "drover/common/clock.h"
@@ -50,6 +51,12 @@ sched::Placement PlacementOf(const model::Job& job);
 
 class Holdings {
  public:
+  Holdings() = default;
+  // Not copyable: running_ and running_holdings_ point into held_'s nodes (a move keeps them).
+  Holdings(const Holdings&) = delete;
+  Holdings& operator=(const Holdings&) = delete;
+  Holdings(Holdings&&) = default;
+  Holdings& operator=(Holdings&&) = default;
   const sched::ClusterState& cluster() const { return cluster_; }
   const sched::QueueTree& queues() const { return queues_; }
   // The engine's view of the held jobs, one entry each, in no particular order.
@@ -128,12 +135,19 @@ class Holdings {
   void TryAllocate(Holding& holding);
   // The running_ entry of `holding`, from its job as it is now.
   static sched::RunningJob EntryOf(const Holding& holding);
+  // Every holding, by ascending job id.
+  std::vector<Holding*> InIdOrder();
 
   sched::ClusterState cluster_;
   sched::QueueTree queues_;
-  std::map<JobId, Holding> held_;
+  // Hashed: exits look up holdings not touched for a long time. Where the order matters
+  // (UpsertNode retrying allocations, SetQueues, Held) it is the id order (InIdOrder).
+  std::unordered_map<JobId, Holding> held_;
   // One entry per held job (Holding::running_pos), so that a pass does not rebuild it.
   std::vector<sched::RunningJob> running_;
+  // Parallel to running_: the holding of each entry (map nodes do not move), so that a
+  // swap-remove re-points the moved entry's holding without a lookup.
+  std::vector<Holding*> running_holdings_;
 };
 
 }  // namespace drover::control

@@ -25,19 +25,22 @@ std::set<JobId>* JobTable::IndexOf(JobState state) {
 
 Job& JobTable::Add(Job&& job) {
   const JobId id = job.id;
-  DROVER_CHECK(!jobs_.contains(id));
+  DROVER_CHECK(!by_id_.contains(id));
   next_id_ = std::max(next_id_, id.value() + 1);
   if (!job.submission_key.empty()) submissions_[job.submission_key].push_back(id);
   if (std::set<JobId>* index = IndexOf(job.state)) index->insert(id);
   if (job.state == JobState::kReady) untried_.insert(id);
   CountBacklog(job.spec, Backlog{}, BacklogCount(job.state));
-  return jobs_.emplace_hint(jobs_.end(), id, std::move(job))->second;
+  auto stored = jobs_.emplace_hint(jobs_.end(), id, std::move(job));
+  by_id_.emplace(id, stored);
+  return stored->second;
 }
 
 void JobTable::Remove(JobId id) {
-  auto it = jobs_.find(id);
-  DROVER_CHECK(it != jobs_.end() && model::IsTerminal(it->second.state));
-  jobs_.erase(it);
+  auto it = by_id_.find(id);
+  DROVER_CHECK(it != by_id_.end() && model::IsTerminal(it->second->second.state));
+  jobs_.erase(it->second);
+  by_id_.erase(it);
 }
 
 JobTable::Backlog JobTable::BacklogCount(JobState state) {
@@ -79,13 +82,13 @@ model::Transition JobTable::MoveTo(Job& job, JobState to, const std::string& cau
 }
 
 Job* JobTable::Find(JobId id) {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &it->second->second;
 }
 
 const Job* JobTable::Find(JobId id) const {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &it->second->second;
 }
 
 Job& JobTable::Get(JobId id) {

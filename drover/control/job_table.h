@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "drover/common/clock.h"
@@ -36,6 +37,12 @@ namespace drover::control {
 
 class JobTable {
  public:
+  JobTable() = default;
+  // Not copyable: by_id_ points into jobs_ (a move keeps its nodes).
+  JobTable(const JobTable&) = delete;
+  JobTable& operator=(const JobTable&) = delete;
+  JobTable(JobTable&&) = default;
+  JobTable& operator=(JobTable&&) = default;
   // Adds `job`, whose id must not be in the table (DROVER_CHECK), indexing it by its state and
   // its submission key; records no transition. Returns the stored job. Taken by rvalue: a job
   // is about two thousand instructions to move, and the table moves it once, into its map.
@@ -52,7 +59,8 @@ class JobTable {
   // not reused (next_id() is unchanged). References to it become dangling.
   void Remove(JobId id);
 
-  // The job `id`, or nullptr when there is none.
+  // The job `id`, or nullptr when there is none. A hash lookup: the job maps of a large table
+  // are deep trees, and exits and reports find jobs not touched for a long time.
   model::Job* Find(JobId id);
   const model::Job* Find(JobId id) const;
   // The job `id`, which must exist (DROVER_CHECK).
@@ -106,6 +114,9 @@ class JobTable {
   static Backlog BacklogIn(const std::map<std::string, Backlog>& backlogs, const std::string& key);
 
   std::map<JobId, model::Job> jobs_;
+  // Every job of jobs_ by id (map iterators stay valid until their erase): what Find and Remove
+  // look up.
+  std::unordered_map<JobId, std::map<JobId, model::Job>::iterator> by_id_;
   std::int64_t next_id_ = 1;
   std::map<std::string, std::vector<JobId>> submissions_;  // Idempotency-Key -> jobs
   std::set<JobId> pending_;

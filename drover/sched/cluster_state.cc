@@ -458,18 +458,28 @@ void ClusterState::Impl::Unuse(int pos, std::int64_t cpu, std::int64_t memory,
     NodeState& state = states[pos];
     state.used_cpu = non_negative(state.used_cpu - cpu);
     state.used_memory = non_negative(state.used_memory - memory);
-    if (share == nullptr && !gpus.empty()) {
-      auto workers = state.whole_workers.find(static_cast<int>(gpus.size()));
-      if (workers != state.whole_workers.end() && --workers->second <= 0) {
-        state.whole_workers.erase(workers);
+    if (share == nullptr) {
+      if (!gpus.empty()) {
+        auto workers = state.whole_workers.find(static_cast<int>(gpus.size()));
+        if (workers != state.whole_workers.end() && --workers->second <= 0) {
+          state.whole_workers.erase(workers);
+        }
       }
+      // Whole GPUs: only the ones given back can become free, so count those instead of
+      // recounting the node (the same count RecountFreeGpus would reach).
+      for (int gpu : gpus) {
+        auto it = std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu);
+        if (it == state.used_gpus.end() || *it != gpu) continue;
+        state.used_gpus.erase(it);
+        const auto& node_gpus = nodes[pos].gpus;
+        for (std::size_t i = 0; i < node_gpus.size(); ++i) {
+          if (node_gpus[i].index == gpu && WholeFree(pos, i)) ++state.free_gpus;
+        }
+      }
+      state.version = ++next_version;
+      return;
     }
     for (int gpu : gpus) {
-      if (share == nullptr) {
-        auto it = std::lower_bound(state.used_gpus.begin(), state.used_gpus.end(), gpu);
-        if (it != state.used_gpus.end() && *it == gpu) state.used_gpus.erase(it);
-        continue;
-      }
       auto it = std::lower_bound(
           state.shares.begin(), state.shares.end(), gpu,
           [](const internal::ShareUse& use, int index) { return use.index < index; });

@@ -108,6 +108,75 @@ TEST(FairShare, UsageDecaysByHalfAfterOneHalfLife) {
   EXPECT_NEAR(tree.Share(a), 0.03125, 1e-12);
 }
 
+// The tree accrues each record lazily, over the time since its usage last changed; a
+// reference here steps every record at every instant instead (the formula of queues.h). Over
+// random starts and ends of jobs of two users in two queues, at random times, the shares agree.
+TEST(FairShare, LazyAccrualEqualsAccruingEveryRecordAtEveryInstant) {
+  model::Policy policy = PolicyOf({Queue("a"), Queue("b")});
+  policy.fair_share_half_life = kHour;
+  QueueTree tree = MustCreate(policy);
+  const std::int64_t capacity_gpus = 16;
+  const model::ResourceAmounts capacity = {{"gpu", capacity_gpus * kGpu}};
+  const double horizon = static_cast<double>(kHour) / std::log(2.0);
+  struct Reference {
+    std::int64_t usage = 0;  // milli-GPUs
+    double history = 0.0;
+    double Share() const {
+      const double cap = static_cast<double>(capacity_gpus * kGpu);
+      return static_cast<double>(usage) / cap +
+             history / (cap * static_cast<double>(kHour) / std::log(2.0));
+    }
+  };
+  // Keys: "a", "b" (queues), "a:alice", "a:bob", "b:alice", "b:bob" (users of a leaf).
+  std::map<std::string, Reference> reference;
+  struct Running {
+    Charge charge;
+    std::string queue, user;
+    std::int64_t milli = 0;
+  };
+  std::vector<Running> running;
+  std::mt19937_64 rng(7);
+  TimeMs now = 0;
+  tree.Advance(now, capacity);
+  for (int step = 0; step < 400; ++step) {
+    // Every instant, the reference steps every record.
+    const TimeMs dt = std::uniform_int_distribution<TimeMs>(0, kHour / 4)(rng);
+    now += dt;
+    const double keep = std::exp2(-static_cast<double>(dt) / static_cast<double>(kHour));
+    for (auto& [key, record] : reference) {
+      record.history =
+          record.history * keep + static_cast<double>(record.usage) * horizon * (1.0 - keep);
+    }
+    tree.Advance(now, capacity);
+    const bool start = running.empty() || (running.size() < 6 && rng() % 2 == 0);
+    if (start) {
+      const std::string queue = rng() % 2 == 0 ? "a" : "b";
+      const std::string user = rng() % 3 == 0 ? "bob" : "alice";
+      const std::int64_t gpus = std::uniform_int_distribution<std::int64_t>(1, 2)(rng);
+      running.push_back(Running{Gpus(tree, queue, gpus, user), queue, user, gpus * kGpu});
+      MustAdd(tree, running.back().charge);
+      reference[queue].usage += gpus * kGpu;
+      reference[queue + ":" + user].usage += gpus * kGpu;
+    } else {
+      const std::size_t i = rng() % running.size();
+      tree.Remove(running[i].charge);
+      reference[running[i].queue].usage -= running[i].milli;
+      reference[running[i].queue + ":" + running[i].user].usage -= running[i].milli;
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    for (const std::string queue : {"a", "b"}) {
+      const int leaf = *tree.FindLeaf(queue);
+      const double want = reference[queue].Share();
+      ASSERT_NEAR(tree.Share(leaf), want, 1e-9 * std::max(1.0, want)) << "step " << step;
+      for (const std::string user : {"alice", "bob"}) {
+        const double user_want = reference[queue + ":" + user].Share();
+        ASSERT_NEAR(tree.UserShare(leaf, user), user_want, 1e-9 * std::max(1.0, user_want))
+            << "step " << step << " " << queue << ":" << user;
+      }
+    }
+  }
+}
+
 TEST(FairShare, ConstantUsageHistoryConvergesToCurrentShare) {
   QueueTree tree = MustCreate(PolicyOf({Queue("a")}));  // default half-life: 1h
   const model::ResourceAmounts capacity = {{"gpu", 10 * kGpu}};

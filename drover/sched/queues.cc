@@ -552,7 +552,9 @@ AdmitVerdict QueueTree::CheckAdmit(int leaf, const std::string& user, const std:
 void QueueTree::Apply(const Charge& charge, int sign) {
   DROVER_CHECK(IsLeaf(charge.leaf));
   const DenseAmounts amounts = sign > 0 ? Intern(charge.amounts) : Known(charge.amounts);
-  auto update = [&](UsageRecord& record) {
+  // Records that accrue history are brought up to date before their usage changes.
+  auto update = [&](UsageRecord& record, bool accrues) {
+    if (accrues) Accrue(record);
     for (const auto& [r, amount] : amounts) {
       const std::int64_t old = At(record.usage, r);
       Set(record.usage, r,
@@ -563,14 +565,17 @@ void QueueTree::Apply(const Charge& charge, int sign) {
   // Leaves and nodes with user limits keep a record per user; one that holds nothing and has
   // no history is dropped so that the maps hold only active users.
   auto update_keyed = [&](std::unordered_map<std::string, UsageRecord>& records,
-                          const std::string& key) {
+                          const std::string& key, bool accrues) {
     if (sign > 0) {
-      update(records[key]);
+      auto [it, inserted] = records.try_emplace(key);
+      // A new record has no past: it accrues from now.
+      if (inserted && last_advance_) it->second.accrued_at = *last_advance_;
+      update(it->second, accrues);
       return;
     }
     auto it = records.find(key);
     if (it == records.end()) return;
-    update(it->second);
+    update(it->second, accrues);
     if (it->second.running_jobs == 0 && Empty(it->second.usage, it->second.history)) {
       records.erase(it);
     }
@@ -589,11 +594,12 @@ void QueueTree::Apply(const Charge& charge, int sign) {
                               std::max<std::int64_t>(0, old - protected_amount);
       }
     }
-    update(node.own);
-    if (node.track_users) update_keyed(node.users, charge.user);
+    update(node.own, /*accrues=*/true);
+    // Only a leaf's users accrue history (a limit-keeping inner node's users do not).
+    if (node.track_users) update_keyed(node.users, charge.user, node.children.empty());
   }
   if (!charge.pipeline.empty() && !pipeline_limits_.empty()) {
-    update_keyed(pipelines_, charge.pipeline);
+    update_keyed(pipelines_, charge.pipeline, /*accrues=*/false);
   }
 }
 
@@ -638,47 +644,38 @@ void QueueTree::SetCapacity(const model::ResourceAmounts& capacity) {
 }
 
 void QueueTree::Advance(TimeMs now) {
-  if (!last_advance_) {
-    last_advance_ = now;
-    return;
-  }
-  if (now <= *last_advance_) return;
-  const double dt = static_cast<double>(now - *last_advance_);
+  if (last_advance_ && now <= *last_advance_) return;
+  const bool first = !last_advance_;
   last_advance_ = now;
-  if (half_life_ <= 0) return;
+  if (!first) return;
+  // Before the first call nothing accrued: every record's history starts here.
+  for (Node& node : nodes_) {
+    node.own.accrued_at = now;
+    for (auto& [user, record] : node.users) record.accrued_at = now;
+  }
+}
+
+QueueTree::Decay QueueTree::DecaySince(TimeMs from) const {
+  if (!last_advance_ || *last_advance_ <= from || half_life_ <= 0) return Decay{};
+  const double dt = static_cast<double>(*last_advance_ - from);
   const double keep = std::exp2(-dt / static_cast<double>(half_life_));
-  const double gain = static_cast<double>(half_life_) / kLn2 * (1.0 - keep);
-  // Below one resource-millisecond a history no longer matters; a user record that holds
-  // nothing and has only such history is dropped.
+  return Decay{keep, static_cast<double>(half_life_) / kLn2 * (1.0 - keep)};
+}
+
+double QueueTree::Decayed(double history, std::int64_t usage, const Decay& decay) {
+  if (decay.keep == 1.0 && decay.gain == 0.0) return history;
   constexpr double kNegligible = 1.0;
-  // Runs for every record at every start, end and cycle: written without the bounds checks of
-  // At(). Past the end of `usage` a resource is unused, and h * keep (+ 0 * gain) is h * keep.
-  auto accrue = [&](UsageRecord& record) {
-    const std::size_t used = record.usage.size();
-    if (record.history.size() < used) record.history.resize(used, 0.0);
-    double* history = record.history.data();
-    for (std::size_t r = 0; r < used; ++r) {
-      const std::int64_t usage = record.usage[r];
-      const double h = history[r] * keep + static_cast<double>(usage) * gain;
-      history[r] = h < kNegligible && usage == 0 ? 0.0 : h;
-    }
-    for (std::size_t r = used; r < record.history.size(); ++r) {
-      const double h = history[r] * keep;
-      history[r] = h < kNegligible ? 0.0 : h;
-    }
-  };
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    Node& node = nodes_[n];
-    accrue(node.own);
-    if (!node.children.empty()) continue;
-    for (auto it = node.users.begin(); it != node.users.end();) {
-      accrue(it->second);
-      if (it->second.running_jobs == 0 && Empty(it->second.usage, it->second.history)) {
-        it = node.users.erase(it);
-      } else {
-        ++it;
-      }
-    }
+  const double h = history * decay.keep + static_cast<double>(usage) * decay.gain;
+  return h < kNegligible && usage == 0 ? 0.0 : h;
+}
+
+void QueueTree::Accrue(UsageRecord& record) const {
+  if (!last_advance_ || record.accrued_at >= *last_advance_) return;
+  const Decay decay = DecaySince(record.accrued_at);
+  record.accrued_at = *last_advance_;
+  if (record.history.size() < record.usage.size()) record.history.resize(record.usage.size(), 0.0);
+  for (std::size_t r = 0; r < record.history.size(); ++r) {
+    record.history[r] = Decayed(record.history[r], At(record.usage, static_cast<int>(r)), decay);
   }
 }
 
@@ -686,12 +683,15 @@ double QueueTree::ShareOf(const UsageRecord& record, double weight) const {
   double current = 0.0;
   double history = 0.0;
   const double horizon = static_cast<double>(half_life_) / kLn2;
+  const Decay decay = DecaySince(record.accrued_at);
   for (std::size_t r = 0; r < capacity_.size(); ++r) {
     if (capacity_[r] <= 0) continue;
     const double cap = static_cast<double>(capacity_[r]);
-    current = std::max(current, static_cast<double>(At(record.usage, static_cast<int>(r))) / cap);
+    const std::int64_t usage = At(record.usage, static_cast<int>(r));
+    current = std::max(current, static_cast<double>(usage) / cap);
     if (half_life_ > 0) {
-      history = std::max(history, At(record.history, static_cast<int>(r)) / (cap * horizon));
+      const double h = Decayed(At(record.history, static_cast<int>(r)), usage, decay);
+      history = std::max(history, h / (cap * horizon));
     }
   }
   return (current + history) / weight;
@@ -702,8 +702,12 @@ model::FairShareHistory QueueTree::History() const {
   out.advanced_at = last_advance_;
   auto add = [&](const std::string& queue, const std::string& user, const UsageRecord& record) {
     model::FairShareHistory::Entry entry{queue, user, {}};
-    for (std::size_t r = 0; r < record.history.size(); ++r) {
-      if (record.history[r] > 0.0) entry.usage[resource_names_[r]] = record.history[r];
+    const Decay decay = DecaySince(record.accrued_at);
+    const std::size_t resources = std::max(record.history.size(), record.usage.size());
+    for (std::size_t r = 0; r < resources; ++r) {
+      const int index = static_cast<int>(r);
+      const double h = Decayed(At(record.history, index), At(record.usage, index), decay);
+      if (h > 0.0) entry.usage[resource_names_[r]] = h;
     }
     if (!entry.usage.empty()) out.entries.push_back(std::move(entry));
   };
@@ -757,6 +761,11 @@ std::vector<std::string> QueueTree::RestoreHistory(const model::FairShareHistory
     }
   }
   last_advance_ = history.advanced_at;
+  // The restored history is as of advanced_at; the current usage accrues from there.
+  for (Node& node : nodes_) {
+    node.own.accrued_at = last_advance_.value_or(0);
+    for (auto& [user, record] : node.users) record.accrued_at = last_advance_.value_or(0);
+  }
   return {dropped.begin(), dropped.end()};
 }
 

@@ -40,12 +40,18 @@
 // so a constant usage u converges to H = u * half_life / ln 2 (the history term then equals the
 // current-usage term). r ranges over the resources with a positive capacity in the last
 // Advance(); before the first one every share is 0. Half-life 0: H stays 0.
+// Each record computes this lazily, over the time since its usage last changed (equal to the
+// step-by-step accrual up to rounding), so that Advance costs nothing per record. A user of a
+// leaf who holds nothing keeps its record (whose history reads 0 once below one
+// resource-millisecond) until a release or RestoreHistory finds it empty: at most one record
+// per user who ran in the leaf.
 // The history outlives a tree as a model::FairShareHistory (History, RestoreHistory): by queue
 // path and by (leaf path, user), so that a new tree of another policy takes each queue's history
 // by name (docs/scheduling.md, "Fair share").
 // Costs: CheckAdmit, Add and Remove are O(depth x resources in the charge) (a hash lookup of the
 // user per level that tracks users, and of the pipeline); Share O(resources); Before
-// O(depth + resources); Advance and Status O(nodes + users) x resources.
+// O(depth + resources); Advance O(1) (the first one O(nodes + users)); Status and History
+// O(nodes + users) x resources.
 //
 // Not thread-safe. Copyable: the engine copies it to try preemptions.
 
@@ -184,7 +190,8 @@ class QueueTree {
   bool Borrowing(int leaf, std::string_view resource) const;
 
   // Accrues usage into the decayed history up to `now` (no-op if now <= the last call) and
-  // records the cluster capacity shares are fractions of.
+  // records the cluster capacity shares are fractions of. O(1): each record accrues when its
+  // usage next changes or is read (see "Fair share" above).
   void Advance(TimeMs now, const model::ResourceAmounts& capacity);
   // The same, keeping the capacity of the last call that gave one: for accruing at each change
   // of usage, where the capacity is not needed.
@@ -221,9 +228,25 @@ class QueueTree {
   // What one scope holds: a node's subtree, a user within a node, a pipeline.
   struct UsageRecord {
     std::vector<std::int64_t> usage;  // by resource index; an index past the end is 0
-    std::vector<double> history;      // decayed usage in resource-milliseconds, by index
+    // Decayed usage in resource-milliseconds, by index, as of accrued_at. Only the records that
+    // accrue (a node's own, a leaf's users) are brought forward: lazily, when their usage
+    // changes (Apply) and, without being stored, when read (ShareOf, History).
+    std::vector<double> history;
+    TimeMs accrued_at = 0;
     std::int64_t running_jobs = 0;
   };
+  // The decay from `from` to the last Advance(): what a history keeps of itself and what one
+  // unit of usage held throughout adds (keep 1, gain 0 when nothing elapsed).
+  struct Decay {
+    double keep = 1.0;
+    double gain = 0.0;
+  };
+  Decay DecaySince(TimeMs from) const;
+  // `history` of a resource with `usage` held throughout `decay`; below one resource-millisecond
+  // with no usage it is 0 (it no longer matters).
+  static double Decayed(double history, std::int64_t usage, const Decay& decay);
+  // Brings an accruing record's history up to the last Advance() (its usage held since).
+  void Accrue(UsageRecord& record) const;
   struct Node {
     std::string name;
     std::string path;  // names from the configured root down, '/'-separated; "" for node 0
