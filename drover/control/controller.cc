@@ -35,9 +35,9 @@ std::int64_t AttainedGpuMs(const Job& job, TimeMs now) {
 
 Controller::Controller(Options options) : options_(options) {}
 
-void Controller::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now, Step& step,
+void Controller::MoveTo(Job& job, JobState to, std::string cause, TimeMs now, Step& step,
                         std::string_view actor) {
-  model::Transition transition = jobs_.MoveTo(job, to, cause, now);
+  model::Transition transition = jobs_.MoveTo(job, to, std::move(cause), now);
   transition.actor = actor;
   step.transitions.push_back(std::move(transition));
   step.changed.insert(job.id);
@@ -389,8 +389,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
       }
     }
   }
-  sched::CycleOutput cycle =
-      holdings_.RunCycle(policy_, std::move(input), reservation_, jobs_.jobs());
+  sched::CycleOutput cycle = holdings_.RunCycle(policy_, std::move(input), reservation_, jobs_);
 
   // Options::decision_log off: the decisions are made all the same, and dropped here.
   auto log_decision = [&](model::Decision&& decision) {

@@ -347,7 +347,7 @@ class Controller {
   // --- controller.cc: the job table's and the holdings' edits, scheduling passes ---
 
   // Moves `job` to `to` (JobTable::MoveTo), recording the transition, done by `actor`, in `step`.
-  void MoveTo(model::Job& job, model::JobState to, const std::string& cause, TimeMs now, Step& step,
+  void MoveTo(model::Job& job, model::JobState to, std::string cause, TimeMs now, Step& step,
               std::string_view actor = model::kSystemActor);
   // Holds `job`'s current placement with `charge` (Holdings::Hold); gives it back (Unhold),
   // marking capacity freed for the next pass. Both first accrue fair-share usage up to `now`

@@ -136,11 +136,11 @@ void Holdings::Track(JobId id) {
 
 sched::CycleOutput Holdings::RunCycle(const model::Policy& policy, sched::CycleInput input,
                                       const std::optional<sched::Reservation>& reservation,
-                                      const std::map<JobId, Job>& jobs) {
+                                      const JobTable& jobs) {
   input.running = running_;
   sched::CycleOutput cycle = sched::RunPolicyCycle(policy, queues_, cluster_, input, reservation);
   for (const sched::PlacedJob& placed : cycle.placed) {
-    Record(Holding{&jobs.at(placed.placement.job), placed.placement, placed.charge,
+    Record(Holding{&jobs.Get(placed.placement.job), placed.placement, placed.charge,
                    /*allocated=*/true});
   }
   return cycle;

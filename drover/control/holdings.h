@@ -17,8 +17,9 @@
 // run by RunCycle, whose placements are recorded as holdings before it returns), so they cannot
 // drift from the holdings.
 //
-// Held jobs are borrowed: each must outlive its holding (the controller's JobTable never
-// removes a job). Not thread-safe: the Controller that owns it serializes calls.
+// Held jobs are borrowed: each must outlive its holding (the controller's JobTable removes
+// only finished jobs, which hold nothing). Not thread-safe: the Controller that owns it
+// serializes calls.
 
 #include <cstddef>
 #include <map>
@@ -29,6 +30,7 @@
 
 #include "drover/common/clock.h"
 #include "drover/common/ids.h"
+#include "drover/control/job_table.h"
 #include "drover/model/fair_share.h"
 #include "drover/model/job.h"
 #include "drover/model/node.h"
@@ -90,7 +92,7 @@ class Holdings {
   // records the placement.
   sched::CycleOutput RunCycle(const model::Policy& policy, sched::CycleInput input,
                               const std::optional<sched::Reservation>& reservation,
-                              const std::map<JobId, model::Job>& jobs);
+                              const JobTable& jobs);
 
   // Adds or updates a node, then retries the allocation of every unallocated holding, in id
   // order.

@@ -218,13 +218,14 @@ TEST_F(HoldingsTest, SetQueuesChargesEveryHoldingAgainOrNotAtAllWhenItsQueueIsGo
 
 TEST_F(HoldingsTest, RunCycleHoldsWhatItPlaces) {
   const Snapshot before = Take(holdings_);
-  std::map<JobId, Job> jobs;
-  Job& job = jobs[JobId(1)];
-  job.id = JobId(1);
-  job.state = JobState::kReady;
-  job.spec = sched::testing::MakeJob(4);
-  job.spec.queue = "team";
-  job.attempts.emplace_back().number = 1;
+  JobTable jobs;
+  Job added;
+  added.id = JobId(1);
+  added.state = JobState::kReady;
+  added.spec = sched::testing::MakeJob(4);
+  added.spec.queue = "team";
+  added.attempts.emplace_back().number = 1;
+  const Job& job = jobs.Add(std::move(added));
   sched::CycleInput input;
   input.now = 1;
   input.pending.push_back(sched::PendingJob{job.id, 0, 0, &job.spec, false});

@@ -66,10 +66,11 @@ JobTable::Backlog JobTable::BacklogIn(const std::map<std::string, Backlog>& back
   return it == backlogs.end() ? Backlog{} : it->second;
 }
 
-model::Transition JobTable::MoveTo(Job& job, JobState to, const std::string& cause, TimeMs now) {
+model::Transition JobTable::MoveTo(Job& job, JobState to, std::string cause, TimeMs now) {
   DROVER_CHECK(model::IsAllowedTransition(job.state, to));
   const model::Attempt* attempt = job.current_attempt();
-  model::Transition transition{job.id, attempt ? attempt->number : 0, job.state, to, now, cause};
+  model::Transition transition{job.id,          attempt ? attempt->number : 0, job.state, to, now,
+                               std::move(cause)};
   if (std::set<JobId>* index = IndexOf(job.state)) index->erase(job.id);
   if (job.state == JobState::kReady) untried_.erase(job.id);
   if (to != JobState::kStarting && to != JobState::kRunning) publishing_.erase(job.id);

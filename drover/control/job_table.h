@@ -52,8 +52,7 @@ class JobTable {
   // (DROVER_CHECK; model::IsAllowedTransition), keeping the indexes; a terminal state sets
   // job.finished_at to `now`. Returns the transition to record (the current attempt's number, 0
   // without one).
-  model::Transition MoveTo(model::Job& job, model::JobState to, const std::string& cause,
-                           TimeMs now);
+  model::Transition MoveTo(model::Job& job, model::JobState to, std::string cause, TimeMs now);
 
   // Removes finished job `id` (a terminal state; DROVER_CHECK), which no index holds; its id is
   // not reused (next_id() is unchanged). References to it become dangling.
