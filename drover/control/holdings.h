@@ -147,7 +147,7 @@ class Holdings {
   std::unordered_map<JobId, Holding> held_;
   // One entry per held job (Holding::running_pos), so that a pass does not rebuild it.
   std::vector<sched::RunningJob> running_;
-  // Parallel to running_: the holding of each entry (map nodes do not move), so that a
+  // Parallel to running_: the holding of each entry (hash nodes do not move), so that a
   // swap-remove re-points the moved entry's holding without a lookup.
   std::vector<Holding*> running_holdings_;
 };
