@@ -647,11 +647,14 @@ void QueueTree::Advance(TimeMs now) {
   if (last_advance_ && now <= *last_advance_) return;
   const bool first = !last_advance_;
   last_advance_ = now;
-  if (!first) return;
   // Before the first call nothing accrued: every record's history starts here.
+  if (first) MarkAccruedAt(now);
+}
+
+void QueueTree::MarkAccruedAt(TimeMs at) {
   for (Node& node : nodes_) {
-    node.own.accrued_at = now;
-    for (auto& [user, record] : node.users) record.accrued_at = now;
+    node.own.accrued_at = at;
+    for (auto& [user, record] : node.users) record.accrued_at = at;
   }
 }
 
@@ -762,10 +765,7 @@ std::vector<std::string> QueueTree::RestoreHistory(const model::FairShareHistory
   }
   last_advance_ = history.advanced_at;
   // The restored history is as of advanced_at; the current usage accrues from there.
-  for (Node& node : nodes_) {
-    node.own.accrued_at = last_advance_.value_or(0);
-    for (auto& [user, record] : node.users) record.accrued_at = last_advance_.value_or(0);
-  }
+  MarkAccruedAt(last_advance_.value_or(0));
   return {dropped.begin(), dropped.end()};
 }
 

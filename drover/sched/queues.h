@@ -247,6 +247,8 @@ class QueueTree {
   static double Decayed(double history, std::int64_t usage, const Decay& decay);
   // Brings an accruing record's history up to the last Advance() (its usage held since).
   void Accrue(UsageRecord& record) const;
+  // Takes every record's history as accrued up to `at` (the first Advance, RestoreHistory).
+  void MarkAccruedAt(TimeMs at);
   struct Node {
     std::string name;
     std::string path;  // names from the configured root down, '/'-separated; "" for node 0
