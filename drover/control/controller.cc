@@ -150,20 +150,19 @@ Result<SubmitResult> Controller::Submit(std::vector<model::JobSpec> specs,
   }
   SubmitResult result;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    Job job;
-    job.id = JobId(first_id + static_cast<std::int64_t>(i));
-    job.spec = std::move(specs[i]);
-    const std::string& identity = owner.empty() ? job.spec.owner : owner;
-    job.run_as = model::UnixAccountFor(policy_, identity);
-    job.may_run_as_root = model::MayRunAsRoot(policy_, identity) ||
-                          (!identity.empty() && identity == options_.server_user);
-    job.dependencies = std::move(dependencies[i]);
-    job.submission_key = submission_key;
-    if (!submission_key.empty()) job.submission_hash = request_digest;
-    if (pipeline) job.pipeline_run = JobId(first_id);
-    job.created_at = now;
-    job.state = JobState::kPending;
-    Job& stored = jobs_.Add(std::move(job));
+    Job& stored = jobs_.Emplace(JobId(first_id + static_cast<std::int64_t>(i)), [&](Job& job) {
+      job.spec = std::move(specs[i]);
+      const std::string& identity = owner.empty() ? job.spec.owner : owner;
+      job.run_as = model::UnixAccountFor(policy_, identity);
+      job.may_run_as_root = model::MayRunAsRoot(policy_, identity) ||
+                            (!identity.empty() && identity == options_.server_user);
+      job.dependencies = std::move(dependencies[i]);
+      job.submission_key = submission_key;
+      if (!submission_key.empty()) job.submission_hash = request_digest;
+      if (pipeline) job.pipeline_run = JobId(first_id);
+      job.created_at = now;
+      job.state = JobState::kPending;
+    });
     const std::string& submitter = owner.empty() ? stored.spec.owner : owner;
     MoveTo(stored, JobState::kPending, "submitted", now, step,
            submitter.empty() ? model::kSystemActor : std::string_view(submitter));
@@ -404,7 +403,7 @@ void Controller::PlaceReadyJobs(TimeMs now, Step& step) {
       HandOff(job, executor, now, step);
       placed.decision.summary += fmt::format(" ({})", model::ExecutorKindName(executor.kind));
     } else {
-      Launch(job, placed.placement, now, step);
+      Launch(job, std::move(placed.placement), now, step);
     }
     holdings_.Track(job.id);  // the attempt now records its placement
     placed.decision.attempt = job.current_attempt()->number;

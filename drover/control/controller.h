@@ -24,6 +24,7 @@
 // earlier submissions), controller_verbs.cc (a user's hold, release, update and requeue) and
 // controller_nodes.cc (operators' node lifecycle: cordon, drain, maintenance).
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -96,9 +97,33 @@ struct Options {
   std::string server_user;
 };
 
+// The jobs a step changed: appended as they change (a job changes several times in one step),
+// deduplicated when read. A vector rather than a set: a job's transitions cost no allocation
+// each, which the simulator's million-job replays feel (docs/benchmarks.md).
+class ChangedJobs {
+ public:
+  void insert(JobId id) {
+    if (ids_.empty() || ids_.back() != id) ids_.push_back(id);
+  }
+  bool empty() const { return ids_.empty(); }
+  void clear() { ids_.clear(); }
+  bool contains(JobId id) const { return std::find(ids_.begin(), ids_.end(), id) != ids_.end(); }
+  // Each changed job once, ascending.
+  std::vector<JobId> Sorted() const {
+    std::vector<JobId> sorted = ids_;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    return sorted;
+  }
+  std::size_t size() const { return Sorted().size(); }
+
+ private:
+  std::vector<JobId> ids_;  // in the order of their changes, repeats allowed
+};
+
 // The output of one controller call.
 struct Step {
-  std::set<JobId> changed;                     // jobs whose snapshot must be persisted
+  ChangedJobs changed;                         // jobs whose snapshot must be persisted
   std::vector<model::Transition> transitions;  // to append, in order
   std::vector<Effect> effects;                 // to carry out after persisting
   std::vector<model::Decision> decisions;      // to append to the decision log
@@ -376,7 +401,8 @@ class Controller {
   // only a running job reports `reports`.
   Result<model::Job*> FindRunning(JobId id, std::string_view reports);
   void StartAttempt(model::Job& job, TimeMs ready_at, Step& step);
-  void Launch(model::Job& job, const sched::Placement& placement, TimeMs now, Step& step);
+  // Records `placement` (its workers' nodes and GPUs are moved into the attempt) and launches.
+  void Launch(model::Job& job, sched::Placement&& placement, TimeMs now, Step& step);
   // Emits the stop of every live worker of the current attempt: StopWorker per worker, or one
   // CancelExternal for an attempt under an external executor.
   void StopWorkers(const model::Job& job, bool preempt, const std::string& reason,

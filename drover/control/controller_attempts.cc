@@ -69,16 +69,17 @@ void Controller::StartAttempt(Job& job, TimeMs ready_at, Step& step) {
   step.changed.insert(job.id);
 }
 
-void Controller::Launch(Job& job, const sched::Placement& placement, TimeMs now, Step& step) {
+void Controller::Launch(Job& job, sched::Placement&& placement, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
   attempt.dequeued_at = attempt.admitted_at = now;
   MoveTo(job, JobState::kAdmitted, "dequeued", now, step);
   attempt.workers.clear();
-  for (const sched::WorkerAssignment& assignment : placement.workers) {
+  attempt.workers.reserve(placement.workers.size());
+  for (sched::WorkerAssignment& assignment : placement.workers) {
     Worker worker;
     worker.rank = assignment.rank;
-    worker.node = assignment.node;
-    worker.gpus = assignment.gpus;
+    worker.node = std::move(assignment.node);
+    worker.gpus = std::move(assignment.gpus);
     attempt.workers.push_back(std::move(worker));
   }
   attempt.placed_at = now;

@@ -33,6 +33,20 @@ class ControllerTest : public testing::ControllerFixture {
   }
 };
 
+TEST(ChangedJobs, ReadsEachChangedJobOnceInIdOrder) {
+  ChangedJobs changed;
+  EXPECT_TRUE(changed.empty());
+  for (int id : {7, 3, 3, 7, 5, 3}) changed.insert(JobId(id));
+  EXPECT_FALSE(changed.empty());
+  EXPECT_THAT(changed.Sorted(), ::testing::ElementsAre(JobId(3), JobId(5), JobId(7)));
+  EXPECT_EQ(changed.size(), 3u);
+  EXPECT_TRUE(changed.contains(JobId(5)));
+  EXPECT_FALSE(changed.contains(JobId(4)));
+  changed.clear();
+  EXPECT_TRUE(changed.empty());
+  EXPECT_TRUE(changed.Sorted().empty());
+}
+
 TEST_F(ControllerTest, RunsAJobThroughEveryLifecycleStateWithTimestamps) {
   JobId id = Submit({Spec("train", 1)})[0];
   Step scheduled = Schedule(kT0 + 5);

@@ -26,14 +26,19 @@ std::set<JobId>* JobTable::IndexOf(JobState state) {
 Job& JobTable::Add(Job&& job) {
   const JobId id = job.id;
   DROVER_CHECK(!by_id_.contains(id));
+  return Index(jobs_.emplace_hint(jobs_.end(), id, std::move(job)));
+}
+
+Job& JobTable::Index(std::map<JobId, Job>::iterator stored) {
+  Job& job = stored->second;
+  const JobId id = job.id;
   next_id_ = std::max(next_id_, id.value() + 1);
   if (!job.submission_key.empty()) submissions_[job.submission_key].push_back(id);
   if (std::set<JobId>* index = IndexOf(job.state)) index->insert(id);
   if (job.state == JobState::kReady) untried_.insert(id);
   CountBacklog(job.spec, Backlog{}, BacklogCount(job.state));
-  auto stored = jobs_.emplace_hint(jobs_.end(), id, std::move(job));
   by_id_.emplace(id, stored);
-  return stored->second;
+  return job;
 }
 
 void JobTable::Remove(JobId id) {
@@ -60,7 +65,7 @@ void JobTable::CountBacklog(const model::JobSpec& spec, Backlog before, Backlog 
   }
 }
 
-JobTable::Backlog JobTable::BacklogIn(const std::map<std::string, Backlog>& backlogs,
+JobTable::Backlog JobTable::BacklogIn(const std::unordered_map<std::string, Backlog>& backlogs,
                                       const std::string& key) {
   auto it = backlogs.find(key);
   return it == backlogs.end() ? Backlog{} : it->second;
@@ -71,12 +76,15 @@ model::Transition JobTable::MoveTo(Job& job, JobState to, std::string cause, Tim
   const model::Attempt* attempt = job.current_attempt();
   model::Transition transition{job.id,          attempt ? attempt->number : 0, job.state, to, now,
                                std::move(cause)};
-  if (std::set<JobId>* index = IndexOf(job.state)) index->erase(job.id);
-  if (job.state == JobState::kReady) untried_.erase(job.id);
+  // A move within one index (pending -> pending at submission) leaves it as it is.
+  std::set<JobId>* const from_index = IndexOf(job.state);
+  std::set<JobId>* const to_index = IndexOf(to);
+  if (from_index != to_index && from_index != nullptr) from_index->erase(job.id);
+  if (job.state == JobState::kReady && to != JobState::kReady) untried_.erase(job.id);
   if (to != JobState::kStarting && to != JobState::kRunning) publishing_.erase(job.id);
   CountBacklog(job.spec, BacklogCount(job.state), BacklogCount(to));
   job.state = to;
-  if (std::set<JobId>* index = IndexOf(to)) index->insert(job.id);
+  if (from_index != to_index && to_index != nullptr) to_index->insert(job.id);
   if (to == JobState::kReady) untried_.insert(job.id);
   if (model::IsTerminal(to)) job.finished_at = now;
   return transition;

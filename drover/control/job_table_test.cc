@@ -63,6 +63,32 @@ TEST(JobTable, AddIndexesAJobByItsStateAndSubmissionKeyAndAdvancesTheNextId) {
   ExpectIndexesMatchStates(table);
 }
 
+TEST(JobTable, EmplaceBuildsAJobInPlaceAndIndexesItAsAddDoes) {
+  JobTable table;
+  Job& job = table.Emplace(JobId(5), [](Job& built) {
+    built.state = JobState::kReady;
+    built.submission_key = "key";
+    built.spec.owner = "ana";
+  });
+  EXPECT_EQ(job.id, JobId(5));
+  EXPECT_EQ(&table.Get(JobId(5)), &job);
+  EXPECT_EQ(table.next_id(), 6);
+  EXPECT_EQ(table.untried(), std::set<JobId>{JobId(5)});
+  ASSERT_NE(table.Submission("key"), nullptr);
+  EXPECT_EQ(*table.Submission("key"), std::vector<JobId>{JobId(5)});
+  EXPECT_EQ(table.OwnerBacklog("ana").unstarted, 1);
+  ExpectIndexesMatchStates(table);
+}
+
+TEST(JobTable, AMoveWithinOnePendingIndexKeepsTheJobThere) {
+  JobTable table;
+  Job& job = table.Add(MakeJob(1));
+  table.MoveTo(job, JobState::kPending, "submitted", 5);
+  EXPECT_EQ(table.pending(), std::set<JobId>{JobId(1)});
+  EXPECT_EQ(table.OwnerBacklog("").unfinished, 1);
+  ExpectIndexesMatchStates(table);
+}
+
 TEST(JobTable, MoveToReturnsTheTransitionAndStampsTheEndOfATerminalState) {
   JobTable table;
   Job& job = table.Add(MakeJob(1));

@@ -72,6 +72,7 @@ LifecycleSplit ComputeSplit(const Job& job, TimeMs now) {
 
 std::vector<AttemptCost> ComputeAttemptCosts(const Job& job, TimeMs now) {
   std::vector<AttemptCost> costs;
+  costs.reserve(job.attempts.size());
   for (std::size_t i = 0; i < job.attempts.size(); ++i) {
     const Attempt& attempt = job.attempts[i];
     AttemptCost cost;

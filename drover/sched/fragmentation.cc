@@ -44,14 +44,16 @@ bool FragmentationCache::Accepts(const WorkloadMix::Shape& shape, int model_id) 
 }
 
 int FragmentationCache::DemandId(const std::string& key) {
-  if (demand_ids_.size() >= kMostDemands && !demand_ids_.contains(key)) {
+  // Looked up before any insertion: emplace would build (allocate) a node for a key it has.
+  if (auto it = demand_ids_.find(key); it != demand_ids_.end()) return it->second;
+  if (demand_ids_.size() >= kMostDemands) {
     demand_ids_.clear();
     fits_.clear();
     fit_count_ = 0;
   }
-  auto [it, inserted] = demand_ids_.emplace(key, static_cast<int>(fits_.size()));
-  if (inserted) fits_.emplace_back();
-  return it->second;
+  demand_ids_.emplace(key, static_cast<int>(fits_.size()));
+  fits_.emplace_back();
+  return static_cast<int>(fits_.size()) - 1;
 }
 
 std::vector<FragmentationCache::Fit>& FragmentationCache::Fits(int demand_id, std::size_t nodes) {

@@ -140,6 +140,18 @@ class FragmentationCache {
   // until the next call.
   std::vector<Fit>& Fits(int demand_id, std::size_t nodes);
 
+  // Buffers for the node scorer that reads this cache (ScoredPlanner, one at a time): nothing
+  // carries over from one use to the next, each overwrites them. Kept here, with the memo the
+  // scorer reads at every placement, so that scoring a node allocates nothing once they have
+  // grown (a million placements allocated five each).
+  struct Scratch {
+    std::string demand_key;
+    std::vector<int> taken;
+    std::vector<int> gpus;
+    std::vector<std::int64_t> signature;
+  };
+  Scratch& scratch() { return scratch_; }
+
  private:
   double Compute(const std::vector<std::int64_t>& signature, const WorkloadMix& mix) const;
   bool Accepts(const WorkloadMix::Shape& shape, int model_id) const;
@@ -161,6 +173,7 @@ class FragmentationCache {
   std::unordered_map<std::string, int> demand_ids_;
   std::vector<std::vector<Fit>> fits_;  // by DemandId, then node position
   std::size_t fit_count_ = 0;           // the sizes of fits_ summed
+  Scratch scratch_;
 };
 
 // The FragmentationCaches of one ClusterState (ClusterState::Impl::fragmentation_caches), one

@@ -40,7 +40,8 @@ class ScoredPlanner {
       memo_ = &fragmentation_.cache();  // the lent cache, else the cluster's for the mix
     }
     if (memo_ != nullptr) {
-      std::string kind = options.demand_key ? *options.demand_key : DemandKey(filter, spec);
+      std::string& kind = memo_->scratch().demand_key;
+      kind = options.demand_key ? *options.demand_key : DemandKey(filter, spec);
       kind += "/scoring=";
       kind += model::ScoringName(options.scoring);
       fits_ = &memo_->Fits(memo_->DemandId(kind), impl.nodes.size());
@@ -348,21 +349,24 @@ class ScoredPlanner {
   // on the GPU that grows it least (ties: the lowest position), which `gpu` receives.
   double Growth(int pos, double before, int& gpu) {
     const std::size_t n = impl_.nodes[pos].gpus.size();
-    taken_.assign(n, 0);
+    FragmentationCache::Scratch& scratch = fragmentation_.cache().scratch();
+    std::vector<int>& taken = scratch.taken;
+    std::vector<std::int64_t>& signature = scratch.signature;
+    taken.assign(n, 0);
     if (!filter_.shares()) {
-      WholeGpusInOrder(impl_, pos, filter_, demand_.gpus, gpus_);
-      for (int i : gpus_) taken_[i] = kShareMillisPerGpu;
-      SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
-      return fragmentation_.Value(signature_) - before;
+      WholeGpusInOrder(impl_, pos, filter_, demand_.gpus, scratch.gpus);
+      for (int i : scratch.gpus) taken[i] = kShareMillisPerGpu;
+      SignatureAfter(impl_, pos, demand_.cpu, taken, fragmentation_.cache(), signature);
+      return fragmentation_.Value(signature) - before;
     }
     double best = 0.0;
     gpu = -1;
     for (std::size_t i = 0; i < n; ++i) {
       if (HostFree(pos, i) < 0) continue;
-      taken_[i] = demand_.share_millis;
-      SignatureAfter(impl_, pos, demand_.cpu, taken_, fragmentation_.cache(), signature_);
-      taken_[i] = 0;
-      const double delta = fragmentation_.Value(signature_) - before;
+      taken[i] = demand_.share_millis;
+      SignatureAfter(impl_, pos, demand_.cpu, taken, fragmentation_.cache(), signature);
+      taken[i] = 0;
+      const double delta = fragmentation_.Value(signature) - before;
       if (gpu < 0 || delta < best - kDeltaEpsilon) {
         best = delta;
         gpu = static_cast<int>(i);
@@ -389,9 +393,6 @@ class ScoredPlanner {
   double best_score_ = 0.0;
   double best_fill_ = 0.0;
   int ties_ = 0;
-  std::vector<int> taken_;
-  std::vector<int> gpus_;
-  std::vector<std::int64_t> signature_;
 };
 
 }  // namespace

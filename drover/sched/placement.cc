@@ -107,7 +107,9 @@ void Commit(ClusterImpl& impl, const PlannedGang& gang, const model::JobSpec& sp
 
 std::string DemandKey(const StaticFilter& filter, const model::JobSpec& spec) {
   const Demand demand = PerWorker(spec);
-  std::string key = filter.key;
+  std::string key;
+  key.reserve(filter.key.size() + 96);  // the numbers and separators below: one allocation
+  key += filter.key;
   key += '\x1d';
   for (const std::string& model : spec.requirements.gpu_models) {
     key += model;

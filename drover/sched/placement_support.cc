@@ -83,22 +83,45 @@ std::vector<int> ChooseWholeGpus(const ClusterImpl& impl, const StaticFilter& fi
   if (count <= 0) return chosen;
   const model::Node& node = impl.nodes[pos];
   const NodeState& state = impl.states[pos];
-  // Free matching GPUs as (group, index), sorted: each group is a run, indices ascending.
-  std::vector<std::pair<const std::string*, int>> free;
-  free.reserve(node.gpus.size());
   const bool mig = state.mig_gpus;
   const bool shares = !state.shares.empty();
-  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+  auto usable = [&](std::size_t i) {
     const model::Gpu& gpu = node.gpus[i];
     // ClusterState::Impl::WholeFree, with the node's lookups hoisted.
     if (state.GpuUsed(gpu.index) || (mig && gpu.sharing == model::GpuSharing::kMig) ||
         (shares && state.FindShare(gpu.index) != nullptr) ||
         (!taken.empty() && std::find(taken.begin(), taken.end(), gpu.index) != taken.end())) {
-      continue;
+      return false;
     }
-    if (!filter.GpuMatches(state.gpu_models_lower[i], gpu.memory_bytes)) continue;
-    free.emplace_back(&gpu.topology_group, gpu.index);
+    return filter.GpuMatches(state.gpu_models_lower[i], gpu.memory_bytes);
+  };
+  // The usual node: every usable GPU in one topology group, the one run below; its lowest
+  // indices are the choice, found without pairing each GPU with its group.
+  chosen.reserve(node.gpus.size());
+  const std::string* group = nullptr;
+  bool one_group = true;
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    if (!usable(i)) continue;
+    const model::Gpu& gpu = node.gpus[i];
+    if (group == nullptr) {
+      group = &gpu.topology_group;
+    } else if (one_group && gpu.topology_group != *group) {
+      one_group = false;
+    }
+    chosen.push_back(gpu.index);
   }
+  if (one_group) {
+    std::sort(chosen.begin(), chosen.end());
+    chosen.resize(std::min<std::size_t>(chosen.size(), count));
+    return chosen;
+  }
+  // Free matching GPUs as (group, index), sorted: each group is a run, indices ascending.
+  std::vector<std::pair<const std::string*, int>> free;
+  free.reserve(chosen.size());
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    if (usable(i)) free.emplace_back(&node.gpus[i].topology_group, node.gpus[i].index);
+  }
+  chosen.clear();
   std::sort(free.begin(), free.end(), [](const auto& a, const auto& b) {
     if (*a.first != *b.first) return *a.first < *b.first;
     return a.second < b.second;
@@ -122,7 +145,7 @@ std::vector<int> ChooseWholeGpus(const ClusterImpl& impl, const StaticFilter& fi
     for (int i = 0; i < count; ++i) chosen.push_back(free[best_begin + i].second);
     return chosen;
   }
-  for (const auto& [group, index] : free) chosen.push_back(index);
+  for (const auto& [gpu_group, index] : free) chosen.push_back(index);
   std::sort(chosen.begin(), chosen.end());
   chosen.resize(std::min<std::size_t>(chosen.size(), count));
   return chosen;

@@ -506,6 +506,7 @@ AdmitVerdict QueueTree::CheckAdmit(const Charge& charge) const {
 AdmitVerdict QueueTree::CheckAdmit(int leaf, const model::JobSpec& spec,
                                    std::string_view gpu_model) const {
   DenseAmounts amounts;
+  amounts.reserve(4);  // cpu, gpu, gpu:MODEL, memory: one allocation, not one per doubling
   ForEachChargeAmount(spec, gpu_model, [&](const std::string& resource, std::int64_t amount) {
     auto it = resource_index_.find(resource);
     if (it != resource_index_.end()) amounts.emplace_back(it->second, amount);

@@ -579,7 +579,7 @@ Status ControlPlane::Commit(control::Step& step) {
   if (step.empty()) return OkStatus();
   if (store_failed_) return Unavailable("the store failed; this control plane has stopped");
   store::Batch batch;
-  for (JobId id : step.changed) batch.jobs.push_back(*controller_.Find(id));
+  for (JobId id : step.changed.Sorted()) batch.jobs.push_back(*controller_.Find(id));
   for (const NodeId& node : step.nodes_changed) {
     batch.nodes.push_back(store::NodeAdminRecord{node, controller_.NodeAdminOf(node)});
   }

@@ -15,16 +15,23 @@ double Round(double value, int decimals) {
 Summary Summarize(std::vector<double>& values) {
   Summary summary;
   if (values.empty()) return summary;
-  std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
+  summary.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(n);
+  // Each percentile is one order statistic: selected, largest rank first, each selection
+  // narrowing the range of the next (no full sort: a million values cost a fifth of a second).
   auto rank = [&](double percent) {
     const auto k = static_cast<std::size_t>(std::ceil(percent / 100.0 * static_cast<double>(n)));
-    return values[std::clamp<std::size_t>(k, 1, n) - 1];
+    return std::clamp<std::size_t>(k, 1, n) - 1;
   };
-  summary.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(n);
-  summary.p50 = rank(50);
-  summary.p95 = rank(95);
-  summary.p99 = rank(99);
+  auto select = [&](std::size_t at, std::size_t end) {
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(at),
+                     values.begin() + static_cast<std::ptrdiff_t>(end));
+    return values[at];
+  };
+  const std::size_t k99 = rank(99), k95 = rank(95), k50 = rank(50);
+  summary.p99 = select(k99, n);
+  summary.p95 = select(k95, k99 + 1);
+  summary.p50 = select(k50, k95 + 1);
   return summary;
 }
 
