@@ -18,7 +18,8 @@ Summary Summarize(std::vector<double>& values) {
   const std::size_t n = values.size();
   summary.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(n);
   // Each percentile is one order statistic: selected, largest rank first, each selection
-  // narrowing the range of the next (no full sort: a million values cost a fifth of a second).
+  // narrowing the range of the next. No full sort: a replay summarizes four values per job, and
+  // sorting them cost 0.37 G instructions at 250,000 jobs (callgrind), n log n beyond.
   auto rank = [&](double percent) {
     const auto k = static_cast<std::size_t>(std::ceil(percent / 100.0 * static_cast<double>(n)));
     return std::clamp<std::size_t>(k, 1, n) - 1;
