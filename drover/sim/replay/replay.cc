@@ -79,7 +79,7 @@ struct Later {
 // are pushed at (a worker's start, `startup_delay` after its launch; a stop, at once) come in
 // that order already, since the replay's clock never goes back: each kind waits in a FIFO lane
 // and skips the heap, whose sifts through a hundred thousand events miss the cache at every level
-// (two of a job's three events are such).
+// (every worker's start is such; the heap keeps work ends, time limits, checkpoints and passes).
 class EventQueue {
  public:
   // Lanes: kAny (any time: the heap), and one per fixed delay.
