@@ -28,9 +28,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <new>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +42,7 @@
 #include "drover/sched/cluster_state.h"
 #include "drover/sched/fragmentation.h"
 #include "drover/sched/maintenance.h"
+#include "drover/sched/sorted_blocks.h"
 
 namespace drover::sched::internal {
 
@@ -190,7 +189,7 @@ struct Index {
   StaticFilter filter;
   std::vector<char> member;          // by node position
   std::vector<char> all_gpus_match;  // by position: every exclusive GPU passes the filter
-  std::set<NodeKey> keys;
+  SortedBlocks<NodeKey> keys;
   std::uint64_t last_used = 0;
   // Caches for the gang planner, at most kMaxDomainTables (least recently used replaced);
   // dropped whenever a node's description changes (Reindex). Mutable: a cache of a const
@@ -329,31 +328,18 @@ struct ClusterState::Impl {
 
 template <typename Change>
 void ClusterState::Impl::UpdateFree(int pos, Change&& change) {
-  // Node handles keep the set nodes: a key moves without freeing and allocating. The slots are
-  // left uninitialized (this runs for every allocation change; zeroing kMaxIndexes handles
-  // would cost more than the usual one or two moves).
-  using Handle = std::set<internal::NodeKey>::node_type;
-  union Slot {
-    Slot() {}
-    ~Slot() {}
-    Handle handle;
-  };
-  Slot slots[ClusterState::kMaxIndexes];
+  // The node's key leaves each index it is a member of before the change and comes back, with
+  // what is free after it, once the change is made.
   internal::Index* owners[ClusterState::kMaxIndexes];
   std::size_t moved = 0;
   for (const auto& index : indexes) {
     if (pos < static_cast<int>(index->member.size()) && index->member[pos]) {
-      owners[moved] = index.get();
-      new (&slots[moved++].handle) Handle(index->keys.extract(KeyOf(pos, index->filter)));
+      owners[moved++] = index.get();
+      index->keys.erase(KeyOf(pos, index->filter));
     }
   }
   change();
-  for (std::size_t i = 0; i < moved; ++i) {
-    Handle& handle = slots[i].handle;
-    handle.value() = KeyOf(pos, owners[i]->filter);
-    owners[i]->keys.insert(std::move(handle));
-    handle.~Handle();
-  }
+  for (std::size_t i = 0; i < moved; ++i) owners[i]->keys.insert(KeyOf(pos, owners[i]->filter));
 }
 
 namespace internal {

@@ -344,7 +344,7 @@ Index& ClusterState::Impl::GetOrBuildIndex(const StaticFilter& filter) {
     if (!StaticEligible(pos, filter)) continue;
     index->member[pos] = 1;
     index->all_gpus_match[pos] = AllGpusMatch(pos, filter) ? 1 : 0;
-    index->keys.insert(index->keys.end(), KeyOf(pos, filter));
+    index->keys.insert(KeyOf(pos, filter));
     CountMember(*index, pos, 1);
   }
   Index& ref = *index;

@@ -414,7 +414,7 @@ class Planner {
   // Spread or FGD through the index (no label preferences; binpack has BestFitIndexed). Nodes
   // this plan already uses are evaluated apart, with their planned workers taken off.
   Cand ChooseWholeIndexed(int k) {
-    const std::set<NodeKey>& keys = index_->keys;
+    const SortedBlocks<NodeKey>& keys = index_->keys;
     const int last_tier = filter_.needs_gpus ? 0 : 1;
     const int g = ClampToInt(std::int64_t{k} * demand_.gpus);
     const std::int64_t c = k * demand_.cpu;
@@ -551,7 +551,7 @@ class Planner {
   // keys with too little memory and nodes whose free GPUs do not all pass the GPU filter are
   // stepped over.
   int BestFitIndexed(int g, std::int64_t c, std::int64_t m) const {
-    const std::set<NodeKey>& keys = index_->keys;
+    const SortedBlocks<NodeKey>& keys = index_->keys;
     const int last_tier = filter_.needs_gpus ? 0 : 1;
     for (int tier = 0; tier <= last_tier; ++tier) {
       auto it = keys.lower_bound(NodeKey{tier, g, c, m, NodeKey::kLowestRank, 0});

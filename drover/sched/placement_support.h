@@ -7,7 +7,6 @@
 #include <climits>
 #include <cstdint>
 #include <limits>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -51,7 +50,7 @@ int LabelScore(const ClusterImpl& impl, int pos, const model::JobSpec& spec);
 template <typename Visit>
 void WalkIndex(const StaticFilter& filter, const Index& index, const Demand& demand,
                const std::vector<char>* excluded, Visit&& visit) {
-  const std::set<NodeKey>& keys = index.keys;
+  const SortedBlocks<NodeKey>& keys = index.keys;
   const int last_tier = filter.needs_gpus ? 0 : 1;
   for (int tier = 0; tier <= last_tier; ++tier) {
     auto it = keys.lower_bound(
