@@ -245,6 +245,9 @@ struct ClusterState::Impl {
 
   // Position of a node, or -1.
   int Find(const std::string& name) const;
+  // Position of `worker`'s node, or -1: its position_hint when the node there has its name, else
+  // by name (Find).
+  int Find(const WorkerAssignment& worker) const;
   // By node position: 1 for each of `names` that is a node here, 0 elsewhere (a
   // PlanOptions::excluded mask).
   std::vector<char> MaskOf(const std::vector<NodeId>& names) const;

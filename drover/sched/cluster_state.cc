@@ -173,6 +173,14 @@ int ClusterState::Impl::Find(const std::string& name) const {
   return it == position_by_name.end() ? -1 : it->second;
 }
 
+int ClusterState::Impl::Find(const WorkerAssignment& worker) const {
+  const int hint = worker.position_hint;
+  if (hint >= 0 && hint < static_cast<int>(nodes.size()) && nodes[hint].name == worker.node) {
+    return hint;
+  }
+  return Find(worker.node.value());
+}
+
 std::vector<char> ClusterState::Impl::MaskOf(const std::vector<NodeId>& names) const {
   std::vector<char> mask(nodes.size(), 0);
   for (const NodeId& name : names) {
@@ -631,7 +639,7 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
   };
   std::map<int, NodeDemand> demand;
   for (const WorkerAssignment& worker : placement.workers) {
-    int pos = impl.Find(worker.node.value());
+    int pos = impl.Find(worker);
     if (pos < 0) {
       return FailedPrecondition(
           fmt::format("job {}: node {} is unknown", job, worker.node.value()));
@@ -731,7 +739,7 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
   if (!shared) {
     for (const WorkerAssignment& worker : placement.workers) {
       if (worker.gpus.empty()) continue;
-      ++impl.states[impl.Find(worker.node.value())]
+      ++impl.states[impl.Find(worker)]
             .whole_workers[static_cast<int>(worker.gpus.size())];
     }
   }
@@ -746,7 +754,7 @@ void ClusterState::Release(const Placement& placement, const model::Requirements
   const bool shared = mode == GpuMode::kTimeslice || mode == GpuMode::kMig;
   const internal::ShareAmount share = internal::ShareAmount::From(requirements);
   for (const WorkerAssignment& worker : placement.workers) {
-    int pos = impl.Find(worker.node.value());
+    int pos = impl.Find(worker);
     if (pos < 0) continue;
     impl.Unuse(pos, cpu, memory, worker.gpus, shared ? &share : nullptr);
   }

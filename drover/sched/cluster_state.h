@@ -29,8 +29,14 @@ struct WorkerAssignment {
   int rank = 0;
   NodeId node;
   std::vector<int> gpus;  // GPU indices on `node`, ascending
+  // Where `node` stood among the nodes of the ClusterState that planned this worker, so that
+  // releasing it finds the node without hashing its name; a hint only (checked against the name
+  // at that position, which a removal may have renumbered), -1 when unknown. Not part of ==.
+  int position_hint = -1;
 
-  friend bool operator==(const WorkerAssignment&, const WorkerAssignment&) = default;
+  friend bool operator==(const WorkerAssignment& a, const WorkerAssignment& b) {
+    return a.rank == b.rank && a.node == b.node && a.gpus == b.gpus;
+  }
 };
 
 // Where every worker of a job runs; workers[i].rank == i.

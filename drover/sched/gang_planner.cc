@@ -638,6 +638,7 @@ class Planner {
         WorkerAssignment worker;
         worker.rank = static_cast<int>(gang_.workers.size());
         worker.node = impl_.nodes[pos].name;
+        worker.position_hint = pos;
         worker.gpus = ChooseWholeGpus(impl_, filter_, pos, demand_.gpus, taken);
         DROVER_CHECK(static_cast<int>(worker.gpus.size()) == demand_.gpus);
         if (n > 1) taken.insert(taken.end(), worker.gpus.begin(), worker.gpus.end());
@@ -784,6 +785,7 @@ class Planner {
         WorkerAssignment worker;
         worker.rank = static_cast<int>(gang_.workers.size());
         worker.node = impl_.nodes[pos].name;
+        worker.position_hint = pos;
         worker.gpus = {impl_.nodes[pos].gpus[gpu].index};
         gang_.workers.push_back(std::move(worker));
       }

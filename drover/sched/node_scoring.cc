@@ -92,6 +92,7 @@ class ScoredPlanner {
     WorkerAssignment worker;
     worker.rank = 0;
     worker.node = impl_.nodes[best_].name;
+    worker.position_hint = best_;
     if (filter_.shares()) {
       const int gpu = fgd_ ? best_fit_.gpu : ShareGpu(best_);
       worker.gpus = {impl_.nodes[best_].gpus[gpu].index};
