@@ -3,7 +3,7 @@
 // SortedBlocks: an ordered set of distinct values held as a list of sorted blocks, for the node
 // indexes (cluster_index.h, Index::keys). It answers what the placement walks ask of a std::set
 // (lower_bound, stepping forwards and backwards, begin and end) and moves a value as the
-// allocation changes, but keeps the values in contiguous blocks of at most kMaxBlock: a search
+// allocation changes, but keeps the values in contiguous blocks of at most kMaxBlock values: a search
 // is a binary search over the blocks' last values (one small array) and then inside one block,
 // instead of a descent through a tree node per level, each a likely cache miss on a cluster of
 // thousands of nodes (a std::set over 10,000 keys is 14 levels deep). An insertion or erasure
@@ -23,8 +23,8 @@ namespace drover::sched::internal {
 template <typename T>
 class SortedBlocks {
  public:
-  // A block splits in two past this many values; 128 keys of 32 bytes are 4 KiB.
-  static constexpr std::size_t kMaxBlock = 128;
+  // A block splits in two past this many values (64 NodeKeys: 2 KiB, a short move per change).
+  static constexpr std::size_t kMaxBlock = 64;
 
   class const_iterator {
    public:
