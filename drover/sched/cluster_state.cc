@@ -739,8 +739,7 @@ Status ClusterState::Allocate(const Placement& placement, const model::Requireme
   if (!shared) {
     for (const WorkerAssignment& worker : placement.workers) {
       if (worker.gpus.empty()) continue;
-      ++impl.states[impl.Find(worker)]
-            .whole_workers[static_cast<int>(worker.gpus.size())];
+      ++impl.states[impl.Find(worker)].whole_workers[static_cast<int>(worker.gpus.size())];
     }
   }
   return OkStatus();

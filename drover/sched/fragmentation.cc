@@ -51,9 +51,20 @@ int FragmentationCache::DemandId(const std::string& key) {
     fits_.clear();
     fit_count_ = 0;
   }
-  demand_ids_.emplace(key, static_cast<int>(fits_.size()));
-  fits_.emplace_back();
-  return static_cast<int>(fits_.size()) - 1;
+  const auto id = static_cast<int>(demand_ids_.size());
+  demand_ids_.emplace(key, id);
+  if (static_cast<std::size_t>(id) == fits_.size())
+    fits_.emplace_back();  // else a slot Recycle() reset
+  return id;
+}
+
+void FragmentationCache::Recycle() {
+  memo_.clear();
+  feed_ = Feed{};
+  // Version 0 matches no node (NodeState::version starts at 1), so every entry is recomputed.
+  for (NodeEntry& node : nodes_) node.version = 0;
+  demand_ids_.clear();
+  for (std::vector<Fit>& fits : fits_) std::fill(fits.begin(), fits.end(), Fit{});
 }
 
 std::vector<FragmentationCache::Fit>& FragmentationCache::Fits(int demand_id, std::size_t nodes) {
@@ -79,7 +90,10 @@ FragmentationCache& FragmentationCaches::For(const WorkloadMix& mix) {
   if (entries_.size() >= kMostMixes) {
     auto oldest = std::min_element(entries_.begin(), entries_.end(),
                                    [](const Entry& a, const Entry& b) { return a.used < b.used; });
-    entries_.erase(oldest);
+    oldest->shapes = mix.shapes;
+    oldest->used = tick_;
+    oldest->cache->Recycle();
+    return *oldest->cache;
   }
   entries_.push_back(Entry{mix.shapes, tick_, std::make_unique<FragmentationCache>()});
   return *entries_.back().cache;

@@ -94,6 +94,10 @@ class FragmentationCache {
     fits_.clear();
     fit_count_ = 0;
   }
+  // Forgets what Reset() forgets, for the next mix, but keeps the storage of the fits and of the
+  // node entries (a new cache allocates 40 bytes per node for each kind of request again, and
+  // the system faults those pages in), and the model names (ModelId stays stable).
+  void Recycle();
   // A small number standing for a lower-case GPU model name (stable for this cache's life).
   int ModelId(const std::string& model_lower);
   // One GPU of a node state: its model, whether it is a timeslice GPU (else exclusive) and its
@@ -171,8 +175,10 @@ class FragmentationCache {
   Feed feed_;
   std::vector<NodeEntry> nodes_;
   std::unordered_map<std::string, int> demand_ids_;
-  std::vector<std::vector<Fit>> fits_;  // by DemandId, then node position
-  std::size_t fit_count_ = 0;           // the sizes of fits_ summed
+  // By DemandId, then node position. Slots past demand_ids_.size() are left by Recycle(), reset,
+  // for the next kinds named.
+  std::vector<std::vector<Fit>> fits_;
+  std::size_t fit_count_ = 0;  // the sizes of fits_ summed
   Scratch scratch_;
 };
 
@@ -183,9 +189,10 @@ class FragmentationCache {
 // thread-safe; not copied by ClusterState::Clone (a clone's node versions diverge from these).
 class FragmentationCaches {
  public:
-  // Mixes remembered at once; the least recently used one's cache is dropped beyond.
+  // Mixes remembered at once; beyond, the least recently used one's cache is recycled for the
+  // new mix (FragmentationCache::Recycle).
   static constexpr std::size_t kMostMixes = 8;
-  // The cache bound to `mix`: the one kept for an equal mix, else a new empty one.
+  // The cache bound to `mix`: the one kept for an equal mix, else an empty one.
   FragmentationCache& For(const WorkloadMix& mix);
 
  private:

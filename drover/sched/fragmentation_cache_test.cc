@@ -120,6 +120,32 @@ TEST(FragmentationCaches, OneCachePerMixTheLeastRecentlyUsedDropped) {
   EXPECT_EQ(caches.For(mixes[1]).size(), 0U);
 }
 
+// A mix past kMostMixes takes over the least recently used mix's cache: nothing it remembered
+// (values, fits, node entries, kinds of request) is valid for the new mix.
+TEST(FragmentationCaches, ARecycledCacheRemembersNothingOfItsFormerMix) {
+  FragmentationCaches caches;
+  std::vector<internal::WorkloadMix> mixes;
+  for (int gpus = 1; gpus <= static_cast<int>(FragmentationCaches::kMostMixes) + 1; ++gpus) {
+    mixes.push_back(MixOfSpecs({MakeJob(gpus)}));
+  }
+  const std::vector<std::int64_t> state = {64'000, FragmentationCache::GpuCode(0, false, 1000)};
+  FragmentationCache& first = caches.For(mixes[0]);
+  first.Get(state, mixes[0]);
+  const int kind = first.DemandId("kind-a");
+  first.Fits(kind, 4)[2].version = 7;
+  first.Node(3).version = 9;
+  first.Node(3).signature = state;
+  for (std::size_t i = 1; i < FragmentationCaches::kMostMixes; ++i) caches.For(mixes[i]);
+  FragmentationCache& recycled = caches.For(mixes.back());
+  EXPECT_EQ(&recycled, &first);  // the least recently used mix's, its storage kept
+  EXPECT_EQ(recycled.size(), 0U);
+  EXPECT_EQ(recycled.Node(3).version, 0U);
+  const int other = recycled.DemandId("kind-b");
+  EXPECT_EQ(other, 0);  // kinds are numbered again from 0
+  EXPECT_EQ(recycled.Fits(other, 4)[2].version, 0U);
+  EXPECT_EQ(caches.For(mixes[0]).size(), 0U);  // mix 0 is new again
+}
+
 TEST(FragmentationCacheBounds, StatesFitsAndDemandsStartAgainPastTheirLimits) {
   FragmentationCache cache;
   const internal::WorkloadMix mix = MixOfSpecs({MakeJob(1)});

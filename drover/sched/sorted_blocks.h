@@ -3,10 +3,10 @@
 // SortedBlocks: an ordered set of distinct values held as a list of sorted blocks, for the node
 // indexes (cluster_index.h, Index::keys). It answers what the placement walks ask of a std::set
 // (lower_bound, stepping forwards and backwards, begin and end) and moves a value as the
-// allocation changes, but keeps the values in contiguous blocks of at most kMaxBlock values: a search
-// is a binary search over the blocks' last values (one small array) and then inside one block,
-// instead of a descent through a tree node per level, each a likely cache miss on a cluster of
-// thousands of nodes (a std::set over 10,000 keys is 14 levels deep). An insertion or erasure
+// allocation changes, but keeps the values in contiguous blocks of at most kMaxBlock values: a
+// search is a binary search over the blocks' last values (one small array) and then inside one
+// block, instead of a descent through a tree node per level, each a likely cache miss on a cluster
+// of thousands of nodes (a std::set over 10,000 keys is 14 levels deep). An insertion or erasure
 // moves at most one block's tail (kMaxBlock values).
 //
 // Contract: values are totally ordered by operator<; inserting a value already present leaves
