@@ -608,6 +608,13 @@ Result<nlohmann::json> Replay::Run() {
   DROVER_RETURN_IF_ERROR(controller_.SetPolicy(options_.policy));
 
   queue_names_ = stream_.Queues();
+  // Grown by doubling, a million jobs' tables would copy themselves and fault fresh pages in
+  // again at each growth. Ids start at 1; each attempt placed adds two allocation changes.
+  const std::size_t expected = stream_.SizeHint();
+  jobs_.reserve(expected);
+  outcomes_.reserve(expected);
+  deltas_.reserve(2 * expected);
+  index_of_id_.reserve(expected + 2);
   index_of_id_.assign(2, -1);
   std::optional<TraceJob> next_job = stream_.Next();
 

@@ -452,6 +452,8 @@ TEST(Replay, AStreamedSyntheticTraceReportsAsTheHeldOne) {
     options.policy = *named;
     SyntheticJobStream stream(TestSummary(), synthetic);
     EXPECT_EQ(stream.Queues(), NamedQueues(trace));
+    EXPECT_EQ(stream.SizeHint(), trace.jobs.size());
+    EXPECT_EQ(TraceJobStream(trace.jobs).SizeHint(), trace.jobs.size());
     auto streamed = RunReplay(MakeSyntheticNodes(synthetic), stream, options);
     ASSERT_TRUE(streamed) << streamed.error().ToString();
     EXPECT_EQ(streamed->dump(), Replay(trace, policy, options).dump()) << policy;

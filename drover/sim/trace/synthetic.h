@@ -98,6 +98,7 @@ class SyntheticJobStream final : public JobStream {
   SyntheticJobStream(const ClusterSummary& summary, const SyntheticOptions& options);
   std::optional<TraceJob> Next() override;
   const std::vector<std::string>& Queues() const override { return queues_; }
+  std::size_t SizeHint() const override { return static_cast<std::size_t>(jobs_); }
 
  private:
   struct Draw {

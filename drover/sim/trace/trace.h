@@ -4,6 +4,7 @@
 // Loaders (loaders.h) build one from public trace formats or Drover's own; every simulation
 // (fgd/, replay/) reads nothing else.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ class JobStream {
   // The distinct queues (JobSpec::queue) of all the jobs, in name order; known before the
   // first job (named replay policies and the per-queue report are built from them).
   virtual const std::vector<std::string>& Queues() const = 0;
+  // How many jobs Next gives in all, where the stream knows it (0: unknown); the replay reserves
+  // its per-job tables by it.
+  virtual std::size_t SizeHint() const { return 0; }
 };
 
 // The jobs of a Trace held in memory as a JobStream: a copy of each, in ascending submit, stable
@@ -54,6 +58,7 @@ class TraceJobStream final : public JobStream {
   explicit TraceJobStream(const std::vector<TraceJob>& jobs);
   std::optional<TraceJob> Next() override;
   const std::vector<std::string>& Queues() const override { return queues_; }
+  std::size_t SizeHint() const override { return jobs_.size(); }
 
  private:
   const std::vector<TraceJob>& jobs_;
