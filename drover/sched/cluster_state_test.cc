@@ -108,6 +108,28 @@ TEST(ClusterState, ReleaseIgnoresUnknownNodesAndFreeGpus) {
   EXPECT_EQ(*cluster.Free(NodeId("node-a")), (model::Resources{64'000, 512 * kGi, 2}));
 }
 
+// A worker's position hint saves the name lookup only while the node at that position has the
+// worker's name: after a removal renumbers the nodes, or with a hint out of range, the node is
+// found by name, and a release frees the named node, not the one at the hinted position.
+TEST(ClusterState, AStalePositionHintFallsBackToTheName) {
+  ClusterState cluster;
+  for (const char* name : {"node-a", "node-b", "node-c"}) cluster.UpsertNode(MakeNode(name, 4));
+  Placement on_c = OneWorker("node-c", {0, 1});
+  on_c.workers[0].position_hint = 2;  // node-c's position now
+  ASSERT_TRUE(cluster.Allocate(on_c, kPerWorker).has_value());
+  cluster.RemoveNode(NodeId("node-a"));  // node-c moves to position 1; position 2 is gone
+  Placement on_b = OneWorker("node-b", {0});
+  on_b.workers[0].position_hint = 1;  // wrong: node-c's position now
+  ASSERT_TRUE(cluster.Allocate(on_b, kPerWorker).has_value());
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-b")), ElementsAre(1, 2, 3));
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-c")), ElementsAre(2, 3));
+  cluster.Release(on_c, kPerWorker);  // hint 2: out of range
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-c")), ElementsAre(0, 1, 2, 3));
+  cluster.Release(on_b, kPerWorker);  // hint 1: node-c's position, not node-b's
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-b")), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(cluster.FreeGpus(NodeId("node-c")), ElementsAre(0, 1, 2, 3));
+}
+
 TEST(ClusterState, MoveKeepsState) {
   ClusterState cluster;
   cluster.UpsertNode(MakeNode("node-a", 2));
