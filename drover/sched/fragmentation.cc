@@ -53,8 +53,8 @@ int FragmentationCache::DemandId(const std::string& key) {
   }
   const auto id = static_cast<int>(demand_ids_.size());
   demand_ids_.emplace(key, id);
-  if (static_cast<std::size_t>(id) == fits_.size())
-    fits_.emplace_back();  // else a slot Recycle() reset
+  // A slot past the kinds named may be one that Recycle() left, reset: it is reused.
+  if (static_cast<std::size_t>(id) == fits_.size()) fits_.emplace_back();
   return id;
 }
 
