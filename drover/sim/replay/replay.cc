@@ -69,6 +69,9 @@ struct Outcome {
   std::int32_t preemptions = 0;
 };
 
+// The most jobs whose per-job tables Replay::Run reserves at once (JobStream::SizeHint).
+constexpr std::size_t kMostJobsReserved = 4'000'000;
+
 struct Later {
   bool operator()(const Event& a, const Event& b) const {
     return a.at != b.at ? a.at > b.at : a.seq > b.seq;
@@ -609,8 +612,11 @@ Result<nlohmann::json> Replay::Run() {
 
   queue_names_ = stream_.Queues();
   // Grown by doubling, a million jobs' tables would copy themselves and fault fresh pages in
-  // again at each growth. Ids start at 1; each attempt placed adds two allocation changes.
-  const std::size_t expected = stream_.SizeHint();
+  // again at each growth. Ids start at 1; each attempt placed adds two allocation changes. The
+  // hint comes from the user (--jobs-count): reserved up to kMostJobsReserved only (about
+  // 880 MB of tables), past which the tables grow as before, so that a huge count fails no
+  // sooner than the replay itself would.
+  const std::size_t expected = std::min(stream_.SizeHint(), kMostJobsReserved);
   jobs_.reserve(expected);
   outcomes_.reserve(expected);
   deltas_.reserve(2 * expected);

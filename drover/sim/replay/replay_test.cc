@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -488,6 +489,33 @@ TEST(Replay, AStreamOutOfSubmissionOrderIsRefused) {
   ASSERT_FALSE(report);
   EXPECT_EQ(report.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(report.error().message, HasSubstr("before the job ahead of it"));
+}
+
+// A stream that claims more jobs than it gives (as `--jobs-count` may ask for more than memory
+// holds): the replay reserves its tables up to a bound only, and reports what was given.
+class OverclaimingStream final : public JobStream {
+ public:
+  explicit OverclaimingStream(const std::vector<TraceJob>& jobs) : jobs_(jobs) {}
+  std::optional<TraceJob> Next() override { return jobs_.Next(); }
+  const std::vector<std::string>& Queues() const override { return jobs_.Queues(); }
+  std::size_t SizeHint() const override { return std::numeric_limits<std::size_t>::max() / 4; }
+
+ private:
+  TraceJobStream jobs_;
+};
+
+TEST(Replay, AnOverclaimedJobCountReservesWithinItsBound) {
+  const Trace trace = FiveJobs();
+  auto policy = NamedReplayPolicy("fifo", trace);
+  ASSERT_TRUE(policy);
+  ReplayOptions options;
+  options.policy = *policy;
+  options.policy_name = "fifo";
+  options.timing = false;
+  OverclaimingStream stream(trace.jobs);
+  auto report = RunReplay(trace.nodes, stream, options);
+  ASSERT_TRUE(report) << report.error().ToString();
+  EXPECT_EQ(report->dump(), Replay(trace, "fifo").dump());
 }
 
 TEST(CompareQueueTimes, PerTeamBeforeAfterAndDifference) {
