@@ -1,9 +1,9 @@
 #!/bin/bash
 # The device check (docs/operations.md, "Device check"): on a machine with an NVIDIA GPU, runs
 # the Drover binaries built elsewhere against the real NVML and prints what they see, so that
-# docs/benchmarks.md can record it. Builds nothing; needs curl, nvidia-smi and the driver.
+# docs/benchmarks.md can record it. Builds nothing; needs curl, python3, nvidia-smi and the driver.
 #
-#   DROVER=build-release/drover GPU_LOAD=build/gpu_load tools/device_check.sh [SECONDS]
+#   DROVER=build-release/drover GPU_LOAD=build/gpu_load [SAVE_DIR=DIR] tools/device_check.sh [SECONDS]
 #
 # Build first, where the compilers are (the device machine needs only the outputs):
 #   cmake --preset release && cmake --build --preset release --target drover drover-full drover-supervise
@@ -16,12 +16,19 @@
 #      samples them every second); `drover nodes` must list them with their model.
 #   3. a 1-GPU job running `nvidia-smi -L`: it must list exactly one GPU, the one Drover gave it.
 #   4. three 1-GPU jobs running gpu_load (fp32, tensor, sleep) for SECONDS (default 30) each;
-#      after each, its usage summary (GET /v1/jobs/{id}/usage: GPU activity, and with GPM the SM
-#      activity, occupancy, tensor activity and DRAM bandwidth), its findings, and the server's
-#      drover_gpu_* series from /metrics. Expected on an H200: fp32 with SM activity high and
+#      mid-run, the GPU's processes as nvidia-smi lists them beside the job's worker pid, and
+#      /metrics (drover_gpu_processes counts them by attribution); after each, its usage
+#      summary (GET /v1/jobs/{id}/usage: GPU activity, and with GPM the SM activity, occupancy,
+#      tensor activity and DRAM bandwidth; it must hold its own process's GPU memory,
+#      peak_process_gpu_memory_bytes), its findings and `drover get`'s usage lines. Expected on an H200: fp32 with SM activity high and
 #      tensor activity near 0; tensor with tensor activity well above 0; sleep with activity 0.
 #      Diagnosis needs 10 minutes of samples by default, so the server runs with
 #      --diagnosis-min-sampled 10s to judge these short jobs.
+#   5. the server's own CPU time (its embedded agent samples every GPU each second and every
+#      worker's process tree every 5 s) over 20 s with no job, and over each job of step 4: an
+#      upper bound on the sampler's cost, since it counts all the server's work.
+#   6. the sampler's own cost: fresh servers with no job, sampling off (both intervals 0) and
+#      on (GPUs each second), 20 s each, two rounds alternating; the difference is the sampler's.
 # Without GPU_LOAD, step 4 is skipped (said so). Exits non-zero when a step's check fails.
 set -uo pipefail
 SECONDS_EACH=${1:-30}
@@ -29,6 +36,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DROVER=${DROVER:-$ROOT/build-release/drover}
 GPU_LOAD=${GPU_LOAD:-$ROOT/build/gpu_load}
 PORT=${PORT:-18670}
+SAVE_DIR=${SAVE_DIR:-}  # where set, each job's GET /v1/jobs/{id}/usage is saved there too
 URL=http://127.0.0.1:$PORT
 WORK=$(mktemp -d /tmp/drover-device-check.XXXXXX)
 # shellcheck source=bench/lib/server.sh
@@ -38,7 +46,20 @@ trap 'stop_server; rm -rf "$WORK"' EXIT
 FAILED=0
 fail() { echo "CHECK FAILED: $*"; FAILED=1; }
 api() { curl -sf -H "Authorization: Bearer $DROVER_TOKEN" "$URL$1"; }
-state_of() { api "/v1/jobs/$1" | grep -o '"state":"[a-z_]*"' | head -1 | cut -d'"' -f4; }
+# The server's CPU time so far, in milliseconds (utime + stime of /proc/PID/stat).
+server_cpu_ms() {
+  awk -v tck="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / tck) }' "/proc/$SERVER_PID/stat"
+}
+# Prints "NAME: N ms of server CPU in S s (R ms per s)" since the reading BEFORE at time T0.
+report_cpu() {
+  local name=$1 before=$2 t0=$3 after now
+  after=$(server_cpu_ms)
+  now=$(date +%s.%N)
+  awk -v n="$name" -v c=$((after - before)) -v now="$now" -v t0="$t0" \
+    'BEGIN { s = now - t0; printf "%s: %d ms of server CPU in %.1f s (%.2f ms per s)\n", n, c, s, c / s }'
+}
+# The job's own state (the reply's top-level "state"; its workers have states of their own).
+state_of() { api "/v1/jobs/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }
 
 # Submits a 1-GPU job running ARGS (a JSON array's items); prints its id.
 submit() {
@@ -83,17 +104,56 @@ if [ ! -x "$GPU_LOAD" ]; then
 else
   for mode in fp32 tensor sleep; do
     echo "-- gpu_load $mode $SECONDS_EACH"
+    cpu0=$(server_cpu_ms) t0=$(date +%s.%N)
     id=$(submit "load-$mode" "\"$GPU_LOAD\", \"$mode\", \"$SECONDS_EACH\"")
-    [ "$(wait_for "$id" $((SECONDS_EACH + 120)))" = succeeded ] || fail "job $id (gpu_load $mode)"
-    sleep 12  # the sampler hands batches over every 10 s
-    usage=$(api "/v1/jobs/$id/usage")
-    echo "$usage" | grep -o '"summary":{[^}]*}[^]]*' | head -c 1500
+    sleep $((SECONDS_EACH / 2))
+    echo "mid-run: the GPU's processes (nvidia-smi) and the job's worker processes"
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+    pgrep -f "$GPU_LOAD $mode" | tr '\n' ' '
     echo
-    echo "$usage" | grep -o '"activity_source":"[a-z]*"' || fail "job $id: no usage summary"
-    echo "$usage" | grep -o '"kind":"[a-z_]*"' | sort -u
+    echo "mid-run: /metrics"
+    api /metrics | grep '^drover_gpu_'
+    if [ "$(wait_for "$id" $((SECONDS_EACH + 120)))" != succeeded ]; then
+      fail "job $id (gpu_load $mode)"
+      "$DROVER" --server "$URL" logs "$id" 2>&1 | tail -5
+    fi
+    sleep 12  # the sampler hands batches over every 10 s
+    report_cpu "server CPU over job $id (gpu_load $mode)" "$cpu0" "$t0"
+    usage=$(api "/v1/jobs/$id/usage")
+    [ -n "$SAVE_DIR" ] && echo "$usage" >"$SAVE_DIR/usage-$mode.json"
+    echo "$usage" | python3 -c 'import json, sys
+usage = json.load(sys.stdin)
+for attempt in usage.get("attempts", []):
+    print("summary:", json.dumps(attempt.get("summary", {}), sort_keys=True)[:3000])
+for finding in usage.get("findings", []):
+    print("finding:", json.dumps(finding))' || fail "job $id: usage unreadable"
+    echo "$usage" | grep -q '"activity_source"' || fail "job $id: no usage summary"
+    echo "$usage" | python3 -c 'import json, sys
+attempts = json.load(sys.stdin).get("attempts", [])
+sys.exit(0 if attempts and attempts[0]["summary"].get("peak_process_gpu_memory_bytes", 0) > 0 else 1)' ||
+      fail "job $id: no GPU memory of its own process (per-process attribution)"
     "$DROVER" --server "$URL" get "$id" | sed -n '/usage\|diagnosis\|gpu/Ip' | head -20
-    api /metrics | grep '^drover_gpu_' | head -20
   done
 fi
+echo "== 5. the server's CPU with nothing running (sampling every GPU each second)"
+cpu0=$(server_cpu_ms) t0=$(date +%s.%N)
+sleep 20
+report_cpu "server CPU, idle" "$cpu0" "$t0"
+echo "== 6. the sampler's own cost: fresh idle servers with sampling off and on, alternating"
+for round in 1 2; do
+  for sampling in off on; do
+    stop_server
+    rm -rf "$WORK/idle" && mkdir -p "$WORK/idle"
+    if [ "$sampling" = off ]; then
+      start_server "$WORK/idle" "$PORT" --gpu-sample-interval 0 --process-sample-interval 0
+    else
+      start_server "$WORK/idle" "$PORT" --gpu-sample-interval 1s
+    fi
+    sleep 5  # past the start-up
+    cpu0=$(server_cpu_ms) t0=$(date +%s.%N)
+    sleep 20
+    report_cpu "round $round, sampling $sampling, idle" "$cpu0" "$t0"
+  done
+done
 echo "== done: $([ $FAILED = 0 ] && echo 'all checks passed' || echo 'some checks FAILED')"
 exit $FAILED

@@ -123,6 +123,13 @@ std::string DescribeUsage(const json& summary) {
                       util.value("sum", 0.0) / static_cast<double>(gpu_samples),
                       summary.value("gpu_util_p50", 0), summary.value("gpu_util_p95", 0),
                       FormatBytesApprox(summary.value("peak_gpu_memory_bytes", std::int64_t{0})));
+    // Its own processes' share of the device's memory, and anyone else on its GPUs.
+    if (const auto own = summary.value("peak_process_gpu_memory_bytes", std::int64_t{0}); own > 0) {
+      gpu += fmt::format(" ({} its processes)", FormatBytesApprox(own));
+    }
+    if (const int others = summary.value("peak_other_gpu_processes", 0); others > 0) {
+      gpu += fmt::format(", {} other process(es) on its GPUs", others);
+    }
     // GPM (Hopper and newer): how much of the GPU the kernels used while they ran.
     auto mean = [&summary](const char* key) {
       return StatMean(summary.value(key, json::object()));

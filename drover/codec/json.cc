@@ -916,6 +916,10 @@ Status Decode(const json& j, const std::string& path, model::UsageSummary* out) 
   DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_util_p50", &out->gpu_util_p50));
   DROVER_RETURN_IF_ERROR(Field(j, path, "gpu_util_p95", &out->gpu_util_p95));
   DROVER_RETURN_IF_ERROR(Field(j, path, "peak_gpu_memory_bytes", &out->peak_gpu_memory_bytes));
+  DROVER_RETURN_IF_ERROR(
+      Field(j, path, "peak_process_gpu_memory_bytes", &out->peak_process_gpu_memory_bytes));
+  DROVER_RETURN_IF_ERROR(
+      Field(j, path, "peak_other_gpu_processes", &out->peak_other_gpu_processes));
   DROVER_RETURN_IF_ERROR(Field(j, path, "peak_rss_bytes", &out->peak_rss_bytes));
   DROVER_RETURN_IF_ERROR(Field(j, path, "cpu_ms", &out->cpu_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "energy_joules", &out->energy_joules));
@@ -1645,6 +1649,8 @@ json ToJson(const model::UsageSummary& summary) {
               {"gpu_util_p50", summary.gpu_util_p50},
               {"gpu_util_p95", summary.gpu_util_p95},
               {"peak_gpu_memory_bytes", summary.peak_gpu_memory_bytes},
+              {"peak_process_gpu_memory_bytes", summary.peak_process_gpu_memory_bytes},
+              {"peak_other_gpu_processes", summary.peak_other_gpu_processes},
               {"peak_rss_bytes", summary.peak_rss_bytes},
               {"cpu_ms", summary.cpu_ms},
               {"energy_joules", summary.energy_joules},

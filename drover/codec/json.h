@@ -126,7 +126,8 @@ nlohmann::json ToJson(const model::UsageBucket& bucket);
 Result<model::UsageBucket> UsageBucketFromJson(const nlohmann::json& json,
                                                std::string_view path = "bucket");
 // {"first_at", "last_at", "gpu_util" (a Stat), "gpu_util_p50", "gpu_util_p95",
-// "peak_gpu_memory_bytes", "peak_rss_bytes", "cpu_ms", "energy_joules", "read_bytes",
+// "peak_gpu_memory_bytes", "peak_process_gpu_memory_bytes", "peak_other_gpu_processes",
+// "peak_rss_bytes", "cpu_ms", "energy_joules", "read_bytes",
 // "iowait_ms", "series_truncated", "activity_source", the GPM Stats, "gpus" (per GPU:
 // {"uuid", "index", "util" (a Stat)})}.
 nlohmann::json ToJson(const model::UsageSummary& summary);

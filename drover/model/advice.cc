@@ -103,7 +103,7 @@ std::vector<UsageRecord> UsageRecordsOf(const Job& job, std::span<const AttemptU
     record.cpu_millis =
         static_cast<double>(summary.cpu_ms) * 1000 / (static_cast<double>(sampled) * workers);
     record.peak_rss_bytes = summary.peak_rss_bytes;
-    record.peak_gpu_memory_bytes = summary.peak_gpu_memory_bytes;
+    record.peak_gpu_memory_bytes = summary.gpu_memory_used_bytes();
     record.gpu_util_mean = summary.gpu_util.count > 0 ? summary.gpu_util.mean() : -1;
     record.sm_active_mean = summary.has_gpm() ? summary.sm_active.mean() : -1;
     record.sampled_ms = sampled;

@@ -23,14 +23,14 @@ namespace drover::model {
 struct UsageRecord {
   JobId job;
   int attempt = 0;
-  TimeMs at = 0;                    // its last sample: the age its weight decays with
-  double cpu_millis = 0;            // mean millicores per worker over its sampled time
-  std::int64_t peak_rss_bytes = 0;  // largest RSS of one process (VmHWM)
-  std::int64_t peak_gpu_memory_bytes = 0;
-  double gpu_util_mean = -1;   // percent per GPU; -1: no GPU samples
-  double sm_active_mean = -1;  // GPM SM activity, percent per GPU; -1: no GPM samples
-  DurationMs sampled_ms = 0;   // first to last sample
-  DurationMs run_ms = 0;       // running to finished when the attempt succeeded; 0: unknown
+  TimeMs at = 0;                           // its last sample: the age its weight decays with
+  double cpu_millis = 0;                   // mean millicores per worker over its sampled time
+  std::int64_t peak_rss_bytes = 0;         // largest RSS of one process (VmHWM)
+  std::int64_t peak_gpu_memory_bytes = 0;  // UsageSummary::gpu_memory_used_bytes
+  double gpu_util_mean = -1;               // percent per GPU; -1: no GPU samples
+  double sm_active_mean = -1;              // GPM SM activity, percent per GPU; -1: no GPM samples
+  DurationMs sampled_ms = 0;               // first to last sample
+  DurationMs run_ms = 0;  // running to finished when the attempt succeeded; 0: unknown
 };
 
 // The attempts of `job` that `usage` measured for at least `min_sampled_ms`, as records.

@@ -210,14 +210,16 @@ std::vector<Finding> Diagnose(const Requirements& requirements, int workers,
                           fmt::format("mean < {} of the request", Percent(thresholds.used_share))});
     }
   }
-  if (requirements.gpu_memory_bytes > 0 && summary.peak_gpu_memory_bytes > 0 &&
-      static_cast<double>(summary.peak_gpu_memory_bytes) <
+  const std::int64_t gpu_memory = summary.gpu_memory_used_bytes();
+  if (requirements.gpu_memory_bytes > 0 && gpu_memory > 0 &&
+      static_cast<double>(gpu_memory) <
           thresholds.used_share * static_cast<double>(requirements.gpu_memory_bytes)) {
-    findings.push_back({FindingKind::kGpuMemoryOverRequested,
-                        fmt::format("peak GPU memory {} of {} requested",
-                                    FormatBytesApprox(summary.peak_gpu_memory_bytes),
-                                    FormatBytes(requirements.gpu_memory_bytes)),
-                        fmt::format("peak < {} of the request", Percent(thresholds.used_share))});
+    findings.push_back(
+        {FindingKind::kGpuMemoryOverRequested,
+         fmt::format("peak GPU memory {}{} of {} requested", FormatBytesApprox(gpu_memory),
+                     summary.peak_process_gpu_memory_bytes > 0 ? " (its processes)" : "",
+                     FormatBytes(requirements.gpu_memory_bytes)),
+         fmt::format("peak < {} of the request", Percent(thresholds.used_share))});
   }
   std::stable_sort(findings.begin(), findings.end(),
                    [](const Finding& a, const Finding& b) { return a.kind < b.kind; });

@@ -221,6 +221,21 @@ TEST(Diagnose, GpuMemoryFarBelowTheRequestIsOverRequested) {
   EXPECT_THAT(Diagnose(asked, 1, used, Buckets(60, 2000)), IsEmpty());
 }
 
+// The device's used memory counts the driver's reservation and other processes on a shared
+// GPU; where NVML gave the attempt's own processes' memory, that is what is judged.
+TEST(Diagnose, GpuMemoryIsJudgedByTheAttemptsOwnProcessesWhereReported) {
+  Requirements asked = OneGpu();
+  asked.gpu_memory_bytes = 80 * kGi;
+  UsageSummary used = Hour(60);
+  used.peak_gpu_memory_bytes = 30 * kGi;  // the device: 37% of the request
+  used.peak_process_gpu_memory_bytes = 10 * kGi;
+  const auto over = Diagnose(asked, 1, used, Buckets(60, 2000));
+  ASSERT_THAT(Kinds(over), ElementsAre(FindingKind::kGpuMemoryOverRequested));
+  EXPECT_EQ(over[0].evidence, "peak GPU memory 10Gi (its processes) of 80Gi requested");
+  used.peak_process_gpu_memory_bytes = 25 * kGi;  // 31%
+  EXPECT_THAT(Diagnose(asked, 1, used, Buckets(60, 2000)), IsEmpty());
+}
+
 TEST(Diagnose, GpuRulesNeedGpusAndGpuSamples) {
   Requirements cpu_only = OneGpu();
   cpu_only.per_worker.gpus = 0;

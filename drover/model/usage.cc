@@ -204,6 +204,26 @@ bool Accumulate(const UsageSnapshot& snapshot, AttemptUsage& usage,
       it->second[1] = std::max(it->second[1], gpu.energy_mj);
     }
   }
+  // The attempt's own processes' memory and the others' count, per GPU it holds.
+  std::map<int, std::int64_t> own_memory;
+  std::map<int, int> others;
+  for (const GpuSample& gpu : snapshot.gpus) {
+    if (Attributed(gpu.worker, usage)) others.emplace(gpu.index, 0);
+  }
+  for (const GpuProcessSample& process : snapshot.gpu_processes) {
+    if (Attributed(process.worker, usage)) {
+      if (process.memory_used_bytes > 0) own_memory[process.gpu_index] += process.memory_used_bytes;
+    } else if (auto it = others.find(process.gpu_index); it != others.end()) {
+      ++it->second;
+    }
+  }
+  for (const auto& [index, bytes] : own_memory) {
+    touch();
+    summary.peak_process_gpu_memory_bytes = std::max(summary.peak_process_gpu_memory_bytes, bytes);
+  }
+  for (const auto& [index, count] : others) {
+    summary.peak_other_gpu_processes = std::max(summary.peak_other_gpu_processes, count);
+  }
   for (const ProcessSample& process : snapshot.processes) {
     if (process.worker.job != usage.job || process.worker.attempt != usage.attempt) continue;
     touch();

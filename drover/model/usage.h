@@ -168,11 +168,19 @@ struct UsageSummary {
   Stat gpu_util;  // per GPU sample, percent
   int gpu_util_p50 = 0;
   int gpu_util_p95 = 0;
-  std::int64_t peak_gpu_memory_bytes = 0;  // largest on one GPU
-  std::int64_t peak_rss_bytes = 0;         // largest VmHWM of one process of a worker
-  std::int64_t cpu_ms = 0;                 // CPU time of every worker's tree (as last sampled)
-  double energy_joules = 0;                // summed over its GPUs, first to last sample
-  std::int64_t read_bytes = 0;             // summed over workers, as last sampled
+  std::int64_t peak_gpu_memory_bytes = 0;  // largest on one GPU (the device's used memory)
+  // Largest the attempt's own processes held on one GPU at once (their
+  // nvmlDeviceGetComputeRunningProcesses memory, summed per GPU); 0: NVML listed none of them
+  // with a figure. Unlike peak_gpu_memory_bytes it leaves out what the driver reserves (about
+  // 0.6 GiB on an H200 with no process at all) and other processes on a shared GPU.
+  std::int64_t peak_process_gpu_memory_bytes = 0;
+  // Most processes not of this attempt seen at once on one of its GPUs (another job's on a
+  // time-sliced GPU, or one Drover did not start).
+  int peak_other_gpu_processes = 0;
+  std::int64_t peak_rss_bytes = 0;  // largest VmHWM of one process of a worker
+  std::int64_t cpu_ms = 0;          // CPU time of every worker's tree (as last sampled)
+  double energy_joules = 0;         // summed over its GPUs, first to last sample
+  std::int64_t read_bytes = 0;      // summed over workers, as last sampled
   std::int64_t iowait_ms = 0;
   bool series_truncated = false;  // more than kMaxUsageBuckets buckets
   // GPM percentages per GPU sample that has them (GpmSample); count 0: the attempt's GPUs gave
@@ -184,6 +192,12 @@ struct UsageSummary {
   std::vector<GpuUsage> gpus;  // by uuid; at most kMaxUsageGpusPerAttempt
 
   bool has_gpm() const { return sm_active.count > 0; }
+  // The GPU memory the attempt used on one GPU: its own processes' peak where NVML reported
+  // it, else the device's (what diagnosis and advice judge against the request).
+  std::int64_t gpu_memory_used_bytes() const {
+    return peak_process_gpu_memory_bytes > 0 ? peak_process_gpu_memory_bytes
+                                             : peak_gpu_memory_bytes;
+  }
   friend bool operator==(const UsageSummary&, const UsageSummary&) = default;
 };
 
@@ -219,6 +233,10 @@ struct GpuActivity {
   int power_mw = -1;
   std::optional<GpmSample> gpm;     // unset: the GPU gave no GPM metrics
   std::optional<WorkerKey> worker;  // unset: no job holds the GPU
+  // Processes NVML listed on the GPU in that sample: those of a Drover worker placed on the
+  // node, and the others (a process Drover did not start).
+  int attributed_processes = 0;
+  int unattributed_processes = 0;
 
   friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
 };

@@ -70,6 +70,64 @@ TEST(Accumulate, SummarizesOnlyTheAttemptsOwnSamples) {
   EXPECT_DOUBLE_EQ(buckets[0].gpu_memory.mean(), 2000);
 }
 
+GpuProcessSample GpuProcess(int gpu_index, std::int64_t pid, std::int64_t memory,
+                            std::optional<WorkerKey> worker = kWorker) {
+  GpuProcessSample process;
+  process.gpu_index = gpu_index;
+  process.pid = pid;
+  process.memory_used_bytes = memory;
+  process.worker = worker;
+  return process;
+}
+
+// What an H200 showed (docs/benchmarks.md, "GPU check (H200)"): the device's used memory is
+// its process's plus about 0.6 GiB the driver reserves; the attempt's own figure leaves that
+// out, and other processes on its GPUs are counted, those on GPUs it does not hold are not.
+TEST(Accumulate, ItsOwnProcessesGpuMemoryAndTheOthersOnItsGpus) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 100'000;
+  GpuSample first = Gpu("a", 90, 2'271'084'544, 0);
+  first.index = 0;
+  GpuSample second = Gpu("b", 90, 5'000, 0);
+  second.index = 1;
+  GpuSample nobodys = Gpu("c", 10, 9'000, 0, std::nullopt);
+  nobodys.index = 2;
+  snapshot.gpus = {first, second, nobodys};
+  snapshot.gpu_processes = {GpuProcess(0, 619, 1'616'904'192),
+                            GpuProcess(0, 620, 1'000),
+                            GpuProcess(1, 621, 4'000),
+                            GpuProcess(1, 700, 500, std::nullopt),
+                            GpuProcess(2, 701, 500, std::nullopt),
+                            GpuProcess(2, 702, 500, std::nullopt),
+                            GpuProcess(1, 703, -1, WorkerKey{JobId(9), 1, 0})};
+  EXPECT_TRUE(Accumulate(snapshot, usage, buckets));
+  EXPECT_EQ(usage.summary.peak_gpu_memory_bytes, 2'271'084'544);
+  EXPECT_EQ(usage.summary.peak_process_gpu_memory_bytes, 1'616'905'192);  // both on GPU 0
+  EXPECT_EQ(usage.summary.peak_other_gpu_processes, 2);  // GPU 1: pid 700 and job 9's
+  EXPECT_EQ(usage.summary.gpu_memory_used_bytes(), 1'616'905'192);
+
+  // Peaks stay when a later sample is lower.
+  snapshot.at = 101'000;
+  snapshot.gpu_processes = {GpuProcess(0, 619, 10)};
+  EXPECT_TRUE(Accumulate(snapshot, usage, buckets));
+  EXPECT_EQ(usage.summary.peak_process_gpu_memory_bytes, 1'616'905'192);
+  EXPECT_EQ(usage.summary.peak_other_gpu_processes, 2);
+}
+
+TEST(Accumulate, WithoutProcessFiguresTheDevicesMemoryIsTheAttempts) {
+  AttemptUsage usage = Empty();
+  std::vector<UsageBucket> buckets;
+  UsageSnapshot snapshot;
+  snapshot.at = 100'000;
+  snapshot.gpus = {Gpu("a", 90, 3'000, 0)};
+  snapshot.gpu_processes = {GpuProcess(0, 619, -1)};  // NVML_VALUE_NOT_AVAILABLE
+  EXPECT_TRUE(Accumulate(snapshot, usage, buckets));
+  EXPECT_EQ(usage.summary.peak_process_gpu_memory_bytes, 0);
+  EXPECT_EQ(usage.summary.gpu_memory_used_bytes(), 3'000);
+}
+
 TEST(Accumulate, EachGpuOfTheAttemptKeepsItsOwnActivityUpToTheBound) {
   AttemptUsage usage = Empty();
   std::vector<UsageBucket> buckets;

@@ -143,6 +143,38 @@ TEST_F(UsageTest, MetricsShowEachGpusActivityAgainstItsAllocation) {
   EXPECT_THAT(plane_->MetricsText(), ::testing::Not(HasSubstr("drover_gpu_utilization_ratio{")));
 }
 
+// Each GPU's processes in its latest sample, told apart by whether they belong to a Drover
+// worker the controller placed on that node: a process naming a job placed elsewhere counts
+// as one Drover did not start. The attempt's summary keeps its own processes' GPU memory.
+TEST_F(UsageTest, MetricsCountEachGpusProcessesByAttribution) {
+  const auto [key, node] = StartJob();
+  const model::WorkerKey worker = key;  // a lambda cannot capture a structured binding in clang
+  const NodeId other(node == NodeId("node-r") ? "node-s" : "node-r");
+  const TimeMs t0 = clock_.Now();
+  auto with_processes = [&](const NodeId& at, std::optional<model::WorkerKey> holder) {
+    model::UsageBatch batch = Series(at, holder, t0, 2, 40);
+    for (model::UsageSnapshot& snapshot : batch.snapshots) {
+      snapshot.gpu_processes = {{0, 100, -1, 512 << 20, worker},
+                                {0, 101, -1, 1 << 20, std::nullopt}};
+    }
+    return batch;
+  };
+  ASSERT_TRUE(plane_->IngestUsage(node, with_processes(node, key)));
+  ASSERT_TRUE(plane_->IngestUsage(other, with_processes(other, std::nullopt)));
+  const std::string text = plane_->MetricsText();
+  auto series = [](const NodeId& at, const char* attributed, int count) {
+    return fmt::format("drover_gpu_processes{{node=\"{}\",gpu=\"0\",attributed=\"{}\"}} {}\n",
+                       at.value(), attributed, count);
+  };
+  EXPECT_THAT(text, HasSubstr(series(node, "true", 1)));
+  EXPECT_THAT(text, HasSubstr(series(node, "false", 1)));
+  EXPECT_THAT(text, HasSubstr(series(other, "true", 0)));  // the job is not placed there
+  EXPECT_THAT(text, HasSubstr(series(other, "false", 2)));
+  const model::UsageSummary summary = plane_->JobUsage(key.job).value().at(0).summary;
+  EXPECT_EQ(summary.peak_process_gpu_memory_bytes, 512 << 20);
+  EXPECT_EQ(summary.peak_other_gpu_processes, 1);
+}
+
 TEST_F(UsageTest, AnAgentCannotChargeAJobOnAnotherNode) {
   auto [key, node] = StartJob();
   const NodeId other(node == NodeId("node-r") ? "node-s" : "node-r");

@@ -176,6 +176,8 @@ std::vector<ServerMetrics::Snapshot::GpuActivity> ServerMetrics::AttributeGpus(
     }
     if (sample.power_mw >= 0) gpu.power_watts = sample.power_mw / 1000.0;
     gpu.gpm = sample.gpm;
+    gpu.attributed_processes = sample.attributed_processes;
+    gpu.unattributed_processes = sample.unattributed_processes;
     if (sample.worker) {
       gpu.allocated = true;
       if (const model::Job* job = controller.Find(sample.worker->job)) gpu.team = job->spec.team;
@@ -279,7 +281,7 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
                team);
   // Allocation vs activity (docs/observability.md): per GPU from its latest sample, and per
   // team the sum of its GPUs' activity, to read against drover_team_gpus_allocated.
-  Samples utilization, memory, power, team_activity;
+  Samples utilization, memory, power, processes, team_activity;
   Samples sm_active, sm_occupancy, tensor_active, dram_bandwidth;
   std::map<std::string, double> activity_of_team;
   for (const Snapshot::GpuActivity& gpu : state.gpus) {
@@ -289,6 +291,13 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
       with_allocation.emplace_back("allocated", gpu.allocated ? "true" : "false");
       utilization.push_back({std::move(with_allocation), gpu.utilization});
       if (gpu.allocated) activity_of_team[gpu.team] += gpu.utilization;
+    }
+    for (const bool attributed : {true, false}) {
+      Labels with_attribution = labels;
+      with_attribution.emplace_back("attributed", attributed ? "true" : "false");
+      processes.push_back({std::move(with_attribution),
+                           static_cast<double>(attributed ? gpu.attributed_processes
+                                                          : gpu.unattributed_processes)});
     }
     if (gpu.memory_used_bytes >= 0) memory.push_back({labels, gpu.memory_used_bytes});
     if (gpu.power_watts >= 0) power.push_back({labels, gpu.power_watts});
@@ -310,6 +319,11 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
   writer.Gauge("drover_gpu_memory_used_bytes",
                "GPU memory in use in the GPU's latest sample. No Kueue equivalent.", memory);
   writer.Gauge("drover_gpu_power_watts", "The GPU's power draw in its latest sample.", power);
+  writer.Gauge("drover_gpu_processes",
+               "Compute processes NVML listed on the GPU in its latest sample; attributed says "
+               "whether they belong to a Drover worker placed on the node (false: a process "
+               "Drover did not start).",
+               processes);
   // GPM (NVML GPU Performance Monitoring, Hopper and newer): only GPUs that report it have
   // these series; each is DCGM's DCGM_FI_PROF_* field of the same meaning, as a ratio.
   writer.Gauge("drover_gpu_sm_active_ratio",

@@ -58,6 +58,8 @@ class ServerMetrics {
       double power_watts = -1;
       std::optional<model::GpmSample> gpm;  // unset: the GPU gave no GPM metrics
       bool allocated = false;               // a Drover worker holds it
+      int attributed_processes = 0;         // model::GpuActivity's
+      int unattributed_processes = 0;
       std::string team;  // that worker's job's team ("" when none, or not allocated)
     };
     std::vector<GpuActivity> gpus;

@@ -37,6 +37,11 @@ Status UsageRecorder::Record(const NodeId& node, const model::UsageBatch& batch)
                                   gpu.worker};
       if (gpu.worker) attempts.emplace(gpu.worker->job, gpu.worker->attempt);
     }
+    for (const model::GpuProcessSample& process : snapshot.gpu_processes) {
+      auto it = gpus_.find(std::pair(node, process.gpu_index));
+      if (it == gpus_.end() || it->second.at != snapshot.at) continue;  // its GPU not sampled
+      ++(process.worker ? it->second.attributed_processes : it->second.unattributed_processes);
+    }
     for (const model::ProcessSample& process : snapshot.processes) {
       attempts.emplace(process.worker.job, process.worker.attempt);
     }

@@ -600,6 +600,9 @@ TEST_P(StoreContractTest, UsageIsReplacedPerAttemptAndBucketsPerStart) {
   first.summary.first_at = 10'000;
   first.summary.gpu_util.Add(40);
   first.summary.gpu_util_p95 = 40;
+  first.summary.peak_gpu_memory_bytes = 2'271'084'544;
+  first.summary.peak_process_gpu_memory_bytes = 1'616'904'192;
+  first.summary.peak_other_gpu_processes = 3;
   first.util_histogram[40] = 1;
   first.summary.gpus = {{"GPU-a", 3, {}}, {"GPU-b", 0, {}}};
   first.summary.gpus[0].util.Add(40);
