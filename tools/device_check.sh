@@ -26,7 +26,9 @@
 #      --diagnosis-min-sampled 10s to judge these short jobs.
 #   5. the server's own CPU time (its embedded agent samples every GPU each second and every
 #      worker's process tree every 5 s) over 20 s with no job, and over each job of step 4: an
-#      upper bound on the sampler's cost, since it counts all the server's work.
+#      upper bound on the sampler's cost, since it counts all the server's work; and the
+#      sampler's own since the server started, as its thread measured it
+#      (drover_agent_sampler_cpu_seconds_total).
 #   6. the sampler's own cost: fresh servers with no job, sampling off (both intervals 0) and
 #      on (GPUs each second), 20 s each, two rounds alternating; the difference is the sampler's.
 # Without GPU_LOAD, step 4 is skipped (said so). Exits non-zero when a step's check fails.
@@ -59,6 +61,10 @@ report_cpu() {
     'BEGIN { s = now - t0; printf "%s: %d ms of server CPU in %.1f s (%.2f ms per s)\n", n, c, s, c / s }'
 }
 # The job's own state (the reply's top-level "state"; its workers have states of their own).
+# The sampling CPU the server's agents reported so far, in seconds (all nodes).
+sampler_cpu_s() {
+  api /metrics | awk '/^drover_agent_sampler_cpu_seconds_total/ { sum += $2 } END { print sum + 0 }'
+}
 state_of() { api "/v1/jobs/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }
 
 # Submits a 1-GPU job running ARGS (a JSON array's items); prints its id.
@@ -87,6 +93,7 @@ nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version,mig.mode.curr
 
 echo "== 2. drover server and drover nodes"
 start_server "$WORK" "$PORT" --gpu-sample-interval 1s --diagnosis-min-sampled 10s
+STARTED_AT=$(date +%s.%N)
 "$DROVER" --server "$URL" nodes || fail "drover nodes"
 api /v1/nodes | grep -o '"model":"[^"]*"' | sort | uniq -c || fail "no GPU models in /v1/nodes"
 grep -i "nvml\|gpm" "$WORK/server.log" | head -5
@@ -139,6 +146,8 @@ echo "== 5. the server's CPU with nothing running (sampling every GPU each secon
 cpu0=$(server_cpu_ms) t0=$(date +%s.%N)
 sleep 20
 report_cpu "server CPU, idle" "$cpu0" "$t0"
+awk -v cpu="$(sampler_cpu_s)" -v now="$(date +%s.%N)" -v t0="$STARTED_AT" 'BEGIN {
+  printf "the sampler itself (drover_agent_sampler_cpu_seconds_total): %.3f s in %.0f s since the server started (%.2f ms per s)\n", cpu, now - t0, cpu * 1000 / (now - t0) }'
 echo "== 6. the sampler's own cost: fresh idle servers with sampling off and on, alternating"
 for round in 1 2; do
   for sampling in off on; do

@@ -346,7 +346,7 @@ TEST_F(LocalRuntimeTest, TimeoutKillsTheWholeProcessTree) {
 
 TEST_F(LocalRuntimeTest, TimeoutEscalatesToSigkillWhenTermIsIgnored) {
   model::LaunchSpec spec = Spec(8, {"sh", "-c", "trap '' TERM; while true; do sleep 0.05; done"});
-  spec.timeout_ms = 200;
+  spec.timeout_ms = 1000;  // the shell has set its trap by then, on a loaded machine too
   spec.kill_grace_ms = 300;
   ASSERT_TRUE(runtime_->Launch(spec));
   auto exited = WaitFor(spec.key, Kind::kExited);
@@ -432,14 +432,17 @@ TEST_F(LocalRuntimeTest, CancelOfUnknownWorkerIsNotFound) {
 
 TEST_F(LocalRuntimeTest, PreemptWritesTheNoticeThenTheExitSaysPreempted) {
   // The worker saves what it finds at $DROVER_PREEMPT_NOTICE when SIGTERM arrives, then exits 0.
+  // It names the notice's path once its trap is set: the test preempts only then (a SIGTERM
+  // before the trap would kill the shell, on a loaded machine too).
   std::string seen = root_ + "/seen";
   model::LaunchSpec spec = Spec(17, {"sh", "-c",
-                                     "echo \"$DROVER_PREEMPT_NOTICE\" > " + seen +
-                                         ".path; trap 'cat \"$DROVER_PREEMPT_NOTICE\" > " + seen +
-                                         "; exit 0' TERM; while true; do sleep 0.05; done"});
+                                     "trap 'cat \"$DROVER_PREEMPT_NOTICE\" > " + seen +
+                                         "; exit 0' TERM; echo \"$DROVER_PREEMPT_NOTICE\" > " +
+                                         seen + ".path; while true; do sleep 0.05; done"});
   spec.kill_grace_ms = 5000;
   ASSERT_TRUE(runtime_->Launch(spec));
   ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
+  ASSERT_TRUE(WaitForFile(seen + ".path"));
   const std::string notice_path = runtime_->WorkerDir(spec.key) + "/preempt-notice";
   EXPECT_FALSE(std::filesystem::exists(notice_path));  // only written on preemption
   const TimeMs before = WallTimeMs();

@@ -56,6 +56,7 @@ void UsageSampler::Loop() {
 
 std::int64_t UsageSampler::RunOnce(std::int64_t steady_ms, bool force) {
   if (next_batch_ == 0) next_batch_ = steady_ms + options_.batch_interval_ms;
+  if (cpu_mark_us_ < 0) cpu_mark_us_ = ThreadCpuMicros();
   const bool gpus_due = nvml_ && options_.gpu_interval_ms > 0 && (force || steady_ms >= next_gpu_);
   const bool processes_due =
       options_.process_interval_ms > 0 && (force || steady_ms >= next_process_);
@@ -106,7 +107,9 @@ std::int64_t UsageSampler::RunOnce(std::int64_t steady_ms, bool force) {
     if (!pending_.snapshots.empty()) {
       model::UsageBatch batch = std::move(pending_);
       pending_ = model::UsageBatch{.node = node_, .snapshots = {}};
+      batch.sampler_cpu_us = ThreadCpuMicros() - cpu_mark_us_;
       sink_(std::move(batch));
+      cpu_mark_us_ = ThreadCpuMicros();  // the sink's work is not the sampler's
     }
   }
   std::int64_t next = next_batch_;

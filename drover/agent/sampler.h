@@ -86,6 +86,8 @@ class UsageSampler {
   std::int64_t next_gpu_ = 0;
   std::int64_t next_process_ = 0;
   std::int64_t next_batch_ = 0;
+  // The thread's CPU time, in microseconds, after it last handed a batch over (-1: no turn yet).
+  std::int64_t cpu_mark_us_ = -1;
 
   std::mutex mu_;  // only for the stop signal
   std::condition_variable wake_;

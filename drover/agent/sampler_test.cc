@@ -10,6 +10,7 @@
 
 #include "drover/agent/gpu/nvml.h"
 #include "drover/agent/proc_tree.h"
+#include "drover/agent/steady_clock.h"
 #include "drover/testing/fake_clock.h"
 #include "drover/testing/temp_dir.h"
 
@@ -217,6 +218,32 @@ TEST(UsageSampler, BatchesOnItsIntervalsAndNotBefore) {
   sampler.RunOnce(10'000);
   ASSERT_EQ(batches.size(), 1u);
   EXPECT_EQ(batches[0].snapshots.size(), 3u);
+}
+
+// Each batch carries the CPU time the sampling thread spent since the previous batch, without
+// what the sink did with that one (the embedded agent's sink records the batch in the store).
+TEST(UsageSampler, EachBatchCarriesItsSamplingCpuWithoutTheSinks) {
+  testing::FakeClock clock(0);
+  std::vector<model::UsageBatch> batches;
+  constexpr std::int64_t kSinkCpuUs = 200'000;
+  UsageSampler::Options options;
+  options.process_interval_ms = 5'000;
+  options.batch_interval_ms = 10'000;
+  UsageSampler sampler(
+      NodeId("n1"), options, /*nvml=*/nullptr, {},
+      [] { return std::vector<LocalRuntime::RunningWorker>{}; },
+      [&](model::UsageBatch batch) {
+        batches.push_back(std::move(batch));
+        const std::int64_t until = ThreadCpuMicros() + kSinkCpuUs;
+        while (ThreadCpuMicros() < until) {
+        }
+      },
+      clock);
+  for (std::int64_t at = 0; at <= 20'000; at += 5'000) sampler.RunOnce(at);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_GE(batches[0].sampler_cpu_us, 0);  // measured
+  EXPECT_GE(batches[1].sampler_cpu_us, 0);
+  EXPECT_LT(batches[1].sampler_cpu_us, kSinkCpuUs);  // the first sink's CPU is not in it
 }
 
 }  // namespace

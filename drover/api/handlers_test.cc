@@ -938,17 +938,22 @@ TEST_F(HandlersTest, AnAgentsUsageBatchIsCheckedBeforeTheServiceSeesIt) {
   Response too_many = post(many.dump(), n1);
   EXPECT_EQ(too_many.status, 400);
   EXPECT_THAT(Body(too_many)["message"].get<std::string>(), HasSubstr("at most 600"));
+  Response cpu = post(R"({"snapshots": [], "sampler_cpu_us": -7})", n1);
+  EXPECT_EQ(cpu.status, 400);
+  EXPECT_THAT(Body(cpu)["message"].get<std::string>(), HasSubstr("sampler_cpu_us"));
   EXPECT_EQ(post("{}", {{"Authorization", "Bearer cred-n2"}}).status, 403);
   EXPECT_TRUE(service_.usage_batches.empty());
 
-  Response ok = post(R"({"node": "elsewhere", "snapshots": [{"at": 5, "gpus": [{"index": 1,
+  Response ok = post(
+      R"({"node": "elsewhere", "sampler_cpu_us": 1200, "snapshots": [{"at": 5, "gpus": [{"index": 1,
       "uuid": "GPU-1", "utilization_pct": 40, "worker": {"job_id": 7, "attempt": 1, "rank": 0}}]}]})",
-                     n1);
+      n1);
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(service_.usage_node, NodeId("n1"));  // the path's node, whatever the body says
   ASSERT_EQ(service_.usage_batches.size(), 1u);
   EXPECT_EQ(service_.usage_batches[0].snapshots[0].gpus[0].worker,
             (model::WorkerKey{JobId(7), 1, 0}));
+  EXPECT_EQ(service_.usage_batches[0].sampler_cpu_us, 1200);
 }
 
 TEST_F(HandlersTest, CancelNamesTheCallerAndAnswersTheSummary) {

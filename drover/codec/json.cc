@@ -876,6 +876,7 @@ Status Decode(const json& j, const std::string& path, model::UsageBatch* out) {
                                        model::kMaxUsageSnapshots, it->size()));
   }
   DROVER_RETURN_IF_ERROR(Field(j, path, "snapshots", &out->snapshots));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "sampler_cpu_us", &out->sampler_cpu_us));
   return model::ValidateUsageBatch(*out);
 }
 
@@ -1614,7 +1615,9 @@ json ToJson(const model::UsageBatch& batch) {
                              {"gpu_processes", std::move(gpu_processes)},
                              {"processes", std::move(processes)}});
   }
-  return json{{"node", batch.node.value()}, {"snapshots", std::move(snapshots)}};
+  return json{{"node", batch.node.value()},
+              {"snapshots", std::move(snapshots)},
+              {"sampler_cpu_us", batch.sampler_cpu_us}};
 }
 
 Result<model::UsageBatch> UsageBatchFromJson(const json& j, std::string_view path) {

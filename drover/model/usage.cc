@@ -148,6 +148,10 @@ void Stat::Add(double value) {
 }
 
 Status ValidateUsageBatch(const UsageBatch& batch) {
+  if (batch.sampler_cpu_us < -1 || batch.sampler_cpu_us > kMaxSamplerCpuUsPerBatch) {
+    return InvalidArgument(fmt::format("sampler_cpu_us: -1 (not measured) or 0 to {}, not {}",
+                                       kMaxSamplerCpuUsPerBatch, batch.sampler_cpu_us));
+  }
   DROVER_RETURN_IF_ERROR(CheckCount(batch.snapshots, kMaxUsageSnapshots, "snapshots"));
   for (std::size_t i = 0; i < batch.snapshots.size(); ++i) {
     if (i > 0 && batch.snapshots[i].at < batch.snapshots[i - 1].at) {

@@ -94,6 +94,10 @@ struct UsageSnapshot {
 struct UsageBatch {
   NodeId node;
   std::vector<UsageSnapshot> snapshots;
+  // CPU time the agent's sampling thread used since its previous batch, handing batches over
+  // left out (CLOCK_THREAD_CPUTIME_ID): the sampler's own cost, which the server counts per
+  // node (drover_agent_sampler_cpu_seconds_total). -1: not measured.
+  std::int64_t sampler_cpu_us = -1;
 
   friend bool operator==(const UsageBatch&, const UsageBatch&) = default;
 };
@@ -103,6 +107,9 @@ inline constexpr std::size_t kMaxUsageSnapshots = 600;      // 10 minutes at 1 s
 inline constexpr std::size_t kMaxUsageGpus = 64;            // per snapshot
 inline constexpr std::size_t kMaxUsageGpuProcesses = 1024;  // per snapshot
 inline constexpr std::size_t kMaxUsageProcesses = 1024;     // per snapshot
+// The most sampling CPU one batch may claim: an hour (a batch spans 10 s, or up to 10 minutes
+// of snapshots kept while the server was away).
+inline constexpr std::int64_t kMaxSamplerCpuUsPerBatch = 3'600'000'000;
 // How far a snapshot's time may be from the server's clock (ControlPlane::IngestUsage): an
 // agent's clock a minute ahead, and batches an agent kept for up to a day while the server was
 // away; a batch with a snapshot outside is refused.

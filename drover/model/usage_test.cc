@@ -266,6 +266,15 @@ TEST(ValidateUsageBatch, NamesTheFirstBadField) {
   batch.snapshots[1].gpu_processes.clear();
   EXPECT_TRUE(ValidateUsageBatch(batch));
 
+  for (const std::int64_t cpu : {std::int64_t{-2}, kMaxSamplerCpuUsPerBatch + 1}) {
+    batch.sampler_cpu_us = cpu;
+    EXPECT_THAT(ValidateUsageBatch(batch).error().message, HasSubstr("sampler_cpu_us")) << cpu;
+  }
+  for (const std::int64_t cpu : {std::int64_t{-1}, std::int64_t{0}, kMaxSamplerCpuUsPerBatch}) {
+    batch.sampler_cpu_us = cpu;
+    EXPECT_TRUE(ValidateUsageBatch(batch)) << cpu;
+  }
+
   // GPM percentages have no "unknown" value: an absent metric is an absent gpm.
   batch.snapshots[1].gpus = {Gpu("a", 50, 0, 0)};
   batch.snapshots[1].gpus[0].gpm = GpmSample{50, 20, -1, 10};

@@ -29,6 +29,9 @@ Status ControlPlane::IngestUsage(const NodeId& node, model::UsageBatch batch) {
     }
   }
   batch.node = node;
+  if (batch.sampler_cpu_us > 0) {
+    metrics_.CountSamplerCpu(node, static_cast<double>(batch.sampler_cpu_us) / 1e6);
+  }
   std::set<model::WorkerKey> named;
   for (const model::UsageSnapshot& snapshot : batch.snapshots) {
     for (const model::GpuSample& gpu : snapshot.gpus) {

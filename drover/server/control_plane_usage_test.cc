@@ -175,6 +175,24 @@ TEST_F(UsageTest, MetricsCountEachGpusProcessesByAttribution) {
   EXPECT_EQ(summary.peak_other_gpu_processes, 1);
 }
 
+// The sampling CPU an agent reports with each batch is counted per node; an unmeasured one
+// (-1) adds nothing, and a refused batch counts nothing.
+TEST_F(UsageTest, EachNodesSamplingCpuIsCounted) {
+  const NodeId node("node-r");
+  model::UsageBatch batch = Series(node, std::nullopt, clock_.Now(), 1, 0);
+  batch.sampler_cpu_us = 1'500'000;
+  ASSERT_TRUE(plane_->IngestUsage(node, batch));
+  batch.sampler_cpu_us = 250'000;
+  ASSERT_TRUE(plane_->IngestUsage(node, batch));
+  batch.sampler_cpu_us = -1;
+  ASSERT_TRUE(plane_->IngestUsage(node, batch));
+  batch.sampler_cpu_us = 900'000;
+  batch.snapshots[0].at = clock_.Now() + 2 * kMillisPerMinute;  // refused: too far ahead
+  EXPECT_FALSE(plane_->IngestUsage(node, batch));
+  EXPECT_THAT(plane_->MetricsText(),
+              HasSubstr("drover_agent_sampler_cpu_seconds_total{node=\"node-r\"} 1.75\n"));
+}
+
 TEST_F(UsageTest, AnAgentCannotChargeAJobOnAnotherNode) {
   auto [key, node] = StartJob();
   const NodeId other(node == NodeId("node-r") ? "node-s" : "node-r");

@@ -114,7 +114,11 @@ ServerMetrics::ServerMetrics()
       requests_("drover_api_requests_total",
                 "API requests answered, per method, route pattern and HTTP status code. No Kueue "
                 "equivalent.",
-                {"method", "route", "code"}) {}
+                {"method", "route", "code"}),
+      sampler_cpu_("drover_agent_sampler_cpu_seconds_total",
+                   "CPU time each node's agent spent sampling its GPUs and worker processes, as "
+                   "the agent measured its sampling thread. No Kueue equivalent.",
+                   {"node"}) {}
 
 void ServerMetrics::ObserveTransitions(const std::vector<model::Transition>& transitions,
                                        const control::Controller& controller, TimeMs now) {
@@ -155,6 +159,10 @@ void ServerMetrics::ObserveAttemptEnd(const model::Job& job, const model::Attemp
 
 void ServerMetrics::ObserveCycle(double seconds, bool admitted) {
   cycles_.Observe({admitted ? "success" : "inadmissible"}, seconds);
+}
+
+void ServerMetrics::CountSamplerCpu(const NodeId& node, double seconds) {
+  sampler_cpu_.Add({node.value()}, seconds);
 }
 
 void ServerMetrics::CountRequest(std::string_view method, std::string_view route, int status) {
@@ -355,6 +363,7 @@ std::string ServerMetrics::Render(const Snapshot& state) const {
   team_gpu_seconds_.WriteTo(writer);
   cycles_.WriteTo(writer);
   requests_.WriteTo(writer);
+  sampler_cpu_.WriteTo(writer);
   WriteElection(writer);
   return writer.Take();
 }

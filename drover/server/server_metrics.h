@@ -76,6 +76,8 @@ class ServerMetrics {
   // One API request answered with `status`: `method` and `route` are the matched route's
   // (RouteLabel), or "other" and "unmatched" for a request no route took.
   void CountRequest(std::string_view method, std::string_view route, int status);
+  // `node`'s agent reported `seconds` of CPU spent sampling (UsageBatch::sampler_cpu_us).
+  void CountSamplerCpu(const NodeId& node, double seconds);
 
   // The gauges' state; cost: the queue tree and ready jobs (Controller::Queues), the held jobs
   // and the nodes.
@@ -106,6 +108,7 @@ class ServerMetrics {
   const prometheus::CounterFamily& team_gpu_seconds() const { return team_gpu_seconds_; }
   const prometheus::HistogramFamily& cycles() const { return cycles_; }
   const prometheus::CounterFamily& requests() const { return requests_; }
+  const prometheus::CounterFamily& sampler_cpu() const { return sampler_cpu_; }
 
  private:
   // `attempt` of `job` ended: evictions, preemptions and its GPU time.
@@ -120,6 +123,7 @@ class ServerMetrics {
   prometheus::CounterFamily team_gpu_seconds_;
   prometheus::HistogramFamily cycles_;
   prometheus::CounterFamily requests_;
+  prometheus::CounterFamily sampler_cpu_;
   // SetElection's, written to `writer` (nothing if never set).
   void WriteElection(prometheus::ExpositionWriter& writer) const EXCLUDES(election_mu_);
 

@@ -279,6 +279,9 @@ script: sleep 15
   const json& summary = usage["attempts"][0]["summary"];
   EXPECT_GT(summary["peak_rss_bytes"].get<std::int64_t>(), 0) << usage.dump();
   EXPECT_EQ(summary["gpu_util"]["count"].get<int>(), 0);  // declared GPUs are not sampled
+  // The agent's own sampling cost arrived with its batches.
+  EXPECT_THAT(client.Get("/metrics").value().body,
+              HasSubstr("drover_agent_sampler_cpu_seconds_total{node=\"remote-1\"} "));
 }
 
 }  // namespace
