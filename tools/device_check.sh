@@ -20,8 +20,9 @@
 #      /metrics (drover_gpu_processes counts them by attribution); after each, its usage
 #      summary (GET /v1/jobs/{id}/usage: GPU activity, and with GPM the SM activity, occupancy,
 #      tensor activity and DRAM bandwidth; it must hold its own process's GPU memory,
-#      peak_process_gpu_memory_bytes), its findings and `drover get`'s usage lines. Expected on an H200: fp32 with SM activity high and
-#      tensor activity near 0; tensor with tensor activity well above 0; sleep with activity 0.
+#      peak_process_gpu_memory_bytes), its findings and `drover get`'s usage lines. Expected
+#      on an H200: fp32 with SM activity high and tensor activity near 0; tensor with tensor
+#      activity well above 0; sleep with activity 0.
 #      Diagnosis needs 10 minutes of samples by default, so the server runs with
 #      --diagnosis-min-sampled 10s to judge these short jobs.
 #   5. the server's own CPU time (its embedded agent samples every GPU each second and every
@@ -60,11 +61,11 @@ report_cpu() {
   awk -v n="$name" -v c=$((after - before)) -v now="$now" -v t0="$t0" \
     'BEGIN { s = now - t0; printf "%s: %d ms of server CPU in %.1f s (%.2f ms per s)\n", n, c, s, c / s }'
 }
-# The job's own state (the reply's top-level "state"; its workers have states of their own).
 # The sampling CPU the server's agents reported so far, in seconds (all nodes).
 sampler_cpu_s() {
   api /metrics | awk '/^drover_agent_sampler_cpu_seconds_total/ { sum += $2 } END { print sum + 0 }'
 }
+# The job's own state (the reply's top-level "state"; its workers have states of their own).
 state_of() { api "/v1/jobs/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }
 
 # Submits a 1-GPU job running ARGS (a JSON array's items); prints its id.

@@ -178,8 +178,9 @@ struct UsageSummary {
   std::int64_t peak_gpu_memory_bytes = 0;  // largest on one GPU (the device's used memory)
   // Largest the attempt's own processes held on one GPU at once (their
   // nvmlDeviceGetComputeRunningProcesses memory, summed per GPU); 0: NVML listed none of them
-  // with a figure. Unlike peak_gpu_memory_bytes it leaves out what the driver reserves (about
-  // 0.6 GiB on an H200 with no process at all) and other processes on a shared GPU.
+  // with a figure. Unlike peak_gpu_memory_bytes it leaves out what the driver reserves
+  // (nvmlDeviceGetMemoryInfo's `used` is reserved plus allocated: about 0.6 GiB more on an
+  // H200) and other processes on a shared GPU.
   std::int64_t peak_process_gpu_memory_bytes = 0;
   // Most processes not of this attempt seen at once on one of its GPUs (another job's on a
   // time-sliced GPU, or one Drover did not start).
