@@ -175,9 +175,11 @@ bool Accumulate(const UsageSnapshot& snapshot, AttemptUsage& usage,
       added = true;
     }
   };
+  std::map<int, int> others;  // per GPU the attempt holds: processes not its own (below)
   for (const GpuSample& gpu : snapshot.gpus) {
     if (!Attributed(gpu.worker, usage)) continue;
     touch();
+    others.emplace(gpu.index, 0);
     if (gpu.utilization_pct >= 0) {
       summary.gpu_util.Add(gpu.utilization_pct);
       ++usage.util_histogram[gpu.utilization_pct];
@@ -208,12 +210,8 @@ bool Accumulate(const UsageSnapshot& snapshot, AttemptUsage& usage,
       it->second[1] = std::max(it->second[1], gpu.energy_mj);
     }
   }
-  // The attempt's own processes' memory and the others' count, per GPU it holds.
+  // The attempt's own processes' memory per GPU, and the others' count on the GPUs it holds.
   std::map<int, std::int64_t> own_memory;
-  std::map<int, int> others;
-  for (const GpuSample& gpu : snapshot.gpus) {
-    if (Attributed(gpu.worker, usage)) others.emplace(gpu.index, 0);
-  }
   for (const GpuProcessSample& process : snapshot.gpu_processes) {
     if (Attributed(process.worker, usage)) {
       if (process.memory_used_bytes > 0) own_memory[process.gpu_index] += process.memory_used_bytes;

@@ -108,7 +108,6 @@ class ServerMetrics {
   const prometheus::CounterFamily& team_gpu_seconds() const { return team_gpu_seconds_; }
   const prometheus::HistogramFamily& cycles() const { return cycles_; }
   const prometheus::CounterFamily& requests() const { return requests_; }
-  const prometheus::CounterFamily& sampler_cpu() const { return sampler_cpu_; }
 
  private:
   // `attempt` of `job` ended: evictions, preemptions and its GPU time.
