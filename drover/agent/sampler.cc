@@ -75,7 +75,10 @@ std::int64_t UsageSampler::RunOnce(std::int64_t steady_ms, bool force) {
       next_gpu_ = steady_ms + options_.gpu_interval_ms;
       std::vector<model::GpuSample> gpus;
       std::vector<model::GpuProcessSample> processes;
-      nvml_->Sample(gpus, processes);
+      nvml_->Sample(
+          steady_ms,
+          processes_due ? NvmlSampler::ProcessShares::kRead : NvmlSampler::ProcessShares::kSkip,
+          gpus, processes);
       std::map<int, model::WorkerKey> holders;  // GPU index -> worker
       for (const LocalRuntime::RunningWorker& worker : workers) {
         for (int index : worker.gpus) holders[index] = worker.key;

@@ -39,7 +39,8 @@ class UsageSampler {
   struct Options {
     // How often GPUs are read (--gpu-sample-interval); 0: never.
     DurationMs gpu_interval_ms = 1'000;
-    // How often worker process trees are read (--process-sample-interval); 0: never.
+    // How often worker process trees are read, and with them the SM share of each process on a
+    // GPU (--process-sample-interval); 0: never.
     DurationMs process_interval_ms = 5'000;
     // How often the samples taken are handed to the sink (one bucket's width: fewer, larger
     // batches cost less on the wire and in the store).

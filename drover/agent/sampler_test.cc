@@ -26,11 +26,12 @@ void Write(const std::string& path, const std::string& text) {
 }
 
 // Points the fake NVML at `script` for the NvmlSampler opened next.
-std::unique_ptr<NvmlSampler> OpenScripted(const testing::TempDir& dir, const std::string& script) {
+std::unique_ptr<NvmlSampler> OpenScripted(const testing::TempDir& dir, const std::string& script,
+                                          NvmlSamplerOptions options = {}) {
   const std::string path = dir.Sub("nvml-script");
   Write(path, script);
   setenv("DROVER_FAKE_NVML_SCRIPT", path.c_str(), 1);
-  auto sampler = NvmlSampler::Open(DROVER_FAKE_NVML);
+  auto sampler = NvmlSampler::Open(DROVER_FAKE_NVML, options);
   EXPECT_TRUE(sampler) << sampler.error().ToString();
   return sampler ? *std::move(sampler) : nullptr;
 }
@@ -41,12 +42,13 @@ TEST(NvmlSampler, ReplaysTheScriptedSeries) {
                            "gpus 2\n"
                            "gpu 0 0 10 1000 50000 100000\n"
                            "gpu 1 0 90 2000 300000 400000  # step 1\n"
-                           "proc 1 0 4242 77 1500\n");
+                           "proc 1 0 4242 77 1500\n",
+                           {.energy_read_interval_ms = 1});
   ASSERT_NE(nvml, nullptr);
   ASSERT_EQ(nvml->gpu_count(), 2u);
   std::vector<model::GpuSample> gpus;
   std::vector<model::GpuProcessSample> processes;
-  nvml->Sample(gpus, processes);
+  nvml->Sample(0, NvmlSampler::ProcessShares::kRead, gpus, processes);
   ASSERT_EQ(gpus.size(), 2u);
   EXPECT_EQ(gpus[0].uuid, "GPU-fake-0");
   EXPECT_EQ(gpus[0].utilization_pct, 10);
@@ -59,7 +61,7 @@ TEST(NvmlSampler, ReplaysTheScriptedSeries) {
   EXPECT_TRUE(processes.empty());
 
   gpus.clear();
-  nvml->Sample(gpus, processes);
+  nvml->Sample(1'000, NvmlSampler::ProcessShares::kRead, gpus, processes);
   EXPECT_EQ(gpus[0].utilization_pct, 90);
   EXPECT_EQ(gpus[0].energy_mj, 400000);
   ASSERT_EQ(processes.size(), 1u);
@@ -68,7 +70,8 @@ TEST(NvmlSampler, ReplaysTheScriptedSeries) {
   EXPECT_EQ(processes[0].memory_used_bytes, 1500);
 
   gpus.clear();
-  nvml->Sample(gpus, processes);  // past the script: the last step repeats
+  nvml->Sample(2'000, NvmlSampler::ProcessShares::kRead, gpus,
+               processes);  // past the script: the last step repeats
   EXPECT_EQ(gpus[0].utilization_pct, 90);
   unsetenv("DROVER_FAKE_NVML_SCRIPT");
 }
@@ -86,18 +89,18 @@ TEST(NvmlSampler, ReadsGpmOnDevicesThatSupportItAndNothingElsewhere) {
   EXPECT_EQ(nvml->gpm_gpu_count(), 1u);
   std::vector<model::GpuSample> gpus;
   std::vector<model::GpuProcessSample> processes;
-  nvml->Sample(gpus, processes);
+  nvml->Sample(0, NvmlSampler::ProcessShares::kRead, gpus, processes);
   // A GPM metric is the difference of two samples: none on the first.
   EXPECT_FALSE(gpus[0].gpm.has_value());
   EXPECT_FALSE(gpus[1].gpm.has_value());
   gpus.clear();
-  nvml->Sample(gpus, processes);
+  nvml->Sample(1'000, NvmlSampler::ProcessShares::kRead, gpus, processes);
   ASSERT_TRUE(gpus[0].gpm.has_value());
   EXPECT_EQ(*gpus[0].gpm, (model::GpmSample{62.5, 31.25, 0.75, 40}));
   EXPECT_FALSE(gpus[1].gpm.has_value());  // no GPM: NVML utilization only
   EXPECT_EQ(gpus[1].utilization_pct, 95);
   gpus.clear();
-  nvml->Sample(gpus, processes);
+  nvml->Sample(2'000, NvmlSampler::ProcessShares::kRead, gpus, processes);
   ASSERT_TRUE(gpus[0].gpm.has_value());
   EXPECT_EQ(*gpus[0].gpm, (model::GpmSample{88, 44, 12.5, 70}));
   unsetenv("DROVER_FAKE_NVML_SCRIPT");
@@ -111,9 +114,60 @@ TEST(NvmlSampler, TheDefaultDevicesHaveNoGpm) {
   EXPECT_EQ(nvml->gpm_gpu_count(), 0u);
   std::vector<model::GpuSample> gpus;
   std::vector<model::GpuProcessSample> processes;
-  nvml->Sample(gpus, processes);
-  nvml->Sample(gpus, processes);
+  nvml->Sample(0, NvmlSampler::ProcessShares::kRead, gpus, processes);
+  nvml->Sample(1'000, NvmlSampler::ProcessShares::kRead, gpus, processes);
   for (const model::GpuSample& gpu : gpus) EXPECT_FALSE(gpu.gpm.has_value());
+  unsetenv("DROVER_FAKE_NVML_SCRIPT");
+}
+
+TEST(NvmlSampler, ReadsTheEnergyCounterOnItsIntervalAndAddsPowerTimesTimeBetween) {
+  testing::TempDir dir;
+  // The driver's counter jumps where the script says; only a read can see the jumps.
+  auto nvml = OpenScripted(dir,
+                           "gpus 1\n"
+                           "gpu 0 0 50 1000 100000 5000000\n"
+                           "gpu 1 0 50 1000 200000 9000000\n"
+                           "gpu 3 0 50 1000 200000 12000000\n",
+                           {.energy_read_interval_ms = 3'000});
+  ASSERT_NE(nvml, nullptr);
+  std::vector<model::GpuSample> gpus;
+  std::vector<model::GpuProcessSample> processes;
+  for (std::int64_t at = 0; at <= 4'000; at += 1'000) {
+    nvml->Sample(at, NvmlSampler::ProcessShares::kSkip, gpus, processes);
+  }
+  ASSERT_EQ(gpus.size(), 5u);
+  EXPECT_EQ(gpus[0].energy_mj, 5'000'000);  // read
+  EXPECT_EQ(gpus[1].energy_mj, 5'200'000);  // + 200 W x 1 s, not the counter's 9,000,000
+  EXPECT_EQ(gpus[2].energy_mj, 5'400'000);
+  EXPECT_EQ(gpus[3].energy_mj, 12'000'000);  // 3 s after the first read: read again
+  EXPECT_EQ(gpus[4].energy_mj, 12'200'000);
+  unsetenv("DROVER_FAKE_NVML_SCRIPT");
+}
+
+TEST(NvmlSampler, ReadsProcessSharesOnlyWhenAskedAsTheMeanSinceTheLastRead) {
+  testing::TempDir dir;
+  auto nvml = OpenScripted(dir,
+                           "gpus 1\n"
+                           "proc 0 0 4242 20 1500\n"
+                           "proc 2 0 4242 80 1500\n");
+  ASSERT_NE(nvml, nullptr);
+  std::vector<model::GpuSample> gpus;
+  std::vector<model::GpuProcessSample> processes;
+  nvml->Sample(0, NvmlSampler::ProcessShares::kSkip, gpus, processes);
+  nvml->Sample(1'000, NvmlSampler::ProcessShares::kSkip, gpus, processes);
+  ASSERT_EQ(processes.size(), 2u);  // listed at every sample, their share not read
+  EXPECT_EQ(processes[0].sm_pct, -1);
+  EXPECT_EQ(processes[1].sm_pct, -1);
+  EXPECT_EQ(processes[1].memory_used_bytes, 1500);
+  processes.clear();
+  // Steps 0, 1 and 2 since nothing was read: 20, 20 and 80.
+  nvml->Sample(2'000, NvmlSampler::ProcessShares::kRead, gpus, processes);
+  ASSERT_EQ(processes.size(), 1u);
+  EXPECT_EQ(processes[0].sm_pct, 40);
+  processes.clear();
+  nvml->Sample(3'000, NvmlSampler::ProcessShares::kRead, gpus, processes);  // step 3 only
+  ASSERT_EQ(processes.size(), 1u);
+  EXPECT_EQ(processes[0].sm_pct, 80);
   unsetenv("DROVER_FAKE_NVML_SCRIPT");
 }
 

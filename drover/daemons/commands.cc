@@ -30,7 +30,8 @@ void AddNodeFlags(CLI::App* command, server::LocalNodeFlags& nodes) {
   command->add_option("--gpu-sample-interval", nodes.gpu_sample_interval,
                       "how often GPUs are sampled through NVML (default 1s; 0: never)");
   command->add_option("--process-sample-interval", nodes.process_sample_interval,
-                      "how often workers' process trees are sampled (default 5s; 0: never)");
+                      "how often workers' process trees, and GPU processes' SM shares, are "
+                      "sampled (default 5s; 0: never)");
 }
 
 void AddServerCommand(CLI::App& app, std::function<int()>& run) {

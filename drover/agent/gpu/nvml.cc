@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
+#include <span>
 
+#include "drover/agent/gpu/energy_counter.h"
 #include "drover/agent/gpu/gpu_model.h"
 
 namespace drover::agent {
@@ -271,8 +274,10 @@ struct NvmlSampler::State {
   SampleApi sample{};
   bool initialized = false;
   struct Device {
+    explicit Device(DurationMs energy_read_interval_ms) : energy(energy_read_interval_ms) {}
     nvmlDevice_t handle = nullptr;
     std::string uuid;
+    EnergyCounter energy;
     unsigned long long last_seen = 0;  // the newest process utilization sample's timestamp
     // GPM sample buffers, allocated at Open when the device supports GPM (both null otherwise):
     // gpm[previous] holds the last sample taken, gpm[1 - previous] receives the next.
@@ -283,6 +288,9 @@ struct NvmlSampler::State {
   // Reads the GPM metrics of `device` since its previous sample; none on its first sample or
   // when NVML refuses (the metrics are then left out for this sample only).
   std::optional<model::GpmSample> ReadGpm(Device& device);
+  // Sets `processes`' SM shares (sm_pct) to the mean of the driver's samples of each since the
+  // previous read, where NVML gives them.
+  void ReadProcessShares(Device& device, std::span<model::GpuProcessSample> processes);
   // Allocates `device`'s GPM buffers when the library has GPM and the device supports it
   // (nvmlGpmQueryDeviceSupport); otherwise, or when an allocation fails, leaves them null.
   static void OpenGpm(const SampleApi& api, Device& device);
@@ -351,7 +359,8 @@ std::size_t NvmlSampler::gpm_gpu_count() const {
                     [](const State::Device& device) { return device.gpm[0] != nullptr; }));
 }
 
-Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const std::string& library_name) {
+Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const std::string& library_name,
+                                                       NvmlSamplerOptions options) {
   auto state = std::make_unique<State>(dlopen(library_name.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (state->library.get() == nullptr) {
     const char* error = dlerror();
@@ -366,7 +375,7 @@ Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const std::string& librar
   state->initialized = true;
   DROVER_ASSIGN_OR_RETURN(NvmlInventory inventory, ListDevices(state->api));
   for (const NvmlGpu& gpu : inventory.gpus) {
-    State::Device device;
+    State::Device device(options.energy_read_interval_ms);
     device.uuid = gpu.gpu.uuid;
     if (nvmlReturn_t rc =
             state->api.get_handle(static_cast<unsigned>(gpu.gpu.index), &device.handle);
@@ -380,7 +389,30 @@ Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const std::string& librar
   return std::unique_ptr<NvmlSampler>(new NvmlSampler(std::move(state)));
 }
 
-void NvmlSampler::Sample(std::vector<model::GpuSample>& gpus,
+void NvmlSampler::State::ReadProcessShares(Device& device,
+                                           std::span<model::GpuProcessSample> processes) {
+  unsigned count = kMaxProcessesPerGpu;
+  if (sample.process_utilization(device.handle, utilization.data(), &count, device.last_seen) !=
+      kNvmlSuccess) {
+    return;
+  }
+  std::map<unsigned, std::pair<unsigned long long, unsigned>> per_pid;  // pid -> sum, samples
+  for (unsigned p = 0; p < std::min(count, kMaxProcessesPerGpu); ++p) {
+    const nvmlProcessUtilizationSample_t& share = utilization[p];
+    device.last_seen = std::max(device.last_seen, share.timeStamp);
+    auto& [sum, samples] = per_pid[share.pid];
+    sum += std::min(share.smUtil, 100u);
+    ++samples;
+  }
+  for (model::GpuProcessSample& process : processes) {
+    if (auto it = per_pid.find(static_cast<unsigned>(process.pid)); it != per_pid.end()) {
+      process.sm_pct = static_cast<int>(it->second.first / it->second.second);
+    }
+  }
+}
+
+void NvmlSampler::Sample(std::int64_t steady_ms, ProcessShares shares,
+                         std::vector<model::GpuSample>& gpus,
                          std::vector<model::GpuProcessSample>& processes) {
   const SampleApi& api = state_->sample;
   for (std::size_t i = 0; i < state_->devices.size(); ++i) {
@@ -399,10 +431,14 @@ void NvmlSampler::Sample(std::vector<model::GpuSample>& gpus,
     if (unsigned value = 0; api.power && api.power(device.handle, &value) == kNvmlSuccess) {
       gpu.power_mw = static_cast<int>(std::min<unsigned>(value, 1u << 30));
     }
-    if (unsigned long long value = 0;
-        api.energy && api.energy(device.handle, &value) == kNvmlSuccess) {
-      gpu.energy_mj = static_cast<std::int64_t>(std::min<unsigned long long>(value, 1ULL << 62));
+    std::optional<std::int64_t> energy_read;
+    if (api.energy && device.energy.ReadDue(steady_ms, gpu.power_mw)) {
+      unsigned long long value = 0;
+      energy_read = api.energy(device.handle, &value) == kNvmlSuccess
+                        ? static_cast<std::int64_t>(std::min<unsigned long long>(value, 1ULL << 62))
+                        : -1;
     }
+    gpu.energy_mj = device.energy.Report(steady_ms, gpu.power_mw, energy_read);
     if (unsigned value = 0; api.temperature && api.temperature(device.handle, kNvmlTemperatureGpu,
                                                                &value) == kNvmlSuccess) {
       gpu.temperature_c = static_cast<int>(std::min<unsigned>(value, 1000));
@@ -429,20 +465,8 @@ void NvmlSampler::Sample(std::vector<model::GpuSample>& gpus,
       }
       processes.push_back(process);
     }
-    if (api.process_utilization == nullptr || count == 0) continue;
-    unsigned samples = kMaxProcessesPerGpu;
-    if (api.process_utilization(device.handle, state_->utilization.data(), &samples,
-                                device.last_seen) != kNvmlSuccess) {
-      continue;
-    }
-    for (unsigned p = 0; p < std::min(samples, kMaxProcessesPerGpu); ++p) {
-      const nvmlProcessUtilizationSample_t& sample = state_->utilization[p];
-      device.last_seen = std::max(device.last_seen, sample.timeStamp);
-      for (std::size_t k = first; k < processes.size(); ++k) {
-        if (processes[k].pid == sample.pid) {
-          processes[k].sm_pct = static_cast<int>(std::min(sample.smUtil, 100u));
-        }
-      }
+    if (shares == ProcessShares::kRead && api.process_utilization != nullptr && count > 0) {
+      state_->ReadProcessShares(device, std::span(processes).subspan(first));
     }
   }
 }

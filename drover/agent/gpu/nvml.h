@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "drover/common/clock.h"
 #include "drover/common/result.h"
 #include "drover/model/node.h"
 #include "drover/model/usage.h"
@@ -35,27 +36,43 @@ Result<NvmlInventory> DiscoverNvml(const std::string& library = kNvmlLibrary);
 // DiscoverNvml(kNvmlLibrary)'s GPUs as model values.
 Result<std::vector<model::Gpu>> DiscoverNvmlGpus();
 
+// How an NvmlSampler spends its calls.
+struct NvmlSamplerOptions {
+  // How often each GPU's energy counter is read from the driver: in between, the last value plus
+  // power times time (EnergyCounter, which says why).
+  DurationMs energy_read_interval_ms = 30'000;
+};
+
 // Reads what each GPU does (docs/observability.md, "Sampling"), keeping the library loaded and
 // NVML initialized from Open until destruction. Per GPU: nvmlDeviceGetUtilizationRates,
-// nvmlDeviceGetMemoryInfo, nvmlDeviceGetPowerUsage, nvmlDeviceGetTotalEnergyConsumption,
-// nvmlDeviceGetTemperature and nvmlDeviceGetClockInfo (SM); per process on it
-// nvmlDeviceGetComputeRunningProcesses (_v3, else _v2) and nvmlDeviceGetProcessUtilization
-// (the SM share since the previous call); and, on a device that supports GPU Performance
-// Monitoring (nvmlGpmQueryDeviceSupport: Hopper and newer), the GPM metrics SM activity, SM
-// occupancy, tensor activity and DRAM bandwidth between consecutive samples (nvmlGpmSampleGet,
-// nvmlGpmMetricsGet; GpuSample::gpm, unset on other devices and on a device's first sample). A
-// function the library lacks or the device refuses (not supported, no permission) leaves its
-// value at -1. Not thread-safe: one sampling thread owns an instance.
+// nvmlDeviceGetMemoryInfo, nvmlDeviceGetPowerUsage, nvmlDeviceGetTemperature and
+// nvmlDeviceGetClockInfo (SM) at every sample, nvmlDeviceGetTotalEnergyConsumption on its
+// interval (EnergyCounter); per process on it nvmlDeviceGetComputeRunningProcesses (_v3, else
+// _v2) at every sample, and when asked nvmlDeviceGetProcessUtilization (its SM share, the mean
+// of the driver's samples since the previous such read); and, on a device that supports GPU
+// Performance Monitoring (nvmlGpmQueryDeviceSupport: Hopper and newer), the GPM metrics SM
+// activity, SM occupancy, tensor activity and DRAM bandwidth between consecutive samples
+// (nvmlGpmSampleGet, nvmlGpmMetricsGet; GpuSample::gpm, unset on other devices and on a
+// device's first sample). A function the library lacks or the device refuses (not supported, no
+// permission) leaves its value at -1. Not thread-safe: one sampling thread owns an instance.
 class NvmlSampler {
  public:
   // kUnavailable as DiscoverNvml (library, a required symbol, nvmlInit, the device list).
-  static Result<std::unique_ptr<NvmlSampler>> Open(const std::string& library = kNvmlLibrary);
+  static Result<std::unique_ptr<NvmlSampler>> Open(const std::string& library = kNvmlLibrary,
+                                                   NvmlSamplerOptions options = {});
   ~NvmlSampler();
   NvmlSampler(const NvmlSampler&) = delete;
   NvmlSampler& operator=(const NvmlSampler&) = delete;
 
-  // Appends one sample per GPU (index order; `worker` unset) and the processes on each.
-  void Sample(std::vector<model::GpuSample>& gpus, std::vector<model::GpuProcessSample>& processes);
+  // Whether a sample reads each GPU process's SM share (`sm_pct`; -1 when skipped):
+  // nvmlDeviceGetProcessUtilization costs about 1.4 ms of CPU per GPU with processes on an H200
+  // (docs/benchmarks.md), so the agent reads it with its process trees, not every GPU sample.
+  enum class ProcessShares { kSkip, kRead };
+
+  // Appends one sample per GPU (index order; `worker` unset) and the processes on each, taken at
+  // steady time `steady_ms` (monotonic, never decreasing: the energy figure integrates over it).
+  void Sample(std::int64_t steady_ms, ProcessShares shares, std::vector<model::GpuSample>& gpus,
+              std::vector<model::GpuProcessSample>& processes);
   std::size_t gpu_count() const;
   // The GPUs whose GPM metrics are read (the rest report NVML utilization only).
   std::size_t gpm_gpu_count() const;

@@ -17,6 +17,7 @@
 // processes are those of the step its last utilization call read. Not thread-safe, like the
 // tests that use it.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -266,21 +267,27 @@ int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_st* device, unsigned int*
   }
   return 0;
 }
+// Like the driver's, the samples newer than `last_seen`: one per process per step, stamped
+// step + 1, from the step after the newest one returned (none yet: step 0) to the current one.
 int nvmlDeviceGetProcessUtilization(nvmlDevice_st* device, nvmlProcessUtilizationSample_t* samples,
-                                    unsigned int* count, unsigned long long) {
+                                    unsigned int* count, unsigned long long last_seen) {
   const Device& d = *Of(device);
-  const std::vector<ProcessValues>* processes = AtStep(d.processes, d.current < 0 ? 0 : d.current);
-  const unsigned needed = processes ? static_cast<unsigned>(processes->size()) : 0;
-  if (needed == 0) return 6;  // NVML_ERROR_NOT_FOUND: no samples
-  if (samples == nullptr || *count < needed) {
-    *count = needed;
+  std::vector<nvmlProcessUtilizationSample_t> newer;
+  for (int step = static_cast<int>(last_seen); step <= d.current; ++step) {
+    const std::vector<ProcessValues>* processes = AtStep(d.processes, step);
+    if (processes == nullptr) continue;
+    for (const ProcessValues& process : *processes) {
+      newer.push_back({process.pid, static_cast<unsigned long long>(step) + 1, process.sm_pct, 0,
+                       0, 0});
+    }
+  }
+  if (newer.empty()) return 6;  // NVML_ERROR_NOT_FOUND: no samples
+  if (samples == nullptr || *count < newer.size()) {
+    *count = static_cast<unsigned>(newer.size());
     return 7;
   }
-  *count = needed;
-  for (unsigned i = 0; i < needed; ++i) {
-    samples[i] =
-        nvmlProcessUtilizationSample_t{(*processes)[i].pid, 1, (*processes)[i].sm_pct, 0, 0, 0};
-  }
+  *count = static_cast<unsigned>(newer.size());
+  std::copy(newer.begin(), newer.end(), samples);
   return 0;
 }
 
