@@ -3,7 +3,8 @@
 namespace drover::agent {
 
 bool EnergyCounter::ReadDue(std::int64_t steady_ms, int power_mw) const {
-  return !last_read_at_ms_ || power_mw < 0 || steady_ms - *last_read_at_ms_ >= read_interval_ms_;
+  return !last_read_at_ms_ || power_mw < 0 || steady_ms - *last_read_at_ms_ >= read_interval_ms_ ||
+         steady_ms - value_at_ms_ > kMaxIntegratedGapMs;
 }
 
 std::int64_t EnergyCounter::Report(std::int64_t steady_ms, int power_mw,

@@ -19,9 +19,14 @@ class EnergyCounter {
  public:
   explicit EnergyCounter(DurationMs read_interval_ms) : read_interval_ms_(read_interval_ms) {}
 
+  // Power is integrated over gaps up to this long: NVML's power is an average over the last
+  // second, so it says little about a longer gap (a sampler held up, a slow interval).
+  static constexpr DurationMs kMaxIntegratedGapMs = 5'000;
+
   // Whether the driver's counter is to be read at steady time `steady_ms`: at the first sample,
-  // once `read_interval_ms` has passed since the last read (successful or not), and whenever
-  // there is no power reading to integrate (`power_mw` < 0).
+  // once `read_interval_ms` has passed since the last read (successful or not), whenever there
+  // is no power reading to integrate (`power_mw` < 0), and after a gap longer than
+  // kMaxIntegratedGapMs since the last value.
   bool ReadDue(std::int64_t steady_ms, int power_mw) const;
 
   // The value to report for the sample at `steady_ms` (millijoules since the driver loaded; -1:

@@ -9,8 +9,10 @@ TEST(EnergyCounter, ReadsTheDriversCounterFirstThenOnItsInterval) {
   EnergyCounter counter(30'000);
   EXPECT_TRUE(counter.ReadDue(0, 100'000));
   counter.Report(0, 100'000, 5'000'000);
-  EXPECT_FALSE(counter.ReadDue(1'000, 100'000));
-  EXPECT_FALSE(counter.ReadDue(29'999, 100'000));
+  for (std::int64_t at = 1'000; at < 30'000; at += 1'000) {  // a sample a second
+    EXPECT_FALSE(counter.ReadDue(at, 100'000)) << at;
+    counter.Report(at, 100'000, std::nullopt);
+  }
   EXPECT_TRUE(counter.ReadDue(30'000, 100'000));
 }
 
@@ -33,6 +35,15 @@ TEST(EnergyCounter, WithoutPowerItReadsEveryTimeAndCannotEstimate) {
   // Nothing to advance from until the next read.
   EXPECT_EQ(counter.Report(2'000, 100'000, std::nullopt), -1);
   EXPECT_EQ(counter.Report(3'000, 100'000, 7'000'000), 7'000'000);
+}
+
+TEST(EnergyCounter, AGapLongerThanPowerCoversIsReadNotIntegrated) {
+  EnergyCounter counter(30'000);
+  counter.Report(0, 100'000, 5'000'000);
+  EXPECT_FALSE(counter.ReadDue(EnergyCounter::kMaxIntegratedGapMs, 100'000));
+  EXPECT_TRUE(counter.ReadDue(EnergyCounter::kMaxIntegratedGapMs + 1, 100'000));
+  counter.Report(1'000, 100'000, std::nullopt);
+  EXPECT_FALSE(counter.ReadDue(6'000, 100'000));  // measured from the last value, not the read
 }
 
 TEST(EnergyCounter, AFailedReadWaitsItsIntervalAndReportsUnknown) {
