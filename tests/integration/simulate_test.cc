@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -56,6 +57,26 @@ TEST_F(Simulate, UnknownFlagExitsTwoWithTheMessage) {
 
 TEST_F(Simulate, WithoutATraceSaysWhatToGive) {
   ExpectInputError(Run({"simulate", "-o", "json"}), "drover simulate: no trace");
+}
+
+TEST_F(Simulate, SyntheticSizesAreBoundedAndNamed) {
+  const std::string summary = dir_.Sub("summary.csv");
+  std::ofstream(summary) << "cluster,x\n";  // never read: the sizes are checked first
+  const std::vector<std::string> base = {"simulate", "--synthetic", summary, "--cluster-id", "c"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--nodes-count", "100001"},
+       "--nodes-count must be an integer from 1 to 100000, got 100001"},
+      {{"--nodes-count", "0"}, "--nodes-count must be an integer from 1 to 100000, got 0"},
+      {{"--gpus-per-node", "1025"}, "--gpus-per-node must be an integer from 1 to 1024"},
+      {{"--jobs-count", "10000001"}, "--jobs-count must be an integer from 0 to 10000000"},
+      {{"--jobs-count", "-1"}, "--jobs-count must be an integer from 0 to 10000000, got -1"},
+      {{"--queues", "1001"}, "--queues must be an integer from 1 to 1000"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), flags.begin(), flags.end());
+    ExpectInputError(Run(args), message);
+  }
 }
 
 TEST_F(Simulate, OutputFormatIsChecked) {
