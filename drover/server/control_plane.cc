@@ -342,9 +342,15 @@ void ControlPlane::Loop() {
       wake_loop_.wait_until(lock, next_due,
                             [&]() REQUIRES(mu_) { return stopping_ || effects_waiting(); });
     } else {
-      wake_loop_.wait_for(
-          lock, std::chrono::milliseconds(options_.poll_interval_ms),
-          [&]() REQUIRES(mu_) { return stopping_ || schedule_requested_ || effects_waiting(); });
+      Steady::time_point until =
+          Steady::now() + std::chrono::milliseconds(options_.poll_interval_ms);
+      if (!Polling()) {
+        until =
+            std::max(until, last_cycle_start + std::chrono::milliseconds(options_.idle_cycle_ms));
+      }
+      wake_loop_.wait_until(lock, until, [&]() REQUIRES(mu_) {
+        return stopping_ || schedule_requested_ || effects_waiting();
+      });
     }
   }
 }
@@ -352,6 +358,10 @@ void ControlPlane::Loop() {
 void ControlPlane::RequestSchedule() {
   schedule_requested_ = true;
   wake_loop_.notify_all();
+}
+
+bool ControlPlane::Polling() const {
+  return !controller_.held().empty() || !services_.empty() || !pending_stops_.empty();
 }
 
 std::shared_ptr<agent::WorkerRuntime> ControlPlane::RuntimeOf(const NodeId& node) const {

@@ -75,8 +75,10 @@ namespace drover::server {
 struct ControlPlaneOptions {
   // control.server_user, when empty, is the name of the process's effective user (getpwuid).
   control::Options control;
-  // How often runtimes are polled for worker events. A scheduling cycle follows at once when
-  // events arrived or a submission, cancellation or node registration asked for one.
+  // How often runtimes are polled for worker events while anything runs (ControlPlane::Polling;
+  // with nothing running the loop waits for a request or the next idle cycle). A scheduling
+  // cycle follows at once when events arrived or a submission, cancellation or node
+  // registration asked for one.
   DurationMs poll_interval_ms = 5;
   // With nothing happening, a scheduling cycle still runs this often (retry backoffs end).
   DurationMs idle_cycle_ms = 250;
@@ -502,6 +504,11 @@ class ControlPlane {
   void ScheduleCycle(control::Step& step) REQUIRES(mu_);
   // Wakes the loop for a scheduling cycle.
   void RequestSchedule() REQUIRES(mu_);
+  // Whether polling can find something: a job holds capacity (its workers or external job
+  // report through Poll), a service is defined (its reconciling and autoscaling run at every
+  // turn) or stops wait to be sent. Otherwise only a request, which wakes the loop, or the next
+  // idle cycle can change anything, and the loop waits for those instead of polling.
+  bool Polling() const REQUIRES(mu_);
   // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
   // (started, exited).
   bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) REQUIRES(mu_);

@@ -538,6 +538,50 @@ bool ReturnedMeanwhile(std::future<void>& calls) {
   return calls.wait_for(kWatchdog) == std::future_status::ready;
 }
 
+// The scheduling cycles the plane ran so far (the count of its cycle-duration histogram).
+int CyclesRun(const ControlPlane& plane) {
+  int cycles = 0;
+  const std::string text = plane.MetricsText();
+  for (std::size_t at = text.find("drover_admission_attempt_duration_seconds_count");
+       at != std::string::npos;
+       at = text.find("drover_admission_attempt_duration_seconds_count", at + 1)) {
+    const std::size_t value = text.find(' ', text.find('}', at));
+    cycles += std::stoi(text.substr(value + 1));
+  }
+  return cycles;
+}
+
+TEST_F(ControlPlaneTest, WithNothingRunningTheLoopPollsOncePerIdleCycleAndWhileAJobRunsSeesItEnd) {
+  OpenPlane(/*run_loop=*/true);
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  ASSERT_TRUE(testing::WaitUntil([&] { return CyclesRun(*plane_) >= 1; }));
+  const int polls = runtime_->Polls();
+  const int cycles = CyclesRun(*plane_);
+  // Idle: a turn (one poll) when the next idle cycle is due, not one every poll_interval_ms
+  // (5 ms: 50 polls per 250 ms idle cycle).
+  ASSERT_TRUE(testing::WaitUntil([&] { return CyclesRun(*plane_) >= cycles + 4; },
+                                 std::chrono::seconds(30)));
+  EXPECT_LE(runtime_->Polls() - polls, 2 * (CyclesRun(*plane_) - cycles) + 2);
+
+  // A job holds capacity: the loop polls again, and sees its worker start and exit.
+  const std::vector<JobId> ids = Submit(R"(kind: Job
+name: train
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !runtime_->Launched().empty(); }));
+  const model::WorkerKey key = runtime_->Launched().front().key;
+  runtime_->Report(Event(key, Kind::kStarted, clock_.Now()));
+  ASSERT_TRUE(testing::WaitUntil([&] { return State(ids[0]) == model::JobState::kRunning; }));
+  model::WorkerEvent exited = Event(key, Kind::kExited, clock_.Now());
+  exited.exit.exit_code = 0;
+  runtime_->Report(exited);
+  EXPECT_TRUE(testing::WaitUntil([&] { return State(ids[0]) == model::JobState::kSucceeded; }));
+  plane_->Stop();
+}
+
 TEST_F(ControlPlaneTest, TheApiAnswersWhileTheLoopIsLaunching) {
   OpenPlane(/*run_loop=*/true);
   AddNode();

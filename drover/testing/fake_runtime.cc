@@ -31,7 +31,13 @@ std::vector<model::WorkerKey> FakeRuntime::Adopt(const std::vector<model::Worker
 
 std::vector<model::WorkerEvent> FakeRuntime::Poll() {
   MutexLock lock(mu_);
+  ++polls_;
   return std::exchange(events_, {});
+}
+
+int FakeRuntime::Polls() const {
+  MutexLock lock(mu_);
+  return polls_;
 }
 
 void FakeRuntime::Report(model::WorkerEvent event) {

@@ -32,6 +32,8 @@ class FakeRuntime final : public agent::WorkerRuntime {
 
   // Queues `event` for the next Poll.
   void Report(model::WorkerEvent event) EXCLUDES(mu_);
+  // How many times Poll was called.
+  int Polls() const EXCLUDES(mu_);
   // What Launch and Stop were called with, in order (a launch once it is no longer blocked).
   std::vector<model::LaunchSpec> Launched() const EXCLUDES(mu_);
   std::vector<std::pair<model::WorkerKey, model::StopRequest>> Stopped() const EXCLUDES(mu_);
@@ -60,6 +62,7 @@ class FakeRuntime final : public agent::WorkerRuntime {
   std::vector<model::LaunchSpec> launched_ GUARDED_BY(mu_);
   std::vector<std::pair<model::WorkerKey, model::StopRequest>> stopped_ GUARDED_BY(mu_);
   std::vector<model::WorkerEvent> events_ GUARDED_BY(mu_);
+  int polls_ GUARDED_BY(mu_) = 0;
   bool block_launches_ GUARDED_BY(mu_) = false;
   std::optional<model::LaunchSpec> blocked_ GUARDED_BY(mu_);  // the latest launch that waited
   std::vector<model::LaunchSpec> waiting_ GUARDED_BY(mu_);    // the launches waiting now
