@@ -40,6 +40,12 @@
 //   BM_ForkExecTrue            the baseline: posix_spawn("/bin/true") + waitpid. Counters:
 //                              p50/p90/p99 in ms of posix_spawn's return (glibc's posix_spawn
 //                              returns once the child has exec'd) and of spawn + waitpid.
+//
+// The jobs are submitted by the identity `bench` and, as in `drover server`, run as their owner's
+// Unix account when the benchmark runs as root (docs/security.md, "Jobs run as their users"),
+// as the benchmark's own user otherwise. So run it as an unprivileged user (`useradd -M bench`
+// once, then `runuser -u bench -- build-release/bench/api_bench ...`): as root without a `bench`
+// account every launch fails.
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
