@@ -70,8 +70,8 @@ TEST(NvmlSampler, ReplaysTheScriptedSeries) {
   EXPECT_EQ(processes[0].memory_used_bytes, 1500);
 
   gpus.clear();
-  nvml->Sample(2'000, NvmlSampler::ProcessShares::kRead, gpus,
-               processes);  // past the script: the last step repeats
+  // Past the script: the last step repeats.
+  nvml->Sample(2'000, NvmlSampler::ProcessShares::kRead, gpus, processes);
   EXPECT_EQ(gpus[0].utilization_pct, 90);
   unsetenv("DROVER_FAKE_NVML_SCRIPT");
 }
