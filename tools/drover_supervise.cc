@@ -1,12 +1,21 @@
 // drover-supervise: the per-worker supervisor as a lean executable of its own.
 //
-// `drover supervise DIR` does the same, but the full binary loads TLS, HTTP and YAML libraries
-// it does not need here; starting this one is what a worker's launch waits for, so agents use it
-// when it sits beside the drover binary (server::SupervisorExecutable).
+// `drover supervise DIR` does the same, but the drover binaries load HTTP, TLS and YAML libraries
+// it does not need here. Agents run it once per runtime, as `drover-supervise spawn-supervisors`,
+// the spawner that forks each worker's supervisor (agent/supervisor_spawner.h), when it sits
+// beside the drover binary (server::SupervisorExecutable): fewer mappings make each fork cheaper.
+
+#include <cstring>
 
 #include "drover/agent/supervisor.h"
+#include "drover/agent/supervisor_spawner.h"
 
 int main(int argc, char** argv) {
-  // Invoked as `drover-supervise supervise DIR`, the same arguments as `drover supervise DIR`.
+  // Invoked as `drover-supervise spawn-supervisors` (by LocalRuntime's spawner) or
+  // `drover-supervise supervise DIR`, the same arguments as `drover spawn-supervisors` and
+  // `drover supervise DIR`.
+  if (argc >= 2 && std::strcmp(argv[1], "spawn-supervisors") == 0) {
+    return drover::agent::SupervisorSpawnerMain(argc - 1, argv + 1);
+  }
   return drover::agent::SupervisorMain(argc - 1, argv + 1);
 }

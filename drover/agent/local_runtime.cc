@@ -3,10 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,8 +18,6 @@
 #include <vector>
 
 #include "drover/agent/steady_clock.h"
-
-extern char** environ;
 
 namespace drover::agent {
 namespace {
@@ -62,54 +58,6 @@ void RemoveDirectoryTree(const std::string& dir) {
 
 }  // namespace
 
-Result<ProcessIdentity> SpawnDetached(const std::string& program,
-                                      const std::vector<std::string>& args,
-                                      const std::string& log_path, const std::string& cwd) {
-  std::vector<std::string> argv_strings;
-  argv_strings.push_back(program);
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  sigset_t blocked;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGTERM);
-  sigaddset(&blocked, SIGINT);
-  sigaddset(&blocked, SIGCHLD);
-  sigset_t defaults;  // every catchable signal, ignored ones (the server's SIGPIPE) included
-  sigfillset(&defaults);
-  sigdelset(&defaults, SIGKILL);
-  sigdelset(&defaults, SIGSTOP);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attributes);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  // No descriptor of the server (the data folder's lock among them) outlives it in a process
-  // that a kill of the server's process group does not reach.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  posix_spawnattr_setflags(&attributes,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setsigmask(&attributes, &blocked);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  pid_t pid = 0;
-  // glibc's posix_spawn shares the caller's memory until the exec (CLONE_VM | CLONE_VFORK): no
-  // copy of the server's page tables, and it reports a failed file action or exec as its result.
-  int error = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (error != 0) {
-    return Internal(fmt::format("cannot execute {}: {}", program, std::strerror(error)));
-  }
-  // The start time never changes across exec; 0 (process already gone) makes IsAlive false.
-  return ProcessIdentity{pid, ProcessStartTime(pid).value_or(0)};
-}
-
 Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options, const Clock& clock) {
   if (options.runs_dir.empty()) return InvalidArgument("runs_dir is empty");
   std::error_code error;
@@ -145,7 +93,7 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options, cons
 }
 
 LocalRuntime::LocalRuntime(Options options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), clock_(clock), spawner_(options_.supervisor_path) {}
 
 std::string LocalRuntime::WorkerDir(const model::WorkerKey& key) const {
   return fmt::format("{}/{}/{}/{}", options_.runs_dir, key.job.value(), key.attempt, key.rank);
@@ -223,16 +171,15 @@ Status LocalRuntime::Launch(const model::LaunchSpec& launch) {
     RemoveDirectoryTree(dir);
     return written;
   }
-  auto supervisor = SpawnDetached(options_.supervisor_path, {"supervise", dir},
-                                  dir + "/" + kSupervisorLogFile, dir);
+  auto supervisor = spawner_.Spawn(dir);
   if (!supervisor) {
     RemoveDirectoryTree(dir);
     return Internal(fmt::format("cannot start the supervisor of {}: {}", KeyName(key),
                                 supervisor.error().message));
   }
+  // Unknown (the spawner died with the request): watched as an adopted worker's, by its files.
   watch.supervisor = *supervisor;
   MutexLock lock(mu_);
-  unreaped_.push_back(supervisor->pid);
   watched_[key] = std::move(watch);
   return OkStatus();
 }
@@ -399,19 +346,8 @@ model::ExitStatus LocalRuntime::StopOutcome(const Watch& watch, model::ExitStatu
   return exit;
 }
 
-void LocalRuntime::ReapSupervisors() {
-  std::erase_if(unreaped_, [](pid_t pid) {
-    int status = 0;
-    pid_t reaped;
-    while ((reaped = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
-    }
-    return reaped != 0;  // reaped, or not (any longer) a child of this process
-  });
-}
-
 std::vector<model::WorkerEvent> LocalRuntime::Poll() {
   MutexLock lock(mu_);
-  ReapSupervisors();
   std::vector<model::WorkerEvent> events;
   const std::int64_t now = SteadyMs();
   const bool check_checkpoints = now >= next_checkpoint_check_;

@@ -8,12 +8,12 @@
 // (drover/agent/worker_files.h): launch.json in; supervisor.json, started.json, exit.json,
 // stdout.log, stderr.log and supervisor.log out.
 //
-// Supervisors are detached: spawned into their own session (SpawnDetached), so they are not
-// killed with the server's process group and outlive it (then as children of init or of the
-// nearest subreaper). While this process lives they are its children, reaped by Poll once they
-// exit (a zombie until then, never reported alive: IsAlive). The runtime holds no other process
-// handles; it learns everything from the files and from /proc, which is why a new instance over
-// the same RUNS_DIR can Adopt() the workers of an earlier one.
+// Supervisors are detached: forked by the runtime's SupervisorSpawner (supervisor_spawner.h) into
+// their own session, so they are not killed with the server's process group and outlive it and
+// the spawner (then as children of init or of the nearest subreaper); the kernel reaps each as it
+// exits. The runtime holds no process handle of a supervisor; it learns everything from the
+// files and from /proc, which is why a new instance over the same RUNS_DIR can Adopt() the
+// workers of an earlier one.
 //
 // Launch adds DROVER_SERVER=<Options::server_url> (and DROVER_CA=<Options::server_ca> when set)
 // and DROVER_BIN=<Options::drover_bin> to the worker's environment unless the spec sets them, and
@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "drover/agent/runtime.h"
+#include "drover/agent/supervisor_spawner.h"
 #include "drover/agent/worker_files.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
@@ -69,7 +70,9 @@ class LocalRuntime final : public WorkerRuntime {
   struct Options {
     // Root of the worker directories; created if missing. Relative paths are made absolute.
     std::string runs_dir;
-    // The executable that implements `supervise` (the drover binary itself).
+    // The executable that implements `supervise` and `spawn-supervisors` (drover-supervise, or
+    // the drover binary itself); the runtime's SupervisorSpawner runs it once and forks it for
+    // each worker.
     std::string supervisor_path;
     // The `drover` CLI a worker may call: exported as DROVER_BIN, its folder first on the
     // worker's PATH. Empty (the default): the `drover` beside a supervisor_path named
@@ -95,7 +98,9 @@ class LocalRuntime final : public WorkerRuntime {
 
   // See WorkerRuntime. Errors: kAlreadyExists if the worker's directory exists (launched before,
   // by this or an earlier instance); kInternal if the directory, launch.json or the supervisor
-  // cannot be created (the directory is then removed again, so the launch may be retried).
+  // cannot be created (the directory is then removed again, so the launch may be retried). When
+  // the spawner dies with the request (SupervisorSpawner::Spawn's nullopt) the launch is OK and
+  // the worker is watched as an adopted one: by supervisor.json, or lost after the start grace.
   Status Launch(const model::LaunchSpec& spec) override;
   // See WorkerRuntime. With request.preempt, first writes <worker dir>/preempt-notice (a failure
   // to write it is logged to stderr and the worker is still stopped; its exit is reported
@@ -163,29 +168,14 @@ class LocalRuntime final : public WorkerRuntime {
   // Sends `signal` to the supervisor of `key` after checking through a pidfd that it is still
   // the same process. OK when it has exited; kUnavailable before it wrote supervisor.json.
   static Status SignalSupervisor(const model::WorkerKey& key, Watch& watch, int signal);
-  // Reaps the supervisors in unreaped_ that have exited (waitpid WNOHANG, one call each).
-  void ReapSupervisors() REQUIRES(mu_);
 
   const Options options_;
   const Clock& clock_;
   Mutex mu_;
   std::map<model::WorkerKey, Watch> watched_ GUARDED_BY(mu_);
-  // Supervisors spawned by this instance (children of this process) not yet reaped. Those still
-  // running when the runtime is destroyed are left to exit as zombies of the process.
-  std::vector<pid_t> unreaped_ GUARDED_BY(mu_);
+  SupervisorSpawner spawner_;  // its own lock; Launch calls it without mu_
   // steady_clock ms of the next look at checkpoint markers.
   std::int64_t next_checkpoint_check_ GUARDED_BY(mu_) = 0;
 };
-
-// Starts `program args...` detached: in a new session (posix_spawn with POSIX_SPAWN_SETSID),
-// working directory `cwd`, stdin /dev/null, stdout and stderr appended to `log_path`, no other
-// inherited descriptors, signal dispositions at their defaults, and SIGTERM, SIGINT and SIGCHLD
-// blocked (the supervisor takes them with sigtimedwait, so none sent early is lost). The program
-// is a child of the calling process, which must reap it (waitpid) once it exits. Returns once
-// the program has been exec'd. kInternal with the reason if the spawn, a file action (the log,
-// the directory) or the exec failed. Safe to call from a multi-threaded process.
-Result<ProcessIdentity> SpawnDetached(const std::string& program,
-                                      const std::vector<std::string>& args,
-                                      const std::string& log_path, const std::string& cwd);
 
 }  // namespace drover::agent

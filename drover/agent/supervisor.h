@@ -4,8 +4,10 @@ namespace drover::agent {
 
 // `drover supervise WORKER_DIR`: the per-worker supervisor process, in the role of slurmstepd or
 // containerd-shim. LocalRuntime starts one per worker, detached (its own session, re-parented
-// away from the server), so that workers survive a server restart. It talks to the runtime only
-// through files in WORKER_DIR (drover/agent/worker_files.h):
+// away from the server), so that workers survive a server restart: its SupervisorSpawner forks
+// one from a long-lived `drover spawn-supervisors` and calls this function in the child
+// (supervisor_spawner.h); `drover supervise DIR` runs it in a process of its own. It talks to the
+// runtime only through files in WORKER_DIR (drover/agent/worker_files.h):
 //
 //   1. writes supervisor.json {pid, start_time}; becomes a child subreaper
 //      (PR_SET_CHILD_SUBREAPER) so that every descendant of the worker ends up its child;
@@ -44,9 +46,9 @@ namespace drover::agent {
 //      with a notice); an unreadable launch.json exit code -1.
 //
 // The supervisor keeps SIGTERM/SIGINT/SIGCHLD blocked and takes them with sigtimedwait; a
-// spawner that blocks them before exec (LocalRuntime does) therefore cannot lose a cancellation
-// sent before the supervisor is ready. Exit status: 0 when exit.json was written, 1 when the
-// worker directory is unusable, 2 on a usage error.
+// spawner that blocks them before it runs the supervisor (SupervisorSpawner does) therefore cannot
+// lose a cancellation sent before the supervisor is ready. Exit status: 0 when exit.json was
+// written, 1 when the worker directory is unusable, 2 on a usage error.
 int SupervisorMain(int argc, char** argv);
 
 }  // namespace drover::agent
