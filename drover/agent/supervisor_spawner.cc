@@ -168,6 +168,17 @@ Status SupervisorSpawner::StartLocked() {
   std::string program = program_;
   char verb[] = "spawn-supervisors";
   char* argv[] = {program.data(), verb, nullptr};
+  // The dynamic loader binds every symbol of every library when the spawner starts, so that the
+  // supervisors forked from it never resolve one lazily each. Only the supervisors' own
+  // environment has it: a worker gets its spec's environment plus PATH, LANG and HOME.
+  char bind_now[] = "LD_BIND_NOW=1";
+  std::vector<char*> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (std::string_view(*entry).starts_with("LD_BIND_NOW=")) continue;
+    env.push_back(*entry);
+  }
+  env.push_back(bind_now);
+  env.push_back(nullptr);
   sigset_t none;
   sigemptyset(&none);
   sigset_t defaults;  // every catchable signal, ignored ones (the server's SIGPIPE) included
@@ -187,7 +198,7 @@ Status SupervisorSpawner::StartLocked() {
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   pid_t pid = 0;
-  const int error = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv, environ);
+  const int error = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv, env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   close(child_end);

@@ -136,6 +136,9 @@ constexpr int kMaxSyntheticNodes = 100'000;
 constexpr int kMaxSyntheticGpusPerNode = 1'024;
 constexpr std::int64_t kMaxSyntheticJobs = 10'000'000;
 constexpr int kMaxSyntheticQueues = 1'000;
+// Runs of the FGD experiment one invocation may average (each a whole run, about half a second
+// on openb's default trace here): ten times the paper's ten seeds, and then some.
+constexpr int kMaxFgdSeeds = 1'000;
 
 // OK when `value` is in [least, most]; else kInvalidArgument "FLAG must be an integer from LEAST
 // to MOST, got VALUE".
@@ -297,8 +300,11 @@ Result<json> RunFgd(const SimulateFlags& f, const Source& source) {
                                          name, fmt::join(known, ", ")));
     }
   }
-  if (f.seeds < 1) return InvalidArgument("--seeds must be at least 1");
-  if (!(f.inflate > 0)) return InvalidArgument("--inflate must be greater than 0");
+  DROVER_RETURN_IF_ERROR(CheckRange("--seeds", f.seeds, 1, kMaxFgdSeeds));
+  if (!(f.inflate > 0 && f.inflate <= sim::kMaxFgdInflate)) {
+    return InvalidArgument(fmt::format("--inflate must be greater than 0 and at most {}, got {}",
+                                       sim::kMaxFgdInflate, f.inflate));
+  }
   std::string published = f.published_dir;
   if (!published.empty()) {
     if (!IsDirectory(published)) {

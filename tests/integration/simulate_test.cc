@@ -225,6 +225,30 @@ TEST_F(Simulate, OpenbFgdExperimentGivesAllocationCurves) {
   EXPECT_TRUE(result.contains("fragmentation_at"));
 }
 
+TEST_F(Simulate, FgdSeedsAndInflateAreBoundedAndNamed) {
+  const std::string data = SourceDir() + "/drover/sim/trace/testdata/";
+  const std::vector<std::string> base = {"simulate",
+                                         "--format",
+                                         "openb",
+                                         "--nodes",
+                                         data + "openb_nodes.csv",
+                                         "--pods",
+                                         data + "openb_pods.csv",
+                                         "--experiment",
+                                         "fgd"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--seeds", "1001"}, "--seeds must be an integer from 1 to 1000, got 1001"},
+      {{"--seeds", "0"}, "--seeds must be an integer from 1 to 1000, got 0"},
+      {{"--inflate", "10.5"}, "--inflate must be greater than 0 and at most 10, got 10.5"},
+      {{"--inflate", "0"}, "--inflate must be greater than 0 and at most 10, got 0"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), flags.begin(), flags.end());
+    ExpectInputError(Run(args), message);
+  }
+}
+
 TEST_F(Simulate, FgdPolicyMustBeKnown) {
   const std::string data = SourceDir() + "/drover/sim/trace/testdata/";
   ExpectInputError(

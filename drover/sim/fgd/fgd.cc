@@ -239,8 +239,9 @@ Result<nlohmann::json> RunFgdExperiment(const std::vector<model::Node>& nodes,
                                         const FgdOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   DROVER_ASSIGN_OR_RETURN(auto scoring, ScoringOf(options.policy));
-  if (!(options.inflate > 0 && options.inflate <= 10)) {
-    return InvalidArgument(fmt::format("inflate {} is outside (0, 10]", options.inflate));
+  if (!(options.inflate > 0 && options.inflate <= kMaxFgdInflate)) {
+    return InvalidArgument(
+        fmt::format("inflate {} is outside (0, {}]", options.inflate, kMaxFgdInflate));
   }
   if (options.seeds < 1) return InvalidArgument("seeds must be at least 1");
   if (pods.empty()) return InvalidArgument("the pod list is empty");

@@ -29,6 +29,10 @@
 
 namespace drover::sim {
 
+// The most GPU demand an experiment may arrive, as a multiple of the cluster's GPU capacity
+// (the paper stops at 1.3; past 10 the cluster is long full and the run only costs time).
+inline constexpr double kMaxFgdInflate = 10.0;
+
 struct FgdOptions {
   // A name of FgdPolicyNames(), or "" for the server's default placement policy.
   std::string policy;
@@ -48,7 +52,7 @@ struct FgdOptions {
 const std::vector<std::string>& FgdPolicyNames();
 
 // Runs the experiment (see the file comment). kInvalidArgument for an unknown policy, no GPU
-// capacity, an inflate outside (0, 10] or seeds < 1. The JSON has "experiment": "fgd",
+// capacity, an inflate outside (0, kMaxFgdInflate] or seeds < 1. The JSON has "experiment": "fgd",
 // "workload", "policy", "seeds", "inflate", "nodes", "total_gpus", "pods_arrived",
 // "pods_placed", "pods_failed", "allocation_ratio_at", "fragmentation_at",
 // "fragmentation_ratio_at" (maps from the integer demand percent "0".."130" to percent),
