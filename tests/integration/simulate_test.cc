@@ -49,6 +49,16 @@ class Simulate : public IntegrationTest {
     EXPECT_EQ(run.out, "");
     EXPECT_THAT(run.err, HasSubstr(what));
   }
+
+  // Runs `base` plus each case's flags and expects the case's input error.
+  using FlagCases = std::vector<std::pair<std::vector<std::string>, std::string>>;
+  void ExpectEachInputError(const std::vector<std::string>& base, const FlagCases& cases) {
+    for (const auto& [flags, message] : cases) {
+      std::vector<std::string> args = base;
+      args.insert(args.end(), flags.begin(), flags.end());
+      ExpectInputError(Run(args), message);
+    }
+  }
 };
 
 TEST_F(Simulate, UnknownFlagExitsTwoWithTheMessage) {
@@ -63,7 +73,7 @@ TEST_F(Simulate, SyntheticSizesAreBoundedAndNamed) {
   const std::string summary = dir_.Sub("summary.csv");
   std::ofstream(summary) << "cluster,x\n";  // never read: the sizes are checked first
   const std::vector<std::string> base = {"simulate", "--synthetic", summary, "--cluster-id", "c"};
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  const FlagCases cases = {
       {{"--nodes-count", "100001"},
        "--nodes-count must be an integer from 1 to 100000, got 100001"},
       {{"--nodes-count", "0"}, "--nodes-count must be an integer from 1 to 100000, got 0"},
@@ -72,11 +82,7 @@ TEST_F(Simulate, SyntheticSizesAreBoundedAndNamed) {
       {{"--jobs-count", "-1"}, "--jobs-count must be an integer from 0 to 10000000, got -1"},
       {{"--queues", "1001"}, "--queues must be an integer from 1 to 1000"},
   };
-  for (const auto& [flags, message] : cases) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), flags.begin(), flags.end());
-    ExpectInputError(Run(args), message);
-  }
+  ExpectEachInputError(base, cases);
 }
 
 TEST_F(Simulate, OutputFormatIsChecked) {
@@ -236,17 +242,13 @@ TEST_F(Simulate, FgdSeedsAndInflateAreBoundedAndNamed) {
                                          data + "openb_pods.csv",
                                          "--experiment",
                                          "fgd"};
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  const FlagCases cases = {
       {{"--seeds", "1001"}, "--seeds must be an integer from 1 to 1000, got 1001"},
       {{"--seeds", "0"}, "--seeds must be an integer from 1 to 1000, got 0"},
       {{"--inflate", "10.5"}, "--inflate must be greater than 0 and at most 10, got 10.5"},
       {{"--inflate", "0"}, "--inflate must be greater than 0 and at most 10, got 0"},
   };
-  for (const auto& [flags, message] : cases) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), flags.begin(), flags.end());
-    ExpectInputError(Run(args), message);
-  }
+  ExpectEachInputError(base, cases);
 }
 
 TEST_F(Simulate, FgdPolicyMustBeKnown) {
