@@ -45,8 +45,9 @@
 //
 // Thread-safety: all public methods may be called concurrently. One mutex guards what is
 // watched; Poll holds it while reading the watched directories. Launch takes it only to look up
-// and to record the worker, not while creating its directory and spawning its supervisor
-// (milliseconds), so launches of different workers run in parallel.
+// and to record the worker, not while creating its directory and writing launch.json, so
+// launches of different workers run in parallel up to their supervisor's start, which the
+// spawner serves one at a time (a fork and the child's set-up, about a millisecond each).
 
 #include <cstdint>
 #include <map>
