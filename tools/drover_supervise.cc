@@ -5,7 +5,7 @@
 // the spawner that forks each worker's supervisor (agent/supervisor_spawner.h), when it sits
 // beside the drover binary (server::SupervisorExecutable): fewer mappings make each fork cheaper.
 
-#include <cstring>
+#include <optional>
 
 #include "drover/agent/supervisor.h"
 #include "drover/agent/supervisor_spawner.h"
@@ -13,9 +13,7 @@
 int main(int argc, char** argv) {
   // Invoked as `drover-supervise spawn-supervisors` (by LocalRuntime's spawner) or
   // `drover-supervise supervise DIR`, the same arguments as `drover spawn-supervisors` and
-  // `drover supervise DIR`.
-  if (argc >= 2 && std::strcmp(argv[1], "spawn-supervisors") == 0) {
-    return drover::agent::SupervisorSpawnerMain(argc - 1, argv + 1);
-  }
+  // `drover supervise DIR`; anything else gets the supervisor's usage message.
+  if (std::optional<int> status = drover::agent::RunSupervisorVerb(argc, argv)) return *status;
   return drover::agent::SupervisorMain(argc - 1, argv + 1);
 }

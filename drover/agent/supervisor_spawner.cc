@@ -267,6 +267,14 @@ Result<std::optional<ProcessIdentity>> SupervisorSpawner::Spawn(const std::strin
   return std::optional<ProcessIdentity>();
 }
 
+std::optional<int> RunSupervisorVerb(int argc, char** argv) {
+  if (argc < 2) return std::nullopt;
+  const std::string_view verb = argv[1];
+  if (verb == "supervise") return SupervisorMain(argc - 1, argv + 1);
+  if (verb == "spawn-supervisors") return SupervisorSpawnerMain(argc - 1, argv + 1);
+  return std::nullopt;
+}
+
 int SupervisorSpawnerMain(int argc, char** argv) {
   (void)argv;
   int type = 0;

@@ -76,6 +76,11 @@ class SupervisorSpawner {
   pid_t pid_ GUARDED_BY(mu_) = 0;
 };
 
+// The internal verbs of the drover binaries and drover-supervise, for their main functions:
+// `supervise DIR` (SupervisorMain) and `spawn-supervisors` (SupervisorSpawnerMain), with argv as
+// main received it. The verb's exit status, or nullopt when argv[1] is neither.
+std::optional<int> RunSupervisorVerb(int argc, char** argv);
+
 // `drover spawn-supervisors`: the spawner's loop, serving requests on descriptor 3 until it
 // closes. Exit status 0 when it closed, 1 when reading it failed, 2 on a usage error (any
 // argument, or no socket pair's end on 3).

@@ -2,10 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
+#include <optional>
 
-#include "drover/agent/supervisor.h"
 #include "drover/agent/supervisor_spawner.h"
 #include "drover/cli/commands.h"
 #include "drover/model/job.h"
@@ -15,12 +14,7 @@ namespace drover::cli {
 int Main(int argc, char** argv, AddFullVerbs add_full_verbs) {
   // The supervisor and its spawner are internal entry points, exec'd by agents; they parse
   // their own arguments.
-  if (argc >= 2 && std::strcmp(argv[1], "supervise") == 0) {
-    return agent::SupervisorMain(argc - 1, argv + 1);
-  }
-  if (argc >= 2 && std::strcmp(argv[1], "spawn-supervisors") == 0) {
-    return agent::SupervisorSpawnerMain(argc - 1, argv + 1);
-  }
+  if (std::optional<int> status = agent::RunSupervisorVerb(argc, argv)) return *status;
   CLI::App app{"drover: run GPU workloads from an explicit contract, on one machine or many"};
   app.require_subcommand(1);
   app.fallthrough();
