@@ -13,7 +13,7 @@ DEBIAN_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libspdlog-dev libfmt-dev libexpected-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libhowardhinnant-date-dev tzdata libssl-dev openssl slurm-wlm munge \
   python3 procps clang-format clang libclang-rt-14-dev postgresql-15 libpqxx-dev prometheus \
-  libevent-dev libmimalloc-dev
+  libevent-dev libmimalloc-dev libslurm-dev
 
 .PHONY: deps kubernetes-deps openapi-deps web web-deps build test demo asan release bench fuzz format \
   format-check thread-safety clean

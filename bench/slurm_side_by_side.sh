@@ -29,7 +29,8 @@
 #   bench/slurm_side_by_side.sh [N] [CASES]      e.g. bench/slurm_side_by_side.sh 1000 "A1 B1"
 #
 # Environment: DROVER (default build-release/drover), WORK (default /tmp/drover-slurm-bench-work;
-# emptied first), API_PORT (default 8491). Results: WORK/results.jsonl and the Markdown table
+# emptied first), API_PORT (default 8491), DROVER_SERVER_ARGS (more flags for `drover server`,
+# split on spaces; e.g. "--slurm-submit sbatch" for an sbatch process per submission). Results: WORK/results.jsonl and the Markdown table
 # printed at the end (bench/slurm_side_by_side.py report WORK).
 set -euo pipefail
 N=${1:-1000}
@@ -88,7 +89,7 @@ queues:
     executor: {kind: slurm, partition: debug}
 EOF
   "$DROVER" server --data "$dir/data" --listen "127.0.0.1:$API_PORT" --nodes "$dir/nodes.yaml" \
-    --policy "$dir/policy.yaml" --ready-file "$dir/ready" >"$dir/server.log" 2>&1 &
+    --policy "$dir/policy.yaml" --ready-file "$dir/ready" ${DROVER_SERVER_ARGS:-} >"$dir/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 300); do
     if [ -s "$dir/ready" ]; then

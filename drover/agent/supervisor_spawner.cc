@@ -5,9 +5,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,13 +20,10 @@
 #include "drover/agent/fd_util.h"
 #include "drover/agent/supervisor.h"
 
-extern char** environ;
-
 namespace drover::agent {
 namespace {
 
-// The spawner's end of the socket pair.
-constexpr int kChannelFd = 3;
+constexpr int kChannelFd = os::kHelperChannelFd;
 // Replies: "ok PID" or "error MESSAGE"; longer messages are cut.
 constexpr std::size_t kMaxReplyBytes = 4096;
 constexpr std::string_view kOk = "ok ";
@@ -133,89 +128,23 @@ std::string Serve(std::string_view request) {
 
 }  // namespace
 
-SupervisorSpawner::SupervisorSpawner(std::string program) : program_(std::move(program)) {}
+// The dynamic loader binds every symbol of every library when the spawner starts, so that the
+// supervisors forked from it never resolve one lazily each. Only the supervisors' own environment
+// has it: a worker gets its spec's environment plus PATH, LANG and HOME.
+SupervisorSpawner::SupervisorSpawner(std::string program)
+    : process_({.program = std::move(program),
+                .args = {"spawn-supervisors"},
+                .socket_type = SOCK_SEQPACKET,
+                .environment = {"LD_BIND_NOW=1"}}) {}
 
 SupervisorSpawner::~SupervisorSpawner() {
   MutexLock lock(mu_);
-  StopLocked();
+  process_.Stop();  // its supervisors are in sessions of their own: they stay
 }
 
 pid_t SupervisorSpawner::SpawnerPid() {
   MutexLock lock(mu_);
-  return pid_;
-}
-
-void SupervisorSpawner::StopLocked() {
-  if (socket_ >= 0) close(socket_);
-  socket_ = -1;
-  if (pid_ > 0) {
-    // Its supervisors are in sessions of their own and are not its process group: they stay.
-    kill(pid_, SIGKILL);
-    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-  pid_ = 0;
-}
-
-Status SupervisorSpawner::StartLocked() {
-  int pair[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-    return Internal(
-        fmt::format("cannot create the supervisor spawner's socket: {}", std::strerror(errno)));
-  }
-  // Above kChannelFd, so that the dup2 below copies it (and drops close-on-exec in the copy).
-  const int child_end = fcntl(pair[1], F_DUPFD_CLOEXEC, kChannelFd + 1);
-  close(pair[1]);
-  if (child_end < 0) {
-    close(pair[0]);
-    return Internal(
-        fmt::format("cannot create the supervisor spawner's socket: {}", std::strerror(errno)));
-  }
-  std::string program = program_;
-  char verb[] = "spawn-supervisors";
-  char* argv[] = {program.data(), verb, nullptr};
-  // The dynamic loader binds every symbol of every library when the spawner starts, so that the
-  // supervisors forked from it never resolve one lazily each. Only the supervisors' own
-  // environment has it: a worker gets its spec's environment plus PATH, LANG and HOME.
-  char bind_now[] = "LD_BIND_NOW=1";
-  std::vector<char*> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (std::string_view(*entry).starts_with("LD_BIND_NOW=")) continue;
-    env.push_back(*entry);
-  }
-  env.push_back(bind_now);
-  env.push_back(nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigset_t defaults;  // every catchable signal, ignored ones (the server's SIGPIPE) included
-  sigfillset(&defaults);
-  sigdelset(&defaults, SIGKILL);
-  sigdelset(&defaults, SIGSTOP);
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attributes);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, child_end, kChannelFd);
-  // Stdout and stderr stay the server's (the spawner writes only when it cannot go on); no other
-  // descriptor of the server (the data folder's lock among them) reaches it or its supervisors.
-  posix_spawn_file_actions_addclosefrom_np(&actions, kChannelFd + 1);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  pid_t pid = 0;
-  const int error = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv, env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  close(child_end);
-  if (error != 0) {
-    close(pair[0]);
-    return Internal(
-        fmt::format("cannot start the supervisor spawner {}: {}", program_, std::strerror(error)));
-  }
-  socket_ = pair[0];
-  pid_ = pid;
-  return OkStatus();
+  return process_.pid();
 }
 
 Result<std::optional<ProcessIdentity>> SupervisorSpawner::Spawn(const std::string& worker_dir) {
@@ -226,11 +155,11 @@ Result<std::optional<ProcessIdentity>> SupervisorSpawner::Spawn(const std::strin
   }
   MutexLock lock(mu_);
   for (bool restarted = false;;) {
-    if (socket_ < 0) DROVER_RETURN_IF_ERROR(StartLocked());
-    if (send(socket_, worker_dir.data(), worker_dir.size(), MSG_NOSIGNAL) >= 0) break;
+    DROVER_RETURN_IF_ERROR(process_.Start());
+    if (send(process_.socket(), worker_dir.data(), worker_dir.size(), MSG_NOSIGNAL) >= 0) break;
     const int error = errno;
     if (error == EINTR) continue;
-    StopLocked();
+    process_.Stop();
     // EPIPE, ECONNRESET: the spawner had died (a kill, a crash) before this request.
     if (restarted || (error != EPIPE && error != ECONNRESET)) {
       return Internal(fmt::format("cannot reach the supervisor spawner: {}", std::strerror(error)));
@@ -238,14 +167,14 @@ Result<std::optional<ProcessIdentity>> SupervisorSpawner::Spawn(const std::strin
     restarted = true;
   }
   // The request was taken: from here on a supervisor may exist.
-  pollfd readable{socket_, POLLIN, 0};
+  pollfd readable{process_.socket(), POLLIN, 0};
   int ready;
   while ((ready = poll(&readable, 1, kReplyTimeoutMs)) < 0 && errno == EINTR) {
   }
   char reply[kMaxReplyBytes];
   ssize_t n = -1;
   if (ready > 0) {
-    while ((n = recv(socket_, reply, sizeof reply, 0)) < 0 && errno == EINTR) {
+    while ((n = recv(process_.socket(), reply, sizeof reply, 0)) < 0 && errno == EINTR) {
     }
   }
   const std::string_view text(reply, n > 0 ? static_cast<std::size_t>(n) : 0);
@@ -263,7 +192,7 @@ Result<std::optional<ProcessIdentity>> SupervisorSpawner::Spawn(const std::strin
   std::fprintf(stderr,
                "drover: the supervisor spawner gave no answer for %s; watching the directory\n",
                worker_dir.c_str());
-  StopLocked();
+  process_.Stop();
   return std::optional<ProcessIdentity>();
 }
 
@@ -277,10 +206,7 @@ std::optional<int> RunSupervisorVerb(int argc, char** argv) {
 
 int SupervisorSpawnerMain(int argc, char** argv) {
   (void)argv;
-  int type = 0;
-  socklen_t length = sizeof type;
-  if (argc != 1 || getsockopt(kChannelFd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
-      type != SOCK_SEQPACKET) {
+  if (argc != 1 || !os::HasHelperChannel(SOCK_SEQPACKET)) {
     std::fprintf(stderr,
                  "usage: drover spawn-supervisors (started by the runtime, with its socket on "
                  "descriptor 3)\n");

@@ -8,8 +8,9 @@
 // exec on top of its own command's.
 //
 // The spawner is `<supervisor program> spawn-supervisors` (SupervisorSpawnerMain), started by the
-// first Spawn and again after it died. It is this process's child and talks to it only through a
-// socket pair (no name in the file system, so nothing else can ask it to start anything). For
+// first Spawn and again after it died, as an os::HelperProcess: this process's child, which talks
+// to it only through a socket pair (no name in the file system, so nothing else can ask it to
+// start anything). For
 // each request, the name of a worker directory, it forks a child that
 //   - starts a new session (setsid: out of reach of a kill of the server's process group),
 //   - takes stdin from /dev/null and appends stdout and stderr to <dir>/supervisor.log,
@@ -34,6 +35,7 @@
 #include "drover/agent/worker_files.h"
 #include "drover/common/result.h"
 #include "drover/common/thread_annotations.h"
+#include "drover/os/helper_process.h"
 
 namespace drover::agent {
 
@@ -67,13 +69,9 @@ class SupervisorSpawner {
   static constexpr int kReplyTimeoutMs = 10'000;
 
  private:
-  Status StartLocked() REQUIRES(mu_);
-  void StopLocked() REQUIRES(mu_);
-
-  const std::string program_;
   Mutex mu_;
-  int socket_ GUARDED_BY(mu_) = -1;
-  pid_t pid_ GUARDED_BY(mu_) = 0;
+  // `<program> spawn-supervisors`, with LD_BIND_NOW=1 (see Spawn).
+  os::HelperProcess process_ GUARDED_BY(mu_);
 };
 
 // The internal verbs of the drover binaries and drover-supervise, for their main functions:

@@ -118,6 +118,11 @@ void AddServerCommand(CLI::App& app, std::function<int()>& run) {
                      "else ~/.kube/config when present)");
   server->add_option("--kube-context", flags->kube_context,
                      "context of the kubeconfig (default: its current context)");
+  server
+      ->add_option("--slurm-submit", flags->slurm_submit,
+                   "how Slurm queues submit: helper (drover-slurm-submit, libslurm; default) or "
+                   "sbatch (a process per submission)")
+      ->check(CLI::IsMember({std::string(kSlurmSubmitHelper), std::string(kSlurmSubmitSbatch)}));
   AddNodeFlags(server, flags->nodes);
   server->callback([flags, &run] { run = [flags] { return ServerCommand(*flags); }; });
 }

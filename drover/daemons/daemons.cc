@@ -127,18 +127,30 @@ Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
                           [&] { return store::OpenPostgresStore(store_flag, {.fence = fence}); });
 }
 
+// The Slurm executor's submission helper for --slurm-submit `mode`: drover-slurm-submit beside
+// this binary for kSlurmSubmitHelper, empty (an `sbatch` process per submission) for
+// kSlurmSubmitSbatch or when the helper is missing (with a warning).
+std::string SlurmSubmitHelper(std::string_view mode) {
+  if (mode == kSlurmSubmitSbatch) return "";
+  std::string helper = agent::BesideSelf("drover-slurm-submit");
+  if (helper.empty()) {
+    spdlog::warn("no drover-slurm-submit beside {}: Slurm queues submit with sbatch",
+                 agent::SelfExecutable());
+  }
+  return helper;
+}
+
 // Opens the store and the control plane over `data_dir`, binds its API on host:port, and adds
 // the local nodes of `nodes`, whose workers find the API at its URL (DROVER_SERVER). Its PostgreSQL
-// store's writes pass `fence` (null: unfenced). A bad policy file is an error before anything
-// starts.
-Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& store_flag,
-                                const server::LocalNodeFlags& nodes,
-                                const std::string& fallback_gpus, const std::string& policy_file,
-                                const std::string& host, int port, const Clock& clock,
-                                server::ControlPlaneOptions options = {},
-                                const server::HttpOptions& http_options = {},
-                                std::shared_ptr<const store::WriteFence> fence = nullptr,
-                                DurationMs store_wait = 0) {
+// store's writes pass `fence` (null: unfenced). Slurm queues submit through
+// `slurm_submit_helper` (SlurmExecutorOptions::submit_helper; empty: sbatch). A bad policy file
+// is an error before anything starts.
+Result<Daemon> OpenControlPlane(
+    const std::string& data_dir, const std::string& store_flag, const server::LocalNodeFlags& nodes,
+    const std::string& fallback_gpus, const std::string& policy_file, const std::string& host,
+    int port, const std::string& slurm_submit_helper, const Clock& clock,
+    server::ControlPlaneOptions options = {}, const server::HttpOptions& http_options = {},
+    std::shared_ptr<const store::WriteFence> fence = nullptr, DurationMs store_wait = 0) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return InvalidArgument(fmt::format("cannot create {}: {}", data_dir, ec.message()));
@@ -177,6 +189,7 @@ Result<Daemon> OpenControlPlane(const std::string& data_dir, const std::string& 
   slurm.server_url = daemon.url;
   // The jobs' DROVER_BIN: the lean `drover` beside this binary, which starts faster.
   slurm.drover_bin = agent::BesideSelfOrSelf("drover");
+  slurm.submit_helper = slurm_submit_helper;
   daemon.plane->AddExecutor(std::make_unique<exec::slurm::SlurmExecutor>(slurm, clock));
   return daemon;
 }
@@ -439,9 +452,10 @@ int ServerCommand(const ServerFlags& flags) {
     };
   }
   SystemClock clock;
-  auto daemon = OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
-                                 address->first, address->second, clock, *options, *http_options,
-                                 fence, store_wait);
+  auto daemon =
+      OpenControlPlane(flags.data_dir, flags.store, flags.nodes, "0", flags.policy_file,
+                       address->first, address->second, SlurmSubmitHelper(flags.slurm_submit),
+                       clock, *options, *http_options, fence, store_wait);
   if (!daemon) return ReportError(daemon.error());
   std::unique_ptr<server::LeaderElection> election;
   if (fence) {
@@ -741,7 +755,7 @@ int RunCommand(const RunFlags& flags) {
   SystemClock clock;
   spdlog::set_level(spdlog::level::warn);
   auto daemon = OpenControlPlane(data_dir, "", flags.nodes, "4xH100-80GB", flags.policy_file,
-                                 "127.0.0.1", 0, clock);
+                                 "127.0.0.1", 0, SlurmSubmitHelper(kSlurmSubmitHelper), clock);
   if (!daemon) return ReportError(daemon.error());
   server::ControlPlane& plane = *daemon->plane;
   Status started = plane.Start();

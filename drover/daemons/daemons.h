@@ -23,6 +23,9 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& listen,
 // `flag` when it cannot be read or holds none.
 Result<std::string> ReadTokenFile(const std::string& path, std::string_view flag);
 
+inline constexpr std::string_view kSlurmSubmitHelper = "helper";
+inline constexpr std::string_view kSlurmSubmitSbatch = "sbatch";
+
 struct ServerFlags {
   std::string data_dir = ".drover";
   // Where the control plane's state lives (docs/operations.md, "PostgreSQL store"): empty for
@@ -86,6 +89,9 @@ struct ServerFlags {
   // kubeconfig (and context), else $KUBECONFIG or ~/.kube/config when present.
   std::string kubeconfig;
   std::string kube_context;
+  // How Slurm queues submit (exec/slurm/submit_helper.h): kSlurmSubmitHelper, through
+  // drover-slurm-submit (libslurm, no process per job), or kSlurmSubmitSbatch, an `sbatch` each.
+  std::string slurm_submit = std::string(kSlurmSubmitHelper);
 };
 int ServerCommand(const ServerFlags& flags);
 // The HTTP front's options of `flags` (--agent-listen, --tls-cert/--tls-key, --max-body, the

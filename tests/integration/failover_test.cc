@@ -326,12 +326,15 @@ TEST_F(Failover, ASlurmJobOfTheOldLeaderIsAdoptedByTheNewOneNotSubmittedAgain) {
   } restore{path};
   setenv("PATH", (slurm + ":" + path).c_str(), 1);  // the servers' PATH
   WriteFile(dir_.Sub("policy.yaml"), "kind: Policy\nqueues:\n  - name: hpc\n    executor: slurm\n");
+  // The stand-ins are commands: no submission helper, which would talk to slurmctld itself.
+  const std::vector<std::string> slurm_args = {"--policy", dir_.Sub("policy.yaml"),
+                                               "--slurm-submit", "sbatch"};
   std::vector<std::string> args = ServerArgs();
-  args.insert(args.end(), {"--policy", dir_.Sub("policy.yaml")});
+  args.insert(args.end(), slurm_args.begin(), slurm_args.end());
   auto leader = std::make_unique<ServerProcess>(dir_.Sub("leader"), dir_.path(), args);
   ASSERT_TRUE(leader->ok()) << leader->Log();
   const int port = FixedPort(5);
-  auto standby = StartStandby(dir_.Sub("leader"), port, {"--policy", dir_.Sub("policy.yaml")});
+  auto standby = StartStandby(dir_.Sub("leader"), port, slurm_args);
   api::ApiClient client = leader->Client();
   const auto ids = Submit(client,
                           "kind: Job\nname: on-slurm\nqueue: hpc\nresources:\n  cpu: 100m\n"

@@ -4,7 +4,8 @@
 // checks the Slurm executor end to end: the environment contract, gangs across nodes, Slurm's
 // pending reasons, cancel, timeout, exit codes, Slurm's own preemption and requeue with resume
 // (the requeued Slurm job continues as Drover's next attempt), node loss, a server restart, and
-// a pipeline whose GPU stage runs on Slurm between two local stages.
+// a pipeline whose GPU stage runs on Slurm between two local stages. The server submits through
+// drover-slurm-submit (libslurm); one test compares what it submits with what `sbatch` does.
 // It fails (never skips) when Slurm cannot be started.
 
 #include <fmt/format.h>
@@ -18,6 +19,9 @@
 #include <sstream>
 #include <thread>
 
+#include "drover/exec/slurm/command.h"
+#include "drover/exec/slurm/sbatch.h"
+#include "drover/exec/slurm/submit_helper.h"
 #include "drover/testing/shell.h"
 #include "tests/integration/harness.h"
 
@@ -130,6 +134,111 @@ class SlurmTest : public IntegrationTest {
   std::unique_ptr<api::ApiClient> client_;
 };
 
+// `scontrol show job -o`'s record of `slurm_id` as KEY -> VALUE, without what differs between
+// any two jobs (ids, times, nodes, state, output paths with the id in them).
+std::map<std::string, std::string> JobRecord(const std::string& slurm_id) {
+  static const std::set<std::string> kPerJob = {
+      "JobId",         "SubmitTime", "EligibleTime",    "AccrueTime",     "StartTime",
+      "EndTime",       "RunTime",    "LastSchedEval",   "NodeList",       "BatchHost",
+      "StdOut",        "StdErr",     "JobState",        "Reason",         "Priority",
+      "SchedNodeList", "Deadline",   "SuspendTime",     "SecsPreSuspend", "PreemptEligibleTime",
+      "PreemptTime",   "ExitCode",   "DerivedExitCode", "Restarts"};
+  std::map<std::string, std::string> record;
+  for (const std::string& field : Words(Shell("scontrol show job -o " + slurm_id))) {
+    const std::size_t equals = field.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = field.substr(0, equals);
+    if (!kPerJob.contains(key)) record[key] = field.substr(equals + 1);
+  }
+  return record;
+}
+
+// What a batch script saw, without what differs between any two jobs or nodes.
+std::vector<std::string> SeenLines(const std::string& file) {
+  std::vector<std::string> kept;
+  for (const std::string& line : ReadLines(file)) {
+    bool per_job = false;
+    for (const char* prefix :
+         {"SLURM_JOB_ID=", "SLURM_JOBID=", "SLURM_TASK_PID=", "SLURM_JOB_START_TIME=",
+          "SLURM_JOB_END_TIME=", "SLURMD_NODENAME=", "HOSTNAME=", "SLURM_TOPOLOGY_ADDR=",
+          "SLURM_JOB_NODELIST=", "SLURM_NODELIST=", "SLURM_JOB_GPUS=", "SLURM_STEP_GPUS=",
+          "CUDA_VISIBLE_DEVICES=", "GPU_DEVICE_ORDINAL=", "ROCR_VISIBLE_DEVICES=",
+          "ZE_AFFINITY_MASK=", "_=", "SHLVL=", "OLDPWD="}) {
+      per_job = per_job || line.starts_with(prefix);
+    }
+    if (!per_job) kept.push_back(line);
+  }
+  return kept;
+}
+
+// What only one of two sorted ranges holds, one "helper: X" or "sbatch: X" line each.
+template <typename Range>
+std::string Differences(const Range& helper, const Range& sbatch) {
+  auto print = [](const auto& item) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(item)>, std::string>) {
+      return item;
+    } else {
+      return item.first + "=" + item.second;
+    }
+  };
+  std::string out;
+  for (const auto& item : helper) {
+    if (std::find(sbatch.begin(), sbatch.end(), item) == sbatch.end()) {
+      out += "helper: " + print(item) + "\n";
+    }
+  }
+  for (const auto& item : sbatch) {
+    if (std::find(helper.begin(), helper.end(), item) == helper.end()) {
+      out += "sbatch: " + print(item) + "\n";
+    }
+  }
+  return out;
+}
+
+// The server submits through drover-slurm-submit, which builds the job description in libslurm
+// from the arguments `sbatch` would get. For a gang's arguments (two nodes, a GPU each, a time
+// limit and signal, requeue, append), the same submission by `sbatch` and by the helper gives
+// Slurm records that agree on every field but the job's own, and scripts that see the same
+// environment, limits and umask.
+TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
+  model::ExternalLaunch launch;
+  launch.ref = {JobId(1), 1, model::ExecutorKind::kSlurm, "drover-parity-1", ""};
+  launch.executor.kind = model::ExecutorKind::kSlurm;
+  launch.executor.slurm.partition = "debug";
+  launch.spec.command = {"true"};
+  launch.spec.requirements.per_worker = {1500, 256LL << 20, 1};
+  launch.spec.requirements.gpu_models = {"H100"};
+  launch.spec.workers = 2;
+  launch.spec.timeout = 60'000;
+  launch.requeue = true;
+  const std::string job_dir = dir_.Sub("parity");
+  std::filesystem::create_directories(exec::slurm::AttemptDir(job_dir, 1));
+  Result<exec::slurm::Sbatch> sbatch = exec::slurm::RenderSbatch(launch, {job_dir, "", ""});
+  ASSERT_TRUE(sbatch) << sbatch.error().message;
+  sbatch->script = "#!/bin/bash\n{ env | sort; ulimit -a; umask; } > " + job_dir +
+                   "/seen.$SLURM_JOB_ID.tmp && mv " + job_dir + "/seen.$SLURM_JOB_ID.tmp " +
+                   job_dir + "/seen.$SLURM_JOB_ID\n";
+
+  std::vector<std::string> argv = {"sbatch"};
+  argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
+  const exec::slurm::CommandResult by_sbatch = exec::slurm::RunCommand(argv, sbatch->script);
+  ASSERT_TRUE(by_sbatch.ok()) << by_sbatch.err;
+  const std::string sbatch_id = Words(by_sbatch.out).at(0).substr(0, by_sbatch.out.find(';'));
+  exec::slurm::SubmitHelper helper(
+      (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string());
+  Result<std::string> helper_id = helper.Submit(*sbatch);
+  ASSERT_TRUE(helper_id) << helper_id.error().message;
+
+  const std::string sbatch_seen = job_dir + "/seen." + sbatch_id;
+  const std::string helper_seen = job_dir + "/seen." + *helper_id;
+  ASSERT_TRUE(WaitUntil(
+      [&] { return std::filesystem::exists(sbatch_seen) && std::filesystem::exists(helper_seen); },
+      std::chrono::seconds(60)));
+  EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
+  EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
+  EXPECT_EQ(SlurmField(*helper_id, "TresPerNode"), "gres:gpu:h100:1");
+}
+
 TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {
   const std::string out = dir_.Sub("env.txt");
   auto ids = Submit(*client_,
@@ -160,6 +269,8 @@ TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {
   const nlohmann::json attempt = Attempt(ids[0], 0);
   EXPECT_EQ(attempt["executor"], "slurm");
   EXPECT_EQ(attempt["external_id"], env["SLURM_JOB_ID"]);
+  // The server handed it to Slurm through its submission helper, which stays for the next.
+  EXPECT_NE(Shell(fmt::format("pgrep -P {} -f drover-slurm-submit", server_->process().pid())), "");
   EXPECT_GT(attempt["external_submitted_at"].get<std::int64_t>(), 0);
   // The timeline is complete and ordered.
   const std::int64_t admitted = attempt["admitted_at"], placed = attempt["placed_at"],

@@ -55,7 +55,12 @@ bool Running(std::string_view state) {
 }  // namespace
 
 SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock), thread_([this] { Loop(); }) {}
+    : options_(std::move(options)),
+      clock_(clock),
+      helper_(options_.submit_helper.empty()
+                  ? nullptr
+                  : std::make_unique<SubmitHelper>(options_.submit_helper)),
+      thread_([this] { Loop(); }) {}
 
 SlurmExecutor::~SlurmExecutor() {
   {
@@ -287,6 +292,22 @@ void SlurmExecutor::Report(const Handed& one) {
   Emit(one.tracked, model::ExecutorEvent::Kind::kExited, one.at, event);
 }
 
+Result<std::string> SlurmExecutor::SubmitBatch(const Sbatch& sbatch) const {
+  if (helper_ != nullptr) {
+    Result<std::string> id = helper_->Submit(sbatch);
+    if (!id) return Internal("sbatch: " + id.error().message);
+    return id;
+  }
+  std::vector<std::string> argv = {"sbatch"};
+  argv.insert(argv.end(), sbatch.args.begin(), sbatch.args.end());
+  CommandResult result = RunCommand(argv, sbatch.script);
+  if (!result.ok())
+    return Internal("sbatch: " + Trim(result.err.empty() ? result.out : result.err));
+  // --parsable prints "ID" or "ID;CLUSTER".
+  const std::string id = Trim(result.out);
+  return id.substr(0, id.find(';'));
+}
+
 SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& launch) const {
   Handed handed;
   handed.tracked = TrackedOf(launch.ref);
@@ -299,15 +320,11 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   } else if (!sbatch) {
     handed.error = sbatch.error().message;
   } else {
-    std::vector<std::string> argv = {"sbatch"};
-    argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
-    CommandResult result = RunCommand(argv, sbatch->script);
-    if (result.ok()) {
-      // --parsable prints "ID" or "ID;CLUSTER".
-      std::string id = Trim(result.out);
-      tracked.ref.external_id = id.substr(0, id.find(';'));
+    Result<std::string> id = SubmitBatch(*sbatch);
+    if (id) {
+      tracked.ref.external_id = *id;
     } else {
-      handed.error = "sbatch: " + Trim(result.err.empty() ? result.out : result.err);
+      handed.error = id.error().message;
     }
   }
   handed.at = clock_.Now();
@@ -351,17 +368,13 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
     scripts.emplace_back(attempt_dir, std::move(*sbatch));
   }
   if (!tasks.empty()) {
-    const Sbatch array = RenderArray(name, dir, scripts);
-    std::vector<std::string> argv = {"sbatch"};
-    argv.insert(argv.end(), array.args.begin(), array.args.end());
-    CommandResult result = RunCommand(argv, array.script);
-    const std::string id = Trim(result.out).substr(0, Trim(result.out).find(';'));
+    const Result<std::string> id = SubmitBatch(RenderArray(name, dir, scripts));
     for (std::size_t task = 0; task < tasks.size(); ++task) {
       Handed& one = handed[tasks[task]];
-      if (result.ok()) {
-        one.tracked.ref.external_id = fmt::format("{}_{}", id, task);
+      if (id) {
+        one.tracked.ref.external_id = fmt::format("{}_{}", *id, task);
       } else {
-        one.error = "sbatch --array: " + Trim(result.err.empty() ? result.out : result.err);
+        one.error = id.error().message;
       }
     }
   }

@@ -2,8 +2,9 @@
 
 // The Slurm executor (docs/operations.md, "Executors: Slurm"): Drover's admitted attempts
 // become Slurm batch jobs through Slurm's own commands (sbatch, scontrol, scancel, squeue,
-// sacct -c), which the executor's thread runs; Slurm's states, pending reasons and times come
-// back as ExecutorEvents. The commands find the cluster as any Slurm user's do (PATH,
+// sacct -c), which the executor's thread runs, or for submissions the helper drover-slurm-submit
+// (submit_helper.h) when SlurmExecutorOptions names it; Slurm's states, pending reasons and times
+// come back as ExecutorEvents. The commands find the cluster as any Slurm user's do (PATH,
 // SLURM_CONF).
 
 #include <condition_variable>
@@ -22,6 +23,7 @@
 #include "drover/exec/executor.h"
 #include "drover/exec/slurm/sbatch.h"
 #include "drover/exec/slurm/state.h"
+#include "drover/exec/slurm/submit_helper.h"
 
 namespace drover::exec::slurm {
 
@@ -45,6 +47,9 @@ struct SlurmExecutorOptions {
   // is asked about them less often); any change, submission or cancel returns it to
   // poll_interval_ms.
   DurationMs max_poll_interval_ms = 4000;
+  // drover-slurm-submit (submit_helper.h): submissions go through it, in libslurm, instead of an
+  // `sbatch` process each. Empty: `sbatch` (found on PATH, as the other commands are).
+  std::string submit_helper;
 };
 
 class SlurmExecutor final : public Executor {
@@ -98,6 +103,9 @@ class SlurmExecutor final : public Executor {
     std::string error;  // empty: submitted
   };
   Handed RunSbatch(const model::ExternalLaunch& launch) const;
+  // Submits `sbatch` (through the helper, or an `sbatch` process): Slurm's job id, or the error
+  // to report, which starts with "sbatch: ".
+  Result<std::string> SubmitBatch(const Sbatch& sbatch) const;
   // One `sbatch --array` for new submissions of one shape (RenderArray), as safe as RunSbatch:
   // one Handed per launch, in order, task i's ref.external_id "<array job id>_<i>".
   std::vector<Handed> RunArray(const Call& launches) const;
@@ -129,6 +137,7 @@ class SlurmExecutor final : public Executor {
 
   const SlurmExecutorOptions options_;
   const Clock& clock_;
+  const std::unique_ptr<SubmitHelper> helper_;  // null: `sbatch` processes
 
   Mutex mu_;
   std::condition_variable_any wake_;

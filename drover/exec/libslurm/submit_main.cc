@@ -1,0 +1,100 @@
+#include "drover/exec/libslurm/submit_main.h"
+
+#include <fmt/format.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "drover/exec/libslurm/job_description.h"
+#include "drover/exec/slurm/submit_helper.h"
+#include "drover/os/helper_process.h"
+
+extern char** environ;
+
+namespace drover::exec::libslurm {
+namespace {
+
+constexpr int kChannelFd = os::kHelperChannelFd;
+constexpr int kMaxRetries = 15;  // sbatch's MAX_RETRIES
+
+// Why libslurm could not start, or "" when its configuration file is readable.
+std::string ConfigurationProblem() {
+  const char* configured = std::getenv("SLURM_CONF");
+  const std::string path =
+      configured != nullptr && *configured != '\0' ? configured : "/etc/slurm/slurm.conf";
+  if (access(path.c_str(), R_OK) == 0) return "";
+  return fmt::format("cannot read the Slurm configuration {}: {}", path, std::strerror(errno));
+}
+
+// Slurm's answers that sbatch waits out and retries.
+bool Transient(int error) {
+  return error == ESLURM_ERROR_ON_DESC_TO_RECORD_COPY || error == ESLURM_NODES_BUSY ||
+         error == EAGAIN;
+}
+
+std::string Serve(std::string_view payload, const std::vector<std::string>& environment) {
+  Result<slurm::Sbatch> sbatch = slurm::DecodeSubmitRequest(payload);
+  if (!sbatch) return "error " + sbatch.error().message;
+  Result<JobDescription> job = JobDescription::FromSbatch(*sbatch, environment);
+  if (!job) return "error " + job.error().message;
+  submit_response_msg_t* response = nullptr;
+  for (int retries = 0; slurm_submit_batch_job(job->get(), &response) != SLURM_SUCCESS;) {
+    const int error = slurm_get_errno();
+    if (!Transient(error) || retries >= kMaxRetries) {
+      return fmt::format("error Batch job submission failed: {}", slurm_strerror(error));
+    }
+    sleep(static_cast<unsigned>(++retries));
+  }
+  const std::string reply = fmt::format("ok {}", response->job_id);
+  slurm_free_submit_response_response_msg(response);
+  return reply;
+}
+
+}  // namespace
+
+int SlurmSubmitMain(int argc, char** argv) {
+  (void)argv;
+  if (argc != 1 || !os::HasHelperChannel(SOCK_STREAM)) {
+    std::fprintf(stderr,
+                 "usage: drover-slurm-submit (started by the Slurm executor, with its socket on "
+                 "descriptor 3)\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);  // a server gone mid-reply: the write fails and the loop ends
+  const std::string problem = ConfigurationProblem();
+  if (problem.empty()) slurm_init(nullptr);
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
+  for (;;) {
+    std::string payload;
+    const int read = slurm::ReadFrame(kChannelFd, payload);
+    if (read == 0) break;
+    std::string reply;
+    if (read < 0 && errno != EMSGSIZE) {
+      std::fprintf(stderr, "drover-slurm-submit: %s\n", std::strerror(errno));
+      return 1;
+    }
+    if (read < 0) {
+      // The rest of the oversized frame cannot be skipped reliably: answer, then stop.
+      slurm::WriteAll(kChannelFd,
+                      slurm::Frame(fmt::format("error the request is larger than {} bytes",
+                                               slurm::kMaxSubmitFrameBytes)));
+      return 1;
+    }
+    reply = problem.empty() ? Serve(payload, environment) : "error " + problem;
+    if (!slurm::WriteAll(kChannelFd, slurm::Frame(reply))) return 1;
+  }
+  if (problem.empty()) slurm_fini();
+  return 0;
+}
+
+}  // namespace drover::exec::libslurm

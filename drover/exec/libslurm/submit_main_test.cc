@@ -1,0 +1,119 @@
+// SubmitHelper (exec/slurm/submit_helper.h) with the real drover-slurm-submit, which sits beside
+// DROVER_BINARY. No slurmctld here: tests/slurm submits through it to a real cluster. These cover
+// what does not need one: answers without one, a helper that dies, and usage.
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "drover/exec/slurm/submit_helper.h"
+#include "drover/testing/temp_dir.h"
+
+namespace drover::exec::slurm {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string HelperPath() {
+  return (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string();
+}
+
+const Sbatch kJob{{"--job-name=drover-1-1", "--nodes=1"}, "#!/bin/bash\ntrue\n"};
+
+class SubmitHelperTest : public ::testing::Test {
+ protected:
+  // The helper reads SLURM_CONF from the environment it is started with: this process's.
+  void UseSlurmConf(const std::string& path) { setenv("SLURM_CONF", path.c_str(), 1); }
+  void TearDown() override { unsetenv("SLURM_CONF"); }
+  void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+  testing::TempDir dir_;
+};
+
+TEST_F(SubmitHelperTest, AnUnreadableSlurmConfIsAnsweredAtOnceNotFatal) {
+  UseSlurmConf(dir_.Sub("missing/slurm.conf"));
+  SubmitHelper helper(HelperPath());
+  for (int i = 0; i < 2; ++i) {  // and the helper is still there for the next request
+    Result<std::string> id = helper.Submit(kJob);
+    ASSERT_FALSE(id);
+    EXPECT_THAT(id.error().message,
+                HasSubstr("cannot read the Slurm configuration " + dir_.Sub("missing/slurm.conf")));
+  }
+}
+
+TEST_F(SubmitHelperTest, ARequestItCannotMapIsRefusedBeforeSlurmIsAsked) {
+  // A configuration libslurm accepts, naming a controller that is not there: nothing reaches it.
+  Write(dir_.Sub("slurm.conf"), "ClusterName=test\nSlurmctldHost=localhost\nSlurmctldPort=1\n");
+  UseSlurmConf(dir_.Sub("slurm.conf"));
+  SubmitHelper helper(HelperPath());
+  Result<std::string> id = helper.Submit({{"--exclusive"}, "#!/bin/bash\ntrue\n"});
+  ASSERT_FALSE(id);
+  EXPECT_THAT(id.error().message, HasSubstr("'--exclusive'"));
+  id = helper.Submit({{}, "no interpreter line\n"});
+  ASSERT_FALSE(id);
+  EXPECT_THAT(id.error().message, HasSubstr("#!"));
+}
+
+TEST_F(SubmitHelperTest, AKilledHelperIsReplacedAtTheNextSubmission) {
+  UseSlurmConf(dir_.Sub("missing.conf"));
+  SubmitHelper helper(HelperPath());
+  ASSERT_FALSE(helper.Submit(kJob));
+  const pid_t first = helper.HelperPid();
+  ASSERT_GT(first, 0);
+  ASSERT_EQ(kill(first, SIGKILL), 0);
+  Result<std::string> id = helper.Submit(kJob);
+  ASSERT_FALSE(id);
+  EXPECT_THAT(id.error().message, HasSubstr("cannot read the Slurm configuration"));
+  EXPECT_NE(helper.HelperPid(), first);
+  EXPECT_GT(helper.HelperPid(), 0);
+}
+
+TEST_F(SubmitHelperTest, AHelperThatTakesTheJobAndDiesIsReportedAsSuch) {
+  const std::string fake = dir_.Sub("fake-helper");
+  // Reads the whole request (one small write) and exits without an answer.
+  Write(fake, "#!/bin/sh\ndd bs=65536 count=1 of=/dev/null <&3 2>/dev/null\n");
+  chmod(fake.c_str(), 0755);
+  SubmitHelper helper(fake);
+  Result<std::string> id = helper.Submit(kJob);
+  ASSERT_FALSE(id);
+  EXPECT_THAT(id.error().message, HasSubstr("took the job but gave no answer (it exited)"));
+  EXPECT_EQ(helper.HelperPid(), 0);  // stopped; the next submission starts another
+}
+
+TEST_F(SubmitHelperTest, AHelperThatEndsWithTheRequestUnreadIsReplacedAndAskedAgain) {
+  const std::string fake = dir_.Sub("fake-helper");
+  // The first start reads one byte and exits: the rest of the request stays unread, so it was
+  // never submitted. The second start is the real helper.
+  Write(fake, fmt::format("#!/bin/sh\nif [ -e {0}.once ]; then exec {1}; fi\ntouch {0}.once\n"
+                          "head -c 1 <&3 >/dev/null\n",
+                          fake, HelperPath()));
+  chmod(fake.c_str(), 0755);
+  UseSlurmConf(dir_.Sub("missing.conf"));
+  SubmitHelper helper(fake);
+  Result<std::string> id = helper.Submit(kJob);
+  ASSERT_FALSE(id);
+  EXPECT_THAT(id.error().message, HasSubstr("cannot read the Slurm configuration"));
+}
+
+TEST_F(SubmitHelperTest, AProgramThatCannotStartIsNamed) {
+  SubmitHelper helper(dir_.Sub("no-such-helper"));
+  Result<std::string> id = helper.Submit(kJob);
+  ASSERT_FALSE(id);
+  EXPECT_THAT(id.error().message, HasSubstr("cannot start " + dir_.Sub("no-such-helper")));
+}
+
+TEST(SlurmSubmitMain, WithoutItsSocketItExitsWithUsage) {
+  const std::string command = HelperPath() + " 3</dev/null 2>/dev/null";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+}  // namespace
+}  // namespace drover::exec::slurm
