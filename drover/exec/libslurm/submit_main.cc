@@ -26,8 +26,11 @@ namespace {
 constexpr int kChannelFd = os::kHelperChannelFd;
 constexpr int kMaxRetries = 15;  // sbatch's MAX_RETRIES
 
-// Why libslurm could not start, or "" when its configuration file is readable.
+// Why libslurm could not start, or "" when its configuration file is readable or comes from
+// slurmctld itself (a configless cluster named by SLURM_CONF_SERVER).
 std::string ConfigurationProblem() {
+  const char* server = std::getenv("SLURM_CONF_SERVER");
+  if (server != nullptr && *server != '\0') return "";
   const char* configured = std::getenv("SLURM_CONF");
   const std::string path =
       configured != nullptr && *configured != '\0' ? configured : "/etc/slurm/slurm.conf";
@@ -78,7 +81,6 @@ int SlurmSubmitMain(int argc, char** argv) {
     std::string payload;
     const int read = slurm::ReadFrame(kChannelFd, payload);
     if (read == 0) break;
-    std::string reply;
     if (read < 0 && errno != EMSGSIZE) {
       std::fprintf(stderr, "drover-slurm-submit: %s\n", std::strerror(errno));
       return 1;
@@ -90,7 +92,7 @@ int SlurmSubmitMain(int argc, char** argv) {
                                                slurm::kMaxSubmitFrameBytes)));
       return 1;
     }
-    reply = problem.empty() ? Serve(payload, environment) : "error " + problem;
+    const std::string reply = problem.empty() ? Serve(payload, environment) : "error " + problem;
     if (!slurm::WriteAll(kChannelFd, slurm::Frame(reply))) return 1;
   }
   if (problem.empty()) slurm_fini();

@@ -7,7 +7,9 @@
 //
 // Before libslurm reads its configuration (SLURM_CONF, else /etc/slurm/slurm.conf), the helper
 // checks that the file can be read: libslurm itself would retry for 60 s and then end the process
-// with fatal(). Then every request gets "error cannot read the Slurm configuration ...".
+// with fatal(). Then every request gets "error cannot read the Slurm configuration ...". A
+// configless cluster (no slurm.conf on this machine) must be named by SLURM_CONF_SERVER, which
+// skips the check; one found only through DNS SRV records needs `--slurm-submit sbatch`.
 
 namespace drover::exec::libslurm {
 

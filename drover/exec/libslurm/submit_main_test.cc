@@ -101,6 +101,16 @@ TEST_F(SubmitHelperTest, AHelperThatEndsWithTheRequestUnreadIsReplacedAndAskedAg
   EXPECT_THAT(id.error().message, HasSubstr("cannot read the Slurm configuration"));
 }
 
+TEST_F(SubmitHelperTest, AJobLargerThanAFrameIsRefusedWithoutStartingTheHelper) {
+  SubmitHelper helper(HelperPath());
+  Result<std::string> id =
+      helper.Submit({{}, "#!/bin/bash\n" + std::string(kMaxSubmitFrameBytes, '#')});
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(id.error().message, HasSubstr("more than the 16777216"));
+  EXPECT_EQ(helper.HelperPid(), 0);
+}
+
 TEST_F(SubmitHelperTest, AProgramThatCannotStartIsNamed) {
   SubmitHelper helper(dir_.Sub("no-such-helper"));
   Result<std::string> id = helper.Submit(kJob);
