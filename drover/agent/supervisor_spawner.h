@@ -10,8 +10,7 @@
 // The spawner is `<supervisor program> spawn-supervisors` (SupervisorSpawnerMain), started by the
 // first Spawn and again after it died, as an os::HelperProcess: this process's child, which talks
 // to it only through a socket pair (no name in the file system, so nothing else can ask it to
-// start anything). For
-// each request, the name of a worker directory, it forks a child that
+// start anything). For each request, the name of a worker directory, it forks a child that
 //   - starts a new session (setsid: out of reach of a kill of the server's process group),
 //   - takes stdin from /dev/null and appends stdout and stderr to <dir>/supervisor.log,
 //   - keeps no other descriptor (the spawner's socket, the data folder's lock: none reaches it),
@@ -70,7 +69,7 @@ class SupervisorSpawner {
 
  private:
   Mutex mu_;
-  // `<program> spawn-supervisors`, with LD_BIND_NOW=1 (see Spawn).
+  // `<program> spawn-supervisors`, with LD_BIND_NOW=1 (the constructor says why).
   os::HelperProcess process_ GUARDED_BY(mu_);
 };
 

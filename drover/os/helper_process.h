@@ -41,8 +41,8 @@ class HelperProcess {
 
   // Starts the child unless it runs. kInternal naming the program and the step that failed.
   Status Start();
-  // Closes this end of the socket, SIGKILLs the child and reaps it; nothing when none runs. The
-  // child's own children are not its process group's concern: they keep running.
+  // Closes this end of the socket, SIGKILLs the child and reaps it; nothing when none runs. Only
+  // the child is killed: processes it started (the spawner's supervisors) keep running.
   void Stop();
 
   int socket() const { return socket_; }  // this end; -1 while none runs

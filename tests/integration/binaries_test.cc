@@ -39,6 +39,20 @@ TEST_F(Binaries, TheClientLoadsNoServerLibrary) {
   }
 }
 
+// libslurm is drover-slurm-submit's alone (exec/slurm/submit_helper.h says why): no drover
+// binary loads it, so a Slurm library's fatal() or globals never reach the server.
+TEST_F(Binaries, OnlyTheSubmissionHelperLoadsLibslurm) {
+  const std::string helper =
+      (std::filesystem::path(DroverBinary()).parent_path() / "drover-slurm-submit").string();
+  int code = -1;
+  const std::string helper_libraries = testing::Shell("ldd " + helper, &code);
+  ASSERT_EQ(code, 0) << helper_libraries;
+  EXPECT_THAT(helper_libraries, HasSubstr("libslurm.so"));
+  for (const std::string& binary : {DroverBinary(), FullBinary()}) {
+    EXPECT_THAT(testing::Shell("ldd " + binary), Not(HasSubstr("libslurm"))) << binary;
+  }
+}
+
 // drover-full's allocator is mimalloc (ASan's under the sanitizers: DROVER_FULL_MALLOC names the
 // library): every library's malloc binds to it, libstdc++'s operator new's included. The dynamic
 // linker's log of its bindings says so.

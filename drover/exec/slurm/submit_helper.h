@@ -2,23 +2,23 @@
 
 // SubmitHelper: hands batch jobs to Slurm through `drover-slurm-submit` (exec/libslurm), a
 // long-lived child process that calls libslurm's slurm_submit_batch_job, instead of one `sbatch`
-// process per submission. An `sbatch` process cost this project's 2-core VM 56 ms a job, the
-// library call 1.7 ms (100 submissions in a row, docs/benchmarks.md, "In-process submissions");
-// on the same machine as the jobs and the client, that process was what kept `drover submit` to a
-// Slurm queue slower than `sbatch` alone (issue 24).
+// process per submission. On this project's 2-core VM, 100 `sbatch` processes in a row took 56 ms
+// a job while the jobs ran, the library call 1.7 ms; back to back, a `drover submit` into a Slurm
+// queue took 36 ms with the helper against 64 ms with an `sbatch` each (docs/benchmarks.md,
+// "Submissions without an sbatch process"; issue 24).
 //
 // Why a child process and not libslurm in the server: libslurm ends its process with fatal()
 // (exit 1, after retrying for 60 s) when it cannot read slurm.conf, and keeps global state; a
 // helper confines both, and the server links no Slurm library.
 //
-// The helper is `<program>`, an os::HelperProcess with a stream socket pair (stdout and stderr the
-// server's: libslurm's own messages go there). Each request is one
-// Sbatch (the arguments `sbatch` would get and the script it would read) in EncodeSubmitRequest's
-// frame; the helper builds the job description `sbatch` would build from those arguments (the
-// subset RenderSbatch and RenderArray write; exec/libslurm/job_description.h), submits it with
-// the helper's environment, as `sbatch` exports its own, and answers with a frame "ok JOBID"
-// (an array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: ").
-// The helper exits when its socket closes.
+// The helper is `<program>`, an os::HelperProcess with a stream socket pair (its stdout and
+// stderr are the server's: libslurm's own messages go there). Each request is one Sbatch (the
+// arguments `sbatch` would get and the script it would read) in EncodeSubmitRequest's frame; the
+// helper builds the job description `sbatch` would build from those arguments (the subset
+// RenderSbatch and RenderArray write; exec/libslurm/job_description.h), submits it with the
+// helper's environment, as `sbatch` exports its own, and answers with a frame "ok JOBID" (an
+// array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: "). The
+// helper exits when its socket closes.
 
 #include <sys/types.h>
 
