@@ -47,7 +47,7 @@ CLUSTER=$ROOT/tests/slurm/slurm-cluster.sh
 SERVER_PID=
 WAIT_LIMIT_S=${WAIT_LIMIT_S:-600}  # per case, until all finished
 
-[ -x "$DROVER" ] || { echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-full drover-supervise" >&2; exit 1; }
+[ -x "$DROVER" ] || { echo "no $DROVER: cmake --preset release && cmake --build --preset release --target drover drover-full drover-supervise drover-slurm-submit" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "run as root (slurm-cluster.sh starts munged, slurmctld, slurmd)" >&2; exit 1; }
 
 cleanup() {

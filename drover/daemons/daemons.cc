@@ -129,12 +129,13 @@ Result<std::unique_ptr<store::Store>> OpenStore(const std::string& store_flag,
 
 // The Slurm executor's submission helper for --slurm-submit `mode`: drover-slurm-submit beside
 // this binary for kSlurmSubmitHelper, empty (an `sbatch` process per submission) for
-// kSlurmSubmitSbatch or when the helper is missing (with a warning).
+// kSlurmSubmitSbatch or when the helper is missing (logged at info: `sbatch` still works, and a
+// server without Slurm queues needs neither).
 std::string SlurmSubmitHelper(std::string_view mode) {
   if (mode == kSlurmSubmitSbatch) return "";
   std::string helper = agent::BesideSelf("drover-slurm-submit");
   if (helper.empty()) {
-    spdlog::warn("no drover-slurm-submit beside {}: Slurm queues submit with sbatch",
+    spdlog::info("no drover-slurm-submit beside {}: Slurm queues submit with sbatch",
                  agent::SelfExecutable());
   }
   return helper;
