@@ -53,6 +53,17 @@ TEST_F(Binaries, OnlyTheSubmissionHelperLoadsLibslurm) {
   }
 }
 
+// --slurm-submit takes `helper` or `sbatch`; anything else is usage (2), naming the flag, and no
+// server starts.
+TEST_F(Binaries, AnUnknownSlurmSubmitModeIsRefusedByName) {
+  CommandResult bad =
+      RunDrover({"server", "--data", dir_.Sub("data"), "--slurm-submit", "libslurm"}, dir_.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("--slurm-submit"));
+  EXPECT_THAT(bad.err, HasSubstr("libslurm"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data")));
+}
+
 // drover-full's allocator is mimalloc (ASan's under the sanitizers: DROVER_FULL_MALLOC names the
 // library): every library's malloc binds to it, libstdc++'s operator new's included. The dynamic
 // linker's log of its bindings says so.
