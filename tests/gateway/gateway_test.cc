@@ -298,12 +298,18 @@ TEST_F(GatewayTest, AHangingEngineTimesOutAndIsRoutedAround) {
   const std::string good = StartEngine("good", {"--tokens", "2"});
   const std::string gateway = StartGateway(
       Config({hung, good}) + "backend_timeout_ms: 300\nretry_budget: {min_retries: 10}\n");
-  for (int i = 0; i < 10; ++i) {
+  // The router draws between two idle endpoints at random (the daemon seeds it at random), so
+  // the hung one is picked in about half of the requests: each of its timeouts is retried on the
+  // good one, and its third opens its breaker. 60 requests leave fewer than three picks of the
+  // hung one with a chance of about 1e-15; 10 left it with 5%.
+  const std::string open_breaker = "endpoint=\"" + hung + "\",state=\"open\"} 1";
+  int sent = 0;
+  for (; sent < 60 && Metrics(gateway).find(open_breaker) == std::string::npos; ++sent) {
     int status = 0;
-    EXPECT_EQ(Complete(gateway, "q" + std::to_string(i), &status), "good");
+    EXPECT_EQ(Complete(gateway, "q" + std::to_string(sent), &status), "good");
     EXPECT_EQ(status, 200);
   }
-  EXPECT_THAT(Metrics(gateway), HasSubstr("endpoint=\"" + hung + "\",state=\"open\"} 1"));
+  EXPECT_THAT(Metrics(gateway), HasSubstr(open_breaker)) << "after " << sent << " requests";
 }
 
 TEST_F(GatewayTest, HostileInputIsRefusedWithOpenAiErrors) {
