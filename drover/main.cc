@@ -3,5 +3,5 @@
 #include "drover/cli/cli.h"
 
 int main(int argc, char** argv) {
-  return drover::cli::Main(argc, argv, drover::cli::ForwardToFull);
+  return drover::cli::Main(argc, argv, drover::cli::ForwardToFull, nullptr);
 }

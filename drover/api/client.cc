@@ -1,8 +1,7 @@
 #include "drover/api/client.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <openssl/x509.h>
+#include <strings.h>
 
 #include <chrono>
 #include <optional>
@@ -21,8 +20,11 @@ std::optional<ErrorCode> ParseErrorCode(const std::string& name) {
 
 }  // namespace
 
-ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca_file)
-    : ca_file_(std::move(ca_file)), timeout_ms_(timeout_ms) {
+ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca_file,
+                     TlsConnector tls)
+    : tls_(tls) {
+  connect_options_.io_timeout_ms = timeout_ms;
+  connect_options_.ca_file = std::move(ca_file);
   for (std::size_t start = 0; start <= base_url.size();) {
     std::size_t end = base_url.find(',', start);
     if (end == std::string::npos) end = base_url.size();
@@ -36,17 +38,20 @@ ApiClient::ApiClient(std::string base_url, DurationMs timeout_ms, std::string ca
 void ApiClient::Connect(std::size_t index) {
   current_ = index;
   base_url_ = urls_[index];
-  client_ = std::make_unique<httplib::Client>(base_url_);
-  const DurationMs timeout_ms = timeout_ms_;
-  if (!ca_file_.empty()) client_->set_ca_cert_path(ca_file_);
-  client_->enable_server_certificate_verification(true);
-  client_->set_connection_timeout(5, 0);
-  client_->set_read_timeout(timeout_ms / kMillisPerSecond, (timeout_ms % kMillisPerSecond) * 1000);
-  client_->set_write_timeout(timeout_ms / kMillisPerSecond, (timeout_ms % kMillisPerSecond) * 1000);
-  client_->set_keep_alive(true);
-  // Without it, the request's headers and body in two writes meet Nagle and delayed ACKs: 40 ms.
-  client_->set_tcp_nodelay(true);
-  SetBearer(bearer_);
+  Result<ServerAddress> address = ParseServerUrl(base_url_);
+  if (!address) {
+    client_.reset();
+    url_error_ = address.error();
+    return;
+  }
+  url_error_.reset();
+  client_ = std::make_unique<HttpClient>(*std::move(address), connect_options_, tls_);
+}
+
+HttpHeaders ApiClient::HeadersWith(const std::map<std::string, std::string>& extra) const {
+  HttpHeaders headers(extra.begin(), extra.end());
+  if (!bearer_.empty()) headers.emplace_back("Authorization", "Bearer " + bearer_);
+  return headers;
 }
 
 namespace {
@@ -82,19 +87,21 @@ bool IsStandbyRefusal(int status, const std::string& body) {
 
 }  // namespace
 
-template <typename Send>
-Result<ApiResponse> ApiClient::Call(Send&& send) {
+Result<ApiResponse> ApiClient::Call(HttpRequest request) {
   std::vector<bool> asked(urls_.size(), false);
   for (;;) {
     asked[current_] = true;
-    httplib::Result result = send(*client_);
+    HttpResult<HttpResponse> result =
+        client_ ? client_->Send(request)
+                : tl::unexpected(HttpError{HttpFailure::kConnect, url_error_->message});
     // Nothing was done where the request went: no connection, or a standby's refusal. Then
-    // another server of the list is asked (the leader the standby named, if listed), each at
+    // another server of the list is asked (the leader the standby names, if listed), each at
     // most once per call.
     const bool standby = result && IsStandbyRefusal(result->status, result->body);
-    if (result.error() != httplib::Error::Connection && !standby) return Convert(std::move(result));
-    const std::optional<std::size_t> next = NextServer(
-        urls_, current_, standby ? result->get_header_value("X-Drover-Leader") : "", asked);
+    const bool unreached = !result && result.error().failure == HttpFailure::kConnect;
+    if (!unreached && !standby) return Convert(std::move(result));
+    const std::optional<std::size_t> next =
+        NextServer(urls_, current_, standby ? result->Header("X-Drover-Leader") : "", asked);
     if (!next) return Convert(std::move(result));
     Connect(*next);
   }
@@ -105,53 +112,29 @@ ApiClient::ApiClient(ApiClient&&) noexcept = default;
 
 void ApiClient::SetAuthHint(std::string hint) { auth_hint_ = std::move(hint); }
 
-void ApiClient::SetBearer(const std::string& token) {
-  bearer_ = token;
-  httplib::Headers headers;
-  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  client_->set_default_headers(std::move(headers));
-}
+void ApiClient::SetBearer(const std::string& token) { bearer_ = token; }
 
-Result<ApiResponse> ApiClient::Convert(httplib::Result result, bool parse_success) const {
-  const std::string& base_url = base_url_;
-  const std::string trust =
-      ca_file_.empty() ? "the system's CA store" : fmt::format("the CA bundle {}", ca_file_);
-  switch (result.error()) {
-    case httplib::Error::SSLServerVerification: {
-      const long verify = client_->get_openssl_verify_result();
-      return Unavailable(
-          verify == X509_V_OK
-              ? fmt::format("TLS: the certificate of {} does not name its host", base_url)
-              : fmt::format("TLS: certificate verify failed for {} ({}, checked against {}); "
-                            "pass --ca or DROVER_CA",
-                            base_url, X509_verify_cert_error_string(verify), trust));
-    }
-    case httplib::Error::SSLLoadingCerts:
-      return Unavailable(
-          fmt::format("TLS: cannot load {} (--ca or DROVER_CA) to check {}", trust, base_url));
-    case httplib::Error::SSLConnection:
-      return Unavailable(fmt::format(
-          "TLS: no TLS handshake with {}; is it a server started with --tls-cert? (http:// if "
-          "not)",
-          base_url));
-    default:
-      break;
-  }
+Result<ApiResponse> ApiClient::Convert(HttpResult<HttpResponse> result, bool parse_success) const {
+  if (!client_) return tl::unexpected(*url_error_);
   if (!result) {
+    const HttpError& error = result.error();
+    if (error.failure == HttpFailure::kTls) return Unavailable(error.message);
     return Unavailable(
         fmt::format("cannot reach the Drover server at {} ({}); start one with "
                     "`drover server` or point DROVER_SERVER at it",
-                    base_url, httplib::to_string(result.error())));
+                    base_url_, error.message));
   }
   ApiResponse response;
   response.status = result->status;
   response.body = std::move(result->body);
   for (const auto& [name, value] : result->headers) {
-    if (name.rfind("X-Drover-", 0) == 0) response.headers[name] = value;
+    if (name.size() > 9 && strncasecmp(name.c_str(), "X-Drover-", 9) == 0) {
+      response.headers["X-Drover-" + name.substr(9)] = value;
+    }
   }
   const bool success = response.status >= 200 && response.status < 300;
   if ((parse_success || !success) &&
-      result->get_header_value("Content-Type").find("application/json") != std::string::npos) {
+      result->Header("Content-Type").find("application/json") != std::string::npos) {
     response.json = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   }
   if (success) return response;
@@ -173,33 +156,46 @@ Result<ApiResponse> ApiClient::Convert(httplib::Result result, bool parse_succes
     }
     return tl::unexpected(std::move(error));
   }
-  return Internal(fmt::format("the server at {} answered HTTP {}: {}", base_url, response.status,
+  return Internal(fmt::format("the server at {} answered HTTP {}: {}", base_url_, response.status,
                               response.body.substr(0, 200)));
 }
 
 Result<ApiResponse> ApiClient::Get(const std::string& path_and_query) {
-  return Call([&](httplib::Client& client) { return client.Get(path_and_query); });
+  const HttpHeaders headers = HeadersWith();
+  return Call({.method = "GET", .target = path_and_query, .headers = &headers});
 }
 
 Result<ApiResponse> ApiClient::GetUnparsed(const std::string& path_and_query) {
-  return Convert(client_->Get(path_and_query), /*parse_success=*/false);
+  const HttpHeaders headers = HeadersWith();
+  if (!client_) return tl::unexpected(*url_error_);
+  return Convert(client_->Send({.method = "GET", .target = path_and_query, .headers = &headers}),
+                 /*parse_success=*/false);
 }
 
 Result<ApiResponse> ApiClient::Post(const std::string& path, const std::string& body,
                                     const std::string& content_type,
                                     const std::map<std::string, std::string>& headers) {
-  httplib::Headers http_headers(headers.begin(), headers.end());
-  return Call(
-      [&](httplib::Client& client) { return client.Post(path, http_headers, body, content_type); });
+  const HttpHeaders all = HeadersWith(headers);
+  return Call({.method = "POST",
+               .target = path,
+               .headers = &all,
+               .body = body,
+               .content_type = content_type});
 }
 
 Result<ApiResponse> ApiClient::Put(const std::string& path, const std::string& body,
                                    const std::string& content_type) {
-  return Call([&](httplib::Client& client) { return client.Put(path, body, content_type); });
+  const HttpHeaders headers = HeadersWith();
+  return Call({.method = "PUT",
+               .target = path,
+               .headers = &headers,
+               .body = body,
+               .content_type = content_type});
 }
 
 Result<ApiResponse> ApiClient::Delete(const std::string& path) {
-  return Call([&](httplib::Client& client) { return client.Delete(path); });
+  const HttpHeaders headers = HeadersWith();
+  return Call({.method = "DELETE", .target = path, .headers = &headers});
 }
 
 namespace {
@@ -243,35 +239,41 @@ Status ApiClient::Events(const std::string& path_and_query, const std::string& l
     return on_event(event);
   };
   std::vector<bool> asked(urls_.size(), false);
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  const DurationMs timeout_ms = connect_options_.io_timeout_ms;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     asked[current_] = true;
-    httplib::Headers headers;
-    if (!resume_after.empty()) headers.emplace("Last-Event-ID", resume_after);
+    const HttpHeaders headers = HeadersWith(
+        resume_after.empty() ? std::map<std::string, std::string>{}
+                             : std::map<std::string, std::string>{{"Last-Event-ID", resume_after}});
     int status = 0;
     std::string buffer;
     std::string refusal;  // the body of an answer other than 200
     bool stopped = false;
-    httplib::Result result = client_->Get(
-        path_and_query, headers,
-        [&](const httplib::Response& response) {
-          status = response.status;
-          return true;
-        },
-        [&](const char* data, std::size_t size) {
-          if (status != 200) {
-            refusal.append(data, size);
-            return true;
-          }
-          buffer.append(data, size);
-          stopped = !TakeFrames(buffer, track);
-          return !stopped;
-        });
+    const ResponseStream stream{.on_head =
+                                    [&](const HttpResponse& head) {
+                                      status = head.status;
+                                      return true;
+                                    },
+                                .on_body =
+                                    [&](std::string_view piece) {
+                                      if (status != 200) {
+                                        refusal.append(piece);
+                                        return true;
+                                      }
+                                      buffer.append(piece);
+                                      stopped = !TakeFrames(buffer, track);
+                                      return !stopped;
+                                    }};
+    HttpResult<HttpResponse> result =
+        client_ ? client_->Send({.method = "GET", .target = path_and_query, .headers = &headers},
+                                &stream)
+                : tl::unexpected(HttpError{HttpFailure::kConnect, url_error_->message});
     if (stopped) return OkStatus();
     // The stream is close-delimited: its end reads the same whether the server ended it or
     // died (SIGKILL). With one server, that is the stream's end.
     if (result && status == 200 && urls_.size() == 1) return OkStatus();
-    if (result && status != 200 && result->body.empty()) result->body = refusal;
+    if (result && status != 200) result->body = refusal;
     // With several servers, a stream that cannot be opened here (no connection, a standby) or
     // that ended once open (its server died or stepped down) is opened on another (the leader a
     // standby named first), resuming after the last event delivered; rounds over the list go
@@ -280,8 +282,8 @@ Status ApiClient::Events(const std::string& path_and_query, const std::string& l
     const bool standby = result && IsStandbyRefusal(status, result->body);
     const bool broke = status == 200;
     const auto now = std::chrono::steady_clock::now();
-    const bool elsewhere =
-        urls_.size() > 1 && (result.error() == httplib::Error::Connection || standby || broke);
+    const bool unreached = !result && result.error().failure == HttpFailure::kConnect;
+    const bool elsewhere = urls_.size() > 1 && (unreached || standby || broke);
     if (!elsewhere || (!broke && now >= give_up)) {
       Result<ApiResponse> converted = Convert(std::move(result));
       if (!converted) return tl::unexpected(converted.error());
@@ -290,9 +292,9 @@ Status ApiClient::Events(const std::string& path_and_query, const std::string& l
     if (broke) {
       asked.assign(urls_.size(), false);
       asked[current_] = true;
-      give_up = now + std::chrono::milliseconds(timeout_ms_);
+      give_up = now + std::chrono::milliseconds(timeout_ms);
     }
-    const std::string hint = standby ? result->get_header_value("X-Drover-Leader") : "";
+    const std::string hint = standby ? result->Header("X-Drover-Leader") : "";
     std::optional<std::size_t> next = NextServer(urls_, current_, hint, asked);
     if (!next) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));

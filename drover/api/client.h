@@ -7,16 +7,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "drover/api/http_client.h"
 #include "drover/common/clock.h"
 #include "drover/common/result.h"
-
-namespace httplib {
-class Client;
-class Result;
-}  // namespace httplib
 
 namespace drover::api {
 
@@ -47,8 +44,11 @@ class ApiClient {
   // stays with the one that answered. A leader hint outside the list is never followed, so the
   // bearer token goes only to servers the user configured. Events streams from the current one
   // and, with several servers, moves to another when its server dies (see Events).
+  // Over https, `tls` makes the TLS session (ConnectTls, tls_client.h); without one (the lean
+  // `drover`, which hands https command lines to drover-full) each call fails with
+  // kUnavailable saying so. A URL that does not parse fails each call with kInvalidArgument.
   explicit ApiClient(std::string base_url, DurationMs timeout_ms = kMillisPerMinute,
-                     std::string ca_file = "");
+                     std::string ca_file = "", TlsConnector tls = nullptr);
   ~ApiClient();
   ApiClient(ApiClient&&) noexcept;
 
@@ -108,21 +108,25 @@ class ApiClient {
  private:
   // `result` as Get, Post, Put and Delete answer it; a 2xx JSON body is parsed into `json` only
   // when `parse_success`.
-  Result<ApiResponse> Convert(httplib::Result result, bool parse_success = true) const;
+  Result<ApiResponse> Convert(HttpResult<HttpResponse> result, bool parse_success = true) const;
 
   // Makes urls_[index] the server asked.
   void Connect(std::size_t index);
-  // `send(httplib::Client&)` to the current server, then to the next ones while none did it.
-  template <typename Send>
-  Result<ApiResponse> Call(Send&& send);
+  // Sends `request` to the current server, then to the next ones while none did it (none could
+  // be reached, or a standby answered).
+  Result<ApiResponse> Call(HttpRequest request);
+  // The headers every request carries (Authorization) and `extra`.
+  HttpHeaders HeadersWith(const std::map<std::string, std::string>& extra = {}) const;
   std::vector<std::string> urls_;  // the servers, in the order they are tried
   std::size_t current_ = 0;        // urls_[current_] == base_url_
   std::string base_url_;
-  std::string ca_file_;
-  DurationMs timeout_ms_;
+  ConnectOptions connect_options_;
+  TlsConnector tls_;
   std::string bearer_;
   std::string auth_hint_;
-  std::unique_ptr<httplib::Client> client_;
+  // The connection to urls_[current_]; null when that URL does not parse (url_error_ says why).
+  std::unique_ptr<HttpClient> client_;
+  std::optional<Error> url_error_;
 };
 
 // Percent-encodes `text` for use in a query string.

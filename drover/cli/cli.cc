@@ -1,6 +1,8 @@
 #include "drover/cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -11,7 +13,7 @@
 
 namespace drover::cli {
 
-int Main(int argc, char** argv, AddFullVerbs add_full_verbs) {
+int Main(int argc, char** argv, AddFullVerbs add_full_verbs, api::TlsConnector tls) {
   // The supervisor and its spawner are internal entry points, exec'd by agents; they parse
   // their own arguments.
   if (std::optional<int> status = agent::RunSupervisorVerb(argc, argv)) return *status;
@@ -19,6 +21,7 @@ int Main(int argc, char** argv, AddFullVerbs add_full_verbs) {
   app.require_subcommand(1);
   app.fallthrough();
   ClientFlags client;
+  client.tls = tls;
   const char* env_server = std::getenv("DROVER_SERVER");
   client.server = env_server && *env_server ? env_server : "http://127.0.0.1:8420";
   app.add_option("--server", client.server, "API base URL (env DROVER_SERVER)");
@@ -293,6 +296,12 @@ int Main(int argc, char** argv, AddFullVerbs add_full_verbs) {
   } catch (const CLI::ParseError& e) {
     int status = app.exit(e);
     return status == 0 ? 0 : 2;
+  }
+  std::string servers = client.server;  // the list, in lower case, to find a scheme
+  std::transform(servers.begin(), servers.end(), servers.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (run && tls == nullptr && servers.find("https://") != std::string::npos) {
+    return RunFull(argv, "an https:// server is spoken to by drover-full");
   }
   return run ? run() : 2;
 }

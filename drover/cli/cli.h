@@ -8,6 +8,8 @@
 #include <functional>
 #include <string_view>
 
+#include "drover/api/http_client.h"
+
 namespace CLI {
 class App;
 }
@@ -25,8 +27,10 @@ using AddFullVerbs = void (*)(CLI::App& app, const ClientFlags& client, std::fun
 
 // Runs the command line: the client's verbs, `supervise` (a worker's supervisor, exec'd by
 // agents) and the verbs `add_full_verbs` adds. Returns the exit status: 0 success, 1 failure, 2
-// invalid input.
-int Main(int argc, char** argv, AddFullVerbs add_full_verbs);
+// invalid input. `tls` makes the client's TLS sessions (api::ConnectTls); the lean binary has
+// none, and hands a command line whose --server (or DROVER_SERVER) names an https:// URL to
+// drover-full (RunFull), so that it never loads OpenSSL.
+int Main(int argc, char** argv, AddFullVerbs add_full_verbs, api::TlsConnector tls);
 
 // A verb of drover-full and its help line, which both binaries show.
 struct FullVerb {
@@ -49,5 +53,9 @@ std::string_view FullVerbHelp(std::string_view name);
 // from the same folder, given the same argv; when there is none there, it fails saying so.
 void ForwardToFull(CLI::App& app, const ClientFlags& client, std::function<int()>& run,
                    char** argv);
+// Replaces this process with `drover-full` from the same folder, given `argv`; when there is
+// none there (or it cannot be run), says so after `why` it was needed (a clause: "'server' is a
+// verb of drover-full") and returns 1.
+int RunFull(char** argv, std::string_view why);
 
 }  // namespace drover::cli

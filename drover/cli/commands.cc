@@ -33,7 +33,7 @@ namespace drover::cli {
 using nlohmann::json;
 
 api::ApiClient ClientOf(const ClientFlags& flags) {
-  api::ApiClient client(flags.server, kMillisPerMinute, flags.ca_file);
+  api::ApiClient client(flags.server, kMillisPerMinute, flags.ca_file, flags.tls);
   const ResolvedToken token = ResolveToken(flags.token);
   client.SetBearer(token.token);
   client.SetAuthHint(AuthHint(token));

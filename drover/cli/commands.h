@@ -28,6 +28,8 @@ struct ClientFlags {
   // empty: the system's store.
   std::string ca_file;
   std::string token;  // --token; empty: ResolveToken looks further
+  // Makes TLS sessions for https:// servers; null in the lean binary (cli.h, Main).
+  api::TlsConnector tls = nullptr;
 };
 // The API client `flags` name: their server, checked against their CA bundle, sending the token
 // ResolveToken finds (and, on a 401, saying where it came from: AuthHint).

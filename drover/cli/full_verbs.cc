@@ -20,6 +20,18 @@ std::string_view FullVerbHelp(std::string_view name) {
   return {};
 }
 
+int RunFull(char** argv, std::string_view why) {
+  const std::string full = agent::BesideSelf("drover-full");
+  if (full.empty()) {
+    std::cerr << "drover: " << why << ", which is not beside " << agent::SelfExecutable()
+              << " (build it: cmake --build build --target drover-full; install both)\n";
+    return 1;
+  }
+  ::execv(full.c_str(), argv);
+  std::cerr << "drover: cannot run " << full << ": " << std::strerror(errno) << "\n";
+  return 1;
+}
+
 void ForwardToFull(CLI::App& app, const ClientFlags& /*client*/, std::function<int()>& run,
                    char** argv) {
   for (const FullVerb& verb : kFullVerbs) {
@@ -28,16 +40,7 @@ void ForwardToFull(CLI::App& app, const ClientFlags& /*client*/, std::function<i
     command->prefix_command()->allow_extras()->fallthrough(false)->set_help_flag();
     command->callback([&run, argv, name = verb.name] {
       run = [argv, name] {
-        const std::string full = agent::BesideSelf("drover-full");
-        if (full.empty()) {
-          std::cerr << "drover: '" << name << "' is a verb of drover-full, which is not beside "
-                    << agent::SelfExecutable()
-                    << " (build it: cmake --build build --target drover-full; install both)\n";
-          return 1;
-        }
-        ::execv(full.c_str(), argv);
-        std::cerr << "drover: cannot run " << full << ": " << std::strerror(errno) << "\n";
-        return 1;
+        return RunFull(argv, "'" + std::string(name) + "' is a verb of drover-full");
       };
     });
   }

@@ -19,6 +19,7 @@
 #include "drover/agent/local_runtime.h"
 #include "drover/api/client.h"
 #include "drover/api/request.h"
+#include "drover/api/tls_client.h"
 #include "drover/codec/json.h"
 #include "drover/server/agent_link.h"
 #include "drover/server/log_shipper.h"
@@ -202,8 +203,8 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
   const std::string node = options.node.name.value();
   const std::string node_path = "/v1/agents/" + api::UrlEncode(node);
   Fence fence;
-  auto client =
-      std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout(), options.ca_file);
+  auto client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout(),
+                                                 options.ca_file, api::ConnectTls);
   DROVER_ASSIGN_OR_RETURN(std::string credential, ReadCredential(options.credential_file));
   client->SetBearer(credential);
   std::map<std::string, std::string> register_headers;
@@ -291,7 +292,7 @@ Status RunAgent(const AgentOptions& options, const Clock& clock, const std::atom
           timeout != reply->json.end() && timeout->is_number_integer()) {
         fence.SetTimeout(timeout->get<DurationMs>());
         client = std::make_unique<api::ApiClient>(options.server_url, fence.CallTimeout(),
-                                                  options.ca_file);
+                                                  options.ca_file, api::ConnectTls);
         client->SetBearer(credential);
       }
       if (const auto issued = reply->json.find("credential");

@@ -1,5 +1,5 @@
 // HttpFront over TLS (issue 16, "TLS"): a throwaway CA and a server certificate for 127.0.0.1,
-// made with the openssl command in a temporary directory; ApiClient (cpp-httplib with OpenSSL)
+// made with the openssl command in a temporary directory; ApiClient (api::ConnectTls, OpenSSL)
 // and raw sockets as clients, on loopback.
 
 #include <fmt/format.h>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drover/api/client.h"
+#include "drover/api/tls_client.h"
 #include "drover/server/http_front.h"
 #include "drover/server/tls_stream.h"
 #include "drover/testing/loopback.h"
@@ -72,7 +73,7 @@ class HttpTlsTest : public ::testing::Test {
   std::string Url(int port) const { return fmt::format("https://127.0.0.1:{}", port); }
   api::ApiClient Client(const std::string& ca = "ca.pem") const {
     return api::ApiClient(Url(front_->port()), 10 * kMillisPerSecond,
-                          ca.empty() ? "" : dir_.Sub(ca));
+                          ca.empty() ? "" : dir_.Sub(ca), api::ConnectTls);
   }
 
   testing::TempDir dir_{"drover-tls"};
@@ -88,7 +89,8 @@ TEST_F(HttpTlsTest, ClientWithTheCaIsServedOnBothListeners) {
     ASSERT_TRUE(health) << health.error().ToString();
     EXPECT_EQ(health->json["ok"], true);
   }
-  api::ApiClient agent(Url(front_->agent_port()), 10 * kMillisPerSecond, dir_.Sub("ca.pem"));
+  api::ApiClient agent(Url(front_->agent_port()), 10 * kMillisPerSecond, dir_.Sub("ca.pem"),
+                       api::ConnectTls);
   auto health = agent.Get("/v1/health");
   ASSERT_TRUE(health) << health.error().ToString();
 }

@@ -26,14 +26,16 @@ class Binaries : public IntegrationTest {
 };
 
 // What `drover submit` pays for at each start: the shared objects it loads. libpq (with its
-// Kerberos, LDAP and GnuTLS), SQLite and libevent are drover-full's alone.
+// Kerberos, LDAP and GnuTLS), SQLite and libevent are drover-full's alone, and so are OpenSSL
+// and cpp-httplib (the client speaks plain HTTP itself: api/http_client.h).
 TEST_F(Binaries, TheClientLoadsNoServerLibrary) {
   int code = -1;
   const std::string client = testing::Shell("ldd " + DroverBinary(), &code);
   ASSERT_EQ(code, 0) << client;
   const std::string full = testing::Shell("ldd " + FullBinary(), &code);
   ASSERT_EQ(code, 0) << full;
-  for (const char* library : {"libpq.so", "libsqlite3.so", "libevent-"}) {
+  for (const char* library : {"libpq.so", "libsqlite3.so", "libevent-", "libssl.so", "libcrypto.so",
+                              "libcpp-httplib.so"}) {
     EXPECT_THAT(full, HasSubstr(library));
     EXPECT_THAT(client, Not(HasSubstr(library)));
   }
@@ -109,6 +111,13 @@ TEST_F(Binaries, WithoutDroverFullBesideItAServerVerbSaysSo) {
       testing::Shell("timeout 60 " + alone + " server --listen 127.0.0.1:0 2>&1", &code);
   EXPECT_EQ(code, 1);
   EXPECT_THAT(err, HasSubstr("'server' is a verb of drover-full, which is not beside " + alone));
+  // The lean binary has no TLS: a command for an https:// server is drover-full's too.
+  const std::string https =
+      testing::Shell(alone + " --server HTTPS://127.0.0.1:1 nodes 2>&1", &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(https, HasSubstr("an https:// server is spoken to by drover-full, which is not "
+                               "beside " +
+                               alone));
 }
 
 }  // namespace

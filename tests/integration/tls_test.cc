@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "drover/api/tls_client.h"
 #include "drover/testing/test_ca.h"
 #include "tests/integration/harness.h"
 
@@ -48,7 +49,7 @@ TEST_F(Tls, CliAndRemoteAgentWorkWithTheSiteCa) {
   ::setenv("DROVER_CA", Ca().c_str(), 1);
   std::unique_ptr<ChildProcess> agent = StartAgent(*server, "remote-tls", "1xA100-40GB");
   ::unsetenv("DROVER_CA");
-  api::ApiClient client(server->url(), kMillisPerMinute, Ca());
+  api::ApiClient client(server->url(), kMillisPerMinute, Ca(), api::ConnectTls);
   client.SetBearer(server->token());
   ASSERT_TRUE(WaitForNodeState(client, "remote-tls", "ready"))
       << ProcessLogs(server.get(), {{"agent", agent.get()}});

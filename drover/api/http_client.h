@@ -1,0 +1,145 @@
+#pragma once
+
+// HttpClient: the HTTP/1.1 client under ApiClient, one connection to one server at a time.
+//
+// Why our own, not cpp-httplib's client: the `drover` CLI is a process per command, and loading
+// cpp-httplib's shared library (OpenSSL, brotli and zlib with it, and OpenSSL's initialisation)
+// cost 7.4 of its 10.9 ms start (docs/benchmarks.md, "Where a CLI start goes"). This file needs
+// only the C library, so the lean `drover` speaks plain HTTP without them. TLS is a ByteStream
+// made by a TlsConnector (tls_client.h, OpenSSL), which only drover-full links: the lean binary
+// hands a command line that names an https:// server to drover-full (drover/cli/cli.h).
+//
+// What it speaks: requests with a Content-Length body (or none); answers with a Content-Length,
+// chunked, or close-delimited body, 1xx interim answers skipped. No compression is asked for.
+// Bounds: the status line and headers within kMaxResponseHeadBytes, a collected body within
+// kMaxResponseBodyBytes (a streamed one has no bound: its reader decides); connecting within
+// connect_timeout_ms and each read or write within io_timeout_ms.
+// A connection is kept between requests while the server allows it (HTTP/1.1 without
+// "Connection: close"); before one is reused it is checked, and one the server closed (an idle
+// timeout) is replaced before anything is sent on it. Not thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "drover/common/clock.h"
+#include "drover/common/result.h"
+
+namespace drover::api {
+
+inline constexpr std::size_t kMaxResponseHeadBytes = 64 << 10;
+inline constexpr std::size_t kMaxResponseBodyBytes = std::size_t{1} << 30;
+
+// A server's URL, parsed: "http://HOST:PORT" or "https://HOST:PORT" (a missing scheme is http;
+// a missing port 80 or 443; one trailing '/' allowed, no other path). HOST is a name, an IPv4
+// address or a bracketed IPv6 address.
+struct ServerAddress {
+  std::string url;  // as given, for messages
+  bool tls = false;
+  std::string host;  // without brackets
+  std::string port;
+  // The Host header's value: host:port, an IPv6 address in brackets.
+  std::string HostHeader() const;
+};
+// kInvalidArgument naming the URL and the form expected.
+Result<ServerAddress> ParseServerUrl(std::string_view url);
+
+// Why an exchange failed. kConnect: no connection was made (nothing was sent, so another server
+// may be asked); kTls: the TLS handshake or its certificate check failed (nothing was sent
+// either, but another server would not do better); kTransfer: the connection failed or timed out
+// mid-exchange, or the answer broke HTTP or a bound; kStopped: a ResponseStream's callback
+// returned false.
+enum class HttpFailure { kConnect, kTls, kTransfer, kStopped };
+struct HttpError {
+  HttpFailure failure = HttpFailure::kTransfer;
+  std::string message;  // one sentence, without the server's URL (the caller adds it), or, for
+                        // kTls, the whole sentence the user sees
+};
+template <typename T>
+using HttpResult = tl::expected<T, HttpError>;
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string_view method;  // GET, POST, PUT, DELETE
+  std::string_view target;  // the path and query
+  const HttpHeaders* headers = nullptr;
+  std::string_view body = {};
+  std::string_view content_type = {};  // sent with the body when not empty
+};
+
+struct HttpResponse {
+  int status = 0;
+  HttpHeaders headers;
+  std::string body;  // empty when streamed
+  // The value of the first header named `name` (case-insensitive); "" when there is none.
+  std::string Header(std::string_view name) const;
+};
+
+// Streams an answer's body instead of collecting it: `on_head` sees the status and headers
+// first, `on_body` each piece as it arrives. A callback that returns false ends the exchange
+// (kStopped) and the connection with it.
+struct ResponseStream {
+  std::function<bool(const HttpResponse& head)> on_head;
+  std::function<bool(std::string_view piece)> on_body;
+};
+
+// A connected byte stream: a socket, or a TLS session over one. Each call blocks at most the
+// io timeout it was made with.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Writes all of `data`; a kTransfer error when the connection fails or stalls.
+  virtual HttpResult<void> WriteAll(std::string_view data) = 0;
+  // Reads at least one byte into `buffer` (at most `size`); 0 at the end of the stream.
+  virtual HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size) = 0;
+  // Whether the peer, between exchanges, closed the stream or sent something unasked for: then
+  // it must not carry another request. Does not block.
+  virtual bool Stale() = 0;
+};
+
+struct ConnectOptions {
+  DurationMs connect_timeout_ms = 5 * kMillisPerSecond;
+  DurationMs io_timeout_ms = kMillisPerMinute;
+  std::string ca_file;  // TLS: the PEM bundle the server's certificate is checked against
+};
+
+// Makes the TLS session over `fd`, a socket connected to `address` and owned from now on (closed
+// on failure): tls_client.h's ConnectTls.
+using TlsConnector = HttpResult<std::unique_ptr<ByteStream>> (*)(int fd,
+                                                                 const ServerAddress& address,
+                                                                 const ConnectOptions& options);
+
+// Waits until the non-blocking socket `fd` can be written (`for_write`) or read, for at most
+// `timeout_ms`: a kTransfer error saying it timed out, or why poll failed. For ByteStreams.
+HttpResult<void> WaitForSocket(int fd, bool for_write, DurationMs timeout_ms);
+
+class HttpClient {
+ public:
+  // `tls` may be null; then an https address fails each request with kTls, saying so.
+  HttpClient(ServerAddress address, ConnectOptions options, TlsConnector tls);
+  ~HttpClient();
+  HttpClient(HttpClient&&) noexcept;
+  HttpClient& operator=(HttpClient&&) noexcept;
+
+  // Sends `request` and reads its answer, collected, or handed to `stream` when it is given.
+  HttpResult<HttpResponse> Send(const HttpRequest& request, const ResponseStream* stream = nullptr);
+
+  const ServerAddress& address() const { return address_; }
+
+ private:
+  HttpResult<void> Connect();
+  HttpResult<HttpResponse> Exchange(const HttpRequest& request, const ResponseStream* stream);
+
+  ServerAddress address_;
+  ConnectOptions options_;
+  TlsConnector tls_;
+  std::unique_ptr<ByteStream> stream_;  // null: not connected
+};
+
+}  // namespace drover::api
