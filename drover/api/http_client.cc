@@ -12,19 +12,10 @@
 #include <charconv>
 #include <cstring>
 
+#include "drover/common/ascii.h"
+
 namespace drover::api {
 namespace {
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 HttpError Failure(HttpFailure failure, std::string message) {
   return HttpError{failure, std::move(message)};
@@ -214,17 +205,11 @@ HttpResult<int> ParseStatusLine(const std::string& line, bool& http_1_0) {
   return status;
 }
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 bool HasToken(std::string_view list, std::string_view token) {
   for (std::size_t start = 0; start <= list.size();) {
     std::size_t end = list.find(',', start);
     if (end == std::string_view::npos) end = list.size();
-    if (EqualsIgnoringCase(Trim(list.substr(start, end - start)), token)) return true;
+    if (EqualsIgnoringCase(TrimSpacesAndTabs(list.substr(start, end - start)), token)) return true;
     start = end + 1;
   }
   return false;
@@ -372,8 +357,9 @@ HttpResult<HttpResponse> HttpClient::Exchange(const HttpRequest& request,
       if (colon == std::string::npos || colon == 0) {
         return TransferError(fmt::format("a header line without a name: {:.80}", line));
       }
-      response.headers.emplace_back(line.substr(0, colon),
-                                    std::string(Trim(std::string_view(line).substr(colon + 1))));
+      response.headers.emplace_back(
+          line.substr(0, colon),
+          std::string(TrimSpacesAndTabs(std::string_view(line).substr(colon + 1))));
     }
   } while (response.status < 200);
 
@@ -404,7 +390,7 @@ HttpResult<HttpResponse> HttpClient::Exchange(const HttpRequest& request,
       DROVER_ASSIGN_OR_RETURN(const std::string size_line,
                               reader.Line(line_budget, "a chunk's size line is over 1024 bytes"));
       std::uint64_t size = 0;
-      const std::string_view digits = Trim(
+      const std::string_view digits = TrimSpacesAndTabs(
           std::string_view(size_line).substr(0, std::min(size_line.find(';'), size_line.size())));
       const auto [end, error] =
           std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);

@@ -48,8 +48,6 @@ namespace drover::sched::internal {
 
 // ASCII lower case, for GPU model and MIG profile comparison.
 std::string Lower(std::string_view text);
-// ASCII case-insensitive equality.
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
 // Milli-shares of one timeslice GPU.
 inline constexpr int kShareMillisPerGpu = 1000;

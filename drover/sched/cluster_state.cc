@@ -8,6 +8,7 @@
 #include <numeric>
 #include <utility>
 
+#include "drover/common/ascii.h"
 #include "drover/common/quantity.h"
 #include "drover/sched/cluster_index.h"
 
@@ -20,18 +21,6 @@ std::string Lower(std::string_view text) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i];
-    char y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
 }
 
 GpuMode ModeOf(const model::Requirements& requirements) {
@@ -221,7 +210,8 @@ int ClusterState::Impl::MigInstances(int pos, std::size_t i, std::string_view pr
   if (gpu.sharing != model::GpuSharing::kMig) return 0;
   int count = 0;
   for (const model::MigSlots& slots : gpu.mig) {
-    if (internal::EqualsIgnoreCase(slots.profile, profile_lower)) count += std::max(slots.count, 0);
+    if (EqualsIgnoringCase(slots.profile, profile_lower))
+      count += std::max(slots.count, 0);
   }
   return count;
 }

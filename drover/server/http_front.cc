@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "drover/api/views.h"
+#include "drover/common/ascii.h"
 #include "drover/common/quantity.h"
 #include "drover/server/tls_stream.h"
 
@@ -95,19 +96,6 @@ std::string Serialize(const api::Response& response, bool keep_alive) {
 // The API's JSON error with an explicit HTTP status (the front's own refusals).
 api::Response FrontError(int status, ErrorCode code, std::string message) {
   return api::JsonResponse(status, api::ErrorBody(Error{code, std::move(message), {}}));
-}
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
 }
 
 // Percent-decodes `text`; '+' becomes a space when `plus_is_space` (query strings).
@@ -182,7 +170,7 @@ Status ParseHead(std::string_view text, api::Request& request, Head& head) {
       return InvalidArgument("malformed header line; expected NAME: VALUE");
     }
     std::string_view name = header.substr(0, colon);
-    std::string_view value = Trim(header.substr(colon + 1));
+    std::string_view value = TrimSpacesAndTabs(header.substr(colon + 1));
     if (EqualsIgnoringCase(name, "Content-Length")) {
       std::int64_t length = -1;
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);

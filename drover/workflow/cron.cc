@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "drover/common/ascii.h"
+
 namespace drover::workflow {
 namespace {
 
@@ -63,17 +65,10 @@ std::vector<std::string_view> Words(std::string_view text) {
   return out;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
-         });
-}
-
 // One value of `field`: a number in range, or one of its names.
 Result<int> ParseValue(const Field& field, std::string_view text) {
   for (int i = 0; i < field.name_count; ++i) {
-    if (EqualsIgnoreCase(text, field.names[i])) return field.min + i;
+    if (EqualsIgnoringCase(text, field.names[i])) return field.min + i;
   }
   int value = 0;
   const bool digits =
@@ -153,7 +148,7 @@ std::string_view ExpandMacro(std::string_view macro) {
       {"@hourly", "0 * * * *"},
   };
   for (const Macro& m : kMacros) {
-    if (EqualsIgnoreCase(macro, m.name)) return m.expression;
+    if (EqualsIgnoringCase(macro, m.name)) return m.expression;
   }
   return {};
 }

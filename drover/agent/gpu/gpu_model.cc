@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "drover/common/ascii.h"
+
 namespace drover::agent {
 namespace {
 
@@ -19,20 +21,9 @@ std::vector<std::string_view> SplitWords(std::string_view text) {
   return words;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool IsVendorWord(std::string_view word) {
   for (std::string_view vendor : {"NVIDIA", "Tesla", "GeForce", "Quadro"}) {
-    if (EqualsIgnoreCase(word, vendor)) return true;
+    if (EqualsIgnoringCase(word, vendor)) return true;
   }
   return false;
 }
@@ -54,8 +45,8 @@ std::string NormalizeGpuModel(std::string_view full_name) {
     return compact;
   }
   std::string_view first = CutAtDash(words[i]);
-  bool family = EqualsIgnoreCase(first, "RTX") || EqualsIgnoreCase(first, "GTX") ||
-                EqualsIgnoreCase(first, "TITAN");
+  bool family = EqualsIgnoringCase(first, "RTX") || EqualsIgnoringCase(first, "GTX") ||
+                EqualsIgnoringCase(first, "TITAN");
   if (family && first.size() == words[i].size() && i + 1 < words.size()) {
     return std::string(first) + std::string(CutAtDash(words[i + 1]));
   }
