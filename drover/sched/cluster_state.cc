@@ -210,8 +210,7 @@ int ClusterState::Impl::MigInstances(int pos, std::size_t i, std::string_view pr
   if (gpu.sharing != model::GpuSharing::kMig) return 0;
   int count = 0;
   for (const model::MigSlots& slots : gpu.mig) {
-    if (EqualsIgnoringCase(slots.profile, profile_lower))
-      count += std::max(slots.count, 0);
+    if (EqualsIgnoringCase(slots.profile, profile_lower)) count += std::max(slots.count, 0);
   }
   return count;
 }
