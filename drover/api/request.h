@@ -1,8 +1,9 @@
 #pragma once
 
 // The HTTP API's requests and responses as plain values (no sockets), and the helpers every
-// handler uses to read a request and to answer: the server's adapter (server/http_server.cc)
-// converts cpp-httplib's types to and from these, and handler tests build them directly.
+// handler uses to read a request and to answer: the server's transport (server/http_front.cc)
+// parses requests into these and writes responses from them, and handler tests build them
+// directly.
 
 #include <cstdint>
 #include <map>

@@ -95,6 +95,27 @@ TEST_F(HttpTlsTest, ClientWithTheCaIsServedOnBothListeners) {
   ASSERT_TRUE(health) << health.error().ToString();
 }
 
+// The certificate names IP 127.0.0.1 and DNS localhost: a URL by either name is served (the
+// name sent as SNI and checked against the DNS entry); "127.1" reaches the same address, but as
+// a name the certificate does not carry, so the client refuses the server before sending
+// anything.
+TEST_F(HttpTlsTest, TheCertificateMustNameTheUrlsHost) {
+  Start();
+  const auto client_for = [&](const std::string& host) {
+    return api::ApiClient(fmt::format("https://{}:{}", host, front_->port()), 10 * kMillisPerSecond,
+                          dir_.Sub("ca.pem"), api::ConnectTls);
+  };
+  auto by_name = client_for("localhost").Get("/v1/health");
+  ASSERT_TRUE(by_name) << by_name.error().ToString();
+  auto other_name = client_for("127.1").Get("/v1/health");
+  ASSERT_FALSE(other_name);
+  EXPECT_EQ(other_name.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(other_name.error().message.find(fmt::format(
+                "TLS: the certificate of https://127.1:{} does not name its host", front_->port())),
+            std::string::npos)
+      << other_name.error().message;
+}
+
 TEST_F(HttpTlsTest, LargeBodiesCrossInBothDirections) {
   Start();
   api::ApiClient client = Client();
