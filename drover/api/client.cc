@@ -1,12 +1,13 @@
 #include "drover/api/client.h"
 
 #include <fmt/format.h>
-#include <strings.h>
 
 #include <chrono>
 #include <optional>
 #include <string_view>
 #include <thread>
+
+#include "drover/common/ascii.h"
 
 namespace drover::api {
 namespace {
@@ -119,6 +120,7 @@ Result<ApiResponse> ApiClient::Convert(HttpResult<HttpResponse> result, bool par
   if (!result) {
     const HttpError& error = result.error();
     if (error.failure == HttpFailure::kTls) return Unavailable(error.message);
+    if (error.failure == HttpFailure::kRequest) return InvalidArgument(error.message);
     return Unavailable(
         fmt::format("cannot reach the Drover server at {} ({}); start one with "
                     "`drover server` or point DROVER_SERVER at it",
@@ -128,7 +130,7 @@ Result<ApiResponse> ApiClient::Convert(HttpResult<HttpResponse> result, bool par
   response.status = result->status;
   response.body = std::move(result->body);
   for (const auto& [name, value] : result->headers) {
-    if (name.size() > 9 && strncasecmp(name.c_str(), "X-Drover-", 9) == 0) {
+    if (name.size() > 9 && EqualsIgnoringCase(std::string_view(name).substr(0, 9), "X-Drover-")) {
       response.headers["X-Drover-" + name.substr(9)] = value;
     }
   }

@@ -215,6 +215,48 @@ bool HasToken(std::string_view list, std::string_view token) {
   return false;
 }
 
+// Refuses what would let a header end its line and write more of the request: a header name
+// must be a token, its value free of CR, LF and NUL. (The target is made safe by
+// EncodedTarget.)
+HttpResult<void> CheckRequest(const HttpRequest& request) {
+  const auto refuse = [](std::string message) {
+    return tl::unexpected(Failure(HttpFailure::kRequest, std::move(message)));
+  };
+  if (request.target.empty() || request.target.front() != '/') {
+    return refuse(fmt::format("the request's path {:?} does not start with /",
+                              request.target.substr(0, 200)));
+  }
+  if (request.headers == nullptr) return {};
+  for (const auto& [name, value] : *request.headers) {
+    const bool token =
+        !name.empty() &&
+        name.find_first_not_of(
+            "!#$%&'*+-.^_`|~0123456789"
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") == std::string::npos;
+    if (!token) return refuse(fmt::format("header name {:?} is not an HTTP token", name));
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return refuse(fmt::format("header {}: its value holds a line break or NUL", name));
+    }
+  }
+  return {};
+}
+
+// `target` with each byte that may not stand in a request line (a space, a control byte, a byte
+// above ASCII) percent-encoded, as cpp-httplib's client did; the rest, '%' included, as it is.
+std::string EncodedTarget(std::string_view target) {
+  std::string out;
+  out.reserve(target.size());
+  for (const char c : target) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f) {
+      fmt::format_to(std::back_inserter(out), "%{:02X}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 HttpResult<void> WaitForSocket(int fd, bool for_write, DurationMs timeout_ms) {
@@ -314,6 +356,7 @@ HttpResult<void> HttpClient::Connect() {
 
 HttpResult<HttpResponse> HttpClient::Send(const HttpRequest& request,
                                           const ResponseStream* stream) {
+  DROVER_RETURN_IF_ERROR(CheckRequest(request));
   if (stream_ != nullptr && stream_->Stale()) stream_.reset();
   if (stream_ == nullptr) DROVER_RETURN_IF_ERROR(Connect());
   HttpResult<HttpResponse> response = Exchange(request, stream);
@@ -323,8 +366,8 @@ HttpResult<HttpResponse> HttpClient::Send(const HttpRequest& request,
 
 HttpResult<HttpResponse> HttpClient::Exchange(const HttpRequest& request,
                                               const ResponseStream* stream) {
-  std::string head = fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\n", request.method, request.target,
-                                 address_.HostHeader());
+  std::string head = fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\n", request.method,
+                                 EncodedTarget(request.target), address_.HostHeader());
   if (request.headers != nullptr) {
     for (const auto& [name, value] : *request.headers) {
       fmt::format_to(std::back_inserter(head), "{}: {}\r\n", name, value);

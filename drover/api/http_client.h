@@ -49,12 +49,14 @@ struct ServerAddress {
 // kInvalidArgument naming the URL and the form expected.
 Result<ServerAddress> ParseServerUrl(std::string_view url);
 
-// Why an exchange failed. kConnect: no connection was made (nothing was sent, so another server
-// may be asked); kTls: the TLS handshake or its certificate check failed (nothing was sent
-// either, but another server would not do better); kTransfer: the connection failed or timed out
-// mid-exchange, or the answer broke HTTP or a bound; kStopped: a ResponseStream's callback
-// returned false.
-enum class HttpFailure { kConnect, kTls, kTransfer, kStopped };
+// Why an exchange failed. kRequest: the request cannot be written as HTTP (a target that does
+// not start with '/', a header name that is not a token, a CR, LF or NUL in a header's value);
+// nothing was sent. kConnect: no connection was made (nothing was sent, so another
+// server may be asked); kTls: the TLS handshake or its certificate check failed (nothing was
+// sent either, but another server would not do better); kTransfer: the connection failed or
+// timed out mid-exchange, or the answer broke HTTP or a bound; kStopped: a ResponseStream's
+// callback returned false.
+enum class HttpFailure { kRequest, kConnect, kTls, kTransfer, kStopped };
 struct HttpError {
   HttpFailure failure = HttpFailure::kTransfer;
   std::string message;  // one sentence, without the server's URL (the caller adds it), or, for
@@ -67,7 +69,8 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
   std::string_view method;  // GET, POST, PUT, DELETE
-  std::string_view target;  // the path and query
+  // The path and query; a space, control byte or byte above ASCII in it is sent percent-encoded.
+  std::string_view target;
   const HttpHeaders* headers = nullptr;
   std::string_view body = {};
   std::string_view content_type = {};  // sent with the body when not empty

@@ -307,6 +307,35 @@ TEST(HttpClient, AStreamGetsTheHeadThenEachPieceAndMayStop) {
   EXPECT_EQ(stopped.error().failure, HttpFailure::kStopped);
 }
 
+// A value that could end its line would write a request of the caller's choosing (a header
+// such as Idempotency-Key comes from the command line): a header is refused before anything is
+// sent, a target's bytes are encoded.
+TEST(HttpClient, ARequestThatWouldSplitItsLinesIsRefusedOrEncoded) {
+  ScriptedServer server;
+  server.Script({{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}});
+  HttpClient client = ClientOf(server);
+  const HttpHeaders split = {{"Idempotency-Key", "k\r\nX-Admin: 1"}};
+  const HttpHeaders bad_name = {{"Bad:Name", "v"}};
+  const HttpHeaders nul = {{"X", std::string("a\0b", 3)}};
+  for (const auto& [request, why] : std::vector<std::pair<HttpRequest, std::string>>{
+           {{.method = "GET", .target = "a"}, "does not start with /"},
+           {{.method = "GET", .target = "/", .headers = &split}, "header Idempotency-Key"},
+           {{.method = "GET", .target = "/", .headers = &bad_name}, "is not an HTTP token"},
+           {{.method = "GET", .target = "/", .headers = &nul}, "line break or NUL"},
+       }) {
+    HttpResult<HttpResponse> response = client.Send(request);
+    ASSERT_FALSE(response) << why;
+    EXPECT_EQ(response.error().failure, HttpFailure::kRequest) << why;
+    EXPECT_THAT(response.error().message, HasSubstr(why));
+  }
+  EXPECT_EQ(server.accepted(), 0);
+  // A target's line break, space or byte above ASCII is sent encoded, never raw.
+  ASSERT_TRUE(client.Send(Get("/a b\r\nX: 1?q=\xc3\xa9%41")));
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].rfind("GET /a%20b%0D%0AX:%201?q=%C3%A9%41 HTTP/1.1\r\n", 0), 0u)
+      << server.requests()[0];
+}
+
 TEST(HttpClient, AnHttpsAddressWithoutATlsConnectorSaysSo) {
   HttpClient client(*ParseServerUrl("https://127.0.0.1:1"), {}, nullptr);
   HttpResult<HttpResponse> response = client.Send(Get("/"));
