@@ -416,9 +416,9 @@ HttpResult<HttpResponse> HttpClient::Exchange(const HttpRequest& request,
       }
       return {};
     }
-    if (response.body.size() + piece.size() > kMaxResponseBodyBytes) {
+    if (response.body.size() + piece.size() > options_.max_body_bytes) {
       return TransferError(
-          fmt::format("the answer's body is over {} bytes", kMaxResponseBodyBytes));
+          fmt::format("the answer's body is over {} bytes", options_.max_body_bytes));
     }
     response.body.append(piece);
     return {};

@@ -12,7 +12,8 @@
 // What it speaks: requests with a Content-Length body (or none); answers with a Content-Length,
 // chunked, or close-delimited body, 1xx interim answers skipped. No compression is asked for.
 // Bounds: the status line and headers within kMaxResponseHeadBytes, a collected body within
-// kMaxResponseBodyBytes (a streamed one has no bound: its reader decides); connecting within
+// ConnectOptions::max_body_bytes (kMaxResponseBodyBytes unless set lower; a streamed one has no
+// bound: its reader decides); connecting within
 // connect_timeout_ms and each read or write within io_timeout_ms.
 // A connection is kept between requests while the server allows it (HTTP/1.1 without
 // "Connection: close"); before one is reused it is checked, and one the server closed (an idle
@@ -109,6 +110,8 @@ class ByteStream {
 struct ConnectOptions {
   DurationMs connect_timeout_ms = 5 * kMillisPerSecond;
   DurationMs io_timeout_ms = kMillisPerMinute;
+  // A collected body over this is a kTransfer error (a streamed one is its reader's to bound).
+  std::size_t max_body_bytes = kMaxResponseBodyBytes;
   std::string ca_file;  // TLS: the PEM bundle the server's certificate is checked against
 };
 

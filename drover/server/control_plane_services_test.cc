@@ -5,10 +5,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "drover/sched/sched_test_util.h"
 #include "drover/server/control_plane.h"
@@ -243,6 +245,40 @@ TEST(SumOfSamples, AddsEveryLabelSetOfTheMetricOnly) {
   EXPECT_EQ(SumOfSamples("m 1\nm NaN\n", "m"), std::nullopt) << "a value that is no number";
   EXPECT_EQ(SumOfSamples("m{a=\"1\" 2\n", "m"), std::nullopt) << "an unclosed label set";
   EXPECT_EQ(SumOfSamples("m 4", "m"), 4.0) << "no final newline";
+}
+
+// A probe reads the replica's answer (the user's program) up to kMaxProbeAnswerBytes: a
+// saturation scrape finds its gauge, a larger answer fails the probe, and a port nobody
+// listens on is "no answer".
+TEST(RunProbe, ReadsTheReplicasAnswerWithinItsBound) {
+  httplib::Server replica;
+  replica.Get("/metrics", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content("vllm:num_requests_waiting{model_name=\"m\"} 3\n", "text/plain");
+  });
+  replica.Get("/huge", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(std::string(kMaxProbeAnswerBytes + 1, 'x'), "text/plain");
+  });
+  const int port = replica.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { replica.listen_after_bind(); });
+  while (!replica.is_running()) std::this_thread::yield();
+  ProbeTarget target;
+  target.kind = ProbeKind::kSaturation;
+  target.host = "127.0.0.1";
+  target.port = port;
+  target.path = "/metrics";
+  target.metric = "vllm:num_requests_waiting";
+  const ProbeResult scraped = RunProbe(target);
+  EXPECT_TRUE(scraped.ok) << scraped.outcome;
+  EXPECT_EQ(scraped.value, 3.0);
+  target.path = "/huge";
+  const ProbeResult huge = RunProbe(target);
+  EXPECT_FALSE(huge.ok);
+  EXPECT_THAT(huge.outcome, ::testing::HasSubstr("the answer's body is over 4194304 bytes"));
+  replica.stop();
+  serving.join();
+  const ProbeResult nobody = RunProbe(target);
+  EXPECT_FALSE(nobody.ok);
+  EXPECT_THAT(nobody.outcome, ::testing::HasSubstr("no answer (cannot connect"));
 }
 
 TEST_F(ControlPlaneServicesTest, ADeadReplicaIsReplacedAndTheServiceDeleteStopsAll) {

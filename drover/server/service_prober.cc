@@ -1,13 +1,13 @@
 #include "drover/server/service_prober.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+
+#include "drover/api/http_client.h"
 
 namespace drover::server {
 
@@ -53,27 +53,29 @@ std::optional<double> SumOfSamples(std::string_view exposition, std::string_view
 
 ProbeResult RunProbe(const ProbeTarget& target) {
   ProbeResult result{target, false, "", 0};
-  try {
-    httplib::Client client(target.host, target.port);
-    const auto timeout = std::chrono::milliseconds(target.timeout_ms);
-    client.set_connection_timeout(timeout);
-    client.set_read_timeout(timeout);
-    client.set_write_timeout(timeout);
-    httplib::Result reply = client.Get(target.path);
-    if (!reply) {
-      result.outcome = "no answer (" + httplib::to_string(reply.error()) + ")";
-      return result;
-    }
-    result.ok = reply->status >= 200 && reply->status < 300;
-    result.outcome = "HTTP " + std::to_string(reply->status);
-    if (result.ok && target.kind == ProbeKind::kSaturation) {
-      const std::optional<double> value = SumOfSamples(reply->body, target.metric);
-      result.ok = value.has_value();
-      result.value = value.value_or(0);
-      if (!value) result.outcome += ", no " + target.metric + " sample";
-    }
-  } catch (const std::exception& e) {
-    result.outcome = e.what();
+  api::ServerAddress address;
+  address.host = target.host;
+  address.port = std::to_string(target.port);
+  address.url = "http://" + address.HostHeader();
+  api::ConnectOptions options;
+  options.connect_timeout_ms = target.timeout_ms;
+  options.io_timeout_ms = target.timeout_ms;
+  // A replica is the user's program: what it answers a probe is read up to a bound.
+  options.max_body_bytes = kMaxProbeAnswerBytes;
+  api::HttpClient client(std::move(address), options, /*tls=*/nullptr);
+  const api::HttpResult<api::HttpResponse> reply =
+      client.Send({.method = "GET", .target = target.path});
+  if (!reply) {
+    result.outcome = "no answer (" + reply.error().message + ")";
+    return result;
+  }
+  result.ok = reply->status >= 200 && reply->status < 300;
+  result.outcome = "HTTP " + std::to_string(reply->status);
+  if (result.ok && target.kind == ProbeKind::kSaturation) {
+    const std::optional<double> value = SumOfSamples(reply->body, target.metric);
+    result.ok = value.has_value();
+    result.value = value.value_or(0);
+    if (!value) result.outcome += ", no " + target.metric + " sample";
   }
   return result;
 }

@@ -51,7 +51,12 @@ struct ProbeResult {
 // other metrics (including ones `metric` is a prefix of) are skipped.
 std::optional<double> SumOfSamples(std::string_view exposition, std::string_view metric);
 
-// One GET of `target`; never throws.
+// A probe's answer is read up to this (a metrics page of a busy vLLM is tens of KiB); more is a
+// failed probe.
+inline constexpr std::size_t kMaxProbeAnswerBytes = 4 << 20;
+
+// One GET of `target` over plain HTTP (api::HttpClient), within its timeout for the connection
+// and for each read.
 ProbeResult RunProbe(const ProbeTarget& target);
 
 class ServiceProber {
