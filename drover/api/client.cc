@@ -49,6 +49,12 @@ void ApiClient::Connect(std::size_t index) {
   client_ = std::make_unique<HttpClient>(*std::move(address), connect_options_, tls_);
 }
 
+HttpResult<HttpResponse> ApiClient::SendToCurrent(const HttpRequest& request,
+                                                  const ResponseStream* stream) {
+  if (!client_) return tl::unexpected(HttpError{HttpFailure::kConnect, url_error_->message});
+  return client_->Send(request, stream);
+}
+
 HttpHeaders ApiClient::HeadersWith(const std::map<std::string, std::string>& extra) const {
   HttpHeaders headers(extra.begin(), extra.end());
   if (!bearer_.empty()) headers.emplace_back("Authorization", "Bearer " + bearer_);
@@ -92,9 +98,7 @@ Result<ApiResponse> ApiClient::Call(HttpRequest request) {
   std::vector<bool> asked(urls_.size(), false);
   for (;;) {
     asked[current_] = true;
-    HttpResult<HttpResponse> result =
-        client_ ? client_->Send(request)
-                : tl::unexpected(HttpError{HttpFailure::kConnect, url_error_->message});
+    HttpResult<HttpResponse> result = SendToCurrent(request);
     // Nothing was done where the request went: no connection, or a standby's refusal. Then
     // another server of the list is asked (the leader the standby names, if listed), each at
     // most once per call.
@@ -169,8 +173,7 @@ Result<ApiResponse> ApiClient::Get(const std::string& path_and_query) {
 
 Result<ApiResponse> ApiClient::GetUnparsed(const std::string& path_and_query) {
   const HttpHeaders headers = HeadersWith();
-  if (!client_) return tl::unexpected(*url_error_);
-  return Convert(client_->Send({.method = "GET", .target = path_and_query, .headers = &headers}),
+  return Convert(SendToCurrent({.method = "GET", .target = path_and_query, .headers = &headers}),
                  /*parse_success=*/false);
 }
 
@@ -268,9 +271,7 @@ Status ApiClient::Events(const std::string& path_and_query, const std::string& l
                                       return !stopped;
                                     }};
     HttpResult<HttpResponse> result =
-        client_ ? client_->Send({.method = "GET", .target = path_and_query, .headers = &headers},
-                                &stream)
-                : tl::unexpected(HttpError{HttpFailure::kConnect, url_error_->message});
+        SendToCurrent({.method = "GET", .target = path_and_query, .headers = &headers}, &stream);
     if (stopped) return OkStatus();
     // The stream is close-delimited: its end reads the same whether the server ended it or
     // died (SIGKILL). With one server, that is the stream's end.

@@ -115,6 +115,11 @@ class ApiClient {
   // Sends `request` to the current server, then to the next ones while none did it (none could
   // be reached, or a standby answered).
   Result<ApiResponse> Call(HttpRequest request);
+  // Sends `request` to urls_[current_] (its answer streamed to `stream` when given). A URL that
+  // does not parse is kConnect, so that Call and Events ask the next server; Convert then reports
+  // the URL's own error.
+  HttpResult<HttpResponse> SendToCurrent(const HttpRequest& request,
+                                         const ResponseStream* stream = nullptr);
   // The headers every request carries (Authorization) and `extra`.
   HttpHeaders HeadersWith(const std::map<std::string, std::string>& extra = {}) const;
   std::vector<std::string> urls_;  // the servers, in the order they are tried
