@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 
 #include "drover/common/ascii.h"
@@ -28,18 +29,18 @@ tl::unexpected<HttpError> TransferError(std::string message) {
 // The socket itself.
 class PlainStream final : public ByteStream {
  public:
-  PlainStream(int fd, DurationMs io_timeout_ms) : fd_(fd), io_timeout_ms_(io_timeout_ms) {}
+  explicit PlainStream(int fd) : fd_(fd) {}
   ~PlainStream() override { ::close(fd_); }
   PlainStream(const PlainStream&) = delete;
   PlainStream& operator=(const PlainStream&) = delete;
 
-  HttpResult<void> WriteAll(std::string_view data) override {
+  HttpResult<void> WriteAll(std::string_view data, DurationMs timeout_ms) override {
     while (!data.empty()) {
       const ssize_t sent = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
       if (sent > 0) {
         data.remove_prefix(static_cast<std::size_t>(sent));
       } else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/true, io_timeout_ms_));
+        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/true, timeout_ms));
       } else if (sent < 0 && errno != EINTR) {
         return TransferError(fmt::format("sending failed: {}", std::strerror(errno)));
       }
@@ -47,12 +48,12 @@ class PlainStream final : public ByteStream {
     return {};
   }
 
-  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size) override {
+  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size, DurationMs timeout_ms) override {
     for (;;) {
       const ssize_t got = ::recv(fd_, buffer, size, 0);
       if (got >= 0) return static_cast<std::size_t>(got);
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/false, io_timeout_ms_));
+        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/false, timeout_ms));
       } else if (errno != EINTR) {
         return TransferError(fmt::format("reading failed: {}", std::strerror(errno)));
       }
@@ -66,7 +67,6 @@ class PlainStream final : public ByteStream {
 
  private:
   int fd_;
-  DurationMs io_timeout_ms_;
 };
 
 // A TCP connection to `address` within `timeout_ms`, each of its resolved addresses in turn:
@@ -118,10 +118,60 @@ HttpResult<int> ConnectTcp(const ServerAddress& address, DurationMs timeout_ms) 
   return tl::unexpected(Failure(HttpFailure::kConnect, "cannot connect: " + reason));
 }
 
+// The waits of one exchange: each within io_timeout_ms and, with an answer_timeout_ms, all of
+// them together within that.
+class ExchangeTimer {
+ public:
+  explicit ExchangeTimer(const ConnectOptions& options)
+      : io_timeout_ms_(options.io_timeout_ms),
+        answer_timeout_ms_(options.answer_timeout_ms),
+        start_(std::chrono::steady_clock::now()) {}
+
+  // Writes `data` to `stream` within the time left.
+  HttpResult<void> Write(ByteStream& stream, std::string_view data) const {
+    DROVER_ASSIGN_OR_RETURN(const DurationMs wait, NextWait());
+    return Explained(stream.WriteAll(data, wait));
+  }
+  // Reads from `stream` within the time left.
+  HttpResult<std::size_t> Read(ByteStream& stream, char* buffer, std::size_t size) const {
+    DROVER_ASSIGN_OR_RETURN(const DurationMs wait, NextWait());
+    return Explained(stream.ReadSome(buffer, size, wait));
+  }
+
+ private:
+  HttpResult<DurationMs> NextWait() const {
+    if (answer_timeout_ms_ <= 0) return io_timeout_ms_;
+    const DurationMs left = answer_timeout_ms_ - Elapsed();
+    if (left <= 0) return TransferError(Expired());
+    return std::min(io_timeout_ms_, left);
+  }
+  // A wait cut short by the whole exchange's bound fails as that, not as a read that took
+  // the few milliseconds it was left.
+  template <typename T>
+  HttpResult<T> Explained(HttpResult<T> result) const {
+    if (!result && answer_timeout_ms_ > 0 && Elapsed() >= answer_timeout_ms_) {
+      return TransferError(Expired());
+    }
+    return result;
+  }
+  DurationMs Elapsed() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start_)
+        .count();
+  }
+  std::string Expired() const {
+    return fmt::format("no whole answer within {} ms", answer_timeout_ms_);
+  }
+
+  DurationMs io_timeout_ms_;
+  DurationMs answer_timeout_ms_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // Reads an answer from a ByteStream through a buffer.
 class ResponseReader {
  public:
-  explicit ResponseReader(ByteStream& stream) : stream_(stream) {}
+  ResponseReader(ByteStream& stream, const ExchangeTimer& timer) : stream_(stream), timer_(timer) {}
 
   // The next line without its CRLF (or LF), counted against `budget`; kTransfer with
   // `too_long` when it goes past it.
@@ -182,13 +232,14 @@ class ResponseReader {
     }
     const std::size_t old_size = buffer_.size();
     buffer_.resize(old_size + kReadSize);
-    HttpResult<std::size_t> got = stream_.ReadSome(buffer_.data() + old_size, kReadSize);
+    HttpResult<std::size_t> got = timer_.Read(stream_, buffer_.data() + old_size, kReadSize);
     buffer_.resize(old_size + (got ? *got : 0));
     return got;
   }
 
   static constexpr std::size_t kReadSize = 16 << 10;
   ByteStream& stream_;
+  const ExchangeTimer& timer_;
   std::string buffer_;
   std::size_t start_ = 0;  // buffer_[start_..] is unread
 };
@@ -349,7 +400,7 @@ HttpResult<void> HttpClient::Connect() {
   if (address_.tls) {
     DROVER_ASSIGN_OR_RETURN(stream_, tls_(fd, address_, options_));
   } else {
-    stream_ = std::make_unique<PlainStream>(fd, options_.io_timeout_ms);
+    stream_ = std::make_unique<PlainStream>(fd);
   }
   return {};
 }
@@ -381,9 +432,10 @@ HttpResult<HttpResponse> HttpClient::Exchange(const HttpRequest& request,
   }
   head += "\r\n";
   head.append(request.body);
-  DROVER_RETURN_IF_ERROR(stream_->WriteAll(head));
+  const ExchangeTimer timer(options_);
+  DROVER_RETURN_IF_ERROR(timer.Write(*stream_, head));
 
-  ResponseReader reader(*stream_);
+  ResponseReader reader(*stream_, timer);
   HttpResponse response;
   bool http_1_0 = false;
   std::size_t budget = kMaxResponseHeadBytes;

@@ -13,8 +13,8 @@
 // chunked, or close-delimited body, 1xx interim answers skipped. No compression is asked for.
 // Bounds: the status line and headers within kMaxResponseHeadBytes, a collected body within
 // ConnectOptions::max_body_bytes (kMaxResponseBodyBytes unless set lower; a streamed one has no
-// bound: its reader decides); connecting within
-// connect_timeout_ms and each read or write within io_timeout_ms.
+// bound: its reader decides); connecting within connect_timeout_ms, each read or write within
+// io_timeout_ms and, when answer_timeout_ms is set, the whole exchange within it.
 // A connection is kept between requests while the server allows it (HTTP/1.1 without
 // "Connection: close"); before one is reused it is checked, and one the server closed (an idle
 // timeout) is replaced before anything is sent on it. Not thread-safe.
@@ -93,15 +93,17 @@ struct ResponseStream {
   std::function<bool(std::string_view piece)> on_body;
 };
 
-// A connected byte stream: a socket, or a TLS session over one. Each call blocks at most the
-// io timeout it was made with.
+// A connected byte stream: a socket, or a TLS session over one.
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
-  // Writes all of `data`; a kTransfer error when the connection fails or stalls.
-  virtual HttpResult<void> WriteAll(std::string_view data) = 0;
-  // Reads at least one byte into `buffer` (at most `size`); 0 at the end of the stream.
-  virtual HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size) = 0;
+  // Writes all of `data`; a kTransfer error when the connection fails or one wait for the socket
+  // passes `timeout_ms`.
+  virtual HttpResult<void> WriteAll(std::string_view data, DurationMs timeout_ms) = 0;
+  // Reads at least one byte into `buffer` (at most `size`) within `timeout_ms`; 0 at the end of
+  // the stream.
+  virtual HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size,
+                                           DurationMs timeout_ms) = 0;
   // Whether the peer, between exchanges, closed the stream or sent something unasked for: then
   // it must not carry another request. Does not block.
   virtual bool Stale() = 0;
@@ -110,6 +112,10 @@ class ByteStream {
 struct ConnectOptions {
   DurationMs connect_timeout_ms = 5 * kMillisPerSecond;
   DurationMs io_timeout_ms = kMillisPerMinute;
+  // The whole exchange, from the request's first byte to the answer's last, within this: a peer
+  // that trickles its answer a byte per io_timeout_ms is cut off (kTransfer). 0: no such bound
+  // (for answers streamed for as long as their reader wants: logs followed, events).
+  DurationMs answer_timeout_ms = 0;
   // A collected body over this is a kTransfer error (a streamed one is its reader's to bound).
   std::size_t max_body_bytes = kMaxResponseBodyBytes;
   std::string ca_file;  // TLS: the PEM bundle the server's certificate is checked against

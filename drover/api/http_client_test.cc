@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -33,6 +34,7 @@ class ScriptedServer {
   struct Answer {
     std::string bytes;
     bool close = false;
+    DurationMs trickle_ms = 0;  // > 0: the bytes are sent one at a time, this far apart
   };
 
   ScriptedServer() {
@@ -106,7 +108,14 @@ class ScriptedServer {
         answers_.pop_front();
       }
       buffer.erase(0, head_end + 4 + body);
-      if (!answer.bytes.empty()) ::send(fd, answer.bytes.data(), answer.bytes.size(), MSG_NOSIGNAL);
+      if (answer.trickle_ms > 0) {
+        for (const char byte : answer.bytes) {
+          if (stopping_ || ::send(fd, &byte, 1, MSG_NOSIGNAL) != 1) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(answer.trickle_ms));
+        }
+      } else if (!answer.bytes.empty()) {
+        ::send(fd, answer.bytes.data(), answer.bytes.size(), MSG_NOSIGNAL);
+      }
       if (answer.close) return;
     }
   }
@@ -276,6 +285,33 @@ TEST(HttpClient, AServerThatDoesNotAnswerTimesOutAndOneThatIsNotThereIsAConnectF
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().failure, HttpFailure::kConnect);
   EXPECT_THAT(refused.error().message, HasSubstr("cannot connect"));
+}
+
+TEST(HttpClient, AnAnswerTrickledByteByByteIsCutOffAtTheWholeAnswersBound) {
+  // Each byte comes well within the io timeout, so only the whole answer's bound can stop it.
+  const std::string answer =
+      "HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n" + std::string(2000, 'x');
+  ScriptedServer trickling;
+  trickling.Script({{answer, /*close=*/true, /*trickle_ms=*/20}});
+  ConnectOptions options;
+  options.io_timeout_ms = 5000;
+  options.answer_timeout_ms = 300;
+  HttpClient client(*ParseServerUrl(trickling.Url()), options, nullptr);
+  HttpResult<HttpResponse> cut = client.Send(Get("/metrics"));
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().failure, HttpFailure::kTransfer);
+  EXPECT_THAT(cut.error().message, HasSubstr("no whole answer within 300 ms"));
+
+  // The same bound lets an answer that comes whole through, and a later exchange has its own.
+  ScriptedServer quick;
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  quick.Script({{ok}, {ok}});
+  HttpClient bounded(*ParseServerUrl(quick.Url()), options, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    HttpResult<HttpResponse> whole = bounded.Send(Get("/metrics"));
+    ASSERT_TRUE(whole) << whole.error().message;
+    EXPECT_EQ(whole->body, "ok");
+  }
 }
 
 TEST(HttpClient, AStreamGetsTheHeadThenEachPieceAndMayStop) {

@@ -55,8 +55,8 @@ std::string OpenSslError(const char* fallback) {
 
 class TlsStream final : public ByteStream {
  public:
-  TlsStream(int fd, SSL_CTX* context, SSL* session, DurationMs io_timeout_ms)
-      : fd_(fd), context_(context), session_(session), io_timeout_ms_(io_timeout_ms) {}
+  TlsStream(int fd, SSL_CTX* context, SSL* session)
+      : fd_(fd), context_(context), session_(session) {}
   ~TlsStream() override {
     if (session_ != nullptr) {
       SigpipeBlocked blocked;
@@ -69,8 +69,10 @@ class TlsStream final : public ByteStream {
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
 
-  // Runs the handshake to its end: kTls with the user's sentence when it fails.
-  HttpResult<void> Handshake(const ServerAddress& address, const std::string& trust) {
+  // Runs the handshake to its end, each wait within `timeout_ms`: kTls with the user's sentence
+  // when it fails.
+  HttpResult<void> Handshake(const ServerAddress& address, const std::string& trust,
+                             DurationMs timeout_ms) {
     for (;;) {
       ERR_clear_error();
       const int rc = [&] {
@@ -80,7 +82,7 @@ class TlsStream final : public ByteStream {
       if (rc == 1) return {};
       const int error = SSL_get_error(session_, rc);
       if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-        HttpResult<void> ready = WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, io_timeout_ms_);
+        HttpResult<void> ready = WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, timeout_ms);
         if (ready) continue;
         return Refused(
             fmt::format("TLS: no TLS handshake with {} ({})", address.url, ready.error().message));
@@ -103,7 +105,7 @@ class TlsStream final : public ByteStream {
     }
   }
 
-  HttpResult<void> WriteAll(std::string_view data) override {
+  HttpResult<void> WriteAll(std::string_view data, DurationMs timeout_ms) override {
     while (!data.empty()) {
       ERR_clear_error();
       const int rc = [&] {
@@ -115,12 +117,12 @@ class TlsStream final : public ByteStream {
         data.remove_prefix(static_cast<std::size_t>(rc));
         continue;
       }
-      DROVER_RETURN_IF_ERROR(WaitOrFail(SSL_get_error(session_, rc), "sending"));
+      DROVER_RETURN_IF_ERROR(WaitOrFail(SSL_get_error(session_, rc), "sending", timeout_ms));
     }
     return {};
   }
 
-  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size) override {
+  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size, DurationMs timeout_ms) override {
     for (;;) {
       ERR_clear_error();
       const int rc = [&] {
@@ -130,7 +132,7 @@ class TlsStream final : public ByteStream {
       if (rc > 0) return static_cast<std::size_t>(rc);
       const int error = SSL_get_error(session_, rc);
       if (error == SSL_ERROR_ZERO_RETURN) return 0;
-      DROVER_RETURN_IF_ERROR(WaitOrFail(error, "reading"));
+      DROVER_RETURN_IF_ERROR(WaitOrFail(error, "reading", timeout_ms));
     }
   }
 
@@ -152,11 +154,11 @@ class TlsStream final : public ByteStream {
     return tl::unexpected(HttpError{HttpFailure::kTls, std::move(message)});
   }
 
-  // After a read or write that moved nothing: waits for the socket when OpenSSL asks to, else
-  // the kTransfer error.
-  HttpResult<void> WaitOrFail(int error, const char* doing) {
+  // After a read or write that moved nothing: waits for the socket (within `timeout_ms`) when
+  // OpenSSL asks to, else the kTransfer error.
+  HttpResult<void> WaitOrFail(int error, const char* doing, DurationMs timeout_ms) {
     if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-      return WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, io_timeout_ms_);
+      return WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, timeout_ms);
     }
     return tl::unexpected(
         HttpError{HttpFailure::kTransfer,
@@ -166,7 +168,6 @@ class TlsStream final : public ByteStream {
   int fd_;
   SSL_CTX* context_;
   SSL* session_;
-  DurationMs io_timeout_ms_;
 };
 
 bool IsIpAddress(const std::string& host) {
@@ -199,7 +200,7 @@ HttpResult<std::unique_ptr<ByteStream>> ConnectTls(int fd, const ServerAddress& 
                          : SSL_CTX_load_verify_locations(context, options.ca_file.c_str(), nullptr);
   SSL* session = loaded == 1 ? SSL_new(context) : nullptr;
   // From here the stream owns the socket, the context and the session.
-  auto stream = std::make_unique<TlsStream>(fd, context, session, options.io_timeout_ms);
+  auto stream = std::make_unique<TlsStream>(fd, context, session);
   if (loaded != 1) {
     ERR_clear_error();
     return refused(
@@ -215,7 +216,7 @@ HttpResult<std::unique_ptr<ByteStream>> ConnectTls(int fd, const ServerAddress& 
     SSL_set_tlsext_host_name(session, address.host.c_str());
     SSL_set1_host(session, address.host.c_str());
   }
-  DROVER_RETURN_IF_ERROR(stream->Handshake(address, trust));
+  DROVER_RETURN_IF_ERROR(stream->Handshake(address, trust, options.io_timeout_ms));
   return std::unique_ptr<ByteStream>(std::move(stream));
 }
 

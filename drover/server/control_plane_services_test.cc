@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -247,9 +248,10 @@ TEST(SumOfSamples, AddsEveryLabelSetOfTheMetricOnly) {
   EXPECT_EQ(SumOfSamples("m 4", "m"), 4.0) << "no final newline";
 }
 
-// A probe reads the replica's answer (the user's program) up to kMaxProbeAnswerBytes: a
-// saturation scrape finds its gauge, a larger answer fails the probe, and a port nobody
-// listens on is "no answer".
+// A probe reads the replica's answer (the user's program) up to kMaxProbeAnswerBytes and within
+// the probe's timeout: a saturation scrape finds its gauge, a larger answer fails the probe, one
+// trickled a byte at a time (each well within the timeout) fails at the timeout, and a port
+// nobody listens on is "no answer".
 TEST(RunProbe, ReadsTheReplicasAnswerWithinItsBound) {
   httplib::Server replica;
   replica.Get("/metrics", [](const httplib::Request&, httplib::Response& response) {
@@ -257,6 +259,16 @@ TEST(RunProbe, ReadsTheReplicasAnswerWithinItsBound) {
   });
   replica.Get("/huge", [](const httplib::Request&, httplib::Response& response) {
     response.set_content(std::string(kMaxProbeAnswerBytes + 1, 'x'), "text/plain");
+  });
+  replica.Get("/trickle", [](const httplib::Request&, httplib::Response& response) {
+    response.set_chunked_content_provider("text/plain", [](std::size_t, httplib::DataSink& sink) {
+      for (int i = 0; i < 500; ++i) {  // 10 s unless the probe hangs up
+        if (!sink.write("x", 1)) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      sink.done();
+      return true;
+    });
   });
   const int port = replica.bind_to_any_port("127.0.0.1");
   std::thread serving([&] { replica.listen_after_bind(); });
@@ -274,6 +286,11 @@ TEST(RunProbe, ReadsTheReplicasAnswerWithinItsBound) {
   const ProbeResult huge = RunProbe(target);
   EXPECT_FALSE(huge.ok);
   EXPECT_THAT(huge.outcome, ::testing::HasSubstr("the answer's body is over 4194304 bytes"));
+  target.path = "/trickle";
+  target.timeout_ms = 300;
+  const ProbeResult trickled = RunProbe(target);
+  EXPECT_FALSE(trickled.ok);
+  EXPECT_THAT(trickled.outcome, ::testing::HasSubstr("no whole answer within 300 ms"));
   replica.stop();
   serving.join();
   const ProbeResult nobody = RunProbe(target);

@@ -60,6 +60,7 @@ ProbeResult RunProbe(const ProbeTarget& target) {
   api::ConnectOptions options;
   options.connect_timeout_ms = target.timeout_ms;
   options.io_timeout_ms = target.timeout_ms;
+  options.answer_timeout_ms = target.timeout_ms;  // a replica that trickles is cut off too
   // A replica is the user's program: what it answers a probe is read up to a bound.
   options.max_body_bytes = kMaxProbeAnswerBytes;
   api::HttpClient client(std::move(address), options, /*tls=*/nullptr);

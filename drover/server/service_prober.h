@@ -55,8 +55,8 @@ std::optional<double> SumOfSamples(std::string_view exposition, std::string_view
 // failed probe.
 inline constexpr std::size_t kMaxProbeAnswerBytes = 4 << 20;
 
-// One GET of `target` over plain HTTP (api::HttpClient), within its timeout for the connection
-// and for each read.
+// One GET of `target` over plain HTTP (api::HttpClient): connecting within the target's timeout,
+// and the whole answer, from the request sent to its last byte, within it too.
 ProbeResult RunProbe(const ProbeTarget& target);
 
 class ServiceProber {
