@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -167,13 +166,9 @@ Result<std::optional<ProcessIdentity>> SupervisorSpawner::Spawn(const std::strin
     restarted = true;
   }
   // The request was taken: from here on a supervisor may exist.
-  pollfd readable{process_.socket(), POLLIN, 0};
-  int ready;
-  while ((ready = poll(&readable, 1, kReplyTimeoutMs)) < 0 && errno == EINTR) {
-  }
   char reply[kMaxReplyBytes];
   ssize_t n = -1;
-  if (ready > 0) {
+  if (os::WaitReadable(process_.socket(), kReplyTimeoutMs)) {
     while ((n = recv(process_.socket(), reply, sizeof reply, 0)) < 0 && errno == EINTR) {
     }
   }

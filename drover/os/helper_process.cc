@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -22,6 +23,15 @@ namespace {
 std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=') + 1); }
 
 }  // namespace
+
+bool WaitReadable(int fd, int timeout_ms) {
+  pollfd readable{fd, POLLIN, 0};
+  int ready;
+  while ((ready = poll(&readable, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  if (ready == 0) errno = ETIMEDOUT;
+  return ready > 0;
+}
 
 HelperProcess::HelperProcess(Options options) : options_(std::move(options)) {}
 

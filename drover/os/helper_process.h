@@ -55,6 +55,11 @@ class HelperProcess {
   pid_t pid_ = 0;
 };
 
+// Waits until `fd` (a helper's socket) has bytes or its end to read, at most `timeout_ms` (an
+// interrupted wait starts over): true then; false on timeout (errno ETIMEDOUT) or a failed poll
+// (its errno).
+bool WaitReadable(int fd, int timeout_ms);
+
 // In the child: true when descriptor kHelperChannelFd is a socket of `socket_type` (the helper
 // was started by a HelperProcess, not from a shell).
 bool HasHelperChannel(int socket_type);

@@ -1,7 +1,6 @@
 #include "drover/exec/slurm/submit_helper.h"
 
 #include <fmt/format.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,11 +22,7 @@ constexpr std::size_t kMaxArguments = 256;
 bool ReadExactly(int fd, char* into, std::size_t size, int timeout_ms) {
   std::size_t done = 0;
   while (done < size) {
-    pollfd readable{fd, POLLIN, 0};
-    const int ready = poll(&readable, 1, timeout_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) errno = ETIMEDOUT;
-    if (ready <= 0) return false;
+    if (!os::WaitReadable(fd, timeout_ms)) return false;
     const ssize_t n = read(fd, into + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) errno = 0;  // the end of the stream
