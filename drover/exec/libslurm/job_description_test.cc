@@ -111,8 +111,7 @@ TEST(JobDescription, ALoneWorkerWithoutRequeueOrLimitsLeavesThoseFieldsUnset) {
 TEST(JobDescription, AnArrayGetsItsIndexRangeAndItsOwnNameOutputAndDirectory) {
   Result<slurm::Sbatch> one = slurm::RenderSbatch(Gang(), {"/runs/7", "", ""});
   ASSERT_TRUE(one);
-  const slurm::Sbatch array = slurm::RenderArray("drover-array-7-2", "/runs/arrays",
-                                                 {{"/runs/7/2", *one}, {"/runs/8/1", *one}});
+  const slurm::Sbatch array = slurm::RenderArray("drover-array-7-2", "/runs/arrays", *one, 2);
   Result<JobDescription> job = JobDescription::FromSbatch(array, {});
   ASSERT_TRUE(job) << job.error().message;
   const job_desc_msg_t& d = *job->get();

@@ -50,40 +50,44 @@ std::string ArrayShape(const Sbatch& sbatch) {
   return shape;
 }
 
-Sbatch RenderArray(const std::string& name, const std::string& dir,
-                   const std::vector<std::pair<std::string, Sbatch>>& tasks) {
+std::string ArrayTasksDir(const std::string& dir, const std::string& name) {
+  return fmt::format("{}/{}.tasks", dir, name);
+}
+
+std::string RenderArrayTask(const std::string& attempt_dir, const Sbatch& sbatch) {
+  std::string work = attempt_dir;
+  for (const std::string& arg : sbatch.args) {
+    if (arg.starts_with("--chdir=")) work = arg.substr(8);
+  }
+  return fmt::format("cd {} || exit 1\n{}", ShellQuote(work), sbatch.script);
+}
+
+Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch& shape,
+                   std::size_t tasks) {
   Sbatch out;
   out.args.push_back("--job-name=" + name);
-  out.args.push_back(fmt::format("--array=0-{}", tasks.empty() ? 0 : tasks.size() - 1));
+  out.args.push_back(fmt::format("--array=0-{}", tasks == 0 ? 0 : tasks - 1));
   out.args.push_back(fmt::format("--output={}/{}.out", dir, name));
   out.args.push_back("--chdir=" + dir);
-  if (!tasks.empty()) {
-    for (const std::string& arg : tasks.front().second.args) {
-      if (!PerAttemptArg(arg)) out.args.push_back(arg);
-    }
+  for (const std::string& arg : shape.args) {
+    if (!PerAttemptArg(arg)) out.args.push_back(arg);
   }
-  std::string& s = out.script;
-  s = fmt::format(
+  // A link per task, not a table in the script: bash would parse a `case` of every row in each
+  // task (2.7 ms a task at 1,000 on the 2-core VM, docs/benchmarks.md).
+  out.script = fmt::format(
       "#!/bin/bash\n"
-      "# Drover job array {}: task i runs the attempt of row i, from the batch script that\n"
-      "# Drover wrote into its directory before it submitted the array.\n"
-      "case \"$SLURM_ARRAY_TASK_ID\" in\n",
-      name);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    std::string work = tasks[i].first;
-    for (const std::string& arg : tasks[i].second.args) {
-      if (arg.starts_with("--chdir=")) work = arg.substr(8);
-    }
-    s += fmt::format("{}) dir={} work={} ;;\n", i, ShellQuote(tasks[i].first), ShellQuote(work));
-  }
-  s += "*) echo \"drover: array task $SLURM_ARRAY_TASK_ID has no attempt\" >&2; exit 1 ;;\n";
-  s += "esac\n";
-  // Read only once the task has ended (SlurmExecutor::RunEnd), so written in place: no
-  // rename, no process. The attempt's script is sourced, not run by a second bash.
-  s += fmt::format("echo \"$SLURM_JOB_ID\" > \"{}\"\n", TaskJobIdFile("$dir"));
-  s += "exec >>\"$dir/slurm-$SLURM_JOB_ID.out\" 2>&1\n";  // where a lone job's --output goes
-  s += "cd \"$work\" || exit 1\n";
-  s += fmt::format(". \"{}\"\n", TaskScript("$dir"));
+      "# Drover job array {0}: task i runs the attempt whose directory {1}/i links to, from the\n"
+      "# batch script that Drover wrote there before it submitted the array.\n"
+      "dir={1}/$SLURM_ARRAY_TASK_ID\n"
+      "[ -d \"$dir\" ] || {{ echo \"drover: array task $SLURM_ARRAY_TASK_ID has no attempt\" >&2; "
+      "exit 1; }}\n"
+      // Read only once the task has ended (SlurmExecutor::RunEnd), so written in place: no
+      // rename, no process.
+      "echo \"$SLURM_JOB_ID\" > \"{2}\"\n"
+      "exec >>\"$dir/slurm-$SLURM_JOB_ID.out\" 2>&1\n"  // where a lone job's --output goes
+      // The attempt's script is sourced, not run by a second bash; it enters its directory.
+      ". \"{3}\"\n",
+      name, ShellQuote(ArrayTasksDir(dir, name)), TaskJobIdFile("$dir"), TaskScript("$dir"));
   return out;
 }
 
@@ -202,11 +206,19 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   }
   // A lone worker runs in the batch step itself: a job step (srun) costs Slurm a second
   // slurmstepd and its RPCs, and doubled what a one-worker job cost this cluster
-  // (docs/benchmarks.md). `set -m` (job control) starts it as a process group of its own, so
-  // that a stop reaches its children as srun's would, without a setsid and a second shell
-  // (every process the script starts is CPU the cluster's other jobs wait for: issue 24).
-  // Several workers are tasks of one step, each learning its rank from Slurm; the batch host
-  // (where srun runs) is rank 0's address. $HOSTNAME is bash's own gethostname(), no process.
+  // (docs/benchmarks.md). Every process the script starts is CPU the cluster's other jobs wait
+  // for (issue 24), so without a timeout to keep, the worker replaces the batch shell: no fork,
+  // nothing to wait for, and scancel's signals reach it and its children directly (slurmd
+  // signals every process of the job). With a timeout, the shell stays to stop it: `set -m`
+  // (job control) starts the worker as a process group of its own, so that the stop reaches its
+  // children as srun's would, without a setsid and a second shell. Several workers are tasks of
+  // one step, each learning its rank from Slurm; the batch host (where srun runs) is rank 0's
+  // address. $HOSTNAME is bash's own gethostname(), no process.
+  if (workers == 1 && !spec.timeout) {
+    s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$HOSTNAME\n";
+    s += "exec" + command + "\n";
+    return out;
+  }
   std::string stop_target = "$step";
   if (workers == 1) {
     s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$HOSTNAME\n";

@@ -59,26 +59,32 @@ std::string ContractFile(const std::string& attempt_dir);
 
 // Job arrays. Attempts whose Slurm jobs differ only in name, output and directory (a file of
 // like jobs, a sweep's trials) go to Slurm as the tasks of one `sbatch --array`: one submission
-// for many jobs. Each task runs its attempt's own batch script (RenderSbatch's, in
-// TaskScript(attempt_dir)) in the attempt's directory, with its output in the attempt's
-// slurm-<SLURM_JOB_ID>.out as a lone job's. Task i's id is "<array job id>_<i>" (what scancel
-// and scontrol take); before the sbatch the executor writes ArrayMarker(attempt_dir) (the
-// array's name and the task's index), so that after a restart it finds an attempt whose sbatch
-// returned unrecorded; every run of a task writes its own Slurm job id (SLURM_JOB_ID, which
-// the jobcomp log records it under) into TaskJobIdFile(attempt_dir).
+// for many jobs. Task i finds its attempt through the link ArrayTasksDir(dir, name)/i to the
+// attempt's directory, and runs there the attempt's own batch script (RenderArrayTask, in
+// TaskScript(attempt_dir)), with its output in the attempt's slurm-<SLURM_JOB_ID>.out as a lone
+// job's. Task i's id is "<array job id>_<i>" (what scancel and scontrol take); before the sbatch
+// the executor writes ArrayMarker(attempt_dir) (the array's name and the task's index), so that
+// after a restart it finds an attempt whose sbatch returned unrecorded; every run of a task
+// writes its own Slurm job id (SLURM_JOB_ID, which the jobcomp log records it under) into
+// TaskJobIdFile(attempt_dir).
 std::string TaskScript(const std::string& attempt_dir);
 std::string ArrayMarker(const std::string& attempt_dir);
 std::string TaskJobIdFile(const std::string& attempt_dir);
+std::string ArrayTasksDir(const std::string& dir, const std::string& name);
 
 // What makes two attempts' jobs alike: RenderSbatch's arguments but --job-name, --output and
 // --chdir, which a task of an array takes from its attempt.
 std::string ArrayShape(const Sbatch& sbatch);
 
-// One `sbatch --array=0-<n-1>` named `name` for the attempts `tasks` (attempt directory, its
-// RenderSbatch), all of one ArrayShape; task i runs tasks[i]. `dir` is the array's own
-// directory, for its working directory and output (which only the dispatch's own errors reach).
-Sbatch RenderArray(const std::string& name, const std::string& dir,
-                   const std::vector<std::pair<std::string, Sbatch>>& tasks);
+// TaskScript's content for the attempt in `attempt_dir` whose RenderSbatch is `sbatch`: a `cd`
+// to the directory its --chdir names (a lone job's working directory), then its script.
+std::string RenderArrayTask(const std::string& attempt_dir, const Sbatch& sbatch);
+
+// One `sbatch --array=0-<tasks-1>` named `name` for attempts of the ArrayShape of `shape`.
+// `dir` is the array's own directory, for its working directory and output (which only the
+// dispatch's own errors reach), and holds ArrayTasksDir(dir, name).
+Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch& shape,
+                   std::size_t tasks);
 
 // The attempt's part of the batch script (shell): exports the environment contract (with
 // DROVER_SERVER and DROVER_BIN as SbatchOptions says), names its timeout marker and creates its

@@ -336,16 +336,18 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
   const std::string name = fmt::format("drover-array-{}-{}", first.job.value(), first.attempt);
   const std::string dir = options_.runs_dir + "/arrays";
   std::vector<Handed> handed(launches.size());
+  const std::string links = ArrayTasksDir(dir, name);
   std::vector<std::size_t> tasks;  // task i is launches[tasks[i]]
-  std::vector<std::pair<std::string, Sbatch>> scripts;
+  std::optional<Sbatch> shape;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::remove_all(links, ec);  // an earlier try's links (the links only)
+  if (!ec) std::filesystem::create_directories(links, ec);
   for (std::size_t i = 0; i < launches.size(); ++i) {
     Handed& one = handed[i];
     one.tracked = TrackedOf(launches[i].ref);
     const std::string& attempt_dir = one.tracked.attempt_dir;
     if (ec) {
-      one.error = fmt::format("creating {}: {}", dir, ec.message());
+      one.error = fmt::format("creating {}: {}", links, ec.message());
       continue;
     }
     Result<Sbatch> sbatch = RenderSbatch(launches[i], OptionsFor(launches[i].ref.job));
@@ -353,22 +355,30 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
       one.error = sbatch.error().message;
       continue;
     }
-    // The task's script, then its marker: a restart that finds the marker finds the script.
+    // The task's script, then its marker (a restart that finds the marker finds the script),
+    // then the task's link to it.
     std::error_code write_ec;
     std::filesystem::create_directories(attempt_dir, write_ec);
-    if (!write_ec) write_ec = WriteWhole(TaskScript(attempt_dir), sbatch->script);
+    if (!write_ec) {
+      write_ec = WriteWhole(TaskScript(attempt_dir), RenderArrayTask(attempt_dir, *sbatch));
+    }
     if (!write_ec) {
       write_ec = WriteWhole(ArrayMarker(attempt_dir), fmt::format("{} {}\n", name, tasks.size()));
+    }
+    if (!write_ec) {
+      std::filesystem::create_directory_symlink(std::filesystem::absolute(attempt_dir),
+                                                fmt::format("{}/{}", links, tasks.size()),
+                                                write_ec);
     }
     if (write_ec) {
       one.error = fmt::format("writing into {}: {}", attempt_dir, write_ec.message());
       continue;
     }
     tasks.push_back(i);
-    scripts.emplace_back(attempt_dir, std::move(*sbatch));
+    if (!shape) shape = std::move(*sbatch);
   }
   if (!tasks.empty()) {
-    const Result<std::string> id = SubmitBatch(RenderArray(name, dir, scripts));
+    const Result<std::string> id = SubmitBatch(RenderArray(name, dir, *shape, tasks.size()));
     for (std::size_t task = 0; task < tasks.size(); ++task) {
       Handed& one = handed[tasks[task]];
       if (id) {

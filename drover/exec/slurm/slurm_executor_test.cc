@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "drover/exec/slurm/sbatch.h"
 #include "drover/testing/temp_dir.h"
 
 namespace drover::exec::slurm {
@@ -272,6 +273,10 @@ TEST_F(SlurmExecutorTest, LikeJobsGoAsOneArrayWhoseTasksAreTrackedOneByOne) {
   ASSERT_TRUE(marker >> name >> marked);
   EXPECT_THAT(name, ::testing::StartsWith("drover-array-"));
   EXPECT_EQ(marked, task);
+  // The task's link, which its array's script follows to that directory.
+  const std::string link =
+      fmt::format("{}/{}", ArrayTasksDir(Options(50).runs_dir + "/arrays", name), task);
+  EXPECT_EQ(std::filesystem::canonical(link), std::filesystem::canonical(attempt_dir));
 
   // Slurm lists the last task started as its own job 9001, the others pending in one record.
   std::ofstream(dir_ + "/show.new")

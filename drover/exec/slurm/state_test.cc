@@ -242,15 +242,22 @@ TEST(SbatchTest, LikeAttemptsGoAsTheTasksOfOneArray) {
   bigger.spec.requirements.per_worker.gpus = 4;
   EXPECT_NE(ArrayShape(*first), ArrayShape(*RenderSbatch(bigger, {"/runs/7", "", ""})));
 
-  const Sbatch array = RenderArray("drover-array-7-2", "/runs/arrays",
-                                   {{"/runs/7/2", *first}, {"/runs/8/1", *second}});
+  const Sbatch array = RenderArray("drover-array-7-2", "/runs/arrays", *first, 2);
   EXPECT_THAT(array.args, ::testing::IsSupersetOf({"--job-name=drover-array-7-2", "--array=0-1",
                                                    "--output=/runs/arrays/drover-array-7-2.out",
                                                    "--chdir=/runs/arrays", "--partition=gpu",
                                                    "--gres=gpu:h100:2", "--no-requeue"}));
   EXPECT_THAT(array.args, Not(Contains(HasSubstr("drover-7-2"))));
-  EXPECT_THAT(array.script, HasSubstr("0) dir='/runs/7/2' work='/runs/7/2' ;;\n"));
-  EXPECT_THAT(array.script, HasSubstr("1) dir='/runs/8/1' work='/runs/8/1' ;;\n"));
+  EXPECT_THAT(array.script,
+              HasSubstr("dir='/runs/arrays/drover-array-7-2.tasks'/$SLURM_ARRAY_TASK_ID\n"));
+  EXPECT_THAT(array.script, Not(HasSubstr("/runs/7/2"))) << "no row per task in the script";
+  // A task's script enters the directory a lone job's --chdir names.
+  EXPECT_THAT(RenderArrayTask("/runs/7/2", *first),
+              ::testing::StartsWith("cd '/runs/7/2' || exit 1\n"));
+  model::ExternalLaunch elsewhere = Launch();
+  elsewhere.spec.working_dir = "/data/it's here";
+  EXPECT_THAT(RenderArrayTask("/runs/7/2", *RenderSbatch(elsewhere, {"/runs/7", "", ""})),
+              ::testing::StartsWith("cd '/data/it'\\''s here' || exit 1\n"));
 }
 
 // The batch script under bash, with an srun that runs the worker here as task 0 and logs each
@@ -303,6 +310,31 @@ TEST_F(BatchScriptTest, ALoneWorkerRunsWithoutAJobStepAndSeveralWithSrun) {
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/srun.log"));
 }
 
+// Without a timeout to keep, a lone worker replaces the batch shell (one process fewer per job):
+// its PID is the shell's, and its exit status is the script's.
+TEST_F(BatchScriptTest, ALoneWorkerWithoutATimeoutReplacesTheBatchShell) {
+  model::ExternalLaunch launch = LaunchOf(2);
+  launch.spec.command = {"sh", "-c", "echo worker=$$; exit 3"};
+  Result<Sbatch> sbatch = RenderSbatch(launch, {dir_ + "/job", "", ""});
+  ASSERT_TRUE(sbatch.has_value());
+  std::ofstream(dir_ + "/batch.sh") << sbatch->script;
+  int code = -1;
+  const std::string output = testing::Shell(
+      "cd " + dir_ + " && { bash batch.sh & echo shell=$!; wait $!; echo status=$?; }", &code);
+  const std::size_t shell = output.find("shell=");
+  const std::size_t worker = output.find("worker=");
+  ASSERT_NE(shell, std::string::npos) << output;
+  ASSERT_NE(worker, std::string::npos) << output;
+  EXPECT_EQ(std::stol(output.substr(shell + 6)), std::stol(output.substr(worker + 7))) << output;
+  EXPECT_THAT(output, HasSubstr("status=3"));
+  // With a timeout the shell stays to enforce it, the worker its child.
+  launch.spec.timeout = 60'000;
+  sbatch = RenderSbatch(launch, {dir_ + "/job", "", ""});
+  ASSERT_TRUE(sbatch.has_value());
+  EXPECT_THAT(sbatch->script, HasSubstr("wait $step"));
+  EXPECT_THAT(sbatch->script, Not(HasSubstr("exec 'sh'")));
+}
+
 // The timeout stops the lone worker's whole process group: a child it started is not left
 // running after the batch script ends (as srun's signal reaches every process of a step).
 TEST_F(BatchScriptTest, TheTimeoutStopsEveryProcessOfALoneWorker) {
@@ -342,22 +374,30 @@ TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {
 }
 
 // Task 1 of an array runs its attempt's own script in the attempt's directory, its output in the
-// attempt's slurm-<own job id>.out, and records that id; a task without a row refuses to run.
-TEST_F(BatchScriptTest, AnArrayTaskRunsTheScriptOfItsRow) {
-  std::vector<std::pair<std::string, Sbatch>> tasks;
+// attempt's slurm-<own job id>.out, and records that id; a task without a link refuses to run.
+// (The executor writes the scripts and links so: slurm_executor_test.cc.)
+TEST_F(BatchScriptTest, AnArrayTaskRunsTheScriptItsLinkLeadsTo) {
+  std::optional<Sbatch> shape;
+  const std::string links = ArrayTasksDir(dir_, "drover-array-7-2");
+  std::filesystem::create_directories(links);
   for (int attempt : {2, 3}) {
     const SbatchOptions options{dir_ + "/job", "", ""};
     const std::string attempt_dir = AttemptDir(options.job_dir, attempt);
     std::filesystem::create_directories(attempt_dir);
-    Result<Sbatch> sbatch = RenderSbatch(LaunchOf(attempt), options);
+    model::ExternalLaunch launch = LaunchOf(attempt);
+    launch.spec.command.back() += "; pwd > pwd";
+    Result<Sbatch> sbatch = RenderSbatch(launch, options);
     ASSERT_TRUE(sbatch.has_value());
-    std::ofstream(TaskScript(attempt_dir)) << sbatch->script;
-    tasks.emplace_back(attempt_dir, *sbatch);
+    std::ofstream(TaskScript(attempt_dir)) << RenderArrayTask(attempt_dir, *sbatch);
+    std::filesystem::create_directory_symlink(attempt_dir,
+                                              links + "/" + std::to_string(attempt - 2));
+    shape = *sbatch;
   }
-  std::ofstream(dir_ + "/array.sh") << RenderArray("drover-array-7-2", dir_, tasks).script;
+  std::ofstream(dir_ + "/array.sh") << RenderArray("drover-array-7-2", dir_, *shape, 2).script;
   const auto run_task = [&](int task, int* code) {
-    const std::string command = "cd " + dir_ + " && SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
-                                " SLURM_JOB_ID=77 bash array.sh 2>&1";
+    // Started elsewhere than the attempt's directory, as Slurm starts it in the array's.
+    const std::string command = "cd / && SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
+                                " SLURM_JOB_ID=77 bash " + dir_ + "/array.sh 2>&1";
     return testing::Shell(command, code);
   };
   int code = -1;
@@ -373,6 +413,10 @@ TEST_F(BatchScriptTest, AnArrayTaskRunsTheScriptOfItsRow) {
   EXPECT_TRUE(id_file >> id);
   EXPECT_EQ(id, "77");
   EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/staging/3"));
+  std::ifstream pwd_file(attempt_dir + "/pwd");
+  std::string pwd;
+  EXPECT_TRUE(pwd_file >> pwd);
+  EXPECT_EQ(pwd, attempt_dir) << "the task runs in its attempt's directory";
   EXPECT_THAT(run_task(2, &code), HasSubstr("array task 2 has no attempt"));
   EXPECT_EQ(code, 1);
 }
