@@ -5,8 +5,8 @@
 #
 #   A1  sbatch, one process per job (what a user's loop does)
 #   A2  sbatch --array=1-N, one submission (Slurm's way of submitting many at once)
-#   A3  the same, each task's line written by a child `bash -c` (as a Drover job's command runs:
-#       the batch shell starts it and waits), like for like with C2
+#   A3  the same, each task's line written by a child `bash -c` (a user's program started by
+#       the batch script; Drover's task now execs its command, one process fewer than A3)
 #   B1  drover submit, one process per job, local executor
 #   B2  drover submit of one file of N documents (---), local executor
 #   C1  drover submit, one process per job, to a queue with executor slurm (Drover drives Slurm)
@@ -109,8 +109,8 @@ slurm_script() {
   printf '#!/bin/bash\necho "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s\n' "$1"
 }
 
-# The same line written by a child process, `bash -c`, as a Drover job's command is run (the
-# batch shell starts the user's command and waits for it): A3's script, like for like with C2.
+# The same line written by a child process, `bash -c`, as a user's program started from a batch
+# script: A3's script. (A Drover task execs its command instead: one process fewer.)
 slurm_child_script() {
   printf '#!/bin/bash\nbash -c '"'"'echo "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s'"'"'\n' "$1"
 }
