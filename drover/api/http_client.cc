@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <cstring>
 
 #include "drover/common/ascii.h"
@@ -34,13 +33,13 @@ class PlainStream final : public ByteStream {
   PlainStream(const PlainStream&) = delete;
   PlainStream& operator=(const PlainStream&) = delete;
 
-  HttpResult<void> WriteAll(std::string_view data, DurationMs timeout_ms) override {
+  HttpResult<void> WriteAll(std::string_view data, const WaitLimit& limit) override {
     while (!data.empty()) {
       const ssize_t sent = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
       if (sent > 0) {
         data.remove_prefix(static_cast<std::size_t>(sent));
       } else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/true, timeout_ms));
+        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/true, limit));
       } else if (sent < 0 && errno != EINTR) {
         return TransferError(fmt::format("sending failed: {}", std::strerror(errno)));
       }
@@ -48,12 +47,13 @@ class PlainStream final : public ByteStream {
     return {};
   }
 
-  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size, DurationMs timeout_ms) override {
+  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size,
+                                   const WaitLimit& limit) override {
     for (;;) {
       const ssize_t got = ::recv(fd_, buffer, size, 0);
       if (got >= 0) return static_cast<std::size_t>(got);
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/false, timeout_ms));
+        DROVER_RETURN_IF_ERROR(WaitForSocket(fd_, /*for_write=*/false, limit));
       } else if (errno != EINTR) {
         return TransferError(fmt::format("reading failed: {}", std::strerror(errno)));
       }
@@ -94,7 +94,7 @@ HttpResult<int> ConnectTcp(const ServerAddress& address, DurationMs timeout_ms) 
     if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
       error = errno;
       if (error == EINPROGRESS) {
-        HttpResult<void> ready = WaitForSocket(fd, /*for_write=*/true, timeout_ms);
+        HttpResult<void> ready = WaitForSocket(fd, /*for_write=*/true, WaitLimit(timeout_ms));
         socklen_t length = sizeof(error);
         if (!ready) {
           error = ETIMEDOUT;
@@ -118,54 +118,44 @@ HttpResult<int> ConnectTcp(const ServerAddress& address, DurationMs timeout_ms) 
   return tl::unexpected(Failure(HttpFailure::kConnect, "cannot connect: " + reason));
 }
 
-// The waits of one exchange: each within io_timeout_ms and, with an answer_timeout_ms, all of
-// them together within that.
+// The limits of one exchange: each write or read within io_timeout_ms and, with an
+// answer_timeout_ms, all of them together within that.
 class ExchangeTimer {
  public:
   explicit ExchangeTimer(const ConnectOptions& options)
-      : io_timeout_ms_(options.io_timeout_ms),
-        answer_timeout_ms_(options.answer_timeout_ms),
-        start_(std::chrono::steady_clock::now()) {}
+      : io_timeout_ms_(options.io_timeout_ms), whole_(options.answer_timeout_ms) {}
 
   // Writes `data` to `stream` within the time left.
   HttpResult<void> Write(ByteStream& stream, std::string_view data) const {
-    DROVER_ASSIGN_OR_RETURN(const DurationMs wait, NextWait());
-    return Explained(stream.WriteAll(data, wait));
+    DROVER_RETURN_IF_ERROR(CheckLeft());
+    return Explained(stream.WriteAll(data, NextLimit()));
   }
   // Reads from `stream` within the time left.
   HttpResult<std::size_t> Read(ByteStream& stream, char* buffer, std::size_t size) const {
-    DROVER_ASSIGN_OR_RETURN(const DurationMs wait, NextWait());
-    return Explained(stream.ReadSome(buffer, size, wait));
+    DROVER_RETURN_IF_ERROR(CheckLeft());
+    return Explained(stream.ReadSome(buffer, size, NextLimit()));
   }
 
  private:
-  HttpResult<DurationMs> NextWait() const {
-    if (answer_timeout_ms_ <= 0) return io_timeout_ms_;
-    const DurationMs left = answer_timeout_ms_ - Elapsed();
-    if (left <= 0) return TransferError(Expired());
-    return std::min(io_timeout_ms_, left);
+  bool Bounded() const { return whole_.ms() > 0; }
+  bool Spent() const { return Bounded() && whole_.Left() == 0; }
+  HttpResult<void> CheckLeft() const {
+    if (Spent()) return TransferError(fmt::format("no whole answer within {} ms", whole_.ms()));
+    return {};
   }
-  // A wait cut short by the whole exchange's bound fails as that, not as a read that took
-  // the few milliseconds it was left.
+  WaitLimit NextLimit() const {
+    return WaitLimit(Bounded() ? std::min(io_timeout_ms_, whole_.Left()) : io_timeout_ms_);
+  }
+  // A call cut short by the whole exchange's bound fails as that, not as a read that timed out
+  // after the few milliseconds it was left.
   template <typename T>
   HttpResult<T> Explained(HttpResult<T> result) const {
-    if (!result && answer_timeout_ms_ > 0 && Elapsed() >= answer_timeout_ms_) {
-      return TransferError(Expired());
-    }
+    if (!result && Spent()) return tl::unexpected(CheckLeft().error());
     return result;
-  }
-  DurationMs Elapsed() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 start_)
-        .count();
-  }
-  std::string Expired() const {
-    return fmt::format("no whole answer within {} ms", answer_timeout_ms_);
   }
 
   DurationMs io_timeout_ms_;
-  DurationMs answer_timeout_ms_;
-  std::chrono::steady_clock::time_point start_;
+  WaitLimit whole_;
 };
 
 // Reads an answer from a ByteStream through a buffer.
@@ -310,13 +300,22 @@ std::string EncodedTarget(std::string_view target) {
 
 }  // namespace
 
-HttpResult<void> WaitForSocket(int fd, bool for_write, DurationMs timeout_ms) {
+WaitLimit::WaitLimit(DurationMs ms) : ms_(ms), start_(std::chrono::steady_clock::now()) {}
+
+DurationMs WaitLimit::Left() const {
+  const DurationMs spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start_)
+                               .count();
+  return std::max<DurationMs>(ms_ - spent, 0);
+}
+
+HttpResult<void> WaitForSocket(int fd, bool for_write, const WaitLimit& limit) {
   pollfd ready{fd, static_cast<short>(for_write ? POLLOUT : POLLIN), 0};
   for (;;) {
-    const int rc = ::poll(&ready, 1, static_cast<int>(std::min<DurationMs>(timeout_ms, 1 << 30)));
+    const int rc = ::poll(&ready, 1, static_cast<int>(std::min<DurationMs>(limit.Left(), 1 << 30)));
     if (rc > 0) return {};
     if (rc == 0) {
-      return TransferError(fmt::format("no answer within {} ms", timeout_ms));
+      return TransferError(fmt::format("no answer within {} ms", limit.ms()));
     }
     if (errno != EINTR) return TransferError(fmt::format("poll: {}", std::strerror(errno)));
   }

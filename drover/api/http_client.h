@@ -19,6 +19,7 @@
 // "Connection: close"); before one is reused it is checked, and one the server closed (an idle
 // timeout) is replaced before anything is sent on it. Not thread-safe.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -93,17 +94,29 @@ struct ResponseStream {
   std::function<bool(std::string_view piece)> on_body;
 };
 
+// A time limit that runs from its creation, on the monotonic clock.
+class WaitLimit {
+ public:
+  explicit WaitLimit(DurationMs ms);
+  DurationMs Left() const;  // what is left of it, at least 0
+  DurationMs ms() const { return ms_; }
+
+ private:
+  DurationMs ms_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // A connected byte stream: a socket, or a TLS session over one.
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
-  // Writes all of `data`; a kTransfer error when the connection fails or one wait for the socket
-  // passes `timeout_ms`.
-  virtual HttpResult<void> WriteAll(std::string_view data, DurationMs timeout_ms) = 0;
-  // Reads at least one byte into `buffer` (at most `size`) within `timeout_ms`; 0 at the end of
-  // the stream.
+  // Writes all of `data` within `limit`; a kTransfer error when the connection fails or the
+  // limit passes.
+  virtual HttpResult<void> WriteAll(std::string_view data, const WaitLimit& limit) = 0;
+  // Reads at least one byte into `buffer` (at most `size`) within `limit`; 0 at the end of the
+  // stream.
   virtual HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size,
-                                           DurationMs timeout_ms) = 0;
+                                           const WaitLimit& limit) = 0;
   // Whether the peer, between exchanges, closed the stream or sent something unasked for: then
   // it must not carry another request. Does not block.
   virtual bool Stale() = 0;
@@ -127,9 +140,10 @@ using TlsConnector = HttpResult<std::unique_ptr<ByteStream>> (*)(int fd,
                                                                  const ServerAddress& address,
                                                                  const ConnectOptions& options);
 
-// Waits until the non-blocking socket `fd` can be written (`for_write`) or read, for at most
-// `timeout_ms`: a kTransfer error saying it timed out, or why poll failed. For ByteStreams.
-HttpResult<void> WaitForSocket(int fd, bool for_write, DurationMs timeout_ms);
+// Waits until the non-blocking socket `fd` can be written (`for_write`) or read, within what is
+// left of `limit`: a kTransfer error saying it timed out ("no answer within <limit> ms"), or why
+// poll failed. For ByteStreams.
+HttpResult<void> WaitForSocket(int fd, bool for_write, const WaitLimit& limit);
 
 class HttpClient {
  public:

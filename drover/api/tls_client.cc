@@ -69,10 +69,9 @@ class TlsStream final : public ByteStream {
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
 
-  // Runs the handshake to its end, each wait within `timeout_ms`: kTls with the user's sentence
-  // when it fails.
+  // Runs the handshake to its end within `limit`: kTls with the user's sentence when it fails.
   HttpResult<void> Handshake(const ServerAddress& address, const std::string& trust,
-                             DurationMs timeout_ms) {
+                             const WaitLimit& limit) {
     for (;;) {
       ERR_clear_error();
       const int rc = [&] {
@@ -82,7 +81,7 @@ class TlsStream final : public ByteStream {
       if (rc == 1) return {};
       const int error = SSL_get_error(session_, rc);
       if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-        HttpResult<void> ready = WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, timeout_ms);
+        HttpResult<void> ready = WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, limit);
         if (ready) continue;
         return Refused(
             fmt::format("TLS: no TLS handshake with {} ({})", address.url, ready.error().message));
@@ -105,7 +104,7 @@ class TlsStream final : public ByteStream {
     }
   }
 
-  HttpResult<void> WriteAll(std::string_view data, DurationMs timeout_ms) override {
+  HttpResult<void> WriteAll(std::string_view data, const WaitLimit& limit) override {
     while (!data.empty()) {
       ERR_clear_error();
       const int rc = [&] {
@@ -117,12 +116,13 @@ class TlsStream final : public ByteStream {
         data.remove_prefix(static_cast<std::size_t>(rc));
         continue;
       }
-      DROVER_RETURN_IF_ERROR(WaitOrFail(SSL_get_error(session_, rc), "sending", timeout_ms));
+      DROVER_RETURN_IF_ERROR(WaitOrFail(SSL_get_error(session_, rc), "sending", limit));
     }
     return {};
   }
 
-  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size, DurationMs timeout_ms) override {
+  HttpResult<std::size_t> ReadSome(char* buffer, std::size_t size,
+                                   const WaitLimit& limit) override {
     for (;;) {
       ERR_clear_error();
       const int rc = [&] {
@@ -132,7 +132,7 @@ class TlsStream final : public ByteStream {
       if (rc > 0) return static_cast<std::size_t>(rc);
       const int error = SSL_get_error(session_, rc);
       if (error == SSL_ERROR_ZERO_RETURN) return 0;
-      DROVER_RETURN_IF_ERROR(WaitOrFail(error, "reading", timeout_ms));
+      DROVER_RETURN_IF_ERROR(WaitOrFail(error, "reading", limit));
     }
   }
 
@@ -154,11 +154,11 @@ class TlsStream final : public ByteStream {
     return tl::unexpected(HttpError{HttpFailure::kTls, std::move(message)});
   }
 
-  // After a read or write that moved nothing: waits for the socket (within `timeout_ms`) when
+  // After a read or write that moved nothing: waits for the socket (within `limit`) when
   // OpenSSL asks to, else the kTransfer error.
-  HttpResult<void> WaitOrFail(int error, const char* doing, DurationMs timeout_ms) {
+  HttpResult<void> WaitOrFail(int error, const char* doing, const WaitLimit& limit) {
     if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-      return WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, timeout_ms);
+      return WaitForSocket(fd_, error == SSL_ERROR_WANT_WRITE, limit);
     }
     return tl::unexpected(
         HttpError{HttpFailure::kTransfer,
@@ -216,7 +216,7 @@ HttpResult<std::unique_ptr<ByteStream>> ConnectTls(int fd, const ServerAddress& 
     SSL_set_tlsext_host_name(session, address.host.c_str());
     SSL_set1_host(session, address.host.c_str());
   }
-  DROVER_RETURN_IF_ERROR(stream->Handshake(address, trust, options.io_timeout_ms));
+  DROVER_RETURN_IF_ERROR(stream->Handshake(address, trust, WaitLimit(options.io_timeout_ms)));
   return std::unique_ptr<ByteStream>(std::move(stream));
 }
 
