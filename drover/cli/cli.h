@@ -32,6 +32,14 @@ using AddFullVerbs = void (*)(CLI::App& app, const ClientFlags& client, std::fun
 // drover-full (RunFull), so that it never loads OpenSSL.
 int Main(int argc, char** argv, AddFullVerbs add_full_verbs, api::TlsConnector tls);
 
+// The options of the whole command line (--server, --ca, --token, -o), read into `client`, with
+// DROVER_SERVER and DROVER_CA as their defaults.
+void AddGlobalOptions(CLI::App& app, ClientFlags& client);
+// The verb `argv` names: its first argument that is neither an option nor the value of one of
+// `app`'s options that take one; "" when there is none, or when a help flag comes before it (a
+// request for the whole command line's help). Main builds the parser of that verb only.
+std::string_view VerbOf(const CLI::App& app, int argc, char** argv);
+
 // A verb of drover-full and its help line, which both binaries show.
 struct FullVerb {
   std::string_view name;
