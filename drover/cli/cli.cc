@@ -172,10 +172,22 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
     ++added;
   }
 
-  if (wanted("explain")) {
-    auto* explain = app.add_subcommand("explain", "say why a job is where it is");
-    explain->add_option("id", id)->required();
-    explain->callback([&] { run = [&] { return ExplainCommand(client, id); }; });
+  // The verbs that read what the scheduler says of one job.
+  const struct {
+    const char* name;
+    const char* help;
+    int (*command)(const ClientFlags& flags, const std::string& id);
+  } job_readers[] = {
+      {"explain", "say why a job is where it is", ExplainCommand},
+      {"why", "show a job's scheduling decisions", WhyCommand},
+  };
+  for (const auto& reader : job_readers) {
+    if (!wanted(reader.name)) continue;
+    auto* sub = app.add_subcommand(reader.name, reader.help);
+    sub->add_option("id", id)->required();
+    sub->callback([this, command = reader.command] {
+      run = [this, command] { return command(client, id); };
+    });
     ++added;
   }
 
@@ -216,9 +228,21 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
     ++added;
   }
 
-  if (wanted("nodes")) {
-    auto* nodes = app.add_subcommand("nodes", "list nodes with free and total resources");
-    nodes->callback([&] { run = [&] { return NodesCommand(client); }; });
+  // The verbs without arguments.
+  const struct {
+    const char* name;
+    const char* help;
+    int (*command)(const ClientFlags& flags);
+  } plain_verbs[] = {
+      {"nodes", "list nodes with free and total resources", NodesCommand},
+      {"queues", "list queues with quotas, usage and borrowing", QueuesCommand},
+      {"whoami", "whom the token speaks for", WhoAmICommand},
+  };
+  for (const auto& verb : plain_verbs) {
+    if (!wanted(verb.name)) continue;
+    app.add_subcommand(verb.name, verb.help)->callback([this, command = verb.command] {
+      run = [this, command] { return command(client); };
+    });
     ++added;
   }
 
@@ -246,19 +270,6 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
         run = [&] { return NodeCommand(client, node_flags); };
       });
     }
-    ++added;
-  }
-
-  if (wanted("queues")) {
-    auto* queues = app.add_subcommand("queues", "list queues with quotas, usage and borrowing");
-    queues->callback([&] { run = [&] { return QueuesCommand(client); }; });
-    ++added;
-  }
-
-  if (wanted("why")) {
-    auto* why = app.add_subcommand("why", "show a job's scheduling decisions");
-    why->add_option("id", id)->required();
-    why->callback([&] { run = [&] { return WhyCommand(client, id); }; });
     ++added;
   }
 
@@ -332,12 +343,6 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
     auto* token_revoke = token->add_subcommand("revoke", "revoke a token by its id, at once");
     token_revoke->add_option("id", id, "the token's id (tok-...)")->required();
     token_revoke->callback([&] { run = [&] { return TokenRevokeCommand(client, id); }; });
-    ++added;
-  }
-
-  if (wanted("whoami")) {
-    auto* whoami = app.add_subcommand("whoami", "whom the token speaks for");
-    whoami->callback([&] { run = [&] { return WhoAmICommand(client); }; });
     ++added;
   }
 
