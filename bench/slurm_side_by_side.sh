@@ -7,6 +7,12 @@
 #   A2  sbatch --array=1-N, one submission (Slurm's way of submitting many at once)
 #   A3  the same, each task's line written by a child `bash -c` (a user's program started by
 #       the batch script; Drover's task now execs its command, one process fewer than A3)
+#   A4  A2 with the options Drover's arrays carry (an output file, --open-mode=append,
+#       --no-requeue, --nodes=1, --ntasks=1, --chdir)
+#   A5  A4 whose tasks run Drover's array script (a link per task, the job id file, the output
+#       redirected, a sourced batch.sh with a contract as Drover writes it), the line written
+#       by a builtin: Drover's task script without Drover
+#   A6  A5 with the line written as Drover runs a command: `exec bash -c`
 #   B1  drover submit, one process per job, local executor
 #   B2  drover submit of one file of N documents (---), local executor
 #   C1  drover submit, one process per job, to a queue with executor slurm (Drover drives Slurm)
@@ -171,15 +177,63 @@ case_A1() {
   $PY slurm "$dir" >/dev/null
 }
 
+# drover_task_scripts DIR PAYLOAD: what Drover writes for the tasks of an array (as a C2 run
+# writes it; exec/slurm/sbatch.cc): DIR/tasks/I links to DIR/attempts/I, whose batch.sh enters
+# DIR, exports the contract and runs PAYLOAD; and the array's script on stdout.
+drover_task_scripts() {
+  local dir=$1 payload=$2 i
+  mkdir -p "$dir/tasks"
+  for i in $(seq 1 "$N"); do
+    mkdir -p "$dir/attempts/$i"
+    ln -sfn "$dir/attempts/$i" "$dir/tasks/$i"
+    cat >"$dir/attempts/$i/batch.sh" <<EOS
+cd '$dir' || exit 1
+restart=\${SLURM_RESTART_COUNT:-0}
+if [ "\$restart" = 0 ]; then
+export DROVER_ATTEMPT='1'
+export DROVER_JOB_ID='$i'
+export DROVER_JOB_NAME='bench-$i'
+export DROVER_MASTER_PORT='30501'
+export DROVER_NUM_WORKERS='1'
+export DROVER_TOKEN='drj_${i}_0000000000000000000000000000000000000000000000000000000000000000'
+export DROVER_SERVER='http://127.0.0.1:$API_PORT'
+export DROVER_BIN='$DROVER'
+export PATH='$(dirname "$DROVER")':"\$PATH"
+timeout_marker='$dir/attempts/$i/timed-out'
+else
+exit 1
+fi
+echo "drover: attempt \$DROVER_ATTEMPT (Slurm run \$restart) on \$HOSTNAME"
+export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=\$HOSTNAME
+$payload
+EOS
+  done
+  printf '#!/bin/bash\ndir=%s/tasks/$SLURM_ARRAY_TASK_ID\n' "$dir"
+  printf '[ -d "$dir" ] || { echo "no attempt" >&2; exit 1; }\n'
+  printf 'echo "$SLURM_JOB_ID" > "$dir/slurm-job-id"\n'
+  printf 'exec >>"$dir/slurm-$SLURM_JOB_ID.out" 2>&1\n. "$dir/batch.sh"\n'
+}
+
 # array_case NAME LABEL SCRIPT: sbatch --array of N tasks, each running SCRIPT's job script
+# (A4 to A6: with the options of Drover's arrays; A5 and A6: Drover's task scripts)
 array_case() {
-  local name=$1 label=$2 script=$3 dir=$WORK/$1 start end
+  local name=$1 label=$2 script=$3 dir=$WORK/$1 start end line options
   mkdir -p "$dir"
-  "$script" "$dir/stamps" >"$dir/job.sh"
+  line='echo "$SLURM_ARRAY_TASK_ID $EPOCHREALTIME" >> '"$dir/stamps"
+  case $name in
+    A5) drover_task_scripts "$dir" "$line" >"$dir/job.sh" ;;
+    A6) drover_task_scripts "$dir" "exec bash -c '$line'" >"$dir/job.sh" ;;
+    *) "$script" "$dir/stamps" >"$dir/job.sh" ;;
+  esac
+  options=(-o /dev/null)
+  case $name in
+    A4 | A5 | A6) options=(-o "$dir/array.out" --open-mode=append --no-requeue --nodes=1
+      --ntasks=1 --chdir="$dir") ;;
+  esac
   cluster_start
   log "$name: sbatch --array=1-$N"
   start=$(now)
-  sbatch --parsable -J "bench-${name,,}" -o /dev/null --cpus-per-task=1 --mem=100M \
+  sbatch --parsable -J "bench-${name,,}" "${options[@]}" --cpus-per-task=1 --mem=100M \
     --array="1-$N" "$dir/job.sh" >/dev/null
   end=$(now)
   seq 1 "$N" | sed "s/\$/ $start/" >"$dir/submits"
@@ -228,6 +282,9 @@ for c in $CASES; do
   case $c in
     A1) case_A1 ;;
     A2) array_case A2 "A2 sbatch --array, one submission" slurm_script ;;
+    A4) array_case A4 "A4 sbatch --array with the options of Drover's arrays" slurm_script ;;
+    A5) array_case A5 "A5 A4 running Drover's task scripts, the line by a builtin" slurm_script ;;
+    A6) array_case A6 "A6 A5 with the line by exec bash -c, as Drover runs it" slurm_script ;;
     A3) array_case A3 "A3 sbatch --array, each task's line written by a child bash" slurm_child_script ;;
     B1) drover_case B1 "B1 drover submit, one process per job, local executor" local each ;;
     B2) drover_case B2 "B2 drover submit, one file of $N jobs, local executor" local file ;;
