@@ -4,9 +4,10 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
-#include <limits.h>
 #include <pwd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,19 +139,150 @@ Result<std::optional<Account>> AccountOf(const model::LaunchSpec& spec) {
   return std::optional<Account>(std::move(account));
 }
 
-// In the worker child: takes on `account`'s groups, gid and uid, and checks that root cannot be
-// regained. Returns what failed, or "".
-std::string SwitchTo(const Account& account) {
-  auto failed = [&](const char* call) {
-    return fmt::format("cannot run as {}: {}: {}", account.name, call, std::strerror(errno));
-  };
-  if (setgroups(account.groups.size(), account.groups.data()) != 0) return failed("setgroups");
-  if (setgid(account.gid) != 0) return failed("setgid");
-  if (setuid(account.uid) != 0) return failed("setuid");
-  if (account.uid != 0 && (setuid(0) == 0 || geteuid() == 0)) {
-    return fmt::format("cannot run as {}: root privileges remain after setuid", account.name);
+// The steps of the worker's child, between vfork and exec, that can fail.
+enum class ChildStep : int {
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kRootRemains,
+  kMakeDirectory,
+  kChdir,
+  kExec
+};
+
+// What the child reports through the close-on-exec pipe when a step fails: a fixed-size record,
+// one write, so that the child formats nothing (the supervisor writes the message).
+struct ChildFailure {
+  ChildStep step = ChildStep::kExec;
+  int error = 0;  // errno of the failed call
+  std::size_t directory =
+      0;  // kMakeDirectory: the index of the directory in ChildPlan::directories
+};
+
+// One directory the child creates (a prefix of a make_dirs entry, mkdir'ed with mode 0755, an
+// existing one accepted) or, `check`, the entry itself, which must then be a directory.
+struct DirectoryStep {
+  std::string path;
+  bool check = false;
+};
+
+// The prefixes of `path` that end before a '/', then `path` itself with its check: what
+// common/filesystem.h's CreateDirectories does, as steps the child can take without allocating.
+void AddDirectorySteps(const std::string& path, std::vector<DirectoryStep>& steps) {
+  for (std::size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    steps.push_back({path.substr(0, end), false});
+    if (end == std::string::npos) break;
   }
-  return "";
+  steps.push_back({path, true});
+}
+
+// Everything the worker's child uses, prepared by the supervisor before vfork. The child shares
+// the supervisor's memory until it execs, so it reads this and makes system calls only: no
+// allocation, no lock, no formatting (the supervisor is single-threaded and, suspended by vfork,
+// runs nothing meanwhile).
+struct ChildPlan {
+  pid_t supervisor = 0;
+  int in = -1, out = -1, err = -1, report = -1;
+  const Account* account = nullptr;  // the account to switch to; none when null
+  const std::vector<DirectoryStep>* directories = nullptr;
+  const char* working_dir = nullptr;
+  char** argv = nullptr;
+  char** envp = nullptr;
+};
+
+// The child's steps that can fail, up to the exec, which returns only when it failed: the
+// account taken on with the raw system calls, which change this process's credentials alone
+// (glibc's wrappers would also signal the threads of the process they take themselves for), the
+// directories, the working directory, the exec.
+ChildFailure RunWorkerChildSteps(const ChildPlan& plan) {
+  if (const Account* account = plan.account) {
+    if (syscall(SYS_setgroups, account->groups.size(), account->groups.data()) != 0) {
+      return {ChildStep::kSetgroups, errno};
+    }
+    if (syscall(SYS_setgid, account->gid) != 0) return {ChildStep::kSetgid, errno};
+    if (syscall(SYS_setuid, account->uid) != 0) return {ChildStep::kSetuid, errno};
+    if (account->uid != 0 && (syscall(SYS_setuid, 0) == 0 || geteuid() == 0)) {
+      return {ChildStep::kRootRemains, 0};
+    }
+  }
+  for (std::size_t i = 0; i < plan.directories->size(); ++i) {
+    const DirectoryStep& step = (*plan.directories)[i];
+    if (!step.check) {
+      if (mkdir(step.path.c_str(), 0755) != 0 && errno != EEXIST) {
+        return {ChildStep::kMakeDirectory, errno, i};
+      }
+      continue;
+    }
+    struct stat info {};
+    if (stat(step.path.c_str(), &info) != 0) return {ChildStep::kMakeDirectory, errno, i};
+    if (!S_ISDIR(info.st_mode)) return {ChildStep::kMakeDirectory, ENOTDIR, i};
+  }
+  if (chdir(plan.working_dir) != 0) return {ChildStep::kChdir, errno};
+  environ = plan.envp;  // So that execvp searches the worker's PATH (the supervisor restores it).
+  execvp(plan.argv[0], plan.argv);
+  return {ChildStep::kExec, errno};
+}
+
+// The child, from vfork to exec (supervisor.h says what it sets up); a failed step is reported
+// through the pipe and ends it with exit code 127.
+[[noreturn]] void RunWorkerChild(const ChildPlan& plan) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != plan.supervisor) _exit(127);  // The supervisor died before the prctl.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  dup2(plan.in, STDIN_FILENO);
+  dup2(plan.out, STDOUT_FILENO);
+  dup2(plan.err, STDERR_FILENO);
+  CloseFdsFrom(3, plan.report);
+  ChildFailure failure = RunWorkerChildSteps(plan);
+  ssize_t ignored = write(plan.report, &failure, sizeof(failure));
+  (void)ignored;
+  _exit(127);
+}
+
+// Starts the worker's child: vfork, the copy of the supervisor's page tables that a fork makes
+// (and the copy-on-write faults after it) skipped. Returns its pid, or -1 with errno.
+pid_t SpawnWorkerChild(const ChildPlan& plan) {
+  char** const supervisor_environ = environ;
+  pid_t child = vfork();
+  if (child == 0) RunWorkerChild(plan);
+  const int error = errno;
+  environ = supervisor_environ;
+  errno = error;
+  return child;
+}
+
+// The message of a failed child step (as supervisor.h lists them).
+std::string DescribeChildFailure(const ChildFailure& failure, const ChildPlan& plan,
+                                 const model::LaunchSpec& spec) {
+  const char* reason = std::strerror(failure.error);
+  auto cannot_run_as = [&](const char* call) {
+    return fmt::format("cannot run as {}: {}: {}", plan.account->name, call, reason);
+  };
+  switch (failure.step) {
+    case ChildStep::kSetgroups:
+      return cannot_run_as("setgroups");
+    case ChildStep::kSetgid:
+      return cannot_run_as("setgid");
+    case ChildStep::kSetuid:
+      return cannot_run_as("setuid");
+    case ChildStep::kRootRemains:
+      return fmt::format("cannot run as {}: root privileges remain after setuid",
+                         plan.account->name);
+    case ChildStep::kMakeDirectory:
+      return fmt::format("cannot create directory {}: {}",
+                         (*plan.directories)[failure.directory].path, reason);
+    case ChildStep::kChdir:
+      return fmt::format("exec failed: {} (working directory {})", reason, plan.working_dir);
+    case ChildStep::kExec:
+      return fmt::format("exec failed: {} ({})", reason, spec.argv[0]);
+  }
+  return fmt::format("exec failed: {}", reason);
 }
 
 class Supervisor {
@@ -287,7 +419,7 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
     exit_ = Failed(127, account.error().message);
     return false;
   }
-  // Everything the child needs is prepared before fork.
+  // Everything the child needs is prepared before vfork (ChildPlan).
   std::vector<std::string> env_strings;
   for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);
   auto add_default = [&](const std::string& name, const char* value) {
@@ -310,9 +442,9 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::string working_dir = spec.working_dir.empty() ? dir_ : spec.working_dir;
-  std::vector<std::string> make_dirs;
+  std::vector<DirectoryStep> directories;
   for (const std::string& make : spec.make_dirs) {
-    make_dirs.push_back(make.starts_with('/') ? make : working_dir + "/" + make);
+    AddDirectorySteps(make.starts_with('/') ? make : working_dir + "/" + make, directories);
   }
 
   std::string stdout_path = dir_ + "/" + kStdoutFile;
@@ -321,83 +453,68 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int pipe_fds[2] = {-1, -1};
-  if (out < 0 || err < 0 || in < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    exit_ = Failed(127, fmt::format("exec failed: cannot set up the worker's files: {}",
-                                    std::strerror(errno)));
+  auto close_all = [&] {
     for (int fd : {out, err, in, pipe_fds[0], pipe_fds[1]}) {
       if (fd >= 0) close(fd);
     }
+  };
+  if (out < 0 || err < 0 || in < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    exit_ = Failed(127, fmt::format("exec failed: cannot set up the worker's files: {}",
+                                    std::strerror(errno)));
+    close_all();
     return false;
   }
 
-  pid_t self = getpid();
-  pid_t child = fork();
-  if (child == 0) {
-    // The supervisor is single-threaded, so the child may use any function before exec. It
-    // switches to the job's account first, so that the directories it creates and enters are
-    // those that account may use; what fails is written to stderr and, as the exit message,
-    // to the close-on-exec pipe.
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != self) _exit(127);  // The supervisor died before the prctl.
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(in, STDIN_FILENO);
-    dup2(out, STDOUT_FILENO);
-    dup2(err, STDERR_FILENO);
-    CloseFdsFrom(3, pipe_fds[1]);
-    std::string failure = *account ? SwitchTo(**account) : "";
-    for (const std::string& make : make_dirs) {
-      if (!failure.empty()) break;
-      if (Status made = MakeDirectories(make); !made) failure = made.error().message;
-    }
-    if (failure.empty() && chdir(working_dir.c_str()) != 0) {
-      failure =
-          fmt::format("exec failed: {} (working directory {})", std::strerror(errno), working_dir);
-    }
-    if (failure.empty()) {
-      environ = envp.data();  // So that execvp searches the worker's PATH.
-      execvp(argv[0], argv.data());
-      failure = fmt::format("exec failed: {} ({})", std::strerror(errno), spec.argv[0]);
-    }
-    dprintf(STDERR_FILENO, "drover: %s\n", failure.c_str());
-    ssize_t ignored =
-        write(pipe_fds[1], failure.data(), std::min<std::size_t>(failure.size(), PIPE_BUF));
-    (void)ignored;
-    _exit(127);
-  }
-  int fork_error = errno;
-  close(pipe_fds[1]);
-  for (int fd : {out, err, in}) close(fd);
+  ChildPlan plan;
+  plan.supervisor = getpid();
+  plan.in = in;
+  plan.out = out;
+  plan.err = err;
+  plan.report = pipe_fds[1];
+  plan.account = *account ? &**account : nullptr;
+  plan.directories = &directories;
+  plan.working_dir = working_dir.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  pid_t child = SpawnWorkerChild(plan);
   if (child < 0) {
-    close(pipe_fds[0]);
-    exit_ = Failed(127, fmt::format("exec failed: cannot fork: {}", std::strerror(fork_error)));
+    exit_ = Failed(127, fmt::format("exec failed: cannot fork: {}", std::strerror(errno)));
+    close_all();
     return false;
   }
+  close(pipe_fds[1]);
+  pipe_fds[1] = -1;
   setpgid(child, child);  // Also here, so the group exists whichever process runs first.
   worker_ = child;
 
-  std::string failure;
-  char chunk[512];
-  ssize_t n;
-  while ((n = read(pipe_fds[0], chunk, sizeof(chunk))) != 0) {
+  // EOF at once (the exec closed the pipe), or the child's report of what failed.
+  ChildFailure failure;
+  std::size_t got = 0;
+  while (got < sizeof(failure)) {
+    ssize_t n = read(pipe_fds[0], reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
+    if (n == 0) break;
     if (n > 0) {
-      failure.append(chunk, static_cast<std::size_t>(n));
+      got += static_cast<std::size_t>(n);
     } else if (errno != EINTR) {
       break;
     }
   }
-  close(pipe_fds[0]);
-  if (failure.empty()) return true;  // EOF at once: the exec closed the pipe.
-
+  if (got == 0) {
+    close_all();
+    return true;
+  }
+  std::string message = got == sizeof(failure) && (failure.step != ChildStep::kMakeDirectory ||
+                                                   failure.directory < directories.size())
+                            ? DescribeChildFailure(failure, plan, spec)
+                            : "exec failed: the worker's child ended without starting it";
+  std::string line = "drover: " + message + "\n";  // in the worker's stderr, as the child would
+  ssize_t ignored = write(err, line.data(), line.size());
+  (void)ignored;
+  close_all();
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  exit_ = Failed(127, std::move(failure));
+  exit_ = Failed(127, std::move(message));
   return false;
 }
 

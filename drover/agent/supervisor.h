@@ -15,7 +15,10 @@ namespace drover::agent {
 //      unknown one is recorded as exit code 127 with "no such Unix account <name> on node
 //      <node>", a root one (uid 0) without may_run_as_root as exit code 127 with "job would run
 //      as root; the policy's accounts.allow_root does not list its owner", and nothing is
-//      started (docs/security.md). Not root, it ignores run_as. Then forks the worker: own
+//      started (docs/security.md). Not root, it ignores run_as. Then starts the worker with
+//      vfork (the child shares the supervisor's memory until its exec, so everything it uses is
+//      prepared before and it makes system calls only; a fork copied the supervisor's page
+//      tables for each worker: docs/benchmarks.md, "The worker started with vfork"): own
 //      process group, stdin /dev/null, stdout/stderr appended to stdout.log/stderr.log (opened
 //      by the supervisor, which keeps them), no other open files, signals at their defaults,
 //      SIGKILL if the supervisor dies (PR_SET_PDEATHSIG). The child takes on the account (its
@@ -41,7 +44,7 @@ namespace drover::agent {
 //      message notes a timeout, a cancellation, an escalation to SIGKILL and leftovers killed.
 //      A worker that died of a SIGKILL the supervisor did not send while the OOM-kill counter of
 //      its memory cgroup (or the machine's) rose is recorded oom_killed (drover/agent/oom.h).
-//      A SIGTERM that arrives before the worker was forked records cancelled = true with
+//      A SIGTERM that arrives before the worker was started records cancelled = true with
 //      exit code -1 and "cancelled before start" (preempted = true and "preempted before start"
 //      with a notice); an unreadable launch.json exit code -1.
 //
