@@ -187,6 +187,7 @@ drover_task_scripts() {
     mkdir -p "$dir/attempts/$i"
     ln -sfn "$dir/attempts/$i" "$dir/tasks/$i"
     cat >"$dir/attempts/$i/batch.sh" <<EOS
+#!/bin/bash
 cd '$dir' || exit 1
 restart=\${SLURM_RESTART_COUNT:-0}
 if [ "\$restart" = 0 ]; then

@@ -509,6 +509,18 @@ TEST_F(SlurmTest, AFileOfJobsGoesAsAnArrayAndARestartMidArrayAdoptsItsTasks) {
     EXPECT_EQ(job["attempts"].size(), 1u);
     EXPECT_EQ(job["attempts"][0]["external_id"], slurm_ids[id]);
   }
+  // Every task ended: the new server removed the arrays' task links (operations.md).
+  const std::filesystem::path arrays_dir =
+      std::filesystem::path(dir_.Sub("data")) / "runs/slurm/arrays";
+  auto links_left = [&] {
+    int left = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(arrays_dir)) {
+      left += entry.path().extension() == ".tasks";
+    }
+    return left;
+  };
+  EXPECT_TRUE(WaitUntil([&] { return links_left() == 0; }, std::chrono::seconds(10)))
+      << links_left() << " arrays' links left in " << arrays_dir;
 }
 
 TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {

@@ -54,12 +54,26 @@ std::string ArrayTasksDir(const std::string& dir, const std::string& name) {
   return fmt::format("{}/{}.tasks", dir, name);
 }
 
+std::string ArrayOutput(const std::string& dir, const std::string& name) {
+  return fmt::format("{}/{}.out", dir, name);
+}
+
+std::string_view ArrayJobIdOf(std::string_view external_id) {
+  const std::size_t underscore = external_id.find('_');
+  return underscore == std::string_view::npos ? std::string_view()
+                                              : external_id.substr(0, underscore);
+}
+
 std::string RenderArrayTask(const std::string& attempt_dir, const Sbatch& sbatch) {
   std::string work = attempt_dir;
   for (const std::string& arg : sbatch.args) {
     if (arg.starts_with("--chdir=")) work = arg.substr(8);
   }
-  return fmt::format("cd {} || exit 1\n{}", ShellQuote(work), sbatch.script);
+  // After the script's "#!" line, which stays its first.
+  const std::string_view script = sbatch.script;
+  const std::size_t body = script.starts_with("#!") ? script.find('\n') + 1 : 0;
+  return fmt::format("{}cd {} || exit 1\n{}", script.substr(0, body), ShellQuote(work),
+                     script.substr(body));
 }
 
 Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch& shape,
@@ -67,7 +81,7 @@ Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch
   Sbatch out;
   out.args.push_back("--job-name=" + name);
   out.args.push_back(fmt::format("--array=0-{}", tasks == 0 ? 0 : tasks - 1));
-  out.args.push_back(fmt::format("--output={}/{}.out", dir, name));
+  out.args.push_back("--output=" + ArrayOutput(dir, name));
   out.args.push_back("--chdir=" + dir);
   for (const std::string& arg : shape.args) {
     if (!PerAttemptArg(arg)) out.args.push_back(arg);

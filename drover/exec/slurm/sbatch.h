@@ -66,18 +66,24 @@ std::string ContractFile(const std::string& attempt_dir);
 // the executor writes ArrayMarker(attempt_dir) (the array's name and the task's index), so that
 // after a restart it finds an attempt whose sbatch returned unrecorded; every run of a task
 // writes its own Slurm job id (SLURM_JOB_ID, which the jobcomp log records it under) into
-// TaskJobIdFile(attempt_dir).
+// TaskJobIdFile(attempt_dir). The array's own output, ArrayOutput(dir, name), gets only what its
+// script prints before it moves to the task's file (a task without a link).
 std::string TaskScript(const std::string& attempt_dir);
 std::string ArrayMarker(const std::string& attempt_dir);
 std::string TaskJobIdFile(const std::string& attempt_dir);
 std::string ArrayTasksDir(const std::string& dir, const std::string& name);
+std::string ArrayOutput(const std::string& dir, const std::string& name);
+// The Slurm job id of the array whose task `external_id` ("<array job id>_<task>") names; ""
+// for a lone job's id.
+std::string_view ArrayJobIdOf(std::string_view external_id);
 
 // What makes two attempts' jobs alike: RenderSbatch's arguments but --job-name, --output and
 // --chdir, which a task of an array takes from its attempt.
 std::string ArrayShape(const Sbatch& sbatch);
 
-// TaskScript's content for the attempt in `attempt_dir` whose RenderSbatch is `sbatch`: a `cd`
-// to the directory its --chdir names (a lone job's working directory), then its script.
+// TaskScript's content for the attempt in `attempt_dir` whose RenderSbatch is `sbatch`: its
+// script with, after the "#!" line, a `cd` to the directory its --chdir names (a lone job's
+// working directory).
 std::string RenderArrayTask(const std::string& attempt_dir, const Sbatch& sbatch);
 
 // One `sbatch --array=0-<tasks-1>` named `name` for attempts of the ArrayShape of `shape`.

@@ -75,6 +75,8 @@ std::string SlurmExecutor::JobDir(JobId job) const {
   return fmt::format("{}/{}", options_.runs_dir, job.value());
 }
 
+std::string SlurmExecutor::ArraysDir() const { return options_.runs_dir + "/arrays"; }
+
 std::string SlurmExecutor::AttemptDir(JobId job, int attempt) const {
   return slurm::AttemptDir(JobDir(job), attempt);
 }
@@ -334,7 +336,7 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
 std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches) const {
   const model::ExternalRef& first = launches.front().ref;
   const std::string name = fmt::format("drover-array-{}-{}", first.job.value(), first.attempt);
-  const std::string dir = options_.runs_dir + "/arrays";
+  const std::string dir = ArraysDir();
   std::vector<Handed> handed(launches.size());
   const std::string links = ArrayTasksDir(dir, name);
   std::vector<std::size_t> tasks;  // task i is launches[tasks[i]]
@@ -470,6 +472,7 @@ bool SlurmExecutor::Refresh() {
     if (!job) continue;
     for (std::string& id : RecordIds(*job)) jobs.emplace(std::move(id), *job);
   }
+  std::map<std::string, std::string> ended_arrays;
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     Tracked& tracked = it->second;
     auto job = jobs.find(tracked.ref.external_id);
@@ -485,9 +488,32 @@ bool SlurmExecutor::Refresh() {
       Vanished(tracked);
       ended = true;
     }
+    if (ended) {
+      if (const std::string_view array = ArrayJobIdOf(tracked.ref.external_id); !array.empty()) {
+        ended_arrays.emplace(array, ReadWord(ArrayMarker(tracked.attempt_dir)));
+      }
+    }
     it = ended ? tracked_.erase(it) : std::next(it);
   }
+  RemoveEndedArrays(std::move(ended_arrays));
   return emitted_ != emitted;
+}
+
+void SlurmExecutor::RemoveEndedArrays(std::map<std::string, std::string> ended) const {
+  if (ended.empty()) return;
+  for (const auto& [name, tracked] : tracked_) {
+    ended.erase(std::string(ArrayJobIdOf(tracked.ref.external_id)));
+  }
+  for (const std::string& id : held_) ended.erase(std::string(ArrayJobIdOf(id)));
+  const std::string dir = ArraysDir();
+  for (const auto& [id, name] : ended) {
+    if (name.empty()) continue;  // no marker: nothing known to remove
+    std::error_code ec;
+    std::filesystem::remove_all(ArrayTasksDir(dir, name), ec);
+    if (ec) spdlog::warn("slurm: removing the links of array {}: {}", name, ec.message());
+    const std::string output = ArrayOutput(dir, name);
+    if (std::filesystem::file_size(output, ec) == 0 && !ec) std::filesystem::remove(output, ec);
+  }
 }
 
 bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {

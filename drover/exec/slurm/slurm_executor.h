@@ -82,6 +82,8 @@ class SlurmExecutor final : public Executor {
   Tracked TrackedOf(const model::ExternalRef& ref) const;
   SbatchOptions OptionsFor(JobId job) const;
   std::string JobDir(JobId job) const;
+  // Where arrays keep their task links and output: <runs>/arrays.
+  std::string ArraysDir() const;
 
   void Loop() EXCLUDES(mu_);
   // What one hand-off to Slurm does: a continuation (one launch with ref.restart > 0), a new
@@ -132,6 +134,11 @@ class SlurmExecutor final : public Executor {
   std::optional<SlurmJob> RunEnd(const Tracked& tracked) const;
   // A job scontrol no longer lists: its end from `sacct -c`, or lost.
   void Vanished(Tracked& tracked);
+  // Removes the task links (ArrayTasksDir) and, when empty, the output (ArrayOutput) of each
+  // array in `ended` (Slurm array job id -> the array's name, from the marker of a task whose
+  // run ended) that no tracked or held task belongs to any more: no task of it can run again.
+  // An array whose last task ended while the server was down keeps them.
+  void RemoveEndedArrays(std::map<std::string, std::string> ended) const;
   void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
             model::ExecutorEvent event = {}) EXCLUDES(mu_);
 

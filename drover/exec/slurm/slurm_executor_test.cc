@@ -310,6 +310,73 @@ TEST_F(SlurmExecutorTest, LikeJobsGoAsOneArrayWhoseTasksAreTrackedOneByOne) {
   EXPECT_TRUE(LogShows(fmt::format("scancel {}_{}", array, task - 1)));
 }
 
+// An array's task links and its empty output go once every task of it has ended, not before.
+TEST_F(SlurmExecutorTest, AnArraysLinksGoWhenItsLastTaskEnded) {
+  using Kind = model::ExecutorEvent::Kind;
+  std::ofstream(dir_ + "/gate").flush();
+  SlurmExecutor executor(Options(50), clock_);
+  constexpr int kJobs = 4;
+  for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
+  std::filesystem::remove(dir_ + "/gate");
+  std::map<std::int64_t, std::string> ids;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    if (event.kind == Kind::kSubmitted) ids[event.ref.job.value()] = event.ref.external_id;
+    return ids.size() == kJobs;
+  }));
+  // The array that took the last job (the first may have gone alone, before the gate closed).
+  const std::string array(ArrayJobIdOf(ids[kJobs]));
+  ASSERT_FALSE(array.empty()) << ids[kJobs];
+  std::ifstream marker(executor.AttemptDir(JobId(kJobs), 1) + "/array");
+  std::string name;
+  ASSERT_TRUE(marker >> name);
+  const std::string links = ArrayTasksDir(Options(50).runs_dir + "/arrays", name);
+  const std::string output = ArrayOutput(Options(50).runs_dir + "/arrays", name);
+  std::ofstream(output).flush();  // as Slurm creates it when the array starts
+  ASSERT_TRUE(std::filesystem::is_directory(links));
+
+  // Slurm's listing: each of the array's tasks as its own job, ended but `running_task`.
+  auto show = [&](int running_task) {
+    std::ofstream listing(dir_ + "/show.new");
+    for (const auto& [job, id] : ids) {
+      if (ArrayJobIdOf(id) != array) continue;
+      const std::string task = id.substr(id.find('_') + 1);
+      const bool running = std::stoi(task) == running_task;
+      listing << "JobId=" << 9000 + job << " ArrayJobId=" << array << " ArrayTaskId=" << task
+              << " JobName=" << name << " JobState=" << (running ? "RUNNING" : "COMPLETED")
+              << " Reason=None Restarts=0 ExitCode=0:0 SubmitTime=2026-11-30T12:00:00 "
+                 "EligibleTime=2026-11-30T12:00:00 StartTime=2026-11-30T12:00:01 EndTime="
+              << (running ? "Unknown" : "2026-11-30T12:00:02") << " NodeList=n1\n";
+    }
+    listing.close();
+    std::filesystem::rename(dir_ + "/show.new", dir_ + "/show");
+  };
+  const std::string& kept = ids[kJobs];
+  const int kept_task = std::stoi(kept.substr(kept.find('_') + 1));
+  show(kept_task);
+  std::set<std::int64_t> exited;
+  auto of_array = [&](std::int64_t job) { return ArrayJobIdOf(ids[job]) == array; };
+  const auto array_jobs = std::count_if(ids.begin(), ids.end(),
+                                        [&](const auto& entry) { return of_array(entry.first); });
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    if (event.kind == Kind::kExited && of_array(event.ref.job.value())) {
+      exited.insert(event.ref.job.value());
+    }
+    return static_cast<long>(exited.size()) == array_jobs - 1;
+  }));
+  EXPECT_FALSE(exited.contains(kJobs));
+  EXPECT_TRUE(std::filesystem::is_directory(links)) << "its last task still runs";
+  EXPECT_TRUE(std::filesystem::exists(output));
+
+  show(-1);
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    return event.kind == Kind::kExited && event.ref.job.value() == kJobs;
+  }));
+  EXPECT_FALSE(std::filesystem::exists(links));
+  EXPECT_FALSE(std::filesystem::exists(output));
+  // The attempts' own directories stay (their scripts, output and job id files).
+  EXPECT_TRUE(std::filesystem::exists(executor.AttemptDir(JobId(kJobs), 1) + "/batch.sh"));
+}
+
 // After a restart, an attempt whose array's sbatch returned before its id was recorded is found
 // by the array's name and its task index from the marker; an array task that scontrol no longer
 // lists ends as the jobcomp log recorded its own Slurm job id.

@@ -253,11 +253,11 @@ TEST(SbatchTest, LikeAttemptsGoAsTheTasksOfOneArray) {
   EXPECT_THAT(array.script, Not(HasSubstr("/runs/7/2"))) << "no row per task in the script";
   // A task's script enters the directory a lone job's --chdir names.
   EXPECT_THAT(RenderArrayTask("/runs/7/2", *first),
-              ::testing::StartsWith("cd '/runs/7/2' || exit 1\n"));
+              ::testing::StartsWith("#!/bin/bash\ncd '/runs/7/2' || exit 1\n"));
   model::ExternalLaunch elsewhere = Launch();
   elsewhere.spec.working_dir = "/data/it's here";
   EXPECT_THAT(RenderArrayTask("/runs/7/2", *RenderSbatch(elsewhere, {"/runs/7", "", ""})),
-              ::testing::StartsWith("cd '/data/it'\\''s here' || exit 1\n"));
+              ::testing::StartsWith("#!/bin/bash\ncd '/data/it'\\''s here' || exit 1\n"));
 }
 
 // The batch script under bash, with an srun that runs the worker here as task 0 and logs each
