@@ -58,6 +58,22 @@ std::string ArrayOutput(const std::string& dir, const std::string& name) {
   return fmt::format("{}/{}.out", dir, name);
 }
 
+std::string ArrayName(JobId job, int attempt) {
+  return fmt::format("drover-array-{}-{}", job.value(), attempt);
+}
+
+bool IsArrayName(std::string_view name) {
+  constexpr std::string_view kPrefix = "drover-array-";
+  if (!name.starts_with(kPrefix)) return false;
+  name.remove_prefix(kPrefix.size());
+  const std::size_t dash = name.find('-');
+  auto digits = [](std::string_view part) {
+    return !part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return dash != std::string_view::npos && digits(name.substr(0, dash)) &&
+         digits(name.substr(dash + 1));
+}
+
 std::string_view ArrayJobIdOf(std::string_view external_id) {
   const std::size_t underscore = external_id.find('_');
   return underscore == std::string_view::npos ? std::string_view()

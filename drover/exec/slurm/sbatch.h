@@ -73,6 +73,11 @@ std::string ArrayMarker(const std::string& attempt_dir);
 std::string TaskJobIdFile(const std::string& attempt_dir);
 std::string ArrayTasksDir(const std::string& dir, const std::string& name);
 std::string ArrayOutput(const std::string& dir, const std::string& name);
+// The name of the array whose first task is `job`'s attempt `attempt`: drover-array-JOB-ATTEMPT.
+std::string ArrayName(JobId job, int attempt);
+// Whether `name` has ArrayName's form (a marker's first word is trusted only then: it names
+// files under the arrays' directory).
+bool IsArrayName(std::string_view name);
 // The Slurm job id of the array whose task `external_id` ("<array job id>_<task>") names; ""
 // for a lone job's id.
 std::string_view ArrayJobIdOf(std::string_view external_id);

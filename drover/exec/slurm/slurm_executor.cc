@@ -335,7 +335,7 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
 
 std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches) const {
   const model::ExternalRef& first = launches.front().ref;
-  const std::string name = fmt::format("drover-array-{}-{}", first.job.value(), first.attempt);
+  const std::string name = ArrayName(first.job, first.attempt);
   const std::string dir = ArraysDir();
   std::vector<Handed> handed(launches.size());
   const std::string links = ArrayTasksDir(dir, name);
@@ -507,7 +507,7 @@ void SlurmExecutor::RemoveEndedArrays(std::map<std::string, std::string> ended) 
   for (const std::string& id : held_) ended.erase(std::string(ArrayJobIdOf(id)));
   const std::string dir = ArraysDir();
   for (const auto& [id, name] : ended) {
-    if (name.empty()) continue;  // no marker: nothing known to remove
+    if (!IsArrayName(name)) continue;  // no marker, or not one RunArray wrote
     std::error_code ec;
     std::filesystem::remove_all(ArrayTasksDir(dir, name), ec);
     if (ec) spdlog::warn("slurm: removing the links of array {}: {}", name, ec.message());

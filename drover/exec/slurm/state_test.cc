@@ -260,6 +260,17 @@ TEST(SbatchTest, LikeAttemptsGoAsTheTasksOfOneArray) {
               ::testing::StartsWith("#!/bin/bash\ncd '/data/it'\\''s here' || exit 1\n"));
 }
 
+// A marker's first word names files under the arrays' directory only when it is an array's name.
+TEST(SbatchTest, OnlyAnArraysOwnNameIsTakenFromAMarker) {
+  EXPECT_EQ(ArrayName(JobId(7), 2), "drover-array-7-2");
+  EXPECT_TRUE(IsArrayName(ArrayName(JobId(123456), 10)));
+  for (const char* name : {"", "drover-array-", "drover-array-7", "drover-array-7-",
+                           "drover-array--2", "drover-array-7-2/..", "drover-array-7-2-3",
+                           "drover-array-a-1", "../../etc/drover-array-7-2", "drover-7-2"}) {
+    EXPECT_FALSE(IsArrayName(name)) << name;
+  }
+}
+
 // The batch script under bash, with an srun that runs the worker here as task 0 and logs each
 // call to srun.log.
 class BatchScriptTest : public ::testing::Test {
