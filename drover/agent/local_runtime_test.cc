@@ -227,6 +227,28 @@ TEST_F(LocalRuntimeTest, MakesTheSpecsDirectoriesBeforeTheWorkerStarts) {
   auto exited = WaitFor(spec.key, Kind::kExited);
   ASSERT_TRUE(exited);
   EXPECT_EQ(exited->exit.exit_code, 0) << exited->exit.message;  // relative: to working_dir
+  // Each directory and the parents it lacked get mode 0755 (less the umask, as for mkdir).
+  const mode_t mask = umask(0);
+  umask(mask);
+  for (const std::string& made : {root_ + "/out", root_ + "/out/.drover-staging",
+                                  root_ + "/out/.drover-staging/job-23.attempt-1"}) {
+    struct stat info {};
+    ASSERT_EQ(stat(made.c_str(), &info), 0) << made;
+    EXPECT_EQ(info.st_mode & 07777, 0755u & ~mask) << made;
+  }
+}
+
+TEST_F(LocalRuntimeTest, AMakeDirsEntryThatIsAFileIsTheWorkersExit) {
+  std::ofstream(root_ + "/file") << "in the way";
+  model::LaunchSpec spec = Spec(25, {"true"});
+  spec.make_dirs = {root_ + "/file"};
+  ASSERT_TRUE(runtime_->Launch(spec));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_EQ(exited->exit.exit_code, 127);
+  EXPECT_EQ(exited->exit.message, "cannot create directory " + root_ + "/file: Not a directory");
+  EXPECT_THAT(ReadText(runtime_->StderrPath(spec.key)),
+              HasSubstr("drover: cannot create directory " + root_ + "/file: Not a directory"));
 }
 
 TEST_F(LocalRuntimeTest, ADirectoryThatCannotBeMadeIsTheWorkersExit) {

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "drover/agent/worker_files.h"
 #include "drover/testing/memory_file_system.h"
 #include "drover/testing/temp_dir.h"
 
@@ -25,7 +24,7 @@ std::string ReadText(const std::string& path) {
 }
 
 void WriteText(const std::string& path, const std::string& text) {
-  ASSERT_TRUE(MakeDirectories(model::DirectoryOf(path)));
+  std::filesystem::create_directories(model::DirectoryOf(path));
   std::ofstream(path) << text;
 }
 

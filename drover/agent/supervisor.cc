@@ -155,8 +155,8 @@ enum class ChildStep : int {
 struct ChildFailure {
   ChildStep step = ChildStep::kExec;
   int error = 0;  // errno of the failed call
-  std::size_t directory =
-      0;  // kMakeDirectory: the index of the directory in ChildPlan::directories
+  // kMakeDirectory: the index of the failed step in ChildPlan::directories.
+  std::size_t directory = 0;
 };
 
 // One directory the child creates (a prefix of a make_dirs entry, mkdir'ed with mode 0755, an

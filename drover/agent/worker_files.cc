@@ -176,8 +176,6 @@ Result<DurationMs> ReadTimeoutFile(const std::string& dir) {
   return timeout;
 }
 
-Status MakeDirectories(const std::string& path) { return RealFileSystem().CreateDirectories(path); }
-
 std::optional<TimeMs> ModificationTimeMs(const std::string& path) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return std::nullopt;

@@ -109,10 +109,6 @@ Result<PreemptNotice> ReadPreemptNotice(const std::string& dir);
 Status WriteTimeoutFile(const std::string& dir, DurationMs timeout_ms);
 Result<DurationMs> ReadTimeoutFile(const std::string& dir);
 
-// Creates directory `path` and any missing parents with mode 0755 (`mkdir -p`); an existing
-// directory is fine. kInternal naming the directory that could not be created and why.
-Status MakeDirectories(const std::string& path);
-
 // The modification time of `path` in ms since the epoch; nullopt if it cannot be stat'ed.
 std::optional<TimeMs> ModificationTimeMs(const std::string& path);
 

@@ -76,31 +76,6 @@ TEST_F(WorkerFilesTest, MissingFileIsNotFoundAndGarbageIsInvalid) {
   EXPECT_EQ(ReadExitFile(dir_).error().code, ErrorCode::kInvalidArgument);
 }
 
-TEST_F(WorkerFilesTest, MakeDirectoriesCreatesParentsWithMode0755) {
-  const std::string deep = dir_ + "/a/b/c";
-  const mode_t umask_before = umask(022);  // the mode is subject to the umask, as for mkdir
-  ASSERT_TRUE(MakeDirectories(deep));
-  umask(umask_before);
-  ASSERT_TRUE(MakeDirectories(deep));  // existing: fine
-  for (const std::string& path : {dir_ + "/a", dir_ + "/a/b", deep}) {
-    struct stat info {};
-    ASSERT_EQ(stat(path.c_str(), &info), 0) << path;
-    EXPECT_TRUE(S_ISDIR(info.st_mode));
-    EXPECT_EQ(info.st_mode & 07777, 0755u) << path;
-  }
-}
-
-TEST_F(WorkerFilesTest, MakeDirectoriesNamesWhatItCannotCreate) {
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/file", "x"));
-  auto under_file = MakeDirectories(dir_ + "/file/sub");
-  ASSERT_FALSE(under_file);
-  EXPECT_EQ(under_file.error().message,
-            "cannot create directory " + dir_ + "/file/sub: Not a directory");
-  auto is_file = MakeDirectories(dir_ + "/file");
-  ASSERT_FALSE(is_file);
-  EXPECT_EQ(is_file.error().message, "cannot create directory " + dir_ + "/file: Not a directory");
-}
-
 TEST(ProcessIdentity, TellsALiveProcessFromAReusedPid) {
   auto start = ProcessStartTime(getpid());
   ASSERT_TRUE(start);
