@@ -237,6 +237,26 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
   EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
   EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
   EXPECT_EQ(SlurmField(*helper_id, "TresPerNode"), "gres:gpu:h100:1");
+
+  // The helper's listing of Slurm's jobs (the executor's refresh) is scontrol's, line for line:
+  // the two jobs' lines once both have ended (a running job's RunTime would tick in between).
+  ASSERT_TRUE(WaitUntil(
+      [&] { return SlurmState(sbatch_id) == "COMPLETED" && SlurmState(*helper_id) == "COMPLETED"; },
+      std::chrono::seconds(60)));
+  Result<std::string> listing = helper.ListJobs();
+  ASSERT_TRUE(listing) << listing.error().message;
+  const std::string by_scontrol = Shell("scontrol show job -o");
+  auto line_of = [](const std::string& text, const std::string& id) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("JobId=" + id + " ")) return line;
+    }
+    return std::string("(no line for job " + id + ")");
+  };
+  for (const std::string& id : {sbatch_id, *helper_id}) {
+    EXPECT_THAT(line_of(*listing, id), HasSubstr(" JobState=COMPLETED "));
+    EXPECT_EQ(line_of(*listing, id), line_of(by_scontrol, id));
+  }
 }
 
 TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {

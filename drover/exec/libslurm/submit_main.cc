@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,7 +45,33 @@ bool Transient(int error) {
          error == EAGAIN;
 }
 
+// Slurm's jobs as `scontrol show job -o` prints them (its `show job` loads every record with no
+// flags and prints each with slurm_print_job_info, one line each).
+std::string ListJobs() {
+  job_info_msg_t* jobs = nullptr;
+  if (slurm_load_jobs(0, &jobs, 0) != SLURM_SUCCESS) {
+    return fmt::format("error slurm_load_jobs error: {}", slurm_strerror(slurm_get_errno()));
+  }
+  char* text = nullptr;
+  std::size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  if (out == nullptr) {
+    slurm_free_job_info_msg(jobs);
+    return fmt::format("error open_memstream: {}", std::strerror(errno));
+  }
+  for (std::uint32_t i = 0; i < jobs->record_count; ++i) {
+    slurm_print_job_info(out, &jobs->job_array[i], 1);
+  }
+  std::fclose(out);
+  std::string reply = "ok ";
+  reply.append(text, size);
+  std::free(text);
+  slurm_free_job_info_msg(jobs);
+  return reply;
+}
+
 std::string Serve(std::string_view payload, const std::vector<std::string>& environment) {
+  if (payload == slurm::kListJobsRequest) return ListJobs();
   Result<slurm::Sbatch> sbatch = slurm::DecodeSubmitRequest(payload);
   if (!sbatch) return "error " + sbatch.error().message;
   Result<JobDescription> job = JobDescription::FromSbatch(*sbatch, environment);

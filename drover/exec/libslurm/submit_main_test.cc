@@ -47,6 +47,18 @@ TEST_F(SubmitHelperTest, AnUnreadableSlurmConfIsAnsweredAtOnceNotFatal) {
   }
 }
 
+TEST_F(SubmitHelperTest, AListingWithoutASlurmConfIsAnErrorAndTheHelperStays) {
+  UseSlurmConf(dir_.Sub("missing/slurm.conf"));
+  SubmitHelper helper(HelperPath());
+  Result<std::string> listing = helper.ListJobs();
+  ASSERT_FALSE(listing);
+  EXPECT_THAT(listing.error().message, HasSubstr("cannot read the Slurm configuration"));
+  const pid_t pid = helper.HelperPid();
+  EXPECT_GT(pid, 0);
+  EXPECT_FALSE(helper.Submit(kJob));  // answered by the same helper
+  EXPECT_EQ(helper.HelperPid(), pid);
+}
+
 TEST_F(SubmitHelperTest, ARequestItCannotMapIsRefusedBeforeSlurmIsAsked) {
   // A configuration libslurm accepts, naming a controller that is not there: nothing reaches it.
   Write(dir_.Sub("slurm.conf"), "ClusterName=test\nSlurmctldHost=localhost\nSlurmctldPort=1\n");

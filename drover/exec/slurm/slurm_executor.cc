@@ -458,15 +458,22 @@ void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
   tracked_[tracked.ref.name] = tracked;
 }
 
-bool SlurmExecutor::Refresh() {
+Result<std::string> SlurmExecutor::ListJobs() const {
+  if (helper_ != nullptr) return helper_->ListJobs();
   CommandResult result = RunCommand({"scontrol", "show", "job", "-o"});
-  if (!result.ok()) {
-    spdlog::warn("slurm: scontrol show job: {}", Trim(result.err));
+  if (!result.ok()) return Internal("scontrol show job: " + Trim(result.err));
+  return std::move(result.out);
+}
+
+bool SlurmExecutor::Refresh() {
+  Result<std::string> listing = ListJobs();
+  if (!listing) {
+    spdlog::warn("slurm: {}", listing.error().message);
     return false;  // Slurm unreachable: try again at the next refresh
   }
   const std::size_t emitted = emitted_;
   std::map<std::string, SlurmJob> jobs;
-  std::istringstream lines(result.out);
+  std::istringstream lines(*listing);
   for (std::string line; std::getline(lines, line);) {
     std::optional<SlurmJob> job = ParseJobLine(line, &ParseLocalTime);
     if (!job) continue;

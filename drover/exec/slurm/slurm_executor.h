@@ -118,8 +118,10 @@ class SlurmExecutor final : public Executor {
   void ContinueNow(const model::ExternalLaunch& launch);
   void CancelNow(const model::ExternalRef& ref);
   void AdoptNow(const model::ExternalRef& ref);
-  // One `scontrol show job -o`: events for every tracked job that changed. True when it
-  // reported any.
+  // Slurm's jobs as `scontrol show job -o` prints them: through the submission helper when there
+  // is one (no process per listing), else that command.
+  Result<std::string> ListJobs() const;
+  // One listing: events for every tracked job that changed. True when it reported any.
   bool Refresh();
   // Reports what `job` says of `tracked`; true when its run ended (no longer tracked).
   bool Observe(Tracked& tracked, const SlurmJob& job);

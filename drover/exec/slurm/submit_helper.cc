@@ -85,7 +85,7 @@ std::string Frame(std::string_view payload) {
   return frame;
 }
 
-int ReadFrame(int fd, std::string& payload, int timeout_ms) {
+int ReadFrame(int fd, std::string& payload, int timeout_ms, std::size_t max_bytes) {
   unsigned char header[4];
   if (!ReadExactly(fd, reinterpret_cast<char*>(header), 1, timeout_ms)) {
     return errno == 0 ? 0 : -1;
@@ -96,7 +96,7 @@ int ReadFrame(int fd, std::string& payload, int timeout_ms) {
   }
   std::uint32_t size = 0;
   for (int i = 0; i < 4; ++i) size |= static_cast<std::uint32_t>(header[i]) << (8 * i);
-  if (size > kMaxSubmitFrameBytes) {
+  if (size > max_bytes) {
     errno = EMSGSIZE;
     return -1;
   }
@@ -173,6 +173,24 @@ Result<std::string> SubmitHelper::Submit(const Sbatch& sbatch) {
     return Internal(fmt::format("{} took the job but gave no answer ({}); Slurm may hold it",
                                 process_.program(), why));
   }
+}
+
+Result<std::string> SubmitHelper::ListJobs() {
+  const std::string request = Frame(kListJobsRequest);
+  MutexLock lock(mu_);
+  DROVER_RETURN_IF_ERROR(process_.Start());
+  std::string reply;
+  const int read = WriteAll(process_.socket(), request)
+                       ? ReadFrame(process_.socket(), reply, kReplyTimeoutMs, kMaxListingFrameBytes)
+                       : -1;
+  const int error = errno;
+  if (read == 1 && reply.starts_with(kOk)) return reply.substr(kOk.size());
+  if (read == 1 && reply.starts_with(kError)) return Internal(reply.substr(kError.size()));
+  process_.Stop();
+  return Internal(fmt::format("{} gave no listing of Slurm's jobs ({})", process_.program(),
+                              read == 0   ? std::string("it exited")
+                              : read == 1 ? "it answered '" + reply.substr(0, 200) + "'"
+                                          : std::string(std::strerror(error))));
 }
 
 }  // namespace drover::exec::slurm

@@ -17,8 +17,13 @@
 // helper builds the job description `sbatch` would build from those arguments (the subset
 // RenderSbatch and RenderArray write; exec/libslurm/job_description.h), submits it with the
 // helper's environment, as `sbatch` exports its own, and answers with a frame "ok JOBID" (an
-// array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: "). The
-// helper exits when its socket closes.
+// array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: "). The one
+// other request, kListJobsRequest, asks for Slurm's jobs as `scontrol show job -o` prints them
+// (slurm_load_jobs, then slurm_print_job_info of each record, one line each): "ok TEXT" or
+// "error MESSAGE". It saves the Slurm executor's refresh an `scontrol` process each time (41% of
+// the server's own CPU, its children included, while jobs were submitted one by one to Slurm:
+// docs/benchmarks.md, "Slurm's state through the helper"). The helper exits when its socket
+// closes.
 
 #include <sys/types.h>
 
@@ -38,6 +43,11 @@ namespace drover::exec::slurm {
 // (none may contain one: `sbatch` could not take it either).
 // At most this many bytes (Slurm's own default cap on a batch script is 4 MiB).
 inline constexpr std::size_t kMaxSubmitFrameBytes = 16u << 20;
+// A listing of Slurm's jobs, about 1.2 KB a record: room for the 10,000 records of slurmctld's
+// default MaxJobCount many times over.
+inline constexpr std::size_t kMaxListingFrameBytes = 1u << 30;
+// The payload of the listing request (a submission's starts with a digit).
+inline constexpr std::string_view kListJobsRequest = "jobs";
 std::string EncodeSubmitRequest(const Sbatch& sbatch);
 // kInvalidArgument naming what is wrong with `payload` (a frame's bytes, without the length).
 Result<Sbatch> DecodeSubmitRequest(std::string_view payload);
@@ -45,9 +55,10 @@ Result<Sbatch> DecodeSubmitRequest(std::string_view payload);
 std::string Frame(std::string_view payload);
 // Reads one frame from `fd` into `payload`, waiting at most `timeout_ms` for each part of it (-1:
 // no limit): 1 when read, 0 at the end of the stream before a frame, -1 otherwise with errno
-// (ETIMEDOUT, EMSGSIZE for a frame over kMaxSubmitFrameBytes, EPROTO for a stream that ends
-// inside a frame, or the read's own). Retries EINTR.
-int ReadFrame(int fd, std::string& payload, int timeout_ms = -1);
+// (ETIMEDOUT, EMSGSIZE for a frame over `max_bytes`, EPROTO for a stream that ends inside a
+// frame, or the read's own). Retries EINTR.
+int ReadFrame(int fd, std::string& payload, int timeout_ms = -1,
+              std::size_t max_bytes = kMaxSubmitFrameBytes);
 // Writes all of `bytes` to `fd` (MSG_NOSIGNAL); false with errno on failure.
 bool WriteAll(int fd, std::string_view bytes);
 
@@ -68,6 +79,11 @@ class SubmitHelper {
   // for after a restart. Thread-safe; requests are served one at a time (about 2 ms each
   // against a local slurmctld).
   Result<std::string> Submit(const Sbatch& sbatch) EXCLUDES(mu_);
+
+  // Slurm's jobs as `scontrol show job -o` prints them, or why not (the error that command would
+  // print, or the helper's failure; the helper is then stopped, and started again at the next
+  // request). Thread-safe; served between submissions.
+  Result<std::string> ListJobs() EXCLUDES(mu_);
 
   pid_t HelperPid() EXCLUDES(mu_);  // 0 while none runs (for tests)
 
