@@ -238,30 +238,23 @@ TEST_F(LocalRuntimeTest, MakesTheSpecsDirectoriesBeforeTheWorkerStarts) {
   }
 }
 
-TEST_F(LocalRuntimeTest, AMakeDirsEntryThatIsAFileIsTheWorkersExit) {
-  std::ofstream(root_ + "/file") << "in the way";
-  model::LaunchSpec spec = Spec(25, {"true"});
-  spec.make_dirs = {root_ + "/file"};
-  ASSERT_TRUE(runtime_->Launch(spec));
-  auto exited = WaitFor(spec.key, Kind::kExited);
-  ASSERT_TRUE(exited);
-  EXPECT_EQ(exited->exit.exit_code, 127);
-  EXPECT_EQ(exited->exit.message, "cannot create directory " + root_ + "/file: Not a directory");
-  EXPECT_THAT(ReadText(runtime_->StderrPath(spec.key)),
-              HasSubstr("drover: cannot create directory " + root_ + "/file: Not a directory"));
-}
-
+// A directory whose parent is a file, or an entry that is itself a file: the worker's exit, in its
+// stderr too, and it never starts.
 TEST_F(LocalRuntimeTest, ADirectoryThatCannotBeMadeIsTheWorkersExit) {
   std::ofstream(root_ + "/file") << "in the way";
-  model::LaunchSpec spec = Spec(24, {"true"});
-  spec.make_dirs = {root_ + "/file/staging"};
-  ASSERT_TRUE(runtime_->Launch(spec));
-  auto exited = WaitFor(spec.key, Kind::kExited);
-  ASSERT_TRUE(exited);
-  EXPECT_EQ(exited->exit.exit_code, 127);
-  EXPECT_EQ(exited->exit.message,
-            "cannot create directory " + root_ + "/file/staging: Not a directory");
-  EXPECT_EQ(CountEvents(spec.key, Kind::kStarted), 0);
+  int job = 24;
+  for (const std::string& path : {root_ + "/file/staging", root_ + "/file"}) {
+    model::LaunchSpec spec = Spec(job++, {"true"});
+    spec.make_dirs = {path};
+    ASSERT_TRUE(runtime_->Launch(spec));
+    auto exited = WaitFor(spec.key, Kind::kExited);
+    ASSERT_TRUE(exited);
+    EXPECT_EQ(exited->exit.exit_code, 127);
+    const std::string message = "cannot create directory " + path + ": Not a directory";
+    EXPECT_EQ(exited->exit.message, message);
+    EXPECT_THAT(ReadText(runtime_->StderrPath(spec.key)), HasSubstr("drover: " + message));
+    EXPECT_EQ(CountEvents(spec.key, Kind::kStarted), 0);
+  }
 }
 
 TEST_F(LocalRuntimeTest, RunsInTheWorkingDirectory) {
