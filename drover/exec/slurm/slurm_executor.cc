@@ -497,7 +497,10 @@ bool SlurmExecutor::Refresh() {
     }
     if (ended) {
       if (const std::string_view array = ArrayJobIdOf(tracked.ref.external_id); !array.empty()) {
-        ended_arrays.emplace(array, ReadWord(ArrayMarker(tracked.attempt_dir)));
+        // The marker is the submitted attempt's; a run after k requeues is attempt + k.
+        const std::string submitted =
+            AttemptDir(tracked.ref.job, tracked.ref.attempt - tracked.ref.restart);
+        ended_arrays.emplace(array, ReadWord(ArrayMarker(submitted)));
       }
     }
     it = ended ? tracked_.erase(it) : std::next(it);

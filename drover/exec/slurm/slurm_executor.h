@@ -137,8 +137,9 @@ class SlurmExecutor final : public Executor {
   // A job scontrol no longer lists: its end from `sacct -c`, or lost.
   void Vanished(Tracked& tracked);
   // Removes the task links (ArrayTasksDir) and, when empty, the output (ArrayOutput) of each
-  // array in `ended` (Slurm array job id -> the array's name, from the marker of a task whose
-  // run ended) that no tracked or held task belongs to any more: no task of it can run again.
+  // array in `ended` (Slurm array job id -> the array's name, from the marker of the submitted
+  // attempt of a task whose run ended) that no tracked or held task belongs to any more: no task
+  // of it can run again.
   // An array whose last task ended while the server was down keeps them.
   void RemoveEndedArrays(std::map<std::string, std::string> ended) const;
   void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,

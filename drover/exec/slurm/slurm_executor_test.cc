@@ -377,6 +377,33 @@ TEST_F(SlurmExecutorTest, AnArraysLinksGoWhenItsLastTaskEnded) {
   EXPECT_TRUE(std::filesystem::exists(executor.AttemptDir(JobId(kJobs), 1) + "/batch.sh"));
 }
 
+// A task's run that continues it after a Slurm requeue is a later attempt; the array's marker is
+// in the attempt that was submitted, and its links go when that run ends.
+TEST_F(SlurmExecutorTest, AnArraysLinksGoWhenItsLastTaskEndsAsAContinuation) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  const std::string name = ArrayName(JobId(9), 1);
+  const std::string links = ArrayTasksDir(Options(50).runs_dir + "/arrays", name);
+  const std::string submitted = executor.AttemptDir(JobId(9), 1);
+  std::filesystem::create_directories(links);
+  std::filesystem::create_directories(submitted);
+  std::filesystem::create_directory_symlink(submitted, links + "/0");
+  std::ofstream(submitted + "/array") << name << " 0\n";
+  // The run after one requeue: attempt 2 of job 9, Slurm's task 77_0 (as a restart adopts it).
+  model::ExternalRef continued = {JobId(9),     2,      model::ExecutorKind::kSlurm,
+                                  "drover-9-2", "77_0", 1};
+  std::ofstream(dir_ + "/show")
+      << "JobId=78 ArrayJobId=77 ArrayTaskId=0 JobName=" << name
+      << " JobState=COMPLETED Reason=None Restarts=1 ExitCode=0:0 "
+         "SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 "
+         "StartTime=2026-11-30T12:00:01 EndTime=2026-11-30T12:00:02 NodeList=n1\n";
+  executor.Adopt({continued});
+  ASSERT_TRUE(WaitFor(executor, [](const model::ExecutorEvent& event) {
+    return event.kind == Kind::kExited && event.ref.attempt == 2;
+  }));
+  EXPECT_FALSE(std::filesystem::exists(links));
+}
+
 // After a restart, an attempt whose array's sbatch returned before its id was recorded is found
 // by the array's name and its task index from the marker; an array task that scontrol no longer
 // lists ends as the jobcomp log recorded its own Slurm job id.
