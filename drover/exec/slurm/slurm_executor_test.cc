@@ -141,6 +141,24 @@ class SlurmExecutorTest : public ::testing::Test {
     return false;
   }
 
+  // Submits jobs 1..`jobs` while the fake sbatch waits at its gate, so that however the
+  // executor's thread took the first ones, the rest wait together (one array); then waits until
+  // each was submitted, none having ended. Each job's external id.
+  std::map<std::int64_t, std::string> SubmitAtTheGate(SlurmExecutor& executor, int jobs) {
+    std::ofstream(dir_ + "/gate").flush();
+    for (int job = 1; job <= jobs; ++job) EXPECT_TRUE(executor.Submit(Launch(job)).has_value());
+    std::filesystem::remove(dir_ + "/gate");
+    std::map<std::int64_t, std::string> ids;
+    EXPECT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+      EXPECT_NE(event.kind, model::ExecutorEvent::Kind::kExited) << event.exit.message;
+      if (event.kind == model::ExecutorEvent::Kind::kSubmitted) {
+        ids[event.ref.job.value()] = event.ref.external_id;
+      }
+      return ids.size() == static_cast<std::size_t>(jobs);
+    }));
+    return ids;
+  }
+
   // What the fake scontrol lists: job 1 as drover-5-1 in `state` after `restarts` requeues.
   void Show(const std::string& state, int restarts, const std::string& extra = "") {
     std::ofstream(dir_ + "/show.new")
@@ -240,17 +258,10 @@ TEST_F(SlurmExecutorTest, ALargeSubmissionRunsSeveralSbatchAtOnce) {
 // first ones, the rest wait together.
 TEST_F(SlurmExecutorTest, LikeJobsGoAsOneArrayWhoseTasksAreTrackedOneByOne) {
   using Kind = model::ExecutorEvent::Kind;
-  std::ofstream(dir_ + "/gate").flush();
   SlurmExecutor executor(Options(50), clock_);
   constexpr int kJobs = 200;
-  for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
-  std::filesystem::remove(dir_ + "/gate");
-  std::map<std::int64_t, std::string> ids;
-  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
-    EXPECT_NE(event.kind, Kind::kExited) << event.exit.message;
-    if (event.kind == Kind::kSubmitted) ids[event.ref.job.value()] = event.ref.external_id;
-    return ids.size() == kJobs;
-  }));
+  std::map<std::int64_t, std::string> ids = SubmitAtTheGate(executor, kJobs);
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
   const std::vector<std::string> log = Log();
   const auto sbatches = std::count_if(
       log.begin(), log.end(), [](const std::string& line) { return line.starts_with("sbatch"); });
@@ -313,16 +324,10 @@ TEST_F(SlurmExecutorTest, LikeJobsGoAsOneArrayWhoseTasksAreTrackedOneByOne) {
 // An array's task links and its empty output go once every task of it has ended, not before.
 TEST_F(SlurmExecutorTest, AnArraysLinksGoWhenItsLastTaskEnded) {
   using Kind = model::ExecutorEvent::Kind;
-  std::ofstream(dir_ + "/gate").flush();
   SlurmExecutor executor(Options(50), clock_);
   constexpr int kJobs = 4;
-  for (int job = 1; job <= kJobs; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
-  std::filesystem::remove(dir_ + "/gate");
-  std::map<std::int64_t, std::string> ids;
-  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
-    if (event.kind == Kind::kSubmitted) ids[event.ref.job.value()] = event.ref.external_id;
-    return ids.size() == kJobs;
-  }));
+  std::map<std::int64_t, std::string> ids = SubmitAtTheGate(executor, kJobs);
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
   // The array that took the last job (the first may have gone alone, before the gate closed).
   const std::string array(ArrayJobIdOf(ids[kJobs]));
   ASSERT_FALSE(array.empty()) << ids[kJobs];
