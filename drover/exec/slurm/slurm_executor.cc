@@ -496,8 +496,10 @@ bool SlurmExecutor::Refresh() {
       ended = true;
     }
     if (ended) {
-      if (const std::string_view array = ArrayJobIdOf(tracked.ref.external_id); !array.empty()) {
-        // The marker is the submitted attempt's; a run after k requeues is attempt + k.
+      const std::string array(ArrayJobIdOf(tracked.ref.external_id));
+      if (!array.empty() && !ended_arrays.contains(array)) {
+        // The marker is the submitted attempt's; a run after k requeues is attempt + k. One
+        // read per array and refresh, however many of its tasks ended in it.
         const std::string submitted =
             AttemptDir(tracked.ref.job, tracked.ref.attempt - tracked.ref.restart);
         ended_arrays.emplace(array, ReadWord(ArrayMarker(submitted)));
