@@ -13,6 +13,8 @@
 #       redirected, a sourced batch.sh with a contract as Drover writes it), the line written
 #       by a builtin: Drover's task script without Drover
 #   A6  A5 with the line written as Drover runs a command: `exec bash -c`
+#   A7  A1 whose script execs `bash -c` for the line, as Drover's batch script execs a lone
+#       job's command: A1 like for like with C1
 #   B1  drover submit, one process per job, local executor
 #   B2  drover submit of one file of N documents (---), local executor
 #   C1  drover submit, one process per job, to a queue with executor slurm (Drover drives Slurm)
@@ -121,6 +123,12 @@ slurm_child_script() {
   printf '#!/bin/bash\nbash -c '"'"'echo "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s'"'"'\n' "$1"
 }
 
+# The line written by `exec bash -c` from the job script: A7's script, the shape of Drover's batch
+# script for a lone worker without a timeout (exec/slurm/sbatch.cc), without its contract.
+slurm_exec_script() {
+  printf '#!/bin/bash\nexec bash -c '"'"'echo "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s'"'"'\n' "$1"
+}
+
 drover_spec() {  # drover_spec QUEUE STAMPS
   cat <<EOF
 kind: Job
@@ -158,21 +166,22 @@ write_meta() {  # write_meta DIR LABEL START END DONE [JOB_NAME]
     "$N" "$2" "$3" "$4" "$5" "${6:-}" >"$1/meta"
 }
 
-case_A1() {
-  local dir=$WORK/A1 t start end id
+# each_case NAME LABEL SCRIPT: an sbatch per job, each running SCRIPT's job script (A1, A7)
+each_case() {
+  local name=$1 label=$2 script=$3 dir=$WORK/$1 t start end id
   mkdir -p "$dir"
-  slurm_script "$dir/stamps" >"$dir/job.sh"
+  "$script" "$dir/stamps" >"$dir/job.sh"
   cluster_start
-  log "A1: $N x sbatch"
+  log "$name: $N x sbatch"
   start=$(now)
   for _ in $(seq 1 "$N"); do
     t=$EPOCHREALTIME
-    id=$(sbatch --parsable -J bench-a1 -o /dev/null --cpus-per-task=1 --mem=100M "$dir/job.sh")
+    id=$(sbatch --parsable -J "bench-${name,,}" -o /dev/null --cpus-per-task=1 --mem=100M "$dir/job.sh")
     echo "${id%%;*} $t" >>"$dir/submits"
   done
   end=$(now)
   wait_slurm
-  write_meta "$dir" "A1 sbatch, one process per job" "$start" "$end" "$(now)" bench-a1
+  write_meta "$dir" "$label" "$start" "$end" "$(now)" "bench-${name,,}"
   scontrol show job -o >"$dir/scontrol"
   $PY slurm "$dir" >/dev/null
 }
@@ -281,7 +290,8 @@ log "N=$N cases: $CASES; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 log "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || true); $DROVER; $(sbatch --version); $(nproc) cores"
 for c in $CASES; do
   case $c in
-    A1) case_A1 ;;
+    A1) each_case A1 "A1 sbatch, one process per job" slurm_script ;;
+    A7) each_case A7 "A7 A1 with the line by exec bash -c, as Drover runs it" slurm_exec_script ;;
     A2) array_case A2 "A2 sbatch --array, one submission" slurm_script ;;
     A4) array_case A4 "A4 sbatch --array with the options of Drover's arrays" slurm_script ;;
     A5) array_case A5 "A5 A4 running Drover's task scripts, the line by a builtin" slurm_script ;;

@@ -51,7 +51,7 @@ std::string ArrayShape(const Sbatch& sbatch) {
 }
 
 std::string ArrayTasksDir(const std::string& dir, const std::string& name) {
-  return fmt::format("{}/{}.tasks", dir, name);
+  return fmt::format("{}/{}.tasks", dir, name);  // ArrayOfTasksDir reads it back
 }
 
 std::string ArrayOutput(const std::string& dir, const std::string& name) {
@@ -74,10 +74,11 @@ bool IsArrayName(std::string_view name) {
          digits(name.substr(dash + 1));
 }
 
-std::string_view ArrayJobIdOf(std::string_view external_id) {
-  const std::size_t underscore = external_id.find('_');
-  return underscore == std::string_view::npos ? std::string_view()
-                                              : external_id.substr(0, underscore);
+std::string_view ArrayOfTasksDir(std::string_view file_name) {
+  constexpr std::string_view kSuffix = ".tasks";  // ArrayTasksDir's
+  if (!file_name.ends_with(kSuffix)) return {};
+  file_name.remove_suffix(kSuffix.size());
+  return IsArrayName(file_name) ? file_name : std::string_view();
 }
 
 std::string RenderArrayTask(const std::string& attempt_dir, const Sbatch& sbatch) {

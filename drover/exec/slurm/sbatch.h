@@ -78,9 +78,9 @@ std::string ArrayName(JobId job, int attempt);
 // Whether `name` has ArrayName's form (a marker's first word is trusted only then: it names
 // files under the arrays' directory).
 bool IsArrayName(std::string_view name);
-// The Slurm job id of the array whose task `external_id` ("<array job id>_<task>") names; ""
-// for a lone job's id.
-std::string_view ArrayJobIdOf(std::string_view external_id);
+// The array whose task links a directory entry named `file_name` holds (ArrayTasksDir's last
+// component for a name in ArrayName's form); "" for any other entry.
+std::string_view ArrayOfTasksDir(std::string_view file_name);
 
 // What makes two attempts' jobs alike: RenderSbatch's arguments but --job-name, --output and
 // --chdir, which a task of an array takes from its attempt.

@@ -473,13 +473,17 @@ bool SlurmExecutor::Refresh() {
   }
   const std::size_t emitted = emitted_;
   std::map<std::string, SlurmJob> jobs;
+  std::map<std::string, bool> arrays;  // RemoveEndedArrays's `listed`
   std::istringstream lines(*listing);
   for (std::string line; std::getline(lines, line);) {
     std::optional<SlurmJob> job = ParseJobLine(line, &ParseLocalTime);
     if (!job) continue;
+    if (IsArrayName(job->name)) {
+      bool& may_run = arrays[job->name];
+      may_run = may_run || !IsFinalState(job->state);
+    }
     for (std::string& id : RecordIds(*job)) jobs.emplace(std::move(id), *job);
   }
-  std::map<std::string, std::string> ended_arrays;
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     Tracked& tracked = it->second;
     auto job = jobs.find(tracked.ref.external_id);
@@ -495,37 +499,38 @@ bool SlurmExecutor::Refresh() {
       Vanished(tracked);
       ended = true;
     }
-    if (ended) {
-      const std::string array(ArrayJobIdOf(tracked.ref.external_id));
-      if (!array.empty() && !ended_arrays.contains(array)) {
-        // The marker is the submitted attempt's; a run after k requeues is attempt + k. One
-        // read per array and refresh, however many of its tasks ended in it.
-        const std::string submitted =
-            AttemptDir(tracked.ref.job, tracked.ref.attempt - tracked.ref.restart);
-        ended_arrays.emplace(array, ReadWord(ArrayMarker(submitted)));
-      }
-    }
     it = ended ? tracked_.erase(it) : std::next(it);
   }
-  RemoveEndedArrays(std::move(ended_arrays));
+  RemoveEndedArrays(arrays);
   return emitted_ != emitted;
 }
 
-void SlurmExecutor::RemoveEndedArrays(std::map<std::string, std::string> ended) const {
-  if (ended.empty()) return;
-  for (const auto& [name, tracked] : tracked_) {
-    ended.erase(std::string(ArrayJobIdOf(tracked.ref.external_id)));
-  }
-  for (const std::string& id : held_) ended.erase(std::string(ArrayJobIdOf(id)));
+void SlurmExecutor::RemoveEndedArrays(const std::map<std::string, bool>& listed) {
+  // Runs on the executor's thread after this turn's submissions returned (Loop): every array
+  // whose links exist was either submitted, and so is in the listing taken since, or failed.
   const std::string dir = ArraysDir();
-  for (const auto& [id, name] : ended) {
-    if (!IsArrayName(name)) continue;  // no marker, or not one RunArray wrote
-    std::error_code ec;
-    std::filesystem::remove_all(ArrayTasksDir(dir, name), ec);
-    if (ec) spdlog::warn("slurm: removing the links of array {}: {}", name, ec.message());
+  std::set<std::string> unlisted;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::directory_entry& entry = *it;
+    const std::string name(ArrayOfTasksDir(entry.path().filename().native()));
+    if (name.empty()) continue;
+    auto array = listed.find(name);
+    if (array != listed.end() && array->second) continue;  // a task of it may still run
+    if (array == listed.end() && !unlisted_arrays_.contains(name)) {
+      unlisted.insert(name);  // the next listing decides
+      continue;
+    }
+    std::error_code remove_ec;
+    std::filesystem::remove_all(entry.path(), remove_ec);
+    if (remove_ec)
+      spdlog::warn("slurm: removing the links of array {}: {}", name, remove_ec.message());
     const std::string output = ArrayOutput(dir, name);
-    if (std::filesystem::file_size(output, ec) == 0 && !ec) std::filesystem::remove(output, ec);
+    if (std::filesystem::file_size(output, remove_ec) == 0 && !remove_ec) {
+      std::filesystem::remove(output, remove_ec);
+    }
   }
+  unlisted_arrays_ = std::move(unlisted);
 }
 
 bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {

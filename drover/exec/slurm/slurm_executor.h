@@ -137,11 +137,15 @@ class SlurmExecutor final : public Executor {
   // A job scontrol no longer lists: its end from `sacct -c`, or lost.
   void Vanished(Tracked& tracked);
   // Removes the task links (ArrayTasksDir) and, when empty, the output (ArrayOutput) of each
-  // array in `ended` (Slurm array job id -> the array's name, from the marker of the submitted
-  // attempt of a task whose run ended) that no tracked or held task belongs to any more: no task
-  // of it can run again.
-  // An array whose last task ended while the server was down keeps them.
-  void RemoveEndedArrays(std::map<std::string, std::string> ended) const;
+  // array under ArraysDir() none of whose tasks can run again by Slurm's listing. `listed` is
+  // the listing's arrays by name, each true when some task of it is in a state IsFinalState does
+  // not name (pending, held for Drover, running, requeued). A task's script follows its link
+  // only as it starts, so once none can start the links serve nothing, whoever saw the array
+  // end: this server, one before a restart (its last task ended while no server watched), or
+  // nobody (a task cancelled while held). An array the listing holds only ended tasks of goes
+  // at once; one it does not hold at all goes at the second listing in a row without it, as a
+  // tracked job counts as gone only then (a listing Slurm answered wrongly empty loses nothing).
+  void RemoveEndedArrays(const std::map<std::string, bool>& listed);
   void Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind, TimeMs at,
             model::ExecutorEvent event = {}) EXCLUDES(mu_);
 
@@ -161,6 +165,8 @@ class SlurmExecutor final : public Executor {
   // held for Drover (between a requeued run's kExited and its continuation or cancel).
   std::map<std::string, Tracked> tracked_;
   std::set<std::string> held_;
+  // Arrays whose links the last refresh kept although its listing did not hold them.
+  std::set<std::string> unlisted_arrays_;
   std::size_t emitted_ = 0;  // events reported so far (Emit runs on the thread only)
   std::thread thread_;
 };

@@ -18,6 +18,7 @@
 
 #include "drover/exec/slurm/sbatch.h"
 #include "drover/testing/temp_dir.h"
+#include "drover/testing/wait_until.h"
 
 namespace drover::exec::slurm {
 namespace {
@@ -25,6 +26,13 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The Slurm job id of the array whose task `external_id` ("<array job id>_<task>") names; ""
+// for a lone job's id.
+std::string ArrayJobIdOf(const std::string& external_id) {
+  const std::size_t underscore = external_id.find('_');
+  return underscore == std::string::npos ? "" : external_id.substr(0, underscore);
+}
 
 // Stand-ins for sbatch, scontrol, scancel, sacct and squeue, first on PATH: each call is a line
 // of $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds
@@ -376,8 +384,9 @@ TEST_F(SlurmExecutorTest, AnArraysLinksGoWhenItsLastTaskEnded) {
   ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
     return event.kind == Kind::kExited && event.ref.job.value() == kJobs;
   }));
-  EXPECT_FALSE(std::filesystem::exists(links));
-  EXPECT_FALSE(std::filesystem::exists(output));
+  // Removed in the refresh that reported the exit, just after it.
+  EXPECT_TRUE(testing::WaitUntil([&] { return !std::filesystem::exists(links); }));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !std::filesystem::exists(output); }));
   // The attempts' own directories stay (their scripts, output and job id files).
   EXPECT_TRUE(std::filesystem::exists(executor.AttemptDir(JobId(kJobs), 1) + "/batch.sh"));
 }
@@ -406,7 +415,67 @@ TEST_F(SlurmExecutorTest, AnArraysLinksGoWhenItsLastTaskEndsAsAContinuation) {
   ASSERT_TRUE(WaitFor(executor, [](const model::ExecutorEvent& event) {
     return event.kind == Kind::kExited && event.ref.attempt == 2;
   }));
-  EXPECT_FALSE(std::filesystem::exists(links));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !std::filesystem::exists(links); }));
+}
+
+// Links an earlier server left: an array whose tasks all ended while no server watched goes at
+// the first refresh whose listing shows them ended; one that Slurm no longer lists goes at the
+// second listing without it, never at the first (a listing answered wrongly empty removes
+// nothing); one with a task still pending stays, as does an entry not named as an array.
+TEST_F(SlurmExecutorTest, LinksLeftByAnEarlierServerGoOnceNoTaskOfTheirArrayCanRun) {
+  const std::string arrays = Options(50).runs_dir + "/arrays";
+  auto links_of = [&](std::int64_t first_job) {
+    const std::string name = ArrayName(JobId(first_job), 1);
+    std::filesystem::create_directories(ArrayTasksDir(arrays, name) + "/0");
+    std::ofstream(ArrayOutput(arrays, name)).flush();  // empty, as Slurm leaves it
+    return ArrayTasksDir(arrays, name);
+  };
+  const std::string ended = links_of(3), unlisted = links_of(4), pending = links_of(5);
+  const std::string other = arrays + "/notes.tasks";
+  std::filesystem::create_directories(other);
+  const std::string times =
+      " Reason=None Restarts=0 ExitCode=0:0 SubmitTime=2026-11-30T12:00:00 "
+      "EligibleTime=2026-11-30T12:00:00 StartTime=2026-11-30T12:00:01 EndTime=Unknown "
+      "NodeList=n1\n";
+  // Job 1 runs (it keeps the executor refreshing); array 3's only task ended; of array 5, task 0
+  // ended and tasks 1-3 wait together in one record.
+  std::ofstream(dir_ + "/show") << "JobId=1 JobName=drover-1-1 JobState=RUNNING" << times
+                                << "JobId=31 ArrayJobId=30 ArrayTaskId=0 JobName="
+                                << ArrayName(JobId(3), 1) << " JobState=COMPLETED" << times
+                                << "JobId=50 ArrayJobId=50 ArrayTaskId=1-3 JobName="
+                                << ArrayName(JobId(5), 1) << " JobState=PENDING" << times
+                                << "JobId=51 ArrayJobId=50 ArrayTaskId=0 JobName="
+                                << ArrayName(JobId(5), 1) << " JobState=COMPLETED" << times;
+  // The second listing and those after it wait while the gate stands: when one has begun, the
+  // first refresh (and its removals) is over, and the second's have not happened.
+  Write("scontrol", R"sh(#!/bin/bash
+if [ "$1" != show ]; then echo "scontrol $*" >> "$FAKE_SLURM_DIR/log"; exit 0; fi
+echo scontrol >> "$FAKE_SLURM_DIR/log"
+if [ "$(grep -c '^scontrol$' "$FAKE_SLURM_DIR/log")" -ge 2 ]; then
+  while [ -e "$FAKE_SLURM_DIR/listing-gate" ]; do sleep 0.01; done
+fi
+cat "$FAKE_SLURM_DIR/show"
+)sh");
+  std::ofstream(dir_ + "/listing-gate").flush();
+  SlurmExecutor executor(Options(50), clock_);
+  executor.Adopt({{JobId(1), 1, model::ExecutorKind::kSlurm, "drover-1-1", "1", 0}});
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        const std::vector<std::string> log = Log();
+        return std::count(log.begin(), log.end(), "scontrol") >= 2;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_FALSE(std::filesystem::exists(ended));
+  EXPECT_FALSE(std::filesystem::exists(ArrayOutput(arrays, ArrayName(JobId(3), 1))));
+  EXPECT_TRUE(std::filesystem::exists(unlisted)) << "removed at the first listing without it";
+  EXPECT_TRUE(std::filesystem::exists(pending));
+
+  std::filesystem::remove(dir_ + "/listing-gate");
+  EXPECT_TRUE(testing::WaitUntil([&] { return !std::filesystem::exists(unlisted); }));
+  EXPECT_FALSE(std::filesystem::exists(ArrayOutput(arrays, ArrayName(JobId(4), 1))));
+  EXPECT_TRUE(std::filesystem::exists(pending)) << "a task of it may still start";
+  EXPECT_TRUE(std::filesystem::exists(ArrayOutput(arrays, ArrayName(JobId(5), 1))));
+  EXPECT_TRUE(std::filesystem::exists(other));
 }
 
 // After a restart, an attempt whose array's sbatch returned before its id was recorded is found
