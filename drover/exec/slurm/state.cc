@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <map>
+#include <optional>
 
 namespace drover::exec::slurm {
 namespace {
@@ -16,50 +19,73 @@ int ToInt(std::string_view text) {
 
 }  // namespace
 
-std::map<std::string, std::string> ParseKeyValues(std::string_view line) {
-  std::map<std::string, std::string> out;
-  std::size_t pos = 0;
-  while (pos < line.size()) {
+TimeMs ParseLocalTime(std::string_view text) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return 0;
+  return ParseIsoTime(std::string(text)).value_or(0);
+}
+
+TimeMs LocalTimeMemo::operator()(std::string_view text) {
+  auto [it, inserted] = seen_.try_emplace(text, 0);
+  if (inserted) it->second = ParseLocalTime(text);
+  return it->second;
+}
+
+std::optional<SlurmJob> ParseJobLine(std::string_view line, const TimeParser& parse_time) {
+  // The keys read, each with the value of its first occurrence.
+  enum Key {
+    kJobId,
+    kJobName,
+    kArrayJobId,
+    kArrayTaskId,
+    kJobState,
+    kReason,
+    kSubmitTime,
+    kEligibleTime,
+    kStartTime,
+    kEndTime,
+    kNodeList,
+    kExitCode,
+    kRestarts,
+    kKeyCount
+  };
+  static constexpr std::array<std::string_view, kKeyCount> kNames = {
+      "JobId",        "JobName",   "ArrayJobId", "ArrayTaskId", "JobState", "Reason",  "SubmitTime",
+      "EligibleTime", "StartTime", "EndTime",    "NodeList",    "ExitCode", "Restarts"};
+  std::array<std::optional<std::string_view>, kKeyCount> values;
+  for (std::size_t pos = 0; pos < line.size();) {
     while (pos < line.size() && line[pos] == ' ') ++pos;
     std::size_t end = line.find(' ', pos);
     if (end == std::string_view::npos) end = line.size();
-    std::string_view item = line.substr(pos, end - pos);
-    if (std::size_t eq = item.find('='); eq != std::string_view::npos) {
-      out.emplace(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
-    }
+    const std::string_view item = line.substr(pos, end - pos);
     pos = end;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    const auto name = std::find(kNames.begin(), kNames.end(), item.substr(0, eq));
+    if (name == kNames.end()) continue;
+    std::optional<std::string_view>& value = values[name - kNames.begin()];
+    if (!value) value = item.substr(eq + 1);
   }
-  return out;
-}
-
-TimeMs ParseLocalTime(std::string_view text) { return ParseIsoTime(std::string(text)).value_or(0); }
-
-std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_time) {
-  std::map<std::string, std::string> kv = ParseKeyValues(line);
-  auto get = [&](const char* key) -> std::string {
-    auto it = kv.find(key);
-    return it == kv.end() ? "" : it->second;
-  };
+  auto get = [&](Key key) { return values[key].value_or(""); };
   SlurmJob job;
-  job.id = get("JobId");
+  job.id = get(kJobId);
   if (job.id.empty()) return std::nullopt;
-  job.name = get("JobName");
-  job.array_job_id = get("ArrayJobId");
-  job.array_task_ids = get("ArrayTaskId");
-  job.state = get("JobState");
-  job.reason = get("Reason");
-  job.submit_time = parse_time(get("SubmitTime"));
-  job.eligible_time = parse_time(get("EligibleTime"));
-  job.start_time = parse_time(get("StartTime"));
-  job.end_time = parse_time(get("EndTime"));
-  std::string nodes = get("NodeList");
+  job.name = get(kJobName);
+  job.array_job_id = get(kArrayJobId);
+  job.array_task_ids = get(kArrayTaskId);
+  job.state = get(kJobState);
+  job.reason = get(kReason);
+  job.submit_time = parse_time(get(kSubmitTime));
+  job.eligible_time = parse_time(get(kEligibleTime));
+  job.start_time = parse_time(get(kStartTime));
+  job.end_time = parse_time(get(kEndTime));
+  const std::string_view nodes = get(kNodeList);
   if (nodes != "(null)") job.nodes = ExpandHostList(nodes);
-  const std::string exit = get("ExitCode");  // "3:0": code:signal
-  if (std::size_t colon = exit.find(':'); colon != std::string::npos) {
-    job.exit_code = ToInt(std::string_view(exit).substr(0, colon));
-    job.exit_signal = ToInt(std::string_view(exit).substr(colon + 1));
+  const std::string_view exit = get(kExitCode);  // "3:0": code:signal
+  if (std::size_t colon = exit.find(':'); colon != std::string_view::npos) {
+    job.exit_code = ToInt(exit.substr(0, colon));
+    job.exit_signal = ToInt(exit.substr(colon + 1));
   }
-  job.restarts = ToInt(get("Restarts"));
+  job.restarts = ToInt(get(kRestarts));
   return job;
 }
 
@@ -159,7 +185,7 @@ model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker) {
 }
 
 std::vector<SlurmJob> ParseRunEnds(std::string_view sacct_output, std::string_view id,
-                                   std::string_view name, TimeParser parse_time) {
+                                   std::string_view name, const TimeParser& parse_time) {
   std::vector<SlurmJob> runs;
   std::size_t pos = 0;
   while (pos < sacct_output.size()) {

@@ -4,10 +4,11 @@
 // jobcomp/filetxt log that `sacct -c` reads) into a SlurmJob, Slurm's states and pending
 // reasons into Drover's terms, and node lists ("n[1-3,7],gpu-a") into host names.
 
-#include <map>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "drover/common/clock.h"
@@ -35,22 +36,35 @@ struct SlurmJob {
   int restarts = 0;
 };
 
-// `Key=Value Key=Value ...` (values without spaces, as `scontrol -o` prints them) into a map.
-std::map<std::string, std::string> ParseKeyValues(std::string_view line);
-
-// A job from one `scontrol show job -o` line or jobcomp/filetxt line; nullopt when it has no
-// JobId. Times are Slurm's local times, read with `parse_time` (the caller's time zone rule);
-// "Unknown", "None" and "N/A" read as 0.
-using TimeParser = TimeMs (*)(std::string_view);
-std::optional<SlurmJob> ParseJobLine(std::string_view line, TimeParser parse_time);
+// A job from one `scontrol show job -o` line or jobcomp/filetxt line, `Key=Value Key=Value ...`
+// (values without spaces; of a key given twice, the first); nullopt when it has no JobId. Times
+// are Slurm's local times, read with `parse_time` (the caller's time zone rule); "Unknown",
+// "None" and "N/A" read as 0. Reads the line in place: the executor parses every record Slurm
+// lists at each refresh (a thousand lines of a kilobyte each, on the thread that hands jobs
+// over).
+using TimeParser = std::function<TimeMs(std::string_view)>;
+std::optional<SlurmJob> ParseJobLine(std::string_view line, const TimeParser& parse_time);
 
 // The Slurm ids the record `job` stands for: its JobId, or for a job array's record one
 // "ARRAYJOBID_TASKID" per task it holds (the pending tasks "3-199" -> 1_3 ... 1_199). Each such id
 // is what scancel, scontrol hold and release take for that one task. At most 100,000.
 std::vector<std::string> RecordIds(const SlurmJob& job);
 
-// "2026-11-30T12:46:09" as a local time of the process's time zone; 0 if malformed.
+// "2026-11-30T12:46:09" as a local time of the process's time zone; 0 if malformed (a text that
+// does not start with a digit, such as "Unknown", without building an error).
 TimeMs ParseLocalTime(std::string_view text);
+
+// ParseLocalTime that remembers each text it read, for one listing: its records share whole-second
+// times (a thousand jobs' four times each are a few hundred texts), and each mktime costs
+// microseconds (glibc checks the zone file at every call). The texts must outlive it: views into
+// the listing being parsed.
+class LocalTimeMemo {
+ public:
+  TimeMs operator()(std::string_view text);
+
+ private:
+  std::unordered_map<std::string_view, TimeMs> seen_;
+};
 
 // "n[1-3,7],gpu-a" -> n1 n2 n3 n7 gpu-a (zero padding kept: "n[01-02]" -> n01 n02).
 std::vector<std::string> ExpandHostList(std::string_view list);
@@ -72,7 +86,7 @@ model::ExitStatus ExitOf(const SlurmJob& job, bool timeout_marker);
 // restarted or reset cluster numbers its jobs again).
 inline constexpr const char* kRunEndFields = "JobID,JobName,State,ExitCode,Start,End,NodeList";
 std::vector<SlurmJob> ParseRunEnds(std::string_view sacct_output, std::string_view id,
-                                   std::string_view name, TimeParser parse_time);
+                                   std::string_view name, const TimeParser& parse_time);
 
 // How a run that Slurm requeued ended, in Drover's terms: node_lost after NODE_FAIL, else
 // preempted (a preemption, or an administrator's `scontrol requeue`). `run` is its end in the

@@ -70,6 +70,27 @@ TEST(JobLineTest, AnArraysRecordStandsForEachOfItsTasks) {
   EXPECT_THAT(RecordIds(*plain), ElementsAre("12"));
 }
 
+// The listing's lines carry about fifty keys: of those read, a key given twice keeps its first
+// value; tokens without '=' and the other keys are passed over.
+TEST(JobLineTest, AKeyGivenTwiceKeepsItsFirstValue) {
+  auto job = ParseJobLine(
+      "JobId=7 Command=/bin/x with spaces JobState=RUNNING JobState=COMPLETED ReqNodeList=n9 "
+      "NodeList=n1",
+      &FakeTime);
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->state, "RUNNING");
+  EXPECT_THAT(job->nodes, ElementsAre("n1"));
+}
+
+TEST(JobLineTest, AMemoReadsEachTimeAsParseLocalTimeDoes) {
+  LocalTimeMemo memo;
+  for (std::string_view text : {"2026-11-30T12:46:09", "Unknown", "2026-11-30T12:46:09",
+                                "2026-07-01T03:00:00", "N/A", "", "2026-13-01T00:00:00"}) {
+    EXPECT_EQ(memo(text), ParseLocalTime(text)) << text;
+  }
+  EXPECT_NE(memo("2026-11-30T12:46:09"), 0);
+}
+
 TEST(JobLineTest, LocalTimesReadInTheProcessZone) {
   EXPECT_EQ(ParseLocalTime("garbage"), 0);
   // One second apart whatever the zone.
