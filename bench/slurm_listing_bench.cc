@@ -1,8 +1,8 @@
 // Reading Slurm's job listing, as the Slurm executor does at every refresh (docs/benchmarks.md,
-// "The listing read in place"): N records of `scontrol show job -o` (about 1 KB each, the shape
-// of a real record of the bench's Slurm cluster) parsed with ParseJobLine, each record found by
-// its ids, with each time read by ParseLocalTime (one mktime each) or through a LocalTimeMemo (one
-// mktime per distinct text, as SlurmExecutor::Refresh does). Run:
+// "The listing read in place"): ParseListing of N records of `scontrol show job -o` (about 1 KB
+// each, the shape of a real record of the bench's Slurm cluster), each time read by
+// ParseLocalTime (one mktime each) or through a LocalTimeMemo (one mktime per distinct text, as
+// SlurmExecutor::Refresh does). Run:
 //   build/bench/slurm_listing_bench
 
 #include <benchmark/benchmark.h>
@@ -11,8 +11,6 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include "drover/exec/slurm/state.h"
 
@@ -46,29 +44,19 @@ std::string Listing(int jobs) {
   return out;
 }
 
-void ParseListing(benchmark::State& state, bool memo) {
+void ReadListing(benchmark::State& state, bool memo) {
   const std::string listing = Listing(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    std::vector<SlurmJob> records;
-    std::unordered_map<std::string, std::size_t> record_of;
     LocalTimeMemo local_times;
     const TimeParser parse_time = memo ? TimeParser(std::ref(local_times)) : &ParseLocalTime;
-    for (std::string_view rest = listing; !rest.empty();) {
-      const std::size_t newline = rest.find('\n');
-      const std::string_view line = rest.substr(0, newline);
-      rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
-      std::optional<SlurmJob> job = ParseJobLine(line, parse_time);
-      if (!job) continue;
-      for (std::string& id : RecordIds(*job)) record_of.emplace(std::move(id), records.size());
-      records.push_back(std::move(*job));
-    }
-    benchmark::DoNotOptimize(records.data());
+    JobListing jobs = ParseListing(listing, parse_time);
+    benchmark::DoNotOptimize(jobs.records.data());
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
-void BM_SlurmListingEachTimeParsed(benchmark::State& state) { ParseListing(state, false); }
-void BM_SlurmListingTimesMemoized(benchmark::State& state) { ParseListing(state, true); }
+void BM_SlurmListingEachTimeParsed(benchmark::State& state) { ReadListing(state, false); }
+void BM_SlurmListingTimesMemoized(benchmark::State& state) { ReadListing(state, true); }
 BENCHMARK(BM_SlurmListingEachTimeParsed)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SlurmListingTimesMemoized)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 

@@ -10,8 +10,6 @@
 #include <functional>
 #include <optional>
 #include <thread>
-#include <unordered_map>
-#include <vector>
 
 #include "drover/exec/slurm/command.h"
 #include "drover/exec/slurm/sbatch.h"
@@ -474,38 +472,25 @@ bool SlurmExecutor::Refresh() {
     return false;  // Slurm unreachable: try again at the next refresh
   }
   const std::size_t emitted = emitted_;
-  // Each record once, found by every id it stands for (a pending array's record by each of its
-  // waiting tasks': a thousand ids, one record).
-  std::vector<SlurmJob> records;
-  std::unordered_map<std::string, std::size_t> record_of;
+  LocalTimeMemo local_times;  // views into *listing, which outlives it
+  const JobListing jobs = ParseListing(*listing, std::ref(local_times));
   std::map<std::string, bool> arrays;  // RemoveEndedArrays's `listed`
-  LocalTimeMemo local_times;           // views into *listing, which outlives it
-  const TimeParser parse_time = std::ref(local_times);
-  for (std::string_view rest = *listing; !rest.empty();) {
-    const std::size_t newline = rest.find('\n');
-    const std::string_view line = rest.substr(0, newline);
-    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
-    std::optional<SlurmJob> job = ParseJobLine(line, parse_time);
-    if (!job) continue;
-    if (IsArrayName(job->name)) {
-      bool& may_run = arrays[job->name];
-      may_run = may_run || !IsFinalState(job->state);
-    }
-    for (std::string& id : RecordIds(*job)) record_of.emplace(std::move(id), records.size());
-    records.push_back(std::move(*job));
+  for (const SlurmJob& job : jobs.records) {
+    if (!IsArrayName(job.name)) continue;
+    bool& may_run = arrays[job.name];
+    may_run = may_run || !IsFinalState(job.state);
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     Tracked& tracked = it->second;
-    auto found = record_of.find(tracked.ref.external_id);
+    const SlurmJob* job = jobs.Find(tracked.ref.external_id);
     bool ended = false;
-    if (found != record_of.end()) {
-      const SlurmJob& job = records[found->second];
+    if (job != nullptr) {
       tracked.missing = 0;
       // A record of one array task only is its own job (the pending tasks share the array's).
-      if (job.array_task_ids.find_first_of("-,") == std::string::npos) {
-        tracked.slurm_job_id = job.id;
+      if (job->array_task_ids.find_first_of("-,") == std::string::npos) {
+        tracked.slurm_job_id = job->id;
       }
-      ended = Observe(tracked, job);
+      ended = Observe(tracked, *job);
     } else if (++tracked.missing >= 2) {
       Vanished(tracked);
       ended = true;

@@ -89,6 +89,22 @@ std::optional<SlurmJob> ParseJobLine(std::string_view line, const TimeParser& pa
   return job;
 }
 
+JobListing ParseListing(std::string_view text, const TimeParser& parse_time) {
+  JobListing listing;
+  while (!text.empty()) {
+    const std::size_t newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    std::optional<SlurmJob> job = ParseJobLine(line, parse_time);
+    if (!job) continue;
+    for (std::string& id : RecordIds(*job)) {
+      listing.record_of.emplace(std::move(id), listing.records.size());
+    }
+    listing.records.push_back(std::move(*job));
+  }
+  return listing;
+}
+
 std::vector<std::string> RecordIds(const SlurmJob& job) {
   if (job.array_job_id.empty() || job.array_task_ids.empty()) return {job.id};
   std::vector<std::string> ids;

@@ -45,6 +45,19 @@ struct SlurmJob {
 using TimeParser = std::function<TimeMs(std::string_view)>;
 std::optional<SlurmJob> ParseJobLine(std::string_view line, const TimeParser& parse_time);
 
+// A listing of `scontrol show job -o` lines (or the submission helper's), each record once and
+// found by every id it stands for (RecordIds: a pending array's record by each waiting task's).
+// Lines without a JobId are skipped.
+struct JobListing {
+  std::vector<SlurmJob> records;
+  std::unordered_map<std::string, std::size_t> record_of;  // Slurm id -> index in records
+  const SlurmJob* Find(const std::string& id) const {
+    auto it = record_of.find(id);
+    return it == record_of.end() ? nullptr : &records[it->second];
+  }
+};
+JobListing ParseListing(std::string_view text, const TimeParser& parse_time);
+
 // The Slurm ids the record `job` stands for: its JobId, or for a job array's record one
 // "ARRAYJOBID_TASKID" per task it holds (the pending tasks "3-199" -> 1_3 ... 1_199). Each such id
 // is what scancel, scontrol hold and release take for that one task. At most 100,000.

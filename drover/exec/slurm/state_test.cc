@@ -70,6 +70,22 @@ TEST(JobLineTest, AnArraysRecordStandsForEachOfItsTasks) {
   EXPECT_THAT(RecordIds(*plain), ElementsAre("12"));
 }
 
+TEST(JobLineTest, AListingFindsEachRecordByEveryIdItStandsFor) {
+  const JobListing listing = ParseListing(
+      "JobId=40 ArrayJobId=40 ArrayTaskId=3-4 JobName=drover-array-6-1 JobState=PENDING\n"
+      "No jobs in the system\n"
+      "JobId=12 JobName=drover-4-1 JobState=RUNNING",
+      &FakeTime);
+  ASSERT_EQ(listing.records.size(), 2u);
+  ASSERT_NE(listing.Find("40_4"), nullptr);
+  EXPECT_EQ(listing.Find("40_3"), listing.Find("40_4")) << "one record for both tasks";
+  EXPECT_EQ(listing.Find("40_4")->state, "PENDING");
+  ASSERT_NE(listing.Find("12"), nullptr);
+  EXPECT_EQ(listing.Find("12")->name, "drover-4-1");
+  EXPECT_EQ(listing.Find("40"), nullptr);
+  EXPECT_EQ(listing.Find("40_5"), nullptr);
+}
+
 // The listing's lines carry about fifty keys: of those read, a key given twice keeps its first
 // value; tokens without '=' and the other keys are passed over.
 TEST(JobLineTest, AKeyGivenTwiceKeepsItsFirstValue) {
