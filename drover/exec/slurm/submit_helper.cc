@@ -32,6 +32,14 @@ bool ReadExactly(int fd, char* into, std::size_t size, int timeout_ms) {
   return true;
 }
 
+// Why an exchange with the helper gave no answer to take, from ReadFrame's result `read`, the
+// frame it read (`reply`) and errno after it (`error`).
+std::string NoAnswer(int read, const std::string& reply, int error) {
+  if (read == 0) return "it exited";
+  if (read == 1) return "it answered '" + reply.substr(0, 200) + "'";
+  return std::strerror(error);
+}
+
 }  // namespace
 
 std::string EncodeSubmitRequest(const Sbatch& sbatch) {
@@ -167,11 +175,8 @@ Result<std::string> SubmitHelper::Submit(const Sbatch& sbatch) {
     if (unread) {
       return Internal(fmt::format("cannot reach {}: {}", process_.program(), std::strerror(error)));
     }
-    const std::string why = read == 0   ? std::string("it exited")
-                            : read == 1 ? "it answered '" + reply.substr(0, 200) + "'"
-                                        : std::string(std::strerror(error));
     return Internal(fmt::format("{} took the job but gave no answer ({}); Slurm may hold it",
-                                process_.program(), why));
+                                process_.program(), NoAnswer(read, reply, error)));
   }
 }
 
@@ -188,9 +193,7 @@ Result<std::string> SubmitHelper::ListJobs() {
   if (read == 1 && reply.starts_with(kError)) return Internal(reply.substr(kError.size()));
   process_.Stop();
   return Internal(fmt::format("{} gave no listing of Slurm's jobs ({})", process_.program(),
-                              read == 0   ? std::string("it exited")
-                              : read == 1 ? "it answered '" + reply.substr(0, 200) + "'"
-                                          : std::string(std::strerror(error))));
+                              NoAnswer(read, reply, error)));
 }
 
 }  // namespace drover::exec::slurm
