@@ -139,8 +139,8 @@ sched::CycleOutput Holdings::RunCycle(const model::Policy& policy, sched::CycleI
                                       const JobTable& jobs) {
   input.running = running_;
   sched::CycleOutput cycle = sched::RunPolicyCycle(policy, queues_, cluster_, input, reservation);
-  for (const sched::PlacedJob& placed : cycle.placed) {
-    Record(Holding{&jobs.Get(placed.placement.job), placed.placement, placed.charge,
+  for (sched::PlacedJob& placed : cycle.placed) {
+    Record(Holding{&jobs.Get(placed.placement.job), placed.placement, std::move(placed.charge),
                    /*allocated=*/true});
   }
   return cycle;

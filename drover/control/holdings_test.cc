@@ -235,7 +235,10 @@ TEST_F(HoldingsTest, RunCycleHoldsWhatItPlaces) {
   EXPECT_TRUE(holdings_.IsAllocated(job.id));
   ASSERT_EQ(holdings_.running().size(), 1u);
   EXPECT_EQ(*holdings_.running()[0].placement, cycle.placed[0].placement);
-  EXPECT_EQ(*holdings_.ChargeOf(job.id), cycle.placed[0].charge);
+  // The cycle's charge moved into the holding: the queue's leaf, the owner, the job's amounts.
+  const sched::Charge expected{*holdings_.queues().FindLeaf("team"), job.spec.owner,
+                               job.spec.pipeline, sched::ChargeAmounts(job.spec, "")};
+  EXPECT_EQ(*holdings_.ChargeOf(job.id), expected);
   holdings_.Unhold(job.id);
   EXPECT_EQ(Take(holdings_), before);
 }

@@ -119,7 +119,7 @@ bool Empty(const std::vector<std::int64_t>& usage, const std::vector<double>& hi
 namespace {
 
 // Calls add(resource, amount) for each amount ChargeAmounts(spec, gpu_model) holds, in
-// ascending resource name order (the order of the map ChargeAmounts returns).
+// ascending resource name order (the order FlatAmounts keeps).
 template <typename Add>
 void ForEachChargeAmount(const model::JobSpec& spec, std::string_view gpu_model, Add&& add) {
   const model::Requirements& req = spec.requirements;
@@ -135,10 +135,11 @@ void ForEachChargeAmount(const model::JobSpec& spec, std::string_view gpu_model,
 
 }  // namespace
 
-model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_view gpu_model) {
-  model::ResourceAmounts out;
+FlatAmounts ChargeAmounts(const model::JobSpec& spec, std::string_view gpu_model) {
+  FlatAmounts out;
+  out.reserve(4);  // the most ForEachChargeAmount gives: one allocation
   ForEachChargeAmount(spec, gpu_model, [&](std::string resource, std::int64_t amount) {
-    out.emplace_hint(out.end(), std::move(resource), amount);
+    out.Append(std::move(resource), amount);
   });
   return out;
 }
@@ -366,7 +367,7 @@ int QueueTree::Intern(const std::string& resource) {
   return index;
 }
 
-QueueTree::DenseAmounts QueueTree::Known(const model::ResourceAmounts& amounts) const {
+QueueTree::DenseAmounts QueueTree::Known(const FlatAmounts& amounts) const {
   DenseAmounts out;
   out.reserve(amounts.size());
   for (const auto& [resource, amount] : amounts) {
@@ -377,7 +378,7 @@ QueueTree::DenseAmounts QueueTree::Known(const model::ResourceAmounts& amounts) 
   return out;
 }
 
-QueueTree::DenseAmounts QueueTree::Intern(const model::ResourceAmounts& amounts) {
+QueueTree::DenseAmounts QueueTree::Intern(const FlatAmounts& amounts) {
   DenseAmounts out;
   out.reserve(amounts.size());
   for (const auto& [resource, amount] : amounts) {
@@ -607,7 +608,7 @@ void QueueTree::Apply(const Charge& charge, int sign) {
 void QueueTree::Add(const Charge& charge) { Apply(charge, +1); }
 void QueueTree::Remove(const Charge& charge) { Apply(charge, -1); }
 
-bool QueueTree::WithinNominal(int leaf, const model::ResourceAmounts& amounts) const {
+bool QueueTree::WithinNominal(int leaf, const FlatAmounts& amounts) const {
   DROVER_CHECK(IsLeaf(leaf));
   const Node& node = nodes_[leaf];
   for (const auto& [r, amount] : Known(amounts)) {

@@ -70,6 +70,7 @@
 #include "drover/model/fair_share.h"
 #include "drover/model/job_spec.h"
 #include "drover/model/policy.h"
+#include "drover/sched/flat_amounts.h"
 
 namespace drover::sched {
 
@@ -78,7 +79,7 @@ struct Charge {
   int leaf = 0;  // node id of the job's leaf queue
   std::string user;
   std::string pipeline;
-  model::ResourceAmounts amounts;  // "cpu", "memory", "gpu", "gpu:<model>" (see policy.h)
+  FlatAmounts amounts;  // "cpu", "memory", "gpu", "gpu:<model>" (see policy.h)
 
   friend bool operator==(const Charge&, const Charge&) = default;
 };
@@ -87,7 +88,7 @@ struct Charge {
 // it asks for no GPU or the model is not known yet, then no "gpu:<model>" entry): workers x
 // per-worker cpu, memory and milli-GPUs (gpus * 1000, gpu_share_millis, or a MIG profile
 // "<g>g.<mem>" as g * 1000 / 7, rounded down per worker). Amounts that would be 0 are omitted.
-model::ResourceAmounts ChargeAmounts(const model::JobSpec& spec, std::string_view gpu_model);
+FlatAmounts ChargeAmounts(const model::JobSpec& spec, std::string_view gpu_model);
 
 // Why a charge is not admitted, or kOk.
 struct AdmitVerdict {
@@ -185,7 +186,7 @@ class QueueTree {
   // True if usage(leaf) + amounts <= nominal(leaf) for every governed resource the amounts ask
   // for (a positive amount): the charge stays within what the leaf is guaranteed (a job that
   // does so may reclaim lent quota). Ungoverned resources and ancestors are not considered.
-  bool WithinNominal(int leaf, const model::ResourceAmounts& amounts) const;
+  bool WithinNominal(int leaf, const FlatAmounts& amounts) const;
   // True if the leaf or an ancestor uses more than its nominal of `resource` now.
   bool Borrowing(int leaf, std::string_view resource) const;
 
@@ -278,8 +279,8 @@ class QueueTree {
   int Intern(const std::string& resource);
   // capacity_ from `capacity`, its resources interned.
   void SetCapacity(const model::ResourceAmounts& capacity);
-  DenseAmounts Known(const model::ResourceAmounts& amounts) const;
-  DenseAmounts Intern(const model::ResourceAmounts& amounts);
+  DenseAmounts Known(const FlatAmounts& amounts) const;
+  DenseAmounts Intern(const FlatAmounts& amounts);
   AdmitVerdict CheckAdmit(int leaf, const std::string& user, const std::string& pipeline,
                           const DenseAmounts& amounts) const;
   std::optional<AdmitVerdict> CheckQuota(int node, const DenseAmounts& amounts) const;

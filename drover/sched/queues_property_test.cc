@@ -86,7 +86,7 @@ void CollectNominal(const model::QueueConfig& q, std::set<std::string>& governed
 // Checks the documented invariants against an independent computation from the policy and the
 // running charges; returns the first violation found, or "".
 std::string Violation(const QueueTree& tree, const RandomTree& random,
-                      const std::vector<std::pair<std::string, model::ResourceAmounts>>& running) {
+                      const std::vector<std::pair<std::string, FlatAmounts>>& running) {
   std::set<std::string> governed;
   for (const model::QueueConfig& q : random.policy.queues) CollectNominal(q, governed);
   // Expected usage per path: each charge counts in its leaf and every ancestor.
@@ -165,7 +165,7 @@ TEST(QuotaProperty, AdmittedChargesNeverBreakQuotaInvariants) {
     std::vector<std::string> leaves = tree.LeafNames();
 
     std::vector<Charge> charges;
-    std::vector<std::pair<std::string, model::ResourceAmounts>> running;
+    std::vector<std::pair<std::string, FlatAmounts>> running;
     for (int step = 0; step < 80; ++step) {
       if (!charges.empty() && std::uniform_int_distribution<int>(0, 99)(rng) < 35) {
         std::size_t i = std::uniform_int_distribution<std::size_t>(0, charges.size() - 1)(rng);
@@ -175,7 +175,7 @@ TEST(QuotaProperty, AdmittedChargesNeverBreakQuotaInvariants) {
       } else {
         const std::string& leaf =
             leaves[std::uniform_int_distribution<std::size_t>(0, leaves.size() - 1)(rng)];
-        model::ResourceAmounts amounts;
+        FlatAmounts amounts;
         std::int64_t gpus = std::uniform_int_distribution<std::int64_t>(0, 6)(rng) * kGpu / 2;
         if (gpus > 0) {
           amounts["gpu"] = gpus;

@@ -408,29 +408,28 @@ TEST(ChargeAmountsOf, WorkersTimesPerWorkerAmounts) {
   spec.requirements.per_worker = {2 * kCore, 16 * kGi, 2};
   EXPECT_EQ(
       ChargeAmounts(spec, "H100"),
-      (model::ResourceAmounts{
+      (FlatAmounts{
           {"cpu", 8 * kCore}, {"memory", 64 * kGi}, {"gpu", 8 * kGpu}, {"gpu:h100", 8 * kGpu}}));
   EXPECT_EQ(ChargeAmounts(spec, ""),
-            (model::ResourceAmounts{{"cpu", 8 * kCore}, {"memory", 64 * kGi}, {"gpu", 8 * kGpu}}));
+            (FlatAmounts{{"cpu", 8 * kCore}, {"memory", 64 * kGi}, {"gpu", 8 * kGpu}}));
 
   model::JobSpec shared;
   shared.workers = 3;
   shared.requirements.per_worker = {500, 0, 0};
   shared.requirements.gpu_share_millis = 250;
   EXPECT_EQ(ChargeAmounts(shared, "A100"),
-            (model::ResourceAmounts{{"cpu", 1500}, {"gpu", 750}, {"gpu:a100", 750}}));
+            (FlatAmounts{{"cpu", 1500}, {"gpu", 750}, {"gpu:a100", 750}}));
 
   model::JobSpec mig;
   mig.requirements.mig_profile = "3g.71gb";
-  EXPECT_EQ(ChargeAmounts(mig, "H100"), (model::ResourceAmounts{{"gpu", 428}, {"gpu:h100", 428}}));
+  EXPECT_EQ(ChargeAmounts(mig, "H100"), (FlatAmounts{{"gpu", 428}, {"gpu:h100", 428}}));
   mig.workers = 2;
   mig.requirements.mig_profile = "1g.10gb";
   EXPECT_EQ(ChargeAmounts(mig, "").at("gpu"), 2 * 142);
 
   model::JobSpec cpu_only;
   cpu_only.requirements.per_worker = {1000, kGi, 0};
-  EXPECT_EQ(ChargeAmounts(cpu_only, "H100"),
-            (model::ResourceAmounts{{"cpu", 1000}, {"memory", kGi}}));
+  EXPECT_EQ(ChargeAmounts(cpu_only, "H100"), (FlatAmounts{{"cpu", 1000}, {"memory", kGi}}));
 }
 
 std::string CreateError(const model::Policy& policy) {

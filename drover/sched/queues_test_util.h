@@ -42,7 +42,7 @@ inline QueueTree MustCreate(const model::Policy& policy) {
   return tree.has_value() ? *tree : QueueTree();
 }
 
-inline Charge ChargeOf(const QueueTree& tree, std::string_view leaf, model::ResourceAmounts amounts,
+inline Charge ChargeOf(const QueueTree& tree, std::string_view leaf, FlatAmounts amounts,
                        std::string user = "alice", std::string pipeline = "") {
   std::optional<int> id = tree.FindLeaf(leaf);
   EXPECT_TRUE(id.has_value()) << leaf;
