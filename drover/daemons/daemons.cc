@@ -34,6 +34,7 @@
 #include "drover/exec/kubernetes/executor.h"
 #include "drover/exec/slurm/slurm_executor.h"
 #include "drover/model/metrics.h"
+#include "drover/os/allocator.h"
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
 #include "drover/server/leader_election.h"
@@ -405,6 +406,12 @@ void SelfFence(server::HttpServer& http, store::WriteFence& fence, server::Serve
 
 int ServerCommand(const ServerFlags& flags) {
   InstallSignalHandlers();
+  // Before the control plane allocates: its scheduling cycles' large blocks then come from the
+  // arena and stay mapped between cycles (os/allocator.h says why).
+  if (os::ReserveArena(os::kServerArenaBytes)) {
+    spdlog::info("allocator: {} MiB of address space reserved as mimalloc's arena",
+                 os::kServerArenaBytes >> 20);
+  }
   auto address = SplitHostPort(flags.listen);
   if (!address) return ReportError(address.error());
   auto options = PlaneOptionsOf(flags);

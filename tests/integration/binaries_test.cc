@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "drover/testing/shell.h"
 #include "tests/integration/harness.h"
@@ -84,6 +85,34 @@ TEST_F(Binaries, TheServerBinaryAllocatesWithMimalloc) {
     if (line.find("libstdc++.so") != std::string::npos) stdcxx_seen = true;
   }
   EXPECT_TRUE(stdcxx_seen) << "no binding of libstdc++'s malloc in the linker's log";
+}
+
+// drover-full's server reserves an arena of mimalloc's (os::ReserveArena) through a weak
+// reference: bound to libmimalloc where drover-full links it, left unbound (and the reservation
+// skipped) under the sanitizers, whose allocator has no arenas.
+TEST_F(Binaries, TheServerBinaryFindsMimallocsArenaReservationWhereItLinksMimalloc) {
+  int code = -1;
+  const std::string bindings =
+      testing::Shell("LD_DEBUG=bindings " + FullBinary() + " --help 2>&1", &code);
+  ASSERT_EQ(code, 0) << bindings.substr(0, 2000);
+  std::string binding;
+  std::istringstream lines(bindings);
+  for (std::string line; std::getline(lines, line);) {
+    // drover-full's own reference (libmimalloc binds its internal calls too).
+    const std::size_t from = line.find("binding file ");
+    const std::size_t to = line.find(" to ");
+    if (from == std::string::npos || to == std::string::npos ||
+        line.find("symbol `mi_reserve_os_memory'") == std::string::npos) {
+      continue;
+    }
+    if (line.substr(from, to - from).find("drover-full") != std::string::npos) binding = line;
+  }
+  if (std::string_view(DROVER_FULL_MALLOC) == "libmimalloc.so") {
+    EXPECT_THAT(binding, HasSubstr("to /")) << "no binding of mi_reserve_os_memory";
+    EXPECT_THAT(binding.substr(binding.find(" to ")), HasSubstr("libmimalloc.so")) << binding;
+  } else {
+    EXPECT_EQ(binding, "") << "bound without mimalloc as the allocator";
+  }
 }
 
 // `drover server --help` is drover-full's help, with the server's own options; a flag only
