@@ -8,8 +8,8 @@
 // long before (docs/benchmarks.md, "Charges in one vector").
 //
 // Invariant: names strictly ascending. The members named as std::map's behave as std::map's do,
-// except that at() of a missing name is a DROVER_CHECK failure, and that iterating without
-// const gives each amount to change, not its name (the order stays valid).
+// except that at() of a missing name is a DROVER_CHECK failure. Iterating without const lets a
+// caller change amounts in place; changing a name there would break the order (a caller bug).
 
 #include <algorithm>
 #include <cstdint>
