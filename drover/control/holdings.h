@@ -88,9 +88,8 @@ class Holdings {
   // One scheduling pass of the engine over the cluster and the queue tree (sched::
   // RunPolicyCycle; input.running is set here). Every job the cycle places (or admits to an
   // external executor) is held on return, with the placement and charge the cycle committed (the
-  // charge moved from the returned PlacedJob: ChargeOf gives it); its
-  // running() entry is written from `jobs` as they are now, so call Track once its attempt
-  // records the placement.
+  // charge is moved out of the returned PlacedJob: ChargeOf gives it); its running() entry is
+  // written from `jobs` as they are now, so call Track once its attempt records the placement.
   sched::CycleOutput RunCycle(const model::Policy& policy, sched::CycleInput input,
                               const std::optional<sched::Reservation>& reservation,
                               const JobTable& jobs);
