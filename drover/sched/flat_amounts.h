@@ -33,10 +33,7 @@ class FlatAmounts {
   // Entries in any order; a name given twice keeps its first amount (as a map's initializer
   // list does).
   FlatAmounts(std::initializer_list<value_type> entries) {
-    for (const value_type& entry : entries) {
-      auto at = LowerBound(entry.first);
-      if (at == entries_.end() || at->first != entry.first) entries_.insert(at, entry);
-    }
+    for (const auto& [name, amount] : entries) TryEmplace(name, amount);
   }
 
   // Adds `name` after every name held: callers that produce names in ascending order (as
@@ -66,11 +63,7 @@ class FlatAmounts {
     return found->second;
   }
   // The amount of `name`, added as 0 in its place when absent.
-  std::int64_t& operator[](std::string_view name) {
-    auto at = LowerBound(name);
-    if (at == entries_.end() || at->first != name) at = entries_.emplace(at, std::string(name), 0);
-    return at->second;
-  }
+  std::int64_t& operator[](std::string_view name) { return TryEmplace(name, 0)->second; }
 
   friend bool operator==(const FlatAmounts&, const FlatAmounts&) = default;
 
@@ -82,6 +75,13 @@ class FlatAmounts {
   }
   std::vector<value_type>::iterator LowerBound(std::string_view name) {
     return entries_.begin() + (std::as_const(*this).LowerBound(name) - entries_.cbegin());
+  }
+  // The entry of `name`, added in its place with `amount` when absent (a present one keeps its
+  // amount, as std::map::try_emplace does).
+  std::vector<value_type>::iterator TryEmplace(std::string_view name, std::int64_t amount) {
+    auto at = LowerBound(name);
+    if (at == entries_.end() || at->first != name) at = entries_.emplace(at, name, amount);
+    return at;
   }
 
   std::vector<value_type> entries_;

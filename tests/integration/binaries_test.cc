@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "drover/testing/shell.h"
 #include "tests/integration/harness.h"
@@ -23,6 +25,35 @@ class Binaries : public IntegrationTest {
  protected:
   static std::string FullBinary() {
     return (std::filesystem::path(DroverBinary()).parent_path() / "drover-full").string();
+  }
+
+  // A line of the dynamic linker's log that names a symbol: "binding file FROM [0] to TO [0]:
+  // normal symbol `SYMBOL'". `from` and `to` stay empty in a line without that shape.
+  struct Binding {
+    std::string line, from, to, symbol;
+  };
+  // The bindings the dynamic linker logs (LD_DEBUG=bindings) for `drover-full --help`.
+  static void FullBinaryBindings(std::vector<Binding>& out) {
+    int code = -1;
+    const std::string log =
+        testing::Shell("LD_DEBUG=bindings " + FullBinary() + " --help 2>&1", &code);
+    ASSERT_EQ(code, 0) << log.substr(0, 2000);
+    constexpr std::string_view kSymbol = "symbol `", kFrom = "binding file ", kTo = " to ";
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+      const std::size_t symbol = line.find(kSymbol);
+      if (symbol == std::string::npos) continue;
+      Binding binding{line, "", "", ""};
+      const std::size_t name = symbol + kSymbol.size();
+      binding.symbol = line.substr(name, line.find('\'', name) - name);
+      const std::size_t from = line.find(kFrom);
+      const std::size_t to = line.find(kTo);
+      if (from != std::string::npos && to != std::string::npos && from < to) {
+        binding.from = line.substr(from + kFrom.size(), to - from - kFrom.size());
+        binding.to = line.substr(to + kTo.size());
+      }
+      out.push_back(std::move(binding));
+    }
   }
 };
 
@@ -71,18 +102,16 @@ TEST_F(Binaries, AnUnknownSlurmSubmitModeIsRefusedByName) {
 // library): every library's malloc binds to it, libstdc++'s operator new's included. The dynamic
 // linker's log of its bindings says so.
 TEST_F(Binaries, TheServerBinaryAllocatesWithMimalloc) {
-  int code = -1;
-  const std::string bindings =
-      testing::Shell("LD_DEBUG=bindings " + FullBinary() + " --help 2>&1", &code);
-  ASSERT_EQ(code, 0) << bindings.substr(0, 2000);
+  std::vector<Binding> bindings;
+  ASSERT_NO_FATAL_FAILURE(FullBinaryBindings(bindings));
   bool stdcxx_seen = false;
-  std::istringstream lines(bindings);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("normal symbol `malloc'") == std::string::npos) continue;
-    const std::size_t to = line.find(" to ");
-    ASSERT_NE(to, std::string::npos) << line;
-    EXPECT_THAT(line.substr(to), HasSubstr(DROVER_FULL_MALLOC)) << line;
-    if (line.find("libstdc++.so") != std::string::npos) stdcxx_seen = true;
+  for (const Binding& binding : bindings) {
+    if (binding.symbol != "malloc" || binding.line.find("normal symbol") == std::string::npos) {
+      continue;
+    }
+    ASSERT_NE(binding.to, "") << binding.line;
+    EXPECT_THAT(binding.to, HasSubstr(DROVER_FULL_MALLOC)) << binding.line;
+    if (binding.line.find("libstdc++.so") != std::string::npos) stdcxx_seen = true;
   }
   EXPECT_TRUE(stdcxx_seen) << "no binding of libstdc++'s malloc in the linker's log";
 }
@@ -91,27 +120,20 @@ TEST_F(Binaries, TheServerBinaryAllocatesWithMimalloc) {
 // reference: bound to libmimalloc where drover-full links it, left unbound (and the reservation
 // skipped) under the sanitizers, whose allocator has no arenas.
 TEST_F(Binaries, TheServerBinaryFindsMimallocsArenaReservationWhereItLinksMimalloc) {
-  int code = -1;
-  const std::string bindings =
-      testing::Shell("LD_DEBUG=bindings " + FullBinary() + " --help 2>&1", &code);
-  ASSERT_EQ(code, 0) << bindings.substr(0, 2000);
-  std::string binding;
-  std::istringstream lines(bindings);
-  for (std::string line; std::getline(lines, line);) {
-    // drover-full's own reference (libmimalloc binds its internal calls too).
-    const std::size_t from = line.find("binding file ");
-    const std::size_t to = line.find(" to ");
-    if (from == std::string::npos || to == std::string::npos ||
-        line.find("symbol `mi_reserve_os_memory'") == std::string::npos) {
-      continue;
+  std::vector<Binding> bindings;
+  ASSERT_NO_FATAL_FAILURE(FullBinaryBindings(bindings));
+  // drover-full's own reference (libmimalloc binds its internal calls too).
+  std::string to;
+  for (const Binding& binding : bindings) {
+    if (binding.symbol == "mi_reserve_os_memory" &&
+        binding.from.find("drover-full") != std::string::npos) {
+      to = binding.to;
     }
-    if (line.substr(from, to - from).find("drover-full") != std::string::npos) binding = line;
   }
   if (std::string_view(DROVER_FULL_MALLOC) == "libmimalloc.so") {
-    ASSERT_NE(binding, "") << "no binding of drover-full's mi_reserve_os_memory";
-    EXPECT_THAT(binding.substr(binding.find(" to ")), HasSubstr("libmimalloc.so")) << binding;
+    EXPECT_THAT(to, HasSubstr("libmimalloc.so")) << "drover-full's mi_reserve_os_memory";
   } else {
-    EXPECT_EQ(binding, "") << "bound without mimalloc as the allocator";
+    EXPECT_EQ(to, "") << "bound without mimalloc as the allocator";
   }
 }
 
