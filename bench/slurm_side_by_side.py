@@ -9,6 +9,8 @@ Each case directory CASE_DIR holds what the shell script recorded:
             started (for one submission of many jobs, the same time for all)
   stamps    "KEY STAMP_TIME" per job, written by the job itself when it began ($EPOCHREALTIME)
   scontrol  (Slurm cases) `scontrol show job -o` after every job finished
+  ctld.log  (cases that ran on Slurm) slurmctld's log since the case's cluster started: when
+            it received each submission and started each job, in milliseconds
 
 KEY is Slurm's job id (sbatch), the array task id (sbatch --array) or Drover's job id.
 
@@ -21,6 +23,7 @@ import datetime
 import json
 import math
 import os
+import re
 import sys
 import urllib.request
 
@@ -83,6 +86,61 @@ def common(case_dir, meta):
     return out
 
 
+CTLD_RECEIVED = re.compile(r"^\[([0-9T:.-]+)\] _slurm_rpc_submit_batch_job: JobId=(\d+) ")
+CTLD_STARTED = re.compile(
+    r"^\[([0-9T:.-]+)\] (?:sched/backfill: _start_job: Started JobId=(\d+) in |"
+    r"sched: Allocate JobId=(\d+) NodeList)"
+)
+
+
+def ctld_times(case_dir):
+    """From CASE_DIR/ctld.log: ({Slurm job id: received}, {Slurm job id: started}), epoch
+    seconds (slurmctld logs local time to the millisecond). Array tasks are left out: their
+    submission is one for all."""
+    received, started = {}, {}
+    path = os.path.join(case_dir, "ctld.log")
+    if not os.path.exists(path):
+        return received, started
+    with open(path) as f:
+        for line in f:
+            match = CTLD_RECEIVED.match(line)
+            if match:
+                received[match.group(2)] = parse_ctld_time(match.group(1))
+                continue
+            match = CTLD_STARTED.match(line)
+            if match:
+                started.setdefault(match.group(2) or match.group(3), parse_ctld_time(match.group(1)))
+    return received, started
+
+
+def parse_ctld_time(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+
+
+def split_start(case_dir, slurm_ids):
+    """Submit-to-start in three parts, each as percentiles in ms, for the jobs whose Slurm job
+    id is known (slurm_ids: stamps key -> Slurm job id): the client's submission until
+    slurmctld received the job ("to_slurm": the submitting command, and for Drover its server
+    and executor), slurmctld's receipt until it started the job ("in_slurm": mostly the wait for
+    its scheduler's next tick), and that start until the job's line ("script": the launch and
+    the batch script). None without slurmctld's log."""
+    received, started = ctld_times(case_dir)
+    submits = read_pairs(os.path.join(case_dir, "submits"))
+    stamps = read_pairs(os.path.join(case_dir, "stamps"))
+    parts = {"to_slurm": [], "in_slurm": [], "script": []}
+    for key, slurm_id in slurm_ids.items():
+        if key not in submits or key not in stamps:
+            continue
+        if slurm_id not in received or slurm_id not in started:
+            continue
+        parts["to_slurm"].append((received[slurm_id] - submits[key]) * 1000.0)
+        parts["in_slurm"].append((started[slurm_id] - received[slurm_id]) * 1000.0)
+        parts["script"].append((stamps[key] - started[slurm_id]) * 1000.0)
+    if not parts["to_slurm"]:
+        return None
+    return {name: percentiles(values) for name, values in parts.items()}
+
+
 def parse_slurm_time(text):
     if text in ("", "None", "Unknown", "N/A"):
         return None
@@ -117,6 +175,9 @@ def slurm(case_dir):
     result["record_first_submit_to_last_end_s"] = (
         max(ends) - min(submits_at) if ends and submits_at else None
     )
+    # sbatch per job (A1, A7, S1): the stamps' keys are Slurm's job ids.
+    keys = read_pairs(os.path.join(case_dir, "submits"))
+    result["submit_to_start_split_ms"] = split_start(case_dir, {key: key for key in keys})
     append(case_dir, result)
 
 
@@ -134,6 +195,7 @@ def drover(case_dir, url):
     result = common(case_dir, meta)
     submits = read_pairs(os.path.join(case_dir, "submits"))
     record_ms, workers_ms, handoff_ms, states, created, finished = [], [], [], {}, [], []
+    slurm_ids = {}
     for key in submits:
         job = get_json(f"{url}/v1/jobs/{key}")
         states[job["state"]] = states.get(job["state"], 0) + 1
@@ -147,6 +209,8 @@ def drover(case_dir, url):
             record_ms.append(attempt["running_at"] - job["created_at"])
         if attempt.get("workers_started_at"):
             workers_ms.append(attempt["workers_started_at"] - job["created_at"])
+        if attempt.get("external_id"):
+            slurm_ids[key] = attempt["external_id"]
         if attempt.get("external_submitted_at"):
             # Under an external executor: when sbatch returned the job's id (Drover's clock).
             handoff_ms.append(attempt["external_submitted_at"] - job["created_at"])
@@ -157,6 +221,7 @@ def drover(case_dir, url):
     result["record_first_submit_to_last_end_s"] = (
         (max(finished) - min(created)) / 1000.0 if finished and created else None
     )
+    result["submit_to_start_split_ms"] = split_start(case_dir, slurm_ids)
     append(case_dir, result)
 
 
@@ -178,6 +243,18 @@ def handoffs(rows):
             print(
                 f"- {r['case']}: created_at to sbatch's return (external_submitted_at), "
                 f"p50 / p95 / max: {fmt_ms(r['record_submit_to_handoff_ms'])}"
+            )
+
+
+def splits(rows):
+    for r in rows:
+        split = r.get("submit_to_start_split_ms")
+        if split:
+            print(
+                f"- {r['case']}: submit-to-start by slurmctld's log ({split['to_slurm']['n']} jobs), "
+                f"p50 / p95 / max: until Slurm received it {fmt_ms(split['to_slurm'])}; "
+                f"in Slurm until started {fmt_ms(split['in_slurm'])}; "
+                f"the start until the job's line {fmt_ms(split['script'])}"
             )
 
 
@@ -210,6 +287,7 @@ def report(work_dir):
         )
     print()
     handoffs(rows)
+    splits(rows)
 
 
 if __name__ == "__main__":

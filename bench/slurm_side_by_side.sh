@@ -19,6 +19,10 @@
 #   B2  drover submit of one file of N documents (---), local executor
 #   C1  drover submit, one process per job, to a queue with executor slurm (Drover drives Slurm)
 #   C2  drover submit of one file of N documents to that queue
+#   S1  A7 one job at a time: each sbatch only once the job before it has started
+#   S2  C1 one job at a time: each drover submit only once the job before it has started
+#       (S1 and S2 measure one job's submit-to-start on an idle cluster, without the queue a
+#       burst builds in Slurm, whose wait sets the p50 of A1, A7 and C1)
 #
 # Every job runs the same payload: bash appending "KEY $EPOCHREALTIME" to the case's stamps
 # file, so each job's start is also measured by the one clock of this machine, at microsecond
@@ -69,8 +73,10 @@ mkdir -p "$WORK"
 now() { echo "$EPOCHREALTIME"; }
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
+CTLD_LOG_LINES=0  # slurmctld's log, appended to by every start: its length before the last one
 cluster_start() {
   log "starting the Slurm cluster ($DROVER_SLURM_DIR, port $DROVER_SLURM_PORT)"
+  CTLD_LOG_LINES=$( (wc -l <"$DROVER_SLURM_DIR/ctld.log") 2>/dev/null || echo 0)
   "$CLUSTER" start
 }
 
@@ -161,28 +167,53 @@ wait_drover() {
   done
 }
 
+# wait_started STAMPS K: until the job script of the K-th job wrote its line, then a pause of 0 to
+# 999 ms (S1, S2). Slurm starts jobs at its scheduler's ticks (sched_interval and bf_interval
+# 1 s here), so a submission right after the last start would always wait most of a tick, and a
+# few ms more before Slurm would not show: the pause puts each submission at a random point of
+# the tick, the same sequence in both cases (RANDOM is seeded per case). The poll's period sets
+# only the pace, not what is measured (the job's own clock).
+wait_started() {
+  local deadline=$((SECONDS + WAIT_LIMIT_S))
+  while [ "$( (wc -l <"$1") 2>/dev/null || echo 0)" -lt "$2" ]; do
+    [ $SECONDS -lt $deadline ] || { log "job $2 did not start within ${WAIT_LIMIT_S}s"; return 1; }
+    sleep 0.005
+  done
+  sleep "0.$(printf %03d $((RANDOM % 1000)))"
+}
+
+# keep_ctld_log DIR: slurmctld's log lines of this case (since the cluster started), for the
+# report's split of submit-to-start into before Slurm had the job, in Slurm, and the job script.
+keep_ctld_log() {
+  tail -n "+$((CTLD_LOG_LINES + 1))" "$DROVER_SLURM_DIR/ctld.log" >"$1/ctld.log" 2>/dev/null || true
+}
+
 write_meta() {  # write_meta DIR LABEL START END DONE [JOB_NAME]
   printf 'n %s\nlabel %s\nsubmit_start %s\nsubmit_end %s\ndone_at %s\njob_name %s\n' \
     "$N" "$2" "$3" "$4" "$5" "${6:-}" >"$1/meta"
 }
 
-# each_case NAME LABEL SCRIPT: an sbatch per job, each running SCRIPT's job script (A1, A7)
+# each_case NAME LABEL SCRIPT [paced]: an sbatch per job, each running SCRIPT's job script (A1,
+# A7); paced (S1): each once the job before it started
 each_case() {
-  local name=$1 label=$2 script=$3 dir=$WORK/$1 t start end id
+  local name=$1 label=$2 script=$3 paced=${4:-} dir=$WORK/$1 t start end id k
   mkdir -p "$dir"
   "$script" "$dir/stamps" >"$dir/job.sh"
   cluster_start
-  log "$name: $N x sbatch"
+  log "$name: $N x sbatch${paced:+, one at a time}"
+  RANDOM=1
   start=$(now)
-  for _ in $(seq 1 "$N"); do
+  for k in $(seq 1 "$N"); do
     t=$EPOCHREALTIME
     id=$(sbatch --parsable -J "bench-${name,,}" -o /dev/null --cpus-per-task=1 --mem=100M "$dir/job.sh")
     echo "${id%%;*} $t" >>"$dir/submits"
+    [ -z "$paced" ] || wait_started "$dir/stamps" "$k"
   done
   end=$(now)
   wait_slurm
   write_meta "$dir" "$label" "$start" "$end" "$(now)" "bench-${name,,}"
   scontrol show job -o >"$dir/scontrol"
+  keep_ctld_log "$dir"
   $PY slurm "$dir" >/dev/null
 }
 
@@ -250,23 +281,27 @@ array_case() {
   wait_slurm
   write_meta "$dir" "$label" "$start" "$end" "$(now)" "bench-${name,,}"
   scontrol show job -o >"$dir/scontrol"
+  keep_ctld_log "$dir"
   $PY slurm "$dir" >/dev/null
 }
 
-# drover_case NAME LABEL QUEUE MODE(each|file)
+# drover_case NAME LABEL QUEUE MODE(each|paced|file); paced (S2): each job once the one before
+# it started
 drover_case() {
-  local dir=$WORK/$1 label=$2 queue=$3 mode=$4 t start end out id
+  local dir=$WORK/$1 label=$2 queue=$3 mode=$4 t start end out id k
   mkdir -p "$dir"
   drover_spec "$queue" "$dir/stamps" >"$dir/job.yaml"
   start_server "$dir"
   log "$1: $label"
-  if [ "$mode" = each ]; then
+  if [ "$mode" != file ]; then
+    RANDOM=1
     start=$(now)
-    for _ in $(seq 1 "$N"); do
+    for k in $(seq 1 "$N"); do
       t=$EPOCHREALTIME
       out=$("$DROVER" --server "$URL" submit "$dir/job.yaml")
       id=${out#submitted job }
       echo "${id%% *} $t" >>"$dir/submits"
+      [ "$mode" != paced ] || wait_started "$dir/stamps" "$k"
     done
     end=$(now)
   else
@@ -282,6 +317,7 @@ drover_case() {
   wait_drover "$dir" "$queue"
   write_meta "$dir" "$label" "$start" "$end" "$(now)"
   [ ! -s "$dir/slurm_done_at" ] || echo "slurm_done_at $(cat "$dir/slurm_done_at")" >>"$dir/meta"
+  [ "$queue" != hpc ] || keep_ctld_log "$dir"
   $PY drover "$dir" "$URL" >/dev/null
   stop_server
 }
@@ -301,6 +337,8 @@ for c in $CASES; do
     B2) drover_case B2 "B2 drover submit, one file of $N jobs, local executor" local file ;;
     C1) cluster_start; drover_case C1 "C1 drover submit, one process per job, Slurm executor" hpc each ;;
     C2) cluster_start; drover_case C2 "C2 drover submit, one file of $N jobs, Slurm executor" hpc file ;;
+    S1) each_case S1 "S1 A7 one job at a time" slurm_exec_script paced ;;
+    S2) cluster_start; drover_case S2 "S2 C1 one job at a time" hpc paced ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
   log "$c done; load average: $(cut -d' ' -f1-3 /proc/loadavg)"

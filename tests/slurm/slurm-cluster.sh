@@ -7,7 +7,7 @@
 # Run as root. Everything lives under $DIR (DROVER_SLURM_DIR, default /tmp/drover-slurm);
 # SLURM_CONF=$DIR/slurm.conf points the Slurm commands at it. Two clusters can run side by side
 # with different DROVER_SLURM_DIR and DROVER_SLURM_PORT (slurmctld's port; the slurmds take the
-# four ports from PORT+1).
+# four ports from PORT+1). DROVER_SLURM_CPUS: CPUs per node instead of 16.
 #
 #   slurm-cluster.sh start   start the daemons (installing nothing) and wait until 4 nodes are idle
 #   slurm-cluster.sh stop    stop them and the job steps they left behind
@@ -15,6 +15,9 @@
 set -euo pipefail
 DIR=${DROVER_SLURM_DIR:-/tmp/drover-slurm}
 PORT=${DROVER_SLURM_PORT:-7817}
+# CPUs each node declares (slurmd takes the declared count: SlurmdParameters=config_overrides):
+# bench/slurm_steady_rpc.sh runs 1,000 one-CPU jobs at once.
+CPUS=${DROVER_SLURM_CPUS:-16}
 export SLURM_CONF=$DIR/slurm.conf
 
 write_conf() {
@@ -58,7 +61,7 @@ SlurmdParameters=config_overrides
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 GresTypes=gpu
-NodeName=n[1-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((PORT + 1))-$((PORT + 4))] CPUs=16 RealMemory=64000 Gres=gpu:h100:4 State=UNKNOWN
+NodeName=n[1-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((PORT + 1))-$((PORT + 4))] CPUs=$CPUS RealMemory=64000 Gres=gpu:h100:4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
 CONF

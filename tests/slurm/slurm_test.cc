@@ -259,6 +259,61 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
   }
 }
 
+// Asked for a listing if changed, the helper passes slurmctld the time of its last listing, and
+// slurmctld packs the records only when some job changed since: a listing while nothing changed
+// is the last one again, byte for byte, where a whole one prints a running job's RunTime anew;
+// a change (here a cancel) is in the next listing. Another job of the shared cluster changing
+// between two listings (an earlier test's, purged) gives a fresh listing: three tries.
+TEST_F(SlurmTest, TheHelpersListingIfChangedIsPackedAgainOnlyWhenAJobChanged) {
+  using exec::slurm::Listing;
+  const exec::slurm::CommandResult submitted = exec::slurm::RunCommand(
+      {"sbatch", "--parsable", "--job-name=drover-listing", "-o", "/dev/null", "--mem=100M"},
+      "#!/bin/bash\nexec sleep 300\n");
+  ASSERT_TRUE(submitted.ok()) << submitted.err;
+  const std::string slurm_id = Words(submitted.out).at(0);
+  ASSERT_TRUE(
+      WaitUntil([&] { return SlurmState(slurm_id) == "RUNNING"; }, std::chrono::seconds(60)));
+  exec::slurm::SubmitHelper helper(
+      (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string());
+  auto line_of = [&](const std::string& text) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("JobId=" + slurm_id + " ")) return line;
+    }
+    return std::string("(no line for job " + slurm_id + ")");
+  };
+  auto run_time = [](const std::string& line) {
+    const std::size_t at = line.find(" RunTime=");
+    return at == std::string::npos ? std::string() : Words(line.substr(at + 9)).at(0);
+  };
+  std::string listed;  // the RunTime the repeated listing shows
+  bool repeated = false;
+  for (int attempt = 0; attempt < 3 && !repeated; ++attempt) {
+    Result<std::string> first = helper.ListJobs(Listing::kIfChanged);
+    ASSERT_TRUE(first) << first.error().message;
+    listed = run_time(line_of(*first));
+    ASSERT_NE(listed, "") << line_of(*first);
+    // Until a fresh listing of the job would print another RunTime.
+    ASSERT_TRUE(WaitUntil([&] { return SlurmField(slurm_id, "RunTime") != listed; },
+                          std::chrono::seconds(10)));
+    Result<std::string> again = helper.ListJobs(Listing::kIfChanged);
+    ASSERT_TRUE(again) << again.error().message;
+    repeated = *again == *first;
+  }
+  EXPECT_TRUE(repeated) << "every second listing was packed anew";
+  Result<std::string> whole = helper.ListJobs(Listing::kWhole);
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_NE(run_time(line_of(*whole)), listed);
+
+  Shell("scancel " + slurm_id);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        Result<std::string> listing = helper.ListJobs(Listing::kIfChanged);
+        return listing && line_of(*listing).find(" JobState=CANCELLED ") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+}
+
 TEST_F(SlurmTest, GpuJobGetsTheEnvironmentContractAndSlurmsTimeline) {
   const std::string out = dir_.Sub("env.txt");
   auto ids = Submit(*client_,

@@ -46,32 +46,50 @@ bool Transient(int error) {
 }
 
 // Slurm's jobs as `scontrol show job -o` prints them (its `show job` loads every record with no
-// flags and prints each with slurm_print_job_info, one line each).
-std::string ListJobs() {
-  job_info_msg_t* jobs = nullptr;
-  if (slurm_load_jobs(0, &jobs, 0) != SLURM_SUCCESS) {
-    return fmt::format("error slurm_load_jobs error: {}", slurm_strerror(slurm_get_errno()));
-  }
-  char* text = nullptr;
-  std::size_t size = 0;
-  FILE* out = open_memstream(&text, &size);
-  if (out == nullptr) {
+// flags and prints each with slurm_print_job_info, one line each). `if_changed`:
+// slurm::kListingUnchanged when no job changed since the last listing, which passes slurmctld
+// that listing's time: slurmctld then answers SLURM_NO_CHANGE_IN_DATA without packing a record
+// (as `scontrol`'s and `squeue --iterate`'s own repeated listings ask). At 1,000 jobs a whole
+// listing cost the helper 38 ms of CPU here, mostly printing, and slurmctld 2.3 ms
+// (docs/benchmarks.md, "Listings only when a job changed").
+class JobListing {
+ public:
+  std::string Get(bool if_changed) {
+    job_info_msg_t* jobs = nullptr;
+    if (slurm_load_jobs(if_changed ? last_update_ : 0, &jobs, 0) != SLURM_SUCCESS) {
+      const int error = slurm_get_errno();
+      if (error == SLURM_NO_CHANGE_IN_DATA && if_changed && last_update_ != 0) {
+        return std::string(slurm::kListingUnchanged);
+      }
+      return fmt::format("error slurm_load_jobs error: {}", slurm_strerror(error));
+    }
+    char* text = nullptr;
+    std::size_t size = 0;
+    FILE* out = open_memstream(&text, &size);
+    if (out == nullptr) {
+      slurm_free_job_info_msg(jobs);
+      return fmt::format("error open_memstream: {}", std::strerror(errno));
+    }
+    for (std::uint32_t i = 0; i < jobs->record_count; ++i) {
+      slurm_print_job_info(out, &jobs->job_array[i], 1);
+    }
+    std::fclose(out);
+    std::string reply = "ok ";
+    reply.append(text, size);
+    std::free(text);
+    last_update_ = jobs->last_update;
     slurm_free_job_info_msg(jobs);
-    return fmt::format("error open_memstream: {}", std::strerror(errno));
+    return reply;
   }
-  for (std::uint32_t i = 0; i < jobs->record_count; ++i) {
-    slurm_print_job_info(out, &jobs->job_array[i], 1);
-  }
-  std::fclose(out);
-  std::string reply = "ok ";
-  reply.append(text, size);
-  std::free(text);
-  slurm_free_job_info_msg(jobs);
-  return reply;
-}
 
-std::string Serve(std::string_view payload, const std::vector<std::string>& environment) {
-  if (payload == slurm::kListJobsRequest) return ListJobs();
+ private:
+  time_t last_update_ = 0;  // slurmctld's time of the last listing sent; 0: none yet
+};
+
+std::string Serve(std::string_view payload, const std::vector<std::string>& environment,
+                  JobListing& listing) {
+  if (payload == slurm::kListJobsRequest) return listing.Get(false);
+  if (payload == slurm::kListChangedJobsRequest) return listing.Get(true);
   Result<slurm::Sbatch> sbatch = slurm::DecodeSubmitRequest(payload);
   if (!sbatch) return "error " + sbatch.error().message;
   Result<JobDescription> job = JobDescription::FromSbatch(*sbatch, environment);
@@ -104,6 +122,7 @@ int SlurmSubmitMain(int argc, char** argv) {
   if (problem.empty()) slurm_init(nullptr);
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
+  JobListing listing;
   for (;;) {
     std::string payload;
     const int read = slurm::ReadFrame(kChannelFd, payload);
@@ -119,7 +138,8 @@ int SlurmSubmitMain(int argc, char** argv) {
                                                slurm::kMaxSubmitFrameBytes)));
       return 1;
     }
-    const std::string reply = problem.empty() ? Serve(payload, environment) : "error " + problem;
+    const std::string reply =
+        problem.empty() ? Serve(payload, environment, listing) : "error " + problem;
     if (!slurm::WriteAll(kChannelFd, slurm::Frame(reply))) return 1;
   }
   if (problem.empty()) slurm_fini();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "drover/exec/slurm/submit_helper.h"
 #include "drover/testing/temp_dir.h"
@@ -111,6 +112,59 @@ TEST_F(SubmitHelperTest, AHelperThatEndsWithTheRequestUnreadIsReplacedAndAskedAg
   Result<std::string> id = helper.Submit(kJob);
   ASSERT_FALSE(id);
   EXPECT_THAT(id.error().message, HasSubstr("cannot read the Slurm configuration"));
+}
+
+// A fake helper that answers each request with the frames given, in turn, and appends each
+// request's payload to `log`, a line each.
+std::string FakeListingHelper(const std::vector<std::string>& replies, const std::string& log) {
+  std::string script = "#!/bin/sh\n";
+  const std::string read_request = fmt::format(
+      "n=$(head -c 4 <&3 | od -An -tu4 | tr -d ' ')\n{{ head -c \"$n\" <&3; echo; }} >> {}\n", log);
+  for (const std::string& reply : replies) {
+    script +=
+        read_request + fmt::format("printf '\\{:03o}\\000\\000\\000{}' >&3\n", reply.size(), reply);
+  }
+  return script + read_request;
+}
+
+TEST_F(SubmitHelperTest, AListingIfChangedIsTheLastListingAgainWhileUnchanged) {
+  const std::string fake = dir_.Sub("fake-helper"), log = dir_.Sub("requests");
+  Write(fake, FakeListingHelper(
+                  {"ok JobId=7 JobState=RUNNING", "same", "ok JobId=7 JobState=COMPLETED"}, log));
+  chmod(fake.c_str(), 0755);
+  SubmitHelper helper(fake);
+  Result<std::string> first = helper.ListJobs(Listing::kIfChanged);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(*first, "JobId=7 JobState=RUNNING");
+  Result<std::string> again = helper.ListJobs(Listing::kIfChanged);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, "JobId=7 JobState=RUNNING");
+  Result<std::string> whole = helper.ListJobs(Listing::kWhole);
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(*whole, "JobId=7 JobState=COMPLETED");
+  std::ifstream requests(log);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(requests, line);) lines.push_back(line);
+  EXPECT_EQ(lines, (std::vector<std::string>{std::string(kListChangedJobsRequest),
+                                             std::string(kListChangedJobsRequest),
+                                             std::string(kListJobsRequest)}));
+}
+
+TEST_F(SubmitHelperTest, UnchangedIsAnErrorUnlessAskedIfChangedAfterAListing) {
+  const std::string fake = dir_.Sub("fake-helper");
+  // Unchanged with no listing before it, then unchanged to a whole listing's request.
+  Write(fake, FakeListingHelper({"same"}, dir_.Sub("requests")));
+  chmod(fake.c_str(), 0755);
+  SubmitHelper helper(fake);
+  Result<std::string> listing = helper.ListJobs(Listing::kIfChanged);
+  ASSERT_FALSE(listing);
+  EXPECT_THAT(listing.error().message, HasSubstr("gave no listing of Slurm's jobs"));
+  EXPECT_EQ(helper.HelperPid(), 0);  // stopped; the next request starts another
+  Write(fake, FakeListingHelper({"ok JobId=7 JobState=RUNNING", "same"}, dir_.Sub("requests")));
+  ASSERT_TRUE(helper.ListJobs(Listing::kWhole));
+  listing = helper.ListJobs(Listing::kWhole);
+  ASSERT_FALSE(listing);
+  EXPECT_THAT(listing.error().message, HasSubstr("gave no listing of Slurm's jobs"));
 }
 
 TEST_F(SubmitHelperTest, AJobLargerThanAFrameIsRefusedWithoutStartingTheHelper) {

@@ -459,7 +459,13 @@ void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
 }
 
 Result<std::string> SlurmExecutor::ListJobs() const {
-  if (helper_ != nullptr) return helper_->ListJobs();
+  if (helper_ != nullptr) {
+    // slurmctld sets a pending job's Reason without marking the job changed: while any tracked
+    // job has not started, every listing is a whole one.
+    const bool any_pending = std::any_of(tracked_.begin(), tracked_.end(),
+                                         [](const auto& entry) { return !entry.second.started; });
+    return helper_->ListJobs(any_pending ? Listing::kWhole : Listing::kIfChanged);
+  }
   CommandResult result = RunCommand({"scontrol", "show", "job", "-o"});
   if (!result.ok()) return Internal("scontrol show job: " + Trim(result.err));
   return std::move(result.out);

@@ -180,8 +180,9 @@ Result<std::string> SubmitHelper::Submit(const Sbatch& sbatch) {
   }
 }
 
-Result<std::string> SubmitHelper::ListJobs() {
-  const std::string request = Frame(kListJobsRequest);
+Result<std::string> SubmitHelper::ListJobs(Listing listing) {
+  const std::string request =
+      Frame(listing == Listing::kWhole ? kListJobsRequest : kListChangedJobsRequest);
   MutexLock lock(mu_);
   DROVER_RETURN_IF_ERROR(process_.Start());
   std::string reply;
@@ -189,7 +190,17 @@ Result<std::string> SubmitHelper::ListJobs() {
                        ? ReadFrame(process_.socket(), reply, kReplyTimeoutMs, kMaxListingFrameBytes)
                        : -1;
   const int error = errno;
-  if (read == 1 && reply.starts_with(kOk)) return reply.substr(kOk.size());
+  if (read == 1 && reply.starts_with(kOk)) {
+    last_listing_ = reply.substr(kOk.size());
+    last_listing_by_ = process_.pid();
+    return last_listing_;
+  }
+  // Only the process that gave the last listing can say it still holds (a new helper's first
+  // listing is a whole one), and only when asked.
+  if (read == 1 && reply == kListingUnchanged && listing == Listing::kIfChanged &&
+      last_listing_by_ == process_.pid()) {
+    return last_listing_;
+  }
   if (read == 1 && reply.starts_with(kError)) return Internal(reply.substr(kError.size()));
   process_.Stop();
   return Internal(fmt::format("{} gave no listing of Slurm's jobs ({})", process_.program(),

@@ -20,10 +20,12 @@
 // array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: "). The one
 // other request, kListJobsRequest, asks for Slurm's jobs as `scontrol show job -o` prints them
 // (slurm_load_jobs, then slurm_print_job_info of each record, one line each): "ok TEXT" or
-// "error MESSAGE". It saves the Slurm executor's refresh an `scontrol` process each time (41% of
-// the server's own CPU, its children included, while jobs were submitted one by one to Slurm:
-// docs/benchmarks.md, "Slurm's state through the helper"). The helper exits when its socket
-// closes.
+// "error MESSAGE"; kListChangedJobsRequest the same, or kListingUnchanged when slurmctld says no
+// job changed since the helper's last listing (it is asked with that listing's time, and packs
+// no record then), which SubmitHelper then returns again. It saves the Slurm executor's refresh an
+// `scontrol` process each time (41% of the server's own CPU, its children included, while jobs were
+// submitted one by one to Slurm: docs/benchmarks.md, "Slurm's state through the helper"). The
+// helper exits when its socket closes.
 
 #include <sys/types.h>
 
@@ -46,8 +48,18 @@ inline constexpr std::size_t kMaxSubmitFrameBytes = 16u << 20;
 // A listing of Slurm's jobs, about 1.2 KB a record: room for the 10,000 records of slurmctld's
 // default MaxJobCount many times over.
 inline constexpr std::size_t kMaxListingFrameBytes = 1u << 30;
-// The payload of the listing request (a submission's starts with a digit).
+// The payloads of the listing requests (a submission's starts with a digit): every job, or every
+// job unless none changed since the helper's last listing.
 inline constexpr std::string_view kListJobsRequest = "jobs";
+inline constexpr std::string_view kListChangedJobsRequest = "jobs if changed";
+// The helper's answer to kListChangedJobsRequest when its last listing still holds.
+inline constexpr std::string_view kListingUnchanged = "same";
+
+// What a listing asks slurmctld for.
+enum class Listing {
+  kWhole,      // every record, packed anew
+  kIfChanged,  // the same, or the last listing again when slurmctld says no job changed since
+};
 std::string EncodeSubmitRequest(const Sbatch& sbatch);
 // kInvalidArgument naming what is wrong with `payload` (a frame's bytes, without the length).
 Result<Sbatch> DecodeSubmitRequest(std::string_view payload);
@@ -82,8 +94,12 @@ class SubmitHelper {
 
   // Slurm's jobs as `scontrol show job -o` prints them, or why not (the error that command would
   // print, or the helper's failure; the helper is then stopped, and started again at the next
-  // request). Thread-safe; served between submissions.
-  Result<std::string> ListJobs() EXCLUDES(mu_);
+  // request). Listing::kIfChanged: while slurmctld says no job changed, the last listing again,
+  // whose text differs from a fresh one in the times `scontrol` computes as it prints (a running
+  // job's RunTime) and in what slurmctld changes without marking a job changed: a pending job's
+  // Reason (seen: "None" kept after Slurm's scheduler had set "Resources"). Thread-safe; served
+  // between submissions.
+  Result<std::string> ListJobs(Listing listing = Listing::kWhole) EXCLUDES(mu_);
 
   pid_t HelperPid() EXCLUDES(mu_);  // 0 while none runs (for tests)
 
@@ -93,6 +109,8 @@ class SubmitHelper {
  private:
   Mutex mu_;
   os::HelperProcess process_ GUARDED_BY(mu_);
+  std::string last_listing_ GUARDED_BY(mu_);   // the last whole listing's text
+  pid_t last_listing_by_ GUARDED_BY(mu_) = 0;  // the helper that gave it
 };
 
 }  // namespace drover::exec::slurm
