@@ -52,7 +52,7 @@ bool Transient(int error) {
 // (as `scontrol`'s and `squeue --iterate`'s own repeated listings ask). At 1,000 jobs a whole
 // listing cost the helper 38 ms of CPU here, mostly printing, and slurmctld 2.3 ms
 // (docs/benchmarks.md, "Listings only when a job changed").
-class JobListing {
+class Lister {
  public:
   std::string Get(bool if_changed) {
     job_info_msg_t* jobs = nullptr;
@@ -87,7 +87,7 @@ class JobListing {
 };
 
 std::string Serve(std::string_view payload, const std::vector<std::string>& environment,
-                  JobListing& listing) {
+                  Lister& listing) {
   if (payload == slurm::kListJobsRequest) return listing.Get(false);
   if (payload == slurm::kListChangedJobsRequest) return listing.Get(true);
   Result<slurm::Sbatch> sbatch = slurm::DecodeSubmitRequest(payload);
@@ -122,7 +122,7 @@ int SlurmSubmitMain(int argc, char** argv) {
   if (problem.empty()) slurm_init(nullptr);
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
-  JobListing listing;
+  Lister listing;
   for (;;) {
     std::string payload;
     const int read = slurm::ReadFrame(kChannelFd, payload);
