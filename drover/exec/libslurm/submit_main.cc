@@ -49,9 +49,9 @@ bool Transient(int error) {
 // flags and prints each with slurm_print_job_info, one line each). `if_changed`:
 // slurm::kListingUnchanged when no job changed since the last listing, which passes slurmctld
 // that listing's time: slurmctld then answers SLURM_NO_CHANGE_IN_DATA without packing a record
-// (as `scontrol`'s and `squeue --iterate`'s own repeated listings ask). At 1,000 jobs a whole
-// listing cost the helper 38 ms of CPU here, mostly printing, and slurmctld 2.3 ms
-// (docs/benchmarks.md, "Listings only when a job changed").
+// (as `scontrol`'s and `squeue --iterate`'s own repeated listings ask). A whole listing of 1,000
+// jobs cost the helper about 40 ms of CPU here, mostly printing, and slurmctld 2.3 ms (held jobs)
+// to 29 ms (running ones); docs/benchmarks.md, "Listings only when a job changed".
 class Lister {
  public:
   std::string Get(bool if_changed) {
