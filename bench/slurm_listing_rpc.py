@@ -132,6 +132,7 @@ def main():
         print("|---|---:|---:|---|---|---:|---|")
         measure("`scontrol show job -o`", lambda: run("scontrol", "show", "job", "-o"), rounds,
                 children_cpu_ms)
+
         def helper_cpu():
             return process_cpu_ms(process.pid)
 
