@@ -28,14 +28,14 @@ export DROVER_SLURM_DIR=${DROVER_SLURM_DIR:-/tmp/drover-slurm-bench} DROVER_SLUR
 export DROVER_SLURM_CPUS=$(((N + 3) / 4 > 16 ? (N + 3) / 4 : 16))
 export SLURM_CONF=$DROVER_SLURM_DIR/slurm.conf
 CLUSTER=$ROOT/tests/slurm/slurm-cluster.sh
-SERVER_PID=
-
-[ -x "$DROVER" ] || { echo "no $DROVER" >&2; exit 1; }
+# shellcheck source=bench/lib/server.sh
+. "$ROOT/bench/lib/server.sh"
+require_drover
 [ "$(id -u)" = 0 ] || { echo "run as root (slurm-cluster.sh starts munged, slurmctld, slurmd)" >&2; exit 1; }
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 cleanup() {
   scancel --quiet --name=bench-steady 2>/dev/null || true
-  [ -z "$SERVER_PID" ] || { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+  stop_server
   "$CLUSTER" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -55,13 +55,7 @@ queues:
   - name: hpc
     executor: {kind: slurm, partition: debug}
 EOF
-"$DROVER" server --data "$WORK/data" --listen "127.0.0.1:$API_PORT" --gpus 0 \
-  --policy "$WORK/policy.yaml" --ready-file "$WORK/ready" >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 300); do [ -s "$WORK/ready" ] && break; sleep 0.1; done
-[ -s "$WORK/ready" ] || { cat "$WORK/server.log" >&2; exit 1; }
-DROVER_TOKEN=$(cat "$WORK/data/admin.token")
-export DROVER_TOKEN
+start_server "$WORK" "$API_PORT" --gpus 0 --policy "$WORK/policy.yaml"
 for i in $(seq 1 "$N"); do
   [ "$i" = 1 ] || echo "---"
   printf 'kind: Job\nname: bench-steady-%s\nqueue: hpc\nresources: {cpu: 1, memory: 100Mi}\ncommand: [sleep, "3600"]\n' "$i"

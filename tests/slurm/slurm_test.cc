@@ -153,6 +153,16 @@ std::map<std::string, std::string> JobRecord(const std::string& slurm_id) {
   return record;
 }
 
+// The line of Slurm job `id` in `listing` (`scontrol show job -o`'s text), or a line saying there
+// is none.
+std::string LineOfJob(const std::string& listing, const std::string& id) {
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("JobId=" + id + " ")) return line;
+  }
+  return "(no line for job " + id + ")";
+}
+
 // What a batch script saw, without what differs between any two jobs or nodes.
 std::vector<std::string> SeenLines(const std::string& file) {
   std::vector<std::string> kept;
@@ -246,16 +256,9 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
   Result<std::string> listing = helper.ListJobs();
   ASSERT_TRUE(listing) << listing.error().message;
   const std::string by_scontrol = Shell("scontrol show job -o");
-  auto line_of = [](const std::string& text, const std::string& id) {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("JobId=" + id + " ")) return line;
-    }
-    return std::string("(no line for job " + id + ")");
-  };
   for (const std::string& id : {sbatch_id, *helper_id}) {
-    EXPECT_THAT(line_of(*listing, id), HasSubstr(" JobState=COMPLETED "));
-    EXPECT_EQ(line_of(*listing, id), line_of(by_scontrol, id));
+    EXPECT_THAT(LineOfJob(*listing, id), HasSubstr(" JobState=COMPLETED "));
+    EXPECT_EQ(LineOfJob(*listing, id), LineOfJob(by_scontrol, id));
   }
 }
 
@@ -275,13 +278,7 @@ TEST_F(SlurmTest, TheHelpersListingIfChangedIsPackedAgainOnlyWhenAJobChanged) {
       WaitUntil([&] { return SlurmState(slurm_id) == "RUNNING"; }, std::chrono::seconds(60)));
   exec::slurm::SubmitHelper helper(
       (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string());
-  auto line_of = [&](const std::string& text) {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("JobId=" + slurm_id + " ")) return line;
-    }
-    return std::string("(no line for job " + slurm_id + ")");
-  };
+  auto line_of = [&](const std::string& text) { return LineOfJob(text, slurm_id); };
   auto run_time = [](const std::string& line) {
     const std::size_t at = line.find(" RunTime=");
     return at == std::string::npos ? std::string() : Words(line.substr(at + 9)).at(0);
