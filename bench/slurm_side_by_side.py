@@ -11,6 +11,10 @@ Each case directory CASE_DIR holds what the shell script recorded:
   scontrol  (Slurm cases) `scontrol show job -o` after every job finished
   ctld.log  (cases that ran on Slurm) slurmctld's log since the case's cluster started: when
             it received each submission and started each job, in milliseconds
+  cpu       "WHEN MACHINE CTLD DROVER" at the case's start and when all finished: clock ticks
+            of the machine (busy), slurmctld and Drover's server with its children
+  times.start, times.end   bash's `times` before and after the submissions (its second line:
+            the children's user and system time, i.e. the submitting commands')
 
 KEY is Slurm's job id (sbatch), the array task id (sbatch --array) or Drover's job id.
 
@@ -80,9 +84,55 @@ def common(case_dir, meta):
         "all_done_s": done - start,
         "client_submit_to_start_ms": percentiles(client_ms),
     }
+    out["cpu_per_job_ms"] = cpu_per_job(case_dir, n, done - start)
     if meta.get("slurm_done_at"):
         # Drover driving Slurm: when Slurm's queue was empty, beside when Drover said so.
         out["slurm_all_done_s"] = float(meta["slurm_done_at"]) - start
+    return out
+
+
+def children_seconds(path):
+    """The children's user + system seconds from bash's `times` output ("0m1.250s 0m0.310s" on
+    its second line)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    total = 0.0
+    for word in lines[1].split():
+        minutes, _, seconds = word.rstrip("s").partition("m")
+        total += int(minutes) * 60 + float(seconds)
+    return total
+
+
+def cpu_per_job(case_dir, n, elapsed_s):
+    """CPU per job in ms by part: the submitting commands during the submissions ("client"),
+    slurmctld, Drover's server with its children, the rest (slurmd, slurmstepd, the jobs,
+    munged, this script's polls) and the machine in all, from the case's start until all
+    finished; "busy" is the machine's busy share of all its cores over that time. None
+    without the counters."""
+    paths = [os.path.join(case_dir, name) for name in ("cpu", "times.start", "times.end")]
+    if not all(os.path.exists(path) for path in paths):
+        return None
+    marks = {}
+    with open(paths[0]) as f:
+        for line in f:
+            words = line.split()
+            marks[words[0]] = [int(word) for word in words[1:]]
+    if "start" not in marks or "finished" not in marks:
+        return None
+    tick_s = 1.0 / os.sysconf("SC_CLK_TCK")
+    machine, ctld, drover = (
+        (after - before) * tick_s for before, after in zip(marks["start"], marks["finished"])
+    )
+    client = children_seconds(paths[2]) - children_seconds(paths[1])
+    parts = {
+        "client": client,
+        "slurmctld": ctld,
+        "drover": drover,
+        "rest": machine - client - ctld - drover,
+        "machine": machine,
+    }
+    out = {name: seconds * 1000.0 / n for name, seconds in parts.items()}
+    out["busy"] = machine / (elapsed_s * os.cpu_count()) if elapsed_s > 0 else None
     return out
 
 
@@ -258,6 +308,25 @@ def splits(rows):
             )
 
 
+def cpu_table(rows):
+    rows = [r for r in rows if r.get("cpu_per_job_ms")]
+    if not rows:
+        return
+    print()
+    print(
+        "| case | CPU per job: the submitting command | slurmctld | Drover's server and helper "
+        "| the rest (slurmd, slurmstepd, the job, munged) | the machine | the machine busy |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        cpu = r["cpu_per_job_ms"]
+        cells = " | ".join(
+            f"{cpu[name]:,.1f} ms" for name in ("client", "slurmctld", "drover", "rest", "machine")
+        )
+        busy = "n/a" if cpu["busy"] is None else f"{cpu['busy'] * 100:.0f}%"
+        print(f"| {r['case']} | {cells} | {busy} |")
+
+
 def report(work_dir):
     rows = []
     with open(os.path.join(work_dir, "results.jsonl")) as f:
@@ -285,6 +354,7 @@ def report(work_dir):
             + ") | "
             f"{states} ({r['started']:,} started) |"
         )
+    cpu_table(rows)
     print()
     handoffs(rows)
     splits(rows)

@@ -31,6 +31,11 @@
 # 100 MiB (Slurm's nodes here have 16 CPUs and 64,000 MB each; without --mem a Slurm job would
 # take its node's whole memory under CR_Core_Memory, one job per node).
 #
+# Each case also accounts the CPU it took, per job: the submitting commands', slurmctld's,
+# Drover's server's with its children, and the rest of the machine's (the report's second table;
+# cpu_mark below). On this machine's few cores every case is CPU-bound, so its submissions per
+# second follow the CPU each job costs the machine, which is steadier from run to run.
+#
 # Starts its own Slurm cluster (tests/slurm/slurm-cluster.sh, in /tmp/drover-slurm-bench on
 # port 7917 unless DROVER_SLURM_DIR and DROVER_SLURM_PORT say otherwise, apart from the test suite's in /tmp/drover-slurm-test on 7817), restarted clean
 # before each Slurm case so none sees another's jobs, and stops it at the end. Run as root, and
@@ -108,7 +113,8 @@ EOF
   for _ in $(seq 1 300); do
     if [ -s "$dir/ready" ]; then
       # The admin token it wrote (docs/security.md), for the CLI (DROVER_TOKEN) and curl.
-      export DROVER_TOKEN=$(cat "$dir/data/admin.token")
+      DROVER_TOKEN=$(cat "$dir/data/admin.token")
+      export DROVER_TOKEN
       return 0
     fi
     sleep 0.1
@@ -188,6 +194,28 @@ keep_ctld_log() {
   tail -n "+$((CTLD_LOG_LINES + 1))" "$DROVER_SLURM_DIR/ctld.log" >"$1/ctld.log" 2>/dev/null || true
 }
 
+# CPU per job (the report's second table), from counters read at the case's start, at the end of
+# its submissions (this script's children: the submitting commands) and when all finished (the
+# rest): clock ticks (CLK_TCK) of the whole machine (busy, every core), of slurmctld, and of
+# Drover's server with its children, reaped or not (the submission helper).
+#   cpu_mark DIR start|finished    appends "WHEN MACHINE CTLD DROVER" to DIR/cpu
+#   times >DIR/times.WHEN       (bash's builtin, in this shell) the children's user and system
+cpu_mark() {
+  local machine ctld=0 drover=0 pid
+  machine=$(awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat)
+  pid=$(cat "$DROVER_SLURM_DIR/ctld.pid" 2>/dev/null || true)
+  [ -z "$pid" ] || ctld=$(proc_ticks "$pid")
+  if [ -n "$SERVER_PID" ]; then
+    drover=$(proc_ticks "$SERVER_PID")
+    for pid in $(pgrep -P "$SERVER_PID" || true); do drover=$((drover + $(proc_ticks "$pid"))); done
+  fi
+  echo "$2 $machine $ctld $drover" >>"$1/cpu"
+}
+
+proc_ticks() {  # utime + stime + cutime + cstime of PID (fields 14-17 of its stat); 0 once gone
+  awk '{sub(/^.*\) /, ""); print $12 + $13 + $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
 write_meta() {  # write_meta DIR LABEL START END DONE [JOB_NAME]
   printf 'n %s\nlabel %s\nsubmit_start %s\nsubmit_end %s\ndone_at %s\njob_name %s\n' \
     "$N" "$2" "$3" "$4" "$5" "${6:-}" >"$1/meta"
@@ -202,6 +230,8 @@ each_case() {
   cluster_start
   log "$name: $N x sbatch${paced:+, one at a time}"
   RANDOM=1
+  cpu_mark "$dir" start
+  times >"$dir/times.start"
   start=$(now)
   for k in $(seq 1 "$N"); do
     t=$EPOCHREALTIME
@@ -210,7 +240,9 @@ each_case() {
     [ -z "$paced" ] || wait_started "$dir/stamps" "$k"
   done
   end=$(now)
+  times >"$dir/times.end"
   wait_slurm
+  cpu_mark "$dir" finished
   write_meta "$dir" "$label" "$start" "$end" "$(now)" "bench-${name,,}"
   scontrol show job -o >"$dir/scontrol"
   keep_ctld_log "$dir"
@@ -273,12 +305,16 @@ array_case() {
   esac
   cluster_start
   log "$name: sbatch --array=1-$N"
+  cpu_mark "$dir" start
+  times >"$dir/times.start"
   start=$(now)
   sbatch --parsable -J "bench-${name,,}" "${options[@]}" --cpus-per-task=1 --mem=100M \
     --array="1-$N" "$dir/job.sh" >/dev/null
   end=$(now)
+  times >"$dir/times.end"
   seq 1 "$N" | sed "s/\$/ $start/" >"$dir/submits"
   wait_slurm
+  cpu_mark "$dir" finished
   write_meta "$dir" "$label" "$start" "$end" "$(now)" "bench-${name,,}"
   scontrol show job -o >"$dir/scontrol"
   keep_ctld_log "$dir"
@@ -295,6 +331,8 @@ drover_case() {
   log "$1: $label"
   if [ "$mode" != file ]; then
     RANDOM=1
+    cpu_mark "$dir" start
+    times >"$dir/times.start"
     start=$(now)
     for k in $(seq 1 "$N"); do
       t=$EPOCHREALTIME
@@ -309,12 +347,16 @@ drover_case() {
       [ "$i" = 1 ] || echo "---"
       sed "s/^name: bench\$/name: bench-$i/" "$dir/job.yaml"
     done >"$dir/jobs.yaml"
+    cpu_mark "$dir" start
+    times >"$dir/times.start"
     start=$(now)
     "$DROVER" --server "$URL" submit "$dir/jobs.yaml" >"$dir/submit.out"
     end=$(now)
-    awk -v t="$start" '{print $3, t}' "$dir/submit.out" >"$dir/submits"
   fi
+  times >"$dir/times.end"
+  [ "$mode" != file ] || awk -v t="$start" '{print $3, t}' "$dir/submit.out" >"$dir/submits"
   wait_drover "$dir" "$queue"
+  cpu_mark "$dir" finished
   write_meta "$dir" "$label" "$start" "$end" "$(now)"
   [ ! -s "$dir/slurm_done_at" ] || echo "slurm_done_at $(cat "$dir/slurm_done_at")" >>"$dir/meta"
   [ "$queue" != hpc ] || keep_ctld_log "$dir"

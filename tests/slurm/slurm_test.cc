@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -21,7 +23,9 @@
 
 #include "drover/exec/slurm/command.h"
 #include "drover/exec/slurm/sbatch.h"
+#include "drover/exec/slurm/state.h"
 #include "drover/exec/slurm/submit_helper.h"
+#include "drover/os/helper_process.h"
 #include "drover/testing/shell.h"
 #include "tests/integration/harness.h"
 
@@ -70,8 +74,11 @@ class SlurmTest : public IntegrationTest {
   }
 
   void TearDown() override {
-    // Nothing of this test may keep running in Slurm.
-    Shell("scancel --quiet --name=$(squeue -h -o %j | grep '^drover-' | paste -sd, -) 2>/dev/null");
+    // Nothing of this test may keep running in Slurm: every job named drover-*, by its id (an
+    // array's whole; scancel --name takes one name, not a list).
+    Shell(
+        "squeue -h -o '%F %j' | awk '$2 ~ /^drover-/ {print $1}' | sort -u | "
+        "xargs -r scancel --quiet 2>/dev/null");
     IntegrationTest::TearDown();
   }
 
@@ -247,28 +254,107 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
   EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
   EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
   EXPECT_EQ(SlurmField(*helper_id, "TresPerNode"), "gres:gpu:h100:1");
+}
 
-  // The helper's listing of Slurm's jobs (the executor's refresh) is scontrol's, line for line:
-  // the two jobs' lines once both have ended (a running job's RunTime would tick in between).
+// Slurm's record of `id` in `listing` as the executor reads it (ParseListing), every field on
+// one line; or a line saying there is none.
+std::string ReadRecord(const std::string& listing, const std::string& id) {
+  const exec::slurm::JobListing jobs =
+      exec::slurm::ParseListing(listing, exec::slurm::ParseLocalTime);
+  const exec::slurm::SlurmJob* job = jobs.Find(id);
+  if (job == nullptr) return "(no record of job " + id + ")";
+  return fmt::format(
+      "id={} array={}_{} name={} state={} reason={} times={},{},{},{} nodes={} exit={}:{} "
+      "restarts={}",
+      job->id, job->array_job_id, job->array_task_ids, job->name, job->state, job->reason,
+      job->submit_time, job->eligible_time, job->start_time, job->end_time,
+      fmt::join(job->nodes, ","), job->exit_code, job->exit_signal, job->restarts);
+}
+
+// The submission helper's listing (exec/libslurm/job_record.h: only the keys the executor reads)
+// reads as `scontrol show job -o`'s for jobs in every state the executor meets: completed,
+// failed, killed by a signal, running on one node and on two, held, waiting for a dependency
+// and for a begin time, an array throttled to one task at a time (its running task and its
+// pending tasks' record), cancelled while pending. Both listings are taken between two of
+// scontrol's that agree (a job changing in between would differ).
+TEST_F(SlurmTest, TheHelpersListingReadsAsScontrolsForEveryState) {
+  std::map<std::string, std::string> ids;  // what each job is -> its Slurm id
+  auto sbatch = [&](const std::string& what, std::vector<std::string> options,
+                    const std::string& body) {
+    std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=drover-listing-" + what,
+                                     "-o",     "/dev/null",  "--mem=100M"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    const exec::slurm::CommandResult submitted =
+        exec::slurm::RunCommand(argv, "#!/bin/bash\n" + body + "\n");
+    EXPECT_TRUE(submitted.ok()) << what << ": " << submitted.err;
+    ids[what] = Words(submitted.out).at(0);
+  };
+  sbatch("completed", {}, "exit 0");
+  sbatch("failed", {}, "exit 3");
+  sbatch("signalled", {}, "kill -9 $$");
+  sbatch("running", {}, "exec sleep 300");
+  sbatch("two-nodes", {"--nodes=2", "--ntasks-per-node=1"}, "exec sleep 300");
+  sbatch("held", {"--hold"}, "exit 0");
+  sbatch("dependent", {"--dependency=afterok:" + ids["running"]}, "exit 0");
+  sbatch("later", {"--begin=now+3600"}, "exit 0");
+  sbatch("array", {"--array=1-3%1"}, "exec sleep 300");
+  sbatch("cancelled", {"--hold"}, "exit 0");
+  Shell("scancel " + ids["cancelled"]);
+  // An array's tasks have ids of their own: its first task's record once it runs, and the
+  // pending tasks' shared record by any of theirs.
+  ids["array task"] = ids["array"] + "_1";
+  ids["array pending"] = ids["array"] + "_2";
+  ids.erase("array");
+  const std::map<std::string, std::string> settled = {
+      {"completed", "COMPLETED"}, {"failed", "FAILED"},     {"signalled", "FAILED"},
+      {"running", "RUNNING"},     {"two-nodes", "RUNNING"}, {"array task", "RUNNING"},
+      {"cancelled", "CANCELLED"}};
   ASSERT_TRUE(WaitUntil(
-      [&] { return SlurmState(sbatch_id) == "COMPLETED" && SlurmState(*helper_id) == "COMPLETED"; },
-      std::chrono::seconds(60)));
-  Result<std::string> listing = helper.ListJobs();
-  ASSERT_TRUE(listing) << listing.error().message;
-  const std::string by_scontrol = Shell("scontrol show job -o");
-  for (const std::string& id : {sbatch_id, *helper_id}) {
-    EXPECT_THAT(LineOfJob(*listing, id), HasSubstr(" JobState=COMPLETED "));
-    EXPECT_EQ(LineOfJob(*listing, id), LineOfJob(by_scontrol, id));
+      [&] {
+        return std::all_of(settled.begin(), settled.end(), [&](const auto& entry) {
+          return SlurmState(ids.at(entry.first)) == entry.second;
+        });
+      },
+      std::chrono::seconds(60)))
+      << Shell("scontrol show job -o | grep -F drover-listing");
+
+  exec::slurm::SubmitHelper helper(
+      (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string());
+  auto records = [&](const std::string& listing) {
+    std::map<std::string, std::string> read;
+    for (const auto& [what, id] : ids) read[what] = ReadRecord(listing, id);
+    return read;
+  };
+  bool compared = false;
+  for (int attempt = 0; attempt < 5 && !compared; ++attempt) {
+    const std::string before = Shell("scontrol show job -o");
+    Result<std::string> listing = helper.ListJobs();
+    ASSERT_TRUE(listing) << listing.error().message;
+    if (records(before) != records(Shell("scontrol show job -o"))) continue;
+    compared = true;
+    const std::map<std::string, std::string> expected = records(before);
+    for (const auto& [what, read] : records(*listing)) {
+      EXPECT_EQ(read, expected.at(what)) << what;
+      EXPECT_THAT(read, ::testing::Not(HasSubstr("(no record"))) << what;
+    }
+    // What the executor acts on, as Slurm says it.
+    EXPECT_THAT(LineOfJob(*listing, ids["signalled"]), HasSubstr(" ExitCode=0:9 "));
+    EXPECT_THAT(LineOfJob(*listing, ids["failed"]), HasSubstr(" ExitCode=3:0 "));
+    EXPECT_THAT(LineOfJob(*listing, ids["held"]), HasSubstr(" Reason=JobHeldUser "));
+    EXPECT_THAT(LineOfJob(*listing, ids["dependent"]), HasSubstr(" Reason=Dependency "));
+    EXPECT_THAT(LineOfJob(*listing, ids["later"]), HasSubstr(" Reason=BeginTime "));
+    EXPECT_THAT(*listing, HasSubstr(" ArrayTaskId=2-3%1 "));
+    EXPECT_THAT(LineOfJob(*listing, ids["two-nodes"]), ::testing::ContainsRegex(" NodeList=n\\["));
   }
+  EXPECT_TRUE(compared) << "a job changed between every two of scontrol's listings";
 }
 
 // Asked for a listing if changed, the helper passes slurmctld the time of its last listing, and
-// slurmctld packs the records only when some job changed since: a listing while nothing changed
-// is the last one again, byte for byte, where a whole one prints a running job's RunTime anew;
-// a change (here a cancel) is in the next listing. Another job of the shared cluster changing
-// between two listings (an earlier test's, purged) gives a fresh listing: three tries.
+// slurmctld packs the records only when some job changed since: the helper then answers `same`
+// (which SubmitHelper turns into its last listing again), and after a change (here a cancel) a
+// whole listing that shows it. Another job of the shared cluster changing between two listings
+// (an earlier test's, purged) gives a whole listing: a few tries.
 TEST_F(SlurmTest, TheHelpersListingIfChangedIsPackedAgainOnlyWhenAJobChanged) {
-  using exec::slurm::Listing;
   const exec::slurm::CommandResult submitted = exec::slurm::RunCommand(
       {"sbatch", "--parsable", "--job-name=drover-listing", "-o", "/dev/null", "--mem=100M"},
       "#!/bin/bash\nexec sleep 300\n");
@@ -276,37 +362,39 @@ TEST_F(SlurmTest, TheHelpersListingIfChangedIsPackedAgainOnlyWhenAJobChanged) {
   const std::string slurm_id = Words(submitted.out).at(0);
   ASSERT_TRUE(
       WaitUntil([&] { return SlurmState(slurm_id) == "RUNNING"; }, std::chrono::seconds(60)));
-  exec::slurm::SubmitHelper helper(
-      (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string());
-  auto line_of = [&](const std::string& text) { return LineOfJob(text, slurm_id); };
-  auto run_time = [](const std::string& line) {
-    const std::size_t at = line.find(" RunTime=");
-    return at == std::string::npos ? std::string() : Words(line.substr(at + 9)).at(0);
+  // The helper spoken to as SubmitHelper speaks to it, to see its answers themselves.
+  os::HelperProcess helper(
+      {(std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string(),
+       {},
+       SOCK_STREAM,
+       {}});
+  ASSERT_TRUE(helper.Start());
+  auto ask = [&](std::string_view request) {
+    std::string reply;
+    EXPECT_TRUE(exec::slurm::WriteAll(helper.socket(), exec::slurm::Frame(request)));
+    EXPECT_EQ(
+        exec::slurm::ReadFrame(helper.socket(), reply, 60'000, exec::slurm::kMaxListingFrameBytes),
+        1);
+    return reply;
   };
-  std::string listed;  // the RunTime the repeated listing shows
-  bool repeated = false;
-  for (int attempt = 0; attempt < 3 && !repeated; ++attempt) {
-    Result<std::string> first = helper.ListJobs(Listing::kIfChanged);
-    ASSERT_TRUE(first) << first.error().message;
-    listed = run_time(line_of(*first));
-    ASSERT_NE(listed, "") << line_of(*first);
-    // Until a fresh listing of the job would print another RunTime.
-    ASSERT_TRUE(WaitUntil([&] { return SlurmField(slurm_id, "RunTime") != listed; },
-                          std::chrono::seconds(10)));
-    Result<std::string> again = helper.ListJobs(Listing::kIfChanged);
-    ASSERT_TRUE(again) << again.error().message;
-    repeated = *again == *first;
+  // The first listing is a whole one, asked if changed or not.
+  const std::string first = ask(exec::slurm::kListChangedJobsRequest);
+  EXPECT_THAT(LineOfJob(first, slurm_id), HasSubstr(" JobState=RUNNING "));
+  bool unchanged = false;
+  for (int attempt = 0; attempt < 10 && !unchanged; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+    unchanged = ask(exec::slurm::kListChangedJobsRequest) == exec::slurm::kListingUnchanged;
   }
-  EXPECT_TRUE(repeated) << "every second listing was packed anew";
-  Result<std::string> whole = helper.ListJobs(Listing::kWhole);
-  ASSERT_TRUE(whole) << whole.error().message;
-  EXPECT_NE(run_time(line_of(*whole)), listed);
+  EXPECT_TRUE(unchanged) << "every listing asked if changed was packed anew";
+  // Asked for every record, the helper lists them though none changed.
+  EXPECT_THAT(LineOfJob(ask(exec::slurm::kListJobsRequest), slurm_id),
+              HasSubstr(" JobState=RUNNING "));
 
   Shell("scancel " + slurm_id);
   EXPECT_TRUE(WaitUntil(
       [&] {
-        Result<std::string> listing = helper.ListJobs(Listing::kIfChanged);
-        return listing && line_of(*listing).find(" JobState=CANCELLED ") != std::string::npos;
+        const std::string listing = ask(exec::slurm::kListChangedJobsRequest);
+        return LineOfJob(listing, slurm_id).find(" JobState=CANCELLED ") != std::string::npos;
       },
       std::chrono::seconds(30)));
 }

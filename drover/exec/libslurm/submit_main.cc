@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include "drover/exec/libslurm/job_description.h"
+#include "drover/exec/libslurm/job_record.h"
 #include "drover/exec/slurm/submit_helper.h"
 #include "drover/os/helper_process.h"
 
@@ -45,13 +47,11 @@ bool Transient(int error) {
          error == EAGAIN;
 }
 
-// Slurm's jobs as `scontrol show job -o` prints them (its `show job` loads every record with no
-// flags and prints each with slurm_print_job_info, one line each). `if_changed`:
-// slurm::kListingUnchanged when no job changed since the last listing, which passes slurmctld
-// that listing's time: slurmctld then answers SLURM_NO_CHANGE_IN_DATA without packing a record
-// (as `scontrol`'s and `squeue --iterate`'s own repeated listings ask). A whole listing of 1,000
-// jobs cost the helper about 40 ms of CPU here, mostly printing, and slurmctld 2.3 ms (held jobs)
-// to 29 ms (running ones); docs/benchmarks.md, "Listings only when a job changed".
+// Slurm's jobs, one line each (job_record.h). `if_changed`: slurm::kListingUnchanged when no job
+// changed since the last listing, which passes slurmctld that listing's time: slurmctld then
+// answers SLURM_NO_CHANGE_IN_DATA without packing a record (as `scontrol`'s and `squeue
+// --iterate`'s own repeated listings ask). slurmctld packs 1,000 records in 2.3 ms (held jobs) to
+// 29 ms (running ones); docs/benchmarks.md, "Listings only when a job changed".
 class Lister {
  public:
   std::string Get(bool if_changed) {
@@ -63,26 +63,19 @@ class Lister {
       }
       return fmt::format("error slurm_load_jobs error: {}", slurm_strerror(error));
     }
-    char* text = nullptr;
-    std::size_t size = 0;
-    FILE* out = open_memstream(&text, &size);
-    if (out == nullptr) {
-      slurm_free_job_info_msg(jobs);
-      return fmt::format("error open_memstream: {}", std::strerror(errno));
-    }
-    for (std::uint32_t i = 0; i < jobs->record_count; ++i) {
-      slurm_print_job_info(out, &jobs->job_array[i], 1);
-    }
-    std::fclose(out);
     std::string reply = "ok ";
-    reply.append(text, size);
-    std::free(text);
+    reply.reserve(reply.size() + jobs->record_count * kLineBytes);
+    const std::time_t now = std::time(nullptr);
+    for (std::uint32_t i = 0; i < jobs->record_count; ++i) {
+      AppendJobRecordLine(jobs->job_array[i], now, reply);
+    }
     last_update_ = jobs->last_update;
     slurm_free_job_info_msg(jobs);
     return reply;
   }
 
  private:
+  static constexpr std::size_t kLineBytes = 320;  // a record's line, about
   time_t last_update_ = 0;  // slurmctld's time of the last listing sent; 0: none yet
 };
 

@@ -4,7 +4,8 @@
 // descriptor 3 until it closes: each one's JobDescription (job_description.h) goes to
 // slurm_submit_batch_job, retried as sbatch retries it while slurmctld is busy (up to 15 times,
 // sleeping 1, 2, ... 15 s), and the answer is "ok JOBID" or "error MESSAGE". Listing requests
-// get Slurm's jobs, packed by slurmctld only when some job changed since the last listing.
+// get Slurm's jobs, a line each of the keys the executor reads (job_record.h), packed by
+// slurmctld only when some job changed since the last listing if asked so.
 //
 // Before libslurm reads its configuration (SLURM_CONF, else /etc/slurm/slurm.conf), the helper
 // checks that the file can be read: libslurm itself would retry for 60 s and then end the process

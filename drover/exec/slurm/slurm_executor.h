@@ -119,8 +119,8 @@ class SlurmExecutor final : public Executor {
   void CancelNow(const model::ExternalRef& ref);
   void AdoptNow(const model::ExternalRef& ref);
   // Slurm's jobs as `scontrol show job -o` prints them: through the submission helper when there
-  // is one (no process per listing; while every tracked job has started, slurmctld packs the
-  // records only when some job changed), else that command.
+  // is one (no process per listing, only the keys ParseJobLine reads; while every tracked job
+  // has started, slurmctld packs the records only when some job changed), else that command.
   Result<std::string> ListJobs() const;
   // One listing: events for every tracked job that changed. True when it reported any.
   bool Refresh();

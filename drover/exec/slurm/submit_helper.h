@@ -18,9 +18,9 @@
 // RenderSbatch and RenderArray write; exec/libslurm/job_description.h), submits it with the
 // helper's environment, as `sbatch` exports its own, and answers with a frame "ok JOBID" (an
 // array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: "). The one
-// other request, kListJobsRequest, asks for Slurm's jobs as `scontrol show job -o` prints them
-// (slurm_load_jobs, then slurm_print_job_info of each record, one line each): "ok TEXT" or
-// "error MESSAGE"; kListChangedJobsRequest the same, or kListingUnchanged when slurmctld says no
+// other request, kListJobsRequest, asks for Slurm's jobs (slurm_load_jobs), one line each of
+// the keys the executor reads, each as `scontrol show job -o` prints it (exec/libslurm/
+// job_record.h): "ok TEXT" or "error MESSAGE"; kListChangedJobsRequest the same, or kListingUnchanged when slurmctld says no
 // job changed since the helper's last listing (it is asked with that listing's time, and packs
 // no record then), which SubmitHelper then returns again. It saves the Slurm executor's refresh an
 // `scontrol` process each time (41% of the server's own CPU, its children included, while jobs were
@@ -45,8 +45,8 @@ namespace drover::exec::slurm {
 // (none may contain one: `sbatch` could not take it either).
 // At most this many bytes (Slurm's own default cap on a batch script is 4 MiB).
 inline constexpr std::size_t kMaxSubmitFrameBytes = 16u << 20;
-// A listing of Slurm's jobs, about 1.2 KB a record: room for the 10,000 records of slurmctld's
-// default MaxJobCount many times over.
+// A listing of Slurm's jobs, about 200 bytes a record (1.2 KB as `scontrol` prints it): room for
+// the 10,000 records of slurmctld's default MaxJobCount many times over.
 inline constexpr std::size_t kMaxListingFrameBytes = 1u << 30;
 // The payloads of the listing requests (a submission's starts with a digit): every job, or every
 // job unless none changed since the helper's last listing.
@@ -92,13 +92,12 @@ class SubmitHelper {
   // against a local slurmctld).
   Result<std::string> Submit(const Sbatch& sbatch) EXCLUDES(mu_);
 
-  // Slurm's jobs as `scontrol show job -o` prints them, or why not (the error that command would
-  // print, or the helper's failure; the helper is then stopped, and started again at the next
-  // request). Listing::kIfChanged: while slurmctld says no job changed, the last listing again,
-  // whose text differs from a fresh one in the times `scontrol` computes as it prints (a running
-  // job's RunTime) and in what slurmctld changes without marking a job changed: a pending job's
-  // Reason (seen: "None" kept after Slurm's scheduler had set "Resources"). Thread-safe; served
-  // between submissions.
+  // Slurm's jobs, a line of the executor's keys each as `scontrol show job -o` prints them, or
+  // why not (the error that command would print, or the helper's failure; the helper is then
+  // stopped, and started again at the next request). Listing::kIfChanged: while slurmctld says no
+  // job changed, the last listing again, whose text may differ from a fresh one in what
+  // slurmctld changes without marking a job changed: a pending job's Reason (seen: "None" kept
+  // after Slurm's scheduler had set "Resources"). Thread-safe; served between submissions.
   Result<std::string> ListJobs(Listing listing = Listing::kWhole) EXCLUDES(mu_);
 
   pid_t HelperPid() EXCLUDES(mu_);  // 0 while none runs (for tests)
