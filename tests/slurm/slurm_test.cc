@@ -5,8 +5,9 @@
 // pending reasons, cancel, timeout, exit codes, Slurm's own preemption and requeue with resume
 // (the requeued Slurm job continues as Drover's next attempt), node loss, a server restart, and
 // a pipeline whose GPU stage runs on Slurm between two local stages. The server submits through
-// drover-slurm-submit (libslurm); one test compares what it submits with what `sbatch` does.
-// It fails (never skips) when Slurm cannot be started.
+// drover-slurm-submit (libslurm); one test compares what it submits with what `sbatch` does,
+// two what it lists with what `scontrol` does and when it asks slurmctld again. It fails (never
+// skips) when Slurm cannot be started.
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>

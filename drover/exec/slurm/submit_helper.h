@@ -20,12 +20,12 @@
 // array's job id) or "error MESSAGE" (what sbatch would print after "sbatch: error: "). The one
 // other request, kListJobsRequest, asks for Slurm's jobs (slurm_load_jobs), one line each of
 // the keys the executor reads, each as `scontrol show job -o` prints it (exec/libslurm/
-// job_record.h): "ok TEXT" or "error MESSAGE"; kListChangedJobsRequest the same, or kListingUnchanged when slurmctld says no
-// job changed since the helper's last listing (it is asked with that listing's time, and packs
-// no record then), which SubmitHelper then returns again. It saves the Slurm executor's refresh an
-// `scontrol` process each time (41% of the server's own CPU, its children included, while jobs were
-// submitted one by one to Slurm: docs/benchmarks.md, "Slurm's state through the helper"). The
-// helper exits when its socket closes.
+// job_record.h): "ok TEXT" or "error MESSAGE"; kListChangedJobsRequest the same, or
+// kListingUnchanged when slurmctld says no job changed since the helper's last listing (it is asked
+// with that listing's time, and packs no record then), which SubmitHelper then returns again. It
+// saves the Slurm executor's refresh an `scontrol` process each time (41% of the server's own CPU,
+// its children included, while jobs were submitted one by one to Slurm: docs/benchmarks.md,
+// "Slurm's state through the helper"). The helper exits when its socket closes.
 
 #include <sys/types.h>
 
