@@ -314,8 +314,9 @@ def cpu_table(rows):
         return
     print()
     print(
-        "| case | CPU per job: the submitting command | slurmctld | Drover's server and helper "
-        "| the rest (slurmd, slurmstepd, the job, munged) | the machine | the machine busy |"
+        "| case | CPU per job: the submitting command | slurmctld | Drover's server with its "
+        "children (the helper; a local queue's jobs) | the rest (slurmd, slurmstepd, the job, "
+        "munged) | the machine | the machine busy |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
