@@ -14,6 +14,7 @@
 #include "drover/api/workflow_handlers.h"
 #include "drover/model/access.h"
 #include "drover/server/control_plane.h"
+#include "drover/workflow/cron_plan.h"
 
 namespace drover::server {
 

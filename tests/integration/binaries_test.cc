@@ -73,6 +73,30 @@ TEST_F(Binaries, TheClientLoadsNoServerLibrary) {
   }
 }
 
+// The binaries started once per command or per job, `drover` and drover-supervise, carry the
+// C++ runtime, fmt and yaml-cpp in themselves (drover_static_cxx_runtime, cmake/drover.cmake):
+// they need libc alone, so that ld.so relocates no libstdc++ at each start, and no C++ shared
+// library brings a second C++ runtime into them. Under the sanitizers (libubsan.so needs
+// libstdc++.so) they link as every other binary does.
+TEST_F(Binaries, TheClientAndTheSupervisorNeedOnlyLibc) {
+  const std::filesystem::path dir = std::filesystem::path(DroverBinary()).parent_path();
+  for (const std::filesystem::path& binary : {dir / "drover", dir / "drover-supervise"}) {
+    int code = -1;
+    const std::string needed =
+        testing::Shell("readelf -d " + binary.string() + " | grep NEEDED", &code);
+    ASSERT_EQ(code, 0) << binary << ": " << needed;
+    EXPECT_THAT(needed, HasSubstr("[libc.so.6]")) << binary;
+    for (const char* library :
+         {"libstdc++", "libgcc_s", "libfmt", "libyaml-cpp", "libdate-tz", "libspdlog"}) {
+      if (DROVER_STATIC_CXX_RUNTIME) {
+        EXPECT_THAT(needed, Not(HasSubstr(library))) << binary;
+      } else if (std::string_view(library) == "libstdc++") {
+        EXPECT_THAT(needed, HasSubstr(library)) << binary;
+      }
+    }
+  }
+}
+
 // libslurm is drover-slurm-submit's alone (exec/slurm/submit_helper.h says why): no drover
 // binary loads it, so a Slurm library's fatal() or globals never reach the server.
 TEST_F(Binaries, OnlyTheSubmissionHelperLoadsLibslurm) {
