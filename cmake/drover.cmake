@@ -38,12 +38,12 @@ endfunction()
 # drover_static_cxx_runtime(TARGET)
 #
 # Links the C++ runtime (libstdc++, libgcc), fmt and yaml-cpp into executable TARGET, so that it
-# needs no shared library but libc's: for the binaries started once per command or per job
-# (drover, drover-supervise), whose start ld.so spent a quarter of relocating libstdc++ and the
-# libraries over it (docs/benchmarks.md, "The client without libstdc++.so"). Such a binary must
-# not load a C++ shared library either, or there would be two C++ runtimes in it:
-# tests/integration/binaries_test.cc checks what it needs. Not under the sanitizers, whose
-# runtime (libubsan.so) needs libstdc++.so itself.
+# needs no shared library but libc's: for `drover`, started at every command, more than a
+# quarter of whose start went to ld.so relocating libstdc++ and the libraries over it
+# (docs/benchmarks.md, "The client without libstdc++.so"), and drover-supervise, whose spawner
+# forks a supervisor per worker. Such a binary must not load a C++ shared library either, or
+# there would be two C++ runtimes in it: tests/integration/binaries_test.cc checks what it needs.
+# Not under the sanitizers, whose runtime (libubsan.so) needs libstdc++.so itself.
 function(drover_static_cxx_runtime target)
   if(DROVER_SANITIZE OR DROVER_FUZZ)
     return()

@@ -73,11 +73,11 @@ TEST_F(Binaries, TheClientLoadsNoServerLibrary) {
   }
 }
 
-// The binaries started once per command or per job, `drover` and drover-supervise, carry the
-// C++ runtime, fmt and yaml-cpp in themselves (drover_static_cxx_runtime, cmake/drover.cmake):
-// they need libc alone, so that ld.so relocates no libstdc++ at each start, and no C++ shared
-// library brings a second C++ runtime into them. Under the sanitizers (libubsan.so needs
-// libstdc++.so) they link as every other binary does.
+// `drover` (started at every command) and drover-supervise (whose spawner forks a supervisor
+// per worker) carry the C++ runtime, fmt and yaml-cpp in themselves (drover_static_cxx_runtime,
+// cmake/drover.cmake): they need libc alone, so that ld.so relocates no libstdc++ at each start,
+// and no C++ shared library brings a second C++ runtime into them. Under the sanitizers
+// (libubsan.so needs libstdc++.so) they link as every other binary does.
 TEST_F(Binaries, TheClientAndTheSupervisorNeedOnlyLibc) {
   const std::filesystem::path dir = std::filesystem::path(DroverBinary()).parent_path();
   for (const std::filesystem::path& binary : {dir / "drover", dir / "drover-supervise"}) {
