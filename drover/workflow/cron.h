@@ -12,6 +12,7 @@
 #include "drover/common/result.h"
 
 namespace drover::workflow {
+
 // A parsed cron expression: the set of values each field allows.
 struct CronSchedule {
   std::bitset<60> seconds;  // 0-59; {0} for a five-field expression
