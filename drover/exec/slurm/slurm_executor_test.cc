@@ -470,8 +470,14 @@ cat "$FAKE_SLURM_DIR/show"
   EXPECT_TRUE(std::filesystem::exists(unlisted)) << "removed at the first listing without it";
   EXPECT_TRUE(std::filesystem::exists(pending));
 
+  // When the third listing has begun, the second refresh's removals are all over: waiting for the
+  // links alone raced with the removal of the output that follows them.
   std::filesystem::remove(dir_ + "/listing-gate");
-  EXPECT_TRUE(testing::WaitUntil([&] { return !std::filesystem::exists(unlisted); }));
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    const std::vector<std::string> log = Log();
+    return std::count(log.begin(), log.end(), "scontrol") >= 3;
+  }));
+  EXPECT_FALSE(std::filesystem::exists(unlisted));
   EXPECT_FALSE(std::filesystem::exists(ArrayOutput(arrays, ArrayName(JobId(4), 1))));
   EXPECT_TRUE(std::filesystem::exists(pending)) << "a task of it may still start";
   EXPECT_TRUE(std::filesystem::exists(ArrayOutput(arrays, ArrayName(JobId(5), 1))));
