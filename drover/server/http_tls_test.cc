@@ -175,7 +175,9 @@ TEST_F(HttpTlsTest, PlainHttpToTheTlsPortIsAnsweredAndTheServerServesOn) {
 // timeout.
 TEST_F(HttpTlsTest, StalledHandshakesDoNotBlockOthersAndAreClosedAtTheHeaderTimeout) {
   HttpLimits limits;
-  limits.header_timeout_ms = 1 * kMillisPerSecond;
+  // Long enough for 40 connects and a full handshake and request on a loaded machine (under the
+  // sanitizers) before the first stalled connection expires; short enough to wait out.
+  limits.header_timeout_ms = 3 * kMillisPerSecond;
   Start(limits);
   std::vector<int> stalled;
   for (int i = 0; i < 40; ++i) {

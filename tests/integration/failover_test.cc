@@ -117,7 +117,10 @@ TEST_F(Failover, AStandbyAnswers503NamingTheLeaderAndAClientListFollowsIt) {
   const auto body = nlohmann::json::parse(text);
   EXPECT_EQ(body["code"], "standby");
   EXPECT_EQ(body["leader"], leader.url());
-  EXPECT_THAT(standby->Stdout(), HasSubstr("is a standby; the leader is " + leader.url()));
+  // Printed just after the standby starts naming the leader (daemons.cc): waited for, not raced.
+  const std::string named = "is a standby; the leader is " + leader.url();
+  EXPECT_TRUE(WaitUntil([&] { return standby->Stdout().find(named) != std::string::npos; }))
+      << standby->Stdout();
 
   // A client given both servers, the standby first, is answered by the leader.
   api::ApiClient both(standby_url + "," + leader.url());
@@ -521,11 +524,21 @@ TEST_F(FailoverOwnCluster, ALeaderThatCannotRenewItsLeaseStopsActingAsLeader) {
   })) << status
       << " " << body << leader.Log();
   EXPECT_EQ(nlohmann::json::parse(body)["code"], "standby");
-  EXPECT_THAT(leader.process().Stderr(), HasSubstr("stopped acting as the leader"));
-  httplib::Result standby_metrics = raw.Get("/metrics");
-  ASSERT_TRUE(standby_metrics);
-  EXPECT_EQ(standby_metrics->status, 200);
-  EXPECT_THAT(standby_metrics->body, HasSubstr(gauge + " 0\n"));
+  // SelfFence answers 503 first, then sets the gauge and prints: both waited for, not raced.
+  EXPECT_TRUE(WaitUntil([&] {
+    return leader.process().Stderr().find("stopped acting as the leader") != std::string::npos;
+  })) << leader.process().Stderr();
+  int metrics_status = 0;
+  std::string standby_metrics;
+  EXPECT_TRUE(WaitUntil([&] {
+    httplib::Result answer = raw.Get("/metrics");
+    if (!answer) return false;
+    metrics_status = answer->status;
+    standby_metrics = answer->body;
+    return standby_metrics.find(gauge + " 0\n") != std::string::npos;
+  })) << metrics_status
+      << " " << standby_metrics;
+  EXPECT_EQ(metrics_status, 200);
 
   // Once the database is back it releases the lease, steps down and restarts in place (same
   // process); with no standby, it takes the lease again, epoch 2, and serves on its URL.
