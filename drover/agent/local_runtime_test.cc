@@ -345,7 +345,7 @@ TEST_F(LocalRuntimeTest, TimeoutKillsTheWholeProcessTree) {
   model::LaunchSpec spec = Spec(7, {"sh", "-c",
                                     "sleep 100 & echo $! >> " + pids + "; sleep 100 & echo $! >> " +
                                         pids + "; echo $$ >> " + pids + "; wait"});
-  spec.timeout_ms = 500;
+  spec.timeout_ms = 2000;  // the shell has started both sleeps and written the pids by then
   spec.kill_grace_ms = 500;
   ASSERT_TRUE(runtime_->Launch(spec));
   auto exited = WaitFor(spec.key, Kind::kExited);
@@ -361,7 +361,7 @@ TEST_F(LocalRuntimeTest, TimeoutKillsTheWholeProcessTree) {
 
 TEST_F(LocalRuntimeTest, TimeoutEscalatesToSigkillWhenTermIsIgnored) {
   model::LaunchSpec spec = Spec(8, {"sh", "-c", "trap '' TERM; while true; do sleep 0.05; done"});
-  spec.timeout_ms = 1000;  // the shell has set its trap by then, on a loaded machine too
+  spec.timeout_ms = 2000;  // the shell has set its trap by then, on a loaded machine too
   spec.kill_grace_ms = 300;
   ASSERT_TRUE(runtime_->Launch(spec));
   auto exited = WaitFor(spec.key, Kind::kExited);
@@ -389,8 +389,10 @@ TEST_F(LocalRuntimeTest, KillsDescendantsThatLeftTheProcessGroup) {
 }
 
 TEST_F(LocalRuntimeTest, ALongerTimeLimitLetsTheWorkerFinish) {
-  model::LaunchSpec spec = Spec(40, {"sh", "-c", "sleep 1; exit 0"});
-  spec.timeout_ms = 300;
+  // The first limit leaves time for the start, the supervisor's file and the change (a loaded
+  // machine included); the worker outlives it.
+  model::LaunchSpec spec = Spec(40, {"sh", "-c", "sleep 4; exit 0"});
+  spec.timeout_ms = 3000;
   ASSERT_TRUE(runtime_->Launch(spec));
   ASSERT_TRUE(WaitFor(spec.key, Kind::kStarted));
   // The supervisor has blocked SIGUSR1 once supervisor.json exists.
@@ -533,7 +535,12 @@ TEST_F(LocalRuntimeTest, EachTouchOfTheCheckpointMarkerIsOneEvent) {
   EXPECT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 1);
 
   const TimeMs second = touch(std::chrono::seconds(10));
-  poll_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        for (auto& event : runtime_->Poll()) seen_.push_back(event);
+        return CountEvents(spec.key, Kind::kCheckpoint) >= 2;
+      },
+      kDeadline, std::chrono::milliseconds(20)));
   ASSERT_EQ(CountEvents(spec.key, Kind::kCheckpoint), 2);
   EXPECT_EQ(seen_.back().at, second);
   // Setting the mtime back is not a new checkpoint.

@@ -297,7 +297,7 @@ TEST_F(GatewayTest, AHangingEngineTimesOutAndIsRoutedAround) {
   const std::string hung = StartEngine("hung", {"--hang-rate", "1"});
   const std::string good = StartEngine("good", {"--tokens", "2"});
   const std::string gateway = StartGateway(
-      Config({hung, good}) + "backend_timeout_ms: 300\nretry_budget: {min_retries: 10}\n");
+      Config({hung, good}) + "backend_timeout_ms: 1000\nretry_budget: {min_retries: 10}\n");
   // The router draws between two idle endpoints at random (the daemon seeds it at random), so
   // the hung one is picked in about half of the requests: each of its timeouts is retried on the
   // good one, and its third opens its breaker. 60 requests leave fewer than three picks of the

@@ -97,7 +97,7 @@ script: |
 // after half the agent timeout (self-fencing), before the server declares the node lost and
 // starts attempt 2 elsewhere.
 TEST_F(AgentFaults, APartitionedAgentsJobRetriesElsewhereOnceAndNeverRunsTwiceAtATime) {
-  StartServerAndProxiedAgent("2s");
+  StartServerAndProxiedAgent("4s");  // as node_lost_test.cc, for a loaded machine
   // Attempt 1 writes its pid and sleeps; attempt 2 notes whether attempt 1 still runs, and
   // finishes at once.
   const std::string pid_file = dir_.Sub("survivor.pid");

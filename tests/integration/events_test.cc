@@ -298,7 +298,7 @@ TEST_F(Events, AnIdleStreamEndsWithExpiredWhenItsTokenExpires) {
   api::ApiClient admin = server->Client();
   auto created = admin.Post(
       "/v1/tokens",
-      json{{"user", "dave"}, {"team", "team-d"}, {"role", "member"}, {"expires_in_ms", 1'500}}
+      json{{"user", "dave"}, {"team", "team-d"}, {"role", "member"}, {"expires_in_ms", 4'000}}
           .dump(),
       "application/json");
   ASSERT_TRUE(created) << created.error().ToString();

@@ -22,7 +22,9 @@ class NodeLost : public IntegrationTest {
  protected:
   // A server whose embedded agent has no GPU, so GPU jobs run on remote agents only.
   void StartServerAndAgentA() {
-    server_ = StartServer("server", "0", {"--agent-timeout", "2s"});
+    // 4 s: an agent's calls may take 500 ms each and it fences itself after 2 s without the
+    // server, which a loaded machine does not reach by accident before the fault is injected.
+    server_ = StartServer("server", "0", {"--agent-timeout", "4s"});
     ASSERT_TRUE(server_->ok());
     client_ = std::make_unique<api::ApiClient>(server_->Client());
     agent_a_ = StartAgent(*server_, "agent-a", "2xA100-40GB");

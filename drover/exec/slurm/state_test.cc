@@ -387,7 +387,7 @@ TEST_F(BatchScriptTest, ALoneWorkerWithoutATimeoutReplacesTheBatchShell) {
 // running after the batch script ends (as srun's signal reaches every process of a step).
 TEST_F(BatchScriptTest, TheTimeoutStopsEveryProcessOfALoneWorker) {
   model::ExternalLaunch launch = LaunchOf(2);
-  launch.spec.timeout = 500;
+  launch.spec.timeout = 2000;  // the worker has started its child and written its pid by then
   launch.kill_grace_ms = 1000;
   launch.spec.command = {"sh", "-c", "sleep 300 & echo $! > " + dir_ + "/child.pid; wait"};
   std::filesystem::create_directories(AttemptDir(dir_ + "/job", 2));  // the executor's part
