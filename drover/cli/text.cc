@@ -48,7 +48,21 @@ spec::ParseOptions SpecOptionsFor(const std::string& path) {
   std::filesystem::path base = path == "-" ? std::filesystem::current_path(ec)
                                            : std::filesystem::absolute(path, ec).parent_path();
   options.base_dir = base.lexically_normal().string();
+  options.known_time_zone = [](std::string_view name) { return ZoneinfoHas(name); };
   return options;
+}
+
+bool ZoneinfoHas(std::string_view name, const std::string& zoneinfo_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(zoneinfo_dir, ec)) return true;
+  const std::filesystem::path relative(name);
+  if (name.empty() || relative.is_absolute()) return false;
+  for (const std::filesystem::path& part : relative) {
+    if (part == "..") return false;
+  }
+  std::ifstream zone(zoneinfo_dir + "/" + std::string(name), std::ios::binary);
+  std::string magic(4, '\0');
+  return zone.read(magic.data(), 4) && magic == "TZif";
 }
 
 int ReportError(const Error& error) {

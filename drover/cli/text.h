@@ -15,8 +15,14 @@ namespace drover::cli {
 
 // The whole file; kInvalidArgument naming the file when it cannot be read ("-" reads stdin).
 Result<std::string> ReadSpecFile(const std::string& path);
-// Diagnostics name `path`; relative paths in the spec resolve against its directory.
+// Diagnostics name `path`; relative paths in the spec resolve against its directory; a cron
+// job's time_zone must be a zone of this machine's zoneinfo (ZoneinfoHas).
 spec::ParseOptions SpecOptionsFor(const std::string& path);
+// Whether `zoneinfo_dir` (the OS tz database, /usr/share/zoneinfo, which the server's date
+// library reads too) has a zone file (TZif) named `name`: a relative name without "..". True for
+// every name when the directory does not exist (no tz database here: the server decides at
+// submission, as it does for names this machine knows and the server's does not).
+bool ZoneinfoHas(std::string_view name, const std::string& zoneinfo_dir = "/usr/share/zoneinfo");
 // Prints "drover: MESSAGE" and each detail line to stderr; returns the exit status for it:
 // 2 for invalid input, 1 otherwise.
 int ReportError(const Error& error);

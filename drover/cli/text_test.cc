@@ -1,6 +1,10 @@
 #include "drover/cli/text.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace drover::cli {
 namespace {
@@ -10,6 +14,28 @@ using nlohmann::json;
 // A summary of pipeline run 20 (etl) in `state` with `jobs` counted by state.
 json Summary(const std::string& state, json jobs) {
   return json{{"id", 20}, {"name", "etl"}, {"state", state}, {"jobs", std::move(jobs)}};
+}
+
+// A zone is a TZif file under the zoneinfo directory, named relative to it; without the
+// directory every name passes (the server decides).
+TEST(ZoneinfoHas, NamesAZoneFileUnderTheDirectory) {
+  char made[] = "/tmp/drover-zoneinfo-XXXXXX";
+  ASSERT_NE(mkdtemp(made), nullptr);
+  const std::string dir = made;
+  std::filesystem::create_directories(dir + "/Europe");
+  std::ofstream(dir + "/Europe/Berlin") << "TZif2 and the rest";
+  std::ofstream(dir + "/UTC") << "TZif";
+  std::ofstream(dir + "/zone.tab") << "# not a zone";
+  EXPECT_TRUE(ZoneinfoHas("Europe/Berlin", dir));
+  EXPECT_TRUE(ZoneinfoHas("UTC", dir));
+  EXPECT_FALSE(ZoneinfoHas("Europe/Nowhere", dir));
+  EXPECT_FALSE(ZoneinfoHas("Europe", dir));  // a directory
+  EXPECT_FALSE(ZoneinfoHas("zone.tab", dir));
+  EXPECT_FALSE(ZoneinfoHas("", dir));
+  EXPECT_FALSE(ZoneinfoHas(dir + "/UTC", dir));     // absolute
+  EXPECT_FALSE(ZoneinfoHas("Europe/../UTC", dir));  // climbs
+  EXPECT_TRUE(ZoneinfoHas("Mars/Base", dir + "/missing"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DescribeCancelledPipeline, NamesTheStateTheCancelLeft) {

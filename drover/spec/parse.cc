@@ -300,7 +300,15 @@ class DocumentParser {
           "required field is missing (a cron expression such as \"30 2 * * *\", or @daily)", sink_);
     }
     if (auto v = f.Get("time_zone")) {
-      cron.time_zone = ReadNonEmptyString(*v, sink_).value_or(cron.time_zone);
+      if (auto zone = ReadNonEmptyString(*v, sink_)) {
+        if (options_.known_time_zone && !options_.known_time_zone(*zone)) {
+          sink_.Add(v->pos, v->path,
+                    fmt::format("unknown time zone \"{}\" (an IANA name such as Europe/Berlin or "
+                                "UTC)",
+                                *zone));
+        }
+        cron.time_zone = *zone;
+      }
     }
     if (auto v = f.Get("concurrency_policy")) {
       if (auto choice = ReadChoice(*v, "concurrency policy",

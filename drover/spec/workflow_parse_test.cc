@@ -556,6 +556,26 @@ schedule: "@daily"
                   "is at line 2"));
 }
 
+// The caller's tz database decides whether time_zone names a zone, at the value's position.
+TEST(ParseDocuments, ACronJobsTimeZoneIsCheckedByTheCallersDatabase) {
+  const std::string text =
+      "kind: CronJob\nname: n\nschedule: \"@daily\"\ntime_zone: Mars/Base\njob: {script: x}\n";
+  EXPECT_THAT(Errors(text), IsEmpty());  // no database given: the server decides
+  ParseOptions options = Options();
+  options.known_time_zone = [](std::string_view name) { return name == "Europe/Berlin"; };
+  ParseOutput out = ParseDocumentsWithDiagnostics(text, options);
+  ASSERT_THAT(out.diagnostics, SizeIs(1));
+  EXPECT_EQ(out.diagnostics[0].ToString(),
+            "p.yaml:4:12: error: time_zone: unknown time zone \"Mars/Base\" (an IANA name such as "
+            "Europe/Berlin or UTC)");
+  EXPECT_THAT(ParseDocumentsWithDiagnostics(
+                  "kind: CronJob\nname: n\nschedule: \"@daily\"\ntime_zone: Europe/Berlin\n"
+                  "job: {script: x}\n",
+                  options)
+                  .diagnostics,
+              IsEmpty());
+}
+
 TEST(ParseDocuments, KeepsKindsApart) {
   EXPECT_THAT(Errors("kind: Job\nname: a\nscript: x\n---\nkind: Pipeline\nname: p\nstages: []\n"
                      "---\nkind: CronJob\nname: c\n"),

@@ -83,6 +83,21 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
       RunDrover({"validate", SourceDir() + "/examples/quickstart.yaml"}, dir_.path());
   EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
   EXPECT_THAT(valid.out, HasSubstr("3 jobs valid (prep, train, eval)"));
+
+  // A time zone this machine's tz database does not know, at its position; a known one passes.
+  const std::string cron = dir_.Sub("cron.yaml");
+  WriteFile(cron,
+            "kind: CronJob\nname: c\nschedule: \"@daily\"\ntime_zone: Europe/Nowhere\n"
+            "job: {script: x}\n");
+  CommandResult zone = RunDrover({"validate", cron}, dir_.path());
+  EXPECT_EQ(zone.exit_code, 2) << zone.out << zone.err;
+  EXPECT_THAT(zone.err, HasSubstr("cron.yaml:4:12: error: time_zone: unknown time zone "
+                                  "\"Europe/Nowhere\""));
+  WriteFile(cron,
+            "kind: CronJob\nname: c\nschedule: \"@daily\"\ntime_zone: Europe/Berlin\n"
+            "job: {script: x}\n");
+  zone = RunDrover({"validate", cron}, dir_.path());
+  EXPECT_EQ(zone.exit_code, 0) << zone.out << zone.err;
 }
 
 TEST_F(Api, LogsAreServedWholeFromTheTailAndFollowedToTheEnd) {
