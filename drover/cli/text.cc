@@ -12,9 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -24,6 +22,7 @@
 #include "drover/model/decision.h"
 #include "drover/model/job.h"
 #include "drover/model/job_spec.h"
+#include "drover/spec/limits.h"
 #include "drover/workflow/rollup.h"
 
 namespace drover::cli {
@@ -31,14 +30,32 @@ namespace drover::cli {
 using nlohmann::json;
 
 Result<std::string> ReadSpecFile(const std::string& path) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  const std::string name = path == "-" ? "<stdin>" : path;
+  if (path != "-") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return InvalidArgument(fmt::format("cannot read {}: it is a directory", path));
+    }
+    file.open(path, std::ios::binary);
+    if (!file)
+      return InvalidArgument(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    in = &file;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text;
+  std::string chunk(64 * spec::kBytesPerKiB, '\0');
+  while (in->read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in->gcount() > 0) {
+    text.append(chunk.data(), static_cast<std::size_t>(in->gcount()));
+    if (text.size() > static_cast<std::size_t>(spec::kMaxSpecFileBytes)) {
+      return InvalidArgument(
+          fmt::format("cannot read {}: more than {} MiB; a spec file is at most that", name,
+                      spec::kMaxSpecFileBytes / spec::kBytesPerMiB));
+    }
+  }
+  if (in->bad())
+    return InvalidArgument(fmt::format("cannot read {}: {}", name, std::strerror(errno)));
+  return text;
 }
 
 spec::ParseOptions SpecOptionsFor(const std::string& path) {

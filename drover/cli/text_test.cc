@@ -38,6 +38,21 @@ TEST(ZoneinfoHas, NamesAZoneFileUnderTheDirectory) {
   std::filesystem::remove_all(dir);
 }
 
+// A directory, or a file that never ends, is refused naming it, not read into memory for ever.
+TEST(ReadSpecFile, RefusesADirectoryAndMoreThanTheBound) {
+  Result<std::string> directory = ReadSpecFile("/tmp");
+  ASSERT_FALSE(directory);
+  EXPECT_EQ(directory.error().message, "cannot read /tmp: it is a directory");
+  Result<std::string> endless = ReadSpecFile("/dev/zero");
+  ASSERT_FALSE(endless);
+  EXPECT_EQ(endless.error().message,
+            "cannot read /dev/zero: more than 16 MiB; a spec file is at most that");
+  Result<std::string> missing = ReadSpecFile("/nonexistent/spec.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message,
+            "cannot read /nonexistent/spec.yaml: No such file or directory");
+}
+
 TEST(DescribeCancelledPipeline, NamesTheStateTheCancelLeft) {
   EXPECT_EQ(DescribeCancelledPipeline(Summary("cancelled", {{"cancelled", 3}})),
             "pipeline run 20 (etl) cancelled\n");

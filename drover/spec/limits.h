@@ -19,6 +19,11 @@ inline constexpr std::int64_t kBytesPerMiB = 1024 * kBytesPerKiB;
 // MAX_ARG_STRLEN (32 pages = 128 KiB) less one. Longer ones fail with E2BIG.
 inline constexpr std::int64_t kMaxArgBytes = 128 * kBytesPerKiB - 1;
 
+// The most a command reads of one spec or policy file (or of stdin) before it refuses it: four
+// times the expanded bound below, room for comments and indentation, so that `drover validate
+// /dev/zero` or a log file named by mistake ends with an error instead of filling memory.
+inline constexpr std::int64_t kMaxSpecFileBytes = 16 * kBytesPerMiB;
+
 // The server's flags set each bound (docs/api.md, "Limits").
 struct SpecLimits {
   // The most a YAML (or JSON) stream may expand to: the bytes of every scalar plus one per node,
