@@ -3,9 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "drover/agent/supervisor_spawner.h"
 #include "drover/cli/commands.h"
@@ -14,6 +17,21 @@
 namespace drover::cli {
 
 namespace {
+
+// A job's or a pipeline run's id as `drover ls` shows it: a positive number that fits 64 bits.
+// Anything else is refused here (exit 2, naming the value) rather than sent as a path the
+// server has no endpoint for.
+const CLI::Validator kJobId(
+    [](std::string& value) -> std::string {
+      std::int64_t id = 0;
+      const char* end = value.data() + value.size();
+      auto [stop, error] = std::from_chars(value.data(), end, id);
+      if (error != std::errc() || stop != end || id <= 0) {
+        return "'" + value + "' is not a job id (a positive number, as drover ls shows)";
+      }
+      return "";
+    },
+    "ID");
 
 // What the parse fills and the chosen verb runs with, in one object that outlives both (the
 // parser's callbacks hold `this`).
@@ -104,7 +122,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
   if (wanted("get")) {
     auto* get = app.add_subcommand(
         "get", "show a job (timeline, attempts, workers, transitions) and its pipeline run");
-    get->add_option("id", id)->required();
+    get->add_option("id", id)->required()->check(kJobId);
     get->add_flag("-w,--watch", get_watch,
                   "draw the job again on each of its events (GET /v1/events) until it ends");
     get->callback([&] { run = [&] { return GetCommand(client, id, get_watch); }; });
@@ -113,7 +131,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
 
   if (wanted("logs")) {
     auto* logs = app.add_subcommand("logs", "print a worker's output");
-    logs->add_option("id", id)->required();
+    logs->add_option("id", id)->required()->check(kJobId);
     logs->add_flag("-f,--follow", log_flags.follow,
                    "keep printing until the worker exits (a job not started yet: wait for it)");
     logs->add_option("--attempt", log_flags.attempt, "attempt number (default: the latest)");
@@ -127,7 +145,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
   if (wanted("cancel")) {
     auto* cancel =
         app.add_subcommand("cancel", "cancel a job, or a pipeline run's unfinished jobs");
-    cancel->add_option("id", id)->required();
+    cancel->add_option("id", id)->required()->check(kJobId);
     cancel->add_flag("--pipeline", cancel_pipeline, "ID is a pipeline run: cancel its stages");
     cancel->callback([&] { run = [&] { return CancelCommand(client, id, cancel_pipeline); }; });
     ++added;
@@ -146,7 +164,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
     if (!wanted(verb.name)) continue;
     ++added;
     auto* sub = app.add_subcommand(verb.name, verb.help);
-    sub->add_option("id", id)->required();
+    sub->add_option("id", id)->required()->check(kJobId);
     sub->add_option("--reason", verb_flags.reason, "why, recorded with the transition");
     if (std::string_view(verb.name) == "update") {
       sub->add_option("--priority", verb_flags.priority, "critical, high, normal or low");
@@ -184,7 +202,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
   for (const auto& reader : job_readers) {
     if (!wanted(reader.name)) continue;
     auto* sub = app.add_subcommand(reader.name, reader.help);
-    sub->add_option("id", id)->required();
+    sub->add_option("id", id)->required()->check(kJobId);
     sub->callback([this, command = reader.command] {
       run = [this, command] { return command(client, id); };
     });
@@ -196,7 +214,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
         "diagnose",
         "say what a job's measured GPU, CPU and memory use and its timeline show; without an ID, "
         "the findings across jobs ranked by wasted GPU-hours");
-    diagnose->add_option("id", id, "a job id; none: every job the token may view");
+    diagnose->add_option("id", id, "a job id; none: every job the token may view")->check(kJobId);
     auto* diagnose_since = diagnose->add_option(
         "--since", diagnosis_flags.since,
         "without ID: only jobs not ended before an RFC 3339 time or a duration ago (24h)");
@@ -276,7 +294,8 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
   if (wanted("checkpoint")) {
     auto* checkpoint =
         app.add_subcommand("checkpoint", "report that a running job saved a checkpoint now");
-    checkpoint->add_option("id", id, "the job (default: $DROVER_JOB_ID, inside a job)");
+    checkpoint->add_option("id", id, "the job (default: $DROVER_JOB_ID, inside a job)")
+        ->check(kJobId);
     checkpoint->callback([&] { run = [&] { return CheckpointCommand(client, id); }; });
     ++added;
   }

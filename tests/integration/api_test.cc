@@ -100,6 +100,20 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
   EXPECT_EQ(zone.exit_code, 0) << zone.out << zone.err;
 }
 
+// Every verb that takes a job (or a pipeline run) id refuses one that is not a positive number
+// before it sends anything: no server runs here, so a request would fail differently.
+TEST_F(Api, AnIdThatIsNotAJobIdIsRefusedBeforeAnyRequest) {
+  for (const std::string verb : {"get", "logs", "cancel", "hold", "release", "update", "requeue",
+                                 "explain", "why", "diagnose", "checkpoint"}) {
+    for (const std::string id : {"abc", "-1", "0", "7x", "99999999999999999999"}) {
+      CommandResult refused =
+          RunDrover({"--server", "http://127.0.0.1:1", verb, "--", id}, dir_.path());
+      EXPECT_EQ(refused.exit_code, 2) << verb << " " << id << ": " << refused.err;
+      EXPECT_THAT(refused.err, HasSubstr("'" + id + "' is not a job id")) << verb;
+    }
+  }
+}
+
 TEST_F(Api, LogsAreServedWholeFromTheTailAndFollowedToTheEnd) {
   auto server = StartServer("data", "4xH100-80GB");
   ASSERT_TRUE(server->ok());
