@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,10 @@ const CLI::Validator kJobId(
       return "";
     },
     "ID");
+
+// A count or an index given on the command line (an int): 0 or more; the message names the
+// range in whole numbers (CLI::NonNegativeNumber's names the largest double).
+const CLI::Range kCount(0, std::numeric_limits<int>::max());
 
 // What the parse fills and the chosen verb runs with, in one object that outlives both (the
 // parser's callbacks hold `this`).
@@ -102,7 +107,7 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
     ls->add_option("--queue", list_flags.queue);
     ls->add_option("--name", list_flags.name);
     ls->add_flag("--active", list_flags.active, "only jobs that have not finished");
-    ls->add_option("--limit", list_flags.limit, "the newest N jobs")->check(CLI::NonNegativeNumber);
+    ls->add_option("--limit", list_flags.limit, "the newest N jobs")->check(kCount);
     ls->add_flag("--pending", list_flags.pending,
                  "jobs that have not started (pending, waiting, ready, admitted or placed), "
                  "those in a queue in the order the scheduler considers them, with their "
@@ -134,10 +139,11 @@ int CommandLine::AddVerbs(CLI::App& app, const std::function<bool(std::string_vi
     logs->add_option("id", id)->required()->check(kJobId);
     logs->add_flag("-f,--follow", log_flags.follow,
                    "keep printing until the worker exits (a job not started yet: wait for it)");
-    logs->add_option("--attempt", log_flags.attempt, "attempt number (default: the latest)");
-    logs->add_option("--rank", log_flags.rank, "worker rank (default 0)");
+    logs->add_option("--attempt", log_flags.attempt, "attempt number (default: the latest)")
+        ->check(kCount);
+    logs->add_option("--rank", log_flags.rank, "worker rank (default 0)")->check(kCount);
     logs->add_flag("--stderr", log_flags.stderr_stream, "standard error instead of output");
-    logs->add_option("--tail", log_flags.tail_lines, "start with the last N lines");
+    logs->add_option("--tail", log_flags.tail_lines, "start with the last N lines")->check(kCount);
     logs->callback([&] { run = [&] { return LogsCommand(client, id, log_flags); }; });
     ++added;
   }

@@ -102,7 +102,7 @@ TEST_F(Api, ValidateReportsDiagnosticsAndAcceptsTheQuickstart) {
 
 // Every verb that takes a job (or a pipeline run) id refuses one that is not a positive number
 // before it sends anything: no server runs here, so a request would fail differently.
-TEST_F(Api, AnIdThatIsNotAJobIdIsRefusedBeforeAnyRequest) {
+TEST_F(Api, AnIdThatIsNotAJobIdOrANegativeCountIsRefusedBeforeAnyRequest) {
   for (const std::string verb : {"get", "logs", "cancel", "hold", "release", "update", "requeue",
                                  "explain", "why", "diagnose", "checkpoint"}) {
     for (const std::string id : {"abc", "-1", "0", "7x", "99999999999999999999"}) {
@@ -111,6 +111,20 @@ TEST_F(Api, AnIdThatIsNotAJobIdIsRefusedBeforeAnyRequest) {
       EXPECT_EQ(refused.exit_code, 2) << verb << " " << id << ": " << refused.err;
       EXPECT_THAT(refused.err, HasSubstr("'" + id + "' is not a job id")) << verb;
     }
+  }
+  // Nor is a negative count or index sent (--tail -5 printed the whole log).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"logs", "1", "--tail", "-5"},
+        {"logs", "1", "--rank", "-1"},
+        {"logs", "1", "--attempt", "-2"},
+        {"ls", "--limit", "-1"}}) {
+    std::vector<std::string> line = {"--server", "http://127.0.0.1:1"};
+    line.insert(line.end(), args.begin(), args.end());
+    CommandResult refused = RunDrover(line, dir_.path());
+    const std::string& option = args[args.size() - 2];
+    EXPECT_EQ(refused.exit_code, 2) << option << ": " << refused.err;
+    EXPECT_THAT(refused.err,
+                HasSubstr(option + ": Value " + args.back() + " not in range 0 to 2147483647"));
   }
 }
 
