@@ -91,8 +91,11 @@ Status Controller::Drain(const NodeId& node, std::optional<DurationMs> grace, co
 Status Controller::SetMaintenance(const NodeId& node, model::MaintenanceWindow window, TimeMs now,
                                   Step& step) {
   if (window.to <= window.from) {
-    return InvalidArgument(fmt::format(
-        "to: the window must end after it begins (from {} ms, to {} ms)", window.from, window.to));
+    return InvalidArgument(
+        window.to == window.from
+            ? std::string("to: the window must end after it begins (it ends when it begins)")
+            : fmt::format("to: the window must end after it begins (it ends {} before it begins)",
+                          FormatDuration(window.from - window.to)));
   }
   if (window.to <= now) {
     return InvalidArgument(

@@ -99,8 +99,10 @@ TEST_F(NodeAdminTest, UnknownNodesAreNotFoundAndBadArgumentsChangeNothing) {
   EXPECT_EQ(controller_.Drain(NodeId("node-a"), -1, "admin", "", kT0, step).error().code,
             ErrorCode::kInvalidArgument);
   model::MaintenanceWindow backwards{kT0 + kHourMs, kT0, "admin", 0, ""};
-  EXPECT_EQ(controller_.SetMaintenance(NodeId("node-a"), backwards, kT0, step).error().code,
-            ErrorCode::kInvalidArgument);
+  Status refused = controller_.SetMaintenance(NodeId("node-a"), backwards, kT0, step);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refused.error().message,
+            "to: the window must end after it begins (it ends 1h before it begins)");
   model::MaintenanceWindow over{kT0 - 2 * kHourMs, kT0 - kHourMs, "admin", 0, ""};
   EXPECT_EQ(controller_.SetMaintenance(NodeId("node-a"), over, kT0, step).error().code,
             ErrorCode::kInvalidArgument);
