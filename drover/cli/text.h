@@ -13,7 +13,8 @@
 
 namespace drover::cli {
 
-// The whole file; kInvalidArgument naming the file when it cannot be read ("-" reads stdin).
+// The whole file ("-" reads stdin); kInvalidArgument naming the file when it cannot be read, is
+// a directory, or holds more than spec::kMaxSpecFileBytes (read no further than that).
 Result<std::string> ReadSpecFile(const std::string& path);
 // Diagnostics name `path`; relative paths in the spec resolve against its directory; a cron
 // job's time_zone must be a zone of this machine's zoneinfo (ZoneinfoHas).

@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include "drover/spec/limits.h"
 #include "drover/workflow/rollup.h"
 
 namespace drover::server {
@@ -14,7 +15,8 @@ Result<const date::time_zone*> LocateTimeZone(const std::string& name) {
     return date::locate_zone(name);
   } catch (const std::exception&) {
     return InvalidArgument(fmt::format(
-        "time_zone: unknown time zone \"{}\" (an IANA name such as Europe/Berlin or UTC)", name));
+        "time_zone: unknown time zone \"{}\" (an IANA name such as Europe/Berlin or UTC)",
+        spec::EscapeForMessage(name)));
   }
 }
 

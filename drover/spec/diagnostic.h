@@ -30,10 +30,10 @@ struct ParseOptions {
   // input gets besides its own depends_on (`drover submit --after`, the X-Drover-After header;
   // ParseAfter reads them). Job specs only: a cron job's runs take none.
   std::vector<model::Dependency> after;
-  // Whether a cron job's time_zone names a zone of the tz database the caller trusts (the
-  // server: its date library's; the CLI: the OS's zoneinfo files); a name it refuses is an error
-  // at the value's position. Empty: time_zone is not checked here. The parser stays pure: the
-  // caller's function is the only look-up.
+  // Whether a cron job's time_zone names a zone of the tz database the caller trusts (the CLI
+  // passes one that reads the OS's zoneinfo files); a name it refuses is an error at the value's
+  // position. Empty: time_zone is not checked here (the server checks it at submission, with its
+  // date library). The parser stays pure: the caller's function is the only look-up.
   std::function<bool(std::string_view)> known_time_zone;
 };
 

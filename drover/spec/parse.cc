@@ -305,7 +305,7 @@ class DocumentParser {
           sink_.Add(v->pos, v->path,
                     fmt::format("unknown time zone \"{}\" (an IANA name such as Europe/Berlin or "
                                 "UTC)",
-                                *zone));
+                                EscapeForMessage(*zone)));
         }
         cron.time_zone = *zone;
       }
