@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -12,6 +11,7 @@
 #include <string>
 
 #include "drover/agent/supervisor_spawner.h"
+#include "drover/api/request.h"
 #include "drover/cli/commands.h"
 #include "drover/model/job.h"
 
@@ -24,10 +24,8 @@ namespace {
 // server has no endpoint for.
 const CLI::Validator kJobId(
     [](std::string& value) -> std::string {
-      std::int64_t id = 0;
-      const char* end = value.data() + value.size();
-      auto [stop, error] = std::from_chars(value.data(), end, id);
-      if (error != std::errc() || stop != end || id <= 0) {
+      const std::optional<std::int64_t> id = api::ParseInt(value);
+      if (!id || *id <= 0) {
         return "'" + value + "' is not a job id (a positive number, as drover ls shows)";
       }
       return "";

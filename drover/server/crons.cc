@@ -1,7 +1,6 @@
 #include "drover/server/crons.h"
 
 #include <date/tz.h>
-#include <fmt/format.h>
 
 #include <exception>
 
@@ -14,9 +13,7 @@ Result<const date::time_zone*> LocateTimeZone(const std::string& name) {
   try {
     return date::locate_zone(name);
   } catch (const std::exception&) {
-    return InvalidArgument(fmt::format(
-        "time_zone: unknown time zone \"{}\" (an IANA name such as Europe/Berlin or UTC)",
-        spec::EscapeForMessage(name)));
+    return InvalidArgument("time_zone: " + spec::UnknownTimeZoneMessage(name));
   }
 }
 

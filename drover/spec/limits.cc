@@ -36,6 +36,11 @@ std::string InvalidSecretNameMessage(std::string_view name) {
       EscapeForMessage(name));
 }
 
+std::string UnknownTimeZoneMessage(std::string_view name) {
+  return fmt::format("unknown time zone \"{}\" (an IANA name such as Europe/Berlin or UTC)",
+                     EscapeForMessage(name));
+}
+
 std::string EscapeForMessage(std::string_view text) {
   std::string out;
   for (char c : text) {

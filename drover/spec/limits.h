@@ -58,6 +58,10 @@ bool IsValidSecretName(std::string_view name);
 // "invalid secret name 'X': use 1 to 64 letters, ...", X escaped as in InvalidPrincipalMessage.
 std::string InvalidSecretNameMessage(std::string_view name);
 
+// "unknown time zone \"X\" (an IANA name such as ...)", X escaped as in InvalidPrincipalMessage:
+// a cron job's time_zone that a tz database does not know (the CLI's parser and the server alike).
+std::string UnknownTimeZoneMessage(std::string_view name);
+
 // `text` with every byte outside printable ASCII written as \xNN: for echoing refused input in
 // messages without passing control characters on.
 std::string EscapeForMessage(std::string_view text);

@@ -302,10 +302,7 @@ class DocumentParser {
     if (auto v = f.Get("time_zone")) {
       if (auto zone = ReadNonEmptyString(*v, sink_)) {
         if (options_.known_time_zone && !options_.known_time_zone(*zone)) {
-          sink_.Add(v->pos, v->path,
-                    fmt::format("unknown time zone \"{}\" (an IANA name such as Europe/Berlin or "
-                                "UTC)",
-                                EscapeForMessage(*zone)));
+          sink_.Add(v->pos, v->path, UnknownTimeZoneMessage(*zone));
         }
         cron.time_zone = *zone;
       }
