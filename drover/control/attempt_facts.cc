@@ -27,6 +27,19 @@ model::FailureKind FailureKindOf(const Attempt& attempt) {
   return model::FailureKind::kExit;
 }
 
+AttemptCount CountAttempts(const model::Job& job) {
+  AttemptCount count;
+  for (const Attempt& attempt : job.attempts) {
+    if (model::WasPreempted(attempt) || model::WasRequeued(attempt)) continue;
+    if (FailureKindOf(attempt) == model::FailureKind::kNodeLost &&
+        ++count.node_losses <= model::kFreeNodeLosses) {
+      continue;
+    }
+    ++count.counted;
+  }
+  return count;
+}
+
 TimeMs LastCheckpoint(const model::Job& job) {
   TimeMs last = 0;
   for (const Attempt& attempt : job.attempts) last = std::max(last, attempt.last_checkpoint_at);

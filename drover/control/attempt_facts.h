@@ -20,6 +20,15 @@ DurationMs RetryDelay(const model::RetryPolicy& retry, int next_number);
 // node lost (a worker's exit says so) or exit.
 model::FailureKind FailureKindOf(const model::Attempt& attempt);
 
+// What of a job's attempts counts against its retry policy.
+struct AttemptCount {
+  // Attempts that count against retry.max_attempts: all but those preempted or requeued by a
+  // user, and the first model::kFreeNodeLosses that lost their node.
+  int counted = 0;
+  int node_losses = 0;  // attempts that lost their node (FailureKindOf: kNodeLost)
+};
+AttemptCount CountAttempts(const model::Job& job);
+
 // The latest checkpoint any attempt of `job` reported; 0 if none.
 TimeMs LastCheckpoint(const model::Job& job);
 

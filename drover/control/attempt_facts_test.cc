@@ -43,6 +43,28 @@ TEST(FailureKindOf, PreemptionThenTimeoutThenANodeLostThenAnExit) {
   EXPECT_EQ(FailureKindOf(attempt), FailureKind::kPreempted);
 }
 
+TEST(CountAttempts, LeavesOutPreemptionsRequeuesAndTheFirstNodeLosses) {
+  model::Job job;
+  auto add = [&job](bool node_lost) -> Attempt& {
+    Attempt& attempt = job.attempts.emplace_back();
+    attempt.outcome = JobState::kReady;
+    model::ExitStatus& exit = attempt.workers.emplace_back().exit.emplace();
+    exit.exit_code = 1;
+    exit.node_lost = node_lost;
+    return attempt;
+  };
+  add(false).preempted_by = JobId(7);
+  add(false).requeued_by = "alice";
+  EXPECT_EQ(CountAttempts(job).counted, 0);
+  for (int loss = 1; loss <= model::kFreeNodeLosses; ++loss) add(true);
+  EXPECT_EQ(CountAttempts(job).counted, 0);
+  EXPECT_EQ(CountAttempts(job).node_losses, model::kFreeNodeLosses);
+  add(true);   // a loss beyond the free ones counts
+  add(false);  // as does an exit
+  EXPECT_EQ(CountAttempts(job).counted, 2);
+  EXPECT_EQ(CountAttempts(job).node_losses, model::kFreeNodeLosses + 1);
+}
+
 TEST(WorkerAlive, LaunchedAndRunningWorkersMayBeAlive) {
   model::Worker worker;
   worker.state = WorkerState::kAssigned;

@@ -55,8 +55,7 @@ model::ExternalRef ExternalRefOf(const model::Job& job) {
 
 bool RequeuesInEngine(const model::JobSpec& spec) {
   return model::RetriesOn(spec.retry, model::FailureKind::kPreempted) ||
-         (spec.retry.max_attempts > 1 &&
-          model::RetriesOn(spec.retry, model::FailureKind::kNodeLost));
+         model::RetriesOn(spec.retry, model::FailureKind::kNodeLost);
 }
 
 model::ExternalLaunch MakeExternalLaunch(const model::Job& job,

@@ -38,7 +38,8 @@ AttemptContract ContractOf(const model::Job& job, int num_workers, int master_po
 model::ExternalRef ExternalRefOf(const model::Job& job);
 
 // Whether the engine should requeue `spec`'s job itself after a preemption or a node failure:
-// Drover's retry policy would start another attempt after either.
+// Drover's retry policy would start another attempt after either (retry.on has `preempted` or
+// `node_lost`: the first model::kFreeNodeLosses node losses earn one whatever max_attempts).
 bool RequeuesInEngine(const model::JobSpec& spec);
 
 // The hand-off of `job`'s current attempt to an external executor configured as `executor`

@@ -313,18 +313,24 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
   JobState outcome = *attempt.outcome;
   const bool retryable = (outcome == JobState::kFailed || outcome == JobState::kTimedOut) &&
                          model::RetriesOn(job.spec.retry, FailureKindOf(attempt));
-  const int tries = static_cast<int>(std::count_if(
-      job.attempts.begin(), job.attempts.end(),
-      [](const Attempt& a) { return !model::WasPreempted(a) && !model::WasRequeued(a); }));
-  if (retryable && tries < job.spec.retry.max_attempts) {
+  const AttemptCount count = CountAttempts(job);
+  if (retryable && count.counted < job.spec.retry.max_attempts) {
     const TimeMs checkpoint = LastCheckpoint(job);
     const bool resume = job.spec.resume && checkpoint > 0;
+    // A node loss within the free ones queues again at once, as a preemption does.
+    const bool free_node_loss = FailureKindOf(attempt) == model::FailureKind::kNodeLost &&
+                                count.node_losses <= model::kFreeNodeLosses;
     std::string cause =
         fmt::format("attempt {} {}: {}; {}", attempt.number, model::JobStateName(outcome),
                     attempt.outcome_reason, resume ? "resuming from its checkpoint" : "retrying");
+    if (free_node_loss) {
+      cause += fmt::format(" (node loss {} of {} not counted against max_attempts)",
+                           count.node_losses, model::kFreeNodeLosses);
+    }
     attempt.outcome = JobState::kReady;
     job.status_message = cause;
-    TimeMs ready_at = now + RetryDelay(job.spec.retry, tries + 1);
+    const TimeMs ready_at =
+        free_node_loss ? now : now + RetryDelay(job.spec.retry, count.counted + 1);
     MoveTo(job, JobState::kReady, cause, now, step);
     StartAttempt(job, ready_at, step);
     job.current_attempt()->resumed = resume;

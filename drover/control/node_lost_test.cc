@@ -1,7 +1,8 @@
 // Node loss (docs/workflows.md, "Node loss"): Controller::OnNodeLost reports the workers of a
-// lost node exited with node_lost, retry.on decides, and the node takes no placements until it
-// is upserted again.
+// lost node exited with node_lost, retry.on decides (the first model::kFreeNodeLosses losses not
+// counted against max_attempts), and the node takes no placements until it is upserted again.
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -163,7 +164,49 @@ TEST_F(NodeLostTest, LateEventsOfTheLostAttemptChangeNothing) {
   EXPECT_EQ(controller_.Find(id)->current_attempt()->number, 2);
   // Losing the node again ends only what runs there now.
   EXPECT_THAT(Lose(kA, kT0 + 3'000), ElementsAre(model::WorkerKey{id, 2, 0}));
-  EXPECT_EQ(State(id), JobState::kFailed);  // max_attempts 2
+  EXPECT_EQ(State(id), JobState::kReady);  // node loss 2 of 3: not counted
+  EXPECT_EQ(controller_.Find(id)->current_attempt()->number, 3);
+}
+
+TEST_F(NodeLostTest, TheFirstThreeNodeLossesRequeueAtOnceWithoutCountingAgainstMaxAttempts) {
+  JobId id = StartOnA({});  // the default: max_attempts 1, every kind retried
+  for (int loss = 1; loss <= model::kFreeNodeLosses; ++loss) {
+    const TimeMs at = kT0 + loss * 1'000;
+    Lose(kA, at);
+    ASSERT_EQ(State(id), JobState::kReady) << "loss " << loss;
+    const model::Job& job = *controller_.Find(id);
+    EXPECT_EQ(job.current_attempt()->ready_at, at);  // at once: no backoff
+    EXPECT_THAT(job.status_message,
+                HasSubstr(fmt::format("retrying (node loss {} of {} not counted against "
+                                      "max_attempts)",
+                                      loss, model::kFreeNodeLosses)));
+    Step back;
+    controller_.UpsertNode(Labelled("node-a"), at, back);
+    ASSERT_EQ(Launches(Schedule(at)).size(), 1u);
+    Event(Started(id, loss + 1, 0, at + 10));
+  }
+  // The fourth counts: with max_attempts 1 nothing is left.
+  Lose(kA, kT0 + 10'000);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(controller_.Find(id)->attempts.size(), 4u);
+}
+
+TEST_F(NodeLostTest, NodeLossesLeaveTheAttemptsForTheJobsOwnFailures) {
+  // max_attempts 2: a node loss, then an exit 1 (the first counted), then an exit 1 (the last).
+  JobId id = StartOnA({2, 5'000, {model::FailureKind::kExit, model::FailureKind::kNodeLost}});
+  Lose(kA, kT0 + 1'000);
+  Step back;
+  controller_.UpsertNode(Labelled("node-a"), kT0 + 1'000, back);
+  ASSERT_EQ(Launches(Schedule(kT0 + 1'000)).size(), 1u);
+  Event(Started(id, 2, 0, kT0 + 1'010));
+  Event(Exited(id, 2, 0, 1, kT0 + 2'000));
+  ASSERT_EQ(State(id), JobState::kReady);
+  EXPECT_EQ(controller_.Find(id)->current_attempt()->ready_at, kT0 + 7'000);  // the backoff
+  ASSERT_EQ(Launches(Schedule(kT0 + 7'000)).size(), 1u);
+  Event(Started(id, 3, 0, kT0 + 7'010));
+  Event(Exited(id, 3, 0, 1, kT0 + 8'000));
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(controller_.Find(id)->attempts.size(), 3u);
 }
 
 TEST_F(NodeLostTest, AGangStopsItsOtherWorkersAndHoldsNothingOnTheLostNode) {
@@ -195,7 +238,7 @@ TEST_F(NodeLostTest, AGangStopsItsOtherWorkersAndHoldsNothingOnTheLostNode) {
   model::WorkerEvent killed = Killed(id, 1, rank_on_b, kT0 + 3'000);
   killed.exit.cancelled = true;
   Event(killed);
-  EXPECT_EQ(State(id), JobState::kFailed);  // max_attempts 1
+  EXPECT_EQ(State(id), JobState::kReady);  // a node loss within the free ones: requeued
   EXPECT_EQ(controller_.cluster().FreeGpus(kA).size(), 0u);
   EXPECT_EQ(controller_.cluster().FreeGpus(kB).size(), 2u);
 }
@@ -241,7 +284,7 @@ TEST(NodeLostRestore, ANodeThatNeverCameBackAfterARestartIsLostLikeAnother) {
   killed.exit.cancelled = true;
   Step ended;
   after.OnWorkerEvent(killed, ended);
-  EXPECT_EQ(after.Find(gang)->state, JobState::kFailed);
+  EXPECT_EQ(after.Find(gang)->state, JobState::kReady);  // requeued: node loss 1 of 3
   // The gang never held node-b's GPUs in this controller: ending it gives back nothing of the
   // other job's.
   EXPECT_EQ(after.cluster().FreeGpus(kB).size(), 0u);

@@ -81,12 +81,18 @@ static_assert(kFailureKindNames.size() == static_cast<std::size_t>(FailureKind::
 std::string_view FailureKindName(FailureKind kind);
 std::optional<FailureKind> ParseFailureKind(std::string_view name);
 
+// The node losses of a job that earn a new attempt without counting against
+// RetryPolicy::max_attempts (docs/workflows.md, "Node loss"); later ones count like any failure.
+// A lost node is seldom the job's fault, but a job that brings its node down must not loop.
+inline constexpr int kFreeNodeLosses = 3;
+
 struct RetryPolicy {
   int max_attempts = 1;       // total attempts including the first; 1 = no retry
   DurationMs backoff_ms = 0;  // wait before attempt n+1 is backoff_ms * 2^(n-1)
   // Failures that earn another attempt (while attempts remain). Preemption is always requeued
   // (it is not the job's fault) unless `on` is given without `preempted`: then a preempted
-  // attempt ends the job as failed.
+  // attempt ends the job as failed. A node loss is retried while `on` has `node_lost`, the
+  // first kFreeNodeLosses of them without counting as attempts.
   std::vector<FailureKind> on = {FailureKind::kExit, FailureKind::kNodeLost,
                                  FailureKind::kPreempted, FailureKind::kTimeout};
 

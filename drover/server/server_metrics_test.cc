@@ -103,9 +103,10 @@ TEST_F(ServerMetricsTest, ALostNodeIsAnEvictionAndItsGpuTimeIsFiledUnderTheOutco
   Report({id, 1, 0}, model::WorkerEvent::Kind::kExited, lost);
   const ServerMetrics& metrics = plane_->metrics();
   EXPECT_EQ(metrics.evicted().Value({"default", "NodeFailures"}), 1);
-  // One attempt (the spec has no retry): the job failed, its 10 GPU-seconds with it.
-  EXPECT_EQ(metrics.finished().Value({"default", "failed"}), 1);
-  EXPECT_EQ(metrics.team_gpu_seconds().Value({"vision", "failed"}), 10);
+  // The default retry requeues a first node loss: nothing finished, and the attempt's 10
+  // GPU-seconds are filed as retried.
+  EXPECT_EQ(metrics.finished().Value({"default", "failed"}), 0);
+  EXPECT_EQ(metrics.team_gpu_seconds().Value({"vision", "retried"}), 10);
   EXPECT_EQ(metrics.preempted().Value({"default", "InClusterQueue"}), 0);
   const std::string text = plane_->MetricsText();
   EXPECT_THAT(text, Not(HasSubstr("job=")));   // no job label

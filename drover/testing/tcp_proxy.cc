@@ -166,6 +166,11 @@ void TcpProxy::DropNextReplies(std::string marker, int count) {
   drops_left_ = count;
 }
 
+void TcpProxy::DropReplyContaining(std::string content) {
+  MutexLock lock(mu_);
+  drop_content_ = std::move(content);
+}
+
 void TcpProxy::LoseReplyThenReset(std::string arm, std::string marker) {
   MutexLock lock(mu_);
   lose_arm_ = std::move(arm);
@@ -297,9 +302,14 @@ void TcpProxy::Run() {
           MutexLock lock(mu_);
           ++swallowed_;
         } else if (!data.empty()) {
+          MutexLock lock(mu_);
+          if (!connection.silent && !drop_content_.empty() &&
+              data.find(drop_content_) != std::string::npos) {
+            drop_content_.clear();
+            connection.replies_dropped = true;
+          }
           if (connection.silent || connection.replies_dropped || mode == Mode::kDropReplies) {
             connection.replies_dropped = !connection.silent;
-            MutexLock lock(mu_);
             ++swallowed_;
           } else {
             connection.to_client.push_back({after + delay, std::move(data), 0});

@@ -29,6 +29,9 @@ namespace drover::testing {
 // DropNextReplies targets one kind of request without a mode: the answers to the next `count`
 // requests whose bytes, as one read from the client, contain `marker` (e.g. "POST
 // /v1/agents/a/events") are swallowed as in kDropReplies, on their connections only.
+// DropReplyContaining targets one answer by what it says: the first chunk from the target that
+// contains `content` (e.g. a launch's script) is swallowed, and its connection's later ones too,
+// whichever request it answers and whenever that was sent.
 // LoseReplyThenReset loses one answer and then its connection: on the first connection that
 // sends `arm` (in one read), the answer to the next request there that contains `marker` is
 // swallowed, and the connection is reset (RST both ways) as that answer arrives. Before a
@@ -53,6 +56,7 @@ class TcpProxy {
   // Switches the mode; `delay_ms` is used by kDelay.
   void SetMode(Mode mode, std::int64_t delay_ms = 0) EXCLUDES(mu_);
   void DropNextReplies(std::string marker, int count) EXCLUDES(mu_);
+  void DropReplyContaining(std::string content) EXCLUDES(mu_);
   void LoseReplyThenReset(std::string arm, std::string marker) EXCLUDES(mu_);
   // Connections accepted so far, and replies (chunks from the target) swallowed so far.
   int accepted() const EXCLUDES(mu_);
@@ -70,7 +74,8 @@ class TcpProxy {
   std::int64_t delay_ms_ GUARDED_BY(mu_) = 0;
   std::string drop_marker_ GUARDED_BY(mu_);
   int drops_left_ GUARDED_BY(mu_) = 0;
-  std::string lose_arm_ GUARDED_BY(mu_);  // empty: no LoseReplyThenReset waiting for its arm
+  std::string drop_content_ GUARDED_BY(mu_);  // empty: no DropReplyContaining waiting
+  std::string lose_arm_ GUARDED_BY(mu_);      // empty: no LoseReplyThenReset waiting for its arm
   std::string lose_marker_ GUARDED_BY(mu_);
   int accepted_ GUARDED_BY(mu_) = 0;
   int swallowed_ GUARDED_BY(mu_) = 0;

@@ -128,6 +128,23 @@ TEST_F(TcpProxyTest, DropsOnlyTheRepliesToMarkedRequestsAndTheirConnectionsStayM
   EXPECT_TRUE(WaitUntil([&] { return proxy_->swallowed_replies() == 2; }));
 }
 
+TEST_F(TcpProxyTest, DropsTheFirstAnswerThatSaysTheContentAndMutesItsConnection) {
+  int early = Open();
+  int other = Open();
+  send(early, "GET /commands", 13, MSG_NOSIGNAL);  // sent before the drop is armed
+  ASSERT_TRUE(WaitUntil([&] { return echo_.received() == 13; }));
+  char buffer[32];
+  ASSERT_EQ(recv(early, buffer, sizeof(buffer), 0), 13);
+  proxy_->DropReplyContaining("launch 7");
+  EXPECT_EQ(RoundTrip(other, "GET /commands"), "GET /commands");
+  send(early, "launch 7", 8, MSG_NOSIGNAL);
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->swallowed_replies() == 1; }));
+  // Once only: another answer saying it goes through.
+  EXPECT_EQ(RoundTrip(other, "launch 7"), "launch 7");
+  send(early, "again", 5, MSG_NOSIGNAL);  // the connection that lost one stays mute
+  EXPECT_TRUE(WaitUntil([&] { return proxy_->swallowed_replies() == 2; }));
+}
+
 TEST_F(TcpProxyTest, LosesTheAnswerToTheMarkerAfterTheArmThenResetsThatConnection) {
   proxy_->LoseReplyThenReset("INSERT probe", "COMMIT");
   int armed = Open();

@@ -1,6 +1,7 @@
 // Node loss with real processes (docs/workflows.md, "Node loss"): a server with a short
 // --agent-timeout and two remote agents; agent-a hangs (SIGSTOP) or dies (SIGKILL) under running
-// jobs, which end with the cause "node lost" and retry on agent-b when retry.on names node_lost.
+// jobs, which end with the cause "node lost" and retry on agent-b when retry.on names node_lost
+// (as the default retry does).
 // When agent-a is back, the workers it still runs for ended attempts are stopped.
 
 #include <fmt/format.h>
@@ -85,7 +86,8 @@ script: |
 TEST_F(NodeLost, AHungAgentsJobsRetryElsewhereOrFailAndItsWorkersStopWhenItIsBack) {
   StartServerAndAgentA();
   // Both jobs start on agent-a, the only node with GPUs.
-  const std::int64_t survivor = SubmitSleeper("survivor", "{max_attempts: 2, on: [node_lost]}");
+  // The default retry (one attempt, every kind) survives a node loss: it is not counted.
+  const std::int64_t survivor = SubmitSleeper("survivor", "{max_attempts: 1}");
   const std::int64_t fragile = SubmitSleeper("fragile", "{max_attempts: 3, on: [exit]}");
   ASSERT_EQ(WaitForState(*client_, survivor, {"running"}), "running") << Logs();
   ASSERT_EQ(WaitForState(*client_, fragile, {"running"}), "running") << Logs();
@@ -106,6 +108,7 @@ TEST_F(NodeLost, AHungAgentsJobsRetryElsewhereOrFailAndItsWorkersStopWhenItIsBac
   ASSERT_EQ(job["attempts"].size(), 2u);
   EXPECT_THAT(job["attempts"][0]["cause"].get<std::string>(),
               HasSubstr("node lost (node agent-a stopped answering for "));
+  EXPECT_THAT(job["transitions"].dump(), HasSubstr("node loss 1 of 3 not counted against"));
   EXPECT_EQ(NodeOf(survivor, 2), "agent-b");
   ASSERT_EQ(WaitForTerminal(*client_, fragile), "failed") << Logs();
   job = GetJob(*client_, fragile);

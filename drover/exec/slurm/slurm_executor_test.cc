@@ -196,12 +196,19 @@ TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
   SlurmExecutorOptions options = Options(50);
   options.max_array_tasks = 1;  // like jobs each a Slurm job of its own
   SlurmExecutor executor(options, clock_);
+  // While the first round of sbatch calls (8 at a time) waits at the gate, job 39 is cancelled:
+  // it must never reach Slurm (before, the whole batch was submitted first, job 39 included,
+  // then cancelled with scancel).
+  std::ofstream(dir_ + "/gate").flush();
   for (int job = 1; job <= 40; ++job) ASSERT_TRUE(executor.Submit(Launch(job)).has_value());
-  // While the first rounds of sbatch calls run (8 at a time), job 39 is cancelled: it must
-  // never reach Slurm (before, the whole batch was submitted first, job 39 included, then
-  // cancelled with scancel).
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      if (entry.path().filename().string().starts_with("running.")) return true;
+    }
+    return false;
+  }));
   ASSERT_TRUE(executor.Cancel(Launch(39).ref, {}).has_value());
+  std::filesystem::remove(dir_ + "/gate");
   int submitted = 0;
   bool cancelled = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
