@@ -137,9 +137,9 @@ void SlurmExecutor::Emit(const Tracked& tracked, model::ExecutorEvent::Kind kind
 
 void SlurmExecutor::Loop() {
   using Steady = std::chrono::steady_clock;
-  const auto shortest = std::chrono::milliseconds(options_.poll_interval_ms);
-  const auto longest = std::max(shortest, std::chrono::milliseconds(options_.max_poll_interval_ms));
-  auto interval = shortest;
+  const auto longest =
+      std::chrono::milliseconds(std::max(options_.poll_interval_ms, options_.max_poll_interval_ms));
+  auto interval = ChangingInterval();
   Steady::time_point next_refresh = Steady::now() + interval;
   MutexLock lock(mu_);
   while (!stopping_) {
@@ -186,7 +186,7 @@ void SlurmExecutor::Loop() {
       submits_.pop_front();
     }
     if (!adopts.empty() || !cancels.empty() || !taken.empty()) {
-      interval = shortest;
+      interval = ChangingInterval();
       next_refresh = std::min(next_refresh, Steady::now() + interval);
     }
     lock.unlock();
@@ -221,7 +221,7 @@ void SlurmExecutor::Loop() {
     // one per submission cost more than the submission once hundreds were listed.
     if (Steady::now() >= next_refresh) {
       const bool changed = !tracked_.empty() && Refresh();
-      interval = changed ? shortest : std::min(interval * 2, longest);
+      interval = changed ? ChangingInterval() : std::min(interval * 2, longest);
       next_refresh = Steady::now() + interval;
     }
     lock.lock();
@@ -458,13 +458,20 @@ void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
   tracked_[tracked.ref.name] = tracked;
 }
 
+bool SlurmExecutor::IncrementalListing() const {
+  return helper_ != nullptr && std::all_of(tracked_.begin(), tracked_.end(),
+                                           [](const auto& entry) { return entry.second.started; });
+}
+
+std::chrono::milliseconds SlurmExecutor::ChangingInterval() const {
+  DurationMs ms = options_.poll_interval_ms;
+  if (IncrementalListing()) ms = std::min(ms, options_.incremental_poll_interval_ms);
+  return std::chrono::milliseconds(ms);
+}
+
 Result<std::string> SlurmExecutor::ListJobs() const {
   if (helper_ != nullptr) {
-    // slurmctld sets a pending job's Reason without marking the job changed: while any tracked
-    // job has not started, every listing is a whole one.
-    const bool any_pending = std::any_of(tracked_.begin(), tracked_.end(),
-                                         [](const auto& entry) { return !entry.second.started; });
-    return helper_->ListJobs(any_pending ? Listing::kWhole : Listing::kIfChanged);
+    return helper_->ListJobs(IncrementalListing() ? Listing::kIfChanged : Listing::kWhole);
   }
   CommandResult result = RunCommand({"scontrol", "show", "job", "-o"});
   if (!result.ok()) return Internal("scontrol show job: " + Trim(result.err));

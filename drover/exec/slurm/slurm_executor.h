@@ -35,6 +35,11 @@ struct SlurmExecutorOptions {
   std::string server_url;  // exported to the jobs as DROVER_SERVER
   std::string drover_bin;  // exported to the jobs as DROVER_BIN (SbatchOptions::drover_bin)
   DurationMs poll_interval_ms = 500;
+  // The interval instead, when shorter, while listings are incremental (IncrementalListing:
+  // every tracked job started, so slurmctld packs records only when some job changed and answers
+  // "no change" otherwise): ends are seen sooner for about a millisecond of slurmctld's time
+  // per unchanged listing (docs/benchmarks.md).
+  DurationMs incremental_poll_interval_ms = 250;
   // How many `sbatch` calls run at once. One at a time, a file of 1,000 jobs reached Slurm in
   // 207 s on a loaded 2-core machine (docs/benchmarks.md): each call waits mostly on
   // slurmctld, which serves several at once.
@@ -119,9 +124,16 @@ class SlurmExecutor final : public Executor {
   void CancelNow(const model::ExternalRef& ref);
   void AdoptNow(const model::ExternalRef& ref);
   // Slurm's jobs as `scontrol show job -o` prints them: through the submission helper when there
-  // is one (no process per listing, only the keys ParseJobLine reads; while every tracked job
-  // has started, slurmctld packs the records only when some job changed), else that command.
+  // is one (no process per listing, only the keys ParseJobLine reads; incremental while
+  // IncrementalListing), else that command.
   Result<std::string> ListJobs() const;
+  // Whether the next listing is incremental: through the helper, with every tracked job started
+  // (slurmctld sets a pending job's Reason without marking the job changed, so while one is
+  // pending every listing is whole).
+  bool IncrementalListing() const;
+  // The refresh interval while Slurm's state changes: poll_interval_ms, or
+  // incremental_poll_interval_ms when shorter and IncrementalListing.
+  std::chrono::milliseconds ChangingInterval() const;
   // One listing: events for every tracked job that changed. True when it reported any.
   bool Refresh();
   // Reports what `job` says of `tracked`; true when its run ended (no longer tracked).
