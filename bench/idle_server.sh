@@ -1,12 +1,13 @@
 #!/bin/bash
 # An idle server's CPU (docs/benchmarks.md, "Idle server"): a fresh `drover server --gpus 0`
-# with sampling off, nothing submitted, its utime + stime (/proc/PID/stat) over SECONDS after
-# it is ready; with BASELINE set to another build's `drover`, the two alternating, for ROUNDS
-# rounds. No root.
+# with sampling off, nothing submitted (or RUNNING jobs that only sleep), its utime + stime
+# (/proc/PID/stat) over SECONDS after it is ready; with BASELINE set to another build's
+# `drover`, the two alternating, for ROUNDS rounds. No root.
 #
 #   bench/idle_server.sh                 e.g. BASELINE=/tmp/old/drover bench/idle_server.sh
 #
 # Environment: DROVER (default build/drover), BASELINE (none), SECONDS_IDLE (20), ROUNDS (2),
+# RUNNING (0: jobs of 10m CPU that sleep a minute past the measurement, running when it starts),
 # PORT (18657), WORK (default a new directory under /tmp, removed at the end).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +15,7 @@ DROVER=${DROVER:-$ROOT/build/drover}
 BASELINE=${BASELINE:-}
 SECONDS_IDLE=${SECONDS_IDLE:-20}
 ROUNDS=${ROUNDS:-2}
+RUNNING=${RUNNING:-0}
 PORT=${PORT:-18657}
 URL=http://127.0.0.1:$PORT
 WORK=${WORK:-$(mktemp -d /tmp/drover-idle-server.XXXXXX)}
@@ -31,6 +33,18 @@ idle() {
   rm -rf "$WORK/run" && mkdir -p "$WORK/run"
   DROVER=$binary start_server "$WORK/run" "$PORT" --gpus 0 --gpu-sample-interval 0 \
     --process-sample-interval 0
+  if [ "$RUNNING" -gt 0 ]; then
+    for i in $(seq 1 "$RUNNING"); do
+      [ "$i" = 1 ] || echo "---"
+      printf 'kind: Job\nname: sleeper-%s\nresources: {cpu: 10m, memory: 16Mi}\n' "$i"
+      printf 'command: [sleep, "%s"]\n' $((SECONDS_IDLE + 60))  # ends on its own after the run
+    done >"$WORK/run/jobs.yaml"
+    "$binary" --server "$URL" submit "$WORK/run/jobs.yaml" >/dev/null
+    until [ "$("$binary" --server "$URL" -o json ls --limit 100000 |
+      jq '[.jobs[] | select(.state == "running")] | length')" = "$RUNNING" ]; do
+      sleep 0.5
+    done
+  fi
   sleep 2  # start-up's own work done
   before=$(ticks "$SERVER_PID")
   sleep "$SECONDS_IDLE"

@@ -41,7 +41,9 @@
 // by pid + start time) without having written exit.json, kExited carries exit code -1 and the
 // message "supervisor lost" (at = clock.Now()); its worker was killed with it (PR_SET_PDEATHSIG).
 // After Adopt(), kStarted is reported again for workers that had started: the caller treats
-// events idempotently.
+// events idempotently. Once a worker has started, Poll reads its files only when its
+// supervisor's pidfd becomes readable (the supervisor exited) and when checkpoints are due, not
+// at every call (where no pidfd can be opened, at every call).
 //
 // Thread-safety: all public methods may be called concurrently. One mutex guards what is
 // watched; Poll holds it while reading the watched directories. Launch takes it only to look up
@@ -54,6 +56,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drover/agent/runtime.h"
@@ -139,9 +142,29 @@ class LocalRuntime final : public WorkerRuntime {
 
  private:
   enum class Stopping { kNo, kCancel, kPreempt };
+  // An owned pidfd; -1: none. Move-only, closed with its owner.
+  class Pidfd {
+   public:
+    Pidfd() = default;
+    explicit Pidfd(int fd) : fd_(fd) {}
+    Pidfd(Pidfd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    Pidfd& operator=(Pidfd&& other) noexcept;
+    Pidfd(const Pidfd&) = delete;
+    Pidfd& operator=(const Pidfd&) = delete;
+    ~Pidfd();
+    int get() const { return fd_; }
+
+   private:
+    int fd_ = -1;
+  };
   struct Watch {
     std::string dir;
     std::optional<ProcessIdentity> supervisor;
+    // A pidfd of `supervisor`, opened once it is known to be that process: a started worker's
+    // files are then read only when it becomes readable (the supervisor exited, having written
+    // exit.json) or checkpoints are due, not at every Poll. None where it cannot be opened:
+    // then the files are read at every Poll.
+    Pidfd exit_watch;
     bool started_reported = false;
     Stopping stopping = Stopping::kNo;  // what the first Stop asked for
     DurationMs kill_grace_ms = 0;
@@ -166,6 +189,8 @@ class LocalRuntime final : public WorkerRuntime {
   // `exit` as recorded by the supervisor, reported preempted if a preemption stopped it.
   static model::ExitStatus StopOutcome(const Watch& watch, model::ExitStatus exit);
   bool SupervisorGone(Watch& watch);
+  // Opens watch.exit_watch if it has none and the supervisor is known and alive.
+  static void WatchSupervisorExit(Watch& watch);
   // Sends `signal` to the supervisor of `key` after checking through a pidfd that it is still
   // the same process. OK when it has exited; kUnavailable before it wrote supervisor.json.
   static Status SignalSupervisor(const model::WorkerKey& key, Watch& watch, int signal);
