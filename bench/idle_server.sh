@@ -40,8 +40,10 @@ idle() {
       printf 'command: [sleep, "%s"]\n' $((SECONDS_IDLE + 60))  # ends on its own after the run
     done >"$WORK/run/jobs.yaml"
     "$binary" --server "$URL" submit "$WORK/run/jobs.yaml" >/dev/null
+    local deadline=$((SECONDS + 120))
     until [ "$("$binary" --server "$URL" -o json ls --limit 100000 |
       jq '[.jobs[] | select(.state == "running")] | length')" = "$RUNNING" ]; do
+      [ $SECONDS -lt $deadline ] || { echo "not all $RUNNING jobs running after 120 s (each takes 10m of the node's CPU)" >&2; exit 1; }
       sleep 0.5
     done
   fi
