@@ -228,8 +228,8 @@ Status LocalRuntime::SignalSupervisor(const model::WorkerKey& key, Watch& watch,
     return Unavailable(fmt::format("the supervisor of {} has not started yet", KeyName(key)));
   }
   // A pidfd pins the process, so the start-time check and the signal concern the same one.
-  int pidfd = PidfdOpen(watch.supervisor->pid);
-  if (pidfd < 0) {
+  const Pidfd pidfd(PidfdOpen(watch.supervisor->pid));
+  if (pidfd.get() < 0) {
     if (errno == ESRCH) return OkStatus();  // Gone: Poll reports how it ended.
     if (errno != ENOSYS) {
       return Internal(
@@ -239,11 +239,10 @@ Status LocalRuntime::SignalSupervisor(const model::WorkerKey& key, Watch& watch,
     return OkStatus();
   }
   Status result = OkStatus();
-  if (IsAlive(*watch.supervisor) && PidfdSendSignal(pidfd, signal) != 0 && errno != ESRCH) {
+  if (IsAlive(*watch.supervisor) && PidfdSendSignal(pidfd.get(), signal) != 0 && errno != ESRCH) {
     result = Internal(
         fmt::format("cannot signal the supervisor of {}: {}", KeyName(key), std::strerror(errno)));
   }
-  close(pidfd);
   return result;
 }
 
@@ -389,6 +388,7 @@ std::vector<model::WorkerEvent> LocalRuntime::Poll() {
       exit_watches.clear();  // read every worker's files, as without pidfds
     }
   }
+  // exit_watches is in watched_'s order: the next entry is this watch's when the fds match.
   std::size_t next_exit_watch = 0;
   for (auto it = watched_.begin(); it != watched_.end();) {
     const model::WorkerKey& key = it->first;

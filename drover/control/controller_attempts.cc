@@ -311,15 +311,16 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
     return;
   }
   JobState outcome = *attempt.outcome;
+  const model::FailureKind kind = FailureKindOf(attempt);
   const bool retryable = (outcome == JobState::kFailed || outcome == JobState::kTimedOut) &&
-                         model::RetriesOn(job.spec.retry, FailureKindOf(attempt));
+                         model::RetriesOn(job.spec.retry, kind);
   const AttemptCount count = CountAttempts(job);
   if (retryable && count.counted < job.spec.retry.max_attempts) {
     const TimeMs checkpoint = LastCheckpoint(job);
     const bool resume = job.spec.resume && checkpoint > 0;
     // A node loss within the free ones queues again at once, as a preemption does.
-    const bool free_node_loss = FailureKindOf(attempt) == model::FailureKind::kNodeLost &&
-                                count.node_losses <= model::kFreeNodeLosses;
+    const bool free_node_loss =
+        kind == model::FailureKind::kNodeLost && count.node_losses <= model::kFreeNodeLosses;
     std::string cause =
         fmt::format("attempt {} {}: {}; {}", attempt.number, model::JobStateName(outcome),
                     attempt.outcome_reason, resume ? "resuming from its checkpoint" : "retrying");
