@@ -506,7 +506,10 @@ void KubernetesExecutor::EvaluateLocked(const std::string& name) {
       (attempt.stop.preempt ? exit.preempted : exit.cancelled) = true;
       exit.message = attempt.stop.reason;
     } else {
-      exit.node_lost = true;
+      // Nothing in Kubernetes deletes a running Job on its own (a lost node takes pods, not
+      // Jobs): someone did, so the job ends cancelled, as after an `scancel` outside Drover,
+      // instead of coming back as a new Job.
+      exit.cancelled = true;
       exit.message = fmt::format("the Kubernetes Job {} was deleted outside Drover", key);
     }
     ExitLocked(attempt, exit, Now());

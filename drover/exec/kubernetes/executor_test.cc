@@ -198,12 +198,14 @@ TEST_F(ExecutorTest, CancelDeletesTheJobInTheBackground) {
   EXPECT_EQ(executor_->Cancel(Launch(99).ref, {}).error().code, ErrorCode::kNotFound);
 }
 
-TEST_F(ExecutorTest, ADeletionOutsideDroverIsANodeLost) {
+// Someone deleted the Job (kubectl delete): the attempt ends cancelled, not retried as a lost node.
+TEST_F(ExecutorTest, ADeletionOutsideDroverCancels) {
   ASSERT_TRUE(executor_->Submit(Launch(14)));
   Next("drover-14-1", Kind::kSubmitted);
   server_.Remove(kJobs, "drover-14-1");
   const model::ExecutorEvent exited = Next("drover-14-1", Kind::kExited);
-  EXPECT_TRUE(exited.exit.node_lost);
+  EXPECT_TRUE(exited.exit.cancelled);
+  EXPECT_FALSE(exited.exit.node_lost);
   EXPECT_THAT(exited.exit.message, HasSubstr("deleted outside Drover"));
 }
 
