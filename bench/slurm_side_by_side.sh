@@ -11,8 +11,9 @@
 #       --no-requeue, --nodes=1, --ntasks=1, --chdir)
 #   A5  A4 whose tasks run Drover's array script (a link per task, the job id file, the output
 #       redirected, a sourced batch.sh with a contract as Drover writes it), the line written
-#       by a builtin: Drover's task script without Drover
-#   A6  A5 with the line written as Drover runs a command: `exec bash -c`
+#       by a builtin: Drover's task script without Drover (under bash, for $EPOCHREALTIME)
+#   A6  A5 with the line written as Drover runs a command: `exec bash -c`, from scripts under
+#       /bin/sh as Drover's for a lone worker without a timeout
 #   A7  A1 whose script execs `bash -c` for the line, as Drover's batch script execs a lone
 #       job's command: A1 like for like with C1
 #   B1  drover submit, one process per job, local executor
@@ -136,9 +137,10 @@ slurm_child_script() {
 }
 
 # The line written by `exec bash -c` from the job script: A7's script, the shape of Drover's batch
-# script for a lone worker without a timeout (exec/slurm/sbatch.cc), without its contract.
+# script for a lone worker without a timeout (exec/slurm/sbatch.cc: under /bin/sh since
+# 2026-12-06, bash before), without its contract.
 slurm_exec_script() {
-  printf '#!/bin/bash\nexec bash -c '"'"'echo "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s'"'"'\n' "$1"
+  printf '#!/bin/sh\nexec bash -c '"'"'echo "${SLURM_ARRAY_TASK_ID:-$SLURM_JOB_ID} $EPOCHREALTIME" >> %s'"'"'\n' "$1"
 }
 
 drover_spec() {  # drover_spec QUEUE STAMPS
@@ -249,17 +251,18 @@ each_case() {
   $PY slurm "$dir" >/dev/null
 }
 
-# drover_task_scripts DIR PAYLOAD: what Drover writes for the tasks of an array (as a C2 run
-# writes it; exec/slurm/sbatch.cc): DIR/tasks/I links to DIR/attempts/I, whose batch.sh enters
-# DIR, exports the contract and runs PAYLOAD; and the array's script on stdout.
+# drover_task_scripts DIR PAYLOAD [SHELL]: what Drover writes for the tasks of an array (as a C2
+# run writes it; exec/slurm/sbatch.cc): DIR/tasks/I links to DIR/attempts/I, whose batch.sh enters
+# DIR, exports the contract and runs PAYLOAD; and the array's script on stdout. SHELL (default
+# /bin/sh, as Drover's scripts for a lone worker without a timeout) runs both.
 drover_task_scripts() {
-  local dir=$1 payload=$2 i
+  local dir=$1 payload=$2 shell=${3:-/bin/sh} i
   mkdir -p "$dir/tasks"
   for i in $(seq 1 "$N"); do
     mkdir -p "$dir/attempts/$i"
     ln -sfn "$dir/attempts/$i" "$dir/tasks/$i"
     cat >"$dir/attempts/$i/batch.sh" <<EOS
-#!/bin/bash
+#!$shell
 cd '$dir' || exit 1
 restart=\${SLURM_RESTART_COUNT:-0}
 if [ "\$restart" = 0 ]; then
@@ -276,12 +279,13 @@ timeout_marker='$dir/attempts/$i/timed-out'
 else
 exit 1
 fi
-echo "drover: attempt \$DROVER_ATTEMPT (Slurm run \$restart) on \$HOSTNAME"
-export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=\$HOSTNAME
+read -r host </proc/sys/kernel/hostname 2>/dev/null || host=\$(uname -n)
+echo "drover: attempt \$DROVER_ATTEMPT (Slurm run \$restart) on \$host"
+export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=\$host
 $payload
 EOS
   done
-  printf '#!/bin/bash\ndir=%s/tasks/$SLURM_ARRAY_TASK_ID\n' "$dir"
+  printf '#!%s\ndir=%s/tasks/$SLURM_ARRAY_TASK_ID\n' "$shell" "$dir"
   printf '[ -d "$dir" ] || { echo "no attempt" >&2; exit 1; }\n'
   printf 'echo "$SLURM_JOB_ID" > "$dir/slurm-job-id"\n'
   printf 'exec >>"$dir/slurm-$SLURM_JOB_ID.out" 2>&1\n. "$dir/batch.sh"\n'
@@ -294,7 +298,7 @@ array_case() {
   mkdir -p "$dir"
   line='echo "$SLURM_ARRAY_TASK_ID $EPOCHREALTIME" >> '"$dir/stamps"
   case $name in
-    A5) drover_task_scripts "$dir" "$line" >"$dir/job.sh" ;;
+    A5) drover_task_scripts "$dir" "$line" /bin/bash >"$dir/job.sh" ;;  # $EPOCHREALTIME
     A6) drover_task_scripts "$dir" "exec bash -c '$line'" >"$dir/job.sh" ;;
     *) "$script" "$dir/stamps" >"$dir/job.sh" ;;
   esac

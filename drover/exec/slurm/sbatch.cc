@@ -26,6 +26,12 @@ std::string Lower(std::string text) {
   return text;
 }
 
+// The script's "#!" line with its newline; empty without one.
+std::string_view InterpreterLine(const Sbatch& sbatch) {
+  const std::string_view script = sbatch.script;
+  return script.starts_with("#!") ? script.substr(0, script.find('\n') + 1) : std::string_view();
+}
+
 }  // namespace
 
 std::string AttemptDir(const std::string& job_dir, int attempt) {
@@ -43,7 +49,7 @@ std::string ArrayMarker(const std::string& attempt_dir) { return attempt_dir + "
 std::string TaskJobIdFile(const std::string& attempt_dir) { return attempt_dir + "/slurm-job-id"; }
 
 std::string ArrayShape(const Sbatch& sbatch) {
-  std::string shape;
+  std::string shape(InterpreterLine(sbatch));  // tasks run under their array's interpreter
   for (const std::string& arg : sbatch.args) {
     if (!PerAttemptArg(arg)) shape += arg + '\n';
   }
@@ -87,10 +93,9 @@ std::string RenderArrayTask(const std::string& attempt_dir, const Sbatch& sbatch
     if (arg.starts_with("--chdir=")) work = arg.substr(8);
   }
   // After the script's "#!" line, which stays its first.
-  const std::string_view script = sbatch.script;
-  const std::size_t body = script.starts_with("#!") ? script.find('\n') + 1 : 0;
-  return fmt::format("{}cd {} || exit 1\n{}", script.substr(0, body), ShellQuote(work),
-                     script.substr(body));
+  const std::string_view interpreter = InterpreterLine(sbatch);
+  return fmt::format("{}cd {} || exit 1\n{}", interpreter, ShellQuote(work),
+                     std::string_view(sbatch.script).substr(interpreter.size()));
 }
 
 Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch& shape,
@@ -104,9 +109,10 @@ Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch
     if (!PerAttemptArg(arg)) out.args.push_back(arg);
   }
   // A link per task, not a table in the script: bash would parse a `case` of every row in each
-  // task (2.7 ms a task at 1,000 on the 2-core VM, docs/benchmarks.md).
+  // task (2.7 ms a task at 1,000 on the 2-core VM, docs/benchmarks.md). The tasks' scripts are
+  // sourced, so the array runs under their interpreter (ArrayShape keeps them apart by it).
   out.script = fmt::format(
-      "#!/bin/bash\n"
+      "{4}"
       "# Drover job array {0}: task i runs the attempt whose directory {1}/i links to, from the\n"
       "# batch script that Drover wrote there before it submitted the array.\n"
       "dir={1}/$SLURM_ARRAY_TASK_ID\n"
@@ -118,7 +124,8 @@ Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch
       "exec >>\"$dir/slurm-$SLURM_JOB_ID.out\" 2>&1\n"  // where a lone job's --output goes
       // The attempt's script is sourced, not run by a second bash; it enters its directory.
       ". \"{3}\"\n",
-      name, ShellQuote(ArrayTasksDir(dir, name)), TaskJobIdFile("$dir"), TaskScript("$dir"));
+      name, ShellQuote(ArrayTasksDir(dir, name)), TaskJobIdFile("$dir"), TaskScript("$dir"),
+      InterpreterLine(shape));
   return out;
 }
 
@@ -210,11 +217,18 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
     a.push_back(fmt::format("--signal=B:TERM@{}", std::min<std::int64_t>(grace_s, 65'535)));
   }
 
+  // A lone worker without a timeout to keep replaces the batch shell (below), which then only
+  // exports and execs: POSIX sh does that, and on Debian's dash starts in about 0.5 ms less
+  // than bash, each job's CPU that the cluster's other jobs wait for (issue 24). Job control
+  // (`set -m`, the timeout's stop) and srun's worker wrapper need bash.
+  const bool lone_exec = workers == 1 && !spec.timeout;
   std::string& s = out.script;
   // Run k's contract is ContractFile(AttemptDir(job_dir, attempt + k)), spelled out in shell
-  // (BatchScriptTest runs the script against the files these functions name).
+  // (BatchScriptTest runs the script against the files these functions name). The host's name
+  // is the kernel's, read by a builtin: not $HOSTNAME, which dash does not set and bash takes
+  // from the environment when it is there, which the job inherits from the submitting side.
   s = fmt::format(
-      "#!/bin/bash\n"
+      "{4}"
       "# Drover attempt {0} (docs/operations.md). Slurm's run k of this job (after k requeues)\n"
       "# is attempt {1}+k, whose contract Drover writes before it lets the run start.\n"
       "restart=${{SLURM_RESTART_COUNT:-0}}\n"
@@ -226,9 +240,10 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
       "Drover continued it\" >&2; exit 1; }}\n"
       ". \"$contract\"\n"
       "fi\n"
-      "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $HOSTNAME\"\n",
+      "read -r host </proc/sys/kernel/hostname 2>/dev/null || host=$(uname -n)\n"
+      "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $host\"\n",
       launch.ref.name, launch.ref.attempt, RenderContract(launch, options),
-      ShellQuote(options.job_dir));
+      ShellQuote(options.job_dir), lone_exec ? "#!/bin/sh\n" : "#!/bin/bash\n");
   std::string command;
   if (!spec.command.empty()) {
     for (const std::string& word : spec.command) command += " " + ShellQuote(word);
@@ -244,21 +259,22 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   // (job control) starts the worker as a process group of its own, so that the stop reaches its
   // children as srun's would, without a setsid and a second shell. Several workers are tasks of
   // one step, each learning its rank from Slurm; the batch host (where srun runs) is rank 0's
-  // address. $HOSTNAME is bash's own gethostname(), no process.
-  if (workers == 1 && !spec.timeout) {
-    s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$HOSTNAME\n";
+  // address.
+  if (lone_exec) {
+    s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$host\n";
     s += "exec" + command + "\n";
     return out;
   }
   std::string stop_target = "$step";
   if (workers == 1) {
-    s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$HOSTNAME\n";
+    s += "export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=$host\n";
     s += fmt::format("set -m\n{} &\nset +m\n", command.substr(1));
     stop_target = "-- -$step";
   } else {
+    s += "export DROVER_MASTER_ADDR=$host\n";  // srun's address, where srun gives it, instead
     const std::string worker =
         "export DROVER_WORKER_RANK=$SLURM_PROCID "
-        "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$HOSTNAME}; exec \"$@\"";
+        "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$DROVER_MASTER_ADDR}; exec \"$@\"";
     s += fmt::format("srun --kill-on-bad-exit=1 --export=ALL /bin/bash -c {} drover-worker{} &\n",
                      ShellQuote(worker), command);
   }

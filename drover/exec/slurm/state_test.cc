@@ -308,10 +308,16 @@ TEST(SbatchTest, OnlyAnArraysOwnNameIsTakenFromAMarker) {
   }
 }
 
-// The batch script under bash, with an srun that runs the worker here as task 0 and logs each
-// call to srun.log.
+// The batch script run as Slurm runs it (by its "#!" line), with an srun that runs the worker
+// here as task 0 and logs each call to srun.log.
 class BatchScriptTest : public ::testing::Test {
  protected:
+  // Writes an executable script.
+  static void WriteScript(const std::string& path, const std::string& content) {
+    std::ofstream(path) << content;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  }
+
   void SetUp() override {
     std::filesystem::create_directories(dir_ + "/bin");
     std::ofstream(dir_ + "/bin/srun") << "#!/bin/bash\necho srun >> " << dir_
@@ -335,10 +341,10 @@ class BatchScriptTest : public ::testing::Test {
   std::string Run(int restart, int* code, std::optional<model::ExternalLaunch> launch = {}) {
     Result<Sbatch> sbatch = RenderSbatch(launch ? *launch : LaunchOf(2), {dir_ + "/job", "", ""});
     EXPECT_TRUE(sbatch.has_value());
-    std::ofstream(dir_ + "/batch.sh") << sbatch->script;
+    WriteScript(dir_ + "/batch.sh", sbatch->script);
     const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
                                 " SLURM_RESTART_COUNT=" + std::to_string(restart) +
-                                " bash batch.sh 2>&1";
+                                " ./batch.sh 2>&1";
     return testing::Shell(command, code);
   }
 
@@ -365,10 +371,10 @@ TEST_F(BatchScriptTest, ALoneWorkerWithoutATimeoutReplacesTheBatchShell) {
   launch.spec.command = {"sh", "-c", "echo worker=$$; exit 3"};
   Result<Sbatch> sbatch = RenderSbatch(launch, {dir_ + "/job", "", ""});
   ASSERT_TRUE(sbatch.has_value());
-  std::ofstream(dir_ + "/batch.sh") << sbatch->script;
+  WriteScript(dir_ + "/batch.sh", sbatch->script);
   int code = -1;
   const std::string output = testing::Shell(
-      "cd " + dir_ + " && { bash batch.sh & echo shell=$!; wait $!; echo status=$?; }", &code);
+      "cd " + dir_ + " && { ./batch.sh & echo shell=$!; wait $!; echo status=$?; }", &code);
   const std::size_t shell = output.find("shell=");
   const std::size_t worker = output.find("worker=");
   ASSERT_NE(shell, std::string::npos) << output;
@@ -414,6 +420,60 @@ TEST_F(BatchScriptTest, TheTimeoutStopsEveryProcessOfALoneWorker) {
   if (!gone) kill(child, SIGKILL);
 }
 
+// A lone worker without a timeout is exec'd by POSIX sh (it starts faster than bash); job
+// control (a timeout) and srun's wrapper (several workers) need bash; an array's script, which
+// sources its tasks', runs under theirs, and only tasks of one interpreter share an array.
+TEST_F(BatchScriptTest, OnlyWhatNeedsBashRunsUnderBash) {
+  const SbatchOptions options{dir_ + "/job", "", ""};
+  model::ExternalLaunch lone = LaunchOf(2);
+  model::ExternalLaunch timed = LaunchOf(2);
+  timed.spec.timeout = 60'000;
+  model::ExternalLaunch gang = LaunchOf(2);
+  gang.spec.workers = 2;
+  const Result<Sbatch> lone_sbatch = RenderSbatch(lone, options);
+  ASSERT_TRUE(lone_sbatch.has_value());
+  EXPECT_THAT(lone_sbatch->script, ::testing::StartsWith("#!/bin/sh\n"));
+  EXPECT_THAT(RenderArray("drover-array-7-2", dir_, *lone_sbatch, 2).script,
+              ::testing::StartsWith("#!/bin/sh\n"));
+  for (const model::ExternalLaunch& launch : {timed, gang}) {
+    const Result<Sbatch> sbatch = RenderSbatch(launch, options);
+    ASSERT_TRUE(sbatch.has_value());
+    EXPECT_THAT(sbatch->script, ::testing::StartsWith("#!/bin/bash\n"));
+    EXPECT_THAT(RenderArray("drover-array-7-2", dir_, *sbatch, 2).script,
+                ::testing::StartsWith("#!/bin/bash\n"));
+  }
+  // Shapes that differed only by interpreter would still be kept apart.
+  Sbatch under_bash = *lone_sbatch;
+  under_bash.script.replace(0, std::string_view("#!/bin/sh").size(), "#!/bin/bash");
+  EXPECT_NE(ArrayShape(under_bash), ArrayShape(*lone_sbatch));
+}
+
+// DROVER_MASTER_ADDR is the batch host's name as its kernel has it, also where the job's
+// environment (inherited from the submitting side, a container's, say) carries another HOSTNAME,
+// which bash would take as its own.
+TEST_F(BatchScriptTest, TheMasterAddressIsTheBatchHostsOwnName) {
+  std::string host;
+  ASSERT_TRUE(std::ifstream("/proc/sys/kernel/hostname") >> host);
+  model::ExternalLaunch lone = LaunchOf(2);
+  lone.spec.command = {"sh", "-c", "echo master=$DROVER_MASTER_ADDR"};
+  model::ExternalLaunch timed = lone;
+  timed.spec.timeout = 60'000;
+  model::ExternalLaunch gang = lone;
+  gang.spec.workers = 2;
+  for (const model::ExternalLaunch& launch : {lone, timed, gang}) {
+    const Result<Sbatch> sbatch = RenderSbatch(launch, {dir_ + "/job", "", ""});
+    ASSERT_TRUE(sbatch.has_value());
+    WriteScript(dir_ + "/batch.sh", sbatch->script);
+    int code = -1;
+    const std::string output = testing::Shell(
+        "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH HOSTNAME=not-this-host ./batch.sh 2>&1",
+        &code);
+    EXPECT_EQ(code, 0) << output;
+    EXPECT_THAT(output, HasSubstr("master=" + host + "\n")) << launch.spec.workers;
+    EXPECT_THAT(output, HasSubstr(" on " + host + "\n"));
+  }
+}
+
 TEST_F(BatchScriptTest, TheFirstRunIsTheSubmittingAttempt) {
   int code = -1;
   EXPECT_THAT(Run(0, &code), HasSubstr("attempt=2 rank=0"));
@@ -436,16 +496,16 @@ TEST_F(BatchScriptTest, AnArrayTaskRunsTheScriptItsLinkLeadsTo) {
     launch.spec.command.back() += "; pwd > pwd";
     Result<Sbatch> sbatch = RenderSbatch(launch, options);
     ASSERT_TRUE(sbatch.has_value());
-    std::ofstream(TaskScript(attempt_dir)) << RenderArrayTask(attempt_dir, *sbatch);
+    WriteScript(TaskScript(attempt_dir), RenderArrayTask(attempt_dir, *sbatch));
     std::filesystem::create_directory_symlink(attempt_dir,
                                               links + "/" + std::to_string(attempt - 2));
     shape = *sbatch;
   }
-  std::ofstream(dir_ + "/array.sh") << RenderArray("drover-array-7-2", dir_, *shape, 2).script;
+  WriteScript(dir_ + "/array.sh", RenderArray("drover-array-7-2", dir_, *shape, 2).script);
   const auto run_task = [&](int task, int* code) {
     // Started elsewhere than the attempt's directory, as Slurm starts it in the array's.
     const std::string command = "cd / && SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
-                                " SLURM_JOB_ID=77 bash " + dir_ + "/array.sh 2>&1";
+                                " SLURM_JOB_ID=77 " + dir_ + "/array.sh 2>&1";
     return testing::Shell(command, code);
   };
   int code = -1;
