@@ -8,7 +8,8 @@
 #   A3  the same, each task's line written by a child `bash -c` (a user's program started by
 #       the batch script; Drover's task now execs its command, one process fewer than A3)
 #   A4  A2 with the options Drover's arrays carry (an output file, --open-mode=append,
-#       --no-requeue, --nodes=1, --ntasks=1, --chdir)
+#       --requeue as with the default retry since 2026-12-06 (--no-requeue before), --nodes=1,
+#       --ntasks=1, --chdir)
 #   A5  A4 whose tasks run Drover's array script (a link per task, the job id file, the output
 #       redirected, a sourced batch.sh with a contract as Drover writes it), the line written
 #       by a builtin: Drover's task script without Drover (under bash, for $EPOCHREALTIME)
@@ -179,15 +180,18 @@ wait_drover() {
 # 999 ms (S1, S2). Slurm starts jobs at its scheduler's ticks (sched_interval and bf_interval
 # 1 s here), so a submission right after the last start would always wait most of a tick, and a
 # few ms more before Slurm would not show: the pause puts each submission at a random point of
-# the tick, the same sequence in both cases (RANDOM is seeded per case). The poll's period sets
-# only the pace, not what is measured (the job's own clock).
+# the tick, the same sequence in both cases (RANDOM is seeded per case, and drawn in this shell:
+# bash 5.1 and later reseed it in a subshell such as $(...), which until 2026-12-06 drew each
+# pause, so the two cases' sequences differed). The poll's period sets only the pace, not what
+# is measured (the job's own clock).
 wait_started() {
-  local deadline=$((SECONDS + WAIT_LIMIT_S))
+  local deadline=$((SECONDS + WAIT_LIMIT_S)) pause_ms
   while [ "$( (wc -l <"$1") 2>/dev/null || echo 0)" -lt "$2" ]; do
     [ $SECONDS -lt $deadline ] || { log "job $2 did not start within ${WAIT_LIMIT_S}s"; return 1; }
     sleep 0.005
   done
-  sleep "0.$(printf %03d $((RANDOM % 1000)))"
+  pause_ms=$((RANDOM % 1000))
+  sleep "0.$(printf %03d "$pause_ms")"
 }
 
 # keep_ctld_log DIR: slurmctld's log lines of this case (since the cluster started), for the
@@ -304,7 +308,7 @@ array_case() {
   esac
   options=(-o /dev/null)
   case $name in
-    A4 | A5 | A6) options=(-o "$dir/array.out" --open-mode=append --no-requeue --nodes=1
+    A4 | A5 | A6) options=(-o "$dir/array.out" --open-mode=append --requeue --nodes=1
       --ntasks=1 --chdir="$dir") ;;
   esac
   cluster_start
