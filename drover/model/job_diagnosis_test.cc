@@ -77,6 +77,7 @@ TEST(DiagnoseRecovery, CountsPreemptionsApart) {
 Job WaitedJob(DurationMs deps, DurationMs queue, DurationMs run) {
   Job job;
   job.id = JobId(3);
+  job.dependencies = {JobId(2)};
   job.created_at = kT0;
   job.released_at = kT0 + deps;
   Attempt attempt = GpuAttempt(1, 1, deps + queue, deps + queue + run, JobState::kSucceeded);

@@ -26,7 +26,12 @@ LifecycleSplit SplitFrom(const Job& job, TimeMs from, TimeMs now) {
   LifecycleSplit split;
   const TimeMs end = job.finished_at != 0 ? job.finished_at : now;
   TimeMs cursor = from;
-  Advance(split.dependencies, cursor, job.released_at, end);
+  // Until its release a job waits for its dependencies, or as a pipeline's stage for its
+  // sweep's or pipeline's admission; anything else is released by the control loop's first
+  // pass over it, a wait in Drover's queue like any other.
+  const bool can_be_held = !job.dependencies.empty() || job.pipeline_run.value() != 0;
+  DurationMs& before_release = can_be_held ? split.dependencies : split.queue;
+  Advance(before_release, cursor, job.released_at, end);
   for (std::size_t i = 0; i < job.attempts.size(); ++i) {
     const Attempt& attempt = job.attempts[i];
     Advance(i == 0 ? split.inputs : split.backoff, cursor, attempt.ready_at, end);
@@ -43,9 +48,8 @@ LifecycleSplit SplitFrom(const Job& job, TimeMs from, TimeMs now) {
     Advance(ending, cursor, attempt.finished_at != 0 ? attempt.finished_at : end, end);
   }
   // Pending or waiting until now, or cancelled before a first attempt.
-  DurationMs& tail = job.attempts.empty()
-                         ? (job.released_at != 0 ? split.inputs : split.dependencies)
-                         : split.publishing;
+  DurationMs& tail = job.attempts.empty() ? (job.released_at != 0 ? split.inputs : before_release)
+                                          : split.publishing;
   tail += end - cursor;
   return split;
 }

@@ -31,7 +31,10 @@ JobMetrics ComputeMetrics(const Job& job, TimeMs now);
 // timeline whose sum is exactly its wall time (created until finished, or `now`). A phase
 // never reached lasts 0 and the next one starts where the last reached one ended.
 struct LifecycleSplit {
-  DurationMs dependencies = 0;  // created -> released (upstreams finishing, sweep/admission holds)
+  // created -> released (upstreams finishing, sweep/admission holds) for a job with
+  // dependencies or of a pipeline; for any other job that time (the control loop taking it in)
+  // is queue.
+  DurationMs dependencies = 0;
   DurationMs inputs = 0;        // released -> first attempt ready (waiting for inputs)
   DurationMs queue = 0;         // ready -> dequeued, every attempt
   DurationMs admission = 0;     // dequeued -> admitted

@@ -60,6 +60,7 @@ TEST(ComputeMetrics, BoundsUnfinishedPhasesByNow) {
 Job RetriedJob() {
   Job job;
   job.id = JobId(2);
+  job.dependencies = {JobId(1)};
   job.created_at = 0;
   job.released_at = 1000;
   job.finished_at = 9000;
@@ -105,9 +106,29 @@ TEST(ComputeSplit, PhasesAddUpToTheWallTime) {
 
 TEST(ComputeSplit, AJobStillPendingSpendsItsTimeOnDependencies) {
   Job job;
+  job.dependencies = {JobId(1)};
   job.created_at = 100;
   EXPECT_EQ(ComputeSplit(job, 700).dependencies, 600);
   EXPECT_EQ(ComputeSplit(job, 700).Total(), 600);
+  // A pipeline's stage without dependencies of its own may be held by its sweep or pipeline.
+  job.dependencies.clear();
+  job.pipeline_run = JobId(9);
+  EXPECT_EQ(ComputeSplit(job, 700).dependencies, 600);
+}
+
+// A job without dependencies, outside any pipeline, waits for nothing before its release but
+// the control loop: that time is queue, not "dependencies".
+TEST(ComputeSplit, AJobWithoutDependenciesHasNoDependencyTime) {
+  Job job = RetriedJob();
+  job.dependencies.clear();
+  const LifecycleSplit split = ComputeSplit(job, 99'999);
+  EXPECT_EQ(split.dependencies, 0);
+  EXPECT_EQ(split.queue, 1000 + 100);
+  EXPECT_EQ(split.Total(), 9000);
+  Job pending;
+  pending.created_at = 100;
+  EXPECT_EQ(ComputeSplit(pending, 700).dependencies, 0);
+  EXPECT_EQ(ComputeSplit(pending, 700).queue, 600);
 }
 
 TEST(ComputeAttemptCosts, AResumedSuccessorLosesOnlyTheTimeAfterTheCheckpoint) {
