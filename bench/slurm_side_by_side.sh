@@ -283,7 +283,7 @@ timeout_marker='$dir/attempts/$i/timed-out'
 else
 exit 1
 fi
-read -r host </proc/sys/kernel/hostname 2>/dev/null || host=\$(uname -n)
+read -r host 2>/dev/null </proc/sys/kernel/hostname || host=\$(uname -n)
 echo "drover: attempt \$DROVER_ATTEMPT (Slurm run \$restart) on \$host"
 export DROVER_WORKER_RANK=0 DROVER_MASTER_ADDR=\$host
 $payload

@@ -240,7 +240,7 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
       "Drover continued it\" >&2; exit 1; }}\n"
       ". \"$contract\"\n"
       "fi\n"
-      "read -r host </proc/sys/kernel/hostname 2>/dev/null || host=$(uname -n)\n"
+      "read -r host 2>/dev/null </proc/sys/kernel/hostname || host=$(uname -n)\n"
       "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $host\"\n",
       launch.ref.name, launch.ref.attempt, RenderContract(launch, options),
       ShellQuote(options.job_dir), lone_exec ? "#!/bin/sh\n" : "#!/bin/bash\n");
