@@ -465,8 +465,12 @@ TEST_F(BatchScriptTest, TheMasterAddressIsTheBatchHostsOwnName) {
     ASSERT_TRUE(sbatch.has_value());
     WriteScript(dir_ + "/batch.sh", sbatch->script);
     int code = -1;
+    // Into a file: the timeout's watchdog sleeps on after the script (Slurm ends it with the
+    // job), and would hold a pipe open until then.
     const std::string output = testing::Shell(
-        "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH HOSTNAME=not-this-host ./batch.sh 2>&1",
+        "cd " + dir_ + " && PATH=" + dir_ +
+            "/bin:$PATH HOSTNAME=not-this-host ./batch.sh >out 2>&1; status=$?; cat out; "
+            "exit $status",
         &code);
     EXPECT_EQ(code, 0) << output;
     EXPECT_THAT(output, HasSubstr("master=" + host + "\n")) << launch.spec.workers;
