@@ -215,10 +215,12 @@ std::string Differences(const Range& helper, const Range& sbatch) {
 
 // The server submits through drover-slurm-submit, which builds the job description in libslurm
 // from the arguments `sbatch` would get. For a gang's arguments (two nodes, a GPU each, a time
-// limit and signal, requeue, append), the same submission by `sbatch` and by the helper gives
-// Slurm records that agree on every field but the job's own, and scripts that see the same
-// environment, limits and umask.
+// limit and signal, requeue, append), the same submission by `sbatch` (as the executor runs it,
+// with the jobs' part of its environment) and by the helper gives Slurm records that agree on
+// every field but the job's own, and scripts that see the same environment, limits and umask;
+// neither job sees what else the submitting process's environment holds.
 TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
+  setenv("DROVER_SERVER_ONLY_PASSWORD", "not-for-jobs", 1);  // the helper inherits it too
   model::ExternalLaunch launch;
   launch.ref = {JobId(1), 1, model::ExecutorKind::kSlurm, "drover-parity-1", ""};
   launch.executor.kind = model::ExecutorKind::kSlurm;
@@ -239,7 +241,8 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
 
   std::vector<std::string> argv = {"sbatch"};
   argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
-  const exec::slurm::CommandResult by_sbatch = exec::slurm::RunCommand(argv, sbatch->script);
+  const exec::slurm::CommandResult by_sbatch = exec::slurm::RunCommand(
+      argv, sbatch->script, exec::slurm::JobEnvironment(exec::slurm::ProcessEnvironment()));
   ASSERT_TRUE(by_sbatch.ok()) << by_sbatch.err;
   const std::string sbatch_id = Words(by_sbatch.out).at(0).substr(0, by_sbatch.out.find(';'));
   exec::slurm::SubmitHelper helper(
@@ -254,6 +257,13 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
       std::chrono::seconds(60)));
   EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
   EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
+  EXPECT_THAT(ReadLines(helper_seen), ::testing::Contains(::testing::StartsWith("PATH=")));
+  for (const std::string& seen : {helper_seen, sbatch_seen}) {
+    EXPECT_THAT(ReadLines(seen),
+                ::testing::Not(::testing::Contains(HasSubstr("DROVER_SERVER_ONLY_PASSWORD"))))
+        << seen;
+  }
+  unsetenv("DROVER_SERVER_ONLY_PASSWORD");
   EXPECT_EQ(SlurmField(*helper_id, "TresPerNode"), "gres:gpu:h100:1");
 }
 

@@ -18,10 +18,10 @@
 
 #include "drover/exec/libslurm/job_description.h"
 #include "drover/exec/libslurm/job_record.h"
+#include "drover/exec/slurm/command.h"
+#include "drover/exec/slurm/sbatch.h"
 #include "drover/exec/slurm/submit_helper.h"
 #include "drover/os/helper_process.h"
-
-extern char** environ;
 
 namespace drover::exec::libslurm {
 namespace {
@@ -114,8 +114,8 @@ int SlurmSubmitMain(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a server gone mid-reply: the write fails and the loop ends
   const std::string problem = ConfigurationProblem();
   if (problem.empty()) slurm_init(nullptr);
-  std::vector<std::string> environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
+  // The jobs' environment: of the server's (which this helper inherits), only their part.
+  const std::vector<std::string> environment = slurm::JobEnvironment(slurm::ProcessEnvironment());
   Lister listing;
   for (;;) {
     std::string payload;

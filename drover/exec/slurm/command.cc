@@ -13,7 +13,14 @@ extern char** environ;
 
 namespace drover::exec::slurm {
 
-CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& input) {
+std::vector<std::string> ProcessEnvironment() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; *entry != nullptr; ++entry) entries.emplace_back(*entry);
+  return entries;
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
+                         const std::optional<std::vector<std::string>>& environment) {
   CommandResult result;
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0) {
@@ -34,8 +41,14 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> env;
+  if (environment) {
+    for (const std::string& entry : *environment) env.push_back(const_cast<char*>(entry.c_str()));
+    env.push_back(nullptr);
+  }
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(),
+                                   environment ? env.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   close(in[0]);
   close(out[1]);

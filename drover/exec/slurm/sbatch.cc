@@ -152,6 +152,17 @@ std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOpti
   return s;
 }
 
+std::vector<std::string> JobEnvironment(const std::vector<std::string>& submitting) {
+  std::vector<std::string> kept;
+  for (const std::string& entry : submitting) {
+    const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
+    if (name == "PATH" || name == "LANG" || name == "HOME" || name.starts_with("SLURM_")) {
+      kept.push_back(entry);
+    }
+  }
+  return kept;
+}
+
 Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOptions& options) {
   const model::JobSpec& spec = launch.spec;
   const model::Requirements& req = spec.requirements;

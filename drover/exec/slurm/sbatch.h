@@ -102,6 +102,14 @@ Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch
 // directories; it exits 1 when a directory cannot be created.
 std::string RenderContract(const model::ExternalLaunch& launch, const SbatchOptions& options);
 
+// What a Drover job's Slurm batch environment takes from the submitting side's (the server's,
+// NAME=VALUE each), in order: PATH, LANG and HOME, as the local runtime gives its workers, and
+// Slurm's own SLURM_* (SLURM_CONF, which srun in the job needs; Slurm passes those with any
+// --export). Nothing else of the server's environment (a database password, a join token,
+// SBATCH_* options that would change the submission) reaches a job: the job's own env and
+// Drover's contract come with the batch script (RenderContract).
+std::vector<std::string> JobEnvironment(const std::vector<std::string>& submitting);
+
 // kInvalidArgument naming the field for what Slurm cannot express: GPU shares and MIG profiles
 // (Slurm would need shard or MIG GRES configured; Drover does not assume them), more than one
 // acceptable GPU model, and a container image.

@@ -302,7 +302,8 @@ Result<std::string> SlurmExecutor::SubmitBatch(const Sbatch& sbatch) const {
   }
   std::vector<std::string> argv = {"sbatch"};
   argv.insert(argv.end(), sbatch.args.begin(), sbatch.args.end());
-  CommandResult result = RunCommand(argv, sbatch.script);
+  // sbatch exports its whole environment to the job (--export=ALL): only the job's part.
+  CommandResult result = RunCommand(argv, sbatch.script, JobEnvironment(ProcessEnvironment()));
   if (!result.ok())
     return Internal("sbatch: " + Trim(result.err.empty() ? result.out : result.err));
   // --parsable prints "ID" or "ID;CLUSTER".

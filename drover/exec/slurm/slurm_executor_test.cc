@@ -35,49 +35,50 @@ std::string ArrayJobIdOf(const std::string& external_id) {
 }
 
 // Stand-ins for sbatch, scontrol, scancel, sacct and squeue, first on PATH: each call is a line
-// of $FAKE_SLURM_DIR/log ("scontrol" for a listing). sbatch takes $FAKE_SBATCH_DELAY seconds
-// (and, while $FAKE_SLURM_DIR/gate exists, waits for it to go), and appends to
-// $FAKE_SLURM_DIR/overlap how many sbatch calls were running when it ended (itself included);
-// scontrol lists $FAKE_SLURM_DIR/show if it exists, else every job submitted so far as pending
-// (an array's tasks in one record, as Slurm does); sacct prints $FAKE_SLURM_DIR/sacct.out and
-// squeue $FAKE_SLURM_DIR/squeue.out.
+// of $SLURM_FAKE_DIR/log ("scontrol" for a listing). sbatch takes $SLURM_FAKE_SBATCH_DELAY seconds
+// (and, while $SLURM_FAKE_DIR/gate exists, waits for it to go), and appends to
+// $SLURM_FAKE_DIR/overlap how many sbatch calls were running when it ended (itself included);
+// scontrol lists $SLURM_FAKE_DIR/show if it exists, else every job submitted so far as pending
+// (an array's tasks in one record, as Slurm does); sacct prints $SLURM_FAKE_DIR/sacct.out and
+// squeue $SLURM_FAKE_DIR/squeue.out. (Named SLURM_*: sbatch gets only the jobs' part of the
+// environment, JobEnvironment, which keeps Slurm's own variables.)
 const char* kSbatch = R"sh(#!/bin/bash
 cat >/dev/null
-touch "$FAKE_SLURM_DIR/running.$$"
-sleep "${FAKE_SBATCH_DELAY:-0}"
-while [ -e "$FAKE_SLURM_DIR/gate" ]; do sleep 0.01; done
+touch "$SLURM_FAKE_DIR/running.$$"
+sleep "${SLURM_FAKE_SBATCH_DELAY:-0}"
+while [ -e "$SLURM_FAKE_DIR/gate" ]; do sleep 0.01; done
 array=
 for a in "$@"; do
   case $a in --job-name=*) name=${a#--job-name=};; --array=*) array=${a#--array=};; esac
 done
-exec 9>"$FAKE_SLURM_DIR/lock"
+exec 9>"$SLURM_FAKE_DIR/lock"
 flock 9
-n=$(( $(wc -l < "$FAKE_SLURM_DIR/jobs") + 1 ))
-echo "$n $name $array" >> "$FAKE_SLURM_DIR/jobs"
-echo "sbatch $name${array:+ --array=$array}" >> "$FAKE_SLURM_DIR/log"
-ls "$FAKE_SLURM_DIR" | grep -c '^running\.' >> "$FAKE_SLURM_DIR/overlap"
-rm -f "$FAKE_SLURM_DIR/running.$$"
+n=$(( $(wc -l < "$SLURM_FAKE_DIR/jobs") + 1 ))
+echo "$n $name $array" >> "$SLURM_FAKE_DIR/jobs"
+echo "sbatch $name${array:+ --array=$array}" >> "$SLURM_FAKE_DIR/log"
+ls "$SLURM_FAKE_DIR" | grep -c '^running\.' >> "$SLURM_FAKE_DIR/overlap"
+rm -f "$SLURM_FAKE_DIR/running.$$"
 flock -u 9
 echo "$n"
 )sh";
 const char* kScontrol = R"sh(#!/bin/bash
-if [ "$1" != show ]; then echo "scontrol $*" >> "$FAKE_SLURM_DIR/log"; exit 0; fi
-echo scontrol >> "$FAKE_SLURM_DIR/log"
-if [ -f "$FAKE_SLURM_DIR/show" ]; then cat "$FAKE_SLURM_DIR/show"; exit 0; fi
+if [ "$1" != show ]; then echo "scontrol $*" >> "$SLURM_FAKE_DIR/log"; exit 0; fi
+echo scontrol >> "$SLURM_FAKE_DIR/log"
+if [ -f "$SLURM_FAKE_DIR/show" ]; then cat "$SLURM_FAKE_DIR/show"; exit 0; fi
 while read -r id name array; do
   echo "JobId=$id ${array:+ArrayJobId=$id ArrayTaskId=$array }JobName=$name JobState=PENDING Reason=Priority Restarts=0 SubmitTime=2026-11-30T12:00:00 EligibleTime=2026-11-30T12:00:00 StartTime=Unknown EndTime=Unknown NodeList=(null)"
-done < "$FAKE_SLURM_DIR/jobs"
+done < "$SLURM_FAKE_DIR/jobs"
 )sh";
 const char* kScancel = R"sh(#!/bin/bash
-echo "scancel $*" >> "$FAKE_SLURM_DIR/log"
+echo "scancel $*" >> "$SLURM_FAKE_DIR/log"
 )sh";
 const char* kSacct = R"sh(#!/bin/bash
-echo "sacct $*" >> "$FAKE_SLURM_DIR/log"
-cat "$FAKE_SLURM_DIR/sacct.out" 2>/dev/null
+echo "sacct $*" >> "$SLURM_FAKE_DIR/log"
+cat "$SLURM_FAKE_DIR/sacct.out" 2>/dev/null
 )sh";
 const char* kSqueue = R"sh(#!/bin/bash
-echo "squeue $*" >> "$FAKE_SLURM_DIR/log"
-cat "$FAKE_SLURM_DIR/squeue.out" 2>/dev/null
+echo "squeue $*" >> "$SLURM_FAKE_DIR/log"
+cat "$SLURM_FAKE_DIR/squeue.out" 2>/dev/null
 )sh";
 
 class SlurmExecutorTest : public ::testing::Test {
@@ -93,12 +94,12 @@ class SlurmExecutorTest : public ::testing::Test {
     const char* path = getenv("PATH");
     old_path_ = path ? path : "";
     setenv("PATH", (dir_ + ":" + old_path_).c_str(), 1);
-    setenv("FAKE_SLURM_DIR", dir_.c_str(), 1);
+    setenv("SLURM_FAKE_DIR", dir_.c_str(), 1);
   }
 
   void TearDown() override {
     setenv("PATH", old_path_.c_str(), 1);
-    unsetenv("FAKE_SBATCH_DELAY");
+    unsetenv("SLURM_FAKE_SBATCH_DELAY");
   }
 
   void Write(const std::string& name, const std::string& text) {
@@ -192,7 +193,7 @@ class SlurmExecutorTest : public ::testing::Test {
 };
 
 TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
-  setenv("FAKE_SBATCH_DELAY", "0.1", 1);
+  setenv("SLURM_FAKE_SBATCH_DELAY", "0.1", 1);
   SlurmExecutorOptions options = Options(50);
   options.max_array_tasks = 1;  // like jobs each a Slurm job of its own
   SlurmExecutor executor(options, clock_);
@@ -239,7 +240,7 @@ TEST_F(SlurmExecutorTest, ACancelIsNotHeldUpBehindALargeSubmission) {
 // exactly once, and each gets its own Slurm job id. (64 rather than more: each fake sbatch starts
 // about ten processes, which on a loaded 2-core machine took 200 jobs past WaitFor's 30 s.)
 TEST_F(SlurmExecutorTest, ALargeSubmissionRunsSeveralSbatchAtOnce) {
-  setenv("FAKE_SBATCH_DELAY", "0.2", 1);
+  setenv("SLURM_FAKE_SBATCH_DELAY", "0.2", 1);
   SlurmExecutorOptions options = Options(50);
   options.max_concurrent_submits = 8;
   options.max_array_tasks = 1;  // like jobs each a Slurm job of its own
@@ -456,12 +457,12 @@ TEST_F(SlurmExecutorTest, LinksLeftByAnEarlierServerGoOnceNoTaskOfTheirArrayCanR
   // The second listing and those after it wait while the gate stands: when one has begun, the
   // first refresh (and its removals) is over, and the second's have not happened.
   Write("scontrol", R"sh(#!/bin/bash
-if [ "$1" != show ]; then echo "scontrol $*" >> "$FAKE_SLURM_DIR/log"; exit 0; fi
-echo scontrol >> "$FAKE_SLURM_DIR/log"
-if [ "$(grep -c '^scontrol$' "$FAKE_SLURM_DIR/log")" -ge 2 ]; then
-  while [ -e "$FAKE_SLURM_DIR/listing-gate" ]; do sleep 0.01; done
+if [ "$1" != show ]; then echo "scontrol $*" >> "$SLURM_FAKE_DIR/log"; exit 0; fi
+echo scontrol >> "$SLURM_FAKE_DIR/log"
+if [ "$(grep -c '^scontrol$' "$SLURM_FAKE_DIR/log")" -ge 2 ]; then
+  while [ -e "$SLURM_FAKE_DIR/listing-gate" ]; do sleep 0.01; done
 fi
-cat "$FAKE_SLURM_DIR/show"
+cat "$SLURM_FAKE_DIR/show"
 )sh");
   std::ofstream(dir_ + "/listing-gate").flush();
   SlurmExecutor executor(Options(50), clock_);

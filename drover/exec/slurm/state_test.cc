@@ -297,6 +297,18 @@ TEST(SbatchTest, LikeAttemptsGoAsTheTasksOfOneArray) {
               ::testing::StartsWith("#!/bin/bash\ncd '/data/it'\\''s here' || exit 1\n"));
 }
 
+// Of the server's environment a Slurm job gets what the local runtime gives its workers and
+// Slurm's own variables; a password or token in it, or an SBATCH_* option, does not pass.
+TEST(SbatchTest, AJobTakesOnlyItsPartOfTheServersEnvironment) {
+  EXPECT_THAT(JobEnvironment({"PGPASSWORD=secret", "PATH=/usr/bin:/bin", "DROVER_JOIN_TOKEN=t",
+                              "LANG=C.UTF-8", "SBATCH_PARTITION=other", "HOME=/var/lib/drover",
+                              "SLURM_CONF=/etc/slurm/slurm.conf", "PATHS=x", "SLURM=y",
+                              "LD_PRELOAD=/tmp/x.so"}),
+              ElementsAre("PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/var/lib/drover",
+                          "SLURM_CONF=/etc/slurm/slurm.conf"));
+  EXPECT_THAT(JobEnvironment({}), ::testing::IsEmpty());
+}
+
 // A marker's first word names files under the arrays' directory only when it is an array's name.
 TEST(SbatchTest, OnlyAnArraysOwnNameIsTakenFromAMarker) {
   EXPECT_EQ(ArrayName(JobId(7), 2), "drover-array-7-2");
