@@ -122,7 +122,7 @@ Sbatch RenderArray(const std::string& name, const std::string& dir, const Sbatch
       // rename, no process.
       "echo \"$SLURM_JOB_ID\" > \"{2}\"\n"
       "exec >>\"$dir/slurm-$SLURM_JOB_ID.out\" 2>&1\n"  // where a lone job's --output goes
-      // The attempt's script is sourced, not run by a second bash; it enters its directory.
+      // The attempt's script is sourced, not run by a second shell; it enters its directory.
       ". \"{3}\"\n",
       name, ShellQuote(ArrayTasksDir(dir, name)), TaskJobIdFile("$dir"), TaskScript("$dir"),
       InterpreterLine(shape));
@@ -282,7 +282,8 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
     s += fmt::format("set -m\n{} &\nset +m\n", command.substr(1));
     stop_target = "-- -$step";
   } else {
-    s += "export DROVER_MASTER_ADDR=$host\n";  // srun's address, where srun gives it, instead
+    // The batch host's name, which each worker replaces with srun's address where srun gives it.
+    s += "export DROVER_MASTER_ADDR=$host\n";
     const std::string worker =
         "export DROVER_WORKER_RANK=$SLURM_PROCID "
         "DROVER_MASTER_ADDR=${SLURM_LAUNCH_NODE_IPADDR:-$DROVER_MASTER_ADDR}; exec \"$@\"";
