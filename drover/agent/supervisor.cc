@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
-#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,6 +26,7 @@
 #include "drover/agent/oom.h"
 #include "drover/agent/worker_files.h"
 #include "drover/common/quantity.h"
+#include "drover/os/unix_account.h"
 
 extern char** environ;
 
@@ -41,10 +41,7 @@ constexpr DurationMs kMaxWaitMs = 1'000;
 
 // The Unix account a worker runs as when the supervisor runs as root (LaunchSpec::run_as).
 struct Account {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string home;
+  os::UnixAccount user;
   std::vector<gid_t> groups;  // its supplementary groups, its primary group included
 };
 
@@ -102,39 +99,21 @@ model::ExitStatus Failed(int exit_code, std::string message) {
   return exit;
 }
 
-// The account `spec`'s worker switches to: none when this process is not root (the worker runs
-// as this process's user, run_as ignored) or run_as is empty. An error (its message is the
+// The account `spec`'s worker switches to (os::AccountToRunAs: none when this process is not
+// root or run_as is empty), with its supplementary groups. An error (its message is the
 // worker's exit message) when the account does not exist on this node, or is root and the
 // launch does not allow root.
 Result<std::optional<Account>> AccountOf(const model::LaunchSpec& spec) {
-  if (geteuid() != 0 || spec.run_as.empty()) return std::optional<Account>();
-  long size_hint = sysconf(_SC_GETPW_R_SIZE_MAX);
-  std::vector<char> buffer(size_hint > 0 ? static_cast<std::size_t>(size_hint) : 16384);
-  passwd entry{};
-  passwd* found = nullptr;
-  int error;
-  while ((error = getpwnam_r(spec.run_as.c_str(), &entry, buffer.data(), buffer.size(), &found)) ==
-         ERANGE) {
-    buffer.resize(buffer.size() * 2);
-  }
-  if (found == nullptr) {
-    if (error == 0 || error == ENOENT || error == ESRCH) {
-      return NotFound(
-          fmt::format("no such Unix account {} on node {}", spec.run_as, spec.node.value()));
-    }
-    return Internal(fmt::format("cannot look up Unix account {} on node {}: {}", spec.run_as,
-                                spec.node.value(), std::strerror(error)));
-  }
-  Account account{spec.run_as, entry.pw_uid, entry.pw_gid, entry.pw_dir ? entry.pw_dir : "/", {}};
-  if (account.uid == 0 && !spec.may_run_as_root) {
-    return MakeError(
-        ErrorCode::kPermissionDenied,
-        "job would run as root; the policy's accounts.allow_root does not list its owner");
-  }
+  DROVER_ASSIGN_OR_RETURN(std::optional<os::UnixAccount> found,
+                          os::AccountToRunAs(spec.run_as, spec.may_run_as_root,
+                                             fmt::format("on node {}", spec.node.value())));
+  if (!found) return std::optional<Account>();
+  Account account{std::move(*found), {}};
   int count = 32;
   do {
     account.groups.resize(static_cast<std::size_t>(count));
-  } while (getgrouplist(account.name.c_str(), account.gid, account.groups.data(), &count) < 0);
+  } while (
+      getgrouplist(account.user.name.c_str(), account.user.gid, account.groups.data(), &count) < 0);
   account.groups.resize(static_cast<std::size_t>(count));
   return std::optional<Account>(std::move(account));
 }
@@ -199,9 +178,9 @@ ChildFailure RunWorkerChildSteps(const ChildPlan& plan) {
     if (syscall(SYS_setgroups, account->groups.size(), account->groups.data()) != 0) {
       return {ChildStep::kSetgroups, errno};
     }
-    if (syscall(SYS_setgid, account->gid) != 0) return {ChildStep::kSetgid, errno};
-    if (syscall(SYS_setuid, account->uid) != 0) return {ChildStep::kSetuid, errno};
-    if (account->uid != 0 && (syscall(SYS_setuid, 0) == 0 || geteuid() == 0)) {
+    if (syscall(SYS_setgid, account->user.gid) != 0) return {ChildStep::kSetgid, errno};
+    if (syscall(SYS_setuid, account->user.uid) != 0) return {ChildStep::kSetuid, errno};
+    if (account->user.uid != 0 && (syscall(SYS_setuid, 0) == 0 || geteuid() == 0)) {
       return {ChildStep::kRootRemains, 0};
     }
   }
@@ -262,7 +241,7 @@ std::string DescribeChildFailure(const ChildFailure& failure, const ChildPlan& p
                                  const model::LaunchSpec& spec) {
   const char* reason = std::strerror(failure.error);
   auto cannot_run_as = [&](const char* call) {
-    return fmt::format("cannot run as {}: {}: {}", plan.account->name, call, reason);
+    return fmt::format("cannot run as {}: {}: {}", plan.account->user.name, call, reason);
   };
   switch (failure.step) {
     case ChildStep::kSetgroups:
@@ -273,7 +252,7 @@ std::string DescribeChildFailure(const ChildFailure& failure, const ChildPlan& p
       return cannot_run_as("setuid");
     case ChildStep::kRootRemains:
       return fmt::format("cannot run as {}: root privileges remain after setuid",
-                         plan.account->name);
+                         plan.account->user.name);
     case ChildStep::kMakeDirectory:
       return fmt::format("cannot create directory {}: {}",
                          (*plan.directories)[failure.directory].path, reason);
@@ -428,9 +407,9 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   add_default("PATH", getenv("PATH"));
   add_default("LANG", getenv("LANG"));
   if (*account) {
-    add_default("HOME", (*account)->home.c_str());
-    add_default("USER", (*account)->name.c_str());
-    add_default("LOGNAME", (*account)->name.c_str());
+    add_default("HOME", (*account)->user.home.c_str());
+    add_default("USER", (*account)->user.name.c_str());
+    add_default("LOGNAME", (*account)->user.name.c_str());
   } else {
     add_default("HOME", getenv("HOME"));
   }

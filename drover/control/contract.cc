@@ -69,6 +69,8 @@ model::ExternalLaunch MakeExternalLaunch(const model::Job& job,
   launch.make_dirs = std::move(contract.make_dirs);
   launch.kill_grace_ms = kill_grace_ms;
   launch.requeue = RequeuesInEngine(job.spec);
+  launch.run_as = job.run_as;
+  launch.may_run_as_root = job.may_run_as_root;
   return launch;
 }
 

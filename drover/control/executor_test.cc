@@ -110,6 +110,9 @@ TEST_F(ExecutorTest, AdmittedWithoutNodesAndHandedOffWithTheContract) {
   EXPECT_EQ(launch.env.at("LR"), "0.1");
   EXPECT_FALSE(launch.env.contains("DROVER_WORKER_RANK"));  // per worker, from the engine
   EXPECT_THAT(launch.make_dirs, ElementsAre("/ckpt/train"));
+  // The submitter's account, as a LaunchSpec carries it (a root executor submits as it).
+  EXPECT_EQ(launch.run_as, "alice");
+  EXPECT_FALSE(launch.may_run_as_root);
   EXPECT_EQ(State(id), JobState::kAdmitted);
   ASSERT_EQ(step.decisions.size(), 1u);
   EXPECT_THAT(step.decisions[0].summary, HasSubstr("left to the queue's executor (slurm)"));

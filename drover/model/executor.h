@@ -113,6 +113,11 @@ struct ExternalLaunch {
   // Ask the engine to requeue the job itself after a preemption or a node failure (Slurm's
   // --requeue): set when Drover's retry policy would start another attempt after either.
   bool requeue = false;
+  // The Unix account the job runs as (Job::run_as) and whether it may be root
+  // (Job::may_run_as_root), as a LaunchSpec carries them to an agent. A Slurm executor running
+  // as root submits the job as that account (docs/security.md); Kubernetes does not use them.
+  std::string run_as;
+  bool may_run_as_root = false;
 
   friend bool operator==(const ExternalLaunch&, const ExternalLaunch&) = default;
 };

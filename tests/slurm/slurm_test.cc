@@ -13,11 +13,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -28,6 +31,7 @@
 #include "drover/exec/slurm/submit_helper.h"
 #include "drover/os/helper_process.h"
 #include "drover/testing/shell.h"
+#include "drover/testing/unix_account.h"
 #include "tests/integration/harness.h"
 
 namespace drover::integration {
@@ -218,7 +222,8 @@ std::string Differences(const Range& helper, const Range& sbatch) {
 // limit and signal, requeue, append), the same submission by `sbatch` (as the executor runs it,
 // with the jobs' part of its environment) and by the helper gives Slurm records that agree on
 // every field but the job's own, and scripts that see the same environment, limits and umask;
-// neither job sees what else the submitting process's environment holds.
+// neither job sees what else the submitting process's environment holds. Likewise for a job
+// submitted as another account, which both run with that account's uid.
 TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
   setenv("DROVER_SERVER_ONLY_PASSWORD", "not-for-jobs", 1);  // the helper inherits it too
   model::ExternalLaunch launch;
@@ -231,40 +236,61 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
   launch.spec.workers = 2;
   launch.spec.timeout = 60'000;
   launch.requeue = true;
-  const std::string job_dir = dir_.Sub("parity");
-  std::filesystem::create_directories(exec::slurm::AttemptDir(job_dir, 1));
-  Result<exec::slurm::Sbatch> sbatch = exec::slurm::RenderSbatch(launch, {job_dir, "", ""});
-  ASSERT_TRUE(sbatch) << sbatch.error().message;
-  sbatch->script = "#!/bin/bash\n{ env | sort; ulimit -a; umask; } > " + job_dir +
-                   "/seen.$SLURM_JOB_ID.tmp && mv " + job_dir + "/seen.$SLURM_JOB_ID.tmp " +
-                   job_dir + "/seen.$SLURM_JOB_ID\n";
-
-  std::vector<std::string> argv = {"sbatch"};
-  argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
-  const exec::slurm::CommandResult by_sbatch = exec::slurm::RunCommand(
-      argv, sbatch->script, exec::slurm::JobEnvironment(exec::slurm::ProcessEnvironment()));
-  ASSERT_TRUE(by_sbatch.ok()) << by_sbatch.err;
-  const std::string sbatch_id = Words(by_sbatch.out).at(0).substr(0, by_sbatch.out.find(';'));
   exec::slurm::SubmitHelper helper(
       (std::filesystem::path(DROVER_BINARY).parent_path() / "drover-slurm-submit").string());
-  Result<std::string> helper_id = helper.Submit(*sbatch);
-  ASSERT_TRUE(helper_id) << helper_id.error().message;
+  // As the server's own user, then as another account (as a root server submits a member's
+  // job: --uid and --gid), whose folder the job writes in.
+  auto account = testing::ScopedUnixAccount::Create("drover-sp");
+  ASSERT_TRUE(account) << account.error().ToString();
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::optional<os::UnixAccount> accounts[] = {
+      std::nullopt, os::UnixAccount{(*account)->name(), (*account)->uid(), (*account)->gid(),
+                                    (*account)->home()}};
+  for (const std::optional<os::UnixAccount>& as : accounts) {
+    SCOPED_TRACE(as ? "as " + as->name : "as the server's user");
+    const std::string job_dir = dir_.Sub(as ? "parity-" + as->name : "parity");
+    std::filesystem::create_directories(exec::slurm::AttemptDir(job_dir, 1));
+    if (as) {  // as the executor gives them (its attempt's folder, where Slurm writes output)
+      for (const std::string& dir : {job_dir, exec::slurm::AttemptDir(job_dir, 1)}) {
+        ASSERT_EQ(chown(dir.c_str(), as->uid, as->gid), 0);
+      }
+    }
+    Result<exec::slurm::Sbatch> sbatch = exec::slurm::RenderSbatch(launch, {job_dir, "", "", as});
+    ASSERT_TRUE(sbatch) << sbatch.error().message;
+    sbatch->script = "#!/bin/bash\n{ id -u; env | sort; ulimit -a; umask; } > " + job_dir +
+                     "/seen.$SLURM_JOB_ID.tmp && mv " + job_dir + "/seen.$SLURM_JOB_ID.tmp " +
+                     job_dir + "/seen.$SLURM_JOB_ID\n";
 
-  const std::string sbatch_seen = job_dir + "/seen." + sbatch_id;
-  const std::string helper_seen = job_dir + "/seen." + *helper_id;
-  ASSERT_TRUE(WaitUntil(
-      [&] { return std::filesystem::exists(sbatch_seen) && std::filesystem::exists(helper_seen); },
-      std::chrono::seconds(60)));
-  EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
-  EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
-  EXPECT_THAT(ReadLines(helper_seen), ::testing::Contains(::testing::StartsWith("PATH=")));
-  for (const std::string& seen : {helper_seen, sbatch_seen}) {
-    EXPECT_THAT(ReadLines(seen),
-                ::testing::Not(::testing::Contains(HasSubstr("DROVER_SERVER_ONLY_PASSWORD"))))
-        << seen;
+    std::vector<std::string> argv = {"sbatch"};
+    argv.insert(argv.end(), sbatch->args.begin(), sbatch->args.end());
+    const exec::slurm::CommandResult by_sbatch = exec::slurm::RunCommand(
+        argv, sbatch->script, exec::slurm::JobEnvironment(exec::slurm::ProcessEnvironment()));
+    ASSERT_TRUE(by_sbatch.ok()) << by_sbatch.err;
+    const std::string sbatch_id = Words(by_sbatch.out).at(0).substr(0, by_sbatch.out.find(';'));
+    Result<std::string> helper_id = helper.Submit(*sbatch);
+    ASSERT_TRUE(helper_id) << helper_id.error().message;
+
+    const std::string sbatch_seen = job_dir + "/seen." + sbatch_id;
+    const std::string helper_seen = job_dir + "/seen." + *helper_id;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return std::filesystem::exists(sbatch_seen) && std::filesystem::exists(helper_seen);
+        },
+        std::chrono::seconds(60)))
+        << "by sbatch: " << std::filesystem::exists(sbatch_seen)
+        << ", by the helper: " << std::filesystem::exists(helper_seen);
+    EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
+    EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
+    EXPECT_EQ(ReadLines(helper_seen).at(0), std::to_string(as ? as->uid : getuid()));
+    EXPECT_THAT(ReadLines(helper_seen), ::testing::Contains(::testing::StartsWith("PATH=")));
+    for (const std::string& seen : {helper_seen, sbatch_seen}) {
+      EXPECT_THAT(ReadLines(seen),
+                  ::testing::Not(::testing::Contains(HasSubstr("DROVER_SERVER_ONLY_PASSWORD"))))
+          << seen;
+    }
+    EXPECT_EQ(SlurmField(*helper_id, "TresPerNode"), "gres:gpu:h100:1");
   }
   unsetenv("DROVER_SERVER_ONLY_PASSWORD");
-  EXPECT_EQ(SlurmField(*helper_id, "TresPerNode"), "gres:gpu:h100:1");
 }
 
 // Slurm's record of `id` in `listing` as the executor reads it (ParseListing), every field on
@@ -729,6 +755,63 @@ TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {
       RunDrover({"--server", server_->url(), "get", std::to_string(id)}, dir_.path());
   EXPECT_THAT(get.out, HasSubstr("slurm job " + slurm_id + " (continued after slurm requeued it)"))
       << get.out;
+}
+
+// Jobs run as their users (docs/security.md) on Slurm too: the server, as root, submits a
+// member's jobs as the member's Unix account, a lone job and a file of like jobs (an array)
+// alike. Each runs with the account's uid, gid, HOME and USER, in an attempt folder the account
+// owns, where Slurm wrote its output as the account.
+TEST_F(SlurmTest, AMembersJobsRunAsItsUnixAccountAloneOrAsAnArray) {
+  auto account = testing::ScopedUnixAccount::Create("drover-su");
+  ASSERT_TRUE(account) << account.error().ToString();
+  // The account must reach its attempt folders under the test's (mkdtemp: 0700) directory.
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string out = dir_.Sub("out");
+  std::filesystem::create_directories(out);
+  ASSERT_EQ(chmod(out.c_str(), 0777), 0);
+  const std::string token = CreateMemberToken(*client_, (*account)->name(), "team-a");
+  ASSERT_FALSE(token.empty());
+  api::ApiClient member(server_->url());
+  member.SetBearer(token);
+  auto job = [&](int i) {
+    return fmt::format(
+        "kind: Job\nname: who{0}\nqueue: hpc\nresources: {{cpu: 1, memory: 100Mi}}\n"
+        "script: echo $(id -u) $(id -g) $HOME $USER > {1}/who{0} && touch mine && echo done\n",
+        i, out);
+  };
+  std::vector<std::int64_t> ids = Submit(member, job(0));
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(WaitForTerminal(*client_, ids[0]), "succeeded") << Job(ids[0]).dump(2);
+  const std::vector<std::int64_t> file = Submit(member, job(1) + "---\n" + job(2));
+  ASSERT_EQ(file.size(), 2u);
+  ids.insert(ids.end(), file.begin(), file.end());
+  const std::string expected = fmt::format("{} {} {} {}", (*account)->uid(), (*account)->gid(),
+                                           (*account)->home(), (*account)->name());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(WaitForTerminal(*client_, ids[i]), "succeeded") << Job(ids[i]).dump(2);
+    EXPECT_EQ(ReadFile(fmt::format("{}/who{}", out, i)), expected + "\n") << i;
+    if (i == 2) {
+      EXPECT_THAT(Attempt(ids[i], 0)["external_id"].get<std::string>(), HasSubstr("_"))
+          << "the file went as an array";
+    }
+    const std::filesystem::path attempt =
+        std::filesystem::path(dir_.Sub("data")) / "runs/slurm" / std::to_string(ids[i]) / "1";
+    struct stat info {};
+    for (const std::string& name : {std::string("."), std::string("mine")}) {
+      ASSERT_EQ(stat((attempt / name).c_str(), &info), 0) << attempt / name;
+      EXPECT_EQ(info.st_uid, (*account)->uid()) << attempt / name;
+    }
+    int outputs = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(attempt)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with("slurm-") || !name.ends_with(".out")) continue;
+      ++outputs;
+      ASSERT_EQ(stat(entry.path().c_str(), &info), 0);
+      EXPECT_EQ(info.st_uid, (*account)->uid()) << entry.path();
+      EXPECT_THAT(ReadFile(entry.path().string()), HasSubstr("done")) << entry.path();
+    }
+    EXPECT_EQ(outputs, 1) << attempt;
+  }
 }
 
 TEST_F(SlurmTest, PipelineRunsItsGpuStageOnSlurmAndItsCpuStagesLocally) {

@@ -99,6 +99,12 @@ Result<JobDescription> JobDescription::FromSbatch(const slurm::Sbatch& sbatch,
     } else if (option == "--job-name") {
       d.name = job.Keep(value);
       job.SetEnvironment("SLURM_JOB_NAME", value);
+    } else if (option == "--uid") {
+      // Numeric, as RenderSbatch writes it; slurmctld accepts another user's job from root or
+      // SlurmUser only.
+      DROVER_ASSIGN_OR_RETURN(d.user_id, ParseNumber<std::uint32_t>(arg, value));
+    } else if (option == "--gid") {
+      DROVER_ASSIGN_OR_RETURN(d.group_id, ParseNumber<std::uint32_t>(arg, value));
     } else if (arg == "--requeue" || arg == "--no-requeue") {
       d.requeue = arg == "--requeue" ? 1 : 0;
     } else if (option == "--output") {

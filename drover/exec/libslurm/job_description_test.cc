@@ -122,6 +122,20 @@ TEST(JobDescription, AnArrayGetsItsIndexRangeAndItsOwnNameOutputAndDirectory) {
   EXPECT_STREQ(d.tres_per_node, "gres:gpu:h100:2");
 }
 
+TEST(JobDescription, AJobForAnotherAccountIsThatAccountsAndSoIsItsArray) {
+  // What the executor renders when it runs as root and the job's account is another.
+  slurm::SbatchOptions options{"/runs/7", "", "", os::UnixAccount{"alice", 1234, 5678, "/home/a"}};
+  Result<slurm::Sbatch> one = slurm::RenderSbatch(Gang(), options);
+  ASSERT_TRUE(one) << one.error().message;
+  for (const slurm::Sbatch& sbatch :
+       {*one, slurm::RenderArray("drover-array-7-2", "/runs/arrays", *one, 2)}) {
+    Result<JobDescription> job = JobDescription::FromSbatch(sbatch, {});
+    ASSERT_TRUE(job) << job.error().message;
+    EXPECT_EQ(job->get()->user_id, 1234u);
+    EXPECT_EQ(job->get()->group_id, 5678u);
+  }
+}
+
 TEST(JobDescription, AnOptionItDoesNotMapIsRefusedByName) {
   for (const char* arg : {"--exclusive", "--mem=3G", "--signal=USR1@10", "-N2"}) {
     slurm::Sbatch sbatch{{"--job-name=x", arg}, "#!/bin/sh\ntrue\n"};
@@ -133,7 +147,8 @@ TEST(JobDescription, AnOptionItDoesNotMapIsRefusedByName) {
 }
 
 TEST(JobDescription, ANumberThatDoesNotParseIsRefusedNamingTheOption) {
-  for (const char* arg : {"--nodes=two", "--ntasks=", "--cpus-per-task=70000", "--time=-1"}) {
+  for (const char* arg :
+       {"--nodes=two", "--ntasks=", "--cpus-per-task=70000", "--time=-1", "--uid=alice"}) {
     slurm::Sbatch sbatch{{arg}, "#!/bin/sh\ntrue\n"};
     Result<JobDescription> job = JobDescription::FromSbatch(sbatch, {});
     ASSERT_FALSE(job) << arg;

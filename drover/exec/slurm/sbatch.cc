@@ -198,6 +198,10 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   std::vector<std::string>& a = out.args;
   a.push_back("--parsable");
   a.push_back("--job-name=" + launch.ref.name);
+  if (options.account) {
+    a.push_back(fmt::format("--uid={}", options.account->uid));
+    a.push_back(fmt::format("--gid={}", options.account->gid));
+  }
   const std::string attempt_dir = AttemptDir(options.job_dir, launch.ref.attempt);
   a.push_back(launch.requeue ? "--requeue" : "--no-requeue");
   a.push_back(fmt::format("--output={}/slurm-%j.out", attempt_dir));
@@ -242,6 +246,7 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
       "{4}"
       "# Drover attempt {0} (docs/operations.md). Slurm's run k of this job (after k requeues)\n"
       "# is attempt {1}+k, whose contract Drover writes before it lets the run start.\n"
+      "{5}"
       "restart=${{SLURM_RESTART_COUNT:-0}}\n"
       "if [ \"$restart\" = 0 ]; then\n"
       "{2}"
@@ -254,7 +259,11 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
       "read -r host 2>/dev/null </proc/sys/kernel/hostname || host=$(uname -n)\n"
       "echo \"drover: attempt $DROVER_ATTEMPT (Slurm run $restart) on $host\"\n",
       launch.ref.name, launch.ref.attempt, RenderContract(launch, options),
-      ShellQuote(options.job_dir), lone_exec ? "#!/bin/sh\n" : "#!/bin/bash\n");
+      ShellQuote(options.job_dir), lone_exec ? "#!/bin/sh\n" : "#!/bin/bash\n",
+      options.account
+          ? fmt::format("export HOME={0} USER={1} LOGNAME={1}\n", ShellQuote(options.account->home),
+                        ShellQuote(options.account->name))
+          : std::string());
   std::string command;
   if (!spec.command.empty()) {
     for (const std::string& word : spec.command) command += " " + ShellQuote(word);

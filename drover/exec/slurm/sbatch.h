@@ -4,9 +4,10 @@
 // the executor runs `sbatch` with the arguments and feeds it the script on stdin.
 //
 // The mapping, for W workers of C CPUs, M bytes and G GPUs each:
-//   --job-name=drover-<job>-<attempt> (the idempotency key); --requeue when Drover's retry
-//   policy would start another attempt after a preemption or a node failure (Slurm then requeues
-//   the job itself, and Drover continues it as the next attempt), else --no-requeue;
+//   --job-name=drover-<job>-<attempt> (the idempotency key); --uid and --gid of the job's
+//   account when the executor submits for another user (SbatchOptions::account); --requeue when
+//   Drover's retry policy would start another attempt after a preemption or a node failure (Slurm
+//   then requeues the job itself, and Drover continues it as the next attempt), else --no-requeue;
 //   --output into the attempt's directory (appended to by every run of the job), --chdir,
 //   --partition, --qos, --account from the queue;
 //   one task per worker: --ntasks=W, each task on its own node (--nodes=W --ntasks-per-node=1,
@@ -24,12 +25,14 @@
 // attempt A+k: its contract is the file ContractFile(AttemptDir(job_dir, A+k)), which the
 // executor writes before it releases the requeued job; without it the run exits 1.
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "drover/common/result.h"
 #include "drover/model/executor.h"
+#include "drover/os/unix_account.h"
 
 namespace drover::exec::slurm {
 
@@ -42,6 +45,11 @@ struct SbatchOptions {
   // DROVER_BIN and its folder put first on PATH, unless the job's env sets them (as the local
   // runtime does, agent/local_runtime.h); empty: neither.
   std::string drover_bin;
+  // The account the job runs as when the executor submits for another user (it runs as root:
+  // os::AccountToRunAs): --uid and --gid, and the script exports the account's HOME, USER and
+  // LOGNAME before the job's env (which may set them). None: the job is the submitting user's
+  // and keeps the HOME it is given (JobEnvironment).
+  std::optional<os::UnixAccount> account = std::nullopt;
 };
 
 struct Sbatch {

@@ -1,14 +1,19 @@
 #include "drover/exec/slurm/slurm_executor.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "drover/exec/slurm/command.h"
@@ -23,26 +28,81 @@ std::string Trim(std::string text) {
 }
 
 // Writes `text` to `path` whole, under a temporary name first, so that no reader (a run, a
-// restarted server) sees half of it.
+// restarted server) sees half of it. The directory may be the job's account's (PrepareDir): the
+// temporary file is created afresh, never through a link or a file the account left there, and
+// the rename replaces whatever `path` was without writing through it.
 std::error_code WriteWhole(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".new";
+  if (unlink(temporary.c_str()) != 0 && errno != ENOENT) return {errno, std::generic_category()};
+  const int fd =
+      open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return {errno, std::generic_category()};
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const ssize_t written = write(fd, rest.data(), rest.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      const int error = written < 0 ? errno : EIO;
+      close(fd);
+      return {error, std::generic_category()};
+    }
+    rest.remove_prefix(static_cast<std::size_t>(written));
+  }
+  if (close(fd) != 0) return {errno, std::generic_category()};
   std::error_code ec;
-  std::ofstream out(path + ".new", std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return std::make_error_code(std::errc::io_error);
-  std::filesystem::rename(path + ".new", path, ec);
+  std::filesystem::rename(temporary, path, ec);
   return ec;
 }
 
-// Word `index` (from 0) of `path`'s contents; "" when there is none.
+// Word `index` (from 0) of `path`'s contents; "" when there is none. The files it reads lie in
+// directories a job's account may write (a task's job id, an array marker): only a regular file
+// is read, not through a link, without waiting (a FIFO would hold the executor's thread), and
+// only its first 4 KiB.
 std::string ReadWord(const std::string& path, int index = 0) {
-  std::ifstream in(path);
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat info {};
+  std::string text(4096, '\0');
+  ssize_t size = -1;
+  if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) size = read(fd, text.data(), text.size());
+  close(fd);
+  text.resize(size > 0 ? static_cast<std::size_t>(size) : 0);
+  std::istringstream in(text);
   std::string word;
   for (int i = 0; i <= index; ++i) {
     if (!(in >> word)) return "";
   }
   return word;
 }
+
+// Creates `dir` (and its parents) and, when the job runs as `account`, makes it the account's:
+// Slurm opens the job's output there as the account, and the job's script writes its timeout
+// marker and an array task's job id there. "" or why not.
+std::string PrepareDir(const std::string& dir, const std::optional<os::UnixAccount>& account) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fmt::format("creating {}: {}", dir, ec.message());
+  if (!account) return "";
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fchown(fd, account->uid, account->gid) != 0) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    return fmt::format("giving {} to Unix account {}: {}", dir, account->name,
+                       std::strerror(error));
+  }
+  close(fd);
+  return "";
+}
+
+// `launch` rendered with `options`, or why there are none.
+Result<Sbatch> RenderWith(const model::ExternalLaunch& launch,
+                          const Result<SbatchOptions>& options) {
+  if (!options) return tl::unexpected(options.error());
+  return RenderSbatch(launch, *options);
+}
+
+// The end of the message for an account the server cannot find (os::AccountToRunAs).
+constexpr std::string_view kWhereAccounts = "on the server, which submits its Slurm queues' jobs";
 
 // How long the executor waits for more submissions after one arrives (Loop).
 constexpr int kGatherMs = 2;
@@ -81,8 +141,12 @@ std::string SlurmExecutor::AttemptDir(JobId job, int attempt) const {
   return slurm::AttemptDir(JobDir(job), attempt);
 }
 
-SbatchOptions SlurmExecutor::OptionsFor(JobId job) const {
-  return SbatchOptions{JobDir(job), options_.server_url, options_.drover_bin};
+Result<SbatchOptions> SlurmExecutor::OptionsFor(const model::ExternalLaunch& launch) const {
+  DROVER_ASSIGN_OR_RETURN(
+      std::optional<os::UnixAccount> account,
+      os::AccountToRunAs(launch.run_as, launch.may_run_as_root, kWhereAccounts));
+  return SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin,
+                       std::move(account)};
 }
 
 SlurmExecutor::Tracked SlurmExecutor::TrackedOf(const model::ExternalRef& ref) const {
@@ -239,7 +303,8 @@ std::vector<std::vector<std::size_t>> SlurmExecutor::Calls(
       calls.push_back({i});
       continue;
     }
-    Result<Sbatch> sbatch = RenderSbatch(launch, OptionsFor(launch.ref.job));
+    Result<SbatchOptions> options = OptionsFor(launch);
+    Result<Sbatch> sbatch = RenderWith(launch, options);
     if (!sbatch) {  // RunSbatch reports why
       calls.push_back({i});
       continue;
@@ -315,13 +380,13 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   Handed handed;
   handed.tracked = TrackedOf(launch.ref);
   Tracked& tracked = handed.tracked;
-  std::error_code ec;
-  std::filesystem::create_directories(tracked.attempt_dir, ec);
-  Result<Sbatch> sbatch = RenderSbatch(launch, OptionsFor(launch.ref.job));
-  if (ec) {
-    handed.error = fmt::format("creating {}: {}", tracked.attempt_dir, ec.message());
-  } else if (!sbatch) {
+  Result<SbatchOptions> options = OptionsFor(launch);
+  Result<Sbatch> sbatch = RenderWith(launch, options);
+  if (!sbatch) {
     handed.error = sbatch.error().message;
+  } else if (std::string error = PrepareDir(tracked.attempt_dir, options->account);
+             !error.empty()) {
+    handed.error = std::move(error);
   } else {
     Result<std::string> id = SubmitBatch(*sbatch);
     if (id) {
@@ -342,6 +407,7 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
   const std::string links = ArrayTasksDir(dir, name);
   std::vector<std::size_t> tasks;  // task i is launches[tasks[i]]
   std::optional<Sbatch> shape;
+  std::optional<os::UnixAccount> account;  // the tasks' (one shape: one account)
   std::error_code ec;
   std::filesystem::remove_all(links, ec);  // an earlier try's links (the links only)
   if (!ec) std::filesystem::create_directories(links, ec);
@@ -353,18 +419,17 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
       one.error = fmt::format("creating {}: {}", links, ec.message());
       continue;
     }
-    Result<Sbatch> sbatch = RenderSbatch(launches[i], OptionsFor(launches[i].ref.job));
+    Result<SbatchOptions> options = OptionsFor(launches[i]);
+    Result<Sbatch> sbatch = RenderWith(launches[i], options);
     if (!sbatch) {
       one.error = sbatch.error().message;
       continue;
     }
+    if (one.error = PrepareDir(attempt_dir, options->account); !one.error.empty()) continue;
     // The task's script, then its marker (a restart that finds the marker finds the script),
     // then the task's link to it.
-    std::error_code write_ec;
-    std::filesystem::create_directories(attempt_dir, write_ec);
-    if (!write_ec) {
-      write_ec = WriteWhole(TaskScript(attempt_dir), RenderArrayTask(attempt_dir, *sbatch));
-    }
+    std::error_code write_ec =
+        WriteWhole(TaskScript(attempt_dir), RenderArrayTask(attempt_dir, *sbatch));
     if (!write_ec) {
       write_ec = WriteWhole(ArrayMarker(attempt_dir), fmt::format("{} {}\n", name, tasks.size()));
     }
@@ -378,10 +443,26 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
       continue;
     }
     tasks.push_back(i);
-    if (!shape) shape = std::move(*sbatch);
+    if (!shape) {
+      shape = std::move(*sbatch);
+      account = std::move(options->account);
+    }
   }
   if (!tasks.empty()) {
-    const Result<std::string> id = SubmitBatch(RenderArray(name, dir, *shape, tasks.size()));
+    // Slurm opens the array's own output as the tasks' account, in a folder that is not its.
+    const std::string output = ArrayOutput(dir, name);
+    std::string error;
+    if (account) {
+      if (std::error_code write_ec = WriteWhole(output, ""); write_ec) {
+        error = fmt::format("creating {}: {}", output, write_ec.message());
+      } else if (chown(output.c_str(), account->uid, account->gid) != 0) {
+        error = fmt::format("giving {} to Unix account {}: {}", output, account->name,
+                            std::strerror(errno));
+      }
+    }
+    const Result<std::string> id = error.empty()
+                                       ? SubmitBatch(RenderArray(name, dir, *shape, tasks.size()))
+                                       : Result<std::string>(Internal(error));
     for (std::size_t task = 0; task < tasks.size(); ++task) {
       Handed& one = handed[tasks[task]];
       if (id) {
@@ -401,13 +482,18 @@ void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
   const std::string& id = launch.ref.external_id;
   held_.erase(id);
   const std::string contract = ContractFile(tracked.attempt_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(tracked.attempt_dir, ec);
-  if (!ec) ec = WriteWhole(contract, RenderContract(launch, OptionsFor(launch.ref.job)));
-  if (ec) {
+  Result<SbatchOptions> options = OptionsFor(launch);
+  std::string error =
+      options ? PrepareDir(tracked.attempt_dir, options->account) : options.error().message;
+  if (error.empty()) {
+    if (std::error_code ec = WriteWhole(contract, RenderContract(launch, *options)); ec) {
+      error = fmt::format("writing {}: {}", contract, ec.message());
+    }
+  }
+  if (!error.empty()) {
     RunCommand({"scancel", id});
     model::ExecutorEvent event;
-    event.exit.message = fmt::format("writing {}: {}", contract, ec.message());
+    event.exit.message = std::move(error);
     Emit(tracked, model::ExecutorEvent::Kind::kExited, clock_.Now(), event);
     return;
   }
@@ -441,8 +527,15 @@ void SlurmExecutor::AdoptNow(const model::ExternalRef& ref) {
     const std::string marker = ArrayMarker(tracked.attempt_dir);
     const std::string array = ReadWord(marker);
     const std::string name = array.empty() ? ref.name : array;
-    CommandResult found = RunCommand(
-        {"squeue", "-h", "--states=all", "--name=" + name, "-o", array.empty() ? "%i" : "%F"});
+    std::vector<std::string> query = {"squeue",         "-h", "--states=all",
+                                      "--name=" + name, "-o", array.empty() ? "%i" : "%F"};
+    // A job's account may rewrite its marker to name another account's array: only an array of
+    // the account whose folder the marker is in is this attempt's.
+    struct stat folder {};
+    if (lstat(tracked.attempt_dir.c_str(), &folder) == 0 && folder.st_uid != geteuid()) {
+      query.push_back(fmt::format("--user={}", folder.st_uid));
+    }
+    CommandResult found = RunCommand(query);
     std::string id = Trim(found.out);
     id = id.substr(0, id.find('\n'));
     if (!id.empty() && !array.empty()) id += "_" + ReadWord(marker, 1);
@@ -565,7 +658,9 @@ bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {
   }
   if (final) {
     std::error_code ec;
-    const bool marker = std::filesystem::exists(TimeoutMarker(tracked.attempt_dir), ec);
+    // Not through a link: the folder is the job's account's (PrepareDir).
+    const bool marker = std::filesystem::exists(
+        std::filesystem::symlink_status(TimeoutMarker(tracked.attempt_dir), ec));
     model::ExecutorEvent event;
     event.exit = ExitOf(job, marker);
     Emit(tracked, Kind::kExited, job.end_time > 0 ? job.end_time : clock_.Now(), event);

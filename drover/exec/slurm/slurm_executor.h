@@ -5,7 +5,9 @@
 // sacct -c), which the executor's thread runs, or for submissions the helper drover-slurm-submit
 // (submit_helper.h) when SlurmExecutorOptions names it; Slurm's states, pending reasons and times
 // come back as ExecutorEvents. The commands find the cluster as any Slurm user's do (PATH,
-// SLURM_CONF).
+// SLURM_CONF). Run as root, the executor submits each job as its Unix account
+// (os::AccountToRunAs, SbatchOptions::account) and gives that account the attempt's folder,
+// whose contents it then treats as the account's (docs/security.md, "Slurm queues").
 
 #include <condition_variable>
 #include <deque>
@@ -85,7 +87,10 @@ class SlurmExecutor final : public Executor {
     int missing = 0;  // consecutive refreshes that did not find it in scontrol's list
   };
   Tracked TrackedOf(const model::ExternalRef& ref) const;
-  SbatchOptions OptionsFor(JobId job) const;
+  // The rendering options of `launch`'s job, with the account it runs as when this process is
+  // root (os::AccountToRunAs: an account the server does not know, or root without
+  // may_run_as_root, is the error the launch fails with).
+  Result<SbatchOptions> OptionsFor(const model::ExternalLaunch& launch) const;
   std::string JobDir(JobId job) const;
   // Where arrays keep their task links and output: <runs>/arrays.
   std::string ArraysDir() const;

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,12 +20,14 @@
 
 #include "drover/exec/slurm/sbatch.h"
 #include "drover/testing/temp_dir.h"
+#include "drover/testing/unix_account.h"
 #include "drover/testing/wait_until.h"
 
 namespace drover::exec::slurm {
 namespace {
 
 using ::testing::Contains;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -35,7 +39,8 @@ std::string ArrayJobIdOf(const std::string& external_id) {
 }
 
 // Stand-ins for sbatch, scontrol, scancel, sacct and squeue, first on PATH: each call is a line
-// of $SLURM_FAKE_DIR/log ("scontrol" for a listing). sbatch takes $SLURM_FAKE_SBATCH_DELAY seconds
+// of $SLURM_FAKE_DIR/log ("scontrol" for a listing; sbatch's with the job's name, and its
+// --array and --uid when given). sbatch takes $SLURM_FAKE_SBATCH_DELAY seconds
 // (and, while $SLURM_FAKE_DIR/gate exists, waits for it to go), and appends to
 // $SLURM_FAKE_DIR/overlap how many sbatch calls were running when it ended (itself included);
 // scontrol lists $SLURM_FAKE_DIR/show if it exists, else every job submitted so far as pending
@@ -48,14 +53,17 @@ touch "$SLURM_FAKE_DIR/running.$$"
 sleep "${SLURM_FAKE_SBATCH_DELAY:-0}"
 while [ -e "$SLURM_FAKE_DIR/gate" ]; do sleep 0.01; done
 array=
+uid=
 for a in "$@"; do
-  case $a in --job-name=*) name=${a#--job-name=};; --array=*) array=${a#--array=};; esac
+  case $a in
+    --job-name=*) name=${a#--job-name=};; --array=*) array=${a#--array=};; --uid=*) uid=${a#--uid=};;
+  esac
 done
 exec 9>"$SLURM_FAKE_DIR/lock"
 flock 9
 n=$(( $(wc -l < "$SLURM_FAKE_DIR/jobs") + 1 ))
 echo "$n $name $array" >> "$SLURM_FAKE_DIR/jobs"
-echo "sbatch $name${array:+ --array=$array}" >> "$SLURM_FAKE_DIR/log"
+echo "sbatch $name${array:+ --array=$array}${uid:+ --uid=$uid}" >> "$SLURM_FAKE_DIR/log"
 ls "$SLURM_FAKE_DIR" | grep -c '^running\.' >> "$SLURM_FAKE_DIR/overlap"
 rm -f "$SLURM_FAKE_DIR/running.$$"
 flock -u 9
@@ -641,6 +649,154 @@ TEST_F(SlurmExecutorTest, AHeldRequeuedJobThatDroverDoesNotContinueIsCancelled) 
   EXPECT_TRUE(ended.exit.preempted);
   ASSERT_TRUE(executor.Cancel(submitted.ref, {}).has_value());
   EXPECT_TRUE(LogShows("scancel 1"));
+}
+
+// What a job's account may leave in its attempt's folder (docs/security.md) neither redirects
+// the executor's writes nor holds its thread: a link where the contract's temporary file goes,
+// and a FIFO where an array marker would be.
+TEST_F(SlurmExecutorTest, WhatAJobLeavesInItsFolderNeitherRedirectsNorHoldsTheExecutor) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "untouched\n";
+  const std::string continued = executor.AttemptDir(JobId(5), 2);
+  std::filesystem::create_directories(continued);
+  std::filesystem::create_symlink(victim, ContractFile(continued) + ".new");
+  const std::string unrecorded = executor.AttemptDir(JobId(6), 1);
+  std::filesystem::create_directories(unrecorded);
+  ASSERT_EQ(mkfifo(ArrayMarker(unrecorded).c_str(), 0600), 0);
+
+  model::ExternalLaunch next = Launch(5);
+  next.ref = {JobId(5), 2, model::ExecutorKind::kSlurm, "drover-5-2", "1", 1};
+  next.env = {{"DROVER_ATTEMPT", "2"}};
+  ASSERT_TRUE(executor.Submit(next).has_value());
+  executor.Adopt({{JobId(6), 1, model::ExecutorKind::kSlurm, "drover-6-1", "", 0}});
+  bool continued_ok = false, lost = false;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    if (event.kind == Kind::kSubmitted && event.ref.job.value() == 5) continued_ok = true;
+    if (event.kind == Kind::kExited && event.ref.job.value() == 6) {
+      EXPECT_TRUE(event.exit.node_lost);
+      EXPECT_THAT(event.exit.message, HasSubstr("slurm has no job named drover-6-1"));
+      lost = true;
+    }
+    return continued_ok && lost;
+  }));
+  std::stringstream text;
+  text << std::ifstream(victim).rdbuf();
+  EXPECT_EQ(text.str(), "untouched\n");
+  std::stringstream contract;
+  contract << std::ifstream(ContractFile(continued)).rdbuf();
+  EXPECT_THAT(contract.str(), HasSubstr("export DROVER_ATTEMPT='2'"));
+  EXPECT_TRUE(
+      std::filesystem::is_regular_file(std::filesystem::symlink_status(ContractFile(continued))));
+}
+
+// Jobs run as their users (docs/security.md): as root, the executor submits each job as its
+// account (the server's own user runs only what the policy lets run as root) and gives the
+// account the folders Slurm and the job write in. With a Unix account the test creates: root
+// only, as CI is; elsewhere skipped.
+class SlurmRunAsTest : public SlurmExecutorTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "needs root: the executor submits as another user only as root";
+    SlurmExecutorTest::SetUp();
+    auto account = testing::ScopedUnixAccount::Create("drover-s");
+    ASSERT_TRUE(account) << account.error().ToString();
+    account_ = *std::move(account);
+  }
+
+  model::ExternalLaunch LaunchAs(std::int64_t job, std::string run_as) const {
+    model::ExternalLaunch launch = Launch(job);
+    launch.run_as = std::move(run_as);
+    return launch;
+  }
+
+  static uid_t OwnerOf(const std::string& path) {
+    struct stat info {};
+    EXPECT_EQ(lstat(path.c_str(), &info), 0) << path;
+    return info.st_uid;
+  }
+
+  std::unique_ptr<testing::ScopedUnixAccount> account_;
+};
+
+TEST_F(SlurmRunAsTest, EachJobGoesAsItsAccountWhichOwnsTheFoldersSlurmWritesIn) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  // A lone job, then three like ones while sbatch waits at the gate: one array at least.
+  ASSERT_TRUE(executor.Submit(LaunchAs(1, account_->name())).has_value());
+  ASSERT_TRUE(WaitFor(executor, [](const auto& e) { return e.kind == Kind::kSubmitted; }));
+  std::ofstream(dir_ + "/gate").flush();
+  for (int job = 2; job <= 4; ++job) {
+    ASSERT_TRUE(executor.Submit(LaunchAs(job, account_->name())).has_value());
+  }
+  std::filesystem::remove(dir_ + "/gate");
+  std::set<std::int64_t> submitted;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    EXPECT_NE(event.kind, Kind::kExited) << event.exit.message;
+    if (event.kind == Kind::kSubmitted) submitted.insert(event.ref.job.value());
+    return submitted.size() == 3;
+  }));
+  const std::vector<std::string> log = Log();
+  int sbatches = 0;
+  for (const std::string& line : log) {
+    if (!line.starts_with("sbatch")) continue;
+    ++sbatches;
+    EXPECT_THAT(line, ::testing::EndsWith(fmt::format(" --uid={}", account_->uid())));
+  }
+  EXPECT_GE(sbatches, 2);
+  EXPECT_LE(sbatches, 3) << "jobs 2 to 4 went as an array";
+  for (int job = 1; job <= 4; ++job) {
+    EXPECT_EQ(OwnerOf(executor.AttemptDir(JobId(job), 1)), account_->uid()) << job;
+  }
+  // The array's own output, which Slurm opens as the account in the executor's folder.
+  std::string name;
+  for (int job = 2; job <= 4 && name.empty(); ++job) {
+    std::ifstream(ArrayMarker(executor.AttemptDir(JobId(job), 1))) >> name;
+  }
+  ASSERT_FALSE(name.empty()) << "no array";
+  const std::string arrays = Options(50).runs_dir + "/arrays";
+  EXPECT_EQ(OwnerOf(ArrayOutput(arrays, name)), account_->uid());
+  EXPECT_EQ(OwnerOf(arrays), geteuid()) << "the arrays' folder stays the executor's";
+  EXPECT_EQ(OwnerOf(Options(50).runs_dir + "/1"), geteuid()) << "so does a job's";
+}
+
+TEST_F(SlurmRunAsTest, RootWithoutThePolicysLeaveAndAnUnknownAccountNeverReachSlurm) {
+  using Kind = model::ExecutorEvent::Kind;
+  SlurmExecutor executor(Options(50), clock_);
+  model::ExternalLaunch allowed = LaunchAs(3, "root");
+  allowed.may_run_as_root = true;
+  ASSERT_TRUE(executor.Submit(LaunchAs(1, "root")).has_value());
+  ASSERT_TRUE(executor.Submit(LaunchAs(2, "drover-no-such-account")).has_value());
+  ASSERT_TRUE(executor.Submit(allowed).has_value());
+  std::map<std::int64_t, model::ExecutorEvent> first;
+  ASSERT_TRUE(WaitFor(executor, [&](const model::ExecutorEvent& event) {
+    first.emplace(event.ref.job.value(), event);
+    return first.size() == 3;
+  }));
+  EXPECT_EQ(first[1].kind, Kind::kExited);
+  EXPECT_EQ(first[1].exit.message,
+            "job would run as root; the policy's accounts.allow_root does not list its owner");
+  EXPECT_EQ(first[2].kind, Kind::kExited);
+  EXPECT_EQ(first[2].exit.message,
+            "no such Unix account drover-no-such-account on the server, which submits its Slurm "
+            "queues' jobs");
+  EXPECT_EQ(first[3].kind, Kind::kSubmitted) << first[3].exit.message;
+  EXPECT_THAT(Log(), ElementsAre("sbatch drover-3-1 --uid=0"));
+}
+
+// A job's account can rewrite its array marker: after a restart, an attempt whose Slurm id was
+// never recorded is looked for only among its account's jobs.
+TEST_F(SlurmRunAsTest, AnAccountsMarkerFindsOnlyThatAccountsArray) {
+  SlurmExecutor executor(Options(50), clock_);
+  const std::string unrecorded = executor.AttemptDir(JobId(7), 1);
+  std::filesystem::create_directories(unrecorded);
+  std::ofstream(ArrayMarker(unrecorded)) << "drover-array-6-1 3\n";
+  ASSERT_EQ(chown(unrecorded.c_str(), account_->uid(), account_->gid()), 0);
+  executor.Adopt({{JobId(7), 1, model::ExecutorKind::kSlurm, "drover-7-1", "", 0}});
+  EXPECT_TRUE(LogShows(fmt::format("squeue -h --states=all --name=drover-array-6-1 -o %F --user={}",
+                                   account_->uid())));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -297,6 +298,32 @@ TEST(SbatchTest, LikeAttemptsGoAsTheTasksOfOneArray) {
               ::testing::StartsWith("#!/bin/bash\ncd '/data/it'\\''s here' || exit 1\n"));
 }
 
+// An executor that runs as root submits a job as its account (docs/security.md): Slurm runs it
+// under the account's uid and gid, and its script sets the account's HOME, USER and LOGNAME
+// before the job's env (which may set them too); like attempts of two accounts never share an
+// array, which Slurm runs as one user.
+TEST(SbatchTest, AJobForAnotherAccountGoesAsItsUidWithItsHome) {
+  const os::UnixAccount alice{"alice", 1234, 5678, "/home/alice"};
+  auto own = RenderSbatch(Launch(), {"/runs/7", "", ""});
+  auto as_alice = RenderSbatch(Launch(), {"/runs/7", "", "", alice});
+  auto as_bob =
+      RenderSbatch(Launch(), {"/runs/7", "", "", os::UnixAccount{"bob", 1235, 5678, "/"}});
+  ASSERT_TRUE(own && as_alice && as_bob);
+  EXPECT_THAT(as_alice->args, ::testing::IsSupersetOf({"--uid=1234", "--gid=5678"}));
+  const std::string& script = as_alice->script;
+  const std::size_t account =
+      script.find("export HOME='/home/alice' USER='alice' LOGNAME='alice'\n");
+  ASSERT_NE(account, std::string::npos) << script;
+  EXPECT_LT(account, script.find("export LR='a b'\n")) << "the job's env comes after";
+  EXPECT_THAT(own->args, Not(Contains(HasSubstr("--uid"))));
+  EXPECT_THAT(own->args, Not(Contains(HasSubstr("--gid"))));
+  EXPECT_THAT(own->script, Not(HasSubstr("export HOME")));
+  EXPECT_NE(ArrayShape(*as_alice), ArrayShape(*own));
+  EXPECT_NE(ArrayShape(*as_alice), ArrayShape(*as_bob));
+  EXPECT_THAT(RenderArray("drover-array-7-2", "/runs/arrays", *as_alice, 2).args,
+              ::testing::IsSupersetOf({"--uid=1234", "--gid=5678"}));
+}
+
 // Of the server's environment a Slurm job gets what the local runtime gives its workers and
 // Slurm's own variables; a password or token in it, or an SBATCH_* option, does not pass.
 TEST(SbatchTest, AJobTakesOnlyItsPartOfTheServersEnvironment) {
@@ -350,8 +377,10 @@ class BatchScriptTest : public ::testing::Test {
 
   // Runs the script of attempt 2's submission (or of `launch`) as Slurm's run `restart`: its
   // output, and the exit code in *code.
-  std::string Run(int restart, int* code, std::optional<model::ExternalLaunch> launch = {}) {
-    Result<Sbatch> sbatch = RenderSbatch(launch ? *launch : LaunchOf(2), {dir_ + "/job", "", ""});
+  std::string Run(int restart, int* code, std::optional<model::ExternalLaunch> launch = {},
+                  std::optional<os::UnixAccount> account = {}) {
+    Result<Sbatch> sbatch =
+        RenderSbatch(launch ? *launch : LaunchOf(2), {dir_ + "/job", "", "", std::move(account)});
     EXPECT_TRUE(sbatch.has_value());
     WriteScript(dir_ + "/batch.sh", sbatch->script);
     const std::string command = "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH" +
@@ -363,6 +392,21 @@ class BatchScriptTest : public ::testing::Test {
   testing::TempDir temp_{"drover-batch"};
   const std::string dir_ = temp_.path();  // bin/srun, the script, its staging directories
 };
+
+// The account's HOME, USER and LOGNAME replace the submitting side's; the job's env has the last
+// word.
+TEST_F(BatchScriptTest, AJobForAnotherAccountRunsWithItsHomeUnlessItsEnvSaysOtherwise) {
+  model::ExternalLaunch launch = LaunchOf(2);
+  launch.spec.command = {"sh", "-c", "echo home=$HOME user=$USER logname=$LOGNAME"};
+  const os::UnixAccount alice{"alice", getuid(), getgid(), "/home/alice"};
+  int code = -1;
+  EXPECT_THAT(Run(0, &code, launch, alice), HasSubstr("home=/home/alice user=alice logname=alice"));
+  EXPECT_EQ(code, 0);
+  launch.env["HOME"] = "/scratch/alice";
+  EXPECT_THAT(Run(0, &code, launch, alice),
+              HasSubstr("home=/scratch/alice user=alice logname=alice"));
+  EXPECT_EQ(code, 0);
+}
 
 TEST_F(BatchScriptTest, ALoneWorkerRunsWithoutAJobStepAndSeveralWithSrun) {
   int code = -1;
