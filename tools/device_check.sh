@@ -25,6 +25,11 @@
 #      activity well above 0; sleep with activity 0.
 #      Diagnosis needs 10 minutes of samples by default, so the server runs with
 #      --diagnosis-min-sampled 10s to judge these short jobs.
+#   4b. as root: a job of a member whose Unix account is not root (created here with useradd,
+#      removed after) runs as that account on the GPU: it must print the account's uid and see
+#      one GPU, nvidia-smi must list its gpu_load process under that account, and its usage
+#      summary must hold its own process's GPU memory (the root agent attributes another
+#      user's process). Skipped (said so) when not root or without GPU_LOAD.
 #   5. the server's own CPU time (its embedded agent samples every GPU each second and every
 #      worker's process tree every 5 s) over 20 s with no job, and over each job of step 4: an
 #      upper bound on the sampler's cost, since it counts all the server's work; and the
@@ -32,7 +37,8 @@
 #      (drover_agent_sampler_cpu_seconds_total).
 #   6. the sampler's own cost: fresh servers with no job, sampling off (both intervals 0) and
 #      on (GPUs each second), 20 s each, two rounds alternating; the difference is the sampler's.
-# Without GPU_LOAD, step 4 is skipped (said so). Exits non-zero when a step's check fails.
+# Without GPU_LOAD, step 4 is skipped (said so). QUICK=1 skips step 6 (about 100 s). Exits
+# non-zero when a step's check fails.
 set -uo pipefail
 SECONDS_EACH=${1:-30}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,12 +74,14 @@ sampler_cpu_s() {
 # The job's own state (the reply's top-level "state"; its workers have states of their own).
 state_of() { api "/v1/jobs/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }
 
-# Submits a 1-GPU job running ARGS (a JSON array's items); prints its id.
+# Submits a 1-GPU job running ARGS (a JSON array's items), with the token TOKEN when given
+# (else DROVER_TOKEN's, the admin's); prints its id.
 submit() {
-  local name=$1 command=$2
+  local name=$1 command=$2 token=${3:-$DROVER_TOKEN}
   printf 'kind: Job\nname: %s\nresources: {cpu: 1, memory: 1Gi, gpus: 1}\ncommand: [%s]\n' \
     "$name" "$command" >"$WORK/$name.yaml"
-  "$DROVER" --server "$URL" submit "$WORK/$name.yaml" | grep -o 'job [0-9]*' | cut -d' ' -f2
+  DROVER_TOKEN=$token "$DROVER" --server "$URL" submit "$WORK/$name.yaml" |
+    grep -o 'job [0-9]*' | cut -d' ' -f2
 }
 
 # Waits up to `limit` seconds for job ID to end; prints its final state.
@@ -143,6 +151,42 @@ sys.exit(0 if attempts and attempts[0]["summary"].get("peak_process_gpu_memory_b
     "$DROVER" --server "$URL" get "$id" | sed -n '/usage\|diagnosis\|gpu/Ip' | head -20
   done
 fi
+echo "== 4b. a member's GPU job runs as its Unix account"
+ACCOUNT=drover-gpu-check
+if [ "$(id -u)" != 0 ] || [ ! -x "$GPU_LOAD" ]; then
+  echo "SKIPPED: needs root (to create an account) and GPU_LOAD"
+elif ! useradd --system --no-create-home --shell /usr/sbin/nologin "$ACCOUNT"; then
+  fail "useradd $ACCOUNT"
+else
+  trap 'stop_server; userdel "$ACCOUNT" 2>/dev/null; rm -rf "$WORK"' EXIT
+  # The account enters its worker directory under WORK (mktemp: 0700) and runs its own copy
+  # of gpu_load.
+  chmod 0755 "$WORK"
+  install -m 0755 "$GPU_LOAD" "$WORK/gpu_load"
+  member=$(curl -sf -X POST -H "Authorization: Bearer $DROVER_TOKEN" \
+    -H 'Content-Type: application/json' -d "{\"user\": \"$ACCOUNT\", \"team\": \"gpu\", \"role\": \"member\"}" \
+    "$URL/v1/tokens" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+  id=$(submit as-member "\"sh\", \"-c\", \"id -u; nvidia-smi -L; exec $WORK/gpu_load fp32 $SECONDS_EACH\"" "$member")
+  sleep $((SECONDS_EACH / 2))
+  echo "mid-run: the GPU's processes and their users"
+  for pid in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader); do
+    echo "pid $pid: user $(ps -o user= -p "$pid") ($(ps -o args= -p "$pid"))"
+  done
+  nvidia-smi --query-compute-apps=pid --format=csv,noheader | while read -r pid; do ps -o user= -p "$pid"; done |
+    grep -qx "$ACCOUNT" || fail "no GPU process of $ACCOUNT"
+  api /metrics | grep '^drover_gpu_processes'
+  [ "$(wait_for "$id" $((SECONDS_EACH + 120)))" = succeeded ] || fail "job $id (as $ACCOUNT)"
+  out=$("$DROVER" --server "$URL" logs "$id" 2>&1)
+  echo "$out" | head -3
+  [ "$(echo "$out" | head -1)" = "$(id -u "$ACCOUNT")" ] || fail "job $id did not run as $ACCOUNT ($(id -u "$ACCOUNT"))"
+  [ "$(echo "$out" | grep -c '^GPU ')" = 1 ] || fail "job $id (as $ACCOUNT) did not see one GPU"
+  sleep 12  # the sampler hands batches over every 10 s
+  api "/v1/jobs/$id/usage" | python3 -c 'import json, sys
+summary = json.load(sys.stdin)["attempts"][0]["summary"]
+print("summary:", {k: summary.get(k) for k in ("activity_source", "gpu_util_p95", "sm_active", "peak_process_gpu_memory_bytes", "peak_other_gpu_processes")})
+sys.exit(0 if summary.get("peak_process_gpu_memory_bytes", 0) > 0 else 1)' ||
+    fail "job $id: no GPU memory of its own process (attribution of another user's process)"
+fi
 echo "== 5. the server's CPU with nothing running (sampling every GPU each second)"
 cpu0=$(server_cpu_ms) t0=$(date +%s.%N)
 sleep 20
@@ -150,7 +194,8 @@ report_cpu "server CPU, idle" "$cpu0" "$t0"
 awk -v cpu="$(sampler_cpu_s)" -v now="$(date +%s.%N)" -v t0="$STARTED_AT" 'BEGIN {
   printf "the sampler itself (drover_agent_sampler_cpu_seconds_total): %.3f s in %.0f s since the server started (%.2f ms per s)\n", cpu, now - t0, cpu * 1000 / (now - t0) }'
 echo "== 6. the sampler's own cost: fresh idle servers with sampling off and on, alternating"
-for round in 1 2; do
+[ "${QUICK:-0}" = 1 ] && echo "SKIPPED: QUICK=1"
+for round in $([ "${QUICK:-0}" = 1 ] || echo 1 2); do
   for sampling in off on; do
     stop_server
     rm -rf "$WORK/idle" && mkdir -p "$WORK/idle"
