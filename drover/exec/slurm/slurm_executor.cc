@@ -145,6 +145,7 @@ Result<SbatchOptions> SlurmExecutor::OptionsFor(const model::ExternalLaunch& lau
   DROVER_ASSIGN_OR_RETURN(
       std::optional<os::UnixAccount> account,
       os::AccountToRunAs(launch.run_as, launch.may_run_as_root, kWhereAccounts));
+  if (account && account->uid == geteuid()) account.reset();  // this process's own: as before
   return SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin,
                        std::move(account)};
 }

@@ -88,8 +88,8 @@ class SlurmExecutor final : public Executor {
   };
   Tracked TrackedOf(const model::ExternalRef& ref) const;
   // The rendering options of `launch`'s job, with the account it runs as when this process is
-  // root (os::AccountToRunAs: an account the server does not know, or root without
-  // may_run_as_root, is the error the launch fails with).
+  // root and the account is another (os::AccountToRunAs: an account the server does not know,
+  // or root without may_run_as_root, is the error the launch fails with).
   Result<SbatchOptions> OptionsFor(const model::ExternalLaunch& launch) const;
   std::string JobDir(JobId job) const;
   // Where arrays keep their task links and output: <runs>/arrays.
