@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -108,14 +107,8 @@ Result<std::optional<Account>> AccountOf(const model::LaunchSpec& spec) {
                           os::AccountToRunAs(spec.run_as, spec.may_run_as_root,
                                              fmt::format("on node {}", spec.node.value())));
   if (!found) return std::optional<Account>();
-  Account account{std::move(*found), {}};
-  int count = 32;
-  do {
-    account.groups.resize(static_cast<std::size_t>(count));
-  } while (
-      getgrouplist(account.user.name.c_str(), account.user.gid, account.groups.data(), &count) < 0);
-  account.groups.resize(static_cast<std::size_t>(count));
-  return std::optional<Account>(std::move(account));
+  std::vector<gid_t> groups = os::GroupsOf(*found);
+  return std::optional<Account>(Account{std::move(*found), std::move(groups)});
 }
 
 // The steps of the worker's child, between vfork and exec, that can fail.

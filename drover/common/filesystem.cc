@@ -48,13 +48,20 @@ class PosixFileSystem final : public FileSystem {
 
   Result<std::string> Read(const std::string& path, std::int64_t offset,
                            std::int64_t max_bytes) const override {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Without waiting: a FIFO (which a job may leave where a file is expected) would hold the
+    // caller until some writer opened it.
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return ErrnoError("cannot read", path, errno);
     struct stat info {};
-    if (fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
-      const int error = S_ISDIR(info.st_mode) ? EISDIR : errno;
+    if (fstat(fd, &info) != 0) {
+      const int error = errno;
       close(fd);
       return ErrnoError("cannot read", path, error);
+    }
+    if (!S_ISREG(info.st_mode)) {
+      close(fd);
+      if (S_ISDIR(info.st_mode)) return ErrnoError("cannot read", path, EISDIR);
+      return Internal(fmt::format("cannot read {}: not a regular file", path));
     }
     // Up to the size seen now (a file that grows meanwhile is read up to that size).
     const std::int64_t size = static_cast<std::int64_t>(info.st_size);

@@ -38,7 +38,7 @@ class FileSystem {
   virtual Result<FileInfo> LinkStat(const std::string& path) const = 0;
   // At most `max_bytes` of the file at `path` from byte `offset` (an offset at or past the end
   // reads nothing). kNotFound if it does not exist; kInternal if it cannot be read (a
-  // directory, no permission).
+  // directory, no permission, anything but a regular file: a FIFO is refused, not waited on).
   virtual Result<std::string> Read(
       const std::string& path, std::int64_t offset = 0,
       std::int64_t max_bytes = std::numeric_limits<std::int64_t>::max()) const = 0;

@@ -276,6 +276,8 @@ void Controller::EmitPublish(const Job& job, Step& step) const {
   publish.attempt = job.current_attempt()->number;
   publish.outputs =
       model::StagedOutputs(job.spec, job.id, publish.attempt, options_.value_outputs_root);
+  publish.run_as = job.run_as;
+  publish.may_run_as_root = job.may_run_as_root;
   step.effects.emplace_back(std::move(publish));
 }
 
@@ -285,6 +287,8 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
     DiscardOutputs discard;
     discard.outputs =
         model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root);
+    discard.run_as = job.run_as;
+    discard.may_run_as_root = job.may_run_as_root;
     step.effects.emplace_back(std::move(discard));
   }
   if (model::WasPreempted(attempt) && attempt.outcome == JobState::kReady &&

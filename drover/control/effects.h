@@ -48,15 +48,21 @@ struct SetWorkerTimeout {
 // Publish the outputs of an attempt whose workers all exited 0: move each staged path onto its
 // destination atomically, read each value. The driver answers with OnOutputsPublished; until
 // then the job stays running (holding nothing).
+// The job's files are its account's: a driver running as root moves and removes them with that
+// account's file permissions (Job::run_as, may_run_as_root; docs/security.md).
 struct PublishOutputs {
   JobId job;
   int attempt = 0;
   std::vector<model::StagedOutput> outputs;
+  std::string run_as;
+  bool may_run_as_root = false;
 };
 // Remove the staging locations of an attempt that will not publish (it failed, timed out, was
-// preempted or cancelled).
+// preempted or cancelled), as the job's account (as PublishOutputs).
 struct DiscardOutputs {
   std::vector<model::StagedOutput> outputs;
+  std::string run_as;
+  bool may_run_as_root = false;
 };
 // Hand an admitted attempt to its queue's external executor (model/executor.h); the driver
 // answers with OnExecutorEvent.

@@ -1,10 +1,15 @@
 #include "drover/os/unix_account.h"
 
 #include <fmt/format.h>
+#include <grp.h>
 #include <pwd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -38,6 +43,57 @@ Result<std::optional<UnixAccount>> AccountToRunAs(std::string_view run_as, bool 
         "job would run as root; the policy's accounts.allow_root does not list its owner");
   }
   return std::optional<UnixAccount>(std::move(account));
+}
+
+std::vector<gid_t> GroupsOf(const UnixAccount& account) {
+  std::vector<gid_t> groups;
+  int count = 32;
+  do {
+    groups.resize(static_cast<std::size_t>(count));
+  } while (getgrouplist(account.name.c_str(), account.gid, groups.data(), &count) < 0);
+  groups.resize(static_cast<std::size_t>(count));
+  return groups;
+}
+
+Status WithFileIdentityOf(const UnixAccount& account, const std::function<void()>& work) {
+  // setfsuid and setfsgid report no errors: -1 changes nothing and answers the current value.
+  const auto file_uid = [] { return static_cast<uid_t>(syscall(SYS_setfsuid, -1)); };
+  const auto file_gid = [] { return static_cast<gid_t>(syscall(SYS_setfsgid, -1)); };
+  const uid_t own_uid = file_uid();
+  const gid_t own_gid = file_gid();
+  std::vector<gid_t> own_groups(static_cast<std::size_t>(std::max(getgroups(0, nullptr), 0)));
+  if (getgroups(static_cast<int>(own_groups.size()), own_groups.data()) < 0) {
+    return Internal(fmt::format("cannot read this thread's groups: {}", std::strerror(errno)));
+  }
+  const std::vector<gid_t> groups = GroupsOf(account);
+  const auto restore = [&] {
+    syscall(SYS_setfsuid, own_uid);
+    syscall(SYS_setfsgid, own_gid);
+    if (syscall(SYS_setgroups, own_groups.size(), own_groups.data()) != 0 ||
+        file_uid() != own_uid || file_gid() != own_gid) {
+      std::fprintf(stderr,
+                   "drover: cannot restore this thread's file identity after acting as %s\n",
+                   account.name.c_str());
+      std::abort();
+    }
+  };
+  bool taken = syscall(SYS_setgroups, groups.size(), groups.data()) == 0;
+  if (taken) {
+    syscall(SYS_setfsgid, account.gid);
+    taken = file_gid() == account.gid;
+  }
+  if (taken) {
+    syscall(SYS_setfsuid, account.uid);
+    taken = file_uid() == account.uid;
+  }
+  if (!taken) {
+    restore();
+    return Internal(fmt::format("cannot act as Unix account {} (uid {}, gid {})", account.name,
+                                account.uid, account.gid));
+  }
+  work();
+  restore();
+  return OkStatus();
 }
 
 }  // namespace drover::os

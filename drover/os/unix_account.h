@@ -7,9 +7,11 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "drover/common/result.h"
 
@@ -34,5 +36,19 @@ struct UnixAccount {
 // queues' jobs").
 Result<std::optional<UnixAccount>> AccountToRunAs(std::string_view run_as, bool may_run_as_root,
                                                   std::string_view where);
+
+// `account`'s supplementary groups, its primary group included (getgrouplist).
+std::vector<gid_t> GroupsOf(const UnixAccount& account);
+
+// Runs `work` on this thread with the file permissions of `account` (its uid, primary group and
+// supplementary groups decide every file operation; the capabilities that bypass file
+// permissions are off meanwhile: capabilities(7), "Effect of user ID changes on
+// capabilities"), then restores this thread's own. Only this thread changes: the raw setfsuid,
+// setfsgid and setgroups system calls act per thread (glibc's setgroups would change every
+// thread's). For a root process acting on a user's files for the user (the server publishing a
+// job's outputs: a link the job left cannot make it write or read where the account may not).
+// kInternal when the identity cannot be taken (`work` did not run); the process aborts when its
+// own cannot be restored.
+Status WithFileIdentityOf(const UnixAccount& account, const std::function<void()>& work);
 
 }  // namespace drover::os

@@ -1,9 +1,14 @@
 #include "drover/os/unix_account.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <future>
+#include <thread>
 
 #include "drover/testing/unix_account.h"
 
@@ -68,6 +73,43 @@ TEST(AccountToRunAs, AsRootItIsTheAccountRootOnlyWithLeave) {
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
   EXPECT_EQ(unknown.error().message, "no such Unix account drover-no-such-account on node n1");
+}
+
+// As root (CI): while this thread acts as an account, files only root may read are closed to
+// it, and to it only (another thread of the process still reads them); after, open again.
+TEST(WithFileIdentityOf, OnlyThisThreadActsAsTheAccountAndOnlyMeanwhile) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to create an account and to switch";
+  auto created = testing::ScopedUnixAccount::Create("drover-f");
+  ASSERT_TRUE(created) << created.error().ToString();
+  const UnixAccount account{(*created)->name(), (*created)->uid(), (*created)->gid(), "/"};
+  char path[] = "/tmp/drover-identity-XXXXXX";
+  const int fd = mkstemp(path);  // mode 0600, root's
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto readable = [&] {
+    const int opened = open(path, O_RDONLY | O_CLOEXEC);
+    if (opened >= 0) close(opened);
+    return opened >= 0;
+  };
+  std::promise<void> switched;
+  std::promise<bool> other_thread_read;
+  std::thread other([&] {
+    switched.get_future().wait();
+    other_thread_read.set_value(readable());
+  });
+  bool inside = true;
+  bool other_read = false;
+  Status acted = WithFileIdentityOf(account, [&] {
+    inside = readable();
+    switched.set_value();
+    other_read = other_thread_read.get_future().get();
+  });
+  other.join();
+  ASSERT_TRUE(acted) << acted.error().ToString();
+  EXPECT_FALSE(inside) << "this thread still read a root-only file";
+  EXPECT_TRUE(other_read) << "another thread took the account's identity too";
+  EXPECT_TRUE(readable()) << "this thread's own identity was not restored";
+  unlink(path);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "drover/agent/outputs.h"
 #include "drover/model/access.h"
 #include "drover/model/dependency.h"
+#include "drover/os/unix_account.h"
 #include "drover/server/secret.h"
 
 namespace drover::server {
@@ -35,6 +37,28 @@ void ExitForRestart(const Error& error) {
 }
 
 namespace {
+
+// Runs `work` with the file permissions of a job's account (Job::run_as) when this process is
+// root and the account is another: the job wrote its staging files as that account, so a link
+// or a FIFO it left there must not make the server read, move or remove what the account may
+// not (os::WithFileIdentityOf). On the machine's file system only: `fs` otherwise (tests'
+// in-memory one) has no owners and runs `work` as it is. An error when the account cannot be
+// had (`work` did not run).
+Status AsJobAccount(const FileSystem& fs, const std::string& run_as, bool may_run_as_root,
+                    const std::function<void()>& work) {
+  if (&fs != &RealFileSystem()) {
+    work();
+    return OkStatus();
+  }
+  DROVER_ASSIGN_OR_RETURN(
+      std::optional<os::UnixAccount> account,
+      os::AccountToRunAs(run_as, may_run_as_root, "on the server, which publishes job outputs"));
+  if (!account || account->uid == geteuid()) {
+    work();
+    return OkStatus();
+  }
+  return os::WithFileIdentityOf(*account, work);
+}
 
 // `options` with server_user, when empty, set to the name of this process's effective user.
 control::Options WithServerUser(control::Options options) {
@@ -458,13 +482,18 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     }
   }
   void PublishOutputs(const control::PublishOutputs& publish) override {
-    Result<std::map<std::string, std::string>> published =
-        agent::PublishOutputs(publish.outputs, plane_.fs_);
+    Result<std::map<std::string, std::string>> published;
+    Status as_account = AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root, [&] {
+      published = agent::PublishOutputs(publish.outputs, plane_.fs_);
+    });
+    if (!as_account) published = tl::unexpected(as_account.error());
     feedback_.emplace_back(
         Published{publish.job, publish.attempt, std::move(published), plane_.clock_.Now()});
   }
   void DiscardOutputs(const control::DiscardOutputs& discard) override {
-    agent::DiscardStaging(discard.outputs, plane_.fs_);
+    Status as_account = AsJobAccount(plane_.fs_, discard.run_as, discard.may_run_as_root,
+                                     [&] { agent::DiscardStaging(discard.outputs, plane_.fs_); });
+    if (!as_account) spdlog::warn("discarding outputs: {}", as_account.error().message);
   }
   void SubmitExternal(const control::SubmitExternal& submit) override {
     // The job's token as for a local launch (LaunchWorker): added by the driver alone. The

@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -128,6 +129,19 @@ TEST_P(FileSystemContractTest, RemoveAllAndRemoveEmptyDirectory) {
 
 INSTANTIATE_TEST_SUITE_P(RealAndMemory, FileSystemContractTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Real" : "Memory"; });
+
+// A FIFO where a file is expected (a job's output, which the job itself wrote) is refused at
+// once: opening it to read would wait for a writer that never comes, holding the server's
+// thread.
+TEST(RealFileSystem, ReadRefusesAFifoWithoutWaiting) {
+  testing::TempDir dir("drover-fs-fifo");
+  const std::string fifo = dir.path() + "/value";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Result<std::string> read = RealFileSystem().Read(fifo);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().code, ErrorCode::kInternal);
+  EXPECT_THAT(read.error().message, ::testing::HasSubstr("not a regular file"));
+}
 
 TEST(MemoryFileSystem, AnInjectedFaultFailsThatOperationOnThatPathUntilHealed) {
   MemoryFileSystem memory;

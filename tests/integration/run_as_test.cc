@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "drover/testing/unix_account.h"
@@ -35,6 +36,16 @@ class RunAsUser : public IntegrationTest {
     }
     return json::parse(created->body).value("token", "");
   }
+
+  // A client of `server` that sends a member token of `user` (a test failure when there is none).
+  static std::unique_ptr<api::ApiClient> MemberClient(ServerProcess& server,
+                                                      const std::string& user) {
+    auto client = std::make_unique<api::ApiClient>(server.url());
+    const std::string token = TokenFor(server, server.token(), user);
+    EXPECT_FALSE(token.empty());
+    client->SetBearer(token);
+    return client;
+  }
 };
 
 TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
@@ -45,10 +56,8 @@ TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
   ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
   auto server = StartServer("data", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
-  const std::string token = TokenFor(*server, server->token(), (*account)->name());
-  ASSERT_FALSE(token.empty());
-  api::ApiClient client(server->url());
-  client.SetBearer(token);
+  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
+  api::ApiClient& client = *member;
   auto submitted = client.Post(
       "/v1/jobs",
       "kind: Job\nname: whoami\nresources: {cpu: 100m, memory: 16Mi}\ncommand: [id, -u]\n",
@@ -62,6 +71,54 @@ TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
   auto log = client.Get(fmt::format("/v1/jobs/{}/logs", id));
   ASSERT_TRUE(log) << log.error().ToString();
   EXPECT_EQ(log->body, fmt::format("{}\n", (*account)->uid()));
+}
+
+// The server publishes a job's outputs with its account's file permissions (docs/security.md,
+// "Outputs are published as the job's account"). A job that turns its staging directory into a
+// link to a folder only root may enter cannot make the server move the file of that name there
+// onto its output (before, the server, as root, followed the link and did); an output the
+// account staged itself publishes as before.
+TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
+  auto account = testing::ScopedUnixAccount::Create("drover-io");
+  ASSERT_TRUE(account) << account.error().ToString();
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string out = dir_.Sub("out");  // where the account may write its outputs
+  std::filesystem::create_directories(out);
+  ASSERT_EQ(chmod(out.c_str(), 0777), 0);
+  const std::string root_only = dir_.Sub("root-only");
+  std::filesystem::create_directories(root_only);
+  ASSERT_EQ(chmod(root_only.c_str(), 0700), 0);
+  WriteFile(root_only + "/result", "root's\n");
+  auto server = StartServer("data", "1xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
+  api::ApiClient& client = *member;
+  auto submit = [&](const std::string& name, const std::string& script) {
+    auto submitted = client.Post(
+        "/v1/jobs",
+        fmt::format(
+            "kind: Job\nname: {0}\nresources: {{cpu: 100m, memory: 16Mi}}\n"
+            "retry: {{max_attempts: 1}}\noutputs: [{{name: result, path: {1}/{0}/result}}]\n"
+            "script: {2}\n",
+            name, out, script),
+        "application/yaml");
+    EXPECT_TRUE(submitted) << submitted.error().ToString();
+    return submitted ? submitted->json["jobs"][0]["id"].get<std::int64_t>() : 0;
+  };
+  // Its staging directory (…/.drover-staging/job-ID.attempt-1) becomes a link to root_only.
+  const std::int64_t moving = submit(
+      "moving", "staging=$(dirname \"$DROVER_OUTPUT_RESULT\") && rmdir \"$staging\" && ln -s " +
+                    root_only + " \"$staging\"");
+  const std::int64_t own = submit("own", "echo 42 > \"$DROVER_OUTPUT_RESULT\"");
+
+  EXPECT_EQ(WaitForTerminal(client, moving), "failed") << ProcessLogs(server.get(), {});
+  EXPECT_NE(GetJob(client, moving).dump().find("Permission denied"), std::string::npos)
+      << GetJob(client, moving).dump(2);
+  EXPECT_EQ(ReadFile(root_only + "/result"), "root's\n") << "root's file was moved";
+  EXPECT_FALSE(std::filesystem::exists(out + "/moving/result"));
+  EXPECT_EQ(WaitForTerminal(client, own), "succeeded") << GetJob(client, own).dump(2);
+  EXPECT_EQ(ReadFile(out + "/own/result"), "42\n");
 }
 
 TEST_F(RunAsUser, ACheckpointDirThatClimbsOutOfTheBaseDirectoryIsRefused) {
