@@ -391,6 +391,14 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
     exit_ = Failed(127, account.error().message);
     return false;
   }
+  // The folders in Drover's own (account_dirs) the account may not create: made here, as root,
+  // and given to it; the child then finds them among make_dirs.
+  for (const std::string& dir : *account ? spec.account_dirs : std::vector<std::string>()) {
+    if (Status given = os::GiveDirectory(dir, (*account)->user); !given) {
+      exit_ = Failed(127, given.error().message);
+      return false;
+    }
+  }
   // Everything the child needs is prepared before vfork (ChildPlan).
   std::vector<std::string> env_strings;
   for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);

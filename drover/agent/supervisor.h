@@ -15,7 +15,10 @@ namespace drover::agent {
 //      unknown one is recorded as exit code 127 with "no such Unix account <name> on node
 //      <node>", a root one (uid 0) without may_run_as_root as exit code 127 with "job would run
 //      as root; the policy's accounts.allow_root does not list its owner", and nothing is
-//      started (docs/security.md). Not root, it ignores run_as. Then starts the worker with
+//      started (docs/security.md). Switching, it first creates each of account_dirs (folders of
+//      Drover's the account may not create: value outputs' staging) as root and gives it to the
+//      account (exit code 127, "cannot create directory ..." or "cannot give directory ..." when
+//      it cannot). Not root, it ignores run_as. Then starts the worker with
 //      vfork (the child shares the supervisor's memory until its exec, so everything it uses is
 //      prepared before and it makes system calls only; a fork copied the supervisor's page
 //      tables for each worker: docs/benchmarks.md, "The worker started with vfork"): own

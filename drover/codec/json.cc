@@ -630,6 +630,7 @@ Status Decode(const json& j, const std::string& path, model::LaunchSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "kill_grace_ms", &out->kill_grace_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
   DROVER_RETURN_IF_ERROR(Field(j, path, "make_dirs", &out->make_dirs));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "account_dirs", &out->account_dirs));
   DROVER_RETURN_IF_ERROR(Field(j, path, "run_as", &out->run_as));
   DROVER_RETURN_IF_ERROR(Field(j, path, "may_run_as_root", &out->may_run_as_root));
   return OkStatus();
@@ -1380,6 +1381,7 @@ json ToJson(const model::LaunchSpec& launch) {
   out["kill_grace_ms"] = launch.kill_grace_ms;
   if (!launch.checkpoint_dir.empty()) out["checkpoint_dir"] = launch.checkpoint_dir;
   if (!launch.make_dirs.empty()) out["make_dirs"] = launch.make_dirs;
+  if (!launch.account_dirs.empty()) out["account_dirs"] = launch.account_dirs;
   if (!launch.run_as.empty()) out["run_as"] = launch.run_as;
   if (launch.may_run_as_root) out["may_run_as_root"] = true;
   return out;

@@ -278,9 +278,11 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   model::LaunchSpec launch = testing::SampleLaunchSpec();
   launch.checkpoint_dir.clear();
   launch.make_dirs.clear();
+  launch.account_dirs.clear();
   launch.run_as.clear();
   launch.may_run_as_root = false;
-  for (const char* key : {"checkpoint_dir", "make_dirs", "run_as", "may_run_as_root"}) {
+  for (const char* key :
+       {"checkpoint_dir", "make_dirs", "account_dirs", "run_as", "may_run_as_root"}) {
     EXPECT_FALSE(ToJson(launch).contains(key)) << key;
   }
 

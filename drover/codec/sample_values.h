@@ -215,6 +215,7 @@ inline model::LaunchSpec SampleLaunchSpec() {
   launch.kill_grace_ms = 5'000;
   launch.checkpoint_dir = "/ckpt/llm";
   launch.make_dirs = {"/out/.drover-staging/job-42.attempt-2", "/var/drover/values/42.2"};
+  launch.account_dirs = {"/var/drover/values/42.2"};
   launch.run_as = "alice-unix";
   launch.may_run_as_root = true;
   return launch;

@@ -34,6 +34,7 @@ AttemptContract ContractOf(const model::Job& job, int num_workers, int master_po
     if (std::find(contract.make_dirs.begin(), contract.make_dirs.end(), dir) ==
         contract.make_dirs.end()) {
       contract.make_dirs.push_back(dir);
+      if (output.destination.empty()) contract.account_dirs.push_back(dir);
     }
   }
   return contract;
@@ -67,6 +68,7 @@ model::ExternalLaunch MakeExternalLaunch(const model::Job& job,
   launch.spec = job.spec;
   launch.env = std::move(contract.env);
   launch.make_dirs = std::move(contract.make_dirs);
+  launch.account_dirs = std::move(contract.account_dirs);
   launch.kill_grace_ms = kill_grace_ms;
   launch.requeue = RequeuesInEngine(job.spec);
   launch.run_as = job.run_as;

@@ -23,6 +23,9 @@ struct AttemptContract {
   std::map<std::string, std::string> env;
   // The checkpoint directory and the directories of the staging locations, without repeats.
   std::vector<std::string> make_dirs;
+  // Of make_dirs, the value outputs' staging directories (under value_outputs_root, a folder of
+  // the server's that the job's account may not write: LaunchSpec::account_dirs).
+  std::vector<std::string> account_dirs;
 };
 
 // The rendezvous port of (job, attempt), spread deterministically over [base, base + span).

@@ -148,6 +148,7 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
       options_.value_outputs_root);
   spec.env = std::move(contract.env);
   spec.make_dirs = std::move(contract.make_dirs);
+  spec.account_dirs = std::move(contract.account_dirs);
   std::string visible;
   for (int gpu : worker.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
   const Worker& master = attempt.workers.front();

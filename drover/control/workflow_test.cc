@@ -116,6 +116,10 @@ TEST_F(WorkflowTest, OutputsArePublishedBeforeTheJobSucceedsAndOnlyOnSuccess) {
   EXPECT_THAT(launch.make_dirs,
               ElementsAre(fmt::format("/out/.drover-staging/job-{}.attempt-1", id.value()),
                           fmt::format("/values/job-{}/attempt-1", id.value())));
+  // The value's folder is in the server's: an agent gives it to the job's account first.
+  EXPECT_THAT(launch.account_dirs,
+              ElementsAre(fmt::format("/values/job-{}/attempt-1", id.value())));
+  EXPECT_EQ(launch.run_as, "alice");
 
   Event(Started(id, 1, 0, kT0 + 1));
   Step exited = Event(Exited(id, 1, 0, 0, kT0 + 2));
@@ -123,6 +127,7 @@ TEST_F(WorkflowTest, OutputsArePublishedBeforeTheJobSucceedsAndOnlyOnSuccess) {
   auto publish = EffectsOf<PublishOutputs>(exited);
   ASSERT_EQ(publish.size(), 1u);
   EXPECT_EQ(publish[0].job, id);
+  EXPECT_EQ(publish[0].run_as, "alice");  // published with the account's file permissions
   ASSERT_EQ(publish[0].outputs.size(), 2u);
   EXPECT_EQ(publish[0].outputs[0].staging, staged_model);
   EXPECT_EQ(publish[0].outputs[0].destination, "/out/model.pt");
@@ -158,6 +163,7 @@ TEST_F(WorkflowTest, AFailedAttemptDiscardsItsStagingAndAFailedPublicationFailsT
   auto discard = EffectsOf<DiscardOutputs>(failed);
   ASSERT_EQ(discard.size(), 1u);
   EXPECT_EQ(discard[0].outputs[0].destination, "/out/model.pt");
+  EXPECT_EQ(discard[0].run_as, "alice");  // removed with the account's file permissions
   EXPECT_EQ(State(id), JobState::kReady);
 
   Step second = RunToExit(id, 0, kT0 + 10, 2);

@@ -109,6 +109,9 @@ struct ExternalLaunch {
   std::map<std::string, std::string> env;
   // Directories to create before the job starts (checkpoint dir, output staging).
   std::vector<std::string> make_dirs;
+  // Of make_dirs, those an executor that submits as another account creates as itself and gives
+  // to the account first (LaunchSpec::account_dirs).
+  std::vector<std::string> account_dirs;
   DurationMs kill_grace_ms = 10'000;
   // Ask the engine to requeue the job itself after a preemption or a node failure (Slurm's
   // --requeue): set when Drover's retry policy would start another attempt after either.

@@ -1,5 +1,6 @@
 #include "drover/os/unix_account.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
 #include <pwd.h>
@@ -11,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 namespace drover::os {
@@ -43,6 +46,21 @@ Result<std::optional<UnixAccount>> AccountToRunAs(std::string_view run_as, bool 
         "job would run as root; the policy's accounts.allow_root does not list its owner");
   }
   return std::optional<UnixAccount>(std::move(account));
+}
+
+Status GiveDirectory(const std::string& dir, const UnixAccount& account) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Internal(fmt::format("cannot create directory {}: {}", dir, ec.message()));
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fchown(fd, account.uid, account.gid) != 0) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    return Internal(fmt::format("cannot give directory {} to Unix account {}: {}", dir,
+                                account.name, std::strerror(error)));
+  }
+  close(fd);
+  return OkStatus();
 }
 
 std::vector<gid_t> GroupsOf(const UnixAccount& account) {

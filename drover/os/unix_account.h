@@ -37,6 +37,12 @@ struct UnixAccount {
 Result<std::optional<UnixAccount>> AccountToRunAs(std::string_view run_as, bool may_run_as_root,
                                                   std::string_view where);
 
+// Creates `dir` with its missing parents (as this process, mode 0755 under the umask) and gives
+// `dir` itself to `account` (its uid and primary group), not through a link: a folder of
+// Drover's in which a job running as the account must write (a Slurm attempt's folder, a value
+// output's staging folder). kInternal naming the folder when it cannot.
+Status GiveDirectory(const std::string& dir, const UnixAccount& account);
+
 // `account`'s supplementary groups, its primary group included (getgrouplist).
 std::vector<gid_t> GroupsOf(const UnixAccount& account);
 

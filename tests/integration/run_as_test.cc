@@ -37,6 +37,20 @@ class RunAsUser : public IntegrationTest {
     return json::parse(created->body).value("token", "");
   }
 
+  // Submits job `name` (one attempt) running `script` with the output `output` (a flow mapping:
+  // {name: N} or {name: N, path: P}); its id (0, with a test failure, when refused).
+  static std::int64_t SubmitWithOutput(api::ApiClient& client, const std::string& name,
+                                       const std::string& output, const std::string& script) {
+    auto submitted =
+        client.Post("/v1/jobs",
+                    fmt::format("kind: Job\nname: {}\nresources: {{cpu: 100m, memory: 16Mi}}\n"
+                                "retry: {{max_attempts: 1}}\noutputs: [{}]\nscript: {}\n",
+                                name, output, script),
+                    "application/yaml");
+    EXPECT_TRUE(submitted) << submitted.error().ToString();
+    return submitted ? submitted->json["jobs"][0]["id"].get<std::int64_t>() : 0;
+  }
+
   // A client of `server` that sends a member token of `user` (a test failure when there is none).
   static std::unique_ptr<api::ApiClient> MemberClient(ServerProcess& server,
                                                       const std::string& user) {
@@ -95,16 +109,8 @@ TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
   std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
   api::ApiClient& client = *member;
   auto submit = [&](const std::string& name, const std::string& script) {
-    auto submitted = client.Post(
-        "/v1/jobs",
-        fmt::format(
-            "kind: Job\nname: {0}\nresources: {{cpu: 100m, memory: 16Mi}}\n"
-            "retry: {{max_attempts: 1}}\noutputs: [{{name: result, path: {1}/{0}/result}}]\n"
-            "script: {2}\n",
-            name, out, script),
-        "application/yaml");
-    EXPECT_TRUE(submitted) << submitted.error().ToString();
-    return submitted ? submitted->json["jobs"][0]["id"].get<std::int64_t>() : 0;
+    return SubmitWithOutput(client, name,
+                            fmt::format("{{name: result, path: {}/{}/result}}", out, name), script);
   };
   // Its staging directory (…/.drover-staging/job-ID.attempt-1) becomes a link to root_only.
   const std::int64_t moving = submit(
@@ -119,6 +125,41 @@ TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
   EXPECT_FALSE(std::filesystem::exists(out + "/moving/result"));
   EXPECT_EQ(WaitForTerminal(client, own), "succeeded") << GetJob(client, own).dump(2);
   EXPECT_EQ(ReadFile(out + "/own/result"), "42\n");
+}
+
+// A value output stages in a folder under the server's data folder, which the agent creates and
+// gives to the job's account (the account may not create it there); the server reads it with
+// the account's permissions: a value the job wrote publishes, one it made a link to a file only
+// root may read does not (before, that file's first line became the job's output), and a FIFO in
+// its place fails at once rather than holding the server's thread.
+TEST_F(RunAsUser, AValueOutputIsTheAccountsOwnToWriteAndOnlyItsOwnIsRead) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
+  auto account = testing::ScopedUnixAccount::Create("drover-iv");
+  ASSERT_TRUE(account) << account.error().ToString();
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string secret = dir_.Sub("root-only");
+  WriteFile(secret, "TOPSECRET\n");
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  auto server = StartServer("data", "1xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
+  api::ApiClient& client = *member;
+  auto submit = [&](const std::string& name, const std::string& script) {
+    return SubmitWithOutput(client, name, "{name: value}", script);
+  };
+  const std::int64_t own = submit("own", "echo 42 > \"$DROVER_OUTPUT_VALUE\"");
+  const std::int64_t leak = submit("leak", "ln -s " + secret + " \"$DROVER_OUTPUT_VALUE\"");
+  const std::int64_t fifo = submit("fifo", "mkfifo \"$DROVER_OUTPUT_VALUE\"");
+
+  EXPECT_EQ(WaitForTerminal(client, own), "succeeded") << GetJob(client, own).dump(2);
+  EXPECT_EQ(GetJob(client, own)["outputs"]["value"], "42");
+  EXPECT_EQ(WaitForTerminal(client, leak), "failed") << GetJob(client, leak).dump(2);
+  const std::string leaked = GetJob(client, leak).dump();
+  EXPECT_EQ(leaked.find("TOPSECRET"), std::string::npos) << leaked;
+  EXPECT_NE(leaked.find("Permission denied"), std::string::npos) << leaked;
+  EXPECT_EQ(WaitForTerminal(client, fifo), "failed") << GetJob(client, fifo).dump(2);
+  EXPECT_NE(GetJob(client, fifo).dump().find("not a regular file"), std::string::npos)
+      << GetJob(client, fifo).dump(2);
 }
 
 TEST_F(RunAsUser, ACheckpointDirThatClimbsOutOfTheBaseDirectoryIsRefused) {

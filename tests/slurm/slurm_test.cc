@@ -760,7 +760,7 @@ TEST_F(SlurmTest, AnAdministratorsRequeueIsContinuedAcrossAServerRestart) {
 // Jobs run as their users (docs/security.md) on Slurm too: the server, as root, submits a
 // member's jobs as the member's Unix account, a lone job and a file of like jobs (an array)
 // alike. Each runs with the account's uid, gid, HOME and USER, in an attempt folder the account
-// owns, where Slurm wrote its output as the account.
+// owns, where Slurm wrote its output as the account, and publishes a value output.
 TEST_F(SlurmTest, AMembersJobsRunAsItsUnixAccountAloneOrAsAnArray) {
   auto account = testing::ScopedUnixAccount::Create("drover-su");
   ASSERT_TRUE(account) << account.error().ToString();
@@ -776,7 +776,9 @@ TEST_F(SlurmTest, AMembersJobsRunAsItsUnixAccountAloneOrAsAnArray) {
   auto job = [&](int i) {
     return fmt::format(
         "kind: Job\nname: who{0}\nqueue: hpc\nresources: {{cpu: 1, memory: 100Mi}}\n"
-        "script: echo $(id -u) $(id -g) $HOME $USER > {1}/who{0} && touch mine && echo done\n",
+        "outputs: [{{name: greeting}}]\n"
+        "script: echo $(id -u) $(id -g) $HOME $USER > {1}/who{0} && touch mine && echo done && "
+        "echo hello{0} > \"$DROVER_OUTPUT_GREETING\"\n",
         i, out);
   };
   std::vector<std::int64_t> ids = Submit(member, job(0));
@@ -790,6 +792,8 @@ TEST_F(SlurmTest, AMembersJobsRunAsItsUnixAccountAloneOrAsAnArray) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     EXPECT_EQ(WaitForTerminal(*client_, ids[i]), "succeeded") << Job(ids[i]).dump(2);
     EXPECT_EQ(ReadFile(fmt::format("{}/who{}", out, i)), expected + "\n") << i;
+    // A value output, in a folder of the server's given to the account, read as the account.
+    EXPECT_EQ(Job(ids[i])["outputs"]["greeting"], fmt::format("hello{}", i)) << Job(ids[i]).dump(2);
     if (i == 2) {
       EXPECT_THAT(Attempt(ids[i], 0)["external_id"].get<std::string>(), HasSubstr("_"))
           << "the file went as an array";

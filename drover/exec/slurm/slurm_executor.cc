@@ -28,7 +28,7 @@ std::string Trim(std::string text) {
 }
 
 // Writes `text` to `path` whole, under a temporary name first, so that no reader (a run, a
-// restarted server) sees half of it. The directory may be the job's account's (PrepareDir): the
+// restarted server) sees half of it. The directory may be the job's account's (PrepareDirs): the
 // temporary file is created afresh, never through a link or a file the account left there, and
 // the rename replaces whatever `path` was without writing through it.
 std::error_code WriteWhole(const std::string& path, const std::string& text) {
@@ -75,23 +75,22 @@ std::string ReadWord(const std::string& path, int index = 0) {
   return word;
 }
 
-// Creates `dir` (and its parents) and, when the job runs as `account`, makes it the account's:
-// Slurm opens the job's output there as the account, and the job's script writes its timeout
-// marker and an array task's job id there. "" or why not.
-std::string PrepareDir(const std::string& dir, const std::optional<os::UnixAccount>& account) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return fmt::format("creating {}: {}", dir, ec.message());
-  if (!account) return "";
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || fchown(fd, account->uid, account->gid) != 0) {
-    const int error = errno;
-    if (fd >= 0) close(fd);
-    return fmt::format("giving {} to Unix account {}: {}", dir, account->name,
-                       std::strerror(error));
+// Creates the attempt's folder `dir` and the launch's account_dirs and, when the job runs as
+// `account`, gives them to the account (os::GiveDirectory): Slurm opens the job's output in the
+// attempt's folder as the account, the job's script writes its timeout marker and an array
+// task's job id there, and the job writes its value outputs in the others. "" or why not.
+std::string PrepareDirs(const std::string& dir, const model::ExternalLaunch& launch,
+                        const std::optional<os::UnixAccount>& account) {
+  if (!account) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    return ec ? fmt::format("creating {}: {}", dir, ec.message()) : "";
   }
-  close(fd);
-  return "";
+  Status given = os::GiveDirectory(dir, *account);
+  for (auto it = launch.account_dirs.begin(); given && it != launch.account_dirs.end(); ++it) {
+    given = os::GiveDirectory(*it, *account);
+  }
+  return given ? "" : given.error().message;
 }
 
 // `launch` rendered with `options`, or why there are none.
@@ -385,7 +384,7 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
   Result<Sbatch> sbatch = RenderWith(launch, options);
   if (!sbatch) {
     handed.error = sbatch.error().message;
-  } else if (std::string error = PrepareDir(tracked.attempt_dir, options->account);
+  } else if (std::string error = PrepareDirs(tracked.attempt_dir, launch, options->account);
              !error.empty()) {
     handed.error = std::move(error);
   } else {
@@ -426,7 +425,9 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
       one.error = sbatch.error().message;
       continue;
     }
-    if (one.error = PrepareDir(attempt_dir, options->account); !one.error.empty()) continue;
+    if (one.error = PrepareDirs(attempt_dir, launches[i], options->account); !one.error.empty()) {
+      continue;
+    }
     // The task's script, then its marker (a restart that finds the marker finds the script),
     // then the task's link to it.
     std::error_code write_ec =
@@ -484,8 +485,8 @@ void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
   held_.erase(id);
   const std::string contract = ContractFile(tracked.attempt_dir);
   Result<SbatchOptions> options = OptionsFor(launch);
-  std::string error =
-      options ? PrepareDir(tracked.attempt_dir, options->account) : options.error().message;
+  std::string error = options ? PrepareDirs(tracked.attempt_dir, launch, options->account)
+                              : options.error().message;
   if (error.empty()) {
     if (std::error_code ec = WriteWhole(contract, RenderContract(launch, *options)); ec) {
       error = fmt::format("writing {}: {}", contract, ec.message());
@@ -659,7 +660,7 @@ bool SlurmExecutor::Observe(Tracked& tracked, const SlurmJob& job) {
   }
   if (final) {
     std::error_code ec;
-    // Not through a link: the folder is the job's account's (PrepareDir).
+    // Not through a link: the folder is the job's account's (PrepareDirs).
     const bool marker = std::filesystem::exists(
         std::filesystem::symlink_status(TimeoutMarker(tracked.attempt_dir), ec));
     model::ExecutorEvent event;
