@@ -393,8 +393,8 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
   }
   // The folders in Drover's own (account_dirs) the account may not create: made here, as root,
   // and given to it; the child then finds them among make_dirs.
-  for (const std::string& dir : *account ? spec.account_dirs : std::vector<std::string>()) {
-    if (Status given = os::GiveDirectory(dir, (*account)->user); !given) {
+  for (std::size_t i = 0; *account && i < spec.account_dirs.size(); ++i) {
+    if (Status given = os::GiveDirectory(spec.account_dirs[i], (*account)->user); !given) {
       exit_ = Failed(127, given.error().message);
       return false;
     }

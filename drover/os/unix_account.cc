@@ -109,7 +109,12 @@ Status WithFileIdentityOf(const UnixAccount& account, const std::function<void()
     return Internal(fmt::format("cannot act as Unix account {} (uid {}, gid {})", account.name,
                                 account.uid, account.gid));
   }
-  work();
+  try {
+    work();
+  } catch (...) {
+    restore();
+    throw;
+  }
   restore();
   return OkStatus();
 }
