@@ -1,40 +1,21 @@
 #include "drover/agent/worker_files.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "drover/codec/json.h"
 #include "drover/common/filesystem.h"
+#include "drover/os/files.h"
 
 namespace drover::agent {
 namespace {
 
 using nlohmann::json;
-
-tl::unexpected<Error> ErrnoError(std::string_view what, const std::string& path, int error) {
-  return Internal(fmt::format("{} {}: {}", what, path, std::strerror(error)));
-}
-
-Status WriteAll(int fd, std::string_view content, const std::string& path) {
-  while (!content.empty()) {
-    ssize_t n = write(fd, content.data(), content.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot write", path, errno);
-    }
-    content.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return OkStatus();
-}
 
 std::string Join(const std::string& dir, const char* name) { return dir + "/" + name; }
 
@@ -57,40 +38,14 @@ Result<std::int64_t> IntField(const json& obj, const char* key, const std::strin
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::string_view content, Durability durability,
-                           int mode) {
-  const bool synced = durability == Durability::kSynced;
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
-  if (fd < 0) return ErrnoError("cannot create", tmp, errno);
-  Status written = WriteAll(fd, content, tmp);
-  if (written && synced && fsync(fd) != 0) written = ErrnoError("cannot fsync", tmp, errno);
-  close(fd);
-  if (written && rename(tmp.c_str(), path.c_str()) != 0) {
-    written = ErrnoError("cannot rename to", path, errno);
-  }
-  if (!written) {
-    unlink(tmp.c_str());
-    return written;
-  }
-  if (!synced) return OkStatus();
-  std::size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-  int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    fsync(dir_fd);  // Best effort: the rename is already visible to other processes.
-    close(dir_fd);
-  }
-  return OkStatus();
-}
-
 Status WriteSupervisorFile(const std::string& dir, const ProcessIdentity& identity) {
   json j{{"pid", identity.pid}, {"start_time", identity.start_time}};
   // Not synced: it names a process that dies with the machine. After a power loss the worker is
   // reported lost with or without it (LocalRuntime: a dead supervisor at once, a missing file
   // once launch.json is older than the start grace); a crash of the server loses nothing (the
   // rename is visible at once).
-  return WriteFileAtomically(Join(dir, kSupervisorFile), codec::DumpJson(j), Durability::kVisible);
+  return os::WriteFileAtomically(Join(dir, kSupervisorFile), codec::DumpJson(j),
+                                 os::Durability::kVisible);
 }
 
 Result<ProcessIdentity> ReadSupervisorFile(const std::string& dir) {
@@ -106,7 +61,8 @@ Status WriteStartedFile(const std::string& dir, const StartedRecord& record) {
   // Not synced, as supervisor.json: the process it records dies with the machine; a worker whose
   // started.json a power loss took is reported lost all the same (its exit is what counts, and
   // exit.json, the record of the outcome, is synced).
-  return WriteFileAtomically(Join(dir, kStartedFile), codec::DumpJson(j), Durability::kVisible);
+  return os::WriteFileAtomically(Join(dir, kStartedFile), codec::DumpJson(j),
+                                 os::Durability::kVisible);
 }
 
 Result<StartedRecord> ReadStartedFile(const std::string& dir) {
@@ -120,7 +76,7 @@ Result<StartedRecord> ReadStartedFile(const std::string& dir) {
 Status WriteExitFile(const std::string& dir, const ExitRecord& record) {
   json j = codec::ToJson(record.exit);
   j["at"] = record.at;
-  return WriteFileAtomically(Join(dir, kExitFile), codec::DumpJson(j));
+  return os::WriteFileAtomically(Join(dir, kExitFile), codec::DumpJson(j));
 }
 
 Result<ExitRecord> ReadExitFile(const std::string& dir) {
@@ -136,8 +92,8 @@ Status WriteLaunchFile(const std::string& dir, const model::LaunchSpec& spec) {
   // the supervisor it is for dies with the machine; after a power loss the worker is reported
   // lost whether the file survived or not (LocalRuntime::Adopt). Readable by the agent's user
   // alone: the env holds the values of the job's secret_env (docs/security.md, "Secrets").
-  return WriteFileAtomically(Join(dir, kLaunchFile), codec::DumpJson(codec::ToJson(spec)),
-                             Durability::kVisible, 0600);
+  return os::WriteFileAtomically(Join(dir, kLaunchFile), codec::DumpJson(codec::ToJson(spec)),
+                                 os::Durability::kVisible, 0600);
 }
 
 Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {
@@ -148,7 +104,7 @@ Result<model::LaunchSpec> ReadLaunchFile(const std::string& dir) {
 
 Status WritePreemptNotice(const std::string& dir, const PreemptNotice& notice) {
   json j{{"reason", notice.reason}, {"deadline_ms", notice.deadline_ms}};
-  return WriteFileAtomically(Join(dir, kPreemptNoticeFile), codec::DumpJson(j));
+  return os::WriteFileAtomically(Join(dir, kPreemptNoticeFile), codec::DumpJson(j));
 }
 
 Result<PreemptNotice> ReadPreemptNotice(const std::string& dir) {
@@ -163,9 +119,9 @@ Result<PreemptNotice> ReadPreemptNotice(const std::string& dir) {
 }
 
 Status WriteTimeoutFile(const std::string& dir, DurationMs timeout_ms) {
-  return WriteFileAtomically(Join(dir, kTimeoutFile),
-                             codec::DumpJson(json{{"timeout_ms", timeout_ms}}),
-                             Durability::kVisible);
+  return os::WriteFileAtomically(Join(dir, kTimeoutFile),
+                                 codec::DumpJson(json{{"timeout_ms", timeout_ms}}),
+                                 os::Durability::kVisible);
 }
 
 Result<DurationMs> ReadTimeoutFile(const std::string& dir) {

@@ -1,7 +1,7 @@
 #pragma once
 
 // The file protocol between LocalRuntime and `drover supervise` (one directory per worker).
-// Every file is written atomically (a temporary file, rename), so a reader sees either nothing or
+// Every file is written atomically (os::WriteFileAtomically), so a reader sees either nothing or
 // the whole file. Only exit.json and preempt-notice are also synced (fsync of the file and the
 // directory), to outlive a power loss: the others record processes that die with the machine
 // (see WriteLaunchFile, WriteSupervisorFile, WriteStartedFile), and each fsync costs about
@@ -77,21 +77,6 @@ struct ExitRecord {
   model::ExitStatus exit;
   TimeMs at = 0;
 };
-
-// Whether an atomic write survives a crash of the machine, or only of the processes.
-enum class Durability {
-  // fsync of the file before the rename and of the directory after (about 6.5 ms on this
-  // project's VMs): the record outlives a power loss.
-  kSynced,
-  // The rename alone: every process sees the whole file or none, at once; a power loss may lose
-  // it. For records of processes that do not survive a machine crash themselves.
-  kVisible,
-};
-
-// Writes `content` to `path` through "path.tmp.<pid>" + rename (with `durability`'s syncs), the
-// file created with `mode` (less the umask). kInternal with the errno text on failure.
-Status WriteFileAtomically(const std::string& path, std::string_view content,
-                           Durability durability = Durability::kSynced, int mode = 0644);
 
 // Encoders and decoders of the files above. Decoders return kNotFound when the file does not
 // exist and kInvalidArgument when it is not what it should be.

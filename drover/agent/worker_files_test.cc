@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "drover/os/files.h"
 #include "drover/testing/temp_dir.h"
 
 namespace drover::agent {
@@ -70,9 +71,9 @@ TEST_F(WorkerFilesTest, LaunchFileIsReadableByItsOwnerAloneSinceItsEnvHoldsSecre
 
 TEST_F(WorkerFilesTest, MissingFileIsNotFoundAndGarbageIsInvalid) {
   EXPECT_EQ(ReadExitFile(dir_).error().code, ErrorCode::kNotFound);
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + kSupervisorFile, "{\"pid\": \"x\"}"));
+  ASSERT_TRUE(os::WriteFileAtomically(dir_ + "/" + kSupervisorFile, "{\"pid\": \"x\"}"));
   EXPECT_EQ(ReadSupervisorFile(dir_).error().code, ErrorCode::kInvalidArgument);
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/" + kExitFile, "not json"));
+  ASSERT_TRUE(os::WriteFileAtomically(dir_ + "/" + kExitFile, "not json"));
   EXPECT_EQ(ReadExitFile(dir_).error().code, ErrorCode::kInvalidArgument);
 }
 

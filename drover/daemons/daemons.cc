@@ -35,6 +35,7 @@
 #include "drover/exec/slurm/slurm_executor.h"
 #include "drover/model/metrics.h"
 #include "drover/os/allocator.h"
+#include "drover/os/files.h"
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
 #include "drover/server/leader_election.h"
@@ -558,8 +559,11 @@ int ServerCommand(const ServerFlags& flags) {
               << std::endl;
   }
   if (!flags.ready_file.empty()) {
-    std::ofstream(flags.ready_file + ".tmp") << url << "\n";
-    std::filesystem::rename(flags.ready_file + ".tmp", flags.ready_file);
+    if (Status written =
+            os::WriteFileAtomically(flags.ready_file, url + "\n", os::Durability::kVisible);
+        !written) {
+      std::cerr << "drover server: " << written.error().message << std::endl;
+    }
   }
   while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::cout << "drover server stopping; running workers keep running under their supervisors"

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "drover/cli/cli.h"
 #include "drover/daemons/daemons.h"
 #include "drover/gateway/gateway.h"
+#include "drover/os/files.h"
 
 namespace drover::daemons {
 namespace {
@@ -48,8 +48,11 @@ int GatewayCommand(const GatewayFlags& flags, const std::string& server, const s
   if (!gateway) return fail(gateway.error());
   const std::string url = fmt::format("http://{}:{}", address->first, (*gateway)->port());
   if (!flags.ready_file.empty()) {
-    std::ofstream(flags.ready_file + ".tmp") << url << "\n";
-    std::rename((flags.ready_file + ".tmp").c_str(), flags.ready_file.c_str());
+    if (Status written =
+            os::WriteFileAtomically(flags.ready_file, url + "\n", os::Durability::kVisible);
+        !written) {
+      fmt::print(stderr, "drover gateway: {}\n", written.error().message);
+    }
   }
   fmt::print(stderr, "drover gateway: serving on {}{}\n", url,
              server.empty() ? "" : fmt::format(" (services from {})", server));

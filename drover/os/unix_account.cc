@@ -48,6 +48,15 @@ Result<std::optional<UnixAccount>> AccountToRunAs(std::string_view run_as, bool 
   return std::optional<UnixAccount>(std::move(account));
 }
 
+Result<std::optional<UnixAccount>> OtherAccountToRunAs(std::string_view run_as,
+                                                       bool may_run_as_root,
+                                                       std::string_view where) {
+  DROVER_ASSIGN_OR_RETURN(std::optional<UnixAccount> account,
+                          AccountToRunAs(run_as, may_run_as_root, where));
+  if (account && account->uid == geteuid()) account.reset();
+  return account;
+}
+
 Status GiveDirectory(const std::string& dir, const UnixAccount& account) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

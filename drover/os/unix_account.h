@@ -37,6 +37,14 @@ struct UnixAccount {
 Result<std::optional<UnixAccount>> AccountToRunAs(std::string_view run_as, bool may_run_as_root,
                                                   std::string_view where);
 
+// AccountToRunAs, and none as well when the account is this process's own (its uid the
+// effective one): for a driver that acts for the job in another account's name only when the
+// account is another (the Slurm executor's submissions, the server's publishing of outputs); a
+// job of the process's own account goes exactly as the process's own work.
+Result<std::optional<UnixAccount>> OtherAccountToRunAs(std::string_view run_as,
+                                                       bool may_run_as_root,
+                                                       std::string_view where);
+
 // Creates `dir` with its missing parents (as this process, mode 0755 under the umask) and gives
 // `dir` itself to `account` (its uid and primary group), not through a link: a folder of
 // Drover's in which a job running as the account must write (a Slurm attempt's folder, a value

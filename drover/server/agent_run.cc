@@ -1,7 +1,5 @@
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +19,7 @@
 #include "drover/api/request.h"
 #include "drover/api/tls_client.h"
 #include "drover/codec/json.h"
+#include "drover/os/files.h"
 #include "drover/server/agent_link.h"
 #include "drover/server/log_shipper.h"
 
@@ -124,22 +123,11 @@ Result<std::string> ReadCredential(const std::string& path) {
   return credential;
 }
 
-// Writes `credential` to `path` with mode 0600 through a temporary file renamed over it, so a
-// crash leaves the old credential or the new one.
+// Writes `credential` to `path` with mode 0600, atomically (os::WriteFileAtomically): a crash
+// leaves the old credential or the new one.
 Status WriteCredential(const std::string& path, const std::string& credential) {
   if (path.empty()) return OkStatus();
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Internal(fmt::format("{}: {}", temporary, std::strerror(errno)));
-  const std::string line = credential + "\n";
-  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                       ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    return Internal(fmt::format("{}: {}", path, std::strerror(written ? errno : saved)));
-  }
-  return OkStatus();
+  return os::WriteFileAtomically(path, credential + "\n", os::Durability::kSynced, 0600);
 }
 
 // Self-fencing (docs/architecture.md, "Agent liveness"). The server declares a node lost once

@@ -50,10 +50,10 @@ Status AsJobAccount(const FileSystem& fs, const std::string& run_as, bool may_ru
     work();
     return OkStatus();
   }
-  DROVER_ASSIGN_OR_RETURN(
-      std::optional<os::UnixAccount> account,
-      os::AccountToRunAs(run_as, may_run_as_root, "on the server, which publishes job outputs"));
-  if (!account || account->uid == geteuid()) {
+  DROVER_ASSIGN_OR_RETURN(std::optional<os::UnixAccount> account,
+                          os::OtherAccountToRunAs(run_as, may_run_as_root,
+                                                  "on the server, which publishes job outputs"));
+  if (!account) {
     work();
     return OkStatus();
   }

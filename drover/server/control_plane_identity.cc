@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "drover/os/files.h"
 #include "drover/server/control_plane.h"
-#include "drover/server/secret.h"
 
 namespace drover::server {
 
@@ -58,7 +58,8 @@ Result<bool> ControlPlane::EnsureAdminToken(const std::string& path, const std::
   DROVER_ASSIGN_OR_RETURN(TokenRegistry::Created created,
                           tokens_.Create(model::AdminIdentity(user), /*expires_at=*/0,
                                          "drover server (first start)", now));
-  Status written = WriteSecretFile(path, created.token + "\n");
+  Status written =
+      os::WriteFileAtomically(path, created.token + "\n", os::Durability::kSynced, 0600);
   if (!written) {
     // Nobody holds it: revoke it so that a restart tries again.
     static_cast<void>(tokens_.Revoke(created.record.id, now));

@@ -10,10 +10,10 @@
 
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
+
+#include "drover/os/files.h"
 
 namespace drover::server {
 namespace {
@@ -72,54 +72,18 @@ bool SecretsEqual(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-namespace {
-
-// Writes all of `text` to `fd` (retrying short writes and EINTR), then fsyncs it. false with
-// errno set on failure.
-bool WriteAllSynced(int fd, std::string_view text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return ::fsync(fd) == 0;
-}
-
-}  // namespace
-
-Status WriteSecretFile(const std::string& path, std::string_view text) {
-  const std::filesystem::path target(path);
-  const std::string temporary =
-      (target.parent_path() / ("." + target.filename().string() + ".tmp")).string();
-  ::unlink(temporary.c_str());  // a leftover of a crash between open and rename
-  const int fd =
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return Unavailable(fmt::format("{}: cannot create: {}", temporary, std::strerror(errno)));
-  }
-  const bool written = WriteAllSynced(fd, text);
-  const int error = errno;
-  ::close(fd);
-  if (!written || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int cause = written ? errno : error;
-    ::unlink(temporary.c_str());
-    return Unavailable(fmt::format("{}: cannot write: {}", path, std::strerror(cause)));
-  }
-  return OkStatus();
-}
-
 Result<std::string> LoadOrCreateSecretFile(const std::string& path) {
   DROVER_ASSIGN_OR_RETURN(std::string fresh, NewCredential());
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) {
-    const bool written = WriteAllSynced(fd, fresh + "\n");
-    const int error = errno;
+    Status written = os::WriteAll(fd, fresh + "\n", path);
+    if (written && ::fsync(fd) != 0) {
+      written = Unavailable(fmt::format("cannot fsync {}: {}", path, std::strerror(errno)));
+    }
     ::close(fd);
     if (written) return fresh;
     ::unlink(path.c_str());
-    return Unavailable(fmt::format("{}: cannot write: {}", path, std::strerror(error)));
+    return tl::unexpected(written.error());
   }
   if (errno != EEXIST) {
     return Unavailable(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));

@@ -22,13 +22,6 @@ std::string HashSecret(std::string_view secret);
 // OpenSSL fails to allocate.
 std::string HmacSecret(std::string_view key, std::string_view data);
 
-// Writes `text` to `path`, mode 0600, atomically: a fresh hidden file beside it (".NAME.tmp",
-// O_EXCL and O_NOFOLLOW, a crash's leftover removed first) written whole, fsynced and renamed
-// over `path`, so no reader ever sees part of a secret and no one else can have opened it. The
-// caller fsyncs the directory when the rename itself must survive a crash. kUnavailable naming
-// the path and the errno text.
-Status WriteSecretFile(const std::string& path, std::string_view text);
-
 // The secret kept in `path` (its first line): read when the file exists, else a NewCredential
 // created there (mode 0600, O_EXCL: two processes racing to create it never disagree). For the
 // key that signs jobs' tokens and the join token. kUnavailable on I/O errors, kInternal for a

@@ -10,13 +10,11 @@
 #include <cstring>
 #include <utility>
 
-#include "drover/server/secret.h"
+#include "drover/os/files.h"
 #include "drover/spec/limits.h"
 
 namespace drover::server {
 namespace {
-
-constexpr std::string_view kTempSuffix = ".tmp";
 
 tl::unexpected<Error> SystemError(std::string_view what, const std::string& path) {
   return Internal(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
@@ -93,7 +91,7 @@ Result<std::unique_ptr<SecretStore>> SecretStore::Open(std::string dir) {
     DROVER_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(team_dir));
     for (const std::string& name : names) {
       const std::string path = team_dir + "/" + name;
-      if (name.front() == '.' && name.ends_with(kTempSuffix)) {
+      if (os::IsAtomicWriteLeftover(name)) {
         if (unlink(path.c_str()) != 0) return SystemError("cannot remove", path);
         continue;
       }
@@ -125,7 +123,7 @@ Status SecretStore::Put(std::string_view team, std::string_view name, std::strin
   const std::string team_dir = TeamDir(team);
   DROVER_RETURN_IF_ERROR(MakePrivateDirectory(team_dir));
   const std::string path = fmt::format("{}/{}", team_dir, name);
-  DROVER_RETURN_IF_ERROR(WriteSecretFile(path, value));  // ".NAME.tmp" beside it, then renamed
+  DROVER_RETURN_IF_ERROR(os::WriteFileAtomically(path, value, os::Durability::kSynced, 0600));
   DROVER_RETURN_IF_ERROR(SyncPath(team_dir));
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return SystemError("cannot stat", path);

@@ -9,11 +9,12 @@
 // what it needs, a write with a mode, fsync and a directory listing, is not in that interface, and
 // its guarantee (the modes) only holds on a real file system; tests use a testing::TempDir.
 //
-// Writes are atomic: the value goes to a temporary file (DIR/<team>/.<name>.tmp, never a secret's
-// name since those do not start with '.'), which is fsynced and renamed over the secret, and the
-// directory fsynced; a crash leaves the old value or the new one, and Open removes leftover
-// temporary files. An in-memory index of the names (with their modification times) answers
-// Exists and List without touching the disk. Thread-safe; writes are serialized.
+// Writes are atomic (os::WriteFileAtomically): the value goes to a temporary file
+// (DIR/<team>/.<name>.tmp.<pid>, never a secret's name since those do not start with '.'), which
+// is fsynced and renamed over the secret, and the directory fsynced; a crash leaves the old value
+// or the new one, and Open removes leftover temporary files. An in-memory index of the names (with
+// their modification times) answers Exists and List without touching the disk. Thread-safe; writes
+// are serialized.
 
 #include <cstdint>
 #include <map>

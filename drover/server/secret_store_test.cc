@@ -79,12 +79,12 @@ TEST(SecretStore, ReopensWithItsIndexAndRemovesLeftoverTemporaryFiles) {
     auto store = OpenStore(tmp.Sub("secrets"));
     ASSERT_TRUE(store->Put("team-a", "key", "v1"));
   }
-  std::ofstream(tmp.Sub("secrets/team-a/.key.tmp")) << "half-written";
+  std::ofstream(tmp.Sub("secrets/team-a/.key.tmp.12345")) << "half-written";
   std::ofstream(tmp.Sub("secrets/team-a/not a name")) << "ignored";
   auto store = OpenStore(tmp.Sub("secrets"));
   EXPECT_THAT(*store->List("team-a"), ElementsAre(Field(&SecretInfo::name, "key")));
   EXPECT_EQ(*store->Get("team-a", "key"), "v1");
-  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("secrets/team-a/.key.tmp")));
+  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("secrets/team-a/.key.tmp.12345")));
 }
 
 TEST(SecretStore, RefusesPathTraversalAndBadValues) {

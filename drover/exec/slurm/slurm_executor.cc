@@ -18,6 +18,7 @@
 
 #include "drover/exec/slurm/command.h"
 #include "drover/exec/slurm/sbatch.h"
+#include "drover/os/files.h"
 
 namespace drover::exec::slurm {
 namespace {
@@ -27,31 +28,11 @@ std::string Trim(std::string text) {
   return text;
 }
 
-// Writes `text` to `path` whole, under a temporary name first, so that no reader (a run, a
-// restarted server) sees half of it. The directory may be the job's account's (PrepareDirs): the
-// temporary file is created afresh, never through a link or a file the account left there, and
-// the rename replaces whatever `path` was without writing through it.
-std::error_code WriteWhole(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".new";
-  if (unlink(temporary.c_str()) != 0 && errno != ENOENT) return {errno, std::generic_category()};
-  const int fd =
-      open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return {errno, std::generic_category()};
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const ssize_t written = write(fd, rest.data(), rest.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      const int error = written < 0 ? errno : EIO;
-      close(fd);
-      return {error, std::generic_category()};
-    }
-    rest.remove_prefix(static_cast<std::size_t>(written));
-  }
-  if (close(fd) != 0) return {errno, std::generic_category()};
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  return ec;
+// Writes one of the executor's files into an attempt's folder, which may be the job's account's
+// (PrepareDirs): os::WriteFileAtomically never writes through a link or a file the account left
+// there. Visible whole or not at all to every reader, not synced (as the writes were before).
+Status WriteScript(const std::string& path, std::string_view text) {
+  return os::WriteFileAtomically(path, text, os::Durability::kVisible);
 }
 
 // Word `index` (from 0) of `path`'s contents; "" when there is none. The files it reads lie in
@@ -91,13 +72,6 @@ std::string PrepareDirs(const std::string& dir, const model::ExternalLaunch& lau
     given = os::GiveDirectory(*it, *account);
   }
   return given ? "" : given.error().message;
-}
-
-// `launch` rendered with `options`, or why there are none.
-Result<Sbatch> RenderWith(const model::ExternalLaunch& launch,
-                          const Result<SbatchOptions>& options) {
-  if (!options) return tl::unexpected(options.error());
-  return RenderSbatch(launch, *options);
 }
 
 // The end of the message for an account the server cannot find (os::AccountToRunAs).
@@ -143,8 +117,7 @@ std::string SlurmExecutor::AttemptDir(JobId job, int attempt) const {
 Result<SbatchOptions> SlurmExecutor::OptionsFor(const model::ExternalLaunch& launch) const {
   DROVER_ASSIGN_OR_RETURN(
       std::optional<os::UnixAccount> account,
-      os::AccountToRunAs(launch.run_as, launch.may_run_as_root, kWhereAccounts));
-  if (account && account->uid == geteuid()) account.reset();  // this process's own: as before
+      os::OtherAccountToRunAs(launch.run_as, launch.may_run_as_root, kWhereAccounts));
   return SbatchOptions{JobDir(launch.ref.job), options_.server_url, options_.drover_bin,
                        std::move(account)};
 }
@@ -254,11 +227,14 @@ void SlurmExecutor::Loop() {
       next_refresh = std::min(next_refresh, Steady::now() + interval);
     }
     lock.unlock();
-    std::vector<std::vector<std::size_t>> grouped = Calls(taken);
+    std::vector<Prepared> prepared;
+    prepared.reserve(taken.size());
+    for (model::ExternalLaunch& launch : taken) prepared.push_back(Prepare(std::move(launch)));
+    std::vector<std::vector<std::size_t>> grouped = Calls(prepared);
     std::vector<Call> calls;
     for (std::size_t i = 0; i < grouped.size() && i < round; ++i) {
       calls.emplace_back();
-      for (std::size_t index : grouped[i]) calls.back().push_back(std::move(taken[index]));
+      for (std::size_t index : grouped[i]) calls.back().push_back(std::move(prepared[index]));
     }
     if (grouped.size() > round) {
       std::vector<std::size_t> later;
@@ -268,7 +244,7 @@ void SlurmExecutor::Loop() {
       std::sort(later.begin(), later.end());  // back in queue order
       lock.lock();
       for (auto it = later.rbegin(); it != later.rend(); ++it) {
-        submits_.push_front(std::move(taken[*it]));
+        submits_.push_front(std::move(prepared[*it].launch));
       }
       lock.unlock();
     }
@@ -292,24 +268,26 @@ void SlurmExecutor::Loop() {
   }
 }
 
+SlurmExecutor::Prepared SlurmExecutor::Prepare(model::ExternalLaunch launch) const {
+  Result<SbatchOptions> options = OptionsFor(launch);
+  Result<Sbatch> sbatch =
+      options ? RenderSbatch(launch, *options) : Result<Sbatch>(tl::unexpected(options.error()));
+  return Prepared{std::move(launch), std::move(options), std::move(sbatch)};
+}
+
 std::vector<std::vector<std::size_t>> SlurmExecutor::Calls(
-    const std::vector<model::ExternalLaunch>& launches) const {
+    const std::vector<Prepared>& launches) const {
   const auto most = static_cast<std::size_t>(std::max(options_.max_array_tasks, 1));
   std::vector<std::vector<std::size_t>> calls;
   std::map<std::string, std::size_t> open;  // shape -> its call that can take more
   for (std::size_t i = 0; i < launches.size(); ++i) {
-    const model::ExternalLaunch& launch = launches[i];
-    if (launch.ref.restart > 0 || most == 1) {
+    const Prepared& launch = launches[i];
+    // Alone: a continuation, and a launch that cannot be rendered (RunSbatch reports why).
+    if (launch.launch.ref.restart > 0 || most == 1 || !launch.sbatch) {
       calls.push_back({i});
       continue;
     }
-    Result<SbatchOptions> options = OptionsFor(launch);
-    Result<Sbatch> sbatch = RenderWith(launch, options);
-    if (!sbatch) {  // RunSbatch reports why
-      calls.push_back({i});
-      continue;
-    }
-    const std::string shape = ArrayShape(*sbatch);
+    const std::string shape = ArrayShape(*launch.sbatch);
     auto it = open.find(shape);
     if (it == open.end() || calls[it->second].size() >= most) {
       open[shape] = calls.size();
@@ -324,7 +302,7 @@ std::vector<std::vector<std::size_t>> SlurmExecutor::Calls(
 void SlurmExecutor::SubmitNow(std::vector<Call> calls) {
   std::vector<const Call*> fresh;
   for (const Call& call : calls) {
-    if (call.size() == 1 && call.front().ref.restart > 0) {
+    if (call.size() == 1 && call.front().launch.ref.restart > 0) {
       ContinueNow(call.front());  // touches held_: on this thread
     } else {
       fresh.push_back(&call);
@@ -376,19 +354,18 @@ Result<std::string> SlurmExecutor::SubmitBatch(const Sbatch& sbatch) const {
   return id.substr(0, id.find(';'));
 }
 
-SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& launch) const {
+SlurmExecutor::Handed SlurmExecutor::RunSbatch(const Prepared& launch) const {
   Handed handed;
-  handed.tracked = TrackedOf(launch.ref);
+  handed.tracked = TrackedOf(launch.launch.ref);
   Tracked& tracked = handed.tracked;
-  Result<SbatchOptions> options = OptionsFor(launch);
-  Result<Sbatch> sbatch = RenderWith(launch, options);
-  if (!sbatch) {
-    handed.error = sbatch.error().message;
-  } else if (std::string error = PrepareDirs(tracked.attempt_dir, launch, options->account);
+  if (!launch.sbatch) {
+    handed.error = launch.sbatch.error().message;
+  } else if (std::string error =
+                 PrepareDirs(tracked.attempt_dir, launch.launch, launch.options->account);
              !error.empty()) {
     handed.error = std::move(error);
   } else {
-    Result<std::string> id = SubmitBatch(*sbatch);
+    Result<std::string> id = SubmitBatch(*launch.sbatch);
     if (id) {
       tracked.ref.external_id = *id;
     } else {
@@ -400,7 +377,7 @@ SlurmExecutor::Handed SlurmExecutor::RunSbatch(const model::ExternalLaunch& laun
 }
 
 std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches) const {
-  const model::ExternalRef& first = launches.front().ref;
+  const model::ExternalRef& first = launches.front().launch.ref;
   const std::string name = ArrayName(first.job, first.attempt);
   const std::string dir = ArraysDir();
   std::vector<Handed> handed(launches.size());
@@ -413,41 +390,41 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
   if (!ec) std::filesystem::create_directories(links, ec);
   for (std::size_t i = 0; i < launches.size(); ++i) {
     Handed& one = handed[i];
-    one.tracked = TrackedOf(launches[i].ref);
+    const Prepared& launch = launches[i];
+    one.tracked = TrackedOf(launch.launch.ref);
     const std::string& attempt_dir = one.tracked.attempt_dir;
     if (ec) {
       one.error = fmt::format("creating {}: {}", links, ec.message());
       continue;
     }
-    Result<SbatchOptions> options = OptionsFor(launches[i]);
-    Result<Sbatch> sbatch = RenderWith(launches[i], options);
-    if (!sbatch) {
-      one.error = sbatch.error().message;
+    if (!launch.sbatch) {
+      one.error = launch.sbatch.error().message;
       continue;
     }
-    if (one.error = PrepareDirs(attempt_dir, launches[i], options->account); !one.error.empty()) {
-      continue;
-    }
+    one.error = PrepareDirs(attempt_dir, launch.launch, launch.options->account);
+    if (!one.error.empty()) continue;
     // The task's script, then its marker (a restart that finds the marker finds the script),
     // then the task's link to it.
-    std::error_code write_ec =
-        WriteWhole(TaskScript(attempt_dir), RenderArrayTask(attempt_dir, *sbatch));
-    if (!write_ec) {
-      write_ec = WriteWhole(ArrayMarker(attempt_dir), fmt::format("{} {}\n", name, tasks.size()));
+    Status written =
+        WriteScript(TaskScript(attempt_dir), RenderArrayTask(attempt_dir, *launch.sbatch));
+    if (written) {
+      written = WriteScript(ArrayMarker(attempt_dir), fmt::format("{} {}\n", name, tasks.size()));
     }
-    if (!write_ec) {
-      std::filesystem::create_directory_symlink(std::filesystem::absolute(attempt_dir),
-                                                fmt::format("{}/{}", links, tasks.size()),
-                                                write_ec);
+    if (written) {
+      const std::string link = fmt::format("{}/{}", links, tasks.size());
+      std::error_code link_ec;
+      std::filesystem::create_directory_symlink(std::filesystem::absolute(attempt_dir), link,
+                                                link_ec);
+      if (link_ec) written = Internal(fmt::format("linking {}: {}", link, link_ec.message()));
     }
-    if (write_ec) {
-      one.error = fmt::format("writing into {}: {}", attempt_dir, write_ec.message());
+    if (!written) {
+      one.error = written.error().message;
       continue;
     }
     tasks.push_back(i);
     if (!shape) {
-      shape = std::move(*sbatch);
-      account = std::move(options->account);
+      shape = *launch.sbatch;
+      account = launch.options->account;
     }
   }
   if (!tasks.empty()) {
@@ -455,8 +432,8 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
     const std::string output = ArrayOutput(dir, name);
     std::string error;
     if (account) {
-      if (std::error_code write_ec = WriteWhole(output, ""); write_ec) {
-        error = fmt::format("creating {}: {}", output, write_ec.message());
+      if (Status created = WriteScript(output, ""); !created) {
+        error = created.error().message;
       } else if (chown(output.c_str(), account->uid, account->gid) != 0) {
         error = fmt::format("giving {} to Unix account {}: {}", output, account->name,
                             std::strerror(errno));
@@ -479,17 +456,18 @@ std::vector<SlurmExecutor::Handed> SlurmExecutor::RunArray(const Call& launches)
   return handed;
 }
 
-void SlurmExecutor::ContinueNow(const model::ExternalLaunch& launch) {
+void SlurmExecutor::ContinueNow(const Prepared& prepared) {
+  const model::ExternalLaunch& launch = prepared.launch;
+  const Result<SbatchOptions>& options = prepared.options;
   Tracked tracked = TrackedOf(launch.ref);
   const std::string& id = launch.ref.external_id;
   held_.erase(id);
   const std::string contract = ContractFile(tracked.attempt_dir);
-  Result<SbatchOptions> options = OptionsFor(launch);
   std::string error = options ? PrepareDirs(tracked.attempt_dir, launch, options->account)
                               : options.error().message;
   if (error.empty()) {
-    if (std::error_code ec = WriteWhole(contract, RenderContract(launch, *options)); ec) {
-      error = fmt::format("writing {}: {}", contract, ec.message());
+    if (Status written = WriteScript(contract, RenderContract(launch, *options)); !written) {
+      error = written.error().message;
     }
   }
   if (!error.empty()) {

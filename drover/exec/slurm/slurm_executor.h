@@ -88,7 +88,7 @@ class SlurmExecutor final : public Executor {
   };
   Tracked TrackedOf(const model::ExternalRef& ref) const;
   // The rendering options of `launch`'s job, with the account it runs as when this process is
-  // root and the account is another (os::AccountToRunAs: an account the server does not know,
+  // root and the account is another (os::OtherAccountToRunAs: an account the server does not know,
   // or root without may_run_as_root, is the error the launch fails with).
   Result<SbatchOptions> OptionsFor(const model::ExternalLaunch& launch) const;
   std::string JobDir(JobId job) const;
@@ -96,14 +96,22 @@ class SlurmExecutor final : public Executor {
   std::string ArraysDir() const;
 
   void Loop() EXCLUDES(mu_);
+  // A launch with what the executor makes of it, once per hand-off: its options (OptionsFor:
+  // the account looked up) and the `sbatch` call rendered with them, or why there is none (the
+  // options' error when that is one).
+  struct Prepared {
+    model::ExternalLaunch launch;
+    Result<SbatchOptions> options;
+    Result<Sbatch> sbatch;
+  };
+  Prepared Prepare(model::ExternalLaunch launch) const;
   // What one hand-off to Slurm does: a continuation (one launch with ref.restart > 0), a new
   // submission's `sbatch`, or the `sbatch --array` of several new submissions of one shape.
-  using Call = std::vector<model::ExternalLaunch>;
+  using Call = std::vector<Prepared>;
   // `launches` (in queue order) grouped into calls, as indices into it: new submissions of one
   // ArrayShape together, up to max_array_tasks per call, in queue order within a call and
   // each call where its first launch was.
-  std::vector<std::vector<std::size_t>> Calls(
-      const std::vector<model::ExternalLaunch>& launches) const;
+  std::vector<std::vector<std::size_t>> Calls(const std::vector<Prepared>& launches) const;
   // Hands `calls` to Slurm: the sbatch calls concurrently, continuations one after the other;
   // returns when every launch was reported (kSubmitted, or kExited with why not).
   void SubmitNow(std::vector<Call> calls);
@@ -114,7 +122,7 @@ class SlurmExecutor final : public Executor {
     TimeMs at = 0;      // when sbatch returned
     std::string error;  // empty: submitted
   };
-  Handed RunSbatch(const model::ExternalLaunch& launch) const;
+  Handed RunSbatch(const Prepared& launch) const;
   // Submits `sbatch` (through the helper, or an `sbatch` process): Slurm's job id, or the error
   // to report, which starts with "sbatch: ".
   Result<std::string> SubmitBatch(const Sbatch& sbatch) const;
@@ -125,7 +133,7 @@ class SlurmExecutor final : public Executor {
   void Report(const Handed& one);
   // A continuation (ref.restart > 0): writes the attempt's contract file, then releases the
   // requeued Slurm job that Observe held.
-  void ContinueNow(const model::ExternalLaunch& launch);
+  void ContinueNow(const Prepared& prepared);
   void CancelNow(const model::ExternalRef& ref);
   void AdoptNow(const model::ExternalRef& ref);
   // Slurm's jobs as `scontrol show job -o` prints them: through the submission helper when there

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "drover/exec/slurm/sbatch.h"
+#include "drover/os/files.h"
 #include "drover/testing/temp_dir.h"
 #include "drover/testing/unix_account.h"
 #include "drover/testing/wait_until.h"
@@ -661,7 +662,7 @@ TEST_F(SlurmExecutorTest, WhatAJobLeavesInItsFolderNeitherRedirectsNorHoldsTheEx
   std::ofstream(victim) << "untouched\n";
   const std::string continued = executor.AttemptDir(JobId(5), 2);
   std::filesystem::create_directories(continued);
-  std::filesystem::create_symlink(victim, ContractFile(continued) + ".new");
+  std::filesystem::create_symlink(victim, os::TemporaryFileOf(ContractFile(continued)));
   const std::string unrecorded = executor.AttemptDir(JobId(6), 1);
   std::filesystem::create_directories(unrecorded);
   ASSERT_EQ(mkfifo(ArrayMarker(unrecorded).c_str(), 0600), 0);
