@@ -279,6 +279,14 @@ TEST_F(SlurmTest, TheSubmitHelperSubmitsWhatSbatchWould) {
         std::chrono::seconds(60)))
         << "by sbatch: " << std::filesystem::exists(sbatch_seen)
         << ", by the helper: " << std::filesystem::exists(helper_seen);
+    // While a gang completes, its record counts only the nodes still completing (once, the
+    // helper's read NumNodes=1 and sbatch's 2): compare the records of ended jobs.
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return SlurmState(*helper_id) == "COMPLETED" && SlurmState(sbatch_id) == "COMPLETED";
+        },
+        std::chrono::seconds(60)))
+        << "by sbatch: " << SlurmState(sbatch_id) << ", by the helper: " << SlurmState(*helper_id);
     EXPECT_EQ(Differences(JobRecord(*helper_id), JobRecord(sbatch_id)), "");
     EXPECT_EQ(Differences(SeenLines(helper_seen), SeenLines(sbatch_seen)), "");
     EXPECT_EQ(ReadLines(helper_seen).at(0), std::to_string(as ? as->uid : getuid()));

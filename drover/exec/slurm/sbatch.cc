@@ -301,17 +301,24 @@ Result<Sbatch> RenderSbatch(const model::ExternalLaunch& launch, const SbatchOpt
   }
   s += "step=$!\n";
   s += fmt::format("trap 'kill -TERM {} 2>/dev/null' TERM\n", stop_target);
+  // The timeout's watchdog: a subshell that sleeps (a child it waits for, so that a TERM ends the
+  // sleep with it: a killed subshell alone would leave its `sleep` running until the timeout,
+  // outside the job for a Slurm that tracks processes by parentage), then stops the worker and,
+  // after the grace period, kills it. Ended, and waited for, once the worker exits.
   if (spec.timeout) {
     s += fmt::format(
-        "( sleep {0:.3f} && touch \"$timeout_marker\" && kill -TERM {2} && sleep {1} && "
-        "kill -KILL {2} ) 2>/dev/null &\n",
+        "( trap 'kill $sleeper 2>/dev/null; exit 0' TERM\n"
+        "  sleep {0:.3f} & sleeper=$!; wait $sleeper || exit 0\n"
+        "  touch \"$timeout_marker\"; kill -TERM {2}\n"
+        "  sleep {1} & sleeper=$!; wait $sleeper || exit 0\n"
+        "  kill -KILL {2} ) 2>/dev/null &\n",
         static_cast<double>(*spec.timeout) / 1000.0, grace_s, stop_target);
     s += "watchdog=$!\n";
   }
   // wait returns early when the TERM trap fires: wait again for the step's own status.
   s += "wait $step; status=$?\n";
   s += "while kill -0 $step 2>/dev/null; do wait $step; status=$?; done\n";
-  if (spec.timeout) s += "kill $watchdog 2>/dev/null\n";
+  if (spec.timeout) s += "kill $watchdog 2>/dev/null; wait $watchdog\n";
   s += "exit $status\n";
   return out;
 }

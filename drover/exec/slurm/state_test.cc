@@ -8,10 +8,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "drover/exec/slurm/sbatch.h"
 #include "drover/testing/shell.h"
@@ -218,7 +220,8 @@ TEST(SbatchTest, GangMapsToOneTaskPerNodeWithTheQueuesPlacement) {
   EXPECT_THAT(script, HasSubstr("'python3' 'train.py' '--name' 'it'\\''s'"));
   EXPECT_THAT(script, HasSubstr("DROVER_WORKER_RANK=$SLURM_PROCID"));
   EXPECT_THAT(script, HasSubstr("timeout_marker='/runs/7/2/timed-out'\n"));
-  EXPECT_THAT(script, HasSubstr("sleep 90.000 && touch \"$timeout_marker\""));
+  EXPECT_THAT(script, HasSubstr("sleep 90.000 & sleeper=$!; wait $sleeper || exit 0\n"
+                                "  touch \"$timeout_marker\""));
 }
 
 TEST(SbatchTest, RequeueOnlyWhenDroverWouldRetry) {
@@ -476,6 +479,35 @@ TEST_F(BatchScriptTest, TheTimeoutStopsEveryProcessOfALoneWorker) {
   if (!gone) kill(child, SIGKILL);
 }
 
+// A job that ends before its timeout leaves nothing of the watchdog running: before, its
+// `sleep` outlived the script until the timeout, a process per job outside the job for a Slurm
+// that tracks processes by parentage (proctrack/linuxproc, this project's test cluster).
+TEST_F(BatchScriptTest, AJobThatEndsBeforeItsTimeoutLeavesNoWatchdogBehind) {
+  model::ExternalLaunch launch = LaunchOf(2);
+  launch.spec.timeout = 3'599'125;  // the watchdog's `sleep 3599.125`: this test's own
+  std::filesystem::create_directories(AttemptDir(dir_ + "/job", 2));
+  const Result<Sbatch> sbatch = RenderSbatch(launch, {dir_ + "/job", "", ""});
+  ASSERT_TRUE(sbatch.has_value());
+  WriteScript(dir_ + "/batch.sh", sbatch->script);
+  int code = -1;
+  // Into a file: a leftover sleep would hold a pipe open for an hour.
+  const std::string output = testing::Shell(
+      "cd " + dir_ + " && ./batch.sh >out 2>&1; status=$?; cat out; exit $status", &code);
+  EXPECT_EQ(code, 0) << output;
+  EXPECT_THAT(output, HasSubstr("attempt=2 rank=0"));
+  // The script returns once its watchdog is gone: no sleep of this test's is left.
+  std::vector<pid_t> left;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (text == std::string("sleep\0003599.125\0", 15)) {
+      left.push_back(std::stoi(entry.path().filename().string()));
+    }
+  }
+  for (pid_t pid : left) kill(pid, SIGKILL);
+  EXPECT_TRUE(left.empty()) << left.size() << " watchdog sleep(s) outlived the batch script";
+}
+
 // A lone worker without a timeout is exec'd by POSIX sh (it starts faster than bash); job
 // control (a timeout) and srun's wrapper (several workers) need bash; an array's script, which
 // sources its tasks', runs under theirs, and only tasks of one interpreter share an array.
@@ -521,12 +553,8 @@ TEST_F(BatchScriptTest, TheMasterAddressIsTheBatchHostsOwnName) {
     ASSERT_TRUE(sbatch.has_value());
     WriteScript(dir_ + "/batch.sh", sbatch->script);
     int code = -1;
-    // Into a file: the timeout's watchdog sleeps on after the script (Slurm ends it with the
-    // job), and would hold a pipe open until then.
     const std::string output = testing::Shell(
-        "cd " + dir_ + " && PATH=" + dir_ +
-            "/bin:$PATH HOSTNAME=not-this-host ./batch.sh >out 2>&1; status=$?; cat out; "
-            "exit $status",
+        "cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH HOSTNAME=not-this-host ./batch.sh 2>&1",
         &code);
     EXPECT_EQ(code, 0) << output;
     EXPECT_THAT(output, HasSubstr("master=" + host + "\n")) << launch.spec.workers;
