@@ -17,10 +17,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include "drover/agent/worker_files.h"
+#include "drover/model/outputs.h"
 #include "drover/testing/fake_clock.h"
 #include "drover/testing/temp_dir.h"
 #include "drover/testing/unix_account.h"
@@ -255,6 +257,30 @@ TEST_F(LocalRuntimeTest, ADirectoryThatCannotBeMadeIsTheWorkersExit) {
     EXPECT_THAT(ReadText(runtime_->StderrPath(spec.key)), HasSubstr("drover: " + message));
     EXPECT_EQ(CountEvents(spec.key, Kind::kStarted), 0);
   }
+}
+
+// Value outputs stage in the worker's directory and travel with the exit: what a worker that
+// exited 0 wrote (its first line, trailing whitespace removed), and a note for each it did not.
+TEST_F(LocalRuntimeTest, AWorkersValueOutputsAreReportedWithItsExit) {
+  model::LaunchSpec spec =
+      Spec(25, {"sh", "-c", "printf '0.93 \\nrest\\n' > $DROVER_OUTPUT_ACCURACY"});
+  spec.value_outputs = {"accuracy", "loss"};
+  ASSERT_TRUE(runtime_->Launch(spec));
+  auto exited = WaitFor(spec.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_EQ(exited->exit.exit_code, 0) << exited->exit.message;
+  EXPECT_EQ(exited->exit.output_values, (std::map<std::string, std::string>{{"accuracy", "0.93"}}));
+  const std::string loss = model::NodeValueOutputPath(runtime_->WorkerDir(spec.key), "loss");
+  EXPECT_EQ(exited->exit.message, "output 'loss' was not written: " + loss + " does not exist");
+
+  // A worker that failed reports none.
+  model::LaunchSpec failed = Spec(26, {"sh", "-c", "echo 1 > $DROVER_OUTPUT_ACCURACY; exit 3"});
+  failed.value_outputs = {"accuracy"};
+  ASSERT_TRUE(runtime_->Launch(failed));
+  exited = WaitFor(failed.key, Kind::kExited);
+  ASSERT_TRUE(exited);
+  EXPECT_EQ(exited->exit.exit_code, 3);
+  EXPECT_TRUE(exited->exit.output_values.empty());
 }
 
 TEST_F(LocalRuntimeTest, RunsInTheWorkingDirectory) {
@@ -717,6 +743,27 @@ TEST_F(RunAsTest, TheWorkerRunsAsTheAccountAndMakesItsDirectoriesAsIt) {
   // The logs stay the agent's.
   ASSERT_EQ(stat(runtime_->StdoutPath(spec.key).c_str(), &info), 0);
   EXPECT_EQ(info.st_uid, 0u);
+}
+
+// The account writes its values in a folder given to it, and the supervisor (root) reads them
+// with the account's permissions: a value linked to a file only root may read is not read.
+TEST_F(RunAsTest, ValuesAreTheAccountsToWriteAndOnlyWhatItMayReadIsReported) {
+  const std::string secret = root_ + "/root-only";
+  std::ofstream(secret) << "root's secret\n";
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  model::LaunchSpec spec =
+      SpecAs(45, account_,
+             {"sh", "-c",
+              "echo 0.5 > $DROVER_OUTPUT_ACCURACY && ln -s " + secret + " $DROVER_OUTPUT_STOLEN"});
+  spec.value_outputs = {"accuracy", "stolen"};
+  model::ExitStatus status = ExitOf(spec);
+  EXPECT_EQ(status.exit_code, 0) << status.message;
+  EXPECT_EQ(status.output_values, (std::map<std::string, std::string>{{"accuracy", "0.5"}}));
+  EXPECT_THAT(status.message, HasSubstr("output 'stolen'"));
+  EXPECT_THAT(status.message, HasSubstr("Permission denied"));
+  struct stat info {};
+  ASSERT_EQ(stat(model::NodeValueOutputDir(runtime_->WorkerDir(spec.key)).c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, uid_);
 }
 
 TEST_F(RunAsTest, DirectoriesAreMadeWithTheAccountsPermissionsOnly) {

@@ -12,34 +12,15 @@ std::string WithoutTrailingSlashes(std::string path) {
   return path;
 }
 
-tl::unexpected<Error> NotWritten(const model::StagedOutput& output) {
+tl::unexpected<Error> NotWritten(const std::string& name, const std::string& path) {
   return FailedPrecondition(
-      fmt::format("output '{}' was not written: {} does not exist", output.name, output.staging));
-}
-
-// The first line of the value output's staging file, trailing whitespace removed.
-Result<std::string> ReadValue(FileSystem& fs, const model::StagedOutput& output) {
-  auto text = fs.Read(output.staging, 0, kMaxOutputValueBytes + 1);
-  if (!text && text.error().code == ErrorCode::kNotFound) return NotWritten(output);
-  if (!text) {
-    return FailedPrecondition(fmt::format("output '{}': {}", output.name, text.error().message));
-  }
-  std::string value = text->substr(0, text->find('\n'));
-  if (value.size() > kMaxOutputValueBytes) {
-    return FailedPrecondition(
-        fmt::format("output '{}': the first line of {} is longer than {} bytes", output.name,
-                    output.staging, kMaxOutputValueBytes));
-  }
-  while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) {
-    value.pop_back();
-  }
-  return value;
+      fmt::format("output '{}' was not written: {} does not exist", name, path));
 }
 
 Status CheckStaged(FileSystem& fs, const model::StagedOutput& output) {
   auto info = fs.LinkStat(output.staging);
   if (info) return OkStatus();
-  if (info.error().code == ErrorCode::kNotFound) return NotWritten(output);
+  if (info.error().code == ErrorCode::kNotFound) return NotWritten(output.name, output.staging);
   return FailedPrecondition(fmt::format("output '{}': {}", output.name, info.error().message));
 }
 
@@ -66,12 +47,39 @@ Status Move(FileSystem& fs, const model::StagedOutput& output, const std::string
 
 }  // namespace
 
+Result<std::string> ReadOutputValue(const std::string& name, const std::string& path,
+                                    FileSystem& fs) {
+  auto text = fs.Read(path, 0, model::kMaxOutputValueBytes + 1);
+  if (!text && text.error().code == ErrorCode::kNotFound) return NotWritten(name, path);
+  if (!text) return FailedPrecondition(fmt::format("output '{}': {}", name, text.error().message));
+  std::string value = text->substr(0, text->find('\n'));
+  if (value.size() > model::kMaxOutputValueBytes) {
+    return FailedPrecondition(
+        fmt::format("output '{}': the first line of {} is longer than {} bytes", name, path,
+                    model::kMaxOutputValueBytes));
+  }
+  while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) {
+    value.pop_back();
+  }
+  return value;
+}
+
 Result<std::map<std::string, std::string>> PublishOutputs(
-    const std::vector<model::StagedOutput>& outputs, FileSystem& fs) {
+    const std::vector<model::StagedOutput>& outputs,
+    const std::map<std::string, std::string>& reported_values, FileSystem& fs) {
   std::map<std::string, std::string> published;
   for (const model::StagedOutput& output : outputs) {
     if (output.destination.empty()) {
-      DROVER_ASSIGN_OR_RETURN(published[output.name], ReadValue(fs, output));
+      auto reported = reported_values.find(output.name);
+      if (reported != reported_values.end()) {
+        published[output.name] = reported->second;
+      } else if (Result<std::string> read = ReadOutputValue(output.name, output.staging, fs)) {
+        published[output.name] = *std::move(read);
+      } else {
+        return FailedPrecondition(
+            fmt::format("{} (and no worker's node reported its value: see the workers' exits)",
+                        read.error().message));
+      }
     } else {
       DROVER_RETURN_IF_ERROR(CheckStaged(fs, output));
     }

@@ -48,7 +48,7 @@ TEST_F(OutputsTest, PublishesANewDirectoryAndRemovesTheEmptiedStagingDirectory) 
   WriteText(model.staging + "/weights.bin", "new weights");
   WriteText(model.staging + "/config.json", "{}");
 
-  auto published = PublishOutputs({model});
+  auto published = PublishOutputs({model}, {});
 
   ASSERT_TRUE(published) << published.error().ToString();
   EXPECT_EQ(*published, (std::map<std::string, std::string>{{"model", root_ + "/out/model"}}));
@@ -64,7 +64,7 @@ TEST_F(OutputsTest, ReplacesAnExistingOutputWhole) {
   WriteText(root_ + "/out/model/only-in-old.txt", "stale");
   WriteText(model.staging + "/weights.bin", "new weights");
 
-  auto published = PublishOutputs({model});
+  auto published = PublishOutputs({model}, {});
 
   ASSERT_TRUE(published) << published.error().ToString();
   EXPECT_EQ(ReadText(root_ + "/out/model/weights.bin"), "new weights");
@@ -77,7 +77,7 @@ TEST_F(OutputsTest, ReplacesAFileWithADirectory) {
   WriteText(root_ + "/report", "old file");
   WriteText(report.staging + "/index.html", "new");
 
-  ASSERT_TRUE(PublishOutputs({report}));
+  ASSERT_TRUE(PublishOutputs({report}, {}));
 
   EXPECT_TRUE(fs::is_directory(root_ + "/report"));
   EXPECT_EQ(ReadText(root_ + "/report/index.html"), "new");
@@ -88,7 +88,7 @@ TEST_F(OutputsTest, CreatesTheDestinationsParents) {
   model::StagedOutput output{"table", root_ + "/staging/table.csv", root_ + "/a/b/table.csv"};
   WriteText(output.staging, "x,y\n");
 
-  auto published = PublishOutputs({output});
+  auto published = PublishOutputs({output}, {});
 
   ASSERT_TRUE(published) << published.error().ToString();
   EXPECT_EQ(ReadText(root_ + "/a/b/table.csv"), "x,y\n");
@@ -102,7 +102,7 @@ TEST_F(OutputsTest, AMissingOutputPublishesNothing) {
   WriteText(root_ + "/out/model", "old");
   WriteText(value.staging, "0.9\n");
 
-  auto published = PublishOutputs({written, missing, value});
+  auto published = PublishOutputs({written, missing, value}, {});
 
   ASSERT_FALSE(published);
   EXPECT_EQ(published.error().code, ErrorCode::kFailedPrecondition);
@@ -117,12 +117,28 @@ TEST_F(OutputsTest, AMissingValuePublishesNothing) {
   model::StagedOutput value = ValueOutput("accuracy");
   WriteText(written.staging, "new");
 
-  auto published = PublishOutputs({written, value});
+  auto published = PublishOutputs({written, value}, {});
 
   ASSERT_FALSE(published);
   EXPECT_EQ(published.error().message,
-            "output 'accuracy' was not written: " + value.staging + " does not exist");
+            "output 'accuracy' was not written: " + value.staging +
+                " does not exist (and no worker's node reported its value: see the workers' "
+                "exits)");
   EXPECT_FALSE(fs::exists(root_ + "/out/model"));
+}
+
+// A value its worker's node reported (read there after the worker exited) is published as it
+// is; the staging file is read only for a value no node reported.
+TEST_F(OutputsTest, AReportedValueIsPublishedWithoutReadingTheStagingFile) {
+  model::StagedOutput reported = ValueOutput("accuracy");  // its staging file never written
+  model::StagedOutput staged = ValueOutput("label");
+  WriteText(staged.staging, "from the file\n");
+
+  auto published = PublishOutputs({reported, staged}, {{"accuracy", "0.93"}});
+
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(*published,
+            (std::map<std::string, std::string>{{"accuracy", "0.93"}, {"label", "from the file"}}));
 }
 
 TEST_F(OutputsTest, AValueIsItsFirstLineWithoutTrailingWhitespace) {
@@ -133,7 +149,7 @@ TEST_F(OutputsTest, AValueIsItsFirstLineWithoutTrailingWhitespace) {
   WriteText(label.staging, "  best run");
   WriteText(empty.staging, "");
 
-  auto published = PublishOutputs({accuracy, label, empty});
+  auto published = PublishOutputs({accuracy, label, empty}, {});
 
   ASSERT_TRUE(published) << published.error().ToString();
   EXPECT_EQ(*published, (std::map<std::string, std::string>{
@@ -144,14 +160,14 @@ TEST_F(OutputsTest, AValueMayBeAtMost4096Bytes) {
   model::StagedOutput longest = ValueOutput("longest");
   model::StagedOutput too_long = ValueOutput("too_long");
   WriteText(longest.staging,
-            std::string(kMaxOutputValueBytes, 'a') + "\n" + std::string(9000, 'b'));
-  WriteText(too_long.staging, std::string(kMaxOutputValueBytes + 1, 'a') + "\n");
+            std::string(model::kMaxOutputValueBytes, 'a') + "\n" + std::string(9000, 'b'));
+  WriteText(too_long.staging, std::string(model::kMaxOutputValueBytes + 1, 'a') + "\n");
 
-  auto ok = PublishOutputs({longest});
+  auto ok = PublishOutputs({longest}, {});
   ASSERT_TRUE(ok) << ok.error().ToString();
-  EXPECT_EQ(ok->at("longest"), std::string(kMaxOutputValueBytes, 'a'));
+  EXPECT_EQ(ok->at("longest"), std::string(model::kMaxOutputValueBytes, 'a'));
 
-  auto rejected = PublishOutputs({too_long});
+  auto rejected = PublishOutputs({too_long}, {});
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_THAT(rejected.error().message, HasSubstr("output 'too_long'"));
@@ -196,7 +212,7 @@ TEST_F(MemoryOutputsTest, ReplacesAnOldOutputBySwappingAndRemovesTheOldOne) {
   model::StagedOutput model = PathOutput("model", "/out/model");
   fs_.WriteFile("/out/model", "old");
   fs_.WriteFile(model.staging, "new");
-  auto published = PublishOutputs({model}, fs_);
+  auto published = PublishOutputs({model}, {}, fs_);
   ASSERT_TRUE(published) << published.error().ToString();
   EXPECT_EQ(fs_.Contents("/out/model"), "new");
   EXPECT_FALSE(fs_.Exists(model.staging));
@@ -209,7 +225,7 @@ TEST_F(MemoryOutputsTest, AFailedMoveIsAnInternalErrorAndLeavesTheStagedOutput) 
   fs_.WriteFile(model.staging, "weights");
   fs_.WriteFile(value.staging, "0.93\n");
   fs_.Fail(Op::kRename, model.staging);
-  auto published = PublishOutputs({value, model}, fs_);
+  auto published = PublishOutputs({value, model}, {}, fs_);
   ASSERT_FALSE(published);
   EXPECT_EQ(published.error().code, ErrorCode::kInternal);
   EXPECT_THAT(published.error().message, HasSubstr("output 'model'"));
@@ -217,7 +233,7 @@ TEST_F(MemoryOutputsTest, AFailedMoveIsAnInternalErrorAndLeavesTheStagedOutput) 
   EXPECT_EQ(fs_.Contents(model.staging), "weights");
 
   fs_.Heal();
-  published = PublishOutputs({value, model}, fs_);
+  published = PublishOutputs({value, model}, {}, fs_);
   ASSERT_TRUE(published) << published.error().ToString();
   EXPECT_EQ(published->at("accuracy"), "0.93");
   EXPECT_EQ(fs_.Contents("/out/model"), "weights");
@@ -228,7 +244,7 @@ TEST_F(MemoryOutputsTest, AFailedSwapKeepsTheOldOutput) {
   fs_.WriteFile("/out/model", "old");
   fs_.WriteFile(model.staging, "new");
   fs_.Fail(Op::kExchange, "/out/model");
-  auto published = PublishOutputs({model}, fs_);
+  auto published = PublishOutputs({model}, {}, fs_);
   ASSERT_FALSE(published);
   EXPECT_EQ(published.error().code, ErrorCode::kInternal);
   EXPECT_EQ(fs_.Contents("/out/model"), "old");

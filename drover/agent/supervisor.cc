@@ -23,8 +23,10 @@
 
 #include "drover/agent/fd_util.h"
 #include "drover/agent/oom.h"
+#include "drover/agent/outputs.h"
 #include "drover/agent/worker_files.h"
 #include "drover/common/quantity.h"
+#include "drover/model/outputs.h"
 #include "drover/os/unix_account.h"
 
 extern char** environ;
@@ -273,6 +275,12 @@ class Supervisor {
   void ReapChildren();
   // Kills and reaps every remaining descendant. Returns how many processes it killed.
   int KillLeftovers();
+  // After a worker that exited 0: reads each of `spec`'s value outputs where it staged them
+  // (model::NodeValueOutputPath), with the account's file permissions when it switched to one
+  // (a link the job left there cannot make root read what the account may not), into
+  // exit_.output_values; each it cannot read (absent, not a regular file, a first line too long)
+  // is named in `notes`.
+  void ReadValueOutputs(const model::LaunchSpec& spec, std::vector<std::string>& notes);
   int Finish(const model::ExitStatus& exit);
   // True if the runtime wrote the preemption notice (a stop is then a preemption).
   bool Preempted() const;
@@ -285,7 +293,8 @@ class Supervisor {
   bool killed_ = false;
   DurationMs kill_at_ = 0;
   model::ExitStatus exit_;
-  std::optional<OomCount> oom_before_;  // the OOM-kill counter before the worker started
+  std::optional<OomCount> oom_before_;      // the OOM-kill counter before the worker started
+  std::optional<os::UnixAccount> account_;  // the account the worker was switched to
 };
 
 int Supervisor::Finish(const model::ExitStatus& exit) {
@@ -377,8 +386,30 @@ int Supervisor::Run() {
   }
   int leftovers = KillLeftovers();
   if (leftovers > 0) notes.push_back(fmt::format("killed {} leftover process(es)", leftovers));
+  if (exit_.Succeeded()) ReadValueOutputs(*spec, notes);
   exit_.message = fmt::format("{}", fmt::join(notes, "; "));
   return Finish(exit_);
+}
+
+void Supervisor::ReadValueOutputs(const model::LaunchSpec& spec, std::vector<std::string>& notes) {
+  const auto read_all = [&] {
+    for (const std::string& name : spec.value_outputs) {
+      Result<std::string> value =
+          ReadOutputValue(name, model::NodeValueOutputPath(dir_, name), RealFileSystem());
+      if (value) {
+        exit_.output_values[name] = *std::move(value);
+      } else {
+        notes.push_back(value.error().message);
+      }
+    }
+  };
+  if (!account_ || account_->uid == geteuid()) {
+    read_all();
+    return;
+  }
+  if (Status as_account = os::WithFileIdentityOf(*account_, read_all); !as_account) {
+    notes.push_back(fmt::format("value outputs not read: {}", as_account.error().message));
+  }
 }
 
 bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
@@ -391,17 +422,29 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
     exit_ = Failed(127, account.error().message);
     return false;
   }
-  // The folders in Drover's own (account_dirs) the account may not create: made here, as root,
-  // and given to it; the child then finds them among make_dirs.
-  for (std::size_t i = 0; *account && i < spec.account_dirs.size(); ++i) {
-    if (Status given = os::GiveDirectory(spec.account_dirs[i], (*account)->user); !given) {
-      exit_ = Failed(127, given.error().message);
+  if (*account) account_ = (*account)->user;
+  // The value outputs' folder, in the worker's directory (the supervisor's): made here, as root,
+  // and given to the account the worker runs as.
+  if (!spec.value_outputs.empty()) {
+    const std::string values = model::NodeValueOutputDir(dir_);
+    if (account_) {
+      if (Status given = os::GiveDirectory(values, *account_); !given) {
+        exit_ = Failed(127, given.error().message);
+        return false;
+      }
+    } else if (mkdir(values.c_str(), 0755) != 0 && errno != EEXIST) {
+      exit_ =
+          Failed(127, fmt::format("cannot create directory {}: {}", values, std::strerror(errno)));
       return false;
     }
   }
   // Everything the child needs is prepared before vfork (ChildPlan).
   std::vector<std::string> env_strings;
   for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);
+  for (const std::string& name : spec.value_outputs) {
+    env_strings.push_back(model::OutputVariable(name) + "=" +
+                          model::NodeValueOutputPath(dir_, name));
+  }
   auto add_default = [&](const std::string& name, const char* value) {
     if (value != nullptr && !spec.env.contains(name)) env_strings.push_back(name + "=" + value);
   };

@@ -15,10 +15,10 @@ namespace drover::agent {
 //      unknown one is recorded as exit code 127 with "no such Unix account <name> on node
 //      <node>", a root one (uid 0) without may_run_as_root as exit code 127 with "job would run
 //      as root; the policy's accounts.allow_root does not list its owner", and nothing is
-//      started (docs/security.md). Switching, it first creates each of account_dirs (folders of
-//      Drover's the account may not create: value outputs' staging) as root and gives it to the
-//      account (exit code 127, "cannot create directory ..." or "cannot give directory ..." when
-//      it cannot). Not root, it ignores run_as. Then starts the worker with
+//      started (docs/security.md). Not root, it ignores run_as. With value_outputs, it creates
+//      WORKER_DIR/outputs (model::NodeValueOutputDir; given to the account when switching: exit
+//      code 127 when it cannot) and exports DROVER_OUTPUT_<NAME> = WORKER_DIR/outputs/NAME for
+//      each. Then starts the worker with
 //      vfork (the child shares the supervisor's memory until its exec, so everything it uses is
 //      prepared before and it makes system calls only; a fork copied the supervisor's page
 //      tables for each worker: docs/benchmarks.md, "The worker started with vfork"): own
@@ -42,7 +42,10 @@ namespace drover::agent {
 //      or preempted (with the notice's reason in the message);
 //   5. when the worker process exits: SIGKILL to whatever is left of its process group and to
 //      every descendant that escaped it (they are re-parented to the supervisor), reaping them
-//      all, so no orphan survives the worker; then writes exit.json and exits 0. A worker killed
+//      all, so no orphan survives the worker; after a worker that succeeded, reads each value
+//      output (agent::ReadOutputValue, with the account's file permissions when it switched)
+//      into the exit's output_values, naming in the message each it could not read; then writes
+//      exit.json and exits 0. A worker killed
 //      by a signal is recorded with that signal and exit code 128 + signal (as shells do); the
 //      message notes a timeout, a cancellation, an escalation to SIGKILL and leftovers killed.
 //      A worker that died of a SIGKILL the supervisor did not send while the OOM-kill counter of

@@ -155,6 +155,12 @@ json JobDetail(const model::Job& job, const std::vector<model::Transition>& tran
     }
     attempt["gpu_seconds"] = static_cast<double>(costs[i].gpu_ms) / 1000.0;
     attempt["lost_gpu_seconds"] = static_cast<double>(costs[i].lost_gpu_ms) / 1000.0;
+    // The values a worker's node reported are the job's outputs: for those who may see them.
+    if (disclosure != Disclosure::kFull && attempt.contains("workers")) {
+      for (json& worker : attempt["workers"]) {
+        if (worker.contains("exit")) worker["exit"].erase("output_values");
+      }
+    }
   }
   out["split"] = SplitView(model::ComputeSplit(job, now));
   if (disclosure == Disclosure::kFull) out["outputs"] = json(job.outputs);

@@ -230,6 +230,23 @@ TEST(JobDetail, NamesTheAccountItsWorkersRunAsWhenSet) {
   EXPECT_EQ(detail["may_run_as_root"], true);
 }
 
+// The values a worker's node reported with its exit are the job's outputs: shown in its
+// attempts to those who may see its outputs, and to no one else.
+TEST(JobDetail, ShowsReportedValuesOnlyWhereItShowsOutputs) {
+  Job job = RanJob(2, "train", kT0, kT0 + 2012, JobState::kSucceeded);
+  model::ExitStatus exit;
+  exit.exit_code = 0;
+  exit.output_values = {{"accuracy", "0.93"}};
+  job.attempts[0].workers[0].exit = exit;
+  const json full = JobDetail(job, {}, kT0 + 3000, Disclosure::kFull);
+  EXPECT_EQ(full["attempts"][0]["workers"][0]["exit"]["output_values"],
+            (json{{"accuracy", "0.93"}}));
+  const json redacted = JobDetail(job, {}, kT0 + 3000, Disclosure::kRedacted);
+  EXPECT_EQ(redacted["attempts"][0]["workers"][0]["exit"]["exit_code"], 0);
+  EXPECT_FALSE(redacted["attempts"][0]["workers"][0]["exit"].contains("output_values"));
+  EXPECT_EQ(redacted.dump().find("0.93"), std::string::npos);
+}
+
 TEST(GoodputReport, GroupsJobsAndTotalsThem) {
   std::vector<Job> jobs = FinishedRun();
   jobs[0].spec.team = "data";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "drover/common/nesting.h"
+#include "drover/model/outputs.h"
 
 namespace drover::codec {
 namespace {
@@ -485,6 +486,20 @@ Status Decode(const json& j, const std::string& path, model::ExitStatus* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "node_lost", &out->node_lost));
   DROVER_RETURN_IF_ERROR(Field(j, path, "oom_killed", &out->oom_killed));
   DROVER_RETURN_IF_ERROR(Field(j, path, "message", &out->message));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "output_values", &out->output_values));
+  // What an agent reports: values as a node reads them (model/outputs.h), under output names.
+  for (const auto& [name, value] : out->output_values) {
+    const std::string at = path + ".output_values";
+    if (name.empty() || name.size() > model::kMaxOutputNameBytes ||
+        name.find('/') != std::string::npos) {
+      return Expected(
+          at, fmt::format("output names of 1 to {} bytes without '/'", model::kMaxOutputNameBytes));
+    }
+    if (value.size() > model::kMaxOutputValueBytes || value.find('\n') != std::string::npos) {
+      return Expected(at + "." + name,
+                      fmt::format("one line of at most {} bytes", model::kMaxOutputValueBytes));
+    }
+  }
   return OkStatus();
 }
 
@@ -630,7 +645,7 @@ Status Decode(const json& j, const std::string& path, model::LaunchSpec* out) {
   DROVER_RETURN_IF_ERROR(Field(j, path, "kill_grace_ms", &out->kill_grace_ms));
   DROVER_RETURN_IF_ERROR(Field(j, path, "checkpoint_dir", &out->checkpoint_dir));
   DROVER_RETURN_IF_ERROR(Field(j, path, "make_dirs", &out->make_dirs));
-  DROVER_RETURN_IF_ERROR(Field(j, path, "account_dirs", &out->account_dirs));
+  DROVER_RETURN_IF_ERROR(Field(j, path, "value_outputs", &out->value_outputs));
   DROVER_RETURN_IF_ERROR(Field(j, path, "run_as", &out->run_as));
   DROVER_RETURN_IF_ERROR(Field(j, path, "may_run_as_root", &out->may_run_as_root));
   return OkStatus();
@@ -1196,6 +1211,7 @@ json ToJson(const model::ExitStatus& exit) {
   if (exit.preempted) out["preempted"] = true;
   if (exit.node_lost) out["node_lost"] = true;
   if (exit.oom_killed) out["oom_killed"] = true;
+  if (!exit.output_values.empty()) out["output_values"] = StringMap(exit.output_values);
   return out;
 }
 
@@ -1381,7 +1397,7 @@ json ToJson(const model::LaunchSpec& launch) {
   out["kill_grace_ms"] = launch.kill_grace_ms;
   if (!launch.checkpoint_dir.empty()) out["checkpoint_dir"] = launch.checkpoint_dir;
   if (!launch.make_dirs.empty()) out["make_dirs"] = launch.make_dirs;
-  if (!launch.account_dirs.empty()) out["account_dirs"] = launch.account_dirs;
+  if (!launch.value_outputs.empty()) out["value_outputs"] = launch.value_outputs;
   if (!launch.run_as.empty()) out["run_as"] = launch.run_as;
   if (launch.may_run_as_root) out["may_run_as_root"] = true;
   return out;

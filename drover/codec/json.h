@@ -19,7 +19,8 @@
 //     preempted_by, ExitStatus.preempted, LaunchSpec.checkpoint_dir; the workflow fields:
 //     JobSpec's stage, trial, admission, run_if, inputs, outputs, resume and retry.on, Job's
 //     pipeline_run, released_at and outputs, Attempt's useful_work_at, progress and throughput,
-//     LaunchSpec.make_dirs and account_dirs; Job's and LaunchSpec's run_as and may_run_as_root)
+//     LaunchSpec.make_dirs and value_outputs; Job's and LaunchSpec's run_as and may_run_as_root;
+//     ExitStatus.output_values)
 //     are omitted while they hold their default value, so a value that does not use them
 //     encodes exactly as before (older agents and readers see the same JSON). Decision,
 //     QueueConfig, Policy and CronSpec write every field;

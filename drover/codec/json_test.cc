@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "drover/codec/sample_values.h"
+#include "drover/model/outputs.h"
 
 namespace drover::codec {
 namespace {
@@ -278,11 +279,11 @@ TEST(JsonCodec, OmitsNewFieldsAtTheirDefaultsAndDecodesOldSnapshots) {
   model::LaunchSpec launch = testing::SampleLaunchSpec();
   launch.checkpoint_dir.clear();
   launch.make_dirs.clear();
-  launch.account_dirs.clear();
+  launch.value_outputs.clear();
   launch.run_as.clear();
   launch.may_run_as_root = false;
   for (const char* key :
-       {"checkpoint_dir", "make_dirs", "account_dirs", "run_as", "may_run_as_root"}) {
+       {"checkpoint_dir", "make_dirs", "value_outputs", "run_as", "may_run_as_root"}) {
     EXPECT_FALSE(ToJson(launch).contains(key)) << key;
   }
 
@@ -390,6 +391,26 @@ TEST(JsonCodec, ErrorsNameTheFieldPath) {
   EXPECT_EQ(JobError(json::array()), "job: expected an object");
   EXPECT_EQ(JobError(json{{"dependencies", json::array({1, -2.5})}}),
             "job.dependencies: expected an array of integer job ids");
+}
+
+// What a remote agent reports of a worker's value outputs is bounded as the node reads them.
+TEST(JsonCodec, RefusesReportedValuesBeyondWhatANodeReads) {
+  const auto error = [](const json& values) {
+    json event = ToJson(testing::SampleWorkerEvent());
+    event["exit"]["output_values"] = values;
+    Result<model::WorkerEvent> decoded = WorkerEventFromJson(event);
+    return decoded ? std::string("decoded") : decoded.error().message;
+  };
+  EXPECT_EQ(error(json{{"accuracy", std::string(model::kMaxOutputValueBytes, '9')}}), "decoded");
+  EXPECT_EQ(error(json{{"accuracy", std::string(model::kMaxOutputValueBytes + 1, '9')}}),
+            "event.exit.output_values.accuracy: expected one line of at most 4096 bytes");
+  EXPECT_EQ(error(json{{"accuracy", "0.9\nsecond line"}}),
+            "event.exit.output_values.accuracy: expected one line of at most 4096 bytes");
+  EXPECT_EQ(error(json{{"../x", "1"}}),
+            "event.exit.output_values: expected output names of 1 to 63 bytes without '/'");
+  EXPECT_EQ(error(json{{std::string(64, 'a'), "1"}}),
+            "event.exit.output_values: expected output names of 1 to 63 bytes without '/'");
+  EXPECT_EQ(error(json{{"accuracy", 0.9}}), "event.exit.output_values.accuracy: expected a string");
 }
 
 TEST(JsonCodec, RejectsUnknownEnumNames) {

@@ -92,7 +92,8 @@ inline model::ExitStatus SampleExitStatus() {
           .preempted = true,
           .node_lost = true,
           .oom_killed = true,
-          .message = "killed after timeout"};
+          .message = "killed after timeout",
+          .output_values = {{"accuracy", "0.93"}}};
 }
 
 inline model::Worker SampleWorker(int rank = 1) {
@@ -214,8 +215,8 @@ inline model::LaunchSpec SampleLaunchSpec() {
   launch.timeout_ms = 7'200'000;
   launch.kill_grace_ms = 5'000;
   launch.checkpoint_dir = "/ckpt/llm";
-  launch.make_dirs = {"/out/.drover-staging/job-42.attempt-2", "/var/drover/values/42.2"};
-  launch.account_dirs = {"/var/drover/values/42.2"};
+  launch.make_dirs = {"/out/.drover-staging/job-42.attempt-2"};
+  launch.value_outputs = {"accuracy", "best_step"};
   launch.run_as = "alice-unix";
   launch.may_run_as_root = true;
   return launch;

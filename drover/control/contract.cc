@@ -29,6 +29,10 @@ AttemptContract ContractOf(const model::Job& job, int num_workers, int master_po
   if (attempt.resumed) env["DROVER_RESUME"] = std::string(1, '1');
   for (const model::StagedOutput& output :
        model::StagedOutputs(job.spec, job.id, attempt.number, value_outputs_root)) {
+    if (output.destination.empty() && value_outputs_root.empty()) {
+      contract.value_outputs.push_back(output.name);
+      continue;
+    }
     env[model::OutputVariable(output.name)] = output.staging;
     const std::string dir = model::DirectoryOf(output.staging);
     if (std::find(contract.make_dirs.begin(), contract.make_dirs.end(), dir) ==

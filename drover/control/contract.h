@@ -19,20 +19,25 @@ namespace drover::control {
 struct AttemptContract {
   // The spec's env, then DROVER_JOB_ID, DROVER_JOB_NAME, DROVER_ATTEMPT, DROVER_NUM_WORKERS,
   // DROVER_MASTER_PORT, DROVER_CHECKPOINT_DIR (with a checkpoint dir), DROVER_RESUME=1 (a
-  // resumed attempt) and DROVER_OUTPUT_<NAME> (the attempt's staging location of each output).
+  // resumed attempt) and DROVER_OUTPUT_<NAME> (the attempt's staging location of each path
+  // output, and of each value output staged under a root).
   std::map<std::string, std::string> env;
-  // The checkpoint directory and the directories of the staging locations, without repeats.
+  // The checkpoint directory and the directories of those staging locations, without repeats.
   std::vector<std::string> make_dirs;
   // Of make_dirs, the value outputs' staging directories (under value_outputs_root, a folder of
-  // the server's that the job's account may not write: LaunchSpec::account_dirs).
+  // the server's that the job's account may not write: ExternalLaunch::account_dirs).
   std::vector<std::string> account_dirs;
+  // Without a value_outputs_root: the names of the value outputs, which each worker's node
+  // stages itself (LaunchSpec::value_outputs).
+  std::vector<std::string> value_outputs;
 };
 
 // The rendezvous port of (job, attempt), spread deterministically over [base, base + span).
 int MasterPort(JobId job, int attempt, int base, int span);
 
 // The contract of `job`'s current attempt (which must exist) with `num_workers` workers; value
-// outputs stage under `value_outputs_root` (control::Options::value_outputs_root).
+// outputs stage under `value_outputs_root` (control::Options::value_outputs_root: an external
+// executor's job), or, when it is empty, on each worker's node (an agent's worker).
 AttemptContract ContractOf(const model::Job& job, int num_workers, int master_port,
                            const std::string& value_outputs_root);
 

@@ -142,13 +142,14 @@ model::LaunchSpec Controller::MakeLaunchSpec(const Job& job, const Worker& worke
   spec.run_as = job.run_as;
   spec.may_run_as_root = job.may_run_as_root;
 
+  // Value outputs: staged on the worker's node, their values reported with its exit.
   AttemptContract contract = ContractOf(
       job, static_cast<int>(attempt.workers.size()),
       MasterPort(job.id, attempt.number, options_.master_port_base, options_.master_port_span),
-      options_.value_outputs_root);
+      /*value_outputs_root=*/"");
   spec.env = std::move(contract.env);
   spec.make_dirs = std::move(contract.make_dirs);
-  spec.account_dirs = std::move(contract.account_dirs);
+  spec.value_outputs = std::move(contract.value_outputs);
   std::string visible;
   for (int gpu : worker.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
   const Worker& master = attempt.workers.front();
@@ -277,6 +278,11 @@ void Controller::EmitPublish(const Job& job, Step& step) const {
   publish.attempt = job.current_attempt()->number;
   publish.outputs =
       model::StagedOutputs(job.spec, job.id, publish.attempt, options_.value_outputs_root);
+  for (const Worker& worker : job.current_attempt()->workers) {  // by rank: the lowest first
+    if (worker.exit)
+      publish.reported_values.insert(worker.exit->output_values.begin(),
+                                     worker.exit->output_values.end());
+  }
   publish.run_as = job.run_as;
   publish.may_run_as_root = job.may_run_as_root;
   step.effects.emplace_back(std::move(publish));

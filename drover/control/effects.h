@@ -54,6 +54,10 @@ struct PublishOutputs {
   JobId job;
   int attempt = 0;
   std::vector<model::StagedOutput> outputs;
+  // The value outputs' values that the attempt's workers' nodes reported with their exits
+  // (ExitStatus::output_values; the lowest rank's where several did): published as they are.
+  // A value output without one is read at its staging location (an external executor's job).
+  std::map<std::string, std::string> reported_values;
   std::string run_as;
   bool may_run_as_root = false;
 };

@@ -111,18 +111,17 @@ TEST_F(WorkflowTest, OutputsArePublishedBeforeTheJobSucceedsAndOnlyOnSuccess) {
   const std::string staged_model =
       fmt::format("/out/.drover-staging/job-{}.attempt-1/model.pt", id.value());
   EXPECT_EQ(launch.env.at("DROVER_OUTPUT_MODEL"), staged_model);
-  EXPECT_EQ(launch.env.at("DROVER_OUTPUT_ACCURACY"),
-            fmt::format("/values/job-{}/attempt-1/accuracy", id.value()));
   EXPECT_THAT(launch.make_dirs,
-              ElementsAre(fmt::format("/out/.drover-staging/job-{}.attempt-1", id.value()),
-                          fmt::format("/values/job-{}/attempt-1", id.value())));
-  // The value's folder is in the server's: an agent gives it to the job's account first.
-  EXPECT_THAT(launch.account_dirs,
-              ElementsAre(fmt::format("/values/job-{}/attempt-1", id.value())));
+              ElementsAre(fmt::format("/out/.drover-staging/job-{}.attempt-1", id.value())));
+  // A value is the node's to stage (in the worker's directory) and to report with the exit.
+  EXPECT_FALSE(launch.env.contains("DROVER_OUTPUT_ACCURACY"));
+  EXPECT_THAT(launch.value_outputs, ElementsAre("accuracy"));
   EXPECT_EQ(launch.run_as, "alice");
 
   Event(Started(id, 1, 0, kT0 + 1));
-  Step exited = Event(Exited(id, 1, 0, 0, kT0 + 2));
+  model::WorkerEvent exit = Exited(id, 1, 0, 0, kT0 + 2);
+  exit.exit.output_values = {{"accuracy", "0.9"}};
+  Step exited = Event(exit);
   EXPECT_EQ(State(id), JobState::kRunning);  // not succeeded until published
   auto publish = EffectsOf<PublishOutputs>(exited);
   ASSERT_EQ(publish.size(), 1u);
@@ -131,11 +130,33 @@ TEST_F(WorkflowTest, OutputsArePublishedBeforeTheJobSucceedsAndOnlyOnSuccess) {
   ASSERT_EQ(publish[0].outputs.size(), 2u);
   EXPECT_EQ(publish[0].outputs[0].staging, staged_model);
   EXPECT_EQ(publish[0].outputs[0].destination, "/out/model.pt");
+  EXPECT_EQ(publish[0].reported_values, (std::map<std::string, std::string>{{"accuracy", "0.9"}}));
   EXPECT_FALSE(controller_.Cancel(id, "alice", "late", kT0 + 3, exited));
 
   Publish(id, {{"model", "/out/model.pt"}, {"accuracy", "0.9"}}, kT0 + 3);
   EXPECT_EQ(State(id), JobState::kSucceeded);
   EXPECT_EQ(controller_.Find(id)->outputs.at("accuracy"), "0.9");
+}
+
+// A gang's workers may each report values (each node reads its own worker's files): the lowest
+// rank's value of each output is the one published, whatever order the exits came in.
+TEST_F(WorkflowTest, TheLowestRankThatReportedAValueGivesIt) {
+  model::JobSpec train = Stage("train");
+  train.workers = 2;
+  train.outputs = {{"accuracy", ""}, {"loss", ""}};
+  JobId id = Submit({train})[0];
+  ASSERT_EQ(Launches(Schedule(kT0)).size(), 2u);
+  Event(Started(id, 1, 0, kT0 + 1));
+  Event(Started(id, 1, 1, kT0 + 1));
+  model::WorkerEvent second = Exited(id, 1, 1, 0, kT0 + 2);
+  second.exit.output_values = {{"accuracy", "0.5"}, {"loss", "0.7"}};
+  Event(second);
+  model::WorkerEvent first = Exited(id, 1, 0, 0, kT0 + 3);
+  first.exit.output_values = {{"accuracy", "0.9"}};
+  auto publish = EffectsOf<PublishOutputs>(Event(first));
+  ASSERT_EQ(publish.size(), 1u);
+  EXPECT_EQ(publish[0].reported_values,
+            (std::map<std::string, std::string>{{"accuracy", "0.9"}, {"loss", "0.7"}}));
 }
 
 TEST_F(WorkflowTest, ACheckpointReportedWhileOutputsPublishIsRecordedNotACrash) {

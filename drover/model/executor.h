@@ -110,7 +110,7 @@ struct ExternalLaunch {
   // Directories to create before the job starts (checkpoint dir, output staging).
   std::vector<std::string> make_dirs;
   // Of make_dirs, those an executor that submits as another account creates as itself and gives
-  // to the account first (LaunchSpec::account_dirs).
+  // to the account first (the value outputs' staging folders, in the server's data folder).
   std::vector<std::string> account_dirs;
   DurationMs kill_grace_ms = 10'000;
   // Ask the engine to requeue the job itself after a preemption or a node failure (Slurm's

@@ -99,6 +99,11 @@ struct ExitStatus {
   // cgroup of its own.
   bool oom_killed = false;
   std::string message;  // e.g. "exec failed: No such file or directory"
+  // The job's value outputs as the worker's node read them after it exited 0 (output name ->
+  // value: the first line of the file, at most kMaxOutputValueBytes, trailing whitespace
+  // removed; model/outputs.h), which the server publishes (docs/workflows.md). Only those read
+  // whole; empty for any other exit.
+  std::map<std::string, std::string> output_values;
 
   bool Succeeded() const {
     return signal == 0 && exit_code == 0 && !timed_out && !cancelled && !preempted && !node_lost &&

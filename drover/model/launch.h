@@ -44,10 +44,12 @@ struct LaunchSpec {
   // Directories the agent creates (with parents) before the process starts: the checkpoint
   // directory and the attempt's output staging locations (docs/workflows.md).
   std::vector<std::string> make_dirs;
-  // Of make_dirs, those in a folder of Drover's that the job's account may not write (the value
-  // outputs' staging folders, under the server's data folder): an agent that runs the worker as
-  // another account creates them as itself and gives them to the account first.
-  std::vector<std::string> account_dirs;
+  // The names of the job's value outputs. The agent stages each at
+  // model::NodeValueOutputPath(the worker's directory, NAME), exported as DROVER_OUTPUT_<NAME>
+  // (its `outputs` folder made by the agent and, for a worker of another account, given to that
+  // account), and reports the values it reads there after the worker exited 0 with the exit
+  // (ExitStatus::output_values).
+  std::vector<std::string> value_outputs;
   // The Unix account the worker runs as (Job::run_as). An agent running as root switches to it
   // (its groups, uid and gid, HOME, USER and LOGNAME) before it creates make_dirs, enters
   // working_dir and executes argv; an agent running as another user ignores it (the worker runs

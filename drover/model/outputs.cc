@@ -37,6 +37,12 @@ std::vector<StagedOutput> StagedOutputs(const JobSpec& spec, JobId job, int atte
   return staged;
 }
 
+std::string NodeValueOutputDir(const std::string& worker_dir) { return worker_dir + "/outputs"; }
+
+std::string NodeValueOutputPath(const std::string& worker_dir, const std::string& name) {
+  return NodeValueOutputDir(worker_dir) + "/" + name;
+}
+
 std::string OutputVariable(const std::string& name) {
   std::string variable = "DROVER_OUTPUT_";
   for (char c : name) variable += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

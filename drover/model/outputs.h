@@ -3,6 +3,7 @@
 // Where an attempt stages its declared outputs before they are published (docs/workflows.md,
 // "Inputs and outputs"). Pure: paths are computed, never touched.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,22 @@ struct StagedOutput {
 //   dirname(destination)/.drover-staging/job-ID.attempt-N/basename(destination)
 std::string StagingPathFor(const std::string& destination, JobId job, int attempt);
 
+// The longest value a value output may have, in bytes (its first line, without the newline).
+inline constexpr std::size_t kMaxOutputValueBytes = 4096;
+// The longest output name (a spec's names are 1 to 63 lowercase letters, digits, '_' and '-').
+inline constexpr std::size_t kMaxOutputNameBytes = 63;
+
+// Where a worker run by an agent writes its value outputs: in the worker's own directory on its
+// node, `worker_dir`/outputs. The node reads each value after the worker exited 0 and reports it
+// with the exit (ExitStatus::output_values), so a value reaches the server from any node, with
+// or without a file system the two share.
+std::string NodeValueOutputDir(const std::string& worker_dir);
+// NodeValueOutputDir(worker_dir)/NAME: where the worker writes value output `name`.
+std::string NodeValueOutputPath(const std::string& worker_dir, const std::string& name);
+
 // Every output of `spec` staged for (job, attempt). A value output stages at
-// value_root/job-ID/attempt-N/NAME.
+// value_root/job-ID/attempt-N/NAME: where an external executor's job writes it (the server reads
+// it there); a worker run by an agent writes it at NodeValueOutputPath instead.
 std::vector<StagedOutput> StagedOutputs(const JobSpec& spec, JobId job, int attempt,
                                         const std::string& value_root);
 

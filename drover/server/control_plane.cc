@@ -484,7 +484,7 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   void PublishOutputs(const control::PublishOutputs& publish) override {
     Result<std::map<std::string, std::string>> published;
     Status as_account = AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root, [&] {
-      published = agent::PublishOutputs(publish.outputs, plane_.fs_);
+      published = agent::PublishOutputs(publish.outputs, publish.reported_values, plane_.fs_);
     });
     if (!as_account) published = tl::unexpected(as_account.error());
     feedback_.emplace_back(

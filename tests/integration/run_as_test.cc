@@ -127,11 +127,12 @@ TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
   EXPECT_EQ(ReadFile(out + "/own/result"), "42\n");
 }
 
-// A value output stages in a folder under the server's data folder, which the agent creates and
-// gives to the job's account (the account may not create it there); the server reads it with
-// the account's permissions: a value the job wrote publishes, one it made a link to a file only
-// root may read does not (before, that file's first line became the job's output), and a FIFO in
-// its place fails at once rather than holding the server's thread.
+// A value output stages in the worker's folder on its node, in an `outputs` folder the agent
+// creates and gives to the job's account; the node reads it with the account's permissions
+// after the worker exited and reports it: a value the job wrote publishes, one it made a link to
+// a file only root may read does not (before 2026-12-06, when the server read it as root, that
+// file's first line became the job's output), and a FIFO in its place fails at once rather than
+// holding a thread.
 TEST_F(RunAsUser, AValueOutputIsTheAccountsOwnToWriteAndOnlyItsOwnIsRead) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
   auto account = testing::ScopedUnixAccount::Create("drover-iv");
