@@ -265,6 +265,7 @@ TEST_F(LocalRuntimeTest, AWorkersValueOutputsAreReportedWithItsExit) {
   model::LaunchSpec spec =
       Spec(25, {"sh", "-c", "printf '0.93 \\nrest\\n' > $DROVER_OUTPUT_ACCURACY"});
   spec.value_outputs = {"accuracy", "loss"};
+  spec.env["DROVER_OUTPUT_ACCURACY"] = root_ + "/elsewhere";  // the contract's variable wins
   ASSERT_TRUE(runtime_->Launch(spec));
   auto exited = WaitFor(spec.key, Kind::kExited);
   ASSERT_TRUE(exited);

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -439,14 +440,15 @@ bool Supervisor::StartWorker(const model::LaunchSpec& spec) {
     }
   }
   // Everything the child needs is prepared before vfork (ChildPlan).
-  std::vector<std::string> env_strings;
-  for (const auto& [name, value] : spec.env) env_strings.push_back(name + "=" + value);
+  // The value outputs' variables are the contract's, whatever the job's env says.
+  std::map<std::string, std::string> env = spec.env;
   for (const std::string& name : spec.value_outputs) {
-    env_strings.push_back(model::OutputVariable(name) + "=" +
-                          model::NodeValueOutputPath(dir_, name));
+    env[model::OutputVariable(name)] = model::NodeValueOutputPath(dir_, name);
   }
+  std::vector<std::string> env_strings;
+  for (const auto& [name, value] : env) env_strings.push_back(name + "=" + value);
   auto add_default = [&](const std::string& name, const char* value) {
-    if (value != nullptr && !spec.env.contains(name)) env_strings.push_back(name + "=" + value);
+    if (value != nullptr && !env.contains(name)) env_strings.push_back(name + "=" + value);
   };
   add_default("PATH", getenv("PATH"));
   add_default("LANG", getenv("LANG"));

@@ -75,8 +75,10 @@ struct Options {
   // ms, a backlog under 20,000 keeps the one-second pass and a larger one is passed over every
   // backlog/20 ms.
   std::int64_t full_cycle_ready_jobs_per_ms = 20;
-  // Value outputs stage at <value_outputs_root>/job-ID/attempt-N/NAME (docs/workflows.md); a
-  // driver that runs jobs with value outputs sets it (the server: under its data directory).
+  // An external executor's job stages its value outputs at
+  // <value_outputs_root>/job-ID/attempt-N/NAME, where the driver reads them (docs/workflows.md; the
+  // server: under its data directory); an agent's worker stages them on its node and reports
+  // them with its exit (LaunchSpec::value_outputs).
   std::string value_outputs_root;
   // Submit refuses a job that can never start (sched::FindInfeasibility: no node seen so far, or
   // no queue limit, could ever hold it) unless its spec sets hold_infeasible. The simulator turns

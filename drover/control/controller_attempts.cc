@@ -279,9 +279,10 @@ void Controller::EmitPublish(const Job& job, Step& step) const {
   publish.outputs =
       model::StagedOutputs(job.spec, job.id, publish.attempt, options_.value_outputs_root);
   for (const Worker& worker : job.current_attempt()->workers) {  // by rank: the lowest first
-    if (worker.exit)
+    if (worker.exit) {
       publish.reported_values.insert(worker.exit->output_values.begin(),
                                      worker.exit->output_values.end());
+    }
   }
   publish.run_as = job.run_as;
   publish.may_run_as_root = job.may_run_as_root;
