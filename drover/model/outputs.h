@@ -28,7 +28,7 @@ std::string StagingPathFor(const std::string& destination, JobId job, int attemp
 
 // The longest value a value output may have, in bytes (its first line, without the newline).
 inline constexpr std::size_t kMaxOutputValueBytes = 4096;
-// The longest output name (a spec's names are 1 to 63 lowercase letters, digits, '_' and '-').
+// The longest output name (a spec's names are 1 to 63 lowercase letters, digits and '_').
 inline constexpr std::size_t kMaxOutputNameBytes = 63;
 
 // Where a worker run by an agent writes its value outputs: in the worker's own directory on its

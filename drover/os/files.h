@@ -1,8 +1,8 @@
 #pragma once
 
-// Whole-file writes that no reader sees half done: the one
-// way Drover's drivers replace a file, be it a worker's status record, a secret, a node's
-// credential, a ready file or a Slurm job's script in a folder the job's account may write.
+// Whole-file writes that no reader sees half done: the one way Drover's drivers replace a file,
+// be it a worker's status record, a secret, a node's credential, a ready file or a Slurm job's
+// script in a folder the job's account may write.
 
 #include <string>
 #include <string_view>
@@ -31,6 +31,9 @@ Status WriteAll(int fd, std::string_view text, std::string_view path);
 // through a link or a file someone else left there, as a job's account may in its own folder),
 // written whole (with `durability`'s syncs) and renamed over `path`, which is replaced, never
 // written through. kUnavailable naming the path and the errno text; the hidden file is gone then.
+// One writer of a path at a time within a process (two at once would share the hidden file):
+// every caller has one (a worker's files are written under its runtime's lock or by its
+// supervisor, the secret store's under its own, the Slurm executor's by the thread of one attempt).
 Status WriteFileAtomically(const std::string& path, std::string_view text,
                            Durability durability = Durability::kSynced, int mode = 0644);
 
