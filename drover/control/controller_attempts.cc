@@ -293,11 +293,15 @@ void Controller::CompleteAttempt(Job& job, TimeMs now, Step& step) {
   Attempt& attempt = *job.current_attempt();
   if (attempt.outcome != JobState::kSucceeded && !job.spec.outputs.empty()) {
     DiscardOutputs discard;
-    discard.outputs =
-        model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root);
+    for (model::StagedOutput& output :
+         model::StagedOutputs(job.spec, job.id, attempt.number, options_.value_outputs_root)) {
+      // An agent's worker staged its values on its node, in its own folder: nothing here.
+      if (output.destination.empty() && attempt.executor.empty()) continue;
+      discard.outputs.push_back(std::move(output));
+    }
     discard.run_as = job.run_as;
     discard.may_run_as_root = job.may_run_as_root;
-    step.effects.emplace_back(std::move(discard));
+    if (!discard.outputs.empty()) step.effects.emplace_back(std::move(discard));
   }
   if (model::WasPreempted(attempt) && attempt.outcome == JobState::kReady &&
       !model::RetriesOn(job.spec.retry, model::FailureKind::kPreempted)) {

@@ -159,6 +159,15 @@ TEST_F(WorkflowTest, TheLowestRankThatReportedAValueGivesIt) {
             (std::map<std::string, std::string>{{"accuracy", "0.9"}, {"loss", "0.7"}}));
 }
 
+TEST_F(WorkflowTest, AFailedAttemptWithOnlyValuesLeavesTheServerNothingToDiscard) {
+  model::JobSpec train = Stage("train");
+  train.outputs = {{"accuracy", ""}};
+  JobId id = Submit({train})[0];
+  Step failed = RunToExit(id, 1, kT0);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_TRUE(EffectsOf<DiscardOutputs>(failed).empty());
+}
+
 TEST_F(WorkflowTest, ACheckpointReportedWhileOutputsPublishIsRecordedNotACrash) {
   // The job is running but holds nothing while its outputs publish; Track threw
   // std::out_of_range for it before the holdings had their own owner.
@@ -176,13 +185,15 @@ TEST_F(WorkflowTest, ACheckpointReportedWhileOutputsPublishIsRecordedNotACrash) 
 
 TEST_F(WorkflowTest, AFailedAttemptDiscardsItsStagingAndAFailedPublicationFailsTheAttempt) {
   model::JobSpec train = Stage("train");
-  train.outputs = {{"model", "/out/model.pt"}};
+  train.outputs = {{"model", "/out/model.pt"}, {"accuracy", ""}};
   train.retry.max_attempts = 2;
   JobId id = Submit({train})[0];
   Step failed = RunToExit(id, 1, kT0);
   EXPECT_TRUE(EffectsOf<PublishOutputs>(failed).empty());
   auto discard = EffectsOf<DiscardOutputs>(failed);
   ASSERT_EQ(discard.size(), 1u);
+  // The value staged on the worker's node, in its own folder: nothing for the server to remove.
+  ASSERT_EQ(discard[0].outputs.size(), 1u);
   EXPECT_EQ(discard[0].outputs[0].destination, "/out/model.pt");
   EXPECT_EQ(discard[0].run_as, "alice");  // removed with the account's file permissions
   EXPECT_EQ(State(id), JobState::kReady);

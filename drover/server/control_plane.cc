@@ -483,10 +483,22 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   }
   void PublishOutputs(const control::PublishOutputs& publish) override {
     Result<std::map<std::string, std::string>> published;
-    Status as_account = AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root, [&] {
+    const auto publish_all = [&] {
       published = agent::PublishOutputs(publish.outputs, publish.reported_values, plane_.fs_);
-    });
-    if (!as_account) published = tl::unexpected(as_account.error());
+    };
+    // Values the workers' nodes reported touch no file here, nor need the job's account, which
+    // this machine may not know (a remote agent's job): only path outputs and unreported values.
+    const bool touches_files =
+        std::any_of(publish.outputs.begin(), publish.outputs.end(), [&](const auto& output) {
+          return !output.destination.empty() || !publish.reported_values.contains(output.name);
+        });
+    if (!touches_files) {
+      publish_all();
+    } else if (Status as_account =
+                   AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root, publish_all);
+               !as_account) {
+      published = tl::unexpected(as_account.error());
+    }
     feedback_.emplace_back(
         Published{publish.job, publish.attempt, std::move(published), plane_.clock_.Now()});
   }

@@ -28,8 +28,16 @@ Result<std::unique_ptr<ScopedUnixAccount>> ScopedUnixAccount::Create(const std::
 }
 
 ScopedUnixAccount::~ScopedUnixAccount() {
+  if (removed_) return;
   const std::string del = fmt::format("userdel {} >/dev/null 2>&1", name_);
   if (std::system(del.c_str()) != 0) std::cerr << "failed: " << del << "\n";
+}
+
+Status ScopedUnixAccount::RemoveNow() {
+  const std::string del = fmt::format("userdel --force {} >/dev/null 2>&1", name_);
+  if (std::system(del.c_str()) != 0) return Internal(fmt::format("failed: {}", del));
+  removed_ = true;
+  return OkStatus();
 }
 
 }  // namespace drover::testing

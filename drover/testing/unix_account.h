@@ -18,7 +18,10 @@ class ScopedUnixAccount {
   // Creates "<prefix>-<pid>-<n>". kFailedPrecondition when not running as root; kInternal when
   // useradd fails or the account cannot be looked up after.
   static Result<std::unique_ptr<ScopedUnixAccount>> Create(const std::string& prefix);
-  ~ScopedUnixAccount();  // userdel; a failure is reported to stderr
+  ~ScopedUnixAccount();  // userdel, unless RemoveNow did; a failure is reported to stderr
+  // Deletes the account at once, even while processes run as it (userdel --force), as a machine
+  // that never knew it would look: kInternal when userdel fails.
+  Status RemoveNow();
   ScopedUnixAccount(const ScopedUnixAccount&) = delete;
   ScopedUnixAccount& operator=(const ScopedUnixAccount&) = delete;
 
@@ -34,6 +37,7 @@ class ScopedUnixAccount {
   uid_t uid_ = 0;
   gid_t gid_ = 0;
   std::string home_;
+  bool removed_ = false;
 };
 
 }  // namespace drover::testing

@@ -163,6 +163,31 @@ TEST_F(RunAsUser, AValueOutputIsTheAccountsOwnToWriteAndOnlyItsOwnIsRead) {
       << GetJob(client, fifo).dump(2);
 }
 
+// Values the workers' nodes reported touch no file on the server, so the server needs no account
+// for them: a job whose account the server's machine does not know (here removed while the job
+// ran, as an account that exists only on the agents' nodes would be) publishes its values. Before,
+// the server looked the account up to publish and failed the job ("no such Unix account ...").
+TEST_F(RunAsUser, ReportedValuesPublishWithoutTheAccountOnTheServersMachine) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
+  auto account = testing::ScopedUnixAccount::Create("drover-ir");
+  ASSERT_TRUE(account) << account.error().ToString();
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string go = dir_.Sub("go");
+  auto server = StartServer("data", "1xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
+  api::ApiClient& client = *member;
+  const std::int64_t id = SubmitWithOutput(
+      client, "evaluate", "{name: accuracy}",
+      "echo 0.9 > \"$DROVER_OUTPUT_ACCURACY\" && while [ ! -e " + go + " ]; do sleep 0.05; done");
+  ASSERT_TRUE(WaitUntil([&] { return GetJob(client, id)["state"] == "running"; }))
+      << GetJob(client, id).dump(2);
+  ASSERT_TRUE((*account)->RemoveNow());
+  WriteFile(go, "");
+  EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << GetJob(client, id).dump(2);
+  EXPECT_EQ(GetJob(client, id)["outputs"]["accuracy"], "0.9");
+}
+
 TEST_F(RunAsUser, ACheckpointDirThatClimbsOutOfTheBaseDirectoryIsRefused) {
   auto server = StartServer("data", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
