@@ -15,8 +15,10 @@
 //                    supervisor from an unrelated process that reused its pid.
 //   started.json     after the worker's exec succeeded: {"pid", "at"} (ms since the epoch).
 //   exit.json        last, after every process of the worker is gone: the ExitStatus
-//                    (codec::ToJson) plus "at".
+//                    (codec::ToJson, with the value outputs the supervisor read) plus "at".
 //   stdout.log, stderr.log   the worker's output; supervisor.log the supervisor's own.
+//   outputs/NAME     the job's value outputs, written by the worker (model::NodeValueOutputPath;
+//                    the folder is the job's account's).
 //   preempt-notice   written by the runtime just before it sends SIGTERM to stop the worker for
 //                    a preemption: {"reason", "deadline_ms"} (deadline_ms: ms since the epoch
 //                    when SIGKILL follows). The worker finds it through $DROVER_PREEMPT_NOTICE;
