@@ -301,8 +301,16 @@ class Controller {
                           const Result<std::map<std::string, std::string>>& published, TimeMs now,
                           Step& step);
 
-  // Jobs in `waiting` with the input paths they need, for the driver to look for.
-  std::vector<std::pair<JobId, std::vector<std::string>>> InputsToCheck() const;
+  // A job in `waiting` with the input paths it needs, for the driver to look for with the file
+  // permissions of the job's account (Job::run_as, may_run_as_root: docs/security.md), so that
+  // a job learns only of the paths its account may see.
+  struct InputCheck {
+    JobId job;
+    std::vector<std::string> paths;
+    std::string run_as;
+    bool may_run_as_root = false;
+  };
+  std::vector<InputCheck> InputsToCheck() const;
   // The driver looked: `missing` are the paths of InputsToCheck() that do not exist. Empty: the
   // job becomes ready. Ignored for a job not waiting.
   void OnInputsChecked(JobId id, const std::vector<std::string>& missing, TimeMs now, Step& step);

@@ -216,14 +216,15 @@ void Controller::MaybeStopSweep(const Job& trial, TimeMs now, Step& step) {
   }
 }
 
-std::vector<std::pair<JobId, std::vector<std::string>>> Controller::InputsToCheck() const {
-  std::vector<std::pair<JobId, std::vector<std::string>>> checks;
+std::vector<Controller::InputCheck> Controller::InputsToCheck() const {
+  std::vector<InputCheck> checks;
   for (JobId id : jobs_.waiting()) {
-    std::vector<std::string> paths;
-    for (const model::InputSpec& input : jobs_.Get(id).spec.inputs) {
-      if (!input.path.empty()) paths.push_back(input.path);
+    const Job& job = jobs_.Get(id);
+    InputCheck check{id, {}, job.run_as, job.may_run_as_root};
+    for (const model::InputSpec& input : job.spec.inputs) {
+      if (!input.path.empty()) check.paths.push_back(input.path);
     }
-    checks.emplace_back(id, std::move(paths));
+    checks.push_back(std::move(check));
   }
   return checks;
 }

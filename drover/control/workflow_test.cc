@@ -282,7 +282,8 @@ TEST_F(WorkflowTest, AJobWaitsForItsInputsWithoutQueueing) {
   EXPECT_EQ(State(id), JobState::kWaiting);
   auto checks = controller_.InputsToCheck();
   ASSERT_EQ(checks.size(), 1u);
-  EXPECT_THAT(checks[0].second, ElementsAre("/data/raw.csv", "/data/_SUCCESS"));
+  EXPECT_THAT(checks[0].paths, ElementsAre("/data/raw.csv", "/data/_SUCCESS"));
+  EXPECT_EQ(checks[0].run_as, "alice");  // looked for with the account's permissions
 
   Step step;
   controller_.OnInputsChecked(id, {"/data/_SUCCESS"}, kT0 + 1, step);

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -41,9 +42,9 @@ namespace {
 // Runs `work` with the file permissions of a job's account (Job::run_as) when this process is
 // root and the account is another: the job wrote its staging files as that account, so a link
 // or a FIFO it left there must not make the server read, move or remove what the account may
-// not (os::WithFileIdentityOf). On the machine's file system only: `fs` otherwise (tests'
-// in-memory one) has no owners and runs `work` as it is. An error when the account cannot be
-// had (`work` did not run).
+// not (os::WithFileIdentityOf); and its inputs are looked for as it. On the machine's file system
+// only: `fs` otherwise (tests' in-memory one) has no owners and runs `work` as it is. An error when
+// the account cannot be had (`work` did not run).
 Status AsJobAccount(const FileSystem& fs, const std::string& run_as, bool may_run_as_root,
                     const std::function<void()>& work) {
   if (&fs != &RealFileSystem()) {
@@ -248,7 +249,7 @@ ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inp
   Observation seen;
   std::vector<std::shared_ptr<agent::WorkerRuntime>> runtimes;
   std::vector<exec::Executor*> executors;
-  std::vector<std::pair<JobId, std::vector<std::string>>> to_check;
+  std::vector<control::Controller::InputCheck> to_check;
   std::optional<FileInfo> policy_seen;
   {
     MutexLock lock(mu_);
@@ -271,12 +272,24 @@ ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inp
       seen.executor_events.push_back(std::move(event));
     }
   }
-  for (auto& [id, paths] : to_check) {
-    std::vector<std::string> missing;
-    for (std::string& path : paths) {
-      if (!fs_.Stat(path)) missing.push_back(std::move(path));  // absent, or cannot be looked at
-    }
-    seen.inputs.emplace_back(id, std::move(missing));
+  // Each job's inputs are looked for with its account's file permissions, so that a job learns
+  // only what its account may see (not whether a path exists in a folder only root may enter);
+  // the jobs of one account together. An account this machine does not know: as the server.
+  std::map<std::pair<std::string, bool>, std::vector<control::Controller::InputCheck*>> accounts;
+  for (control::Controller::InputCheck& check : to_check) {
+    accounts[{check.run_as, check.may_run_as_root}].push_back(&check);
+  }
+  for (const auto& [account, checks] : accounts) {
+    const auto look = [&] {
+      for (control::Controller::InputCheck* check : checks) {
+        std::vector<std::string> missing;
+        for (std::string& path : check->paths) {
+          if (!fs_.Stat(path)) missing.push_back(std::move(path));  // absent, or not to be seen
+        }
+        seen.inputs.emplace_back(check->job, std::move(missing));
+      }
+    };
+    if (!AsJobAccount(fs_, account.first, account.second, look)) look();  // it did not run
   }
   if (!seen.policy_path.empty()) {
     Result<FileInfo> looked = fs_.Stat(seen.policy_path);

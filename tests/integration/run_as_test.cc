@@ -188,6 +188,44 @@ TEST_F(RunAsUser, ReportedValuesPublishWithoutTheAccountOnTheServersMachine) {
   EXPECT_EQ(GetJob(client, id)["outputs"]["accuracy"], "0.9");
 }
 
+// A job's inputs are looked for with its account's permissions: a path in a folder only root may
+// enter is not there for it (before, the server, as root, saw it, so any member could learn which
+// paths exist where it may not look). Both jobs are looked at in the same pass: once the one whose
+// input the account can see is ready, the other was found waiting in that pass.
+TEST_F(RunAsUser, AJobsInputsAreLookedForWithItsAccountsPermissions) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
+  auto account = testing::ScopedUnixAccount::Create("drover-in");
+  ASSERT_TRUE(account) << account.error().ToString();
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string hidden = dir_.Sub("root-only");
+  std::filesystem::create_directories(hidden);
+  ASSERT_EQ(chmod(hidden.c_str(), 0700), 0);
+  WriteFile(hidden + "/data.csv", "x\n");
+  const std::string visible = dir_.Sub("visible.csv");
+  auto server = StartServer("data", "1xH100-80GB");
+  ASSERT_TRUE(server->ok());
+  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
+  api::ApiClient& client = *member;
+  auto submit = [&](const std::string& name, const std::string& input) {
+    auto submitted =
+        client.Post("/v1/jobs",
+                    fmt::format("kind: Job\nname: {}\nresources: {{cpu: 100m, memory: 16Mi}}\n"
+                                "inputs: [{{path: {}}}]\ncommand: ['true']\n",
+                                name, input),
+                    "application/yaml");
+    EXPECT_TRUE(submitted) << submitted.error().ToString();
+    return submitted ? submitted->json["jobs"][0]["id"].get<std::int64_t>() : 0;
+  };
+  const std::int64_t hidden_job = submit("hidden", hidden + "/data.csv");
+  const std::int64_t visible_job = submit("visible", visible);
+  ASSERT_TRUE(WaitUntil([&] { return GetJob(client, hidden_job)["state"] == "waiting"; }));
+  WriteFile(visible, "y\n");
+  EXPECT_EQ(WaitForTerminal(client, visible_job), "succeeded");
+  const json waiting = GetJob(client, hidden_job);
+  EXPECT_EQ(waiting["state"], "waiting") << waiting.dump(2);
+  EXPECT_EQ(waiting["message"], "waiting for input " + hidden + "/data.csv") << waiting.dump(2);
+}
+
 TEST_F(RunAsUser, ACheckpointDirThatClimbsOutOfTheBaseDirectoryIsRefused) {
   auto server = StartServer("data", "1xH100-80GB");
   ASSERT_TRUE(server->ok());
