@@ -279,7 +279,8 @@ ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inp
   for (control::Controller::InputCheck& check : to_check) {
     accounts[{check.run_as, check.may_run_as_root}].push_back(&check);
   }
-  for (const auto& [account, checks] : accounts) {
+  for (const auto& entry : accounts) {
+    const std::vector<control::Controller::InputCheck*>& checks = entry.second;
     const auto look = [&] {
       for (control::Controller::InputCheck* check : checks) {
         std::vector<std::string> missing;
@@ -289,7 +290,7 @@ ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inp
         seen.inputs.emplace_back(check->job, std::move(missing));
       }
     };
-    if (!AsJobAccount(fs_, account.first, account.second, look)) look();  // it did not run
+    if (!AsJobAccount(fs_, entry.first.first, entry.first.second, look)) look();  // did not run
   }
   if (!seen.policy_path.empty()) {
     Result<FileInfo> looked = fs_.Stat(seen.policy_path);

@@ -60,31 +60,47 @@ class RunAsUser : public IntegrationTest {
     client->SetBearer(token);
     return client;
   }
+
+  // What a test of a member's jobs starts from (as root: the caller skips otherwise): a Unix
+  // account "<prefix>-..." that may enter the test's directory (mkdtemp made it 0700) down to its
+  // jobs' folders, a server, and a client with a member token of the account's name. Its client
+  // is null, after a test failure, when one of them cannot be had.
+  struct Member {
+    std::unique_ptr<testing::ScopedUnixAccount> account;
+    std::unique_ptr<ServerProcess> server;
+    std::unique_ptr<api::ApiClient> client;
+  };
+  Member StartMember(const std::string& prefix) {
+    Member member;
+    auto account = testing::ScopedUnixAccount::Create(prefix);
+    EXPECT_TRUE(account) << account.error().ToString();
+    if (!account || chmod(dir_.path().c_str(), 0755) != 0) return member;
+    member.account = *std::move(account);
+    member.server = StartServer("data", "1xH100-80GB");
+    EXPECT_TRUE(member.server->ok());
+    if (member.server->ok()) member.client = MemberClient(*member.server, member.account->name());
+    return member;
+  }
 };
 
 TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
-  auto account = testing::ScopedUnixAccount::Create("drover-it");
-  ASSERT_TRUE(account) << account.error().ToString();
-  // The account must reach its worker directory under the test's (mkdtemp: 0700) directory.
-  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
-  auto server = StartServer("data", "1xH100-80GB");
-  ASSERT_TRUE(server->ok());
-  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
-  api::ApiClient& client = *member;
+  Member member = StartMember("drover-it");
+  ASSERT_TRUE(member.client);
+  api::ApiClient& client = *member.client;
   auto submitted = client.Post(
       "/v1/jobs",
       "kind: Job\nname: whoami\nresources: {cpu: 100m, memory: 16Mi}\ncommand: [id, -u]\n",
       "application/yaml", {{"X-Drover-Base-Dir", dir_.path()}});
   ASSERT_TRUE(submitted) << submitted.error().ToString();
   const std::int64_t id = submitted->json["jobs"][0]["id"].get<std::int64_t>();
-  EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << ProcessLogs(server.get(), {});
+  EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << ProcessLogs(member.server.get(), {});
   const json job = GetJob(client, id);
-  EXPECT_EQ(job["owner"], (*account)->name());
+  EXPECT_EQ(job["owner"], member.account->name());
   EXPECT_EQ(job["team"], "team-a");
   auto log = client.Get(fmt::format("/v1/jobs/{}/logs", id));
   ASSERT_TRUE(log) << log.error().ToString();
-  EXPECT_EQ(log->body, fmt::format("{}\n", (*account)->uid()));
+  EXPECT_EQ(log->body, fmt::format("{}\n", member.account->uid()));
 }
 
 // The server publishes a job's outputs with its account's file permissions (docs/security.md,
@@ -94,9 +110,9 @@ TEST_F(RunAsUser, AJobOfATokensUserRunsWithThatUsersUid) {
 // account staged itself publishes as before.
 TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
-  auto account = testing::ScopedUnixAccount::Create("drover-io");
-  ASSERT_TRUE(account) << account.error().ToString();
-  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  Member member = StartMember("drover-io");
+  ASSERT_TRUE(member.client);
+  api::ApiClient& client = *member.client;
   const std::string out = dir_.Sub("out");  // where the account may write its outputs
   std::filesystem::create_directories(out);
   ASSERT_EQ(chmod(out.c_str(), 0777), 0);
@@ -104,10 +120,6 @@ TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
   std::filesystem::create_directories(root_only);
   ASSERT_EQ(chmod(root_only.c_str(), 0700), 0);
   WriteFile(root_only + "/result", "root's\n");
-  auto server = StartServer("data", "1xH100-80GB");
-  ASSERT_TRUE(server->ok());
-  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
-  api::ApiClient& client = *member;
   auto submit = [&](const std::string& name, const std::string& script) {
     return SubmitWithOutput(client, name,
                             fmt::format("{{name: result, path: {}/{}/result}}", out, name), script);
@@ -118,7 +130,7 @@ TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
                     root_only + " \"$staging\"");
   const std::int64_t own = submit("own", "echo 42 > \"$DROVER_OUTPUT_RESULT\"");
 
-  EXPECT_EQ(WaitForTerminal(client, moving), "failed") << ProcessLogs(server.get(), {});
+  EXPECT_EQ(WaitForTerminal(client, moving), "failed") << ProcessLogs(member.server.get(), {});
   EXPECT_NE(GetJob(client, moving).dump().find("Permission denied"), std::string::npos)
       << GetJob(client, moving).dump(2);
   EXPECT_EQ(ReadFile(root_only + "/result"), "root's\n") << "root's file was moved";
@@ -135,16 +147,12 @@ TEST_F(RunAsUser, AJobsOutputsArePublishedWithItsAccountsPermissionsOnly) {
 // holding a thread.
 TEST_F(RunAsUser, AValueOutputIsTheAccountsOwnToWriteAndOnlyItsOwnIsRead) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
-  auto account = testing::ScopedUnixAccount::Create("drover-iv");
-  ASSERT_TRUE(account) << account.error().ToString();
-  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  Member member = StartMember("drover-iv");
+  ASSERT_TRUE(member.client);
+  api::ApiClient& client = *member.client;
   const std::string secret = dir_.Sub("root-only");
   WriteFile(secret, "TOPSECRET\n");
   ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
-  auto server = StartServer("data", "1xH100-80GB");
-  ASSERT_TRUE(server->ok());
-  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
-  api::ApiClient& client = *member;
   auto submit = [&](const std::string& name, const std::string& script) {
     return SubmitWithOutput(client, name, "{name: value}", script);
   };
@@ -169,20 +177,16 @@ TEST_F(RunAsUser, AValueOutputIsTheAccountsOwnToWriteAndOnlyItsOwnIsRead) {
 // the server looked the account up to publish and failed the job ("no such Unix account ...").
 TEST_F(RunAsUser, ReportedValuesPublishWithoutTheAccountOnTheServersMachine) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
-  auto account = testing::ScopedUnixAccount::Create("drover-ir");
-  ASSERT_TRUE(account) << account.error().ToString();
-  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  Member member = StartMember("drover-ir");
+  ASSERT_TRUE(member.client);
+  api::ApiClient& client = *member.client;
   const std::string go = dir_.Sub("go");
-  auto server = StartServer("data", "1xH100-80GB");
-  ASSERT_TRUE(server->ok());
-  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
-  api::ApiClient& client = *member;
   const std::int64_t id = SubmitWithOutput(
       client, "evaluate", "{name: accuracy}",
       "echo 0.9 > \"$DROVER_OUTPUT_ACCURACY\" && while [ ! -e " + go + " ]; do sleep 0.05; done");
   ASSERT_TRUE(WaitUntil([&] { return GetJob(client, id)["state"] == "running"; }))
       << GetJob(client, id).dump(2);
-  ASSERT_TRUE((*account)->RemoveNow());
+  ASSERT_TRUE(member.account->RemoveNow());
   WriteFile(go, "");
   EXPECT_EQ(WaitForTerminal(client, id), "succeeded") << GetJob(client, id).dump(2);
   EXPECT_EQ(GetJob(client, id)["outputs"]["accuracy"], "0.9");
@@ -194,18 +198,14 @@ TEST_F(RunAsUser, ReportedValuesPublishWithoutTheAccountOnTheServersMachine) {
 // input the account can see is ready, the other was found waiting in that pass.
 TEST_F(RunAsUser, AJobsInputsAreLookedForWithItsAccountsPermissions) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a Unix account";
-  auto account = testing::ScopedUnixAccount::Create("drover-in");
-  ASSERT_TRUE(account) << account.error().ToString();
-  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  Member member = StartMember("drover-in");
+  ASSERT_TRUE(member.client);
+  api::ApiClient& client = *member.client;
   const std::string hidden = dir_.Sub("root-only");
   std::filesystem::create_directories(hidden);
   ASSERT_EQ(chmod(hidden.c_str(), 0700), 0);
   WriteFile(hidden + "/data.csv", "x\n");
   const std::string visible = dir_.Sub("visible.csv");
-  auto server = StartServer("data", "1xH100-80GB");
-  ASSERT_TRUE(server->ok());
-  std::unique_ptr<api::ApiClient> member = MemberClient(*server, (*account)->name());
-  api::ApiClient& client = *member;
   auto submit = [&](const std::string& name, const std::string& input) {
     auto submitted =
         client.Post("/v1/jobs",
