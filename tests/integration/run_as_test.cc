@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -74,7 +75,10 @@ class RunAsUser : public IntegrationTest {
     Member member;
     auto account = testing::ScopedUnixAccount::Create(prefix);
     EXPECT_TRUE(account) << account.error().ToString();
-    if (!account || chmod(dir_.path().c_str(), 0755) != 0) return member;
+    if (!account) return member;
+    const bool enterable = chmod(dir_.path().c_str(), 0755) == 0;
+    EXPECT_TRUE(enterable) << "chmod " << dir_.path() << ": " << std::strerror(errno);
+    if (!enterable) return member;
     member.account = *std::move(account);
     member.server = StartServer("data", "1xH100-80GB");
     EXPECT_TRUE(member.server->ok());
