@@ -34,6 +34,8 @@ FileInfo InfoOf(const struct stat& info) {
 
 class PosixFileSystem final : public FileSystem {
  public:
+  bool HasOwners() const override { return true; }
+
   Result<FileInfo> Stat(const std::string& path) const override {
     struct stat info {};
     if (stat(path.c_str(), &info) != 0) return ErrnoError("cannot look at", path, errno);

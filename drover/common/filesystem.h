@@ -61,6 +61,10 @@ class FileSystem {
   // Removes the directory `path` if it is empty (rmdir(2)). kNotFound if it does not exist;
   // kFailedPrecondition if it is not empty; kInternal otherwise.
   virtual Status RemoveEmptyDirectory(const std::string& path) = 0;
+  // Whether files here have owners and permissions, checked against the calling thread's file
+  // identity (the machine's file system: true; an in-memory one: false). A driver that acts
+  // with another account's permissions (os::WithFileIdentityOf) needs to only where it is true.
+  virtual bool HasOwners() const = 0;
 };
 
 // The machine's file system, over POSIX calls. One process-wide instance; thread-safe.

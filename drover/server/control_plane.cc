@@ -12,13 +12,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
-#include <system_error>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "drover/agent/outputs.h"
 #include "drover/model/access.h"
 #include "drover/model/dependency.h"
+#include "drover/os/threads.h"
 #include "drover/os/unix_account.h"
 #include "drover/server/secret.h"
 
@@ -42,18 +42,19 @@ namespace {
 // Runs `work` with the file permissions of a job's account (Job::run_as) when this process is
 // root and the account is another: the job wrote its staging files as that account, so a link
 // or a FIFO it left there must not make the server read, move or remove what the account may
-// not (os::WithFileIdentityOf); and its inputs are looked for as it. On the machine's file system
-// only: `fs` otherwise (tests' in-memory one) has no owners and runs `work` as it is. An error when
-// the account cannot be had (`work` did not run).
+// not (os::WithFileIdentityOf); and its inputs are looked for as it. Only where `fs` has owners
+// (FileSystem::HasOwners; tests' in-memory one has none and runs `work` as it is). `task` ends
+// the error's "on the server, which ..." (what the server needed the account for). An error
+// when the account cannot be had (`work` did not run).
 Status AsJobAccount(const FileSystem& fs, const std::string& run_as, bool may_run_as_root,
-                    const std::function<void()>& work) {
-  if (&fs != &RealFileSystem()) {
+                    std::string_view task, const std::function<void()>& work) {
+  if (!fs.HasOwners()) {
     work();
     return OkStatus();
   }
   DROVER_ASSIGN_OR_RETURN(std::optional<os::UnixAccount> account,
                           os::OtherAccountToRunAs(run_as, may_run_as_root,
-                                                  "on the server, which publishes job outputs"));
+                                                  fmt::format("on the server, which {}", task)));
   if (!account) {
     work();
     return OkStatus();
@@ -290,7 +291,9 @@ ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inp
         seen.inputs.emplace_back(check->job, std::move(missing));
       }
     };
-    if (!AsJobAccount(fs_, entry.first.first, entry.first.second, look)) look();  // did not run
+    if (!AsJobAccount(fs_, entry.first.first, entry.first.second, "looks for job inputs", look)) {
+      look();  // did not run
+    }
   }
   if (!seen.policy_path.empty()) {
     Result<FileInfo> looked = fs_.Stat(seen.policy_path);
@@ -454,24 +457,12 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   // out one after another.
   void LaunchAll(const std::vector<const control::LaunchWorker*>& launches, int threads) {
     std::vector<std::optional<model::WorkerEvent>> failures(launches.size());
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t i = next++; i < launches.size(); i = next++) {
-        failures[i] = Launch(*launches[i]);
-      }
-    };
-    std::vector<std::thread> helpers;
-    const std::size_t wanted = std::min<std::size_t>(std::max(threads, 1), launches.size());
-    for (std::size_t i = 1; i < wanted; ++i) {
-      try {
-        helpers.emplace_back(work);
-      } catch (const std::system_error& error) {  // out of threads: fewer at once, all the same
-        spdlog::warn("launches: cannot start a thread ({}); {} at once", error.what(), i);
-        break;
-      }
+    const int used = os::RunOnThreads(launches.size(), threads,
+                                      [&](std::size_t i) { failures[i] = Launch(*launches[i]); });
+    if (static_cast<std::size_t>(used) <
+        std::min<std::size_t>(std::max(threads, 1), launches.size())) {
+      spdlog::warn("launches: the system would not start more threads; {} at once", used);
     }
-    work();
-    for (std::thread& helper : helpers) helper.join();
     for (std::optional<model::WorkerEvent>& failed : failures) {
       if (failed) feedback_.emplace_back(std::move(*failed));
     }
@@ -508,8 +499,8 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
         });
     if (!touches_files) {
       publish_all();
-    } else if (Status as_account =
-                   AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root, publish_all);
+    } else if (Status as_account = AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root,
+                                                "publishes job outputs", publish_all);
                !as_account) {
       published = tl::unexpected(as_account.error());
     }
@@ -517,8 +508,9 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
         Published{publish.job, publish.attempt, std::move(published), plane_.clock_.Now()});
   }
   void DiscardOutputs(const control::DiscardOutputs& discard) override {
-    Status as_account = AsJobAccount(plane_.fs_, discard.run_as, discard.may_run_as_root,
-                                     [&] { agent::DiscardStaging(discard.outputs, plane_.fs_); });
+    Status as_account =
+        AsJobAccount(plane_.fs_, discard.run_as, discard.may_run_as_root, "discards job outputs",
+                     [&] { agent::DiscardStaging(discard.outputs, plane_.fs_); });
     if (!as_account) spdlog::warn("discarding outputs: {}", as_account.error().message);
   }
   void SubmitExternal(const control::SubmitExternal& submit) override {

@@ -29,6 +29,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -197,7 +198,9 @@ Status ParseHead(std::string_view text, api::Request& request, Head& head) {
 }
 
 // A bounded group of threads for one lane: at most `max_threads`, started as work arrives and
-// kept; work beyond them queues. Thread-safe.
+// kept; work beyond them queues. A thread the system refuses to start (out of threads or memory)
+// is logged and tried again at the next submission; meanwhile the task waits in the queue for the
+// lane's running threads. Thread-safe.
 class LanePool {
  public:
   explicit LanePool(int max_threads) : max_threads_(std::max(1, max_threads)) {}
@@ -208,10 +211,15 @@ class LanePool {
     if (stopping_) return;
     queue_.push_back(std::move(task));
     if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) {
-      threads_.emplace_back([this] { Work(); });
-    } else {
-      ready_.notify_one();
+      try {
+        threads_.emplace_back([this] { Work(); });
+        return;
+      } catch (const std::system_error& error) {
+        spdlog::warn("HTTP front: cannot start a thread ({}); {} serve the lane", error.what(),
+                     threads_.size());
+      }
     }
+    ready_.notify_one();
   }
 
   // Drops what is queued and waits for what runs.

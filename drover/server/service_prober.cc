@@ -1,13 +1,15 @@
 #include "drover/server/service_prober.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 
 #include "drover/api/http_client.h"
+#include "drover/os/threads.h"
 
 namespace drover::server {
 
@@ -104,17 +106,12 @@ void ServiceProber::Stop() {
 
 std::vector<ProbeResult> ServiceProber::RunAll(const std::vector<ProbeTarget>& targets) const {
   std::vector<ProbeResult> results(targets.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < targets.size();) {
-      results[i] = RunProbe(targets[i]);
-    }
-  };
-  const std::size_t threads = std::min(targets.size(), static_cast<std::size_t>(max_parallel_));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& thread : pool) thread.join();
+  const int used = os::RunOnThreads(targets.size(), max_parallel_,
+                                    [&](std::size_t i) { results[i] = RunProbe(targets[i]); });
+  if (static_cast<std::size_t>(used) <
+      std::min<std::size_t>(std::max(max_parallel_, 1), targets.size())) {
+    spdlog::warn("service probes: the system would not start more threads; {} at once", used);
+  }
   return results;
 }
 
