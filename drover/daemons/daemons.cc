@@ -1,9 +1,6 @@
 #include "drover/daemons/daemons.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <linux/close_range.h>
-#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -36,6 +33,7 @@
 #include "drover/model/metrics.h"
 #include "drover/os/allocator.h"
 #include "drover/os/files.h"
+#include "drover/os/process_image.h"
 #include "drover/server/data_dir_lock.h"
 #include "drover/server/http_server.h"
 #include "drover/server/leader_election.h"
@@ -346,11 +344,10 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
 }
 
 // Replaces this process by a fresh `drover server` of the same command line, in place (same
-// pid, same environment): the way back from stepping down without a service manager. Every
-// descriptor but stdin, stdout and stderr closes across the exec (the listening sockets, the
-// data folder's lock, the database's connections): the new image binds, locks and connects
-// afresh, reads the store, and campaigns like any server that starts. The signal mask is
-// emptied, as a new process's is. Exit status 75 (EX_TEMPFAIL) if the exec fails.
+// pid, same environment; os::ReplaceProcessImage): the way back from stepping down without a
+// service manager. The listening sockets, the data folder's lock and the database's connections
+// close across the exec: the new image binds, locks and connects afresh, reads the store, and
+// campaigns like any server that starts. Exit status 75 (EX_TEMPFAIL) if the exec fails.
 [[noreturn]] void RestartInPlace() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   const std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -360,22 +357,8 @@ Result<server::LeaseOptions> LeaseOptionsOf(const ServerFlags& flags) {
     args.push_back(line.substr(start, end - start));
     start = end + 1;
   }
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {  // before Linux 5.11
-    std::error_code error;
-    for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
-         it.increment(error)) {
-      const int fd = std::atoi(it->path().filename().c_str());
-      if (fd > 2) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  pthread_sigmask(SIG_SETMASK, &none, nullptr);
-  if (!args.empty()) ::execv("/proc/self/exe", argv.data());
-  const int error = args.empty() ? ENOENT : errno;  // no command line read: nothing to exec
+  // No command line read: nothing to exec.
+  const int error = args.empty() ? ENOENT : os::ReplaceProcessImage("/proc/self/exe", args);
   std::cerr << "drover server: cannot restart itself (" << std::strerror(error) << "); exiting"
             << std::endl;
   std::_Exit(75);
