@@ -315,6 +315,17 @@ std::vector<model::WorkerKey> Controller::OnNodeLost(const NodeId& node, const s
   return lost;
 }
 
+const model::Worker* Controller::FindWorker(const model::WorkerKey& key) const {
+  const Job* job = jobs_.Find(key.job);
+  if (job == nullptr || key.rank < 0) return nullptr;
+  for (const Attempt& attempt : job->attempts) {
+    if (attempt.number == key.attempt && key.rank < static_cast<int>(attempt.workers.size())) {
+      return &attempt.workers[key.rank];
+    }
+  }
+  return nullptr;
+}
+
 void Controller::Schedule(TimeMs now, Step& step) {
   EnforceNodeAdmin(now, step);
   ReleaseDependents(now, step);

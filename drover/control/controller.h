@@ -360,6 +360,10 @@ class Controller {
   std::optional<QueuePosition> PositionOf(JobId id) const;
 
   const model::Job* Find(JobId id) const { return jobs_.Find(id); }
+  // The record of worker `key` (job, attempt number, rank), of any attempt; null if there is
+  // none. Its node is where the controller placed it: a driver hears of a worker (events, logs,
+  // usage) only from that node's agent.
+  const model::Worker* FindWorker(const model::WorkerKey& key) const;
   // Drops the record of finished job `id` (a terminal state): Find and jobs() no longer know it,
   // and events naming it are ignored as for an unknown job. For a driver that keeps no history:
   // the simulator folds each job's outcome into its report when the job ends and forgets it, so

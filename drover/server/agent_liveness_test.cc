@@ -54,12 +54,12 @@ class AgentLivenessTest : public ::testing::Test {
     plane_ = std::make_unique<ControlPlane>(*std::move(store), clock_, options);
   }
 
-  // node-r's agent as Authorize finds it from its credential (the tests of liveness take its
-  // identity as given; those of identity below present credentials).
-  static api::Caller ItsAgent() {
+  // node-r's agent (or `node`'s) as Authorize finds it from its credential (the tests of
+  // liveness take its identity as given; those of identity below present credentials).
+  static api::Caller ItsAgent(const std::string& node = "node-r") {
     api::Caller caller;
     caller.bearer = true;
-    caller.agent = NodeId("node-r");
+    caller.agent = NodeId(node);
     caller.joined = true;
     return caller;
   }
@@ -199,6 +199,34 @@ TEST_F(AgentLivenessTest, ASilentAgentsWorkersAreLostItsNodeTooUntilItRegistersA
   plane_->RunOnce();
   EXPECT_EQ(State(retried), JobState::kStarting);
   EXPECT_EQ(plane_->GetJob(retried)->current_attempt()->number, 2);
+}
+
+// As Kubernetes' NodeRestriction has a kubelet change only its own pods: another agent, broken or
+// hostile, cannot end, start or checkpoint node-r's worker, nor give its job output values.
+TEST_F(AgentLivenessTest, AnAgentReportsOnlyTheWorkersPlacedOnItsNode) {
+  ASSERT_TRUE(plane_->Start());
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-r", "A100"), ItsAgent()));
+  ASSERT_TRUE(plane_->RegisterRemoteNode(MakeNode("node-x", "H100"), ItsAgent("node-x")));
+  const JobId id = SubmitJob("A100", "exit");
+  const model::WorkerKey key = StartOnRemote(id);
+
+  model::WorkerEvent forged{key, model::WorkerEvent::Kind::kExited, clock_.Now(), {}};
+  forged.exit.exit_code = 0;
+  forged.exit.output_values = {{"accuracy", "0.99"}};
+  const model::WorkerEvent checkpoint{key, model::WorkerEvent::Kind::kCheckpoint, clock_.Now(), {}};
+  ASSERT_TRUE(plane_->ReportEvents(NodeId("node-x"), {checkpoint, forged}));
+  plane_->RunOnce();
+  EXPECT_EQ(State(id), JobState::kRunning);
+  model::Job job = *plane_->GetJob(id);
+  EXPECT_FALSE(job.attempts.at(0).workers.at(0).exit.has_value());
+  EXPECT_EQ(job.attempts[0].last_checkpoint_at, 0);
+
+  // Its own agent's report ends it.
+  model::WorkerEvent exited{key, model::WorkerEvent::Kind::kExited, clock_.Now(), {}};
+  exited.exit.exit_code = 0;
+  ASSERT_TRUE(plane_->ReportEvents(NodeId("node-r"), {exited}));
+  plane_->RunOnce();
+  EXPECT_EQ(State(id), JobState::kSucceeded);
 }
 
 TEST_F(AgentLivenessTest, AJobWhoseRetryOnLeavesNodeLostOutFails) {

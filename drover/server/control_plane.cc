@@ -221,7 +221,8 @@ void ControlPlane::SaveFairShare() {
 
 // What a turn of the loop looked at without mu_ (Gather), for Absorb.
 struct ControlPlane::Observation {
-  std::vector<model::WorkerEvent> worker_events;      // every runtime's, in each one's order
+  // Every runtime's events, in each one's order, with the node whose runtime reported each.
+  std::vector<std::pair<NodeId, model::WorkerEvent>> worker_events;
   std::vector<model::ExecutorEvent> executor_events;  // every executor's, in each one's order
   // Each waiting job looked at, with the paths of its inputs that are missing.
   std::vector<std::pair<JobId, std::vector<std::string>>> inputs;
@@ -248,14 +249,14 @@ void ControlPlane::RunOnce() {
 
 ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inputs) {
   Observation seen;
-  std::vector<std::shared_ptr<agent::WorkerRuntime>> runtimes;
+  std::vector<std::pair<NodeId, std::shared_ptr<agent::WorkerRuntime>>> runtimes;
   std::vector<exec::Executor*> executors;
   std::vector<control::Controller::InputCheck> to_check;
   std::optional<FileInfo> policy_seen;
   {
     MutexLock lock(mu_);
     runtimes.reserve(nodes_.size());
-    for (const auto& [name, entry] : nodes_) runtimes.push_back(entry.runtime);
+    for (const auto& [name, entry] : nodes_) runtimes.emplace_back(name, entry.runtime);
     for (const auto& [kind, executor] : executors_) executors.push_back(executor.get());
     if (check_inputs) to_check = controller_.InputsToCheck();
     if (check_policy) {
@@ -263,9 +264,9 @@ ControlPlane::Observation ControlPlane::Gather(bool check_policy, bool check_inp
       policy_seen = policy_file_seen_;
     }
   }
-  for (const auto& runtime : runtimes) {
+  for (const auto& [node, runtime] : runtimes) {
     for (model::WorkerEvent& event : runtime->Poll()) {
-      seen.worker_events.push_back(std::move(event));
+      seen.worker_events.emplace_back(node, std::move(event));
     }
   }
   for (exec::Executor* executor : executors) {
@@ -317,8 +318,8 @@ void ControlPlane::Absorb(Observation& seen, control::Step& step) {
     controller_.OnInputsChecked(id, missing, clock_.Now(), step);  // ignored if not waiting now
     if (missing.empty()) any = true;
   }
-  for (const model::WorkerEvent& event : seen.worker_events) {
-    if (OnRuntimeEvent(event, step)) any = true;
+  for (const auto& [node, event] : seen.worker_events) {
+    if (OnRuntimeEvent(node, event, step)) any = true;
   }
   for (const model::ExecutorEvent& event : seen.executor_events) {
     controller_.OnExecutorEvent(event, step);
@@ -417,7 +418,22 @@ exec::Executor* ControlPlane::ExecutorOf(model::ExecutorKind kind) const {
   return it == executors_.end() ? nullptr : it->second.get();
 }
 
-bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) {
+bool ControlPlane::OnRuntimeEvent(const NodeId& node, const model::WorkerEvent& event,
+                                  control::Step& step) {
+  // A node speaks for its own workers only (as for their logs and usage): an agent that reports
+  // another node's worker started, exited (with output values) or checkpointed, be it broken or
+  // hostile, changes nothing.
+  const model::Worker* worker = controller_.FindWorker(event.key);
+  if (worker == nullptr || worker->node != node) {
+    if (worker != nullptr) {
+      spdlog::warn(
+          "node {} reported worker {} of job {} attempt {}, which runs on node {}: "
+          "ignored",
+          node.value(), event.key.rank, event.key.job.value(), event.key.attempt,
+          worker->node.value());
+    }
+    return false;
+  }
   if (event.kind != model::WorkerEvent::Kind::kCheckpoint) {
     controller_.OnWorkerEvent(event, step);
     return true;

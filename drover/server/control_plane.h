@@ -509,9 +509,11 @@ class ControlPlane {
   // turn) or stops wait to be sent. Otherwise only a request, which wakes the loop, or the next
   // idle cycle can change anything, and the loop waits for those instead of polling.
   bool Polling() const REQUIRES(mu_);
-  // Feeds a runtime's event to the controller; true if it may have freed or taken capacity
-  // (started, exited).
-  bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) REQUIRES(mu_);
+  // Feeds an event of node `node`'s runtime to the controller, unless it names a worker the
+  // controller did not place on `node` (a node speaks for its own workers only); true if it may
+  // have freed or taken capacity (started, exited).
+  bool OnRuntimeEvent(const NodeId& node, const model::WorkerEvent& event, control::Step& step)
+      REQUIRES(mu_);
   // Declares lost every remote agent silent for longer than options_.agent_timeout_ms, and
   // records each in the store with its orphans (AgentRegistry::RecordLost); true if any was.
   bool CheckAgents(control::Step& step) REQUIRES(mu_);

@@ -101,16 +101,8 @@ Result<api::RemoteLogAck> ControlPlane::AppendRemoteLog(const NodeId& node,
   }
   {
     MutexLock lock(mu_);
-    const model::Job* job = controller_.Find(key.job);
-    const model::Attempt* attempt = nullptr;
-    if (job != nullptr) {
-      for (const model::Attempt& a : job->attempts) {
-        if (a.number == key.attempt) attempt = &a;
-      }
-    }
-    if (attempt == nullptr || key.rank < 0 ||
-        key.rank >= static_cast<int>(attempt->workers.size()) ||
-        attempt->workers[key.rank].node != node) {
+    const model::Worker* worker = controller_.FindWorker(key);
+    if (worker == nullptr || worker->node != node) {
       return NotFound(fmt::format("node {} runs no worker {} of job {} attempt {}", node.value(),
                                   key.rank, key.job.value(), key.attempt));
     }

@@ -46,14 +46,8 @@ Status ControlPlane::IngestUsage(const NodeId& node, model::UsageBatch batch) {
   {
     MutexLock lock(mu_);
     for (const model::WorkerKey& key : named) {
-      const model::Job* job = controller_.Find(key.job);
-      if (job == nullptr) continue;
-      for (const model::Attempt& attempt : job->attempts) {
-        if (attempt.number != key.attempt) continue;
-        for (const model::Worker& worker : attempt.workers) {
-          if (worker.rank == key.rank && worker.node == node) placed.insert(key);
-        }
-      }
+      const model::Worker* worker = controller_.FindWorker(key);
+      if (worker != nullptr && worker->node == node) placed.insert(key);
     }
   }
   auto keep = [&placed](std::optional<model::WorkerKey>& worker) {
