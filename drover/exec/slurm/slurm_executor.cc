@@ -14,11 +14,11 @@
 #include <functional>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "drover/exec/slurm/command.h"
 #include "drover/exec/slurm/sbatch.h"
 #include "drover/os/files.h"
+#include "drover/os/threads.h"
 
 namespace drover::exec::slurm {
 namespace {
@@ -312,13 +312,12 @@ void SlurmExecutor::SubmitNow(std::vector<Call> calls) {
   const auto run = [this](const Call& call) {
     return call.size() == 1 ? std::vector<Handed>{RunSbatch(call.front())} : RunArray(call);
   };
-  {
-    // The first on this thread, the others each on a thread of its own for the round.
-    std::vector<std::jthread> threads;
-    for (std::size_t i = 1; i < fresh.size(); ++i) {
-      threads.emplace_back([&results, &fresh, &run, i] { results[i] = run(*fresh[i]); });
-    }
-    if (!fresh.empty()) results[0] = run(*fresh[0]);
+  // The first on this thread, the others each on a thread of its own for the round (fewer at
+  // once if the system refuses threads).
+  const int used = os::RunOnThreads(fresh.size(), static_cast<int>(fresh.size()),
+                                    [&](std::size_t i) { results[i] = run(*fresh[i]); });
+  if (static_cast<std::size_t>(used) < fresh.size()) {
+    spdlog::warn("slurm: the system would not start more threads; {} submissions at once", used);
   }
   for (std::vector<Handed>& handed : results) {
     for (const Handed& one : handed) Report(one);
