@@ -250,6 +250,74 @@ TEST_F(MemoryOutputsTest, AFailedSwapKeepsTheOldOutput) {
   EXPECT_EQ(fs_.Contents("/out/model"), "old");
 }
 
+// A publication cut short, as by a crash, between a swap and the removal of the previous output
+// it left at the staging path, before the next output's move: carried out again with its record,
+// it finishes; without, it swapped the previous output back onto the destination.
+TEST_F(MemoryOutputsTest, AnInterruptedPublicationIsFinishedNotRedone) {
+  model::StagedOutput model = PathOutput("model", "/out/model");
+  model::StagedOutput report = PathOutput("report", "/out/report");
+  fs_.WriteFile("/out/model", "old");
+  fs_.WriteFile(model.staging, "new");
+  fs_.WriteFile(report.staging, "all good");
+  const Publication how{"/data/publications/job-7.attempt-1", nullptr};
+  fs_.Fail(Op::kRemoveAll, model.staging);  // the crash: nothing more after the swap
+  fs_.Fail(Op::kRename, report.staging);
+  ASSERT_FALSE(PublishOutputs({model, report}, {}, fs_, how));
+  ASSERT_EQ(fs_.Contents("/out/model"), "new");
+  ASSERT_EQ(fs_.Contents(model.staging), "old");
+
+  fs_.Heal();
+  auto published = PublishOutputs({model, report}, {}, fs_, how);
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(published->at("model"), "/out/model");
+  EXPECT_EQ(published->at("report"), "/out/report");
+  EXPECT_EQ(fs_.Contents("/out/model"), "new");
+  EXPECT_EQ(fs_.Contents("/out/report"), "all good");
+  EXPECT_FALSE(fs_.Exists(model::DirectoryOf(model.staging)));
+
+  // Once more (the answer was lost again): the same outputs, nothing touched.
+  published = PublishOutputs({model, report}, {}, fs_, how);
+  ASSERT_TRUE(published) << published.error().ToString();
+  EXPECT_EQ(published->at("model"), "/out/model");
+  EXPECT_EQ(fs_.Contents("/out/model"), "new");
+}
+
+TEST_F(MemoryOutputsTest, TheRecordNamesEachStagedFileBeforeTheFirstMove) {
+  model::StagedOutput model = PathOutput("model", "/out/model");
+  fs_.WriteFile(model.staging, "weights");
+  const std::uint64_t inode = fs_.Stat(model.staging)->inode;
+  fs_.Fail(Op::kRename, model.staging);
+  ASSERT_FALSE(PublishOutputs({model}, {}, fs_, {"/data/publications/job-7.attempt-1", nullptr}));
+  const std::optional<std::string> text = fs_.Contents("/data/publications/job-7.attempt-1");
+  ASSERT_TRUE(text.has_value());
+  auto record = ParsePublicationRecord(*text);
+  ASSERT_TRUE(record) << record.error().ToString();
+  EXPECT_EQ(*record, (PublicationRecord{{"model", {1, inode}}}));
+}
+
+TEST_F(MemoryOutputsTest, AResumedOutputThatChangedSinceIsRefused) {
+  model::StagedOutput model = PathOutput("model", "/out/model");
+  fs_.WriteFile(model.staging, "replaced since");
+  fs_.WriteFile("/data/publications/job-7.attempt-1", "model 1 999999\n");
+  auto published =
+      PublishOutputs({model}, {}, fs_, {"/data/publications/job-7.attempt-1", nullptr});
+  ASSERT_FALSE(published);
+  EXPECT_EQ(published.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(published.error().message, HasSubstr("changed since its publication began"));
+  EXPECT_FALSE(fs_.Exists("/out/model"));
+}
+
+TEST(PublicationRecord, ReadsWhatItWritesAndNamesTheLineItCannotRead) {
+  const PublicationRecord record{{"model", {2049, 131}}, {"report", {2049, 7}}};
+  EXPECT_EQ(FormatPublicationRecord(record), "model 2049 131\nreport 2049 7\n");
+  EXPECT_EQ(ParsePublicationRecord(FormatPublicationRecord(record)), record);
+  auto refused = ParsePublicationRecord("model 2049 131\nreport 2049\n");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message, HasSubstr("line 2"));
+  EXPECT_FALSE(ParsePublicationRecord("model 1 2 extra\n"));
+}
+
 TEST_F(MemoryOutputsTest, DiscardRemovesWhatItCanAndKeepsGoing) {
   model::StagedOutput first = PathOutput("first", "/out/first");
   model::StagedOutput second = PathOutput("second", "/out/second");

@@ -29,6 +29,8 @@ FileInfo InfoOf(const struct stat& info) {
   out.modified_ns =
       static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
   out.directory = S_ISDIR(info.st_mode);
+  out.device = static_cast<std::uint64_t>(info.st_dev);
+  out.inode = static_cast<std::uint64_t>(info.st_ino);
   return out;
 }
 

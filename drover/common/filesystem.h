@@ -23,6 +23,10 @@ struct FileInfo {
   std::int64_t size = 0;         // bytes (directories: as the system reports)
   std::int64_t modified_ns = 0;  // modification time, ns since the epoch
   bool directory = false;
+  // Which file it is (st_dev, st_ino): kept by a rename, so that the file can be recognized at
+  // its new path; a new file at the same path has another.
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
 
   friend bool operator==(const FileInfo&, const FileInfo&) = default;
 };

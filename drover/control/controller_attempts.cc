@@ -368,6 +368,10 @@ void Controller::OnOutputsPublished(JobId id, int attempt_number,
   if (attempt.number != attempt_number) return;
   jobs_.EndPublishing(id);
   step.changed.insert(id);
+  if (std::any_of(job.spec.outputs.begin(), job.spec.outputs.end(),
+                  [](const model::OutputSpec& output) { return !output.path.empty(); })) {
+    step.effects.emplace_back(ForgetPublication{id, attempt_number});
+  }
   if (published) {
     job.outputs = *published;
   } else {

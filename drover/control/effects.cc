@@ -12,6 +12,7 @@ struct SinkVisitor {
   void operator()(const SetWorkerTimeout& effect) const { sink.SetWorkerTimeout(effect); }
   void operator()(const PublishOutputs& effect) const { sink.PublishOutputs(effect); }
   void operator()(const DiscardOutputs& effect) const { sink.DiscardOutputs(effect); }
+  void operator()(const ForgetPublication& effect) const { sink.ForgetPublication(effect); }
   void operator()(const SubmitExternal& effect) const { sink.SubmitExternal(effect); }
   void operator()(const CancelExternal& effect) const { sink.CancelExternal(effect); }
 };

@@ -68,6 +68,14 @@ struct DiscardOutputs {
   std::string run_as;
   bool may_run_as_root = false;
 };
+// The outcome of an attempt's publication is persisted: drop what the driver kept to finish a
+// publication that a crash cut short (agent::PublicationRecord). Emitted, once the driver has
+// answered PublishOutputs, for a job with path outputs; effects run after their step is
+// persisted, so a crash before this leaves a record that the next try of the publication finds.
+struct ForgetPublication {
+  JobId job;
+  int attempt = 0;
+};
 // Hand an admitted attempt to its queue's external executor (model/executor.h); the driver
 // answers with OnExecutorEvent.
 struct SubmitExternal {
@@ -79,7 +87,7 @@ struct CancelExternal {
   std::string reason;
 };
 using Effect = std::variant<LaunchWorker, StopWorker, SetWorkerTimeout, PublishOutputs,
-                            DiscardOutputs, SubmitExternal, CancelExternal>;
+                            DiscardOutputs, ForgetPublication, SubmitExternal, CancelExternal>;
 
 // Carries out effects, one method per alternative of Effect. Each method is called on the
 // driver's thread in the order the step lists the effects; what a method feeds back into the
@@ -92,6 +100,7 @@ class EffectSink {
   virtual void SetWorkerTimeout(const control::SetWorkerTimeout& effect) = 0;
   virtual void PublishOutputs(const control::PublishOutputs& effect) = 0;
   virtual void DiscardOutputs(const control::DiscardOutputs& effect) = 0;
+  virtual void ForgetPublication(const control::ForgetPublication& effect) = 0;
   virtual void SubmitExternal(const control::SubmitExternal& effect) = 0;
   virtual void CancelExternal(const control::CancelExternal& effect) = 0;
 };

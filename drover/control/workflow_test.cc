@@ -206,6 +206,36 @@ TEST_F(WorkflowTest, AFailedAttemptDiscardsItsStagingAndAFailedPublicationFailsT
   EXPECT_EQ(State(id), JobState::kFailed);
   EXPECT_THAT(controller_.Find(id)->status_message, HasSubstr("publishing outputs"));
   EXPECT_EQ(EffectsOf<DiscardOutputs>(refused).size(), 1u);
+  // A failed publication's record goes too: the next attempt publishes under its own.
+  auto forget = EffectsOf<ForgetPublication>(refused);
+  ASSERT_EQ(forget.size(), 1u);
+  EXPECT_EQ(forget[0].job, id);
+  EXPECT_EQ(forget[0].attempt, 2);
+}
+
+// The driver keeps a record of a publication under way (agent::PublicationRecord) until the
+// step that takes its answer is persisted: the effect that drops it comes with that step, not
+// with the PublishOutputs, and only for a job with path outputs (values need none).
+TEST_F(WorkflowTest, APublicationsRecordIsForgottenWithTheStepThatTakesItsAnswer) {
+  model::JobSpec train = Stage("train");
+  train.outputs = {{"model", "/out/model.pt"}};
+  model::JobSpec score = Stage("score");
+  score.outputs = {{"accuracy", ""}};
+  auto ids = Submit({train, score});
+  Step exited = RunToExit(ids[0], 0, kT0);
+  EXPECT_EQ(EffectsOf<PublishOutputs>(exited).size(), 1u);
+  EXPECT_TRUE(EffectsOf<ForgetPublication>(exited).empty());
+  Step published = Publish(ids[0], {{"model", "/out/model.pt"}}, kT0 + 1);
+  EXPECT_EQ(State(ids[0]), JobState::kSucceeded);
+  auto forget = EffectsOf<ForgetPublication>(published);
+  ASSERT_EQ(forget.size(), 1u);
+  EXPECT_EQ(forget[0].job, ids[0]);
+  EXPECT_EQ(forget[0].attempt, 1);
+
+  RunToExit(ids[1], 0, kT0 + 2);
+  EXPECT_TRUE(
+      EffectsOf<ForgetPublication>(Publish(ids[1], {{"accuracy", "0.9"}}, kT0 + 3)).empty());
+  EXPECT_EQ(State(ids[1]), JobState::kSucceeded);
 }
 
 TEST_F(WorkflowTest, IfAndTemplatesReadTheUpstreamsPublishedOutputs) {

@@ -165,6 +165,7 @@ Result<Daemon> OpenControlPlane(
                           OpenStore(store_flag, data_dir, std::move(fence), store_wait));
   options.control.value_outputs_root = (std::filesystem::path(data_dir) / "outputs").string();
   options.remote_logs_dir = (std::filesystem::path(data_dir) / "remote-logs").string();
+  options.publications_dir = (std::filesystem::path(data_dir) / "publications").string();
   // Kept beside the database, not in it (server/token_registry.h says why).
   DROVER_ASSIGN_OR_RETURN(options.job_token_key,
                           server::TokenRegistry::LoadOrCreateJobKey(

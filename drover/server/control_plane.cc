@@ -418,6 +418,11 @@ exec::Executor* ControlPlane::ExecutorOf(model::ExecutorKind kind) const {
   return it == executors_.end() ? nullptr : it->second.get();
 }
 
+std::string ControlPlane::PublicationRecordPath(JobId job, int attempt) const {
+  if (options_.publications_dir.empty()) return "";
+  return fmt::format("{}/job-{}.attempt-{}", options_.publications_dir, job.value(), attempt);
+}
+
 bool ControlPlane::OnRuntimeEvent(const NodeId& node, const model::WorkerEvent& event,
                                   control::Step& step) {
   // A node speaks for its own workers only (as for their logs and usage): an agent that reports
@@ -503,25 +508,26 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
     }
   }
   void PublishOutputs(const control::PublishOutputs& publish) override {
-    Result<std::map<std::string, std::string>> published;
-    const auto publish_all = [&] {
-      published = agent::PublishOutputs(publish.outputs, publish.reported_values, plane_.fs_);
+    // The record in the server's own folder, as the server; the job's files as its account
+    // (values the workers' nodes reported touch no file here, nor need the account, which this
+    // machine may not know: agent::Publication).
+    agent::Publication how;
+    how.record_path = plane_.PublicationRecordPath(publish.job, publish.attempt);
+    how.as_account = [&](const std::function<void()>& work) {
+      return AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root,
+                          "publishes job outputs", work);
     };
-    // Values the workers' nodes reported touch no file here, nor need the job's account, which
-    // this machine may not know (a remote agent's job): only path outputs and unreported values.
-    const bool touches_files =
-        std::any_of(publish.outputs.begin(), publish.outputs.end(), [&](const auto& output) {
-          return !output.destination.empty() || !publish.reported_values.contains(output.name);
-        });
-    if (!touches_files) {
-      publish_all();
-    } else if (Status as_account = AsJobAccount(plane_.fs_, publish.run_as, publish.may_run_as_root,
-                                                "publishes job outputs", publish_all);
-               !as_account) {
-      published = tl::unexpected(as_account.error());
-    }
+    Result<std::map<std::string, std::string>> published =
+        agent::PublishOutputs(publish.outputs, publish.reported_values, plane_.fs_, how);
     feedback_.emplace_back(
         Published{publish.job, publish.attempt, std::move(published), plane_.clock_.Now()});
+  }
+  void ForgetPublication(const control::ForgetPublication& forget) override {
+    const std::string record = plane_.PublicationRecordPath(forget.job, forget.attempt);
+    if (record.empty()) return;
+    if (Status removed = plane_.fs_.RemoveAll(record); !removed) {
+      spdlog::warn("publication record {}: {}", record, removed.error().message);
+    }
   }
   void DiscardOutputs(const control::DiscardOutputs& discard) override {
     Status as_account =

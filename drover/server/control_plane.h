@@ -133,6 +133,12 @@ struct ControlPlaneOptions {
   // `drover server` uses DATA/remote-logs. Empty: none are kept, and reading a remote worker's
   // log answers kUnavailable.
   std::string remote_logs_dir;
+  // Where the publication records of attempts whose outputs are being published are kept
+  // (agent::PublicationRecord; DIR/job-ID.attempt-N, each dropped on ForgetPublication), so that
+  // a publication that a crash or a step-down cut short is finished, not redone, by the next
+  // try. `drover server` uses DATA/publications. Empty: none are kept (such a retry then fails
+  // on the outputs already moved).
+  std::string publications_dir;
   // How much of each stream of a remote worker is kept; the agent ships no more once it is
   // reached (the rest stays in the worker's directory on its node). 64 MiB.
   std::int64_t max_remote_log_bytes = std::int64_t{64} << 20;
@@ -509,6 +515,9 @@ class ControlPlane {
   // turn) or stops wait to be sent. Otherwise only a request, which wakes the loop, or the next
   // idle cycle can change anything, and the loop waits for those instead of polling.
   bool Polling() const REQUIRES(mu_);
+  // Where the publication record of (job, attempt) is kept (options_.publications_dir); empty
+  // when none is. Thread-safe (reads only the options).
+  std::string PublicationRecordPath(JobId job, int attempt) const;
   // Feeds an event of node `node`'s runtime to the controller, unless it names a worker the
   // controller did not place on `node` (a node speaks for its own workers only); true if it may
   // have freed or taken capacity (started, exited).

@@ -54,6 +54,7 @@ class ControlPlaneTest : public ::testing::Test {
     options.run_loop = run_loop;
     options.on_store_failure = [this](const Error& error) { store_failures_.push_back(error); };
     options.spec_limits = spec_limits_;
+    options.publications_dir = publications_dir_;
     plane_ = std::make_unique<ControlPlane>(std::move(faulty), clock_, options, fs_);
   }
 
@@ -127,9 +128,11 @@ script: sleep 100
   testing::FakeClock clock_;
   testing::MemoryFileSystem fs_;
   std::unique_ptr<store::Store> store_ = store::NewMemoryStore();
-  testing::FaultyStore* faulty_ = nullptr;   // owned by plane_
-  std::vector<Error> store_failures_;        // what on_store_failure was called with
-  spec::SpecLimits spec_limits_;             // the plane's, when OpenPlane makes it
+  testing::FaultyStore* faulty_ = nullptr;  // owned by plane_
+  std::vector<Error> store_failures_;       // what on_store_failure was called with
+  spec::SpecLimits spec_limits_;            // the plane's, when OpenPlane makes it
+  // The plane's ControlPlaneOptions::publications_dir, when OpenPlane makes it.
+  std::string publications_dir_ = "/var/lib/drover/publications";
   testing::FakeRuntime* runtime_ = nullptr;  // owned by plane_, set by AddNode
   std::unique_ptr<ControlPlane> plane_;
 };
@@ -409,6 +412,51 @@ script: sleep 100
   EXPECT_EQ(fs_.Contents("/out/model"), "weights");
   EXPECT_EQ(plane_->GetJob(id)->outputs.at("model"), "/out/model");
   EXPECT_FALSE(fs_.Exists(model::DirectoryOf(model::StagingPathFor("/out/model", id, 2))));
+}
+
+// The server stops (its store failed: a crash, or a leader's step-down) after it moved a job's
+// output but before the job's success was persisted. Its restart publishes the attempt again:
+// with the publication's record it finishes it; without (publications_dir empty), the staged
+// file was gone and the job failed, though its output was published.
+TEST_F(ControlPlaneTest, AServerStoppedMidPublicationFinishesItAfterItsRestart) {
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  std::vector<JobId> ids = Submit(R"(kind: Job
+name: train
+outputs: [{name: model, path: /out/model}]
+resources: {cpu: 100m, memory: 64Mi, gpus: 1}
+script: sleep 100
+)");
+  ASSERT_EQ(ids.size(), 1u);
+  const JobId id = ids[0];
+  fs_.WriteFile("/out/model", "old");
+  plane_->RunOnce();
+  ASSERT_EQ(runtime_->Launched().size(), 1u);
+  const model::WorkerKey key = runtime_->Launched().back().key;
+  fs_.WriteFile(model::StagingPathFor("/out/model", id, 1), "new");
+  runtime_->Report(Event(key, Kind::kStarted, clock_.Now()));
+  model::WorkerEvent exited = Event(key, Kind::kExited, clock_.Now());
+  exited.exit.exit_code = 0;
+  runtime_->Report(exited);
+  faulty_->FailNthApply(2);  // the exit is persisted, the publication's answer is not
+  plane_->RunOnce();
+  ASSERT_EQ(store_failures_.size(), 1u);
+  ASSERT_EQ(fs_.Contents("/out/model"), "new");
+  ASSERT_TRUE(fs_.Exists(std::string(publications_dir_) + "/job-" + std::to_string(id.value()) +
+                         ".attempt-1"));
+
+  OpenPlane();
+  AddNode();
+  ASSERT_TRUE(plane_->Start());
+  plane_->RunOnce();
+  EXPECT_EQ(State(id), model::JobState::kSucceeded) << plane_->GetJob(id)->status_message;
+  EXPECT_EQ(fs_.Contents("/out/model"), "new");
+  EXPECT_EQ(plane_->GetJob(id)->outputs,
+            (std::map<std::string, std::string>{{"model", "/out/model"}}));
+  // Persisted: the record is gone, and so is the staging directory.
+  EXPECT_FALSE(fs_.Exists(std::string(publications_dir_) + "/job-" + std::to_string(id.value()) +
+                          ".attempt-1"));
+  EXPECT_FALSE(fs_.Exists(model::DirectoryOf(model::StagingPathFor("/out/model", id, 1))));
 }
 
 TEST_F(ControlPlaneTest, LogsAreReadThroughTheFileSystem) {

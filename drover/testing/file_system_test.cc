@@ -96,9 +96,15 @@ TEST_P(FileSystemContractTest, CreateDirectoriesIsMkdirP) {
 TEST_P(FileSystemContractTest, RenameMovesAndReplacesAFile) {
   Write(root_ + "/a", "new");
   Write(root_ + "/b", "old");
+  const FileInfo moved = *fs_->Stat(root_ + "/a");
+  EXPECT_NE(std::pair(moved.device, moved.inode),
+            std::pair(fs_->Stat(root_ + "/b")->device, fs_->Stat(root_ + "/b")->inode));
   EXPECT_EQ(fs_->Rename(root_ + "/none", root_ + "/c").error().code, ErrorCode::kNotFound);
   ASSERT_TRUE(fs_->Rename(root_ + "/a", root_ + "/b"));
   EXPECT_EQ(*fs_->Read(root_ + "/b"), "new");
+  // The same file at its new path (agent::PublicationRecord recognizes a published output so).
+  EXPECT_EQ(fs_->Stat(root_ + "/b")->inode, moved.inode);
+  EXPECT_EQ(fs_->Stat(root_ + "/b")->device, moved.device);
   EXPECT_EQ(fs_->Stat(root_ + "/a").error().code, ErrorCode::kNotFound);
   // A directory moves with what it holds; a missing parent of the target is an error.
   Write(root_ + "/d/x", "1");
@@ -110,8 +116,12 @@ TEST_P(FileSystemContractTest, RenameMovesAndReplacesAFile) {
 TEST_P(FileSystemContractTest, ExchangeSwapsTwoEntries) {
   Write(root_ + "/a", "A");
   Write(root_ + "/d/x", "X");
+  const std::uint64_t file = fs_->Stat(root_ + "/a")->inode;
+  const std::uint64_t directory = fs_->Stat(root_ + "/d")->inode;
   ASSERT_TRUE(fs_->Exchange(root_ + "/a", root_ + "/d"));
   EXPECT_EQ(*fs_->Read(root_ + "/d"), "A");
+  EXPECT_EQ(fs_->Stat(root_ + "/d")->inode, file);
+  EXPECT_EQ(fs_->Stat(root_ + "/a")->inode, directory);
   EXPECT_EQ(*fs_->Read(root_ + "/a/x"), "X");
   EXPECT_EQ(fs_->Exchange(root_ + "/a", root_ + "/none").error().code, ErrorCode::kNotFound);
 }

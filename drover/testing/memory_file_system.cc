@@ -43,8 +43,14 @@ bool MemoryFileSystem::IsDirectory(const std::string& path) const {
 
 void MemoryFileSystem::MakeParents(const std::string& path) {
   for (std::string dir = ParentOf(path); !dir.empty() && dir != "/"; dir = ParentOf(dir)) {
-    entries_[dir].directory = true;
+    EntryAt(dir).directory = true;
   }
+}
+
+MemoryFileSystem::Entry& MemoryFileSystem::EntryAt(const std::string& path) {
+  Entry& entry = entries_[path];
+  if (entry.inode == 0) entry.inode = ++inodes_;
+  return entry;
 }
 
 std::vector<std::string> MemoryFileSystem::Subtree(const std::string& path) const {
@@ -62,7 +68,7 @@ Result<FileInfo> MemoryFileSystem::Stat(const std::string& path) const {
   auto it = entries_.find(at);
   if (it == entries_.end()) return NotFound(fmt::format("cannot look at {}: no such file", at));
   return FileInfo{static_cast<std::int64_t>(it->second.content.size()), it->second.modified_ns,
-                  it->second.directory};
+                  it->second.directory, 1, it->second.inode};
 }
 
 Result<FileInfo> MemoryFileSystem::LinkStat(const std::string& path) const {
@@ -95,7 +101,7 @@ Status MemoryFileSystem::Append(const std::string& path, std::string_view data) 
   if (!IsDirectory(ParentOf(at))) {
     return Internal(fmt::format("cannot write {}: no such directory", at));
   }
-  Entry& entry = entries_[at];
+  Entry& entry = EntryAt(at);
   if (entry.directory) return Internal(fmt::format("cannot write {}: a directory", at));
   entry.content.append(data);
   entry.modified_ns = ++clock_ns_;
@@ -191,7 +197,7 @@ void MemoryFileSystem::WriteFile(const std::string& path, const std::string& con
   const std::string at = Normal(path);
   std::lock_guard lock(mu_);
   MakeParents(at);
-  entries_[at] = Entry{false, content, ++clock_ns_};
+  entries_[at] = Entry{false, content, ++clock_ns_, ++inodes_};
 }
 
 std::optional<std::string> MemoryFileSystem::Contents(const std::string& path) const {

@@ -67,13 +67,16 @@ class MemoryFileSystem final : public FileSystem {
     bool directory = false;
     std::string content;
     std::int64_t modified_ns = 0;
+    std::uint64_t inode = 0;  // FileInfo::inode (device 1): numbered as entries are created
   };
 
   // The injected fault of `op` on `path` (normalized), if any; counts it. Requires mu_.
   std::optional<Error> FaultOf(Op op, const std::string& path) const;
   // Requires mu_.
   bool IsDirectory(const std::string& path) const;
-  void MakeParents(const std::string& path);                        // Requires mu_.
+  void MakeParents(const std::string& path);  // Requires mu_.
+  // The entry at `path`, created (numbered) when missing. Requires mu_.
+  Entry& EntryAt(const std::string& path);
   std::vector<std::string> Subtree(const std::string& path) const;  // Requires mu_.
 
   mutable std::mutex mu_;
@@ -81,6 +84,7 @@ class MemoryFileSystem final : public FileSystem {
   std::map<std::tuple<Op, std::string>, ErrorCode> faults_;
   mutable std::map<std::tuple<Op, std::string>, int> failures_;
   std::int64_t clock_ns_ = 0;
+  std::uint64_t inodes_ = 0;  // the last inode number given
 };
 
 }  // namespace drover::testing

@@ -239,6 +239,7 @@ class Replay final : private control::EffectSink {
     publishes_.push_back(publish);
   }
   void DiscardOutputs(const control::DiscardOutputs&) override {}
+  void ForgetPublication(const control::ForgetPublication&) override {}  // keeps none
   void SubmitExternal(const control::SubmitExternal&) override { DROVER_CHECK(false); }
   void CancelExternal(const control::CancelExternal&) override { DROVER_CHECK(false); }
   std::int32_t IndexOf(JobId id) const {
