@@ -41,6 +41,8 @@ struct Publication {
   // (a folder of the driver's own, not the job's: a job could otherwise forge it); empty: none is
   // kept, and a publication carried out again after a crash fails on the outputs it had moved.
   // The caller removes it once the attempt's outcome is persisted (control::ForgetPublication).
+  // Written through a hidden file and a rename, without fsync: it outlives the process, not
+  // necessarily a power loss (the database's own commit is what a machine crash is judged by).
   std::string record_path;
   // Runs a step that touches the job's files (staging paths, destinations) with the job's
   // account's file permissions (the server: os::WithFileIdentityOf); null: as the caller is. An
