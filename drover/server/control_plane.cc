@@ -318,8 +318,26 @@ void ControlPlane::Absorb(Observation& seen, control::Step& step) {
     controller_.OnInputsChecked(id, missing, clock_.Now(), step);  // ignored if not waiting now
     if (missing.empty()) any = true;
   }
+  // A node speaks for its own workers only (as for their logs and usage): what an agent, broken
+  // or hostile, reports of a worker placed elsewhere (started, exited with output values,
+  // checkpointed) changes nothing, and is logged once per node and turn.
+  std::map<NodeId, std::pair<int, model::WorkerKey>> foreign;  // node -> count, the first key
   for (const auto& [node, event] : seen.worker_events) {
-    if (OnRuntimeEvent(node, event, step)) any = true;
+    const model::Worker* worker = controller_.FindWorker(event.key);
+    if (worker == nullptr) continue;  // no such worker: the controller would ignore it too
+    if (worker->node != node) {
+      auto& [count, first] = foreign[node];
+      if (count++ == 0) first = event.key;
+      continue;
+    }
+    if (OnRuntimeEvent(event, step)) any = true;
+  }
+  for (const auto& [node, ignored] : foreign) {
+    spdlog::warn(
+        "node {} reported {} event(s) of workers placed on other nodes (the first: worker {} of "
+        "job {} attempt {}): ignored",
+        node.value(), ignored.first, ignored.second.rank, ignored.second.job.value(),
+        ignored.second.attempt);
   }
   for (const model::ExecutorEvent& event : seen.executor_events) {
     controller_.OnExecutorEvent(event, step);
@@ -423,22 +441,7 @@ std::string ControlPlane::PublicationRecordPath(JobId job, int attempt) const {
   return fmt::format("{}/job-{}.attempt-{}", options_.publications_dir, job.value(), attempt);
 }
 
-bool ControlPlane::OnRuntimeEvent(const NodeId& node, const model::WorkerEvent& event,
-                                  control::Step& step) {
-  // A node speaks for its own workers only (as for their logs and usage): an agent that reports
-  // another node's worker started, exited (with output values) or checkpointed, be it broken or
-  // hostile, changes nothing.
-  const model::Worker* worker = controller_.FindWorker(event.key);
-  if (worker == nullptr || worker->node != node) {
-    if (worker != nullptr) {
-      spdlog::warn(
-          "node {} reported worker {} of job {} attempt {}, which runs on node {}: "
-          "ignored",
-          node.value(), event.key.rank, event.key.job.value(), event.key.attempt,
-          worker->node.value());
-    }
-    return false;
-  }
+bool ControlPlane::OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) {
   if (event.kind != model::WorkerEvent::Kind::kCheckpoint) {
     controller_.OnWorkerEvent(event, step);
     return true;

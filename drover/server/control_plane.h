@@ -518,11 +518,9 @@ class ControlPlane {
   // Where the publication record of (job, attempt) is kept (options_.publications_dir); empty
   // when none is. Thread-safe (reads only the options).
   std::string PublicationRecordPath(JobId job, int attempt) const;
-  // Feeds an event of node `node`'s runtime to the controller, unless it names a worker the
-  // controller did not place on `node` (a node speaks for its own workers only); true if it may
-  // have freed or taken capacity (started, exited).
-  bool OnRuntimeEvent(const NodeId& node, const model::WorkerEvent& event, control::Step& step)
-      REQUIRES(mu_);
+  // Feeds a runtime's event, about a worker placed on that runtime's node (Absorb checks), to
+  // the controller; true if it may have freed or taken capacity (started, exited).
+  bool OnRuntimeEvent(const model::WorkerEvent& event, control::Step& step) REQUIRES(mu_);
   // Declares lost every remote agent silent for longer than options_.agent_timeout_ms, and
   // records each in the store with its orphans (AgentRegistry::RecordLost); true if any was.
   bool CheckAgents(control::Step& step) REQUIRES(mu_);
