@@ -270,8 +270,12 @@ void SlurmExecutor::Loop() {
 
 SlurmExecutor::Prepared SlurmExecutor::Prepare(model::ExternalLaunch launch) const {
   Result<SbatchOptions> options = OptionsFor(launch);
-  Result<Sbatch> sbatch =
-      options ? RenderSbatch(launch, *options) : Result<Sbatch>(tl::unexpected(options.error()));
+  Result<Sbatch> sbatch = FailedPrecondition("a continuation submits nothing");
+  if (!options) {
+    sbatch = tl::unexpected(options.error());
+  } else if (launch.ref.restart == 0) {
+    sbatch = RenderSbatch(launch, *options);
+  }
   return Prepared{std::move(launch), std::move(options), std::move(sbatch)};
 }
 

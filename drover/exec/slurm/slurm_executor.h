@@ -98,7 +98,8 @@ class SlurmExecutor final : public Executor {
   void Loop() EXCLUDES(mu_);
   // A launch with what the executor makes of it, once per hand-off: its options (OptionsFor:
   // the account looked up) and the `sbatch` call rendered with them, or why there is none (the
-  // options' error when that is one).
+  // options' error when that is one; for a continuation, which releases the Slurm job it has
+  // instead of submitting one (ContinueNow), kFailedPrecondition: none is rendered).
   struct Prepared {
     model::ExternalLaunch launch;
     Result<SbatchOptions> options;
