@@ -5,10 +5,12 @@
 // model::StagedOutputs. Every file operation goes through the FileSystem given (by default the
 // machine's), so that tests can run them in memory and make one fail.
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "drover/common/filesystem.h"

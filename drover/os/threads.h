@@ -14,8 +14,12 @@ namespace drover::os {
 // several threads at once for distinct indexes. A thread the system refuses to start (the
 // std::system_error of std::thread: out of threads or memory) is not retried: the threads
 // already running, the caller's at least, do its share, so every index is run and nothing
-// throws for it. Returns the number of threads that took part, the caller's included: below
-// min(count, most_threads) exactly when a thread could not be started (the caller may log it).
-int RunOnThreads(std::size_t count, int most_threads, const std::function<void(std::size_t)>& run);
+// throws for it.
+struct ThreadsRun {
+  int threads = 1;       // that took part, the caller's included
+  bool refused = false;  // a thread could not be started: fewer ran at once (the caller may log)
+};
+ThreadsRun RunOnThreads(std::size_t count, int most_threads,
+                        const std::function<void(std::size_t)>& run);
 
 }  // namespace drover::os

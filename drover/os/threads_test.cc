@@ -20,22 +20,24 @@ TEST(RunOnThreads, RunsEveryIndexOnceOnAtMostTheThreadsAsked) {
   std::vector<std::atomic<int>> runs(1000);
   std::mutex mu;
   std::set<std::thread::id> threads;
-  const int used = RunOnThreads(runs.size(), 4, [&](std::size_t i) {
+  const ThreadsRun ran = RunOnThreads(runs.size(), 4, [&](std::size_t i) {
     ++runs[i];
     std::lock_guard lock(mu);
     threads.insert(std::this_thread::get_id());
   });
-  EXPECT_EQ(used, 4);
+  EXPECT_EQ(ran.threads, 4);
+  EXPECT_FALSE(ran.refused);
   EXPECT_LE(threads.size(), 4u);
   for (std::size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i], 1) << "index " << i;
 }
 
 TEST(RunOnThreads, NeverStartsMoreThreadsThanThereAreCalls) {
   std::atomic<int> calls{0};
-  EXPECT_EQ(RunOnThreads(2, 16, [&](std::size_t) { ++calls; }), 2);
+  EXPECT_EQ(RunOnThreads(2, 16, [&](std::size_t) { ++calls; }).threads, 2);
   EXPECT_EQ(calls, 2);
-  EXPECT_EQ(RunOnThreads(0, 16, [&](std::size_t) { ++calls; }), 1);
-  EXPECT_EQ(RunOnThreads(3, 0, [&](std::size_t) { ++calls; }), 1);  // the caller's, at least
+  EXPECT_EQ(RunOnThreads(0, 16, [&](std::size_t) { ++calls; }).threads, 1);
+  EXPECT_EQ(RunOnThreads(3, 0, [&](std::size_t) { ++calls; }).threads,
+            1);  // the caller's, at least
   EXPECT_EQ(calls, 5);
 }
 
@@ -50,11 +52,11 @@ void RunWhereNoThreadCanStart() {
   const rlimit cap{mapped + (2 << 20), mapped + (2 << 20)};
   if (setrlimit(RLIMIT_AS, &cap) != 0) std::_Exit(3);
   std::vector<int> runs(100, 0);
-  const int used = RunOnThreads(runs.size(), 8, [&](std::size_t i) { ++runs[i]; });
+  const ThreadsRun ran = RunOnThreads(runs.size(), 8, [&](std::size_t i) { ++runs[i]; });
   for (int run : runs) {
     if (run != 1) std::_Exit(2);
   }
-  std::_Exit(used == 1 ? 0 : 1);
+  std::_Exit(ran.threads == 1 && ran.refused ? 0 : 1);
 }
 
 TEST(RunOnThreadsDeathTest, AThreadTheSystemRefusesLeavesItsCallsToTheCaller) {

@@ -481,11 +481,10 @@ class ControlPlane::EffectRunner final : public control::EffectSink {
   // out one after another.
   void LaunchAll(const std::vector<const control::LaunchWorker*>& launches, int threads) {
     std::vector<std::optional<model::WorkerEvent>> failures(launches.size());
-    const int used = os::RunOnThreads(launches.size(), threads,
-                                      [&](std::size_t i) { failures[i] = Launch(*launches[i]); });
-    if (static_cast<std::size_t>(used) <
-        std::min<std::size_t>(std::max(threads, 1), launches.size())) {
-      spdlog::warn("launches: the system would not start more threads; {} at once", used);
+    const os::ThreadsRun ran = os::RunOnThreads(
+        launches.size(), threads, [&](std::size_t i) { failures[i] = Launch(*launches[i]); });
+    if (ran.refused) {
+      spdlog::warn("launches: the system would not start more threads; {} at once", ran.threads);
     }
     for (std::optional<model::WorkerEvent>& failed : failures) {
       if (failed) feedback_.emplace_back(std::move(*failed));

@@ -106,11 +106,11 @@ void ServiceProber::Stop() {
 
 std::vector<ProbeResult> ServiceProber::RunAll(const std::vector<ProbeTarget>& targets) const {
   std::vector<ProbeResult> results(targets.size());
-  const int used = os::RunOnThreads(targets.size(), max_parallel_,
-                                    [&](std::size_t i) { results[i] = RunProbe(targets[i]); });
-  if (static_cast<std::size_t>(used) <
-      std::min<std::size_t>(std::max(max_parallel_, 1), targets.size())) {
-    spdlog::warn("service probes: the system would not start more threads; {} at once", used);
+  const os::ThreadsRun ran = os::RunOnThreads(
+      targets.size(), max_parallel_, [&](std::size_t i) { results[i] = RunProbe(targets[i]); });
+  if (ran.refused) {
+    spdlog::warn("service probes: the system would not start more threads; {} at once",
+                 ran.threads);
   }
   return results;
 }

@@ -318,10 +318,11 @@ void SlurmExecutor::SubmitNow(std::vector<Call> calls) {
   };
   // The first on this thread, the others each on a thread of its own for the round (fewer at
   // once if the system refuses threads).
-  const int used = os::RunOnThreads(fresh.size(), static_cast<int>(fresh.size()),
-                                    [&](std::size_t i) { results[i] = run(*fresh[i]); });
-  if (static_cast<std::size_t>(used) < fresh.size()) {
-    spdlog::warn("slurm: the system would not start more threads; {} submissions at once", used);
+  const os::ThreadsRun ran = os::RunOnThreads(fresh.size(), static_cast<int>(fresh.size()),
+                                              [&](std::size_t i) { results[i] = run(*fresh[i]); });
+  if (ran.refused) {
+    spdlog::warn("slurm: the system would not start more threads; {} submissions at once",
+                 ran.threads);
   }
   for (std::vector<Handed>& handed : results) {
     for (const Handed& one : handed) Report(one);
